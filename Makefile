@@ -1,0 +1,85 @@
+# normlab — build, run and test.
+#   make          build ./normlab and build/libnormlab.a
+#   make run      install what is missing, build, and generate from the default model
+#   make test     the whole suite, plain and under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make parity   the C engine against the independent PyTorch reference (needs python3-torch)
+
+CC ?= cc
+# snprintf into fixed message buffers truncates on purpose, so that warning is off.
+WARN = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-format-truncation
+BASE_CFLAGS = -std=c11 -O2 -g $(WARN) -Iengine -Itokenizer
+SAN_FLAGS = -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all -fno-omit-frame-pointer
+# Evaluated in recipes only, after `deps` has installed pkg-config and the libraries.
+PKG_CFLAGS = $(shell pkg-config --cflags openblas libcjson)
+PKG_LIBS = $(shell pkg-config --libs openblas libcjson) -lm
+
+LIB_SRC = engine/model.c engine/safetensors.c engine/jsonx.c engine/fileio.c engine/kernels.c \
+          engine/forward.c engine/sampler.c engine/generate.c engine/eval.c tokenizer/tokenizer.c
+HEADERS = $(wildcard engine/*.h tokenizer/*.h tests/*.h)
+TESTS = test_tokenizer test_kernels test_sampler test_loader test_forward
+RUN_ARGS ?= -n 500
+
+.PHONY: all deps run test test-plain test-san parity clean format
+
+all: deps normlab
+
+deps:
+	@tools/install-deps.sh
+
+# ---- one object tree per variant: build/rel (plain) and build/san (sanitizers)
+build/rel/%.o: %.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) $(PKG_CFLAGS) -c $< -o $@
+
+build/san/%.o: %.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) $(SAN_FLAGS) $(PKG_CFLAGS) -c $< -o $@
+
+build/rel/libnormlab.a: $(LIB_SRC:%.c=build/rel/%.o)
+	ar rcs $@ $^
+
+build/san/libnormlab.a: $(LIB_SRC:%.c=build/san/%.o)
+	ar rcs $@ $^
+
+build/libnormlab.a: build/rel/libnormlab.a
+	cp $< $@
+
+normlab: build/rel/engine/main.o build/rel/libnormlab.a
+	$(CC) $^ $(PKG_LIBS) -o $@
+
+build/san/normlab: build/san/engine/main.o build/san/libnormlab.a
+	$(CC) $(SAN_FLAGS) $^ $(PKG_LIBS) -o $@
+
+build/rel/tests/%: build/rel/tests/%.o build/rel/tests/check.o build/rel/tests/ref_forward.o build/rel/libnormlab.a
+	$(CC) $^ $(PKG_LIBS) -o $@
+
+build/san/tests/%: build/san/tests/%.o build/san/tests/check.o build/san/tests/ref_forward.o build/san/libnormlab.a
+	$(CC) $(SAN_FLAGS) $^ $(PKG_LIBS) -o $@
+
+.SECONDARY:
+
+run: all
+	@if [ -f weights/shakespeare-pre-ln/model.safetensors ]; then \
+	    ./normlab generate -m weights/shakespeare-pre-ln -p "ROMEO:" --echo $(RUN_ARGS); \
+	else \
+	    echo "normlab: no trained model is present yet (weights/shakespeare-pre-ln); see README 'Training'"; \
+	fi
+
+test: deps
+	@$(MAKE) --no-print-directory test-plain test-san
+
+test-plain: normlab build/libnormlab.a $(addprefix build/rel/tests/,$(TESTS))
+	@tests/run.sh plain build/rel ./normlab
+
+test-san: build/san/normlab $(addprefix build/san/tests/,$(TESTS))
+	@tests/run.sh sanitizers build/san build/san/normlab
+
+parity: all
+	@tools/install-deps.sh --python
+	/usr/bin/python3 tools/parity.py
+
+format:
+	clang-format -i engine/*.c engine/*.h tokenizer/*.c tokenizer/*.h tests/*.c tests/*.h
+
+clean:
+	rm -rf build normlab

@@ -1,0 +1,82 @@
+// fileio.c — open, check and read or map regular files.
+#define _POSIX_C_SOURCE 200809L
+#include "fileio.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+// Opens path read-only and checks it is a regular file; returns the fd and its size.
+static int open_regular(const char *path, size_t *size, NlError *err) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // O_NONBLOCK: a FIFO must not hang us
+    if (fd < 0) {
+        snprintf(err->msg, sizeof err->msg, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        snprintf(err->msg, sizeof err->msg, "%s: not a regular file", path);
+        close(fd);
+        return -1;
+    }
+    *size = (size_t)st.st_size;
+    return fd;
+}
+
+int file_read_all(const char *path, size_t cap, char **buf, size_t *len, NlError *err) {
+    size_t size;
+    int fd = open_regular(path, &size, err);
+    if (fd < 0) return -1;
+    if (size > cap) {
+        snprintf(err->msg, sizeof err->msg, "%s: file is %zu bytes, more than the limit of %zu", path, size, cap);
+        close(fd);
+        return -1;
+    }
+    char *data = malloc(size + 1);
+    size_t got = 0;
+    while (data && got < size) {
+        ssize_t r = read(fd, data + got, size - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        got += (size_t)r;
+    }
+    close(fd);
+    if (!data || got != size) {
+        snprintf(err->msg, sizeof err->msg, "%s: %s", path, data ? "short read" : "out of memory");
+        free(data);
+        return -1;
+    }
+    data[size] = '\0';
+    *buf = data;
+    *len = size;
+    return 0;
+}
+
+int file_map(const char *path, const unsigned char **addr, size_t *len, NlError *err) {
+    size_t size;
+    int fd = open_regular(path, &size, err);
+    if (fd < 0) return -1;
+    if (size == 0) {
+        snprintf(err->msg, sizeof err->msg, "%s: file is empty", path);
+        close(fd);
+        return -1;
+    }
+    void *p = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) {
+        snprintf(err->msg, sizeof err->msg, "%s: cannot map: %s", path, strerror(errno));
+        return -1;
+    }
+    *addr = p;
+    *len = size;
+    return 0;
+}
+
+void file_unmap(const unsigned char *addr, size_t len) {
+    if (addr) munmap((void *)addr, len);
+}

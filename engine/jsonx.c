@@ -1,0 +1,136 @@
+// jsonx.c — strict JSON reading on top of cJSON (see jsonx.h for the rules and why).
+#include "jsonx.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define FAIL(...) do { snprintf(err->msg, sizeof err->msg, __VA_ARGS__); return -1; } while (0)
+
+// Finds a "\u0000" escape inside a string literal; returns its byte offset or -1.
+static long find_nul_escape(const char *buf, size_t len) {
+    int in_string = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = buf[i];
+        if (!in_string) { in_string = (c == '"'); continue; }
+        if (c == '"') { in_string = 0; continue; }
+        if (c != '\\' || i + 1 >= len) continue;
+        if (buf[i + 1] == 'u' && i + 5 < len && memcmp(buf + i + 2, "0000", 4) == 0) return (long)i;
+        i++;  // skip the escaped character (so \\ and \" do not confuse the scan)
+    }
+    return -1;
+}
+
+// Rejects duplicate keys in every object, at any depth (cJSON would keep the first silently).
+static int check_duplicates(const cJSON *node, const char *what, NlError *err) {
+    for (const cJSON *c = node->child; c; c = c->next) {
+        if (cJSON_IsObject(node)) {
+            for (const cJSON *d = c->next; d; d = d->next)
+                if (strcmp(c->string, d->string) == 0) FAIL("%s: duplicate key \"%s\"", what, c->string);
+        }
+        if ((cJSON_IsObject(c) || cJSON_IsArray(c)) && check_duplicates(c, what, err) != 0) return -1;
+    }
+    return 0;
+}
+
+cJSON *jsonx_parse(const char *buf, size_t len, const char *what, NlError *err) {
+    long nul = find_nul_escape(buf, len);
+    if (nul >= 0) {
+        snprintf(err->msg, sizeof err->msg, "%s: \\u0000 escape at byte %ld is not allowed", what, nul + 1);
+        return NULL;
+    }
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(buf, len, &end, 0);
+    if (!root) {
+        size_t at = end && end >= buf ? (size_t)(end - buf) : 0;
+        snprintf(err->msg, sizeof err->msg, "%s: invalid JSON near byte %zu", what, at + 1);
+        return NULL;
+    }
+    size_t at = (size_t)(end - buf);
+    while (at < len && strchr(" \t\r\n", buf[at]) && buf[at] != '\0') at++;
+    if (at < len) {
+        snprintf(err->msg, sizeof err->msg, "%s: unexpected data after the JSON value at byte %zu", what, at + 1);
+        cJSON_Delete(root);
+        return NULL;
+    }
+    if (check_duplicates(root, what, err) != 0) {
+        cJSON_Delete(root);
+        return NULL;
+    }
+    return root;
+}
+
+int jsonx_only_keys(const cJSON *obj, const char *const *allowed, const char *what, NlError *err) {
+    for (const cJSON *c = obj->child; c; c = c->next) {
+        int known = 0;
+        for (const char *const *a = allowed; *a && !known; a++) known = strcmp(*a, c->string) == 0;
+        if (!known) FAIL("%s: unknown key \"%s\"", what, c->string);
+    }
+    return 0;
+}
+
+int jsonx_as_int(const cJSON *item, double min, double max, int64_t *out, const char *what, NlError *err) {
+    if (!cJSON_IsNumber(item)) FAIL("%s: expected an integer", what);
+    double v = item->valuedouble;
+    if (!isfinite(v) || v != floor(v)) FAIL("%s: expected an integer, found %g", what, v);
+    if (v < min || v > max) FAIL("%s: %.0f is outside [%.0f, %.0f]", what, v, min, max);
+    *out = (int64_t)v;
+    return 0;
+}
+
+// Looks up a member; returns 1 found, 0 missing-but-optional, -1 error.
+static int member(const cJSON *obj, const char *key, int required, const cJSON **item,
+                  const char *what, NlError *err) {
+    *item = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (*item) return 1;
+    if (required) FAIL("%s: missing key \"%s\"", what, key);
+    return 0;
+}
+
+int jsonx_int(const cJSON *obj, const char *key, int required, double min, double max, int64_t *out,
+              const char *what, NlError *err) {
+    const cJSON *item;
+    int found = member(obj, key, required, &item, what, err);
+    if (found <= 0) return found;
+    char ctx[300];
+    snprintf(ctx, sizeof ctx, "%s: \"%s\"", what, key);
+    if (jsonx_as_int(item, min, max, out, ctx, err) != 0) return -1;
+    return 0;
+}
+
+int jsonx_number(const cJSON *obj, const char *key, int required, double min, double max, double *out,
+                 const char *what, NlError *err) {
+    const cJSON *item;
+    int found = member(obj, key, required, &item, what, err);
+    if (found <= 0) return found;
+    if (!cJSON_IsNumber(item)) FAIL("%s: \"%s\" must be a number", what, key);
+    double v = item->valuedouble;
+    if (!isfinite(v) || v < min || v > max) FAIL("%s: \"%s\" = %g is outside [%g, %g]", what, key, v, min, max);
+    *out = v;
+    return 0;
+}
+
+int jsonx_bool(const cJSON *obj, const char *key, int required, int *out, const char *what, NlError *err) {
+    const cJSON *item;
+    int found = member(obj, key, required, &item, what, err);
+    if (found <= 0) return found;
+    if (!cJSON_IsBool(item)) FAIL("%s: \"%s\" must be true or false", what, key);
+    *out = cJSON_IsTrue(item);
+    return 0;
+}
+
+int jsonx_choice(const cJSON *obj, const char *key, const char *const *choices, int *index,
+                 const char *what, NlError *err) {
+    const cJSON *item;
+    if (member(obj, key, 1, &item, what, err) < 0) return -1;
+    if (!cJSON_IsString(item)) FAIL("%s: \"%s\" must be a string", what, key);
+    for (int i = 0; choices[i]; i++) {
+        if (strcmp(choices[i], item->valuestring) == 0) { *index = i; return 0; }
+    }
+    char list[200] = "";
+    for (int i = 0; choices[i]; i++) {
+        strncat(list, i ? ", " : "", sizeof list - strlen(list) - 1);
+        strncat(list, choices[i], sizeof list - strlen(list) - 1);
+    }
+    FAIL("%s: \"%s\" = \"%.60s\" is not one of: %s", what, key, item->valuestring, list);
+}

@@ -1,0 +1,95 @@
+// kernels.c — norms, linears (OpenBLAS and naive), activations, softmax.
+#include "kernels.h"
+
+#include <cblas.h>
+#include <math.h>
+
+void nl_layernorm(float *out, const float *x, const float *gain, const float *bias, size_t n, size_t D, float eps) {
+    for (size_t r = 0; r < n; r++, x += D, out += D) {
+        double sum = 0.0, sq = 0.0;
+        for (size_t i = 0; i < D; i++) sum += x[i];
+        double mean = sum / (double)D;
+        for (size_t i = 0; i < D; i++) {
+            double c = (double)x[i] - mean;
+            sq += c * c;
+        }
+        double rstd = 1.0 / sqrt(sq / (double)D + (double)eps);
+        for (size_t i = 0; i < D; i++) {  // centre in double: a float mean of 1e4 is off by 1e-3
+            float y = (float)(((double)x[i] - mean) * rstd) * gain[i];
+            out[i] = bias ? y + bias[i] : y;
+        }
+    }
+}
+
+void nl_rmsnorm(float *out, const float *x, const float *gain, const float *bias, size_t n, size_t D, float eps) {
+    for (size_t r = 0; r < n; r++, x += D, out += D) {
+        double sq = 0.0;
+        for (size_t i = 0; i < D; i++) sq += (double)x[i] * x[i];
+        float rrms = (float)(1.0 / sqrt(sq / (double)D + (double)eps));
+        for (size_t i = 0; i < D; i++) {
+            float y = x[i] * rrms * gain[i];
+            out[i] = bias ? y + bias[i] : y;
+        }
+    }
+}
+
+void nl_norm(float *out, const float *x, NlNormWeights w, NlNormType type, size_t n, size_t D, float eps) {
+    if (type == NL_NORM_LAYERNORM) nl_layernorm(out, x, w.gain, w.bias, n, D, eps);
+    else nl_rmsnorm(out, x, w.gain, w.bias, n, D, eps);
+}
+
+void nl_linear(float *y, const float *x, const float *w, const float *b, size_t n, size_t n_out, size_t n_in) {
+    if (n == 1) {
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)n_out, (int)n_in, 1.0f, w, (int)n_in, x, 1, 0.0f, y, 1);
+    } else {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)n_out, (int)n_in, 1.0f, x, (int)n_in,
+                    w, (int)n_in, 0.0f, y, (int)n_out);
+    }
+    if (!b) return;
+    for (size_t r = 0; r < n; r++) nl_add(y + r * n_out, b, n_out);
+}
+
+void nl_linear_naive(float *y, const float *x, const float *w, const float *b, size_t n, size_t n_out, size_t n_in) {
+    for (size_t r = 0; r < n; r++) {
+        for (size_t o = 0; o < n_out; o++) {
+            float acc = 0.0f;
+            for (size_t i = 0; i < n_in; i++) acc += x[r * n_in + i] * w[o * n_in + i];
+            y[r * n_out + o] = b ? acc + b[o] : acc;
+        }
+    }
+}
+
+void nl_activation(float *x, size_t count, NlActivation act) {
+    switch (act) {
+    case NL_ACT_GELU:  // 0.5 x (1 + erf(x / sqrt 2)), torch.nn.functional.gelu
+        for (size_t i = 0; i < count; i++) x[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678118654752f));
+        break;
+    case NL_ACT_GELU_TANH:  // gelu(x, approximate="tanh")
+        for (size_t i = 0; i < count; i++) {
+            float v = x[i];
+            x[i] = 0.5f * v * (1.0f + tanhf(0.79788456080286536f * (v + 0.044715f * v * v * v)));
+        }
+        break;
+    case NL_ACT_RELU:
+        for (size_t i = 0; i < count; i++) x[i] = x[i] > 0.0f ? x[i] : 0.0f;
+        break;
+    }
+}
+
+void nl_add(float *y, const float *x, size_t count) {
+    for (size_t i = 0; i < count; i++) y[i] += x[i];
+}
+
+void nl_softmax(float *x, size_t n) {
+    float max = x[0];
+    for (size_t i = 1; i < n; i++) max = x[i] > max ? x[i] : max;
+    float sum = 0.0f;
+    for (size_t i = 0; i < n; i++) {
+        x[i] = expf(x[i] - max);
+        sum += x[i];
+    }
+    float inv = 1.0f / sum;
+    for (size_t i = 0; i < n; i++) x[i] *= inv;
+}
+
+void nl_set_threads(int n) { openblas_set_num_threads(n); }

@@ -1,0 +1,34 @@
+// kernels.h — the numeric building blocks of the forward pass. Outputs first, then inputs,
+// weights, sizes. Matrices are row-major; weights are in torch.nn.Linear layout (out, in).
+// None of these allocate. Every BLAS-backed kernel has a plain-loop twin (*_naive) for tests.
+#ifndef NL_KERNELS_H
+#define NL_KERNELS_H
+
+#include <stddef.h>
+
+#include "normlab.h"
+
+// LayerNorm of n rows of width D: (x - mean) / sqrt(var + eps) * gain + bias, biased variance,
+// statistics accumulated in double in two passes (a large common offset keeps its precision).
+// bias may be NULL. out may equal x.
+void nl_layernorm(float *out, const float *x, const float *gain, const float *bias, size_t n, size_t D, float eps);
+// RMSNorm of n rows: x / sqrt(mean(x^2) + eps) * gain (+ bias when not NULL). out may equal x.
+void nl_rmsnorm(float *out, const float *x, const float *gain, const float *bias, size_t n, size_t D, float eps);
+void nl_norm(float *out, const float *x, NlNormWeights w, NlNormType type, size_t n, size_t D, float eps);
+
+// y (n, n_out) = x (n, n_in) @ w^T (w is (n_out, n_in)) + b (b may be NULL).
+// n == 1 uses sgemv, n > 1 sgemm.
+void nl_linear(float *y, const float *x, const float *w, const float *b, size_t n, size_t n_out, size_t n_in);
+void nl_linear_naive(float *y, const float *x, const float *w, const float *b, size_t n, size_t n_out, size_t n_in);
+
+// In place over count values.
+void nl_activation(float *x, size_t count, NlActivation act);
+// y += x over count values.
+void nl_add(float *y, const float *x, size_t count);
+// Numerically stable softmax of x[0..n) in place.
+void nl_softmax(float *x, size_t n);
+
+// Sets the number of threads OpenBLAS uses for every later product (process-wide).
+void nl_set_threads(int n);
+
+#endif

@@ -1,0 +1,543 @@
+// main.c — the normlab command line: generate, eval, info, help.
+// Only this file prints diagnostics or chooses exit codes: 0 ok, 1 runtime or data error, 2 usage.
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "fileio.h"
+#include "kernels.h"
+#include "normlab.h"
+
+#define EXIT_DATA 1
+#define EXIT_USAGE 2
+#define TEXT_CAP ((size_t)1 << 30)
+#define DEFAULT_MODEL "weights/shakespeare-pre-ln"
+
+typedef struct {
+    const char *cmd;
+    const char *model;
+    const char *prompt;
+    const char *prompt_file;
+    const char *text_file;
+    long n_new;
+    NlSamplerParams sampling;
+    uint64_t seed;
+    int has_seed;
+    int norm, placement;  // -1: as configured
+    int threads;
+    int exact_window, skip_unknown, json, echo;
+    long stride;  // 0: T/2
+} Options;
+
+static const char *const HELP_MAIN =
+    "usage: normlab COMMAND [options]\n"
+    "\n"
+    "commands:\n"
+    "  generate   sample text from a model, streamed to stdout\n"
+    "  eval       bits per character of a model on a text file\n"
+    "  info       a model's configuration, parameters and memory\n"
+    "  help CMD   the options of one command\n"
+    "\n"
+    "normlab --version prints the version. Exit status: 0 ok, 1 runtime or data error, 2 usage error.\n";
+
+static const char *const HELP_GENERATE =
+    "usage: normlab generate [-m MODEL] [-p TEXT | -f FILE] [-n N] [options]\n"
+    "\n"
+    "Streams N sampled characters to stdout (only them; timing goes to stderr).\n"
+    "  -m, --model PATH       model directory or .json file (default: $NORMLAB_MODEL, else\n"
+    "                         weights/shakespeare-pre-ln beside the normlab binary)\n"
+    "  -p, --prompt TEXT      the prompt; empty or absent starts from a newline\n"
+    "  -f, --file FILE        read the prompt from FILE\n"
+    "  -n, --steps N          characters to generate (default 256; 0 generates nothing)\n"
+    "      --temperature T    0 = greedy, else in [1e-4, 1e4] (default 1.0)\n"
+    "      --top-k K          keep the K most likely characters (default 0 = off; K > V keeps all)\n"
+    "      --top-p P          keep the smallest set with mass >= P, P in (0, 1] (default 1 = off)\n"
+    "      --seed S           0 .. 2^64-1; absent: a seed from the OS, printed to stderr\n"
+    "      --norm NAME        run the norms as layernorm or rmsnorm (overrides the config)\n"
+    "      --placement NAME   run the blocks pre or post (overrides the config)\n"
+    "      --exact-window     recompute the last block_size positions for every token (nanoGPT)\n"
+    "                         instead of shifting the context by half a window when it is full\n"
+    "      --skip-unknown     drop prompt characters outside the vocabulary (with a warning)\n"
+    "      --echo             print the prompt before the generated text\n"
+    "      --threads N        OpenBLAS threads (default 1)\n";
+
+static const char *const HELP_EVAL =
+    "usage: normlab eval [-m MODEL] --text FILE [--json] [--stride N] [--skip-unknown]\n"
+    "\n"
+    "Average negative log-likelihood of every character of FILE after the first, given those\n"
+    "before it within the context window, as nats/char, bits/char and perplexity.\n"
+    "  -m, --model PATH       model (default as for generate)\n"
+    "      --text FILE        UTF-8 text to score\n"
+    "      --stride N         window step for texts longer than the context (default block_size/2):\n"
+    "                         each character is scored once, with at least block_size - N characters\n"
+    "                         of context\n"
+    "      --json             one JSON object on stdout\n"
+    "      --skip-unknown     drop characters outside the vocabulary and count them\n"
+    "      --norm, --placement, --threads   as for generate\n";
+
+static const char *const HELP_INFO =
+    "usage: normlab info [-m MODEL] [--json]\n"
+    "\n"
+    "Prints the model's configuration, parameter count, bytes of weights and of the KV cache,\n"
+    "and the provenance stored with the weights.\n";
+
+enum { OPT_TEMP = 256, OPT_TOPK, OPT_TOPP, OPT_SEED, OPT_NORM, OPT_PLACEMENT, OPT_THREADS, OPT_EXACT,
+       OPT_SKIP, OPT_JSON, OPT_TEXT, OPT_STRIDE, OPT_ECHO };
+
+static void usage_error(const char *cmd, const char *fmt, const char *arg) {
+    fprintf(stderr, "normlab %s: ", cmd);
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, " (see 'normlab help %s')\n", cmd);
+}
+
+// ---- strict number parsing (the C locale is never changed, so '.' is the decimal point)
+
+static int parse_long(const char *s, long min, long max, long *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end != '\0' || errno == ERANGE || v < min || v > max) return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_u64(const char *s, uint64_t *out) {
+    char *end;
+    if (*s < '0' || *s > '9') return -1;  // strtoull would accept "-1" and " 1"
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (*end != '\0' || errno == ERANGE) return -1;
+    *out = (uint64_t)v;
+    return 0;
+}
+
+static int parse_double(const char *s, double *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || *end != '\0' || errno == ERANGE || !isfinite(v)) return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_choice(const char *s, const char *a, const char *b) {
+    if (strcmp(s, a) == 0) return 0;
+    if (strcmp(s, b) == 0) return 1;
+    return -1;
+}
+
+// Applies one option; returns 0, or EXIT_USAGE after printing why.
+static int apply_option(Options *o, int c, const char *arg) {
+    long v;
+    double d;
+    switch (c) {
+    case 'm': o->model = arg; return 0;
+    case 'p': o->prompt = arg; return 0;
+    case 'f': o->prompt_file = arg; return 0;
+    case OPT_TEXT: o->text_file = arg; return 0;
+    case OPT_EXACT: o->exact_window = 1; return 0;
+    case OPT_SKIP: o->skip_unknown = 1; return 0;
+    case OPT_JSON: o->json = 1; return 0;
+    case OPT_ECHO: o->echo = 1; return 0;
+    case 'n':
+        if (parse_long(arg, 0, 1000000000L, &v) != 0) { usage_error(o->cmd, "-n must be an integer in [0, 1000000000], got '%s'", arg); return EXIT_USAGE; }
+        o->n_new = v;
+        return 0;
+    case OPT_TEMP:
+        if (parse_double(arg, &d) != 0 || d < 0 || (d != 0 && (d < 1e-4 || d > 1e4))) {
+            usage_error(o->cmd, "--temperature must be 0 or a number in [1e-4, 1e4], got '%s'", arg);
+            return EXIT_USAGE;
+        }
+        o->sampling.temperature = d;
+        return 0;
+    case OPT_TOPK:
+        if (parse_long(arg, 0, INT_MAX, &v) != 0) { usage_error(o->cmd, "--top-k must be an integer >= 0, got '%s'", arg); return EXIT_USAGE; }
+        o->sampling.top_k = (int)v;
+        return 0;
+    case OPT_TOPP:
+        if (parse_double(arg, &d) != 0 || !(d > 0 && d <= 1)) { usage_error(o->cmd, "--top-p must be in (0, 1], got '%s'", arg); return EXIT_USAGE; }
+        o->sampling.top_p = d;
+        return 0;
+    case OPT_SEED:
+        if (parse_u64(arg, &o->seed) != 0) { usage_error(o->cmd, "--seed must be an integer in [0, 2^64-1], got '%s'", arg); return EXIT_USAGE; }
+        o->has_seed = 1;
+        return 0;
+    case OPT_NORM:
+        if ((o->norm = parse_choice(arg, "layernorm", "rmsnorm")) < 0) { usage_error(o->cmd, "--norm must be layernorm or rmsnorm, got '%s'", arg); return EXIT_USAGE; }
+        return 0;
+    case OPT_PLACEMENT:
+        if ((o->placement = parse_choice(arg, "pre", "post")) < 0) { usage_error(o->cmd, "--placement must be pre or post, got '%s'", arg); return EXIT_USAGE; }
+        return 0;
+    case OPT_THREADS:
+        if (parse_long(arg, 1, 1024, &v) != 0) { usage_error(o->cmd, "--threads must be an integer in [1, 1024], got '%s'", arg); return EXIT_USAGE; }
+        o->threads = (int)v;
+        return 0;
+    case OPT_STRIDE:
+        if (parse_long(arg, 1, 1 << 16, &v) != 0) { usage_error(o->cmd, "--stride must be a positive integer, got '%s'", arg); return EXIT_USAGE; }
+        o->stride = v;
+        return 0;
+    }
+    return EXIT_USAGE;
+}
+
+// Parses argv for one command; `allowed` lists the option codes that command takes.
+static int parse_options(Options *o, int argc, char **argv, const int *allowed) {
+    static const struct option LONG[] = {
+        {"model", required_argument, 0, 'm'},      {"prompt", required_argument, 0, 'p'},
+        {"file", required_argument, 0, 'f'},       {"steps", required_argument, 0, 'n'},
+        {"temperature", required_argument, 0, OPT_TEMP}, {"top-k", required_argument, 0, OPT_TOPK},
+        {"top-p", required_argument, 0, OPT_TOPP}, {"seed", required_argument, 0, OPT_SEED},
+        {"norm", required_argument, 0, OPT_NORM},  {"placement", required_argument, 0, OPT_PLACEMENT},
+        {"threads", required_argument, 0, OPT_THREADS}, {"exact-window", no_argument, 0, OPT_EXACT},
+        {"skip-unknown", no_argument, 0, OPT_SKIP}, {"json", no_argument, 0, OPT_JSON},
+        {"text", required_argument, 0, OPT_TEXT},  {"stride", required_argument, 0, OPT_STRIDE},
+        {"echo", no_argument, 0, OPT_ECHO},        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
+    opterr = 0;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, ":m:p:f:n:h", LONG, NULL)) != -1) {
+        if (c == 'h') return -1;
+        if (c == '?' || c == ':') {
+            char opt[64];
+            if (optopt && optopt < 256) snprintf(opt, sizeof opt, "-%c", optopt);
+            else snprintf(opt, sizeof opt, "%s", argv[optind - 1]);
+            usage_error(o->cmd, c == ':' ? "option '%s' needs a value" : "unknown option '%s'", opt);
+            return EXIT_USAGE;
+        }
+        int ok = 0;
+        for (const int *a = allowed; *a; a++) ok |= (*a == c);
+        if (!ok) { usage_error(o->cmd, "option '%s' does not apply to this command", argv[optind - 1]); return EXIT_USAGE; }
+        int rc = apply_option(o, c, optarg);
+        if (rc != 0) return rc;
+    }
+    if (optind < argc) { usage_error(o->cmd, "unexpected argument '%s'", argv[optind]); return EXIT_USAGE; }
+    return 0;
+}
+
+// ---- shared steps
+
+// The default model: $NORMLAB_MODEL, else weights/shakespeare-pre-ln beside the binary.
+static const char *default_model(char *buf, size_t len) {
+    const char *env = getenv("NORMLAB_MODEL");
+    if (env && *env) return env;
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return DEFAULT_MODEL;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash) *slash = '\0';
+    snprintf(buf, len, "%s/%s", exe, DEFAULT_MODEL);
+    return buf;
+}
+
+static int load_model(const Options *o, NlModel **model) {
+    char buf[4400];
+    const char *path = o->model ? o->model : default_model(buf, sizeof buf);
+    if (!o->model && access(path, F_OK) != 0) {
+        fprintf(stderr, "normlab: no trained model at %s yet; train one (see README) or pass -m MODEL\n", path);
+        return EXIT_DATA;
+    }
+    NlError err;
+    if (nl_model_load(model, path, &err) != 0) {
+        fprintf(stderr, "normlab: %s\n", err.msg);
+        return EXIT_DATA;
+    }
+    return 0;
+}
+
+// Creates the run state, warning when the norm or placement differ from the model's training.
+static int make_state(const Options *o, const NlModel *model, NlState **state) {
+    const NlConfig *c = nl_model_config(model);
+    NlRunOptions run = {o->norm >= 0 ? (NlNormType)o->norm : c->norm,
+                        o->placement >= 0 ? (NlPlacement)o->placement : c->placement};
+    if (run.norm != c->norm || run.placement != c->placement)
+        fprintf(stderr, "normlab: warning: the model was trained as %s/%s; running it as %s/%s\n",
+                nl_config_norm_name(c->norm), nl_config_placement_name(c->placement),
+                nl_config_norm_name(run.norm), nl_config_placement_name(run.placement));
+    NlError err;
+    if (nl_state_create(state, model, &run, &err) != 0) {
+        fprintf(stderr, "normlab: %s\n", err.msg);
+        return EXIT_DATA;
+    }
+    return 0;
+}
+
+// Encodes text (len bytes) into a new id array.
+static int encode(const NlModel *model, const char *what, const char *text, size_t len, int skip_unknown,
+                  int **ids, size_t *n, size_t *skipped) {
+    *ids = malloc((len + 1) * sizeof **ids);
+    if (!*ids) { fprintf(stderr, "normlab: out of memory for %s\n", what); return EXIT_DATA; }
+    char err[400];
+    if (nl_tokenizer_encode(nl_model_tokenizer(model), text, len, skip_unknown, *ids, n, skipped, err, sizeof err) != 0) {
+        fprintf(stderr, "normlab: %s: %s\n", what, err);
+        return EXIT_DATA;
+    }
+    if (*skipped) fprintf(stderr, "normlab: warning: %s: dropped %zu characters outside the vocabulary\n", what, *skipped);
+    return 0;
+}
+
+static int read_text(const char *path, char **buf, size_t *len) {
+    NlError err;
+    if (file_read_all(path, TEXT_CAP, buf, len, &err) != 0) {
+        fprintf(stderr, "normlab: %s\n", err.msg);
+        return EXIT_DATA;
+    }
+    return 0;
+}
+
+// ---- generate
+
+typedef struct {
+    const NlTokenizer *tok;
+    int write_failed;
+} EmitCtx;
+
+static int emit_token(int token, void *ctx) {
+    EmitCtx *e = ctx;
+    const char *piece = nl_tokenizer_piece(e->tok, token);
+    if (fputs(piece, stdout) == EOF || fflush(stdout) == EOF) {
+        e->write_failed = errno ? errno : EIO;
+        return 1;
+    }
+    return 0;
+}
+
+static uint64_t seed_from_os(void) {
+    uint64_t seed = 0;
+    if (getrandom(&seed, sizeof seed, 0) != (ssize_t)sizeof seed) {
+        FILE *f = fopen("/dev/urandom", "rb");
+        if (!f || fread(&seed, sizeof seed, 1, f) != 1) seed = (uint64_t)getpid() * 0x9E3779B97F4A7C15ULL;
+        if (f) fclose(f);
+    }
+    return seed;
+}
+
+// Reads the prompt (from -p or -f) into ids; an empty prompt becomes "\n".
+static int prompt_ids(const Options *o, const NlModel *model, int **ids, size_t *n, char **text, size_t *len) {
+    if (o->prompt_file) {
+        int rc = read_text(o->prompt_file, text, len);
+        if (rc) return rc;
+    } else {
+        *text = strdup(o->prompt ? o->prompt : "");
+        *len = *text ? strlen(*text) : 0;
+        if (!*text) return EXIT_DATA;
+    }
+    if (*len == 0) {
+        free(*text);
+        *text = strdup("\n");
+        *len = 1;
+        if (!*text) return EXIT_DATA;
+    }
+    size_t skipped = 0;
+    int rc = encode(model, "prompt", *text, *len, o->skip_unknown, ids, n, &skipped);
+    if (rc) return rc;
+    if (*n == 0) {
+        fprintf(stderr, "normlab: prompt: no character left after dropping unknown ones\n");
+        return EXIT_DATA;
+    }
+    return 0;
+}
+
+static int cmd_generate(const Options *o) {
+    NlModel *model = NULL;
+    NlState *state = NULL;
+    NlSampler *sampler = NULL;
+    int *ids = NULL;
+    char *text = NULL;
+    size_t n = 0, len = 0;
+    NlError err;
+    int rc = load_model(o, &model);
+    if (!rc) rc = prompt_ids(o, model, &ids, &n, &text, &len);
+    if (!rc) rc = make_state(o, model, &state);
+    uint64_t seed = o->has_seed ? o->seed : seed_from_os();
+    if (!rc && nl_sampler_create(&sampler, nl_model_config(model)->vocab_size, o->sampling, seed, &err) != 0) {
+        fprintf(stderr, "normlab: %s\n", err.msg);
+        rc = EXIT_DATA;
+    }
+    if (rc) goto cleanup;
+    size_t T = (size_t)nl_model_config(model)->block_size;
+    if (!o->has_seed) fprintf(stderr, "normlab: seed %llu\n", (unsigned long long)seed);
+    if (n > T) fprintf(stderr, "normlab: warning: the prompt has %zu characters; only the last %zu fit the context\n", n, T);
+    if (o->echo && (fwrite(text, 1, len, stdout) != len || fflush(stdout) == EOF)) {
+        fprintf(stderr, "normlab: cannot write to stdout: %s\n", strerror(errno));
+        rc = EXIT_DATA;
+        goto cleanup;
+    }
+    EmitCtx ectx = {nl_model_tokenizer(model), 0};
+    NlGenerateOptions gopts = {(size_t)o->n_new, o->exact_window};
+    NlGenerateStats st;
+    int g = nl_generate(state, sampler, ids, n, &gopts, emit_token, &ectx, &st, &err);
+    if (g < 0) { fprintf(stderr, "normlab: %s\n", err.msg); rc = EXIT_DATA; goto cleanup; }
+    if (ectx.write_failed) {
+        fprintf(stderr, "normlab: cannot write to stdout: %s\n", strerror(ectx.write_failed));
+        rc = EXIT_DATA;
+        goto cleanup;
+    }
+    fprintf(stderr, "\nnormlab: prefill %zu tokens in %.2f ms (%.0f tok/s); decode %zu tokens in %.2f ms (%.0f tok/s)",
+            st.prompt_used, st.prefill_seconds * 1e3, st.prompt_used / (st.prefill_seconds > 0 ? st.prefill_seconds : 1e-9),
+            st.decode_tokens, st.decode_seconds * 1e3,
+            st.decode_tokens ? st.decode_tokens / (st.decode_seconds > 0 ? st.decode_seconds : 1e-9) : 0.0);
+    if (st.context_shifts) fprintf(stderr, "; %zu context shifts", st.context_shifts);
+    fprintf(stderr, "\n");
+cleanup:
+    free(ids);
+    free(text);
+    nl_sampler_free(sampler);
+    nl_state_free(state);
+    nl_model_free(model);
+    return rc;
+}
+
+// ---- eval
+
+static void eval_progress(size_t done, size_t total, void *ctx) {
+    (void)ctx;
+    fprintf(stderr, "\reval: %zu / %zu characters (%.0f%%)", done, total, 100.0 * (double)done / (double)total);
+    if (done == total) fprintf(stderr, "\n");
+}
+
+static int cmd_eval(const Options *o) {
+    if (!o->text_file) { usage_error(o->cmd, "%s", "--text FILE is required"); return EXIT_USAGE; }
+    NlModel *model = NULL;
+    NlState *state = NULL;
+    int *ids = NULL;
+    char *text = NULL;
+    size_t n = 0, len = 0, skipped = 0;
+    NlError err;
+    int rc = load_model(o, &model);
+    if (!rc) rc = read_text(o->text_file, &text, &len);
+    if (!rc) rc = encode(model, o->text_file, text, len, o->skip_unknown, &ids, &n, &skipped);
+    if (!rc) rc = make_state(o, model, &state);
+    if (rc) goto cleanup;
+    size_t T = (size_t)nl_model_config(model)->block_size;
+    size_t stride = o->stride ? (size_t)o->stride : (T / 2 ? T / 2 : 1);
+    NlEvalResult r;
+    int show = isatty(STDERR_FILENO) && n > 100000;
+    if (nl_eval(state, ids, n, stride, &r, show ? eval_progress : NULL, NULL, &err) != 0) {
+        fprintf(stderr, "normlab: %s: %s\n", o->text_file, err.msg);
+        rc = EXIT_DATA;
+        goto cleanup;
+    }
+    double nats = r.nll_sum / (double)r.count, bits = nats / log(2.0);
+    int ok;
+    if (o->json)
+        ok = printf("{\"chars\": %zu, \"nats_per_char\": %.9g, \"bits_per_char\": %.9g, \"perplexity\": %.9g, "
+                    "\"skipped\": %zu, \"stride\": %zu}\n", r.count, nats, bits, exp(nats), skipped, stride) > 0;
+    else
+        ok = printf("chars %zu\nnats/char %.6f\nbits/char %.6f\nperplexity %.6f\n", r.count, nats, bits, exp(nats)) > 0;
+    if (!ok || fflush(stdout) == EOF) { fprintf(stderr, "normlab: cannot write to stdout: %s\n", strerror(errno)); rc = EXIT_DATA; }
+cleanup:
+    free(ids);
+    free(text);
+    nl_state_free(state);
+    nl_model_free(model);
+    return rc;
+}
+
+// ---- info
+
+static cJSON *info_json(const NlModel *m) {
+    const NlConfig *c = nl_model_config(m);
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddNumberToObject(j, "vocab_size", c->vocab_size);
+    cJSON_AddNumberToObject(j, "n_layer", c->n_layer);
+    cJSON_AddNumberToObject(j, "n_head", c->n_head);
+    cJSON_AddNumberToObject(j, "n_embd", c->n_embd);
+    cJSON_AddNumberToObject(j, "block_size", c->block_size);
+    cJSON_AddNumberToObject(j, "n_inner", c->n_inner);
+    cJSON_AddStringToObject(j, "norm", nl_config_norm_name(c->norm));
+    cJSON_AddStringToObject(j, "placement", nl_config_placement_name(c->placement));
+    cJSON_AddNumberToObject(j, "norm_eps", c->norm_eps);
+    cJSON_AddStringToObject(j, "activation", nl_config_activation_name(c->activation));
+    cJSON_AddBoolToObject(j, "bias", c->bias);
+    cJSON_AddBoolToObject(j, "tie_embeddings", c->tie_embeddings);
+    cJSON_AddNumberToObject(j, "parameters", (double)nl_model_parameters(m));
+    cJSON_AddNumberToObject(j, "weight_bytes", (double)nl_model_weight_bytes(m));
+    cJSON_AddNumberToObject(j, "kv_cache_bytes", (double)nl_state_kv_bytes(m));
+    const char *const *keys, *const *values;
+    size_t n = nl_model_metadata(m, &keys, &values);
+    cJSON *meta = cJSON_AddObjectToObject(j, "metadata");
+    for (size_t i = 0; i < n; i++) cJSON_AddStringToObject(meta, keys[i], values[i]);
+    return j;
+}
+
+static int print_info_text(const cJSON *j) {
+    int ok = 1;
+    for (const cJSON *c = j->child; c; c = c->next) {
+        if (cJSON_IsObject(c)) {
+            for (const cJSON *m = c->child; m; m = m->next)
+                ok &= printf("%s.%-*s %s\n", c->string, (int)(15 - strlen(c->string)), m->string, m->valuestring) > 0;
+        } else if (cJSON_IsString(c)) ok &= printf("%-16s %s\n", c->string, c->valuestring) > 0;
+        else if (cJSON_IsBool(c)) ok &= printf("%-16s %s\n", c->string, cJSON_IsTrue(c) ? "true" : "false") > 0;
+        else ok &= printf("%-16s %.10g\n", c->string, c->valuedouble) > 0;
+    }
+    return ok;
+}
+
+static int cmd_info(const Options *o) {
+    NlModel *model = NULL;
+    int rc = load_model(o, &model);
+    if (rc) return rc;
+    cJSON *j = info_json(model);
+    int ok;
+    if (o->json) {
+        char *s = cJSON_PrintUnformatted(j);
+        ok = s && printf("%s\n", s) > 0;
+        cJSON_free(s);
+    } else {
+        ok = print_info_text(j);
+    }
+    if (!ok || fflush(stdout) == EOF) { fprintf(stderr, "normlab: cannot write to stdout: %s\n", strerror(errno)); rc = EXIT_DATA; }
+    cJSON_Delete(j);
+    nl_model_free(model);
+    return rc;
+}
+
+// ---- dispatch
+
+static const char *help_for(const char *cmd) {
+    if (strcmp(cmd, "generate") == 0) return HELP_GENERATE;
+    if (strcmp(cmd, "eval") == 0) return HELP_EVAL;
+    if (strcmp(cmd, "info") == 0) return HELP_INFO;
+    return NULL;
+}
+
+int main(int argc, char **argv) {
+    static const int GEN[] = {'m', 'p', 'f', 'n', OPT_TEMP, OPT_TOPK, OPT_TOPP, OPT_SEED, OPT_NORM, OPT_PLACEMENT,
+                              OPT_THREADS, OPT_EXACT, OPT_SKIP, OPT_ECHO, 0};
+    static const int EVAL[] = {'m', OPT_TEXT, OPT_JSON, OPT_STRIDE, OPT_SKIP, OPT_NORM, OPT_PLACEMENT, OPT_THREADS, 0};
+    static const int INFO[] = {'m', OPT_JSON, 0};
+    if (argc < 2) { fputs(HELP_MAIN, stderr); return EXIT_USAGE; }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) { fputs(HELP_MAIN, stdout); return 0; }
+    if (strcmp(cmd, "--version") == 0) { printf("normlab %s\n", NL_VERSION); return 0; }
+    if (strcmp(cmd, "help") == 0) {
+        if (argc < 3) { fputs(HELP_MAIN, stdout); return 0; }
+        const char *h = help_for(argv[2]);
+        if (!h) { fprintf(stderr, "normlab: unknown command '%s' (see 'normlab --help')\n", argv[2]); return EXIT_USAGE; }
+        fputs(h, stdout);
+        return 0;
+    }
+    const char *help = help_for(cmd);
+    if (!help) { fprintf(stderr, "normlab: unknown command '%s' (see 'normlab --help')\n", cmd); return EXIT_USAGE; }
+    Options o = {.cmd = cmd, .n_new = 256, .sampling = {1.0, 0, 1.0}, .norm = -1, .placement = -1, .threads = 1};
+    const int *allowed = strcmp(cmd, "generate") == 0 ? GEN : strcmp(cmd, "eval") == 0 ? EVAL : INFO;
+    int rc = parse_options(&o, argc - 1, argv + 1, allowed);
+    if (rc < 0) { fputs(help, stdout); return 0; }
+    if (rc) return rc;
+    if (o.prompt && o.prompt_file) { usage_error(cmd, "%s", "give -p or -f, not both"); return EXIT_USAGE; }
+    nl_set_threads(o.threads);
+    if (strcmp(cmd, "generate") == 0) return cmd_generate(&o);
+    if (strcmp(cmd, "eval") == 0) return cmd_eval(&o);
+    return cmd_info(&o);
+}

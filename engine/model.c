@@ -1,0 +1,448 @@
+// model.c — load and validate a model: config, tokenizer and tensors, from a directory
+// (config.json + tokenizer.json + memory-mapped model.safetensors) or one inline .json file.
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fileio.h"
+#include "jsonx.h"
+#include "normlab.h"
+#include "safetensors.h"
+
+#define CONFIG_CAP ((size_t)1 << 20)
+#define TOKENIZER_CAP ((size_t)16 << 20)
+#define INLINE_CAP ((size_t)1 << 30)
+#define FAIL(...) do { snprintf(err->msg, sizeof err->msg, __VA_ARGS__); goto cleanup; } while (0)
+
+struct NlModel {
+    NlConfig config;
+    NlWeights weights;
+    NlTokenizer *tok;
+    StFile st;                   // safetensors table (directory models)
+    const unsigned char *map;    // mapped model.safetensors, or NULL
+    size_t map_len;
+    float *owned;                // inline tensors, or an aligned copy of an unaligned data section
+    size_t n_params;
+};
+
+// One tensor from either source, before binding to the weights struct.
+typedef struct {
+    const char *name;
+    int ndim;
+    size_t shape[ST_MAX_DIMS];
+    const float *data;
+    int used;
+} TensorRef;
+
+static const char *const NORM_NAMES[] = {"layernorm", "rmsnorm", NULL};
+static const char *const PLACEMENT_NAMES[] = {"pre", "post", NULL};
+static const char *const ACT_NAMES[] = {"gelu", "gelu_tanh", "relu", NULL};
+
+const char *nl_config_norm_name(NlNormType n) { return NORM_NAMES[n]; }
+const char *nl_config_placement_name(NlPlacement p) { return PLACEMENT_NAMES[p]; }
+const char *nl_config_activation_name(NlActivation a) { return ACT_NAMES[a]; }
+
+// ---- config
+
+static int parse_format(const cJSON *root, const char *what, NlError *err) {
+    static const char *const KEYS[] = {"name", "version", NULL};
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(root, "format");
+    char ctx[300];
+    snprintf(ctx, sizeof ctx, "%s: \"format\"", what);
+    if (!cJSON_IsObject(f)) { snprintf(err->msg, sizeof err->msg, "%s must be {\"name\": \"normlab\", \"version\": 1}", ctx); return -1; }
+    if (jsonx_only_keys(f, KEYS, ctx, err) != 0) return -1;
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(f, "name");
+    if (!cJSON_IsString(name) || strcmp(name->valuestring, NL_FORMAT_NAME) != 0) {
+        snprintf(err->msg, sizeof err->msg, "%s: name must be \"%s\"", ctx, NL_FORMAT_NAME);
+        return -1;
+    }
+    int64_t v;
+    if (jsonx_int(f, "version", 1, 1, 1e9, &v, ctx, err) != 0) return -1;
+    if (v != NL_FORMAT_VERSION) {
+        snprintf(err->msg, sizeof err->msg, "%s: version %lld is not supported (this build reads version %d)",
+                 ctx, (long long)v, NL_FORMAT_VERSION);
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_mlp_width(NlConfig *c, const cJSON *root, const char *what, NlError *err) {
+    int has_ratio = cJSON_GetObjectItemCaseSensitive(root, "mlp_ratio") != NULL;
+    int has_inner = cJSON_GetObjectItemCaseSensitive(root, "n_inner") != NULL;
+    if (has_ratio == has_inner) {
+        snprintf(err->msg, sizeof err->msg, "%s: give exactly one of \"mlp_ratio\" and \"n_inner\"", what);
+        return -1;
+    }
+    if (has_inner) {
+        int64_t f;
+        if (jsonx_int(root, "n_inner", 1, 1, 1 << 20, &f, what, err) != 0) return -1;
+        c->n_inner = (int)f;
+        return 0;
+    }
+    double r;
+    if (jsonx_number(root, "mlp_ratio", 1, 0.0625, 64, &r, what, err) != 0) return -1;
+    double f = r * c->n_embd;
+    if (f != floor(f) || f < 1) {
+        snprintf(err->msg, sizeof err->msg, "%s: \"mlp_ratio\" %g x n_embd %d is not a whole number", what, r, c->n_embd);
+        return -1;
+    }
+    c->n_inner = (int)f;
+    return 0;
+}
+
+static int parse_config(NlConfig *c, const cJSON *root, const char *what, NlError *err) {
+    static const char *const KEYS[] = {"format", "vocab_size", "n_layer", "n_head", "n_embd", "block_size",
+                                       "mlp_ratio", "n_inner", "norm", "placement", "norm_eps",
+                                       "activation", "bias", "tie_embeddings", NULL};
+    if (!cJSON_IsObject(root)) { snprintf(err->msg, sizeof err->msg, "%s: config must be a JSON object", what); return -1; }
+    if (jsonx_only_keys(root, KEYS, what, err) != 0 || parse_format(root, what, err) != 0) return -1;
+    int64_t v, l, h, d, t;
+    if (jsonx_int(root, "vocab_size", 1, 1, 1 << 20, &v, what, err) != 0 ||
+        jsonx_int(root, "n_layer", 1, 1, 256, &l, what, err) != 0 ||
+        jsonx_int(root, "n_head", 1, 1, 1024, &h, what, err) != 0 ||
+        jsonx_int(root, "n_embd", 1, 1, 1 << 16, &d, what, err) != 0 ||
+        jsonx_int(root, "block_size", 1, 1, 1 << 16, &t, what, err) != 0)
+        return -1;
+    *c = (NlConfig){.vocab_size = (int)v, .n_layer = (int)l, .n_head = (int)h, .n_embd = (int)d, .block_size = (int)t};
+    if (d % h != 0) {
+        snprintf(err->msg, sizeof err->msg, "%s: n_embd %lld is not divisible by n_head %lld", what, (long long)d, (long long)h);
+        return -1;
+    }
+    int norm, place, act;
+    double eps;
+    if (parse_mlp_width(c, root, what, err) != 0 ||
+        jsonx_choice(root, "norm", NORM_NAMES, &norm, what, err) != 0 ||
+        jsonx_choice(root, "placement", PLACEMENT_NAMES, &place, what, err) != 0 ||
+        jsonx_choice(root, "activation", ACT_NAMES, &act, what, err) != 0 ||
+        jsonx_number(root, "norm_eps", 1, 1e-12, 1, &eps, what, err) != 0 ||
+        jsonx_bool(root, "bias", 1, &c->bias, what, err) != 0 ||
+        jsonx_bool(root, "tie_embeddings", 1, &c->tie_embeddings, what, err) != 0)
+        return -1;
+    c->norm = (NlNormType)norm;
+    c->placement = (NlPlacement)place;
+    c->activation = (NlActivation)act;
+    c->norm_eps = eps;
+    return 0;
+}
+
+// ---- tokenizer
+
+static int parse_tokenizer(NlTokenizer **tok, const cJSON *root, const char *what, NlError *err) {
+    static const char *const KEYS[] = {"type", "vocab", NULL};
+    const char **pieces = NULL;
+    int rc = -1;
+    if (!cJSON_IsObject(root)) FAIL("%s: tokenizer must be a JSON object", what);
+    if (jsonx_only_keys(root, KEYS, what, err) != 0) goto cleanup;
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(root, "type");
+    if (!cJSON_IsString(type) || strcmp(type->valuestring, "char") != 0) FAIL("%s: \"type\" must be \"char\"", what);
+    const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(root, "vocab");
+    if (!cJSON_IsArray(vocab)) FAIL("%s: \"vocab\" must be an array of one-character strings", what);
+    int n = cJSON_GetArraySize(vocab), i = 0;
+    pieces = calloc((size_t)n + 1, sizeof *pieces);
+    if (!pieces) FAIL("%s: out of memory", what);
+    for (const cJSON *e = vocab->child; e; e = e->next, i++) {
+        if (!cJSON_IsString(e)) FAIL("%s: vocab[%d] is not a string", what, i);
+        pieces[i] = e->valuestring;
+    }
+    char msg[400];
+    if (nl_tokenizer_create(tok, pieces, n, msg, sizeof msg) != 0) FAIL("%s: %s", what, msg);
+    rc = 0;
+cleanup:
+    free(pieces);
+    return rc;
+}
+
+// ---- binding tensors to the weights struct
+
+typedef struct {
+    TensorRef *refs;
+    size_t n;
+    const char *what;
+    NlError *err;
+} Binder;
+
+// Finds `name` with shape (d0) or (d0, d1) (d1 == 0 means 1-D). A missing optional tensor gives NULL.
+static int take(Binder *b, const char *name, size_t d0, size_t d1, int required, const float **out) {
+    *out = NULL;
+    for (size_t i = 0; i < b->n; i++) {
+        TensorRef *r = &b->refs[i];
+        if (strcmp(r->name, name) != 0) continue;
+        int want_nd = d1 ? 2 : 1;
+        if (r->ndim != want_nd || r->shape[0] != d0 || (d1 && r->shape[1] != d1)) {
+            char got[128] = "";
+            for (int k = 0; k < r->ndim; k++)
+                snprintf(got + strlen(got), sizeof got - strlen(got), "%s%zu", k ? ", " : "", r->shape[k]);
+            if (d1) snprintf(b->err->msg, sizeof b->err->msg, "%s: tensor \"%s\" has shape (%s), expected (%zu, %zu)", b->what, name, got, d0, d1);
+            else snprintf(b->err->msg, sizeof b->err->msg, "%s: tensor \"%s\" has shape (%s), expected (%zu)", b->what, name, got, d0);
+            return -1;
+        }
+        r->used = 1;
+        *out = r->data;
+        return 0;
+    }
+    if (!required) return 0;
+    snprintf(b->err->msg, sizeof b->err->msg, "%s: missing tensor \"%s\"", b->what, name);
+    return -1;
+}
+
+static int take_norm(Binder *b, const NlConfig *c, const char *prefix, NlNormWeights *w) {
+    char name[64];
+    size_t D = (size_t)c->n_embd;
+    snprintf(name, sizeof name, "%s.weight", prefix);
+    if (take(b, name, D, 0, 1, &w->gain) != 0) return -1;
+    snprintf(name, sizeof name, "%s.bias", prefix);
+    return take(b, name, D, 0, c->norm == NL_NORM_LAYERNORM, &w->bias);
+}
+
+static int take_linear(Binder *b, const NlConfig *c, const char *prefix, size_t n_out, size_t n_in,
+                       const float **w, const float **bias) {
+    char name[64];
+    snprintf(name, sizeof name, "%s.weight", prefix);
+    if (take(b, name, n_out, n_in, 1, w) != 0) return -1;
+    snprintf(name, sizeof name, "%s.bias", prefix);
+    if (!c->bias) return 0;
+    return take(b, name, n_out, 0, 1, bias);
+}
+
+static int bind_layer(Binder *b, const NlConfig *c, int i, NlLayerWeights *lw) {
+    char p[48];
+    size_t D = (size_t)c->n_embd, F = (size_t)c->n_inner;
+    snprintf(p, sizeof p, "h.%d.ln_1", i);
+    if (take_norm(b, c, p, &lw->ln_1) != 0) return -1;
+    snprintf(p, sizeof p, "h.%d.attn.c_attn", i);
+    if (take_linear(b, c, p, 3 * D, D, &lw->attn_w, &lw->attn_b) != 0) return -1;
+    snprintf(p, sizeof p, "h.%d.attn.c_proj", i);
+    if (take_linear(b, c, p, D, D, &lw->proj_w, &lw->proj_b) != 0) return -1;
+    snprintf(p, sizeof p, "h.%d.ln_2", i);
+    if (take_norm(b, c, p, &lw->ln_2) != 0) return -1;
+    snprintf(p, sizeof p, "h.%d.mlp.c_fc", i);
+    if (take_linear(b, c, p, F, D, &lw->fc_w, &lw->fc_b) != 0) return -1;
+    snprintf(p, sizeof p, "h.%d.mlp.c_proj", i);
+    return take_linear(b, c, p, D, F, &lw->out_w, &lw->out_b);
+}
+
+static size_t ref_elems(const TensorRef *r) {
+    size_t n = 1;
+    for (int k = 0; k < r->ndim; k++) n *= r->shape[k];  // products were overflow-checked at parse time
+    return n;
+}
+
+// Binds every tensor the config needs, then rejects leftovers and non-finite values.
+static int bind_weights(NlModel *m, TensorRef *refs, size_t n, const char *what, NlError *err) {
+    const NlConfig *c = &m->config;
+    NlWeights *w = &m->weights;
+    Binder b = {refs, n, what, err};
+    size_t V = (size_t)c->vocab_size, D = (size_t)c->n_embd, T = (size_t)c->block_size;
+    size_t wte_rows = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(refs[i].name, "wte.weight") == 0 && refs[i].ndim >= 1) wte_rows = refs[i].shape[0];
+    if ((size_t)nl_tokenizer_size(m->tok) != V || wte_rows != V) {
+        snprintf(err->msg, sizeof err->msg, "%s: vocabulary sizes disagree: tokenizer has %d entries, "
+                 "config vocab_size is %zu, wte.weight has %zu rows", what, nl_tokenizer_size(m->tok), V, wte_rows);
+        return -1;
+    }
+    if (take(&b, "wte.weight", V, D, 1, &w->wte) != 0 || take(&b, "wpe.weight", T, D, 1, &w->wpe) != 0) return -1;
+    w->layers = calloc((size_t)c->n_layer, sizeof *w->layers);
+    if (!w->layers) { snprintf(err->msg, sizeof err->msg, "%s: out of memory", what); return -1; }
+    for (int i = 0; i < c->n_layer; i++)
+        if (bind_layer(&b, c, i, &w->layers[i]) != 0) return -1;
+    if (c->placement == NL_PLACE_PRE && take_norm(&b, c, "ln_f", &w->ln_f) != 0) return -1;
+    w->lm_head = w->wte;
+    if (!c->tie_embeddings && take(&b, "lm_head.weight", V, D, 1, &w->lm_head) != 0) return -1;
+    m->n_params = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!refs[i].used) {
+            snprintf(err->msg, sizeof err->msg, "%s: unexpected tensor \"%s\" (not used by this config)", what, refs[i].name);
+            return -1;
+        }
+        size_t count = ref_elems(&refs[i]);
+        for (size_t k = 0; k < count; k++)
+            if (!isfinite(refs[i].data[k])) {
+                snprintf(err->msg, sizeof err->msg, "%s: tensor \"%s\" has a non-finite value (%g) at index %zu",
+                         what, refs[i].name, refs[i].data[k], k);
+                return -1;
+            }
+        m->n_params += count;
+    }
+    return 0;
+}
+
+// ---- directory models
+
+static int load_json_file(cJSON **root, const char *dir, const char *file, size_t cap, char *path, size_t pathlen, NlError *err) {
+    char *buf = NULL;
+    size_t len;
+    snprintf(path, pathlen, "%s/%s", dir, file);
+    if (file_read_all(path, cap, &buf, &len, err) != 0) return -1;
+    *root = jsonx_parse(buf, len, path, err);
+    free(buf);
+    return *root ? 0 : -1;
+}
+
+static int load_dir(NlModel *m, const char *dir, NlError *err) {
+    cJSON *cfg = NULL, *tok = NULL;
+    TensorRef *refs = NULL;
+    char path[4096];
+    int rc = -1;
+    if (load_json_file(&cfg, dir, "config.json", CONFIG_CAP, path, sizeof path, err) != 0 ||
+        parse_config(&m->config, cfg, path, err) != 0)
+        goto cleanup;
+    if (load_json_file(&tok, dir, "tokenizer.json", TOKENIZER_CAP, path, sizeof path, err) != 0 ||
+        parse_tokenizer(&m->tok, tok, path, err) != 0)
+        goto cleanup;
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    if (file_map(path, &m->map, &m->map_len, err) != 0 || st_parse(&m->st, m->map, m->map_len, path, err) != 0)
+        goto cleanup;
+    refs = calloc(m->st.n + 1, sizeof *refs);
+    if (!refs) FAIL("%s: out of memory", path);
+    const unsigned char *base = m->st.n ? m->st.tensors[0].data : NULL;
+    size_t data_bytes = 0;
+    for (size_t i = 0; i < m->st.n; i++) data_bytes += m->st.tensors[i].nbytes;
+    if (base && ((uintptr_t)m->st.tensors[0].data % sizeof(float)) != 0) {
+        // The data section starts unaligned: copy it once rather than read floats through bad pointers.
+        size_t first = SIZE_MAX;
+        for (size_t i = 0; i < m->st.n; i++)
+            if ((size_t)(m->st.tensors[i].data - m->map) < first) first = (size_t)(m->st.tensors[i].data - m->map);
+        m->owned = malloc(data_bytes ? data_bytes : 1);
+        if (!m->owned) FAIL("%s: out of memory", path);
+        memcpy(m->owned, m->map + first, data_bytes);
+        base = m->map + first;
+    }
+    for (size_t i = 0; i < m->st.n; i++) {
+        const StTensor *t = &m->st.tensors[i];
+        refs[i].name = t->name;
+        refs[i].ndim = t->ndim;
+        memcpy(refs[i].shape, t->shape, sizeof t->shape);
+        refs[i].data = m->owned ? (const float *)((const unsigned char *)m->owned + (t->data - base))
+                                : (const float *)(const void *)t->data;
+    }
+    if (bind_weights(m, refs, m->st.n, path, err) != 0) goto cleanup;
+    rc = 0;
+cleanup:
+    cJSON_Delete(cfg);
+    cJSON_Delete(tok);
+    free(refs);
+    return rc;
+}
+
+// ---- single-file models with inline tensors
+
+// Reads {"shape": [...], "data": [...]} into ref, copying the numbers to dst (room checked by caller).
+static int read_inline_tensor(TensorRef *ref, const cJSON *e, float *dst, size_t room, size_t *used,
+                              const char *what, NlError *err) {
+    static const char *const KEYS[] = {"shape", "data", NULL};
+    char ctx[300];
+    snprintf(ctx, sizeof ctx, "%s: tensor \"%.200s\"", what, e->string);
+    if (!cJSON_IsObject(e)) { snprintf(err->msg, sizeof err->msg, "%s: must be {\"shape\", \"data\"}", ctx); return -1; }
+    if (jsonx_only_keys(e, KEYS, ctx, err) != 0) return -1;
+    const cJSON *shape = cJSON_GetObjectItemCaseSensitive(e, "shape");
+    const cJSON *data = cJSON_GetObjectItemCaseSensitive(e, "data");
+    if (!cJSON_IsArray(shape) || !cJSON_IsArray(data)) { snprintf(err->msg, sizeof err->msg, "%s: \"shape\" and \"data\" must be arrays", ctx); return -1; }
+    int nd = cJSON_GetArraySize(shape), k = 0;
+    if (nd < 1 || nd > ST_MAX_DIMS) { snprintf(err->msg, sizeof err->msg, "%s: shape must have 1 to %d dimensions", ctx, ST_MAX_DIMS); return -1; }
+    size_t count = 1;
+    for (const cJSON *d = shape->child; d; d = d->next, k++) {
+        int64_t v;
+        if (jsonx_as_int(d, 0, 1 << 30, &v, ctx, err) != 0) return -1;
+        ref->shape[k] = (size_t)v;
+        if (__builtin_mul_overflow(count, (size_t)v, &count)) { snprintf(err->msg, sizeof err->msg, "%s: shape product overflows", ctx); return -1; }
+    }
+    size_t n = (size_t)cJSON_GetArraySize(data);
+    if (n != count) { snprintf(err->msg, sizeof err->msg, "%s: data has %zu numbers, shape needs %zu", ctx, n, count); return -1; }
+    if (n > room) { snprintf(err->msg, sizeof err->msg, "%s: out of room", ctx); return -1; }
+    size_t i = 0;
+    for (const cJSON *x = data->child; x; x = x->next, i++) {
+        if (!cJSON_IsNumber(x)) { snprintf(err->msg, sizeof err->msg, "%s: data[%zu] is not a number", ctx, i); return -1; }
+        dst[i] = (float)x->valuedouble;
+    }
+    ref->name = e->string;
+    ref->ndim = nd;
+    ref->data = dst;
+    *used = n;
+    return 0;
+}
+
+static int load_inline(NlModel *m, const char *path, NlError *err) {
+    static const char *const KEYS[] = {"config", "tokenizer", "tensors", NULL};
+    char *buf = NULL;
+    size_t len;
+    cJSON *root = NULL;
+    TensorRef *refs = NULL;
+    int rc = -1;
+    if (file_read_all(path, INLINE_CAP, &buf, &len, err) != 0) goto cleanup;
+    if (!(root = jsonx_parse(buf, len, path, err))) goto cleanup;
+    if (!cJSON_IsObject(root)) FAIL("%s: must be a JSON object with config, tokenizer and tensors", path);
+    if (jsonx_only_keys(root, KEYS, path, err) != 0) goto cleanup;
+    const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(root, "config");
+    const cJSON *tok = cJSON_GetObjectItemCaseSensitive(root, "tokenizer");
+    const cJSON *tensors = cJSON_GetObjectItemCaseSensitive(root, "tensors");
+    if (!cfg || !tok || !cJSON_IsObject(tensors)) FAIL("%s: needs \"config\", \"tokenizer\" and a \"tensors\" object", path);
+    if (parse_config(&m->config, cfg, path, err) != 0 || parse_tokenizer(&m->tok, tok, path, err) != 0) goto cleanup;
+    size_t n = (size_t)cJSON_GetArraySize(tensors), room = 0, i = 0;
+    // Every number in the file takes at least 2 bytes ("0,"), so len / 2 floats is always enough.
+    room = len / 2 + 1;
+    refs = calloc(n + 1, sizeof *refs);
+    m->owned = malloc(room * sizeof(float));
+    if (!refs || !m->owned) FAIL("%s: out of memory", path);
+    size_t at = 0;
+    for (const cJSON *e = tensors->child; e; e = e->next, i++) {
+        size_t used;
+        if (read_inline_tensor(&refs[i], e, m->owned + at, room - at, &used, path, err) != 0) goto cleanup;
+        at += used;
+    }
+    if (bind_weights(m, refs, n, path, err) != 0) goto cleanup;
+    rc = 0;
+cleanup:
+    cJSON_Delete(root);
+    free(refs);
+    free(buf);
+    return rc;
+}
+
+// ---- public API
+
+int nl_model_load(NlModel **out, const char *path, NlError *err) {
+    *out = NULL;
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        snprintf(err->msg, sizeof err->msg, "%s: no such model (expected a model directory or a .json file)", path);
+        return -1;
+    }
+    size_t plen = strlen(path);
+    if (S_ISREG(st.st_mode) && plen >= 12 && strcmp(path + plen - 12, ".safetensors") == 0) {
+        snprintf(err->msg, sizeof err->msg, "%s: give the model directory that holds this file, not the file", path);
+        return -1;
+    }
+    NlModel *m = calloc(1, sizeof *m);
+    if (!m) { snprintf(err->msg, sizeof err->msg, "out of memory"); return -1; }
+    int rc = S_ISDIR(st.st_mode) ? load_dir(m, path, err) : load_inline(m, path, err);
+    if (rc != 0) { nl_model_free(m); return -1; }
+    *out = m;
+    return 0;
+}
+
+void nl_model_free(NlModel *m) {
+    if (!m) return;
+    free(m->weights.layers);
+    nl_tokenizer_free(m->tok);
+    st_free(&m->st);
+    file_unmap(m->map, m->map_len);
+    free(m->owned);
+    free(m);
+}
+
+const NlConfig *nl_model_config(const NlModel *m) { return &m->config; }
+const NlWeights *nl_model_weights(const NlModel *m) { return &m->weights; }
+const NlTokenizer *nl_model_tokenizer(const NlModel *m) { return m->tok; }
+size_t nl_model_parameters(const NlModel *m) { return m->n_params; }
+size_t nl_model_weight_bytes(const NlModel *m) { return m->n_params * sizeof(float); }
+
+size_t nl_model_metadata(const NlModel *m, const char *const **keys, const char *const **values) {
+    *keys = (const char *const *)m->st.meta_keys;
+    *values = (const char *const *)m->st.meta_values;
+    return m->st.n_meta;
+}

@@ -1,0 +1,189 @@
+// normlab.h — the public API of the normlab engine (libnormlab.a).
+//
+//   NlError err;
+//   NlModel *model = NULL;
+//   NlState *state = NULL;
+//   if (nl_model_load(&model, "weights/shakespeare-pre-ln", &err) != 0) { puts(err.msg); ... }
+//   if (nl_state_create(&state, model, NULL, &err) != 0) { ... }
+//   const float *logits = nl_forward(state, ids, n, 0, 1);   // (1, V): next-token logits
+//   nl_state_free(state);
+//   nl_model_free(model);
+//
+// Ownership: *_create / *_load return objects the caller frees with the matching *_free, and every
+// *_free accepts NULL. Pointers returned by accessors are borrowed and stay valid until the owning
+// object is freed. Functions that can fail return 0 on success and -1 on failure, with a one-line
+// message naming the file, key or value in err->msg. The library never prints and never exits.
+//
+// Dimension letters, used in every comment: V vocabulary, T context (block_size), D width (n_embd),
+// H heads, Dh head width (D/H), F MLP width, L layers, n positions in one forward call.
+#ifndef NORMLAB_H
+#define NORMLAB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tokenizer.h"
+
+#define NL_VERSION "0.1.0"
+#define NL_FORMAT_NAME "normlab"
+#define NL_FORMAT_VERSION 1
+
+typedef struct {
+    char msg[512];
+} NlError;
+
+typedef enum { NL_NORM_LAYERNORM, NL_NORM_RMSNORM } NlNormType;
+typedef enum { NL_PLACE_PRE, NL_PLACE_POST } NlPlacement;
+typedef enum { NL_ACT_GELU, NL_ACT_GELU_TANH, NL_ACT_RELU } NlActivation;
+
+typedef struct {
+    int vocab_size;   // V
+    int n_layer;      // L
+    int n_head;       // H
+    int n_embd;       // D
+    int block_size;   // T
+    int n_inner;      // F (from n_inner, or mlp_ratio * D)
+    NlNormType norm;
+    NlPlacement placement;
+    double norm_eps;
+    NlActivation activation;
+    int bias;            // linears have biases
+    int tie_embeddings;  // lm_head is wte
+} NlConfig;
+
+typedef struct {
+    const float *gain;  // (D)
+    const float *bias;  // (D), or NULL (RMSNorm without bias)
+} NlNormWeights;
+
+typedef struct {
+    NlNormWeights ln_1, ln_2;
+    const float *attn_w;  // (3*D, D) rows: q, k, v; torch.nn.Linear layout
+    const float *attn_b;  // (3*D) or NULL
+    const float *proj_w;  // (D, D)
+    const float *proj_b;  // (D) or NULL
+    const float *fc_w;    // (F, D)
+    const float *fc_b;    // (F) or NULL
+    const float *out_w;   // (D, F)
+    const float *out_b;   // (D) or NULL
+} NlLayerWeights;
+
+typedef struct {
+    const float *wte;        // (V, D)
+    const float *wpe;        // (T, D)
+    NlLayerWeights *layers;  // (L)
+    NlNormWeights ln_f;      // gain is NULL when the model has no final norm (post-LN)
+    const float *lm_head;    // (V, D); equals wte when embeddings are tied
+} NlWeights;
+
+typedef struct NlModel NlModel;
+typedef struct NlState NlState;
+
+// ---- model (model.c)
+
+// Loads a model directory (config.json, tokenizer.json, model.safetensors; the weights are
+// memory-mapped, not copied) or a single .json file with inline tensors. Every file is validated.
+int nl_model_load(NlModel **out, const char *path, NlError *err);
+void nl_model_free(NlModel *model);
+const NlConfig *nl_model_config(const NlModel *model);
+const NlWeights *nl_model_weights(const NlModel *model);
+const NlTokenizer *nl_model_tokenizer(const NlModel *model);
+size_t nl_model_parameters(const NlModel *model);    // number of distinct weights (tied counted once)
+size_t nl_model_weight_bytes(const NlModel *model);  // bytes of tensor data
+// Provenance from safetensors __metadata__ (may be empty): n pairs of borrowed strings.
+size_t nl_model_metadata(const NlModel *model, const char *const **keys, const char *const **values);
+const char *nl_config_norm_name(NlNormType norm);
+const char *nl_config_placement_name(NlPlacement placement);
+const char *nl_config_activation_name(NlActivation activation);
+
+// ---- state and forward pass (forward.c)
+
+typedef struct {
+    NlNormType norm;         // run the norms as this type (may differ from the config)
+    NlPlacement placement;   // run the blocks with this placement
+} NlRunOptions;
+
+// Allocates activations and the KV cache for T positions. opts NULL runs the model as configured.
+// A placement override to "pre" on a model without ln_f uses a final norm of unit gain, no bias.
+int nl_state_create(NlState **out, const NlModel *model, const NlRunOptions *opts, NlError *err);
+void nl_state_free(NlState *state);
+size_t nl_state_kv_bytes(const NlModel *model);
+// The config the state runs: the model's, with the run options applied.
+const NlConfig *nl_state_config(const NlState *state);
+
+// Runs tokens[0..n) at positions pos..pos+n-1 (requires 1 <= n, pos + n <= T, ids < V), reading
+// keys and values of positions 0..pos-1 from the cache and writing those of the new positions.
+// Returns the logits of the last n_logits positions, (n_logits, V), valid until the next call.
+// n == 1 is decoding (matrix-vector products); n > 1 is a batched prefill (matrix-matrix).
+// Never allocates.
+const float *nl_forward(NlState *state, const int *tokens, size_t n, size_t pos, size_t n_logits);
+
+// ---- sampler (sampler.c)
+
+// xoshiro256** seeded through splitmix64: every 64-bit seed, 0 included, gives its own stream.
+typedef struct {
+    uint64_t s[4];
+} NlRng;
+void nl_rng_seed(NlRng *rng, uint64_t seed);
+uint64_t nl_rng_next(NlRng *rng);
+double nl_rng_uniform(NlRng *rng);  // [0, 1) with 53 random bits
+
+typedef struct {
+    double temperature;  // 0 = greedy (argmax, lowest id on ties)
+    int top_k;           // 0 = off; values above V keep everything
+    double top_p;        // in (0, 1]; 1 = off
+} NlSamplerParams;
+
+typedef struct NlSampler NlSampler;
+int nl_sampler_create(NlSampler **out, int vocab_size, NlSamplerParams params, uint64_t seed, NlError *err);
+void nl_sampler_free(NlSampler *sampler);
+// The candidates left after temperature, then top-k, then top-p, sorted by descending probability
+// (ties by id), with probabilities renormalised to sum to 1. Returns their count, or -1 when a
+// logit is NaN or infinite. *ids and *probs are borrowed until the next call.
+int nl_sampler_candidates(NlSampler *sampler, const float *logits, const int **ids, const double **probs);
+// Draws the next token from (V) logits; -1 when a logit is NaN or infinite.
+int nl_sampler_sample(NlSampler *sampler, const float *logits);
+
+// ---- generation (generate.c)
+
+typedef struct {
+    size_t n_new;      // characters to generate
+    int exact_window;  // 1: recompute the last T positions for every token (nanoGPT's sampler)
+} NlGenerateOptions;
+
+typedef struct {
+    size_t prompt_used;      // prompt tokens fed (the last T when the prompt is longer)
+    double prefill_seconds;
+    size_t decode_tokens;    // forward passes after the prefill
+    double decode_seconds;
+    size_t context_shifts;
+} NlGenerateStats;
+
+// Called with each sampled token; return nonzero to stop generation (a write error, say).
+typedef int (*NlEmitFn)(int token, void *ctx);
+
+// Generates opts->n_new tokens after prompt[0..n_prompt) (n_prompt >= 1), calling emit for each.
+// When the window of T positions is full, the most recent T/2 tokens are re-processed in one
+// batched pass at positions 0..T/2-1 (a context shift) and decoding goes on; with exact_window,
+// every token recomputes the last T positions instead. Returns 0 when done, 1 when emit asked to
+// stop, -1 on error (non-finite logits).
+int nl_generate(NlState *state, NlSampler *sampler, const int *prompt, size_t n_prompt,
+                const NlGenerateOptions *opts, NlEmitFn emit, void *ctx, NlGenerateStats *stats, NlError *err);
+
+// ---- evaluation (eval.c)
+
+typedef struct {
+    double nll_sum;  // sum of -ln p(char | preceding chars), nats
+    size_t count;    // characters scored: every one after the first
+} NlEvalResult;
+
+typedef void (*NlProgressFn)(size_t done, size_t total, void *ctx);
+
+// Scores ids[1..n) given the characters before each, within the context window: the first window
+// covers inputs 0..T-1; each later window moves `stride` positions (1 <= stride <= T) and scores only
+// its last `stride` targets, so every character is scored once with at least T - stride characters
+// of context (all of them, inside the first window). Batched: one prefill per window.
+int nl_eval(NlState *state, const int *ids, size_t n, size_t stride, NlEvalResult *out,
+            NlProgressFn progress, void *ctx, NlError *err);
+
+#endif

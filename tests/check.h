@@ -1,0 +1,25 @@
+// check.h — the tests' small harness: named checks, tolerance comparisons, one summary line.
+//
+//   static void tokenizer_rejects_unknown_char(void) { CHECK(rc != 0, "rc = %d", rc); }
+//   int main(void) { RUN(tokenizer_rejects_unknown_char); return check_summary("test_tokenizer"); }
+//
+// A failing CHECK prints the file, line, running test and message; check_summary prints
+// "NAME: N passed, M failed" and returns the exit status (non-zero when any check failed).
+#ifndef NL_CHECK_H
+#define NL_CHECK_H
+
+#include <stddef.h>
+
+#define CHECK(cond, ...) check_true((cond) ? 1 : 0, __FILE__, __LINE__, __VA_ARGS__)
+#define RUN(fn) check_run(#fn, fn)
+
+void check_true(int ok, const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void check_run(const char *name, void (*fn)(void));
+// |got - want| <= atol + rtol * |want| elementwise; prints the largest difference and where.
+// Returns 1 when all are within tolerance.
+int check_close(const char *what, const float *got, const double *want, size_t n, double atol, double rtol);
+int check_summary(const char *suite);
+// Path of a file in tests/fixtures (tests run from the repository root).
+const char *fixture(const char *name);
+
+#endif

@@ -1,0 +1,116 @@
+// ref_forward.c — see ref_forward.h. Deliberately simple: every position recomputed, doubles.
+#include "ref_forward.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void ref_layernorm(double *out, const double *x, const float *gain, const float *bias, size_t D, double eps) {
+    double mean = 0.0, var = 0.0;
+    for (size_t i = 0; i < D; i++) mean += x[i];
+    mean /= (double)D;
+    for (size_t i = 0; i < D; i++) var += (x[i] - mean) * (x[i] - mean);
+    var /= (double)D;
+    for (size_t i = 0; i < D; i++) out[i] = (x[i] - mean) / sqrt(var + eps) * gain[i] + (bias ? bias[i] : 0.0);
+}
+
+void ref_rmsnorm(double *out, const double *x, const float *gain, const float *bias, size_t D, double eps) {
+    double ms = 0.0;
+    for (size_t i = 0; i < D; i++) ms += x[i] * x[i];
+    ms /= (double)D;
+    for (size_t i = 0; i < D; i++) out[i] = x[i] / sqrt(ms + eps) * gain[i] + (bias ? bias[i] : 0.0);
+}
+
+static void norm_rows(double *out, const double *x, NlNormWeights w, const NlConfig *c, size_t n) {
+    size_t D = (size_t)c->n_embd;
+    for (size_t r = 0; r < n; r++) {
+        if (c->norm == NL_NORM_LAYERNORM) ref_layernorm(out + r * D, x + r * D, w.gain, w.bias, D, c->norm_eps);
+        else ref_rmsnorm(out + r * D, x + r * D, w.gain, w.bias, D, c->norm_eps);
+    }
+}
+
+// y (n, n_out) = x (n, n_in) W^T + b
+static void linear(double *y, const double *x, const float *W, const float *b, size_t n, size_t n_out, size_t n_in) {
+    for (size_t r = 0; r < n; r++)
+        for (size_t o = 0; o < n_out; o++) {
+            double acc = b ? b[o] : 0.0;
+            for (size_t i = 0; i < n_in; i++) acc += x[r * n_in + i] * W[o * n_in + i];
+            y[r * n_out + o] = acc;
+        }
+}
+
+static double act(double v, NlActivation a) {
+    if (a == NL_ACT_GELU) return 0.5 * v * (1.0 + erf(v / sqrt(2.0)));
+    if (a == NL_ACT_GELU_TANH) return 0.5 * v * (1.0 + tanh(sqrt(2.0 / 3.14159265358979323846) * (v + 0.044715 * v * v * v)));
+    return v > 0 ? v : 0.0;
+}
+
+// out (n, D) = c_proj(causal multi-head attention of in (n, D))
+static void attn(double *out, const double *in, const NlLayerWeights *w, const NlConfig *c, size_t n, double *qkv, double *y) {
+    size_t D = (size_t)c->n_embd, H = (size_t)c->n_head, Dh = D / H;
+    linear(qkv, in, w->attn_w, w->attn_b, n, 3 * D, D);
+    for (size_t h = 0; h < H; h++)
+        for (size_t i = 0; i < n; i++) {
+            double p[1024], max = -INFINITY, sum = 0.0;  // T <= 1024 in the fixtures
+            for (size_t j = 0; j <= i; j++) {
+                double s = 0.0;
+                for (size_t k = 0; k < Dh; k++) s += qkv[i * 3 * D + h * Dh + k] * qkv[j * 3 * D + D + h * Dh + k];
+                p[j] = s / sqrt((double)Dh);
+                if (p[j] > max) max = p[j];
+            }
+            for (size_t j = 0; j <= i; j++) sum += (p[j] = exp(p[j] - max));
+            for (size_t k = 0; k < Dh; k++) {
+                double acc = 0.0;
+                for (size_t j = 0; j <= i; j++) acc += p[j] / sum * qkv[j * 3 * D + 2 * D + h * Dh + k];
+                y[i * D + h * Dh + k] = acc;
+            }
+        }
+    linear(out, y, w->proj_w, w->proj_b, n, D, D);
+}
+
+static void mlp(double *out, const double *in, const NlLayerWeights *w, const NlConfig *c, size_t n, double *hid) {
+    size_t D = (size_t)c->n_embd, F = (size_t)c->n_inner;
+    linear(hid, in, w->fc_w, w->fc_b, n, F, D);
+    for (size_t i = 0; i < n * F; i++) hid[i] = act(hid[i], c->activation);
+    linear(out, hid, w->out_w, w->out_b, n, D, F);
+}
+
+int ref_forward(double *logits, const NlConfig *c, const NlWeights *w, const int *tokens, size_t n) {
+    size_t D = (size_t)c->n_embd, F = (size_t)c->n_inner, V = (size_t)c->vocab_size;
+    double *x = malloc(n * D * sizeof *x), *xn = malloc(n * D * sizeof *xn), *t = malloc(n * D * sizeof *t);
+    double *qkv = malloc(n * 3 * D * sizeof *qkv), *y = malloc(n * D * sizeof *y), *hid = malloc(n * F * sizeof *hid);
+    float *ones = malloc(D * sizeof *ones);
+    int rc = (x && xn && t && qkv && y && hid && ones) ? 0 : -1;
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        for (size_t k = 0; k < D; k++) x[i * D + k] = (double)w->wte[(size_t)tokens[i] * D + k] + w->wpe[i * D + k];
+    for (int l = 0; rc == 0 && l < c->n_layer; l++) {
+        const NlLayerWeights *lw = &w->layers[l];
+        if (c->placement == NL_PLACE_PRE) {
+            norm_rows(xn, x, lw->ln_1, c, n);
+            attn(t, xn, lw, c, n, qkv, y);
+            for (size_t i = 0; i < n * D; i++) x[i] += t[i];
+            norm_rows(xn, x, lw->ln_2, c, n);
+            mlp(t, xn, lw, c, n, hid);
+            for (size_t i = 0; i < n * D; i++) x[i] += t[i];
+        } else {
+            attn(t, x, lw, c, n, qkv, y);
+            for (size_t i = 0; i < n * D; i++) t[i] += x[i];
+            norm_rows(x, t, lw->ln_1, c, n);
+            mlp(t, x, lw, c, n, hid);
+            for (size_t i = 0; i < n * D; i++) t[i] += x[i];
+            norm_rows(x, t, lw->ln_2, c, n);
+        }
+    }
+    if (rc == 0) {
+        const double *last = x;
+        if (c->placement == NL_PLACE_PRE) {
+            for (size_t i = 0; i < D; i++) ones[i] = 1.0f;
+            NlNormWeights f = w->ln_f.gain ? w->ln_f : (NlNormWeights){ones, NULL};
+            norm_rows(xn, x, f, c, n);
+            last = xn;
+        }
+        linear(logits, last, w->lm_head, NULL, n, V, D);
+    }
+    free(x); free(xn); free(t); free(qkv); free(y); free(hid); free(ones);
+    return rc;
+}

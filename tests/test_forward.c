@@ -1,0 +1,195 @@
+// test_forward.c — the engine's forward pass against the naive double-precision reference
+// (ref_forward.c) on every fixture: full prefill, KV-cache decoding, chunked prefill, run-time
+// norm/placement overrides, eval's sliding windows, and generation with both window policies.
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "normlab.h"
+#include "ref_forward.h"
+
+// Logits are O(1..10) here; the float engine stays within 2e-6 of the double reference (measured),
+// so 2e-5 leaves room for other BLAS kernels while still catching any real formula error.
+#define ATOL 2e-5
+#define RTOL 2e-5
+
+static const char *const FIXTURES[] = {"ln-pre-bias.json", "ln-pre-nobias.json", "ln-post-bias.json",
+                                       "ln-post-nobias.json", "rms-pre-bias.json", "rms-pre-nobias.json",
+                                       "rms-post-bias.json", "rms-post-nobias.json", "ln-pre-untied.json",
+                                       "rms-pre-rmsbias.json", "utf8.json"};
+#define N_FIXTURES (sizeof FIXTURES / sizeof FIXTURES[0])
+
+typedef struct {
+    NlModel *model;
+    NlState *state;
+    NlConfig cfg;  // with the run options applied
+    int V, T;
+} Setup;
+
+static int setup(Setup *s, const char *name, const NlRunOptions *opts) {
+    NlError err;
+    memset(s, 0, sizeof *s);
+    if (nl_model_load(&s->model, fixture(name), &err) != 0 || nl_state_create(&s->state, s->model, opts, &err) != 0) {
+        CHECK(0, "%s: %s", name, err.msg);
+        nl_model_free(s->model);
+        return -1;
+    }
+    s->cfg = *nl_state_config(s->state);
+    s->V = s->cfg.vocab_size;
+    s->T = s->cfg.block_size;
+    return 0;
+}
+
+static void teardown(Setup *s) {
+    nl_state_free(s->state);
+    nl_model_free(s->model);
+}
+
+static void random_tokens(int *ids, size_t n, int V, unsigned seed) {
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 1103515245u + 12345u;
+        ids[i] = (int)((seed >> 16) % (unsigned)V);
+    }
+}
+
+// Compares engine prefill (all positions) and token-by-token decoding with the reference.
+static void compare_one(const char *name, const NlRunOptions *opts) {
+    Setup s;
+    if (setup(&s, name, opts) != 0) return;
+    int ids[64];
+    random_tokens(ids, (size_t)s.T, s.V, 99);
+    double *want = malloc((size_t)s.T * s.V * sizeof *want);
+    CHECK(ref_forward(want, &s.cfg, nl_model_weights(s.model), ids, (size_t)s.T) == 0, "reference ran");
+    char what[160];
+    snprintf(what, sizeof what, "%s as %s/%s prefill", name, nl_config_norm_name(s.cfg.norm),
+             nl_config_placement_name(s.cfg.placement));
+    check_close(what, nl_forward(s.state, ids, (size_t)s.T, 0, (size_t)s.T), want, (size_t)s.T * s.V, ATOL, RTOL);
+    // KV cache: a 2-token prefill, then one token at a time; each step's logits vs the reference row.
+    int ok = 1;
+    nl_forward(s.state, ids, 2, 0, 1);
+    for (int p = 2; p < s.T; p++) {
+        const float *got = nl_forward(s.state, ids + p, 1, (size_t)p, 1);
+        for (int v = 0; v < s.V; v++) ok &= fabs(got[v] - want[p * s.V + v]) <= ATOL + RTOL * fabs(want[p * s.V + v]);
+    }
+    CHECK(ok, "%s: incremental KV-cache decoding differs from the full recompute", name);
+    // Chunked prefill: positions 0..3 then 4..T-1 in one batched call against the cache.
+    nl_forward(s.state, ids, 4, 0, 1);
+    snprintf(what, sizeof what, "%s chunked prefill", name);
+    check_close(what, nl_forward(s.state, ids + 4, (size_t)s.T - 4, 4, (size_t)s.T - 4), want + 4 * s.V,
+                (size_t)(s.T - 4) * s.V, ATOL, RTOL);
+    free(want);
+    teardown(&s);
+}
+
+static void forward_matches_naive_reference_on_every_fixture(void) {
+    for (size_t i = 0; i < N_FIXTURES; i++) compare_one(FIXTURES[i], NULL);
+}
+
+static void overrides_run_every_norm_and_placement(void) {
+    const char *names[] = {"ln-post-bias.json", "rms-pre-nobias.json"};
+    for (int f = 0; f < 2; f++)
+        for (int norm = 0; norm < 2; norm++)
+            for (int place = 0; place < 2; place++) {
+                NlRunOptions o = {(NlNormType)norm, (NlPlacement)place};
+                compare_one(names[f], &o);
+            }
+}
+
+static double ref_nll(const Setup *s, const int *ctx, size_t n, int target) {
+    double *logits = malloc(n * (size_t)s->V * sizeof *logits), max = -INFINITY, sum = 0.0;
+    ref_forward(logits, &s->cfg, nl_model_weights(s->model), ctx, n);
+    const double *row = logits + (n - 1) * (size_t)s->V;
+    for (int v = 0; v < s->V; v++) max = fmax(max, row[v]);
+    for (int v = 0; v < s->V; v++) sum += exp(row[v] - max);
+    double r = log(sum) - (row[target] - max);
+    free(logits);
+    return r;
+}
+
+static void eval_scores_each_character_once_with_windowed_context(void) {
+    Setup s;
+    if (setup(&s, "ln-pre-bias.json", NULL) != 0) return;
+    int ids[40];
+    random_tokens(ids, 40, s.V, 5);
+    const size_t stride = 4;
+    NlEvalResult r;
+    NlError err;
+    CHECK(nl_eval(s.state, ids, 40, stride, &r, NULL, NULL, &err) == 0, "%s", err.msg);
+    CHECK(r.count == 39, "scores every character after the first: %zu", r.count);
+    // The documented policy, restated: target j (input position j-1) is scored in the first window
+    // whose end covers it; that window holds inputs [max(0, end - T), end).
+    double want = 0.0;
+    size_t T = (size_t)s.T, end = T;
+    for (size_t j = 1; j < 40; j++) {
+        while (j > end) end = end + stride < 39 ? end + stride : 39;
+        size_t start = end > T ? end - T : 0;
+        want += ref_nll(&s, ids + start, j - start, ids[j]);
+    }
+    CHECK(fabs(r.nll_sum - want) <= 1e-4 * fabs(want), "eval nll %.9g, reference %.9g", r.nll_sum, want);
+    teardown(&s);
+}
+
+typedef struct {
+    int tokens[64];
+    size_t n;
+} Collected;
+
+static int collect(int token, void *ctx) {
+    Collected *c = ctx;
+    c->tokens[c->n++] = token;
+    return 0;
+}
+
+// Greedy generation through the reference, with either window policy restated in the test.
+static void ref_greedy(const Setup *s, const int *prompt, size_t n_prompt, size_t n_new, int exact, int *out) {
+    int window[64];
+    size_t T = (size_t)s->T, len = n_prompt;
+    memcpy(window, prompt, n_prompt * sizeof *window);
+    double *logits = malloc(T * (size_t)s->V * sizeof *logits);
+    for (size_t i = 0; i < n_new; i++) {
+        ref_forward(logits, &s->cfg, nl_model_weights(s->model), window, len);
+        const double *row = logits + (len - 1) * (size_t)s->V;
+        int best = 0;
+        for (int v = 1; v < s->V; v++) best = row[v] > row[best] ? v : best;
+        out[i] = best;
+        if (len == T) {  // exact: drop the oldest; shift: keep the newest T/2 (the new token included)
+            size_t keep = exact ? T - 1 : T / 2 - 1;
+            memmove(window, window + (len - keep), keep * sizeof *window);
+            len = keep;
+        }
+        window[len++] = best;
+    }
+    free(logits);
+}
+
+static void generation_matches_reference_past_the_window(void) {
+    for (int exact = 0; exact < 2; exact++) {
+        Setup s;
+        if (setup(&s, "rms-post-bias.json", NULL) != 0) return;
+        NlSampler *greedy = NULL;
+        NlError err;
+        nl_sampler_create(&greedy, s.V, (NlSamplerParams){0.0, 0, 1.0}, 1, &err);
+        int prompt[3] = {1, 4, 2}, want[30];
+        Collected got = {{0}, 0};
+        NlGenerateOptions o = {30, exact};
+        NlGenerateStats st;
+        CHECK(nl_generate(s.state, greedy, prompt, 3, &o, collect, &got, &st, &err) == 0, "%s", err.msg);
+        ref_greedy(&s, prompt, 3, 30, exact, want);
+        CHECK(got.n == 30, "30 tokens past a window of %d", s.T);
+        CHECK(memcmp(got.tokens, want, sizeof want) == 0, "%s window: greedy tokens differ from the reference",
+              exact ? "exact" : "shifted");
+        CHECK(exact ? st.context_shifts == 0 : st.context_shifts > 0, "context shifts %zu", st.context_shifts);
+        nl_sampler_free(greedy);
+        teardown(&s);
+    }
+}
+
+int main(void) {
+    RUN(forward_matches_naive_reference_on_every_fixture);
+    RUN(overrides_run_every_norm_and_placement);
+    RUN(eval_scores_each_character_once_with_windowed_context);
+    RUN(generation_matches_reference_past_the_window);
+    return check_summary("test_forward");
+}

@@ -1,0 +1,307 @@
+// test_loader.c — one malformed model per loader rule, each expecting its own message; plus the
+// positive cases (a valid directory model, an unaligned data section, inline .json models).
+#define _GNU_SOURCE
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "normlab.h"
+
+// The smallest valid model: V=3, L=1, H=1, D=2, F=4, T=2, LayerNorm, pre, no linear biases, tied.
+static const char *const CONFIG =
+    "{\"format\": {\"name\": \"normlab\", \"version\": 1}, \"vocab_size\": 3, \"n_layer\": 1, \"n_head\": 1, "
+    "\"n_embd\": 2, \"block_size\": 2, \"n_inner\": 4, \"norm\": \"layernorm\", \"placement\": \"pre\", "
+    "\"norm_eps\": 1e-05, \"activation\": \"gelu\", \"bias\": false, \"tie_embeddings\": true}";
+static const char *const TOKENIZER = "{\"type\": \"char\", \"vocab\": [\"a\", \"b\", \"c\"]}";
+static const struct { const char *name; int d0, d1; } TENSORS[] = {
+    {"wte.weight", 3, 2}, {"wpe.weight", 2, 2}, {"h.0.ln_1.weight", 2, 0}, {"h.0.ln_1.bias", 2, 0},
+    {"h.0.attn.c_attn.weight", 6, 2}, {"h.0.attn.c_proj.weight", 2, 2}, {"h.0.ln_2.weight", 2, 0},
+    {"h.0.ln_2.bias", 2, 0}, {"h.0.mlp.c_fc.weight", 4, 2}, {"h.0.mlp.c_proj.weight", 2, 4},
+    {"ln_f.weight", 2, 0}, {"ln_f.bias", 2, 0}};
+#define N_TENSORS (sizeof TENSORS / sizeof TENSORS[0])
+#define N_FLOATS 54
+
+typedef enum { F_CONFIG, F_TOKENIZER, F_HEADER } Part;
+
+typedef struct {
+    char config[2048], tokenizer[1024], header[4096];
+    float data[N_FLOATS + 4];
+    size_t n_data;           // floats written
+    size_t pad;              // spaces after the header JSON (changes data alignment)
+    long long header_len;    // -1: the true length
+    int truncate_to;         // >= 0: the safetensors file is cut to this many bytes
+} Files;
+
+static char dir[256];
+
+static void default_files(Files *f) {
+    memset(f, 0, sizeof *f);
+    snprintf(f->config, sizeof f->config, "%s", CONFIG);
+    snprintf(f->tokenizer, sizeof f->tokenizer, "%s", TOKENIZER);
+    size_t at = 0;
+    strcpy(f->header, "{\"__metadata__\": {\"source\": \"test\"}");
+    for (size_t i = 0; i < N_TENSORS; i++) {
+        size_t n = (size_t)TENSORS[i].d0 * (TENSORS[i].d1 ? (size_t)TENSORS[i].d1 : 1);
+        char e[256];
+        if (TENSORS[i].d1)
+            snprintf(e, sizeof e, ", \"%s\": {\"dtype\": \"F32\", \"shape\": [%d, %d], \"data_offsets\": [%zu, %zu]}",
+                     TENSORS[i].name, TENSORS[i].d0, TENSORS[i].d1, at * 4, (at + n) * 4);
+        else
+            snprintf(e, sizeof e, ", \"%s\": {\"dtype\": \"F32\", \"shape\": [%d], \"data_offsets\": [%zu, %zu]}",
+                     TENSORS[i].name, TENSORS[i].d0, at * 4, (at + n) * 4);
+        strcat(f->header, e);
+        at += n;
+    }
+    strcat(f->header, "}");
+    for (size_t i = 0; i < N_FLOATS; i++) f->data[i] = 0.1f * (float)((i * 7) % 11) - 0.4f;
+    f->n_data = N_FLOATS;
+    f->pad = (8 - strlen(f->header) % 8) % 8;
+    f->header_len = -1;
+    f->truncate_to = -1;
+}
+
+static void write_file(const char *name, const void *bytes, size_t len) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *fp = fopen(path, "wb");
+    if (!fp || fwrite(bytes, 1, len, fp) != len) CHECK(0, "cannot write %s", path);
+    if (fp) fclose(fp);
+}
+
+static void write_model(const Files *f) {
+    write_file("config.json", f->config, strlen(f->config));
+    write_file("tokenizer.json", f->tokenizer, strlen(f->tokenizer));
+    size_t hl = strlen(f->header) + f->pad, total = 8 + hl + f->n_data * 4;
+    unsigned char *buf = malloc(total);
+    unsigned long long n = f->header_len >= 0 ? (unsigned long long)f->header_len : hl;
+    for (int i = 0; i < 8; i++) buf[i] = (unsigned char)(n >> (8 * i));
+    memcpy(buf + 8, f->header, strlen(f->header));
+    memset(buf + 8 + strlen(f->header), ' ', f->pad);
+    memcpy(buf + 8 + hl, f->data, f->n_data * 4);
+    write_file("model.safetensors", buf, f->truncate_to >= 0 ? (size_t)f->truncate_to : total);
+    free(buf);
+}
+
+static int replace(char *s, size_t cap, const char *from, const char *to) {
+    char *p = strstr(s, from);
+    if (!p || strlen(s) - strlen(from) + strlen(to) >= cap) return -1;
+    memmove(p + strlen(to), p + strlen(from), strlen(p + strlen(from)) + 1);
+    memcpy(p, to, strlen(to));
+    return 0;
+}
+
+// Loads dir and expects failure with `expect` in the message (or success when expect is NULL).
+static void expect_load(const char *label, const char *expect) {
+    NlModel *m = NULL;
+    NlError err = {""};
+    int rc = nl_model_load(&m, dir, &err);
+    if (!expect) CHECK(rc == 0 && m != NULL, "%s: should load, got: %s", label, err.msg);
+    else CHECK(rc != 0 && m == NULL && strstr(err.msg, expect) != NULL, "%s: expected '%s', got rc=%d '%s'", label, expect, rc, err.msg);
+    CHECK(strchr(err.msg, '\n') == NULL, "%s: message is one line", label);
+    nl_model_free(m);
+}
+
+typedef struct {
+    const char *label;
+    Part part;
+    const char *from, *to, *expect;
+} Case;
+
+static const Case CASES[] = {
+    {"config n_embd not divisible by n_head", F_CONFIG, "\"n_head\": 1", "\"n_head\": 3", "n_embd 2 is not divisible by n_head 3"},
+    {"config n_layer zero", F_CONFIG, "\"n_layer\": 1", "\"n_layer\": 0", "\"n_layer\": 0 is outside [1, 256]"},
+    {"config fractional width", F_CONFIG, "\"n_embd\": 2", "\"n_embd\": 2.5", "\"n_embd\": expected an integer, found 2.5"},
+    {"config huge context", F_CONFIG, "\"block_size\": 2", "\"block_size\": 1e9", "\"block_size\": 1000000000 is outside"},
+    {"config unknown norm", F_CONFIG, "\"layernorm\"", "\"batchnorm\"", "\"norm\" = \"batchnorm\" is not one of: layernorm, rmsnorm"},
+    {"config unknown placement", F_CONFIG, "\"pre\"", "\"middle\"", "is not one of: pre, post"},
+    {"config unknown activation", F_CONFIG, "\"gelu\"", "\"swish\"", "is not one of: gelu, gelu_tanh, relu"},
+    {"config missing key", F_CONFIG, "\"vocab_size\": 3, ", "", "missing key \"vocab_size\""},
+    {"config unknown key", F_CONFIG, "\"n_layer\"", "\"dropout\": 0.1, \"n_layer\"", "unknown key \"dropout\""},
+    {"config duplicate key", F_CONFIG, "\"n_layer\": 1,", "\"n_layer\": 1, \"n_layer\": 2,", "duplicate key \"n_layer\""},
+    {"config trailing garbage", F_CONFIG, "true}", "true} x", "unexpected data after the JSON value"},
+    {"config invalid JSON", F_CONFIG, "\"n_head\": 1,", "\"n_head\": ,", "invalid JSON"},
+    {"config format version", F_CONFIG, "\"version\": 1", "\"version\": 2", "version 2 is not supported"},
+    {"config format name", F_CONFIG, "\"normlab\"", "\"gguf\"", "name must be \"normlab\""},
+    {"config eps zero", F_CONFIG, "1e-05", "0", "\"norm_eps\" = 0 is outside"},
+    {"config bias not bool", F_CONFIG, "\"bias\": false", "\"bias\": \"no\"", "\"bias\" must be true or false"},
+    {"config both mlp sizes", F_CONFIG, "\"n_inner\": 4", "\"n_inner\": 4, \"mlp_ratio\": 2", "exactly one of \"mlp_ratio\" and \"n_inner\""},
+    {"config NUL escape", F_CONFIG, "\"layernorm\"", "\"layer\\u0000norm\"", "\\u0000 escape"},
+    {"config case-sensitive keys", F_CONFIG, "\"n_head\"", "\"N_HEAD\"", "unknown key \"N_HEAD\""},
+    {"config not an object", F_CONFIG, CONFIG, "[1, 2]", "config must be a JSON object"},
+    {"tokenizer duplicate entry", F_TOKENIZER, "\"c\"]", "\"a\"]", "entries 0 and 2 are the same character"},
+    {"tokenizer too many entries", F_TOKENIZER, "\"c\"]", "\"c\", \"d\"]", "tokenizer has 4 entries, config vocab_size is 3, wte.weight has 3 rows"},
+    {"tokenizer two-char entry", F_TOKENIZER, "\"b\"", "\"bb\"", "entry 1 is not exactly one valid UTF-8 character"},
+    {"tokenizer empty entry", F_TOKENIZER, "\"b\"", "\"\"", "entry 1 is not exactly one"},
+    {"tokenizer NUL entry", F_TOKENIZER, "\"b\"", "\"\\u0000\"", "\\u0000 escape"},
+    {"tokenizer wrong type", F_TOKENIZER, "\"char\"", "\"bpe\"", "\"type\" must be \"char\""},
+    {"tokenizer non-string entry", F_TOKENIZER, "\"b\"", "7", "vocab[1] is not a string"},
+    {"header unsupported dtype", F_HEADER, "\"F32\"", "\"F16\"", "dtype F16 is not supported (only F32)"},
+    {"header unknown dtype", F_HEADER, "\"F32\"", "\"Q4\"", "unknown dtype \"Q4\""},
+    {"header wrong shape", F_HEADER, "[2, 2], \"data_offsets\": [24", "[4, 1], \"data_offsets\": [24", "\"wpe.weight\" has shape (4, 1), expected (2, 2)"},
+    {"header length mismatch", F_HEADER, "[3, 2]", "[3, 3]", "span 24 bytes but shape x 4 bytes is 36"},
+    {"header offsets past data", F_HEADER, "[208, 216]", "[208, 220]", "past the data section (216 bytes)"},
+    {"header offsets reversed", F_HEADER, "[208, 216]", "[216, 208]", "begin 216 > end 208"},
+    {"header overlapping tensors", F_HEADER, "[24, 40]", "[0, 16]", "must be contiguous and must not overlap"},
+    {"header negative dimension", F_HEADER, "[3, 2]", "[-3, 2]", "shape[0]: -3 is outside"},
+    {"header shape overflow", F_HEADER, "[3, 2]", "[4294967296, 4294967296, 4]", "shape product overflows"},
+    {"header fractional offset", F_HEADER, "[208, 216]", "[208.5, 216]", "expected an integer"},
+    {"header missing offsets", F_HEADER, "\"shape\": [3, 2], \"data_offsets\": [0, 24]", "\"shape\": [3, 2]", "\"data_offsets\" must be [begin, end]"},
+    {"header unknown entry field", F_HEADER, "\"dtype\": \"F32\"", "\"dtype\": \"F32\", \"extra\": 1", "unknown key \"extra\""},
+    {"header duplicate tensor", F_HEADER, "\"wpe.weight\"", "\"wte.weight\"", "duplicate key \"wte.weight\""},
+    {"header metadata not string", F_HEADER, "\"test\"", "3", "__metadata__ \"source\" must be a string"},
+    {"header missing tensor", F_HEADER, "\"ln_f.bias\"", "\"ln_f.beta\"", "missing tensor \"ln_f.bias\""},
+    {"header too many dims", F_HEADER, "[3, 2]", "[1, 1, 1, 1, 1, 1, 1, 1, 3, 2]", "shape has 10 dimensions"},
+};
+
+static void every_malformed_file_gets_its_own_message(void) {
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        Files f;
+        default_files(&f);
+        char *target = CASES[i].part == F_CONFIG ? f.config : CASES[i].part == F_TOKENIZER ? f.tokenizer : f.header;
+        size_t cap = CASES[i].part == F_CONFIG ? sizeof f.config : CASES[i].part == F_TOKENIZER ? sizeof f.tokenizer : sizeof f.header;
+        if (replace(target, cap, CASES[i].from, CASES[i].to) != 0) { CHECK(0, "%s: pattern not found", CASES[i].label); continue; }
+        if (CASES[i].part == F_HEADER) f.pad = (8 - strlen(f.header) % 8) % 8;
+        write_model(&f);
+        expect_load(CASES[i].label, CASES[i].expect);
+    }
+}
+
+static void container_level_faults(void) {
+    Files f;
+    default_files(&f);
+    f.truncate_to = 5;
+    write_model(&f);
+    expect_load("file shorter than the length prefix", "too short for a safetensors header");
+    default_files(&f);
+    f.header_len = 1LL << 40;
+    write_model(&f);
+    expect_load("header length past the file", "header length 1099511627776 is invalid");
+    default_files(&f);
+    f.header_len = 1;
+    write_model(&f);
+    expect_load("header length 1", "header length 1 is invalid");
+    default_files(&f);
+    f.n_data = N_FLOATS + 1;
+    write_model(&f);
+    expect_load("trailing bytes", "4 trailing bytes after the last tensor");
+    default_files(&f);
+    f.n_data = N_FLOATS - 2;
+    write_model(&f);
+    expect_load("truncated data", "past the data section");
+    default_files(&f);
+    memmove(f.header + 1, f.header, strlen(f.header) + 1);
+    f.header[0] = ' ';
+    write_model(&f);
+    expect_load("header not starting with {", "header does not start with '{'");
+    default_files(&f);
+    f.data[5] = NAN;
+    write_model(&f);
+    expect_load("NaN weight", "tensor \"wte.weight\" has a non-finite value");
+    default_files(&f);
+    f.data[53] = INFINITY;
+    write_model(&f);
+    expect_load("Inf weight", "tensor \"ln_f.bias\" has a non-finite value");
+    default_files(&f);
+    replace(f.config, sizeof f.config, "\"pre\"", "\"post\"");
+    write_model(&f);
+    expect_load("tensor the config does not use", "unexpected tensor \"ln_f.weight\"");
+}
+
+// Next-token logits of tokens {2, 0} under the model in dir, into out (3).
+static int logits_of_dir(float *out) {
+    NlModel *m = NULL;
+    NlState *st = NULL;
+    NlError err;
+    int ids[2] = {2, 0}, rc = -1;
+    if (nl_model_load(&m, dir, &err) == 0 && nl_state_create(&st, m, NULL, &err) == 0) {
+        memcpy(out, nl_forward(st, ids, 2, 0, 1), 3 * sizeof *out);
+        rc = 0;
+    } else {
+        CHECK(0, "%s", err.msg);
+    }
+    nl_state_free(st);
+    nl_model_free(m);
+    return rc;
+}
+
+static void valid_and_unaligned_models_load_and_agree(void) {
+    Files f;
+    default_files(&f);
+    write_model(&f);
+    expect_load("valid model", NULL);
+    NlModel *a = NULL;
+    NlError err;
+    nl_model_load(&a, dir, &err);
+    CHECK(a && nl_model_parameters(a) == N_FLOATS, "parameters = %d", N_FLOATS);
+    nl_model_free(a);
+    float aligned[3], unaligned[3];
+    int rc = logits_of_dir(aligned);
+    f.pad = 1;  // the data section now starts at an odd offset
+    write_model(&f);
+    rc |= logits_of_dir(unaligned);
+    CHECK(rc == 0 && memcmp(aligned, unaligned, sizeof aligned) == 0, "unaligned data gives bit-identical logits");
+}
+
+static void paths_that_are_not_models_are_rejected(void) {
+    NlModel *m = NULL;
+    NlError err;
+    CHECK(nl_model_load(&m, "/nonexistent/model", &err) != 0 && strstr(err.msg, "no such model"), "%s", err.msg);
+    Files f;
+    default_files(&f);
+    write_model(&f);
+    char path[512];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    CHECK(nl_model_load(&m, path, &err) != 0 && strstr(err.msg, "give the model directory"), "%s", err.msg);
+    unlink(path);
+    CHECK(nl_model_load(&m, dir, &err) != 0 && strstr(err.msg, "model.safetensors: cannot open"), "%s", err.msg);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    unlink(path);
+    mkdir(path, 0700);
+    CHECK(nl_model_load(&m, dir, &err) != 0 && strstr(err.msg, "config.json: not a regular file"), "%s", err.msg);
+    rmdir(path);
+    CHECK(m == NULL, "nothing returned on failure");
+}
+
+static void inline_json_models_are_checked(void) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/inline.json", dir);
+    const char *cases[][2] = {
+        {"{\"config\": CFG, \"tokenizer\": TOK, \"tensors\": {\"wte.weight\": {\"shape\": [3, 2], \"data\": [1, 2, 3, 4, 5]}}}", "data has 5 numbers, shape needs 6"},
+        {"{\"config\": CFG, \"tokenizer\": TOK, \"tensors\": {\"wte.weight\": {\"shape\": [3, 2], \"data\": [1, 2, 3, 4, 5, 6], \"dtype\": \"F32\"}}}", "unknown key \"dtype\""},
+        {"{\"config\": CFG, \"tokenizer\": TOK, \"tensors\": {\"wte.weight\": {\"shape\": [3, 2], \"data\": [1, 2, 3, 4, 5, \"x\"]}}}", "data[5] is not a number"},
+        {"{\"config\": CFG, \"tokenizer\": TOK, \"tensors\": {\"wte.weight\": {\"shape\": [3, 2], \"data\": [1, 2, 3, 4, 5, 6]}}}", "missing tensor \"wpe.weight\""},
+        {"{\"config\": CFG, \"tokenizer\": TOK, \"tensors\": {}, \"extra\": 1}", "unknown key \"extra\""},
+        {"{\"config\": CFG, \"tokenizer\": TOK}", "needs \"config\", \"tokenizer\" and a \"tensors\" object"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char doc[4096];
+        snprintf(doc, sizeof doc, "%s", cases[i][0]);
+        replace(doc, sizeof doc, "CFG", CONFIG);
+        replace(doc, sizeof doc, "TOK", TOKENIZER);
+        FILE *fp = fopen(path, "w");
+        fputs(doc, fp);
+        fclose(fp);
+        NlModel *m = NULL;
+        NlError err = {""};
+        CHECK(nl_model_load(&m, path, &err) != 0 && strstr(err.msg, cases[i][1]), "inline %zu: expected '%s', got '%s'", i, cases[i][1], err.msg);
+    }
+    unlink(path);
+}
+
+int main(void) {
+    snprintf(dir, sizeof dir, "/tmp/normlab-loader-XXXXXX");
+    if (!mkdtemp(dir)) { perror("mkdtemp"); return 1; }
+    RUN(every_malformed_file_gets_its_own_message);
+    RUN(container_level_faults);
+    RUN(valid_and_unaligned_models_load_and_agree);
+    RUN(paths_that_are_not_models_are_rejected);
+    RUN(inline_json_models_are_checked);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    return check_summary("test_loader");
+}

@@ -1,0 +1,113 @@
+// test_sampler.c — the kept sets of top-k and top-p, empirical frequencies, seeds, bad logits.
+#include <math.h>
+#include <stdint.h>
+
+#include "check.h"
+#include "normlab.h"
+
+// Logits whose softmax is exactly-ish {0.5, 0.25, 0.15, 0.1} at ids {2, 0, 3, 1}.
+static const float LOGITS[4] = {-1.3862944f, -2.3025851f, -0.6931472f, -1.8971200f};
+
+static NlSampler *make(double temp, int k, double p, uint64_t seed) {
+    NlSampler *s = NULL;
+    NlError err;
+    CHECK(nl_sampler_create(&s, 4, (NlSamplerParams){temp, k, p}, seed, &err) == 0, "%s", err.msg);
+    return s;
+}
+
+static int kept(double temp, int k, double p, int *ids_out, double *probs_out) {
+    NlSampler *s = make(temp, k, p, 1);
+    const int *ids;
+    const double *probs;
+    int n = nl_sampler_candidates(s, LOGITS, &ids, &probs);
+    for (int i = 0; i < n; i++) { ids_out[i] = ids[i]; probs_out[i] = probs[i]; }
+    nl_sampler_free(s);
+    return n;
+}
+
+static void top_k_keeps_exactly_the_k_most_likely(void) {
+    int ids[4];
+    double p[4];
+    CHECK(kept(1.0, 2, 1.0, ids, p) == 2 && ids[0] == 2 && ids[1] == 0, "top-2 = {2, 0}");
+    CHECK(fabs(p[0] - 2.0 / 3.0) < 1e-6 && fabs(p[1] - 1.0 / 3.0) < 1e-6, "renormalised %g %g", p[0], p[1]);
+    CHECK(kept(1.0, 1, 1.0, ids, p) == 1 && ids[0] == 2 && p[0] == 1.0, "top-1 = argmax");
+    CHECK(kept(1.0, 99, 1.0, ids, p) == 4, "k above V keeps all");
+    CHECK(kept(1.0, 0, 1.0, ids, p) == 4, "k = 0 is off");
+}
+
+static void top_p_keeps_the_smallest_set_reaching_p(void) {
+    int ids[4];
+    double p[4];
+    CHECK(kept(1.0, 0, 0.45, ids, p) == 1 && ids[0] == 2, "p=0.45 -> {2}");
+    CHECK(kept(1.0, 0, 0.74, ids, p) == 2 && ids[1] == 0, "p=0.74 -> {2, 0}");
+    CHECK(kept(1.0, 0, 0.76, ids, p) == 3 && ids[2] == 3, "p=0.76 -> {2, 0, 3}");
+    CHECK(fabs(p[0] - 0.5 / 0.9) < 1e-6, "renormalised over 0.9: %g", p[0]);
+    // top-k first, then top-p over the renormalised survivors: {2, 0} -> 2/3, 1/3; p = 0.6 keeps {2}.
+    CHECK(kept(1.0, 2, 0.6, ids, p) == 1 && ids[0] == 2, "top-k then top-p");
+}
+
+static void greedy_takes_argmax_lowest_id_on_ties(void) {
+    NlSampler *s = make(0.0, 0, 1.0, 9);
+    const float tie[4] = {0.5f, 2.0f, 2.0f, -1.0f};
+    CHECK(nl_sampler_sample(s, LOGITS) == 2, "argmax");
+    CHECK(nl_sampler_sample(s, tie) == 1, "lowest id among ties");
+    nl_sampler_free(s);
+}
+
+static void empirical_frequencies_match_the_distribution(void) {
+    const int N = 200000;
+    const double want[4] = {0.25, 0.1, 0.5, 0.15};
+    // temperature 0.5 squares the probabilities: p_i^2 / sum p^2
+    double sq = 0.25 * 0.25 + 0.1 * 0.1 + 0.5 * 0.5 + 0.15 * 0.15;
+    const double temps[2] = {1.0, 0.5};
+    for (int t = 0; t < 2; t++) {
+        NlSampler *s = make(temps[t], 0, 1.0, 42);
+        int count[4] = {0};
+        for (int i = 0; i < N; i++) count[nl_sampler_sample(s, LOGITS)]++;
+        for (int i = 0; i < 4; i++) {
+            double p = t == 0 ? want[i] : want[i] * want[i] / sq;
+            double f = (double)count[i] / N, sigma = sqrt(p * (1 - p) / N);
+            // 5 standard errors: a false alarm about once in 1.7 million runs.
+            CHECK(fabs(f - p) < 5 * sigma, "T=%g id %d: frequency %.4f, probability %.4f", temps[t], i, f, p);
+        }
+        nl_sampler_free(s);
+    }
+}
+
+static void same_seed_same_stream_and_seed_zero_is_valid(void) {
+    NlSampler *a = make(1.0, 0, 1.0, 0), *b = make(1.0, 0, 1.0, 0), *c = make(1.0, 0, 1.0, 1);
+    int same = 1, differs = 0;
+    for (int i = 0; i < 1000; i++) {
+        int x = nl_sampler_sample(a, LOGITS), y = nl_sampler_sample(b, LOGITS), z = nl_sampler_sample(c, LOGITS);
+        same &= x == y;
+        differs |= x != z;
+    }
+    CHECK(same, "seed 0 twice gives the same stream");
+    CHECK(differs, "seeds 0 and 1 give different streams");
+    nl_sampler_free(a); nl_sampler_free(b); nl_sampler_free(c);
+}
+
+static void non_finite_logits_are_reported_not_sampled(void) {
+    NlSampler *s = make(1.0, 0, 1.0, 3);
+    float bad[4] = {0.0f, NAN, 1.0f, 2.0f};
+    CHECK(nl_sampler_sample(s, bad) == -1, "NaN gives -1");
+    bad[1] = INFINITY;
+    CHECK(nl_sampler_sample(s, bad) == -1, "Inf gives -1");
+    nl_sampler_free(s);
+    NlSampler *one = NULL;
+    NlError err;
+    CHECK(nl_sampler_create(&one, 1, (NlSamplerParams){1.0, 5, 0.5}, 1, &err) == 0, "V = 1");
+    float l = 3.0f;
+    CHECK(nl_sampler_sample(one, &l) == 0, "one-token vocabulary samples id 0");
+    nl_sampler_free(one);
+}
+
+int main(void) {
+    RUN(top_k_keeps_exactly_the_k_most_likely);
+    RUN(top_p_keeps_the_smallest_set_reaching_p);
+    RUN(greedy_takes_argmax_lowest_id_on_ties);
+    RUN(empirical_frequencies_match_the_distribution);
+    RUN(same_seed_same_stream_and_seed_zero_is_valid);
+    RUN(non_finite_logits_are_reported_not_sampled);
+    return check_summary("test_sampler");
+}

@@ -1,0 +1,141 @@
+// tokenizer.c — char-level tokenizer: a sorted code-point table, binary-searched, with an ASCII
+// fast path.
+#include "tokenizer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    uint32_t cp;
+    int id;
+} CodeEntry;
+
+struct NlTokenizer {
+    int n;
+    char (*pieces)[5];   // (n) NUL-terminated UTF-8, at most 4 bytes each
+    CodeEntry *by_cp;    // (n) sorted by code point
+    int ascii[128];      // code point -> id, or -1
+};
+
+size_t nl_utf8_decode(const char *s, size_t len, uint32_t *cp) {
+    const unsigned char *u = (const unsigned char *)s;
+    if (len == 0) return 0;
+    if (u[0] < 0x80) { *cp = u[0]; return 1; }
+    size_t n;
+    uint32_t c, min;
+    if ((u[0] & 0xE0) == 0xC0) { n = 2; c = u[0] & 0x1F; min = 0x80; }
+    else if ((u[0] & 0xF0) == 0xE0) { n = 3; c = u[0] & 0x0F; min = 0x800; }
+    else if ((u[0] & 0xF8) == 0xF0) { n = 4; c = u[0] & 0x07; min = 0x10000; }
+    else return 0;
+    if (len < n) return 0;
+    for (size_t i = 1; i < n; i++) {
+        if ((u[i] & 0xC0) != 0x80) return 0;
+        c = (c << 6) | (u[i] & 0x3F);
+    }
+    if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return 0;
+    *cp = c;
+    return n;
+}
+
+static int cmp_entry(const void *a, const void *b) {
+    uint32_t x = ((const CodeEntry *)a)->cp, y = ((const CodeEntry *)b)->cp;
+    return (x > y) - (x < y);
+}
+
+int nl_tokenizer_create(NlTokenizer **out, const char *const *pieces, int n, char *err, size_t errlen) {
+    *out = NULL;
+    if (n <= 0) { snprintf(err, errlen, "vocabulary is empty"); return -1; }
+    NlTokenizer *t = calloc(1, sizeof *t);
+    if (t) { t->pieces = calloc((size_t)n, sizeof *t->pieces); t->by_cp = calloc((size_t)n, sizeof *t->by_cp); }
+    if (!t || !t->pieces || !t->by_cp) {
+        snprintf(err, errlen, "out of memory for a vocabulary of %d entries", n);
+        nl_tokenizer_free(t);
+        return -1;
+    }
+    t->n = n;
+    for (int i = 0; i < 128; i++) t->ascii[i] = -1;
+    for (int i = 0; i < n; i++) {
+        size_t len = strlen(pieces[i]);
+        uint32_t cp = 0;
+        size_t used = nl_utf8_decode(pieces[i], len, &cp);
+        if (len == 0 || used == 0 || used != len || cp == 0) {
+            snprintf(err, errlen, "vocabulary entry %d is not exactly one valid UTF-8 character (non-NUL)", i);
+            nl_tokenizer_free(t);
+            return -1;
+        }
+        memcpy(t->pieces[i], pieces[i], len + 1);
+        t->by_cp[i] = (CodeEntry){cp, i};
+    }
+    qsort(t->by_cp, (size_t)n, sizeof *t->by_cp, cmp_entry);
+    for (int i = 1; i < n; i++) {
+        if (t->by_cp[i].cp == t->by_cp[i - 1].cp) {
+            snprintf(err, errlen, "vocabulary entries %d and %d are the same character U+%04X",
+                     t->by_cp[i - 1].id, t->by_cp[i].id, (unsigned)t->by_cp[i].cp);
+            nl_tokenizer_free(t);
+            return -1;
+        }
+    }
+    for (int i = 0; i < n; i++)
+        if (t->by_cp[i].cp < 128) t->ascii[t->by_cp[i].cp] = t->by_cp[i].id;
+    *out = t;
+    return 0;
+}
+
+void nl_tokenizer_free(NlTokenizer *tok) {
+    if (!tok) return;
+    free(tok->pieces);
+    free(tok->by_cp);
+    free(tok);
+}
+
+int nl_tokenizer_size(const NlTokenizer *tok) { return tok->n; }
+
+const char *nl_tokenizer_piece(const NlTokenizer *tok, int id) { return tok->pieces[id]; }
+
+static int lookup(const NlTokenizer *t, uint32_t cp) {
+    if (cp < 128) return t->ascii[cp];
+    size_t lo = 0, hi = (size_t)t->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (t->by_cp[mid].cp < cp) lo = mid + 1;
+        else hi = mid;
+    }
+    return (lo < (size_t)t->n && t->by_cp[lo].cp == cp) ? t->by_cp[lo].id : -1;
+}
+
+// Describes a code point for an error message: the character itself when printable, and U+XXXX.
+static void describe(char *buf, size_t buflen, const char *bytes, size_t n, uint32_t cp) {
+    if (cp >= 0x20 && cp != 0x7F && cp != '\'')
+        snprintf(buf, buflen, "'%.*s' (U+%04X)", (int)n, bytes, (unsigned)cp);
+    else
+        snprintf(buf, buflen, "U+%04X", (unsigned)cp);
+}
+
+int nl_tokenizer_encode(const NlTokenizer *tok, const char *text, size_t len, int skip_unknown,
+                        int *ids, size_t *n_ids, size_t *n_skipped, char *err, size_t errlen) {
+    size_t n = 0, skipped = 0, chars = 0;
+    for (size_t i = 0; i < len;) {
+        uint32_t cp;
+        size_t used = nl_utf8_decode(text + i, len - i, &cp);
+        chars++;
+        if (used == 0) {
+            snprintf(err, errlen, "invalid UTF-8 at byte %zu (character %zu)", i + 1, chars);
+            return -1;
+        }
+        int id = lookup(tok, cp);
+        if (id < 0 && !skip_unknown) {
+            char what[64];
+            describe(what, sizeof what, text + i, used, cp);
+            snprintf(err, errlen, "character %s at position %zu is not in the model's vocabulary "
+                     "(use --skip-unknown to drop such characters)", what, chars);
+            return -1;
+        }
+        if (id < 0) skipped++;
+        else ids[n++] = id;
+        i += used;
+    }
+    *n_ids = n;
+    *n_skipped = skipped;
+    return 0;
+}

@@ -1,0 +1,27 @@
+#!/bin/sh
+# Installs what normlab needs from Debian packages, or says exactly what to run.
+#   tools/install-deps.sh            C build: OpenBLAS, cJSON, pkg-config, a C compiler
+#   tools/install-deps.sh --python   also the Python tools: python3-torch, python3-numpy, python3-tqdm
+set -eu
+missing=""
+have_pc() { command -v pkg-config >/dev/null 2>&1 && pkg-config --exists "$1"; }
+command -v cc >/dev/null 2>&1 || missing="$missing gcc"
+command -v make >/dev/null 2>&1 || missing="$missing make"
+command -v pkg-config >/dev/null 2>&1 || missing="$missing pkg-config"
+have_pc openblas || missing="$missing libopenblas-dev"
+have_pc libcjson || missing="$missing libcjson-dev"
+if [ "${1:-}" = "--python" ]; then
+    /usr/bin/python3 -c 'import torch' 2>/dev/null || missing="$missing python3-torch"
+    /usr/bin/python3 -c 'import numpy' 2>/dev/null || missing="$missing python3-numpy"
+    /usr/bin/python3 -c 'import tqdm' 2>/dev/null || missing="$missing python3-tqdm"
+fi
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing:$missing" >&2
+    apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >&2
+    exit 0
+fi
+echo "normlab needs:$missing" >&2
+echo "run: sudo apt-get update && sudo apt-get install -y$missing" >&2
+exit 1

@@ -1,0 +1,65 @@
+#!/usr/bin/python3
+"""Write the small random-weight test models in tests/fixtures/ (single-file inline JSON form).
+
+Every norm x placement x bias combination, at odd sizes (V=11, D=12, H=3, F=20, T=9, L=2) so that no
+size is a power of two, plus variants for untied heads, RMSNorm with bias, each activation, and a
+vocabulary with multi-byte UTF-8 characters. Deterministic: the same seed writes the same files.
+
+    /usr/bin/python3 tools/make_fixtures.py            # writes tests/fixtures/*.json
+"""
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import nlformat  # noqa: E402
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures")
+ASCII_VOCAB = list("\n !,.:?abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")[:11]
+UTF8_VOCAB = ["\n", " ", "a", "b", "é", "ß", "☃", "€", "你", "😀", "z"]
+
+
+def random_tensors(config, rng, rms_bias=False, scale=0.4):
+    out = {}
+    for name, shape in nlformat.tensor_shapes(config, rms_bias).items():
+        if ".ln_" in name or name.startswith("ln_f"):
+            base = 1.0 if name.endswith(".weight") else 0.0
+            out[name] = (base + 0.3 * rng.standard_normal(shape)).astype(np.float32)
+        else:
+            out[name] = (scale * rng.standard_normal(shape)).astype(np.float32)
+    return out
+
+
+def base_config(**kw):
+    c = {"vocab_size": 11, "n_layer": 2, "n_head": 3, "n_embd": 12, "block_size": 9, "n_inner": 20,
+         "norm": "layernorm", "placement": "pre", "norm_eps": 1e-5, "activation": "gelu",
+         "bias": True, "tie_embeddings": True}
+    c.update(kw)
+    return c
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    rng = np.random.default_rng(20261130)
+    acts = {("layernorm", "pre"): "gelu", ("layernorm", "post"): "gelu_tanh",
+            ("rmsnorm", "pre"): "relu", ("rmsnorm", "post"): "gelu"}
+    models = {}
+    for norm in ("layernorm", "rmsnorm"):
+        for placement in ("pre", "post"):
+            for bias in (True, False):
+                name = f"{'ln' if norm == 'layernorm' else 'rms'}-{placement}-{'bias' if bias else 'nobias'}"
+                models[name] = (base_config(norm=norm, placement=placement, bias=bias,
+                                            activation=acts[(norm, placement)]), ASCII_VOCAB, False)
+    models["ln-pre-untied"] = (base_config(tie_embeddings=False, mlp_ratio=2, n_inner=None), ASCII_VOCAB, False)
+    models["rms-pre-rmsbias"] = (base_config(norm="rmsnorm"), ASCII_VOCAB, True)
+    models["utf8"] = (base_config(), UTF8_VOCAB, False)
+    for name, (config, vocab, rms_bias) in models.items():
+        config = {k: v for k, v in config.items() if v is not None}
+        tensors = random_tensors(config, rng, rms_bias)
+        nlformat.write_inline_json(os.path.join(OUT, name + ".json"), config, vocab, tensors)
+    print(f"wrote {len(models)} fixtures to {os.path.normpath(OUT)}")
+
+
+if __name__ == "__main__":
+    main()

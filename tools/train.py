@@ -1,0 +1,288 @@
+#!/usr/bin/python3
+"""Train a character-level normlab model on a UTF-8 text file and write it in the engine's format.
+
+    /usr/bin/python3 tools/train.py --data ../shared/data/tinyshakespeare.txt \
+        --norm layernorm --placement pre --out weights/shakespeare-pre-ln
+
+Split: the first 90% of the characters train, the last 10% validate (nanoGPT's convention).
+Interrupted runs resume from OUT/ckpt.pt with --resume; the checkpoint is deleted when training ends.
+Dimension letters: B batch, T context, D width, H heads, F MLP width, V vocabulary.
+"""
+import argparse
+import hashlib
+import json
+import math
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as Fn
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import nlformat  # noqa: E402
+
+
+class Norm(nn.Module):
+    """LayerNorm (biased variance) or RMSNorm over the last dimension."""
+
+    def __init__(self, kind, D, eps, rms_bias):
+        super().__init__()
+        self.kind, self.eps = kind, eps
+        self.weight = nn.Parameter(torch.ones(D))
+        self.bias = nn.Parameter(torch.zeros(D)) if kind == "layernorm" or rms_bias else None
+
+    def forward(self, x):
+        if self.kind == "layernorm":
+            return Fn.layer_norm(x, x.shape[-1:], self.weight, self.bias, self.eps)
+        y = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+        return y if self.bias is None else y + self.bias
+
+
+ACTIVATIONS = {
+    "gelu": lambda x: Fn.gelu(x),
+    "gelu_tanh": lambda x: Fn.gelu(x, approximate="tanh"),
+    "relu": Fn.relu,
+}
+
+
+class Block(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        D, F, b = c["n_embd"], nlformat.mlp_width(c), c["bias"]
+        self.c, self.H = c, c["n_head"]
+        self.ln_1 = Norm(c["norm"], D, c["norm_eps"], c.get("rms_bias", False))
+        self.ln_2 = Norm(c["norm"], D, c["norm_eps"], c.get("rms_bias", False))
+        self.c_attn = nn.Linear(D, 3 * D, bias=b)
+        self.attn_proj = nn.Linear(D, D, bias=b)
+        self.c_fc = nn.Linear(D, F, bias=b)
+        self.mlp_proj = nn.Linear(F, D, bias=b)
+        self.act = ACTIVATIONS[c["activation"]]
+
+    def attn(self, x):  # x: (B, T, D)
+        B, T, D = x.shape
+        q, k, v = self.c_attn(x).split(D, dim=2)
+        q, k, v = (t.view(B, T, self.H, D // self.H).transpose(1, 2) for t in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(D // self.H)  # (B, H, T, T)
+        mask = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
+        att = att.masked_fill(~mask, float("-inf")).softmax(-1)
+        y = (att @ v).transpose(1, 2).reshape(B, T, D)
+        return self.attn_proj(y)
+
+    def mlp(self, x):
+        return self.mlp_proj(self.act(self.c_fc(x)))
+
+    def forward(self, x):
+        if self.c["placement"] == "pre":
+            x = x + self.attn(self.ln_1(x))
+            return x + self.mlp(self.ln_2(x))
+        x = self.ln_1(x + self.attn(x))
+        return self.ln_2(x + self.mlp(x))
+
+
+class Model(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.c = c
+        self.wte = nn.Embedding(c["vocab_size"], c["n_embd"])
+        self.wpe = nn.Embedding(c["block_size"], c["n_embd"])
+        self.h = nn.ModuleList(Block(c) for _ in range(c["n_layer"]))
+        self.ln_f = (Norm(c["norm"], c["n_embd"], c["norm_eps"], c.get("rms_bias", False))
+                     if c["placement"] == "pre" else None)
+        self.lm_head = None if c["tie_embeddings"] else nn.Linear(c["n_embd"], c["vocab_size"], bias=False)
+        self.apply(self._init)
+        for name, p in self.named_parameters():  # GPT-2's scaled init of residual projections
+            if name.endswith("attn_proj.weight") or name.endswith("mlp_proj.weight"):
+                nn.init.normal_(p, 0.0, 0.02 / math.sqrt(2 * c["n_layer"]))
+
+    @staticmethod
+    def _init(m):
+        if isinstance(m, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(m.weight, 0.0, 0.02)
+        if isinstance(m, nn.Linear) and m.bias is not None:
+            nn.init.zeros_(m.bias)
+
+    def forward(self, idx):  # idx: (B, T) -> logits (B, T, V)
+        T = idx.shape[1]
+        x = self.wte(idx) + self.wpe(torch.arange(T, device=idx.device))
+        for block in self.h:
+            x = block(x)
+        if self.ln_f is not None:
+            x = self.ln_f(x)
+        return x @ self.wte.weight.t() if self.lm_head is None else self.lm_head(x)
+
+    def export_tensors(self):
+        """Tensors under the engine's GPT-2 names, in the order nlformat.tensor_shapes lists them."""
+        own = {}
+        rename = {"attn_proj": "attn.c_proj", "c_attn": "attn.c_attn", "c_fc": "mlp.c_fc",
+                  "mlp_proj": "mlp.c_proj"}
+        for name, p in self.named_parameters():
+            parts = name.split(".")
+            if parts[0] == "h" and parts[2] in rename:
+                name = ".".join(parts[:2] + [rename[parts[2]]] + parts[3:])
+            own[name] = p.detach().cpu().numpy().astype(np.float32)
+        order = nlformat.tensor_shapes(self.c, self.c.get("rms_bias", False))
+        assert set(order) == set(own), (set(order) ^ set(own))
+        return {n: own[n] for n in order}
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--data", required=True, help="UTF-8 text file to train on")
+    p.add_argument("--out", required=True, help="model directory to write")
+    p.add_argument("--norm", choices=["layernorm", "rmsnorm"], default="layernorm")
+    p.add_argument("--placement", choices=["pre", "post"], default="pre")
+    p.add_argument("--rms-bias", action="store_true", help="give RMSNorm layers a bias")
+    p.add_argument("--n-layer", type=int, default=4)
+    p.add_argument("--n-head", type=int, default=4)
+    p.add_argument("--n-embd", type=int, default=128)
+    p.add_argument("--block-size", type=int, default=128)
+    p.add_argument("--mlp-ratio", type=int, default=4)
+    p.add_argument("--activation", choices=sorted(ACTIVATIONS), default="gelu")
+    p.add_argument("--no-bias", action="store_true", help="linears without biases")
+    p.add_argument("--untied", action="store_true", help="separate lm_head instead of tied embeddings")
+    p.add_argument("--norm-eps", type=float, default=1e-5)
+    p.add_argument("--steps", type=int, default=2000)
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--lr", type=float, default=2e-3)
+    p.add_argument("--min-lr", type=float, default=2e-4)
+    p.add_argument("--warmup", type=int, default=100, help="linear warm-up steps, then cosine decay")
+    p.add_argument("--weight-decay", type=float, default=0.1)
+    p.add_argument("--grad-clip", type=float, default=1.0)
+    p.add_argument("--eval-every", type=int, default=250)
+    p.add_argument("--eval-batches", type=int, default=20)
+    p.add_argument("--seed", type=int, default=1337)
+    p.add_argument("--threads", type=int, default=os.cpu_count())
+    p.add_argument("--resume", action="store_true", help="continue from OUT/ckpt.pt")
+    p.add_argument("--no-progress", action="store_true")
+    return p.parse_args(argv)
+
+
+def lr_at(step, a):
+    if step < a.warmup:
+        return a.lr * (step + 1) / a.warmup
+    t = (step - a.warmup) / max(1, a.steps - a.warmup)
+    return a.min_lr + 0.5 * (a.lr - a.min_lr) * (1 + math.cos(math.pi * min(t, 1.0)))
+
+
+def get_batch(data, a, gen):
+    ix = torch.randint(len(data) - a.block_size - 1, (a.batch_size,), generator=gen)
+    x = torch.stack([data[i:i + a.block_size] for i in ix])
+    y = torch.stack([data[i + 1:i + 1 + a.block_size] for i in ix])
+    return x, y
+
+
+@torch.no_grad()
+def estimate_val(model, val, a):
+    """Mean loss over eval_batches fixed, evenly spaced windows of the validation split."""
+    model.eval()
+    n = len(val) - a.block_size - 1
+    starts = torch.linspace(0, n, a.eval_batches * a.batch_size).long()
+    losses = []
+    for chunk in starts.split(a.batch_size):
+        x = torch.stack([val[i:i + a.block_size] for i in chunk])
+        y = torch.stack([val[i + 1:i + 1 + a.block_size] for i in chunk])
+        logits = model(x)
+        losses.append(Fn.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1)).item())
+    model.train()
+    return float(np.mean(losses))
+
+
+def main(argv):
+    a = parse_args(argv)
+    torch.set_num_threads(a.threads)
+    raw = open(a.data, "rb").read()
+    text = raw.decode("utf-8")
+    vocab = sorted(set(text))
+    stoi = {ch: i for i, ch in enumerate(vocab)}
+    data = torch.tensor([stoi[ch] for ch in text], dtype=torch.long)
+    n_train = int(0.9 * len(data))
+    train, val = data[:n_train], data[n_train:]
+    config = {
+        "vocab_size": len(vocab), "n_layer": a.n_layer, "n_head": a.n_head, "n_embd": a.n_embd,
+        "block_size": a.block_size, "mlp_ratio": a.mlp_ratio, "norm": a.norm,
+        "placement": a.placement, "norm_eps": a.norm_eps, "activation": a.activation,
+        "bias": not a.no_bias, "tie_embeddings": not a.untied,
+    }
+    if a.rms_bias:
+        config["rms_bias"] = True  # training-only key: not written to config.json
+
+    torch.manual_seed(a.seed)
+    model = Model(config)
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": a.weight_decay},
+                             {"params": no_decay, "weight_decay": 0.0}], lr=a.lr, betas=(0.9, 0.99))
+    gen = torch.Generator().manual_seed(a.seed)
+    log = {"train": [], "val": []}
+    step, wall_before = 0, 0.0
+    os.makedirs(a.out, exist_ok=True)
+    ckpt_path = os.path.join(a.out, "ckpt.pt")
+    if a.resume and os.path.exists(ckpt_path):
+        ck = torch.load(ckpt_path)
+        model.load_state_dict(ck["model"])
+        opt.load_state_dict(ck["opt"])
+        gen.set_state(ck["gen"])
+        step, log, wall_before = ck["step"], ck["log"], ck["wall"]
+        print(f"resumed from {ckpt_path} at step {step}", file=sys.stderr)
+
+    n_params = sum(p.numel() for p in model.parameters())
+    print(f"{a.norm}/{a.placement}: {n_params} parameters, {len(train)} train / {len(val)} val chars",
+          file=sys.stderr)
+    t0 = time.time()
+    try:
+        from tqdm import tqdm
+        bar = tqdm(total=a.steps, initial=step, disable=a.no_progress, file=sys.stderr)
+    except ImportError:
+        bar = None
+    tokens_per_step = a.batch_size * a.block_size
+    while step < a.steps:
+        for g in opt.param_groups:
+            g["lr"] = lr_at(step, a)
+        x, y = get_batch(train, a, gen)
+        t_step = time.time()
+        logits = model(x)
+        loss = Fn.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), a.grad_clip)
+        opt.step()
+        step += 1
+        log["train"].append([step, round(loss.item(), 5)])
+        if bar is not None:
+            bar.update(1)
+            bar.set_postfix(loss=f"{loss.item():.3f}", tok_s=f"{tokens_per_step / (time.time() - t_step):.0f}")
+        if step % a.eval_every == 0 or step == a.steps:
+            v = estimate_val(model, val, a)
+            log["val"].append([step, round(v, 5)])
+            msg = f"step {step}: train {loss.item():.4f} val {v:.4f}"
+            (bar.write(msg, file=sys.stderr) if bar is not None else print(msg, file=sys.stderr))
+            torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "gen": gen.get_state(),
+                        "step": step, "log": log, "wall": wall_before + time.time() - t0}, ckpt_path)
+    if bar is not None:
+        bar.close()
+    wall = wall_before + time.time() - t0
+
+    provenance = {
+        "corpus_sha256": hashlib.sha256(raw).hexdigest(), "corpus_bytes": len(raw),
+        "corpus_chars": len(text), "split": "first 90% of characters train, last 10% validate",
+        "train_chars": len(train), "val_chars": len(val), "seed": a.seed, "steps": step,
+        "batch_size": a.batch_size, "lr": a.lr, "min_lr": a.min_lr, "warmup": a.warmup,
+        "weight_decay": a.weight_decay, "parameters": n_params, "wall_seconds": round(wall, 1),
+        "threads": a.threads, "final_train_loss": log["train"][-1][1],
+        "final_val_loss": log["val"][-1][1] if log["val"] else None,
+    }
+    export_cfg = {k: v for k, v in config.items() if k != "rms_bias"}
+    nlformat.write_model_dir(a.out, export_cfg, vocab, model.export_tensors(), metadata=provenance)
+    with open(os.path.join(a.out, "train_log.json"), "w") as f:
+        json.dump({**provenance, "args": vars(a), "loss_curve": log}, f, indent=1)
+        f.write("\n")
+    if os.path.exists(ckpt_path):
+        os.remove(ckpt_path)
+    print(f"wrote {a.out} ({wall:.0f} s, val {provenance['final_val_loss']})", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
