@@ -517,7 +517,7 @@ int main(int argc, char **argv) {
                               OPT_THREADS, OPT_EXACT, OPT_SKIP, OPT_ECHO, 0};
     static const int EVAL[] = {'m', OPT_TEXT, OPT_JSON, OPT_STRIDE, OPT_SKIP, OPT_NORM, OPT_PLACEMENT, OPT_THREADS, 0};
     static const int INFO[] = {'m', OPT_JSON, 0};
-    if (argc < 2) { fputs(HELP_MAIN, stderr); return EXIT_USAGE; }
+    if (argc < 2) { fprintf(stderr, "normlab: usage: normlab COMMAND [options] (see 'normlab --help')\n"); return EXIT_USAGE; }
     const char *cmd = argv[1];
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) { fputs(HELP_MAIN, stdout); return 0; }
     if (strcmp(cmd, "--version") == 0) { printf("normlab %s\n", NL_VERSION); return 0; }

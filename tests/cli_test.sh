@@ -1,0 +1,154 @@
+#!/bin/bash
+# tests/cli_test.sh BINARY — the command line as a user meets it: exit codes, one-line messages,
+# empty stdout on errors, streaming output, seeds, and byte-exact golden outputs.
+# Golden files (tests/golden/) were written by this engine and checked by hand against the
+# reference (tests/test_forward.c checks the same greedy path against the double reference).
+# Set UPDATE_GOLDEN=1 to rewrite them after an intended change.
+set -u
+BIN=${1:-./normlab}
+FIX=tests/fixtures
+GOLD=tests/golden
+TMP=$(mktemp -d /tmp/normlab-cli-XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+passed=0 failed=0
+export LC_ALL=C.UTF-8
+
+ok() { passed=$((passed + 1)); echo "ok   $1"; }
+bad() { failed=$((failed + 1)); echo "FAIL $1: $2"; }
+
+# run ARGS...: runs the binary, capturing stdout, stderr and status.
+run() { "$BIN" "$@" >"$TMP/out" 2>"$TMP/err"; rc=$?; }
+
+# expect_fail NAME CODE SUBSTRING ARGS...: non-zero CODE, empty stdout, one-line stderr naming it.
+expect_fail() {
+    local name=$1 code=$2 msg=$3; shift 3
+    run "$@"
+    if [ "$rc" -ne "$code" ]; then bad "$name" "exit $rc, expected $code ($(head -c 200 "$TMP/err"))"
+    elif [ -s "$TMP/out" ]; then bad "$name" "stdout not empty: $(head -c 100 "$TMP/out")"
+    elif ! grep -qF -- "$msg" "$TMP/err"; then bad "$name" "stderr lacks '$msg': $(cat "$TMP/err")"
+    elif [ "$(wc -l < "$TMP/err")" -ne 1 ]; then bad "$name" "stderr is not one line: $(cat "$TMP/err")"
+    else ok "$name"; fi
+}
+
+expect_ok() {
+    local name=$1; shift
+    run "$@"
+    if [ "$rc" -ne 0 ]; then bad "$name" "exit $rc: $(head -c 300 "$TMP/err")"; return 1; fi
+    ok "$name"
+}
+
+golden() {  # golden NAME FILE: stdout equals the golden file byte for byte
+    if [ "${UPDATE_GOLDEN:-0}" = 1 ]; then cp "$TMP/out" "$GOLD/$2"; fi
+    if cmp -s "$TMP/out" "$GOLD/$2"; then ok "$1"; else bad "$1" "output differs from $GOLD/$2"; fi
+}
+
+M="-m $FIX/ln-pre-bias.json"
+U="-m $FIX/utf8.json"
+
+# ---- usage errors: exit 2
+expect_fail "no command" 2 "usage: normlab COMMAND [options]"
+expect_fail "unknown command" 2 "unknown command 'sing'" sing
+expect_fail "negative -n" 2 "-n must be an integer in [0, 1000000000], got '-1'" generate $M -n -1
+expect_fail "non-numeric -n" 2 "got '12abc'" generate $M -n 12abc
+expect_fail "negative temperature" 2 "--temperature must be 0 or a number in [1e-4, 1e4], got '-0.5'" generate $M --temperature -0.5
+expect_fail "nan temperature" 2 "got 'nan'" generate $M --temperature nan
+expect_fail "inf temperature" 2 "got 'inf'" generate $M --temperature inf
+expect_fail "trailing junk temperature" 2 "got '0.5x'" generate $M --temperature 0.5x
+expect_fail "subnormal temperature" 2 "got '1e-310'" generate $M --temperature 1e-310
+expect_fail "top-p zero" 2 "--top-p must be in (0, 1], got '0'" generate $M --top-p 0
+expect_fail "top-p above one" 2 "--top-p must be in (0, 1], got '1.5'" generate $M --top-p 1.5
+expect_fail "negative top-k" 2 "--top-k must be an integer >= 0" generate $M --top-k -3
+expect_fail "unknown norm" 2 "--norm must be layernorm or rmsnorm, got 'batchnorm'" generate $M --norm batchnorm
+expect_fail "unknown placement" 2 "--placement must be pre or post, got 'middle'" generate $M --placement middle
+expect_fail "negative seed" 2 "--seed must be an integer in [0, 2^64-1], got '-1'" generate $M --seed -1
+expect_fail "seed overflow" 2 "got '18446744073709551616'" generate $M --seed 18446744073709551616
+expect_fail "zero threads" 2 "--threads must be an integer in [1, 1024]" generate $M --threads 0
+expect_fail "unknown option" 2 "unknown option '--bogus'" generate $M --bogus
+expect_fail "missing value" 2 "option '-n' needs a value" generate $M -n
+expect_fail "prompt and file" 2 "give -p or -f, not both" generate $M -p a -f /etc/hostname
+expect_fail "stray argument" 2 "unexpected argument 'extra'" generate $M extra
+expect_fail "option of another command" 2 "does not apply to this command" info $M --seed 1
+expect_fail "eval without text" 2 "--text FILE is required" eval $M
+expect_fail "help for unknown command" 2 "unknown command 'bogus'" help bogus
+
+# ---- data errors: exit 1
+expect_fail "missing model" 1 "/nonexistent: no such model" generate -m /nonexistent -n 3
+expect_fail "unknown prompt character" 1 "character 'Z' (U+005A) at position 3 is not in the model's vocabulary" generate $M -p "abZ" -n 3 --seed 1
+expect_fail "missing prompt file" 1 "/nonexistent/prompt: cannot open" generate $M -f /nonexistent/prompt
+expect_fail "prompt file is a directory" 1 "not a regular file" generate $M -f /tmp
+expect_fail "eval missing text" 1 "cannot open" eval $M --text /nonexistent
+printf 'ab\tc' > "$TMP/tab.txt"
+expect_fail "eval unknown character" 1 "U+0009 at position 3" eval $M --text "$TMP/tab.txt"
+printf 'a' > "$TMP/one.txt"
+expect_fail "eval one character" 1 "at least 2 characters" eval $M --text "$TMP/one.txt"
+if [ -w /dev/full ]; then
+    "$BIN" generate $M -n 5 --seed 1 > /dev/full 2>"$TMP/err"; rc=$?
+    if [ "$rc" -eq 1 ] && grep -q "cannot write to stdout" "$TMP/err"; then ok "stdout on a full disk"; else bad "stdout on a full disk" "rc=$rc $(cat "$TMP/err")"; fi
+fi
+
+# ---- help and version
+expect_ok "--help" --help && grep -q "commands:" "$TMP/out" && ok "--help lists commands" || bad "--help lists commands" "$(head -3 "$TMP/out")"
+expect_ok "help generate" help generate && grep -q -- "--top-p" "$TMP/out" && ok "help generate lists --top-p" || bad "help generate" "no --top-p"
+expect_ok "--version" --version && grep -qE '^normlab [0-9]+\.[0-9]+\.[0-9]+$' "$TMP/out" && ok "version format" || bad "version format" "$(cat "$TMP/out")"
+
+# ---- generation
+expect_ok "greedy" generate $M -p "ab" -n 40 --temperature 0
+golden "greedy golden" greedy.txt
+expect_ok "sampled" generate $M -p "a b" -n 60 --seed 7 --top-k 5 --top-p 0.9 --temperature 0.8
+golden "sampled golden" sampled.txt
+cp "$TMP/out" "$TMP/first"
+expect_ok "same seed again" generate $M -p "a b" -n 60 --seed 7 --top-k 5 --top-p 0.9 --temperature 0.8
+cmp -s "$TMP/out" "$TMP/first" && ok "same seed, same bytes" || bad "same seed, same bytes" "outputs differ"
+expect_ok "two threads" generate $M -p "a b" -n 60 --seed 7 --top-k 5 --top-p 0.9 --temperature 0.8 --threads 2
+cmp -s "$TMP/out" "$TMP/first" && ok "same bytes with 2 threads" || bad "same bytes with 2 threads" "outputs differ"
+expect_ok "other seed" generate $M -p "a b" -n 60 --seed 8 --top-k 5 --top-p 0.9 --temperature 0.8
+cmp -s "$TMP/out" "$TMP/first" && bad "other seed, other bytes" "identical" || ok "other seed, other bytes"
+expect_ok "utf8 model" generate $U -p "é" -n 50 --seed 3
+n=$(wc -m < "$TMP/out")
+[ "$n" -eq 50 ] && ok "-n counts characters, not bytes" || bad "-n counts characters" "got $n characters"
+golden "utf8 golden" utf8.txt
+expect_ok "-n 0" generate $M -n 0 --seed 1
+[ ! -s "$TMP/out" ] && ok "-n 0 prints nothing" || bad "-n 0 prints nothing" "$(cat "$TMP/out")"
+expect_ok "no seed" generate $M -n 5
+grep -qE '^normlab: seed [0-9]+$' "$TMP/err" && ok "random seed printed to stderr" || bad "random seed printed" "$(cat "$TMP/err")"
+seed=$(sed -n 's/^normlab: seed \([0-9]*\)$/\1/p' "$TMP/err"); cp "$TMP/out" "$TMP/first"
+expect_ok "printed seed repeats" generate $M -n 5 --seed "$seed"
+cmp -s "$TMP/out" "$TMP/first" && ok "printed seed reproduces the run" || bad "printed seed reproduces" "differs"
+expect_ok "empty prompt" generate $M -p "" -n 30 --seed 4; cp "$TMP/out" "$TMP/first"
+expect_ok "newline prompt" generate $M -p $'\n' -n 30 --seed 4
+cmp -s "$TMP/out" "$TMP/first" && ok "empty prompt starts from a newline" || bad "empty prompt" "differs from a newline prompt"
+printf 'ab ba' > "$TMP/prompt.txt"
+expect_ok "prompt file" generate $M -f "$TMP/prompt.txt" -n 30 --seed 4; cp "$TMP/out" "$TMP/first"
+expect_ok "prompt inline" generate $M -p 'ab ba' -n 30 --seed 4
+cmp -s "$TMP/out" "$TMP/first" && ok "-f equals -p" || bad "-f equals -p" "differs"
+expect_ok "echo" generate $M -p 'ab' -n 10 --seed 4 --echo
+[ "$(head -c 2 "$TMP/out")" = "ab" ] && [ "$(wc -m < "$TMP/out")" -eq 12 ] && ok "--echo prints the prompt first" || bad "--echo" "$(cat "$TMP/out")"
+expect_ok "skip unknown" generate $M -p 'aZb' -n 10 --seed 4 --skip-unknown
+grep -q "dropped 1 characters" "$TMP/err" && ok "--skip-unknown warns" || bad "--skip-unknown warns" "$(cat "$TMP/err")"
+expect_ok "past the window" generate $M -p 'ab' -n 100 --seed 4
+[ "$(wc -m < "$TMP/out")" -eq 100 ] && grep -q "context shifts" "$TMP/err" && ok "generation goes on past block_size" || bad "past the window" "$(cat "$TMP/err")"
+expect_ok "exact window" generate $M -p 'ab' -n 100 --seed 4 --exact-window
+[ "$(wc -m < "$TMP/out")" -eq 100 ] && ok "--exact-window goes on past block_size" || bad "exact window" "short"
+expect_ok "long prompt" generate $M -p 'ab ab ab ab ab ab' -n 3 --seed 4
+grep -q "only the last 9 fit" "$TMP/err" && ok "long prompt warns and keeps the last block_size" || bad "long prompt" "$(cat "$TMP/err")"
+expect_ok "override" generate $M -p 'ab' -n 5 --seed 4 --norm rmsnorm --placement post
+grep -q "warning: the model was trained as layernorm/pre; running it as rmsnorm/post" "$TMP/err" && ok "override warns" || bad "override warns" "$(cat "$TMP/err")"
+expect_ok "timing on stderr" generate $M -p 'ab' -n 5 --seed 4
+grep -qE "prefill 2 tokens in .* tok/s\); decode 4 tokens" "$TMP/err" && ok "timing reported on stderr" || bad "timing" "$(cat "$TMP/err")"
+
+# ---- info and eval
+expect_ok "info json" info $M --json
+for key in '"vocab_size":11' '"n_layer":2' '"n_head":3' '"n_embd":12' '"block_size":9' '"norm":"layernorm"' \
+           '"placement":"pre"' '"activation":"gelu"' '"bias":true' '"tie_embeddings":true' '"parameters":2632' \
+           '"weight_bytes":10528' '"kv_cache_bytes":1728'; do
+    grep -qF "$key" "$TMP/out" && ok "info json has $key" || bad "info json has $key" "$(cat "$TMP/out")"
+done
+printf 'ab ba ab\nba ab ba ab ab ba\n' > "$TMP/text.txt"
+expect_ok "eval json" eval $M --text "$TMP/text.txt" --json
+grep -qE '^\{"chars": 26, "nats_per_char": [0-9.e-]+, "bits_per_char": [0-9.e-]+, "perplexity": [0-9.e-]+' "$TMP/out" \
+    && ok "eval json fields" || bad "eval json fields" "$(cat "$TMP/out")"
+nats=$(sed -n 's/.*"nats_per_char": \([^,]*\),.*/\1/p' "$TMP/out"); bits=$(sed -n 's/.*"bits_per_char": \([^,]*\),.*/\1/p' "$TMP/out")
+awk -v n="$nats" -v b="$bits" 'BEGIN { exit !(b > 0 && (n / b - log(2)) ^ 2 < 1e-12) }' && ok "bits = nats / ln 2" || bad "bits = nats / ln 2" "$nats $bits"
+
+echo "cli_test: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
