@@ -16,10 +16,10 @@ PKG_LIBS = $(shell pkg-config --libs openblas libcjson) -lm
 LIB_SRC = engine/model.c engine/safetensors.c engine/jsonx.c engine/fileio.c engine/kernels.c \
           engine/forward.c engine/sampler.c engine/generate.c engine/eval.c tokenizer/tokenizer.c
 HEADERS = $(wildcard engine/*.h tokenizer/*.h tests/*.h)
-TESTS = test_tokenizer test_kernels test_sampler test_loader test_forward
+TESTS = test_tokenizer test_kernels test_sampler test_loader test_forward test_golden
 RUN_ARGS ?= -n 500
 
-.PHONY: all deps run test test-plain test-san parity clean format
+.PHONY: all deps run test test-plain test-san parity eval-models clean format
 
 all: deps normlab
 
@@ -83,3 +83,11 @@ format:
 
 clean:
 	rm -rf build normlab
+
+# Validation loss of the shipped models, measured by the C engine over the whole validation split.
+CORPUS ?= ../shared/data/tinyshakespeare.txt
+eval-models: all
+	@/usr/bin/python3 tools/split.py $(CORPUS) build/val.txt
+	@for m in weights/shakespeare-*/; do \
+	    printf '%-32s ' "$$m"; ./normlab eval -m "$$m" --text build/val.txt --json; \
+	done

@@ -45,6 +45,7 @@ static const char *const HELP_MAIN =
     "  generate   sample text from a model, streamed to stdout\n"
     "  eval       bits per character of a model on a text file\n"
     "  info       a model's configuration, parameters and memory\n"
+    "  logits     the logits of every position of a text, as JSON lines\n"
     "  help CMD   the options of one command\n"
     "\n"
     "normlab --version prints the version. Exit status: 0 ok, 1 runtime or data error, 2 usage error.\n";
@@ -83,6 +84,13 @@ static const char *const HELP_EVAL =
     "      --json             one JSON object on stdout\n"
     "      --skip-unknown     drop characters outside the vocabulary and count them\n"
     "      --norm, --placement, --threads   as for generate\n";
+
+static const char *const HELP_LOGITS =
+    "usage: normlab logits [-m MODEL] (-p TEXT | -f FILE) [--norm NAME] [--placement NAME]\n"
+    "\n"
+    "Prints the logits of every position of the text (at most block_size characters) as one JSON\n"
+    "array of V numbers per line, from one batched prefill. For checking the engine against other\n"
+    "implementations (tools/parity.py).\n";
 
 static const char *const HELP_INFO =
     "usage: normlab info [-m MODEL] [--json]\n"
@@ -444,6 +452,40 @@ cleanup:
     return rc;
 }
 
+// ---- logits
+
+static int cmd_logits(const Options *o) {
+    if (!o->prompt && !o->prompt_file) { usage_error(o->cmd, "%s", "give the text with -p or -f"); return EXIT_USAGE; }
+    NlModel *model = NULL;
+    NlState *state = NULL;
+    int *ids = NULL;
+    char *text = NULL;
+    size_t n = 0, len = 0;
+    int rc = load_model(o, &model);
+    if (!rc) rc = prompt_ids(o, model, &ids, &n, &text, &len);
+    if (!rc) rc = make_state(o, model, &state);
+    if (rc) goto cleanup;
+    size_t T = (size_t)nl_model_config(model)->block_size, V = (size_t)nl_model_config(model)->vocab_size;
+    if (n > T) {
+        fprintf(stderr, "normlab: the text has %zu characters, more than the context of %zu\n", n, T);
+        rc = EXIT_DATA;
+        goto cleanup;
+    }
+    const float *logits = nl_forward(state, ids, n, 0, n);
+    int ok = 1;
+    for (size_t i = 0; i < n && ok; i++) {
+        for (size_t v = 0; v < V; v++) ok &= printf("%s%.9g", v ? ", " : "[", logits[i * V + v]) > 0;
+        ok &= printf("]\n") > 0;
+    }
+    if (!ok || fflush(stdout) == EOF) { fprintf(stderr, "normlab: cannot write to stdout: %s\n", strerror(errno)); rc = EXIT_DATA; }
+cleanup:
+    free(ids);
+    free(text);
+    nl_state_free(state);
+    nl_model_free(model);
+    return rc;
+}
+
 // ---- info
 
 static cJSON *info_json(const NlModel *m) {
@@ -509,6 +551,7 @@ static const char *help_for(const char *cmd) {
     if (strcmp(cmd, "generate") == 0) return HELP_GENERATE;
     if (strcmp(cmd, "eval") == 0) return HELP_EVAL;
     if (strcmp(cmd, "info") == 0) return HELP_INFO;
+    if (strcmp(cmd, "logits") == 0) return HELP_LOGITS;
     return NULL;
 }
 
@@ -517,6 +560,7 @@ int main(int argc, char **argv) {
                               OPT_THREADS, OPT_EXACT, OPT_SKIP, OPT_ECHO, 0};
     static const int EVAL[] = {'m', OPT_TEXT, OPT_JSON, OPT_STRIDE, OPT_SKIP, OPT_NORM, OPT_PLACEMENT, OPT_THREADS, 0};
     static const int INFO[] = {'m', OPT_JSON, 0};
+    static const int LOGITS[] = {'m', 'p', 'f', OPT_NORM, OPT_PLACEMENT, OPT_SKIP, OPT_THREADS, 0};
     if (argc < 2) { fprintf(stderr, "normlab: usage: normlab COMMAND [options] (see 'normlab --help')\n"); return EXIT_USAGE; }
     const char *cmd = argv[1];
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) { fputs(HELP_MAIN, stdout); return 0; }
@@ -531,7 +575,8 @@ int main(int argc, char **argv) {
     const char *help = help_for(cmd);
     if (!help) { fprintf(stderr, "normlab: unknown command '%s' (see 'normlab --help')\n", cmd); return EXIT_USAGE; }
     Options o = {.cmd = cmd, .n_new = 256, .sampling = {1.0, 0, 1.0}, .norm = -1, .placement = -1, .threads = 1};
-    const int *allowed = strcmp(cmd, "generate") == 0 ? GEN : strcmp(cmd, "eval") == 0 ? EVAL : INFO;
+    const int *allowed = strcmp(cmd, "generate") == 0 ? GEN : strcmp(cmd, "eval") == 0 ? EVAL
+                       : strcmp(cmd, "logits") == 0 ? LOGITS : INFO;
     int rc = parse_options(&o, argc - 1, argv + 1, allowed);
     if (rc < 0) { fputs(help, stdout); return 0; }
     if (rc) return rc;
@@ -539,5 +584,6 @@ int main(int argc, char **argv) {
     nl_set_threads(o.threads);
     if (strcmp(cmd, "generate") == 0) return cmd_generate(&o);
     if (strcmp(cmd, "eval") == 0) return cmd_eval(&o);
+    if (strcmp(cmd, "logits") == 0) return cmd_logits(&o);
     return cmd_info(&o);
 }

@@ -1,0 +1,110 @@
+#!/usr/bin/python3
+"""Live parity check: the C engine (./normlab logits / eval) against tools/reference.py (PyTorch,
+float64) on random prompts, for the four shipped models, random-weight models of every
+norm x placement x bias combination (written as safetensors directories), and --norm/--placement
+overrides. Prints the worst |logit difference| per model; exits 1 if any exceeds the tolerance.
+
+    make parity          (or: /usr/bin/python3 tools/parity.py [--seed S] [--prompts N])
+"""
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import nlformat  # noqa: E402
+from reference import ROOT, SHIPPED, Reference  # noqa: E402
+
+LOGIT_ATOL = 1e-4   # max |engine - reference| per logit (float32 engine vs float64 reference)
+EVAL_RTOL = 1e-5    # relative difference of nats/char
+BIN = os.path.join(ROOT, "normlab")
+
+
+def engine_logits(model, text, norm=None, placement=None):
+    cmd = [BIN, "logits", "-m", model, "-p", text]
+    cmd += ["--norm", norm] if norm else []
+    cmd += ["--placement", placement] if placement else []
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return np.array([json.loads(line) for line in out.splitlines()])
+
+
+def engine_eval(model, path):
+    out = subprocess.run([BIN, "eval", "-m", model, "--text", path, "--json"], check=True,
+                         capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def random_model(out_dir, norm, placement, bias, rng):
+    vocab = list("\n abcdefghijklmnopqrstuvwxyzé,.!?")[:23]
+    config = {"vocab_size": len(vocab), "n_layer": 3, "n_head": 3, "n_embd": 24, "block_size": 16,
+              "mlp_ratio": 2, "norm": norm, "placement": placement, "norm_eps": 1e-5,
+              "activation": rng.choice(["gelu", "gelu_tanh", "relu"]), "bias": bias, "tie_embeddings": bool(rng.integers(2))}
+    tensors = {}
+    for name, shape in nlformat.tensor_shapes(config).items():
+        base = 1.0 if (".ln_" in name or name.startswith("ln_f")) and name.endswith(".weight") else 0.0
+        tensors[name] = (base + 0.3 * rng.standard_normal(shape)).astype(np.float32)
+    nlformat.write_model_dir(out_dir, config, vocab, tensors, metadata={"source": "tools/parity.py random"})
+    return out_dir
+
+
+def check_model(label, path, prompts, overrides, report):
+    worst = 0.0
+    for norm, placement in overrides:
+        ref = Reference(path, norm, placement)
+        for text in prompts(ref):
+            got = engine_logits(path, text, norm, placement)
+            want = ref.logits(ref.encode(text)).numpy()
+            worst = max(worst, float(np.max(np.abs(got - want))))
+    report.append((label, worst))
+    print(f"{label:<48} worst |delta logit| = {worst:.3g}  ({'ok' if worst <= LOGIT_ATOL else 'FAIL'})")
+    return worst <= LOGIT_ATOL
+
+
+def main(argv):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--seed", type=int, default=20261130)
+    p.add_argument("--prompts", type=int, default=4, help="random prompts per model and override")
+    a = p.parse_args(argv)
+    rng = np.random.default_rng(a.seed)
+    pyrng = random.Random(a.seed)
+    ok, report = True, []
+
+    def random_prompts(ref):
+        T = ref.config["block_size"]
+        lengths = [1, T] + [pyrng.randint(2, T) for _ in range(max(0, a.prompts - 2))]
+        return ["".join(pyrng.choice(ref.vocab) for _ in range(n)) for n in lengths]
+
+    every = [(None, None), ("layernorm", "pre"), ("layernorm", "post"), ("rmsnorm", "pre"), ("rmsnorm", "post")]
+    for name in SHIPPED:
+        path = os.path.join(ROOT, "weights", name)
+        if not os.path.isfile(os.path.join(path, "model.safetensors")):
+            print(f"{name}: missing (weights/{name}); FAIL")
+            ok = False
+            continue
+        ok &= check_model(f"weights/{name} (+ overrides)", path, random_prompts, every, report)
+        held_out = os.path.join(ROOT, "tests", "data", "held_out.txt")
+        got = engine_eval(path, held_out)["nats_per_char"]
+        nll, count = Reference(path).eval_nll(Reference(path).encode(open(held_out, encoding="utf-8").read()))
+        rel = abs(got - nll / count) / (nll / count)
+        print(f"{'  eval held_out.txt':<48} engine {got:.7f} reference {nll / count:.7f} rel {rel:.2g}  "
+              f"({'ok' if rel <= EVAL_RTOL else 'FAIL'})")
+        ok &= rel <= EVAL_RTOL
+    with tempfile.TemporaryDirectory() as tmp:
+        for norm in ("layernorm", "rmsnorm"):
+            for placement in ("pre", "post"):
+                for bias in (True, False):
+                    d = random_model(os.path.join(tmp, f"{norm}-{placement}-{bias}"), norm, placement, bias, rng)
+                    label = f"random {norm}/{placement} bias={str(bias).lower()} (+ overrides)"
+                    ok &= check_model(label, d, random_prompts, every, report)
+    print(f"parity: {sum(w <= LOGIT_ATOL for _, w in report)} passed, {sum(w > LOGIT_ATOL for _, w in report)} failed"
+          f" (tolerance {LOGIT_ATOL:g} per logit, {EVAL_RTOL:g} relative for eval)")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

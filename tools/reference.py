@@ -1,0 +1,169 @@
+#!/usr/bin/python3
+"""An independent PyTorch forward pass of a normlab model, written from the formulas in README.md
+("Forward pass"), in float64. It shares nothing with tools/train.py or the C engine except the file
+format (read through nlformat).
+
+    /usr/bin/python3 tools/reference.py logits -m weights/shakespeare-pre-ln -p "ROMEO:"
+    /usr/bin/python3 tools/reference.py eval -m weights/shakespeare-pre-ln --text FILE
+    /usr/bin/python3 tools/reference.py golden           # rewrites tests/golden/reference.json
+
+Dimension letters: n positions, V vocabulary, D width, H heads, Dh head width, F MLP width.
+"""
+import argparse
+import json
+import math
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import nlformat  # noqa: E402
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+SHIPPED = ["shakespeare-pre-ln", "shakespeare-post-ln", "shakespeare-pre-rms", "shakespeare-post-rms"]
+GOLDEN_PROMPTS = [
+    "ROMEO:\nWhat light is this upon the eastern wall?",
+    # a full context window of 128 characters, so every position of wpe is exercised
+    "KING:\nNow speak, good friend, and tell me true:\nWhat news from Milan, and how fares my brother?\n"
+    "Is he in health, or doth he keep his bed?",
+]
+EVAL_TEXT = os.path.join(ROOT, "tests", "data", "held_out.txt")
+
+
+class Reference:
+    """A loaded model with the run options (norm type, placement) applied."""
+
+    def __init__(self, path, norm=None, placement=None):
+        self.config, self.vocab, arrays = nlformat.load_model(path)
+        self.t = {k: torch.from_numpy(v).double() for k, v in arrays.items()}
+        self.norm = norm or self.config["norm"]
+        self.placement = placement or self.config["placement"]
+        self.F = nlformat.mlp_width(self.config)
+        self.stoi = {ch: i for i, ch in enumerate(self.vocab)}
+
+    def encode(self, text):
+        return [self.stoi[ch] for ch in text]
+
+    def _norm(self, x, prefix):
+        D = x.shape[-1]
+        g = self.t.get(prefix + ".weight", torch.ones(D, dtype=torch.float64))
+        b = self.t.get(prefix + ".bias")
+        eps = self.config["norm_eps"]
+        if self.norm == "layernorm":
+            mu = x.mean(-1, keepdim=True)
+            var = ((x - mu) ** 2).mean(-1, keepdim=True)  # biased, 1/D
+            y = (x - mu) / torch.sqrt(var + eps) * g
+        else:
+            y = x / torch.sqrt((x * x).mean(-1, keepdim=True) + eps) * g
+        return y if b is None else y + b
+
+    def _linear(self, x, prefix):
+        y = x @ self.t[prefix + ".weight"].T  # weight is (out, in)
+        b = self.t.get(prefix + ".bias")
+        return y if b is None else y + b
+
+    def _act(self, x):
+        a = self.config["activation"]
+        if a == "gelu":
+            return 0.5 * x * (1 + torch.erf(x / math.sqrt(2)))
+        if a == "gelu_tanh":
+            return 0.5 * x * (1 + torch.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+        return torch.clamp(x, min=0)
+
+    def _attn(self, x, i):  # x: (n, D)
+        n, D = x.shape
+        H = self.config["n_head"]
+        Dh = D // H
+        qkv = self._linear(x, f"h.{i}.attn.c_attn")  # (n, 3D): q | k | v
+        q, k, v = (qkv[:, j * D:(j + 1) * D].reshape(n, H, Dh).transpose(0, 1) for j in range(3))
+        s = q @ k.transpose(1, 2) / math.sqrt(Dh)  # (H, n, n)
+        causal = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
+        p = torch.softmax(s.masked_fill(causal, float("-inf")), dim=-1)
+        y = (p @ v).transpose(0, 1).reshape(n, D)
+        return self._linear(y, f"h.{i}.attn.c_proj")
+
+    def _mlp(self, x, i):
+        return self._linear(self._act(self._linear(x, f"h.{i}.mlp.c_fc")), f"h.{i}.mlp.c_proj")
+
+    @torch.no_grad()
+    def logits(self, ids):
+        """(n, V) float64 logits for ids at positions 0..n-1."""
+        n = len(ids)
+        x = self.t["wte.weight"][ids] + self.t["wpe.weight"][:n]
+        for i in range(self.config["n_layer"]):
+            if self.placement == "pre":
+                x = x + self._attn(self._norm(x, f"h.{i}.ln_1"), i)
+                x = x + self._mlp(self._norm(x, f"h.{i}.ln_2"), i)
+            else:
+                x = self._norm(x + self._attn(x, i), f"h.{i}.ln_1")
+                x = self._norm(x + self._mlp(x, i), f"h.{i}.ln_2")
+        if self.placement == "pre":
+            x = self._norm(x, "ln_f")  # unit gain when the model has no ln_f
+        head = self.t.get("lm_head.weight", self.t["wte.weight"])
+        return x @ head.T
+
+    def eval_nll(self, ids, stride=None):
+        """(sum of -ln p, count) over ids[1:], with the engine's documented sliding windows."""
+        T = self.config["block_size"]
+        stride = stride or max(1, T // 2)
+        n_inputs, scored, total = len(ids) - 1, 0, 0.0
+        while scored < n_inputs:
+            end = min(n_inputs, T) if scored == 0 else min(scored + stride, n_inputs)
+            start = max(0, end - T)
+            logp = torch.log_softmax(self.logits(ids[start:end]), dim=-1)
+            for p in range(scored, end):
+                total -= logp[p - start, ids[p + 1]].item()
+            scored = end
+        return total, n_inputs
+
+
+def write_golden(path):
+    with open(EVAL_TEXT, encoding="utf-8") as f:
+        text = f.read()
+    models = []
+    for name in SHIPPED:
+        ref = Reference(os.path.join(ROOT, "weights", name))
+        prompts = [{"text": p, "logits": [[float(f"{v:.9g}") for v in row] for row in ref.logits(ref.encode(p)).tolist()]}
+                   for p in GOLDEN_PROMPTS]
+        nll, count = ref.eval_nll(ref.encode(text))
+        models.append({"model": f"weights/{name}", "prompts": prompts,
+                       "eval": {"text": "tests/data/held_out.txt", "chars": count, "nats_per_char": nll / count}})
+        print(f"{name}: eval {nll / count:.6f} nats/char over {count} characters", file=sys.stderr)
+    doc = {"source": "tools/reference.py golden (PyTorch, float64)", "models": models}
+    with open(path, "w") as f:
+        json.dump(doc, f, separators=(",", ":"))
+        f.write("\n")
+
+
+def main(argv):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    for name in ("logits", "eval"):
+        s = sub.add_parser(name)
+        s.add_argument("-m", "--model", required=True)
+        s.add_argument("--norm", choices=["layernorm", "rmsnorm"])
+        s.add_argument("--placement", choices=["pre", "post"])
+        if name == "logits":
+            s.add_argument("-p", "--prompt", required=True)
+        else:
+            s.add_argument("--text", required=True)
+    g = sub.add_parser("golden")
+    g.add_argument("--out", default=os.path.join(ROOT, "tests", "golden", "reference.json"))
+    a = p.parse_args(argv)
+    torch.set_num_threads(1)
+    if a.cmd == "golden":
+        write_golden(a.out)
+        return
+    ref = Reference(a.model, a.norm, a.placement)
+    if a.cmd == "logits":
+        for row in ref.logits(ref.encode(a.prompt)).tolist():
+            print(json.dumps(row))
+    else:
+        with open(a.text, encoding="utf-8") as f:
+            nll, count = ref.eval_nll(ref.encode(f.read()))
+        print(json.dumps({"chars": count, "nats_per_char": nll / count}))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
