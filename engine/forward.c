@@ -3,6 +3,7 @@
 //   pre:  x = x + Attn(N1(x)); x = x + MLP(N2(x))   ... then ln_f
 //   post: x = N1(x + Attn(x)); x = N2(x + MLP(x))
 //   logits = x @ lm_head^T
+#include <assert.h>
 #include <cblas.h>
 #include <math.h>
 #include <stdio.h>
@@ -27,7 +28,16 @@ struct NlState {
     float *k_cache;  // (L, H, T, Dh) contiguous per head
     float *v_cache;  // (L, H, T, Dh)
     float *ones;     // (D) unit gain
+    NlProfiler *prof;  // borrowed; NULL = profiling off (no clock reads)
 };
+
+// Runs stmt as one call of component comp (layer l, n positions, ctx keys), timed when profiling.
+#define TIMED(s, l, comp, n, ctx, stmt)                                \
+    do {                                                               \
+        double t_ = nl_profiler_begin((s)->prof);                      \
+        stmt;                                                          \
+        nl_profiler_record((s)->prof, t_, (int)(l), comp, n, ctx);     \
+    } while (0)
 
 size_t nl_state_kv_bytes(const NlModel *model) {
     const NlConfig *c = nl_model_config(model);
@@ -69,6 +79,8 @@ int nl_state_create(NlState **out, const NlModel *model, const NlRunOptions *opt
 }
 
 const NlConfig *nl_state_config(const NlState *s) { return &s->cfg; }
+void nl_state_set_profiler(NlState *s, NlProfiler *prof) { s->prof = prof; }
+NlProfiler *nl_state_profiler(const NlState *s) { return s->prof; }
 
 void nl_state_free(NlState *s) {
     if (!s) return;
@@ -114,57 +126,69 @@ static void attention(NlState *s, size_t l, size_t n, size_t pos) {
 // out (n, D) = c_proj(Attn(c_attn(in))) for layer l.
 static void attn_block(NlState *s, float *out, const float *in, size_t l, size_t n, size_t pos) {
     const NlLayerWeights *w = &nl_model_weights(s->model)->layers[l];
-    size_t D = (size_t)s->cfg.n_embd;
-    nl_linear(s->qkv, in, w->attn_w, w->attn_b, n, 3 * D, D);
-    attention(s, l, n, pos);
-    nl_linear(out, s->att, w->proj_w, w->proj_b, n, D, D);
+    size_t D = (size_t)s->cfg.n_embd, len = pos + n;
+    TIMED(s, l, NL_COMP_QKV, n, len, nl_linear(s->qkv, in, w->attn_w, w->attn_b, n, 3 * D, D));
+    TIMED(s, l, NL_COMP_ATTENTION, n, len, attention(s, l, n, pos));
+    TIMED(s, l, NL_COMP_ATTN_PROJ, n, len, nl_linear(out, s->att, w->proj_w, w->proj_b, n, D, D));
 }
 
 // out (n, D) = c_proj(act(c_fc(in))) for layer l.
-static void mlp_block(NlState *s, float *out, const float *in, size_t l, size_t n) {
+static void mlp_block(NlState *s, float *out, const float *in, size_t l, size_t n, size_t len) {
     const NlLayerWeights *w = &nl_model_weights(s->model)->layers[l];
     size_t D = (size_t)s->cfg.n_embd, F = (size_t)s->cfg.n_inner;
-    nl_linear(s->hid, in, w->fc_w, w->fc_b, n, F, D);
-    nl_activation(s->hid, n * F, s->cfg.activation);
-    nl_linear(out, s->hid, w->out_w, w->out_b, n, D, F);
+    TIMED(s, l, NL_COMP_MLP_UP, n, len, nl_linear(s->hid, in, w->fc_w, w->fc_b, n, F, D));
+    TIMED(s, l, NL_COMP_ACTIVATION, n, len, nl_activation(s->hid, n * F, s->cfg.activation));
+    TIMED(s, l, NL_COMP_MLP_DOWN, n, len, nl_linear(out, s->hid, w->out_w, w->out_b, n, D, F));
 }
 
 static void block(NlState *s, size_t l, size_t n, size_t pos) {
     const NlLayerWeights *w = &nl_model_weights(s->model)->layers[l];
-    size_t D = (size_t)s->cfg.n_embd;
+    size_t D = (size_t)s->cfg.n_embd, len = pos + n;
     NlNormType nt = s->cfg.norm;
-    float eps = s->cfg.norm_eps;
-    if (s->cfg.placement == NL_PLACE_PRE) {
-        nl_norm(s->xn, s->x, w->ln_1, nt, n, D, eps);
+    float eps = (float)s->cfg.norm_eps;
+    double t_layer = nl_profiler_begin(s->prof);
+    if (s->cfg.placement == NL_PLACE_PRE) {  // x = x + Attn(N1(x)); x = x + MLP(N2(x))
+        TIMED(s, l, NL_COMP_NORM1, n, len, nl_norm(s->xn, s->x, w->ln_1, nt, n, D, eps));
         attn_block(s, s->tmp, s->xn, l, n, pos);
-        nl_add(s->x, s->tmp, n * D);
-        nl_norm(s->xn, s->x, w->ln_2, nt, n, D, eps);
-        mlp_block(s, s->tmp, s->xn, l, n);
-        nl_add(s->x, s->tmp, n * D);
-    } else {
+        TIMED(s, l, NL_COMP_RESIDUAL, n, len, nl_add(s->x, s->tmp, n * D));
+        TIMED(s, l, NL_COMP_NORM2, n, len, nl_norm(s->xn, s->x, w->ln_2, nt, n, D, eps));
+        mlp_block(s, s->tmp, s->xn, l, n, len);
+        TIMED(s, l, NL_COMP_RESIDUAL, n, len, nl_add(s->x, s->tmp, n * D));
+    } else {  // x = N1(x + Attn(x)); x = N2(x + MLP(x))
         attn_block(s, s->tmp, s->x, l, n, pos);
-        nl_add(s->x, s->tmp, n * D);
-        nl_norm(s->x, s->x, w->ln_1, nt, n, D, eps);
-        mlp_block(s, s->tmp, s->x, l, n);
-        nl_add(s->x, s->tmp, n * D);
-        nl_norm(s->x, s->x, w->ln_2, nt, n, D, eps);
+        TIMED(s, l, NL_COMP_RESIDUAL, n, len, nl_add(s->x, s->tmp, n * D));
+        TIMED(s, l, NL_COMP_NORM1, n, len, nl_norm(s->x, s->x, w->ln_1, nt, n, D, eps));
+        mlp_block(s, s->tmp, s->x, l, n, len);
+        TIMED(s, l, NL_COMP_RESIDUAL, n, len, nl_add(s->x, s->tmp, n * D));
+        TIMED(s, l, NL_COMP_NORM2, n, len, nl_norm(s->x, s->x, w->ln_2, nt, n, D, eps));
+    }
+    nl_profiler_record_layer(s->prof, t_layer, (int)l);
+}
+
+// x (n, D) = wte[tokens] + wpe[pos ..]
+static void embed(NlState *s, const int *tokens, size_t n, size_t pos) {
+    const NlWeights *w = nl_model_weights(s->model);
+    size_t D = (size_t)s->cfg.n_embd;
+    for (size_t i = 0; i < n; i++) {
+        assert(tokens[i] >= 0 && tokens[i] < s->cfg.vocab_size);
+        const float *te = w->wte + (size_t)tokens[i] * D, *pe = w->wpe + (pos + i) * D;
+        for (size_t k = 0; k < D; k++) s->x[i * D + k] = te[k] + pe[k];
     }
 }
 
 const float *nl_forward(NlState *s, const int *tokens, size_t n, size_t pos, size_t n_logits) {
     const NlWeights *w = nl_model_weights(s->model);
-    size_t D = (size_t)s->cfg.n_embd, V = (size_t)s->cfg.vocab_size;
-    for (size_t i = 0; i < n; i++) {
-        const float *te = w->wte + (size_t)tokens[i] * D, *pe = w->wpe + (pos + i) * D;
-        for (size_t k = 0; k < D; k++) s->x[i * D + k] = te[k] + pe[k];
-    }
+    size_t D = (size_t)s->cfg.n_embd, V = (size_t)s->cfg.vocab_size, len = pos + n;
+    assert(n >= 1 && len <= (size_t)s->cfg.block_size && n_logits >= 1 && n_logits <= n);
+    TIMED(s, -1, NL_COMP_EMBED, n, len, embed(s, tokens, n, pos));
     for (size_t l = 0; l < (size_t)s->cfg.n_layer; l++) block(s, l, n, pos);
     // Only the last n_logits positions reach the head.
     const float *last = s->x + (n - n_logits) * D;
     if (s->cfg.placement == NL_PLACE_PRE) {
-        nl_norm(s->xn, last, s->ln_f, s->cfg.norm, n_logits, D, s->cfg.norm_eps);
+        TIMED(s, -1, NL_COMP_FINAL_NORM, n_logits, len,
+              nl_norm(s->xn, last, s->ln_f, s->cfg.norm, n_logits, D, (float)s->cfg.norm_eps));
         last = s->xn;
     }
-    nl_linear(s->logits, last, w->lm_head, NULL, n_logits, V, D);
+    TIMED(s, -1, NL_COMP_LM_HEAD, n_logits, len, nl_linear(s->logits, last, w->lm_head, NULL, n_logits, V, D));
     return s->logits;
 }

@@ -1,5 +1,6 @@
 // generate.c — prefill the prompt, then sample and decode one token at a time over the KV cache.
 #define _POSIX_C_SOURCE 200809L
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,21 +43,35 @@ static const float *advance(NlState *s, int *window, size_t *len, size_t T, int 
     return nl_forward(s, window, keep, 0, 1);
 }
 
+// Samples the next token; timed as the "sampling" component when profiling.
+static int sample(NlSampler *sampler, const float *logits, NlProfiler *prof) {
+    double w = nl_profiler_begin(prof);
+    int tok = nl_sampler_sample(sampler, logits);
+    nl_profiler_record(prof, w, -1, NL_COMP_SAMPLING, 1, 0);
+    nl_profiler_add_wall(prof, w);
+    return tok;
+}
+
 int nl_generate(NlState *s, NlSampler *sampler, const int *prompt, size_t n_prompt,
                 const NlGenerateOptions *opts, NlEmitFn emit, void *ctx, NlGenerateStats *st, NlError *err) {
+    assert(n_prompt >= 1);
     memset(st, 0, sizeof *st);
     size_t T = (size_t)nl_state_config(s)->block_size;
+    NlProfiler *prof = nl_state_profiler(s);
     int *window = malloc(T * sizeof *window);  // (T) the tokens whose keys and values are cached
     if (!window) { snprintf(err->msg, sizeof err->msg, "out of memory"); return -1; }
     size_t len = n_prompt < T ? n_prompt : T;
     memcpy(window, prompt + (n_prompt - len), len * sizeof *window);
     st->prompt_used = len;
-    double t0 = now();
+    nl_profiler_set_phase(prof, NL_PHASE_PREFILL);
+    double w = nl_profiler_begin(prof), t0 = now();
     const float *logits = nl_forward(s, window, len, 0, 1);
     st->prefill_seconds = now() - t0;
+    nl_profiler_add_wall(prof, w);
+    nl_profiler_set_phase(prof, NL_PHASE_DECODE);
     int rc = 0;
     for (size_t i = 0; i < opts->n_new; i++) {
-        int tok = nl_sampler_sample(sampler, logits);
+        int tok = sample(sampler, logits, prof);
         if (tok < 0) {
             snprintf(err->msg, sizeof err->msg, "the model produced a non-finite logit after %zu generated tokens", i);
             rc = -1;
@@ -64,9 +79,11 @@ int nl_generate(NlState *s, NlSampler *sampler, const int *prompt, size_t n_prom
         }
         if (emit(tok, ctx) != 0) { rc = 1; break; }
         if (i + 1 == opts->n_new) break;  // no logits needed after the last token
+        w = nl_profiler_begin(prof);
         t0 = now();
         logits = advance(s, window, &len, T, tok, opts->exact_window, st);
         st->decode_seconds += now() - t0;
+        nl_profiler_add_wall(prof, w);
         st->decode_tokens++;
     }
     free(window);

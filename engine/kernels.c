@@ -93,3 +93,4 @@ void nl_softmax(float *x, size_t n) {
 }
 
 void nl_set_threads(int n) { openblas_set_num_threads(n); }
+int nl_get_threads(void) { return openblas_get_num_threads(); }

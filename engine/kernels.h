@@ -30,5 +30,6 @@ void nl_softmax(float *x, size_t n);
 
 // Sets the number of threads OpenBLAS uses for every later product (process-wide).
 void nl_set_threads(int n);
+int nl_get_threads(void);
 
 #endif

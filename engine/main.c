@@ -16,6 +16,7 @@
 #include "fileio.h"
 #include "kernels.h"
 #include "normlab.h"
+#include "report.h"
 
 #define EXIT_DATA 1
 #define EXIT_USAGE 2
@@ -36,6 +37,8 @@ typedef struct {
     int threads;
     int exact_window, skip_unknown, json, echo;
     long stride;  // 0: T/2
+    int profile, counters;
+    const char *json_out, *trace_out;
 } Options;
 
 static const char *const HELP_MAIN =
@@ -46,6 +49,7 @@ static const char *const HELP_MAIN =
     "  eval       bits per character of a model on a text file\n"
     "  info       a model's configuration, parameters and memory\n"
     "  logits     the logits of every position of a text, as JSON lines\n"
+    "  profile    where the time and FLOPs of a forward pass go, layer by layer\n"
     "  help CMD   the options of one command\n"
     "\n"
     "normlab --version prints the version. Exit status: 0 ok, 1 runtime or data error, 2 usage error.\n";
@@ -69,7 +73,21 @@ static const char *const HELP_GENERATE =
     "                         instead of shifting the context by half a window when it is full\n"
     "      --skip-unknown     drop prompt characters outside the vocabulary (with a warning)\n"
     "      --echo             print the prompt before the generated text\n"
-    "      --threads N        OpenBLAS threads (default 1)\n";
+    "      --threads N        OpenBLAS threads (default 1)\n"
+    "      --profile          print the per-layer profile (see 'normlab help profile') to stderr\n";
+
+static const char *const HELP_PROFILE =
+    "usage: normlab profile [-m MODEL] [-p TEXT | -f FILE] [-n N] [--threads N] [--json OUT] [--trace OUT]\n"
+    "\n"
+    "Generates N characters (default 256) after the prompt and prints where the time went: prefill\n"
+    "(the prompt, one batched pass) and decode (one token at a time) apart, every layer x component,\n"
+    "with calls, time, share, FLOPs, GFLOP/s, bytes and GB/s, then per-layer and per-component totals\n"
+    "and the part of the wall time no row covers. The generated text is not printed.\n"
+    "  -p, --prompt TEXT      prompt (default: a built-in line, or a newline if the vocabulary lacks it)\n"
+    "      --json OUT         also write the table as JSON to OUT\n"
+    "      --trace OUT        write a Chrome trace (Perfetto, chrome://tracing) to OUT\n"
+    "      --counters         add instructions per cycle from Linux perf counters, when available\n"
+    "      --seed, --temperature, --top-k, --top-p, --norm, --placement, --exact-window as for generate\n";
 
 static const char *const HELP_EVAL =
     "usage: normlab eval [-m MODEL] --text FILE [--json] [--stride N] [--skip-unknown]\n"
@@ -83,7 +101,8 @@ static const char *const HELP_EVAL =
     "                         of context\n"
     "      --json             one JSON object on stdout\n"
     "      --skip-unknown     drop characters outside the vocabulary and count them\n"
-    "      --norm, --placement, --threads   as for generate\n";
+    "      --norm, --placement, --threads   as for generate\n"
+    "      --profile          print the per-layer profile to stderr\n";
 
 static const char *const HELP_LOGITS =
     "usage: normlab logits [-m MODEL] (-p TEXT | -f FILE) [--norm NAME] [--placement NAME]\n"
@@ -99,7 +118,7 @@ static const char *const HELP_INFO =
     "and the provenance stored with the weights.\n";
 
 enum { OPT_TEMP = 256, OPT_TOPK, OPT_TOPP, OPT_SEED, OPT_NORM, OPT_PLACEMENT, OPT_THREADS, OPT_EXACT,
-       OPT_SKIP, OPT_JSON, OPT_TEXT, OPT_STRIDE, OPT_ECHO };
+       OPT_SKIP, OPT_JSON, OPT_TEXT, OPT_STRIDE, OPT_ECHO, OPT_PROFILE, OPT_JSON_OUT, OPT_TRACE, OPT_COUNTERS };
 
 static void usage_error(const char *cmd, const char *fmt, const char *arg) {
     fprintf(stderr, "normlab %s: ", cmd);
@@ -156,6 +175,10 @@ static int apply_option(Options *o, int c, const char *arg) {
     case OPT_SKIP: o->skip_unknown = 1; return 0;
     case OPT_JSON: o->json = 1; return 0;
     case OPT_ECHO: o->echo = 1; return 0;
+    case OPT_PROFILE: o->profile = 1; return 0;
+    case OPT_COUNTERS: o->counters = 1; return 0;
+    case OPT_JSON_OUT: o->json_out = arg; return 0;
+    case OPT_TRACE: o->trace_out = arg; return 0;
     case 'n':
         if (parse_long(arg, 0, 1000000000L, &v) != 0) { usage_error(o->cmd, "-n must be an integer in [0, 1000000000], got '%s'", arg); return EXIT_USAGE; }
         o->n_new = v;
@@ -209,11 +232,20 @@ static int parse_options(Options *o, int argc, char **argv, const int *allowed) 
         {"skip-unknown", no_argument, 0, OPT_SKIP}, {"json", no_argument, 0, OPT_JSON},
         {"text", required_argument, 0, OPT_TEXT},  {"stride", required_argument, 0, OPT_STRIDE},
         {"echo", no_argument, 0, OPT_ECHO},        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
+        {"profile", no_argument, 0, OPT_PROFILE},  {"trace", required_argument, 0, OPT_TRACE},
+        {"counters", no_argument, 0, OPT_COUNTERS}, {0, 0, 0, 0}};
+    struct option long_profile[sizeof LONG / sizeof LONG[0]];
+    const struct option *table = LONG;
+    if (strcmp(o->cmd, "profile") == 0) {  // there --json names the output file
+        memcpy(long_profile, LONG, sizeof LONG);
+        for (struct option *x = long_profile; x->name; x++)
+            if (strcmp(x->name, "json") == 0) { x->has_arg = required_argument; x->val = OPT_JSON_OUT; }
+        table = long_profile;
+    }
     opterr = 0;
     optind = 1;
     int c;
-    while ((c = getopt_long(argc, argv, ":m:p:f:n:h", LONG, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":m:p:f:n:h", table, NULL)) != -1) {
         if (c == 'h') return -1;
         if (c == '?' || c == ':') {
             char opt[64];
@@ -248,9 +280,13 @@ static const char *default_model(char *buf, size_t len) {
     return buf;
 }
 
+static const char *model_path(const Options *o, char *buf, size_t len) {
+    return o->model ? o->model : default_model(buf, len);
+}
+
 static int load_model(const Options *o, NlModel **model) {
     char buf[4400];
-    const char *path = o->model ? o->model : default_model(buf, sizeof buf);
+    const char *path = model_path(o, buf, sizeof buf);
     if (!o->model && access(path, F_OK) != 0) {
         fprintf(stderr, "normlab: no trained model at %s yet; train one (see README) or pass -m MODEL\n", path);
         return EXIT_DATA;
@@ -320,6 +356,61 @@ static int emit_token(int token, void *ctx) {
     return 0;
 }
 
+static int emit_nothing(int token, void *ctx) {
+    (void)token;
+    (void)ctx;
+    return 0;
+}
+
+// Attaches a profiler with room for the trace events of n_forward forward passes.
+static int attach_profiler(const Options *o, const NlModel *model, NlState *state, size_t n_forward, NlProfiler **prof) {
+    const NlConfig *c = nl_model_config(model);
+    size_t per_forward = (size_t)c->n_layer * 12 + 6;
+    NlError err;
+    if (nl_profiler_create(prof, nl_state_config(state), n_forward * per_forward, o->counters, &err) != 0) {
+        fprintf(stderr, "normlab: %s\n", err.msg);
+        return EXIT_DATA;
+    }
+    nl_state_set_profiler(state, *prof);
+    return 0;
+}
+
+// Opens profile's --json and --trace files before any work, so a bad path fails early.
+static int open_outputs(const Options *o, FILE **json_f, FILE **trace_f) {
+    const char *paths[2] = {o->json_out, o->trace_out};
+    FILE **files[2] = {json_f, trace_f};
+    for (int i = 0; i < 2; i++) {
+        if (!paths[i]) continue;
+        *files[i] = fopen(paths[i], "w");
+        if (!*files[i]) {
+            fprintf(stderr, "normlab: %s: cannot write: %s\n", paths[i], strerror(errno));
+            return EXIT_DATA;
+        }
+    }
+    return 0;
+}
+
+// Closes the output files; on failure removes them, so nothing half-written stays behind.
+static int close_outputs(const Options *o, FILE *json_f, FILE *trace_f, int rc) {
+    if (json_f && fclose(json_f) != 0 && !rc) { fprintf(stderr, "normlab: %s: write failed\n", o->json_out); rc = EXIT_DATA; }
+    if (trace_f && fclose(trace_f) != 0 && !rc) { fprintf(stderr, "normlab: %s: write failed\n", o->trace_out); rc = EXIT_DATA; }
+    if (rc && json_f) unlink(o->json_out);
+    if (rc && trace_f) unlink(o->trace_out);
+    return rc;
+}
+
+static int write_profile(const Options *o, const NlProfiler *prof, FILE *table, FILE *json_f, FILE *trace_f) {
+    char buf[4400];
+    NlReportInfo info = {model_path(o, buf, sizeof buf), nl_get_threads(), 1};
+    if (nl_report_text(table, prof, &info) != 0 || fflush(table) == EOF) {
+        fprintf(stderr, "normlab: cannot write the profile: %s\n", strerror(errno));
+        return EXIT_DATA;
+    }
+    if (json_f && nl_report_json(json_f, prof, &info) != 0) { fprintf(stderr, "normlab: %s: write failed\n", o->json_out); return EXIT_DATA; }
+    if (trace_f && nl_report_trace(trace_f, prof, &info) != 0) { fprintf(stderr, "normlab: %s: write failed\n", o->trace_out); return EXIT_DATA; }
+    return 0;
+}
+
 static uint64_t seed_from_os(void) {
     uint64_t seed = 0;
     if (getrandom(&seed, sizeof seed, 0) != (ssize_t)sizeof seed) {
@@ -331,7 +422,24 @@ static uint64_t seed_from_os(void) {
 }
 
 // Reads the prompt (from -p or -f) into ids; an empty prompt becomes "\n".
+// The profile command's default prompt (our own line), used when the vocabulary has its characters.
+static const char *const PROFILE_PROMPT = "KING:\nNow speak, good friend, and tell me true:\nWhat news from Milan?\n";
+
+static int encodable(const NlModel *model, const char *text) {
+    size_t len = strlen(text), n, skipped;
+    int *ids = malloc((len + 1) * sizeof *ids);
+    char err[64];
+    int ok = ids && nl_tokenizer_encode(nl_model_tokenizer(model), text, len, 0, ids, &n, &skipped, err, sizeof err) == 0;
+    free(ids);
+    return ok;
+}
+
 static int prompt_ids(const Options *o, const NlModel *model, int **ids, size_t *n, char **text, size_t *len) {
+    if (!o->prompt && !o->prompt_file && strcmp(o->cmd, "profile") == 0 && encodable(model, PROFILE_PROMPT)) {
+        Options with = *o;
+        with.prompt = PROFILE_PROMPT;
+        return prompt_ids(&with, model, ids, n, text, len);
+    }
     if (o->prompt_file) {
         int rc = read_text(o->prompt_file, text, len);
         if (rc) return rc;
@@ -356,10 +464,23 @@ static int prompt_ids(const Options *o, const NlModel *model, int **ids, size_t 
     return 0;
 }
 
+static void print_timing(const NlGenerateStats *st) {
+    fprintf(stderr, "\nnormlab: prefill %zu tokens in %.2f ms (%.0f tok/s); decode %zu tokens in %.2f ms (%.0f tok/s)",
+            st->prompt_used, st->prefill_seconds * 1e3, st->prompt_used / (st->prefill_seconds > 0 ? st->prefill_seconds : 1e-9),
+            st->decode_tokens, st->decode_seconds * 1e3,
+            st->decode_tokens ? st->decode_tokens / (st->decode_seconds > 0 ? st->decode_seconds : 1e-9) : 0.0);
+    if (st->context_shifts) fprintf(stderr, "; %zu context shifts", st->context_shifts);
+    fprintf(stderr, "\n");
+}
+
+// generate, and profile (the same run with the text discarded and the profile on stdout).
 static int cmd_generate(const Options *o) {
+    int profile_cmd = strcmp(o->cmd, "profile") == 0;
     NlModel *model = NULL;
     NlState *state = NULL;
     NlSampler *sampler = NULL;
+    NlProfiler *prof = NULL;
+    FILE *json_f = NULL, *trace_f = NULL;
     int *ids = NULL;
     char *text = NULL;
     size_t n = 0, len = 0;
@@ -367,14 +488,16 @@ static int cmd_generate(const Options *o) {
     int rc = load_model(o, &model);
     if (!rc) rc = prompt_ids(o, model, &ids, &n, &text, &len);
     if (!rc) rc = make_state(o, model, &state);
-    uint64_t seed = o->has_seed ? o->seed : seed_from_os();
+    if (!rc && (o->profile || profile_cmd)) rc = attach_profiler(o, model, state, (size_t)o->n_new + 2, &prof);
+    if (!rc && profile_cmd) rc = open_outputs(o, &json_f, &trace_f);
+    uint64_t seed = o->has_seed ? o->seed : profile_cmd ? 0 : seed_from_os();
     if (!rc && nl_sampler_create(&sampler, nl_model_config(model)->vocab_size, o->sampling, seed, &err) != 0) {
         fprintf(stderr, "normlab: %s\n", err.msg);
         rc = EXIT_DATA;
     }
     if (rc) goto cleanup;
     size_t T = (size_t)nl_model_config(model)->block_size;
-    if (!o->has_seed) fprintf(stderr, "normlab: seed %llu\n", (unsigned long long)seed);
+    if (!o->has_seed && !profile_cmd) fprintf(stderr, "normlab: seed %llu\n", (unsigned long long)seed);
     if (n > T) fprintf(stderr, "normlab: warning: the prompt has %zu characters; only the last %zu fit the context\n", n, T);
     if (o->echo && (fwrite(text, 1, len, stdout) != len || fflush(stdout) == EOF)) {
         fprintf(stderr, "normlab: cannot write to stdout: %s\n", strerror(errno));
@@ -384,22 +507,20 @@ static int cmd_generate(const Options *o) {
     EmitCtx ectx = {nl_model_tokenizer(model), 0};
     NlGenerateOptions gopts = {(size_t)o->n_new, o->exact_window};
     NlGenerateStats st;
-    int g = nl_generate(state, sampler, ids, n, &gopts, emit_token, &ectx, &st, &err);
+    int g = nl_generate(state, sampler, ids, n, &gopts, profile_cmd ? emit_nothing : emit_token, &ectx, &st, &err);
     if (g < 0) { fprintf(stderr, "normlab: %s\n", err.msg); rc = EXIT_DATA; goto cleanup; }
     if (ectx.write_failed) {
         fprintf(stderr, "normlab: cannot write to stdout: %s\n", strerror(ectx.write_failed));
         rc = EXIT_DATA;
         goto cleanup;
     }
-    fprintf(stderr, "\nnormlab: prefill %zu tokens in %.2f ms (%.0f tok/s); decode %zu tokens in %.2f ms (%.0f tok/s)",
-            st.prompt_used, st.prefill_seconds * 1e3, st.prompt_used / (st.prefill_seconds > 0 ? st.prefill_seconds : 1e-9),
-            st.decode_tokens, st.decode_seconds * 1e3,
-            st.decode_tokens ? st.decode_tokens / (st.decode_seconds > 0 ? st.decode_seconds : 1e-9) : 0.0);
-    if (st.context_shifts) fprintf(stderr, "; %zu context shifts", st.context_shifts);
-    fprintf(stderr, "\n");
+    print_timing(&st);
+    if (prof) rc = write_profile(o, prof, profile_cmd ? stdout : stderr, json_f, trace_f);
 cleanup:
+    rc = close_outputs(o, json_f, trace_f, rc);
     free(ids);
     free(text);
+    nl_profiler_free(prof);
     nl_sampler_free(sampler);
     nl_state_free(state);
     nl_model_free(model);
@@ -429,6 +550,8 @@ static int cmd_eval(const Options *o) {
     if (rc) goto cleanup;
     size_t T = (size_t)nl_model_config(model)->block_size;
     size_t stride = o->stride ? (size_t)o->stride : (T / 2 ? T / 2 : 1);
+    NlProfiler *prof = NULL;
+    if (o->profile && (rc = attach_profiler(o, model, state, n / stride + 2, &prof)) != 0) goto cleanup;
     NlEvalResult r;
     int show = isatty(STDERR_FILENO) && n > 100000;
     if (nl_eval(state, ids, n, stride, &r, show ? eval_progress : NULL, NULL, &err) != 0) {
@@ -444,6 +567,8 @@ static int cmd_eval(const Options *o) {
     else
         ok = printf("chars %zu\nnats/char %.6f\nbits/char %.6f\nperplexity %.6f\n", r.count, nats, bits, exp(nats)) > 0;
     if (!ok || fflush(stdout) == EOF) { fprintf(stderr, "normlab: cannot write to stdout: %s\n", strerror(errno)); rc = EXIT_DATA; }
+    if (!rc && prof) rc = write_profile(o, prof, stderr, NULL, NULL);
+    nl_profiler_free(prof);
 cleanup:
     free(ids);
     free(text);
@@ -552,13 +677,17 @@ static const char *help_for(const char *cmd) {
     if (strcmp(cmd, "eval") == 0) return HELP_EVAL;
     if (strcmp(cmd, "info") == 0) return HELP_INFO;
     if (strcmp(cmd, "logits") == 0) return HELP_LOGITS;
+    if (strcmp(cmd, "profile") == 0) return HELP_PROFILE;
     return NULL;
 }
 
 int main(int argc, char **argv) {
     static const int GEN[] = {'m', 'p', 'f', 'n', OPT_TEMP, OPT_TOPK, OPT_TOPP, OPT_SEED, OPT_NORM, OPT_PLACEMENT,
-                              OPT_THREADS, OPT_EXACT, OPT_SKIP, OPT_ECHO, 0};
-    static const int EVAL[] = {'m', OPT_TEXT, OPT_JSON, OPT_STRIDE, OPT_SKIP, OPT_NORM, OPT_PLACEMENT, OPT_THREADS, 0};
+                              OPT_THREADS, OPT_EXACT, OPT_SKIP, OPT_ECHO, OPT_PROFILE, OPT_COUNTERS, 0};
+    static const int PROFILE[] = {'m', 'p', 'f', 'n', OPT_TEMP, OPT_TOPK, OPT_TOPP, OPT_SEED, OPT_NORM, OPT_PLACEMENT,
+                                  OPT_THREADS, OPT_EXACT, OPT_SKIP, OPT_JSON_OUT, OPT_TRACE, OPT_COUNTERS, 0};
+    static const int EVAL[] = {'m', OPT_TEXT, OPT_JSON, OPT_STRIDE, OPT_SKIP, OPT_NORM, OPT_PLACEMENT, OPT_THREADS,
+                               OPT_PROFILE, OPT_COUNTERS, 0};
     static const int INFO[] = {'m', OPT_JSON, 0};
     static const int LOGITS[] = {'m', 'p', 'f', OPT_NORM, OPT_PLACEMENT, OPT_SKIP, OPT_THREADS, 0};
     if (argc < 2) { fprintf(stderr, "normlab: usage: normlab COMMAND [options] (see 'normlab --help')\n"); return EXIT_USAGE; }
@@ -576,13 +705,13 @@ int main(int argc, char **argv) {
     if (!help) { fprintf(stderr, "normlab: unknown command '%s' (see 'normlab --help')\n", cmd); return EXIT_USAGE; }
     Options o = {.cmd = cmd, .n_new = 256, .sampling = {1.0, 0, 1.0}, .norm = -1, .placement = -1, .threads = 1};
     const int *allowed = strcmp(cmd, "generate") == 0 ? GEN : strcmp(cmd, "eval") == 0 ? EVAL
-                       : strcmp(cmd, "logits") == 0 ? LOGITS : INFO;
+                       : strcmp(cmd, "logits") == 0 ? LOGITS : strcmp(cmd, "profile") == 0 ? PROFILE : INFO;
     int rc = parse_options(&o, argc - 1, argv + 1, allowed);
     if (rc < 0) { fputs(help, stdout); return 0; }
     if (rc) return rc;
     if (o.prompt && o.prompt_file) { usage_error(cmd, "%s", "give -p or -f, not both"); return EXIT_USAGE; }
     nl_set_threads(o.threads);
-    if (strcmp(cmd, "generate") == 0) return cmd_generate(&o);
+    if (strcmp(cmd, "generate") == 0 || strcmp(cmd, "profile") == 0) return cmd_generate(&o);
     if (strcmp(cmd, "eval") == 0) return cmd_eval(&o);
     if (strcmp(cmd, "logits") == 0) return cmd_logits(&o);
     return cmd_info(&o);

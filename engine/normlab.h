@@ -186,4 +186,61 @@ typedef void (*NlProgressFn)(size_t done, size_t total, void *ctx);
 int nl_eval(NlState *state, const int *ids, size_t n, size_t stride, NlEvalResult *out,
             NlProgressFn progress, void *ctx, NlError *err);
 
+// ---- profiling (profile.c)
+
+// The components of a forward pass, in the order they run in a pre-LN block.
+typedef enum {
+    NL_COMP_EMBED, NL_COMP_NORM1, NL_COMP_QKV, NL_COMP_ATTENTION, NL_COMP_ATTN_PROJ, NL_COMP_RESIDUAL,
+    NL_COMP_NORM2, NL_COMP_MLP_UP, NL_COMP_ACTIVATION, NL_COMP_MLP_DOWN, NL_COMP_FINAL_NORM,
+    NL_COMP_LM_HEAD, NL_COMP_SAMPLING, NL_COMP_COUNT
+} NlComponent;
+typedef enum { NL_PHASE_PREFILL, NL_PHASE_DECODE, NL_PHASE_COUNT } NlPhase;
+
+// Totals for one (phase, layer, component). Layer -1 holds the per-model components (embedding,
+// final norm, LM head, sampling).
+typedef struct {
+    uint64_t calls;
+    uint64_t tokens;      // positions processed, summed over calls
+    double seconds;
+    double flops, bytes;  // counted by nl_profile_cost's rules
+    uint64_t cycles, instructions;  // 0 when hardware counters are unavailable
+} NlProfileCell;
+
+// One timed call, for the Chrome trace. comp == NL_COMP_COUNT marks a whole layer.
+typedef struct {
+    double start, duration;  // seconds since the profiler was created
+    int16_t layer;
+    uint8_t comp, phase;
+} NlProfileEvent;
+
+typedef struct NlProfiler NlProfiler;
+
+// Creates a profiler for models of cfg's shape, keeping at most max_events trace events (later
+// ones are counted as dropped). hw_counters asks for cycles and instructions via perf_event_open;
+// when the platform refuses, nl_profiler_hw_available() says so and nothing fails.
+int nl_profiler_create(NlProfiler **out, const NlConfig *cfg, size_t max_events, int hw_counters, NlError *err);
+void nl_profiler_free(NlProfiler *prof);
+// Attaches prof (or NULL: profiling off, no clock reads) to a state.
+void nl_state_set_profiler(NlState *state, NlProfiler *prof);
+NlProfiler *nl_state_profiler(const NlState *state);
+void nl_profiler_set_phase(NlProfiler *prof, NlPhase phase);
+// Brackets a stretch of wall time that belongs to the current phase (rows should cover it).
+double nl_profiler_begin(NlProfiler *prof);  // returns a timestamp; 0 and no clock read when prof is NULL
+void nl_profiler_add_wall(NlProfiler *prof, double begin);
+void nl_profiler_record(NlProfiler *prof, double begin, int layer, NlComponent comp, size_t n, size_t ctx);
+void nl_profiler_record_layer(NlProfiler *prof, double begin, int layer);
+
+const NlProfileCell *nl_profiler_cell(const NlProfiler *prof, NlPhase phase, int layer, NlComponent comp);
+double nl_profiler_wall(const NlProfiler *prof, NlPhase phase);
+uint64_t nl_profiler_tokens(const NlProfiler *prof, NlPhase phase);  // positions through the forward pass
+size_t nl_profiler_events(const NlProfiler *prof, const NlProfileEvent **events, size_t *dropped);
+int nl_profiler_hw_available(const NlProfiler *prof);
+const NlConfig *nl_profiler_config(const NlProfiler *prof);
+const char *nl_component_name(NlComponent comp);
+const char *nl_phase_name(NlPhase phase);
+
+// FLOPs and bytes of one call of comp on n positions whose attention sees ctx keys (pos + n), by
+// the counting rules in README "Profiling". Deterministic: the tests check them by hand.
+void nl_profile_cost(const NlConfig *cfg, NlComponent comp, size_t n, size_t ctx, double *flops, double *bytes);
+
 #endif

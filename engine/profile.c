@@ -1,0 +1,223 @@
+// profile.c — per-(phase, layer, component) timers, FLOP and byte counts, trace events, and
+// optional hardware counters. Nothing here runs unless a profiler is attached to the state.
+#define _GNU_SOURCE
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "normlab.h"
+
+struct NlProfiler {
+    NlConfig cfg;
+    NlPhase phase;
+    double t_origin;
+    NlProfileCell *cells;        // (NL_PHASE_COUNT, L + 1, NL_COMP_COUNT); layer -1 stored at index 0
+    double wall[NL_PHASE_COUNT];
+    uint64_t tokens[NL_PHASE_COUNT];
+    NlProfileEvent *events;      // (max_events)
+    size_t n_events, max_events, dropped;
+    int hw_fd;                   // perf group leader (cycles), or -1
+    uint64_t hw_start[2];        // cycles, instructions at the last begin
+};
+
+static const char *const COMP_NAMES[NL_COMP_COUNT] = {
+    "embed", "norm1", "qkv", "attention", "attn_proj", "residual", "norm2",
+    "mlp_up", "activation", "mlp_down", "final_norm", "lm_head", "sampling"};
+static const char *const PHASE_NAMES[NL_PHASE_COUNT] = {"prefill", "decode"};
+
+const char *nl_component_name(NlComponent comp) { return COMP_NAMES[comp]; }
+const char *nl_phase_name(NlPhase phase) { return PHASE_NAMES[phase]; }
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+// ---- hardware counters (Linux perf_event_open; absent or refused -> unavailable)
+
+static int perf_open(uint64_t config, int group) {
+    struct perf_event_attr a;
+    memset(&a, 0, sizeof a);
+    a.type = PERF_TYPE_HARDWARE;
+    a.size = sizeof a;
+    a.config = config;
+    a.exclude_kernel = 1;
+    a.exclude_hv = 1;
+    a.read_format = PERF_FORMAT_GROUP;
+    return (int)syscall(SYS_perf_event_open, &a, 0, -1, group, 0);
+}
+
+static void hw_open(NlProfiler *p) {
+    p->hw_fd = perf_open(PERF_COUNT_HW_CPU_CYCLES, -1);
+    if (p->hw_fd < 0) return;
+    if (perf_open(PERF_COUNT_HW_INSTRUCTIONS, p->hw_fd) < 0) {
+        close(p->hw_fd);
+        p->hw_fd = -1;
+        return;
+    }
+    ioctl(p->hw_fd, PERF_EVENT_IOC_ENABLE, PERF_IOC_FLAG_GROUP);
+}
+
+static void hw_read(const NlProfiler *p, uint64_t out[2]) {
+    uint64_t buf[3] = {0, 0, 0};  // nr, cycles, instructions
+    if (read(p->hw_fd, buf, sizeof buf) != (ssize_t)sizeof buf) buf[1] = buf[2] = 0;
+    out[0] = buf[1];
+    out[1] = buf[2];
+}
+
+// ---- lifetime
+
+int nl_profiler_create(NlProfiler **out, const NlConfig *cfg, size_t max_events, int hw_counters, NlError *err) {
+    *out = NULL;
+    NlProfiler *p = calloc(1, sizeof *p);
+    size_t n_cells = (size_t)NL_PHASE_COUNT * ((size_t)cfg->n_layer + 1) * NL_COMP_COUNT;
+    if (p) {
+        p->cells = calloc(n_cells, sizeof *p->cells);
+        p->events = max_events ? malloc(max_events * sizeof *p->events) : NULL;
+    }
+    if (!p || !p->cells || (max_events && !p->events)) {
+        snprintf(err->msg, sizeof err->msg, "out of memory for the profiler (%zu trace events)", max_events);
+        if (p) { free(p->cells); free(p->events); }
+        free(p);
+        return -1;
+    }
+    p->cfg = *cfg;
+    p->max_events = max_events;
+    p->hw_fd = -1;
+    if (hw_counters) hw_open(p);
+    p->t_origin = now();
+    *out = p;
+    return 0;
+}
+
+void nl_profiler_free(NlProfiler *p) {
+    if (!p) return;
+    if (p->hw_fd >= 0) close(p->hw_fd);  // closing the leader releases the group
+    free(p->cells);
+    free(p->events);
+    free(p);
+}
+
+// ---- recording
+
+static NlProfileCell *cell(const NlProfiler *p, NlPhase phase, int layer, NlComponent comp) {
+    size_t L1 = (size_t)p->cfg.n_layer + 1;
+    return &p->cells[((size_t)phase * L1 + (size_t)(layer + 1)) * NL_COMP_COUNT + comp];
+}
+
+void nl_profiler_set_phase(NlProfiler *p, NlPhase phase) {
+    if (p) p->phase = phase;
+}
+
+double nl_profiler_begin(NlProfiler *p) {
+    if (!p) return 0.0;
+    if (p->hw_fd >= 0) hw_read(p, p->hw_start);
+    return now();
+}
+
+void nl_profiler_add_wall(NlProfiler *p, double begin) {
+    if (p) p->wall[p->phase] += now() - begin;
+}
+
+static void add_event(NlProfiler *p, double begin, double end, int layer, int comp) {
+    if (p->n_events == p->max_events) { p->dropped++; return; }
+    p->events[p->n_events++] = (NlProfileEvent){begin - p->t_origin, end - begin, (int16_t)layer, (uint8_t)comp, (uint8_t)p->phase};
+}
+
+void nl_profiler_record(NlProfiler *p, double begin, int layer, NlComponent comp, size_t n, size_t ctx) {
+    if (!p) return;
+    double end = now();
+    NlProfileCell *c = cell(p, p->phase, layer, comp);
+    double flops, bytes;
+    nl_profile_cost(&p->cfg, comp, n, ctx, &flops, &bytes);
+    c->calls++;
+    c->tokens += n;
+    c->seconds += end - begin;
+    c->flops += flops;
+    c->bytes += bytes;
+    if (comp == NL_COMP_EMBED) p->tokens[p->phase] += n;
+    if (p->hw_fd >= 0) {
+        uint64_t hw[2];
+        hw_read(p, hw);
+        c->cycles += hw[0] - p->hw_start[0];
+        c->instructions += hw[1] - p->hw_start[1];
+    }
+    add_event(p, begin, end, layer, comp);
+}
+
+void nl_profiler_record_layer(NlProfiler *p, double begin, int layer) {
+    if (p) add_event(p, begin, now(), layer, NL_COMP_COUNT);
+}
+
+// ---- reading
+
+const NlProfileCell *nl_profiler_cell(const NlProfiler *p, NlPhase phase, int layer, NlComponent comp) {
+    return cell(p, phase, layer, comp);
+}
+double nl_profiler_wall(const NlProfiler *p, NlPhase phase) { return p->wall[phase]; }
+uint64_t nl_profiler_tokens(const NlProfiler *p, NlPhase phase) { return p->tokens[phase]; }
+int nl_profiler_hw_available(const NlProfiler *p) { return p->hw_fd >= 0; }
+const NlConfig *nl_profiler_config(const NlProfiler *p) { return &p->cfg; }
+
+size_t nl_profiler_events(const NlProfiler *p, const NlProfileEvent **events, size_t *dropped) {
+    *events = p->events;
+    *dropped = p->dropped;
+    return p->n_events;
+}
+
+// ---- counting rules (README "Profiling"): a multiply-add is 2 FLOPs, every other arithmetic
+// operation or transcendental 1; bytes are the tensors read and written (weights, activations,
+// KV cache), 4 bytes per float, scratch excluded.
+
+static double norm_flops(const NlConfig *c) {
+    double D = c->n_embd;
+    // LayerNorm: sum (D), centre + square + accumulate (3D), centre + scale + gain + bias (4D).
+    // RMSNorm: square + accumulate (2D), scale + gain + bias (3D). Bias assumed present.
+    return c->norm == NL_NORM_LAYERNORM ? 8 * D : 5 * D;
+}
+
+static double act_flops(NlActivation a) {
+    return a == NL_ACT_GELU ? 5 : a == NL_ACT_GELU_TANH ? 9 : 1;
+}
+
+// A linear (n, in) -> (n, out): 2 n in out FLOPs (+ n out for the bias).
+static void linear_cost(const NlConfig *c, double n, double in, double out, double *flops, double *bytes) {
+    *flops = 2 * n * in * out + (c->bias ? n * out : 0);
+    *bytes = 4 * (in * out + (c->bias ? out : 0) + n * in + n * out);
+}
+
+void nl_profile_cost(const NlConfig *c, NlComponent comp, size_t n_, size_t ctx_, double *flops, double *bytes) {
+    double n = (double)n_, ctx = (double)ctx_, D = c->n_embd, F = c->n_inner, V = c->vocab_size;
+    *flops = 0;
+    *bytes = 0;
+    switch (comp) {
+    case NL_COMP_EMBED: *flops = n * D; *bytes = 4 * 3 * n * D; break;
+    case NL_COMP_NORM1: case NL_COMP_NORM2: case NL_COMP_FINAL_NORM:
+        *flops = n * norm_flops(c);
+        *bytes = 4 * (2 * n * D + 2 * D);
+        break;
+    case NL_COMP_QKV: linear_cost(c, n, D, 3 * D, flops, bytes); break;
+    case NL_COMP_ATTN_PROJ: linear_cost(c, n, D, D, flops, bytes); break;
+    case NL_COMP_MLP_UP: linear_cost(c, n, D, F, flops, bytes); break;
+    case NL_COMP_MLP_DOWN: linear_cost(c, n, F, D, flops, bytes); break;
+    case NL_COMP_ATTENTION: {
+        // q k^T and p v over every (query, key) pair computed: n x ctx per head, 2 Dh FLOPs each,
+        // so 4 n ctx D in all; softmax (max, subtract + exp, sum, scale) 4 per unmasked score.
+        double unmasked = n * (ctx - n) + n * (n + 1) / 2;
+        *flops = 4 * n * ctx * D + 4 * unmasked * c->n_head;
+        *bytes = 4 * (n * 3 * D + 2 * n * D + 2 * ctx * D + n * D);  // qkv in, K/V appended, K/V read, out
+        break;
+    }
+    case NL_COMP_RESIDUAL: *flops = n * D; *bytes = 4 * 3 * n * D; break;
+    case NL_COMP_ACTIVATION: *flops = n * F * act_flops(c->activation); *bytes = 4 * 2 * n * F; break;
+    case NL_COMP_LM_HEAD: *flops = 2 * n * D * V; *bytes = 4 * (V * D + n * D + n * V); break;
+    case NL_COMP_SAMPLING: *flops = 0; *bytes = 4 * V; break;
+    case NL_COMP_COUNT: break;
+    }
+}
