@@ -150,5 +150,22 @@ grep -qE '^\{"chars": 26, "nats_per_char": [0-9.e-]+, "bits_per_char": [0-9.e-]+
 nats=$(sed -n 's/.*"nats_per_char": \([^,]*\),.*/\1/p' "$TMP/out"); bits=$(sed -n 's/.*"bits_per_char": \([^,]*\),.*/\1/p' "$TMP/out")
 awk -v n="$nats" -v b="$bits" 'BEGIN { exit !(b > 0 && (n / b - log(2)) ^ 2 < 1e-12) }' && ok "bits = nats / ln 2" || bad "bits = nats / ln 2" "$nats $bits"
 
+# ---- profile
+expect_ok "profile" profile $M -p "ab" -n 20 --json "$TMP/prof.json" --trace "$TMP/trace.json"
+grep -q "^== prefill: 2 positions" "$TMP/out" && grep -q "^== decode: " "$TMP/out" && grep -q "not covered by any row" "$TMP/out" \
+    && ok "profile prints both phases and the footer" || bad "profile table" "$(head -5 "$TMP/out")"
+grep -q "OpenBLAS threads 1, engine threads 1" "$TMP/out" && ok "profile reports threads" || bad "profile threads" "$(head -2 "$TMP/out")"
+grep -q '"phase":[[:space:]]*"decode"' "$TMP/prof.json" && ok "profile --json written" || bad "profile --json" "$(head -c 200 "$TMP/prof.json")"
+grep -q '"traceEvents"' "$TMP/trace.json" && grep -q '"name": "layer 1"' "$TMP/trace.json" && ok "profile --trace written" || bad "profile --trace" "$(head -c 200 "$TMP/trace.json")"
+expect_fail "profile unwritable json" 1 "/nonexistent/dir/p.json: cannot write" profile $M -n 5 --json /nonexistent/dir/p.json
+expect_fail "profile unwritable trace" 1 "cannot write" profile $M -n 5 --json "$TMP/p2.json" --trace /nonexistent/t.json
+[ ! -e "$TMP/p2.json" ] && ok "no half-written profile left behind" || bad "half-written profile" "$TMP/p2.json exists"
+expect_ok "generate plain" generate $M -p "ab" -n 40 --seed 9; cp "$TMP/out" "$TMP/first"
+expect_ok "generate --profile" generate $M -p "ab" -n 40 --seed 9 --profile
+cmp -s "$TMP/out" "$TMP/first" && ok "--profile leaves stdout byte-identical" || bad "--profile stdout" "differs"
+grep -q "^== decode" "$TMP/err" && ok "--profile table on stderr" || bad "--profile table" "$(head -3 "$TMP/err")"
+expect_ok "eval --profile" eval $M --text "$TMP/text.txt" --profile
+grep -q "^== prefill" "$TMP/err" && ok "eval --profile table on stderr" || bad "eval --profile" "$(head -3 "$TMP/err")"
+
 echo "cli_test: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

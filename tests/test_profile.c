@@ -1,0 +1,185 @@
+// test_profile.c — the profiler's deterministic parts: FLOP and byte counts against hand-computed
+// formulas, the JSON report's fields, the Chrome trace's names and nesting, rows + uncovered = wall,
+// and generation unchanged by profiling. No duration is asserted.
+#define _GNU_SOURCE
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "check.h"
+#include "normlab.h"
+#include "report.h"
+
+// ln-pre-bias.json: V=11, D=12, H=3, F=20, T=9, L=2, LayerNorm, biases, gelu.
+static const NlConfig CFG = {.vocab_size = 11, .n_layer = 2, .n_head = 3, .n_embd = 12, .block_size = 9, .n_inner = 20,
+                             .norm = NL_NORM_LAYERNORM, .placement = NL_PLACE_PRE, .norm_eps = 1e-5,
+                             .activation = NL_ACT_GELU, .bias = 1, .tie_embeddings = 1};
+
+static void expect_cost(NlComponent c, size_t n, size_t ctx, double flops, double bytes) {
+    double f, b;
+    nl_profile_cost(&CFG, c, n, ctx, &f, &b);
+    CHECK(f == flops && b == bytes, "%s n=%zu ctx=%zu: %g FLOPs %g bytes, expected %g and %g", nl_component_name(c), n, ctx, f, b, flops, bytes);
+}
+
+static void costs_match_hand_computed_formulas(void) {
+    // qkv, 5 positions: 2*5*12*36 + 5*36 bias adds; bytes 4*(12*36 W + 36 b + 5*12 in + 5*36 out)
+    expect_cost(NL_COMP_QKV, 5, 5, 4500, 2832);
+    // attention prefill of 5 at position 0: 4*5*5*12 + 4 * 15 unmasked scores * 3 heads;
+    // bytes 4*(5*36 qkv + 2*5*12 appended + 2*5*12 cache read + 5*12 out)
+    expect_cost(NL_COMP_ATTENTION, 5, 5, 1380, 1920);
+    // attention decode at position 6 (7 keys): 4*7*12 + 4*7*3
+    expect_cost(NL_COMP_ATTENTION, 1, 7, 420, 4 * (36 + 24 + 2 * 7 * 12 + 12));
+    // LayerNorm of 5 rows: 8 FLOPs per element; bytes 4*(2*5*12 + 2*12)
+    expect_cost(NL_COMP_NORM1, 5, 5, 480, 576);
+    expect_cost(NL_COMP_MLP_UP, 5, 5, 2500, 4 * (240 + 20 + 60 + 100));
+    expect_cost(NL_COMP_MLP_DOWN, 1, 3, 2 * 20 * 12 + 12, 4 * (240 + 12 + 20 + 12));
+    expect_cost(NL_COMP_ACTIVATION, 5, 5, 500, 4 * 2 * 100);  // gelu: 5 FLOPs per element
+    expect_cost(NL_COMP_LM_HEAD, 1, 9, 264, 620);
+    expect_cost(NL_COMP_RESIDUAL, 2, 2, 24, 4 * 3 * 24);
+    NlConfig rms = CFG;
+    rms.norm = NL_NORM_RMSNORM;
+    double f, b;
+    nl_profile_cost(&rms, NL_COMP_NORM2, 5, 5, &f, &b);
+    CHECK(f == 300, "RMSNorm of 5 rows: 5 FLOPs per element, got %g", f);
+}
+
+typedef struct {
+    int tokens[64];
+    size_t n;
+} Collected;
+
+static int collect(int token, void *ctx) {
+    Collected *c = ctx;
+    if (c->n < 64) c->tokens[c->n++] = token;
+    return 0;
+}
+
+// Generates 30 tokens from the fixture, with or without a profiler; the profiler is returned.
+static NlProfiler *generate(Collected *out, int profile) {
+    NlModel *m = NULL;
+    NlState *s = NULL;
+    NlSampler *smp = NULL;
+    NlProfiler *p = NULL;
+    NlError err;
+    if (nl_model_load(&m, fixture("ln-pre-bias.json"), &err) != 0 || nl_state_create(&s, m, NULL, &err) != 0 ||
+        nl_sampler_create(&smp, 11, (NlSamplerParams){0.9, 0, 1.0}, 5, &err) != 0 ||
+        (profile && nl_profiler_create(&p, nl_model_config(m), 100000, 0, &err) != 0)) {
+        CHECK(0, "%s", err.msg);
+    } else {
+        nl_state_set_profiler(s, p);
+        int prompt[3] = {1, 2, 3};
+        NlGenerateOptions o = {30, 0};
+        NlGenerateStats st;
+        CHECK(nl_generate(s, smp, prompt, 3, &o, collect, out, &st, &err) == 0, "%s", err.msg);
+    }
+    nl_sampler_free(smp);
+    nl_state_free(s);
+    nl_model_free(m);
+    return p;
+}
+
+static void profiling_does_not_change_the_output(void) {
+    Collected a = {{0}, 0}, b = {{0}, 0};
+    nl_profiler_free(generate(&a, 0));
+    NlProfiler *p = generate(&b, 1);
+    CHECK(a.n == 30 && b.n == 30 && memcmp(a.tokens, b.tokens, sizeof a.tokens) == 0, "same tokens with the profiler on");
+    // 30 tokens: 1 prefill of 3 positions, 29 decode steps (context shifts re-prefill 3 positions each)
+    CHECK(nl_profiler_cell(p, NL_PHASE_PREFILL, 0, NL_COMP_QKV)->calls == 1, "one prefill call per layer");
+    CHECK(nl_profiler_cell(p, NL_PHASE_DECODE, 1, NL_COMP_QKV)->calls == 29, "29 decode calls per layer: %llu",
+          (unsigned long long)nl_profiler_cell(p, NL_PHASE_DECODE, 1, NL_COMP_QKV)->calls);
+    CHECK(nl_profiler_cell(p, NL_PHASE_DECODE, -1, NL_COMP_SAMPLING)->calls == 30, "30 samples");
+    CHECK(nl_profiler_cell(p, NL_PHASE_DECODE, 0, NL_COMP_RESIDUAL)->calls == 58, "two residual adds per step");
+    nl_profiler_free(p);
+}
+
+static cJSON *report_json(const NlProfiler *p, int trace) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    NlReportInfo info = {"fixture \"quoted\"", 1, 1};
+    int rc = trace ? nl_report_trace(f, p, &info) : nl_report_json(f, p, &info);
+    fclose(f);
+    CHECK(rc == 0, "report written");
+    cJSON *root = cJSON_Parse(buf);
+    CHECK(root != NULL, "%s parses as JSON", trace ? "trace" : "report");
+    free(buf);
+    return root;
+}
+
+static void json_report_has_stable_fields_and_covers_the_wall(void) {
+    Collected c = {{0}, 0};
+    NlProfiler *p = generate(&c, 1);
+    cJSON *root = report_json(p, 0);
+    if (!root) { nl_profiler_free(p); return; }
+    CHECK(cJSON_IsString(cJSON_GetObjectItem(root, "model")) && cJSON_IsNumber(cJSON_GetObjectItem(root, "blas_threads")) &&
+          cJSON_IsNumber(cJSON_GetObjectItem(root, "engine_threads")) && cJSON_IsBool(cJSON_GetObjectItem(root, "hw_counters")), "top-level fields");
+    const cJSON *phases = cJSON_GetObjectItem(root, "phases");
+    CHECK(cJSON_GetArraySize(phases) == 2, "prefill and decode");
+    static const char *const ROW_FIELDS[] = {"layer", "component", "calls", "tokens", "seconds", "us_per_token", "share",
+                                             "flops", "gflops_per_s", "bytes", "gb_per_s"};
+    for (const cJSON *ph = phases ? phases->child : NULL; ph; ph = ph->next) {
+        double wall = cJSON_GetObjectItem(ph, "wall_seconds")->valuedouble, sum = 0.0;
+        const cJSON *rows = cJSON_GetObjectItem(ph, "rows");
+        CHECK(cJSON_GetArraySize(rows) == 2 * 9 + 4, "L x 9 layer rows + 4 model rows: %d", cJSON_GetArraySize(rows));
+        for (const cJSON *r = rows->child; r; r = r->next) {
+            for (size_t k = 0; k < sizeof ROW_FIELDS / sizeof ROW_FIELDS[0]; k++)
+                if (!cJSON_HasObjectItem(r, ROW_FIELDS[k])) CHECK(0, "row lacks %s", ROW_FIELDS[k]);
+            sum += cJSON_GetObjectItem(r, "seconds")->valuedouble;
+        }
+        double uncovered = cJSON_GetObjectItem(ph, "uncovered_seconds")->valuedouble;
+        CHECK(fabs(sum + uncovered - wall) <= 1e-9 * (1 + wall), "rows %.9g + uncovered %.9g = wall %.9g", sum, uncovered, wall);
+        CHECK(sum <= wall * (1 + 1e-9), "rows never exceed the phase wall time");
+        CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(ph, "layer_totals")) == 2, "a total per layer");
+        CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(ph, "component_totals")) == NL_COMP_COUNT, "a total per component");
+    }
+    cJSON_Delete(root);
+    nl_profiler_free(p);
+}
+
+static void trace_nests_components_inside_layers(void) {
+    Collected c = {{0}, 0};
+    NlProfiler *p = generate(&c, 1);
+    cJSON *root = report_json(p, 1);
+    if (!root) { nl_profiler_free(p); return; }
+    const cJSON *ev = cJSON_GetObjectItem(root, "traceEvents");
+    int n_layer = 0, n_comp = 0;
+    for (const cJSON *e = ev ? ev->child : NULL; e; e = e->next) {
+        if (strcmp(cJSON_GetObjectItem(e, "ph")->valuestring, "X") != 0) continue;
+        if (strncmp(cJSON_GetObjectItem(e, "name")->valuestring, "layer ", 6) == 0) n_layer++;
+        else n_comp++;
+    }
+    CHECK(n_layer == 2 * 30, "one layer event per layer per forward pass: %d", n_layer);
+    // per forward: 2 layers x 10 component calls + embed + final_norm + lm_head; plus 30 samplings
+    CHECK(n_comp == 30 * (2 * 10 + 3) + 30, "component events: %d", n_comp);
+    // Nesting by time: every component of layer l starts and ends within the next "layer l" event.
+    const cJSON *e = ev ? ev->child : NULL;
+    int inside = 1;
+    for (; e; e = e->next) {
+        if (strcmp(cJSON_GetObjectItem(e, "ph")->valuestring, "X") != 0) continue;
+        int layer = (int)cJSON_GetObjectItem(cJSON_GetObjectItem(e, "args"), "layer")->valuedouble;
+        const char *name = cJSON_GetObjectItem(e, "name")->valuestring;
+        if (layer < 0 || strncmp(name, "layer ", 6) == 0) continue;
+        const cJSON *l = e->next;
+        while (l && strncmp(cJSON_GetObjectItem(l, "name")->valuestring, "layer ", 6) != 0) l = l->next;
+        if (!l) { inside = 0; break; }
+        double ts = cJSON_GetObjectItem(e, "ts")->valuedouble, dur = cJSON_GetObjectItem(e, "dur")->valuedouble;
+        double lts = cJSON_GetObjectItem(l, "ts")->valuedouble, ldur = cJSON_GetObjectItem(l, "dur")->valuedouble;
+        inside &= ts >= lts - 1e-3 && ts + dur <= lts + ldur + 1e-3;  // timestamps printed to 1 ns
+    }
+    CHECK(inside, "every component event lies inside its layer event");
+    cJSON *other = cJSON_GetObjectItem(root, "otherData");
+    CHECK(other && strcmp(cJSON_GetObjectItem(other, "model")->valuestring, "fixture \"quoted\"") == 0, "model name escaped");
+    cJSON_Delete(root);
+    nl_profiler_free(p);
+}
+
+int main(void) {
+    RUN(costs_match_hand_computed_formulas);
+    RUN(profiling_does_not_change_the_output);
+    RUN(json_report_has_stable_fields_and_covers_the_wall);
+    RUN(trace_nests_components_inside_layers);
+    return check_summary("test_profile");
+}
