@@ -14,7 +14,7 @@ PKG_CFLAGS = $(shell pkg-config --cflags openblas libcjson)
 PKG_LIBS = $(shell pkg-config --libs openblas libcjson) -lm
 
 LIB_SRC = engine/model.c engine/safetensors.c engine/jsonx.c engine/fileio.c engine/kernels.c \
-          engine/forward.c engine/sampler.c engine/generate.c engine/eval.c engine/profile.c engine/report.c tokenizer/tokenizer.c
+          engine/forward.c engine/sampler.c engine/generate.c engine/eval.c engine/profile.c engine/report.c engine/stats.c tokenizer/tokenizer.c
 HEADERS = $(wildcard engine/*.h tokenizer/*.h tests/*.h)
 TESTS = test_tokenizer test_kernels test_sampler test_loader test_forward test_golden test_profile
 RUN_ARGS ?= -n 500

@@ -47,7 +47,7 @@ static const float *advance(NlState *s, int *window, size_t *len, size_t T, int 
 static int sample(NlSampler *sampler, const float *logits, NlProfiler *prof) {
     double w = nl_profiler_begin(prof);
     int tok = nl_sampler_sample(sampler, logits);
-    nl_profiler_record(prof, w, -1, NL_COMP_SAMPLING, 1, 0);
+    nl_profiler_record(prof, w, -1, NL_COMP_SAMPLING, 1, 1, 0);
     nl_profiler_add_wall(prof, w);
     return tok;
 }

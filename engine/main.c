@@ -303,7 +303,7 @@ static int load_model(const Options *o, NlModel **model) {
 static int make_state(const Options *o, const NlModel *model, NlState **state) {
     const NlConfig *c = nl_model_config(model);
     NlRunOptions run = {o->norm >= 0 ? (NlNormType)o->norm : c->norm,
-                        o->placement >= 0 ? (NlPlacement)o->placement : c->placement};
+                        o->placement >= 0 ? (NlPlacement)o->placement : c->placement, 1};
     if (run.norm != c->norm || run.placement != c->placement)
         fprintf(stderr, "normlab: warning: the model was trained as %s/%s; running it as %s/%s\n",
                 nl_config_norm_name(c->norm), nl_config_placement_name(c->placement),

@@ -101,13 +101,15 @@ const char *nl_config_activation_name(NlActivation activation);
 typedef struct {
     NlNormType norm;         // run the norms as this type (may differ from the config)
     NlPlacement placement;   // run the blocks with this placement
+    int batch;               // independent sequences per forward call, at most (0 means 1)
 } NlRunOptions;
 
-// Allocates activations and the KV cache for T positions. opts NULL runs the model as configured.
-// A placement override to "pre" on a model without ln_f uses a final norm of unit gain, no bias.
+// Allocates activations and the KV cache for `batch` sequences of T positions. opts NULL runs the
+// model as configured, one sequence at a time. A placement override to "pre" on a model without
+// ln_f uses a final norm of unit gain, no bias.
 int nl_state_create(NlState **out, const NlModel *model, const NlRunOptions *opts, NlError *err);
 void nl_state_free(NlState *state);
-size_t nl_state_kv_bytes(const NlModel *model);
+size_t nl_state_kv_bytes(const NlModel *model);  // per sequence
 // The config the state runs: the model's, with the run options applied.
 const NlConfig *nl_state_config(const NlState *state);
 
@@ -117,6 +119,10 @@ const NlConfig *nl_state_config(const NlState *state);
 // n == 1 is decoding (matrix-vector products); n > 1 is a batched prefill (matrix-matrix).
 // Never allocates.
 const float *nl_forward(NlState *state, const int *tokens, size_t n, size_t pos, size_t n_logits);
+// The same for B <= batch independent sequences at once: tokens (B, n), each sequence with its own
+// KV cache, all at positions pos..pos+n-1. Rows of all sequences share each matrix product.
+// Returns logits (B, n_logits, V).
+const float *nl_forward_batch(NlState *state, const int *tokens, size_t B, size_t n, size_t pos, size_t n_logits);
 
 // ---- sampler (sampler.c)
 
@@ -227,7 +233,7 @@ void nl_profiler_set_phase(NlProfiler *prof, NlPhase phase);
 // Brackets a stretch of wall time that belongs to the current phase (rows should cover it).
 double nl_profiler_begin(NlProfiler *prof);  // returns a timestamp; 0 and no clock read when prof is NULL
 void nl_profiler_add_wall(NlProfiler *prof, double begin);
-void nl_profiler_record(NlProfiler *prof, double begin, int layer, NlComponent comp, size_t n, size_t ctx);
+void nl_profiler_record(NlProfiler *prof, double begin, int layer, NlComponent comp, size_t batch, size_t n, size_t ctx);
 void nl_profiler_record_layer(NlProfiler *prof, double begin, int layer);
 
 const NlProfileCell *nl_profiler_cell(const NlProfiler *prof, NlPhase phase, int layer, NlComponent comp);
@@ -239,8 +245,29 @@ const NlConfig *nl_profiler_config(const NlProfiler *prof);
 const char *nl_component_name(NlComponent comp);
 const char *nl_phase_name(NlPhase phase);
 
-// FLOPs and bytes of one call of comp on n positions whose attention sees ctx keys (pos + n), by
-// the counting rules in README "Profiling". Deterministic: the tests check them by hand.
-void nl_profile_cost(const NlConfig *cfg, NlComponent comp, size_t n, size_t ctx, double *flops, double *bytes);
+// FLOPs and bytes of one call of comp on `batch` sequences of n positions whose attention sees ctx
+// keys (pos + n), by the counting rules in README "Profiling". Deterministic: tests check them.
+void nl_profile_cost(const NlConfig *cfg, NlComponent comp, size_t batch, size_t n, size_t ctx, double *flops, double *bytes);
+
+// ---- hidden-state statistics and the invariance experiment (stats.c)
+
+typedef enum { NL_INV_SCALE_HALF, NL_INV_SCALE_2, NL_INV_SCALE_10, NL_INV_SHIFT_1, NL_INV_COUNT } NlInvarianceCase;
+
+typedef struct NlStats NlStats;
+// Collects, over every position a forward pass runs: the RMS and the |mean| of the residual stream
+// entering each block (layer L: leaving the last one) and the std of each norm's output. With
+// invariance set, every norm input x is also normalised as x*0.5, x*2, x*10 and x+1 by both
+// LayerNorm and RMSNorm (with the model's gains), recording the largest change of the output.
+int nl_stats_create(NlStats **out, const NlConfig *cfg, size_t max_rows, int invariance, NlError *err);
+void nl_stats_free(NlStats *stats);
+void nl_state_set_stats(NlState *state, NlStats *stats);
+double nl_stats_residual_rms(const NlStats *stats, int layer);       // mean over positions, layer 0..L
+double nl_stats_residual_abs_mean(const NlStats *stats, int layer);  // mean |per-position mean|
+double nl_stats_norm_std(const NlStats *stats, int layer);           // layer L: the final norm
+double nl_stats_invariance(const NlStats *stats, NlNormType type, NlInvarianceCase c);
+const char *nl_invariance_name(NlInvarianceCase c);
+// Called by the forward pass (rows x D).
+void nl_stats_residual(NlStats *stats, int layer, const float *x, size_t rows);
+void nl_stats_norm(NlStats *stats, int layer, const float *in, const float *out, NlNormWeights w, size_t rows);
 
 #endif

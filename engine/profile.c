@@ -130,18 +130,18 @@ static void add_event(NlProfiler *p, double begin, double end, int layer, int co
     p->events[p->n_events++] = (NlProfileEvent){begin - p->t_origin, end - begin, (int16_t)layer, (uint8_t)comp, (uint8_t)p->phase};
 }
 
-void nl_profiler_record(NlProfiler *p, double begin, int layer, NlComponent comp, size_t n, size_t ctx) {
+void nl_profiler_record(NlProfiler *p, double begin, int layer, NlComponent comp, size_t batch, size_t n, size_t ctx) {
     if (!p) return;
     double end = now();
     NlProfileCell *c = cell(p, p->phase, layer, comp);
     double flops, bytes;
-    nl_profile_cost(&p->cfg, comp, n, ctx, &flops, &bytes);
+    nl_profile_cost(&p->cfg, comp, batch, n, ctx, &flops, &bytes);
     c->calls++;
-    c->tokens += n;
+    c->tokens += batch * n;
     c->seconds += end - begin;
     c->flops += flops;
     c->bytes += bytes;
-    if (comp == NL_COMP_EMBED) p->tokens[p->phase] += n;
+    if (comp == NL_COMP_EMBED) p->tokens[p->phase] += batch * n;
     if (p->hw_fd >= 0) {
         uint64_t hw[2];
         hw_read(p, hw);
@@ -186,14 +186,25 @@ static double act_flops(NlActivation a) {
     return a == NL_ACT_GELU ? 5 : a == NL_ACT_GELU_TANH ? 9 : 1;
 }
 
-// A linear (n, in) -> (n, out): 2 n in out FLOPs (+ n out for the bias).
+// A linear (n, in) -> (n, out): 2 n in out FLOPs (+ n out for the bias); weights read once.
 static void linear_cost(const NlConfig *c, double n, double in, double out, double *flops, double *bytes) {
     *flops = 2 * n * in * out + (c->bias ? n * out : 0);
     *bytes = 4 * (in * out + (c->bias ? out : 0) + n * in + n * out);
 }
 
-void nl_profile_cost(const NlConfig *c, NlComponent comp, size_t n_, size_t ctx_, double *flops, double *bytes) {
-    double n = (double)n_, ctx = (double)ctx_, D = c->n_embd, F = c->n_inner, V = c->vocab_size;
+// Attention of one sequence: n queries against ctx keys.
+static void attention_cost(const NlConfig *c, double n, double ctx, double *flops, double *bytes) {
+    double D = c->n_embd;
+    // q k^T and p v over every (query, key) pair computed: n x ctx per head, 2 Dh FLOPs each,
+    // so 4 n ctx D in all; softmax (max, subtract + exp, sum, scale) 4 per unmasked score.
+    double unmasked = n * (ctx - n) + n * (n + 1) / 2;
+    *flops = 4 * n * ctx * D + 4 * unmasked * c->n_head;
+    *bytes = 4 * (n * 3 * D + 2 * n * D + 2 * ctx * D + n * D);  // qkv in, K/V appended, K/V read, out
+}
+
+void nl_profile_cost(const NlConfig *c, NlComponent comp, size_t batch, size_t n_, size_t ctx_, double *flops, double *bytes) {
+    double B = (double)batch, ctx = (double)ctx_, D = c->n_embd, F = c->n_inner, V = c->vocab_size;
+    double n = B * (double)n_;  // rows through the row-wise components and the linears
     *flops = 0;
     *bytes = 0;
     switch (comp) {
@@ -206,18 +217,15 @@ void nl_profile_cost(const NlConfig *c, NlComponent comp, size_t n_, size_t ctx_
     case NL_COMP_ATTN_PROJ: linear_cost(c, n, D, D, flops, bytes); break;
     case NL_COMP_MLP_UP: linear_cost(c, n, D, F, flops, bytes); break;
     case NL_COMP_MLP_DOWN: linear_cost(c, n, F, D, flops, bytes); break;
-    case NL_COMP_ATTENTION: {
-        // q k^T and p v over every (query, key) pair computed: n x ctx per head, 2 Dh FLOPs each,
-        // so 4 n ctx D in all; softmax (max, subtract + exp, sum, scale) 4 per unmasked score.
-        double unmasked = n * (ctx - n) + n * (n + 1) / 2;
-        *flops = 4 * n * ctx * D + 4 * unmasked * c->n_head;
-        *bytes = 4 * (n * 3 * D + 2 * n * D + 2 * ctx * D + n * D);  // qkv in, K/V appended, K/V read, out
+    case NL_COMP_ATTENTION:
+        attention_cost(c, (double)n_, ctx, flops, bytes);
+        *flops *= B;
+        *bytes *= B;
         break;
-    }
     case NL_COMP_RESIDUAL: *flops = n * D; *bytes = 4 * 3 * n * D; break;
     case NL_COMP_ACTIVATION: *flops = n * F * act_flops(c->activation); *bytes = 4 * 2 * n * F; break;
     case NL_COMP_LM_HEAD: *flops = 2 * n * D * V; *bytes = 4 * (V * D + n * D + n * V); break;
-    case NL_COMP_SAMPLING: *flops = 0; *bytes = 4 * V; break;
+    case NL_COMP_SAMPLING: *flops = 0; *bytes = 4 * B * V; break;
     case NL_COMP_COUNT: break;
     }
 }

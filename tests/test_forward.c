@@ -92,7 +92,7 @@ static void overrides_run_every_norm_and_placement(void) {
     for (int f = 0; f < 2; f++)
         for (int norm = 0; norm < 2; norm++)
             for (int place = 0; place < 2; place++) {
-                NlRunOptions o = {(NlNormType)norm, (NlPlacement)place};
+                NlRunOptions o = {(NlNormType)norm, (NlPlacement)place, 1};
                 compare_one(names[f], &o);
             }
 }
@@ -186,10 +186,49 @@ static void generation_matches_reference_past_the_window(void) {
     }
 }
 
+// 16 sequences through one batched state give each sequence's logits alone (LN/RMS statistics are
+// per position, so a batch cannot leak between sequences), in prefill and in KV-cache decoding.
+static void batch_of_16_matches_each_sequence_alone(void) {
+    const char *names[] = {"ln-post-bias.json", "rms-pre-nobias.json"};
+    for (int f = 0; f < 2; f++) {
+        Setup one, many;
+        if (setup(&one, names[f], NULL) != 0) return;
+        NlRunOptions o = {one.cfg.norm, one.cfg.placement, 16};
+        NlError err;
+        many = one;
+        CHECK(nl_state_create(&many.state, one.model, &o, &err) == 0, "%s", err.msg);
+        int ids[16 * 9];
+        random_tokens(ids, sizeof ids / sizeof ids[0], one.V, 17);
+        size_t T = (size_t)one.T, V = (size_t)one.V;
+        float *batched = malloc(16 * T * V * sizeof *batched);
+        memcpy(batched, nl_forward_batch(many.state, ids, 16, T - 1, 0, T - 1), 16 * (T - 1) * V * sizeof *batched);
+        double worst = 0.0;
+        for (size_t b = 0; b < 16; b++) {
+            const float *alone = nl_forward(one.state, ids + b * (T - 1), T - 1, 0, T - 1);
+            for (size_t i = 0; i < (T - 1) * V; i++) worst = fmax(worst, fabs(alone[i] - batched[b * (T - 1) * V + i]));
+        }
+        // decode one more token per sequence: the batched KV caches must be each sequence's own
+        int next[16];
+        for (int b = 0; b < 16; b++) next[b] = (b * 7) % one.V;
+        memcpy(batched, nl_forward_batch(many.state, next, 16, 1, T - 1, 1), 16 * V * sizeof *batched);
+        for (size_t b = 0; b < 16; b++) {
+            nl_forward(one.state, ids + b * (T - 1), T - 1, 0, 1);
+            const float *alone = nl_forward(one.state, &next[b], 1, T - 1, 1);
+            for (size_t v = 0; v < V; v++) worst = fmax(worst, fabs(alone[v] - batched[b * V + v]));
+        }
+        printf("     %s: batch of 16 vs alone, max |delta logit| = %.3g\n", names[f], worst);
+        CHECK(worst <= ATOL, "%s: batch changes logits by %g", names[f], worst);
+        free(batched);
+        nl_state_free(many.state);
+        teardown(&one);
+    }
+}
+
 int main(void) {
     RUN(forward_matches_naive_reference_on_every_fixture);
     RUN(overrides_run_every_norm_and_placement);
     RUN(eval_scores_each_character_once_with_windowed_context);
     RUN(generation_matches_reference_past_the_window);
+    RUN(batch_of_16_matches_each_sequence_alone);
     return check_summary("test_forward");
 }

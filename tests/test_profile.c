@@ -18,31 +18,34 @@ static const NlConfig CFG = {.vocab_size = 11, .n_layer = 2, .n_head = 3, .n_emb
                              .norm = NL_NORM_LAYERNORM, .placement = NL_PLACE_PRE, .norm_eps = 1e-5,
                              .activation = NL_ACT_GELU, .bias = 1, .tie_embeddings = 1};
 
-static void expect_cost(NlComponent c, size_t n, size_t ctx, double flops, double bytes) {
+static void expect_cost(NlComponent c, size_t B, size_t n, size_t ctx, double flops, double bytes) {
     double f, b;
-    nl_profile_cost(&CFG, c, n, ctx, &f, &b);
+    nl_profile_cost(&CFG, c, B, n, ctx, &f, &b);
     CHECK(f == flops && b == bytes, "%s n=%zu ctx=%zu: %g FLOPs %g bytes, expected %g and %g", nl_component_name(c), n, ctx, f, b, flops, bytes);
 }
 
 static void costs_match_hand_computed_formulas(void) {
     // qkv, 5 positions: 2*5*12*36 + 5*36 bias adds; bytes 4*(12*36 W + 36 b + 5*12 in + 5*36 out)
-    expect_cost(NL_COMP_QKV, 5, 5, 4500, 2832);
+    expect_cost(NL_COMP_QKV, 1, 5, 5, 4500, 2832);
     // attention prefill of 5 at position 0: 4*5*5*12 + 4 * 15 unmasked scores * 3 heads;
     // bytes 4*(5*36 qkv + 2*5*12 appended + 2*5*12 cache read + 5*12 out)
-    expect_cost(NL_COMP_ATTENTION, 5, 5, 1380, 1920);
+    expect_cost(NL_COMP_ATTENTION, 1, 5, 5, 1380, 1920);
     // attention decode at position 6 (7 keys): 4*7*12 + 4*7*3
-    expect_cost(NL_COMP_ATTENTION, 1, 7, 420, 4 * (36 + 24 + 2 * 7 * 12 + 12));
+    expect_cost(NL_COMP_ATTENTION, 1, 1, 7, 420, 4 * (36 + 24 + 2 * 7 * 12 + 12));
     // LayerNorm of 5 rows: 8 FLOPs per element; bytes 4*(2*5*12 + 2*12)
     expect_cost(NL_COMP_NORM1, 5, 5, 480, 576);
-    expect_cost(NL_COMP_MLP_UP, 5, 5, 2500, 4 * (240 + 20 + 60 + 100));
-    expect_cost(NL_COMP_MLP_DOWN, 1, 3, 2 * 20 * 12 + 12, 4 * (240 + 12 + 20 + 12));
-    expect_cost(NL_COMP_ACTIVATION, 5, 5, 500, 4 * 2 * 100);  // gelu: 5 FLOPs per element
-    expect_cost(NL_COMP_LM_HEAD, 1, 9, 264, 620);
-    expect_cost(NL_COMP_RESIDUAL, 2, 2, 24, 4 * 3 * 24);
+    expect_cost(NL_COMP_MLP_UP, 1, 5, 5, 2500, 4 * (240 + 20 + 60 + 100));
+    expect_cost(NL_COMP_MLP_DOWN, 1, 1, 3, 2 * 20 * 12 + 12, 4 * (240 + 12 + 20 + 12));
+    expect_cost(NL_COMP_ACTIVATION, 1, 5, 5, 500, 4 * 2 * 100);  // gelu: 5 FLOPs per element
+    expect_cost(NL_COMP_LM_HEAD, 1, 1, 9, 264, 620);
+    expect_cost(NL_COMP_RESIDUAL, 1, 2, 2, 24, 4 * 3 * 24);
+    // two sequences: row-wise work doubles; a linear reads its weights once for both
+    expect_cost(NL_COMP_ATTENTION, 2, 5, 5, 2 * 1380, 2 * 1920);
+    expect_cost(NL_COMP_QKV, 2, 5, 5, 9000, 4 * (432 + 36 + 120 + 360));
     NlConfig rms = CFG;
     rms.norm = NL_NORM_RMSNORM;
     double f, b;
-    nl_profile_cost(&rms, NL_COMP_NORM2, 5, 5, &f, &b);
+    nl_profile_cost(&rms, NL_COMP_NORM2, 1, 5, 5, &f, &b);
     CHECK(f == 300, "RMSNorm of 5 rows: 5 FLOPs per element, got %g", f);
 }
 

@@ -1,0 +1,106 @@
+// stats.c — hidden-state statistics and the LayerNorm/RMSNorm invariance experiment, collected
+// from the forward pass when a collector is attached to the state.
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "kernels.h"
+#include "normlab.h"
+
+typedef struct {
+    double rms, abs_mean;  // sums over positions of the residual stream's RMS and |mean|
+    uint64_t positions;
+    double norm_std;       // sum over positions (of both norms) of the output's std
+    uint64_t norm_positions;
+} LayerStats;
+
+struct NlStats {
+    NlConfig cfg;
+    LayerStats *layers;    // (L + 1)
+    int invariance;
+    double max_change[2][NL_INV_COUNT];  // [norm type][case]
+    float *scratch;        // (3, max_rows, D) perturbed input, reference and perturbed outputs
+    size_t max_rows;
+};
+
+static const char *const INV_NAMES[NL_INV_COUNT] = {"scale_0.5", "scale_2", "scale_10", "shift_1"};
+const char *nl_invariance_name(NlInvarianceCase c) { return INV_NAMES[c]; }
+
+int nl_stats_create(NlStats **out, const NlConfig *cfg, size_t max_rows, int invariance, NlError *err) {
+    *out = NULL;
+    NlStats *s = calloc(1, sizeof *s);
+    if (s) {
+        s->layers = calloc((size_t)cfg->n_layer + 1, sizeof *s->layers);
+        if (invariance) s->scratch = malloc(3 * max_rows * (size_t)cfg->n_embd * sizeof(float));
+    }
+    if (!s || !s->layers || (invariance && !s->scratch)) {
+        nl_stats_free(s);
+        snprintf(err->msg, sizeof err->msg, "out of memory for hidden-state statistics");
+        return -1;
+    }
+    s->cfg = *cfg;
+    s->invariance = invariance;
+    s->max_rows = max_rows;
+    *out = s;
+    return 0;
+}
+
+void nl_stats_free(NlStats *s) {
+    if (!s) return;
+    free(s->layers);
+    free(s->scratch);
+    free(s);
+}
+
+void nl_stats_residual(NlStats *s, int layer, const float *x, size_t rows) {
+    size_t D = (size_t)s->cfg.n_embd;
+    LayerStats *ls = &s->layers[layer];
+    for (size_t r = 0; r < rows; r++, x += D) {
+        double sum = 0.0, sq = 0.0;
+        for (size_t i = 0; i < D; i++) { sum += x[i]; sq += (double)x[i] * x[i]; }
+        ls->rms += sqrt(sq / (double)D);
+        ls->abs_mean += fabs(sum / (double)D);
+    }
+    ls->positions += rows;
+}
+
+// Largest |N(perturbed in) - N(in)| under norm type t, for one case, over rows.
+static double change(NlStats *s, NlNormType t, NlInvarianceCase c, const float *in, NlNormWeights w, size_t rows) {
+    static const double SCALE[NL_INV_COUNT] = {0.5, 2.0, 10.0, 1.0}, SHIFT[NL_INV_COUNT] = {0, 0, 0, 1.0};
+    size_t D = (size_t)s->cfg.n_embd, count = rows * D;
+    float *xp = s->scratch, *ref = xp + count, *got = ref + count;
+    float eps = (float)s->cfg.norm_eps;
+    for (size_t i = 0; i < count; i++) xp[i] = (float)(in[i] * SCALE[c] + SHIFT[c]);
+    nl_norm(ref, in, w, t, rows, D, eps);
+    nl_norm(got, xp, w, t, rows, D, eps);
+    double worst = 0.0;
+    for (size_t i = 0; i < count; i++) worst = fmax(worst, fabs((double)got[i] - ref[i]));
+    return worst;
+}
+
+void nl_stats_norm(NlStats *s, int layer, const float *in, const float *out, NlNormWeights w, size_t rows) {
+    size_t D = (size_t)s->cfg.n_embd;
+    LayerStats *ls = &s->layers[layer];
+    for (size_t r = 0; r < rows; r++) {
+        const float *y = out + r * D;
+        double sum = 0.0, sq = 0.0;
+        for (size_t i = 0; i < D; i++) sum += y[i];
+        double mean = sum / (double)D;
+        for (size_t i = 0; i < D; i++) sq += (y[i] - mean) * (y[i] - mean);
+        ls->norm_std += sqrt(sq / (double)D);
+    }
+    ls->norm_positions += rows;
+    if (!s->invariance || rows > s->max_rows) return;
+    for (int t = 0; t < 2; t++)
+        for (int c = 0; c < NL_INV_COUNT; c++) {
+            double d = change(s, (NlNormType)t, (NlInvarianceCase)c, in, w, rows);
+            if (d > s->max_change[t][c]) s->max_change[t][c] = d;
+        }
+}
+
+static double per(double sum, uint64_t n) { return n ? sum / (double)n : 0.0; }
+
+double nl_stats_residual_rms(const NlStats *s, int layer) { return per(s->layers[layer].rms, s->layers[layer].positions); }
+double nl_stats_residual_abs_mean(const NlStats *s, int layer) { return per(s->layers[layer].abs_mean, s->layers[layer].positions); }
+double nl_stats_norm_std(const NlStats *s, int layer) { return per(s->layers[layer].norm_std, s->layers[layer].norm_positions); }
+double nl_stats_invariance(const NlStats *s, NlNormType t, NlInvarianceCase c) { return s->max_change[t][c]; }
