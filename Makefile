@@ -14,9 +14,9 @@ PKG_CFLAGS = $(shell pkg-config --cflags openblas libcjson)
 PKG_LIBS = $(shell pkg-config --libs openblas libcjson) -lm
 
 LIB_SRC = engine/model.c engine/safetensors.c engine/jsonx.c engine/fileio.c engine/kernels.c \
-          engine/forward.c engine/sampler.c engine/generate.c engine/eval.c engine/profile.c engine/report.c engine/stats.c tokenizer/tokenizer.c
+          engine/forward.c engine/sampler.c engine/generate.c engine/eval.c engine/profile.c engine/report.c engine/stats.c engine/compare.c tokenizer/tokenizer.c
 HEADERS = $(wildcard engine/*.h tokenizer/*.h tests/*.h)
-TESTS = test_tokenizer test_kernels test_sampler test_loader test_forward test_golden test_profile
+TESTS = test_tokenizer test_kernels test_sampler test_loader test_forward test_golden test_profile test_compare
 RUN_ARGS ?= -n 500
 
 .PHONY: all deps run test test-plain test-san parity eval-models clean format

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -39,6 +40,10 @@ typedef struct {
     long stride;  // 0: T/2
     int profile, counters;
     const char *json_out, *trace_out;
+    int also_swap, invariance, repeats;
+    const char *csv_out, *plot_dir;
+    char **models;  // compare: the positional model arguments
+    int n_models;
 } Options;
 
 static const char *const HELP_MAIN =
@@ -50,6 +55,7 @@ static const char *const HELP_MAIN =
     "  info       a model's configuration, parameters and memory\n"
     "  logits     the logits of every position of a text, as JSON lines\n"
     "  profile    where the time and FLOPs of a forward pass go, layer by layer\n"
+    "  compare    models that differ in normalization, side by side on one text\n"
     "  help CMD   the options of one command\n"
     "\n"
     "normlab --version prints the version. Exit status: 0 ok, 1 runtime or data error, 2 usage error.\n";
@@ -89,6 +95,22 @@ static const char *const HELP_PROFILE =
     "      --counters         add instructions per cycle from Linux perf counters, when available\n"
     "      --seed, --temperature, --top-k, --top-p, --norm, --placement, --exact-window as for generate\n";
 
+static const char *const HELP_COMPARE =
+    "usage: normlab compare MODEL... --text FILE [--json OUT] [--csv OUT] [--plot-dir DIR]\n"
+    "                       [--also-swap] [--invariance] [--repeats N] [--threads N]\n"
+    "\n"
+    "The same text through every model: one row per model with norm type, placement, parameters,\n"
+    "bits/char and perplexity, prefill and decode tokens/s (medians), the share of forward time in\n"
+    "normalization, per-layer hidden-state statistics, and the largest logit difference between a\n"
+    "sequence alone and in a batch of 16, and between prefill and KV-cache decoding.\n"
+    "      --text FILE        UTF-8 text to score (every model must know its characters)\n"
+    "      --also-swap        add, per model, a row with the other norm type and one with the other placement\n"
+    "      --invariance       the LayerNorm/RMSNorm invariance experiment on the text's activations\n"
+    "      --repeats N        timing repeats (default 5)\n"
+    "      --json OUT, --csv OUT   the rows as JSON (an array of objects) or CSV\n"
+    "      --plot-dir DIR     PNG charts via tools/plot_compare.py (needs python3-matplotlib)\n"
+    "      --skip-unknown     drop characters a model does not know\n";
+
 static const char *const HELP_EVAL =
     "usage: normlab eval [-m MODEL] --text FILE [--json] [--stride N] [--skip-unknown]\n"
     "\n"
@@ -118,7 +140,8 @@ static const char *const HELP_INFO =
     "and the provenance stored with the weights.\n";
 
 enum { OPT_TEMP = 256, OPT_TOPK, OPT_TOPP, OPT_SEED, OPT_NORM, OPT_PLACEMENT, OPT_THREADS, OPT_EXACT,
-       OPT_SKIP, OPT_JSON, OPT_TEXT, OPT_STRIDE, OPT_ECHO, OPT_PROFILE, OPT_JSON_OUT, OPT_TRACE, OPT_COUNTERS };
+       OPT_SKIP, OPT_JSON, OPT_TEXT, OPT_STRIDE, OPT_ECHO, OPT_PROFILE, OPT_JSON_OUT, OPT_TRACE, OPT_COUNTERS,
+       OPT_ALSO_SWAP, OPT_INVARIANCE, OPT_REPEATS, OPT_CSV, OPT_PLOT_DIR };
 
 static void usage_error(const char *cmd, const char *fmt, const char *arg) {
     fprintf(stderr, "normlab %s: ", cmd);
@@ -179,6 +202,14 @@ static int apply_option(Options *o, int c, const char *arg) {
     case OPT_COUNTERS: o->counters = 1; return 0;
     case OPT_JSON_OUT: o->json_out = arg; return 0;
     case OPT_TRACE: o->trace_out = arg; return 0;
+    case OPT_ALSO_SWAP: o->also_swap = 1; return 0;
+    case OPT_INVARIANCE: o->invariance = 1; return 0;
+    case OPT_CSV: o->csv_out = arg; return 0;
+    case OPT_PLOT_DIR: o->plot_dir = arg; return 0;
+    case OPT_REPEATS:
+        if (parse_long(arg, 1, 1000, &v) != 0) { usage_error(o->cmd, "--repeats must be an integer in [1, 1000], got '%s'", arg); return EXIT_USAGE; }
+        o->repeats = (int)v;
+        return 0;
     case 'n':
         if (parse_long(arg, 0, 1000000000L, &v) != 0) { usage_error(o->cmd, "-n must be an integer in [0, 1000000000], got '%s'", arg); return EXIT_USAGE; }
         o->n_new = v;
@@ -233,10 +264,13 @@ static int parse_options(Options *o, int argc, char **argv, const int *allowed) 
         {"text", required_argument, 0, OPT_TEXT},  {"stride", required_argument, 0, OPT_STRIDE},
         {"echo", no_argument, 0, OPT_ECHO},        {"help", no_argument, 0, 'h'},
         {"profile", no_argument, 0, OPT_PROFILE},  {"trace", required_argument, 0, OPT_TRACE},
-        {"counters", no_argument, 0, OPT_COUNTERS}, {0, 0, 0, 0}};
+        {"counters", no_argument, 0, OPT_COUNTERS}, {"also-swap", no_argument, 0, OPT_ALSO_SWAP},
+        {"invariance", no_argument, 0, OPT_INVARIANCE}, {"repeats", required_argument, 0, OPT_REPEATS},
+        {"csv", required_argument, 0, OPT_CSV},    {"plot-dir", required_argument, 0, OPT_PLOT_DIR},
+        {0, 0, 0, 0}};
     struct option long_profile[sizeof LONG / sizeof LONG[0]];
     const struct option *table = LONG;
-    if (strcmp(o->cmd, "profile") == 0) {  // there --json names the output file
+    if (strcmp(o->cmd, "profile") == 0 || strcmp(o->cmd, "compare") == 0) {  // there --json names a file
         memcpy(long_profile, LONG, sizeof LONG);
         for (struct option *x = long_profile; x->name; x++)
             if (strcmp(x->name, "json") == 0) { x->has_arg = required_argument; x->val = OPT_JSON_OUT; }
@@ -259,6 +293,11 @@ static int parse_options(Options *o, int argc, char **argv, const int *allowed) 
         if (!ok) { usage_error(o->cmd, "option '%s' does not apply to this command", argv[optind - 1]); return EXIT_USAGE; }
         int rc = apply_option(o, c, optarg);
         if (rc != 0) return rc;
+    }
+    if (strcmp(o->cmd, "compare") == 0) {
+        o->models = argv + optind;
+        o->n_models = argc - optind;
+        return 0;
     }
     if (optind < argc) { usage_error(o->cmd, "unexpected argument '%s'", argv[optind]); return EXIT_USAGE; }
     return 0;
@@ -375,9 +414,9 @@ static int attach_profiler(const Options *o, const NlModel *model, NlState *stat
     return 0;
 }
 
-// Opens profile's --json and --trace files before any work, so a bad path fails early.
+// Opens the --json and --trace (or --csv) files before any work, so a bad path fails early.
 static int open_outputs(const Options *o, FILE **json_f, FILE **trace_f) {
-    const char *paths[2] = {o->json_out, o->trace_out};
+    const char *paths[2] = {o->json_out, o->trace_out ? o->trace_out : o->csv_out};
     FILE **files[2] = {json_f, trace_f};
     for (int i = 0; i < 2; i++) {
         if (!paths[i]) continue;
@@ -393,9 +432,10 @@ static int open_outputs(const Options *o, FILE **json_f, FILE **trace_f) {
 // Closes the output files; on failure removes them, so nothing half-written stays behind.
 static int close_outputs(const Options *o, FILE *json_f, FILE *trace_f, int rc) {
     if (json_f && fclose(json_f) != 0 && !rc) { fprintf(stderr, "normlab: %s: write failed\n", o->json_out); rc = EXIT_DATA; }
-    if (trace_f && fclose(trace_f) != 0 && !rc) { fprintf(stderr, "normlab: %s: write failed\n", o->trace_out); rc = EXIT_DATA; }
+    const char *second = o->trace_out ? o->trace_out : o->csv_out;
+    if (trace_f && fclose(trace_f) != 0 && !rc) { fprintf(stderr, "normlab: %s: write failed\n", second); rc = EXIT_DATA; }
     if (rc && json_f) unlink(o->json_out);
-    if (rc && trace_f) unlink(o->trace_out);
+    if (rc && trace_f) unlink(second);
     return rc;
 }
 
@@ -611,6 +651,116 @@ cleanup:
     return rc;
 }
 
+// ---- compare
+
+// The directory of the running binary (for tools/), into buf.
+static const char *exe_dir(char *buf, size_t len) {
+    ssize_t n = readlink("/proc/self/exe", buf, len - 1);
+    if (n <= 0) return ".";
+    buf[n] = '\0';
+    char *slash = strrchr(buf, '/');
+    if (slash) *slash = '\0';
+    return buf;
+}
+
+// Measures every row of one model: as trained, then (with --also-swap) other norm, other placement.
+static int compare_one(const Options *o, const char *path, const char *text, size_t len, NlCompareRow *rows, size_t *n_rows) {
+    NlModel *model = NULL;
+    int *ids = NULL;
+    size_t n = 0, skipped = 0;
+    Options with = *o;
+    with.model = path;
+    int rc = load_model(&with, &model);
+    if (!rc) {
+        char what[4400];
+        snprintf(what, sizeof what, "%s (for %s)", o->text_file, path);
+        rc = encode(model, what, text, len, o->skip_unknown, &ids, &n, &skipped);
+    }
+    if (!rc && n < 2) { fprintf(stderr, "normlab: %s: the text needs at least 2 known characters\n", o->text_file); rc = EXIT_DATA; }
+    const NlConfig *c = model ? nl_model_config(model) : NULL;
+    NlRunOptions runs[3];
+    int n_runs = 0;
+    if (!rc) {
+        runs[n_runs++] = (NlRunOptions){c->norm, c->placement, 1};
+        if (o->also_swap) {
+            runs[n_runs++] = (NlRunOptions){c->norm == NL_NORM_LAYERNORM ? NL_NORM_RMSNORM : NL_NORM_LAYERNORM, c->placement, 1};
+            runs[n_runs++] = (NlRunOptions){c->norm, c->placement == NL_PLACE_PRE ? NL_PLACE_POST : NL_PLACE_PRE, 1};
+        }
+    }
+    NlCompareOptions copts = {o->repeats, o->invariance};
+    for (int r = 0; !rc && r < n_runs; r++) {
+        NlError err;
+        if (isatty(STDERR_FILENO)) fprintf(stderr, "\rcompare: %s as %s/%s ...   ", path, nl_config_norm_name(runs[r].norm), nl_config_placement_name(runs[r].placement));
+        if (nl_compare_model(model, runs[r], ids, n, &copts, &rows[*n_rows], &err) != 0) {
+            fprintf(stderr, "normlab: %s: %s\n", path, err.msg);
+            rc = EXIT_DATA;
+        } else {
+            (*n_rows)++;
+        }
+    }
+    free(ids);
+    nl_model_free(model);
+    return rc;
+}
+
+static int run_plots(const Options *o) {
+    char dir[4096], cmd[16384];
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 '%s/tools/plot_compare.py' '%s' '%s' >&2", exe_dir(dir, sizeof dir),
+             o->json_out, o->plot_dir);
+    if (strchr(o->json_out, '\'') || strchr(o->plot_dir, '\'')) {
+        fprintf(stderr, "normlab: --plot-dir and --json paths must not contain a single quote\n");
+        return EXIT_USAGE;
+    }
+    if (system(cmd) != 0) {
+        fprintf(stderr, "normlab: tools/plot_compare.py failed (is python3-matplotlib installed?)\n");
+        return EXIT_DATA;
+    }
+    return 0;
+}
+
+static int cmd_compare(Options *o) {
+    if (o->n_models == 0) { usage_error(o->cmd, "%s", "give at least one MODEL"); return EXIT_USAGE; }
+    if (!o->text_file) { usage_error(o->cmd, "%s", "--text FILE is required"); return EXIT_USAGE; }
+    char json_default[4200];
+    if (o->plot_dir && mkdir(o->plot_dir, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "normlab: %s: cannot create: %s\n", o->plot_dir, strerror(errno));
+        return EXIT_DATA;
+    }
+    if (o->plot_dir && !o->json_out) {  // the plots are drawn from the JSON
+        snprintf(json_default, sizeof json_default, "%s/compare.json", o->plot_dir);
+        o->json_out = json_default;
+    }
+    FILE *json_f = NULL, *csv_f = NULL;
+    char *text = NULL;
+    size_t len = 0, n_rows = 0;
+    const char **labels = calloc((size_t)o->n_models * 3, sizeof *labels);
+    NlCompareRow *rows = calloc((size_t)o->n_models * 3, sizeof *rows);
+    int rc = labels && rows ? 0 : EXIT_DATA;
+    if (!rc) rc = read_text(o->text_file, &text, &len);
+    if (!rc) rc = open_outputs(o, &json_f, &csv_f);
+    for (int i = 0; !rc && i < o->n_models; i++) {
+        size_t before = n_rows;
+        rc = compare_one(o, o->models[i], text, len, rows, &n_rows);
+        for (size_t r = before; r < n_rows; r++) labels[r] = o->models[i];
+    }
+    if (isatty(STDERR_FILENO)) fprintf(stderr, "\r%60s\r", "");
+    if (rc) goto cleanup;
+    NlCompareInfo info = {o->text_file, nl_get_threads(), o->repeats, o->invariance};
+    if (nl_report_compare_text(stdout, rows, labels, n_rows, &info) != 0 || fflush(stdout) == EOF) {
+        fprintf(stderr, "normlab: cannot write to stdout: %s\n", strerror(errno));
+        rc = EXIT_DATA;
+    }
+    if (!rc && json_f && nl_report_compare_json(json_f, rows, labels, n_rows, &info) != 0) rc = EXIT_DATA;
+    if (!rc && csv_f && nl_report_compare_csv(csv_f, rows, labels, n_rows, &info) != 0) rc = EXIT_DATA;
+cleanup:
+    rc = close_outputs(o, json_f, csv_f, rc);
+    if (!rc && o->plot_dir) rc = run_plots(o);
+    free(text);
+    free(rows);
+    free(labels);
+    return rc;
+}
+
 // ---- info
 
 static cJSON *info_json(const NlModel *m) {
@@ -678,6 +828,7 @@ static const char *help_for(const char *cmd) {
     if (strcmp(cmd, "info") == 0) return HELP_INFO;
     if (strcmp(cmd, "logits") == 0) return HELP_LOGITS;
     if (strcmp(cmd, "profile") == 0) return HELP_PROFILE;
+    if (strcmp(cmd, "compare") == 0) return HELP_COMPARE;
     return NULL;
 }
 
@@ -689,6 +840,8 @@ int main(int argc, char **argv) {
     static const int EVAL[] = {'m', OPT_TEXT, OPT_JSON, OPT_STRIDE, OPT_SKIP, OPT_NORM, OPT_PLACEMENT, OPT_THREADS,
                                OPT_PROFILE, OPT_COUNTERS, 0};
     static const int INFO[] = {'m', OPT_JSON, 0};
+    static const int COMPARE[] = {OPT_TEXT, OPT_JSON_OUT, OPT_CSV, OPT_PLOT_DIR, OPT_ALSO_SWAP, OPT_INVARIANCE, OPT_REPEATS,
+                                  OPT_THREADS, OPT_SKIP, 0};
     static const int LOGITS[] = {'m', 'p', 'f', OPT_NORM, OPT_PLACEMENT, OPT_SKIP, OPT_THREADS, 0};
     if (argc < 2) { fprintf(stderr, "normlab: usage: normlab COMMAND [options] (see 'normlab --help')\n"); return EXIT_USAGE; }
     const char *cmd = argv[1];
@@ -703,9 +856,10 @@ int main(int argc, char **argv) {
     }
     const char *help = help_for(cmd);
     if (!help) { fprintf(stderr, "normlab: unknown command '%s' (see 'normlab --help')\n", cmd); return EXIT_USAGE; }
-    Options o = {.cmd = cmd, .n_new = 256, .sampling = {1.0, 0, 1.0}, .norm = -1, .placement = -1, .threads = 1};
+    Options o = {.cmd = cmd, .n_new = 256, .sampling = {1.0, 0, 1.0}, .norm = -1, .placement = -1, .threads = 1, .repeats = 5};
     const int *allowed = strcmp(cmd, "generate") == 0 ? GEN : strcmp(cmd, "eval") == 0 ? EVAL
-                       : strcmp(cmd, "logits") == 0 ? LOGITS : strcmp(cmd, "profile") == 0 ? PROFILE : INFO;
+                       : strcmp(cmd, "logits") == 0 ? LOGITS : strcmp(cmd, "profile") == 0 ? PROFILE
+                       : strcmp(cmd, "compare") == 0 ? COMPARE : INFO;
     int rc = parse_options(&o, argc - 1, argv + 1, allowed);
     if (rc < 0) { fputs(help, stdout); return 0; }
     if (rc) return rc;
@@ -714,5 +868,6 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "generate") == 0 || strcmp(cmd, "profile") == 0) return cmd_generate(&o);
     if (strcmp(cmd, "eval") == 0) return cmd_eval(&o);
     if (strcmp(cmd, "logits") == 0) return cmd_logits(&o);
+    if (strcmp(cmd, "compare") == 0) return cmd_compare(&o);
     return cmd_info(&o);
 }

@@ -270,4 +270,38 @@ const char *nl_invariance_name(NlInvarianceCase c);
 void nl_stats_residual(NlStats *stats, int layer, const float *x, size_t rows);
 void nl_stats_norm(NlStats *stats, int layer, const float *in, const float *out, NlNormWeights w, size_t rows);
 
+// ---- comparing norm placements (compare.c)
+
+#define NL_MAX_LAYERS 256
+
+typedef struct {
+    int repeats;     // timing repeats; medians are reported
+    int invariance;  // run the invariance experiment
+} NlCompareOptions;
+
+typedef struct {
+    NlNormType norm;            // as run
+    NlPlacement placement;
+    int swapped_norm, swapped_placement;  // 1 when run otherwise than trained
+    size_t parameters, weight_bytes;
+    size_t chars;               // characters scored
+    double nats_per_char, bits_per_char, perplexity;
+    double prefill_tok_s, decode_tok_s;   // medians over repeats
+    double prefill_tok_s_min, prefill_tok_s_max, decode_tok_s_min, decode_tok_s_max;
+    double time_share[NL_COMP_COUNT];     // share of forward time per component, during eval
+    double norm_share;                    // norm1 + norm2 + final_norm
+    int n_layer;
+    double residual_rms[NL_MAX_LAYERS + 1];       // entering block l; [L] leaving the last
+    double residual_abs_mean[NL_MAX_LAYERS + 1];
+    double norm_std[NL_MAX_LAYERS + 1];           // [L]: the final norm (pre-LN only)
+    double batch_diff;          // max |logit alone - logit in a batch of 16|
+    double cache_diff;          // max |logit of full prefill - logit of KV-cache decoding|
+    double invariance[2][NL_INV_COUNT];   // [LayerNorm, RMSNorm][case], when asked
+} NlCompareRow;
+
+// Measures one model run as `run` on the text ids[0..n) (n >= 2): eval (with statistics and a
+// profile), prefill and decode throughput, batch and cache consistency.
+int nl_compare_model(const NlModel *model, NlRunOptions run, const int *ids, size_t n,
+                     const NlCompareOptions *opts, NlCompareRow *row, NlError *err);
+
 #endif

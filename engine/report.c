@@ -169,3 +169,161 @@ int nl_report_trace(FILE *f, const NlProfiler *p, const NlReportInfo *info) {
     fputs("\n]}\n", f);
     return ferror(f) ? -1 : 0;
 }
+
+// ---- compare
+
+static const char *override_name(const NlCompareRow *r) {
+    if (r->swapped_norm && r->swapped_placement) return "norm+placement";
+    return r->swapped_norm ? "norm" : r->swapped_placement ? "placement" : "none";
+}
+
+// "a/b/c" of count values.
+static void join(char *buf, size_t len, const double *v, int count, const char *fmt) {
+    buf[0] = '\0';
+    for (int i = 0; i < count; i++) {
+        size_t used = strlen(buf);
+        snprintf(buf + used, len - used, i ? "/" : "");
+        used = strlen(buf);
+        snprintf(buf + used, len - used, fmt, v[i]);
+    }
+}
+
+int nl_report_compare_text(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n, const NlCompareInfo *info) {
+    fprintf(f, "normlab compare: %s (%zu characters scored); OpenBLAS threads %d; speeds are medians of %d runs\n",
+            info->text, n ? rows[0].chars : 0, info->blas_threads, info->repeats);
+    fprintf(f, "%-34s %-10s %-5s %9s %8s %9s %8s %10s %10s %7s %11s %11s\n", "model", "norm", "place", "params",
+            "MB", "bits/char", "ppl", "prefill/s", "decode/s", "norm%", "batch16 d", "cache d");
+    for (size_t i = 0; i < n; i++) {
+        const NlCompareRow *r = &rows[i];
+        char norm[16], place[8];
+        snprintf(norm, sizeof norm, "%s%s", nl_config_norm_name(r->norm), r->swapped_norm ? "*" : "");
+        snprintf(place, sizeof place, "%s%s", nl_config_placement_name(r->placement), r->swapped_placement ? "*" : "");
+        fprintf(f, "%-34s %-10s %-5s %9zu %8.3f %9.4f %8.3f %10.0f %10.0f %6.1f%% %11.3g %11.3g\n", labels[i], norm, place,
+                r->parameters, r->weight_bytes / 1e6, r->bits_per_char, r->perplexity, r->prefill_tok_s, r->decode_tok_s,
+                100 * r->norm_share, r->batch_diff, r->cache_diff);
+    }
+    fprintf(f, "(* run otherwise than trained; d = largest |logit difference|: batch16 = alone vs in a batch of 16,\n"
+               " cache = full prefill vs KV-cache decoding; 0 means bit-identical)\n");
+    fprintf(f, "\nhidden states, means over positions: residual RMS entering blocks 0..L-1 and leaving the last;\n"
+               "|per-position mean| of the same; std of each norm's output per layer (pre-LN: then ln_f)\n");
+    for (size_t i = 0; i < n; i++) {
+        const NlCompareRow *r = &rows[i];
+        char a[512], b[512], c[512];
+        int L = r->n_layer, has_final = r->placement == NL_PLACE_PRE;
+        join(a, sizeof a, r->residual_rms, L + 1, "%.3g");
+        join(b, sizeof b, r->residual_abs_mean, L + 1, "%.3g");
+        join(c, sizeof c, r->norm_std, L + has_final, "%.3g");
+        fprintf(f, "%-34s %s/%s\n    residual rms  %s\n    |mean|        %s\n    norm out std  %s\n", labels[i],
+                nl_config_norm_name(r->norm), nl_config_placement_name(r->placement), a, b, c);
+    }
+    if (info->invariance) {
+        fprintf(f, "\ninvariance: largest |N(x') - N(x)| over every norm input of the text, with the model's gains\n");
+        fprintf(f, "%-34s %-10s", "model", "norm");
+        for (int k = 0; k < NL_INV_COUNT; k++) fprintf(f, " %11s", nl_invariance_name((NlInvarianceCase)k));
+        fputc('\n', f);
+        for (size_t i = 0; i < n; i++)
+            for (int t = 0; t < 2; t++) {
+                fprintf(f, "%-34s %-10s", labels[i], nl_config_norm_name((NlNormType)t));
+                for (int k = 0; k < NL_INV_COUNT; k++) fprintf(f, " %11.3g", rows[i].invariance[t][k]);
+                fputc('\n', f);
+            }
+    }
+    return ferror(f) ? -1 : 0;
+}
+
+static cJSON *numbers(const double *v, int count) {
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; i < count; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(v[i]));
+    return a;
+}
+
+static cJSON *compare_row_json(const NlCompareRow *r, const char *label, const NlCompareInfo *info) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "model", label);
+    cJSON_AddStringToObject(o, "norm", nl_config_norm_name(r->norm));
+    cJSON_AddStringToObject(o, "placement", nl_config_placement_name(r->placement));
+    cJSON_AddStringToObject(o, "override", override_name(r));
+    cJSON_AddNumberToObject(o, "parameters", (double)r->parameters);
+    cJSON_AddNumberToObject(o, "weight_bytes", (double)r->weight_bytes);
+    cJSON_AddStringToObject(o, "text", info->text);
+    cJSON_AddNumberToObject(o, "chars", (double)r->chars);
+    cJSON_AddNumberToObject(o, "nats_per_char", r->nats_per_char);
+    cJSON_AddNumberToObject(o, "bits_per_char", r->bits_per_char);
+    cJSON_AddNumberToObject(o, "perplexity", r->perplexity);
+    cJSON_AddNumberToObject(o, "threads", info->blas_threads);
+    cJSON_AddNumberToObject(o, "repeats", info->repeats);
+    cJSON_AddNumberToObject(o, "prefill_tok_s", r->prefill_tok_s);
+    cJSON_AddNumberToObject(o, "prefill_tok_s_min", r->prefill_tok_s_min);
+    cJSON_AddNumberToObject(o, "prefill_tok_s_max", r->prefill_tok_s_max);
+    cJSON_AddNumberToObject(o, "decode_tok_s", r->decode_tok_s);
+    cJSON_AddNumberToObject(o, "decode_tok_s_min", r->decode_tok_s_min);
+    cJSON_AddNumberToObject(o, "decode_tok_s_max", r->decode_tok_s_max);
+    cJSON_AddNumberToObject(o, "norm_time_share", r->norm_share);
+    cJSON *share = cJSON_AddObjectToObject(o, "time_share");
+    for (int k = 0; k < NL_COMP_COUNT; k++)
+        if (k != NL_COMP_SAMPLING) cJSON_AddNumberToObject(share, nl_component_name((NlComponent)k), r->time_share[k]);
+    cJSON_AddItemToObject(o, "residual_rms", numbers(r->residual_rms, r->n_layer + 1));
+    cJSON_AddItemToObject(o, "residual_abs_mean", numbers(r->residual_abs_mean, r->n_layer + 1));
+    cJSON_AddItemToObject(o, "norm_std", numbers(r->norm_std, r->n_layer + (r->placement == NL_PLACE_PRE)));
+    cJSON_AddNumberToObject(o, "batch16_max_logit_diff", r->batch_diff);
+    cJSON_AddNumberToObject(o, "cache_max_logit_diff", r->cache_diff);
+    if (info->invariance) {
+        cJSON *inv = cJSON_AddObjectToObject(o, "invariance");
+        for (int t = 0; t < 2; t++) {
+            cJSON *per = cJSON_AddObjectToObject(inv, nl_config_norm_name((NlNormType)t));
+            for (int k = 0; k < NL_INV_COUNT; k++) cJSON_AddNumberToObject(per, nl_invariance_name((NlInvarianceCase)k), r->invariance[t][k]);
+        }
+    }
+    return o;
+}
+
+int nl_report_compare_json(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n, const NlCompareInfo *info) {
+    cJSON *a = cJSON_CreateArray();
+    for (size_t i = 0; i < n; i++) cJSON_AddItemToArray(a, compare_row_json(&rows[i], labels[i], info));
+    char *text = cJSON_Print(a);
+    int rc = text && fputs(text, f) != EOF && fputc('\n', f) != EOF ? 0 : -1;
+    cJSON_free(text);
+    cJSON_Delete(a);
+    return rc || ferror(f) ? -1 : 0;
+}
+
+// CSV field: quoted when it holds a comma, quote or newline.
+static void csv_field(FILE *f, const char *s) {
+    if (!strpbrk(s, ",\"\n")) { fputs(s, f); return; }
+    fputc('"', f);
+    for (; *s; s++) { if (*s == '"') fputc('"', f); fputc(*s, f); }
+    fputc('"', f);
+}
+
+int nl_report_compare_csv(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n, const NlCompareInfo *info) {
+    int L = 0;
+    for (size_t i = 0; i < n; i++) L = rows[i].n_layer > L ? rows[i].n_layer : L;
+    fputs("model,norm,placement,override,parameters,weight_bytes,chars,nats_per_char,bits_per_char,perplexity,threads,"
+          "prefill_tok_s,prefill_tok_s_min,prefill_tok_s_max,decode_tok_s,decode_tok_s_min,decode_tok_s_max,"
+          "norm_time_share,batch16_max_logit_diff,cache_max_logit_diff", f);
+    for (int l = 0; l <= L; l++) fprintf(f, ",residual_rms_%d", l);
+    for (int l = 0; l <= L; l++) fprintf(f, ",residual_abs_mean_%d", l);
+    for (int l = 0; l <= L; l++) fprintf(f, ",norm_std_%d", l);
+    if (info->invariance)
+        for (int t = 0; t < 2; t++)
+            for (int k = 0; k < NL_INV_COUNT; k++) fprintf(f, ",invariance_%s_%s", nl_config_norm_name((NlNormType)t), nl_invariance_name((NlInvarianceCase)k));
+    fputc('\n', f);
+    for (size_t i = 0; i < n; i++) {
+        const NlCompareRow *r = &rows[i];
+        csv_field(f, labels[i]);
+        fprintf(f, ",%s,%s,%s,%zu,%zu,%zu,%.9g,%.9g,%.9g,%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g",
+                nl_config_norm_name(r->norm), nl_config_placement_name(r->placement), override_name(r), r->parameters,
+                r->weight_bytes, r->chars, r->nats_per_char, r->bits_per_char, r->perplexity, info->blas_threads,
+                r->prefill_tok_s, r->prefill_tok_s_min, r->prefill_tok_s_max, r->decode_tok_s, r->decode_tok_s_min,
+                r->decode_tok_s_max, r->norm_share, r->batch_diff, r->cache_diff);
+        int nstd = r->n_layer + (r->placement == NL_PLACE_PRE);
+        for (int l = 0; l <= L; l++) l <= r->n_layer ? fprintf(f, ",%.6g", r->residual_rms[l]) : fputs(",", f);
+        for (int l = 0; l <= L; l++) l <= r->n_layer ? fprintf(f, ",%.6g", r->residual_abs_mean[l]) : fputs(",", f);
+        for (int l = 0; l <= L; l++) l < nstd ? fprintf(f, ",%.6g", r->norm_std[l]) : fputs(",", f);
+        if (info->invariance)
+            for (int t = 0; t < 2; t++)
+                for (int k = 0; k < NL_INV_COUNT; k++) fprintf(f, ",%.6g", r->invariance[t][k]);
+        fputc('\n', f);
+    }
+    return ferror(f) ? -1 : 0;
+}

@@ -18,4 +18,16 @@ int nl_report_text(FILE *f, const NlProfiler *prof, const NlReportInfo *info);
 int nl_report_json(FILE *f, const NlProfiler *prof, const NlReportInfo *info);
 int nl_report_trace(FILE *f, const NlProfiler *prof, const NlReportInfo *info);
 
+// `normlab compare` rows: labels[i] names the model of rows[i].
+typedef struct {
+    const char *text;   // the text file scored
+    int blas_threads;
+    int repeats;
+    int invariance;     // rows carry the invariance experiment
+} NlCompareInfo;
+
+int nl_report_compare_text(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n, const NlCompareInfo *info);
+int nl_report_compare_json(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n, const NlCompareInfo *info);
+int nl_report_compare_csv(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n, const NlCompareInfo *info);
+
 #endif

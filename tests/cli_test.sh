@@ -167,5 +167,36 @@ grep -q "^== decode" "$TMP/err" && ok "--profile table on stderr" || bad "--prof
 expect_ok "eval --profile" eval $M --text "$TMP/text.txt" --profile
 grep -q "^== prefill" "$TMP/err" && ok "eval --profile table on stderr" || bad "eval --profile" "$(head -3 "$TMP/err")"
 
+# ---- compare
+expect_ok "compare" compare $FIX/ln-pre-bias.json $FIX/rms-post-bias.json --text "$TMP/text.txt" --repeats 2 --json "$TMP/cmp.json" --csv "$TMP/cmp.csv"
+[ "$(grep -c '^tests/fixtures/' "$TMP/out")" -ge 2 ] && grep -q "bits/char" "$TMP/out" && ok "compare prints a row per model" || bad "compare table" "$(cat "$TMP/out")"
+[ "$(head -1 "$TMP/cmp.csv" | cut -d, -f1-4)" = "model,norm,placement,override" ] && [ "$(wc -l < "$TMP/cmp.csv")" -eq 3 ] \
+    && ok "compare --csv has a header and a row per model" || bad "compare csv" "$(cat "$TMP/cmp.csv")"
+cmp_bits=$(grep -m1 '"bits_per_char"' "$TMP/cmp.json" | sed -n 's/.*"bits_per_char":[[:space:]]*\([0-9.eE+-]*\).*/\1/p')
+run eval $M --text "$TMP/text.txt" --json
+eval_bits=$(sed -n 's/.*"bits_per_char": \([^,]*\),.*/\1/p' "$TMP/out")
+awk -v a="$cmp_bits" -v b="$eval_bits" 'BEGIN { d = a - b; exit !(a > 0 && d * d <= 1e-16 * a * a) }' \
+    && ok "compare's bits/char is eval's ($cmp_bits)" || bad "compare bits/char" "compare $cmp_bits eval $eval_bits"
+expect_ok "compare --also-swap" compare $FIX/ln-post-bias.json --text "$TMP/text.txt" --repeats 1 --also-swap --json "$TMP/swap.json"
+[ "$(grep -c '"override":' "$TMP/swap.json")" -eq 3 ] && grep -q '"override":[[:space:]]*"norm"' "$TMP/swap.json" \
+    && grep -q '"override":[[:space:]]*"placement"' "$TMP/swap.json" && grep -q '"placement":[[:space:]]*"pre"' "$TMP/swap.json" \
+    && ok "--also-swap adds the other norm and the other placement" || bad "--also-swap rows" "$(grep override "$TMP/swap.json")"
+expect_ok "compare --invariance" compare $FIX/ln-pre-bias.json --text "$TMP/text.txt" --repeats 1 --invariance
+grep -q "scale_0.5" "$TMP/out" && grep -q "shift_1" "$TMP/out" && ok "invariance table printed" || bad "invariance table" "$(tail -4 "$TMP/out")"
+expect_fail "compare without models" 2 "give at least one MODEL" compare --text "$TMP/text.txt"
+expect_fail "compare without text" 2 "--text FILE is required" compare $FIX/ln-pre-bias.json
+expect_fail "compare bad model" 1 "/nonexistent: no such model" compare $FIX/ln-pre-bias.json /nonexistent --text "$TMP/text.txt" --json "$TMP/bad.json"
+[ ! -e "$TMP/bad.json" ] && ok "no half-written compare JSON" || bad "half-written compare JSON" "exists"
+expect_fail "compare unknown characters" 1 "U+0009 at position 3" compare $FIX/ln-pre-bias.json --text "$TMP/tab.txt"
+expect_fail "compare unwritable json" 1 "/nonexistent/x.json: cannot write" compare $FIX/ln-pre-bias.json --text "$TMP/text.txt" --json /nonexistent/x.json
+if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
+    expect_ok "compare --plot-dir" compare $FIX/ln-pre-bias.json $FIX/rms-pre-bias.json --text "$TMP/text.txt" --repeats 1 --plot-dir "$TMP/plots"
+    for png in bits_per_char residual_rms time_share; do
+        [ "$(head -c 4 "$TMP/plots/$png.png" | od -An -c | tr -d ' ')" = "211PNG" ] && ok "$png.png is a PNG" || bad "$png.png" "missing or not PNG"
+    done
+else
+    echo "note: python3-matplotlib missing; compare --plot-dir not tested here (tools/install-deps.sh --python)"
+fi
+
 echo "cli_test: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Installs what normlab needs from Debian packages, or says exactly what to run.
 #   tools/install-deps.sh            C build: OpenBLAS, cJSON, pkg-config, a C compiler
-#   tools/install-deps.sh --python   also the Python tools: python3-torch, python3-numpy, python3-tqdm
+#   tools/install-deps.sh --python   also the Python tools: python3-torch, python3-numpy, python3-tqdm,
+#                                    python3-matplotlib
 set -eu
 missing=""
 have_pc() { command -v pkg-config >/dev/null 2>&1 && pkg-config --exists "$1"; }
@@ -14,6 +15,7 @@ if [ "${1:-}" = "--python" ]; then
     /usr/bin/python3 -c 'import torch' 2>/dev/null || missing="$missing python3-torch"
     /usr/bin/python3 -c 'import numpy' 2>/dev/null || missing="$missing python3-numpy"
     /usr/bin/python3 -c 'import tqdm' 2>/dev/null || missing="$missing python3-tqdm"
+    /usr/bin/python3 -c 'import matplotlib' 2>/dev/null || missing="$missing python3-matplotlib"
 fi
 [ -z "$missing" ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

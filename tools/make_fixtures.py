@@ -3,7 +3,8 @@
 
 Every norm x placement x bias combination, at odd sizes (V=11, D=12, H=3, F=20, T=9, L=2) so that no
 size is a power of two, plus variants for untied heads, RMSNorm with bias, each activation, and a
-vocabulary with multi-byte UTF-8 characters. Deterministic: the same seed writes the same files.
+vocabulary with multi-byte UTF-8 characters, and "centred": a pre-LN model whose residual stream is
+exactly centred (LayerNorm and RMSNorm agree on it). Deterministic: the same seed writes the same files.
 
     /usr/bin/python3 tools/make_fixtures.py            # writes tests/fixtures/*.json
 """
@@ -31,6 +32,23 @@ def random_tensors(config, rng, rms_bias=False, scale=0.4):
     return out
 
 
+def centre(tensors, config):
+    """Make every write into the residual stream zero-mean, so the stream is exactly centred at
+    every norm input of a pre-LN model: embedding rows, and the columns and biases of the two
+    output projections, each sum to zero. LayerNorm and RMSNorm then compute the same function."""
+    for name in ("wte.weight", "wpe.weight"):
+        t = tensors[name].astype(np.float64)
+        tensors[name] = (t - t.mean(axis=1, keepdims=True)).astype(np.float32)
+    for i in range(config["n_layer"]):
+        for proj in (f"h.{i}.attn.c_proj", f"h.{i}.mlp.c_proj"):
+            w = tensors[proj + ".weight"].astype(np.float64)  # (D, in): output mean = column sums
+            tensors[proj + ".weight"] = (w - w.mean(axis=0, keepdims=True)).astype(np.float32)
+            if proj + ".bias" in tensors:
+                b = tensors[proj + ".bias"].astype(np.float64)
+                tensors[proj + ".bias"] = (b - b.mean()).astype(np.float32)
+    return tensors
+
+
 def base_config(**kw):
     c = {"vocab_size": 11, "n_layer": 2, "n_head": 3, "n_embd": 12, "block_size": 9, "n_inner": 20,
          "norm": "layernorm", "placement": "pre", "norm_eps": 1e-5, "activation": "gelu",
@@ -54,9 +72,12 @@ def main():
     models["ln-pre-untied"] = (base_config(tie_embeddings=False, mlp_ratio=2, n_inner=None), ASCII_VOCAB, False)
     models["rms-pre-rmsbias"] = (base_config(norm="rmsnorm"), ASCII_VOCAB, True)
     models["utf8"] = (base_config(), UTF8_VOCAB, False)
+    models["centred"] = (base_config(), ASCII_VOCAB, False)
     for name, (config, vocab, rms_bias) in models.items():
         config = {k: v for k, v in config.items() if v is not None}
         tensors = random_tensors(config, rng, rms_bias)
+        if name == "centred":
+            tensors = centre(tensors, config)
         nlformat.write_inline_json(os.path.join(OUT, name + ".json"), config, vocab, tensors)
     print(f"wrote {len(models)} fixtures to {os.path.normpath(OUT)}")
 

@@ -1,0 +1,157 @@
+// compare.c — one row of `normlab compare`: quality, speed, hidden-state statistics and
+// consistency checks of a model run under a given norm type and placement.
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "normlab.h"
+
+#define BATCH 16
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void summarize(double *v, int n, double *median, double *min, double *max) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    *median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    *min = v[0];
+    *max = v[n - 1];
+}
+
+// Eval with statistics and a profile attached: quality, hidden states, time per component.
+static int measure_eval(NlState *s, const NlConfig *c, const int *ids, size_t n, int invariance, NlCompareRow *row, NlError *err) {
+    NlStats *st = NULL;
+    NlProfiler *prof = NULL;
+    size_t T = (size_t)c->block_size, stride = T / 2 ? T / 2 : 1;
+    int rc = -1;
+    if (nl_stats_create(&st, c, T, invariance, err) != 0 || nl_profiler_create(&prof, c, 0, 0, err) != 0) goto cleanup;
+    nl_state_set_stats(s, st);
+    nl_state_set_profiler(s, prof);
+    NlEvalResult r;
+    if (nl_eval(s, ids, n, stride, &r, NULL, NULL, err) != 0) goto cleanup;
+    row->chars = r.count;
+    row->nats_per_char = r.nll_sum / (double)r.count;
+    row->bits_per_char = row->nats_per_char / log(2.0);
+    row->perplexity = exp(row->nats_per_char);
+    double total = 0.0, per_comp[NL_COMP_COUNT] = {0};
+    for (int l = -1; l < c->n_layer; l++)
+        for (int k = 0; k < NL_COMP_COUNT; k++) per_comp[k] += nl_profiler_cell(prof, NL_PHASE_PREFILL, l, (NlComponent)k)->seconds;
+    for (int k = 0; k < NL_COMP_COUNT; k++) total += per_comp[k];
+    for (int k = 0; k < NL_COMP_COUNT; k++) row->time_share[k] = total > 0 ? per_comp[k] / total : 0.0;
+    row->norm_share = row->time_share[NL_COMP_NORM1] + row->time_share[NL_COMP_NORM2] + row->time_share[NL_COMP_FINAL_NORM];
+    row->n_layer = c->n_layer;
+    for (int l = 0; l <= c->n_layer; l++) {
+        row->residual_rms[l] = nl_stats_residual_rms(st, l);
+        row->residual_abs_mean[l] = nl_stats_residual_abs_mean(st, l);
+        row->norm_std[l] = nl_stats_norm_std(st, l);
+    }
+    for (int t = 0; t < 2 && invariance; t++)
+        for (int k = 0; k < NL_INV_COUNT; k++) row->invariance[t][k] = nl_stats_invariance(st, (NlNormType)t, (NlInvarianceCase)k);
+    rc = 0;
+cleanup:
+    nl_state_set_stats(s, NULL);
+    nl_state_set_profiler(s, NULL);
+    nl_stats_free(st);
+    nl_profiler_free(prof);
+    return rc;
+}
+
+// Prefill of one window and teacher-forced decoding of the same window, timed `repeats` times.
+static int measure_speed(NlState *s, const int *ids, size_t m, int repeats, NlCompareRow *row, NlError *err) {
+    double *pre = malloc((size_t)repeats * sizeof *pre), *dec = malloc((size_t)repeats * sizeof *dec);
+    if (!pre || !dec) { free(pre); free(dec); snprintf(err->msg, sizeof err->msg, "out of memory"); return -1; }
+    for (int r = 0; r < repeats; r++) {
+        double t0 = now();
+        nl_forward(s, ids, m, 0, 1);
+        pre[r] = (double)m / (now() - t0);
+        nl_forward(s, ids, 1, 0, 1);
+        t0 = now();
+        for (size_t p = 1; p < m; p++) nl_forward(s, ids + p, 1, p, 1);
+        dec[r] = m > 1 ? (double)(m - 1) / (now() - t0) : 0.0;
+    }
+    summarize(pre, repeats, &row->prefill_tok_s, &row->prefill_tok_s_min, &row->prefill_tok_s_max);
+    summarize(dec, repeats, &row->decode_tok_s, &row->decode_tok_s_min, &row->decode_tok_s_max);
+    free(pre);
+    free(dec);
+    return 0;
+}
+
+static double max_diff(const float *a, const float *b, size_t count) {
+    double worst = 0.0;
+    for (size_t i = 0; i < count; i++) worst = fmax(worst, fabs((double)a[i] - b[i]));
+    return worst;
+}
+
+// Full prefill logits of one window against token-by-token decoding of it.
+static double cache_consistency(NlState *s, const int *ids, size_t m, size_t V, float *full) {
+    memcpy(full, nl_forward(s, ids, m, 0, m), m * V * sizeof *full);
+    double worst = 0.0;
+    for (size_t p = 0; p < m; p++) worst = fmax(worst, max_diff(nl_forward(s, ids + p, 1, p, 1), full + p * V, V));
+    return worst;
+}
+
+// 16 windows of the text, each scored alone and all in one batch.
+static int batch_consistency(const NlModel *model, NlRunOptions run, NlState *alone, const int *ids, size_t n,
+                             size_t m, size_t V, double *out, NlError *err) {
+    NlState *batch = NULL;
+    int *windows = malloc(BATCH * m * sizeof *windows);
+    float *together = malloc(BATCH * m * V * sizeof *together);
+    run.batch = BATCH;
+    int rc = -1;
+    if (!windows || !together) { snprintf(err->msg, sizeof err->msg, "out of memory"); goto cleanup; }
+    if (nl_state_create(&batch, model, &run, err) != 0) goto cleanup;
+    for (size_t b = 0; b < BATCH; b++) {  // evenly spaced windows (they overlap on short texts)
+        size_t start = n > m ? b * (n - m) / (BATCH - 1) : 0;
+        memcpy(windows + b * m, ids + start, m * sizeof *windows);
+    }
+    memcpy(together, nl_forward_batch(batch, windows, BATCH, m, 0, m), BATCH * m * V * sizeof *together);
+    *out = 0.0;
+    for (size_t b = 0; b < BATCH; b++)
+        *out = fmax(*out, max_diff(nl_forward(alone, windows + b * m, m, 0, m), together + b * m * V, m * V));
+    rc = 0;
+cleanup:
+    nl_state_free(batch);
+    free(windows);
+    free(together);
+    return rc;
+}
+
+int nl_compare_model(const NlModel *model, NlRunOptions run, const int *ids, size_t n,
+                     const NlCompareOptions *opts, NlCompareRow *row, NlError *err) {
+    const NlConfig *trained = nl_model_config(model);
+    memset(row, 0, sizeof *row);
+    if (trained->n_layer > NL_MAX_LAYERS) { snprintf(err->msg, sizeof err->msg, "too many layers"); return -1; }
+    row->norm = run.norm;
+    row->placement = run.placement;
+    row->swapped_norm = run.norm != trained->norm;
+    row->swapped_placement = run.placement != trained->placement;
+    row->parameters = nl_model_parameters(model);
+    row->weight_bytes = nl_model_weight_bytes(model);
+    run.batch = 1;
+    NlState *s = NULL;
+    size_t V = (size_t)trained->vocab_size, m = n < (size_t)trained->block_size ? n : (size_t)trained->block_size;
+    float *full = malloc(m * V * sizeof *full);
+    int rc = -1;
+    if (!full) { snprintf(err->msg, sizeof err->msg, "out of memory"); goto cleanup; }
+    if (nl_state_create(&s, model, &run, err) != 0) goto cleanup;
+    if (measure_eval(s, nl_state_config(s), ids, n, opts->invariance, row, err) != 0) goto cleanup;
+    if (measure_speed(s, ids, m, opts->repeats, row, err) != 0) goto cleanup;
+    row->cache_diff = cache_consistency(s, ids, m, V, full);
+    if (batch_consistency(model, run, s, ids, n, m, V, &row->batch_diff, err) != 0) goto cleanup;
+    rc = 0;
+cleanup:
+    free(full);
+    nl_state_free(s);
+    return rc;
+}

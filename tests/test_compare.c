@@ -1,0 +1,115 @@
+// test_compare.c — `compare` rows on fixtures with known properties: a model whose residual
+// stream is exactly centred gives the same LayerNorm and RMSNorm rows; a batch of 16 and the KV
+// cache agree with single-sequence prefill; bits/char equals eval's; the JSON rows parse.
+#define _GNU_SOURCE
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "check.h"
+#include "normlab.h"
+#include "report.h"
+
+static const int TEXT[] = {2, 3, 1, 3, 2, 4, 1, 5, 2, 3, 6, 1, 7, 2, 8, 3, 0, 9, 10, 2, 3, 1, 4, 5, 6, 7, 8, 9, 2, 2, 3};
+#define N_TEXT (sizeof TEXT / sizeof TEXT[0])
+
+static int row(const char *name, NlNormType norm, NlPlacement place, int invariance, NlCompareRow *out, NlModel **keep) {
+    NlModel *m = NULL;
+    NlError err;
+    NlCompareOptions o = {2, invariance};
+    int rc = nl_model_load(&m, fixture(name), &err);
+    if (rc == 0) rc = nl_compare_model(m, (NlRunOptions){norm, place, 1}, TEXT, N_TEXT, &o, out, &err);
+    CHECK(rc == 0, "%s: %s", name, err.msg);
+    if (keep) *keep = m;
+    else nl_model_free(m);
+    return rc;
+}
+
+static void centred_stream_makes_layernorm_and_rmsnorm_agree(void) {
+    NlCompareRow ln, rms;
+    if (row("centred.json", NL_NORM_LAYERNORM, NL_PLACE_PRE, 0, &ln, NULL) || row("centred.json", NL_NORM_RMSNORM, NL_PLACE_PRE, 0, &rms, NULL)) return;
+    // The fixture's writes into the residual stream are zero-mean in float64 and rounded to float32,
+    // so per-position means are ~1e-8: the two norms then agree to float rounding.
+    for (int l = 0; l <= ln.n_layer; l++)
+        CHECK(ln.residual_abs_mean[l] < 1e-6, "layer %d |mean| %g", l, ln.residual_abs_mean[l]);
+    CHECK(fabs(ln.nats_per_char - rms.nats_per_char) <= 1e-6 * ln.nats_per_char, "LN %.9g vs RMS %.9g nats/char",
+          ln.nats_per_char, rms.nats_per_char);
+    NlCompareRow plain;
+    if (row("ln-pre-bias.json", NL_NORM_LAYERNORM, NL_PLACE_PRE, 0, &plain, NULL) || row("ln-pre-bias.json", NL_NORM_RMSNORM, NL_PLACE_PRE, 0, &rms, NULL)) return;
+    CHECK(fabs(plain.nats_per_char - rms.nats_per_char) > 1e-3, "an uncentred model does tell them apart: %.9g vs %.9g",
+          plain.nats_per_char, rms.nats_per_char);
+}
+
+static void batch_and_cache_agree_with_single_prefill(void) {
+    const char *names[] = {"ln-pre-bias.json", "ln-post-nobias.json", "rms-pre-bias.json", "rms-post-bias.json"};
+    for (int i = 0; i < 4; i++) {
+        NlCompareRow r;
+        NlModel *m = NULL;
+        if (row(names[i], NL_NORM_LAYERNORM, NL_PLACE_PRE, 0, &r, &m)) continue;
+        CHECK(r.batch_diff <= 1e-5 && r.cache_diff <= 1e-5, "%s: batch %g cache %g (tolerance 1e-5)", names[i], r.batch_diff, r.cache_diff);
+        NlState *s = NULL;
+        NlError err;
+        NlEvalResult e;
+        nl_state_create(&s, m, &(NlRunOptions){NL_NORM_LAYERNORM, NL_PLACE_PRE, 1}, &err);
+        nl_eval(s, TEXT, N_TEXT, 4, &e, NULL, NULL, &err);
+        CHECK(e.nll_sum / (double)e.count == r.nats_per_char && r.chars == e.count, "%s: compare's nats/char is eval's", names[i]);
+        CHECK(r.prefill_tok_s > 0 && r.decode_tok_s > 0 && r.prefill_tok_s_min <= r.prefill_tok_s && r.prefill_tok_s <= r.prefill_tok_s_max,
+              "medians between min and max");
+        double share = 0.0;
+        for (int k = 0; k < NL_COMP_COUNT; k++) share += r.time_share[k];
+        CHECK(fabs(share - 1.0) < 1e-9, "component shares sum to 1: %.12g", share);
+        nl_state_free(s);
+        nl_model_free(m);
+    }
+}
+
+static void invariance_experiment_separates_the_norms(void) {
+    NlCompareRow r;
+    if (row("rms-post-bias.json", NL_NORM_RMSNORM, NL_PLACE_POST, 1, &r, NULL)) return;
+    // eps = 1e-5 against inputs of RMS ~0.5..5: scaling changes the output only through eps.
+    for (int k = NL_INV_SCALE_HALF; k <= NL_INV_SCALE_10; k++)
+        CHECK(r.invariance[NL_NORM_LAYERNORM][k] < 1e-3 && r.invariance[NL_NORM_RMSNORM][k] < 1e-3, "%s: LN %g RMS %g",
+              nl_invariance_name((NlInvarianceCase)k), r.invariance[0][k], r.invariance[1][k]);
+    CHECK(r.invariance[NL_NORM_LAYERNORM][NL_INV_SHIFT_1] < 1e-4, "LN ignores a shift: %g", r.invariance[0][NL_INV_SHIFT_1]);
+    CHECK(r.invariance[NL_NORM_RMSNORM][NL_INV_SHIFT_1] > 0.01, "RMSNorm does not: %g", r.invariance[1][NL_INV_SHIFT_1]);
+}
+
+static void json_rows_parse_with_stable_fields(void) {
+    NlCompareRow rows[2];
+    if (row("ln-pre-bias.json", NL_NORM_LAYERNORM, NL_PLACE_PRE, 1, &rows[0], NULL) ||
+        row("ln-pre-bias.json", NL_NORM_RMSNORM, NL_PLACE_PRE, 1, &rows[1], NULL))
+        return;
+    const char *labels[2] = {"a", "a"};
+    NlCompareInfo info = {"text", 1, 2, 1};
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    CHECK(nl_report_compare_json(f, rows, labels, 2, &info) == 0, "written");
+    fclose(f);
+    cJSON *root = cJSON_Parse(buf);
+    CHECK(cJSON_GetArraySize(root) == 2, "one object per row");
+    static const char *const FIELDS[] = {"model", "norm", "placement", "override", "parameters", "weight_bytes", "chars",
+                                         "nats_per_char", "bits_per_char", "perplexity", "prefill_tok_s", "decode_tok_s",
+                                         "norm_time_share", "time_share", "residual_rms", "residual_abs_mean", "norm_std",
+                                         "batch16_max_logit_diff", "cache_max_logit_diff", "invariance"};
+    for (const cJSON *r = root ? root->child : NULL; r; r = r->next)
+        for (size_t k = 0; k < sizeof FIELDS / sizeof FIELDS[0]; k++)
+            CHECK(cJSON_HasObjectItem(r, FIELDS[k]), "row has %s", FIELDS[k]);
+    const cJSON *second = cJSON_GetArrayItem(root, 1);
+    CHECK(second && strcmp(cJSON_GetObjectItem(second, "override")->valuestring, "norm") == 0, "the RMS row is marked as a norm override");
+    CHECK(second && cJSON_GetObjectItem(second, "bits_per_char")->valuedouble == rows[1].bits_per_char, "bits/char round-trips exactly");
+    CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(second, "residual_rms")) == 3, "L + 1 residual values");
+    cJSON_Delete(root);
+    free(buf);
+}
+
+int main(void) {
+    RUN(centred_stream_makes_layernorm_and_rmsnorm_agree);
+    RUN(batch_and_cache_agree_with_single_prefill);
+    RUN(invariance_experiment_separates_the_norms);
+    RUN(json_rows_parse_with_stable_fields);
+    return check_summary("test_compare");
+}
