@@ -66,7 +66,7 @@ run: all
 	fi
 
 test: deps
-	@$(MAKE) --no-print-directory test-plain test-san
+	@$(MAKE) --no-print-directory -k test-plain test-san
 
 test-plain: normlab build/libnormlab.a $(addprefix build/rel/tests/,$(TESTS))
 	@tests/run.sh plain build/rel ./normlab

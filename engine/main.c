@@ -305,18 +305,28 @@ static int parse_options(Options *o, int argc, char **argv, const int *allowed) 
 
 // ---- shared steps
 
+// Finds `rel` (a path inside the repository) beside the running binary, or one or two folders up
+// (the sanitizer build lives in build/san/). Falls back to `rel` relative to the working folder.
+static const char *beside_binary(const char *rel, char *buf, size_t len) {
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return rel;
+    exe[n] = '\0';
+    for (int up = 0; up < 3; up++) {
+        char *slash = strrchr(exe, '/');
+        if (!slash) break;
+        *slash = '\0';
+        snprintf(buf, len, "%s/%s", exe, rel);
+        if (access(buf, F_OK) == 0) return buf;
+    }
+    return rel;
+}
+
 // The default model: $NORMLAB_MODEL, else weights/shakespeare-pre-ln beside the binary.
 static const char *default_model(char *buf, size_t len) {
     const char *env = getenv("NORMLAB_MODEL");
     if (env && *env) return env;
-    char exe[4096];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0) return DEFAULT_MODEL;
-    exe[n] = '\0';
-    char *slash = strrchr(exe, '/');
-    if (slash) *slash = '\0';
-    snprintf(buf, len, "%s/%s", exe, DEFAULT_MODEL);
-    return buf;
+    return beside_binary(DEFAULT_MODEL, buf, len);
 }
 
 static const char *model_path(const Options *o, char *buf, size_t len) {
@@ -653,16 +663,6 @@ cleanup:
 
 // ---- compare
 
-// The directory of the running binary (for tools/), into buf.
-static const char *exe_dir(char *buf, size_t len) {
-    ssize_t n = readlink("/proc/self/exe", buf, len - 1);
-    if (n <= 0) return ".";
-    buf[n] = '\0';
-    char *slash = strrchr(buf, '/');
-    if (slash) *slash = '\0';
-    return buf;
-}
-
 // Measures every row of one model: as trained, then (with --also-swap) other norm, other placement.
 static int compare_one(const Options *o, const char *path, const char *text, size_t len, NlCompareRow *rows, size_t *n_rows) {
     NlModel *model = NULL;
@@ -704,8 +704,8 @@ static int compare_one(const Options *o, const char *path, const char *text, siz
 }
 
 static int run_plots(const Options *o) {
-    char dir[4096], cmd[16384];
-    snprintf(cmd, sizeof cmd, "/usr/bin/python3 '%s/tools/plot_compare.py' '%s' '%s' >&2", exe_dir(dir, sizeof dir),
+    char script[4400], cmd[16384];
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 '%s' '%s' '%s' >&2", beside_binary("tools/plot_compare.py", script, sizeof script),
              o->json_out, o->plot_dir);
     if (strchr(o->json_out, '\'') || strchr(o->plot_dir, '\'')) {
         fprintf(stderr, "normlab: --plot-dir and --json paths must not contain a single quote\n");

@@ -34,6 +34,7 @@ static char *read_all(const char *path, size_t *len) {
     fseek(f, 0, SEEK_SET);
     char *buf = malloc((size_t)n + 1);
     *len = buf ? fread(buf, 1, (size_t)n, f) : 0;
+    if (buf) buf[*len] = '\0';
     fclose(f);
     return buf;
 }
@@ -82,7 +83,7 @@ static void shipped_models_match_pytorch_reference(void) {
         printf("     %s: worst |delta logit| vs PyTorch = %.3g (tolerance 1e-4)\n", path, worst);
         CHECK(worst <= 1e-4, "%s: worst logit difference %.3g", path, worst);
         const cJSON *ev = cJSON_GetObjectItem(gm, "eval");
-        size_t len;
+        size_t len = 0;
         char *text = read_all(cJSON_GetObjectItem(ev, "text")->valuestring, &len);
         int *ids = malloc((len + 1) * sizeof *ids);
         size_t n = 0, skipped;

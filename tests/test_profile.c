@@ -33,7 +33,7 @@ static void costs_match_hand_computed_formulas(void) {
     // attention decode at position 6 (7 keys): 4*7*12 + 4*7*3
     expect_cost(NL_COMP_ATTENTION, 1, 1, 7, 420, 4 * (36 + 24 + 2 * 7 * 12 + 12));
     // LayerNorm of 5 rows: 8 FLOPs per element; bytes 4*(2*5*12 + 2*12)
-    expect_cost(NL_COMP_NORM1, 5, 5, 480, 576);
+    expect_cost(NL_COMP_NORM1, 1, 5, 5, 480, 576);
     expect_cost(NL_COMP_MLP_UP, 1, 5, 5, 2500, 4 * (240 + 20 + 60 + 100));
     expect_cost(NL_COMP_MLP_DOWN, 1, 1, 3, 2 * 20 * 12 + 12, 4 * (240 + 12 + 20 + 12));
     expect_cost(NL_COMP_ACTIVATION, 1, 5, 5, 500, 4 * 2 * 100);  // gelu: 5 FLOPs per element
