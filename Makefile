@@ -17,9 +17,10 @@ LIB_SRC = engine/model.c engine/safetensors.c engine/jsonx.c engine/fileio.c eng
           engine/forward.c engine/sampler.c engine/generate.c engine/eval.c engine/profile.c engine/report.c engine/stats.c engine/compare.c tokenizer/tokenizer.c
 HEADERS = $(wildcard engine/*.h tokenizer/*.h tests/*.h)
 TESTS = test_tokenizer test_kernels test_sampler test_loader test_forward test_golden test_profile test_compare
+FUZZERS = safetensors config tokenizer inline prompt
 RUN_ARGS ?= -n 500
 
-.PHONY: all deps run test test-plain test-san parity eval-models clean format
+.PHONY: all deps run test test-plain test-san parity eval-models fuzz clean format
 
 all: deps normlab
 
@@ -68,10 +69,10 @@ run: all
 test: deps
 	@$(MAKE) --no-print-directory -k test-plain test-san
 
-test-plain: normlab build/libnormlab.a $(addprefix build/rel/tests/,$(TESTS))
+test-plain: normlab build/libnormlab.a $(addprefix build/rel/tests/,$(TESTS)) $(addprefix build/rel/tests/replay_,$(FUZZERS))
 	@tests/run.sh plain build/rel ./normlab
 
-test-san: build/san/normlab $(addprefix build/san/tests/,$(TESTS))
+test-san: build/san/normlab $(addprefix build/san/tests/,$(TESTS)) $(addprefix build/san/tests/replay_,$(FUZZERS))
 	@tests/run.sh sanitizers build/san build/san/normlab
 
 parity: all
@@ -90,4 +91,28 @@ eval-models: all
 	@/usr/bin/python3 tools/split.py $(CORPUS) build/val.txt
 	@for m in weights/shakespeare-*/; do \
 	    printf '%-32s ' "$$m"; ./normlab eval -m "$$m" --text build/val.txt --json; \
+	done
+
+# ---- fuzzing: libFuzzer harnesses (clang), and their corpora replayed by `make test`
+FUZZ_SECONDS ?= 60
+FUZZ_FLAGS = -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Iengine -Itokenizer
+
+build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(LIB_SRC) $(HEADERS)
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_FLAGS) $(PKG_CFLAGS) $< $(LIB_SRC) $(PKG_LIBS) -o $@
+
+build/rel/tests/replay_%: build/rel/tests/fuzz/fuzz_%.o build/rel/tests/fuzz/replay.o build/rel/libnormlab.a
+	$(CC) $^ $(PKG_LIBS) -o $@
+
+build/san/tests/replay_%: build/san/tests/fuzz/fuzz_%.o build/san/tests/fuzz/replay.o build/san/libnormlab.a
+	$(CC) $(SAN_FLAGS) $^ $(PKG_LIBS) -o $@
+
+fuzz: deps $(addprefix build/fuzz/fuzz_,$(FUZZERS))
+	@mkdir -p tests/fuzz/crashes
+	@for h in $(FUZZERS); do \
+	    mkdir -p build/fuzz/corpus-$$h; \
+	    echo "== fuzz_$$h for $(FUZZ_SECONDS) s"; \
+	    build/fuzz/fuzz_$$h -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	        -artifact_prefix=tests/fuzz/crashes/$$h- build/fuzz/corpus-$$h tests/fuzz/corpus/$$h 2>&1 \
+	        | grep -E '^(#[0-9]+ *DONE|stat::number_of_executed_units|stat::peak_rss|==.*ERROR|SUMMARY)' ; \
 	done

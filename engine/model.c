@@ -10,6 +10,7 @@
 
 #include "fileio.h"
 #include "jsonx.h"
+#include "model.h"
 #include "normlab.h"
 #include "safetensors.h"
 
@@ -366,40 +367,79 @@ static int read_inline_tensor(TensorRef *ref, const cJSON *e, float *dst, size_t
     return 0;
 }
 
-static int load_inline(NlModel *m, const char *path, NlError *err) {
+// Total numbers in every tensor's "data" array, overflow-checked (0 entries are checked later).
+static size_t inline_count(const cJSON *tensors) {
+    size_t total = 0;
+    for (const cJSON *e = tensors->child; e; e = e->next) {
+        const cJSON *d = cJSON_GetObjectItemCaseSensitive(e, "data");
+        if (cJSON_IsArray(d) && __builtin_add_overflow(total, (size_t)cJSON_GetArraySize(d), &total)) return SIZE_MAX;
+    }
+    return total;
+}
+
+static int parse_inline(NlModel *m, const char *buf, size_t len, const char *what, NlError *err) {
     static const char *const KEYS[] = {"config", "tokenizer", "tensors", NULL};
-    char *buf = NULL;
-    size_t len;
     cJSON *root = NULL;
     TensorRef *refs = NULL;
     int rc = -1;
-    if (file_read_all(path, INLINE_CAP, &buf, &len, err) != 0) goto cleanup;
-    if (!(root = jsonx_parse(buf, len, path, err))) goto cleanup;
-    if (!cJSON_IsObject(root)) FAIL("%s: must be a JSON object with config, tokenizer and tensors", path);
-    if (jsonx_only_keys(root, KEYS, path, err) != 0) goto cleanup;
+    if (!(root = jsonx_parse(buf, len, what, err))) goto cleanup;
+    if (!cJSON_IsObject(root)) FAIL("%s: must be a JSON object with config, tokenizer and tensors", what);
+    if (jsonx_only_keys(root, KEYS, what, err) != 0) goto cleanup;
     const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(root, "config");
     const cJSON *tok = cJSON_GetObjectItemCaseSensitive(root, "tokenizer");
     const cJSON *tensors = cJSON_GetObjectItemCaseSensitive(root, "tensors");
-    if (!cfg || !tok || !cJSON_IsObject(tensors)) FAIL("%s: needs \"config\", \"tokenizer\" and a \"tensors\" object", path);
-    if (parse_config(&m->config, cfg, path, err) != 0 || parse_tokenizer(&m->tok, tok, path, err) != 0) goto cleanup;
-    size_t n = (size_t)cJSON_GetArraySize(tensors), room = 0, i = 0;
-    // Every number in the file takes at least 2 bytes ("0,"), so len / 2 floats is always enough.
-    room = len / 2 + 1;
+    if (!cfg || !tok || !cJSON_IsObject(tensors)) FAIL("%s: needs \"config\", \"tokenizer\" and a \"tensors\" object", what);
+    if (parse_config(&m->config, cfg, what, err) != 0 || parse_tokenizer(&m->tok, tok, what, err) != 0) goto cleanup;
+    size_t n = (size_t)cJSON_GetArraySize(tensors), room = inline_count(tensors), i = 0, at = 0;
+    if (room == SIZE_MAX || room > SIZE_MAX / sizeof(float)) FAIL("%s: too many numbers", what);
     refs = calloc(n + 1, sizeof *refs);
-    m->owned = malloc(room * sizeof(float));
-    if (!refs || !m->owned) FAIL("%s: out of memory", path);
-    size_t at = 0;
+    m->owned = malloc((room + 1) * sizeof(float));
+    if (!refs || !m->owned) FAIL("%s: out of memory", what);
     for (const cJSON *e = tensors->child; e; e = e->next, i++) {
         size_t used;
-        if (read_inline_tensor(&refs[i], e, m->owned + at, room - at, &used, path, err) != 0) goto cleanup;
+        if (read_inline_tensor(&refs[i], e, m->owned + at, room - at, &used, what, err) != 0) goto cleanup;
         at += used;
     }
-    if (bind_weights(m, refs, n, path, err) != 0) goto cleanup;
+    if (bind_weights(m, refs, n, what, err) != 0) goto cleanup;
     rc = 0;
 cleanup:
     cJSON_Delete(root);
     free(refs);
+    return rc;
+}
+
+static int load_inline(NlModel *m, const char *path, NlError *err) {
+    char *buf = NULL;
+    size_t len;
+    if (file_read_all(path, INLINE_CAP, &buf, &len, err) != 0) return -1;
+    int rc = parse_inline(m, buf, len, path, err);
     free(buf);
+    return rc;
+}
+
+// ---- entry points on bytes in memory (fuzzing, tests)
+
+int nl_model_load_inline(NlModel **out, const char *buf, size_t len, const char *what, NlError *err) {
+    *out = NULL;
+    NlModel *m = calloc(1, sizeof *m);
+    if (!m) { snprintf(err->msg, sizeof err->msg, "out of memory"); return -1; }
+    if (parse_inline(m, buf, len, what, err) != 0) { nl_model_free(m); return -1; }
+    *out = m;
+    return 0;
+}
+
+int nl_config_parse(NlConfig *out, const char *buf, size_t len, const char *what, NlError *err) {
+    cJSON *root = jsonx_parse(buf, len, what, err);
+    int rc = root ? parse_config(out, root, what, err) : -1;
+    cJSON_Delete(root);
+    return rc;
+}
+
+int nl_tokenizer_parse(NlTokenizer **out, const char *buf, size_t len, const char *what, NlError *err) {
+    *out = NULL;
+    cJSON *root = jsonx_parse(buf, len, what, err);
+    int rc = root ? parse_tokenizer(out, root, what, err) : -1;
+    cJSON_Delete(root);
     return rc;
 }
 

@@ -15,6 +15,15 @@ for t in "$build"/tests/test_*; do
     passed=$((passed + p)); failed=$((failed + f))
     [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && { broken="$broken $(basename "$t")(rc=$rc)"; failed=$((failed + 1)); }
 done
+for r in "$build"/tests/replay_*; do
+    [ -x "$r" ] || continue
+    h=${r##*/replay_}
+    if out=$("$r" tests/fuzz/corpus/"$h"/* $(ls tests/fuzz/crashes/"$h"-* 2>/dev/null) 2>&1); then
+        passed=$((passed + 1))
+    else
+        failed=$((failed + 1)); echo "FAIL fuzz corpus replay $h: $(printf '%s' "$out" | tail -5)"
+    fi
+done
 out=$(tests/cli_test.sh "$bin" 2>&1); rc=$?
 printf '%s\n' "$out" | grep -v '^ok ' || true
 line=$(printf '%s\n' "$out" | tail -n 1)

@@ -1,0 +1,55 @@
+#!/usr/bin/python3
+"""Write the fuzzers' seed corpora into tests/fuzz/corpus/<harness>/ from the fixtures and the
+shipped models' small files (configs, tokenizers), plus small safetensors files converted from the
+fixtures (one with an unaligned data section) and a few prompts of our own.
+
+    /usr/bin/python3 tools/make_fuzz_seeds.py
+"""
+import glob
+import json
+import os
+import shutil
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import nlformat  # noqa: E402
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+OUT = os.path.join(ROOT, "tests", "fuzz", "corpus")
+PROMPTS = ["ROMEO:\n", "", "é€你😀", "abc\n\n", "A b c. d? e!", b"\xc3\x28 invalid", "KING:\nNow speak, good friend."]
+
+
+def main():
+    for h in ("safetensors", "config", "tokenizer", "inline", "prompt"):
+        shutil.rmtree(os.path.join(OUT, h), ignore_errors=True)
+        os.makedirs(os.path.join(OUT, h))
+    fixtures = sorted(glob.glob(os.path.join(ROOT, "tests", "fixtures", "*.json")))
+    for path in fixtures:
+        name = os.path.splitext(os.path.basename(path))[0]
+        config, vocab, tensors = nlformat.load_model(path)
+        with open(os.path.join(OUT, "config", name + ".json"), "w") as f:
+            json.dump(config, f)
+        with open(os.path.join(OUT, "tokenizer", name + ".json"), "w", encoding="utf-8") as f:
+            json.dump({"type": "char", "vocab": vocab}, f, ensure_ascii=False)
+        if name in ("ln-pre-bias", "rms-post-nobias", "utf8"):
+            shutil.copy(path, os.path.join(OUT, "inline", name + ".json"))
+            st = os.path.join(OUT, "safetensors", name + ".safetensors")
+            nlformat.write_safetensors(st, tensors, {"source": "tests/fixtures/" + name + ".json"})
+    # an unaligned data section: one extra byte of header padding
+    src = os.path.join(OUT, "safetensors", "ln-pre-bias.safetensors")
+    data = open(src, "rb").read()
+    n = int.from_bytes(data[:8], "little")
+    with open(os.path.join(OUT, "safetensors", "unaligned.safetensors"), "wb") as f:
+        f.write((n + 1).to_bytes(8, "little") + data[8:8 + n] + b" " + data[8 + n:])
+    for model in sorted(glob.glob(os.path.join(ROOT, "weights", "*", "config.json"))):
+        name = os.path.basename(os.path.dirname(model))
+        shutil.copy(model, os.path.join(OUT, "config", name + ".json"))
+        shutil.copy(os.path.join(os.path.dirname(model), "tokenizer.json"), os.path.join(OUT, "tokenizer", name + ".json"))
+    for i, p in enumerate(PROMPTS):
+        with open(os.path.join(OUT, "prompt", f"prompt{i}.txt"), "wb") as f:
+            f.write(p.encode("utf-8", "surrogateescape") if isinstance(p, str) else p)
+    print(f"wrote seed corpora to {os.path.relpath(OUT, ROOT)}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
