@@ -20,7 +20,7 @@ TESTS = test_tokenizer test_kernels test_sampler test_loader test_forward test_g
 FUZZERS = safetensors config tokenizer inline prompt
 RUN_ARGS ?= -n 500
 
-.PHONY: all deps run test test-plain test-san parity eval-models fuzz clean format
+.PHONY: all deps fuzz-deps run test test-plain test-san parity eval-models fuzz clean format
 
 all: deps normlab
 
@@ -107,7 +107,10 @@ build/rel/tests/replay_%: build/rel/tests/fuzz/fuzz_%.o build/rel/tests/fuzz/rep
 build/san/tests/replay_%: build/san/tests/fuzz/fuzz_%.o build/san/tests/fuzz/replay.o build/san/libnormlab.a
 	$(CC) $(SAN_FLAGS) $^ $(PKG_LIBS) -o $@
 
-fuzz: deps $(addprefix build/fuzz/fuzz_,$(FUZZERS))
+fuzz-deps:
+	@tools/install-deps.sh --fuzz
+
+fuzz: deps fuzz-deps $(addprefix build/fuzz/fuzz_,$(FUZZERS))
 	@mkdir -p tests/fuzz/crashes
 	@for h in $(FUZZERS); do \
 	    mkdir -p build/fuzz/corpus-$$h; \

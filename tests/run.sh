@@ -30,6 +30,14 @@ line=$(printf '%s\n' "$out" | tail -n 1)
 p=$(printf '%s' "$line" | sed -n 's/.*: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p')
 f=$(printf '%s' "$line" | sed -n 's/.*: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p')
 if [ -z "$p" ]; then broken="$broken cli_test(rc=$rc)"; failed=$((failed + 1)); else passed=$((passed + p)); failed=$((failed + f)); fi
+if [ "$variant" = plain ]; then  # valgrind cannot run the sanitizer build
+    out=$(tests/valgrind.sh "$bin" 2>&1); rc=$?
+    printf '%s\n' "$out" | grep -v '^ok ' || true
+    line=$(printf '%s\n' "$out" | tail -n 1)
+    p=$(printf '%s' "$line" | sed -n 's/.*: \([0-9]*\) passed, \([0-9]*\) failed.*$/\1/p')
+    f=$(printf '%s' "$line" | sed -n 's/.*: \([0-9]*\) passed, \([0-9]*\) failed.*$/\2/p')
+    if [ -z "$p" ]; then broken="$broken valgrind(rc=$rc)"; failed=$((failed + 1)); else passed=$((passed + p)); failed=$((failed + f)); fi
+fi
 [ -n "$broken" ] && echo "broken test programs:$broken"
 echo "$variant: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
