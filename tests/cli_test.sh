@@ -86,6 +86,11 @@ if [ -w /dev/full ]; then
     if [ "$rc" -eq 1 ] && grep -q "cannot write to stdout" "$TMP/err"; then ok "stdout on a full disk"; else bad "stdout on a full disk" "rc=$rc $(cat "$TMP/err")"; fi
 fi
 
+timeout 30 "$BIN" generate $M -n 100000000 --seed 1 2>"$TMP/err" | head -c 1 >/dev/null
+rc=${PIPESTATUS[0]}
+[ "$rc" -eq 141 ] && [ ! -s "$TMP/err" ] && ok "closed pipe ends the process at once and quietly (SIGPIPE)" \
+    || bad "closed pipe" "exit $rc (124 = still running after 30 s), stderr: $(head -c 200 "$TMP/err")"
+
 # ---- help and version
 expect_ok "--help" --help && grep -q "commands:" "$TMP/out" && ok "--help lists commands" || bad "--help lists commands" "$(head -3 "$TMP/out")"
 expect_ok "help generate" help generate && grep -q -- "--top-p" "$TMP/out" && ok "help generate lists --top-p" || bad "help generate" "no --top-p"

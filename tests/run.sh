@@ -4,6 +4,7 @@
 variant=$1 build=$2 bin=$3
 passed=0 failed=0 broken=""
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1
+export NORMLAB_BIN="$bin"  # test_loader runs each malformed model through the CLI too
 for t in "$build"/tests/test_*; do
     [ -x "$t" ] || continue
     out=$("$t" 2>&1); rc=$?

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -94,8 +95,32 @@ static int replace(char *s, size_t cap, const char *from, const char *to) {
     return 0;
 }
 
+// The same case through the command line, when NORMLAB_BIN names the binary: `normlab info -m dir`
+// must exit 1 with empty stdout and the message on stderr (or exit 0 for a valid model).
+static void expect_cli(const char *label, const char *expect) {
+    const char *bin = getenv("NORMLAB_BIN");
+    if (!bin) return;
+    char cmd[1024], out[4096] = "", err[4096] = "";
+    snprintf(cmd, sizeof cmd, "'%s' info -m '%s' >'%s/out' 2>'%s/err'", bin, dir, dir, dir);
+    int status = system(cmd);
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    const char *names[2] = {"out", "err"};
+    char *bufs[2] = {out, err};
+    for (int i = 0; i < 2; i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        FILE *f = fopen(path, "r");
+        if (f) { size_t n = fread(bufs[i], 1, 4095, f); bufs[i][n] = '\0'; fclose(f); }
+        unlink(path);
+    }
+    if (!expect) { CHECK(code == 0 && out[0], "%s (CLI): exit %d, stderr %s", label, code, err); return; }
+    CHECK(code == 1 && out[0] == '\0' && strstr(err, expect) && strchr(err, '\n') == strrchr(err, '\n'),
+          "%s (CLI): exit %d, stdout '%.40s', stderr '%s'", label, code, out, err);
+}
+
 // Loads dir and expects failure with `expect` in the message (or success when expect is NULL).
 static void expect_load(const char *label, const char *expect) {
+    expect_cli(label, expect);
     NlModel *m = NULL;
     NlError err = {""};
     int rc = nl_model_load(&m, dir, &err);
