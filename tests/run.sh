@@ -1,20 +1,30 @@
 #!/bin/sh
-# tests/run.sh VARIANT BUILD_DIR BINARY — runs every unit test binary and the CLI tests of one build
-# variant and prints one summary line. Exits non-zero when anything failed.
+# tests/run.sh VARIANT BUILD_DIR BINARY — runs every test program of one build variant (unit tests,
+# fuzz corpus replays, CLI tests, and for the plain build valgrind) and prints one summary line.
+# Each test program ends with "NAME: N passed, M failed"; a program that does not, or that exits
+# non-zero with no failure counted, counts as one failure. Exits non-zero when anything failed.
 variant=$1 build=$2 bin=$3
 passed=0 failed=0 broken=""
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1
 export NORMLAB_BIN="$bin"  # test_loader runs each malformed model through the CLI too
-for t in "$build"/tests/test_*; do
-    [ -x "$t" ] || continue
-    out=$("$t" 2>&1); rc=$?
+
+# tally NAME COMMAND...: runs it, shows all but its "ok" lines, adds its counts.
+tally() {
+    name=$1; shift
+    out=$("$@" 2>&1); rc=$?
     printf '%s\n' "$out" | grep -v '^ok ' | grep -v '^     ' || true
     line=$(printf '%s\n' "$out" | tail -n 1)
-    p=$(printf '%s' "$line" | sed -n 's/.*: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p')
-    f=$(printf '%s' "$line" | sed -n 's/.*: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p')
-    if [ -z "$p" ]; then broken="$broken $(basename "$t")(rc=$rc)"; failed=$((failed + 1)); continue; fi
-    passed=$((passed + p)); failed=$((failed + f))
-    [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && { broken="$broken $(basename "$t")(rc=$rc)"; failed=$((failed + 1)); }
+    p=$(printf '%s' "$line" | sed -n 's/.*: \([0-9]*\) passed, \([0-9]*\) failed.*$/\1/p')
+    f=$(printf '%s' "$line" | sed -n 's/.*: \([0-9]*\) passed, \([0-9]*\) failed.*$/\2/p')
+    if [ -z "$p" ] || { [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; }; then
+        broken="$broken $name(rc=$rc)"; failed=$((failed + 1))
+    else
+        passed=$((passed + p)); failed=$((failed + f))
+    fi
+}
+
+for t in "$build"/tests/test_*; do
+    [ -x "$t" ] && tally "$(basename "$t")" "$t"
 done
 for r in "$build"/tests/replay_*; do
     [ -x "$r" ] || continue
@@ -25,20 +35,8 @@ for r in "$build"/tests/replay_*; do
         failed=$((failed + 1)); echo "FAIL fuzz corpus replay $h: $(printf '%s' "$out" | tail -5)"
     fi
 done
-out=$(tests/cli_test.sh "$bin" 2>&1); rc=$?
-printf '%s\n' "$out" | grep -v '^ok ' || true
-line=$(printf '%s\n' "$out" | tail -n 1)
-p=$(printf '%s' "$line" | sed -n 's/.*: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p')
-f=$(printf '%s' "$line" | sed -n 's/.*: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p')
-if [ -z "$p" ]; then broken="$broken cli_test(rc=$rc)"; failed=$((failed + 1)); else passed=$((passed + p)); failed=$((failed + f)); fi
-if [ "$variant" = plain ]; then  # valgrind cannot run the sanitizer build
-    out=$(tests/valgrind.sh "$bin" 2>&1); rc=$?
-    printf '%s\n' "$out" | grep -v '^ok ' || true
-    line=$(printf '%s\n' "$out" | tail -n 1)
-    p=$(printf '%s' "$line" | sed -n 's/.*: \([0-9]*\) passed, \([0-9]*\) failed.*$/\1/p')
-    f=$(printf '%s' "$line" | sed -n 's/.*: \([0-9]*\) passed, \([0-9]*\) failed.*$/\2/p')
-    if [ -z "$p" ]; then broken="$broken valgrind(rc=$rc)"; failed=$((failed + 1)); else passed=$((passed + p)); failed=$((failed + f)); fi
-fi
+tally cli_test tests/cli_test.sh "$bin"
+[ "$variant" = plain ] && tally valgrind tests/valgrind.sh "$bin"  # valgrind cannot run the sanitizer build
 [ -n "$broken" ] && echo "broken test programs:$broken"
 echo "$variant: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
