@@ -24,9 +24,9 @@ ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
 SHIPPED = ["shakespeare-pre-ln", "shakespeare-post-ln", "shakespeare-pre-rms", "shakespeare-post-rms"]
 GOLDEN_PROMPTS = [
     "ROMEO:\nWhat light is this upon the eastern wall?",
-    # a full context window of 128 characters, so every position of wpe is exercised
-    "KING:\nNow speak, good friend, and tell me true:\nWhat news from Milan, and how fares my brother?\n"
-    "Is he in health, or doth he keep his bed?",
+    # cut to a full context window of 128 characters, so every position of wpe is exercised
+    ("KING:\nNow speak, good friend, and tell me true:\nWhat news from Milan, and how fares my brother?\n"
+    "Is he in health, or doth he keep his bed?")[:128],
 ]
 EVAL_TEXT = os.path.join(ROOT, "tests", "data", "held_out.txt")
 
