@@ -411,10 +411,10 @@ static int emit_nothing(int token, void *ctx) {
     return 0;
 }
 
-// Attaches a profiler with room for the trace events of n_forward forward passes.
+// Attaches a profiler; with --trace it keeps the events of n_forward forward passes.
 static int attach_profiler(const Options *o, const NlModel *model, NlState *state, size_t n_forward, NlProfiler **prof) {
     const NlConfig *c = nl_model_config(model);
-    size_t per_forward = (size_t)c->n_layer * 12 + 6;
+    size_t per_forward = o->trace_out ? (size_t)c->n_layer * 12 + 6 : 0;
     NlError err;
     if (nl_profiler_create(prof, nl_state_config(state), n_forward * per_forward, o->counters, &err) != 0) {
         fprintf(stderr, "normlab: %s\n", err.msg);

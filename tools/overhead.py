@@ -28,8 +28,10 @@ def main(argv):
     ap.add_argument("-n", type=int, default=256)
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--cpu", type=int, help="pin both to this CPU (taskset), so both see the same core")
     a = ap.parse_args(argv)
-    base = [os.path.join(ROOT, "normlab"), "generate", "-m", a.model, "-p", "ROMEO:", "-n", str(a.n), "--seed", "7",
+    pin = ["taskset", "-c", str(a.cpu)] if a.cpu is not None else []
+    base = pin + [os.path.join(ROOT, "normlab"), "generate", "-m", a.model, "-p", "ROMEO:", "-n", str(a.n), "--seed", "7",
             "--threads", str(a.threads)]
     plain, profiled, same = [], [], True
     run(base)  # warm the page cache
@@ -40,7 +42,8 @@ def main(argv):
         profiled.append(t)
         same &= out_plain == out_prof
     mp, mq = statistics.median(plain), statistics.median(profiled)
-    print(f"generate -n {a.n}, {a.runs} interleaved runs each, threads {a.threads}")
+    print(f"generate -n {a.n}, {a.runs} interleaved runs each, threads {a.threads}"
+          + (f", pinned to CPU {a.cpu}" if a.cpu is not None else ""))
     print(f"  without --profile: median {1e3 * mp:.2f} ms (min {1e3 * min(plain):.2f}, max {1e3 * max(plain):.2f})")
     print(f"  with --profile:    median {1e3 * mq:.2f} ms (min {1e3 * min(profiled):.2f}, max {1e3 * max(profiled):.2f})")
     print(f"  ratio {mq / mp:.3f} ({100 * (mq / mp - 1):+.1f}%); generated text byte-identical: {same}")
