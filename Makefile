@@ -20,7 +20,7 @@ TESTS = test_tokenizer test_kernels test_sampler test_loader test_forward test_g
 FUZZERS = safetensors config tokenizer inline prompt
 RUN_ARGS ?= -n 500
 
-.PHONY: all deps fuzz-deps run test test-plain test-san parity eval-models fuzz clean format
+.PHONY: all deps fuzz-deps run test test-plain test-san parity eval-models compare-models fuzz clean format
 
 all: deps normlab
 
@@ -119,3 +119,10 @@ fuzz: deps fuzz-deps $(addprefix build/fuzz/fuzz_,$(FUZZERS))
 	        -artifact_prefix=tests/fuzz/crashes/$$h- build/fuzz/corpus-$$h tests/fuzz/corpus/$$h 2>&1 \
 	        | grep -E '^(#[0-9]+ *DONE|stat::number_of_executed_units|stat::peak_rss|==.*ERROR|SUMMARY)' ; \
 	done
+
+# The README's comparison of the shipped models, on the validation split (held out from training).
+compare-models: all
+	@/usr/bin/python3 tools/split.py $(CORPUS) build/val.txt
+	./normlab compare weights/shakespeare-pre-ln weights/shakespeare-post-ln weights/shakespeare-pre-rms \
+	    weights/shakespeare-post-rms --text build/val.txt --also-swap --invariance \
+	    --json docs/compare/compare.json --csv docs/compare/compare.csv --plot-dir docs/compare

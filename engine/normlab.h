@@ -251,13 +251,16 @@ void nl_profile_cost(const NlConfig *cfg, NlComponent comp, size_t batch, size_t
 
 // ---- hidden-state statistics and the invariance experiment (stats.c)
 
-typedef enum { NL_INV_SCALE_HALF, NL_INV_SCALE_2, NL_INV_SCALE_10, NL_INV_SHIFT_1, NL_INV_COUNT } NlInvarianceCase;
+// The perturbations of the invariance experiment; the last one runs with eps = 0, which shows
+// what is left of scale invariance once eps is out of the way.
+typedef enum { NL_INV_SCALE_HALF, NL_INV_SCALE_2, NL_INV_SCALE_10, NL_INV_SHIFT_1, NL_INV_SCALE_2_EPS0, NL_INV_COUNT } NlInvarianceCase;
 
 typedef struct NlStats NlStats;
 // Collects, over every position a forward pass runs: the RMS and the |mean| of the residual stream
 // entering each block (layer L: leaving the last one) and the std of each norm's output. With
 // invariance set, every norm input x is also normalised as x*0.5, x*2, x*10 and x+1 by both
-// LayerNorm and RMSNorm (with the model's gains), recording the largest change of the output.
+// LayerNorm and RMSNorm (with the model's gains), recording the largest change of the output; and
+// once more as x*2 with eps = 0 on both sides.
 int nl_stats_create(NlStats **out, const NlConfig *cfg, size_t max_rows, int invariance, NlError *err);
 void nl_stats_free(NlStats *stats);
 void nl_state_set_stats(NlState *state, NlStats *stats);

@@ -217,7 +217,8 @@ int nl_report_compare_text(FILE *f, const NlCompareRow *rows, const char *const 
                 nl_config_norm_name(r->norm), nl_config_placement_name(r->placement), a, b, c);
     }
     if (info->invariance) {
-        fprintf(f, "\ninvariance: largest |N(x') - N(x)| over every norm input of the text, with the model's gains\n");
+        fprintf(f, "\ninvariance: largest |N(x') - N(x)| over every norm input of the text, with the model's gains\n"
+                   "and eps (scale_2_eps0: x' = 2x with eps = 0)\n");
         fprintf(f, "%-34s %-10s", "model", "norm");
         for (int k = 0; k < NL_INV_COUNT; k++) fprintf(f, " %11s", nl_invariance_name((NlInvarianceCase)k));
         fputc('\n', f);

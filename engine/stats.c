@@ -23,7 +23,7 @@ struct NlStats {
     size_t max_rows;
 };
 
-static const char *const INV_NAMES[NL_INV_COUNT] = {"scale_0.5", "scale_2", "scale_10", "shift_1"};
+static const char *const INV_NAMES[NL_INV_COUNT] = {"scale_0.5", "scale_2", "scale_10", "shift_1", "scale_2_eps0"};
 const char *nl_invariance_name(NlInvarianceCase c) { return INV_NAMES[c]; }
 
 int nl_stats_create(NlStats **out, const NlConfig *cfg, size_t max_rows, int invariance, NlError *err) {
@@ -66,10 +66,10 @@ void nl_stats_residual(NlStats *s, int layer, const float *x, size_t rows) {
 
 // Largest |N(perturbed in) - N(in)| under norm type t, for one case, over rows.
 static double change(NlStats *s, NlNormType t, NlInvarianceCase c, const float *in, NlNormWeights w, size_t rows) {
-    static const double SCALE[NL_INV_COUNT] = {0.5, 2.0, 10.0, 1.0}, SHIFT[NL_INV_COUNT] = {0, 0, 0, 1.0};
+    static const double SCALE[NL_INV_COUNT] = {0.5, 2.0, 10.0, 1.0, 2.0}, SHIFT[NL_INV_COUNT] = {0, 0, 0, 1.0, 0};
     size_t D = (size_t)s->cfg.n_embd, count = rows * D;
     float *xp = s->scratch, *ref = xp + count, *got = ref + count;
-    float eps = (float)s->cfg.norm_eps;
+    float eps = c == NL_INV_SCALE_2_EPS0 ? 0.0f : (float)s->cfg.norm_eps;
     for (size_t i = 0; i < count; i++) xp[i] = (float)(in[i] * SCALE[c] + SHIFT[c]);
     nl_norm(ref, in, w, t, rows, D, eps);
     nl_norm(got, xp, w, t, rows, D, eps);
