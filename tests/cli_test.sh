@@ -80,12 +80,25 @@ expect_fail "eval missing text" 1 "cannot open" eval $M --text /nonexistent
 printf 'ab\tc' > "$TMP/tab.txt"
 expect_fail "eval unknown character" 1 "U+0009 at position 3" eval $M --text "$TMP/tab.txt"
 printf 'a' > "$TMP/one.txt"
+printf 'ab ba' > "$TMP/short.txt"
 expect_fail "eval one character" 1 "at least 2 characters" eval $M --text "$TMP/one.txt"
 if [ -w /dev/full ]; then
     "$BIN" generate $M -n 5 --seed 1 > /dev/full 2>"$TMP/err"; rc=$?
     if [ "$rc" -eq 1 ] && grep -q "cannot write to stdout" "$TMP/err"; then ok "stdout on a full disk"; else bad "stdout on a full disk" "rc=$rc $(cat "$TMP/err")"; fi
 fi
 
+expect_fail "logits overflow at run time" 1 "the model produced a non-finite logit after 0 generated tokens" generate -m $FIX/overflow.json -p ab -n 5 --seed 1
+expect_fail "eval loss overflows" 1 "non-finite loss at character 2" eval -m $FIX/overflow.json --text "$TMP/short.txt"
+# an unreadable file, as an unprivileged user (root reads everything)
+printf 'ab ba' > "$TMP/secret.txt"; chmod 000 "$TMP/secret.txt"; chmod 711 "$TMP"
+NOBODY="setpriv --reuid=65534 --regid=65534 --clear-groups"
+if command -v setpriv >/dev/null && $NOBODY test -r "$FIX/ln-pre-bias.json" 2>/dev/null && $NOBODY test -x "$BIN" 2>/dev/null; then
+    $NOBODY "$BIN" eval $M --text "$TMP/secret.txt" >"$TMP/out" 2>"$TMP/err"; rc=$?
+    [ "$rc" -eq 1 ] && [ ! -s "$TMP/out" ] && grep -q "secret.txt: cannot open: Permission denied" "$TMP/err" \
+        && ok "unreadable file" || bad "unreadable file" "exit $rc: $(cat "$TMP/err")"
+else
+    echo "note: unreadable-file test skipped (no setpriv, or user nobody cannot reach the repository)"
+fi
 timeout 30 "$BIN" generate $M -n 100000000 --seed 1 2>"$TMP/err" | head -c 1 >/dev/null
 rc=${PIPESTATUS[0]}
 [ "$rc" -eq 141 ] && [ ! -s "$TMP/err" ] && ok "closed pipe ends the process at once and quietly (SIGPIPE)" \

@@ -4,7 +4,8 @@
 Every norm x placement x bias combination, at odd sizes (V=11, D=12, H=3, F=20, T=9, L=2) so that no
 size is a power of two, plus variants for untied heads, RMSNorm with bias, each activation, and a
 vocabulary with multi-byte UTF-8 characters, and "centred": a pre-LN model whose residual stream is
-exactly centred (LayerNorm and RMSNorm agree on it). Deterministic: the same seed writes the same files.
+exactly centred (LayerNorm and RMSNorm agree on it), and "overflow": finite weights whose logits
+overflow to infinity at run time. Deterministic: the same seed writes the same files.
 
     /usr/bin/python3 tools/make_fixtures.py            # writes tests/fixtures/*.json
 """
@@ -73,11 +74,14 @@ def main():
     models["rms-pre-rmsbias"] = (base_config(norm="rmsnorm"), ASCII_VOCAB, True)
     models["utf8"] = (base_config(), UTF8_VOCAB, False)
     models["centred"] = (base_config(), ASCII_VOCAB, False)
+    models["overflow"] = (base_config(tie_embeddings=False), ASCII_VOCAB, False)
     for name, (config, vocab, rms_bias) in models.items():
         config = {k: v for k, v in config.items() if v is not None}
         tensors = random_tensors(config, rng, rms_bias)
         if name == "centred":
             tensors = centre(tensors, config)
+        if name == "overflow":  # finite weights whose logits overflow float32 at run time
+            tensors["lm_head.weight"] = np.full_like(tensors["lm_head.weight"], 3e38)
         nlformat.write_inline_json(os.path.join(OUT, name + ".json"), config, vocab, tensors)
     print(f"wrote {len(models)} fixtures to {os.path.normpath(OUT)}")
 
