@@ -101,8 +101,8 @@ def main(argv):
                     d = random_model(os.path.join(tmp, f"{norm}-{placement}-{bias}"), norm, placement, bias, rng)
                     label = f"random {norm}/{placement} bias={str(bias).lower()} (+ overrides)"
                     ok &= check_model(label, d, random_prompts, every, report)
-    print(f"parity: {sum(w <= LOGIT_ATOL for _, w in report)} passed, {sum(w > LOGIT_ATOL for _, w in report)} failed"
-          f" (tolerance {LOGIT_ATOL:g} per logit, {EVAL_RTOL:g} relative for eval)")
+    print(f"tolerance {LOGIT_ATOL:g} per logit, {EVAL_RTOL:g} relative for eval")
+    print(f"parity: {sum(w <= LOGIT_ATOL for _, w in report)} passed, {sum(w > LOGIT_ATOL for _, w in report)} failed")
     return 0 if ok else 1
 
 
