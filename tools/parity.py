@@ -72,7 +72,7 @@ def main(argv):
     a = p.parse_args(argv)
     rng = np.random.default_rng(a.seed)
     pyrng = random.Random(a.seed)
-    ok, report = True, []
+    ok, report, evals = True, [], []
 
     def random_prompts(ref):
         T = ref.config["block_size"]
@@ -94,6 +94,7 @@ def main(argv):
         print(f"{'  eval held_out.txt':<48} engine {got:.7f} reference {nll / count:.7f} rel {rel:.2g}  "
               f"({'ok' if rel <= EVAL_RTOL else 'FAIL'})")
         ok &= rel <= EVAL_RTOL
+        evals.append(rel <= EVAL_RTOL)
     with tempfile.TemporaryDirectory() as tmp:
         for norm in ("layernorm", "rmsnorm"):
             for placement in ("pre", "post"):
@@ -102,7 +103,9 @@ def main(argv):
                     label = f"random {norm}/{placement} bias={str(bias).lower()} (+ overrides)"
                     ok &= check_model(label, d, random_prompts, every, report)
     print(f"tolerance {LOGIT_ATOL:g} per logit, {EVAL_RTOL:g} relative for eval")
-    print(f"parity: {sum(w <= LOGIT_ATOL for _, w in report)} passed, {sum(w > LOGIT_ATOL for _, w in report)} failed")
+    n_pass = sum(w <= LOGIT_ATOL for _, w in report) + sum(evals)
+    n_fail = sum(w > LOGIT_ATOL for _, w in report) + len(evals) - sum(evals)
+    print(f"parity: {n_pass} passed, {n_fail} failed")
     return 0 if ok else 1
 
 
