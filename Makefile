@@ -63,7 +63,7 @@ run: all
 	@if [ -f weights/shakespeare-pre-ln/model.safetensors ]; then \
 	    ./normlab generate -m weights/shakespeare-pre-ln -p "ROMEO:" --echo $(RUN_ARGS); \
 	else \
-	    echo "normlab: no trained model is present yet (weights/shakespeare-pre-ln); see README 'Training'"; \
+	    echo "normlab: no trained model is present yet (weights/shakespeare-pre-ln); see README 'The shipped models'"; \
 	fi
 
 test: deps

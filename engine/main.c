@@ -67,7 +67,7 @@ static const char *const HELP_GENERATE =
     "  -m, --model PATH       model directory or .json file (default: $NORMLAB_MODEL, else\n"
     "                         weights/shakespeare-pre-ln beside the normlab binary)\n"
     "  -p, --prompt TEXT      the prompt; empty or absent starts from a newline\n"
-    "  -f, --file FILE        read the prompt from FILE\n"
+    "  -f, --file FILE        read the prompt from FILE ('-': standard input)\n"
     "  -n, --steps N          characters to generate (default 256; 0 generates nothing)\n"
     "      --temperature T    0 = greedy, else in [1e-4, 1e4] (default 1.0)\n"
     "      --top-k K          keep the K most likely characters (default 0 = off; K > V keeps all)\n"
@@ -80,7 +80,9 @@ static const char *const HELP_GENERATE =
     "      --skip-unknown     drop prompt characters outside the vocabulary (with a warning)\n"
     "      --echo             print the prompt before the generated text\n"
     "      --threads N        OpenBLAS threads (default 1)\n"
-    "      --profile          print the per-layer profile (see 'normlab help profile') to stderr\n";
+    "      --profile          print the per-layer profile (see 'normlab help profile') to stderr\n"
+    "      --counters         with --profile: instructions per cycle, when perf counters are available\n"
+    "Long options may be shortened to any unambiguous prefix (--temp for --temperature).\n";
 
 static const char *const HELP_PROFILE =
     "usage: normlab profile [-m MODEL] [-p TEXT | -f FILE] [-n N] [--threads N] [--json OUT] [--trace OUT]\n"
@@ -89,11 +91,16 @@ static const char *const HELP_PROFILE =
     "(the prompt, one batched pass) and decode (one token at a time) apart, every layer x component,\n"
     "with calls, time, share, FLOPs, GFLOP/s, bytes and GB/s, then per-layer and per-component totals\n"
     "and the part of the wall time no row covers. The generated text is not printed.\n"
+    "  -m, --model PATH       model (default as for generate)\n"
     "  -p, --prompt TEXT      prompt (default: a built-in line, or a newline if the vocabulary lacks it)\n"
+    "  -f, --file FILE        read the prompt from FILE ('-': standard input)\n"
+    "  -n, --steps N          characters to generate (default 256)\n"
+    "      --threads N        OpenBLAS threads (default 1)\n"
     "      --json OUT         also write the table as JSON to OUT\n"
     "      --trace OUT        write a Chrome trace (Perfetto, chrome://tracing) to OUT\n"
     "      --counters         add instructions per cycle from Linux perf counters, when available\n"
-    "      --seed, --temperature, --top-k, --top-p, --norm, --placement, --exact-window as for generate\n";
+    "      --seed, --temperature, --top-k, --top-p, --norm, --placement, --exact-window,\n"
+    "      --skip-unknown     as for generate (the seed defaults to 0 here)\n";
 
 static const char *const HELP_COMPARE =
     "usage: normlab compare MODEL... --text FILE [--json OUT] [--csv OUT] [--plot-dir DIR]\n"
@@ -117,17 +124,17 @@ static const char *const HELP_EVAL =
     "Average negative log-likelihood of every character of FILE after the first, given those\n"
     "before it within the context window, as nats/char, bits/char and perplexity.\n"
     "  -m, --model PATH       model (default as for generate)\n"
-    "      --text FILE        UTF-8 text to score\n"
+    "      --text FILE        UTF-8 text to score ('-': standard input)\n"
     "      --stride N         window step for texts longer than the context (default block_size/2):\n"
     "                         each character is scored once, with at least block_size - N characters\n"
     "                         of context\n"
     "      --json             one JSON object on stdout\n"
     "      --skip-unknown     drop characters outside the vocabulary and count them\n"
     "      --norm, --placement, --threads   as for generate\n"
-    "      --profile          print the per-layer profile to stderr\n";
+    "      --profile          print the per-layer profile to stderr (--counters: with IPC)\n";
 
 static const char *const HELP_LOGITS =
-    "usage: normlab logits [-m MODEL] (-p TEXT | -f FILE) [--norm NAME] [--placement NAME]\n"
+    "usage: normlab logits [-m MODEL] (-p TEXT | -f FILE) [--norm NAME] [--placement NAME] [--skip-unknown]\n"
     "\n"
     "Prints the logits of every position of the text (at most block_size characters) as one JSON\n"
     "array of V numbers per line, from one batched prefill. For checking the engine against other\n"
@@ -149,10 +156,19 @@ static void usage_error(const char *cmd, const char *fmt, const char *arg) {
     fprintf(stderr, " (see 'normlab help %s')\n", cmd);
 }
 
+static const char *plural(size_t n) { return n == 1 ? "" : "s"; }
+
 // ---- strict number parsing (the C locale is never changed, so '.' is the decimal point)
+
+// Only plain decimal text: no leading space or '+', no hex ("0x..."), which strtol/strtod accept.
+static int plain_number(const char *s) {
+    if (!(*s == '-' || *s == '.' || (*s >= '0' && *s <= '9'))) return 0;
+    return strspn(s, "0123456789.eE+-") == strlen(s);
+}
 
 static int parse_long(const char *s, long min, long max, long *out) {
     char *end;
+    if (!plain_number(s)) return -1;
     errno = 0;
     long v = strtol(s, &end, 10);
     if (end == s || *end != '\0' || errno == ERANGE || v < min || v > max) return -1;
@@ -172,6 +188,7 @@ static int parse_u64(const char *s, uint64_t *out) {
 
 static int parse_double(const char *s, double *out) {
     char *end;
+    if (!plain_number(s)) return -1;
     errno = 0;
     double v = strtod(s, &end);
     if (end == s || *end != '\0' || errno == ERANGE || !isfinite(v)) return -1;
@@ -222,8 +239,8 @@ static int apply_option(Options *o, int c, const char *arg) {
         o->sampling.temperature = d;
         return 0;
     case OPT_TOPK:
-        if (parse_long(arg, 0, INT_MAX, &v) != 0) { usage_error(o->cmd, "--top-k must be an integer >= 0, got '%s'", arg); return EXIT_USAGE; }
-        o->sampling.top_k = (int)v;
+        if (parse_long(arg, 0, LONG_MAX, &v) != 0) { usage_error(o->cmd, "--top-k must be an integer >= 0, got '%s'", arg); return EXIT_USAGE; }
+        o->sampling.top_k = v > INT_MAX ? INT_MAX : (int)v;  // above V keeps everything anyway
         return 0;
     case OPT_TOPP:
         if (parse_double(arg, &d) != 0 || !(d > 0 && d <= 1)) { usage_error(o->cmd, "--top-p must be in (0, 1], got '%s'", arg); return EXIT_USAGE; }
@@ -278,19 +295,22 @@ static int parse_options(Options *o, int argc, char **argv, const int *allowed) 
     }
     opterr = 0;
     optind = 1;
-    int c;
-    while ((c = getopt_long(argc, argv, ":m:p:f:n:h", table, NULL)) != -1) {
+    int c, li = -1;
+    while ((c = getopt_long(argc, argv, ":m:p:f:n:h", table, &li)) != -1) {
         if (c == 'h') return -1;
+        char opt[64];
         if (c == '?' || c == ':') {
-            char opt[64];
             if (optopt && optopt < 256) snprintf(opt, sizeof opt, "-%c", optopt);
             else snprintf(opt, sizeof opt, "%s", argv[optind - 1]);
-            usage_error(o->cmd, c == ':' ? "option '%s' needs a value" : "unknown option '%s'", opt);
+            usage_error(o->cmd, c == ':' ? "option '%s' needs a value" : "unknown or ambiguous option '%s'", opt);
             return EXIT_USAGE;
         }
+        if (li >= 0) snprintf(opt, sizeof opt, "--%s", table[li].name);
+        else snprintf(opt, sizeof opt, "-%c", c);
+        li = -1;
         int ok = 0;
         for (const int *a = allowed; *a; a++) ok |= (*a == c);
-        if (!ok) { usage_error(o->cmd, "option '%s' does not apply to this command", argv[optind - 1]); return EXIT_USAGE; }
+        if (!ok) { usage_error(o->cmd, "option '%s' does not apply to this command", opt); return EXIT_USAGE; }
         int rc = apply_option(o, c, optarg);
         if (rc != 0) return rc;
     }
@@ -336,6 +356,11 @@ static const char *model_path(const Options *o, char *buf, size_t len) {
 static int load_model(const Options *o, NlModel **model) {
     char buf[4400];
     const char *path = model_path(o, buf, sizeof buf);
+    const char *env = getenv("NORMLAB_MODEL");
+    if (!o->model && env && *env && access(path, F_OK) != 0) {
+        fprintf(stderr, "normlab: NORMLAB_MODEL=%s: no such model\n", path);
+        return EXIT_DATA;
+    }
     if (!o->model && access(path, F_OK) != 0) {
         fprintf(stderr, "normlab: no trained model at %s yet; train one (see README) or pass -m MODEL\n", path);
         return EXIT_DATA;
@@ -375,12 +400,39 @@ static int encode(const NlModel *model, const char *what, const char *text, size
         fprintf(stderr, "normlab: %s: %s\n", what, err);
         return EXIT_DATA;
     }
-    if (*skipped) fprintf(stderr, "normlab: warning: %s: dropped %zu characters outside the vocabulary\n", what, *skipped);
+    if (*skipped) fprintf(stderr, "normlab: warning: %s: dropped %zu character%s outside the vocabulary\n", what, *skipped, plural(*skipped));
+    return 0;
+}
+
+// Reads all of standard input (for "-f -" and "--text -").
+static int read_stdin(char **buf, size_t *len) {
+    size_t cap = 4096, n = 0;
+    char *data = malloc(cap + 1);
+    while (data) {
+        size_t got = fread(data + n, 1, cap - n, stdin);
+        n += got;
+        if (got == 0) break;
+        if (n == cap) {
+            char *bigger = cap < TEXT_CAP ? realloc(data, 2 * cap + 1) : NULL;
+            if (!bigger) { free(data); data = NULL; break; }
+            data = bigger;
+            cap *= 2;
+        }
+    }
+    if (!data || ferror(stdin)) {
+        fprintf(stderr, "normlab: -: cannot read standard input%s\n", data ? "" : " (too large or out of memory)");
+        free(data);
+        return EXIT_DATA;
+    }
+    data[n] = '\0';
+    *buf = data;
+    *len = n;
     return 0;
 }
 
 static int read_text(const char *path, char **buf, size_t *len) {
     NlError err;
+    if (strcmp(path, "-") == 0) return read_stdin(buf, len);
     if (file_read_all(path, TEXT_CAP, buf, len, &err) != 0) {
         fprintf(stderr, "normlab: %s\n", err.msg);
         return EXIT_DATA;
@@ -505,21 +557,29 @@ static int prompt_ids(const Options *o, const NlModel *model, int **ids, size_t 
         if (!*text) return EXIT_DATA;
     }
     size_t skipped = 0;
-    int rc = encode(model, "prompt", *text, *len, o->skip_unknown, ids, n, &skipped);
+    char what[4200];
+    snprintf(what, sizeof what, "%s", o->prompt_file ? o->prompt_file : "prompt");
+    int rc = encode(model, what, *text, *len, o->skip_unknown, ids, n, &skipped);
     if (rc) return rc;
-    if (*n == 0) {
-        fprintf(stderr, "normlab: prompt: no character left after dropping unknown ones\n");
-        return EXIT_DATA;
+    if (*n == 0) {  // nothing known was left: start from a newline, as an empty prompt does
+        Options with = *o;
+        with.prompt = "";
+        with.prompt_file = NULL;
+        free(*text);
+        free(*ids);
+        return prompt_ids(&with, model, ids, n, text, len);
     }
     return 0;
 }
 
+// Timing on stderr; a newline first when the generated text went to the same terminal.
 static void print_timing(const NlGenerateStats *st) {
-    fprintf(stderr, "\nnormlab: prefill %zu tokens in %.2f ms (%.0f tok/s); decode %zu tokens in %.2f ms (%.0f tok/s)",
-            st->prompt_used, st->prefill_seconds * 1e3, st->prompt_used / (st->prefill_seconds > 0 ? st->prefill_seconds : 1e-9),
-            st->decode_tokens, st->decode_seconds * 1e3,
+    fprintf(stderr, "%snormlab: prefill %zu token%s in %.2f ms (%.0f tok/s); decode %zu token%s in %.2f ms (%.0f tok/s)",
+            isatty(STDOUT_FILENO) && isatty(STDERR_FILENO) ? "\n" : "", st->prompt_used, plural(st->prompt_used),
+            st->prefill_seconds * 1e3, st->prompt_used / (st->prefill_seconds > 0 ? st->prefill_seconds : 1e-9),
+            st->decode_tokens, plural(st->decode_tokens), st->decode_seconds * 1e3,
             st->decode_tokens ? st->decode_tokens / (st->decode_seconds > 0 ? st->decode_seconds : 1e-9) : 0.0);
-    if (st->context_shifts) fprintf(stderr, "; %zu context shifts", st->context_shifts);
+    if (st->context_shifts) fprintf(stderr, "; %zu context shift%s", st->context_shifts, plural(st->context_shifts));
     fprintf(stderr, "\n");
 }
 
@@ -549,12 +609,8 @@ static int cmd_generate(const Options *o) {
     size_t T = (size_t)nl_model_config(model)->block_size;
     if (!o->has_seed && !profile_cmd) fprintf(stderr, "normlab: seed %llu\n", (unsigned long long)seed);
     if (n > T) fprintf(stderr, "normlab: warning: the prompt has %zu characters; only the last %zu fit the context\n", n, T);
-    if (o->echo && (fwrite(text, 1, len, stdout) != len || fflush(stdout) == EOF)) {
-        fprintf(stderr, "normlab: cannot write to stdout: %s\n", strerror(errno));
-        rc = EXIT_DATA;
-        goto cleanup;
-    }
     EmitCtx ectx = {nl_model_tokenizer(model), 0};
+    for (size_t i = n > T ? n - T : 0; o->echo && i < n && !ectx.write_failed; i++) emit_token(ids[i], &ectx);
     NlGenerateOptions gopts = {(size_t)o->n_new, o->exact_window};
     NlGenerateStats st;
     int g = nl_generate(state, sampler, ids, n, &gopts, profile_cmd ? emit_nothing : emit_token, &ectx, &st, &err);
@@ -599,6 +655,11 @@ static int cmd_eval(const Options *o) {
     if (!rc) rc = make_state(o, model, &state);
     if (rc) goto cleanup;
     size_t T = (size_t)nl_model_config(model)->block_size;
+    if ((size_t)o->stride > T) {
+        fprintf(stderr, "normlab eval: --stride %ld is larger than the model's context (block_size %zu)\n", o->stride, T);
+        rc = EXIT_USAGE;
+        goto cleanup;
+    }
     size_t stride = o->stride ? (size_t)o->stride : (T / 2 ? T / 2 : 1);
     NlProfiler *prof = NULL;
     if (o->profile && (rc = attach_profiler(o, model, state, n / stride + 2, &prof)) != 0) goto cleanup;
@@ -642,7 +703,8 @@ static int cmd_logits(const Options *o) {
     if (rc) goto cleanup;
     size_t T = (size_t)nl_model_config(model)->block_size, V = (size_t)nl_model_config(model)->vocab_size;
     if (n > T) {
-        fprintf(stderr, "normlab: the text has %zu characters, more than the context of %zu\n", n, T);
+        fprintf(stderr, "normlab: %s: %zu characters, more than the model's context of %zu\n",
+                o->prompt_file ? o->prompt_file : "the text", n, T);
         rc = EXIT_DATA;
         goto cleanup;
     }
@@ -848,13 +910,17 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) { fputs(HELP_MAIN, stdout); return 0; }
     if (strcmp(cmd, "--version") == 0) { printf("normlab %s\n", NL_VERSION); return 0; }
     if (strcmp(cmd, "help") == 0) {
-        if (argc < 3) { fputs(HELP_MAIN, stdout); return 0; }
+        if (argc < 3 || strcmp(argv[2], "help") == 0) { fputs(HELP_MAIN, stdout); return 0; }
         const char *h = help_for(argv[2]);
         if (!h) { fprintf(stderr, "normlab: unknown command '%s' (see 'normlab --help')\n", argv[2]); return EXIT_USAGE; }
         fputs(h, stdout);
         return 0;
     }
     const char *help = help_for(cmd);
+    if (!help && cmd[0] == '-') {
+        fprintf(stderr, "normlab: unknown option '%s': the command comes first, its options after it (see 'normlab --help')\n", cmd);
+        return EXIT_USAGE;
+    }
     if (!help) { fprintf(stderr, "normlab: unknown command '%s' (see 'normlab --help')\n", cmd); return EXIT_USAGE; }
     Options o = {.cmd = cmd, .n_new = 256, .sampling = {1.0, 0, 1.0}, .norm = -1, .placement = -1, .threads = 1, .repeats = 5};
     const int *allowed = strcmp(cmd, "generate") == 0 ? GEN : strcmp(cmd, "eval") == 0 ? EVAL
@@ -864,6 +930,14 @@ int main(int argc, char **argv) {
     if (rc < 0) { fputs(help, stdout); return 0; }
     if (rc) return rc;
     if (o.prompt && o.prompt_file) { usage_error(cmd, "%s", "give -p or -f, not both"); return EXIT_USAGE; }
+    if (o.counters && !o.profile && strcmp(cmd, "profile") != 0) { usage_error(cmd, "%s", "--counters needs --profile"); return EXIT_USAGE; }
+    const char *outs[3] = {o.json_out, o.trace_out, o.csv_out};
+    for (int i = 0; i < 3; i++)
+        for (int j = i + 1; j < 3; j++)
+            if (outs[i] && outs[j] && strcmp(outs[i], outs[j]) == 0) {
+                usage_error(cmd, "two outputs would both be written to '%s'", outs[i]);
+                return EXIT_USAGE;
+            }
     nl_set_threads(o.threads);
     if (strcmp(cmd, "generate") == 0 || strcmp(cmd, "profile") == 0) return cmd_generate(&o);
     if (strcmp(cmd, "eval") == 0) return cmd_eval(&o);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "fileio.h"
 #include "jsonx.h"
@@ -452,10 +453,20 @@ int nl_model_load(NlModel **out, const char *path, NlError *err) {
         snprintf(err->msg, sizeof err->msg, "%s: no such model (expected a model directory or a .json file)", path);
         return -1;
     }
-    size_t plen = strlen(path);
-    if (S_ISREG(st.st_mode) && plen >= 12 && strcmp(path + plen - 12, ".safetensors") == 0) {
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    size_t blen = strlen(base);
+    if (S_ISREG(st.st_mode) && (strcmp(base, "config.json") == 0 || strcmp(base, "tokenizer.json") == 0 ||
+                                (blen >= 12 && strcmp(base + blen - 12, ".safetensors") == 0))) {
         snprintf(err->msg, sizeof err->msg, "%s: give the model directory that holds this file, not the file", path);
         return -1;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        char cfg[4200];
+        snprintf(cfg, sizeof cfg, "%s/config.json", path);
+        if (access(cfg, F_OK) != 0) {
+            snprintf(err->msg, sizeof err->msg, "%s: not a model directory (it has no config.json)", path);
+            return -1;
+        }
     }
     NlModel *m = calloc(1, sizeof *m);
     if (!m) { snprintf(err->msg, sizeof err->msg, "out of memory"); return -1; }

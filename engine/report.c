@@ -299,7 +299,7 @@ static void csv_field(FILE *f, const char *s) {
 int nl_report_compare_csv(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n, const NlCompareInfo *info) {
     int L = 0;
     for (size_t i = 0; i < n; i++) L = rows[i].n_layer > L ? rows[i].n_layer : L;
-    fputs("model,norm,placement,override,parameters,weight_bytes,chars,nats_per_char,bits_per_char,perplexity,threads,"
+    fputs("model,norm,placement,override,parameters,weight_bytes,text,chars,nats_per_char,bits_per_char,perplexity,threads,repeats,"
           "prefill_tok_s,prefill_tok_s_min,prefill_tok_s_max,decode_tok_s,decode_tok_s_min,decode_tok_s_max,"
           "norm_time_share,batch16_max_logit_diff,cache_max_logit_diff", f);
     for (int l = 0; l <= L; l++) fprintf(f, ",residual_rms_%d", l);
@@ -312,9 +312,11 @@ int nl_report_compare_csv(FILE *f, const NlCompareRow *rows, const char *const *
     for (size_t i = 0; i < n; i++) {
         const NlCompareRow *r = &rows[i];
         csv_field(f, labels[i]);
-        fprintf(f, ",%s,%s,%s,%zu,%zu,%zu,%.9g,%.9g,%.9g,%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g",
-                nl_config_norm_name(r->norm), nl_config_placement_name(r->placement), override_name(r), r->parameters,
-                r->weight_bytes, r->chars, r->nats_per_char, r->bits_per_char, r->perplexity, info->blas_threads,
+        fprintf(f, ",%s,%s,%s,%zu,%zu,", nl_config_norm_name(r->norm), nl_config_placement_name(r->placement),
+                override_name(r), r->parameters, r->weight_bytes);
+        csv_field(f, info->text);
+        fprintf(f, ",%zu,%.9g,%.9g,%.9g,%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g",
+                r->chars, r->nats_per_char, r->bits_per_char, r->perplexity, info->blas_threads, info->repeats,
                 r->prefill_tok_s, r->prefill_tok_s_min, r->prefill_tok_s_max, r->decode_tok_s, r->decode_tok_s_min,
                 r->decode_tok_s_max, r->norm_share, r->batch_diff, r->cache_diff);
         int nstd = r->n_layer + (r->placement == NL_PLACE_PRE);

@@ -63,11 +63,18 @@ expect_fail "unknown placement" 2 "--placement must be pre or post, got 'middle'
 expect_fail "negative seed" 2 "--seed must be an integer in [0, 2^64-1], got '-1'" generate $M --seed -1
 expect_fail "seed overflow" 2 "got '18446744073709551616'" generate $M --seed 18446744073709551616
 expect_fail "zero threads" 2 "--threads must be an integer in [1, 1024]" generate $M --threads 0
-expect_fail "unknown option" 2 "unknown option '--bogus'" generate $M --bogus
+expect_fail "unknown option" 2 "unknown or ambiguous option '--bogus'" generate $M --bogus
+expect_fail "ambiguous option" 2 "unknown or ambiguous option '--top'" generate $M --top 5
+expect_fail "hex number" 2 "got '0x1p-1'" generate $M --temperature 0x1p-1
+expect_fail "leading space" 2 "got ' 5'" generate $M -n " 5"
+expect_fail "option before the command" 2 "the command comes first" -m x generate
 expect_fail "missing value" 2 "option '-n' needs a value" generate $M -n
 expect_fail "prompt and file" 2 "give -p or -f, not both" generate $M -p a -f /etc/hostname
 expect_fail "stray argument" 2 "unexpected argument 'extra'" generate $M extra
-expect_fail "option of another command" 2 "does not apply to this command" info $M --seed 1
+expect_fail "option of another command" 2 "option '--seed' does not apply to this command" info $M --seed 1
+expect_fail "short option of another command" 2 "option '-n' does not apply to this command" info $M -n 3
+expect_fail "counters without profile" 2 "--counters needs --profile" generate $M --counters
+expect_fail "two outputs, one file" 2 "two outputs would both be written to" profile $M -n 3 --json "$TMP/same" --trace "$TMP/same"
 expect_fail "eval without text" 2 "--text FILE is required" eval $M
 expect_fail "help for unknown command" 2 "unknown command 'bogus'" help bogus
 
@@ -82,6 +89,11 @@ expect_fail "eval unknown character" 1 "U+0009 at position 3" eval $M --text "$T
 printf 'a' > "$TMP/one.txt"
 printf 'ab ba' > "$TMP/short.txt"
 expect_fail "eval one character" 1 "at least 2 characters" eval $M --text "$TMP/one.txt"
+expect_fail "eval stride above the context" 2 "--stride 10 is larger than the model's context (block_size 9)" eval $M --text "$TMP/short.txt" --stride 10
+expect_fail "model file instead of its directory" 1 "give the model directory that holds this file" info -m weights/shakespeare-pre-ln/config.json
+expect_fail "directory that is not a model" 1 "weights: not a model directory (it has no config.json)" info -m weights
+NORMLAB_MODEL=/nonexistent/model "$BIN" info >"$TMP/out" 2>"$TMP/err"; rc=$?
+[ "$rc" -eq 1 ] && grep -q "NORMLAB_MODEL=/nonexistent/model: no such model" "$TMP/err" && ok "mistyped NORMLAB_MODEL named" || bad "NORMLAB_MODEL" "$(cat "$TMP/err")"
 if [ -w /dev/full ]; then
     "$BIN" generate $M -n 5 --seed 1 > /dev/full 2>"$TMP/err"; rc=$?
     if [ "$rc" -eq 1 ] && grep -q "cannot write to stdout" "$TMP/err"; then ok "stdout on a full disk"; else bad "stdout on a full disk" "rc=$rc $(cat "$TMP/err")"; fi
@@ -142,7 +154,13 @@ cmp -s "$TMP/out" "$TMP/first" && ok "-f equals -p" || bad "-f equals -p" "diffe
 expect_ok "echo" generate $M -p 'ab' -n 10 --seed 4 --echo
 [ "$(head -c 2 "$TMP/out")" = "ab" ] && [ "$(wc -m < "$TMP/out")" -eq 12 ] && ok "--echo prints the prompt first" || bad "--echo" "$(cat "$TMP/out")"
 expect_ok "skip unknown" generate $M -p 'aZb' -n 10 --seed 4 --skip-unknown
-grep -q "dropped 1 characters" "$TMP/err" && ok "--skip-unknown warns" || bad "--skip-unknown warns" "$(cat "$TMP/err")"
+grep -q "dropped 1 character outside" "$TMP/err" && ok "--skip-unknown warns" || bad "--skip-unknown warns" "$(cat "$TMP/err")"
+expect_ok "skip leaves nothing" generate $M -p "ZZ" -n 30 --seed 4 --skip-unknown; cp "$TMP/out" "$TMP/skipped"
+expect_ok "newline prompt again" generate $M -p $'\n' -n 30 --seed 4
+cmp -s "$TMP/out" "$TMP/skipped" && ok "a prompt with nothing known left starts from a newline" || bad "skip leaves nothing" "differs"
+expect_ok "prompt inline (for stdin)" generate $M -p 'ab ba' -n 30 --seed 4 && cp "$TMP/out" "$TMP/inline"
+printf 'ab ba' | "$BIN" generate $M -f - -n 30 --seed 4 >"$TMP/stdin" 2>/dev/null
+cmp -s "$TMP/stdin" "$TMP/inline" && ok "-f - reads the prompt from stdin" || bad "-f -" "differs"
 expect_ok "past the window" generate $M -p 'ab' -n 100 --seed 4
 [ "$(wc -m < "$TMP/out")" -eq 100 ] && grep -q "context shifts" "$TMP/err" && ok "generation goes on past block_size" || bad "past the window" "$(cat "$TMP/err")"
 expect_ok "exact window" generate $M -p 'ab' -n 100 --seed 4 --exact-window
