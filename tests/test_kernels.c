@@ -1,6 +1,7 @@
 // test_kernels.c — norms against a double-precision reference on adversarial inputs, the
 // invariances of LayerNorm and RMSNorm, and each BLAS kernel against its naive twin.
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "check.h"
@@ -122,11 +123,25 @@ static void activations_match_their_formulas(void) {
     check_close("relu", r, wr, 5, 0, 0);
 }
 
+static void erf_matches_libm_double_within_4e7(void) {
+    double worst = 0.0, at = 0.0;
+    for (int i = -600000; i <= 600000; i++) {  // [-6, 6] in steps of 1e-5
+        float x = (float)(i * 1e-5);
+        double d = fabs((double)nl_erf(x) - erf((double)x));
+        if (d > worst) { worst = d; at = x; }
+    }
+    printf("     nl_erf vs erf (double) on [-6, 6]: max |error| %.3g at x = %.5f (tolerance 4e-7)\n", worst, at);
+    CHECK(worst <= 4e-7, "nl_erf error %.3g at %g", worst, at);
+    CHECK(nl_erf(0.0f) == 0.0f && nl_erf(INFINITY) >= 1 - 4e-7 && nl_erf(-INFINITY) <= -1 + 4e-7, "0 and +-inf");
+    CHECK(isnan(nl_erf(NAN)), "NaN stays NaN");
+}
+
 int main(void) {
     RUN(norms_match_double_reference_on_adversarial_inputs);
     RUN(layernorm_invariant_to_scale_and_shift_rmsnorm_to_scale_only);
     RUN(linear_blas_matches_naive_on_odd_shapes);
     RUN(softmax_is_stable_and_normalised);
     RUN(activations_match_their_formulas);
+    RUN(erf_matches_libm_double_within_4e7);
     return check_summary("test_kernels");
 }
