@@ -14,78 +14,115 @@ static double now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-// Appends tok to window (len of at most cap tokens), dropping the oldest when full.
-static void push(int *window, size_t *len, size_t cap, int tok) {
-    if (*len == cap) {
-        memmove(window, window + 1, (cap - 1) * sizeof *window);
-        (*len)--;
-    }
-    window[(*len)++] = tok;
+// The B windows of cached tokens, all of the same length: window b is rows[b * T .. b * T + len).
+typedef struct {
+    int *rows;    // (B, T)
+    int *packed;  // (B, T) scratch: the windows packed as (B, len) for nl_forward_batch
+    size_t B, T, len;
+} Windows;
+
+// (B, len) contiguous copy of the windows.
+static const int *packed(Windows *w) {
+    for (size_t b = 0; b < w->B; b++) memcpy(w->packed + b * w->len, w->rows + b * w->T, w->len * sizeof(int));
+    return w->packed;
 }
 
-// Feeds tok after the `len` tokens already in the cache; returns the next logits.
-static const float *advance(NlState *s, int *window, size_t *len, size_t T, int tok, int exact,
-                            NlGenerateStats *st) {
-    if (exact) {  // nanoGPT: crop to the last T tokens and recompute them all
-        push(window, len, T, tok);
-        return nl_forward(s, window, *len, 0, 1);
+// Feeds toks (B) after the len tokens in the caches; returns the next logits (B, V).
+static const float *advance(NlState *s, Windows *w, const int *toks, int exact, NlGenerateStats *st) {
+    size_t B = w->B, T = w->T;
+    if (exact) {  // nanoGPT: append, crop to the last T tokens, recompute them all
+        size_t keep = w->len < T ? w->len + 1 : T;
+        for (size_t b = 0; b < B; b++) {
+            int *row = w->rows + b * T;
+            memmove(row, row + (w->len + 1 - keep), (keep - 1) * sizeof *row);
+            row[keep - 1] = toks[b];
+        }
+        w->len = keep;
+        return nl_forward_batch(s, packed(w), B, keep, 0, 1);
     }
-    if (*len < T) {
-        window[(*len)++] = tok;
-        return nl_forward(s, &tok, 1, *len - 1, 1);
+    if (w->len < T) {  // room left: one decoding step against the caches
+        for (size_t b = 0; b < B; b++) w->rows[b * T + w->len] = toks[b];
+        w->len++;
+        return nl_forward_batch(s, toks, B, 1, w->len - 1, 1);
     }
-    // Context shift: keep the most recent T/2 tokens (tok included) at positions 0..T/2-1.
+    // Full: a context shift keeps the most recent T/2 (the new token included) at positions 0..T/2-1.
     size_t keep = T / 2 > 0 ? T / 2 : 1;
-    memmove(window, window + (T - keep + 1), (keep - 1) * sizeof *window);
-    window[keep - 1] = tok;
-    *len = keep;
+    for (size_t b = 0; b < B; b++) {
+        int *row = w->rows + b * T;
+        memmove(row, row + (T - keep + 1), (keep - 1) * sizeof *row);
+        row[keep - 1] = toks[b];
+    }
+    w->len = keep;
     st->context_shifts++;
-    return nl_forward(s, window, keep, 0, 1);
+    return nl_forward_batch(s, packed(w), B, keep, 0, 1);
 }
 
-// Samples the next token; timed as the "sampling" component when profiling.
-static int sample(NlSampler *sampler, const float *logits, NlProfiler *prof) {
+// Samples every stream's next token; timed as the "sampling" component when profiling.
+static int sample_all(NlSampler *const *samplers, const float *logits, size_t B, size_t V, int *toks, NlProfiler *prof) {
     double w = nl_profiler_begin(prof);
-    int tok = nl_sampler_sample(sampler, logits);
-    nl_profiler_record(prof, w, -1, NL_COMP_SAMPLING, 1, 1, 0);
+    int ok = 1;
+    for (size_t b = 0; b < B; b++) ok &= (toks[b] = nl_sampler_sample(samplers[b], logits + b * V)) >= 0;
+    nl_profiler_record(prof, w, -1, NL_COMP_SAMPLING, B, 1, 0);
     nl_profiler_add_wall(prof, w);
-    return tok;
+    return ok;
 }
 
-int nl_generate(NlState *s, NlSampler *sampler, const int *prompt, size_t n_prompt,
-                const NlGenerateOptions *opts, NlEmitFn emit, void *ctx, NlGenerateStats *st, NlError *err) {
-    assert(n_prompt >= 1);
+int nl_generate_batch(NlState *s, NlSampler *const *samplers, size_t B, const int *prompt, size_t n_prompt,
+                      const NlGenerateOptions *opts, NlBatchEmitFn emit, void *ctx, NlGenerateStats *st, NlError *err) {
+    assert(n_prompt >= 1 && B >= 1);
     memset(st, 0, sizeof *st);
-    size_t T = (size_t)nl_state_config(s)->block_size;
+    size_t T = (size_t)nl_state_config(s)->block_size, V = (size_t)nl_state_config(s)->vocab_size;
     NlProfiler *prof = nl_state_profiler(s);
-    int *window = malloc(T * sizeof *window);  // (T) the tokens whose keys and values are cached
-    if (!window) { snprintf(err->msg, sizeof err->msg, "out of memory"); return -1; }
-    size_t len = n_prompt < T ? n_prompt : T;
-    memcpy(window, prompt + (n_prompt - len), len * sizeof *window);
-    st->prompt_used = len;
+    Windows w = {malloc(B * T * sizeof(int)), malloc(B * T * sizeof(int)), B, T, n_prompt < T ? n_prompt : T};
+    int *toks = malloc(B * sizeof *toks);
+    if (!w.rows || !w.packed || !toks) {
+        free(w.rows); free(w.packed); free(toks);
+        snprintf(err->msg, sizeof err->msg, "out of memory");
+        return -1;
+    }
+    for (size_t b = 0; b < B; b++) memcpy(w.rows + b * T, prompt + (n_prompt - w.len), w.len * sizeof(int));
+    st->prompt_used = w.len;
     nl_profiler_set_phase(prof, NL_PHASE_PREFILL);
-    double w = nl_profiler_begin(prof), t0 = now();
-    const float *logits = nl_forward(s, window, len, 0, 1);
+    double pw = nl_profiler_begin(prof), t0 = now();
+    const float *logits = nl_forward_batch(s, packed(&w), B, w.len, 0, 1);  // (B, V)
     st->prefill_seconds = now() - t0;
-    nl_profiler_add_wall(prof, w);
+    nl_profiler_add_wall(prof, pw);
     nl_profiler_set_phase(prof, NL_PHASE_DECODE);
     int rc = 0;
-    for (size_t i = 0; i < opts->n_new; i++) {
-        int tok = sample(sampler, logits, prof);
-        if (tok < 0) {
+    for (size_t i = 0; i < opts->n_new && rc == 0; i++) {
+        if (!sample_all(samplers, logits, B, V, toks, prof)) {
             snprintf(err->msg, sizeof err->msg, "the model produced a non-finite logit after %zu generated tokens", i);
             rc = -1;
             break;
         }
-        if (emit(tok, ctx) != 0) { rc = 1; break; }
-        if (i + 1 == opts->n_new) break;  // no logits needed after the last token
-        w = nl_profiler_begin(prof);
+        for (size_t b = 0; b < B && rc == 0; b++) rc = emit((int)b, toks[b], ctx) != 0 ? 1 : 0;
+        if (rc || i + 1 == opts->n_new) break;  // no logits needed after the last token
+        pw = nl_profiler_begin(prof);
         t0 = now();
-        logits = advance(s, window, &len, T, tok, opts->exact_window, st);
+        logits = advance(s, &w, toks, opts->exact_window, st);
         st->decode_seconds += now() - t0;
-        nl_profiler_add_wall(prof, w);
+        nl_profiler_add_wall(prof, pw);
         st->decode_tokens++;
     }
-    free(window);
+    free(w.rows);
+    free(w.packed);
+    free(toks);
     return rc;
+}
+
+typedef struct {
+    NlEmitFn emit;
+    void *ctx;
+} OneStream;
+
+static int emit_one(int stream, int token, void *ctx) {
+    (void)stream;
+    OneStream *o = ctx;
+    return o->emit(token, o->ctx);
+}
+
+int nl_generate(NlState *s, NlSampler *sampler, const int *prompt, size_t n_prompt,
+                const NlGenerateOptions *opts, NlEmitFn emit, void *ctx, NlGenerateStats *st, NlError *err) {
+    OneStream one = {emit, ctx};
+    return nl_generate_batch(s, &sampler, 1, prompt, n_prompt, opts, emit_one, &one, st, err);
 }

@@ -41,6 +41,7 @@ typedef struct {
     int profile, counters;
     const char *json_out, *trace_out;
     int also_swap, invariance, repeats;
+    int samples;  // generate: streams decoded together
     const char *csv_out, *plot_dir;
     char **models;  // compare: the positional model arguments
     int n_models;
@@ -79,6 +80,10 @@ static const char *const HELP_GENERATE =
     "                         instead of shifting the context by half a window when it is full\n"
     "      --skip-unknown     drop prompt characters outside the vocabulary (with a warning)\n"
     "      --echo             print the prompt before the generated text\n"
+    "      --samples N        N independent continuations decoded together (every product shared);\n"
+    "                         stream i samples with seed S+i (S = --seed); printed one after another\n"
+    "                         under a '--- sample i, seed S+i ---' line, or as JSON lines with --json\n"
+    "      --json             with --samples: one {\"sample\", \"seed\", \"text\"} object per line\n"
     "      --threads N        OpenBLAS threads (default 1)\n"
     "      --profile          print the per-layer profile (see 'normlab help profile') to stderr\n"
     "      --counters         with --profile: instructions per cycle, when perf counters are available\n"
@@ -148,7 +153,7 @@ static const char *const HELP_INFO =
 
 enum { OPT_TEMP = 256, OPT_TOPK, OPT_TOPP, OPT_SEED, OPT_NORM, OPT_PLACEMENT, OPT_THREADS, OPT_EXACT,
        OPT_SKIP, OPT_JSON, OPT_TEXT, OPT_STRIDE, OPT_ECHO, OPT_PROFILE, OPT_JSON_OUT, OPT_TRACE, OPT_COUNTERS,
-       OPT_ALSO_SWAP, OPT_INVARIANCE, OPT_REPEATS, OPT_CSV, OPT_PLOT_DIR };
+       OPT_ALSO_SWAP, OPT_INVARIANCE, OPT_REPEATS, OPT_CSV, OPT_PLOT_DIR, OPT_SAMPLES };
 
 static void usage_error(const char *cmd, const char *fmt, const char *arg) {
     fprintf(stderr, "normlab %s: ", cmd);
@@ -223,6 +228,10 @@ static int apply_option(Options *o, int c, const char *arg) {
     case OPT_INVARIANCE: o->invariance = 1; return 0;
     case OPT_CSV: o->csv_out = arg; return 0;
     case OPT_PLOT_DIR: o->plot_dir = arg; return 0;
+    case OPT_SAMPLES:
+        if (parse_long(arg, 1, 256, &v) != 0) { usage_error(o->cmd, "--samples must be an integer in [1, 256], got '%s'", arg); return EXIT_USAGE; }
+        o->samples = (int)v;
+        return 0;
     case OPT_REPEATS:
         if (parse_long(arg, 1, 1000, &v) != 0) { usage_error(o->cmd, "--repeats must be an integer in [1, 1000], got '%s'", arg); return EXIT_USAGE; }
         o->repeats = (int)v;
@@ -284,6 +293,7 @@ static int parse_options(Options *o, int argc, char **argv, const int *allowed) 
         {"counters", no_argument, 0, OPT_COUNTERS}, {"also-swap", no_argument, 0, OPT_ALSO_SWAP},
         {"invariance", no_argument, 0, OPT_INVARIANCE}, {"repeats", required_argument, 0, OPT_REPEATS},
         {"csv", required_argument, 0, OPT_CSV},    {"plot-dir", required_argument, 0, OPT_PLOT_DIR},
+        {"samples", required_argument, 0, OPT_SAMPLES},
         {0, 0, 0, 0}};
     struct option long_profile[sizeof LONG / sizeof LONG[0]];
     const struct option *table = LONG;
@@ -377,7 +387,7 @@ static int load_model(const Options *o, NlModel **model) {
 static int make_state(const Options *o, const NlModel *model, NlState **state) {
     const NlConfig *c = nl_model_config(model);
     NlRunOptions run = {o->norm >= 0 ? (NlNormType)o->norm : c->norm,
-                        o->placement >= 0 ? (NlPlacement)o->placement : c->placement, 1};
+                        o->placement >= 0 ? (NlPlacement)o->placement : c->placement, o->samples};
     if (run.norm != c->norm || run.placement != c->placement)
         fprintf(stderr, "normlab: warning: the model was trained as %s/%s; running it as %s/%s\n",
                 nl_config_norm_name(c->norm), nl_config_placement_name(c->placement),
@@ -457,11 +467,66 @@ static int emit_token(int token, void *ctx) {
     return 0;
 }
 
-static int emit_nothing(int token, void *ctx) {
+// --samples N > 1: each stream's text is collected, then printed whole.
+typedef struct {
+    const NlTokenizer *tok;
+    char **text;   // (N) growing NUL-terminated buffers
+    size_t *len, *cap;
+    int failed;
+} Collect;
+
+static int collect_token(int stream, int token, void *ctx) {
+    Collect *c = ctx;
+    const char *piece = nl_tokenizer_piece(c->tok, token);
+    size_t n = strlen(piece), need = c->len[stream] + n + 1;
+    if (need > c->cap[stream]) {
+        size_t cap = need * 2;
+        char *bigger = realloc(c->text[stream], cap);
+        if (!bigger) { c->failed = 1; return 1; }
+        c->text[stream] = bigger;
+        c->cap[stream] = cap;
+    }
+    memcpy(c->text[stream] + c->len[stream], piece, n + 1);
+    c->len[stream] += n;
+    return 0;
+}
+
+static int stream_token(int stream, int token, void *ctx) {
+    (void)stream;
+    return emit_token(token, ctx);
+}
+
+static int stream_nothing(int stream, int token, void *ctx) {
+    (void)stream;
     (void)token;
     (void)ctx;
     return 0;
 }
+
+// Prints the collected streams one after another, or as JSON lines.
+static int print_samples(const Collect *c, int n, uint64_t seed, int json) {
+    int ok = 1;
+    for (int i = 0; i < n && ok; i++) {
+        unsigned long long s = (unsigned long long)(seed + (uint64_t)i);
+        if (json) {
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddNumberToObject(o, "sample", i);
+            cJSON_AddStringToObject(o, "seed", "");
+            char num[32];
+            snprintf(num, sizeof num, "%llu", s);
+            cJSON_ReplaceItemInObject(o, "seed", cJSON_CreateRaw(num));  // exact: seeds exceed 2^53
+            cJSON_AddStringToObject(o, "text", c->text[i] ? c->text[i] : "");
+            char *line = cJSON_PrintUnformatted(o);
+            ok = line && printf("%s\n", line) > 0;
+            cJSON_free(line);
+            cJSON_Delete(o);
+        } else {
+            ok = printf("--- sample %d, seed %llu ---\n%s\n", i, s, c->text[i] ? c->text[i] : "") > 0;
+        }
+    }
+    return ok && fflush(stdout) != EOF ? 0 : -1;
+}
+
 
 // Attaches a profiler; with --trace it keeps the events of n_forward forward passes.
 static int attach_profiler(const Options *o, const NlModel *model, NlState *state, size_t n_forward, NlProfiler **prof) {
@@ -583,38 +648,54 @@ static void print_timing(const NlGenerateStats *st) {
     fprintf(stderr, "\n");
 }
 
+// One sampler per stream; stream i is seeded with seed + i.
+static int make_samplers(const Options *o, const NlModel *model, uint64_t seed, NlSampler **samplers) {
+    for (int i = 0; i < o->samples; i++) {
+        NlError err;
+        if (nl_sampler_create(&samplers[i], nl_model_config(model)->vocab_size, o->sampling, seed + (uint64_t)i, &err) != 0) {
+            fprintf(stderr, "normlab: %s\n", err.msg);
+            return EXIT_DATA;
+        }
+    }
+    return 0;
+}
+
 // generate, and profile (the same run with the text discarded and the profile on stdout).
 static int cmd_generate(const Options *o) {
-    int profile_cmd = strcmp(o->cmd, "profile") == 0;
+    int profile_cmd = strcmp(o->cmd, "profile") == 0, many = o->samples > 1;
     NlModel *model = NULL;
     NlState *state = NULL;
-    NlSampler *sampler = NULL;
+    NlSampler **samplers = calloc((size_t)o->samples, sizeof *samplers);
     NlProfiler *prof = NULL;
     FILE *json_f = NULL, *trace_f = NULL;
     int *ids = NULL;
     char *text = NULL;
     size_t n = 0, len = 0;
+    Collect col = {NULL, calloc((size_t)o->samples, sizeof(char *)), calloc((size_t)o->samples, sizeof(size_t)),
+                   calloc((size_t)o->samples, sizeof(size_t)), 0};
     NlError err;
-    int rc = load_model(o, &model);
+    int rc = samplers && col.text && col.len && col.cap ? 0 : EXIT_DATA;
+    if (!rc) rc = load_model(o, &model);
     if (!rc) rc = prompt_ids(o, model, &ids, &n, &text, &len);
     if (!rc) rc = make_state(o, model, &state);
     if (!rc && (o->profile || profile_cmd)) rc = attach_profiler(o, model, state, (size_t)o->n_new + 2, &prof);
     if (!rc && profile_cmd) rc = open_outputs(o, &json_f, &trace_f);
     uint64_t seed = o->has_seed ? o->seed : profile_cmd ? 0 : seed_from_os();
-    if (!rc && nl_sampler_create(&sampler, nl_model_config(model)->vocab_size, o->sampling, seed, &err) != 0) {
-        fprintf(stderr, "normlab: %s\n", err.msg);
-        rc = EXIT_DATA;
-    }
+    if (!rc) rc = make_samplers(o, model, seed, samplers);
     if (rc) goto cleanup;
     size_t T = (size_t)nl_model_config(model)->block_size;
     if (!o->has_seed && !profile_cmd) fprintf(stderr, "normlab: seed %llu\n", (unsigned long long)seed);
     if (n > T) fprintf(stderr, "normlab: warning: the prompt has %zu characters; only the last %zu fit the context\n", n, T);
     EmitCtx ectx = {nl_model_tokenizer(model), 0};
-    for (size_t i = n > T ? n - T : 0; o->echo && i < n && !ectx.write_failed; i++) emit_token(ids[i], &ectx);
+    for (size_t i = n > T ? n - T : 0; o->echo && !many && i < n && !ectx.write_failed; i++) emit_token(ids[i], &ectx);
+    col.tok = nl_model_tokenizer(model);
     NlGenerateOptions gopts = {(size_t)o->n_new, o->exact_window};
     NlGenerateStats st;
-    int g = nl_generate(state, sampler, ids, n, &gopts, profile_cmd ? emit_nothing : emit_token, &ectx, &st, &err);
+    NlBatchEmitFn emit = profile_cmd ? stream_nothing : many ? collect_token : stream_token;
+    int g = nl_generate_batch(state, samplers, (size_t)o->samples, ids, n, &gopts, emit, many ? (void *)&col : (void *)&ectx, &st, &err);
     if (g < 0) { fprintf(stderr, "normlab: %s\n", err.msg); rc = EXIT_DATA; goto cleanup; }
+    if (col.failed) { fprintf(stderr, "normlab: out of memory for the samples\n"); rc = EXIT_DATA; goto cleanup; }
+    if (many && !profile_cmd && print_samples(&col, o->samples, seed, o->json) != 0) ectx.write_failed = errno ? errno : EIO;
     if (ectx.write_failed) {
         fprintf(stderr, "normlab: cannot write to stdout: %s\n", strerror(ectx.write_failed));
         rc = EXIT_DATA;
@@ -627,7 +708,12 @@ cleanup:
     free(ids);
     free(text);
     nl_profiler_free(prof);
-    nl_sampler_free(sampler);
+    for (int i = 0; samplers && i < o->samples; i++) nl_sampler_free(samplers[i]);
+    for (int i = 0; col.text && i < o->samples; i++) free(col.text[i]);
+    free(samplers);
+    free(col.text);
+    free(col.len);
+    free(col.cap);
     nl_state_free(state);
     nl_model_free(model);
     return rc;
@@ -896,9 +982,10 @@ static const char *help_for(const char *cmd) {
 
 int main(int argc, char **argv) {
     static const int GEN[] = {'m', 'p', 'f', 'n', OPT_TEMP, OPT_TOPK, OPT_TOPP, OPT_SEED, OPT_NORM, OPT_PLACEMENT,
-                              OPT_THREADS, OPT_EXACT, OPT_SKIP, OPT_ECHO, OPT_PROFILE, OPT_COUNTERS, 0};
+                              OPT_THREADS, OPT_EXACT, OPT_SKIP, OPT_ECHO, OPT_PROFILE, OPT_COUNTERS, OPT_SAMPLES,
+                              OPT_JSON, 0};
     static const int PROFILE[] = {'m', 'p', 'f', 'n', OPT_TEMP, OPT_TOPK, OPT_TOPP, OPT_SEED, OPT_NORM, OPT_PLACEMENT,
-                                  OPT_THREADS, OPT_EXACT, OPT_SKIP, OPT_JSON_OUT, OPT_TRACE, OPT_COUNTERS, 0};
+                                  OPT_THREADS, OPT_EXACT, OPT_SKIP, OPT_JSON_OUT, OPT_TRACE, OPT_COUNTERS, OPT_SAMPLES, 0};
     static const int EVAL[] = {'m', OPT_TEXT, OPT_JSON, OPT_STRIDE, OPT_SKIP, OPT_NORM, OPT_PLACEMENT, OPT_THREADS,
                                OPT_PROFILE, OPT_COUNTERS, 0};
     static const int INFO[] = {'m', OPT_JSON, 0};
@@ -922,7 +1009,7 @@ int main(int argc, char **argv) {
         return EXIT_USAGE;
     }
     if (!help) { fprintf(stderr, "normlab: unknown command '%s' (see 'normlab --help')\n", cmd); return EXIT_USAGE; }
-    Options o = {.cmd = cmd, .n_new = 256, .sampling = {1.0, 0, 1.0}, .norm = -1, .placement = -1, .threads = 1, .repeats = 5};
+    Options o = {.cmd = cmd, .n_new = 256, .sampling = {1.0, 0, 1.0}, .norm = -1, .placement = -1, .threads = 1, .repeats = 5, .samples = 1};
     const int *allowed = strcmp(cmd, "generate") == 0 ? GEN : strcmp(cmd, "eval") == 0 ? EVAL
                        : strcmp(cmd, "logits") == 0 ? LOGITS : strcmp(cmd, "profile") == 0 ? PROFILE
                        : strcmp(cmd, "compare") == 0 ? COMPARE : INFO;
@@ -931,6 +1018,7 @@ int main(int argc, char **argv) {
     if (rc) return rc;
     if (o.prompt && o.prompt_file) { usage_error(cmd, "%s", "give -p or -f, not both"); return EXIT_USAGE; }
     if (o.counters && !o.profile && strcmp(cmd, "profile") != 0) { usage_error(cmd, "%s", "--counters needs --profile"); return EXIT_USAGE; }
+    if (strcmp(cmd, "generate") == 0 && o.json && o.samples < 2) { usage_error(cmd, "%s", "--json needs --samples N (N >= 2)"); return EXIT_USAGE; }
     const char *outs[3] = {o.json_out, o.trace_out, o.csv_out};
     for (int i = 0; i < 3; i++)
         for (int j = i + 1; j < 3; j++)

@@ -176,6 +176,14 @@ typedef int (*NlEmitFn)(int token, void *ctx);
 int nl_generate(NlState *state, NlSampler *sampler, const int *prompt, size_t n_prompt,
                 const NlGenerateOptions *opts, NlEmitFn emit, void *ctx, NlGenerateStats *stats, NlError *err);
 
+// The same for B streams decoded together (state created with batch >= B): stream b samples with
+// samplers[b] and every stream starts from the same prompt; each step shares every matrix product
+// across the streams. emit gets (stream, token) for every stream after each step.
+typedef int (*NlBatchEmitFn)(int stream, int token, void *ctx);
+int nl_generate_batch(NlState *state, NlSampler *const *samplers, size_t B, const int *prompt, size_t n_prompt,
+                      const NlGenerateOptions *opts, NlBatchEmitFn emit, void *ctx, NlGenerateStats *stats,
+                      NlError *err);
+
 // ---- evaluation (eval.c)
 
 typedef struct {

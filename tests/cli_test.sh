@@ -172,6 +172,26 @@ grep -q "warning: the model was trained as layernorm/pre; running it as rmsnorm/
 expect_ok "timing on stderr" generate $M -p 'ab' -n 5 --seed 4
 grep -qE "prefill 2 tokens in .* tok/s\); decode 4 tokens" "$TMP/err" && ok "timing reported on stderr" || bad "timing" "$(cat "$TMP/err")"
 
+# ---- batched samples
+expect_ok "samples" generate $M -p "a b" -n 40 --seed 20 --samples 4 --json --top-k 6
+[ "$(wc -l < "$TMP/out")" -eq 4 ] && ok "--samples 4 --json prints four lines" || bad "--samples lines" "$(cat "$TMP/out")"
+cp "$TMP/out" "$TMP/samples.json"
+for i in 0 1 2 3; do
+    "$BIN" generate $M -p "a b" -n 40 --seed $((20 + i)) --top-k 6 > "$TMP/single" 2>/dev/null
+    want=$(sed -n 's/\\n/\n/g; p' "$TMP/single" | tr -d '\n')
+    line=$(sed -n "$((i + 1))p" "$TMP/samples.json")
+    case "$line" in
+        "{\"sample\":$i,\"seed\":$((20 + i)),\"text\":"*) ok "sample $i is labelled with seed $((20 + i))" ;;
+        *) bad "sample $i label" "$line" ;;
+    esac
+    got=$(printf '%s' "$line" | sed 's/.*"text":"\(.*\)"}$/\1/; s/\\n/\n/g' | tr -d '\n')
+    [ "$got" = "$want" ] && ok "sample $i equals the single-stream run with seed $((20 + i))" || bad "sample $i text" "got '$got' want '$want'"
+done
+expect_ok "samples plain" generate $M -p "a b" -n 10 --seed 20 --samples 2
+[ "$(grep -c '^--- sample [01], seed 2[01] ---$' "$TMP/out")" -eq 2 ] && ok "--samples without --json labels each sample" || bad "samples plain" "$(cat "$TMP/out")"
+expect_fail "json without samples" 2 "--json needs --samples N" generate $M --json
+expect_fail "samples zero" 2 "--samples must be an integer in [1, 256]" generate $M --samples 0
+
 # ---- info and eval
 expect_ok "info json" info $M --json
 for key in '"vocab_size":11' '"n_layer":2' '"n_head":3' '"n_embd":12' '"block_size":9' '"norm":"layernorm"' \

@@ -224,11 +224,52 @@ static void batch_of_16_matches_each_sequence_alone(void) {
     }
 }
 
+typedef struct {
+    int tokens[4][64];
+    size_t n[4];
+} Streams;
+
+static int collect_stream(int stream, int token, void *ctx) {
+    Streams *c = ctx;
+    c->tokens[stream][c->n[stream]++] = token;
+    return 0;
+}
+
+// Four streams decoded together, each sampling with its own seed, past the window, give the tokens
+// each stream gives alone with that seed (the products are batched, the statistics are not).
+static void batched_streams_match_single_streams(void) {
+    Setup one, many;
+    if (setup(&one, "rms-post-bias.json", NULL) != 0) return;
+    NlRunOptions o = {one.cfg.norm, one.cfg.placement, 4};
+    NlError err;
+    many = one;
+    CHECK(nl_state_create(&many.state, one.model, &o, &err) == 0, "%s", err.msg);
+    NlSampler *samplers[4];
+    for (int i = 0; i < 4; i++) nl_sampler_create(&samplers[i], one.V, (NlSamplerParams){1.0, 0, 1.0}, 40 + (uint64_t)i, &err);
+    int prompt[3] = {1, 4, 2};
+    NlGenerateOptions g = {30, 0};
+    NlGenerateStats st;
+    Streams got = {{{0}}, {0}};
+    CHECK(nl_generate_batch(many.state, samplers, 4, prompt, 3, &g, collect_stream, &got, &st, &err) == 0, "%s", err.msg);
+    for (int i = 0; i < 4; i++) {
+        NlSampler *alone = NULL;
+        nl_sampler_create(&alone, one.V, (NlSamplerParams){1.0, 0, 1.0}, 40 + (uint64_t)i, &err);
+        Collected want = {{0}, 0};
+        nl_generate(one.state, alone, prompt, 3, &g, collect, &want, &st, &err);
+        CHECK(got.n[i] == 30 && memcmp(got.tokens[i], want.tokens, 30 * sizeof(int)) == 0, "stream %d differs from its single run", i);
+        nl_sampler_free(alone);
+        nl_sampler_free(samplers[i]);
+    }
+    nl_state_free(many.state);
+    teardown(&one);
+}
+
 int main(void) {
     RUN(forward_matches_naive_reference_on_every_fixture);
     RUN(overrides_run_every_norm_and_placement);
     RUN(eval_scores_each_character_once_with_windowed_context);
     RUN(generation_matches_reference_past_the_window);
     RUN(batch_of_16_matches_each_sequence_alone);
+    RUN(batched_streams_match_single_streams);
     return check_summary("test_forward");
 }
