@@ -20,7 +20,7 @@ TESTS = test_tokenizer test_kernels test_sampler test_loader test_forward test_g
 FUZZERS = safetensors config tokenizer inline prompt
 RUN_ARGS ?= -n 500
 
-.PHONY: all deps fuzz-deps run test test-plain test-san parity eval-models compare-models fuzz clean format
+.PHONY: all deps fuzz-deps run test test-plain test-san parity eval-models compare-models fuzz bench clean format
 
 all: deps normlab
 
@@ -130,3 +130,12 @@ compare-models: all
 	./normlab compare weights/shakespeare-pre-ln weights/shakespeare-post-ln weights/shakespeare-pre-rms \
 	    weights/shakespeare-post-rms --text build/val.txt --also-swap --invariance \
 	    --json docs/compare/compare.json --csv docs/compare/compare.csv --plot-dir docs/compare
+
+# ---- benchmark: normlab against nanoGPT-style PyTorch and PyTorch with a KV cache (tools/bench.py)
+build/blasbench: tools/blasbench.c
+	@mkdir -p build
+	$(CC) -std=c11 -O2 -Wall -Wextra -Werror $(PKG_CFLAGS) $< $(PKG_LIBS) -o $@
+
+bench: all build/blasbench
+	@tools/install-deps.sh --python
+	/usr/bin/python3 tools/bench.py --out build/bench.json

@@ -1,0 +1,385 @@
+#!/usr/bin/python3
+"""make bench: normlab side by side with the two things a user would run instead, on the same model
+(loaded from our format) and the same thread count, in one process tree and the same minutes:
+
+  (a) nanoGPT-style PyTorch generation: recompute the cropped context for every new token, as
+      nanoGPT's sample.py does;
+  (b) PyTorch with a KV cache: one new position per step, the best eager PyTorch does.
+
+Runs are interleaved (a, b, normlab, a, b, normlab, ...) and repeated; medians with min-max and the
+ratios are printed, and everything goes to a JSON file. Measured for 1 and 2 threads: decode tokens/s
+at batch 1 and first-token latency, prefill tokens/s of a 128-character prompt, eval characters/s,
+batched sampling (--samples 1, 4, 16), load time and peak RSS, and OpenBLAS's own GFLOP/s on the
+model's shapes (build/blasbench) as the practical limit. Then random-weight models of growing size
+(up to GPT-2-small shape) for scaling, the time per token against position, and the memory-bandwidth
+bound of the largest.
+
+    make bench                       (or: /usr/bin/python3 tools/bench.py [--quick] [--out FILE])
+"""
+import argparse
+import json
+import math
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as Fn
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import nlformat  # noqa: E402
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+BIN = os.path.join(ROOT, "normlab")
+BLASBENCH = os.path.join(ROOT, "build", "blasbench")
+PROMPT = "ROMEO:\n"
+TEXT = open(os.path.join(ROOT, "tests", "data", "held_out.txt"), encoding="utf-8").read()
+
+
+# ---- PyTorch baselines (float32, eager, no autograd)
+
+class TorchModel:
+    """The forward pass from README "Forward pass" in float32 PyTorch, with and without a KV cache."""
+
+    def __init__(self, path):
+        self.c, self.vocab, arrays = nlformat.load_model(path)
+        self.t = {k: torch.from_numpy(v.copy()) for k, v in arrays.items()}
+        self.stoi = {ch: i for i, ch in enumerate(self.vocab)}
+        self.T, self.D, self.H = self.c["block_size"], self.c["n_embd"], self.c["n_head"]
+
+    def norm(self, x, p):
+        g, b = self.t.get(p + ".weight", torch.ones(self.D)), self.t.get(p + ".bias")
+        if self.c["norm"] == "layernorm":
+            return Fn.layer_norm(x, (self.D,), g, b, self.c["norm_eps"])
+        y = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.c["norm_eps"]) * g
+        return y if b is None else y + b
+
+    def linear(self, x, p):
+        return Fn.linear(x, self.t[p + ".weight"], self.t.get(p + ".bias"))
+
+    def act(self, x):
+        a = self.c["activation"]
+        return Fn.gelu(x) if a == "gelu" else Fn.gelu(x, approximate="tanh") if a == "gelu_tanh" else Fn.relu(x)
+
+    def attend(self, q, k, v, causal):
+        s = (q @ k.transpose(-2, -1)) / math.sqrt(self.D // self.H)
+        if causal:
+            n = s.shape[-1]
+            s = s.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), float("-inf"))
+        return torch.softmax(s, -1) @ v
+
+    def block(self, x, i, cache, pos):
+        """x (n, D) at positions pos..; cache: None (no cache) or a dict of this layer's K, V."""
+        n, D, H = x.shape[0], self.D, self.H
+        pre = self.c["placement"] == "pre"
+        h = self.norm(x, f"h.{i}.ln_1") if pre else x
+        q, k, v = self.linear(h, f"h.{i}.attn.c_attn").split(D, -1)
+        q, k, v = (z.view(n, H, D // H).transpose(0, 1) for z in (q, k, v))
+        if cache is not None:
+            if pos > 0:
+                k, v = torch.cat([cache["k"], k], 1), torch.cat([cache["v"], v], 1)
+            cache["k"], cache["v"] = k, v
+        y = self.attend(q, k, v, causal=n > 1).transpose(0, 1).reshape(n, D)
+        a = self.linear(y, f"h.{i}.attn.c_proj")
+        if pre:
+            x = x + a
+            return x + self.linear(self.act(self.linear(self.norm(x, f"h.{i}.ln_2"), f"h.{i}.mlp.c_fc")), f"h.{i}.mlp.c_proj")
+        x = self.norm(x + a, f"h.{i}.ln_1")
+        return self.norm(x + self.linear(self.act(self.linear(x, f"h.{i}.mlp.c_fc")), f"h.{i}.mlp.c_proj"), f"h.{i}.ln_2")
+
+    @torch.no_grad()
+    def forward(self, ids, caches=None, pos=0, last_only=True):
+        x = self.t["wte.weight"][ids] + self.t["wpe.weight"][pos:pos + len(ids)]
+        for i in range(self.c["n_layer"]):
+            x = self.block(x, i, None if caches is None else caches[i], pos)
+        if last_only:
+            x = x[-1:]
+        if self.c["placement"] == "pre":
+            x = self.norm(x, "ln_f")
+        return x @ self.t.get("lm_head.weight", self.t["wte.weight"]).T
+
+    def sample(self, logits, gen):
+        return int(torch.multinomial(torch.softmax(logits[-1], -1), 1, generator=gen))
+
+    def generate_nanogpt(self, prompt, n, seed):
+        """(a): the whole cropped context recomputed for every token. Returns (first-token s, decode tok/s)."""
+        gen, ids = torch.Generator().manual_seed(seed), self.encode(prompt)
+        t0 = time.perf_counter()
+        for i in range(n):
+            ids.append(self.sample(self.forward(torch.tensor(ids[-self.T:])), gen))
+            if i == 0:
+                t1 = time.perf_counter()
+        return t1 - t0, (n - 1) / (time.perf_counter() - t1)
+
+    def generate_cached(self, prompt, n, seed):
+        """(b): prefill, then one position per step against a KV cache (context shift when full)."""
+        gen, ids = torch.Generator().manual_seed(seed), self.encode(prompt)[-self.T:]
+        caches = [dict() for _ in range(self.c["n_layer"])]
+        t0 = time.perf_counter()
+        logits, pos = self.forward(torch.tensor(ids), caches), len(ids)
+        for i in range(n):
+            tok = self.sample(logits, gen)
+            if i == 0:
+                t1 = time.perf_counter()
+            ids.append(tok)
+            if pos == self.T:  # keep the most recent half, as normlab does
+                ids = ids[-(self.T // 2):]
+                caches = [dict() for _ in range(self.c["n_layer"])]
+                logits, pos = self.forward(torch.tensor(ids), caches), len(ids)
+            else:
+                logits, pos = self.forward(torch.tensor([tok]), caches, pos), pos + 1
+        return t1 - t0, (n - 1) / (time.perf_counter() - t1)
+
+    def prefill_rate(self, text):
+        ids = torch.tensor(self.encode(text))
+        t0 = time.perf_counter()
+        self.forward(ids)
+        return len(ids) / (time.perf_counter() - t0)
+
+    def eval_rate(self, text):
+        """Characters scored per second with normlab's windows (stride T/2), all logits computed."""
+        ids, T, stride = self.encode(text), self.T, self.T // 2
+        t0, scored = time.perf_counter(), 0
+        while scored < len(ids) - 1:
+            end = min(len(ids) - 1, T) if scored == 0 else min(scored + stride, len(ids) - 1)
+            logits = self.forward(torch.tensor(ids[max(0, end - T):end]), last_only=False)
+            torch.log_softmax(logits, -1)
+            scored = end
+        return scored / (time.perf_counter() - t0)
+
+    def encode(self, text):
+        return [self.stoi[ch] for ch in text]
+
+
+# ---- normlab, through its command line
+
+def run(cmd):
+    """(stdout bytes, stderr text, wall seconds) of one child process; raises if it fails."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = p.communicate()
+    wall = time.perf_counter() - t0
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd[:4])} ... failed: {err.decode()[-300:]}")
+    return out, err.decode(), wall
+
+
+def peak_rss(cmd):
+    """Peak RSS in bytes of one run of cmd (ru_maxrss of the child, in KiB on Linux)."""
+    pid = os.fork()
+    if pid == 0:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        os.execv(cmd[0], cmd)
+    _, status, usage = os.wait4(pid, 0)
+    return usage.ru_maxrss * 1024
+
+
+TIMING = re.compile(r"prefill (\d+) tokens? in ([0-9.]+) ms .*decode (\d+) tokens? in ([0-9.]+) ms")
+
+
+def normlab_generate(model, prompt, n, seed, threads, samples=1):
+    cmd = [BIN, "generate", "-m", model, "-p", prompt, "-n", str(n), "--seed", str(seed), "--threads", str(threads)]
+    if samples > 1:
+        cmd += ["--samples", str(samples), "--json"]
+    _, err, _ = run(cmd)
+    m = TIMING.search(err)
+    pre_n, pre_ms, dec_n, dec_ms = int(m.group(1)), float(m.group(2)), int(m.group(3)), float(m.group(4))
+    return {"first_token_s": pre_ms / 1e3, "prefill_tok_s": pre_n / (pre_ms / 1e3),
+            "decode_tok_s": samples * dec_n / (dec_ms / 1e3) if dec_ms > 0 else 0.0}
+
+
+def normlab_eval_rate(model, path, threads, chars):
+    _, _, wall = run([BIN, "eval", "-m", model, "--text", path, "--threads", str(threads), "--json"])
+    return chars / wall
+
+
+# ---- statistics
+
+def summary(values):
+    return {"median": statistics.median(values), "min": min(values), "max": max(values), "runs": len(values)}
+
+
+def fmt(s, unit=""):
+    return f"{s['median']:>10.1f}{unit} [{s['min']:.1f}-{s['max']:.1f}]"
+
+
+# ---- the model comparison
+
+def compare(args, threads, model_path, tm, long_text_path, long_chars, out):
+    torch.set_num_threads(threads)
+    prompt128 = TEXT[200:328]
+    res = {k: [] for k in ("a_decode", "a_first", "b_decode", "b_first", "n_decode", "n_first", "t_prefill", "n_prefill",
+                           "t_eval", "n_eval")}
+    for r in range(args.repeats):
+        f, d = tm.generate_nanogpt(PROMPT, args.tokens, r)
+        res["a_first"].append(f); res["a_decode"].append(d)
+        f, d = tm.generate_cached(PROMPT, args.tokens, r)
+        res["b_first"].append(f); res["b_decode"].append(d)
+        g = normlab_generate(model_path, PROMPT, args.tokens, r, threads)
+        res["n_first"].append(g["first_token_s"]); res["n_decode"].append(g["decode_tok_s"])
+        res["t_prefill"].append(tm.prefill_rate(prompt128))
+        res["n_prefill"].append(normlab_generate(model_path, prompt128, 1, r, threads)["prefill_tok_s"])
+        res["t_eval"].append(tm.eval_rate(open(long_text_path, encoding="utf-8").read()))
+        res["n_eval"].append(normlab_eval_rate(model_path, long_text_path, threads, long_chars))
+    batched = {}
+    for streams in (1, 4, 16):
+        batched[streams] = summary([normlab_generate(model_path, PROMPT, args.tokens, 100 + r, threads, streams)["decode_tok_s"]
+                                    for r in range(args.repeats)])
+    out[f"threads_{threads}"] = {k: summary(v) for k, v in res.items()} | {"batched_chars_s": {str(k): v for k, v in batched.items()}}
+    s = out[f"threads_{threads}"]
+    med = lambda k: s[k]["median"]  # noqa: E731
+    print(f"\n== {os.path.basename(model_path)}, {threads} thread{'s' if threads > 1 else ''} "
+          f"(medians of {args.repeats} interleaved runs [min-max])")
+    print(f"decode tok/s, batch 1, {args.tokens} tokens: normlab {fmt(s['n_decode'])}   (a) nanoGPT-style {fmt(s['a_decode'])}"
+          f"   (b) KV cache {fmt(s['b_decode'])}")
+    print(f"   normlab / (a) = {med('n_decode') / med('a_decode'):.1f}x    normlab / (b) = {med('n_decode') / med('b_decode'):.1f}x")
+    print(f"first-token latency ms: normlab {1e3 * med('n_first'):.2f}   (a) {1e3 * med('a_first'):.2f}   (b) {1e3 * med('b_first'):.2f}")
+    print(f"prefill tok/s, 128-character prompt: normlab {fmt(s['n_prefill'])}   PyTorch {fmt(s['t_prefill'])}"
+          f"   ratio {med('n_prefill') / med('t_prefill'):.1f}x")
+    print(f"eval chars/s ({long_chars} characters): normlab {fmt(s['n_eval'])}   PyTorch {fmt(s['t_eval'])}"
+          f"   ratio {med('n_eval') / med('t_eval'):.1f}x")
+    b1 = batched[1]["median"]
+    print("batched sampling chars/s: " + "   ".join(f"{k} stream{'s' if k > 1 else ''} {v['median']:.0f} ({v['median'] / b1:.2f}x)"
+                                                     for k, v in batched.items()))
+
+
+def limits(model_path, threads, cfg, decode_tok_s, prefill_tok_s):
+    """OpenBLAS GFLOP/s on the model's shapes, and normlab's speed as a fraction of what they allow."""
+    D, F, V, T, L = cfg["n_embd"], nlformat.mlp_width(cfg), cfg["vocab_size"], cfg["block_size"], cfg["n_layer"]
+    out, _, _ = run([BLASBENCH, str(D), str(F), str(V), str(min(T, 128)), str(threads)])
+    b = json.loads(out)
+    per_layer = ("qkv", "attn_proj", "mlp_up", "mlp_down")
+
+    def seconds_per_token(kind):
+        t = sum(2 * b["shapes"][k]["out"] * b["shapes"][k]["in"] / (b["shapes"][k][kind] * 1e9) for k in per_layer) * L
+        return t + 2 * V * D / (b["shapes"]["lm_head"][kind] * 1e9)
+
+    decode_limit, prefill_limit = 1 / seconds_per_token("sgemv_gflops"), 1 / seconds_per_token("sgemm_gflops")
+    return {"blas": b, "decode_limit_tok_s": decode_limit, "prefill_limit_tok_s": prefill_limit,
+            "decode_fraction": decode_tok_s / decode_limit, "prefill_fraction": prefill_tok_s / prefill_limit}
+
+
+# ---- scaling
+
+SIZES = [  # name, layers, width, heads, context, vocabulary
+    ("L4-D128-T128", 4, 128, 4, 128, 65),
+    ("L6-D256-T256", 6, 256, 8, 256, 65),
+    ("L8-D512-T512", 8, 512, 8, 512, 65),
+    ("L12-D768-T1024-gpt2small", 12, 768, 12, 1024, 50257),
+]
+
+
+def vocabulary(n, shipped):
+    """n distinct one-character strings: the shipped models' 65 characters first (so the same prompts
+    encode), then supplementary-plane code points (no surrogates, no NUL)."""
+    return (list(shipped) + [chr(0x10000 + i) for i in range(max(0, n - len(shipped)))])[:n]
+
+
+def make_model(path, L, D, H, T, V, shipped):
+    if os.path.exists(os.path.join(path, "model.safetensors")):
+        return
+    rng = np.random.default_rng(L * 1000 + D)
+    cfg = {"vocab_size": V, "n_layer": L, "n_head": H, "n_embd": D, "block_size": T, "mlp_ratio": 4,
+           "norm": "layernorm", "placement": "pre", "norm_eps": 1e-5, "activation": "gelu", "bias": True,
+           "tie_embeddings": True}
+    tensors = {}
+    for name, shape in nlformat.tensor_shapes(cfg).items():
+        base = 1.0 if name.endswith(".weight") and (".ln_" in name or name.startswith("ln_f")) else 0.0
+        tensors[name] = (base + 0.02 * rng.standard_normal(shape, dtype=np.float32)).astype(np.float32)
+    nlformat.write_model_dir(path, cfg, vocabulary(V, shipped), tensors, {"source": "tools/bench.py random weights"})
+
+
+def per_position(model_path, n):
+    """Decode milliseconds per token against position, from a profile trace (no context shift)."""
+    trace = os.path.join(ROOT, "build", "bench-trace.json")
+    run([BIN, "profile", "-m", model_path, "-p", "\n", "-n", str(n), "--trace", trace])
+    events = [e for e in json.load(open(trace))["traceEvents"] if e.get("ph") == "X" and e.get("cat") == "decode"]
+    starts = [e["ts"] for e in events if e["name"] == "embed"]
+    ends = [e["ts"] + e["dur"] for e in events if e["name"] == "lm_head"]
+    return [(i + 1, (end - start) / 1e3) for i, (start, end) in enumerate(zip(starts, ends))]
+
+
+def scaling(args, out, shipped):
+    print("\n== scaling: random-weight models, 1 thread (decode: 128 tokens after a newline; prefill: 128 characters)")
+    rows, bw = [], None
+    for name, L, D, H, T, V in SIZES[: 2 if args.quick else None]:
+        path = os.path.join(ROOT, "build", "scaling", name)
+        make_model(path, L, D, H, T, V, shipped)
+        info = json.loads(run([BIN, "info", "-m", path, "--json"])[0])
+        loads = [run([BIN, "info", "-m", path, "--json"])[2] for _ in range(3)]
+        rss = peak_rss([BIN, "generate", "-m", path, "-p", "\n", "-n", "64", "--seed", "1"])
+        dec = [normlab_generate(path, "\n", 128, r, 1)["decode_tok_s"] for r in range(3)]
+        pre = [normlab_generate(path, TEXT[200:328], 1, r, 1)["prefill_tok_s"] for r in range(3)]
+        lim = limits(path, 1, {"n_embd": D, "n_inner": None, "mlp_ratio": 4, "vocab_size": V, "block_size": T, "n_layer": L},
+                     statistics.median(dec), statistics.median(pre))
+        bw = lim["blas"]["copy_gb_per_s"]
+        row = {"model": name, "parameters": info["parameters"], "weight_bytes": info["weight_bytes"],
+               "kv_cache_bytes": info["kv_cache_bytes"], "load_s": min(loads), "peak_rss_bytes": rss,
+               "decode_tok_s": summary(dec), "prefill_tok_s": summary(pre), "limits": lim,
+               "bandwidth_bound_tok_s": bw * 1e9 / info["weight_bytes"]}
+        rows.append(row)
+        budget = info["weight_bytes"] + info["kv_cache_bytes"] + 16 * 2 ** 20
+        print(f"{name:<26} {info['parameters'] / 1e6:7.1f}M params  decode {row['decode_tok_s']['median']:8.1f} tok/s "
+              f"(bandwidth bound {row['bandwidth_bound_tok_s']:8.1f}, {row['decode_tok_s']['median'] / row['bandwidth_bound_tok_s']:.2f}x of it)  "
+              f"prefill {row['prefill_tok_s']['median']:8.1f} tok/s ({100 * lim['prefill_fraction']:.0f}% of sgemm)  "
+              f"load {1e3 * row['load_s']:.1f} ms (process)  peak RSS {rss / 2 ** 20:.1f} MiB "
+              f"(weights + KV + 16 MiB = {budget / 2 ** 20:.1f})")
+    out["scaling"] = rows
+    out["copy_gb_per_s"] = bw
+    big = os.path.join(ROOT, "build", "scaling", SIZES[-1 if not args.quick else 1][0])
+    T = SIZES[-1 if not args.quick else 1][4]
+    pts = per_position(big, T - 1)
+    out["per_position_ms"] = pts
+    q = len(pts) // 4
+    parts = [statistics.median(ms for _, ms in pts[i * q:(i + 1) * q]) for i in range(4)]
+    print(f"time per decoded token by position ({os.path.basename(big)}): quarters of the context "
+          + ", ".join(f"{p:.2f} ms" for p in parts) + "  (linear growth: equal steps between quarters)")
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("-m", "--model", default=os.path.join(ROOT, "weights", "shakespeare-pre-ln"))
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--tokens", type=int, default=256)
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--quick", action="store_true", help="fewer repeats and only the two smallest scaling models")
+    ap.add_argument("--out", default=os.path.join(ROOT, "build", "bench.json"))
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.repeats = 3
+    t_start = time.time()
+    tm = TorchModel(args.model)
+    long_text = os.path.join(ROOT, "build", "bench-text.txt")
+    os.makedirs(os.path.dirname(long_text), exist_ok=True)
+    with open(long_text, "w", encoding="utf-8") as f:
+        f.write(TEXT * 20)
+    out = {"model": args.model, "machine": f"{os.cpu_count()} cores, {os.uname().machine}",
+           "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE"), "torch": torch.__version__}
+    for th in [int(x) for x in args.threads.split(",")]:
+        compare(args, th, args.model, tm, long_text, len(TEXT * 20) - 1, out)
+        s = out[f"threads_{th}"]
+        lim = limits(args.model, th, tm.c, s["n_decode"]["median"], s["n_prefill"]["median"])
+        out[f"threads_{th}"]["limits"] = lim
+        print(f"OpenBLAS on these shapes allows {lim['decode_limit_tok_s']:.0f} tok/s decode (sgemv) and "
+              f"{lim['prefill_limit_tok_s']:.0f} tok/s prefill (sgemm); normlab reaches {100 * lim['decode_fraction']:.0f}% "
+              f"and {100 * lim['prefill_fraction']:.0f}%")
+    load = [run([BIN, "info", "-m", args.model, "--json"])[2] for _ in range(5)]
+    out["load_s"] = summary(load)
+    out["peak_rss_bytes"] = peak_rss([BIN, "generate", "-m", args.model, "-p", PROMPT, "-n", "256", "--seed", "1"])
+    print(f"\nload + info, whole process: median {1e3 * out['load_s']['median']:.1f} ms; peak RSS of generate -n 256: "
+          f"{out['peak_rss_bytes'] / 2 ** 20:.1f} MiB")
+    scaling(args, out, tm.vocab)
+    out["seconds"] = time.time() - t_start
+    with open(args.out, "w") as f:
+        json.dump(out, f, indent=1)
+    print(f"\nwrote {os.path.relpath(args.out, ROOT)} ({out['seconds']:.0f} s in all)")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
