@@ -42,6 +42,7 @@ typedef struct {
     const char *json_out, *trace_out;
     int also_swap, invariance, repeats;
     int samples;  // generate: streams decoded together
+    int warmup;   // generate: one untimed pass over the prompt first
     const char *csv_out, *plot_dir;
     char **models;  // compare: the positional model arguments
     int n_models;
@@ -84,6 +85,8 @@ static const char *const HELP_GENERATE =
     "                         stream i samples with seed S+i (S = --seed); printed one after another\n"
     "                         under a '--- sample i, seed S+i ---' line, or as JSON lines with --json\n"
     "      --json             with --samples: one {\"sample\", \"seed\", \"text\"} object per line\n"
+    "      --warmup           run the prompt once, untimed, before the timed run (benchmarks: the\n"
+    "                         timings then leave out the first touch of the memory-mapped weights)\n"
     "      --threads N        OpenBLAS threads (default 1)\n"
     "      --profile          print the per-layer profile (see 'normlab help profile') to stderr\n"
     "      --counters         with --profile: instructions per cycle, when perf counters are available\n"
@@ -153,7 +156,7 @@ static const char *const HELP_INFO =
 
 enum { OPT_TEMP = 256, OPT_TOPK, OPT_TOPP, OPT_SEED, OPT_NORM, OPT_PLACEMENT, OPT_THREADS, OPT_EXACT,
        OPT_SKIP, OPT_JSON, OPT_TEXT, OPT_STRIDE, OPT_ECHO, OPT_PROFILE, OPT_JSON_OUT, OPT_TRACE, OPT_COUNTERS,
-       OPT_ALSO_SWAP, OPT_INVARIANCE, OPT_REPEATS, OPT_CSV, OPT_PLOT_DIR, OPT_SAMPLES };
+       OPT_ALSO_SWAP, OPT_INVARIANCE, OPT_REPEATS, OPT_CSV, OPT_PLOT_DIR, OPT_SAMPLES, OPT_WARMUP };
 
 static void usage_error(const char *cmd, const char *fmt, const char *arg) {
     fprintf(stderr, "normlab %s: ", cmd);
@@ -221,6 +224,7 @@ static int apply_option(Options *o, int c, const char *arg) {
     case OPT_JSON: o->json = 1; return 0;
     case OPT_ECHO: o->echo = 1; return 0;
     case OPT_PROFILE: o->profile = 1; return 0;
+    case OPT_WARMUP: o->warmup = 1; return 0;
     case OPT_COUNTERS: o->counters = 1; return 0;
     case OPT_JSON_OUT: o->json_out = arg; return 0;
     case OPT_TRACE: o->trace_out = arg; return 0;
@@ -293,7 +297,7 @@ static int parse_options(Options *o, int argc, char **argv, const int *allowed) 
         {"counters", no_argument, 0, OPT_COUNTERS}, {"also-swap", no_argument, 0, OPT_ALSO_SWAP},
         {"invariance", no_argument, 0, OPT_INVARIANCE}, {"repeats", required_argument, 0, OPT_REPEATS},
         {"csv", required_argument, 0, OPT_CSV},    {"plot-dir", required_argument, 0, OPT_PLOT_DIR},
-        {"samples", required_argument, 0, OPT_SAMPLES},
+        {"samples", required_argument, 0, OPT_SAMPLES}, {"warmup", no_argument, 0, OPT_WARMUP},
         {0, 0, 0, 0}};
     struct option long_profile[sizeof LONG / sizeof LONG[0]];
     const struct option *table = LONG;
@@ -689,6 +693,7 @@ static int cmd_generate(const Options *o) {
     EmitCtx ectx = {nl_model_tokenizer(model), 0};
     for (size_t i = n > T ? n - T : 0; o->echo && !many && i < n && !ectx.write_failed; i++) emit_token(ids[i], &ectx);
     col.tok = nl_model_tokenizer(model);
+    if (o->warmup) nl_forward(state, ids + (n > T ? n - T : 0), n > T ? T : n, 0, 1);
     NlGenerateOptions gopts = {(size_t)o->n_new, o->exact_window};
     NlGenerateStats st;
     NlBatchEmitFn emit = profile_cmd ? stream_nothing : many ? collect_token : stream_token;
@@ -983,7 +988,7 @@ static const char *help_for(const char *cmd) {
 int main(int argc, char **argv) {
     static const int GEN[] = {'m', 'p', 'f', 'n', OPT_TEMP, OPT_TOPK, OPT_TOPP, OPT_SEED, OPT_NORM, OPT_PLACEMENT,
                               OPT_THREADS, OPT_EXACT, OPT_SKIP, OPT_ECHO, OPT_PROFILE, OPT_COUNTERS, OPT_SAMPLES,
-                              OPT_JSON, 0};
+                              OPT_JSON, OPT_WARMUP, 0};
     static const int PROFILE[] = {'m', 'p', 'f', 'n', OPT_TEMP, OPT_TOPK, OPT_TOPP, OPT_SEED, OPT_NORM, OPT_PLACEMENT,
                                   OPT_THREADS, OPT_EXACT, OPT_SKIP, OPT_JSON_OUT, OPT_TRACE, OPT_COUNTERS, OPT_SAMPLES, 0};
     static const int EVAL[] = {'m', OPT_TEXT, OPT_JSON, OPT_STRIDE, OPT_SKIP, OPT_NORM, OPT_PLACEMENT, OPT_THREADS,

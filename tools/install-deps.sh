@@ -22,6 +22,7 @@ if [ "${1:-}" = "--python" ]; then
     /usr/bin/python3 -c 'import numpy' 2>/dev/null || missing="$missing python3-numpy"
     /usr/bin/python3 -c 'import tqdm' 2>/dev/null || missing="$missing python3-tqdm"
     /usr/bin/python3 -c 'import matplotlib' 2>/dev/null || missing="$missing python3-matplotlib"
+    [ -x /usr/bin/time ] || missing="$missing time"    # make bench: peak RSS
 fi
 [ -z "$missing" ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
