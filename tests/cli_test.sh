@@ -172,7 +172,7 @@ grep -q "warning: the model was trained as layernorm/pre; running it as rmsnorm/
 expect_ok "timing on stderr" generate $M -p 'ab' -n 5 --seed 4
 grep -qE "prefill 2 tokens in .* tok/s\); decode 4 tokens" "$TMP/err" && ok "timing reported on stderr" || bad "timing" "$(cat "$TMP/err")"
 
-expect_ok "warmup" generate $M -p "a b" -n 40 --seed 7 --top-k 5 --top-p 0.9 --temperature 0.8 --warmup
+expect_ok "warmup" generate $M -p "a b" -n 60 --seed 7 --top-k 5 --top-p 0.9 --temperature 0.8 --warmup
 cmp -s "$TMP/out" "$GOLD/sampled.txt" && ok "--warmup leaves the output unchanged" || bad "--warmup output" "differs from the golden"
 
 # ---- batched samples
