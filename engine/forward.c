@@ -95,6 +95,17 @@ void nl_state_set_profiler(NlState *s, NlProfiler *prof) { s->prof = prof; }
 NlProfiler *nl_state_profiler(const NlState *s) { return s->prof; }
 void nl_state_set_stats(NlState *s, NlStats *stats) { s->stats = stats; }
 
+void nl_state_copy_cache(NlState *s, size_t from, size_t to, size_t n) {
+    size_t T = (size_t)s->cfg.block_size, L = (size_t)s->cfg.n_layer, H = (size_t)s->cfg.n_head;
+    size_t Dh = (size_t)s->cfg.n_embd / H;
+    assert(from < s->batch && to < s->batch && n <= T);
+    for (size_t lh = 0; lh < L * H; lh++) {  // (B, L, H, T, Dh): positions 0..n-1 of each (layer, head)
+        size_t src = (from * L * H + lh) * T * Dh, dst = (to * L * H + lh) * T * Dh;
+        memcpy(s->k_cache + dst, s->k_cache + src, n * Dh * sizeof(float));
+        memcpy(s->v_cache + dst, s->v_cache + src, n * Dh * sizeof(float));
+    }
+}
+
 void nl_state_free(NlState *s) {
     if (!s) return;
     float *bufs[] = {s->x, s->xn, s->qkv, s->att, s->tmp, s->hid, s->scores, s->logits, s->k_cache, s->v_cache, s->ones};
@@ -118,10 +129,8 @@ static void attention_one(NlState *s, size_t b, size_t l, size_t n, size_t pos) 
             memcpy(K + (pos + i) * Dh, qkv + i * 3 * D + D + h * Dh, Dh * sizeof(float));
             memcpy(V + (pos + i) * Dh, qkv + i * 3 * D + 2 * D + h * Dh, Dh * sizeof(float));
         }
-        if (n == 1) {
-            cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)len, (int)Dh, scale, K, (int)Dh, q, 1, 0.0f, s->scores, 1);
-            nl_softmax(s->scores, len);
-            cblas_sgemv(CblasRowMajor, CblasTrans, (int)len, (int)Dh, 1.0f, V, (int)Dh, s->scores, 1, 0.0f, att + h * Dh, 1);
+        if (n == 1) {  // decoding: one fused pass over this head's cache
+            nl_attend_one(att + h * Dh, q, K, V, len, Dh, scale, s->scores);
             continue;
         }
         // scores (n, len) = scale * Q (n, Dh) @ K^T; row i sees keys 0..pos+i only.

@@ -75,16 +75,23 @@ int nl_generate_batch(NlState *s, NlSampler *const *samplers, size_t B, const in
     NlProfiler *prof = nl_state_profiler(s);
     Windows w = {malloc(B * T * sizeof(int)), malloc(B * T * sizeof(int)), B, T, n_prompt < T ? n_prompt : T};
     int *toks = malloc(B * sizeof *toks);
-    if (!w.rows || !w.packed || !toks) {
-        free(w.rows); free(w.packed); free(toks);
+    float *first = malloc(B * V * sizeof *first);  // (B, V) the prompt's logits, one row per stream
+    if (!w.rows || !w.packed || !toks || !first) {
+        free(w.rows); free(w.packed); free(toks); free(first);
         snprintf(err->msg, sizeof err->msg, "out of memory");
         return -1;
     }
     for (size_t b = 0; b < B; b++) memcpy(w.rows + b * T, prompt + (n_prompt - w.len), w.len * sizeof(int));
     st->prompt_used = w.len;
     nl_profiler_set_phase(prof, NL_PHASE_PREFILL);
+    // The streams share the prompt: prefill it once, as stream 0, and copy the cache to the others.
     double pw = nl_profiler_begin(prof), t0 = now();
-    const float *logits = nl_forward_batch(s, packed(&w), B, w.len, 0, 1);  // (B, V)
+    const float *logits = nl_forward(s, w.rows, w.len, 0, 1);  // (1, V)
+    for (size_t b = 0; b < B; b++) {
+        if (b > 0) nl_state_copy_cache(s, 0, b, w.len);
+        memcpy(first + b * V, logits, V * sizeof *first);
+    }
+    logits = first;
     st->prefill_seconds = now() - t0;
     nl_profiler_add_wall(prof, pw);
     nl_profiler_set_phase(prof, NL_PHASE_DECODE);
@@ -107,6 +114,7 @@ int nl_generate_batch(NlState *s, NlSampler *const *samplers, size_t B, const in
     free(w.rows);
     free(w.packed);
     free(toks);
+    free(first);
     return rc;
 }
 

@@ -30,6 +30,12 @@ void nl_add(float *y, const float *x, size_t count);
 // Numerically stable softmax of x[0..n) in place.
 void nl_softmax(float *x, size_t n);
 
+// One query against len cached keys and values of one head, fused (scores, softmax, weighted sum):
+// out (Dh) = softmax(scale * K (len, Dh) q) V (len, Dh); scores (len) is scratch. The decode step's
+// attention: at these sizes a BLAS call costs more than the arithmetic.
+void nl_attend_one(float *out, const float *q, const float *K, const float *V, size_t len, size_t Dh, float scale,
+                   float *scores);
+
 // Sets the number of threads OpenBLAS uses for every later product (process-wide).
 void nl_set_threads(int n);
 int nl_get_threads(void);

@@ -642,12 +642,15 @@ static int prompt_ids(const Options *o, const NlModel *model, int **ids, size_t 
 }
 
 // Timing on stderr; a newline first when the generated text went to the same terminal.
-static void print_timing(const NlGenerateStats *st) {
-    fprintf(stderr, "%snormlab: prefill %zu token%s in %.2f ms (%.0f tok/s); decode %zu token%s in %.2f ms (%.0f tok/s)",
+static void print_timing(const NlGenerateStats *st, int streams) {
+    size_t tokens = st->decode_tokens * (size_t)streams;
+    char per[64] = "";
+    if (streams > 1) snprintf(per, sizeof per, " (%zu steps x %d streams)", st->decode_tokens, streams);
+    fprintf(stderr, "%snormlab: prefill %zu token%s in %.2f ms (%.0f tok/s); decode %zu token%s%s in %.2f ms (%.0f tok/s)",
             isatty(STDOUT_FILENO) && isatty(STDERR_FILENO) ? "\n" : "", st->prompt_used, plural(st->prompt_used),
             st->prefill_seconds * 1e3, st->prompt_used / (st->prefill_seconds > 0 ? st->prefill_seconds : 1e-9),
-            st->decode_tokens, plural(st->decode_tokens), st->decode_seconds * 1e3,
-            st->decode_tokens ? st->decode_tokens / (st->decode_seconds > 0 ? st->decode_seconds : 1e-9) : 0.0);
+            tokens, plural(tokens), per, st->decode_seconds * 1e3,
+            tokens ? (double)tokens / (st->decode_seconds > 0 ? st->decode_seconds : 1e-9) : 0.0);
     if (st->context_shifts) fprintf(stderr, "; %zu context shift%s", st->context_shifts, plural(st->context_shifts));
     fprintf(stderr, "\n");
 }
@@ -706,7 +709,7 @@ static int cmd_generate(const Options *o) {
         rc = EXIT_DATA;
         goto cleanup;
     }
-    print_timing(&st);
+    print_timing(&st, o->samples);
     if (prof) rc = write_profile(o, prof, profile_cmd ? stdout : stderr, json_f, trace_f);
 cleanup:
     rc = close_outputs(o, json_f, trace_f, rc);

@@ -124,6 +124,10 @@ const float *nl_forward(NlState *state, const int *tokens, size_t n, size_t pos,
 // Returns logits (B, n_logits, V).
 const float *nl_forward_batch(NlState *state, const int *tokens, size_t B, size_t n, size_t pos, size_t n_logits);
 
+// Copies the cached keys and values of positions 0..n-1 from sequence `from` to sequence `to` (both
+// < batch): streams that share a prompt are prefilled once.
+void nl_state_copy_cache(NlState *state, size_t from, size_t to, size_t n);
+
 // ---- sampler (sampler.c)
 
 // xoshiro256** seeded through splitmix64: every 64-bit seed, 0 included, gives its own stream.
