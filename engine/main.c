@@ -166,6 +166,13 @@ static void usage_error(const char *cmd, const char *fmt, const char *arg) {
 
 static const char *plural(size_t n) { return n == 1 ? "" : "s"; }
 
+// Flushes stdout; EXIT_DATA, with the reason on stderr, when anything written to it failed.
+static int check_stdout(int ok) {
+    if (ok && fflush(stdout) != EOF) return 0;
+    fprintf(stderr, "normlab: cannot write to stdout: %s\n", strerror(errno ? errno : EIO));
+    return EXIT_DATA;
+}
+
 // ---- strict number parsing (the C locale is never changed, so '.' is the decimal point)
 
 // Only plain decimal text: no leading space or '+', no hex ("0x..."), which strtol/strtod accept.
@@ -771,7 +778,7 @@ static int cmd_eval(const Options *o) {
                     "\"skipped\": %zu, \"stride\": %zu}\n", r.count, nats, bits, exp(nats), skipped, stride) > 0;
     else
         ok = printf("chars %zu\nnats/char %.6f\nbits/char %.6f\nperplexity %.6f\n", r.count, nats, bits, exp(nats)) > 0;
-    if (!ok || fflush(stdout) == EOF) { fprintf(stderr, "normlab: cannot write to stdout: %s\n", strerror(errno)); rc = EXIT_DATA; }
+    rc = check_stdout(ok);
     if (!rc && prof) rc = write_profile(o, prof, stderr, NULL, NULL);
     nl_profiler_free(prof);
 cleanup:
@@ -808,7 +815,7 @@ static int cmd_logits(const Options *o) {
         for (size_t v = 0; v < V; v++) ok &= printf("%s%.9g", v ? ", " : "[", logits[i * V + v]) > 0;
         ok &= printf("]\n") > 0;
     }
-    if (!ok || fflush(stdout) == EOF) { fprintf(stderr, "normlab: cannot write to stdout: %s\n", strerror(errno)); rc = EXIT_DATA; }
+    rc = check_stdout(ok);
 cleanup:
     free(ids);
     free(text);
@@ -902,12 +909,15 @@ static int cmd_compare(Options *o) {
     if (isatty(STDERR_FILENO)) fprintf(stderr, "\r%60s\r", "");
     if (rc) goto cleanup;
     NlCompareInfo info = {o->text_file, nl_get_threads(), o->repeats, o->invariance};
-    if (nl_report_compare_text(stdout, rows, labels, n_rows, &info) != 0 || fflush(stdout) == EOF) {
-        fprintf(stderr, "normlab: cannot write to stdout: %s\n", strerror(errno));
+    rc = check_stdout(nl_report_compare_text(stdout, rows, labels, n_rows, &info) == 0);
+    if (!rc && json_f && nl_report_compare_json(json_f, rows, labels, n_rows, &info) != 0) {
+        fprintf(stderr, "normlab: %s: write failed\n", o->json_out);
         rc = EXIT_DATA;
     }
-    if (!rc && json_f && nl_report_compare_json(json_f, rows, labels, n_rows, &info) != 0) rc = EXIT_DATA;
-    if (!rc && csv_f && nl_report_compare_csv(csv_f, rows, labels, n_rows, &info) != 0) rc = EXIT_DATA;
+    if (!rc && csv_f && nl_report_compare_csv(csv_f, rows, labels, n_rows, &info) != 0) {
+        fprintf(stderr, "normlab: %s: write failed\n", o->csv_out);
+        rc = EXIT_DATA;
+    }
 cleanup:
     rc = close_outputs(o, json_f, csv_f, rc);
     if (!rc && o->plot_dir) rc = run_plots(o);
@@ -970,7 +980,7 @@ static int cmd_info(const Options *o) {
     } else {
         ok = print_info_text(j);
     }
-    if (!ok || fflush(stdout) == EOF) { fprintf(stderr, "normlab: cannot write to stdout: %s\n", strerror(errno)); rc = EXIT_DATA; }
+    rc = check_stdout(ok);
     cJSON_Delete(j);
     nl_model_free(model);
     return rc;
