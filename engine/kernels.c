@@ -121,7 +121,7 @@ void nl_softmax(float *x, size_t n) {
 }
 
 // Dot product of n floats in 8 independent partial sums, which the vectoriser maps onto lanes.
-static float dot(const float *a, const float *b, size_t n) {
+static inline __attribute__((always_inline)) float dot(const float *a, const float *b, size_t n) {
     float acc[8] = {0};
     size_t i = 0;
     for (; i + 8 <= n; i += 8)
