@@ -3,6 +3,8 @@
 
 #include <cblas.h>
 #include <math.h>
+#include <stdint.h>
+#include <string.h>
 
 void nl_layernorm(float *out, const float *x, const float *gain, const float *bias, size_t n, size_t D, float eps) {
     for (size_t r = 0; r < n; r++, x += D, out += D) {
@@ -144,6 +146,23 @@ void nl_attend_one(float *out, const float *q, const float *K, const float *V, s
         const float p = scores[j], *v = V + j * Dh;
         for (size_t i = 0; i < Dh; i++) out[i] += p * v[i];
     }
+}
+
+size_t nl_first_nonfinite(const float *x, size_t n) {
+    const size_t block = 4096;
+    for (size_t start = 0; start < n; start += block) {
+        size_t end = start + block < n ? start + block : n;
+        unsigned bad = 0;
+        for (size_t i = start; i < end; i++) {  // exponent all ones: Inf or NaN; vectorises
+            uint32_t u;
+            memcpy(&u, &x[i], sizeof u);
+            bad |= (u & 0x7f800000u) == 0x7f800000u;
+        }
+        if (!bad) continue;
+        for (size_t i = start; i < end; i++)
+            if (!isfinite(x[i])) return i;
+    }
+    return SIZE_MAX;
 }
 
 void nl_set_threads(int n) { openblas_set_num_threads(n); }

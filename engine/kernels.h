@@ -36,6 +36,9 @@ void nl_softmax(float *x, size_t n);
 void nl_attend_one(float *out, const float *q, const float *K, const float *V, size_t len, size_t Dh, float scale,
                    float *scores);
 
+// Index of the first NaN or infinity in x[0..n), or SIZE_MAX. Vectorised: it scans every weight at load.
+size_t nl_first_nonfinite(const float *x, size_t n);
+
 // Sets the number of threads OpenBLAS uses for every later product (process-wide).
 void nl_set_threads(int n);
 int nl_get_threads(void);

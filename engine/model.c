@@ -11,6 +11,7 @@
 
 #include "fileio.h"
 #include "jsonx.h"
+#include "kernels.h"
 #include "model.h"
 #include "normlab.h"
 #include "safetensors.h"
@@ -261,13 +262,12 @@ static int bind_weights(NlModel *m, TensorRef *refs, size_t n, const char *what,
             snprintf(err->msg, sizeof err->msg, "%s: unexpected tensor \"%s\" (not used by this config)", what, refs[i].name);
             return -1;
         }
-        size_t count = ref_elems(&refs[i]);
-        for (size_t k = 0; k < count; k++)
-            if (!isfinite(refs[i].data[k])) {
-                snprintf(err->msg, sizeof err->msg, "%s: tensor \"%s\" has a non-finite value (%g) at index %zu",
-                         what, refs[i].name, refs[i].data[k], k);
-                return -1;
-            }
+        size_t count = ref_elems(&refs[i]), k = nl_first_nonfinite(refs[i].data, count);
+        if (k != SIZE_MAX) {
+            snprintf(err->msg, sizeof err->msg, "%s: tensor \"%s\" has a non-finite value (%g) at index %zu",
+                     what, refs[i].name, refs[i].data[k], k);
+            return -1;
+        }
         m->n_params += count;
     }
     return 0;

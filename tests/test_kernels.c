@@ -1,6 +1,7 @@
 // test_kernels.c — norms against a double-precision reference on adversarial inputs, the
 // invariances of LayerNorm and RMSNorm, and each BLAS kernel against its naive twin.
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -163,6 +164,28 @@ static void fused_attention_matches_double_reference(void) {
     }
 }
 
+static void nonfinite_scan_finds_the_first_nan_or_inf(void) {
+    size_t n = 10000;
+    float *x = malloc(n * sizeof *x);
+    for (size_t i = 0; i < n; i++) x[i] = (float)i * 1e-3f - 3.0f;
+    x[17] = 1e-45f;  // subnormal: finite
+    x[18] = 3.4e38f;
+    CHECK(nl_first_nonfinite(x, n) == SIZE_MAX, "all finite");
+    const size_t at[] = {0, 4095, 4096, 9999};
+    const float bad[] = {NAN, INFINITY, -INFINITY, -NAN};
+    for (int k = 0; k < 4; k++) {
+        float keep = x[at[k]];
+        x[at[k]] = bad[k];
+        CHECK(nl_first_nonfinite(x, n) == at[k], "found at %zu: %zu", at[k], nl_first_nonfinite(x, n));
+        x[at[k]] = keep;
+    }
+    x[5000] = NAN;
+    x[7000] = INFINITY;
+    CHECK(nl_first_nonfinite(x, n) == 5000, "the first of two");
+    CHECK(nl_first_nonfinite(x, 0) == SIZE_MAX, "empty");
+    free(x);
+}
+
 int main(void) {
     RUN(norms_match_double_reference_on_adversarial_inputs);
     RUN(layernorm_invariant_to_scale_and_shift_rmsnorm_to_scale_only);
@@ -171,5 +194,6 @@ int main(void) {
     RUN(activations_match_their_formulas);
     RUN(erf_matches_libm_double_within_4e7);
     RUN(fused_attention_matches_double_reference);
+    RUN(nonfinite_scan_finds_the_first_nan_or_inf);
     return check_summary("test_kernels");
 }
