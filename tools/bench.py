@@ -314,18 +314,29 @@ def scaling(args, out, shipped):
         rss = peak_rss([BIN, "generate", "-m", path, "-p", "\n", "-n", "64", "--seed", "1"])
         dec = [normlab_generate(path, "\n", 128, r, 1)["decode_tok_s"] for r in range(3)]
         pre = [normlab_generate(path, TEXT[200:328], 1, r, 1, warmup=True)["prefill_tok_s"] for r in range(3)]
+        # eval over 4 windows' worth of text; each window re-reads T positions for T/2 new characters,
+        # so the GFLOP/s fraction counts positions processed, not characters scored
+        text_t = os.path.join(ROOT, "build", f"bench-text-{T}.txt")
+        with open(text_t, "w", encoding="utf-8") as f:
+            f.write((TEXT * 20)[: 4 * T + 1])
+        n_scored, stride = 4 * T, T // 2
+        positions = T * (1 + -(-(n_scored - T) // stride))
+        ev = [normlab_eval_rate(path, text_t, 1, n_scored) for _ in range(3)]
         lim = limits(path, 1, {"n_embd": D, "n_inner": None, "mlp_ratio": 4, "vocab_size": V, "block_size": T, "n_layer": L},
                      statistics.median(dec), statistics.median(pre))
         bw = lim["blas"]["copy_gb_per_s"]
         row = {"model": name, "parameters": info["parameters"], "weight_bytes": info["weight_bytes"],
                "kv_cache_bytes": info["kv_cache_bytes"], "load_s": min(loads), "peak_rss_bytes": rss,
-               "decode_tok_s": summary(dec), "prefill_tok_s": summary(pre), "limits": lim,
+               "decode_tok_s": summary(dec), "prefill_tok_s": summary(pre), "eval_chars_s": summary(ev),
+               "eval_fraction_of_sgemm": statistics.median(ev) * positions / n_scored / lim["prefill_limit_tok_s"],
+               "limits": lim,
                "bandwidth_bound_tok_s": bw * 1e9 / info["weight_bytes"]}
         rows.append(row)
         budget = info["weight_bytes"] + info["kv_cache_bytes"] + 16 * 2 ** 20
         print(f"{name:<26} {info['parameters'] / 1e6:7.1f}M params  decode {row['decode_tok_s']['median']:8.1f} tok/s "
               f"(bandwidth bound {row['bandwidth_bound_tok_s']:8.1f}, {row['decode_tok_s']['median'] / row['bandwidth_bound_tok_s']:.2f}x of it)  "
               f"prefill {row['prefill_tok_s']['median']:8.1f} tok/s ({100 * lim['prefill_fraction']:.0f}% of sgemm)  "
+              f"eval {row['eval_chars_s']['median']:8.1f} chars/s ({100 * row['eval_fraction_of_sgemm']:.0f}% of sgemm)  "
               f"load {1e3 * row['load_s']:.1f} ms (process)  peak RSS {rss / 2 ** 20:.1f} MiB "
               f"(weights + KV + 16 MiB = {budget / 2 ** 20:.1f})")
     out["scaling"] = rows
