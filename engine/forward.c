@@ -3,15 +3,23 @@
 //   pre:  x = x + Attn(N1(x)); x = x + MLP(N2(x))   ... then ln_f
 //   post: x = N1(x + Attn(x)); x = N2(x + MLP(x))
 //   logits = x @ lm_head^T
+#define _DEFAULT_SOURCE  // MADV_HUGEPAGE
 #include <assert.h>
-#include <cblas.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "kernels.h"
 #include "normlab.h"
+
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/asan_interface.h>
+#else
+#define ASAN_POISON_MEMORY_REGION(addr, size) ((void)(addr), (void)(size))
+#define ASAN_UNPOISON_MEMORY_REGION(addr, size) ((void)(addr), (void)(size))
+#endif
 
 struct NlState {
     const NlModel *model;
@@ -24,11 +32,13 @@ struct NlState {
     float *att;      // (B*T, D) attention output, heads concatenated
     float *tmp;      // (B*T, D) sublayer output
     float *hid;      // (B*T, F) MLP hidden
-    float *scores;   // (T, T) attention probabilities of one head of one sequence
+    float *scores;   // (T) attention probabilities of one query of one head
     float *logits;   // (B*T, V)
-    float *k_cache;  // (B, L, H, T, Dh) contiguous per head
-    float *v_cache;  // (B, L, H, T, Dh)
+    float *k_cache;  // (B, L, H, Dh, T) keys transposed per head: a query's scores are contiguous
+    float *v_cache;  // (B, L, H, T, Dh) values contiguous per position
     float *ones;     // (D) unit gain
+    void *arena;        // every buffer above, in one mapping
+    size_t arena_bytes;
     NlProfiler *prof;  // borrowed; NULL = profiling off (no clock reads)
     NlStats *stats;    // borrowed; NULL = no statistics
 };
@@ -47,8 +57,40 @@ size_t nl_state_kv_bytes(const NlModel *model) {
     return 2 * (size_t)c->n_layer * (size_t)c->block_size * (size_t)c->n_embd * sizeof(float);
 }
 
-static float *alloc_floats(size_t n, int zero) {
-    return zero ? calloc(n, sizeof(float)) : malloc(n * sizeof(float));
+// All of a state's buffers live in one anonymous mapping, aligned to 2 MiB and marked for
+// transparent huge pages: page faults on fresh 4 KiB pages cost about 11 us each on the
+// virtual machines we measure on (tools/bench.py), and a 16-stream KV cache is 2,048 of them.
+// Pages are zero until written and become resident only when touched.
+#define ARENA_ALIGN ((size_t)2 << 20)
+#define BUF_ALIGN ((size_t)64)  // each buffer starts on its own cache line
+
+typedef struct {
+    float **dst;
+    size_t count;  // floats
+} BufferSpec;
+
+static size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+// Maps one arena for the buffers and points each *dst into it. Under AddressSanitizer the gaps
+// between buffers are poisoned, so an overrun is still reported.
+static int arena_create(NlState *s, const BufferSpec *bufs, size_t n) {
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++) total += round_up(bufs[i].count * sizeof(float) + BUF_ALIGN, BUF_ALIGN);
+    s->arena_bytes = round_up(total, ARENA_ALIGN) + ARENA_ALIGN;  // room to align the start
+    void *map = mmap(NULL, s->arena_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (map == MAP_FAILED) return -1;
+    s->arena = map;
+    char *at = (char *)round_up((size_t)map, ARENA_ALIGN);
+#ifdef MADV_HUGEPAGE
+    (void)madvise(at, round_up(total, ARENA_ALIGN), MADV_HUGEPAGE);  // advice only: fine if refused
+#endif
+    for (size_t i = 0; i < n; i++) {
+        size_t bytes = bufs[i].count * sizeof(float);
+        *bufs[i].dst = (float *)at;
+        at += round_up(bytes + BUF_ALIGN, BUF_ALIGN);
+        ASAN_POISON_MEMORY_REGION((char *)*bufs[i].dst + bytes, round_up(bytes + BUF_ALIGN, BUF_ALIGN) - bytes);
+    }
+    return 0;
 }
 
 int nl_state_create(NlState **out, const NlModel *model, const NlRunOptions *opts, NlError *err) {
@@ -65,19 +107,12 @@ int nl_state_create(NlState **out, const NlModel *model, const NlRunOptions *opt
     }
     size_t T = (size_t)s->cfg.block_size, D = (size_t)s->cfg.n_embd, F = (size_t)s->cfg.n_inner;
     size_t V = (size_t)s->cfg.vocab_size, L = (size_t)s->cfg.n_layer, BT = s->batch * T;
-    s->x = alloc_floats(BT * D, 0);
-    s->xn = alloc_floats(BT * D, 0);
-    s->qkv = alloc_floats(BT * 3 * D, 0);
-    s->att = alloc_floats(BT * D, 0);
-    s->tmp = alloc_floats(BT * D, 0);
-    s->hid = alloc_floats(BT * F, 0);
-    s->scores = alloc_floats(T * T, 0);
-    s->logits = alloc_floats(BT * V, 0);
-    s->k_cache = alloc_floats(s->batch * L * T * D, 1);
-    s->v_cache = alloc_floats(s->batch * L * T * D, 1);
-    s->ones = alloc_floats(D, 0);
-    if (!s->x || !s->xn || !s->qkv || !s->att || !s->tmp || !s->hid || !s->scores || !s->logits ||
-        !s->k_cache || !s->v_cache || !s->ones) {
+    const BufferSpec bufs[] = {
+        {&s->x, BT * D}, {&s->xn, BT * D}, {&s->qkv, BT * 3 * D}, {&s->att, BT * D}, {&s->tmp, BT * D},
+        {&s->hid, BT * F}, {&s->scores, T}, {&s->logits, BT * V}, {&s->k_cache, s->batch * L * T * D},
+        {&s->v_cache, s->batch * L * T * D}, {&s->ones, D},
+    };
+    if (arena_create(s, bufs, sizeof bufs / sizeof bufs[0]) != 0) {
         snprintf(err->msg, sizeof err->msg, "out of memory for activations and KV cache (%zu bytes of cache)",
                  s->batch * nl_state_kv_bytes(model));
         nl_state_free(s);
@@ -99,17 +134,20 @@ void nl_state_copy_cache(NlState *s, size_t from, size_t to, size_t n) {
     size_t T = (size_t)s->cfg.block_size, L = (size_t)s->cfg.n_layer, H = (size_t)s->cfg.n_head;
     size_t Dh = (size_t)s->cfg.n_embd / H;
     assert(from < s->batch && to < s->batch && n <= T);
-    for (size_t lh = 0; lh < L * H; lh++) {  // (B, L, H, T, Dh): positions 0..n-1 of each (layer, head)
+    for (size_t lh = 0; lh < L * H; lh++) {  // positions 0..n-1 of each (layer, head)
         size_t src = (from * L * H + lh) * T * Dh, dst = (to * L * H + lh) * T * Dh;
-        memcpy(s->k_cache + dst, s->k_cache + src, n * Dh * sizeof(float));
-        memcpy(s->v_cache + dst, s->v_cache + src, n * Dh * sizeof(float));
+        for (size_t i = 0; i < Dh; i++)  // keys (Dh, T)
+            memcpy(s->k_cache + dst + i * T, s->k_cache + src + i * T, n * sizeof(float));
+        memcpy(s->v_cache + dst, s->v_cache + src, n * Dh * sizeof(float));  // values (T, Dh)
     }
 }
 
 void nl_state_free(NlState *s) {
     if (!s) return;
-    float *bufs[] = {s->x, s->xn, s->qkv, s->att, s->tmp, s->hid, s->scores, s->logits, s->k_cache, s->v_cache, s->ones};
-    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
+    if (s->arena) {
+        ASAN_UNPOISON_MEMORY_REGION(s->arena, s->arena_bytes);
+        munmap(s->arena, s->arena_bytes);
+    }
     free(s);
 }
 
@@ -117,32 +155,22 @@ void nl_state_free(NlState *s) {
 // Appends their keys and values to the cache, then att (n, D) = softmax(q K^T / sqrt(Dh)) V.
 static void attention_one(NlState *s, size_t b, size_t l, size_t n, size_t pos) {
     size_t T = (size_t)s->cfg.block_size, D = (size_t)s->cfg.n_embd, H = (size_t)s->cfg.n_head;
-    size_t L = (size_t)s->cfg.n_layer, Dh = D / H, len = pos + n;
+    size_t L = (size_t)s->cfg.n_layer, Dh = D / H;
     float scale = 1.0f / sqrtf((float)Dh);
     const float *qkv = s->qkv + b * n * 3 * D;  // (n, 3D) of this sequence
     float *att = s->att + b * n * D;            // (n, D)
     for (size_t h = 0; h < H; h++) {
-        float *K = s->k_cache + ((b * L + l) * H + h) * T * Dh;  // (T, Dh)
-        float *V = s->v_cache + ((b * L + l) * H + h) * T * Dh;  // (T, Dh)
-        const float *q = qkv + h * Dh;                           // row i at q + i * 3D
+        float *Kt = s->k_cache + ((b * L + l) * H + h) * T * Dh;  // (Dh, T)
+        float *V = s->v_cache + ((b * L + l) * H + h) * T * Dh;   // (T, Dh)
+        const float *q = qkv + h * Dh;                            // row i at q + i * 3D
         for (size_t i = 0; i < n; i++) {
-            memcpy(K + (pos + i) * Dh, qkv + i * 3 * D + D + h * Dh, Dh * sizeof(float));
+            const float *k = qkv + i * 3 * D + D + h * Dh;
+            for (size_t d = 0; d < Dh; d++) Kt[d * T + pos + i] = k[d];
             memcpy(V + (pos + i) * Dh, qkv + i * 3 * D + 2 * D + h * Dh, Dh * sizeof(float));
         }
-        if (n == 1) {  // decoding: one fused pass over this head's cache
-            nl_attend_one(att + h * Dh, q, K, V, len, Dh, scale, s->scores);
-            continue;
-        }
-        // scores (n, len) = scale * Q (n, Dh) @ K^T; row i sees keys 0..pos+i only.
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)len, (int)Dh, scale, q, (int)(3 * D),
-                    K, (int)Dh, 0.0f, s->scores, (int)len);
-        for (size_t i = 0; i < n; i++) {
-            float *row = s->scores + i * len;
-            nl_softmax(row, pos + i + 1);
-            memset(row + pos + i + 1, 0, (n - i - 1) * sizeof(float));
-        }
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)Dh, (int)len, 1.0f, s->scores,
-                    (int)len, V, (int)Dh, 0.0f, att + h * Dh, (int)D);
+        // Row i sees keys 0..pos+i: one fused pass over the cache per query.
+        for (size_t i = 0; i < n; i++)
+            nl_attend_one(att + i * D + h * Dh, q + i * 3 * D, Kt, T, V, pos + i + 1, Dh, scale, s->scores);
     }
 }
 

@@ -84,10 +84,10 @@ static inline float erf_rational(float x) {
 
 float nl_erf(float x) { return erf_rational(x); }
 
-// Built for AVX2 and for the baseline, picked at load time (GCC function multi-versioning), so
-// the same binary runs everywhere and vectorises 8 floats at a time where it can.
+// Built for x86-64-v3 (AVX2 with FMA) and for the baseline, picked at load time (GCC function
+// multi-versioning), so the same binary runs everywhere and vectorises 8 floats at a time where it can.
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-__attribute__((target_clones("avx2", "default")))
+__attribute__((target_clones("arch=x86-64-v3", "default")))
 #endif
 void nl_activation(float *x, size_t count, NlActivation act) {
     switch (act) {
@@ -110,42 +110,155 @@ void nl_add(float *y, const float *x, size_t count) {
     for (size_t i = 0; i < count; i++) y[i] += x[i];
 }
 
-void nl_softmax(float *x, size_t n) {
-    float max = x[0];
-    for (size_t i = 1; i < n; i++) max = x[i] > max ? x[i] : max;
-    float sum = 0.0f;
-    for (size_t i = 0; i < n; i++) {
-        x[i] = expf(x[i] - max);
-        sum += x[i];
-    }
-    float inv = 1.0f / sum;
-    for (size_t i = 0; i < n; i++) x[i] *= inv;
+// e^x for float x, branch-free so that loops over it vectorise: round x / ln 2 to k with the
+// 1.5 * 2^23 trick (no float-to-int conversion), reduce r = x - k ln 2 in two parts (Cody-Waite),
+// a degree-6 polynomial for e^r on |r| <= ln2 / 2 (the Cephes expf coefficients), then scale by
+// 2^k built in the exponent bits. Below -87.3 it returns 0 (libm gives subnormals there), above 88
+// e^88 (softmax only passes x <= 0); NaN stays NaN. Within 1 ulp of exp in tests/test_kernels.c.
+// libm's expf is a call per element: in the decode step's softmax it took half the attention time.
+static inline __attribute__((always_inline)) float exp_poly(float x) {
+    const float shifter = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer in the low bits
+    float c = x < -87.3f ? -87.3f : x > 88.0f ? 88.0f : x;  // keeps 2^k a normal float
+    float kf = c * 1.44269504088896341f + shifter;
+    uint32_t kbits;
+    memcpy(&kbits, &kf, sizeof kbits);
+    kf -= shifter;
+    float r = c - kf * 0.693359375f;
+    r = r - kf * -2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    uint32_t bits = (kbits - 0x4B400000u + 127u) << 23;  // 2^k, k = kbits - bits(shifter)
+    float scale;
+    memcpy(&scale, &bits, sizeof scale);
+    return x < -87.3f ? 0.0f : p * scale;
 }
 
-// Dot product of n floats in 8 independent partial sums, which the vectoriser maps onto lanes.
-static inline __attribute__((always_inline)) float dot(const float *a, const float *b, size_t n) {
+float nl_exp(float x) { return exp_poly(x); }
+
+// Max and sum over n floats in 8 independent lanes, which the vectoriser maps onto registers
+// (a single running max or sum is a serial chain it must keep in order).
+static inline __attribute__((always_inline)) float max_lanes(const float *x, size_t n) {
+    float m[8];
+    for (size_t k = 0; k < 8; k++) m[k] = x[0];
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (size_t k = 0; k < 8; k++) m[k] = x[i + k] > m[k] ? x[i + k] : m[k];
+    float max = x[0];
+    for (; i < n; i++) max = x[i] > max ? x[i] : max;
+    for (size_t k = 0; k < 8; k++) max = m[k] > max ? m[k] : max;
+    return max;
+}
+
+static inline __attribute__((always_inline)) float sum_lanes(const float *x, size_t n) {
     float acc[8] = {0};
     size_t i = 0;
     for (; i + 8 <= n; i += 8)
-        for (size_t k = 0; k < 8; k++) acc[k] += a[i + k] * b[i + k];
+        for (size_t k = 0; k < 8; k++) acc[k] += x[i + k];
     float sum = 0.0f;
-    for (; i < n; i++) sum += a[i] * b[i];
+    for (; i < n; i++) sum += x[i];
     for (size_t k = 0; k < 8; k++) sum += acc[k];
     return sum;
 }
 
+static inline __attribute__((always_inline)) void softmax_inline(float *x, size_t n) {
+    float max = max_lanes(x, n);
+    for (size_t i = 0; i < n; i++) x[i] = exp_poly(x[i] - max);
+    float inv = 1.0f / sum_lanes(x, n);
+    for (size_t i = 0; i < n; i++) x[i] *= inv;
+}
+
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-__attribute__((target_clones("avx2", "default")))
+__attribute__((target_clones("arch=x86-64-v3", "default")))
 #endif
-void nl_attend_one(float *out, const float *q, const float *K, const float *V, size_t len, size_t Dh, float scale,
-                   float *scores) {
-    for (size_t j = 0; j < len; j++) scores[j] = scale * dot(q, K + j * Dh, Dh);
-    nl_softmax(scores, len);
-    for (size_t i = 0; i < Dh; i++) out[i] = 0.0f;
-    for (size_t j = 0; j < len; j++) {
-        const float p = scores[j], *v = V + j * Dh;
-        for (size_t i = 0; i < Dh; i++) out[i] += p * v[i];
+void nl_softmax(float *x, size_t n) { softmax_inline(x, n); }
+
+// Eight floats as one value: GCC and Clang map it onto a ymm register (two xmm in the baseline
+// clone). Loads and stores go through memcpy, so no alignment is assumed.
+// load8 is always inlined, so the ABI warning GCC gives for returning a 32-byte vector without AVX
+// (-Wpsabi) concerns no real call.
+typedef float F8 __attribute__((vector_size(32)));
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+static inline __attribute__((always_inline)) F8 load8(const float *p) {
+    F8 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+#define STORE8(p, v) memcpy((p), &(v), sizeof(F8))
+
+// scores[j] = scale * sum_i q[i] Kt[i][j] for j < len, 32 keys at a time in four registers, so four
+// independent FMA chains hide the FMA latency.
+static inline __attribute__((always_inline)) void key_scores(float *scores, const float *q, const float *Kt,
+                                                             size_t ldk, size_t len, size_t Dh, float scale) {
+    size_t j = 0;
+    for (; j + 32 <= len; j += 32) {
+        F8 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+        for (size_t i = 0; i < Dh; i++) {
+            const float *row = Kt + i * ldk + j;
+            const float qi = scale * q[i];
+            a0 += qi * load8(row);
+            a1 += qi * load8(row + 8);
+            a2 += qi * load8(row + 16);
+            a3 += qi * load8(row + 24);
+        }
+        STORE8(scores + j, a0), STORE8(scores + j + 8, a1), STORE8(scores + j + 16, a2), STORE8(scores + j + 24, a3);
     }
+    for (; j + 8 <= len; j += 8) {
+        F8 a = {0};
+        for (size_t i = 0; i < Dh; i++) a += (scale * q[i]) * load8(Kt + i * ldk + j);
+        STORE8(scores + j, a);
+    }
+    for (; j < len; j++) {
+        float a = 0.0f;
+        for (size_t i = 0; i < Dh; i++) a += scale * q[i] * Kt[i * ldk + j];
+        scores[j] = a;
+    }
+}
+
+// out (DH) = sum_j p[j] V[j] with the output in registers; DH a multiple of 8, at most 64, a
+// constant after inlining. Under 64, two register sets take alternate keys (more chains in flight).
+static inline __attribute__((always_inline)) void weighted_values_fixed(float *out, const float *p, const float *V,
+                                                                        size_t len, size_t DH) {
+    const size_t C = DH / 8, SETS = DH < 64 ? 2 : 1;
+    F8 acc[2][8] = {{{0}}};
+    size_t j = 0;
+    for (; j + SETS <= len; j += SETS)
+        for (size_t s = 0; s < SETS; s++)
+            for (size_t c = 0; c < C; c++) acc[s][c] += p[j + s] * load8(V + (j + s) * DH + 8 * c);
+    for (; j < len; j++)
+        for (size_t c = 0; c < C; c++) acc[0][c] += p[j] * load8(V + j * DH + 8 * c);
+    for (size_t c = 0; c < C; c++) {
+        F8 sum = SETS == 2 ? acc[0][c] + acc[1][c] : acc[0][c];
+        STORE8(out + 8 * c, sum);
+    }
+}
+
+static inline __attribute__((always_inline)) void weighted_values(float *out, const float *p, const float *V,
+                                                                  size_t len, size_t Dh) {
+    switch (Dh) {  // the head sizes of GPT-2-like models get their own unrolled loops
+    case 16: weighted_values_fixed(out, p, V, len, 16); return;
+    case 32: weighted_values_fixed(out, p, V, len, 32); return;
+    case 64: weighted_values_fixed(out, p, V, len, 64); return;
+    }
+    for (size_t i = 0; i < Dh; i++) out[i] = 0.0f;
+    for (size_t j = 0; j < len; j++)
+        for (size_t i = 0; i < Dh; i++) out[i] += p[j] * V[j * Dh + i];
+}
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("arch=x86-64-v3", "default")))
+#endif
+void nl_attend_one(float *out, const float *q, const float *Kt, size_t ldk, const float *V, size_t len, size_t Dh,
+                   float scale, float *scores) {
+    key_scores(scores, q, Kt, ldk, len, Dh, scale);
+    softmax_inline(scores, len);
+    weighted_values(out, scores, V, len, Dh);
 }
 
 size_t nl_first_nonfinite(const float *x, size_t n) {

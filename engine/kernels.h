@@ -27,14 +27,17 @@ void nl_activation(float *x, size_t count, NlActivation act);
 float nl_erf(float x);
 // y += x over count values.
 void nl_add(float *y, const float *x, size_t count);
-// Numerically stable softmax of x[0..n) in place.
+// e^x, vectorisable; within 2 ulp of exp on [-87.3, 88], 0 below, e^88 above (tests/test_kernels.c).
+float nl_exp(float x);
+// Numerically stable softmax of x[0..n) in place (exponentials by nl_exp).
 void nl_softmax(float *x, size_t n);
 
 // One query against len cached keys and values of one head, fused (scores, softmax, weighted sum):
-// out (Dh) = softmax(scale * K (len, Dh) q) V (len, Dh); scores (len) is scratch. The decode step's
-// attention: at these sizes a BLAS call costs more than the arithmetic.
-void nl_attend_one(float *out, const float *q, const float *K, const float *V, size_t len, size_t Dh, float scale,
-                   float *scores);
+// out (Dh) = softmax(scale * q^T Kt) V, with the keys stored transposed, Kt (Dh, len) in rows ldk
+// apart, and V (len, Dh). scores (len) is scratch. The decode step's attention: at these sizes a
+// BLAS call costs more than the arithmetic.
+void nl_attend_one(float *out, const float *q, const float *Kt, size_t ldk, const float *V, size_t len, size_t Dh,
+                   float scale, float *scores);
 
 // Index of the first NaN or infinity in x[0..n), or SIZE_MAX. Vectorised: it scans every weight at load.
 size_t nl_first_nonfinite(const float *x, size_t n);

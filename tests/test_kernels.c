@@ -137,10 +137,28 @@ static void erf_matches_libm_double_within_4e7(void) {
     CHECK(isnan(nl_erf(NAN)), "NaN stays NaN");
 }
 
+static void exp_within_2_ulp_of_double_exp(void) {
+    double worst = 0.0, at = 0.0;
+    for (int i = -873000; i <= 880000; i++) {  // [-87.3, 88] in steps of 1e-4
+        float x = (float)(i * 1e-4);
+        double want = exp((double)x), rel = fabs((double)nl_exp(x) - want) / want;
+        if (rel > worst) { worst = rel; at = x; }
+    }
+    // One float ulp is 2^-23 = 1.19e-7 relative at most; libm's expf is within 1 ulp.
+    printf("     nl_exp vs exp (double) on [-87.3, 88]: max relative error %.3g at x = %.4f (tolerance 2.4e-7)\n",
+           worst, at);
+    CHECK(worst <= 2.4e-7, "nl_exp relative error %.3g at %g", worst, at);
+    CHECK(nl_exp(0.0f) == 1.0f && nl_exp(-100.0f) == 0.0f && nl_exp(-INFINITY) == 0.0f, "exact points");
+    CHECK(isnan(nl_exp(NAN)), "NaN stays NaN");
+    CHECK(nl_exp(1000.0f) == nl_exp(88.0f) && isfinite(nl_exp(INFINITY)), "saturates at e^88");
+}
+
 static void fused_attention_matches_double_reference(void) {
-    const size_t cases[][2] = {{1, 8}, {7, 13}, {128, 32}, {33, 64}};
+    // Head sizes with their own unrolled loops (16, 32, 64) and others; key counts on both sides
+    // of the 8- and 32-key blocks.
+    const size_t cases[][2] = {{1, 8}, {7, 13}, {128, 32}, {33, 64}, {40, 16}, {65, 48}, {9, 64}};
     unsigned seed = 9;
-    for (size_t c = 0; c < 4; c++) {
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         size_t len = cases[c][0], Dh = cases[c][1];
         float *q = malloc(Dh * sizeof *q), *K = malloc(len * Dh * sizeof *K), *V = malloc(len * Dh * sizeof *V);
         float *out = malloc(Dh * sizeof *out), *sc = malloc(len * sizeof *sc);
@@ -157,7 +175,12 @@ static void fused_attention_matches_double_reference(void) {
         for (size_t j = 0; j < len; j++) sum += (p[j] = exp(p[j] - max));
         for (size_t j = 0; j < len; j++)
             for (size_t i = 0; i < Dh; i++) want[i] += p[j] / sum * V[j * Dh + i];
-        nl_attend_one(out, q, K, V, len, Dh, scale, sc);
+        size_t ldk = len + 3;  // keys transposed, rows padded as in the cache
+        float *Kt = malloc(Dh * ldk * sizeof *Kt);
+        for (size_t j = 0; j < len; j++)
+            for (size_t i = 0; i < Dh; i++) Kt[i * ldk + j] = K[j * Dh + i];
+        nl_attend_one(out, q, Kt, ldk, V, len, Dh, scale, sc);
+        free(Kt);
         // float accumulation over at most 128 keys of |v| <= 0.5: 1e-6 covers rounding.
         check_close("fused attention vs double", out, want, Dh, 1e-6, 1e-5);
         free(q); free(K); free(V); free(out); free(sc); free(want); free(p);
@@ -193,6 +216,7 @@ int main(void) {
     RUN(softmax_is_stable_and_normalised);
     RUN(activations_match_their_formulas);
     RUN(erf_matches_libm_double_within_4e7);
+    RUN(exp_within_2_ulp_of_double_exp);
     RUN(fused_attention_matches_double_reference);
     RUN(nonfinite_scan_finds_the_first_nan_or_inf);
     return check_summary("test_kernels");
