@@ -14,7 +14,8 @@ struct NlSampler {
     int V;
     NlSamplerParams params;
     NlRng rng;
-    Candidate *cands;  // (V) scratch for sorting
+    Candidate *cands;  // (V) scratch: sorted by descending probability up to n_sorted
+    int n_sorted;
     int *ids;          // (V) kept candidate ids, by descending probability
     double *probs;     // (V) their renormalised probabilities
 };
@@ -80,17 +81,42 @@ static int by_prob_desc(const void *a, const void *b) {
     return (x->id > y->id) - (x->id < y->id);
 }
 
-int nl_sampler_candidates(NlSampler *s, const float *logits, const int **ids, const double **probs) {
+// Makes cands[0..i] the i + 1 most likely in final order (descending probability, ties by id: a
+// total order, so the result does not depend on how it is reached). Sampling usually stops after a
+// few candidates, so the first ones are picked by selection, O(V) each, and the rest sorted at once
+// only if the walk goes further.
+enum { SELECT_FIRST = 16 };
+
+static void sort_through(NlSampler *s, int i) {
+    if (i < s->n_sorted) return;
+    if (i >= SELECT_FIRST) {
+        qsort(s->cands + s->n_sorted, (size_t)(s->V - s->n_sorted), sizeof *s->cands, by_prob_desc);
+        s->n_sorted = s->V;
+        return;
+    }
+    for (; s->n_sorted <= i; s->n_sorted++) {
+        int best = s->n_sorted;
+        for (int j = best + 1; j < s->V; j++)
+            if (by_prob_desc(&s->cands[j], &s->cands[best]) < 0) best = j;
+        Candidate t = s->cands[best];
+        s->cands[best] = s->cands[s->n_sorted];
+        s->cands[s->n_sorted] = t;
+    }
+}
+
+// Applies temperature, top-k and top-p: cands[0..n) are the kept candidates (sorted as far as the
+// cuts needed), total their probability mass. Returns n, or -1 on a non-finite logit.
+static int keep(NlSampler *s, const float *logits, double *total_out) {
     int V = s->V, best = 0;
     for (int i = 0; i < V; i++) {
         if (!isfinite(logits[i])) return -1;
         if (logits[i] > logits[best]) best = i;
     }
-    *ids = s->ids;
-    *probs = s->probs;
+    s->n_sorted = 0;
     if (s->params.temperature == 0.0) {
-        s->ids[0] = best;
-        s->probs[0] = 1.0;
+        s->cands[0] = (Candidate){1.0, best};
+        s->n_sorted = 1;
+        *total_out = 1.0;
         return 1;
     }
     // Temperature: p_i proportional to exp((l_i - max) / t), in double.
@@ -99,37 +125,52 @@ int nl_sampler_candidates(NlSampler *s, const float *logits, const int **ids, co
         s->cands[i] = (Candidate){exp(((double)logits[i] - max) / s->params.temperature), i};
         total += s->cands[i].p;
     }
-    qsort(s->cands, (size_t)V, sizeof *s->cands, by_prob_desc);
     // Top-k keeps the k most likely; top-p then keeps the shortest prefix whose mass reaches p.
     int n = (s->params.top_k > 0 && s->params.top_k < V) ? s->params.top_k : V;
     if (n < V) {
+        sort_through(s, n - 1);
         total = 0.0;
         for (int i = 0; i < n; i++) total += s->cands[i].p;
     }
     if (s->params.top_p < 1.0) {
         double cum = 0.0;
         int m = 0;
-        while (m < n && cum < s->params.top_p * total) cum += s->cands[m++].p;
+        while (m < n && cum < s->params.top_p * total) {
+            sort_through(s, m);
+            cum += s->cands[m++].p;
+        }
         n = m > 0 ? m : 1;
         total = cum > 0.0 ? cum : s->cands[0].p;
     }
+    *total_out = total;
+    return n;
+}
+
+int nl_sampler_candidates(NlSampler *s, const float *logits, const int **ids, const double **probs) {
+    double total;
+    int n = keep(s, logits, &total);
+    if (n < 0) return -1;
+    sort_through(s, n - 1);
     for (int i = 0; i < n; i++) {
         s->ids[i] = s->cands[i].id;
         s->probs[i] = s->cands[i].p / total;
     }
+    *ids = s->ids;
+    *probs = s->probs;
     return n;
 }
 
+// Inverse CDF over the kept candidates in sorted order, sorting only as far as the draw reaches.
 int nl_sampler_sample(NlSampler *s, const float *logits) {
-    const int *ids;
-    const double *probs;
-    int n = nl_sampler_candidates(s, logits, &ids, &probs);
+    double total;
+    int n = keep(s, logits, &total);
     if (n < 0) return -1;
-    if (n == 1) return ids[0];
+    if (n == 1) return s->cands[0].id;
     double u = nl_rng_uniform(&s->rng), cum = 0.0;
     for (int i = 0; i < n; i++) {
-        cum += probs[i];
-        if (u < cum) return ids[i];
+        sort_through(s, i);
+        cum += s->cands[i].p / total;
+        if (u < cum) return s->cands[i].id;
     }
-    return ids[n - 1];  // u within rounding of 1
+    return s->cands[n - 1].id;  // u within rounding of 1
 }

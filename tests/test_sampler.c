@@ -1,6 +1,7 @@
 // test_sampler.c — the kept sets of top-k and top-p, empirical frequencies, seeds, bad logits.
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "check.h"
 #include "normlab.h"
@@ -102,6 +103,45 @@ static void non_finite_logits_are_reported_not_sampled(void) {
     nl_sampler_free(one);
 }
 
+// The sampler sorts only as far as each draw reaches (selection for the first 16, then a full sort):
+// every draw must equal the inverse CDF walked over the fully sorted candidate list, with the same
+// uniform number. Vocabularies of 300 with flat and peaked logits push walks past 16 candidates.
+static void lazy_sort_draws_equal_the_inverse_cdf_over_all_candidates(void) {
+    const int V = 300;
+    const NlSamplerParams params[] = {{1.0, 0, 1.0}, {0.7, 40, 1.0}, {1.3, 0, 0.9}, {1.0, 25, 0.95}, {4.0, 0, 1.0}};
+    float logits[300];
+    NlRng gen;  // the logits' own generator
+    nl_rng_seed(&gen, 5);
+    int mismatches = 0, deep = 0, draws = 0;
+    for (size_t c = 0; c < sizeof params / sizeof params[0]; c++) {
+        NlSampler *lazy = NULL, *full = NULL;
+        NlError err;
+        CHECK(nl_sampler_create(&lazy, V, params[c], 77 + c, &err) == 0 && nl_sampler_create(&full, V, params[c], 1, &err) == 0,
+              "%s", err.msg);
+        NlRng rng;
+        nl_rng_seed(&rng, 77 + c);
+        for (int d = 0; d < 400; d++, draws++) {
+            double spread = d % 2 ? 0.3 : 6.0;  // flat, then peaked
+            for (int i = 0; i < V; i++) logits[i] = (float)(spread * (2.0 * nl_rng_uniform(&gen) - 1.0));
+            const int *ids;
+            const double *probs;
+            int n = nl_sampler_candidates(full, logits, &ids, &probs), want = ids[n - 1], at = n - 1;
+            double u = nl_rng_uniform(&rng), cum = 0.0;
+            for (int i = 0; i < n; i++) {
+                cum += probs[i];
+                if (u < cum) { want = ids[i]; at = i; break; }
+            }
+            deep += at >= 16;
+            mismatches += nl_sampler_sample(lazy, logits) != want;
+        }
+        nl_sampler_free(lazy);
+        nl_sampler_free(full);
+    }
+    printf("     %d draws, %d of them past the 16th candidate\n", draws, deep);
+    CHECK(mismatches == 0, "%d of %d draws differ from the inverse CDF over the sorted candidates", mismatches, draws);
+    CHECK(deep > 100, "only %d draws went past the selected prefix", deep);
+}
+
 int main(void) {
     RUN(top_k_keeps_exactly_the_k_most_likely);
     RUN(top_p_keeps_the_smallest_set_reaching_p);
@@ -109,5 +149,6 @@ int main(void) {
     RUN(empirical_frequencies_match_the_distribution);
     RUN(same_seed_same_stream_and_seed_zero_is_valid);
     RUN(non_finite_logits_are_reported_not_sampled);
+    RUN(lazy_sort_draws_equal_the_inverse_cdf_over_all_candidates);
     return check_summary("test_sampler");
 }
