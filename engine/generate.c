@@ -97,7 +97,10 @@ int nl_generate_batch(NlState *s, NlSampler *const *samplers, size_t B, const in
     nl_profiler_set_phase(prof, NL_PHASE_DECODE);
     int rc = 0;
     for (size_t i = 0; i < opts->n_new && rc == 0; i++) {
-        if (!sample_all(samplers, logits, B, V, toks, prof)) {
+        t0 = now();
+        int sampled = sample_all(samplers, logits, B, V, toks, prof);
+        if (i > 0) st->decode_seconds += now() - t0;  // a decoded token's time includes its sampling
+        if (!sampled) {
             snprintf(err->msg, sizeof err->msg, "the model produced a non-finite logit after %zu generated tokens", i);
             rc = -1;
             break;

@@ -165,7 +165,7 @@ typedef struct {
     size_t prompt_used;      // prompt tokens fed (the last T when the prompt is longer)
     double prefill_seconds;
     size_t decode_tokens;    // forward passes after the prefill
-    double decode_seconds;
+    double decode_seconds;   // those passes and the sampling of the tokens they produce (not emit)
     size_t context_shifts;
 } NlGenerateStats;
 
