@@ -20,7 +20,7 @@ TESTS = test_tokenizer test_kernels test_sampler test_loader test_forward test_g
 FUZZERS = safetensors config tokenizer inline prompt
 RUN_ARGS ?= -n 500
 
-.PHONY: all deps fuzz-deps run test test-plain test-san parity eval-models compare-models fuzz bench clean format
+.PHONY: all deps fuzz-deps run test test-plain test-san parity eval-models compare-models fuzz bench clean
 
 all: deps normlab
 
@@ -82,9 +82,6 @@ test-san: build/san/normlab $(addprefix build/san/tests/,$(TESTS)) $(addprefix b
 parity: all
 	@tools/install-deps.sh --python
 	/usr/bin/python3 tools/parity.py
-
-format:
-	clang-format -i engine/*.c engine/*.h tokenizer/*.c tokenizer/*.h tests/*.c tests/*.h
 
 clean:
 	rm -rf build normlab

@@ -26,6 +26,7 @@ struct NlState {
     NlConfig cfg;          // the model's config with the run options applied
     NlNormWeights ln_f;    // final norm (unit gain when forced onto a model without one)
     size_t batch;          // B: sequences per call, at most
+    int threads;           // most OpenBLAS threads per product
     float *x;        // (B*T, D) residual stream
     float *xn;       // (B*T, D) normalised sublayer input
     float *qkv;      // (B*T, 3*D)
@@ -100,10 +101,12 @@ int nl_state_create(NlState **out, const NlModel *model, const NlRunOptions *opt
     s->model = model;
     s->cfg = *nl_model_config(model);
     s->batch = 1;
+    s->threads = 1;
     if (opts) {
         s->cfg.norm = opts->norm;
         s->cfg.placement = opts->placement;
         s->batch = opts->batch > 0 ? (size_t)opts->batch : 1;
+        s->threads = opts->threads > 0 ? opts->threads : 1;
     }
     size_t T = (size_t)s->cfg.block_size, D = (size_t)s->cfg.n_embd, F = (size_t)s->cfg.n_inner;
     size_t V = (size_t)s->cfg.vocab_size, L = (size_t)s->cfg.n_layer, BT = s->batch * T;
@@ -182,18 +185,18 @@ static void attention(NlState *s, size_t B, size_t l, size_t n, size_t pos) {
 static void attn_block(NlState *s, float *out, const float *in, size_t l, size_t B, size_t n, size_t pos) {
     const NlLayerWeights *w = &nl_model_weights(s->model)->layers[l];
     size_t D = (size_t)s->cfg.n_embd, len = pos + n, rows = B * n;
-    TIMED(s, l, NL_COMP_QKV, B, n, len, nl_linear(s->qkv, in, w->attn_w, w->attn_b, rows, 3 * D, D));
+    TIMED(s, l, NL_COMP_QKV, B, n, len, nl_linear(s->qkv, in, w->attn_w, w->attn_b, rows, 3 * D, D, s->threads));
     TIMED(s, l, NL_COMP_ATTENTION, B, n, len, attention(s, B, l, n, pos));
-    TIMED(s, l, NL_COMP_ATTN_PROJ, B, n, len, nl_linear(out, s->att, w->proj_w, w->proj_b, rows, D, D));
+    TIMED(s, l, NL_COMP_ATTN_PROJ, B, n, len, nl_linear(out, s->att, w->proj_w, w->proj_b, rows, D, D, s->threads));
 }
 
 // out (B*n, D) = c_proj(act(c_fc(in))) for layer l.
 static void mlp_block(NlState *s, float *out, const float *in, size_t l, size_t B, size_t n, size_t len) {
     const NlLayerWeights *w = &nl_model_weights(s->model)->layers[l];
     size_t D = (size_t)s->cfg.n_embd, F = (size_t)s->cfg.n_inner, rows = B * n;
-    TIMED(s, l, NL_COMP_MLP_UP, B, n, len, nl_linear(s->hid, in, w->fc_w, w->fc_b, rows, F, D));
+    TIMED(s, l, NL_COMP_MLP_UP, B, n, len, nl_linear(s->hid, in, w->fc_w, w->fc_b, rows, F, D, s->threads));
     TIMED(s, l, NL_COMP_ACTIVATION, B, n, len, nl_activation(s->hid, rows * F, s->cfg.activation));
-    TIMED(s, l, NL_COMP_MLP_DOWN, B, n, len, nl_linear(out, s->hid, w->out_w, w->out_b, rows, D, F));
+    TIMED(s, l, NL_COMP_MLP_DOWN, B, n, len, nl_linear(out, s->hid, w->out_w, w->out_b, rows, D, F, s->threads));
 }
 
 // out = N(in) over rows, timed as comp, observed by the statistics when attached (the final norm
@@ -268,7 +271,7 @@ const float *nl_forward_batch(NlState *s, const int *tokens, size_t B, size_t n,
     if (s->stats) nl_stats_residual(s->stats, (int)L, s->x, B * n);
     // Only the last n_logits positions of each sequence reach the head.
     head_input(s, B, n, n_logits, len);
-    TIMED(s, -1, NL_COMP_LM_HEAD, B, n_logits, len, nl_linear(s->logits, s->xn, w->lm_head, NULL, B * n_logits, V, D));
+    TIMED(s, -1, NL_COMP_LM_HEAD, B, n_logits, len, nl_linear(s->logits, s->xn, w->lm_head, NULL, B * n_logits, V, D, s->threads));
     return s->logits;
 }
 

@@ -16,9 +16,11 @@ void nl_layernorm(float *out, const float *x, const float *gain, const float *bi
 void nl_rmsnorm(float *out, const float *x, const float *gain, const float *bias, size_t n, size_t D, float eps);
 void nl_norm(float *out, const float *x, NlNormWeights w, NlNormType type, size_t n, size_t D, float eps);
 
-// y (n, n_out) = x (n, n_in) @ w^T (w is (n_out, n_in)) + b (b may be NULL).
-// n == 1 uses sgemv, n > 1 sgemm.
-void nl_linear(float *y, const float *x, const float *w, const float *b, size_t n, size_t n_out, size_t n_in);
+// y (n, n_out) = x (n, n_in) @ w^T (w is (n_out, n_in)) + b (b may be NULL). Under 6 rows one
+// sgemv per row, else sgemm; up to max_threads OpenBLAS threads, only for products big enough to
+// gain from them (it sets OpenBLAS's process-wide thread count per call).
+void nl_linear(float *y, const float *x, const float *w, const float *b, size_t n, size_t n_out, size_t n_in,
+               int max_threads);
 void nl_linear_naive(float *y, const float *x, const float *w, const float *b, size_t n, size_t n_out, size_t n_in);
 
 // In place over count values. GELU uses nl_erf.

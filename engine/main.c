@@ -398,7 +398,7 @@ static int load_model(const Options *o, NlModel **model) {
 static int make_state(const Options *o, const NlModel *model, NlState **state) {
     const NlConfig *c = nl_model_config(model);
     NlRunOptions run = {o->norm >= 0 ? (NlNormType)o->norm : c->norm,
-                        o->placement >= 0 ? (NlPlacement)o->placement : c->placement, o->samples};
+                        o->placement >= 0 ? (NlPlacement)o->placement : c->placement, o->samples, o->threads};
     if (run.norm != c->norm || run.placement != c->placement)
         fprintf(stderr, "normlab: warning: the model was trained as %s/%s; running it as %s/%s\n",
                 nl_config_norm_name(c->norm), nl_config_placement_name(c->placement),
@@ -579,7 +579,7 @@ static int close_outputs(const Options *o, FILE *json_f, FILE *trace_f, int rc) 
 
 static int write_profile(const Options *o, const NlProfiler *prof, FILE *table, FILE *json_f, FILE *trace_f) {
     char buf[4400];
-    NlReportInfo info = {model_path(o, buf, sizeof buf), nl_get_threads(), 1};
+    NlReportInfo info = {model_path(o, buf, sizeof buf), o->threads, 1};
     if (nl_report_text(table, prof, &info) != 0 || fflush(table) == EOF) {
         fprintf(stderr, "normlab: cannot write the profile: %s\n", strerror(errno));
         return EXIT_DATA;
@@ -844,10 +844,10 @@ static int compare_one(const Options *o, const char *path, const char *text, siz
     NlRunOptions runs[3];
     int n_runs = 0;
     if (!rc) {
-        runs[n_runs++] = (NlRunOptions){c->norm, c->placement, 1};
+        runs[n_runs++] = (NlRunOptions){c->norm, c->placement, 1, o->threads};
         if (o->also_swap) {
-            runs[n_runs++] = (NlRunOptions){c->norm == NL_NORM_LAYERNORM ? NL_NORM_RMSNORM : NL_NORM_LAYERNORM, c->placement, 1};
-            runs[n_runs++] = (NlRunOptions){c->norm, c->placement == NL_PLACE_PRE ? NL_PLACE_POST : NL_PLACE_PRE, 1};
+            runs[n_runs++] = (NlRunOptions){c->norm == NL_NORM_LAYERNORM ? NL_NORM_RMSNORM : NL_NORM_LAYERNORM, c->placement, 1, o->threads};
+            runs[n_runs++] = (NlRunOptions){c->norm, c->placement == NL_PLACE_PRE ? NL_PLACE_POST : NL_PLACE_PRE, 1, o->threads};
         }
     }
     NlCompareOptions copts = {o->repeats, o->invariance};
@@ -908,7 +908,7 @@ static int cmd_compare(Options *o) {
     }
     if (isatty(STDERR_FILENO)) fprintf(stderr, "\r%60s\r", "");
     if (rc) goto cleanup;
-    NlCompareInfo info = {o->text_file, nl_get_threads(), o->repeats, o->invariance};
+    NlCompareInfo info = {o->text_file, o->threads, o->repeats, o->invariance};
     rc = check_stdout(nl_report_compare_text(stdout, rows, labels, n_rows, &info) == 0);
     if (!rc && json_f && nl_report_compare_json(json_f, rows, labels, n_rows, &info) != 0) {
         fprintf(stderr, "normlab: %s: write failed\n", o->json_out);

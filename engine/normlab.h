@@ -102,6 +102,7 @@ typedef struct {
     NlNormType norm;         // run the norms as this type (may differ from the config)
     NlPlacement placement;   // run the blocks with this placement
     int batch;               // independent sequences per forward call, at most (0 means 1)
+    int threads;             // most OpenBLAS threads per product (0 means 1); small products use 1
 } NlRunOptions;
 
 // Allocates activations and the KV cache for `batch` sequences of T positions. opts NULL runs the

@@ -21,7 +21,7 @@ static int row(const char *name, NlNormType norm, NlPlacement place, int invaria
     NlError err;
     NlCompareOptions o = {2, invariance};
     int rc = nl_model_load(&m, fixture(name), &err);
-    if (rc == 0) rc = nl_compare_model(m, (NlRunOptions){norm, place, 1}, TEXT, N_TEXT, &o, out, &err);
+    if (rc == 0) rc = nl_compare_model(m, (NlRunOptions){norm, place, 1, 1}, TEXT, N_TEXT, &o, out, &err);
     CHECK(rc == 0, "%s: %s", name, err.msg);
     if (keep) *keep = m;
     else nl_model_free(m);
@@ -53,7 +53,7 @@ static void batch_and_cache_agree_with_single_prefill(void) {
         NlState *s = NULL;
         NlError err;
         NlEvalResult e;
-        nl_state_create(&s, m, &(NlRunOptions){NL_NORM_LAYERNORM, NL_PLACE_PRE, 1}, &err);
+        nl_state_create(&s, m, &(NlRunOptions){NL_NORM_LAYERNORM, NL_PLACE_PRE, 1, 1}, &err);
         nl_eval(s, TEXT, N_TEXT, 4, &e, NULL, NULL, &err);
         CHECK(e.nll_sum / (double)e.count == r.nats_per_char && r.chars == e.count, "%s: compare's nats/char is eval's", names[i]);
         CHECK(r.prefill_tok_s > 0 && r.decode_tok_s > 0 && r.prefill_tok_s_min <= r.prefill_tok_s && r.prefill_tok_s <= r.prefill_tok_s_max,

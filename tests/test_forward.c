@@ -92,7 +92,7 @@ static void overrides_run_every_norm_and_placement(void) {
     for (int f = 0; f < 2; f++)
         for (int norm = 0; norm < 2; norm++)
             for (int place = 0; place < 2; place++) {
-                NlRunOptions o = {(NlNormType)norm, (NlPlacement)place, 1};
+                NlRunOptions o = {(NlNormType)norm, (NlPlacement)place, 1, 1};
                 compare_one(names[f], &o);
             }
 }
@@ -193,7 +193,7 @@ static void batch_of_16_matches_each_sequence_alone(void) {
     for (int f = 0; f < 2; f++) {
         Setup one, many;
         if (setup(&one, names[f], NULL) != 0) return;
-        NlRunOptions o = {one.cfg.norm, one.cfg.placement, 16};
+        NlRunOptions o = {one.cfg.norm, one.cfg.placement, 16, 2};  // 2 threads: the threaded sgemm path
         NlError err;
         many = one;
         CHECK(nl_state_create(&many.state, one.model, &o, &err) == 0, "%s", err.msg);
@@ -240,7 +240,7 @@ static int collect_stream(int stream, int token, void *ctx) {
 static void batched_streams_match_single_streams(void) {
     Setup one, many;
     if (setup(&one, "rms-post-bias.json", NULL) != 0) return;
-    NlRunOptions o = {one.cfg.norm, one.cfg.placement, 4};
+    NlRunOptions o = {one.cfg.norm, one.cfg.placement, 4, 1};
     NlError err;
     many = one;
     CHECK(nl_state_create(&many.state, one.model, &o, &err) == 0, "%s", err.msg);
