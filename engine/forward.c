@@ -35,8 +35,8 @@ struct NlState {
     float *hid;      // (B*T, F) MLP hidden
     float *scores;   // (T) attention probabilities of one query of one head
     float *logits;   // (B*T, V)
-    float *k_cache;  // (B, L, H, Dh, T) keys transposed per head: a query's scores are contiguous
-    float *v_cache;  // (B, L, H, T, Dh) values contiguous per position
+    float *k_cache;  // (B, T/32, L, H, Dh, 32) keys in tiles of 32 positions (kernels.h), T rounded up
+    float *v_cache;  // (B, T/32, L, H, 32, Dh) values, the same tiles
     float *ones;     // (D) unit gain
     void *arena;        // every buffer above, in one mapping
     size_t arena_bytes;
@@ -110,10 +110,11 @@ int nl_state_create(NlState **out, const NlModel *model, const NlRunOptions *opt
     }
     size_t T = (size_t)s->cfg.block_size, D = (size_t)s->cfg.n_embd, F = (size_t)s->cfg.n_inner;
     size_t V = (size_t)s->cfg.vocab_size, L = (size_t)s->cfg.n_layer, BT = s->batch * T;
+    size_t KV = s->batch * nl_tiles(T) * NL_TILE * L * D;  // floats in each of the K and V caches
     const BufferSpec bufs[] = {
         {&s->x, BT * D}, {&s->xn, BT * D}, {&s->qkv, BT * 3 * D}, {&s->att, BT * D}, {&s->tmp, BT * D},
-        {&s->hid, BT * F}, {&s->scores, T}, {&s->logits, BT * V}, {&s->k_cache, s->batch * L * T * D},
-        {&s->v_cache, s->batch * L * T * D}, {&s->ones, D},
+        {&s->hid, BT * F}, {&s->scores, T}, {&s->logits, BT * V}, {&s->k_cache, KV},
+        {&s->v_cache, KV}, {&s->ones, D},
     };
     if (arena_create(s, bufs, sizeof bufs / sizeof bufs[0]) != 0) {
         snprintf(err->msg, sizeof err->msg, "out of memory for activations and KV cache (%zu bytes of cache)",
@@ -133,16 +134,15 @@ void nl_state_set_profiler(NlState *s, NlProfiler *prof) { s->prof = prof; }
 NlProfiler *nl_state_profiler(const NlState *s) { return s->prof; }
 void nl_state_set_stats(NlState *s, NlStats *stats) { s->stats = stats; }
 
+// A cache tile holds one tile of positions for every layer and head: L * D * NL_TILE floats.
+static size_t tile_floats(const NlState *s) { return (size_t)s->cfg.n_layer * (size_t)s->cfg.n_embd * NL_TILE; }
+
 void nl_state_copy_cache(NlState *s, size_t from, size_t to, size_t n) {
-    size_t T = (size_t)s->cfg.block_size, L = (size_t)s->cfg.n_layer, H = (size_t)s->cfg.n_head;
-    size_t Dh = (size_t)s->cfg.n_embd / H;
-    assert(from < s->batch && to < s->batch && n <= T);
-    for (size_t lh = 0; lh < L * H; lh++) {  // positions 0..n-1 of each (layer, head)
-        size_t src = (from * L * H + lh) * T * Dh, dst = (to * L * H + lh) * T * Dh;
-        for (size_t i = 0; i < Dh; i++)  // keys (Dh, T)
-            memcpy(s->k_cache + dst + i * T, s->k_cache + src + i * T, n * sizeof(float));
-        memcpy(s->v_cache + dst, s->v_cache + src, n * Dh * sizeof(float));  // values (T, Dh)
-    }
+    size_t per_seq = nl_tiles((size_t)s->cfg.block_size) * tile_floats(s);
+    assert(from < s->batch && to < s->batch && n <= (size_t)s->cfg.block_size);
+    size_t count = nl_tiles(n) * tile_floats(s);  // the tiles holding positions 0..n-1, all layers
+    memcpy(s->k_cache + to * per_seq, s->k_cache + from * per_seq, count * sizeof(float));
+    memcpy(s->v_cache + to * per_seq, s->v_cache + from * per_seq, count * sizeof(float));
 }
 
 void nl_state_free(NlState *s) {
@@ -158,22 +158,22 @@ void nl_state_free(NlState *s) {
 // Appends their keys and values to the cache, then att (n, D) = softmax(q K^T / sqrt(Dh)) V.
 static void attention_one(NlState *s, size_t b, size_t l, size_t n, size_t pos) {
     size_t T = (size_t)s->cfg.block_size, D = (size_t)s->cfg.n_embd, H = (size_t)s->cfg.n_head;
-    size_t L = (size_t)s->cfg.n_layer, Dh = D / H;
+    size_t Dh = D / H, stride = tile_floats(s);  // between a head's consecutive tiles
     float scale = 1.0f / sqrtf((float)Dh);
     const float *qkv = s->qkv + b * n * 3 * D;  // (n, 3D) of this sequence
     float *att = s->att + b * n * D;            // (n, D)
     for (size_t h = 0; h < H; h++) {
-        float *Kt = s->k_cache + ((b * L + l) * H + h) * T * Dh;  // (Dh, T)
-        float *V = s->v_cache + ((b * L + l) * H + h) * T * Dh;   // (T, Dh)
-        const float *q = qkv + h * Dh;                            // row i at q + i * 3D
+        size_t head = b * nl_tiles(T) * stride + (l * H + h) * Dh * NL_TILE;  // its first tile
+        float *K = s->k_cache + head, *V = s->v_cache + head;
+        const float *q = qkv + h * Dh;  // row i at q + i * 3D
         for (size_t i = 0; i < n; i++) {
             const float *k = qkv + i * 3 * D + D + h * Dh;
-            for (size_t d = 0; d < Dh; d++) Kt[d * T + pos + i] = k[d];
-            memcpy(V + (pos + i) * Dh, qkv + i * 3 * D + 2 * D + h * Dh, Dh * sizeof(float));
+            for (size_t d = 0; d < Dh; d++) K[nl_key_offset(pos + i, d, stride)] = k[d];
+            memcpy(V + nl_value_offset(pos + i, Dh, stride), qkv + i * 3 * D + 2 * D + h * Dh, Dh * sizeof(float));
         }
         // Row i sees keys 0..pos+i: one fused pass over the cache per query.
         for (size_t i = 0; i < n; i++)
-            nl_attend_one(att + i * D + h * Dh, q + i * 3 * D, Kt, T, V, pos + i + 1, Dh, scale, s->scores);
+            nl_attend_one(att + i * D + h * Dh, q + i * 3 * D, K, V, stride, pos + i + 1, Dh, scale, s->scores);
     }
 }
 

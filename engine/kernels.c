@@ -211,47 +211,55 @@ static inline __attribute__((always_inline)) F8 load8(const float *p) {
 
 #define STORE8(p, v) memcpy((p), &(v), sizeof(F8))
 
-// scores[j] = scale * sum_i q[i] Kt[i][j] for j < len, 32 keys at a time in four registers, so four
-// independent FMA chains hide the FMA latency.
-static inline __attribute__((always_inline)) void key_scores(float *scores, const float *q, const float *Kt,
-                                                             size_t ldk, size_t len, size_t Dh, float scale) {
-    size_t j = 0;
-    for (; j + 32 <= len; j += 32) {
-        F8 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
-        for (size_t i = 0; i < Dh; i++) {
-            const float *row = Kt + i * ldk + j;
-            const float qi = scale * q[i];
-            a0 += qi * load8(row);
-            a1 += qi * load8(row + 8);
-            a2 += qi * load8(row + 16);
-            a3 += qi * load8(row + 24);
+// scores[j] = scale * q . key j for j < len, keys tiled (kernels.h). A full tile is 32 keys in four
+// registers, four independent FMA chains that hide the FMA latency; the partial last tile goes 8
+// keys, then 1, at a time and reads no key past len.
+static inline __attribute__((always_inline)) void key_scores(float *scores, const float *q, const float *K,
+                                                             size_t stride, size_t len, size_t Dh, float scale) {
+    for (size_t j0 = 0; j0 < len; j0 += NL_TILE) {
+        const float *tile = K + (j0 / NL_TILE) * stride;  // (Dh, 32): keys j0 .. j0 + 31
+        size_t m = len - j0 < NL_TILE ? len - j0 : NL_TILE, j = 0;
+        if (m == NL_TILE) {
+            F8 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+            for (size_t i = 0; i < Dh; i++) {
+                const float *row = tile + i * NL_TILE, qi = scale * q[i];
+                a0 += qi * load8(row);
+                a1 += qi * load8(row + 8);
+                a2 += qi * load8(row + 16);
+                a3 += qi * load8(row + 24);
+            }
+            float *out = scores + j0;
+            STORE8(out, a0), STORE8(out + 8, a1), STORE8(out + 16, a2), STORE8(out + 24, a3);
+            continue;
         }
-        STORE8(scores + j, a0), STORE8(scores + j + 8, a1), STORE8(scores + j + 16, a2), STORE8(scores + j + 24, a3);
-    }
-    for (; j + 8 <= len; j += 8) {
-        F8 a = {0};
-        for (size_t i = 0; i < Dh; i++) a += (scale * q[i]) * load8(Kt + i * ldk + j);
-        STORE8(scores + j, a);
-    }
-    for (; j < len; j++) {
-        float a = 0.0f;
-        for (size_t i = 0; i < Dh; i++) a += scale * q[i] * Kt[i * ldk + j];
-        scores[j] = a;
+        for (; j + 8 <= m; j += 8) {
+            F8 a = {0};
+            for (size_t i = 0; i < Dh; i++) a += (scale * q[i]) * load8(tile + i * NL_TILE + j);
+            STORE8(scores + j0 + j, a);
+        }
+        for (; j < m; j++) {
+            float a = 0.0f;
+            for (size_t i = 0; i < Dh; i++) a += scale * q[i] * tile[i * NL_TILE + j];
+            scores[j0 + j] = a;
+        }
     }
 }
 
 // out (DH) = sum_j p[j] V[j] with the output in registers; DH a multiple of 8, at most 64, a
-// constant after inlining. Under 64, two register sets take alternate keys (more chains in flight).
+// constant after inlining. Under 64, two register sets take alternate values (more chains in flight).
 static inline __attribute__((always_inline)) void weighted_values_fixed(float *out, const float *p, const float *V,
-                                                                        size_t len, size_t DH) {
+                                                                        size_t stride, size_t len, size_t DH) {
     const size_t C = DH / 8, SETS = DH < 64 ? 2 : 1;
     F8 acc[2][8] = {{{0}}};
-    size_t j = 0;
-    for (; j + SETS <= len; j += SETS)
-        for (size_t s = 0; s < SETS; s++)
-            for (size_t c = 0; c < C; c++) acc[s][c] += p[j + s] * load8(V + (j + s) * DH + 8 * c);
-    for (; j < len; j++)
-        for (size_t c = 0; c < C; c++) acc[0][c] += p[j] * load8(V + j * DH + 8 * c);
+    for (size_t j0 = 0; j0 < len; j0 += NL_TILE) {
+        const float *tile = V + (j0 / NL_TILE) * stride, *pt = p + j0;  // (32, DH)
+        size_t m = len - j0 < NL_TILE ? len - j0 : NL_TILE, j = 0;
+        for (; j + SETS <= m; j += SETS)
+            for (size_t s = 0; s < SETS; s++)
+                for (size_t c = 0; c < C; c++) acc[s][c] += pt[j + s] * load8(tile + (j + s) * DH + 8 * c);
+        for (; j < m; j++)
+            for (size_t c = 0; c < C; c++) acc[0][c] += pt[j] * load8(tile + j * DH + 8 * c);
+    }
     for (size_t c = 0; c < C; c++) {
         F8 sum = SETS == 2 ? acc[0][c] + acc[1][c] : acc[0][c];
         STORE8(out + 8 * c, sum);
@@ -259,25 +267,27 @@ static inline __attribute__((always_inline)) void weighted_values_fixed(float *o
 }
 
 static inline __attribute__((always_inline)) void weighted_values(float *out, const float *p, const float *V,
-                                                                  size_t len, size_t Dh) {
+                                                                  size_t stride, size_t len, size_t Dh) {
     switch (Dh) {  // the head sizes of GPT-2-like models get their own unrolled loops
-    case 16: weighted_values_fixed(out, p, V, len, 16); return;
-    case 32: weighted_values_fixed(out, p, V, len, 32); return;
-    case 64: weighted_values_fixed(out, p, V, len, 64); return;
+    case 16: weighted_values_fixed(out, p, V, stride, len, 16); return;
+    case 32: weighted_values_fixed(out, p, V, stride, len, 32); return;
+    case 64: weighted_values_fixed(out, p, V, stride, len, 64); return;
     }
     for (size_t i = 0; i < Dh; i++) out[i] = 0.0f;
-    for (size_t j = 0; j < len; j++)
-        for (size_t i = 0; i < Dh; i++) out[i] += p[j] * V[j * Dh + i];
+    for (size_t j = 0; j < len; j++) {
+        const float *v = V + nl_value_offset(j, Dh, stride);
+        for (size_t i = 0; i < Dh; i++) out[i] += p[j] * v[i];
+    }
 }
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 __attribute__((target_clones("arch=x86-64-v3", "default")))
 #endif
-void nl_attend_one(float *out, const float *q, const float *Kt, size_t ldk, const float *V, size_t len, size_t Dh,
+void nl_attend_one(float *out, const float *q, const float *K, const float *V, size_t stride, size_t len, size_t Dh,
                    float scale, float *scores) {
-    key_scores(scores, q, Kt, ldk, len, Dh, scale);
+    key_scores(scores, q, K, stride, len, Dh, scale);
     softmax_inline(scores, len);
-    weighted_values(out, scores, V, len, Dh);
+    weighted_values(out, scores, V, stride, len, Dh);
 }
 
 size_t nl_first_nonfinite(const float *x, size_t n) {

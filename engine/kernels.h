@@ -34,11 +34,23 @@ float nl_exp(float x);
 // Numerically stable softmax of x[0..n) in place (exponentials by nl_exp).
 void nl_softmax(float *x, size_t n);
 
+// The KV cache holds positions in tiles of NL_TILE. One tile of one head is Dh * NL_TILE floats:
+// keys transposed, (Dh, NL_TILE), so one query's scores are 8-key-wide multiply-adds with no
+// horizontal sums; values (NL_TILE, Dh). Consecutive tiles of a head are `stride` floats apart (the
+// cache puts the tile outermost, so it is touched only as far as it is filled).
+enum { NL_TILE = 32 };
+static inline size_t nl_tiles(size_t len) { return (len + NL_TILE - 1) / NL_TILE; }
+static inline size_t nl_key_offset(size_t j, size_t i, size_t stride) {  // key j, element i
+    return (j / NL_TILE) * stride + i * NL_TILE + j % NL_TILE;
+}
+static inline size_t nl_value_offset(size_t j, size_t Dh, size_t stride) {  // value j
+    return (j / NL_TILE) * stride + (j % NL_TILE) * Dh;
+}
+
 // One query against len cached keys and values of one head, fused (scores, softmax, weighted sum):
-// out (Dh) = softmax(scale * q^T Kt) V, with the keys stored transposed, Kt (Dh, len) in rows ldk
-// apart, and V (len, Dh). scores (len) is scratch. The decode step's attention: at these sizes a
-// BLAS call costs more than the arithmetic.
-void nl_attend_one(float *out, const float *q, const float *Kt, size_t ldk, const float *V, size_t len, size_t Dh,
+// out (Dh) = softmax(scale * K q) V, K and V tiled as above from the head's first tile. scores (len)
+// is scratch. At these sizes a BLAS call costs more than the arithmetic.
+void nl_attend_one(float *out, const float *q, const float *K, const float *V, size_t stride, size_t len, size_t Dh,
                    float scale, float *scores);
 
 // Index of the first NaN or infinity in x[0..n), or SIZE_MAX. Vectorised: it scans every weight at load.

@@ -2,6 +2,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "normlab.h"
 
@@ -15,6 +16,7 @@ struct NlSampler {
     NlSamplerParams params;
     NlRng rng;
     Candidate *cands;  // (V) scratch: sorted by descending probability up to n_sorted
+    Candidate *spare;  // (V) scratch for the radix sort
     int n_sorted;
     int *ids;          // (V) kept candidate ids, by descending probability
     double *probs;     // (V) their renormalised probabilities
@@ -52,10 +54,11 @@ int nl_sampler_create(NlSampler **out, int vocab_size, NlSamplerParams params, u
     NlSampler *s = calloc(1, sizeof *s);
     if (s) {
         s->cands = malloc((size_t)vocab_size * sizeof *s->cands);
+        s->spare = malloc((size_t)vocab_size * sizeof *s->spare);
         s->ids = malloc((size_t)vocab_size * sizeof *s->ids);
         s->probs = malloc((size_t)vocab_size * sizeof *s->probs);
     }
-    if (!s || !s->cands || !s->ids || !s->probs) {
+    if (!s || !s->cands || !s->spare || !s->ids || !s->probs) {
         nl_sampler_free(s);
         snprintf(err->msg, sizeof err->msg, "out of memory for the sampler");
         return -1;
@@ -70,6 +73,7 @@ int nl_sampler_create(NlSampler **out, int vocab_size, NlSamplerParams params, u
 void nl_sampler_free(NlSampler *s) {
     if (!s) return;
     free(s->cands);
+    free(s->spare);
     free(s->ids);
     free(s->probs);
     free(s);
@@ -81,16 +85,50 @@ static int by_prob_desc(const void *a, const void *b) {
     return (x->id > y->id) - (x->id < y->id);
 }
 
+// Sorts c[0..n) in by_prob_desc order, in O(n): the candidates are put back in id order (their ids
+// are distinct and below V), then a stable least-significant-digit radix sort on the bits of -p
+// (p >= 0, so its bit pattern orders like the number) keeps equal p in id order.
+enum { RADIX_BITS = 11, RADIX = 1 << RADIX_BITS };
+
+static void radix_sort(NlSampler *s, Candidate *c, int n) {
+    Candidate *a = c, *b = s->spare;
+    for (int i = 0; i < s->V; i++) b[i].id = -1;  // back to id order: scatter by id, then gather
+    for (int i = 0; i < n; i++) b[c[i].id] = c[i];
+    for (int i = 0, k = 0; i < s->V; i++)
+        if (b[i].id >= 0) a[k++] = b[i];
+    for (int shift = 0; shift < 64; shift += RADIX_BITS) {
+        size_t count[RADIX + 1] = {0};
+        for (int i = 0; i < n; i++) {
+            uint64_t key;
+            memcpy(&key, &a[i].p, sizeof key);
+            count[((~key) >> shift & (RADIX - 1)) + 1]++;
+        }
+        for (int d = 0; d < RADIX; d++) count[d + 1] += count[d];
+        for (int i = 0; i < n; i++) {
+            uint64_t key;
+            memcpy(&key, &a[i].p, sizeof key);
+            b[count[(~key) >> shift & (RADIX - 1)]++] = a[i];
+        }
+        Candidate *t = a;
+        a = b;
+        b = t;
+    }
+    if (a != c) memcpy(c, a, (size_t)n * sizeof *c);
+}
+
 // Makes cands[0..i] the i + 1 most likely in final order (descending probability, ties by id: a
 // total order, so the result does not depend on how it is reached). Sampling usually stops after a
 // few candidates, so the first ones are picked by selection, O(V) each, and the rest sorted at once
-// only if the walk goes further.
-enum { SELECT_FIRST = 16 };
+// (radix for many, qsort for few) only if the walk goes further. A large vocabulary selects only
+// two: 16 selections over 50,257 candidates cost more than the radix sort.
+enum { SELECT_SMALL = 16, SELECT_LARGE = 2, RADIX_MIN = 512 };
 
 static void sort_through(NlSampler *s, int i) {
     if (i < s->n_sorted) return;
-    if (i >= SELECT_FIRST) {
-        qsort(s->cands + s->n_sorted, (size_t)(s->V - s->n_sorted), sizeof *s->cands, by_prob_desc);
+    if (i >= (s->V >= RADIX_MIN ? SELECT_LARGE : SELECT_SMALL)) {
+        int rest = s->V - s->n_sorted;
+        if (rest >= RADIX_MIN) radix_sort(s, s->cands + s->n_sorted, rest);
+        else qsort(s->cands + s->n_sorted, (size_t)rest, sizeof *s->cands, by_prob_desc);
         s->n_sorted = s->V;
         return;
     }

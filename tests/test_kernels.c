@@ -179,12 +179,16 @@ static void fused_attention_matches_double_reference(void) {
         for (size_t j = 0; j < len; j++) sum += (p[j] = exp(p[j] - max));
         for (size_t j = 0; j < len; j++)
             for (size_t i = 0; i < Dh; i++) want[i] += p[j] / sum * V[j * Dh + i];
-        size_t ldk = len + 3;  // keys transposed, rows padded as in the cache
-        float *Kt = malloc(Dh * ldk * sizeof *Kt);
+        // Tiled as in the cache, with a gap of 3 * Dh * NL_TILE floats between a head's tiles.
+        size_t stride = 4 * Dh * NL_TILE, size = nl_tiles(len) * stride;
+        float *Kc = malloc(size * sizeof *Kc), *Vc = malloc(size * sizeof *Vc);
         for (size_t j = 0; j < len; j++)
-            for (size_t i = 0; i < Dh; i++) Kt[i * ldk + j] = K[j * Dh + i];
-        nl_attend_one(out, q, Kt, ldk, V, len, Dh, scale, sc);
-        free(Kt);
+            for (size_t i = 0; i < Dh; i++) {
+                Kc[nl_key_offset(j, i, stride)] = K[j * Dh + i];
+                Vc[nl_value_offset(j, Dh, stride) + i] = V[j * Dh + i];
+            }
+        nl_attend_one(out, q, Kc, Vc, stride, len, Dh, scale, sc);
+        free(Kc); free(Vc);
         // float accumulation over at most 128 keys of |v| <= 0.5: 1e-6 covers rounding.
         check_close("fused attention vs double", out, want, Dh, 1e-6, 1e-5);
         free(q); free(K); free(V); free(out); free(sc); free(want); free(p);

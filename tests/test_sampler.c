@@ -2,6 +2,8 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
 #include "normlab.h"
@@ -103,43 +105,85 @@ static void non_finite_logits_are_reported_not_sampled(void) {
     nl_sampler_free(one);
 }
 
-// The sampler sorts only as far as each draw reaches (selection for the first 16, then a full sort):
-// every draw must equal the inverse CDF walked over the fully sorted candidate list, with the same
-// uniform number. Vocabularies of 300 with flat and peaked logits push walks past 16 candidates.
+// The sampler sorts only as far as each draw reaches (selection for the first 16, or 2 in a large
+// vocabulary, then a full sort): every draw must equal the inverse CDF walked over the fully sorted
+// candidate list, with the same uniform number. Vocabularies of 300 (qsort) and 2000 (radix sort)
+// with flat, peaked and quarter-rounded logits (exact ties) push walks past the selected prefix.
 static void lazy_sort_draws_equal_the_inverse_cdf_over_all_candidates(void) {
-    const int V = 300;
     const NlSamplerParams params[] = {{1.0, 0, 1.0}, {0.7, 40, 1.0}, {1.3, 0, 0.9}, {1.0, 25, 0.95}, {4.0, 0, 1.0}};
-    float logits[300];
+    float logits[2000];
     NlRng gen;  // the logits' own generator
     nl_rng_seed(&gen, 5);
     int mismatches = 0, deep = 0, draws = 0;
-    for (size_t c = 0; c < sizeof params / sizeof params[0]; c++) {
-        NlSampler *lazy = NULL, *full = NULL;
-        NlError err;
-        CHECK(nl_sampler_create(&lazy, V, params[c], 77 + c, &err) == 0 && nl_sampler_create(&full, V, params[c], 1, &err) == 0,
-              "%s", err.msg);
-        NlRng rng;
-        nl_rng_seed(&rng, 77 + c);
-        for (int d = 0; d < 400; d++, draws++) {
-            double spread = d % 2 ? 0.3 : 6.0;  // flat, then peaked
-            for (int i = 0; i < V; i++) logits[i] = (float)(spread * (2.0 * nl_rng_uniform(&gen) - 1.0));
-            const int *ids;
-            const double *probs;
-            int n = nl_sampler_candidates(full, logits, &ids, &probs), want = ids[n - 1], at = n - 1;
-            double u = nl_rng_uniform(&rng), cum = 0.0;
-            for (int i = 0; i < n; i++) {
-                cum += probs[i];
-                if (u < cum) { want = ids[i]; at = i; break; }
+    for (int V = 300; V <= 2000; V += 1700)
+        for (size_t c = 0; c < sizeof params / sizeof params[0]; c++) {
+            NlSampler *lazy = NULL, *full = NULL;
+            NlError err;
+            CHECK(nl_sampler_create(&lazy, V, params[c], 77 + c, &err) == 0 && nl_sampler_create(&full, V, params[c], 1, &err) == 0,
+                  "%s", err.msg);
+            NlRng rng;
+            nl_rng_seed(&rng, 77 + c);
+            for (int d = 0; d < 300; d++, draws++) {
+                double spread = d % 4 == 0 ? 0.3 : 6.0;  // flat, peaked, peaked and rounded, one big tie
+                for (int i = 0; i < V; i++) {
+                    double l = spread * (2.0 * nl_rng_uniform(&gen) - 1.0);
+                    logits[i] = (float)(d % 4 == 2 ? 0.25 * floor(4.0 * l) : d % 4 == 3 ? 0.0 : l);
+                }
+                if (d % 4 == 3) logits[V - 1] = logits[V - 2] = 0.5f;  // selected first, from the end
+                const int *ids;
+                const double *probs;
+                int n = nl_sampler_candidates(full, logits, &ids, &probs), want = ids[n - 1], at = n - 1;
+                double u = nl_rng_uniform(&rng), cum = 0.0;
+                for (int i = 0; i < n; i++) {
+                    cum += probs[i];
+                    if (u < cum) { want = ids[i]; at = i; break; }
+                }
+                deep += at >= 16;
+                mismatches += nl_sampler_sample(lazy, logits) != want;
             }
-            deep += at >= 16;
-            mismatches += nl_sampler_sample(lazy, logits) != want;
+            nl_sampler_free(lazy);
+            nl_sampler_free(full);
         }
-        nl_sampler_free(lazy);
-        nl_sampler_free(full);
-    }
     printf("     %d draws, %d of them past the 16th candidate\n", draws, deep);
     CHECK(mismatches == 0, "%d of %d draws differ from the inverse CDF over the sorted candidates", mismatches, draws);
-    CHECK(deep > 100, "only %d draws went past the selected prefix", deep);
+    CHECK(deep > 300, "only %d draws went past the selected prefix", deep);
+}
+
+// The full candidate list (qsort below 512 candidates, radix sort above) is a permutation of the
+// vocabulary in descending probability, equal probabilities by ascending id. Logits rounded to
+// quarters make many exact ties.
+static void candidates_are_sorted_with_ties_by_id(void) {
+    const int sizes[] = {300, 5000};
+    NlRng gen;
+    nl_rng_seed(&gen, 11);
+    for (int c = 0; c < 2; c++) {
+        int V = sizes[c], bad_order = 0, bad_perm = 0, ties = 0;
+        NlSampler *s = NULL;
+        NlError err;
+        CHECK(nl_sampler_create(&s, V, (NlSamplerParams){1.0, 0, 1.0}, 1, &err) == 0, "%s", err.msg);
+        float *logits = malloc((size_t)V * sizeof *logits);
+        char *seen = calloc((size_t)V, 1);
+        for (int round = 0; round < 4; round++) {
+            for (int i = 0; i < V; i++) logits[i] = (float)(round % 2 ? 0.25 * floor(16.0 * nl_rng_uniform(&gen)) : 8.0 * nl_rng_uniform(&gen));
+            const int *ids;
+            const double *probs;
+            int n = nl_sampler_candidates(s, logits, &ids, &probs);
+            memset(seen, 0, (size_t)V);
+            for (int i = 0; i < n; i++) {
+                bad_perm += ids[i] < 0 || ids[i] >= V || seen[ids[i]]++;
+                if (i + 1 < n) {
+                    ties += probs[i] == probs[i + 1];
+                    bad_order += probs[i] < probs[i + 1] || (probs[i] == probs[i + 1] && ids[i] > ids[i + 1]);
+                }
+            }
+            bad_perm += n != V;
+        }
+        CHECK(bad_perm == 0 && bad_order == 0, "V=%d: %d not a permutation, %d out of order", V, bad_perm, bad_order);
+        CHECK(ties > V, "V=%d: only %d ties exercised", V, ties);
+        free(logits);
+        free(seen);
+        nl_sampler_free(s);
+    }
 }
 
 int main(void) {
@@ -150,5 +194,6 @@ int main(void) {
     RUN(same_seed_same_stream_and_seed_zero_is_valid);
     RUN(non_finite_logits_are_reported_not_sampled);
     RUN(lazy_sort_draws_equal_the_inverse_cdf_over_all_candidates);
+    RUN(candidates_are_sorted_with_ties_by_id);
     return check_summary("test_sampler");
 }

@@ -1,11 +1,14 @@
 // blasbench.c — what this machine's OpenBLAS does on a model's exact shapes, and its memory
 // bandwidth: the practical limits `make bench` compares normlab against.
 //
-//   build/blasbench D F V T THREADS     ->  one JSON object on stdout
+//   build/blasbench D F V T THREADS L   ->  one JSON object on stdout
 //
 // For each linear of a block (qkv (3D, D), attn_proj (D, D), mlp_up (F, D), mlp_down (D, F)) and the
 // LM head (V, D): sgemv GFLOP/s (one token, decode) and sgemm GFLOP/s with M = T rows (prefill),
-// best of several timed repeats; then a copy loop over 512 MiB for the bandwidth in GB/s.
+// best of several timed repeats. One matrix called again and again stays in cache, which a real
+// decode step's L layers do not, so it also times sgemv through L distinct copies of the layer
+// matrices and the head in forward order (the model's real working set): the decode limit. Then a
+// copy loop over 512 MiB for the bandwidth in GB/s.
 #define _POSIX_C_SOURCE 200809L
 #include <cblas.h>
 #include <stdio.h>
@@ -44,6 +47,33 @@ static double gflops(int M, int out, int in) {
     return best;
 }
 
+// Best tokens/s of the decode step's products alone: sgemv through L layers' own matrices and the
+// head, over repeats lasting ~0.3 s.
+static double sweep_tok_s(int L, const int shapes[5][2]) {
+    size_t per_layer = 0, biggest = 0;
+    for (int i = 0; i < 4; i++) per_layer += (size_t)shapes[i][0] * shapes[i][1];
+    for (int i = 0; i < 5; i++)
+        if ((size_t)shapes[i][0] > biggest) biggest = (size_t)shapes[i][0];
+    size_t head = (size_t)shapes[4][0] * shapes[4][1];
+    float *w = random_floats(per_layer * L + head), *x = random_floats(biggest * 4), *y = random_floats(biggest * 4);
+    if (!w || !x || !y) { free(w); free(x); free(y); return 0.0; }
+    double best = 1e30, spent = 0.0;
+    for (int r = 0; r < 1000 && spent < 0.3; r++) {
+        double t0 = now();
+        const float *p = w;
+        for (int l = 0; l <= L; l++)
+            for (int i = l < L ? 0 : 4; i < (l < L ? 4 : 5); i++) {
+                cblas_sgemv(CblasRowMajor, CblasNoTrans, shapes[i][0], shapes[i][1], 1.0f, p, shapes[i][1], x, 1, 0.0f, y, 1);
+                p += (size_t)shapes[i][0] * shapes[i][1];
+            }
+        double dt = now() - t0;
+        spent += dt;
+        if (dt < best) best = dt;
+    }
+    free(w); free(x); free(y);
+    return 1.0 / best;
+}
+
 // Best GB/s of memcpy over a 512 MiB buffer (read + write counted).
 static double bandwidth(void) {
     size_t n = (size_t)512 << 20;
@@ -64,9 +94,10 @@ static double bandwidth(void) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 6) { fprintf(stderr, "usage: blasbench D F V T THREADS\n"); return 2; }
+    if (argc != 7) { fprintf(stderr, "usage: blasbench D F V T THREADS L\n"); return 2; }
     int D = atoi(argv[1]), F = atoi(argv[2]), V = atoi(argv[3]), T = atoi(argv[4]), threads = atoi(argv[5]);
-    if (D < 1 || F < 1 || V < 1 || T < 1 || threads < 1) { fprintf(stderr, "blasbench: bad sizes\n"); return 2; }
+    int L = atoi(argv[6]);
+    if (D < 1 || F < 1 || V < 1 || T < 1 || threads < 1 || L < 1) { fprintf(stderr, "blasbench: bad sizes\n"); return 2; }
     openblas_set_num_threads(threads);
     const char *names[5] = {"qkv", "attn_proj", "mlp_up", "mlp_down", "lm_head"};
     int shapes[5][2] = {{3 * D, D}, {D, D}, {F, D}, {D, F}, {V, D}};
@@ -74,6 +105,6 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 5; i++)
         printf("%s\"%s\": {\"out\": %d, \"in\": %d, \"sgemv_gflops\": %.3f, \"sgemm_gflops\": %.3f}", i ? ", " : "",
                names[i], shapes[i][0], shapes[i][1], gflops(1, shapes[i][0], shapes[i][1]), gflops(T, shapes[i][0], shapes[i][1]));
-    printf("}, \"copy_gb_per_s\": %.3f}\n", bandwidth());
+    printf("}, \"sweep_decode_tok_s\": %.3f, \"copy_gb_per_s\": %.3f}\n", sweep_tok_s(L, shapes), bandwidth());
     return 0;
 }
