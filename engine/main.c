@@ -87,7 +87,7 @@ static const char *const HELP_GENERATE =
     "      --json             with --samples: one {\"sample\", \"seed\", \"text\"} object per line\n"
     "      --warmup           run the prompt once, untimed, before the timed run (benchmarks: the\n"
     "                         timings then leave out the first touch of the memory-mapped weights)\n"
-    "      --threads N        OpenBLAS threads (default 1)\n"
+    "      --threads N        most OpenBLAS threads per product (default 1; small ones use 1)\n"
     "      --profile          print the per-layer profile (see 'normlab help profile') to stderr\n"
     "      --counters         with --profile: instructions per cycle, when perf counters are available\n"
     "Long options may be shortened to any unambiguous prefix (--temp for --temperature).\n";
@@ -103,7 +103,7 @@ static const char *const HELP_PROFILE =
     "  -p, --prompt TEXT      prompt (default: a built-in line, or a newline if the vocabulary lacks it)\n"
     "  -f, --file FILE        read the prompt from FILE ('-': standard input)\n"
     "  -n, --steps N          characters to generate (default 256)\n"
-    "      --threads N        OpenBLAS threads (default 1)\n"
+    "      --threads N        most OpenBLAS threads per product (default 1; small ones use 1)\n"
     "      --json OUT         also write the table as JSON to OUT\n"
     "      --trace OUT        write a Chrome trace (Perfetto, chrome://tracing) to OUT\n"
     "      --counters         add instructions per cycle from Linux perf counters, when available\n"

@@ -232,8 +232,9 @@ def compare(args, threads, model_path, tm, long_text_path, long_chars, out):
     out[f"threads_{threads}"] = {k: summary(v) for k, v in res.items()} | {"batched_chars_s": {str(k): v for k, v in batched.items()}}
     s = out[f"threads_{threads}"]
     med = lambda k: s[k]["median"]  # noqa: E731
+    where = f", all pinned to CPU {max(os.sched_getaffinity(0))}" if threads == 1 else ""
     print(f"\n== {os.path.basename(model_path)}, {threads} thread{'s' if threads > 1 else ''} "
-          f"(medians of {args.repeats} interleaved runs [min-max])")
+          f"(medians of {args.repeats} interleaved runs [min-max]{where})")
     print(f"decode tok/s, batch 1, {args.tokens} tokens: normlab {fmt(s['n_decode'])}   (a) nanoGPT-style {fmt(s['a_decode'])}"
           f"   (b) KV cache {fmt(s['b_decode'])}")
     print(f"   normlab / (a) = {med('n_decode') / med('a_decode'):.1f}x    normlab / (b) = {med('n_decode') / med('b_decode'):.1f}x")
@@ -305,7 +306,7 @@ def per_position(model_path, n):
     return [(i + 1, (end - start) / 1e3) for i, (start, end) in enumerate(zip(starts, ends))]
 
 
-def scaling(args, out, shipped):
+def scaling(args, out, shipped, all_cpus):
     print("\n== scaling: random-weight models, 1 thread (decode: 128 tokens after a newline; prefill: 128 characters)")
     rows, bw = [], None
     for name, L, D, H, T, V in SIZES[: 2 if args.quick else None]:
@@ -345,6 +346,14 @@ def scaling(args, out, shipped):
     out["copy_gb_per_s"] = bw
     big = os.path.join(ROOT, "build", "scaling", SIZES[-1 if not args.quick else 1][0])
     T = SIZES[-1 if not args.quick else 1][4]
+    pinned = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, all_cpus)  # both cores for this one
+    dec2 = summary([normlab_generate(big, "\n", 128, r, 2)["decode_tok_s"] for r in range(3)])
+    os.sched_setaffinity(0, pinned)
+    out["largest_decode_2_threads"] = dec2
+    bound = rows[-1]["bandwidth_bound_tok_s"]
+    print(f"{os.path.basename(big)} with 2 threads: decode {fmt(dec2)} tok/s, {dec2['median'] / bound:.2f}x of the "
+          f"1-thread copy loop's bandwidth bound ({bound:.1f})")
     pts = per_position(big, T - 1)
     out["per_position_ms"] = pts
     q = len(pts) // 4
@@ -372,7 +381,11 @@ def main(argv):
         f.write(TEXT * 20)
     out = {"model": args.model, "machine": f"{os.cpu_count()} cores, {os.uname().machine}",
            "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE"), "torch": torch.__version__}
+    all_cpus = os.sched_getaffinity(0)
+    pin = {max(all_cpus)}  # 1-thread runs of every contestant share one core (on this VM CPU 0 is ~20% slower)
+    out["pinned_cpu_for_1_thread"] = max(all_cpus)
     for th in [int(x) for x in args.threads.split(",")]:
+        os.sched_setaffinity(0, pin if th == 1 else all_cpus)  # children inherit it
         compare(args, th, args.model, tm, long_text, len(TEXT * 20) - 1, out)
         s = out[f"threads_{th}"]
         lim = limits(args.model, th, tm.c, s["n_decode"]["median"], s["n_prefill"]["median"])
@@ -388,7 +401,9 @@ def main(argv):
     out["peak_rss_bytes"] = peak_rss([BIN, "generate", "-m", args.model, "-p", PROMPT, "-n", "256", "--seed", "1"])
     print(f"\nload + info, whole process: median {1e3 * out['load_s']['median']:.1f} ms; peak RSS of generate -n 256: "
           f"{out['peak_rss_bytes'] / 2 ** 20:.1f} MiB")
-    scaling(args, out, tm.vocab)
+    os.sched_setaffinity(0, pin)  # the scaling runs are 1-thread
+    scaling(args, out, tm.vocab, all_cpus)
+    os.sched_setaffinity(0, all_cpus)
     out["seconds"] = time.time() - t_start
     with open(args.out, "w") as f:
         json.dump(out, f, indent=1)
