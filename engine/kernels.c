@@ -207,17 +207,13 @@ static inline __attribute__((always_inline)) float sum_lanes(const float *x, siz
     return sum;
 }
 
+// Numerically stable softmax of x[0..n) in place: exponentials of x - max by exp_poly.
 static inline __attribute__((always_inline)) void softmax_inline(float *x, size_t n) {
     float max = max_lanes(x, n);
     for (size_t i = 0; i < n; i++) x[i] = exp_poly(x[i] - max);
     float inv = 1.0f / sum_lanes(x, n);
     for (size_t i = 0; i < n; i++) x[i] *= inv;
 }
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-__attribute__((target_clones("arch=x86-64-v3", "default")))
-#endif
-void nl_softmax(float *x, size_t n) { softmax_inline(x, n); }
 
 // Eight floats as one value: GCC and Clang map it onto a ymm register (two xmm in the baseline
 // clone). Loads and stores go through memcpy, so no alignment is assumed.

@@ -31,8 +31,6 @@ float nl_erf(float x);
 void nl_add(float *y, const float *x, size_t count);
 // e^x, vectorisable; within 2 ulp of exp on [-87.3, 88], 0 below, e^88 above (tests/test_kernels.c).
 float nl_exp(float x);
-// Numerically stable softmax of x[0..n) in place (exponentials by nl_exp).
-void nl_softmax(float *x, size_t n);
 
 // The KV cache holds positions in tiles of NL_TILE. One tile of one head is Dh * NL_TILE floats:
 // keys transposed, (Dh, NL_TILE), so one query's scores are 8-key-wide multiply-adds with no

@@ -237,10 +237,10 @@ static void linear_cost(const NlConfig *c, double n, double in, double out, doub
 // Attention of one sequence: n queries against ctx keys.
 static void attention_cost(const NlConfig *c, double n, double ctx, double *flops, double *bytes) {
     double D = c->n_embd;
-    // q k^T and p v over every (query, key) pair computed: n x ctx per head, 2 Dh FLOPs each,
-    // so 4 n ctx D in all; softmax (max, subtract + exp, sum, scale) 4 per unmasked score.
+    // The fused kernel computes only the unmasked (query, key) pairs: q k^T and p v, 2 Dh FLOPs
+    // each per head, so 4 D per pair in all; softmax (max, subtract + exp, sum, scale) 4 per score.
     double unmasked = n * (ctx - n) + n * (n + 1) / 2;
-    *flops = 4 * n * ctx * D + 4 * unmasked * c->n_head;
+    *flops = 4 * unmasked * D + 4 * unmasked * c->n_head;
     *bytes = 4 * (n * 3 * D + 2 * n * D + 2 * ctx * D + n * D);  // qkv in, K/V appended, K/V read, out
 }
 

@@ -103,11 +103,22 @@ static void linear_blas_matches_naive_on_odd_shapes(void) {
     }
 }
 
-static void softmax_is_stable_and_normalised(void) {
-    float x[4] = {1000.0f, 1000.0f, -1000.0f, 999.0f};
-    nl_softmax(x, 4);
-    double sum = x[0] + x[1] + x[2] + x[3];
-    CHECK(fabs(sum - 1.0) < 1e-6 && x[2] == 0.0f && x[0] == x[1], "softmax %g %g %g %g", x[0], x[1], x[2], x[3]);
+// Scores of +-1000 overflow a naive softmax: the fused kernel subtracts the maximum first, so the
+// two tied best keys share the weight, 1 less gets e^-1 of it, 2000 less none.
+static void attention_softmax_is_stable(void) {
+    const size_t Dh = 8, len = 4, stride = Dh * NL_TILE;
+    float q[8] = {1, 0, 0, 0, 0, 0, 0, 0}, K[8 * NL_TILE] = {0}, V[NL_TILE * 8] = {0}, out[8], sc[4];
+    const float key0[4] = {1000, 1000, -1000, 999};
+    for (size_t j = 0; j < len; j++) {
+        K[nl_key_offset(j, 0, stride)] = key0[j] * sqrtf((float)Dh);  // score = key0[j] after scaling
+        V[nl_value_offset(j, Dh, stride)] = (float)j;                  // first value element = j
+    }
+    nl_attend_one(out, q, K, V, stride, len, Dh, 1.0f / sqrtf((float)Dh), sc);
+    // Reference: p = e^0, e^0, 0, e^-1 over 2 + e^-1; out[0] = sum_j p_j * j.
+    double top = 1.0 / (2.0 + exp(-1.0)), third = exp(-1.0) * top, want = top * 1 + third * 3;
+    CHECK(sc[2] == 0.0f && sc[0] == sc[1] && fabs(sc[0] - top) < 1e-6 && fabs(sc[3] - third) < 1e-6,
+          "softmax %g %g %g %g", sc[0], sc[1], sc[2], sc[3]);
+    CHECK(fabs(out[0] - want) < 1e-6, "out %g, want %g (tolerance 1e-6)", out[0], want);
 }
 
 static void activations_match_their_formulas(void) {
@@ -221,7 +232,7 @@ int main(void) {
     RUN(norms_match_double_reference_on_adversarial_inputs);
     RUN(layernorm_invariant_to_scale_and_shift_rmsnorm_to_scale_only);
     RUN(linear_blas_matches_naive_on_odd_shapes);
-    RUN(softmax_is_stable_and_normalised);
+    RUN(attention_softmax_is_stable);
     RUN(activations_match_their_formulas);
     RUN(erf_matches_libm_double_within_4e7);
     RUN(exp_within_2_ulp_of_double_exp);

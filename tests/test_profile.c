@@ -27,9 +27,11 @@ static void expect_cost(NlComponent c, size_t B, size_t n, size_t ctx, double fl
 static void costs_match_hand_computed_formulas(void) {
     // qkv, 5 positions: 2*5*12*36 + 5*36 bias adds; bytes 4*(12*36 W + 36 b + 5*12 in + 5*36 out)
     expect_cost(NL_COMP_QKV, 1, 5, 5, 4500, 2832);
-    // attention prefill of 5 at position 0: 4*5*5*12 + 4 * 15 unmasked scores * 3 heads;
+    // attention prefill of 5 at position 0: 15 unmasked pairs, 4*15*12 + 4*15*3;
     // bytes 4*(5*36 qkv + 2*5*12 appended + 2*5*12 cache read + 5*12 out)
-    expect_cost(NL_COMP_ATTENTION, 1, 5, 5, 1380, 1920);
+    expect_cost(NL_COMP_ATTENTION, 1, 5, 5, 900, 1920);
+    // attention of 2 new positions after 3 cached (5 keys): 2*3 + 3 = 9 pairs, 4*9*12 + 4*9*3
+    expect_cost(NL_COMP_ATTENTION, 1, 2, 5, 540, 4 * (2 * 36 + 2 * 2 * 12 + 2 * 5 * 12 + 2 * 12));
     // attention decode at position 6 (7 keys): 4*7*12 + 4*7*3
     expect_cost(NL_COMP_ATTENTION, 1, 1, 7, 420, 4 * (36 + 24 + 2 * 7 * 12 + 12));
     // LayerNorm of 5 rows: 8 FLOPs per element; bytes 4*(2*5*12 + 2*12)
@@ -40,7 +42,7 @@ static void costs_match_hand_computed_formulas(void) {
     expect_cost(NL_COMP_LM_HEAD, 1, 1, 9, 264, 620);
     expect_cost(NL_COMP_RESIDUAL, 1, 2, 2, 24, 4 * 3 * 24);
     // two sequences: row-wise work doubles; a linear reads its weights once for both
-    expect_cost(NL_COMP_ATTENTION, 2, 5, 5, 2 * 1380, 2 * 1920);
+    expect_cost(NL_COMP_ATTENTION, 2, 5, 5, 2 * 900, 2 * 1920);
     expect_cost(NL_COMP_QKV, 2, 5, 5, 9000, 4 * (432 + 36 + 120 + 360));
     NlConfig rms = CFG;
     rms.norm = NL_NORM_RMSNORM;
