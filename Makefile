@@ -30,7 +30,7 @@ deps:
 # ---- one object tree per variant: build/rel (plain) and build/san (sanitizers)
 # The element-wise kernels are written for the vectoriser, which -O2 leaves mostly off; without
 # -fno-trapping-math it will not turn the clamps in the GELU loop into blends.
-build/rel/engine/kernels.o build/san/engine/kernels.o: VEC_FLAGS = -O3 -fno-trapping-math -fno-math-errno
+build/rel/engine/kernels.o build/san/engine/kernels.o: VEC_FLAGS = -O3 -fno-trapping-math -fno-math-errno -ffp-contract=fast
 
 build/rel/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)

@@ -55,7 +55,8 @@ struct NlState {
 
 size_t nl_state_kv_bytes(const NlModel *model) {
     const NlConfig *c = nl_model_config(model);
-    return 2 * (size_t)c->n_layer * (size_t)c->block_size * (size_t)c->n_embd * sizeof(float);
+    // positions rounded up to whole tiles, as allocated
+    return 2 * (size_t)c->n_layer * nl_tiles((size_t)c->block_size) * NL_TILE * (size_t)c->n_embd * sizeof(float);
 }
 
 // All of a state's buffers live in one anonymous mapping, aligned to 2 MiB and marked for
@@ -141,6 +142,7 @@ static size_t tile_floats(const NlState *s) { return (size_t)s->cfg.n_layer * (s
 void nl_state_copy_cache(NlState *s, size_t from, size_t to, size_t n) {
     size_t per_seq = nl_tiles((size_t)s->cfg.block_size) * tile_floats(s);
     assert(from < s->batch && to < s->batch && n <= (size_t)s->cfg.block_size);
+    if (from == to) return;
     size_t count = nl_tiles(n) * tile_floats(s);  // the tiles holding positions 0..n-1, all layers
     memcpy(s->k_cache + to * per_seq, s->k_cache + from * per_seq, count * sizeof(float));
     memcpy(s->v_cache + to * per_seq, s->v_cache + from * per_seq, count * sizeof(float));

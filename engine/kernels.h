@@ -16,9 +16,11 @@ void nl_layernorm(float *out, const float *x, const float *gain, const float *bi
 void nl_rmsnorm(float *out, const float *x, const float *gain, const float *bias, size_t n, size_t D, float eps);
 void nl_norm(float *out, const float *x, NlNormWeights w, NlNormType type, size_t n, size_t D, float eps);
 
-// y (n, n_out) = x (n, n_in) @ w^T (w is (n_out, n_in)) + b (b may be NULL). Under 6 rows one
-// sgemv per row, else sgemm; up to max_threads OpenBLAS threads, only for products big enough to
-// gain from them (it sets OpenBLAS's process-wide thread count per call).
+// y (n, n_out) = x (n, n_in) @ w^T (w is (n_out, n_in)) + b (b may be NULL). Under 6 rows (3 for
+// a matrix over 16 MiB) one sgemv per row, else sgemm; up to max_threads OpenBLAS threads, only
+// for products big enough to gain from them. It sets OpenBLAS's thread count, which is
+// process-wide, before each product and leaves it there: a program making its own BLAS calls
+// sets its own count again, and states used from several threads at once must agree on it.
 void nl_linear(float *y, const float *x, const float *w, const float *b, size_t n, size_t n_out, size_t n_in,
                int max_threads);
 void nl_linear_naive(float *y, const float *x, const float *w, const float *b, size_t n, size_t n_out, size_t n_in);
@@ -53,9 +55,5 @@ void nl_attend_one(float *out, const float *q, const float *K, const float *V, s
 
 // Index of the first NaN or infinity in x[0..n), or SIZE_MAX. Vectorised: it scans every weight at load.
 size_t nl_first_nonfinite(const float *x, size_t n);
-
-// Sets the number of threads OpenBLAS uses for every later product (process-wide).
-void nl_set_threads(int n);
-int nl_get_threads(void);
 
 #endif

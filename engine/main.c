@@ -1044,7 +1044,6 @@ int main(int argc, char **argv) {
                 usage_error(cmd, "two outputs would both be written to '%s'", outs[i]);
                 return EXIT_USAGE;
             }
-    nl_set_threads(o.threads);
     if (strcmp(cmd, "generate") == 0 || strcmp(cmd, "profile") == 0) return cmd_generate(&o);
     if (strcmp(cmd, "eval") == 0) return cmd_eval(&o);
     if (strcmp(cmd, "logits") == 0) return cmd_logits(&o);

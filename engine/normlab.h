@@ -110,7 +110,7 @@ typedef struct {
 // ln_f uses a final norm of unit gain, no bias.
 int nl_state_create(NlState **out, const NlModel *model, const NlRunOptions *opts, NlError *err);
 void nl_state_free(NlState *state);
-size_t nl_state_kv_bytes(const NlModel *model);  // per sequence
+size_t nl_state_kv_bytes(const NlModel *model);  // per sequence, block_size rounded up to a multiple of 32
 // The config the state runs: the model's, with the run options applied.
 const NlConfig *nl_state_config(const NlState *state);
 
@@ -126,7 +126,8 @@ const float *nl_forward(NlState *state, const int *tokens, size_t n, size_t pos,
 const float *nl_forward_batch(NlState *state, const int *tokens, size_t B, size_t n, size_t pos, size_t n_logits);
 
 // Copies the cached keys and values of positions 0..n-1 from sequence `from` to sequence `to` (both
-// < batch): streams that share a prompt are prefilled once.
+// < batch): streams that share a prompt are prefilled once. Whole tiles of 32 positions are copied,
+// so positions n.. up to the next multiple of 32 in `to` are overwritten too.
 void nl_state_copy_cache(NlState *state, size_t from, size_t to, size_t n);
 
 // ---- sampler (sampler.c)

@@ -73,7 +73,7 @@ static int text_phase(FILE *f, const NlProfiler *p, NlPhase ph, int L, int hw) {
 }
 
 static void header(FILE *f, const NlProfiler *p, const NlReportInfo *info) {
-    fprintf(f, "normlab profile: %s; OpenBLAS threads %d, engine threads %d; hardware counters %s\n", info->model,
+    fprintf(f, "normlab profile: %s; OpenBLAS threads up to %d, engine threads %d; hardware counters %s\n", info->model,
             info->blas_threads, info->engine_threads,
             nl_profiler_hw_available(p) ? "on (IPC column)" : "unavailable (perf_event_open refused or absent)");
 }
@@ -189,7 +189,7 @@ static void join(char *buf, size_t len, const double *v, int count, const char *
 }
 
 int nl_report_compare_text(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n, const NlCompareInfo *info) {
-    fprintf(f, "normlab compare: %s (%zu characters scored); OpenBLAS threads %d; speeds are medians of %d runs\n",
+    fprintf(f, "normlab compare: %s (%zu characters scored); OpenBLAS threads up to %d; speeds are medians of %d runs\n",
             info->text, n ? rows[0].chars : 0, info->blas_threads, info->repeats);
     fprintf(f, "%-34s %-10s %-5s %9s %8s %9s %8s %10s %10s %7s %11s %11s\n", "model", "norm", "place", "params",
             "MB", "bits/char", "ppl", "prefill/s", "decode/s", "norm%", "batch16 d", "cache d");

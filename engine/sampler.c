@@ -51,6 +51,13 @@ double nl_rng_uniform(NlRng *rng) { return (double)(nl_rng_next(rng) >> 11) * 0x
 
 int nl_sampler_create(NlSampler **out, int vocab_size, NlSamplerParams params, uint64_t seed, NlError *err) {
     *out = NULL;
+    if (vocab_size < 1 || !(params.temperature >= 0.0 && params.temperature <= 1e300) || params.top_k < 0 ||
+        !(params.top_p > 0.0 && params.top_p <= 1.0)) {  // written so that NaN fails too
+        snprintf(err->msg, sizeof err->msg,
+                 "sampler: need vocab_size >= 1, a finite temperature >= 0, top_k >= 0 and top_p in (0, 1]; "
+                 "got %d, %g, %d, %g", vocab_size, params.temperature, params.top_k, params.top_p);
+        return -1;
+    }
     NlSampler *s = calloc(1, sizeof *s);
     if (s) {
         s->cands = malloc((size_t)vocab_size * sizeof *s->cands);

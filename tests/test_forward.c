@@ -18,7 +18,7 @@
 static const char *const FIXTURES[] = {"ln-pre-bias.json", "ln-pre-nobias.json", "ln-post-bias.json",
                                        "ln-post-nobias.json", "rms-pre-bias.json", "rms-pre-nobias.json",
                                        "rms-post-bias.json", "rms-post-nobias.json", "ln-pre-untied.json",
-                                       "rms-pre-rmsbias.json", "utf8.json"};
+                                       "rms-pre-rmsbias.json", "utf8.json", "ln-pre-t70.json"};
 #define N_FIXTURES (sizeof FIXTURES / sizeof FIXTURES[0])
 
 typedef struct {
@@ -58,7 +58,7 @@ static void random_tokens(int *ids, size_t n, int V, unsigned seed) {
 static void compare_one(const char *name, const NlRunOptions *opts) {
     Setup s;
     if (setup(&s, name, opts) != 0) return;
-    int ids[64];
+    int ids[128];  // block_size of every fixture, at most
     random_tokens(ids, (size_t)s.T, s.V, 99);
     double *want = malloc((size_t)s.T * s.V * sizeof *want);
     CHECK(ref_forward(want, &s.cfg, nl_model_weights(s.model), ids, (size_t)s.T) == 0, "reference ran");
@@ -132,7 +132,7 @@ static void eval_scores_each_character_once_with_windowed_context(void) {
 }
 
 typedef struct {
-    int tokens[64];
+    int tokens[128];
     size_t n;
 } Collected;
 
@@ -188,18 +188,20 @@ static void generation_matches_reference_past_the_window(void) {
 
 // 16 sequences through one batched state give each sequence's logits alone (LN/RMS statistics are
 // per position, so a batch cannot leak between sequences), in prefill and in KV-cache decoding.
+// The 70-position model spans three cache tiles per sequence, and its 16-stream prefill (1,104 rows,
+// 6.8 MFLOP for qkv) is big enough for nl_linear to give OpenBLAS the 2 threads allowed.
 static void batch_of_16_matches_each_sequence_alone(void) {
-    const char *names[] = {"ln-post-bias.json", "rms-pre-nobias.json"};
-    for (int f = 0; f < 2; f++) {
+    const char *names[] = {"ln-post-bias.json", "rms-pre-nobias.json", "ln-pre-t70.json"};
+    for (int f = 0; f < 3; f++) {
         Setup one, many;
         if (setup(&one, names[f], NULL) != 0) return;
-        NlRunOptions o = {one.cfg.norm, one.cfg.placement, 16, 2};  // 2 threads: the threaded sgemm path
+        NlRunOptions o = {one.cfg.norm, one.cfg.placement, 16, 2};
         NlError err;
         many = one;
         CHECK(nl_state_create(&many.state, one.model, &o, &err) == 0, "%s", err.msg);
-        int ids[16 * 9];
-        random_tokens(ids, sizeof ids / sizeof ids[0], one.V, 17);
         size_t T = (size_t)one.T, V = (size_t)one.V;
+        int *ids = malloc(16 * T * sizeof *ids);
+        random_tokens(ids, 16 * T, one.V, 17);
         float *batched = malloc(16 * T * V * sizeof *batched);
         memcpy(batched, nl_forward_batch(many.state, ids, 16, T - 1, 0, T - 1), 16 * (T - 1) * V * sizeof *batched);
         double worst = 0.0;
@@ -219,13 +221,14 @@ static void batch_of_16_matches_each_sequence_alone(void) {
         printf("     %s: batch of 16 vs alone, max |delta logit| = %.3g\n", names[f], worst);
         CHECK(worst <= ATOL, "%s: batch changes logits by %g", names[f], worst);
         free(batched);
+        free(ids);
         nl_state_free(many.state);
         teardown(&one);
     }
 }
 
 typedef struct {
-    int tokens[4][64];
+    int tokens[4][128];
     size_t n[4];
 } Streams;
 
@@ -236,32 +239,44 @@ static int collect_stream(int stream, int token, void *ctx) {
 }
 
 // Four streams decoded together, each sampling with its own seed, past the window, give the tokens
-// each stream gives alone with that seed (the products are batched, the statistics are not).
+// each stream gives alone with that seed (the products are batched, the statistics are not). On the
+// 70-position model the 40-token prompt's cache (two tiles) is copied from stream 0 to the others,
+// and the streams shift their context after 30 more tokens.
 static void batched_streams_match_single_streams(void) {
-    Setup one, many;
-    if (setup(&one, "rms-post-bias.json", NULL) != 0) return;
-    NlRunOptions o = {one.cfg.norm, one.cfg.placement, 4, 1};
-    NlError err;
-    many = one;
-    CHECK(nl_state_create(&many.state, one.model, &o, &err) == 0, "%s", err.msg);
-    NlSampler *samplers[4];
-    for (int i = 0; i < 4; i++) nl_sampler_create(&samplers[i], one.V, (NlSamplerParams){1.0, 0, 1.0}, 40 + (uint64_t)i, &err);
-    int prompt[3] = {1, 4, 2};
-    NlGenerateOptions g = {30, 0};
-    NlGenerateStats st;
-    Streams got = {{{0}}, {0}};
-    CHECK(nl_generate_batch(many.state, samplers, 4, prompt, 3, &g, collect_stream, &got, &st, &err) == 0, "%s", err.msg);
-    for (int i = 0; i < 4; i++) {
-        NlSampler *alone = NULL;
-        nl_sampler_create(&alone, one.V, (NlSamplerParams){1.0, 0, 1.0}, 40 + (uint64_t)i, &err);
-        Collected want = {{0}, 0};
-        nl_generate(one.state, alone, prompt, 3, &g, collect, &want, &st, &err);
-        CHECK(got.n[i] == 30 && memcmp(got.tokens[i], want.tokens, 30 * sizeof(int)) == 0, "stream %d differs from its single run", i);
-        nl_sampler_free(alone);
-        nl_sampler_free(samplers[i]);
+    const struct {
+        const char *name;
+        size_t n_prompt, n_new;
+    } cases[] = {{"rms-post-bias.json", 3, 30}, {"ln-pre-t70.json", 40, 60}};
+    for (int c = 0; c < 2; c++) {
+        Setup one, many;
+        if (setup(&one, cases[c].name, NULL) != 0) return;
+        NlRunOptions o = {one.cfg.norm, one.cfg.placement, 4, 1};
+        NlError err;
+        many = one;
+        CHECK(nl_state_create(&many.state, one.model, &o, &err) == 0, "%s", err.msg);
+        NlSampler *samplers[4];
+        for (int i = 0; i < 4; i++) nl_sampler_create(&samplers[i], one.V, (NlSamplerParams){1.0, 0, 1.0}, 40 + (uint64_t)i, &err);
+        int prompt[40];
+        random_tokens(prompt, cases[c].n_prompt, one.V, 3);
+        NlGenerateOptions g = {cases[c].n_new, 0};
+        NlGenerateStats st;
+        Streams got = {{{0}}, {0}};
+        CHECK(nl_generate_batch(many.state, samplers, 4, prompt, cases[c].n_prompt, &g, collect_stream, &got, &st, &err) == 0,
+              "%s", err.msg);
+        CHECK(st.context_shifts > 0, "%s: no context shift", cases[c].name);
+        for (int i = 0; i < 4; i++) {
+            NlSampler *alone = NULL;
+            nl_sampler_create(&alone, one.V, (NlSamplerParams){1.0, 0, 1.0}, 40 + (uint64_t)i, &err);
+            Collected want = {{0}, 0};
+            nl_generate(one.state, alone, prompt, cases[c].n_prompt, &g, collect, &want, &st, &err);
+            CHECK(got.n[i] == cases[c].n_new && memcmp(got.tokens[i], want.tokens, cases[c].n_new * sizeof(int)) == 0,
+                  "%s: stream %d differs from its single run", cases[c].name, i);
+            nl_sampler_free(alone);
+            nl_sampler_free(samplers[i]);
+        }
+        nl_state_free(many.state);
+        teardown(&one);
     }
-    nl_state_free(many.state);
-    teardown(&one);
 }
 
 int main(void) {

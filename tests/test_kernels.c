@@ -80,10 +80,11 @@ static void layernorm_invariant_to_scale_and_shift_rmsnorm_to_scale_only(void) {
 }
 
 static void linear_blas_matches_naive_on_odd_shapes(void) {
-    // Rows below and above the sgemv/sgemm switch (6) and the threaded one (16 rows, 4 MFLOP);
-    // odd shapes get 1 thread allowed, even ones 2.
-    const size_t shapes[][3] = {{1, 7, 5}, {3, 13, 17}, {9, 1, 33}, {1, 65, 128}, {31, 29, 23},
-                                {5, 40, 24}, {6, 40, 24}, {64, 256, 129}, {1, 1024, 1025}};
+    // Rows below and above the sgemv/sgemm switch (6 rows; 3 for a matrix over 16 MiB, the 4100 x
+    // 1025 one) and the threaded ones (16 rows and 4 MFLOP; sgemv from 1M weights). Shapes at odd k
+    // are allowed 2 threads, the others 1: 64 x 256 x 129 and 1 x 1024 x 1025 get both threads.
+    const size_t shapes[][3] = {{1, 7, 5}, {3, 13, 17}, {9, 1, 33}, {1, 65, 128}, {31, 29, 23}, {5, 40, 24},
+                                {6, 40, 24}, {64, 256, 129}, {2, 30, 20}, {1, 1024, 1025}, {4, 4100, 1025}};
     unsigned s = 5;
     for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
         size_t n = shapes[k][0], o = shapes[k][1], in = shapes[k][2];
@@ -93,7 +94,7 @@ static void linear_blas_matches_naive_on_odd_shapes(void) {
         for (size_t i = 0; i < n * in; i++) x[i] = (float)uniform(&s);
         for (size_t i = 0; i < o * in; i++) w[i] = (float)uniform(&s);
         for (size_t i = 0; i < o; i++) b[i] = (float)uniform(&s);
-        nl_linear(y, x, w, k % 2 ? b : NULL, n, o, in, 1 + k % 2);
+        nl_linear(y, x, w, k % 2 ? b : NULL, n, o, in, k % 2 ? 2 : 1);
         nl_linear_naive(yn, x, w, k % 2 ? b : NULL, n, o, in);
         for (size_t i = 0; i < n * o; i++) want[i] = yn[i];
         // Both sum the same float products (each below 1 in size) in a different order: the worst case

@@ -186,6 +186,24 @@ static void candidates_are_sorted_with_ties_by_id(void) {
     }
 }
 
+// Parameters the command line already rejects must not reach the sampler through the API either
+// (top_p = 0 used to return id 0 with a "probability" above 1).
+static void bad_parameters_are_refused(void) {
+    const NlSamplerParams bad[] = {{1.0, 0, 0.0}, {1.0, 0, -0.5}, {1.0, 0, NAN}, {1.0, 0, 1.5}, {-1.0, 0, 1.0},
+                                   {NAN, 0, 1.0}, {INFINITY, 0, 1.0}, {1.0, -3, 1.0}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        NlSampler *s = (NlSampler *)&s;  // must come back NULL
+        NlError err = {{0}};
+        CHECK(nl_sampler_create(&s, 4, bad[i], 1, &err) != 0 && s == NULL && strstr(err.msg, "top_p in (0, 1]"),
+              "params %zu accepted or unclear: '%s'", i, err.msg);
+    }
+    NlSampler *s = NULL;
+    NlError err;
+    CHECK(nl_sampler_create(&s, 0, (NlSamplerParams){1.0, 0, 1.0}, 1, &err) != 0, "vocab_size 0 accepted");
+    CHECK(nl_sampler_create(&s, 4, (NlSamplerParams){0.0, 0, 1e-9}, 1, &err) == 0, "tiny top_p refused: %s", err.msg);
+    nl_sampler_free(s);
+}
+
 int main(void) {
     RUN(top_k_keeps_exactly_the_k_most_likely);
     RUN(top_p_keeps_the_smallest_set_reaching_p);
@@ -195,5 +213,6 @@ int main(void) {
     RUN(non_finite_logits_are_reported_not_sampled);
     RUN(lazy_sort_draws_equal_the_inverse_cdf_over_all_candidates);
     RUN(candidates_are_sorted_with_ties_by_id);
+    RUN(bad_parameters_are_refused);
     return check_summary("test_sampler");
 }

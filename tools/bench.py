@@ -382,7 +382,7 @@ def main(argv):
     out = {"model": args.model, "machine": f"{os.cpu_count()} cores, {os.uname().machine}",
            "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE"), "torch": torch.__version__}
     all_cpus = os.sched_getaffinity(0)
-    pin = {max(all_cpus)}  # 1-thread runs of every contestant share one core (on this VM CPU 0 is ~20% slower)
+    pin = {max(all_cpus)}  # 1-thread runs of every contestant share one core, the last one
     out["pinned_cpu_for_1_thread"] = max(all_cpus)
     for th in [int(x) for x in args.threads.split(",")]:
         os.sched_setaffinity(0, pin if th == 1 else all_cpus)  # children inherit it

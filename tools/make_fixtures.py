@@ -4,8 +4,9 @@
 Every norm x placement x bias combination, at odd sizes (V=11, D=12, H=3, F=20, T=9, L=2) so that no
 size is a power of two, plus variants for untied heads, RMSNorm with bias, each activation, and a
 vocabulary with multi-byte UTF-8 characters, and "centred": a pre-LN model whose residual stream is
-exactly centred (LayerNorm and RMSNorm agree on it), and "overflow": finite weights whose logits
-overflow to infinity at run time. Deterministic: the same seed writes the same files.
+exactly centred (LayerNorm and RMSNorm agree on it), "overflow": finite weights whose logits
+overflow to infinity at run time, and "ln-pre-t70": a context of 70 (more than one KV-cache tile of
+32, the last one partial). Deterministic: the same seed writes the same files.
 
     /usr/bin/python3 tools/make_fixtures.py            # writes tests/fixtures/*.json
 """
@@ -75,6 +76,8 @@ def main():
     models["utf8"] = (base_config(), UTF8_VOCAB, False)
     models["centred"] = (base_config(), ASCII_VOCAB, False)
     models["overflow"] = (base_config(tie_embeddings=False), ASCII_VOCAB, False)
+    # 70 positions: the KV cache holds 3 tiles of 32, the last one partial; head width 16
+    models["ln-pre-t70"] = (base_config(block_size=70, n_embd=32, n_head=2, n_inner=40), ASCII_VOCAB, False)
     for name, (config, vocab, rms_bias) in models.items():
         config = {k: v for k, v in config.items() if v is not None}
         tensors = random_tensors(config, rng, rms_bias)
