@@ -111,8 +111,8 @@ int nl_state_create(NlState **out, const NlModel *model, const NlRunOptions *opt
         s->threads = opts->threads > 0 ? opts->threads : 1;
     }
     size_t T = (size_t)s->cfg.block_size, D = (size_t)s->cfg.n_embd, F = (size_t)s->cfg.n_inner;
-    size_t V = (size_t)s->cfg.vocab_size, L = (size_t)s->cfg.n_layer, BT = s->batch * T;
-    size_t KV = s->batch * nl_tiles(T) * NL_TILE * L * D;  // floats in each of the K and V caches
+    size_t V = (size_t)s->cfg.vocab_size, BT = s->batch * T;
+    size_t KV = s->batch * nl_state_kv_bytes(model) / (2 * sizeof(float));  // floats in each of K and V
     const BufferSpec bufs[] = {
         {&s->x, BT * D}, {&s->xn, BT * D}, {&s->qkv, BT * 3 * D}, {&s->att, BT * D}, {&s->tmp, BT * D},
         {&s->hid, BT * F}, {&s->scores, T}, {&s->logits, BT * V}, {&s->k_cache, KV},
@@ -139,8 +139,11 @@ void nl_state_set_stats(NlState *s, NlStats *stats) { s->stats = stats; }
 // A cache tile holds one tile of positions for every layer and head: L * D * NL_TILE floats.
 static size_t tile_floats(const NlState *s) { return (size_t)s->cfg.n_layer * (size_t)s->cfg.n_embd * NL_TILE; }
 
+// Floats of one sequence in the K cache (and in the V cache): all its tiles.
+static size_t seq_floats(const NlState *s) { return nl_state_kv_bytes(s->model) / (2 * sizeof(float)); }
+
 void nl_state_copy_cache(NlState *s, size_t from, size_t to, size_t n) {
-    size_t per_seq = nl_tiles((size_t)s->cfg.block_size) * tile_floats(s);
+    size_t per_seq = seq_floats(s);
     assert(from < s->batch && to < s->batch && n <= (size_t)s->cfg.block_size);
     if (from == to) return;
     size_t count = nl_tiles(n) * tile_floats(s);  // the tiles holding positions 0..n-1, all layers
@@ -160,13 +163,13 @@ void nl_state_free(NlState *s) {
 // Causal self-attention of n new positions (pos..pos+n-1) of sequence b in layer l, per head.
 // Appends their keys and values to the cache, then att (n, D) = softmax(q K^T / sqrt(Dh)) V.
 static void attention_one(NlState *s, size_t b, size_t l, size_t n, size_t pos) {
-    size_t T = (size_t)s->cfg.block_size, D = (size_t)s->cfg.n_embd, H = (size_t)s->cfg.n_head;
+    size_t D = (size_t)s->cfg.n_embd, H = (size_t)s->cfg.n_head;
     size_t Dh = D / H, stride = tile_floats(s);  // between a head's consecutive tiles
     float scale = 1.0f / sqrtf((float)Dh);
     const float *qkv = s->qkv + b * n * 3 * D;  // (n, 3D) of this sequence
     float *att = s->att + b * n * D;            // (n, D)
     for (size_t h = 0; h < H; h++) {
-        size_t head = b * nl_tiles(T) * stride + (l * H + h) * Dh * NL_TILE;  // its first tile
+        size_t head = b * seq_floats(s) + (l * H + h) * Dh * NL_TILE;  // its first tile
         float *K = s->k_cache + head, *V = s->v_cache + head;
         const float *q = qkv + h * Dh;  // row i at q + i * 3D
         for (size_t i = 0; i < n; i++) {
