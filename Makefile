@@ -11,12 +11,12 @@ BASE_CFLAGS = -std=c11 -O2 -g $(WARN) -Iengine -Itokenizer
 SAN_FLAGS = -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all -fno-omit-frame-pointer
 # Evaluated in recipes only, after `deps` has installed pkg-config and the libraries.
 PKG_CFLAGS = $(shell pkg-config --cflags openblas libcjson)
-PKG_LIBS = $(shell pkg-config --libs openblas libcjson) -lm
+PKG_LIBS = $(shell pkg-config --libs openblas libcjson) -lm -pthread
 
 LIB_SRC = engine/model.c engine/safetensors.c engine/jsonx.c engine/fileio.c engine/kernels.c \
-          engine/forward.c engine/sampler.c engine/generate.c engine/eval.c engine/profile.c engine/report.c engine/stats.c engine/compare.c tokenizer/tokenizer.c
+          engine/forward.c engine/sampler.c engine/generate.c engine/eval.c engine/parallel.c engine/blascore.c engine/profile.c engine/report.c engine/stats.c engine/compare.c tokenizer/tokenizer.c
 HEADERS = $(wildcard engine/*.h tokenizer/*.h tests/*.h)
-TESTS = test_tokenizer test_kernels test_sampler test_loader test_forward test_golden test_profile test_compare
+TESTS = test_tokenizer test_kernels test_sampler test_loader test_forward test_golden test_profile test_compare test_parallel
 FUZZERS = safetensors config tokenizer inline prompt
 RUN_ARGS ?= -n 500
 

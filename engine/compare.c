@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "normlab.h"
+#include "parallel.h"
 
 #define BATCH 16
 
@@ -153,5 +154,50 @@ int nl_compare_model(const NlModel *model, NlRunOptions run, const int *ids, siz
 cleanup:
     free(full);
     nl_state_free(s);
+    return rc;
+}
+
+// ---- several rows on worker threads
+
+typedef struct {
+    const NlCompareJob *jobs;
+    size_t n_jobs, n_workers;
+    const NlCompareOptions *opts;
+    NlCompareRow *rows;
+    int *rc;        // (n_jobs)
+    NlError *errs;  // (n_jobs)
+} RowsJob;
+
+// Worker w of P measures rows w, w + P, ...
+static void rows_worker(void *arg, int worker) {
+    RowsJob *j = arg;
+    for (size_t i = (size_t)worker; i < j->n_jobs; i += j->n_workers) {
+        const NlCompareJob *job = &j->jobs[i];
+        j->rc[i] = nl_compare_model(job->model, job->run, job->ids, job->n, j->opts, &j->rows[i], &j->errs[i]);
+    }
+}
+
+int nl_compare_models(const NlCompareJob *jobs, size_t n_jobs, int threads, const NlCompareOptions *opts,
+                      NlCompareRow *rows, size_t *failed, NlError *err) {
+    RowsJob j = {jobs, n_jobs, threads < 1 ? 1 : (size_t)threads, opts, rows, calloc(n_jobs, sizeof(int)),
+                 calloc(n_jobs, sizeof(NlError))};
+    if (j.n_workers > n_jobs) j.n_workers = n_jobs;
+    *failed = n_jobs;
+    if (!j.rc || !j.errs) {
+        free(j.rc);
+        free(j.errs);
+        snprintf(err->msg, sizeof err->msg, "out of memory");
+        return -1;
+    }
+    nl_parallel_run((int)j.n_workers, rows_worker, &j);
+    int rc = 0;
+    for (size_t i = 0; i < n_jobs && rc == 0; i++)
+        if (j.rc[i] != 0) {
+            *failed = i;
+            *err = j.errs[i];
+            rc = -1;
+        }
+    free(j.rc);
+    free(j.errs);
     return rc;
 }

@@ -1,8 +1,14 @@
-// eval.c — average negative log-likelihood of a text under the model, one batched window at a time.
+// eval.c — average negative log-likelihood of a text under the model: windows batched B to a
+// forward call, groups of windows shared among worker threads, losses summed in a fixed order.
 #include <math.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "normlab.h"
+#include "parallel.h"
 
 // -ln softmax(logits)[target], in double.
 static double nll(const float *logits, size_t V, int target) {
@@ -12,34 +18,137 @@ static double nll(const float *logits, size_t V, int target) {
     return log(sum) - ((double)logits[target] - max);
 }
 
-int nl_eval(NlState *s, const int *ids, size_t n, size_t stride, NlEvalResult *out,
-            NlProgressFn progress, void *ctx, NlError *err) {
-    const NlConfig *c = nl_state_config(s);
-    size_t T = (size_t)c->block_size, V = (size_t)c->vocab_size;
+// Window w scores the inputs [begin, end) (input p predicts ids[p + 1]) from inputs [start, end).
+// Window 0 is the first min(T, inputs) inputs, all scored; each later one moves `stride` inputs and
+// scores the new ones. Every window but a lone first one is T inputs long.
+typedef struct {
+    size_t start, begin, end;
+} Window;
+
+typedef struct {
+    NlState *const *states;
+    const int *ids;
+    size_t n_inputs, T, V, stride, B, n_windows, n_groups;
+    int *tokens;                  // (n_states, B, T) scratch: a group's windows packed
+    double *group_nll;            // (n_groups) loss of each group, its windows summed in order
+    size_t *group_bad;            // (n_groups) first character with a non-finite loss, or SIZE_MAX
+    size_t n_workers;
+    atomic_size_t first_bad, done_chars;  // the first group with a non-finite loss (SIZE_MAX: none)
+    NlProgressFn progress;
+    void *ctx;
+} EvalJob;
+
+static Window window_at(const EvalJob *j, size_t w) {
+    size_t first = j->n_inputs < j->T ? j->n_inputs : j->T;
+    size_t end = w == 0 ? first : first + w * j->stride, begin = w == 0 ? 0 : end - j->stride;
+    if (end > j->n_inputs) end = j->n_inputs;
+    return (Window){end > j->T ? end - j->T : 0, begin, end};
+}
+
+// Scores group g's windows in one forward call of state s; returns their summed loss.
+static double eval_group(EvalJob *j, size_t worker, size_t g, size_t *bad) {
+    NlState *s = j->states[worker];
+    size_t w0 = g * j->B, nb = j->n_windows - w0 < j->B ? j->n_windows - w0 : j->B;
+    int *tokens = j->tokens + worker * j->B * j->T;  // (nb, len)
+    size_t len = 0, n_logits = 0;
+    for (size_t b = 0; b < nb; b++) {
+        Window win = window_at(j, w0 + b);
+        len = win.end - win.start;  // the same for every window of a group
+        memcpy(tokens + b * len, j->ids + win.start, len * sizeof *tokens);
+        if (win.end - win.begin > n_logits) n_logits = win.end - win.begin;
+    }
+    NlProfiler *prof = nl_state_profiler(s);
+    double wall = nl_profiler_begin(prof);
+    const float *logits = nl_forward_batch(s, tokens, nb, len, 0, n_logits);  // (nb, n_logits, V)
+    nl_profiler_add_wall(prof, wall);
+    double sum = 0.0;
+    *bad = SIZE_MAX;
+    for (size_t b = 0; b < nb; b++) {
+        Window win = window_at(j, w0 + b);
+        size_t k = win.end - win.begin;
+        const float *rows = logits + (b * n_logits + n_logits - k) * j->V;  // its last k positions
+        for (size_t i = 0; i < k; i++) {
+            double v = nll(rows + i * j->V, j->V, j->ids[win.begin + i + 1]);
+            if (!isfinite(v) && *bad == SIZE_MAX) *bad = win.begin + i + 2;  // 1-based character
+            sum += v;
+        }
+    }
+    atomic_fetch_add(&j->done_chars, window_at(j, w0 + nb - 1).end - window_at(j, w0).begin);
+    return sum;
+}
+
+// Lowers *first to g when g is smaller.
+static void lower_to(atomic_size_t *first, size_t g) {
+    size_t cur = atomic_load(first);
+    while (g < cur && !atomic_compare_exchange_weak(first, &cur, g)) {}
+}
+
+// Worker w of P scores groups w, w + P, w + 2P, ... (a fixed share: with at least P groups every
+// worker runs). After a non-finite loss in group g, groups above g are skipped and those below are
+// still scored, so the first bad character reported is the first in the text, whatever P is.
+static void eval_worker(void *arg, int worker) {
+    EvalJob *j = arg;
+    for (size_t g = (size_t)worker; g < j->n_groups && g < atomic_load(&j->first_bad); g += j->n_workers) {
+        j->group_nll[g] = eval_group(j, (size_t)worker, g, &j->group_bad[g]);
+        if (j->group_bad[g] != SIZE_MAX) lower_to(&j->first_bad, g);
+        size_t done = atomic_load(&j->done_chars);
+        if (worker == 0 && j->progress && done < j->n_inputs) j->progress(done, j->n_inputs, j->ctx);
+    }
+}
+
+int nl_eval_parallel(NlState *const *states, size_t n_states, const int *ids, size_t n, size_t stride,
+                     NlEvalResult *out, NlProgressFn progress, void *ctx, NlError *err) {
+    const NlConfig *c = nl_state_config(states[0]);
     out->nll_sum = 0.0;
     out->count = 0;
-    nl_profiler_set_phase(nl_state_profiler(s), NL_PHASE_PREFILL);
+    for (size_t i = 0; i < n_states; i++) nl_profiler_set_phase(nl_state_profiler(states[i]), NL_PHASE_PREFILL);
     if (n < 2) { snprintf(err->msg, sizeof err->msg, "the text needs at least 2 characters to score one"); return -1; }
+    size_t T = (size_t)c->block_size;
     if (stride < 1 || stride > T) { snprintf(err->msg, sizeof err->msg, "stride %zu is outside [1, %zu]", stride, T); return -1; }
-    // Inputs are ids[0..n-1); input position p predicts target ids[p + 1].
-    size_t n_inputs = n - 1, scored = 0;
-    while (scored < n_inputs) {
-        size_t end = scored == 0 ? (n_inputs < T ? n_inputs : T) : (scored + stride < n_inputs ? scored + stride : n_inputs);
-        size_t start = end > T ? end - T : 0, k = end - scored;
-        double w = nl_profiler_begin(nl_state_profiler(s));
-        const float *logits = nl_forward(s, ids + start, end - start, 0, k);  // (k, V)
-        nl_profiler_add_wall(nl_state_profiler(s), w);
-        for (size_t i = 0; i < k; i++) {
-            double v = nll(logits + i * V, V, ids[scored + i + 1]);
-            if (!isfinite(v)) {
-                snprintf(err->msg, sizeof err->msg, "non-finite loss at character %zu", scored + i + 2);
-                return -1;
-            }
-            out->nll_sum += v;
+    for (size_t i = 1; i < n_states; i++)
+        if (nl_state_batch(states[i]) != nl_state_batch(states[0])) {
+            snprintf(err->msg, sizeof err->msg, "eval states differ in batch size (%zu and %zu)", nl_state_batch(states[0]),
+                     nl_state_batch(states[i]));
+            return -1;
         }
-        scored = end;
-        out->count = scored;
-        if (progress) progress(scored, n_inputs, ctx);
+    EvalJob j = {.states = states, .ids = ids, .n_inputs = n - 1, .T = T, .V = (size_t)c->vocab_size,
+                 .stride = stride, .B = nl_state_batch(states[0]), .progress = progress, .ctx = ctx};
+    size_t first = j.n_inputs < T ? j.n_inputs : T;
+    j.n_windows = 1 + (j.n_inputs - first + stride - 1) / stride;
+    j.n_groups = (j.n_windows + j.B - 1) / j.B;
+    j.tokens = malloc(n_states * j.B * T * sizeof *j.tokens);
+    j.group_nll = calloc(j.n_groups, sizeof *j.group_nll);
+    j.group_bad = malloc(j.n_groups * sizeof *j.group_bad);
+    j.n_workers = n_states;
+    atomic_init(&j.first_bad, SIZE_MAX);
+    atomic_init(&j.done_chars, 0);
+    int rc = 0;
+    if (!j.tokens || !j.group_nll || !j.group_bad) {
+        snprintf(err->msg, sizeof err->msg, "out of memory for %zu windows", j.n_windows);
+        rc = -1;
+        goto cleanup;
     }
-    return 0;
+    for (size_t g = 0; g < j.n_groups; g++) j.group_bad[g] = SIZE_MAX;
+    nl_parallel_run((int)n_states, eval_worker, &j);
+    for (size_t g = 0; g < j.n_groups && rc == 0; g++) {  // in text order, whoever computed them
+        if (j.group_bad[g] != SIZE_MAX) {
+            snprintf(err->msg, sizeof err->msg, "non-finite loss at character %zu", j.group_bad[g]);
+            rc = -1;
+        }
+        out->nll_sum += j.group_nll[g];
+    }
+    if (rc == 0) {
+        out->count = j.n_inputs;
+        if (progress) progress(j.n_inputs, j.n_inputs, ctx);
+    }
+cleanup:
+    free(j.tokens);
+    free(j.group_nll);
+    free(j.group_bad);
+    return rc;
+}
+
+int nl_eval(NlState *s, const int *ids, size_t n, size_t stride, NlEvalResult *out, NlProgressFn progress, void *ctx,
+            NlError *err) {
+    return nl_eval_parallel(&s, 1, ids, n, stride, out, progress, ctx, err);
 }

@@ -132,6 +132,7 @@ int nl_state_create(NlState **out, const NlModel *model, const NlRunOptions *opt
 }
 
 const NlConfig *nl_state_config(const NlState *s) { return &s->cfg; }
+size_t nl_state_batch(const NlState *s) { return s->batch; }
 void nl_state_set_profiler(NlState *s, NlProfiler *prof) { s->prof = prof; }
 NlProfiler *nl_state_profiler(const NlState *s) { return s->prof; }
 void nl_state_set_stats(NlState *s, NlStats *stats) { s->stats = stats; }

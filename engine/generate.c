@@ -6,7 +6,11 @@
 #include <string.h>
 #include <time.h>
 
+#include <stdatomic.h>
+#include <stdint.h>
+
 #include "normlab.h"
+#include "parallel.h"
 
 static double now(void) {
     struct timespec ts;
@@ -136,4 +140,93 @@ int nl_generate(NlState *s, NlSampler *sampler, const int *prompt, size_t n_prom
                 const NlGenerateOptions *opts, NlEmitFn emit, void *ctx, NlGenerateStats *st, NlError *err) {
     OneStream one = {emit, ctx};
     return nl_generate_batch(s, &sampler, 1, prompt, n_prompt, opts, emit_one, &one, st, err);
+}
+
+// ---- groups of streams on worker threads
+
+typedef struct {
+    NlState *const *states;
+    NlSampler *const *samplers;
+    size_t B, group, n_groups;
+    const int *prompt;
+    size_t n_prompt;
+    const NlGenerateOptions *opts;
+    NlBatchEmitFn emit;
+    void *ctx;
+    NlGenerateStats *group_stats;  // (n_groups)
+    int *group_rc;                 // (n_groups)
+    NlError *group_err;            // (n_groups)
+    size_t n_workers;
+    atomic_size_t first_failed;  // the first group that failed or was stopped (SIZE_MAX: none)
+} GroupJob;
+
+typedef struct {
+    GroupJob *job;
+    size_t first;  // the group's first stream
+} GroupEmit;
+
+static int emit_in_group(int stream, int token, void *ctx) {
+    GroupEmit *g = ctx;
+    return g->job->emit((int)g->first + stream, token, g->job->ctx);
+}
+
+static void lower_to(atomic_size_t *first, size_t g) {
+    size_t cur = atomic_load(first);
+    while (g < cur && !atomic_compare_exchange_weak(first, &cur, g)) {}
+}
+
+// Worker w of P runs groups w, w + P, ... (with at least P groups, every worker runs). After a group
+// fails or is stopped, groups above it are skipped and those below still run, so the error
+// reported is the first in stream order whatever P is.
+static void group_worker(void *arg, int worker) {
+    GroupJob *j = arg;
+    for (size_t g = (size_t)worker; g < j->n_groups && g < atomic_load(&j->first_failed); g += j->n_workers) {
+        size_t first = g * j->group, nb = j->B - first < j->group ? j->B - first : j->group;
+        GroupEmit ge = {j, first};
+        j->group_rc[g] = nl_generate_batch(j->states[worker], j->samplers + first, nb, j->prompt, j->n_prompt, j->opts,
+                                           emit_in_group, &ge, &j->group_stats[g], &j->group_err[g]);
+        if (j->group_rc[g] != 0) lower_to(&j->first_failed, g);
+    }
+}
+
+int nl_generate_parallel(NlState *const *states, size_t n_states, NlSampler *const *samplers, size_t B,
+                         const int *prompt, size_t n_prompt, const NlGenerateOptions *opts, NlBatchEmitFn emit,
+                         void *ctx, NlGenerateStats *st, NlError *err) {
+    size_t group = nl_state_batch(states[0]), n_groups = (B + group - 1) / group;
+    for (size_t i = 1; i < n_states; i++)
+        if (nl_state_batch(states[i]) != group) {
+            snprintf(err->msg, sizeof err->msg, "generate states differ in batch size (%zu and %zu)", group,
+                     nl_state_batch(states[i]));
+            return -1;
+        }
+    GroupJob j = {states, samplers, B, group, n_groups, prompt, n_prompt, opts, emit, ctx,
+                  calloc(n_groups, sizeof(NlGenerateStats)), calloc(n_groups, sizeof(int)),
+                  calloc(n_groups, sizeof(NlError)), n_states < n_groups ? n_states : n_groups, SIZE_MAX};
+    memset(st, 0, sizeof *st);
+    if (!j.group_stats || !j.group_rc || !j.group_err) {
+        free(j.group_stats); free(j.group_rc); free(j.group_err);
+        snprintf(err->msg, sizeof err->msg, "out of memory");
+        return -1;
+    }
+    double t0 = now();
+    nl_parallel_run((int)j.n_workers, group_worker, &j);
+    double elapsed = now() - t0;
+    int rc = 0;
+    for (size_t g = 0; g < n_groups; g++) {  // the first error in stream order; else the totals
+        if (rc == 0 && j.group_rc[g] != 0) {
+            rc = j.group_rc[g];
+            if (rc < 0) *err = j.group_err[g];
+        }
+        NlGenerateStats *s = &j.group_stats[g];
+        st->prompt_used = s->prompt_used;
+        st->prefill_seconds = s->prefill_seconds > st->prefill_seconds ? s->prefill_seconds : st->prefill_seconds;
+        st->decode_tokens = s->decode_tokens;  // steps: every group takes the same number
+        st->context_shifts = s->context_shifts;
+    }
+    // Groups overlap in time: decoding is the run's wall time less one prefill.
+    st->decode_seconds = n_groups == 1 ? j.group_stats[0].decode_seconds : elapsed - st->prefill_seconds;
+    free(j.group_stats);
+    free(j.group_rc);
+    free(j.group_err);
+    return rc;
 }

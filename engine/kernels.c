@@ -71,16 +71,20 @@ void nl_norm(float *out, const float *x, NlNormWeights w, NlNormType type, size_
 // the matrix stays in cache after the first row, one sgemv per row is faster below 6 rows. A
 // matrix too big for the cache (the 154 MB GPT-2 head) is read from memory again for every row:
 // there sgemm wins from 3 rows on (4 rows: 18.6 against 25.3 ms).
-enum { SGEMM_MIN_ROWS = 6, SGEMM_MIN_ROWS_UNCACHED = 3, THREADED_MIN_ROWS = 16 };
+enum { SGEMM_MIN_ROWS = 6, SGEMM_MIN_ROWS_UNCACHED = 3 };
 #define CACHED_MATRIX_BYTES ((size_t)16 << 20)
 
 static size_t sgemm_min_rows(size_t n_out, size_t n_in) {
     return n_out * n_in * sizeof(float) <= CACHED_MATRIX_BYTES ? SGEMM_MIN_ROWS : SGEMM_MIN_ROWS_UNCACHED;
 }
 
+// OpenBLAS threads only for matrix-vector products of 1M weights or more: there they gain
+// (2304x768: 1.3-1.9x) and each output is still one thread's dot product, so the result is the same
+// bit for bit at any thread count. Threaded sgemm splits the rows, and OpenBLAS 0.3.21's Haswell
+// kernels then round differently (tools/blasrows.c checks both); matrix-matrix products therefore
+// run on one OpenBLAS thread, and their parallelism comes from the engine's own threads.
 static int threads_for(size_t n, size_t n_out, size_t n_in, int max_threads) {
-    double flops = 2.0 * (double)n * (double)n_out * (double)n_in;
-    int worth = n == 1 ? n_out * n_in >= ((size_t)1 << 20) : n >= THREADED_MIN_ROWS && flops >= 4e6;
+    int worth = n < sgemm_min_rows(n_out, n_in) && n_out * n_in >= ((size_t)1 << 20);
     return worth ? max_threads : 1;
 }
 

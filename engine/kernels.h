@@ -17,10 +17,11 @@ void nl_rmsnorm(float *out, const float *x, const float *gain, const float *bias
 void nl_norm(float *out, const float *x, NlNormWeights w, NlNormType type, size_t n, size_t D, float eps);
 
 // y (n, n_out) = x (n, n_in) @ w^T (w is (n_out, n_in)) + b (b may be NULL). Under 6 rows (3 for
-// a matrix over 16 MiB) one sgemv per row, else sgemm; up to max_threads OpenBLAS threads, only
-// for products big enough to gain from them. It sets OpenBLAS's thread count, which is
-// process-wide, before each product and leaves it there: a program making its own BLAS calls
-// sets its own count again, and states used from several threads at once must agree on it.
+// a matrix over 16 MiB) one sgemv per row, else sgemm; up to max_threads OpenBLAS threads for an
+// sgemv of 1M weights or more, else one (so results do not depend on max_threads). It sets
+// OpenBLAS's thread count, which is process-wide, before each product and leaves it there: a
+// program making its own BLAS calls sets its own count again, and states used from several threads
+// at once must agree on it.
 void nl_linear(float *y, const float *x, const float *w, const float *b, size_t n, size_t n_out, size_t n_in,
                int max_threads);
 void nl_linear_naive(float *y, const float *x, const float *w, const float *b, size_t n, size_t n_out, size_t n_in);

@@ -2,6 +2,8 @@
 // Only this file prints diagnostics or chooses exit codes: 0 ok, 1 runtime or data error, 2 usage.
 #define _GNU_SOURCE
 #include <errno.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
@@ -24,8 +26,15 @@
 #define TEXT_CAP ((size_t)1 << 30)
 #define DEFAULT_MODEL "weights/shakespeare-pre-ln"
 
+// The OpenBLAS kernel family the process runs, and who chose it.
+typedef struct {
+    char reported[64];   // the family OpenBLAS picked by itself (before normlab asked for another)
+    const char *source;  // "openblas", "environment" (OPENBLAS_CORETYPE was set) or "normlab"
+} BlasChoice;
+
 typedef struct {
     const char *cmd;
+    BlasChoice blas;
     const char *model;
     const char *prompt;
     const char *prompt_file;
@@ -35,13 +44,14 @@ typedef struct {
     uint64_t seed;
     int has_seed;
     int norm, placement;  // -1: as configured
-    int threads;
+    int threads;  // engine worker threads; at most that many OpenBLAS threads per product
     int exact_window, skip_unknown, json, echo;
     long stride;  // 0: T/2
     int profile, counters;
     const char *json_out, *trace_out;
     int also_swap, invariance, repeats;
     int samples;  // generate: streams decoded together
+    int batch;    // eval: windows per forward call (0: as many as fill EVAL_ROWS positions)
     int warmup;   // generate: one untimed pass over the prompt first
     const char *csv_out, *plot_dir;
     char **models;  // compare: the positional model arguments
@@ -87,7 +97,11 @@ static const char *const HELP_GENERATE =
     "      --json             with --samples: one {\"sample\", \"seed\", \"text\"} object per line\n"
     "      --warmup           run the prompt once, untimed, before the timed run (benchmarks: the\n"
     "                         timings then leave out the first touch of the memory-mapped weights)\n"
-    "      --threads N        most OpenBLAS threads per product (default 1; small ones use 1)\n"
+    "      --batch N          with --samples: streams decoded together in one forward call (default\n"
+    "                         8); the groups of N streams run on the engine threads\n"
+    "  -t, --threads N        engine threads (default: every CPU this process may use): sample groups\n"
+    "                         run side by side; OpenBLAS may use N threads for matrix-vector products\n"
+    "                         of 1M weights or more. The text is the same at any N\n"
     "      --profile          print the per-layer profile (see 'normlab help profile') to stderr\n"
     "      --counters         with --profile: instructions per cycle, when perf counters are available\n"
     "Long options may be shortened to any unambiguous prefix (--temp for --temperature).\n";
@@ -103,7 +117,7 @@ static const char *const HELP_PROFILE =
     "  -p, --prompt TEXT      prompt (default: a built-in line, or a newline if the vocabulary lacks it)\n"
     "  -f, --file FILE        read the prompt from FILE ('-': standard input)\n"
     "  -n, --steps N          characters to generate (default 256)\n"
-    "      --threads N        most OpenBLAS threads per product (default 1; small ones use 1)\n"
+    "  -t, --threads N        as for generate; with several threads the times are summed over them\n"
     "      --json OUT         also write the table as JSON to OUT\n"
     "      --trace OUT        write a Chrome trace (Perfetto, chrome://tracing) to OUT\n"
     "      --counters         add instructions per cycle from Linux perf counters, when available\n"
@@ -122,6 +136,9 @@ static const char *const HELP_COMPARE =
     "      --also-swap        add, per model, a row with the other norm type and one with the other placement\n"
     "      --invariance       the LayerNorm/RMSNorm invariance experiment on the text's activations\n"
     "      --repeats N        timing repeats (default 5)\n"
+    "  -t, --threads N        rows measured side by side on N threads (default 1: one at a time, so\n"
+    "                         that the speed columns are those of an idle machine); the other\n"
+    "                         columns are the same at any N\n"
     "      --json OUT, --csv OUT   the rows as JSON (an array of objects) or CSV\n"
     "      --plot-dir DIR     PNG charts via tools/plot_compare.py (needs python3-matplotlib)\n"
     "      --skip-unknown     drop characters a model does not know\n";
@@ -138,7 +155,11 @@ static const char *const HELP_EVAL =
     "                         of context\n"
     "      --json             one JSON object on stdout\n"
     "      --skip-unknown     drop characters outside the vocabulary and count them\n"
-    "      --norm, --placement, --threads   as for generate\n"
+    "  -t, --threads N        engine threads (default: every CPU this process may use), each scoring\n"
+    "                         its share of the windows; the result is the same at any N\n"
+    "      --batch N          windows per forward call (default: 1024 / block_size, at least 1);\n"
+    "                         changes the order of float sums, so the last digits may differ\n"
+    "      --norm, --placement   as for generate\n"
     "      --profile          print the per-layer profile to stderr (--counters: with IPC)\n";
 
 static const char *const HELP_LOGITS =
@@ -156,7 +177,7 @@ static const char *const HELP_INFO =
 
 enum { OPT_TEMP = 256, OPT_TOPK, OPT_TOPP, OPT_SEED, OPT_NORM, OPT_PLACEMENT, OPT_THREADS, OPT_EXACT,
        OPT_SKIP, OPT_JSON, OPT_TEXT, OPT_STRIDE, OPT_ECHO, OPT_PROFILE, OPT_JSON_OUT, OPT_TRACE, OPT_COUNTERS,
-       OPT_ALSO_SWAP, OPT_INVARIANCE, OPT_REPEATS, OPT_CSV, OPT_PLOT_DIR, OPT_SAMPLES, OPT_WARMUP };
+       OPT_ALSO_SWAP, OPT_INVARIANCE, OPT_REPEATS, OPT_CSV, OPT_PLOT_DIR, OPT_SAMPLES, OPT_WARMUP, OPT_BATCH };
 
 static void usage_error(const char *cmd, const char *fmt, const char *arg) {
     fprintf(stderr, "normlab %s: ", cmd);
@@ -243,6 +264,10 @@ static int apply_option(Options *o, int c, const char *arg) {
         if (parse_long(arg, 1, 256, &v) != 0) { usage_error(o->cmd, "--samples must be an integer in [1, 256], got '%s'", arg); return EXIT_USAGE; }
         o->samples = (int)v;
         return 0;
+    case OPT_BATCH:
+        if (parse_long(arg, 1, 256, &v) != 0) { usage_error(o->cmd, "--batch must be an integer in [1, 256], got '%s'", arg); return EXIT_USAGE; }
+        o->batch = (int)v;
+        return 0;
     case OPT_REPEATS:
         if (parse_long(arg, 1, 1000, &v) != 0) { usage_error(o->cmd, "--repeats must be an integer in [1, 1000], got '%s'", arg); return EXIT_USAGE; }
         o->repeats = (int)v;
@@ -305,7 +330,7 @@ static int parse_options(Options *o, int argc, char **argv, const int *allowed) 
         {"invariance", no_argument, 0, OPT_INVARIANCE}, {"repeats", required_argument, 0, OPT_REPEATS},
         {"csv", required_argument, 0, OPT_CSV},    {"plot-dir", required_argument, 0, OPT_PLOT_DIR},
         {"samples", required_argument, 0, OPT_SAMPLES}, {"warmup", no_argument, 0, OPT_WARMUP},
-        {0, 0, 0, 0}};
+        {"batch", required_argument, 0, OPT_BATCH}, {0, 0, 0, 0}};
     struct option long_profile[sizeof LONG / sizeof LONG[0]];
     const struct option *table = LONG;
     if (strcmp(o->cmd, "profile") == 0 || strcmp(o->cmd, "compare") == 0) {  // there --json names a file
@@ -317,8 +342,9 @@ static int parse_options(Options *o, int argc, char **argv, const int *allowed) 
     opterr = 0;
     optind = 1;
     int c, li = -1;
-    while ((c = getopt_long(argc, argv, ":m:p:f:n:h", table, &li)) != -1) {
+    while ((c = getopt_long(argc, argv, ":m:p:f:n:t:h", table, &li)) != -1) {
         if (c == 'h') return -1;
+        if (c == 't') c = OPT_THREADS;
         char opt[64];
         if (c == '?' || c == ':') {
             if (optopt && optopt < 256) snprintf(opt, sizeof opt, "-%c", optopt);
@@ -345,6 +371,15 @@ static int parse_options(Options *o, int argc, char **argv, const int *allowed) 
 }
 
 // ---- shared steps
+
+// The CPUs this process may run on (sched_getaffinity), at least 1.
+static int available_cpus(void) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
+    int n = CPU_COUNT(&set);
+    return n > 0 ? n : 1;
+}
+
 
 // Finds `rel` (a path inside the repository) beside the running binary, or one or two folders up
 // (the sanitizer build lives in build/san/). Falls back to `rel` relative to the working folder.
@@ -394,12 +429,13 @@ static int load_model(const Options *o, NlModel **model) {
     return 0;
 }
 
-// Creates the run state, warning when the norm or placement differ from the model's training.
-static int make_state(const Options *o, const NlModel *model, NlState **state) {
+// Creates a run state of `batch` sequences and up to blas_threads OpenBLAS threads per product;
+// with warn, says so when the norm or placement differ from the model's training.
+static int make_state_as(const Options *o, const NlModel *model, int batch, int blas_threads, int warn, NlState **state) {
     const NlConfig *c = nl_model_config(model);
     NlRunOptions run = {o->norm >= 0 ? (NlNormType)o->norm : c->norm,
-                        o->placement >= 0 ? (NlPlacement)o->placement : c->placement, o->samples, o->threads};
-    if (run.norm != c->norm || run.placement != c->placement)
+                        o->placement >= 0 ? (NlPlacement)o->placement : c->placement, batch, blas_threads};
+    if (warn && (run.norm != c->norm || run.placement != c->placement))
         fprintf(stderr, "normlab: warning: the model was trained as %s/%s; running it as %s/%s\n",
                 nl_config_norm_name(c->norm), nl_config_placement_name(c->placement),
                 nl_config_norm_name(run.norm), nl_config_placement_name(run.placement));
@@ -409,6 +445,10 @@ static int make_state(const Options *o, const NlModel *model, NlState **state) {
         return EXIT_DATA;
     }
     return 0;
+}
+
+static int make_state(const Options *o, const NlModel *model, NlState **state) {
+    return make_state_as(o, model, o->samples, o->threads, 1, state);
 }
 
 // Encodes text (len bytes) into a new id array.
@@ -483,7 +523,7 @@ typedef struct {
     const NlTokenizer *tok;
     char **text;   // (N) growing NUL-terminated buffers
     size_t *len, *cap;
-    int failed;
+    atomic_int failed;  // set from any worker thread
 } Collect;
 
 static int collect_token(int stream, int token, void *ctx) {
@@ -577,9 +617,11 @@ static int close_outputs(const Options *o, FILE *json_f, FILE *trace_f, int rc) 
     return rc;
 }
 
-static int write_profile(const Options *o, const NlProfiler *prof, FILE *table, FILE *json_f, FILE *trace_f) {
+// Writes the profile of a run on `workers` engine threads with up to blas_threads OpenBLAS threads.
+static int write_profile(const Options *o, const NlProfiler *prof, int workers, int blas_threads, FILE *table,
+                         FILE *json_f, FILE *trace_f) {
     char buf[4400];
-    NlReportInfo info = {model_path(o, buf, sizeof buf), o->threads, 1};
+    NlReportInfo info = {model_path(o, buf, sizeof buf), blas_threads, workers, nl_blas_core(), o->blas.source};
     if (nl_report_text(table, prof, &info) != 0 || fflush(table) == EOF) {
         fprintf(stderr, "normlab: cannot write the profile: %s\n", strerror(errno));
         return EXIT_DATA;
@@ -674,13 +716,21 @@ static int make_samplers(const Options *o, const NlModel *model, uint64_t seed, 
     return 0;
 }
 
-// generate, and profile (the same run with the text discarded and the profile on stdout).
+// Streams decoded together in one forward call by default (--samples): groups of 8 measured within
+// 5% of one batch of 16 on one thread, and leave groups for a second thread from 16 streams up.
+#define SAMPLE_GROUP 8
+
+// generate, and profile (the same run with the text discarded and the profile on stdout). Several
+// samples run in groups of --batch streams, the groups spread over the engine threads.
 static int cmd_generate(const Options *o) {
     int profile_cmd = strcmp(o->cmd, "profile") == 0, many = o->samples > 1;
+    int group = o->batch ? o->batch : SAMPLE_GROUP;
+    if (group > o->samples) group = o->samples;
+    int n_groups = (o->samples + group - 1) / group, workers = o->threads < n_groups ? o->threads : n_groups;
     NlModel *model = NULL;
-    NlState *state = NULL;
+    NlState **states = calloc((size_t)workers, sizeof *states);
+    NlProfiler **profs = calloc((size_t)workers, sizeof *profs);
     NlSampler **samplers = calloc((size_t)o->samples, sizeof *samplers);
-    NlProfiler *prof = NULL;
     FILE *json_f = NULL, *trace_f = NULL;
     int *ids = NULL;
     char *text = NULL;
@@ -688,11 +738,13 @@ static int cmd_generate(const Options *o) {
     Collect col = {NULL, calloc((size_t)o->samples, sizeof(char *)), calloc((size_t)o->samples, sizeof(size_t)),
                    calloc((size_t)o->samples, sizeof(size_t)), 0};
     NlError err;
-    int rc = samplers && col.text && col.len && col.cap ? 0 : EXIT_DATA;
+    int rc = states && profs && samplers && col.text && col.len && col.cap ? 0 : EXIT_DATA;
     if (!rc) rc = load_model(o, &model);
     if (!rc) rc = prompt_ids(o, model, &ids, &n, &text, &len);
-    if (!rc) rc = make_state(o, model, &state);
-    if (!rc && (o->profile || profile_cmd)) rc = attach_profiler(o, model, state, (size_t)o->n_new + 2, &prof);
+    // Workers share OpenBLAS's process-wide thread count: one thread per product when there are several.
+    for (int i = 0; !rc && i < workers; i++) rc = make_state_as(o, model, group, workers > 1 ? 1 : o->threads, i == 0, &states[i]);
+    for (int i = 0; !rc && (o->profile || profile_cmd) && i < workers; i++)
+        rc = attach_profiler(o, model, states[i], (size_t)o->n_new + 2, &profs[i]);
     if (!rc && profile_cmd) rc = open_outputs(o, &json_f, &trace_f);
     uint64_t seed = o->has_seed ? o->seed : profile_cmd ? 0 : seed_from_os();
     if (!rc) rc = make_samplers(o, model, seed, samplers);
@@ -703,11 +755,12 @@ static int cmd_generate(const Options *o) {
     EmitCtx ectx = {nl_model_tokenizer(model), 0};
     for (size_t i = n > T ? n - T : 0; o->echo && !many && i < n && !ectx.write_failed; i++) emit_token(ids[i], &ectx);
     col.tok = nl_model_tokenizer(model);
-    if (o->warmup) nl_forward(state, ids + (n > T ? n - T : 0), n > T ? T : n, 0, 1);
+    if (o->warmup) nl_forward(states[0], ids + (n > T ? n - T : 0), n > T ? T : n, 0, 1);
     NlGenerateOptions gopts = {(size_t)o->n_new, o->exact_window};
     NlGenerateStats st;
     NlBatchEmitFn emit = profile_cmd ? stream_nothing : many ? collect_token : stream_token;
-    int g = nl_generate_batch(state, samplers, (size_t)o->samples, ids, n, &gopts, emit, many ? (void *)&col : (void *)&ectx, &st, &err);
+    int g = nl_generate_parallel(states, (size_t)workers, samplers, (size_t)o->samples, ids, n, &gopts, emit,
+                                 many ? (void *)&col : (void *)&ectx, &st, &err);
     if (g < 0) { fprintf(stderr, "normlab: %s\n", err.msg); rc = EXIT_DATA; goto cleanup; }
     if (col.failed) { fprintf(stderr, "normlab: out of memory for the samples\n"); rc = EXIT_DATA; goto cleanup; }
     if (many && !profile_cmd && print_samples(&col, o->samples, seed, o->json) != 0) ectx.write_failed = errno ? errno : EIO;
@@ -717,19 +770,23 @@ static int cmd_generate(const Options *o) {
         goto cleanup;
     }
     print_timing(&st, o->samples);
-    if (prof) rc = write_profile(o, prof, profile_cmd ? stdout : stderr, json_f, trace_f);
+    for (int i = 1; profs[0] && i < workers; i++) nl_profiler_merge(profs[0], profs[i]);
+    if (profs[0]) rc = write_profile(o, profs[0], workers, workers > 1 ? 1 : o->threads, profile_cmd ? stdout : stderr,
+                                     json_f, trace_f);
 cleanup:
     rc = close_outputs(o, json_f, trace_f, rc);
     free(ids);
     free(text);
-    nl_profiler_free(prof);
+    for (int i = 0; states && i < workers; i++) nl_state_free(states[i]);
+    for (int i = 0; profs && i < workers; i++) nl_profiler_free(profs[i]);
+    free(states);
+    free(profs);
     for (int i = 0; samplers && i < o->samples; i++) nl_sampler_free(samplers[i]);
     for (int i = 0; col.text && i < o->samples; i++) free(col.text[i]);
     free(samplers);
     free(col.text);
     free(col.len);
     free(col.cap);
-    nl_state_free(state);
     nl_model_free(model);
     return rc;
 }
@@ -742,18 +799,21 @@ static void eval_progress(size_t done, size_t total, void *ctx) {
     if (done == total) fprintf(stderr, "\n");
 }
 
+// Windows per eval forward call by default: as many as fill EVAL_ROWS positions (8 windows of 128).
+#define EVAL_ROWS 1024
+
 static int cmd_eval(const Options *o) {
     if (!o->text_file) { usage_error(o->cmd, "%s", "--text FILE is required"); return EXIT_USAGE; }
     NlModel *model = NULL;
-    NlState *state = NULL;
-    int *ids = NULL;
+    NlState **states = NULL;
+    NlProfiler **profs = NULL;
+    int *ids = NULL, workers = o->threads;
     char *text = NULL;
     size_t n = 0, len = 0, skipped = 0;
     NlError err;
     int rc = load_model(o, &model);
     if (!rc) rc = read_text(o->text_file, &text, &len);
     if (!rc) rc = encode(model, o->text_file, text, len, o->skip_unknown, &ids, &n, &skipped);
-    if (!rc) rc = make_state(o, model, &state);
     if (rc) goto cleanup;
     size_t T = (size_t)nl_model_config(model)->block_size;
     if ((size_t)o->stride > T) {
@@ -762,11 +822,20 @@ static int cmd_eval(const Options *o) {
         goto cleanup;
     }
     size_t stride = o->stride ? (size_t)o->stride : (T / 2 ? T / 2 : 1);
-    NlProfiler *prof = NULL;
-    if (o->profile && (rc = attach_profiler(o, model, state, n / stride + 2, &prof)) != 0) goto cleanup;
+    // One state per worker thread, each running whole windows with one OpenBLAS thread per product.
+    int batch = o->batch ? o->batch : (int)(EVAL_ROWS / T > 0 ? EVAL_ROWS / T : 1);
+    states = calloc((size_t)workers, sizeof *states);
+    profs = calloc((size_t)workers, sizeof *profs);
+    if (!states || !profs) { fprintf(stderr, "normlab: out of memory\n"); rc = EXIT_DATA; goto cleanup; }
+    for (int i = 0; i < workers && !rc; i++) {
+        rc = make_state_as(o, model, batch, 1, i == 0, &states[i]);
+        size_t calls = (n / stride + 2) / (size_t)batch + 2;
+        if (!rc && o->profile) rc = attach_profiler(o, model, states[i], calls, &profs[i]);
+    }
+    if (rc) goto cleanup;
     NlEvalResult r;
     int show = isatty(STDERR_FILENO) && n > 100000;
-    if (nl_eval(state, ids, n, stride, &r, show ? eval_progress : NULL, NULL, &err) != 0) {
+    if (nl_eval_parallel(states, (size_t)workers, ids, n, stride, &r, show ? eval_progress : NULL, NULL, &err) != 0) {
         fprintf(stderr, "normlab: %s: %s\n", o->text_file, err.msg);
         rc = EXIT_DATA;
         goto cleanup;
@@ -779,12 +848,15 @@ static int cmd_eval(const Options *o) {
     else
         ok = printf("chars %zu\nnats/char %.6f\nbits/char %.6f\nperplexity %.6f\n", r.count, nats, bits, exp(nats)) > 0;
     rc = check_stdout(ok);
-    if (!rc && prof) rc = write_profile(o, prof, stderr, NULL, NULL);
-    nl_profiler_free(prof);
+    for (int i = 1; !rc && profs[0] && i < workers; i++) nl_profiler_merge(profs[0], profs[i]);
+    if (!rc && profs[0]) rc = write_profile(o, profs[0], workers, 1, stderr, NULL, NULL);
 cleanup:
+    for (int i = 0; states && i < workers; i++) nl_state_free(states[i]);
+    for (int i = 0; profs && i < workers; i++) nl_profiler_free(profs[i]);
+    free(states);
+    free(profs);
     free(ids);
     free(text);
-    nl_state_free(state);
     nl_model_free(model);
     return rc;
 }
@@ -827,43 +899,30 @@ cleanup:
 // ---- compare
 
 // Measures every row of one model: as trained, then (with --also-swap) other norm, other placement.
-static int compare_one(const Options *o, const char *path, const char *text, size_t len, NlCompareRow *rows, size_t *n_rows) {
-    NlModel *model = NULL;
-    int *ids = NULL;
+// Loads one compare model and encodes the text for it; appends its rows (as trained, then with
+// --also-swap the other norm and the other placement) to jobs.
+static int compare_load(const Options *o, const char *path, const char *text, size_t len, NlModel **model, int **ids,
+                        NlCompareJob *jobs, const char **labels, size_t *n_jobs) {
     size_t n = 0, skipped = 0;
     Options with = *o;
     with.model = path;
-    int rc = load_model(&with, &model);
+    int rc = load_model(&with, model);
     if (!rc) {
         char what[4400];
         snprintf(what, sizeof what, "%s (for %s)", o->text_file, path);
-        rc = encode(model, what, text, len, o->skip_unknown, &ids, &n, &skipped);
+        rc = encode(*model, what, text, len, o->skip_unknown, ids, &n, &skipped);
     }
     if (!rc && n < 2) { fprintf(stderr, "normlab: %s: the text needs at least 2 known characters\n", o->text_file); rc = EXIT_DATA; }
-    const NlConfig *c = model ? nl_model_config(model) : NULL;
-    NlRunOptions runs[3];
-    int n_runs = 0;
-    if (!rc) {
-        runs[n_runs++] = (NlRunOptions){c->norm, c->placement, 1, o->threads};
-        if (o->also_swap) {
-            runs[n_runs++] = (NlRunOptions){c->norm == NL_NORM_LAYERNORM ? NL_NORM_RMSNORM : NL_NORM_LAYERNORM, c->placement, 1, o->threads};
-            runs[n_runs++] = (NlRunOptions){c->norm, c->placement == NL_PLACE_PRE ? NL_PLACE_POST : NL_PLACE_PRE, 1, o->threads};
-        }
+    if (rc) return rc;
+    const NlConfig *c = nl_model_config(*model);
+    NlNormType other_norm = c->norm == NL_NORM_LAYERNORM ? NL_NORM_RMSNORM : NL_NORM_LAYERNORM;
+    NlPlacement other_place = c->placement == NL_PLACE_PRE ? NL_PLACE_POST : NL_PLACE_PRE;
+    NlRunOptions runs[3] = {{c->norm, c->placement, 1, 1}, {other_norm, c->placement, 1, 1}, {c->norm, other_place, 1, 1}};
+    for (int r = 0; r < (o->also_swap ? 3 : 1); r++) {
+        labels[*n_jobs] = path;
+        jobs[(*n_jobs)++] = (NlCompareJob){*model, runs[r], *ids, n};
     }
-    NlCompareOptions copts = {o->repeats, o->invariance};
-    for (int r = 0; !rc && r < n_runs; r++) {
-        NlError err;
-        if (isatty(STDERR_FILENO)) fprintf(stderr, "\rcompare: %s as %s/%s ...   ", path, nl_config_norm_name(runs[r].norm), nl_config_placement_name(runs[r].placement));
-        if (nl_compare_model(model, runs[r], ids, n, &copts, &rows[*n_rows], &err) != 0) {
-            fprintf(stderr, "normlab: %s: %s\n", path, err.msg);
-            rc = EXIT_DATA;
-        } else {
-            (*n_rows)++;
-        }
-    }
-    free(ids);
-    nl_model_free(model);
-    return rc;
+    return 0;
 }
 
 static int run_plots(const Options *o) {
@@ -896,18 +955,29 @@ static int cmd_compare(Options *o) {
     FILE *json_f = NULL, *csv_f = NULL;
     char *text = NULL;
     size_t len = 0, n_rows = 0;
-    const char **labels = calloc((size_t)o->n_models * 3, sizeof *labels);
-    NlCompareRow *rows = calloc((size_t)o->n_models * 3, sizeof *rows);
-    int rc = labels && rows ? 0 : EXIT_DATA;
+    size_t cap = (size_t)o->n_models * 3;
+    const char **labels = calloc(cap, sizeof *labels);
+    NlCompareRow *rows = calloc(cap, sizeof *rows);
+    NlCompareJob *jobs = calloc(cap, sizeof *jobs);
+    NlModel **models = calloc((size_t)o->n_models, sizeof *models);
+    int **ids = calloc((size_t)o->n_models, sizeof *ids);
+    int rc = labels && rows && jobs && models && ids ? 0 : EXIT_DATA;
     if (!rc) rc = read_text(o->text_file, &text, &len);
     if (!rc) rc = open_outputs(o, &json_f, &csv_f);
-    for (int i = 0; !rc && i < o->n_models; i++) {
-        size_t before = n_rows;
-        rc = compare_one(o, o->models[i], text, len, rows, &n_rows);
-        for (size_t r = before; r < n_rows; r++) labels[r] = o->models[i];
+    for (int i = 0; !rc && i < o->n_models; i++)
+        rc = compare_load(o, o->models[i], text, len, &models[i], &ids[i], jobs, labels, &n_rows);
+    if (rc) goto cleanup;
+    if (isatty(STDERR_FILENO)) fprintf(stderr, "compare: %zu rows on %d thread%s ...", n_rows, o->threads, plural((size_t)o->threads));
+    NlCompareOptions copts = {o->repeats, o->invariance};
+    NlError err;
+    size_t failed;
+    if (nl_compare_models(jobs, n_rows, o->threads, &copts, rows, &failed, &err) != 0) {
+        if (isatty(STDERR_FILENO)) fprintf(stderr, "\n");
+        fprintf(stderr, "normlab: %s: %s\n", failed < n_rows ? labels[failed] : o->text_file, err.msg);
+        rc = EXIT_DATA;
+        goto cleanup;
     }
     if (isatty(STDERR_FILENO)) fprintf(stderr, "\r%60s\r", "");
-    if (rc) goto cleanup;
     NlCompareInfo info = {o->text_file, o->threads, o->repeats, o->invariance};
     rc = check_stdout(nl_report_compare_text(stdout, rows, labels, n_rows, &info) == 0);
     if (!rc && json_f && nl_report_compare_json(json_f, rows, labels, n_rows, &info) != 0) {
@@ -921,6 +991,11 @@ static int cmd_compare(Options *o) {
 cleanup:
     rc = close_outputs(o, json_f, csv_f, rc);
     if (!rc && o->plot_dir) rc = run_plots(o);
+    for (int i = 0; models && i < o->n_models; i++) nl_model_free(models[i]);
+    for (int i = 0; ids && i < o->n_models; i++) free(ids[i]);
+    free(models);
+    free(ids);
+    free(jobs);
     free(text);
     free(rows);
     free(labels);
@@ -929,7 +1004,7 @@ cleanup:
 
 // ---- info
 
-static cJSON *info_json(const NlModel *m) {
+static cJSON *info_json(const NlModel *m, const BlasChoice *b) {
     const NlConfig *c = nl_model_config(m);
     cJSON *j = cJSON_CreateObject();
     cJSON_AddNumberToObject(j, "vocab_size", c->vocab_size);
@@ -947,6 +1022,10 @@ static cJSON *info_json(const NlModel *m) {
     cJSON_AddNumberToObject(j, "parameters", (double)nl_model_parameters(m));
     cJSON_AddNumberToObject(j, "weight_bytes", (double)nl_model_weight_bytes(m));
     cJSON_AddNumberToObject(j, "kv_cache_bytes", (double)nl_state_kv_bytes(m));
+    cJSON_AddStringToObject(j, "blas_core", nl_blas_core());
+    cJSON_AddStringToObject(j, "blas_core_source", b->source);
+    cJSON_AddStringToObject(j, "blas_core_openblas", b->reported);  // what OpenBLAS picked by itself
+    cJSON_AddNumberToObject(j, "cpus", available_cpus());
     const char *const *keys, *const *values;
     size_t n = nl_model_metadata(m, &keys, &values);
     cJSON *meta = cJSON_AddObjectToObject(j, "metadata");
@@ -971,7 +1050,7 @@ static int cmd_info(const Options *o) {
     NlModel *model = NULL;
     int rc = load_model(o, &model);
     if (rc) return rc;
-    cJSON *j = info_json(model);
+    cJSON *j = info_json(model, &o->blas);
     int ok;
     if (o->json) {
         char *s = cJSON_PrintUnformatted(j);
@@ -998,14 +1077,47 @@ static const char *help_for(const char *cmd) {
     return NULL;
 }
 
+// Across the re-execution below: the family OpenBLAS had picked before normlab asked for another.
+#define CORE_FROM_ENV "NORMLAB_BLAS_CORE_FROM"
+
+// When OpenBLAS fell back to kernels narrower than the CPU offers, re-executes the program once with
+// OPENBLAS_CORETYPE set to the family the CPU supports (OpenBLAS reads it only when it loads). Never
+// when the variable is set already, or with NORMLAB_BLAS_AUTO=0. NORMLAB_BLAS_PRETEND=FAMILY acts as
+// if OpenBLAS had picked FAMILY (for tests on CPUs that OpenBLAS knows). The re-executed process
+// removes both variables again, so that programs it starts see the environment the user gave.
+static void select_blas_core(char **argv, BlasChoice *b) {
+    const char *env = getenv("OPENBLAS_CORETYPE"), *from = getenv(CORE_FROM_ENV);
+    if (from && env) {  // re-executed: normlab set the variable
+        snprintf(b->reported, sizeof b->reported, "%s", from);
+        b->source = "normlab";
+        unsetenv(CORE_FROM_ENV);
+        unsetenv("OPENBLAS_CORETYPE");
+        return;
+    }
+    if (from) unsetenv(CORE_FROM_ENV);
+    const char *pretend = getenv("NORMLAB_BLAS_PRETEND"), *opt = getenv("NORMLAB_BLAS_AUTO");
+    snprintf(b->reported, sizeof b->reported, "%s", pretend && *pretend ? pretend : nl_blas_core());
+    b->source = env && *env ? "environment" : "openblas";
+    const char *choice = nl_blas_choose_core(b->reported, nl_cpu_features(), env, opt && strcmp(opt, "0") == 0);
+    if (!choice || setenv("OPENBLAS_CORETYPE", choice, 1) != 0 || setenv(CORE_FROM_ENV, b->reported, 1) != 0) return;
+    execv("/proc/self/exe", argv);
+    fprintf(stderr, "normlab: warning: could not restart with OPENBLAS_CORETYPE=%s (%s); running on OpenBLAS's %s kernels\n",
+            choice, strerror(errno), b->reported);
+    unsetenv(CORE_FROM_ENV);
+    unsetenv("OPENBLAS_CORETYPE");
+}
+
 int main(int argc, char **argv) {
+    BlasChoice blas = {"", "openblas"};
+    select_blas_core(argv, &blas);
     static const int GEN[] = {'m', 'p', 'f', 'n', OPT_TEMP, OPT_TOPK, OPT_TOPP, OPT_SEED, OPT_NORM, OPT_PLACEMENT,
                               OPT_THREADS, OPT_EXACT, OPT_SKIP, OPT_ECHO, OPT_PROFILE, OPT_COUNTERS, OPT_SAMPLES,
-                              OPT_JSON, OPT_WARMUP, 0};
+                              OPT_JSON, OPT_WARMUP, OPT_BATCH, 0};
     static const int PROFILE[] = {'m', 'p', 'f', 'n', OPT_TEMP, OPT_TOPK, OPT_TOPP, OPT_SEED, OPT_NORM, OPT_PLACEMENT,
-                                  OPT_THREADS, OPT_EXACT, OPT_SKIP, OPT_JSON_OUT, OPT_TRACE, OPT_COUNTERS, OPT_SAMPLES, 0};
+                                  OPT_THREADS, OPT_EXACT, OPT_SKIP, OPT_JSON_OUT, OPT_TRACE, OPT_COUNTERS, OPT_SAMPLES,
+                                  OPT_BATCH, 0};
     static const int EVAL[] = {'m', OPT_TEXT, OPT_JSON, OPT_STRIDE, OPT_SKIP, OPT_NORM, OPT_PLACEMENT, OPT_THREADS,
-                               OPT_PROFILE, OPT_COUNTERS, 0};
+                               OPT_PROFILE, OPT_COUNTERS, OPT_BATCH, 0};
     static const int INFO[] = {'m', OPT_JSON, 0};
     static const int COMPARE[] = {OPT_TEXT, OPT_JSON_OUT, OPT_CSV, OPT_PLOT_DIR, OPT_ALSO_SWAP, OPT_INVARIANCE, OPT_REPEATS,
                                   OPT_THREADS, OPT_SKIP, 0};
@@ -1027,13 +1139,17 @@ int main(int argc, char **argv) {
         return EXIT_USAGE;
     }
     if (!help) { fprintf(stderr, "normlab: unknown command '%s' (see 'normlab --help')\n", cmd); return EXIT_USAGE; }
-    Options o = {.cmd = cmd, .n_new = 256, .sampling = {1.0, 0, 1.0}, .norm = -1, .placement = -1, .threads = 1, .repeats = 5, .samples = 1};
+    Options o = {.cmd = cmd, .blas = blas, .n_new = 256, .sampling = {1.0, 0, 1.0}, .norm = -1, .placement = -1,
+                 .threads = 0, .repeats = 5, .samples = 1};
     const int *allowed = strcmp(cmd, "generate") == 0 ? GEN : strcmp(cmd, "eval") == 0 ? EVAL
                        : strcmp(cmd, "logits") == 0 ? LOGITS : strcmp(cmd, "profile") == 0 ? PROFILE
                        : strcmp(cmd, "compare") == 0 ? COMPARE : INFO;
     int rc = parse_options(&o, argc - 1, argv + 1, allowed);
     if (rc < 0) { fputs(help, stdout); return 0; }
     if (rc) return rc;
+    // Every command runs on all available CPUs by default but compare, whose speed columns are
+    // measured one row at a time unless --threads asks for rows side by side.
+    if (o.threads == 0) o.threads = strcmp(cmd, "compare") == 0 ? 1 : available_cpus();
     if (o.prompt && o.prompt_file) { usage_error(cmd, "%s", "give -p or -f, not both"); return EXIT_USAGE; }
     if (o.counters && !o.profile && strcmp(cmd, "profile") != 0) { usage_error(cmd, "%s", "--counters needs --profile"); return EXIT_USAGE; }
     if (strcmp(cmd, "generate") == 0 && o.json && o.samples < 2) { usage_error(cmd, "%s", "--json needs --samples N (N >= 2)"); return EXIT_USAGE; }

@@ -96,6 +96,27 @@ const char *nl_config_norm_name(NlNormType norm);
 const char *nl_config_placement_name(NlPlacement placement);
 const char *nl_config_activation_name(NlActivation activation);
 
+// ---- OpenBLAS's kernel family (blascore.c)
+//
+// OpenBLAS picks a family of kernels for the CPU when it loads, reading OPENBLAS_CORETYPE if set;
+// Debian's 0.3.21 falls back to generic SSE kernels ("Prescott", 2.5x slower) on CPUs newer than
+// it. The family cannot change once the library is loaded, so an embedder that wants the right one
+// calls nl_blas_choose_core at start and, if it returns a name, sets OPENBLAS_CORETYPE to it and
+// re-executes itself (what the normlab CLI does), or sets the variable in the launching
+// environment.
+
+typedef struct {
+    int avx, avx2, fma, avx512f, avx512bw, avx512vl, avx512dq;
+} NlCpuFeatures;
+NlCpuFeatures nl_cpu_features(void);  // of the CPU running the process (cpuid)
+const char *nl_blas_core(void);       // the family in use, e.g. "Haswell" (openblas_get_corename)
+int nl_blas_is_generic(const char *family);  // 1 for the SSE-only families
+// The family to ask for instead of `reported`, or NULL to keep it. A pure function: NULL when
+// opt_out is set or env_coretype (the value of OPENBLAS_CORETYPE, NULL if unset) is non-empty, when
+// `reported` is not a family of OpenBLAS 0.3.21, or when the CPU offers nothing wider than it;
+// else "SkylakeX" for a CPU with AVX-512 F/BW/VL/DQ, "Haswell" for one with AVX2 and FMA.
+const char *nl_blas_choose_core(const char *reported, NlCpuFeatures cpu, const char *env_coretype, int opt_out);
+
 // ---- state and forward pass (forward.c)
 
 typedef struct {
@@ -111,6 +132,7 @@ typedef struct {
 int nl_state_create(NlState **out, const NlModel *model, const NlRunOptions *opts, NlError *err);
 void nl_state_free(NlState *state);
 size_t nl_state_kv_bytes(const NlModel *model);  // per sequence, block_size rounded up to a multiple of 32
+size_t nl_state_batch(const NlState *state);  // sequences per forward call, at most
 // The config the state runs: the model's, with the run options applied.
 const NlConfig *nl_state_config(const NlState *state);
 
@@ -190,6 +212,18 @@ int nl_generate_batch(NlState *state, NlSampler *const *samplers, size_t B, cons
                       const NlGenerateOptions *opts, NlBatchEmitFn emit, void *ctx, NlGenerateStats *stats,
                       NlError *err);
 
+// The same for B streams in groups of G = nl_state_batch(states[0]) (every state the same batch),
+// the groups shared among n_states worker threads, one state each: stream i is in group i / G, and
+// each group runs as nl_generate_batch would run it, so every stream's tokens are the same whatever
+// n_states is. emit is called from the worker threads, with the stream's index among all B, so it
+// must be safe to call concurrently for different streams. decode_tokens counts the steps (of each
+// stream); decode_seconds is the run's wall time less one prefill (the longest). Returns as
+// nl_generate_batch, with the error of the first failed group in stream order. Use one OpenBLAS
+// thread per product for these states, as for nl_eval_parallel.
+int nl_generate_parallel(NlState *const *states, size_t n_states, NlSampler *const *samplers, size_t B,
+                         const int *prompt, size_t n_prompt, const NlGenerateOptions *opts, NlBatchEmitFn emit,
+                         void *ctx, NlGenerateStats *stats, NlError *err);
+
 // ---- evaluation (eval.c)
 
 typedef struct {
@@ -202,9 +236,18 @@ typedef void (*NlProgressFn)(size_t done, size_t total, void *ctx);
 // Scores ids[1..n) given the characters before each, within the context window: the first window
 // covers inputs 0..T-1; each later window moves `stride` positions (1 <= stride <= T) and scores only
 // its last `stride` targets, so every character is scored once with at least T - stride characters
-// of context (all of them, inside the first window). Batched: one prefill per window.
+// of context (all of them, inside the first window). The last window ends at the text's end, so
+// it may score fewer. Windows go B = nl_state_batch(state) to one forward call; the per-window
+// losses are summed window by window within a call, and calls in text order.
 int nl_eval(NlState *state, const int *ids, size_t n, size_t stride, NlEvalResult *out,
             NlProgressFn progress, void *ctx, NlError *err);
+// The same on n_states worker threads, one state each (every state with the same batch B; a
+// profiler or statistics attached to a state see that thread's share). The calls are the same as
+// nl_eval's on states[0], so the result is the same bit for bit whatever n_states is. progress is
+// called from the calling thread only. Set OpenBLAS to one thread per product for these states
+// (NlRunOptions.threads 1): workers share OpenBLAS's process-wide thread count.
+int nl_eval_parallel(NlState *const *states, size_t n_states, const int *ids, size_t n, size_t stride,
+                     NlEvalResult *out, NlProgressFn progress, void *ctx, NlError *err);
 
 // ---- profiling (profile.c)
 
@@ -255,6 +298,11 @@ double nl_profiler_wall(const NlProfiler *prof, NlPhase phase);
 uint64_t nl_profiler_tokens(const NlProfiler *prof, NlPhase phase);  // positions through the forward pass
 size_t nl_profiler_events(const NlProfiler *prof, const NlProfileEvent **events, size_t *dropped);
 int nl_profiler_hw_available(const NlProfiler *prof);
+// Adds other's totals (cells, wall time, positions) into prof, for a run on several engine threads
+// with one profiler each (same config): times then are summed over threads. other's trace events
+// are not copied; they count as dropped.
+void nl_profiler_merge(NlProfiler *prof, const NlProfiler *other);
+int nl_profiler_threads(const NlProfiler *prof);  // 1 + the threads merged in
 const NlConfig *nl_profiler_config(const NlProfiler *prof);
 const char *nl_component_name(NlComponent comp);
 const char *nl_phase_name(NlPhase phase);
@@ -320,5 +368,20 @@ typedef struct {
 // profile), prefill and decode throughput, batch and cache consistency.
 int nl_compare_model(const NlModel *model, NlRunOptions run, const int *ids, size_t n,
                      const NlCompareOptions *opts, NlCompareRow *row, NlError *err);
+
+// One row to measure: a model, how to run it, and its text.
+typedef struct {
+    const NlModel *model;
+    NlRunOptions run;
+    const int *ids;
+    size_t n;
+} NlCompareJob;
+
+// Measures rows[i] of jobs[i] for every job, on up to `threads` worker threads (job i on worker
+// i mod threads). Every figure but the timings is the same whatever the thread count; rows measured
+// side by side share the machine, so their speeds are those of a loaded machine. On failure returns
+// -1 with the first failed job's index in *failed and its error.
+int nl_compare_models(const NlCompareJob *jobs, size_t n_jobs, int threads, const NlCompareOptions *opts,
+                      NlCompareRow *rows, size_t *failed, NlError *err);
 
 #endif

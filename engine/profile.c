@@ -25,6 +25,7 @@ struct NlProfiler {
     double tick;                 // seconds per clock unit
     int hw_fd;                   // perf group leader (cycles), or -1
     uint64_t hw_start[2];        // cycles, instructions at the last begin
+    int threads;                 // engine threads whose time the cells hold (1 + profilers merged in)
 };
 
 static const char *const COMP_NAMES[NL_COMP_COUNT] = {
@@ -129,6 +130,7 @@ int nl_profiler_create(NlProfiler **out, const NlConfig *cfg, size_t max_events,
     p->max_events = max_events;
     if (max_events) memset(p->events, 0, max_events * sizeof *p->events);  // fault the pages in now, not mid-run
     p->hw_fd = -1;
+    p->threads = 1;
     if (hw_counters) hw_open(p);
     p->use_tsc = invariant_tsc();
     p->tick = p->use_tsc ? calibrate() : 1.0;
@@ -197,6 +199,27 @@ void nl_profiler_record_layer(NlProfiler *p, double begin, int layer) {
     if (p) add_event(p, begin, now(p), layer, NL_COMP_COUNT);
 }
 
+void nl_profiler_merge(NlProfiler *p, const NlProfiler *other) {
+    size_t n_cells = (size_t)NL_PHASE_COUNT * ((size_t)p->cfg.n_layer + 1) * NL_COMP_COUNT;
+    for (size_t i = 0; i < n_cells; i++) {
+        NlProfileCell *c = &p->cells[i];
+        const NlProfileCell *o = &other->cells[i];
+        c->calls += o->calls;
+        c->tokens += o->tokens;
+        c->seconds += o->seconds;
+        c->flops += o->flops;
+        c->bytes += o->bytes;
+        c->cycles += o->cycles;
+        c->instructions += o->instructions;
+    }
+    for (int ph = 0; ph < NL_PHASE_COUNT; ph++) {
+        p->wall[ph] += other->wall[ph];
+        p->tokens[ph] += other->tokens[ph];
+    }
+    p->dropped += other->n_events + other->dropped;  // one trace shows one thread
+    p->threads += other->threads;
+}
+
 // ---- reading
 
 const NlProfileCell *nl_profiler_cell(const NlProfiler *p, NlPhase phase, int layer, NlComponent comp) {
@@ -205,6 +228,7 @@ const NlProfileCell *nl_profiler_cell(const NlProfiler *p, NlPhase phase, int la
 double nl_profiler_wall(const NlProfiler *p, NlPhase phase) { return p->wall[phase]; }
 uint64_t nl_profiler_tokens(const NlProfiler *p, NlPhase phase) { return p->tokens[phase]; }
 int nl_profiler_hw_available(const NlProfiler *p) { return p->hw_fd >= 0; }
+int nl_profiler_threads(const NlProfiler *p) { return p->threads; }
 const NlConfig *nl_profiler_config(const NlProfiler *p) { return &p->cfg; }
 
 size_t nl_profiler_events(const NlProfiler *p, const NlProfileEvent **events, size_t *dropped) {

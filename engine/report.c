@@ -66,15 +66,19 @@ static int text_phase(FILE *f, const NlProfiler *p, NlPhase ph, int L, int hw) {
         for (int l = -1; l < L; l++) add_cell(&t, nl_profiler_cell(p, ph, l, (NlComponent)c));
         rc |= print_row(f, "all", nl_component_name((NlComponent)c), &t, wall, tokens, hw);
     }
-    if (fprintf(f, "wall %.3f ms; rows %.3f ms; not covered by any row %.3f ms (%.2f%% of wall)\n", 1e3 * wall,
-                1e3 * rows, 1e3 * (wall - rows), wall > 0 ? 100 * (wall - rows) / wall : 0.0) < 0)
+    int th = nl_profiler_threads(p);
+    char over[48] = "";
+    if (th > 1) snprintf(over, sizeof over, " (each summed over %d threads)", th);
+    if (fprintf(f, "wall %.3f ms; rows %.3f ms; not covered by any row %.3f ms (%.2f%% of wall)%s\n", 1e3 * wall,
+                1e3 * rows, 1e3 * (wall - rows), wall > 0 ? 100 * (wall - rows) / wall : 0.0, over) < 0)
         return -1;
     return rc;
 }
 
 static void header(FILE *f, const NlProfiler *p, const NlReportInfo *info) {
-    fprintf(f, "normlab profile: %s; OpenBLAS threads up to %d, engine threads %d; hardware counters %s\n", info->model,
-            info->blas_threads, info->engine_threads,
+    fprintf(f, "normlab profile: %s; OpenBLAS %s kernels (chosen by %s), threads up to %d; engine threads %d; "
+            "hardware counters %s\n", info->model, info->blas_core, info->blas_core_source, info->blas_threads,
+            info->engine_threads,
             nl_profiler_hw_available(p) ? "on (IPC column)" : "unavailable (perf_event_open refused or absent)");
 }
 
@@ -138,6 +142,9 @@ int nl_report_json(FILE *f, const NlProfiler *p, const NlReportInfo *info) {
     cJSON_AddStringToObject(root, "model", info->model);
     cJSON_AddNumberToObject(root, "blas_threads", info->blas_threads);
     cJSON_AddNumberToObject(root, "engine_threads", info->engine_threads);
+    cJSON_AddStringToObject(root, "blas_core", info->blas_core);
+    cJSON_AddStringToObject(root, "blas_core_source", info->blas_core_source);
+    cJSON_AddNumberToObject(root, "threads_summed", nl_profiler_threads(p));  // wall and cells: summed over these
     cJSON_AddBoolToObject(root, "hw_counters", hw);
     cJSON *phases = cJSON_AddArrayToObject(root, "phases");
     for (int ph = 0; ph < NL_PHASE_COUNT; ph++) cJSON_AddItemToArray(phases, phase_json(p, (NlPhase)ph, L, hw));
@@ -189,8 +196,9 @@ static void join(char *buf, size_t len, const double *v, int count, const char *
 }
 
 int nl_report_compare_text(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n, const NlCompareInfo *info) {
-    fprintf(f, "normlab compare: %s (%zu characters scored); OpenBLAS threads up to %d; speeds are medians of %d runs\n",
-            info->text, n ? rows[0].chars : 0, info->blas_threads, info->repeats);
+    fprintf(f, "normlab compare: %s (%zu characters scored); rows measured %s; speeds are medians of %d runs\n",
+            info->text, n ? rows[0].chars : 0, info->threads > 1 ? "side by side on several threads" : "one at a time",
+            info->repeats);
     fprintf(f, "%-34s %-10s %-5s %9s %8s %9s %8s %10s %10s %7s %11s %11s\n", "model", "norm", "place", "params",
             "MB", "bits/char", "ppl", "prefill/s", "decode/s", "norm%", "batch16 d", "cache d");
     for (size_t i = 0; i < n; i++) {
@@ -251,7 +259,7 @@ static cJSON *compare_row_json(const NlCompareRow *r, const char *label, const N
     cJSON_AddNumberToObject(o, "nats_per_char", r->nats_per_char);
     cJSON_AddNumberToObject(o, "bits_per_char", r->bits_per_char);
     cJSON_AddNumberToObject(o, "perplexity", r->perplexity);
-    cJSON_AddNumberToObject(o, "threads", info->blas_threads);
+    cJSON_AddNumberToObject(o, "threads", info->threads);
     cJSON_AddNumberToObject(o, "repeats", info->repeats);
     cJSON_AddNumberToObject(o, "prefill_tok_s", r->prefill_tok_s);
     cJSON_AddNumberToObject(o, "prefill_tok_s_min", r->prefill_tok_s_min);
@@ -316,7 +324,7 @@ int nl_report_compare_csv(FILE *f, const NlCompareRow *rows, const char *const *
                 override_name(r), r->parameters, r->weight_bytes);
         csv_field(f, info->text);
         fprintf(f, ",%zu,%.9g,%.9g,%.9g,%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g",
-                r->chars, r->nats_per_char, r->bits_per_char, r->perplexity, info->blas_threads, info->repeats,
+                r->chars, r->nats_per_char, r->bits_per_char, r->perplexity, info->threads, info->repeats,
                 r->prefill_tok_s, r->prefill_tok_s_min, r->prefill_tok_s_max, r->decode_tok_s, r->decode_tok_s_min,
                 r->decode_tok_s_max, r->norm_share, r->batch_diff, r->cache_diff);
         int nstd = r->n_layer + (r->placement == NL_PLACE_PRE);

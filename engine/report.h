@@ -11,7 +11,9 @@
 typedef struct {
     const char *model;     // path shown in the header
     int blas_threads;      // threads OpenBLAS was told to use
-    int engine_threads;    // threads of the engine's own loops (1: it has none)
+    int engine_threads;    // engine worker threads (each profiled; their times are summed)
+    const char *blas_core;         // OpenBLAS's kernel family (nl_blas_core)
+    const char *blas_core_source;  // who chose it: "openblas", "environment" or "normlab"
 } NlReportInfo;
 
 int nl_report_text(FILE *f, const NlProfiler *prof, const NlReportInfo *info);
@@ -21,7 +23,7 @@ int nl_report_trace(FILE *f, const NlProfiler *prof, const NlReportInfo *info);
 // `normlab compare` rows: labels[i] names the model of rows[i].
 typedef struct {
     const char *text;   // the text file scored
-    int blas_threads;
+    int threads;        // worker threads measuring rows (1: one row at a time)
     int repeats;
     int invariance;     // rows carry the invariance experiment
 } NlCompareInfo;

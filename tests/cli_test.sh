@@ -126,7 +126,7 @@ expect_ok "greedy" generate $M -p "ab" -n 40 --temperature 0
 golden "greedy golden" greedy.txt
 expect_ok "sampled" generate $M -p "a b" -n 60 --seed 7 --top-k 5 --top-p 0.9 --temperature 0.8
 golden "sampled golden" sampled.txt
-cp "$TMP/out" "$TMP/first"
+cp "$TMP/out" "$TMP/first"; cp "$TMP/out" "$TMP/sampled"
 expect_ok "same seed again" generate $M -p "a b" -n 60 --seed 7 --top-k 5 --top-p 0.9 --temperature 0.8
 cmp -s "$TMP/out" "$TMP/first" && ok "same seed, same bytes" || bad "same seed, same bytes" "outputs differ"
 expect_ok "two threads" generate $M -p "a b" -n 60 --seed 7 --top-k 5 --top-p 0.9 --temperature 0.8 --threads 2
@@ -213,7 +213,9 @@ awk -v n="$nats" -v b="$bits" 'BEGIN { exit !(b > 0 && (n / b - log(2)) ^ 2 < 1e
 expect_ok "profile" profile $M -p "ab" -n 20 --json "$TMP/prof.json" --trace "$TMP/trace.json"
 grep -q "^== prefill: 2 positions" "$TMP/out" && grep -q "^== decode: " "$TMP/out" && grep -q "not covered by any row" "$TMP/out" \
     && ok "profile prints both phases and the footer" || bad "profile table" "$(head -5 "$TMP/out")"
-grep -q "OpenBLAS threads up to 1, engine threads 1" "$TMP/out" && ok "profile reports threads" || bad "profile threads" "$(head -2 "$TMP/out")"
+core=$("$BIN" info $M --json | sed -n 's/.*"blas_core":"\([^"]*\)".*/\1/p')
+grep -qE "OpenBLAS $core kernels \(chosen by (openblas|environment|normlab)\), threads up to [0-9]+; engine threads 1;" "$TMP/out" \
+    && ok "profile reports the kernel family and threads" || bad "profile threads" "$(head -2 "$TMP/out")"
 grep -q '"phase":[[:space:]]*"decode"' "$TMP/prof.json" && ok "profile --json written" || bad "profile --json" "$(head -c 200 "$TMP/prof.json")"
 grep -q '"traceEvents"' "$TMP/trace.json" && grep -q '"name": "layer 1"' "$TMP/trace.json" && ok "profile --trace written" || bad "profile --trace" "$(head -c 200 "$TMP/trace.json")"
 expect_fail "profile unwritable json" 1 "/nonexistent/dir/p.json: cannot write" profile $M -n 5 --json /nonexistent/dir/p.json
@@ -256,6 +258,68 @@ if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
 else
     echo "note: python3-matplotlib missing; compare --plot-dir not tested here (tools/install-deps.sh --python)"
 fi
+
+# ---- engine threads: the same bytes at any thread count, every worker used
+awk 'BEGIN { srand(5); for (i = 0; i < 900; i++) printf "%s", substr("ab cd!,.:?\n", int(rand() * 11) + 1, 1) }' > "$TMP/long.txt"
+expect_ok "eval 1 thread" eval $M --text "$TMP/long.txt" --json --threads 1 --batch 3; cp "$TMP/out" "$TMP/eval1"
+for t in 2 3; do
+    expect_ok "eval $t threads" eval $M --text "$TMP/long.txt" --json --threads $t --batch 3 --profile
+    cmp -s "$TMP/out" "$TMP/eval1" && ok "eval: same bytes with $t threads" || bad "eval $t threads" "$(cat "$TMP/out") vs $(cat "$TMP/eval1")"
+    grep -q "engine threads $t;" "$TMP/err" && grep -q "(each summed over $t threads)" "$TMP/err" \
+        && ok "eval --profile sums $t threads" || bad "eval profile threads" "$(grep -E 'engine|summed' "$TMP/err")"
+done
+expect_ok "eval batch 1" eval $M --text "$TMP/long.txt" --json --threads 1 --batch 1
+n1=$(sed -n 's/.*"nats_per_char": \([^,]*\),.*/\1/p' "$TMP/out"); n3=$(sed -n 's/.*"nats_per_char": \([^,]*\),.*/\1/p' "$TMP/eval1")
+awk -v a="$n1" -v b="$n3" 'BEGIN { d = a - b; exit !(a > 0 && d * d <= 1e-12 * a * a) }' \
+    && ok "eval --batch 1 and 3 agree to 1e-6 relative" || bad "eval batch" "$n1 vs $n3"
+expect_fail "batch zero" 2 "--batch must be an integer in [1, 256], got '0'" eval $M --text "$TMP/long.txt" --batch 0
+expect_ok "samples 1 thread" generate $M -p "a b" -n 50 --seed 3 --samples 5 --batch 2 --json --threads 1; cp "$TMP/out" "$TMP/s1"
+for t in 2 3; do
+    expect_ok "samples $t threads" generate $M -p "a b" -n 50 --seed 3 --samples 5 --batch 2 --json --threads $t --profile
+    cmp -s <(grep '^{' "$TMP/out") "$TMP/s1" && ok "samples: same bytes with $t threads" || bad "samples $t threads" "outputs differ"
+    grep -q "engine threads $t;" "$TMP/err" && ok "samples run on $t engine threads" || bad "samples threads" "$(grep engine "$TMP/err")"
+done
+expect_ok "compare 1 thread" compare $FIX/ln-pre-bias.json $FIX/rms-post-bias.json --text "$TMP/long.txt" --repeats 1 --also-swap --csv "$TMP/c1.csv"
+expect_ok "compare 2 threads" compare $FIX/ln-pre-bias.json $FIX/rms-post-bias.json --text "$TMP/long.txt" --repeats 1 --also-swap --threads 2 --csv "$TMP/c2.csv"
+# Model, settings and quality (columns 1-11), batch and cache differences and statistics (21-) do not
+# depend on the threads; the speeds and the threads column do.
+quality() { cut -d, -f1-11,21- "$1"; }
+[ "$(wc -l < "$TMP/c2.csv")" -eq 7 ] && [ "$(quality "$TMP/c1.csv")" = "$(quality "$TMP/c2.csv")" ] \
+    && ok "compare rows on 2 threads: same six rows and quality" || bad "compare threads" "$(quality "$TMP/c1.csv"; quality "$TMP/c2.csv")"
+grep -q "rows measured side by side" "$TMP/out" && ok "compare says rows ran side by side" || bad "compare side by side" "$(head -1 "$TMP/out")"
+
+# ---- OpenBLAS kernel family (README "Kernels")
+expect_ok "info json" info $M --json
+grep -qE '"blas_core":"[A-Za-z0-9_]+","blas_core_source":"(openblas|environment)","blas_core_openblas":"[A-Za-z0-9_]+"' "$TMP/out" \
+    && ok "info names the kernel family and who chose it" || bad "info blas" "$(cat "$TMP/out")"
+flags=$(grep -m1 '^flags' /proc/cpuinfo)
+has() { case " $flags " in *" $1 "*) return 0;; esac; return 1; }
+want=""
+if has avx512f && has avx512bw && has avx512vl && has avx512dq && has avx2 && has fma; then want=SkylakeX
+elif has avx2 && has fma; then want=Haswell; fi
+if [ -n "${OPENBLAS_CORETYPE:-}" ]; then
+    # Set by the environment: normlab must run it as it is, even when OpenBLAS "fell back".
+    NORMLAB_BLAS_PRETEND=Prescott "$BIN" info $M --json > "$TMP/out" 2>&1
+    grep -q '"blas_core_source":"environment"' "$TMP/out" && ok "a set OPENBLAS_CORETYPE is left alone" || bad "env left alone" "$(cat "$TMP/out")"
+else
+    # Unset here: the fallback is simulated, and normlab restarts itself on the family the CPU supports.
+    NORMLAB_BLAS_PRETEND=Prescott "$BIN" info $M --json > "$TMP/out" 2>&1
+    if [ -n "$want" ]; then
+        grep -q "\"blas_core\":\"$want\",\"blas_core_source\":\"normlab\",\"blas_core_openblas\":\"Prescott\"" "$TMP/out" \
+            && ok "after a fallback normlab restarts on $want" || bad "restart on $want" "$(cat "$TMP/out")"
+    else
+        grep -q '"blas_core_source":"openblas"' "$TMP/out" && ok "no wider family to pick" || bad "no pick" "$(cat "$TMP/out")"
+    fi
+    NORMLAB_BLAS_AUTO=0 NORMLAB_BLAS_PRETEND=Prescott "$BIN" info $M --json > "$TMP/out" 2>&1
+    grep -q "\"blas_core\":\"$core\",\"blas_core_source\":\"openblas\"" "$TMP/out" && ok "NORMLAB_BLAS_AUTO=0 opts out" || bad "opt-out" "$(cat "$TMP/out")"
+    # A set variable is left alone. Set to the family OpenBLAS picks here anyway, for this one command,
+    # so that no test runs on other kernels than the environment's.
+    OPENBLAS_CORETYPE=$core NORMLAB_BLAS_PRETEND=Prescott "$BIN" info $M --json > "$TMP/out" 2>&1
+    grep -q "\"blas_core\":\"$core\",\"blas_core_source\":\"environment\"" "$TMP/out" \
+        && ok "a set OPENBLAS_CORETYPE is left alone" || bad "env left alone" "$(cat "$TMP/out")"
+fi
+NORMLAB_BLAS_PRETEND=Prescott "$BIN" generate $M -p "a b" -n 60 --seed 7 --top-k 5 --top-p 0.9 --temperature 0.8 > "$TMP/out" 2>/dev/null
+cmp -s "$TMP/out" "$TMP/sampled" && ok "a restarted run prints the same text" || bad "restarted run" "outputs differ"
 
 echo "cli_test: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -104,7 +104,7 @@ static cJSON *report_json(const NlProfiler *p, int trace) {
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    NlReportInfo info = {"fixture \"quoted\"", 1, 1};
+    NlReportInfo info = {"fixture \"quoted\"", 1, 1, "Haswell", "openblas"};
     int rc = trace ? nl_report_trace(f, p, &info) : nl_report_json(f, p, &info);
     fclose(f);
     CHECK(rc == 0, "report written");

@@ -1,0 +1,13 @@
+// parallel.h — the engine's worker threads (internal). One call runs fn(ctx, worker) for every
+// worker in [0, n_workers), each on its own thread (the caller's is worker 0), and returns when all
+// are done. A worker whose thread could not be started runs on the caller's thread after worker 0:
+// slower, never a different result.
+#ifndef NL_PARALLEL_H
+#define NL_PARALLEL_H
+
+typedef void (*NlWorkerFn)(void *ctx, int worker);
+
+// Returns the number of threads that ran workers (>= 1).
+int nl_parallel_run(int n_workers, NlWorkerFn fn, void *ctx);
+
+#endif
