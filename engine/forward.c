@@ -162,13 +162,14 @@ void nl_state_free(NlState *s) {
 }
 
 // Causal self-attention of n new positions (pos..pos+n-1) of sequence b in layer l, per head.
-// Appends their keys and values to the cache, then att (n, D) = softmax(q K^T / sqrt(Dh)) V.
-static void attention_one(NlState *s, size_t b, size_t l, size_t n, size_t pos) {
+// Appends their keys and values to the cache, then att (keep, D) = softmax(q K^T / sqrt(Dh)) V for
+// the last `keep` of them (all n, except in a last layer whose other rows nobody reads).
+static void attention_one(NlState *s, size_t b, size_t l, size_t n, size_t pos, size_t keep) {
     size_t D = (size_t)s->cfg.n_embd, H = (size_t)s->cfg.n_head;
     size_t Dh = D / H, stride = tile_floats(s);  // between a head's consecutive tiles
     float scale = 1.0f / sqrtf((float)Dh);
     const float *qkv = s->qkv + b * n * 3 * D;  // (n, 3D) of this sequence
-    float *att = s->att + b * n * D;            // (n, D)
+    float *att = s->att + b * keep * D;         // (keep, D)
     for (size_t h = 0; h < H; h++) {
         size_t head = b * seq_floats(s) + (l * H + h) * Dh * NL_TILE;  // its first tile
         float *K = s->k_cache + head, *V = s->v_cache + head;
@@ -179,22 +180,31 @@ static void attention_one(NlState *s, size_t b, size_t l, size_t n, size_t pos) 
             memcpy(V + nl_value_offset(pos + i, Dh, stride), qkv + i * 3 * D + 2 * D + h * Dh, Dh * sizeof(float));
         }
         // Row i sees keys 0..pos+i: one fused pass over the cache per query.
-        for (size_t i = 0; i < n; i++)
-            nl_attend_one(att + i * D + h * Dh, q + i * 3 * D, K, V, stride, pos + i + 1, Dh, scale, s->scores);
+        for (size_t i = n - keep; i < n; i++)
+            nl_attend_one(att + (i - (n - keep)) * D + h * Dh, q + i * 3 * D, K, V, stride, pos + i + 1, Dh, scale,
+                          s->scores);
     }
 }
 
-static void attention(NlState *s, size_t B, size_t l, size_t n, size_t pos) {
-    for (size_t b = 0; b < B; b++) attention_one(s, b, l, n, pos);
+static void attention(NlState *s, size_t B, size_t l, size_t n, size_t pos, size_t keep) {
+    for (size_t b = 0; b < B; b++) attention_one(s, b, l, n, pos, keep);
 }
 
-// out (B*n, D) = c_proj(Attn(c_attn(in))) for layer l.
-static void attn_block(NlState *s, float *out, const float *in, size_t l, size_t B, size_t n, size_t pos) {
+// x (B*n, D) -> (B*keep, D): the last keep rows of each sequence, in place.
+static void keep_last_rows(float *x, size_t B, size_t n, size_t keep, size_t D) {
+    if (keep == n) return;
+    for (size_t b = 0; b < B; b++) memmove(x + b * keep * D, x + (b * n + n - keep) * D, keep * D * sizeof(float));
+}
+
+// out (B*keep, D) = c_proj(Attn(c_attn(in))) for layer l, in (B*n, D): keys and values of all n
+// positions, the output for the last keep of each sequence.
+static void attn_block(NlState *s, float *out, const float *in, size_t l, size_t B, size_t n, size_t pos, size_t keep) {
     const NlLayerWeights *w = &nl_model_weights(s->model)->layers[l];
     size_t D = (size_t)s->cfg.n_embd, len = pos + n, rows = B * n;
     TIMED(s, l, NL_COMP_QKV, B, n, len, nl_linear(s->qkv, in, w->attn_w, w->attn_b, rows, 3 * D, D, s->threads));
-    TIMED(s, l, NL_COMP_ATTENTION, B, n, len, attention(s, B, l, n, pos));
-    TIMED(s, l, NL_COMP_ATTN_PROJ, B, n, len, nl_linear(out, s->att, w->proj_w, w->proj_b, rows, D, D, s->threads));
+    TIMED(s, l, NL_COMP_ATTENTION, B, keep, len, attention(s, B, l, n, pos, keep));
+    TIMED(s, l, NL_COMP_ATTN_PROJ, B, keep, len,
+          nl_linear(out, s->att, w->proj_w, w->proj_b, B * keep, D, D, s->threads));
 }
 
 // out (B*n, D) = c_proj(act(c_fc(in))) for layer l.
@@ -221,26 +231,30 @@ static void swap_stream(NlState *s) {
     s->xn = t;
 }
 
-static void block(NlState *s, size_t l, size_t B, size_t n, size_t pos) {
+// Layer l over B sequences of n new positions. Only the last `keep` rows of each sequence leave it
+// (keep < n in a last layer whose other rows no logit needs): x becomes (B*keep, D).
+static void block(NlState *s, size_t l, size_t B, size_t n, size_t pos, size_t keep) {
     const NlLayerWeights *w = &nl_model_weights(s->model)->layers[l];
-    size_t D = (size_t)s->cfg.n_embd, len = pos + n, rows = B * n;
+    size_t D = (size_t)s->cfg.n_embd, len = pos + n, rows = B * keep;
     double t_layer = nl_profiler_begin(s->prof);
-    if (s->stats) nl_stats_residual(s->stats, (int)l, s->x, rows);
+    if (s->stats) nl_stats_residual(s->stats, (int)l, s->x, B * n);
     if (s->cfg.placement == NL_PLACE_PRE) {  // x = x + Attn(N1(x)); x = x + MLP(N2(x))
-        normalize(s, s->xn, s->x, w->ln_1, (int)l, NL_COMP_NORM1, B, n, rows, len);
-        attn_block(s, s->tmp, s->xn, l, B, n, pos);
-        TIMED(s, l, NL_COMP_RESIDUAL, B, n, len, nl_add(s->x, s->tmp, rows * D));
-        normalize(s, s->xn, s->x, w->ln_2, (int)l, NL_COMP_NORM2, B, n, rows, len);
-        mlp_block(s, s->tmp, s->xn, l, B, n, len);
-        TIMED(s, l, NL_COMP_RESIDUAL, B, n, len, nl_add(s->x, s->tmp, rows * D));
+        normalize(s, s->xn, s->x, w->ln_1, (int)l, NL_COMP_NORM1, B, n, B * n, len);
+        attn_block(s, s->tmp, s->xn, l, B, n, pos, keep);
+        keep_last_rows(s->x, B, n, keep, D);
+        TIMED(s, l, NL_COMP_RESIDUAL, B, keep, len, nl_add(s->x, s->tmp, rows * D));
+        normalize(s, s->xn, s->x, w->ln_2, (int)l, NL_COMP_NORM2, B, keep, rows, len);
+        mlp_block(s, s->tmp, s->xn, l, B, keep, len);
+        TIMED(s, l, NL_COMP_RESIDUAL, B, keep, len, nl_add(s->x, s->tmp, rows * D));
     } else {  // x = N1(x + Attn(x)); x = N2(x + MLP(x)); each norm writes xn, which becomes x
-        attn_block(s, s->tmp, s->x, l, B, n, pos);
-        TIMED(s, l, NL_COMP_RESIDUAL, B, n, len, nl_add(s->x, s->tmp, rows * D));
-        normalize(s, s->xn, s->x, w->ln_1, (int)l, NL_COMP_NORM1, B, n, rows, len);
+        attn_block(s, s->tmp, s->x, l, B, n, pos, keep);
+        keep_last_rows(s->x, B, n, keep, D);
+        TIMED(s, l, NL_COMP_RESIDUAL, B, keep, len, nl_add(s->x, s->tmp, rows * D));
+        normalize(s, s->xn, s->x, w->ln_1, (int)l, NL_COMP_NORM1, B, keep, rows, len);
         swap_stream(s);
-        mlp_block(s, s->tmp, s->x, l, B, n, len);
-        TIMED(s, l, NL_COMP_RESIDUAL, B, n, len, nl_add(s->x, s->tmp, rows * D));
-        normalize(s, s->xn, s->x, w->ln_2, (int)l, NL_COMP_NORM2, B, n, rows, len);
+        mlp_block(s, s->tmp, s->x, l, B, keep, len);
+        TIMED(s, l, NL_COMP_RESIDUAL, B, keep, len, nl_add(s->x, s->tmp, rows * D));
+        normalize(s, s->xn, s->x, w->ln_2, (int)l, NL_COMP_NORM2, B, keep, rows, len);
         swap_stream(s);
     }
     nl_profiler_record_layer(s->prof, t_layer, (int)l);
@@ -274,10 +288,13 @@ const float *nl_forward_batch(NlState *s, const int *tokens, size_t B, size_t n,
     size_t D = (size_t)s->cfg.n_embd, V = (size_t)s->cfg.vocab_size, L = (size_t)s->cfg.n_layer, len = pos + n;
     assert(B >= 1 && B <= s->batch && n >= 1 && len <= (size_t)s->cfg.block_size && n_logits >= 1 && n_logits <= n);
     TIMED(s, -1, NL_COMP_EMBED, B, n, len, embed(s, tokens, B, n, pos));
-    for (size_t l = 0; l < L; l++) block(s, l, B, n, pos);
-    if (s->stats) nl_stats_residual(s->stats, (int)L, s->x, B * n);
-    // Only the last n_logits positions of each sequence reach the head.
-    head_input(s, B, n, n_logits, len);
+    // Only the last n_logits positions of each sequence reach the head, so after the last layer's
+    // attention only they are computed on (llama.cpp does the same). With statistics attached every
+    // position is, so that they describe the whole stream.
+    size_t keep = s->stats ? n : n_logits;
+    for (size_t l = 0; l < L; l++) block(s, l, B, n, pos, l + 1 == L ? keep : n);
+    if (s->stats) nl_stats_residual(s->stats, (int)L, s->x, B * keep);
+    head_input(s, B, keep, n_logits, len);
     TIMED(s, -1, NL_COMP_LM_HEAD, B, n_logits, len, nl_linear(s->logits, s->xn, w->lm_head, NULL, B * n_logits, V, D, s->threads));
     return s->logits;
 }

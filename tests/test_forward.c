@@ -66,6 +66,9 @@ static void compare_one(const char *name, const NlRunOptions *opts) {
     snprintf(what, sizeof what, "%s as %s/%s prefill", name, nl_config_norm_name(s.cfg.norm),
              nl_config_placement_name(s.cfg.placement));
     check_close(what, nl_forward(s.state, ids, (size_t)s.T, 0, (size_t)s.T), want, (size_t)s.T * s.V, ATOL, RTOL);
+    // Only the last 3 rows asked for: the last layer then runs after attention on those rows alone.
+    snprintf(what, sizeof what, "%s prefill, last 3 logits", name);
+    check_close(what, nl_forward(s.state, ids, (size_t)s.T, 0, 3), want + (s.T - 3) * s.V, 3 * (size_t)s.V, ATOL, RTOL);
     // KV cache: a 2-token prefill, then one token at a time; each step's logits vs the reference row.
     int ok = 1;
     nl_forward(s.state, ids, 2, 0, 1);
