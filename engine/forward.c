@@ -33,7 +33,7 @@ struct NlState {
     float *att;      // (B*T, D) attention output, heads concatenated
     float *tmp;      // (B*T, D) sublayer output
     float *hid;      // (B*T, F) MLP hidden
-    float *scores;   // (T) attention probabilities of one query of one head
+    float *scores;   // (T rounded up to whole tiles) attention probabilities of one query of one head
     float *logits;   // (B*T, V)
     float *k_cache;  // (B, T/32, L, H, Dh, 32) keys in tiles of 32 positions (kernels.h), T rounded up
     float *v_cache;  // (B, T/32, L, H, 32, Dh) values, the same tiles
@@ -115,7 +115,7 @@ int nl_state_create(NlState **out, const NlModel *model, const NlRunOptions *opt
     size_t KV = s->batch * nl_state_kv_bytes(model) / (2 * sizeof(float));  // floats in each of K and V
     const BufferSpec bufs[] = {
         {&s->x, BT * D}, {&s->xn, BT * D}, {&s->qkv, BT * 3 * D}, {&s->att, BT * D}, {&s->tmp, BT * D},
-        {&s->hid, BT * F}, {&s->scores, T}, {&s->logits, BT * V}, {&s->k_cache, KV},
+        {&s->hid, BT * F}, {&s->scores, nl_tiles(T) * NL_TILE}, {&s->logits, BT * V}, {&s->k_cache, KV},
         {&s->v_cache, KV}, {&s->ones, D},
     };
     if (arena_create(s, bufs, sizeof bufs / sizeof bufs[0]) != 0) {

@@ -242,37 +242,24 @@ static inline __attribute__((always_inline)) F8 load8(const float *p) {
 
 #define STORE8(p, v) memcpy((p), &(v), sizeof(F8))
 
-// scores[j] = scale * q . key j for j < len, keys tiled (kernels.h). A full tile is 32 keys in four
-// registers, four independent FMA chains that hide the FMA latency; the partial last tile goes 8
-// keys, then 1, at a time and reads no key past len.
+// scores[j] = scale * q . key j for j < len, keys tiled (kernels.h). A tile is 32 keys in four
+// registers, four independent FMA chains that hide the FMA latency. The last, partial tile is
+// computed whole too (the cache holds whole tiles; the scores past len are never read): one 8-key
+// or scalar chain instead cost 4x a whole tile, and every query ends on a partial tile.
 static inline __attribute__((always_inline)) void key_scores(float *scores, const float *q, const float *K,
                                                              size_t stride, size_t len, size_t Dh, float scale) {
     for (size_t j0 = 0; j0 < len; j0 += NL_TILE) {
         const float *tile = K + (j0 / NL_TILE) * stride;  // (Dh, 32): keys j0 .. j0 + 31
-        size_t m = len - j0 < NL_TILE ? len - j0 : NL_TILE, j = 0;
-        if (m == NL_TILE) {
-            F8 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
-            for (size_t i = 0; i < Dh; i++) {
-                const float *row = tile + i * NL_TILE, qi = scale * q[i];
-                a0 += qi * load8(row);
-                a1 += qi * load8(row + 8);
-                a2 += qi * load8(row + 16);
-                a3 += qi * load8(row + 24);
-            }
-            float *out = scores + j0;
-            STORE8(out, a0), STORE8(out + 8, a1), STORE8(out + 16, a2), STORE8(out + 24, a3);
-            continue;
+        F8 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+        for (size_t i = 0; i < Dh; i++) {
+            const float *row = tile + i * NL_TILE, qi = scale * q[i];
+            a0 += qi * load8(row);
+            a1 += qi * load8(row + 8);
+            a2 += qi * load8(row + 16);
+            a3 += qi * load8(row + 24);
         }
-        for (; j + 8 <= m; j += 8) {
-            F8 a = {0};
-            for (size_t i = 0; i < Dh; i++) a += (scale * q[i]) * load8(tile + i * NL_TILE + j);
-            STORE8(scores + j0 + j, a);
-        }
-        for (; j < m; j++) {
-            float a = 0.0f;
-            for (size_t i = 0; i < Dh; i++) a += scale * q[i] * tile[i * NL_TILE + j];
-            scores[j0 + j] = a;
-        }
+        float *out = scores + j0;
+        STORE8(out, a0), STORE8(out + 8, a1), STORE8(out + 16, a2), STORE8(out + 24, a3);
     }
 }
 

@@ -49,8 +49,10 @@ static inline size_t nl_value_offset(size_t j, size_t Dh, size_t stride) {  // v
 }
 
 // One query against len cached keys and values of one head, fused (scores, softmax, weighted sum):
-// out (Dh) = softmax(scale * K q) V, K and V tiled as above from the head's first tile. scores (len)
-// is scratch. At these sizes a BLAS call costs more than the arithmetic.
+// out (Dh) = softmax(scale * K q) V, K and V tiled as above from the head's first tile. scores
+// (nl_tiles(len) * NL_TILE floats) is scratch. Keys are read in whole tiles: the last tile's
+// positions past len must be readable (any finite or stale value; they do not change the result).
+// At these sizes a BLAS call costs more than the arithmetic.
 void nl_attend_one(float *out, const float *q, const float *K, const float *V, size_t stride, size_t len, size_t Dh,
                    float scale, float *scores);
 

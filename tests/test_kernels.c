@@ -108,7 +108,7 @@ static void linear_blas_matches_naive_on_odd_shapes(void) {
 // two tied best keys share the weight, 1 less gets e^-1 of it, 2000 less none.
 static void attention_softmax_is_stable(void) {
     const size_t Dh = 8, len = 4, stride = Dh * NL_TILE;
-    float q[8] = {1, 0, 0, 0, 0, 0, 0, 0}, K[8 * NL_TILE] = {0}, V[NL_TILE * 8] = {0}, out[8], sc[4];
+    float q[8] = {1, 0, 0, 0, 0, 0, 0, 0}, K[8 * NL_TILE] = {0}, V[NL_TILE * 8] = {0}, out[8], sc[NL_TILE];
     const float key0[4] = {1000, 1000, -1000, 999};
     for (size_t j = 0; j < len; j++) {
         K[nl_key_offset(j, 0, stride)] = key0[j] * sqrtf((float)Dh);  // score = key0[j] after scaling
@@ -177,7 +177,7 @@ static void fused_attention_matches_double_reference(void) {
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         size_t len = cases[c][0], Dh = cases[c][1];
         float *q = malloc(Dh * sizeof *q), *K = malloc(len * Dh * sizeof *K), *V = malloc(len * Dh * sizeof *V);
-        float *out = malloc(Dh * sizeof *out), *sc = malloc(len * sizeof *sc);
+        float *out = malloc(Dh * sizeof *out), *sc = malloc(nl_tiles(len) * NL_TILE * sizeof *sc);
         double *want = calloc(Dh, sizeof *want), *p = malloc(len * sizeof *p), max = -INFINITY, sum = 0.0;
         for (size_t i = 0; i < Dh; i++) q[i] = (float)(2 * uniform(&seed));
         for (size_t i = 0; i < len * Dh; i++) { K[i] = (float)(2 * uniform(&seed)); V[i] = (float)uniform(&seed); }
@@ -194,6 +194,7 @@ static void fused_attention_matches_double_reference(void) {
         // Tiled as in the cache, with a gap of 3 * Dh * NL_TILE floats between a head's tiles.
         size_t stride = 4 * Dh * NL_TILE, size = nl_tiles(len) * stride;
         float *Kc = malloc(size * sizeof *Kc), *Vc = malloc(size * sizeof *Vc);
+        for (size_t i = 0; i < size; i++) Kc[i] = Vc[i] = 1e30f;  // past len: huge, yet no effect
         for (size_t j = 0; j < len; j++)
             for (size_t i = 0; i < Dh; i++) {
                 Kc[nl_key_offset(j, i, stride)] = K[j * Dh + i];

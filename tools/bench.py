@@ -140,16 +140,46 @@ class TorchModel:
         self.forward(ids)
         return len(ids) / (time.perf_counter() - t0)
 
-    def eval_rate(self, text):
-        """Characters scored per second with normlab's windows (stride T/2), all logits computed."""
+    @torch.no_grad()
+    def forward_windows(self, idx):
+        """Logits (B, n, V) of B windows (B, n) at positions 0..n-1, every position: batched eval."""
+        B, n = idx.shape
+        D, H = self.D, self.H
+        pre = self.c["placement"] == "pre"
+        x = self.t["wte.weight"][idx] + self.t["wpe.weight"][:n]
+        mask = torch.ones(n, n, dtype=torch.bool).triu(1)
+        for i in range(self.c["n_layer"]):
+            h = self.norm(x, f"h.{i}.ln_1") if pre else x
+            q, k, v = (z.view(B, n, H, D // H).transpose(1, 2) for z in self.linear(h, f"h.{i}.attn.c_attn").split(D, -1))
+            s = (q @ k.transpose(-2, -1)) / math.sqrt(D // H)
+            y = (torch.softmax(s.masked_fill(mask, float("-inf")), -1) @ v).transpose(1, 2).reshape(B, n, D)
+            a = self.linear(y, f"h.{i}.attn.c_proj")
+            if pre:
+                x = x + a
+                x = x + self.linear(self.act(self.linear(self.norm(x, f"h.{i}.ln_2"), f"h.{i}.mlp.c_fc")), f"h.{i}.mlp.c_proj")
+            else:
+                x = self.norm(x + a, f"h.{i}.ln_1")
+                x = self.norm(x + self.linear(self.act(self.linear(x, f"h.{i}.mlp.c_fc")), f"h.{i}.mlp.c_proj"), f"h.{i}.ln_2")
+        if pre:
+            x = self.norm(x, "ln_f")
+        return x @ self.t.get("lm_head.weight", self.t["wte.weight"]).T
+
+    def eval_batched(self, text, batch=32):
+        """(characters scored per second, nats/char) with normlab's windows (stride T/2), `batch`
+        windows per call, as a user scoring a text with PyTorch would batch them."""
         ids, T, stride = self.encode(text), self.T, self.T // 2
-        t0, scored = time.perf_counter(), 0
-        while scored < len(ids) - 1:
-            end = min(len(ids) - 1, T) if scored == 0 else min(scored + stride, len(ids) - 1)
-            logits = self.forward(torch.tensor(ids[max(0, end - T):end]), last_only=False)
-            torch.log_softmax(logits, -1)
+        wins, scored, n_in = [], 0, len(ids) - 1
+        while scored < n_in:
+            end = min(n_in, T) if scored == 0 else min(scored + stride, n_in)
+            wins.append((max(0, end - T), scored, end))
             scored = end
-        return scored / (time.perf_counter() - t0)
+        t0, nll = time.perf_counter(), 0.0
+        for g in range(0, len(wins), batch):
+            group = wins[g:g + batch]
+            logp = torch.log_softmax(self.forward_windows(torch.tensor([ids[s:e] for s, _, e in group])), -1)
+            for j, (s, b, e) in enumerate(group):
+                nll -= float(logp[j, b - s:e - s].gather(1, torch.tensor(ids[b + 1:e + 1])[:, None]).sum())
+        return n_in / (time.perf_counter() - t0), nll / n_in
 
     def encode(self, text):
         return [self.stoi[ch] for ch in text]
@@ -157,10 +187,17 @@ class TorchModel:
 
 # ---- normlab, through its command line
 
-def run(cmd):
-    """(stdout bytes, stderr text, wall seconds) of one child process; raises if it fails."""
+def run(cmd, env=None):
+    """(stdout bytes, stderr text, wall seconds) of one child process, with `env` added to this
+    process's environment (a value of None removes the variable); raises if it fails."""
+    full = dict(os.environ)
+    for k, v in (env or {}).items():
+        if v is None:
+            full.pop(k, None)
+        else:
+            full[k] = v
     t0 = time.perf_counter()
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=full)
     out, err = p.communicate()
     wall = time.perf_counter() - t0
     if p.returncode != 0:
@@ -180,20 +217,20 @@ def peak_rss(cmd):
 TIMING = re.compile(r"prefill (\d+) tokens? in ([0-9.]+) ms .*decode (\d+) tokens?(?: \(.*?\))? in ([0-9.]+) ms")
 
 
-def normlab_generate(model, prompt, n, seed, threads, samples=1, warmup=False):
+def normlab_generate(model, prompt, n, seed, threads, samples=1, warmup=False, env=None):
     cmd = [BIN, "generate", "-m", model, "-p", prompt, "-n", str(n), "--seed", str(seed), "--threads", str(threads)]
     cmd += ["--warmup"] if warmup else []
     if samples > 1:
         cmd += ["--samples", str(samples), "--json"]
-    _, err, _ = run(cmd)
+    _, err, _ = run(cmd, env)
     m = TIMING.search(err)
     pre_n, pre_ms, dec_n, dec_ms = int(m.group(1)), float(m.group(2)), int(m.group(3)), float(m.group(4))
     return {"first_token_s": pre_ms / 1e3, "prefill_tok_s": pre_n / (pre_ms / 1e3),
             "decode_tok_s": dec_n / (dec_ms / 1e3) if dec_ms > 0 else 0.0}  # dec_n counts every stream
 
 
-def normlab_eval_rate(model, path, threads, chars):
-    _, _, wall = run([BIN, "eval", "-m", model, "--text", path, "--threads", str(threads), "--json"])
+def normlab_eval_rate(model, path, threads, chars, env=None):
+    _, _, wall = run([BIN, "eval", "-m", model, "--text", path, "--threads", str(threads), "--json"], env)
     return chars / wall
 
 
@@ -223,7 +260,7 @@ def compare(args, threads, model_path, tm, long_text_path, long_chars, out):
         res["n_first"].append(g["first_token_s"]); res["n_decode"].append(g["decode_tok_s"])
         res["t_prefill"].append(tm.prefill_rate(prompt128))
         res["n_prefill"].append(normlab_generate(model_path, prompt128, 1, r, threads, warmup=True)["prefill_tok_s"])
-        res["t_eval"].append(tm.eval_rate(open(long_text_path, encoding="utf-8").read()))
+        res["t_eval"].append(torch_eval(model_path, long_text_path, threads, out["normlab_blas_core"])[0])
         res["n_eval"].append(normlab_eval_rate(model_path, long_text_path, threads, long_chars))
     batched = {}
     for streams in (1, 4, 16):
@@ -241,8 +278,8 @@ def compare(args, threads, model_path, tm, long_text_path, long_chars, out):
     print(f"first-token latency ms (normlab: a fresh process, weights paged in by this first pass): normlab {1e3 * med('n_first'):.2f}   (a) {1e3 * med('a_first'):.2f}   (b) {1e3 * med('b_first'):.2f}")
     print(f"prefill tok/s, 128-character prompt (warm): normlab {fmt(s['n_prefill'])}   PyTorch {fmt(s['t_prefill'])}"
           f"   ratio {med('n_prefill') / med('t_prefill'):.1f}x")
-    print(f"eval chars/s ({long_chars} characters): normlab {fmt(s['n_eval'])}   PyTorch {fmt(s['t_eval'])}"
-          f"   ratio {med('n_eval') / med('t_eval'):.1f}x")
+    print(f"eval chars/s ({long_chars} characters): normlab {fmt(s['n_eval'])}   PyTorch, 32 windows a call, "
+          f"OpenBLAS {out['normlab_blas_core']} {fmt(s['t_eval'])}   ratio {med('n_eval') / med('t_eval'):.2f}x")
     b1 = batched[1]["median"]
     print("batched sampling chars/s: " + "   ".join(f"{k} stream{'s' if k > 1 else ''} {v['median']:.0f} ({v['median'] / b1:.2f}x)"
                                                      for k, v in batched.items()))
@@ -264,6 +301,86 @@ def limits(model_path, threads, cfg, decode_tok_s, prefill_tok_s):
     return {"blas": b, "decode_limit_tok_s": decode_limit, "prefill_limit_tok_s": prefill_limit,
             "decode_fraction": decode_tok_s / decode_limit, "prefill_fraction": prefill_tok_s / prefill_limit,
             "sweep_decode_tok_s": sweep, "sweep_fraction": decode_tok_s / sweep}
+
+
+# ---- kernel families and engine threads (README "Kernels", "Threads")
+
+def torch_eval(model, text_path, threads, family):
+    """PyTorch's batched eval (chars/s, nats/char) in a child process whose OpenBLAS runs `family`:
+    Debian's torch calls the same OpenBLAS as normlab, which reads OPENBLAS_CORETYPE when it loads."""
+    out, _, _ = run(["/usr/bin/python3", os.path.abspath(__file__), "--torch-eval", model, text_path, str(threads)],
+                    {"OPENBLAS_CORETYPE": family})
+    r = json.loads(out)
+    return r["chars_s"], r["nats_per_char"]
+
+
+def cpu_flags():
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("flags"):
+                return set(line.split(":", 1)[1].split())
+    return set()
+
+
+def kernels(args, out, text_path, chars):
+    """Decode and eval on one thread under each kernel family: out of the box, each candidate forced
+    by hand, OpenBLAS's generic fallback kept, and the fallback with normlab's choice."""
+    flags = cpu_flags()
+    forced = ["Haswell"] if {"avx2", "fma"} <= flags else []
+    if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags:
+        forced.append("SkylakeX")
+    settings = [("out of the box", {})] + [(f"forced {f}", {"OPENBLAS_CORETYPE": f}) for f in forced] + [
+        ("fallback Prescott, kept", {"OPENBLAS_CORETYPE": "Prescott"}),
+        ("fallback Prescott, normlab picks", {"OPENBLAS_CORETYPE": None, "NORMLAB_BLAS_PRETEND": "Prescott"})]
+    res = {name: {"decode": [], "eval": []} for name, _ in settings}
+    for r in range(args.repeats):
+        for name, env in settings:
+            res[name]["decode"].append(normlab_generate(args.model, PROMPT, args.tokens, r, 1, env=env)["decode_tok_s"])
+            res[name]["eval"].append(normlab_eval_rate(args.model, text_path, 1, chars, env))
+    rows = {}
+    for name, env in settings:
+        info = json.loads(run([BIN, "info", "-m", args.model, "--json"], env)[0])
+        rows[name] = {"blas_core": info["blas_core"], "source": info["blas_core_source"],
+                      "decode_tok_s": summary(res[name]["decode"]), "eval_chars_s": summary(res[name]["eval"])}
+    best = {k: max([rows[f"forced {f}"][k]["median"] for f in forced] or [float("nan")]) for k in ("decode_tok_s", "eval_chars_s")}
+    print(f"\n== OpenBLAS kernel families, 1 thread (medians of {args.repeats} interleaved runs [min-max])")
+    print(f"{'setting':<34} {'family (chosen by)':<28} {'decode tok/s':>28} {'eval chars/s':>28}  vs best forced")
+    for name, row in rows.items():
+        ratios = "  ".join(f"{row[k]['median'] / best[k]:.2f}x" for k in ("decode_tok_s", "eval_chars_s"))
+        print(f"{name:<34} {row['blas_core'] + ' (' + row['source'] + ')':<28} {fmt(row['decode_tok_s']):>28} "
+              f"{fmt(row['eval_chars_s']):>28}  {ratios}")
+    out["kernels"] = {"forced": forced, "rows": rows, "best_forced": best}
+
+
+def thread_counts():
+    n = len(os.sched_getaffinity(0))
+    counts = [1, 2, 4, 8, 12, 16, 24, 32, 48, 64]
+    return sorted({c for c in counts if c <= n} | {n})
+
+
+def threads(args, out, text_path, chars):
+    """Scaling with engine threads: eval, --samples 16 and batch-1 decode of the shipped model at
+    1, 2, ... up to every CPU, and PyTorch's batched eval at the same thread counts and kernels."""
+    counts, family = thread_counts(), out["normlab_blas_core"]
+    res = {t: {k: [] for k in ("eval", "samples16", "decode", "torch_eval")} for t in counts}
+    for r in range(args.repeats):
+        for t in counts:
+            res[t]["eval"].append(normlab_eval_rate(args.model, text_path, t, chars))
+            res[t]["samples16"].append(normlab_generate(args.model, PROMPT, args.tokens, 200 + r, t, 16)["decode_tok_s"])
+            res[t]["decode"].append(normlab_generate(args.model, PROMPT, args.tokens, r, t)["decode_tok_s"])
+            res[t]["torch_eval"].append(torch_eval(args.model, text_path, t, family)[0])
+    table = {t: {k: summary(v) for k, v in res[t].items()} for t in counts}
+    print(f"\n== engine threads, {os.path.basename(args.model)} (medians of {args.repeats} interleaved runs; x: against 1 thread)")
+    print(f"{'threads':>7} {'eval chars/s':>22} {'--samples 16 chars/s':>24} {'decode tok/s (1 stream)':>26} "
+          f"{'PyTorch eval chars/s':>24}  normlab/PyTorch eval")
+    m = lambda t, k: table[t][k]["median"]  # noqa: E731
+    for t in counts:
+        print(f"{t:>7} {m(t, 'eval'):>13.0f} ({m(t, 'eval') / m(1, 'eval'):4.2f}x) {m(t, 'samples16'):>15.0f} "
+              f"({m(t, 'samples16') / m(1, 'samples16'):4.2f}x) {m(t, 'decode'):>17.0f} ({m(t, 'decode') / m(1, 'decode'):4.2f}x) "
+              f"{m(t, 'torch_eval'):>15.0f} ({m(t, 'torch_eval') / m(1, 'torch_eval'):4.2f}x)  {m(t, 'eval') / m(t, 'torch_eval'):.2f}x")
+    out["threads"] = {str(t): v for t, v in table.items()}
+    if 2 in counts:
+        print(f"--samples 16 against 1 stream, both at 2 threads: {m(2, 'samples16') / m(2, 'decode'):.2f}x")
 
 
 # ---- scaling
@@ -362,6 +479,17 @@ def scaling(args, out, shipped, all_cpus):
           + ", ".join(f"{p:.2f} ms" for p in parts) + "  (linear growth: equal steps between quarters)")
 
 
+def eval_text():
+    """The text every eval here scores: the first 30,000 characters of the validation split (the last
+    10% of the corpus, tools/split.py) when the corpus is at ../shared/data, else the held-out test
+    text repeated to that length."""
+    corpus = os.path.join(ROOT, "..", "shared", "data", "tinyshakespeare.txt")
+    if os.path.exists(corpus):
+        text = open(corpus, encoding="utf-8").read()
+        return text[int(0.9 * len(text)):][:30000]
+    return (TEXT * 21)[:30000]
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("-m", "--model", default=os.path.join(ROOT, "weights", "shakespeare-pre-ln"))
@@ -370,23 +498,37 @@ def main(argv):
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--quick", action="store_true", help="fewer repeats and only the two smallest scaling models")
     ap.add_argument("--out", default=os.path.join(ROOT, "build", "bench.json"))
+    ap.add_argument("--torch-eval", nargs=3, metavar=("MODEL", "TEXT", "THREADS"),
+                    help="(internal) PyTorch's batched eval of TEXT, as JSON; run by the benchmark in a child process")
     args = ap.parse_args(argv)
+    if args.torch_eval:
+        model, text_path, th = args.torch_eval
+        torch.set_num_threads(int(th))
+        rate, nats = TorchModel(model).eval_batched(open(text_path, encoding="utf-8").read())
+        print(json.dumps({"chars_s": rate, "nats_per_char": nats}))
+        return
     if args.quick:
         args.repeats = 3
     t_start = time.time()
     tm = TorchModel(args.model)
     long_text = os.path.join(ROOT, "build", "bench-text.txt")
     os.makedirs(os.path.dirname(long_text), exist_ok=True)
-    with open(long_text, "w", encoding="utf-8") as f:
-        f.write(TEXT * 20)
+    with open(long_text, "w", encoding="utf-8") as f:  # 30,000 characters of the validation split if the corpus is here
+        f.write(eval_text())
+    long_chars = len(open(long_text, encoding="utf-8").read()) - 1
+    info = json.loads(run([BIN, "info", "-m", args.model, "--json"])[0])
     out = {"model": args.model, "machine": f"{os.cpu_count()} cores, {os.uname().machine}",
-           "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE"), "torch": torch.__version__}
+           "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE"), "torch": torch.__version__,
+           "normlab_blas_core": info["blas_core"], "normlab_blas_core_source": info["blas_core_source"],
+           "eval_text": long_text, "eval_chars": long_chars}
+    print(f"normlab runs OpenBLAS's {info['blas_core']} kernels (chosen by {info['blas_core_source']}; "
+          f"OPENBLAS_CORETYPE {os.environ.get('OPENBLAS_CORETYPE', 'unset')}); PyTorch runs the same in every comparison")
     all_cpus = os.sched_getaffinity(0)
     pin = {max(all_cpus)}  # 1-thread runs of every contestant share one core, the last one
     out["pinned_cpu_for_1_thread"] = max(all_cpus)
     for th in [int(x) for x in args.threads.split(",")]:
         os.sched_setaffinity(0, pin if th == 1 else all_cpus)  # children inherit it
-        compare(args, th, args.model, tm, long_text, len(TEXT * 20) - 1, out)
+        compare(args, th, args.model, tm, long_text, long_chars, out)
         s = out[f"threads_{th}"]
         lim = limits(args.model, th, tm.c, s["n_decode"]["median"], s["n_prefill"]["median"])
         out[f"threads_{th}"]["limits"] = lim
@@ -401,6 +543,10 @@ def main(argv):
     out["peak_rss_bytes"] = peak_rss([BIN, "generate", "-m", args.model, "-p", PROMPT, "-n", "256", "--seed", "1"])
     print(f"\nload + info, whole process: median {1e3 * out['load_s']['median']:.1f} ms; peak RSS of generate -n 256: "
           f"{out['peak_rss_bytes'] / 2 ** 20:.1f} MiB")
+    os.sched_setaffinity(0, pin)
+    kernels(args, out, long_text, long_chars)
+    os.sched_setaffinity(0, all_cpus)
+    threads(args, out, long_text, long_chars)
     os.sched_setaffinity(0, pin)  # the scaling runs are 1-thread
     scaling(args, out, tm.vocab, all_cpus)
     os.sched_setaffinity(0, all_cpus)
