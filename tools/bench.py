@@ -17,6 +17,7 @@ bound of the largest.
     make bench                       (or: /usr/bin/python3 tools/bench.py [--quick] [--out FILE])
 """
 import argparse
+import ctypes
 import json
 import math
 import os
@@ -246,8 +247,21 @@ def fmt(s, unit=""):
 
 # ---- the model comparison
 
-def compare(args, threads, model_path, tm, long_text_path, long_chars, out):
+def set_torch_threads(threads):
+    """PyTorch on `threads` threads: its own (OpenMP) and those of the OpenBLAS it calls. Debian's
+    torch loads OpenBLAS twice (as libblas.so.3 and as libopenblas.so.0), each sized to every CPU
+    when it loads; left so, 1-thread torch would run 2 OpenBLAS threads per product, and 2-thread
+    torch 2 x 2 on 2 cores."""
     torch.set_num_threads(threads)
+    for name in ("libblas.so.3", "libopenblas.so.0"):
+        try:
+            ctypes.CDLL(name).openblas_set_num_threads(threads)
+        except (OSError, AttributeError):
+            pass
+
+
+def compare(args, threads, model_path, tm, long_text_path, long_chars, out):
+    set_torch_threads(threads)
     prompt128 = TEXT[200:328]
     res = {k: [] for k in ("a_decode", "a_first", "b_decode", "b_first", "n_decode", "n_first", "t_prefill", "n_prefill",
                            "t_eval", "n_eval")}
@@ -309,7 +323,7 @@ def torch_eval(model, text_path, threads, family):
     """PyTorch's batched eval (chars/s, nats/char) in a child process whose OpenBLAS runs `family`:
     Debian's torch calls the same OpenBLAS as normlab, which reads OPENBLAS_CORETYPE when it loads."""
     out, _, _ = run(["/usr/bin/python3", os.path.abspath(__file__), "--torch-eval", model, text_path, str(threads)],
-                    {"OPENBLAS_CORETYPE": family})
+                    {"OPENBLAS_CORETYPE": family, "OPENBLAS_NUM_THREADS": str(threads)})
     r = json.loads(out)
     return r["chars_s"], r["nats_per_char"]
 
@@ -379,6 +393,18 @@ def threads(args, out, text_path, chars):
               f"({m(t, 'samples16') / m(1, 'samples16'):4.2f}x) {m(t, 'decode'):>17.0f} ({m(t, 'decode') / m(1, 'decode'):4.2f}x) "
               f"{m(t, 'torch_eval'):>15.0f} ({m(t, 'torch_eval') / m(1, 'torch_eval'):4.2f}x)  {m(t, 'eval') / m(t, 'torch_eval'):.2f}x")
     out["threads"] = {str(t): v for t, v in table.items()}
+    info = json.loads(run([BIN, "info", "-m", args.model, "--json"])[0])
+    t = counts[-1]
+    groups = 16 // 8  # --samples 16 runs in groups of 8 streams, one state each
+    for what, cmd, live in (("eval", [BIN, "eval", "-m", args.model, "--text", text_path], t),
+                            ("--samples 16", [BIN, "generate", "-m", args.model, "-p", PROMPT, "-n", "256", "--samples", "16",
+                                              "--seed", "1"], min(t, groups))):
+        rss = peak_rss(cmd + ["--threads", str(t)])
+        # every live state (one per worker) holds 8 windows or streams of KV cache; 16 MiB per thread besides
+        budget = info["weight_bytes"] + live * 8 * info["kv_cache_bytes"] + t * 16 * 2 ** 20
+        out["threads"][f"peak_rss_{what}"] = {"bytes": rss, "budget": budget}
+        print(f"peak RSS, {what} at {t} threads: {rss / 2 ** 20:.1f} MiB (weights + KV caches of the live states + 16 MiB a thread: "
+              f"{budget / 2 ** 20:.1f})")
     if 2 in counts:
         print(f"--samples 16 against 1 stream, both at 2 threads: {m(2, 'samples16') / m(2, 'decode'):.2f}x")
 
@@ -503,7 +529,7 @@ def main(argv):
     args = ap.parse_args(argv)
     if args.torch_eval:
         model, text_path, th = args.torch_eval
-        torch.set_num_threads(int(th))
+        set_torch_threads(int(th))
         rate, nats = TorchModel(model).eval_batched(open(text_path, encoding="utf-8").read())
         print(json.dumps({"chars_s": rate, "nats_per_char": nats}))
         return
@@ -532,9 +558,13 @@ def main(argv):
         s = out[f"threads_{th}"]
         lim = limits(args.model, th, tm.c, s["n_decode"]["median"], s["n_prefill"]["median"])
         out[f"threads_{th}"]["limits"] = lim
+        T, stride = tm.c["block_size"], tm.c["block_size"] // 2
+        positions = T * (1 + -(-(long_chars - T) // stride))  # every window runs T positions
+        lim["eval_fraction"] = s["n_eval"]["median"] * positions / long_chars / lim["prefill_limit_tok_s"]
         print(f"OpenBLAS on these shapes allows {lim['decode_limit_tok_s']:.0f} tok/s decode (sgemv) and "
               f"{lim['prefill_limit_tok_s']:.0f} tok/s prefill (sgemm); normlab reaches {100 * lim['decode_fraction']:.0f}% "
-              f"and {100 * lim['prefill_fraction']:.0f}%\n"
+              f"and {100 * lim['prefill_fraction']:.0f}%; eval runs {positions} positions for {long_chars} characters, "
+              f"{100 * lim['eval_fraction']:.0f}% of what sgemm allows\n"
               f"sgemv through all {tm.c['n_layer']} layers' own weights and the head, as a decode step reads them "
               f"(not one hot matrix): {lim['sweep_decode_tok_s']:.0f} tok/s; normlab's decode (attention, norms, "
               f"sampling and context shifts included) reaches {100 * lim['sweep_fraction']:.0f}% of it")
