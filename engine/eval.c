@@ -107,8 +107,8 @@ int nl_eval_parallel(NlState *const *states, size_t n_states, const int *ids, si
     if (stride < 1 || stride > T) { snprintf(err->msg, sizeof err->msg, "stride %zu is outside [1, %zu]", stride, T); return -1; }
     for (size_t i = 1; i < n_states; i++)
         if (nl_state_batch(states[i]) != nl_state_batch(states[0])) {
-            snprintf(err->msg, sizeof err->msg, "eval states differ in batch size (%zu and %zu)", nl_state_batch(states[0]),
-                     nl_state_batch(states[i]));
+            snprintf(err->msg, sizeof err->msg, "eval states differ in batch size (%zu and %zu)",
+                     nl_state_batch(states[0]), nl_state_batch(states[i]));
             return -1;
         }
     EvalJob j = {.states = states, .ids = ids, .n_inputs = n - 1, .T = T, .V = (size_t)c->vocab_size,

@@ -265,7 +265,10 @@ static int apply_option(Options *o, int c, const char *arg) {
         o->samples = (int)v;
         return 0;
     case OPT_BATCH:
-        if (parse_long(arg, 1, 256, &v) != 0) { usage_error(o->cmd, "--batch must be an integer in [1, 256], got '%s'", arg); return EXIT_USAGE; }
+        if (parse_long(arg, 1, 256, &v) != 0) {
+            usage_error(o->cmd, "--batch must be an integer in [1, 256], got '%s'", arg);
+            return EXIT_USAGE;
+        }
         o->batch = (int)v;
         return 0;
     case OPT_REPEATS:
@@ -431,7 +434,8 @@ static int load_model(const Options *o, NlModel **model) {
 
 // Creates a run state of `batch` sequences and up to blas_threads OpenBLAS threads per product;
 // with warn, says so when the norm or placement differ from the model's training.
-static int make_state_as(const Options *o, const NlModel *model, int batch, int blas_threads, int warn, NlState **state) {
+static int make_state_as(const Options *o, const NlModel *model, int batch, int blas_threads, int warn,
+                         NlState **state) {
     const NlConfig *c = nl_model_config(model);
     NlRunOptions run = {o->norm >= 0 ? (NlNormType)o->norm : c->norm,
                         o->placement >= 0 ? (NlPlacement)o->placement : c->placement, batch, blas_threads};
@@ -742,7 +746,8 @@ static int cmd_generate(const Options *o) {
     if (!rc) rc = load_model(o, &model);
     if (!rc) rc = prompt_ids(o, model, &ids, &n, &text, &len);
     // Workers share OpenBLAS's process-wide thread count: one thread per product when there are several.
-    for (int i = 0; !rc && i < workers; i++) rc = make_state_as(o, model, group, workers > 1 ? 1 : o->threads, i == 0, &states[i]);
+    for (int i = 0; !rc && i < workers; i++)
+        rc = make_state_as(o, model, group, workers > 1 ? 1 : o->threads, i == 0, &states[i]);
     for (int i = 0; !rc && (o->profile || profile_cmd) && i < workers; i++)
         rc = attach_profiler(o, model, states[i], (size_t)o->n_new + 2, &profs[i]);
     if (!rc && profile_cmd) rc = open_outputs(o, &json_f, &trace_f);
@@ -917,7 +922,8 @@ static int compare_load(const Options *o, const char *path, const char *text, si
     const NlConfig *c = nl_model_config(*model);
     NlNormType other_norm = c->norm == NL_NORM_LAYERNORM ? NL_NORM_RMSNORM : NL_NORM_LAYERNORM;
     NlPlacement other_place = c->placement == NL_PLACE_PRE ? NL_PLACE_POST : NL_PLACE_PRE;
-    NlRunOptions runs[3] = {{c->norm, c->placement, 1, 1}, {other_norm, c->placement, 1, 1}, {c->norm, other_place, 1, 1}};
+    NlRunOptions runs[3] = {
+        {c->norm, c->placement, 1, 1}, {other_norm, c->placement, 1, 1}, {c->norm, other_place, 1, 1}};
     for (int r = 0; r < (o->also_swap ? 3 : 1); r++) {
         labels[*n_jobs] = path;
         jobs[(*n_jobs)++] = (NlCompareJob){*model, runs[r], *ids, n};
@@ -967,7 +973,8 @@ static int cmd_compare(Options *o) {
     for (int i = 0; !rc && i < o->n_models; i++)
         rc = compare_load(o, o->models[i], text, len, &models[i], &ids[i], jobs, labels, &n_rows);
     if (rc) goto cleanup;
-    if (isatty(STDERR_FILENO)) fprintf(stderr, "compare: %zu rows on %d thread%s ...", n_rows, o->threads, plural((size_t)o->threads));
+    if (isatty(STDERR_FILENO))
+        fprintf(stderr, "compare: %zu rows on %d thread%s ...", n_rows, o->threads, plural((size_t)o->threads));
     NlCompareOptions copts = {o->repeats, o->invariance};
     NlError err;
     size_t failed;
@@ -1101,8 +1108,8 @@ static void select_blas_core(char **argv, BlasChoice *b) {
     const char *choice = nl_blas_choose_core(b->reported, nl_cpu_features(), env, opt && strcmp(opt, "0") == 0);
     if (!choice || setenv("OPENBLAS_CORETYPE", choice, 1) != 0 || setenv(CORE_FROM_ENV, b->reported, 1) != 0) return;
     execv("/proc/self/exe", argv);
-    fprintf(stderr, "normlab: warning: could not restart with OPENBLAS_CORETYPE=%s (%s); running on OpenBLAS's %s kernels\n",
-            choice, strerror(errno), b->reported);
+    fprintf(stderr, "normlab: warning: could not restart with OPENBLAS_CORETYPE=%s (%s); running on OpenBLAS's %s "
+            "kernels\n", choice, strerror(errno), b->reported);
     unsetenv(CORE_FROM_ENV);
     unsetenv("OPENBLAS_CORETYPE");
 }

@@ -123,7 +123,8 @@ typedef struct {
     NlNormType norm;         // run the norms as this type (may differ from the config)
     NlPlacement placement;   // run the blocks with this placement
     int batch;               // independent sequences per forward call, at most (0 means 1)
-    int threads;             // most OpenBLAS threads per product (0 means 1); small products use 1
+    int threads;             // most OpenBLAS threads for an sgemv of 1M weights or more (0 means 1); every
+                             // other product uses 1, so that results do not depend on it
 } NlRunOptions;
 
 // Allocates activations and the KV cache for `batch` sequences of T positions. opts NULL runs the
