@@ -77,12 +77,6 @@ static double eval_group(EvalJob *j, size_t worker, size_t g, size_t *bad) {
     return sum;
 }
 
-// Lowers *first to g when g is smaller.
-static void lower_to(atomic_size_t *first, size_t g) {
-    size_t cur = atomic_load(first);
-    while (g < cur && !atomic_compare_exchange_weak(first, &cur, g)) {}
-}
-
 // Worker w of P scores groups w, w + P, w + 2P, ... (a fixed share: with at least P groups every
 // worker runs). After a non-finite loss in group g, groups above g are skipped and those below are
 // still scored, so the first bad character reported is the first in the text, whatever P is.
@@ -90,7 +84,7 @@ static void eval_worker(void *arg, int worker) {
     EvalJob *j = arg;
     for (size_t g = (size_t)worker; g < j->n_groups && g < atomic_load(&j->first_bad); g += j->n_workers) {
         j->group_nll[g] = eval_group(j, (size_t)worker, g, &j->group_bad[g]);
-        if (j->group_bad[g] != SIZE_MAX) lower_to(&j->first_bad, g);
+        if (j->group_bad[g] != SIZE_MAX) nl_atomic_lower(&j->first_bad, g);
         size_t done = atomic_load(&j->done_chars);
         if (worker == 0 && j->progress && done < j->n_inputs) j->progress(done, j->n_inputs, j->ctx);
     }

@@ -170,11 +170,6 @@ static int emit_in_group(int stream, int token, void *ctx) {
     return g->job->emit((int)g->first + stream, token, g->job->ctx);
 }
 
-static void lower_to(atomic_size_t *first, size_t g) {
-    size_t cur = atomic_load(first);
-    while (g < cur && !atomic_compare_exchange_weak(first, &cur, g)) {}
-}
-
 // Worker w of P runs groups w, w + P, ... (with at least P groups, every worker runs). After a group
 // fails or is stopped, groups above it are skipped and those below still run, so the error
 // reported is the first in stream order whatever P is.
@@ -185,7 +180,7 @@ static void group_worker(void *arg, int worker) {
         GroupEmit ge = {j, first};
         j->group_rc[g] = nl_generate_batch(j->states[worker], j->samplers + first, nb, j->prompt, j->n_prompt, j->opts,
                                            emit_in_group, &ge, &j->group_stats[g], &j->group_err[g]);
-        if (j->group_rc[g] != 0) lower_to(&j->first_failed, g);
+        if (j->group_rc[g] != 0) nl_atomic_lower(&j->first_failed, g);
     }
 }
 

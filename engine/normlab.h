@@ -295,6 +295,7 @@ void nl_profiler_record(NlProfiler *prof, double begin, int layer, NlComponent c
 void nl_profiler_record_layer(NlProfiler *prof, double begin, int layer);
 
 const NlProfileCell *nl_profiler_cell(const NlProfiler *prof, NlPhase phase, int layer, NlComponent comp);
+void nl_profile_cell_add(NlProfileCell *sum, const NlProfileCell *cell);  // every field of cell into sum
 double nl_profiler_wall(const NlProfiler *prof, NlPhase phase);
 uint64_t nl_profiler_tokens(const NlProfiler *prof, NlPhase phase);  // positions through the forward pass
 size_t nl_profiler_events(const NlProfiler *prof, const NlProfileEvent **events, size_t *dropped);

@@ -41,6 +41,11 @@ static void *job_main(void *arg) {
     return NULL;
 }
 
+void nl_atomic_lower(atomic_size_t *v, size_t x) {
+    size_t cur = atomic_load(v);
+    while (x < cur && !atomic_compare_exchange_weak(v, &cur, x)) {}
+}
+
 int nl_parallel_run(int n_workers, NlWorkerFn fn, void *ctx) {
     if (n_workers <= 1) {
         fn(ctx, 0);

@@ -5,7 +5,13 @@
 #ifndef NL_PARALLEL_H
 #define NL_PARALLEL_H
 
+#include <stdatomic.h>
+#include <stddef.h>
+
 typedef void (*NlWorkerFn)(void *ctx, int worker);
+
+// *v = min(*v, x), atomically: the first failed group of a run, whichever worker finds it.
+void nl_atomic_lower(atomic_size_t *v, size_t x);
 
 // Returns the number of threads that ran workers (>= 1).
 int nl_parallel_run(int n_workers, NlWorkerFn fn, void *ctx);

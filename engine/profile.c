@@ -199,19 +199,19 @@ void nl_profiler_record_layer(NlProfiler *p, double begin, int layer) {
     if (p) add_event(p, begin, now(p), layer, NL_COMP_COUNT);
 }
 
+void nl_profile_cell_add(NlProfileCell *a, const NlProfileCell *b) {
+    a->calls += b->calls;
+    a->tokens += b->tokens;
+    a->seconds += b->seconds;
+    a->flops += b->flops;
+    a->bytes += b->bytes;
+    a->cycles += b->cycles;
+    a->instructions += b->instructions;
+}
+
 void nl_profiler_merge(NlProfiler *p, const NlProfiler *other) {
     size_t n_cells = (size_t)NL_PHASE_COUNT * ((size_t)p->cfg.n_layer + 1) * NL_COMP_COUNT;
-    for (size_t i = 0; i < n_cells; i++) {
-        NlProfileCell *c = &p->cells[i];
-        const NlProfileCell *o = &other->cells[i];
-        c->calls += o->calls;
-        c->tokens += o->tokens;
-        c->seconds += o->seconds;
-        c->flops += o->flops;
-        c->bytes += o->bytes;
-        c->cycles += o->cycles;
-        c->instructions += o->instructions;
-    }
+    for (size_t i = 0; i < n_cells; i++) nl_profile_cell_add(&p->cells[i], &other->cells[i]);
     for (int ph = 0; ph < NL_PHASE_COUNT; ph++) {
         p->wall[ph] += other->wall[ph];
         p->tokens[ph] += other->tokens[ph];

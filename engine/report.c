@@ -5,15 +5,6 @@
 
 #include <cjson/cJSON.h>
 
-static void add_cell(NlProfileCell *a, const NlProfileCell *b) {
-    a->calls += b->calls;
-    a->tokens += b->tokens;
-    a->seconds += b->seconds;
-    a->flops += b->flops;
-    a->bytes += b->bytes;
-    a->cycles += b->cycles;
-    a->instructions += b->instructions;
-}
 
 // The layer-less components (layer -1) and the per-layer ones.
 static int is_model_level(int comp) {
@@ -56,14 +47,14 @@ static int text_phase(FILE *f, const NlProfiler *p, NlPhase ph, int L, int hw) {
     fprintf(f, "-- per layer\n");
     for (int l = 0; l < L; l++) {
         NlProfileCell t = {0};
-        for (int c = 0; c < NL_COMP_COUNT; c++) add_cell(&t, nl_profiler_cell(p, ph, l, (NlComponent)c));
+        for (int c = 0; c < NL_COMP_COUNT; c++) nl_profile_cell_add(&t, nl_profiler_cell(p, ph, l, (NlComponent)c));
         snprintf(lbuf, sizeof lbuf, "%d", l);
         rc |= print_row(f, lbuf, "(all)", &t, wall, tokens, hw);
     }
     fprintf(f, "-- per component, all layers\n");
     for (int c = 0; c < NL_COMP_COUNT; c++) {
         NlProfileCell t = {0};
-        for (int l = -1; l < L; l++) add_cell(&t, nl_profiler_cell(p, ph, l, (NlComponent)c));
+        for (int l = -1; l < L; l++) nl_profile_cell_add(&t, nl_profiler_cell(p, ph, l, (NlComponent)c));
         rc |= print_row(f, "all", nl_component_name((NlComponent)c), &t, wall, tokens, hw);
     }
     int th = nl_profiler_threads(p);
@@ -125,12 +116,12 @@ static cJSON *phase_json(const NlProfiler *p, NlPhase ph, int L, int hw) {
                 cJSON_AddItemToArray(rows, cell_json(l, nl_component_name((NlComponent)c), nl_profiler_cell(p, ph, l, (NlComponent)c), wall, tokens, hw));
     for (int l = 0; l < L; l++) {
         NlProfileCell t = {0};
-        for (int c = 0; c < NL_COMP_COUNT; c++) add_cell(&t, nl_profiler_cell(p, ph, l, (NlComponent)c));
+        for (int c = 0; c < NL_COMP_COUNT; c++) nl_profile_cell_add(&t, nl_profiler_cell(p, ph, l, (NlComponent)c));
         cJSON_AddItemToArray(layers, cell_json(l, "(all)", &t, wall, tokens, hw));
     }
     for (int c = 0; c < NL_COMP_COUNT; c++) {
         NlProfileCell t = {0};
-        for (int l = -1; l < L; l++) add_cell(&t, nl_profiler_cell(p, ph, l, (NlComponent)c));
+        for (int l = -1; l < L; l++) nl_profile_cell_add(&t, nl_profiler_cell(p, ph, l, (NlComponent)c));
         cJSON_AddItemToArray(comps, cell_json(-1, nl_component_name((NlComponent)c), &t, wall, tokens, hw));
     }
     return o;
