@@ -7,7 +7,7 @@
 CC ?= cc
 # snprintf into fixed message buffers truncates on purpose, so that warning is off.
 WARN = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-format-truncation
-BASE_CFLAGS = -std=c11 -O2 -g $(WARN) -Iengine -Itokenizer
+BASE_CFLAGS = -std=c11 -O2 -g $(WARN) -Iengine -Iengine/cli -Itokenizer
 SAN_FLAGS = -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all -fno-omit-frame-pointer
 # Evaluated in recipes only, after `deps` has installed pkg-config and the libraries.
 PKG_CFLAGS = $(shell pkg-config --cflags openblas libcjson)
@@ -15,7 +15,8 @@ PKG_LIBS = $(shell pkg-config --libs openblas libcjson) -lm -pthread
 
 LIB_SRC = engine/model.c engine/safetensors.c engine/jsonx.c engine/fileio.c engine/kernels.c \
           engine/forward.c engine/sampler.c engine/generate.c engine/eval.c engine/parallel.c engine/blascore.c engine/profile.c engine/report.c engine/stats.c engine/compare.c tokenizer/tokenizer.c
-HEADERS = $(wildcard engine/*.h tokenizer/*.h tests/*.h)
+HEADERS = $(wildcard engine/*.h engine/cli/*.h tokenizer/*.h tests/*.h)
+CLI_SRC = engine/cli/main.c engine/cli/output.c engine/cli/msg.c
 TESTS = test_tokenizer test_kernels test_sampler test_loader test_forward test_golden test_profile test_compare test_parallel
 FUZZERS = safetensors config tokenizer inline prompt
 RUN_ARGS ?= -n 500
@@ -49,10 +50,10 @@ build/san/libnormlab.a: $(LIB_SRC:%.c=build/san/%.o)
 build/libnormlab.a: build/rel/libnormlab.a
 	cp $< $@
 
-normlab: build/rel/engine/main.o build/rel/libnormlab.a
+normlab: $(CLI_SRC:%.c=build/rel/%.o) build/rel/libnormlab.a
 	$(CC) $^ $(PKG_LIBS) -o $@
 
-build/san/normlab: build/san/engine/main.o build/san/libnormlab.a
+build/san/normlab: $(CLI_SRC:%.c=build/san/%.o) build/san/libnormlab.a
 	$(CC) $(SAN_FLAGS) $^ $(PKG_LIBS) -o $@
 
 build/rel/tests/%: build/rel/tests/%.o build/rel/tests/check.o build/rel/tests/ref_forward.o build/rel/libnormlab.a

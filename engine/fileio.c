@@ -11,16 +11,28 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-// Opens path read-only and checks it is a regular file; returns the fd and its size.
-static int open_regular(const char *path, size_t *size, NlError *err) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // O_NONBLOCK: a FIFO must not hang us
+const char *nl_cut(char buf[NL_CUT_BUF], const char *s) {
+    size_t n = strlen(s), keep = 76;
+    if (n < 160) return s;
+    size_t head = keep, tail = n - keep;
+    while (head > 0 && ((unsigned char)s[head] & 0xC0) == 0x80) head--;  // whole characters only
+    while (tail < n && ((unsigned char)s[tail] & 0xC0) == 0x80) tail++;
+    memcpy(buf, s, head);
+    memcpy(buf + head, "...", 3);
+    memcpy(buf + head + 3, s + tail, n - tail + 1);
+    return buf;
+}
+
+// Opens name (relative to dirfd) read-only and checks it is a regular file; returns the fd and size.
+static int open_regular(int dirfd, const char *name, const char *what, size_t *size, NlError *err) {
+    int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // O_NONBLOCK: a FIFO must not hang us
     if (fd < 0) {
-        snprintf(err->msg, sizeof err->msg, "%s: cannot open: %s", path, strerror(errno));
+        snprintf(err->msg, sizeof err->msg, "%s: cannot open: %s", what, strerror(errno));
         return -1;
     }
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        snprintf(err->msg, sizeof err->msg, "%s: not a regular file", path);
+        snprintf(err->msg, sizeof err->msg, "%s: not a regular file", what);
         close(fd);
         return -1;
     }
@@ -28,12 +40,12 @@ static int open_regular(const char *path, size_t *size, NlError *err) {
     return fd;
 }
 
-int file_read_all(const char *path, size_t cap, char **buf, size_t *len, NlError *err) {
+int file_read_all(int dirfd, const char *name, const char *what, size_t cap, char **buf, size_t *len, NlError *err) {
     size_t size;
-    int fd = open_regular(path, &size, err);
+    int fd = open_regular(dirfd, name, what, &size, err);
     if (fd < 0) return -1;
     if (size > cap) {
-        snprintf(err->msg, sizeof err->msg, "%s: file is %zu bytes, more than the limit of %zu", path, size, cap);
+        snprintf(err->msg, sizeof err->msg, "%s: file is %zu bytes, more than the limit of %zu", what, size, cap);
         close(fd);
         return -1;
     }
@@ -47,7 +59,7 @@ int file_read_all(const char *path, size_t cap, char **buf, size_t *len, NlError
     }
     close(fd);
     if (!data || got != size) {
-        snprintf(err->msg, sizeof err->msg, "%s: %s", path, data ? "short read" : "out of memory");
+        snprintf(err->msg, sizeof err->msg, "%s: %s", what, data ? "short read (the file changed while read)" : "out of memory");
         free(data);
         return -1;
     }
@@ -57,19 +69,19 @@ int file_read_all(const char *path, size_t cap, char **buf, size_t *len, NlError
     return 0;
 }
 
-int file_map(const char *path, const unsigned char **addr, size_t *len, NlError *err) {
+int file_map(int dirfd, const char *name, const char *what, const unsigned char **addr, size_t *len, NlError *err) {
     size_t size;
-    int fd = open_regular(path, &size, err);
+    int fd = open_regular(dirfd, name, what, &size, err);
     if (fd < 0) return -1;
     if (size == 0) {
-        snprintf(err->msg, sizeof err->msg, "%s: file is empty", path);
+        snprintf(err->msg, sizeof err->msg, "%s: file is empty", what);
         close(fd);
         return -1;
     }
     void *p = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
     if (p == MAP_FAILED) {
-        snprintf(err->msg, sizeof err->msg, "%s: cannot map: %s", path, strerror(errno));
+        snprintf(err->msg, sizeof err->msg, "%s: cannot map: %s", what, strerror(errno));
         return -1;
     }
     *addr = p;

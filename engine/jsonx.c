@@ -1,22 +1,53 @@
 // jsonx.c — strict JSON reading on top of cJSON (see jsonx.h for the rules and why).
 #include "jsonx.h"
 
+#include "fileio.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #define FAIL(...) do { snprintf(err->msg, sizeof err->msg, __VA_ARGS__); return -1; } while (0)
 
-// Finds a "\u0000" escape inside a string literal; returns its byte offset or -1.
-static long find_nul_escape(const char *buf, size_t len) {
-    int in_string = 0;
+// Copies the string literal's text buf[start..end) into out (cap bytes), a raw NUL as "\u0000" so
+// that it stays visible, cut with "..." when it does not fit.
+static void literal_text(char *out, size_t cap, const char *buf, size_t start, size_t end) {
+    size_t o = 0;
+    for (size_t i = start; i < end && o + 8 < cap; i++) {
+        if (buf[i] == '\0') { memcpy(out + o, "\\u0000", 6); o += 6; }
+        else out[o++] = buf[i];
+    }
+    if (o + 8 >= cap) { memcpy(out + o, "...", 3); o += 3; }
+    out[o] = '\0';
+}
+
+// Finds, inside a string literal, a NUL (raw, or the escape \u0000) or another raw control
+// character (JSON wants them escaped; cJSON keeps them, and a NUL cuts the string short). Returns
+// its byte offset or -1; *code gets the character, `key` the key it belongs to: the string itself
+// when it is a key, else the last key before it ("" when none), and *in_key which of the two.
+static long find_bad_string_byte(const char *buf, size_t len, unsigned *code, char *key, size_t keylen, int *in_key) {
+    long bad = -1;
+    size_t start = 0;
+    key[0] = '\0';
     for (size_t i = 0; i < len; i++) {
-        char c = buf[i];
-        if (!in_string) { in_string = (c == '"'); continue; }
-        if (c == '"') { in_string = 0; continue; }
-        if (c != '\\' || i + 1 >= len) continue;
-        if (buf[i + 1] == 'u' && i + 5 < len && memcmp(buf + i + 2, "0000", 4) == 0) return (long)i;
-        i++;  // skip the escaped character (so \\ and \" do not confuse the scan)
+        if (buf[i] != '"') continue;
+        start = ++i;  // a string literal: scan it to its closing quote
+        for (; i < len && buf[i] != '"'; i++) {
+            unsigned char c = (unsigned char)buf[i];
+            if (bad < 0 && c < 0x20) { bad = (long)i; *code = c; }
+            if (c != '\\' || i + 1 >= len) continue;
+            if (bad < 0 && buf[i + 1] == 'u' && i + 5 < len && memcmp(buf + i + 2, "0000", 4) == 0) { bad = (long)i; *code = 0; }
+            i++;  // skip the escaped character (so \\ and \" do not end the literal)
+        }
+        size_t after = i + 1;
+        while (after < len && strchr(" \t\r\n", buf[after]) && buf[after] != '\0') after++;
+        int is_key = after < len && buf[after] == ':';
+        if (bad >= 0 && (size_t)bad >= start) {  // found in this literal
+            if (is_key) literal_text(key, keylen, buf, start, i);
+            *in_key = is_key;
+            return bad;
+        }
+        if (is_key) literal_text(key, keylen, buf, start, i);
     }
     return -1;
 }
@@ -26,7 +57,10 @@ static int check_duplicates(const cJSON *node, const char *what, NlError *err) {
     for (const cJSON *c = node->child; c; c = c->next) {
         if (cJSON_IsObject(node)) {
             for (const cJSON *d = c->next; d; d = d->next)
-                if (strcmp(c->string, d->string) == 0) FAIL("%s: duplicate key \"%s\"", what, c->string);
+                if (strcmp(c->string, d->string) == 0) {
+                    char cut[NL_CUT_BUF];
+                    FAIL("%s: duplicate key \"%s\"", what, nl_cut(cut, c->string));
+                }
         }
         if ((cJSON_IsObject(c) || cJSON_IsArray(c)) && check_duplicates(c, what, err) != 0) return -1;
     }
@@ -34,9 +68,17 @@ static int check_duplicates(const cJSON *node, const char *what, NlError *err) {
 }
 
 cJSON *jsonx_parse(const char *buf, size_t len, const char *what, NlError *err) {
-    long nul = find_nul_escape(buf, len);
-    if (nul >= 0) {
-        snprintf(err->msg, sizeof err->msg, "%s: \\u0000 escape at byte %ld is not allowed", what, nul + 1);
+    char key[96];
+    unsigned code = 0;
+    int in_key = 0;
+    long bad = find_bad_string_byte(buf, len, &code, key, sizeof key, &in_key);
+    if (bad >= 0) {
+        char ch[40];
+        if (code == 0) snprintf(ch, sizeof ch, "a NUL character (data corruption)");
+        else snprintf(ch, sizeof ch, "an unescaped control character U+%04X", code);
+        if (in_key) snprintf(err->msg, sizeof err->msg, "%s: the key \"%s\" has %s at byte %ld", what, key, ch, bad + 1);
+        else if (key[0]) snprintf(err->msg, sizeof err->msg, "%s: a string in \"%s\" has %s at byte %ld", what, key, ch, bad + 1);
+        else snprintf(err->msg, sizeof err->msg, "%s: a string has %s at byte %ld", what, ch, bad + 1);
         return NULL;
     }
     const char *end = NULL;
@@ -64,7 +106,8 @@ int jsonx_only_keys(const cJSON *obj, const char *const *allowed, const char *wh
     for (const cJSON *c = obj->child; c; c = c->next) {
         int known = 0;
         for (const char *const *a = allowed; *a && !known; a++) known = strcmp(*a, c->string) == 0;
-        if (!known) FAIL("%s: unknown key \"%s\"", what, c->string);
+        char cut[NL_CUT_BUF];
+        if (!known) FAIL("%s: unknown key \"%s\"", what, nl_cut(cut, c->string));
     }
     return 0;
 }

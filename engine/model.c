@@ -1,6 +1,9 @@
 // model.c — load and validate a model: config, tokenizer and tensors, from a directory
 // (config.json + tokenizer.json + memory-mapped model.safetensors) or one inline .json file.
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -26,8 +29,9 @@ struct NlModel {
     NlWeights weights;
     NlTokenizer *tok;
     StFile st;                   // safetensors table (directory models)
-    const unsigned char *map;    // mapped model.safetensors, or NULL
+    const unsigned char *map;    // model.safetensors mapped (or read, with no_mmap), or NULL
     size_t map_len;
+    int map_read;                // 1: map was read into memory (free), 0: mapped (munmap)
     float *owned;                // inline tensors, or an aligned copy of an unaligned data section
     size_t n_params;
 };
@@ -259,7 +263,9 @@ static int bind_weights(NlModel *m, TensorRef *refs, size_t n, const char *what,
     m->n_params = 0;
     for (size_t i = 0; i < n; i++) {
         if (!refs[i].used) {
-            snprintf(err->msg, sizeof err->msg, "%s: unexpected tensor \"%s\" (not used by this config)", what, refs[i].name);
+            char cut[NL_CUT_BUF];
+            snprintf(err->msg, sizeof err->msg, "%s: unexpected tensor \"%s\" (not used by this config)", what,
+                     nl_cut(cut, refs[i].name));
             return -1;
         }
         size_t count = ref_elems(&refs[i]), k = nl_first_nonfinite(refs[i].data, count);
@@ -275,29 +281,47 @@ static int bind_weights(NlModel *m, TensorRef *refs, size_t n, const char *what,
 
 // ---- directory models
 
-static int load_json_file(cJSON **root, const char *dir, const char *file, size_t cap, char *path, size_t pathlen, NlError *err) {
+// Reads and parses dir/file (dir open as dirfd); *what names it in messages: the model's short
+// name and the file.
+static int load_json_file(cJSON **root, int dirfd, const char *dir, const char *file, size_t cap, char *what,
+                          size_t whatlen, NlError *err) {
     char *buf = NULL;
     size_t len;
-    snprintf(path, pathlen, "%s/%s", dir, file);
-    if (file_read_all(path, cap, &buf, &len, err) != 0) return -1;
-    *root = jsonx_parse(buf, len, path, err);
+    snprintf(what, whatlen, "%s/%s", dir, file);
+    if (file_read_all(dirfd, file, what, cap, &buf, &len, err) != 0) return -1;
+    *root = jsonx_parse(buf, len, what, err);
     free(buf);
     return *root ? 0 : -1;
 }
 
-static int load_dir(NlModel *m, const char *dir, NlError *err) {
+// Reads model.safetensors whole into memory (no_mmap) or maps it.
+static int load_weights_file(NlModel *m, int dirfd, const char *what, int no_mmap, NlError *err) {
+    if (!no_mmap) return file_map(dirfd, "model.safetensors", what, &m->map, &m->map_len, err);
+    char *buf = NULL;
+    if (file_read_all(dirfd, "model.safetensors", what, SIZE_MAX - 1, &buf, &m->map_len, err) != 0) return -1;
+    m->map = (const unsigned char *)buf;
+    m->map_read = 1;
+    return 0;
+}
+
+// A model directory: its three files are opened through one descriptor of the directory, so they
+// come from one directory even when it is replaced while they are read (tools rename a new
+// directory into place).
+static int load_dir(NlModel *m, const char *dir, int no_mmap, NlError *err) {
     cJSON *cfg = NULL, *tok = NULL;
     TensorRef *refs = NULL;
-    char path[4096];
-    int rc = -1;
-    if (load_json_file(&cfg, dir, "config.json", CONFIG_CAP, path, sizeof path, err) != 0 ||
+    char path[512], cut[NL_CUT_BUF];
+    const char *name = nl_cut(cut, dir);
+    int rc = -1, dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dirfd < 0) FAIL("%s: cannot open: %s", name, strerror(errno));
+    if (load_json_file(&cfg, dirfd, name, "config.json", CONFIG_CAP, path, sizeof path, err) != 0 ||
         parse_config(&m->config, cfg, path, err) != 0)
         goto cleanup;
-    if (load_json_file(&tok, dir, "tokenizer.json", TOKENIZER_CAP, path, sizeof path, err) != 0 ||
+    if (load_json_file(&tok, dirfd, name, "tokenizer.json", TOKENIZER_CAP, path, sizeof path, err) != 0 ||
         parse_tokenizer(&m->tok, tok, path, err) != 0)
         goto cleanup;
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    if (file_map(path, &m->map, &m->map_len, err) != 0 || st_parse(&m->st, m->map, m->map_len, path, err) != 0)
+    snprintf(path, sizeof path, "%s/model.safetensors", name);
+    if (load_weights_file(m, dirfd, path, no_mmap, err) != 0 || st_parse(&m->st, m->map, m->map_len, path, err) != 0)
         goto cleanup;
     refs = calloc(m->st.n + 1, sizeof *refs);
     if (!refs) FAIL("%s: out of memory", path);
@@ -325,6 +349,7 @@ static int load_dir(NlModel *m, const char *dir, NlError *err) {
     if (bind_weights(m, refs, m->st.n, path, err) != 0) goto cleanup;
     rc = 0;
 cleanup:
+    if (dirfd >= 0) close(dirfd);
     cJSON_Delete(cfg);
     cJSON_Delete(tok);
     free(refs);
@@ -410,10 +435,11 @@ cleanup:
 }
 
 static int load_inline(NlModel *m, const char *path, NlError *err) {
-    char *buf = NULL;
+    char *buf = NULL, cut[NL_CUT_BUF];
     size_t len;
-    if (file_read_all(path, INLINE_CAP, &buf, &len, err) != 0) return -1;
-    int rc = parse_inline(m, buf, len, path, err);
+    const char *what = nl_cut(cut, path);
+    if (file_read_all(AT_FDCWD, path, what, INLINE_CAP, &buf, &len, err) != 0) return -1;
+    int rc = parse_inline(m, buf, len, what, err);
     free(buf);
     return rc;
 }
@@ -446,42 +472,52 @@ int nl_tokenizer_parse(NlTokenizer **out, const char *buf, size_t len, const cha
 
 // ---- public API
 
-int nl_model_load(NlModel **out, const char *path, NlError *err) {
+int nl_model_load_with(NlModel **out, const char *path, const NlLoadOptions *opts, NlError *err) {
     *out = NULL;
     struct stat st;
+    char cut[NL_CUT_BUF];
+    const char *name = nl_cut(cut, path);
+    if (strlen(path) + sizeof "/model.safetensors" > PATH_MAX) {
+        snprintf(err->msg, sizeof err->msg, "%s: path too long (%zu bytes; at most %zu with the file names inside)",
+                 name, strlen(path), (size_t)PATH_MAX - sizeof "/model.safetensors");
+        return -1;
+    }
     if (stat(path, &st) != 0) {
-        snprintf(err->msg, sizeof err->msg, "%s: no such model (expected a model directory or a .json file)", path);
+        snprintf(err->msg, sizeof err->msg, "%s: no such model (expected a model directory or a .json file)", name);
         return -1;
     }
     const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
     size_t blen = strlen(base);
     if (S_ISREG(st.st_mode) && (strcmp(base, "config.json") == 0 || strcmp(base, "tokenizer.json") == 0 ||
                                 (blen >= 12 && strcmp(base + blen - 12, ".safetensors") == 0))) {
-        snprintf(err->msg, sizeof err->msg, "%s: give the model directory that holds this file, not the file", path);
+        snprintf(err->msg, sizeof err->msg, "%s: give the model directory that holds this file, not the file", name);
         return -1;
     }
     if (S_ISDIR(st.st_mode)) {
-        char cfg[4200];
+        char cfg[PATH_MAX + 16];
         snprintf(cfg, sizeof cfg, "%s/config.json", path);
         if (access(cfg, F_OK) != 0) {
-            snprintf(err->msg, sizeof err->msg, "%s: not a model directory (it has no config.json)", path);
+            snprintf(err->msg, sizeof err->msg, "%s: not a model directory (it has no config.json)", name);
             return -1;
         }
     }
     NlModel *m = calloc(1, sizeof *m);
     if (!m) { snprintf(err->msg, sizeof err->msg, "out of memory"); return -1; }
-    int rc = S_ISDIR(st.st_mode) ? load_dir(m, path, err) : load_inline(m, path, err);
+    int rc = S_ISDIR(st.st_mode) ? load_dir(m, path, opts && opts->no_mmap, err) : load_inline(m, path, err);
     if (rc != 0) { nl_model_free(m); return -1; }
     *out = m;
     return 0;
 }
+
+int nl_model_load(NlModel **out, const char *path, NlError *err) { return nl_model_load_with(out, path, NULL, err); }
 
 void nl_model_free(NlModel *m) {
     if (!m) return;
     free(m->weights.layers);
     nl_tokenizer_free(m->tok);
     st_free(&m->st);
-    file_unmap(m->map, m->map_len);
+    if (m->map_read) free((void *)m->map);
+    else file_unmap(m->map, m->map_len);
     free(m->owned);
     free(m);
 }

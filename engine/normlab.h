@@ -84,6 +84,13 @@ typedef struct NlState NlState;
 // Loads a model directory (config.json, tokenizer.json, model.safetensors; the weights are
 // memory-mapped, not copied) or a single .json file with inline tensors. Every file is validated.
 int nl_model_load(NlModel **out, const char *path, NlError *err);
+typedef struct {
+    int no_mmap;  // 1: read model.safetensors into memory instead of mapping it (llama.cpp's --no-mmap)
+} NlLoadOptions;
+// nl_model_load with options (NULL: the defaults above). A mapped file that another program
+// truncates or rewrites in place while it is mapped kills the process (SIGBUS); normlab's own
+// tools replace model files by renaming, which is safe. no_mmap costs the weights' size in memory.
+int nl_model_load_with(NlModel **out, const char *path, const NlLoadOptions *opts, NlError *err);
 void nl_model_free(NlModel *model);
 const NlConfig *nl_model_config(const NlModel *model);
 const NlWeights *nl_model_weights(const NlModel *model);
@@ -278,9 +285,11 @@ typedef struct {
 } NlProfileEvent;
 
 typedef struct NlProfiler NlProfiler;
+#define NL_TRACE_MAX_EVENTS ((size_t)1 << 24)
 
-// Creates a profiler for models of cfg's shape, keeping at most max_events trace events (later
-// ones are counted as dropped). hw_counters asks for cycles and instructions via perf_event_open;
+// Creates a profiler for models of cfg's shape, keeping at most max_events trace events (at most
+// NL_TRACE_MAX_EVENTS, 24 bytes each; later ones are counted as dropped). The event buffer grows as
+// events arrive, so a large max_events costs nothing until used. hw_counters asks for cycles and instructions via perf_event_open;
 // when the platform refuses, nl_profiler_hw_available() says so and nothing fails.
 int nl_profiler_create(NlProfiler **out, const NlConfig *cfg, size_t max_events, int hw_counters, NlError *err);
 void nl_profiler_free(NlProfiler *prof);
@@ -302,7 +311,7 @@ size_t nl_profiler_events(const NlProfiler *prof, const NlProfileEvent **events,
 int nl_profiler_hw_available(const NlProfiler *prof);
 // Adds other's totals (cells, wall time, positions) into prof, for a run on several engine threads
 // with one profiler each (same config): times then are summed over threads. other's trace events
-// are not copied; they count as dropped.
+// are not copied (a trace shows the first thread).
 void nl_profiler_merge(NlProfiler *prof, const NlProfiler *other);
 int nl_profiler_threads(const NlProfiler *prof);  // 1 + the threads merged in
 const NlConfig *nl_profiler_config(const NlProfiler *prof);

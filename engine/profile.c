@@ -19,8 +19,8 @@ struct NlProfiler {
     NlProfileCell *cells;        // (NL_PHASE_COUNT, L + 1, NL_COMP_COUNT); layer -1 stored at index 0
     double wall[NL_PHASE_COUNT];
     uint64_t tokens[NL_PHASE_COUNT];
-    NlProfileEvent *events;      // (max_events)
-    size_t n_events, max_events, dropped;
+    NlProfileEvent *events;      // (cap_events), grown by doubling up to max_events
+    size_t n_events, cap_events, max_events, dropped;
     int use_tsc;                 // clock in TSC ticks (else seconds of CLOCK_MONOTONIC)
     double tick;                 // seconds per clock unit
     int hw_fd;                   // perf group leader (cycles), or -1
@@ -118,17 +118,18 @@ int nl_profiler_create(NlProfiler **out, const NlConfig *cfg, size_t max_events,
     size_t n_cells = (size_t)NL_PHASE_COUNT * ((size_t)cfg->n_layer + 1) * NL_COMP_COUNT;
     if (p) {
         p->cells = calloc(n_cells, sizeof *p->cells);
-        p->events = max_events ? malloc(max_events * sizeof *p->events) : NULL;
+        if (max_events > NL_TRACE_MAX_EVENTS) max_events = NL_TRACE_MAX_EVENTS;
+        p->cap_events = max_events < 4096 ? max_events : 4096;  // grows as events arrive
+        p->events = p->cap_events ? malloc(p->cap_events * sizeof *p->events) : NULL;
     }
-    if (!p || !p->cells || (max_events && !p->events)) {
-        snprintf(err->msg, sizeof err->msg, "out of memory for the profiler (%zu trace events)", max_events);
+    if (!p || !p->cells || (p->cap_events && !p->events)) {
+        snprintf(err->msg, sizeof err->msg, "out of memory for the profiler");
         if (p) { free(p->cells); free(p->events); }
         free(p);
         return -1;
     }
     p->cfg = *cfg;
     p->max_events = max_events;
-    if (max_events) memset(p->events, 0, max_events * sizeof *p->events);  // fault the pages in now, not mid-run
     p->hw_fd = -1;
     p->threads = 1;
     if (hw_counters) hw_open(p);
@@ -169,7 +170,13 @@ void nl_profiler_add_wall(NlProfiler *p, double begin) {
 }
 
 static void add_event(NlProfiler *p, double begin, double end, int layer, int comp) {
-    if (p->n_events == p->max_events) { p->dropped++; return; }
+    if (p->n_events == p->cap_events) {  // double, up to the cap; past it (or out of memory) count as dropped
+        size_t cap = p->cap_events * 2 < p->max_events ? p->cap_events * 2 : p->max_events;
+        NlProfileEvent *more = cap > p->cap_events ? realloc(p->events, cap * sizeof *more) : NULL;
+        if (!more) { p->dropped++; return; }
+        p->events = more;
+        p->cap_events = cap;
+    }
     p->events[p->n_events++] = (NlProfileEvent){(begin - p->t_origin) * p->tick, (end - begin) * p->tick,
                                                 (int16_t)layer, (uint8_t)comp, (uint8_t)p->phase};
 }
@@ -216,7 +223,7 @@ void nl_profiler_merge(NlProfiler *p, const NlProfiler *other) {
         p->wall[ph] += other->wall[ph];
         p->tokens[ph] += other->tokens[ph];
     }
-    p->dropped += other->n_events + other->dropped;  // one trace shows one thread
+    p->dropped += other->dropped;  // other's events stay out: one trace shows one thread
     p->threads += other->threads;
 }
 

@@ -218,8 +218,8 @@ grep -qE "OpenBLAS $core kernels \(chosen by (openblas|environment|normlab)\), t
     && ok "profile reports the kernel family and threads" || bad "profile threads" "$(head -2 "$TMP/out")"
 grep -q '"phase":[[:space:]]*"decode"' "$TMP/prof.json" && ok "profile --json written" || bad "profile --json" "$(head -c 200 "$TMP/prof.json")"
 grep -q '"traceEvents"' "$TMP/trace.json" && grep -q '"name": "layer 1"' "$TMP/trace.json" && ok "profile --trace written" || bad "profile --trace" "$(head -c 200 "$TMP/trace.json")"
-expect_fail "profile unwritable json" 1 "/nonexistent/dir/p.json: cannot write" profile $M -n 5 --json /nonexistent/dir/p.json
-expect_fail "profile unwritable trace" 1 "cannot write" profile $M -n 5 --json "$TMP/p2.json" --trace /nonexistent/t.json
+expect_fail "profile unwritable json" 2 "output /nonexistent/dir/p.json: its directory cannot be used" profile $M -n 5 --json /nonexistent/dir/p.json
+expect_fail "profile unwritable trace" 2 "its directory cannot be used" profile $M -n 5 --json "$TMP/p2.json" --trace /nonexistent/t.json
 [ ! -e "$TMP/p2.json" ] && ok "no half-written profile left behind" || bad "half-written profile" "$TMP/p2.json exists"
 expect_ok "generate plain" generate $M -p "ab" -n 40 --seed 9; cp "$TMP/out" "$TMP/first"
 expect_ok "generate --profile" generate $M -p "ab" -n 40 --seed 9 --profile
@@ -249,7 +249,7 @@ expect_fail "compare without text" 2 "--text FILE is required" compare $FIX/ln-p
 expect_fail "compare bad model" 1 "/nonexistent: no such model" compare $FIX/ln-pre-bias.json /nonexistent --text "$TMP/text.txt" --json "$TMP/bad.json"
 [ ! -e "$TMP/bad.json" ] && ok "no half-written compare JSON" || bad "half-written compare JSON" "exists"
 expect_fail "compare unknown characters" 1 "U+0009 at position 3" compare $FIX/ln-pre-bias.json --text "$TMP/tab.txt"
-expect_fail "compare unwritable json" 1 "/nonexistent/x.json: cannot write" compare $FIX/ln-pre-bias.json --text "$TMP/text.txt" --json /nonexistent/x.json
+expect_fail "compare unwritable json" 2 "output /nonexistent/x.json: its directory cannot be used" compare $FIX/ln-pre-bias.json --text "$TMP/text.txt" --json /nonexistent/x.json
 if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
     expect_ok "compare --plot-dir" compare $FIX/ln-pre-bias.json $FIX/rms-pre-bias.json --text "$TMP/text.txt" --repeats 1 --plot-dir "$TMP/plots"
     for png in bits_per_char residual_rms time_share; do

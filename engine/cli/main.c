@@ -1,7 +1,10 @@
 // main.c — the normlab command line: generate, eval, info, help.
 // Only this file prints diagnostics or chooses exit codes: 0 ok, 1 runtime or data error, 2 usage.
 #define _GNU_SOURCE
+#include <spawn.h>
+#include <sys/wait.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <getopt.h>
@@ -17,6 +20,8 @@
 #include <cjson/cJSON.h>
 
 #include "fileio.h"
+#include "msg.h"
+#include "output.h"
 #include "kernels.h"
 #include "normlab.h"
 #include "report.h"
@@ -52,6 +57,7 @@ typedef struct {
     int also_swap, invariance, repeats;
     int samples;  // generate: streams decoded together
     int batch;    // eval: windows per forward call (0: as many as fill EVAL_ROWS positions)
+    int no_mmap;  // read the weights into memory instead of mapping them
     int warmup;   // generate: one untimed pass over the prompt first
     const char *csv_out, *plot_dir;
     char **models;  // compare: the positional model arguments
@@ -104,6 +110,8 @@ static const char *const HELP_GENERATE =
     "                         of 1M weights or more. The text is the same at any N\n"
     "      --profile          print the per-layer profile (see 'normlab help profile') to stderr\n"
     "      --counters         with --profile: instructions per cycle, when perf counters are available\n"
+    "      --no-mmap          read the weights into memory instead of mapping them (every command takes\n"
+    "                         it): a file rewritten in place under a mapping kills the process\n"
     "Long options may be shortened to any unambiguous prefix (--temp for --temperature).\n";
 
 static const char *const HELP_PROFILE =
@@ -177,20 +185,17 @@ static const char *const HELP_INFO =
 
 enum { OPT_TEMP = 256, OPT_TOPK, OPT_TOPP, OPT_SEED, OPT_NORM, OPT_PLACEMENT, OPT_THREADS, OPT_EXACT,
        OPT_SKIP, OPT_JSON, OPT_TEXT, OPT_STRIDE, OPT_ECHO, OPT_PROFILE, OPT_JSON_OUT, OPT_TRACE, OPT_COUNTERS,
-       OPT_ALSO_SWAP, OPT_INVARIANCE, OPT_REPEATS, OPT_CSV, OPT_PLOT_DIR, OPT_SAMPLES, OPT_WARMUP, OPT_BATCH };
+       OPT_ALSO_SWAP, OPT_INVARIANCE, OPT_REPEATS, OPT_CSV, OPT_PLOT_DIR, OPT_SAMPLES, OPT_WARMUP, OPT_BATCH, OPT_NO_MMAP };
 
-static void usage_error(const char *cmd, const char *fmt, const char *arg) {
-    fprintf(stderr, "normlab %s: ", cmd);
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, " (see 'normlab help %s')\n", cmd);
-}
+// A usage error of cmd: one escaped line naming the option or value, then where help is.
+#define usage_error(cmd, fmt, arg) msg_usage(cmd, fmt, arg)
 
 static const char *plural(size_t n) { return n == 1 ? "" : "s"; }
 
 // Flushes stdout; EXIT_DATA, with the reason on stderr, when anything written to it failed.
 static int check_stdout(int ok) {
     if (ok && fflush(stdout) != EOF) return 0;
-    fprintf(stderr, "normlab: cannot write to stdout: %s\n", strerror(errno ? errno : EIO));
+    msg_error("cannot write to stdout: %s", strerror(errno ? errno : EIO));
     return EXIT_DATA;
 }
 
@@ -253,6 +258,7 @@ static int apply_option(Options *o, int c, const char *arg) {
     case OPT_ECHO: o->echo = 1; return 0;
     case OPT_PROFILE: o->profile = 1; return 0;
     case OPT_WARMUP: o->warmup = 1; return 0;
+    case OPT_NO_MMAP: o->no_mmap = 1; return 0;
     case OPT_COUNTERS: o->counters = 1; return 0;
     case OPT_JSON_OUT: o->json_out = arg; return 0;
     case OPT_TRACE: o->trace_out = arg; return 0;
@@ -333,7 +339,7 @@ static int parse_options(Options *o, int argc, char **argv, const int *allowed) 
         {"invariance", no_argument, 0, OPT_INVARIANCE}, {"repeats", required_argument, 0, OPT_REPEATS},
         {"csv", required_argument, 0, OPT_CSV},    {"plot-dir", required_argument, 0, OPT_PLOT_DIR},
         {"samples", required_argument, 0, OPT_SAMPLES}, {"warmup", no_argument, 0, OPT_WARMUP},
-        {"batch", required_argument, 0, OPT_BATCH}, {0, 0, 0, 0}};
+        {"batch", required_argument, 0, OPT_BATCH}, {"no-mmap", no_argument, 0, OPT_NO_MMAP}, {0, 0, 0, 0}};
     struct option long_profile[sizeof LONG / sizeof LONG[0]];
     const struct option *table = LONG;
     if (strcmp(o->cmd, "profile") == 0 || strcmp(o->cmd, "compare") == 0) {  // there --json names a file
@@ -417,16 +423,17 @@ static int load_model(const Options *o, NlModel **model) {
     const char *path = model_path(o, buf, sizeof buf);
     const char *env = getenv("NORMLAB_MODEL");
     if (!o->model && env && *env && access(path, F_OK) != 0) {
-        fprintf(stderr, "normlab: NORMLAB_MODEL=%s: no such model\n", path);
+        msg_error("NORMLAB_MODEL=%s: no such model", path);
         return EXIT_DATA;
     }
     if (!o->model && access(path, F_OK) != 0) {
-        fprintf(stderr, "normlab: no trained model at %s yet; train one (see README) or pass -m MODEL\n", path);
+        msg_error("no trained model at %s yet; train one (see README) or pass -m MODEL", path);
         return EXIT_DATA;
     }
     NlError err;
-    if (nl_model_load(model, path, &err) != 0) {
-        fprintf(stderr, "normlab: %s\n", err.msg);
+    NlLoadOptions lo = {o->no_mmap};
+    if (nl_model_load_with(model, path, &lo, &err) != 0) {
+        msg_error("%s", err.msg);
         return EXIT_DATA;
     }
     return 0;
@@ -440,12 +447,12 @@ static int make_state_as(const Options *o, const NlModel *model, int batch, int 
     NlRunOptions run = {o->norm >= 0 ? (NlNormType)o->norm : c->norm,
                         o->placement >= 0 ? (NlPlacement)o->placement : c->placement, batch, blas_threads};
     if (warn && (run.norm != c->norm || run.placement != c->placement))
-        fprintf(stderr, "normlab: warning: the model was trained as %s/%s; running it as %s/%s\n",
+        msg_error("warning: the model was trained as %s/%s; running it as %s/%s",
                 nl_config_norm_name(c->norm), nl_config_placement_name(c->placement),
                 nl_config_norm_name(run.norm), nl_config_placement_name(run.placement));
     NlError err;
     if (nl_state_create(state, model, &run, &err) != 0) {
-        fprintf(stderr, "normlab: %s\n", err.msg);
+        msg_error("%s", err.msg);
         return EXIT_DATA;
     }
     return 0;
@@ -459,13 +466,13 @@ static int make_state(const Options *o, const NlModel *model, NlState **state) {
 static int encode(const NlModel *model, const char *what, const char *text, size_t len, int skip_unknown,
                   int **ids, size_t *n, size_t *skipped) {
     *ids = malloc((len + 1) * sizeof **ids);
-    if (!*ids) { fprintf(stderr, "normlab: out of memory for %s\n", what); return EXIT_DATA; }
+    if (!*ids) { msg_error("out of memory for %s", what); return EXIT_DATA; }
     char err[400];
     if (nl_tokenizer_encode(nl_model_tokenizer(model), text, len, skip_unknown, *ids, n, skipped, err, sizeof err) != 0) {
-        fprintf(stderr, "normlab: %s: %s\n", what, err);
+        msg_error("%s: %s", what, err);
         return EXIT_DATA;
     }
-    if (*skipped) fprintf(stderr, "normlab: warning: %s: dropped %zu character%s outside the vocabulary\n", what, *skipped, plural(*skipped));
+    if (*skipped) msg_error("warning: %s: dropped %zu character%s outside the vocabulary", what, *skipped, plural(*skipped));
     return 0;
 }
 
@@ -485,7 +492,7 @@ static int read_stdin(char **buf, size_t *len) {
         }
     }
     if (!data || ferror(stdin)) {
-        fprintf(stderr, "normlab: -: cannot read standard input%s\n", data ? "" : " (too large or out of memory)");
+        msg_error("-: cannot read standard input%s", data ? "" : " (too large or out of memory)");
         free(data);
         return EXIT_DATA;
     }
@@ -498,8 +505,8 @@ static int read_stdin(char **buf, size_t *len) {
 static int read_text(const char *path, char **buf, size_t *len) {
     NlError err;
     if (strcmp(path, "-") == 0) return read_stdin(buf, len);
-    if (file_read_all(path, TEXT_CAP, buf, len, &err) != 0) {
-        fprintf(stderr, "normlab: %s\n", err.msg);
+    if (file_read_all(AT_FDCWD, path, path, TEXT_CAP, buf, len, &err) != 0) {
+        msg_error("%s", err.msg);
         return EXIT_DATA;
     }
     return 0;
@@ -589,49 +596,69 @@ static int attach_profiler(const Options *o, const NlModel *model, NlState *stat
     size_t per_forward = o->trace_out ? (size_t)c->n_layer * 12 + 6 : 0;
     NlError err;
     if (nl_profiler_create(prof, nl_state_config(state), n_forward * per_forward, o->counters, &err) != 0) {
-        fprintf(stderr, "normlab: %s\n", err.msg);
+        msg_error("%s", err.msg);
         return EXIT_DATA;
     }
     nl_state_set_profiler(state, *prof);
     return 0;
 }
 
-// Opens the --json and --trace (or --csv) files before any work, so a bad path fails early.
-static int open_outputs(const Options *o, FILE **json_f, FILE **trace_f) {
-    const char *paths[2] = {o->json_out, o->trace_out ? o->trace_out : o->csv_out};
-    FILE **files[2] = {json_f, trace_f};
-    for (int i = 0; i < 2; i++) {
-        if (!paths[i]) continue;
-        *files[i] = fopen(paths[i], "w");
-        if (!*files[i]) {
-            fprintf(stderr, "normlab: %s: cannot write: %s\n", paths[i], strerror(errno));
-            return EXIT_DATA;
+// The files a command reads: every file of every model named (a directory's three files, or the
+// .json file) and the text or prompt file. Returns the count; list holds them (freed by free_list).
+static size_t input_files(const Options *o, char ***list) {
+    size_t n_models = strcmp(o->cmd, "compare") == 0 ? (size_t)o->n_models : 1, n = 0;
+    char **l = calloc(3 * n_models + 2, sizeof *l), buf[4400];
+    static const char *const FILES[3] = {"config.json", "tokenizer.json", "model.safetensors"};
+    for (size_t i = 0; l && i < n_models; i++) {
+        const char *m = strcmp(o->cmd, "compare") == 0 ? o->models[i] : model_path(o, buf, sizeof buf);
+        struct stat st;
+        if (stat(m, &st) == 0 && S_ISDIR(st.st_mode)) {
+            for (int f = 0; f < 3; f++)
+                if (asprintf(&l[n], "%s/%s", m, FILES[f]) >= 0) n++;
+        } else {
+            l[n++] = strdup(m);
         }
     }
-    return 0;
+    if (l && o->text_file) l[n++] = strdup(o->text_file);
+    if (l && o->prompt_file) l[n++] = strdup(o->prompt_file);
+    *list = l;
+    return n;
 }
 
-// Closes the output files; on failure removes them, so nothing half-written stays behind.
-static int close_outputs(const Options *o, FILE *json_f, FILE *trace_f, int rc) {
-    if (json_f && fclose(json_f) != 0 && !rc) { fprintf(stderr, "normlab: %s: write failed\n", o->json_out); rc = EXIT_DATA; }
-    const char *second = o->trace_out ? o->trace_out : o->csv_out;
-    if (trace_f && fclose(trace_f) != 0 && !rc) { fprintf(stderr, "normlab: %s: write failed\n", second); rc = EXIT_DATA; }
-    if (rc && json_f) unlink(o->json_out);
-    if (rc && trace_f) unlink(second);
+static void free_list(char **l, size_t n) {
+    for (size_t i = 0; l && i < n; i++) free(l[i]);
+    free(l);
+}
+
+// Before any work: no output may be an input or another output, or lie in the shipped models'
+// folder, and each must be writable. Usage error (2) naming both paths.
+static int check_outputs(const Options *o, const char *const *outputs, size_t n_out) {
+    char **in = NULL, shipped[4400];
+    size_t n_in = input_files(o, &in);
+    int rc = out_check_all(o->cmd, outputs, n_out, (const char *const *)in, n_in, beside_binary("weights", shipped, sizeof shipped));
+    free_list(in, n_in);
     return rc;
 }
 
 // Writes the profile of a run on `workers` engine threads with up to blas_threads OpenBLAS threads.
 static int write_profile(const Options *o, const NlProfiler *prof, int workers, int blas_threads, FILE *table,
                          FILE *json_f, FILE *trace_f) {
+    size_t n_events, dropped;
+    const NlProfileEvent *events;
+    n_events = nl_profiler_events(prof, &events, &dropped);
+    if (trace_f && dropped) {
+        msg_error("the trace holds at most %zu events and this run made %zu; profile fewer tokens (-n)", n_events,
+                  n_events + dropped);
+        return EXIT_DATA;
+    }
     char buf[4400];
     NlReportInfo info = {model_path(o, buf, sizeof buf), blas_threads, workers, nl_blas_core(), o->blas.source};
     if (nl_report_text(table, prof, &info) != 0 || fflush(table) == EOF) {
-        fprintf(stderr, "normlab: cannot write the profile: %s\n", strerror(errno));
+        msg_error("cannot write the profile: %s", strerror(errno));
         return EXIT_DATA;
     }
-    if (json_f && nl_report_json(json_f, prof, &info) != 0) { fprintf(stderr, "normlab: %s: write failed\n", o->json_out); return EXIT_DATA; }
-    if (trace_f && nl_report_trace(trace_f, prof, &info) != 0) { fprintf(stderr, "normlab: %s: write failed\n", o->trace_out); return EXIT_DATA; }
+    if (json_f && nl_report_json(json_f, prof, &info) != 0) { msg_error("%s: write failed", o->json_out); return EXIT_DATA; }
+    if (trace_f && nl_report_trace(trace_f, prof, &info) != 0) { msg_error("%s: write failed", o->trace_out); return EXIT_DATA; }
     return 0;
 }
 
@@ -713,7 +740,7 @@ static int make_samplers(const Options *o, const NlModel *model, uint64_t seed, 
     for (int i = 0; i < o->samples; i++) {
         NlError err;
         if (nl_sampler_create(&samplers[i], nl_model_config(model)->vocab_size, o->sampling, seed + (uint64_t)i, &err) != 0) {
-            fprintf(stderr, "normlab: %s\n", err.msg);
+            msg_error("%s", err.msg);
             return EXIT_DATA;
         }
     }
@@ -735,7 +762,7 @@ static int cmd_generate(const Options *o) {
     NlState **states = calloc((size_t)workers, sizeof *states);
     NlProfiler **profs = calloc((size_t)workers, sizeof *profs);
     NlSampler **samplers = calloc((size_t)o->samples, sizeof *samplers);
-    FILE *json_f = NULL, *trace_f = NULL;
+    OutFile json_o = {0}, trace_o = {0};
     int *ids = NULL;
     char *text = NULL;
     size_t n = 0, len = 0;
@@ -743,6 +770,8 @@ static int cmd_generate(const Options *o) {
                    calloc((size_t)o->samples, sizeof(size_t)), 0};
     NlError err;
     int rc = states && profs && samplers && col.text && col.len && col.cap ? 0 : EXIT_DATA;
+    const char *outs[2] = {o->json_out ? o->json_out : o->trace_out, o->json_out ? o->trace_out : NULL};
+    if (!rc && outs[0]) rc = check_outputs(o, outs, outs[1] ? 2 : 1);
     if (!rc) rc = load_model(o, &model);
     if (!rc) rc = prompt_ids(o, model, &ids, &n, &text, &len);
     // Workers share OpenBLAS's process-wide thread count: one thread per product when there are several.
@@ -750,13 +779,14 @@ static int cmd_generate(const Options *o) {
         rc = make_state_as(o, model, group, workers > 1 ? 1 : o->threads, i == 0, &states[i]);
     for (int i = 0; !rc && (o->profile || profile_cmd) && i < workers; i++)
         rc = attach_profiler(o, model, states[i], (size_t)o->n_new + 2, &profs[i]);
-    if (!rc && profile_cmd) rc = open_outputs(o, &json_f, &trace_f);
+    if (!rc && o->json_out) rc = out_open(&json_o, o->json_out);
+    if (!rc && o->trace_out) rc = out_open(&trace_o, o->trace_out);
     uint64_t seed = o->has_seed ? o->seed : profile_cmd ? 0 : seed_from_os();
     if (!rc) rc = make_samplers(o, model, seed, samplers);
     if (rc) goto cleanup;
     size_t T = (size_t)nl_model_config(model)->block_size;
-    if (!o->has_seed && !profile_cmd) fprintf(stderr, "normlab: seed %llu\n", (unsigned long long)seed);
-    if (n > T) fprintf(stderr, "normlab: warning: the prompt has %zu characters; only the last %zu fit the context\n", n, T);
+    if (!o->has_seed && !profile_cmd) msg_error("seed %llu", (unsigned long long)seed);
+    if (n > T) msg_error("warning: the prompt has %zu characters; only the last %zu fit the context", n, T);
     EmitCtx ectx = {nl_model_tokenizer(model), 0};
     for (size_t i = n > T ? n - T : 0; o->echo && !many && i < n && !ectx.write_failed; i++) emit_token(ids[i], &ectx);
     col.tok = nl_model_tokenizer(model);
@@ -766,20 +796,21 @@ static int cmd_generate(const Options *o) {
     NlBatchEmitFn emit = profile_cmd ? stream_nothing : many ? collect_token : stream_token;
     int g = nl_generate_parallel(states, (size_t)workers, samplers, (size_t)o->samples, ids, n, &gopts, emit,
                                  many ? (void *)&col : (void *)&ectx, &st, &err);
-    if (g < 0) { fprintf(stderr, "normlab: %s\n", err.msg); rc = EXIT_DATA; goto cleanup; }
-    if (col.failed) { fprintf(stderr, "normlab: out of memory for the samples\n"); rc = EXIT_DATA; goto cleanup; }
+    if (g < 0) { msg_error("%s", err.msg); rc = EXIT_DATA; goto cleanup; }
+    if (col.failed) { msg_error("out of memory for the samples"); rc = EXIT_DATA; goto cleanup; }
     if (many && !profile_cmd && print_samples(&col, o->samples, seed, o->json) != 0) ectx.write_failed = errno ? errno : EIO;
     if (ectx.write_failed) {
-        fprintf(stderr, "normlab: cannot write to stdout: %s\n", strerror(ectx.write_failed));
+        msg_error("cannot write to stdout: %s", strerror(ectx.write_failed));
         rc = EXIT_DATA;
         goto cleanup;
     }
     print_timing(&st, o->samples);
     for (int i = 1; profs[0] && i < workers; i++) nl_profiler_merge(profs[0], profs[i]);
     if (profs[0]) rc = write_profile(o, profs[0], workers, workers > 1 ? 1 : o->threads, profile_cmd ? stdout : stderr,
-                                     json_f, trace_f);
+                                     json_o.f, trace_o.f);
 cleanup:
-    rc = close_outputs(o, json_f, trace_f, rc);
+    if (out_finish(&trace_o, rc == 0) != 0) rc = EXIT_DATA;
+    if (out_finish(&json_o, rc == 0) != 0) rc = EXIT_DATA;
     free(ids);
     free(text);
     for (int i = 0; states && i < workers; i++) nl_state_free(states[i]);
@@ -822,7 +853,7 @@ static int cmd_eval(const Options *o) {
     if (rc) goto cleanup;
     size_t T = (size_t)nl_model_config(model)->block_size;
     if ((size_t)o->stride > T) {
-        fprintf(stderr, "normlab eval: --stride %ld is larger than the model's context (block_size %zu)\n", o->stride, T);
+        msg_usage(o->cmd, "--stride %ld is larger than the model's context (block_size %zu)", o->stride, T);
         rc = EXIT_USAGE;
         goto cleanup;
     }
@@ -831,7 +862,7 @@ static int cmd_eval(const Options *o) {
     int batch = o->batch ? o->batch : (int)(EVAL_ROWS / T > 0 ? EVAL_ROWS / T : 1);
     states = calloc((size_t)workers, sizeof *states);
     profs = calloc((size_t)workers, sizeof *profs);
-    if (!states || !profs) { fprintf(stderr, "normlab: out of memory\n"); rc = EXIT_DATA; goto cleanup; }
+    if (!states || !profs) { msg_error("out of memory"); rc = EXIT_DATA; goto cleanup; }
     for (int i = 0; i < workers && !rc; i++) {
         rc = make_state_as(o, model, batch, 1, i == 0, &states[i]);
         size_t calls = (n / stride + 2) / (size_t)batch + 2;
@@ -841,7 +872,7 @@ static int cmd_eval(const Options *o) {
     NlEvalResult r;
     int show = isatty(STDERR_FILENO) && n > 100000;
     if (nl_eval_parallel(states, (size_t)workers, ids, n, stride, &r, show ? eval_progress : NULL, NULL, &err) != 0) {
-        fprintf(stderr, "normlab: %s: %s\n", o->text_file, err.msg);
+        msg_error("%s: %s", o->text_file, err.msg);
         rc = EXIT_DATA;
         goto cleanup;
     }
@@ -881,12 +912,18 @@ static int cmd_logits(const Options *o) {
     if (rc) goto cleanup;
     size_t T = (size_t)nl_model_config(model)->block_size, V = (size_t)nl_model_config(model)->vocab_size;
     if (n > T) {
-        fprintf(stderr, "normlab: %s: %zu characters, more than the model's context of %zu\n",
+        msg_error("%s: %zu characters, more than the model's context of %zu",
                 o->prompt_file ? o->prompt_file : "the text", n, T);
         rc = EXIT_DATA;
         goto cleanup;
     }
     const float *logits = nl_forward(state, ids, n, 0, n);
+    for (size_t i = 0; i < n * V; i++)
+        if (!isfinite(logits[i])) {  // as generate and eval: a non-finite logit is an error, not a number
+            msg_error("the logit of vocabulary index %zu at position %zu is not finite (%g)", i % V, i / V, logits[i]);
+            rc = EXIT_DATA;
+            goto cleanup;
+        }
     int ok = 1;
     for (size_t i = 0; i < n && ok; i++) {
         for (size_t v = 0; v < V; v++) ok &= printf("%s%.9g", v ? ", " : "[", logits[i * V + v]) > 0;
@@ -917,7 +954,7 @@ static int compare_load(const Options *o, const char *path, const char *text, si
         snprintf(what, sizeof what, "%s (for %s)", o->text_file, path);
         rc = encode(*model, what, text, len, o->skip_unknown, ids, &n, &skipped);
     }
-    if (!rc && n < 2) { fprintf(stderr, "normlab: %s: the text needs at least 2 known characters\n", o->text_file); rc = EXIT_DATA; }
+    if (!rc && n < 2) { msg_error("%s: the text needs at least 2 known characters", o->text_file); rc = EXIT_DATA; }
     if (rc) return rc;
     const NlConfig *c = nl_model_config(*model);
     NlNormType other_norm = c->norm == NL_NORM_LAYERNORM ? NL_NORM_RMSNORM : NL_NORM_LAYERNORM;
@@ -931,34 +968,99 @@ static int compare_load(const Options *o, const char *path, const char *text, si
     return 0;
 }
 
-static int run_plots(const Options *o) {
-    char script[4400], cmd[16384];
-    snprintf(cmd, sizeof cmd, "/usr/bin/python3 '%s' '%s' '%s' >&2", beside_binary("tools/plot_compare.py", script, sizeof script),
-             o->json_out, o->plot_dir);
-    if (strchr(o->json_out, '\'') || strchr(o->plot_dir, '\'')) {
-        fprintf(stderr, "normlab: --plot-dir and --json paths must not contain a single quote\n");
+static const char *const PLOTS[] = {"bits_per_char.png", "residual_rms.png", "time_share.png"};
+#define N_PLOTS (sizeof PLOTS / sizeof PLOTS[0])
+
+// Runs argv[0] (a path) with argv, stdout sent to stderr, and waits: no shell. Returns its status.
+static int spawn_wait(char *const *argv) {
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, STDERR_FILENO, STDOUT_FILENO);
+    pid_t pid;
+    extern char **environ;
+    int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ), status = -1;
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) return -1;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// Before any work: the plotting tool runs here (python3 with matplotlib) and its script is found.
+static int check_plot_tool(const char *cmd) {
+    char script[4400];
+    char *argv[] = {"/usr/bin/python3", "-c", "import matplotlib", NULL};
+    if (access(beside_binary("tools/plot_compare.py", script, sizeof script), R_OK) != 0 || spawn_wait(argv) != 0) {
+        msg_usage(cmd, "--plot-dir needs /usr/bin/python3 with matplotlib and tools/plot_compare.py "
+                       "(tools/install-deps.sh --python)");
         return EXIT_USAGE;
     }
-    if (system(cmd) != 0) {
-        fprintf(stderr, "normlab: tools/plot_compare.py failed (is python3-matplotlib installed?)\n");
+    return 0;
+}
+
+// Draws the plots from json (the finished rows) into a temporary folder inside the plot directory
+// (made now if missing), then renames each into place. On failure nothing of it stays.
+static int run_plots(const Options *o, const char *json) {
+    char script[4400], tmp[PATH_MAX], from[PATH_MAX + 32], to[PATH_MAX + 32];
+    int made = mkdir(o->plot_dir, 0777) == 0;
+    if (!made && errno != EEXIST) { msg_error("%s: cannot create: %s", o->plot_dir, strerror(errno)); return EXIT_DATA; }
+    snprintf(tmp, sizeof tmp, "%s/.normlab-plots-XXXXXX", o->plot_dir);
+    if (!mkdtemp(tmp)) {
+        msg_error("%s: cannot write: %s", o->plot_dir, strerror(errno));
+        if (made) rmdir(o->plot_dir);
         return EXIT_DATA;
     }
-    return 0;
+    char *argv[] = {"/usr/bin/python3", (char *)beside_binary("tools/plot_compare.py", script, sizeof script), (char *)json, tmp, NULL};
+    int ok = spawn_wait(argv) == 0;
+    if (!ok) msg_error("tools/plot_compare.py failed; no plot was written");
+    for (size_t i = 0; ok && i < N_PLOTS; i++) {
+        snprintf(from, sizeof from, "%s/%s", tmp, PLOTS[i]);
+        snprintf(to, sizeof to, "%s/%s", o->plot_dir, PLOTS[i]);
+        if (rename(from, to) != 0) { msg_error("%s: cannot replace: %s", to, strerror(errno)); ok = 0; }
+    }
+    for (size_t i = 0; i < N_PLOTS; i++) {
+        snprintf(from, sizeof from, "%s/%s", tmp, PLOTS[i]);
+        unlink(from);
+    }
+    rmdir(tmp);
+    if (!ok && made) rmdir(o->plot_dir);
+    return ok ? 0 : EXIT_DATA;
 }
 
 static int cmd_compare(Options *o) {
     if (o->n_models == 0) { usage_error(o->cmd, "%s", "give at least one MODEL"); return EXIT_USAGE; }
     if (!o->text_file) { usage_error(o->cmd, "%s", "--text FILE is required"); return EXIT_USAGE; }
-    char json_default[4200];
-    if (o->plot_dir && mkdir(o->plot_dir, 0777) != 0 && errno != EEXIST) {
-        fprintf(stderr, "normlab: %s: cannot create: %s\n", o->plot_dir, strerror(errno));
-        return EXIT_DATA;
-    }
+    // Outputs: --json, --csv, and with --plot-dir its plots (and its compare.json when --json is not given).
+    char json_default[PATH_MAX + 32], plot_paths[N_PLOTS][PATH_MAX + 32];
+    const char *outs[2 + N_PLOTS];
+    size_t n_outs = 0;
     if (o->plot_dir && !o->json_out) {  // the plots are drawn from the JSON
-        snprintf(json_default, sizeof json_default, "%s/compare.json", o->plot_dir);
+        if ((size_t)snprintf(json_default, sizeof json_default, "%s/compare.json", o->plot_dir) >= sizeof json_default) {
+            msg_usage(o->cmd, "--plot-dir '%s' is too long", o->plot_dir);
+            return EXIT_USAGE;
+        }
         o->json_out = json_default;
     }
-    FILE *json_f = NULL, *csv_f = NULL;
+    struct stat pst;
+    int plot_dir_exists = o->plot_dir && stat(o->plot_dir, &pst) == 0;
+    if (o->json_out && (o->json_out != json_default || plot_dir_exists)) outs[n_outs++] = o->json_out;
+    if (o->csv_out) outs[n_outs++] = o->csv_out;
+    for (size_t i = 0; plot_dir_exists && i < N_PLOTS; i++) {
+        snprintf(plot_paths[i], sizeof plot_paths[i], "%s/%s", o->plot_dir, PLOTS[i]);
+        outs[n_outs++] = plot_paths[i];
+    }
+    if (o->plot_dir && !plot_dir_exists) outs[n_outs++] = o->plot_dir;  // made at the end: its folder must be writable
+    if (o->plot_dir && stat(o->plot_dir, &pst) == 0 && !S_ISDIR(pst.st_mode)) {
+        msg_usage(o->cmd, "--plot-dir '%s' is not a directory", o->plot_dir);
+        return EXIT_USAGE;
+    }
+    if (o->plot_dir && o->json_out && strcmp(o->json_out, "-") == 0) {
+        msg_usage(o->cmd, "%s", "--plot-dir draws from the JSON rows: give --json a file, not '-'");
+        return EXIT_USAGE;
+    }
+    int rc0 = check_outputs(o, outs, n_outs);
+    if (!rc0 && o->plot_dir) rc0 = check_plot_tool(o->cmd);
+    if (rc0) return rc0;
+    OutFile json_o = {0}, csv_o = {0};
     char *text = NULL;
     size_t len = 0, n_rows = 0;
     size_t cap = (size_t)o->n_models * 3;
@@ -969,7 +1071,12 @@ static int cmd_compare(Options *o) {
     int **ids = calloc((size_t)o->n_models, sizeof *ids);
     int rc = labels && rows && jobs && models && ids ? 0 : EXIT_DATA;
     if (!rc) rc = read_text(o->text_file, &text, &len);
-    if (!rc) rc = open_outputs(o, &json_f, &csv_f);
+    if (!rc && o->plot_dir && !plot_dir_exists && mkdir(o->plot_dir, 0777) != 0) {  // to hold compare.json
+        msg_error("%s: cannot create: %s", o->plot_dir, strerror(errno));
+        rc = EXIT_DATA;
+    }
+    if (!rc && o->json_out) rc = out_open(&json_o, o->json_out);
+    if (!rc && o->csv_out) rc = out_open(&csv_o, o->csv_out);
     for (int i = 0; !rc && i < o->n_models; i++)
         rc = compare_load(o, o->models[i], text, len, &models[i], &ids[i], jobs, labels, &n_rows);
     if (rc) goto cleanup;
@@ -980,24 +1087,27 @@ static int cmd_compare(Options *o) {
     size_t failed;
     if (nl_compare_models(jobs, n_rows, o->threads, &copts, rows, &failed, &err) != 0) {
         if (isatty(STDERR_FILENO)) fprintf(stderr, "\n");
-        fprintf(stderr, "normlab: %s: %s\n", failed < n_rows ? labels[failed] : o->text_file, err.msg);
+        msg_error("%s: %s", failed < n_rows ? labels[failed] : o->text_file, err.msg);
         rc = EXIT_DATA;
         goto cleanup;
     }
     if (isatty(STDERR_FILENO)) fprintf(stderr, "\r%60s\r", "");
     NlCompareInfo info = {o->text_file, o->threads, o->repeats, o->invariance};
     rc = check_stdout(nl_report_compare_text(stdout, rows, labels, n_rows, &info) == 0);
-    if (!rc && json_f && nl_report_compare_json(json_f, rows, labels, n_rows, &info) != 0) {
-        fprintf(stderr, "normlab: %s: write failed\n", o->json_out);
+    if (!rc && json_o.f && (nl_report_compare_json(json_o.f, rows, labels, n_rows, &info) != 0 || fflush(json_o.f) != 0)) {
+        msg_error("%s: write failed", o->json_out);
         rc = EXIT_DATA;
     }
-    if (!rc && csv_f && nl_report_compare_csv(csv_f, rows, labels, n_rows, &info) != 0) {
-        fprintf(stderr, "normlab: %s: write failed\n", o->csv_out);
+    if (!rc && csv_o.f && nl_report_compare_csv(csv_o.f, rows, labels, n_rows, &info) != 0) {
+        msg_error("%s: write failed", o->csv_out);
         rc = EXIT_DATA;
     }
+    // The plots read the rows from the JSON before it is renamed into place; all commit together.
+    if (!rc && o->plot_dir) rc = run_plots(o, json_o.tmp[0] ? json_o.tmp : o->json_out);
 cleanup:
-    rc = close_outputs(o, json_f, csv_f, rc);
-    if (!rc && o->plot_dir) rc = run_plots(o);
+    if (out_finish(&csv_o, rc == 0) != 0) rc = EXIT_DATA;
+    if (out_finish(&json_o, rc == 0) != 0) rc = EXIT_DATA;
+    if (rc && o->plot_dir && !plot_dir_exists) rmdir(o->plot_dir);  // made by this run: gone again
     for (int i = 0; models && i < o->n_models; i++) nl_model_free(models[i]);
     for (int i = 0; ids && i < o->n_models; i++) free(ids[i]);
     free(models);
@@ -1108,51 +1218,64 @@ static void select_blas_core(char **argv, BlasChoice *b) {
     const char *choice = nl_blas_choose_core(b->reported, nl_cpu_features(), env, opt && strcmp(opt, "0") == 0);
     if (!choice || setenv("OPENBLAS_CORETYPE", choice, 1) != 0 || setenv(CORE_FROM_ENV, b->reported, 1) != 0) return;
     execv("/proc/self/exe", argv);
-    fprintf(stderr, "normlab: warning: could not restart with OPENBLAS_CORETYPE=%s (%s); running on OpenBLAS's %s "
-            "kernels\n", choice, strerror(errno), b->reported);
+    msg_error("warning: could not restart with OPENBLAS_CORETYPE=%s (%s); running on OpenBLAS's %s kernels", choice,
+              strerror(errno), b->reported);
     unsetenv(CORE_FROM_ENV);
     unsetenv("OPENBLAS_CORETYPE");
 }
 
+// Any of descriptors 0-2 that is closed is opened on /dev/null, so that no file the command opens
+// lands on it and receives its output or its diagnostics.
+static void open_std_fds(void) {
+    for (int fd = 0; fd <= 2; fd++)
+        if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+            int got = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+            if (got >= 0 && got != fd) close(got);  // cannot happen: open returns the lowest free fd
+        }
+}
+
+// Prints text to stdout; 0, or 1 with the reason on stderr when the write fails (stdout /dev/full).
+static int print_text(const char *text) { return check_stdout(fputs(text, stdout) != EOF); }
+
 int main(int argc, char **argv) {
+    open_std_fds();
     BlasChoice blas = {"", "openblas"};
     select_blas_core(argv, &blas);
     static const int GEN[] = {'m', 'p', 'f', 'n', OPT_TEMP, OPT_TOPK, OPT_TOPP, OPT_SEED, OPT_NORM, OPT_PLACEMENT,
                               OPT_THREADS, OPT_EXACT, OPT_SKIP, OPT_ECHO, OPT_PROFILE, OPT_COUNTERS, OPT_SAMPLES,
-                              OPT_JSON, OPT_WARMUP, OPT_BATCH, 0};
+                              OPT_JSON, OPT_WARMUP, OPT_BATCH, OPT_NO_MMAP, 0};
     static const int PROFILE[] = {'m', 'p', 'f', 'n', OPT_TEMP, OPT_TOPK, OPT_TOPP, OPT_SEED, OPT_NORM, OPT_PLACEMENT,
                                   OPT_THREADS, OPT_EXACT, OPT_SKIP, OPT_JSON_OUT, OPT_TRACE, OPT_COUNTERS, OPT_SAMPLES,
-                                  OPT_BATCH, 0};
+                                  OPT_BATCH, OPT_NO_MMAP, 0};
     static const int EVAL[] = {'m', OPT_TEXT, OPT_JSON, OPT_STRIDE, OPT_SKIP, OPT_NORM, OPT_PLACEMENT, OPT_THREADS,
-                               OPT_PROFILE, OPT_COUNTERS, OPT_BATCH, 0};
-    static const int INFO[] = {'m', OPT_JSON, 0};
+                               OPT_PROFILE, OPT_COUNTERS, OPT_BATCH, OPT_NO_MMAP, 0};
+    static const int INFO[] = {'m', OPT_JSON, OPT_NO_MMAP, 0};
     static const int COMPARE[] = {OPT_TEXT, OPT_JSON_OUT, OPT_CSV, OPT_PLOT_DIR, OPT_ALSO_SWAP, OPT_INVARIANCE, OPT_REPEATS,
-                                  OPT_THREADS, OPT_SKIP, 0};
-    static const int LOGITS[] = {'m', 'p', 'f', OPT_NORM, OPT_PLACEMENT, OPT_SKIP, OPT_THREADS, 0};
-    if (argc < 2) { fprintf(stderr, "normlab: usage: normlab COMMAND [options] (see 'normlab --help')\n"); return EXIT_USAGE; }
+                                  OPT_THREADS, OPT_SKIP, OPT_NO_MMAP, 0};
+    static const int LOGITS[] = {'m', 'p', 'f', OPT_NORM, OPT_PLACEMENT, OPT_SKIP, OPT_THREADS, OPT_NO_MMAP, 0};
+    if (argc < 2) { msg_error("usage: normlab COMMAND [options] (see 'normlab --help')"); return EXIT_USAGE; }
     const char *cmd = argv[1];
-    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) { fputs(HELP_MAIN, stdout); return 0; }
-    if (strcmp(cmd, "--version") == 0) { printf("normlab %s\n", NL_VERSION); return 0; }
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) return print_text(HELP_MAIN);
+    if (strcmp(cmd, "--version") == 0) return check_stdout(printf("normlab %s\n", NL_VERSION) > 0);
     if (strcmp(cmd, "help") == 0) {
-        if (argc < 3 || strcmp(argv[2], "help") == 0) { fputs(HELP_MAIN, stdout); return 0; }
+        if (argc < 3 || strcmp(argv[2], "help") == 0) return print_text(HELP_MAIN);
         const char *h = help_for(argv[2]);
-        if (!h) { fprintf(stderr, "normlab: unknown command '%s' (see 'normlab --help')\n", argv[2]); return EXIT_USAGE; }
-        fputs(h, stdout);
-        return 0;
+        if (!h) { msg_error("unknown command '%s' (see 'normlab --help')", argv[2]); return EXIT_USAGE; }
+        return print_text(h);
     }
     const char *help = help_for(cmd);
     if (!help && cmd[0] == '-') {
-        fprintf(stderr, "normlab: unknown option '%s': the command comes first, its options after it (see 'normlab --help')\n", cmd);
+        msg_error("unknown option '%s': the command comes first, its options after it (see 'normlab --help')", cmd);
         return EXIT_USAGE;
     }
-    if (!help) { fprintf(stderr, "normlab: unknown command '%s' (see 'normlab --help')\n", cmd); return EXIT_USAGE; }
+    if (!help) { msg_error("unknown command '%s' (see 'normlab --help')", cmd); return EXIT_USAGE; }
     Options o = {.cmd = cmd, .blas = blas, .n_new = 256, .sampling = {1.0, 0, 1.0}, .norm = -1, .placement = -1,
                  .threads = 0, .repeats = 5, .samples = 1};
     const int *allowed = strcmp(cmd, "generate") == 0 ? GEN : strcmp(cmd, "eval") == 0 ? EVAL
                        : strcmp(cmd, "logits") == 0 ? LOGITS : strcmp(cmd, "profile") == 0 ? PROFILE
                        : strcmp(cmd, "compare") == 0 ? COMPARE : INFO;
     int rc = parse_options(&o, argc - 1, argv + 1, allowed);
-    if (rc < 0) { fputs(help, stdout); return 0; }
+    if (rc < 0) return print_text(help);
     if (rc) return rc;
     // Every command runs on all available CPUs by default but compare, whose speed columns are
     // measured one row at a time unless --threads asks for rows side by side.

@@ -1,0 +1,19 @@
+// msg.h — one-line messages that cannot lie. Every byte that came from outside (a path, a key, a
+// prompt character) is shown, never obeyed: C0 and C1 controls, DEL, U+2028/2029 and the bidi
+// controls U+202A-202E and U+2066-2069 as \n, \t, \r or \uXXXX, bytes that are not UTF-8 as \xNN.
+// A message too long for the line keeps its start and its end and loses the middle ("…").
+#ifndef NL_CLI_MSG_H
+#define NL_CLI_MSG_H
+
+#include <stddef.h>
+
+// Writes s escaped into out (cap bytes, NUL-terminated); when it does not fit, the middle of the
+// escaped text is replaced by "…". Returns out.
+char *msg_escape(char *out, size_t cap, const char *s);
+
+// stderr: "normlab: " and the formatted message, escaped as one line, then a newline, in one write.
+void msg_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+// The same with "normlab CMD: " and " (see 'normlab help CMD')" around it.
+void msg_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif
