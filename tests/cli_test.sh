@@ -131,6 +131,10 @@ expect_ok "same seed again" generate $M -p "a b" -n 60 --seed 7 --top-k 5 --top-
 cmp -s "$TMP/out" "$TMP/first" && ok "same seed, same bytes" || bad "same seed, same bytes" "outputs differ"
 expect_ok "two threads" generate $M -p "a b" -n 60 --seed 7 --top-k 5 --top-p 0.9 --temperature 0.8 --threads 2
 cmp -s "$TMP/out" "$TMP/first" && ok "same bytes with 2 threads" || bad "same bytes with 2 threads" "outputs differ"
+expect_ok "--no-mmap" generate $M -p "a b" -n 60 --seed 7 --top-k 5 --top-p 0.9 --temperature 0.8 --no-mmap
+cmp -s "$TMP/out" "$TMP/first" && ok "--no-mmap prints the same text" || bad "--no-mmap" "outputs differ"
+expect_ok "--no-mmap directory model" info -m weights/shakespeare-pre-ln --no-mmap --json
+grep -q '"parameters":818048' "$TMP/out" && ok "--no-mmap loads a directory model" || bad "--no-mmap dir" "$(head -c 200 "$TMP/out")"
 expect_ok "other seed" generate $M -p "a b" -n 60 --seed 8 --top-k 5 --top-p 0.9 --temperature 0.8
 cmp -s "$TMP/out" "$TMP/first" && bad "other seed, other bytes" "identical" || ok "other seed, other bytes"
 expect_ok "utf8 model" generate $U -p "é" -n 50 --seed 3

@@ -5,9 +5,12 @@ library and numpy, so the export, reference and fixture tools share one reader a
 
 Dimension letters: V vocabulary, T context (block_size), D width (n_embd), F MLP width, L layers.
 """
+import ctypes
 import json
 import os
+import shutil
 import struct
+import tempfile
 
 import numpy as np
 
@@ -52,8 +55,38 @@ def tensor_shapes(config, rms_bias=False):
     return shapes
 
 
-def write_safetensors(path, tensors, metadata=None):
-    """Write F32 tensors (name -> numpy array) contiguously, in the order given."""
+def atomic_write(path, data, mode="wb"):
+    """Write data to path through a temporary file beside it, renamed over path at the end: a reader
+    sees the old file or the new one, never a mix, and a program that has the old file mapped keeps
+    its pages (rewriting a mapped file in place kills that program with SIGBUS)."""
+    d = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=d)
+    try:
+        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _exchange(a, b):
+    """Atomically swaps two paths (Linux renameat2 RENAME_EXCHANGE); False where unsupported."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        fn = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    AT_FDCWD, RENAME_EXCHANGE = -100, 2
+    return fn(AT_FDCWD, os.fsencode(a), AT_FDCWD, os.fsencode(b), RENAME_EXCHANGE) == 0
+
+
+def safetensors_bytes(tensors, metadata=None):
+    """The bytes of a safetensors file of F32 tensors (name -> numpy array), contiguous, in order."""
     header = {}
     offset = 0
     blobs = []
@@ -67,11 +100,12 @@ def write_safetensors(path, tensors, metadata=None):
         header["__metadata__"] = {k: str(v) for k, v in metadata.items()}
     head = json.dumps(header, separators=(",", ":")).encode()
     head += b" " * (-len(head) % 8)  # pad so the data section starts 8-byte aligned
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(head)))
-        f.write(head)
-        for b in blobs:
-            f.write(b)
+    return struct.pack("<Q", len(head)) + head + b"".join(blobs)
+
+
+def write_safetensors(path, tensors, metadata=None):
+    """Write F32 tensors (name -> numpy array) contiguously, in the order given, replacing path."""
+    atomic_write(path, safetensors_bytes(tensors, metadata))
 
 
 def read_safetensors(path):
@@ -90,17 +124,44 @@ def read_safetensors(path):
     return out, meta
 
 
-def write_model_dir(out_dir, config, vocab, tensors, metadata=None):
-    """Write a model directory. vocab: list of one-character strings, index = token id."""
-    os.makedirs(out_dir, exist_ok=True)
-    cfg = {"format": FORMAT, **config}
-    with open(os.path.join(out_dir, "config.json"), "w") as f:
-        json.dump(cfg, f, indent=2)
-        f.write("\n")
-    with open(os.path.join(out_dir, "tokenizer.json"), "w", encoding="utf-8") as f:
-        json.dump({"type": "char", "vocab": vocab}, f, ensure_ascii=False, indent=1)
-        f.write("\n")
-    write_safetensors(os.path.join(out_dir, "model.safetensors"), tensors, metadata)
+def write_model_dir(out_dir, config, vocab, tensors, metadata=None, extra=None):
+    """Write a model directory. vocab: list of one-character strings, index = token id.
+
+    A model that exists is replaced whole: the new files go into a new directory beside it, the
+    other files of the old one (a training log, a checkpoint) are linked in, and the two directories
+    are swapped in one step (renameat2 RENAME_EXCHANGE; elsewhere two renames, with a moment where
+    the model is missing, never a mix). normlab reads a model's files through one descriptor of its
+    directory, so a reader gets the old model or the new one, and one that has the old weights
+    mapped keeps them. extra: more files written with the model (name -> text), e.g. its training log."""
+    out_dir = os.path.normpath(out_dir)
+    parent = os.path.dirname(os.path.abspath(out_dir))
+    os.makedirs(parent, exist_ok=True)
+    new = tempfile.mkdtemp(prefix="." + os.path.basename(out_dir) + ".", suffix=".new", dir=parent)
+    try:
+        cfg = {"format": FORMAT, **config}
+        atomic_write(os.path.join(new, "config.json"), json.dumps(cfg, indent=2) + "\n", "w")
+        atomic_write(os.path.join(new, "tokenizer.json"),
+                     json.dumps({"type": "char", "vocab": vocab}, ensure_ascii=False, indent=1) + "\n", "w")
+        write_safetensors(os.path.join(new, "model.safetensors"), tensors, metadata)
+        for name, text in (extra or {}).items():
+            atomic_write(os.path.join(new, name), text, "w")
+        os.chmod(new, 0o755)
+        if not os.path.isdir(out_dir):
+            os.rename(new, out_dir)
+            return
+        for name in os.listdir(out_dir):  # keep what else the folder holds
+            if not os.path.exists(os.path.join(new, name)):
+                try:
+                    os.link(os.path.join(out_dir, name), os.path.join(new, name))
+                except OSError:
+                    shutil.copy2(os.path.join(out_dir, name), os.path.join(new, name))
+        if not _exchange(new, out_dir):
+            old = new + ".old"
+            os.rename(out_dir, old)
+            os.rename(new, out_dir)
+            new = old
+    finally:
+        shutil.rmtree(new, ignore_errors=True)
 
 
 def write_inline_json(path, config, vocab, tensors):
@@ -112,9 +173,7 @@ def write_inline_json(path, config, vocab, tensors):
                            "data": [float(x) for x in np.asarray(a, dtype=np.float32).ravel()]}
                     for name, a in tensors.items()},
     }
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(doc, f, ensure_ascii=False)
-        f.write("\n")
+    atomic_write(path, json.dumps(doc, ensure_ascii=False) + "\n", "w")
 
 
 def load_model(path):

@@ -260,7 +260,8 @@ def main(argv):
             msg = f"step {step}: train {loss.item():.4f} val {v:.4f}"
             (bar.write(msg, file=sys.stderr) if bar is not None else print(msg, file=sys.stderr))
             torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "gen": gen.get_state(),
-                        "step": step, "log": log, "wall": wall_before + time.time() - t0}, ckpt_path)
+                        "step": step, "log": log, "wall": wall_before + time.time() - t0}, ckpt_path + ".tmp")
+            os.replace(ckpt_path + ".tmp", ckpt_path)  # a crash mid-save keeps the previous checkpoint
     if bar is not None:
         bar.close()
     wall = wall_before + time.time() - t0
@@ -275,10 +276,9 @@ def main(argv):
         "final_val_loss": log["val"][-1][1] if log["val"] else None,
     }
     export_cfg = {k: v for k, v in config.items() if k != "rms_bias"}
-    nlformat.write_model_dir(a.out, export_cfg, vocab, model.export_tensors(), metadata=provenance)
-    with open(os.path.join(a.out, "train_log.json"), "w") as f:
-        json.dump({**provenance, "args": vars(a), "loss_curve": log}, f, indent=1)
-        f.write("\n")
+    train_log = json.dumps({**provenance, "args": vars(a), "loss_curve": log}, indent=1) + "\n"
+    nlformat.write_model_dir(a.out, export_cfg, vocab, model.export_tensors(), metadata=provenance,
+                             extra={"train_log.json": train_log})  # replaced whole, never in place
     if os.path.exists(ckpt_path):
         os.remove(ckpt_path)
     print(f"wrote {a.out} ({wall:.0f} s, val {provenance['final_val_loss']})", file=sys.stderr)

@@ -653,12 +653,19 @@ static int write_profile(const Options *o, const NlProfiler *prof, int workers, 
     }
     char buf[4400];
     NlReportInfo info = {model_path(o, buf, sizeof buf), blas_threads, workers, nl_blas_core(), o->blas.source};
+    // The files first, so that a failed write leaves stdout empty.
+    if (json_f && (nl_report_json(json_f, prof, &info) != 0 || fflush(json_f) == EOF)) {
+        msg_error("%s: write failed: %s", o->json_out, strerror(errno));
+        return EXIT_DATA;
+    }
+    if (trace_f && (nl_report_trace(trace_f, prof, &info) != 0 || fflush(trace_f) == EOF)) {
+        msg_error("%s: write failed: %s", o->trace_out, strerror(errno));
+        return EXIT_DATA;
+    }
     if (nl_report_text(table, prof, &info) != 0 || fflush(table) == EOF) {
         msg_error("cannot write the profile: %s", strerror(errno));
         return EXIT_DATA;
     }
-    if (json_f && nl_report_json(json_f, prof, &info) != 0) { msg_error("%s: write failed", o->json_out); return EXIT_DATA; }
-    if (trace_f && nl_report_trace(trace_f, prof, &info) != 0) { msg_error("%s: write failed", o->trace_out); return EXIT_DATA; }
     return 0;
 }
 

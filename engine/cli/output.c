@@ -31,7 +31,11 @@ static int split_resolved(const char *path, char *dir, char *name, char *err, si
     strcpy(copy, path);
     strcpy(copy2, path);
     const char *base = basename(copy2);
-    if (strlen(base) > NAME_MAX || !*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0 || strcmp(base, "/") == 0) {
+    if (strlen(base) > NAME_MAX) {
+        snprintf(err, errlen, "%s: path too long (a name of %zu bytes; at most %d)", path, strlen(base), NAME_MAX);
+        return -1;
+    }
+    if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0 || strcmp(base, "/") == 0) {
         snprintf(err, errlen, "%s: not a file name", path);
         return -1;
     }
