@@ -96,6 +96,15 @@ fi
 "$BIN" help generate > /dev/full 2> "$TMP/err"; rc=$?
 [ "$rc" -eq 1 ] && grep -q "cannot write to stdout" "$TMP/err" && ok "help on a full stdout fails" || bad "help /dev/full" "exit $rc"
 
+"$BIN" profile -m "$M" -n 5 --json "$TMP/closed3.json" 2>&- >/dev/null; rc=$?
+[ "$rc" -eq 0 ] && /usr/bin/python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$TMP/closed3.json" 2>/dev/null \
+    && ok "stderr closed: the timing line does not land in the JSON file" || bad "closed stderr json" "exit $rc: $(head -c 200 "$TMP/closed3.json")"
+"$BIN" profile -m "$M" -n 5 --json /dev/stdout > "$TMP/devstdout.txt" 2>/dev/null; rc=$?
+[ "$rc" -eq 0 ] && grep -q '"phases"' "$TMP/devstdout.txt" && grep -q "^== decode" "$TMP/devstdout.txt" && [ -L /dev/stdout ] \
+    && ok "--json /dev/stdout into a redirected file: written in place, the link untouched" || bad "/dev/stdout" "exit $rc"
+"$BIN" compare "$TMP/nope" --text "$TMP/text.txt" --json /dev/stdout > /dev/null 2>&1; rc=$?
+[ "$rc" -eq 1 ] && [ -L /dev/stdout ] && ok "a failing run never removes /dev/stdout" || bad "/dev/stdout failing" "exit $rc"
+
 # ---- messages that cannot lie: control characters, bidi overrides, NUL, long paths
 mkdir -p "$TMP/esc"
 case_ "a newline in a model path" 1 1 'no\nsuch' -- info -m "$TMP/no

@@ -151,8 +151,14 @@ int out_open(OutFile *o, const char *path) {
         o->direct = 1;
         return 0;
     }
-    struct stat st;
+    struct stat st, fd_st;
     int exists = stat(path, &st) == 0;
+    for (int fd = 1; exists && fd <= 2; fd++)  // /dev/stdout, /dev/stderr, or the file they are: share the stream
+        if (fstat(fd, &fd_st) == 0 && fd_st.st_dev == st.st_dev && fd_st.st_ino == st.st_ino) {
+            o->f = fd == 1 ? stdout : stderr;
+            o->direct = 1;
+            return 0;
+        }
     if (is_system_path(path) || (exists && !S_ISREG(st.st_mode))) {
         // In place: no O_CREAT, no O_TRUNC (a regular file behind /dev/stdout is the shell's); a FIFO
         // with no reader is an error, not a hang.
@@ -190,8 +196,8 @@ int out_open(OutFile *o, const char *path) {
 int out_finish(OutFile *o, int ok) {
     if (!o->f) return ok ? 0 : 0;
     int rc = 0;
-    if (o->f == stdout) {
-        if (ok && fflush(stdout) == EOF) { msg_error("cannot write to stdout: %s", strerror(errno)); rc = EXIT_DATA; }
+    if (o->f == stdout || o->f == stderr) {
+        if (ok && fflush(o->f) == EOF) { msg_error("%s: write failed: %s", o->path, strerror(errno)); rc = EXIT_DATA; }
         o->f = NULL;
         return rc;
     }
