@@ -31,6 +31,7 @@ typedef struct {
     size_t n_inputs, T, V, stride, B, n_windows, n_groups;
     int *tokens;                  // (n_states, B, T) scratch: a group's windows packed
     double *group_nll;            // (n_groups) loss of each group, its windows summed in order
+    double *group_sq;             // (n_groups) the same for the squared losses
     size_t *group_bad;            // (n_groups) first character with a non-finite loss, or SIZE_MAX
     size_t n_workers;
     atomic_size_t first_bad, done_chars;  // the first group with a non-finite loss (SIZE_MAX: none)
@@ -46,7 +47,7 @@ static Window window_at(const EvalJob *j, size_t w) {
 }
 
 // Scores group g's windows in one forward call of state s; returns their summed loss.
-static double eval_group(EvalJob *j, size_t worker, size_t g, size_t *bad) {
+static double eval_group(EvalJob *j, size_t worker, size_t g, size_t *bad, double *sq) {
     NlState *s = j->states[worker];
     size_t w0 = g * j->B, nb = j->n_windows - w0 < j->B ? j->n_windows - w0 : j->B;
     int *tokens = j->tokens + worker * j->B * j->T;  // (nb, len)
@@ -62,6 +63,7 @@ static double eval_group(EvalJob *j, size_t worker, size_t g, size_t *bad) {
     const float *logits = nl_forward_batch(s, tokens, nb, len, 0, n_logits);  // (nb, n_logits, V)
     nl_profiler_add_wall(prof, wall);
     double sum = 0.0;
+    *sq = 0.0;
     *bad = SIZE_MAX;
     for (size_t b = 0; b < nb; b++) {
         Window win = window_at(j, w0 + b);
@@ -71,6 +73,7 @@ static double eval_group(EvalJob *j, size_t worker, size_t g, size_t *bad) {
             double v = nll(rows + i * j->V, j->V, j->ids[win.begin + i + 1]);
             if (!isfinite(v) && *bad == SIZE_MAX) *bad = win.begin + i + 2;  // 1-based character
             sum += v;
+            *sq += v * v;
         }
     }
     atomic_fetch_add(&j->done_chars, window_at(j, w0 + nb - 1).end - window_at(j, w0).begin);
@@ -83,7 +86,7 @@ static double eval_group(EvalJob *j, size_t worker, size_t g, size_t *bad) {
 static void eval_worker(void *arg, int worker) {
     EvalJob *j = arg;
     for (size_t g = (size_t)worker; g < j->n_groups && g < atomic_load(&j->first_bad); g += j->n_workers) {
-        j->group_nll[g] = eval_group(j, (size_t)worker, g, &j->group_bad[g]);
+        j->group_nll[g] = eval_group(j, (size_t)worker, g, &j->group_bad[g], &j->group_sq[g]);
         if (j->group_bad[g] != SIZE_MAX) nl_atomic_lower(&j->first_bad, g);
         size_t done = atomic_load(&j->done_chars);
         if (worker == 0 && j->progress && done < j->n_inputs) j->progress(done, j->n_inputs, j->ctx);
@@ -94,6 +97,7 @@ int nl_eval_parallel(NlState *const *states, size_t n_states, const int *ids, si
                      NlEvalResult *out, NlProgressFn progress, void *ctx, NlError *err) {
     const NlConfig *c = nl_state_config(states[0]);
     out->nll_sum = 0.0;
+    out->nll_sq_sum = 0.0;
     out->count = 0;
     for (size_t i = 0; i < n_states; i++) nl_profiler_set_phase(nl_state_profiler(states[i]), NL_PHASE_PREFILL);
     if (n < 2) { snprintf(err->msg, sizeof err->msg, "the text needs at least 2 characters to score one"); return -1; }
@@ -112,12 +116,13 @@ int nl_eval_parallel(NlState *const *states, size_t n_states, const int *ids, si
     j.n_groups = (j.n_windows + j.B - 1) / j.B;
     j.tokens = malloc(n_states * j.B * T * sizeof *j.tokens);
     j.group_nll = calloc(j.n_groups, sizeof *j.group_nll);
+    j.group_sq = calloc(j.n_groups, sizeof *j.group_sq);
     j.group_bad = malloc(j.n_groups * sizeof *j.group_bad);
     j.n_workers = n_states;
     atomic_init(&j.first_bad, SIZE_MAX);
     atomic_init(&j.done_chars, 0);
     int rc = 0;
-    if (!j.tokens || !j.group_nll || !j.group_bad) {
+    if (!j.tokens || !j.group_nll || !j.group_sq || !j.group_bad) {
         snprintf(err->msg, sizeof err->msg, "out of memory for %zu windows", j.n_windows);
         rc = -1;
         goto cleanup;
@@ -130,6 +135,7 @@ int nl_eval_parallel(NlState *const *states, size_t n_states, const int *ids, si
             rc = -1;
         }
         out->nll_sum += j.group_nll[g];
+        out->nll_sq_sum += j.group_sq[g];
     }
     if (rc == 0) {
         out->count = j.n_inputs;
@@ -138,6 +144,7 @@ int nl_eval_parallel(NlState *const *states, size_t n_states, const int *ids, si
 cleanup:
     free(j.tokens);
     free(j.group_nll);
+    free(j.group_sq);
     free(j.group_bad);
     return rc;
 }

@@ -12,12 +12,12 @@
 // Copies the string literal's text buf[start..end) into out (cap bytes), a raw NUL as "\u0000" so
 // that it stays visible, cut with "..." when it does not fit.
 static void literal_text(char *out, size_t cap, const char *buf, size_t start, size_t end) {
-    size_t o = 0;
-    for (size_t i = start; i < end && o + 8 < cap; i++) {
+    size_t o = 0, i = start;
+    for (; i < end && o + 6 + 4 < cap; i++) {  // room for a "\\u0000", then "..." and the NUL
         if (buf[i] == '\0') { memcpy(out + o, "\\u0000", 6); o += 6; }
         else out[o++] = buf[i];
     }
-    if (o + 8 >= cap) { memcpy(out + o, "...", 3); o += 3; }
+    if (i < end) { memcpy(out + o, "...", 3); o += 3; }
     out[o] = '\0';
 }
 

@@ -235,8 +235,9 @@ int nl_generate_parallel(NlState *const *states, size_t n_states, NlSampler *con
 // ---- evaluation (eval.c)
 
 typedef struct {
-    double nll_sum;  // sum of -ln p(char | preceding chars), nats
-    size_t count;    // characters scored: every one after the first
+    double nll_sum;     // sum of -ln p(char | preceding chars), nats
+    double nll_sq_sum;  // sum of their squares (for the standard error of the mean)
+    size_t count;       // characters scored: every one after the first
 } NlEvalResult;
 
 typedef void (*NlProgressFn)(size_t done, size_t total, void *ctx);

@@ -58,13 +58,20 @@ expect_fail "subnormal temperature" 2 "got '1e-310'" generate $M --temperature 1
 expect_fail "top-p zero" 2 "--top-p must be in (0, 1], got '0'" generate $M --top-p 0
 expect_fail "top-p above one" 2 "--top-p must be in (0, 1], got '1.5'" generate $M --top-p 1.5
 expect_fail "negative top-k" 2 "--top-k must be an integer >= 0" generate $M --top-k -3
-expect_fail "unknown norm" 2 "--norm must be layernorm or rmsnorm, got 'batchnorm'" generate $M --norm batchnorm
-expect_fail "unknown placement" 2 "--placement must be pre or post, got 'middle'" generate $M --placement middle
-expect_fail "negative seed" 2 "--seed must be an integer in [0, 2^64-1], got '-1'" generate $M --seed -1
+expect_fail "unknown norm" 2 "--norm must be layernorm or rmsnorm (any case), got 'batchnorm'" generate $M --norm batchnorm
+expect_fail "unknown placement" 2 "--placement must be pre or post (any case), got 'middle'" generate $M --placement middle
+expect_ok "choices without case" generate $M -p ab -n 5 -s 1 --norm RMSNorm --placement PRE --no-echo
+expect_fail "negative seed" 2 "--seed must be -1 (random) or an integer in [0, 2^64-1], got '-2'" generate $M --seed -2
+expect_ok "seed -1 is random" generate $M -p ab -n 5 --seed -1
+grep -q "^normlab: seed [0-9]*$" "$TMP/err" && ok "a random seed is printed" || bad "seed -1" "$(cat "$TMP/err")"
+expect_ok "given seed" generate $M -p ab -n 5 -s 3
+! grep -q "seed" "$TMP/err" && ok "a given seed is not printed" || bad "given seed printed" "$(cat "$TMP/err")"
 expect_fail "seed overflow" 2 "got '18446744073709551616'" generate $M --seed 18446744073709551616
 expect_fail "zero threads" 2 "--threads must be an integer in [1, 1024]" generate $M --threads 0
 expect_fail "unknown option" 2 "unknown or ambiguous option '--bogus'" generate $M --bogus
-expect_fail "ambiguous option" 2 "unknown or ambiguous option '--top'" generate $M --top 5
+expect_fail "ambiguous option" 2 "ambiguous option '--top' (--top-k, --top-p)" generate $M --top 5
+expect_fail "mistyped option" 2 "unknown option '--tempreature' (did you mean '--temperature'?)" generate $M --tempreature 1
+expect_fail "mistyped command" 2 "unknown command 'genrate' (did you mean 'generate'?)" genrate
 expect_fail "hex number" 2 "got '0x1p-1'" generate $M --temperature 0x1p-1
 expect_fail "leading space" 2 "got ' 5'" generate $M -n " 5"
 expect_fail "option before the command" 2 "the command comes first" -m x generate
@@ -74,8 +81,8 @@ expect_fail "stray argument" 2 "unexpected argument 'extra'" generate $M extra
 expect_fail "option of another command" 2 "option '--seed' does not apply to this command" info $M --seed 1
 expect_fail "short option of another command" 2 "option '-n' does not apply to this command" info $M -n 3
 expect_fail "counters without profile" 2 "--counters needs --profile" generate $M --counters
-expect_fail "two outputs, one file" 2 "two outputs would both be written to" profile $M -n 3 --json "$TMP/same" --trace "$TMP/same"
-expect_fail "eval without text" 2 "--text FILE is required" eval $M
+expect_fail "two outputs, one file" 2 "are the same file" profile $M -n 3 -o "$TMP/same" --trace "$TMP/same"
+expect_fail "eval without text" 2 "give the text with -f FILE" eval $M
 expect_fail "help for unknown command" 2 "unknown command 'bogus'" help bogus
 
 # ---- data errors: exit 1
@@ -99,7 +106,7 @@ if [ -w /dev/full ]; then
     if [ "$rc" -eq 1 ] && grep -q "cannot write to stdout" "$TMP/err"; then ok "stdout on a full disk"; else bad "stdout on a full disk" "rc=$rc $(cat "$TMP/err")"; fi
 fi
 
-expect_fail "logits overflow at run time" 1 "the model produced a non-finite logit after 0 generated tokens" generate -m $FIX/overflow.json -p ab -n 5 --seed 1
+expect_fail "logits overflow at run time" 1 "the model produced a non-finite logit after 0 generated tokens" generate -m $FIX/overflow.json -p ab -n 5 --seed 1 --no-echo
 expect_fail "eval loss overflows" 1 "non-finite loss at character 2" eval -m $FIX/overflow.json --text "$TMP/short.txt"
 # an unreadable file, as an unprivileged user (root reads everything)
 printf 'ab ba' > "$TMP/secret.txt"; chmod 000 "$TMP/secret.txt"; chmod 711 "$TMP"
@@ -122,26 +129,30 @@ expect_ok "help generate" help generate && grep -q -- "--top-p" "$TMP/out" && ok
 expect_ok "--version" --version && grep -qE '^normlab [0-9]+\.[0-9]+\.[0-9]+$' "$TMP/out" && ok "version format" || bad "version format" "$(cat "$TMP/out")"
 
 # ---- generation
-expect_ok "greedy" generate $M -p "ab" -n 40 --temperature 0
+expect_ok "greedy" generate $M -p "ab" -n 40 --temperature 0 --no-echo
 golden "greedy golden" greedy.txt
-expect_ok "sampled" generate $M -p "a b" -n 60 --seed 7 --top-k 5 --top-p 0.9 --temperature 0.8
+expect_ok "sampled" generate $M -p "a b" -n 60 --seed 7 --top-k 5 --top-p 0.9 --temperature 0.8 --no-echo
 golden "sampled golden" sampled.txt
 cp "$TMP/out" "$TMP/first"; cp "$TMP/out" "$TMP/sampled"
-expect_ok "same seed again" generate $M -p "a b" -n 60 --seed 7 --top-k 5 --top-p 0.9 --temperature 0.8
+expect_ok "same seed again" generate $M -p "a b" -n 60 -s 7 --top-k 5 --top-p 0.9 --no-echo
 cmp -s "$TMP/out" "$TMP/first" && ok "same seed, same bytes" || bad "same seed, same bytes" "outputs differ"
-expect_ok "two threads" generate $M -p "a b" -n 60 --seed 7 --top-k 5 --top-p 0.9 --temperature 0.8 --threads 2
+expect_ok "two threads" generate $M -p "a b" -n 60 --seed 7 --top-k 5 --top-p 0.9 --temperature 0.8 --threads 2 --no-echo
 cmp -s "$TMP/out" "$TMP/first" && ok "same bytes with 2 threads" || bad "same bytes with 2 threads" "outputs differ"
-expect_ok "--no-mmap" generate $M -p "a b" -n 60 --seed 7 --top-k 5 --top-p 0.9 --temperature 0.8 --no-mmap
+expect_ok "--no-mmap" generate $M -p "a b" -n 60 --seed 7 --top-k 5 --top-p 0.9 --temperature 0.8 --no-mmap --no-echo
 cmp -s "$TMP/out" "$TMP/first" && ok "--no-mmap prints the same text" || bad "--no-mmap" "outputs differ"
 expect_ok "--no-mmap directory model" info -m weights/shakespeare-pre-ln --no-mmap --json
 grep -q '"parameters":818048' "$TMP/out" && ok "--no-mmap loads a directory model" || bad "--no-mmap dir" "$(head -c 200 "$TMP/out")"
-expect_ok "other seed" generate $M -p "a b" -n 60 --seed 8 --top-k 5 --top-p 0.9 --temperature 0.8
+expect_ok "other seed" generate $M -p "a b" -n 60 --seed 8 --top-k 5 --top-p 0.9 --temperature 0.8 --no-echo
 cmp -s "$TMP/out" "$TMP/first" && bad "other seed, other bytes" "identical" || ok "other seed, other bytes"
-expect_ok "utf8 model" generate $U -p "é" -n 50 --seed 3
+expect_ok "echo by default" generate $M -p "a b" -n 60 --seed 7 --top-k 5 --top-p 0.9
+[ "$(cat "$TMP/out")" = "a b$(cat "$GOLD/sampled.txt")" ] && ok "the prompt is echoed before the continuation" || bad "echo" "$(head -c 80 "$TMP/out")"
+expect_ok "-o FILE" generate $M -p "a b" -n 60 --seed 7 --top-k 5 --top-p 0.9 --no-echo -o "$TMP/gen.txt"
+[ ! -s "$TMP/out" ] && cmp -s "$TMP/gen.txt" "$GOLD/sampled.txt" && ok "-o writes the text to the file, nothing to stdout" || bad "-o" "$(head -c 80 "$TMP/gen.txt")"
+expect_ok "utf8 model" generate $U -p "é" -n 50 --seed 3 --no-echo --temperature 1
 n=$(wc -m < "$TMP/out")
 [ "$n" -eq 50 ] && ok "-n counts characters, not bytes" || bad "-n counts characters" "got $n characters"
 golden "utf8 golden" utf8.txt
-expect_ok "-n 0" generate $M -n 0 --seed 1
+expect_ok "-n 0" generate $M -n 0 --seed 1 --no-echo
 [ ! -s "$TMP/out" ] && ok "-n 0 prints nothing" || bad "-n 0 prints nothing" "$(cat "$TMP/out")"
 expect_ok "no seed" generate $M -n 5
 grep -qE '^normlab: seed [0-9]+$' "$TMP/err" && ok "random seed printed to stderr" || bad "random seed printed" "$(cat "$TMP/err")"
@@ -165,9 +176,9 @@ cmp -s "$TMP/out" "$TMP/skipped" && ok "a prompt with nothing known left starts 
 expect_ok "prompt inline (for stdin)" generate $M -p 'ab ba' -n 30 --seed 4 && cp "$TMP/out" "$TMP/inline"
 printf 'ab ba' | "$BIN" generate $M -f - -n 30 --seed 4 >"$TMP/stdin" 2>/dev/null
 cmp -s "$TMP/stdin" "$TMP/inline" && ok "-f - reads the prompt from stdin" || bad "-f -" "differs"
-expect_ok "past the window" generate $M -p 'ab' -n 100 --seed 4
+expect_ok "past the window" generate $M -p 'ab' -n 100 --seed 4 --no-echo
 [ "$(wc -m < "$TMP/out")" -eq 100 ] && grep -q "context shifts" "$TMP/err" && ok "generation goes on past block_size" || bad "past the window" "$(cat "$TMP/err")"
-expect_ok "exact window" generate $M -p 'ab' -n 100 --seed 4 --exact-window
+expect_ok "exact window" generate $M -p 'ab' -n 100 --seed 4 --exact-window --no-echo
 [ "$(wc -m < "$TMP/out")" -eq 100 ] && ok "--exact-window goes on past block_size" || bad "exact window" "short"
 expect_ok "long prompt" generate $M -p 'ab ab ab ab ab ab' -n 3 --seed 4
 grep -q "only the last 9 fit" "$TMP/err" && ok "long prompt warns and keeps the last block_size" || bad "long prompt" "$(cat "$TMP/err")"
@@ -176,7 +187,7 @@ grep -q "warning: the model was trained as layernorm/pre; running it as rmsnorm/
 expect_ok "timing on stderr" generate $M -p 'ab' -n 5 --seed 4
 grep -qE "prefill 2 tokens in .* tok/s\); decode 4 tokens" "$TMP/err" && ok "timing reported on stderr" || bad "timing" "$(cat "$TMP/err")"
 
-expect_ok "warmup" generate $M -p "a b" -n 60 --seed 7 --top-k 5 --top-p 0.9 --temperature 0.8 --warmup
+expect_ok "warmup" generate $M -p "a b" -n 60 --seed 7 --top-k 5 --top-p 0.9 --temperature 0.8 --warmup --no-echo
 cmp -s "$TMP/out" "$GOLD/sampled.txt" && ok "--warmup leaves the output unchanged" || bad "--warmup output" "differs from the golden"
 
 # ---- batched samples
@@ -184,11 +195,11 @@ expect_ok "samples" generate $M -p "a b" -n 40 --seed 20 --samples 4 --json --to
 [ "$(wc -l < "$TMP/out")" -eq 4 ] && ok "--samples 4 --json prints four lines" || bad "--samples lines" "$(cat "$TMP/out")"
 cp "$TMP/out" "$TMP/samples.json"
 for i in 0 1 2 3; do
-    "$BIN" generate $M -p "a b" -n 40 --seed $((20 + i)) --top-k 6 > "$TMP/single" 2>/dev/null
+    "$BIN" generate $M -p "a b" -n 40 --seed $((20 + i)) --top-k 6 --no-echo > "$TMP/single" 2>/dev/null
     want=$(sed -n 's/\\n/\n/g; p' "$TMP/single" | tr -d '\n')
     line=$(sed -n "$((i + 1))p" "$TMP/samples.json")
     case "$line" in
-        "{\"sample\":$i,\"seed\":$((20 + i)),\"text\":"*) ok "sample $i is labelled with seed $((20 + i))" ;;
+        "{\"sample\":$i,\"seed\":$((20 + i)),\"prompt\":\"a b\",\"text\":"*) ok "sample $i is labelled with seed $((20 + i))" ;;
         *) bad "sample $i label" "$line" ;;
     esac
     got=$(printf '%s' "$line" | sed 's/.*"text":"\(.*\)"}$/\1/; s/\\n/\n/g' | tr -d '\n')
@@ -196,7 +207,13 @@ for i in 0 1 2 3; do
 done
 expect_ok "samples plain" generate $M -p "a b" -n 10 --seed 20 --samples 2
 [ "$(grep -c '^--- sample [01], seed 2[01] ---$' "$TMP/out")" -eq 2 ] && ok "--samples without --json labels each sample" || bad "samples plain" "$(cat "$TMP/out")"
-expect_fail "json without samples" 2 "--json needs --samples N" generate $M --json
+expect_ok "json, one sample" generate $M -p "a b" -n 60 --seed 7 --top-k 5 --top-p 0.9 --json
+/usr/bin/python3 -c '
+import json, sys
+d = json.loads(open(sys.argv[1]).read())
+assert d["seed"] == 7 and d["prompt"] == "a b" and d["text"] == open(sys.argv[2]).read(), d
+assert d["decode_tokens"] == 59 and d["decode_tok_s"] > 0
+' "$TMP/out" "$GOLD/sampled.txt" 2>/dev/null && ok "--json prints one object with the text, seed and timings" || bad "json one" "$(cat "$TMP/out")"
 expect_fail "samples zero" 2 "--samples must be an integer in [1, 256]" generate $M --samples 0
 
 # ---- info and eval
@@ -208,22 +225,25 @@ for key in '"vocab_size":11' '"n_layer":2' '"n_head":3' '"n_embd":12' '"block_si
 done
 printf 'ab ba ab\nba ab ba ab ab ba\n' > "$TMP/text.txt"
 expect_ok "eval json" eval $M --text "$TMP/text.txt" --json
-grep -qE '^\{"chars": 26, "nats_per_char": [0-9.e-]+, "bits_per_char": [0-9.e-]+, "perplexity": [0-9.e-]+' "$TMP/out" \
+grep -qE '^\{"chars": 26, "nats_per_char": [0-9.e-]+, "nats_per_char_stderr": [0-9.e-]+, "bits_per_char": [0-9.e-]+, "bits_per_char_stderr": [0-9.e-]+, "perplexity": [0-9.e-]+, "perplexity_stderr": [0-9.e-]+' "$TMP/out" \
     && ok "eval json fields" || bad "eval json fields" "$(cat "$TMP/out")"
 nats=$(sed -n 's/.*"nats_per_char": \([^,]*\),.*/\1/p' "$TMP/out"); bits=$(sed -n 's/.*"bits_per_char": \([^,]*\),.*/\1/p' "$TMP/out")
 awk -v n="$nats" -v b="$bits" 'BEGIN { exit !(b > 0 && (n / b - log(2)) ^ 2 < 1e-12) }' && ok "bits = nats / ln 2" || bad "bits = nats / ln 2" "$nats $bits"
 
 # ---- profile
-expect_ok "profile" profile $M -p "ab" -n 20 --json "$TMP/prof.json" --trace "$TMP/trace.json"
+expect_ok "profile" profile $M -p "ab" -n 20 --trace "$TMP/trace.json"
 grep -q "^== prefill: 2 positions" "$TMP/out" && grep -q "^== decode: " "$TMP/out" && grep -q "not covered by any row" "$TMP/out" \
     && ok "profile prints both phases and the footer" || bad "profile table" "$(head -5 "$TMP/out")"
 core=$("$BIN" info $M --json | sed -n 's/.*"blas_core":"\([^"]*\)".*/\1/p')
 grep -qE "OpenBLAS $core kernels \(chosen by (openblas|environment|normlab)\), threads up to [0-9]+; engine threads 1;" "$TMP/out" \
     && ok "profile reports the kernel family and threads" || bad "profile threads" "$(head -2 "$TMP/out")"
-grep -q '"phase":[[:space:]]*"decode"' "$TMP/prof.json" && ok "profile --json written" || bad "profile --json" "$(head -c 200 "$TMP/prof.json")"
+run profile $M -p "ab" -n 20 --json -o "$TMP/prof.json"
+[ ! -s "$TMP/out" ] && grep -q '"phase":[[:space:]]*"decode"' "$TMP/prof.json" && ok "profile --json -o written" || bad "profile --json" "$(head -c 200 "$TMP/prof.json")"
+run profile $M -p "ab" -n 20 --json
+grep -q '"phase":[[:space:]]*"decode"' "$TMP/out" && ! grep -q "^== decode" "$TMP/out" && ok "profile --json prints JSON instead of the table" || bad "profile --json stdout" "$(head -c 200 "$TMP/out")"
 grep -q '"traceEvents"' "$TMP/trace.json" && grep -q '"name": "layer 1"' "$TMP/trace.json" && ok "profile --trace written" || bad "profile --trace" "$(head -c 200 "$TMP/trace.json")"
-expect_fail "profile unwritable json" 2 "output /nonexistent/dir/p.json: its directory cannot be used" profile $M -n 5 --json /nonexistent/dir/p.json
-expect_fail "profile unwritable trace" 2 "its directory cannot be used" profile $M -n 5 --json "$TMP/p2.json" --trace /nonexistent/t.json
+expect_fail "profile unwritable json" 2 "output /nonexistent/dir/p.json: its directory cannot be used" profile $M -n 5 -o /nonexistent/dir/p.json
+expect_fail "profile unwritable trace" 2 "its directory cannot be used" profile $M -n 5 -o "$TMP/p2.json" --trace /nonexistent/t.json
 [ ! -e "$TMP/p2.json" ] && ok "no half-written profile left behind" || bad "half-written profile" "$TMP/p2.json exists"
 expect_ok "generate plain" generate $M -p "ab" -n 40 --seed 9; cp "$TMP/out" "$TMP/first"
 expect_ok "generate --profile" generate $M -p "ab" -n 40 --seed 9 --profile
@@ -233,7 +253,10 @@ expect_ok "eval --profile" eval $M --text "$TMP/text.txt" --profile
 grep -q "^== prefill" "$TMP/err" && ok "eval --profile table on stderr" || bad "eval --profile" "$(head -3 "$TMP/err")"
 
 # ---- compare
-expect_ok "compare" compare $FIX/ln-pre-bias.json $FIX/rms-post-bias.json --text "$TMP/text.txt" --repeats 2 --json "$TMP/cmp.json" --csv "$TMP/cmp.csv"
+expect_ok "compare" compare $FIX/ln-pre-bias.json $FIX/rms-post-bias.json --text "$TMP/text.txt" --repeats 2 --csv "$TMP/cmp.csv"
+cp "$TMP/out" "$TMP/cmp.txt"
+run compare $FIX/ln-pre-bias.json $FIX/rms-post-bias.json -f "$TMP/text.txt" --repeats 2 --json -o "$TMP/cmp.json"
+cp "$TMP/cmp.txt" "$TMP/out"
 [ "$(grep -c '^tests/fixtures/' "$TMP/out")" -ge 2 ] && grep -q "bits/char" "$TMP/out" && ok "compare prints a row per model" || bad "compare table" "$(cat "$TMP/out")"
 [ "$(head -1 "$TMP/cmp.csv" | cut -d, -f1-4)" = "model,norm,placement,override" ] && [ "$(wc -l < "$TMP/cmp.csv")" -eq 3 ] \
     && ok "compare --csv has a header and a row per model" || bad "compare csv" "$(cat "$TMP/cmp.csv")"
@@ -242,18 +265,18 @@ run eval $M --text "$TMP/text.txt" --json
 eval_bits=$(sed -n 's/.*"bits_per_char": \([^,]*\),.*/\1/p' "$TMP/out")
 awk -v a="$cmp_bits" -v b="$eval_bits" 'BEGIN { d = a - b; exit !(a > 0 && d * d <= 1e-16 * a * a) }' \
     && ok "compare's bits/char is eval's ($cmp_bits)" || bad "compare bits/char" "compare $cmp_bits eval $eval_bits"
-expect_ok "compare --also-swap" compare $FIX/ln-post-bias.json --text "$TMP/text.txt" --repeats 1 --also-swap --json "$TMP/swap.json"
+expect_ok "compare --also-swap" compare $FIX/ln-post-bias.json --text "$TMP/text.txt" --repeats 1 --also-swap --json -o "$TMP/swap.json"
 [ "$(grep -c '"override":' "$TMP/swap.json")" -eq 3 ] && grep -q '"override":[[:space:]]*"norm"' "$TMP/swap.json" \
     && grep -q '"override":[[:space:]]*"placement"' "$TMP/swap.json" && grep -q '"placement":[[:space:]]*"pre"' "$TMP/swap.json" \
     && ok "--also-swap adds the other norm and the other placement" || bad "--also-swap rows" "$(grep override "$TMP/swap.json")"
 expect_ok "compare --invariance" compare $FIX/ln-pre-bias.json --text "$TMP/text.txt" --repeats 1 --invariance
 grep -q "scale_0.5" "$TMP/out" && grep -q "shift_1" "$TMP/out" && ok "invariance table printed" || bad "invariance table" "$(tail -4 "$TMP/out")"
 expect_fail "compare without models" 2 "give at least one MODEL" compare --text "$TMP/text.txt"
-expect_fail "compare without text" 2 "--text FILE is required" compare $FIX/ln-pre-bias.json
-expect_fail "compare bad model" 1 "/nonexistent: no such model" compare $FIX/ln-pre-bias.json /nonexistent --text "$TMP/text.txt" --json "$TMP/bad.json"
+expect_fail "compare without text" 2 "give the text with -f FILE" compare $FIX/ln-pre-bias.json
+expect_fail "compare bad model" 1 "/nonexistent: no such model" compare $FIX/ln-pre-bias.json /nonexistent --text "$TMP/text.txt" --json -o "$TMP/bad.json"
 [ ! -e "$TMP/bad.json" ] && ok "no half-written compare JSON" || bad "half-written compare JSON" "exists"
 expect_fail "compare unknown characters" 1 "U+0009 at position 3" compare $FIX/ln-pre-bias.json --text "$TMP/tab.txt"
-expect_fail "compare unwritable json" 2 "output /nonexistent/x.json: its directory cannot be used" compare $FIX/ln-pre-bias.json --text "$TMP/text.txt" --json /nonexistent/x.json
+expect_fail "compare unwritable json" 2 "output /nonexistent/x.json: its directory cannot be used" compare $FIX/ln-pre-bias.json --text "$TMP/text.txt" --json -o /nonexistent/x.json
 if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
     expect_ok "compare --plot-dir" compare $FIX/ln-pre-bias.json $FIX/rms-pre-bias.json --text "$TMP/text.txt" --repeats 1 --plot-dir "$TMP/plots"
     for png in bits_per_char residual_rms time_share; do
@@ -322,7 +345,7 @@ else
     grep -q "\"blas_core\":\"$core\",\"blas_core_source\":\"environment\"" "$TMP/out" \
         && ok "a set OPENBLAS_CORETYPE is left alone" || bad "env left alone" "$(cat "$TMP/out")"
 fi
-NORMLAB_BLAS_PRETEND=Prescott "$BIN" generate $M -p "a b" -n 60 --seed 7 --top-k 5 --top-p 0.9 --temperature 0.8 > "$TMP/out" 2>/dev/null
+NORMLAB_BLAS_PRETEND=Prescott "$BIN" generate $M -p "a b" -n 60 --seed 7 --top-k 5 --top-p 0.9 --no-echo > "$TMP/out" 2>/dev/null
 cmp -s "$TMP/out" "$TMP/sampled" && ok "a restarted run prints the same text" || bad "restarted run" "outputs differ"
 
 echo "cli_test: $passed passed, $failed failed"

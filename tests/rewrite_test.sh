@@ -48,5 +48,18 @@ for p in $loads; do wait "$p"; r=$?; [ "$r" -gt "$worst" ] && worst=$r; done
     || bad "final model" "$("$BIN" info -m "$TMP/m" 2>&1 | tail -2)"
 [ -z "$(find "$TMP" -maxdepth 1 -name '.m.*')" ] && ok "no temporary directory left beside the model" \
     || bad "leftovers" "$(ls -a "$TMP")"
+ln -s m "$TMP/alias"
+mkdir -p "$TMP/m/notes" && echo kept > "$TMP/m/notes/a.txt"
+/usr/bin/python3 - "$TMP/alias" <<'PY'
+import sys
+sys.path.insert(0, "tools")
+import nlformat
+cfg, vocab, arrays = nlformat.load_model("tests/fixtures/ln-pre-bias.json")
+nlformat.write_model_dir(sys.argv[1], {k: v for k, v in cfg.items() if k != "format"}, vocab, arrays,
+                         metadata={"generation": "via-link"})
+PY
+[ -L "$TMP/alias" ] && [ -d "$TMP/m" ] && [ ! -L "$TMP/m" ] && grep -q kept "$TMP/m/notes/a.txt" \
+    && "$BIN" info -m "$TMP/alias" --json | grep -q '"generation":"via-link"' \
+    && ok "a model rewritten through a symlink: the link kept, the folder's subfolder too" || bad "symlinked model" "$(ls -la "$TMP")"
 echo "rewrite_test: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -133,8 +133,8 @@ def write_model_dir(out_dir, config, vocab, tensors, metadata=None, extra=None):
     the model is missing, never a mix). normlab reads a model's files through one descriptor of its
     directory, so a reader gets the old model or the new one, and one that has the old weights
     mapped keeps them. extra: more files written with the model (name -> text), e.g. its training log."""
-    out_dir = os.path.normpath(out_dir)
-    parent = os.path.dirname(os.path.abspath(out_dir))
+    out_dir = os.path.realpath(out_dir)  # a symlinked model folder: replace where it points, keep the link
+    parent = os.path.dirname(out_dir)
     os.makedirs(parent, exist_ok=True)
     new = tempfile.mkdtemp(prefix="." + os.path.basename(out_dir) + ".", suffix=".new", dir=parent)
     try:
@@ -150,15 +150,24 @@ def write_model_dir(out_dir, config, vocab, tensors, metadata=None, extra=None):
             os.rename(new, out_dir)
             return
         for name in os.listdir(out_dir):  # keep what else the folder holds
-            if not os.path.exists(os.path.join(new, name)):
+            src, dst = os.path.join(out_dir, name), os.path.join(new, name)
+            if os.path.lexists(dst):
+                continue
+            if os.path.isdir(src) and not os.path.islink(src):
+                shutil.copytree(src, dst, symlinks=True)
+            else:
                 try:
-                    os.link(os.path.join(out_dir, name), os.path.join(new, name))
+                    os.link(src, dst, follow_symlinks=False)
                 except OSError:
-                    shutil.copy2(os.path.join(out_dir, name), os.path.join(new, name))
+                    shutil.copy2(src, dst, follow_symlinks=False)
         if not _exchange(new, out_dir):
             old = new + ".old"
             os.rename(out_dir, old)
-            os.rename(new, out_dir)
+            try:
+                os.rename(new, out_dir)
+            except OSError:
+                os.rename(old, out_dir)  # put the old model back rather than leave none
+                raise
             new = old
     finally:
         shutil.rmtree(new, ignore_errors=True)

@@ -24,7 +24,8 @@ static size_t utf8_len(const unsigned char *s, unsigned *cp) {
 
 static int is_hidden(unsigned c) {
     return c < 0x20 || c == 0x7F || (c >= 0x80 && c <= 0x9F) || c == 0x2028 || c == 0x2029 ||
-           (c >= 0x202A && c <= 0x202E) || (c >= 0x2066 && c <= 0x2069);
+           (c >= 0x202A && c <= 0x202E) || (c >= 0x2066 && c <= 0x2069) || c == 0x200E || c == 0x200F ||
+           c == 0x061C;  // the bidi controls: embeddings, overrides, isolates and the marks
 }
 
 // Appends the escaped form of s to out (unbounded scratch of at least 6 * strlen(s) + 1 bytes).

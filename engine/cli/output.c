@@ -16,9 +16,39 @@ enum { EXIT_DATA = 1, EXIT_USAGE = 2 };
 
 static int is_stdout(const char *path) { return strcmp(path, "-") == 0; }
 
-// Paths written in place whatever they are: the system's device and process files.
-static int is_system_path(const char *path) {
-    return strncmp(path, "/dev/", 5) == 0 || strncmp(path, "/proc/", 6) == 0;
+// A character device (/dev/null, a terminal) may take several outputs.
+static int is_char_device(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISCHR(st.st_mode);
+}
+
+// Written in place: a character device or a FIFO (a regular file is replaced, a block device or a
+// socket refused).
+static int is_direct(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode));
+}
+
+// The file an output path lands on: a symlink's target (followed as far as it goes, dangling or
+// not), else the path itself; into out (PATH_MAX).
+static const char *landing(const char *path, char *out) {
+    char link[PATH_MAX], next[PATH_MAX];
+    snprintf(out, PATH_MAX, "%s", path);
+    for (int hops = 0; hops < 40; hops++) {
+        struct stat st;
+        if (lstat(out, &st) != 0 || !S_ISLNK(st.st_mode)) break;
+        ssize_t n = readlink(out, link, sizeof link - 1);
+        if (n <= 0) break;
+        link[n] = '\0';
+        if (link[0] == '/') snprintf(next, sizeof next, "%s", link);
+        else {
+            char dir[PATH_MAX];
+            snprintf(dir, sizeof dir, "%s", out);
+            snprintf(next, sizeof next, "%s/%s", dirname(dir), link);
+        }
+        snprintf(out, PATH_MAX, "%s", next);
+    }
+    return out;
 }
 
 // dir (PATH_MAX) = the resolved directory of path, name = its last component.
@@ -78,9 +108,9 @@ int out_same_file(const FileId *a, const FileId *b) {
 
 // Whether path (an output) lies in shipped_dir (resolved), or is that folder.
 static int inside(const char *path, const char *shipped_dir) {
-    char real[PATH_MAX], dir[PATH_MAX], name[NAME_MAX + 1], err[64];
+    char real[PATH_MAX], dir[PATH_MAX], name[NAME_MAX + 1], err[64], target[PATH_MAX];
     if (!shipped_dir || !realpath(shipped_dir, real)) return 0;
-    if (split_resolved(path, dir, name, err, sizeof err) != 0) return 0;
+    if (split_resolved(landing(path, target), dir, name, err, sizeof err) != 0) return 0;
     size_t n = strlen(real);
     return strncmp(dir, real, n) == 0 && (dir[n] == '\0' || dir[n] == '/');
 }
@@ -88,9 +118,8 @@ static int inside(const char *path, const char *shipped_dir) {
 // An output that can be written: "-"; a system path; an existing FIFO or character device; or a
 // regular or new file in a writable directory.
 static int check_writable(const char *cmd, const char *path) {
-    if (is_stdout(path) || is_system_path(path)) return 0;
+    if (is_stdout(path) || is_direct(path)) return 0;
     struct stat st;
-    if (stat(path, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode))) return 0;
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
         msg_usage(cmd, "output '%s' is a directory", path);
         return EXIT_USAGE;
@@ -101,7 +130,7 @@ static int check_writable(const char *cmd, const char *path) {
     }
     char dir[PATH_MAX], name[NAME_MAX + 1], err[PATH_MAX + 128];
     char target[PATH_MAX];
-    const char *where = realpath(path, target) ? target : path;  // a symlink's target is what gets replaced
+    const char *where = landing(path, target);  // a symlink's target is what gets replaced
     if (split_resolved(where, dir, name, err, sizeof err) != 0) {
         msg_usage(cmd, "output %s", err);
         return EXIT_USAGE;
@@ -127,7 +156,7 @@ int out_check_all(const char *cmd, const char *const *outputs, size_t n_out, con
             rc = EXIT_USAGE;
         }
         for (size_t j = 0; j < i && rc == 0; j++)
-            if (out[j].label && out_same_file(&out[i], &out[j]) && !is_system_path(outputs[i])) {
+            if (out[j].label && out_same_file(&out[i], &out[j]) && !is_char_device(outputs[i])) {
                 msg_usage(cmd, "outputs '%s' and '%s' are the same file", outputs[j], outputs[i]);
                 rc = EXIT_USAGE;
             }
@@ -159,7 +188,7 @@ int out_open(OutFile *o, const char *path) {
             o->direct = 1;
             return 0;
         }
-    if (is_system_path(path) || (exists && !S_ISREG(st.st_mode))) {
+    if (exists && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))) {
         // In place: no O_CREAT, no O_TRUNC (a regular file behind /dev/stdout is the shell's); a FIFO
         // with no reader is an error, not a hang.
         int fd = open(path, O_WRONLY | O_APPEND | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
@@ -172,8 +201,12 @@ int out_open(OutFile *o, const char *path) {
         o->direct = 1;
         return 0;
     }
+    if (exists && !S_ISREG(st.st_mode)) {
+        msg_error("%s: cannot write: neither a regular file, a FIFO nor a character device", path);
+        return EXIT_DATA;
+    }
     char dir[PATH_MAX], name[NAME_MAX + 1], err[PATH_MAX + 128];
-    if (!(exists ? realpath(path, o->dest) : NULL)) snprintf(o->dest, sizeof o->dest, "%s", path);
+    landing(path, o->dest);  // through symlinks, dangling ones too: the link stays, its target is written
     if (split_resolved(o->dest, dir, name, err, sizeof err) != 0) { msg_error("%s", err); return EXIT_DATA; }
     if ((size_t)snprintf(o->tmp, sizeof o->tmp, "%s/.%s.normlab-XXXXXX", dir, name) >= sizeof o->tmp) {
         msg_error("%s: path too long for its temporary file", path);

@@ -3,8 +3,8 @@
 // - A regular destination (or a new one) is written to a temporary file beside it and renamed over
 //   it only when the whole command has succeeded; on failure only the temporary file is removed. A
 //   destination reached through a symlink is replaced where the link points, the link kept.
-// - "-" is standard output. Character devices, FIFOs and anything under /dev or /proc are written
-//   directly, never created, renamed or removed.
+// - "-" is standard output. Character devices and FIFOs are written directly, never created,
+//   renamed or removed; the file stdout or stderr already is is written through that stream.
 // - Before any work, out_check_all() refuses an output that is the same file as an input or as
 //   another output (device and inode, after symlinks; for a new file its directory and name), or
 //   that lies in the shipped models' folder.

@@ -1,0 +1,111 @@
+// cli.h — what the command files share: the parsed options, the command table's row, and the
+// steps every command takes (find and load a model, read a text, check outputs). The CLI is a
+// client of the library like any embedder; only it prints diagnostics or chooses exit codes:
+// 0 ok, 1 runtime or data error, 2 usage error.
+#ifndef NL_CLI_H
+#define NL_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "msg.h"
+#include "normlab.h"
+#include "output.h"
+
+#define EXIT_DATA 1
+#define EXIT_USAGE 2
+#define TEXT_CAP ((size_t)1 << 30)
+#define DEFAULT_MODEL "shakespeare-pre-ln"
+
+// The OpenBLAS kernel family the process runs, and who chose it.
+typedef struct {
+    char reported[64];   // the family OpenBLAS picked by itself (before normlab asked for another)
+    const char *source;  // "openblas", "environment" (OPENBLAS_CORETYPE was set) or "normlab"
+} BlasChoice;
+
+typedef struct {
+    const char *cmd;
+    BlasChoice blas;
+    const char *model;        // -m: a path, or a name looked up in the model search path
+    const char *prompt;
+    const char *prompt_file;  // -f for generate, profile, logits
+    const char *text_file;    // -f / --text for eval and compare
+    const char *output;       // -o: the main result to this file ("-": stdout)
+    long n_new;
+    NlSamplerParams sampling;
+    uint64_t seed;
+    int has_seed;             // --seed given (and not -1)
+    int norm, placement;      // -1: as configured
+    int threads;              // engine worker threads; OpenBLAS threads for large sgemv
+    int exact_window, skip_unknown, json, echo;
+    long stride;              // 0: T/2
+    int profile, counters;
+    const char *trace_out, *csv_out, *plot_dir;
+    int also_swap, invariance, repeats;
+    int samples;              // generate: streams decoded together
+    int batch;                // eval: windows per call; generate: streams per group (0: default)
+    int no_mmap;              // read the weights into memory instead of mapping them
+    int warmup;               // generate: one untimed pass over the prompt first
+    char **models;            // compare: the positional model arguments
+    int n_models;
+} Options;
+
+// Option codes beyond the single-letter ones (m p f n s t o h).
+enum {
+    OPT_TEMP = 256, OPT_TOPK, OPT_TOPP, OPT_SEED, OPT_NORM, OPT_PLACEMENT, OPT_THREADS, OPT_EXACT, OPT_SKIP,
+    OPT_JSON, OPT_TEXT, OPT_STRIDE, OPT_ECHO, OPT_NO_ECHO, OPT_PROFILE, OPT_TRACE, OPT_COUNTERS, OPT_ALSO_SWAP,
+    OPT_INVARIANCE, OPT_REPEATS, OPT_CSV, OPT_PLOT_DIR, OPT_SAMPLES, OPT_WARMUP, OPT_BATCH, OPT_NO_MMAP, OPT_OUTPUT
+};
+
+// One row of the command table.
+typedef struct {
+    const char *name;
+    const char *summary;  // one line, for `normlab --help`
+    const char *help;     // `normlab help NAME`
+    const int *options;   // the option codes it takes, 0-terminated
+    int (*run)(Options *o);
+} Command;
+
+// options.c
+// Parses argv (argv[0] is the command) into o for cmd; returns 0, -1 for --help, or EXIT_USAGE
+// with the message printed (with a "did you mean" for a near miss).
+int options_parse(Options *o, const Command *cmd, int argc, char **argv);
+size_t edit_distance(const char *a, const char *b);
+
+// common.c
+const char *plural(size_t n);
+int check_stdout(int ok);
+int print_text(const char *text);
+int available_cpus(void);
+const char *beside_binary(const char *rel, char *buf, size_t len);
+// The model the options name, resolved (README "Models by name"); NULL with a message when a name
+// is found nowhere. buf holds the result.
+const char *model_path(const Options *o, char *buf, size_t len);
+const char *resolve_model(const char *name, char *buf, size_t len);
+// The folders searched for models by name, in order, ':'-separated, into buf.
+const char *model_search_path(char *buf, size_t len);
+int load_model(const Options *o, NlModel **model);
+int make_state_as(const Options *o, const NlModel *model, int batch, int blas_threads, int warn, NlState **state);
+int encode(const NlModel *model, const char *what, const char *text, size_t len, int skip_unknown, int **ids,
+           size_t *n, size_t *skipped);
+int read_text(const char *path, char **buf, size_t *len);
+int prompt_ids(const Options *o, const NlModel *model, int **ids, size_t *n, char **text, size_t *len);
+int attach_profiler(const Options *o, const NlModel *model, NlState *state, size_t n_forward, NlProfiler **prof);
+int check_outputs(const Options *o, const char *const *outputs, size_t n_out);
+uint64_t seed_from_os(void);
+int spawn_wait(char *const *argv);
+// Opens -o (or stdout when absent) as *out for the command's main result.
+int open_main_output(const Options *o, OutFile *out);
+
+// The commands (one file per family).
+int cmd_generate(Options *o);
+int cmd_eval(Options *o);
+int cmd_logits(Options *o);
+int cmd_compare(Options *o);
+int cmd_info(Options *o);
+int cmd_list(Options *o);
+extern const char *const HELP_GENERATE, *const HELP_PROFILE, *const HELP_EVAL, *const HELP_LOGITS,
+    *const HELP_COMPARE, *const HELP_INFO, *const HELP_LIST;
+
+#endif

@@ -1,0 +1,206 @@
+// cmd_compare.c — compare: models side by side on one text, with tables, JSON, CSV and plots.
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "report.h"
+
+const char *const HELP_COMPARE =
+    "usage: normlab compare MODEL... -f FILE [--json] [-o FILE] [--csv FILE] [--plot-dir DIR]\n"
+    "                       [--also-swap] [--invariance] [--repeats N] [--threads N]\n"
+    "\n"
+    "The same text through every model: one row per model with norm type, placement, parameters,\n"
+    "bits/char and perplexity, prefill and decode tokens/s (medians), the share of forward time in\n"
+    "normalization, per-layer hidden-state statistics, and the largest logit difference between a\n"
+    "sequence alone and in a batch of 16, and between prefill and KV-cache decoding.\n"
+    "  MODEL                  a model by name ('normlab list') or path\n"
+    "  -f, --file FILE        UTF-8 text to score (every model must know its characters; --text FILE)\n"
+    "      --also-swap        add, per model, a row with the other norm type and one with the other placement\n"
+    "      --invariance       the LayerNorm/RMSNorm invariance experiment on the text's activations\n"
+    "      --repeats N        timing repeats (default 5)\n"
+    "  -t, --threads N        rows measured side by side on N threads (default 1: one at a time, so\n"
+    "                         that the speed columns are those of an idle machine); the other\n"
+    "                         columns are the same at any N\n"
+    "      --json             the rows as a JSON array instead of the table\n"
+    "  -o, --output FILE      write the table (or JSON) to FILE instead of stdout\n"
+    "      --csv FILE         also write the rows as CSV to FILE\n"
+    "      --plot-dir DIR     PNG charts via tools/plot_compare.py (needs python3-matplotlib)\n"
+    "      --skip-unknown, --no-mmap   as for generate\n";
+
+// Measures every row of one model: as trained, then (with --also-swap) other norm, other placement.
+// Loads one compare model and encodes the text for it; appends its rows (as trained, then with
+// --also-swap the other norm and the other placement) to jobs.
+static int compare_load(const Options *o, const char *path, const char *text, size_t len, NlModel **model, int **ids,
+                        NlCompareJob *jobs, const char **labels, size_t *n_jobs) {
+    size_t n = 0, skipped = 0;
+    Options with = *o;
+    with.model = path;
+    int rc = load_model(&with, model);
+    if (!rc) {
+        char what[4400];
+        snprintf(what, sizeof what, "%s (for %s)", o->text_file, path);
+        rc = encode(*model, what, text, len, o->skip_unknown, ids, &n, &skipped);
+    }
+    if (!rc && n < 2) { msg_error("%s: the text needs at least 2 known characters", o->text_file); rc = EXIT_DATA; }
+    if (rc) return rc;
+    const NlConfig *c = nl_model_config(*model);
+    NlNormType other_norm = c->norm == NL_NORM_LAYERNORM ? NL_NORM_RMSNORM : NL_NORM_LAYERNORM;
+    NlPlacement other_place = c->placement == NL_PLACE_PRE ? NL_PLACE_POST : NL_PLACE_PRE;
+    NlRunOptions runs[3] = {
+        {c->norm, c->placement, 1, 1}, {other_norm, c->placement, 1, 1}, {c->norm, other_place, 1, 1}};
+    for (int r = 0; r < (o->also_swap ? 3 : 1); r++) {
+        labels[*n_jobs] = path;
+        jobs[(*n_jobs)++] = (NlCompareJob){*model, runs[r], *ids, n};
+    }
+    return 0;
+}
+
+static const char *const PLOTS[] = {"bits_per_char.png", "residual_rms.png", "time_share.png"};
+
+#define N_PLOTS (sizeof PLOTS / sizeof PLOTS[0])
+
+// Before any work: the plotting tool runs here (python3 with matplotlib) and its script is found.
+static int check_plot_tool(const char *cmd) {
+    char script[4400];
+    char *argv[] = {"/usr/bin/python3", "-c", "import matplotlib", NULL};
+    if (access(beside_binary("tools/plot_compare.py", script, sizeof script), R_OK) != 0 || spawn_wait(argv) != 0) {
+        msg_usage(cmd, "--plot-dir needs /usr/bin/python3 with matplotlib and tools/plot_compare.py "
+                       "(tools/install-deps.sh --python)");
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
+// Draws the plots from json (the finished rows) into a temporary folder inside the plot directory
+// (made now if missing), then renames each into place. On failure nothing of it stays.
+// Draws the plots of the rows into a temporary folder inside the plot directory (made now if
+// missing), from a JSON file of the rows written there, then renames each plot into place. On
+// failure nothing of it stays.
+static int run_plots(const Options *o, const NlCompareRow *rows, const char *const *labels, size_t n,
+                     const NlCompareInfo *info) {
+    char script[4400], tmp[PATH_MAX], json[PATH_MAX + 32], from[PATH_MAX + 32], to[PATH_MAX + 32];
+    int made = mkdir(o->plot_dir, 0777) == 0;
+    if (!made && errno != EEXIST) { msg_error("%s: cannot create: %s", o->plot_dir, strerror(errno)); return EXIT_DATA; }
+    snprintf(tmp, sizeof tmp, "%s/.normlab-plots-XXXXXX", o->plot_dir);
+    if (!mkdtemp(tmp)) {
+        msg_error("%s: cannot write: %s", o->plot_dir, strerror(errno));
+        if (made) rmdir(o->plot_dir);
+        return EXIT_DATA;
+    }
+    snprintf(json, sizeof json, "%s/rows.json", tmp);
+    FILE *f = fopen(json, "w");
+    int ok = f && nl_report_compare_json(f, rows, labels, n, info) == 0;
+    if (f && fclose(f) != 0) ok = 0;
+    if (!ok) msg_error("%s: cannot write the rows for the plots", o->plot_dir);
+    char *argv[] = {"/usr/bin/python3", (char *)beside_binary("tools/plot_compare.py", script, sizeof script), json, tmp, NULL};
+    if (ok && spawn_wait(argv) != 0) { msg_error("tools/plot_compare.py failed; no plot was written"); ok = 0; }
+    for (size_t i = 0; ok && i < N_PLOTS; i++) {
+        snprintf(from, sizeof from, "%s/%s", tmp, PLOTS[i]);
+        snprintf(to, sizeof to, "%s/%s", o->plot_dir, PLOTS[i]);
+        if (rename(from, to) != 0) { msg_error("%s: cannot replace: %s", to, strerror(errno)); ok = 0; }
+    }
+    for (size_t i = 0; i < N_PLOTS; i++) {
+        snprintf(from, sizeof from, "%s/%s", tmp, PLOTS[i]);
+        unlink(from);
+    }
+    unlink(json);
+    rmdir(tmp);
+    if (!ok && made) rmdir(o->plot_dir);
+    return ok ? 0 : EXIT_DATA;
+}
+
+int cmd_compare(Options *o) {
+    if (o->n_models == 0) { msg_usage(o->cmd, "%s", "give at least one MODEL"); return EXIT_USAGE; }
+    if (!o->text_file) { msg_usage(o->cmd, "%s", "give the text with -f FILE (or --text FILE)"); return EXIT_USAGE; }
+    // Outputs: -o (the table, or the JSON rows with --json), --csv, and --plot-dir's plots.
+    char plot_paths[N_PLOTS][PATH_MAX + 32];
+    const char *outs[2 + N_PLOTS];
+    size_t n_outs = 0;
+    struct stat pst;
+    int plot_dir_exists = o->plot_dir && stat(o->plot_dir, &pst) == 0;
+    if (o->output) outs[n_outs++] = o->output;
+    if (o->csv_out) outs[n_outs++] = o->csv_out;
+    for (size_t i = 0; plot_dir_exists && i < N_PLOTS; i++) {
+        snprintf(plot_paths[i], sizeof plot_paths[i], "%s/%s", o->plot_dir, PLOTS[i]);
+        outs[n_outs++] = plot_paths[i];
+    }
+    if (o->plot_dir && !plot_dir_exists) outs[n_outs++] = o->plot_dir;  // made at the end: its folder must be writable
+    if (plot_dir_exists && !S_ISDIR(pst.st_mode)) {
+        msg_usage(o->cmd, "--plot-dir '%s' is not a directory", o->plot_dir);
+        return EXIT_USAGE;
+    }
+    int rc0 = check_outputs(o, outs, n_outs);
+    if (!rc0 && o->plot_dir) rc0 = check_plot_tool(o->cmd);
+    if (rc0) return rc0;
+    OutFile out = {0}, csv_o = {0};
+    char (*shown)[512] = NULL;  // escaped labels for the table
+    char *text = NULL;
+    size_t len = 0, n_rows = 0;
+    size_t cap = (size_t)o->n_models * 3;
+    const char **labels = calloc(cap, sizeof *labels);
+    NlCompareRow *rows = calloc(cap, sizeof *rows);
+    NlCompareJob *jobs = calloc(cap, sizeof *jobs);
+    NlModel **models = calloc((size_t)o->n_models, sizeof *models);
+    int **ids = calloc((size_t)o->n_models, sizeof *ids);
+    int rc = labels && rows && jobs && models && ids ? 0 : EXIT_DATA;
+    if (!rc) rc = read_text(o->text_file, &text, &len);
+    if (!rc) rc = open_main_output(o, &out);
+    if (!rc && o->csv_out) rc = out_open(&csv_o, o->csv_out);
+    for (int i = 0; !rc && i < o->n_models; i++)
+        rc = compare_load(o, o->models[i], text, len, &models[i], &ids[i], jobs, labels, &n_rows);
+    if (rc) goto cleanup;
+    if (isatty(STDERR_FILENO))
+        fprintf(stderr, "compare: %zu rows on %d thread%s ...", n_rows, o->threads, plural((size_t)o->threads));
+    NlCompareOptions copts = {o->repeats, o->invariance};
+    NlError err;
+    size_t failed;
+    if (nl_compare_models(jobs, n_rows, o->threads, &copts, rows, &failed, &err) != 0) {
+        if (isatty(STDERR_FILENO)) fprintf(stderr, "\n");
+        msg_error("%s: %s", failed < n_rows ? labels[failed] : o->text_file, err.msg);
+        rc = EXIT_DATA;
+        goto cleanup;
+    }
+    if (isatty(STDERR_FILENO)) fprintf(stderr, "\r%60s\r", "");
+    // Paths from the command line shown in the table, escaped like every message.
+    char text_shown[512];
+    NlCompareInfo info = {o->json ? o->text_file : msg_escape(text_shown, sizeof text_shown, o->text_file), o->threads,
+                          o->repeats, o->invariance};
+    shown = o->json ? NULL : calloc(n_rows ? n_rows : 1, sizeof *shown);
+    for (size_t i = 0; shown && i < n_rows; i++) labels[i] = msg_escape(shown[i], sizeof shown[i], labels[i]);
+    // Every file is written and flushed before the plots are renamed in, and stdout comes last, so
+    // that a failure leaves the old plots and an empty stdout.
+    if (csv_o.f && (nl_report_compare_csv(csv_o.f, rows, labels, n_rows, &info) != 0 || fflush(csv_o.f) == EOF)) {
+        msg_error("%s: write failed: %s", o->csv_out, strerror(errno));
+        rc = EXIT_DATA;
+    }
+    for (int pass = 0; pass < 2 && !rc; pass++) {  // pass 0: a file (-o); then the plots; pass 1: stdout
+        if (pass == 1 && o->plot_dir) rc = run_plots(o, rows, labels, n_rows, &info);
+        if (rc || (pass == 0) == (out.direct != 0)) continue;
+        int bad = o->json ? nl_report_compare_json(out.f, rows, labels, n_rows, &info)
+                          : nl_report_compare_text(out.f, rows, labels, n_rows, &info);
+        if (bad != 0 || fflush(out.f) == EOF) {
+            msg_error("cannot write %s: %s", o->output ? o->output : "to stdout", strerror(errno));
+            rc = EXIT_DATA;
+        }
+    }
+cleanup:
+    if (out_finish(&csv_o, rc == 0) != 0) rc = EXIT_DATA;
+    free(shown);
+    if (out_finish(&out, rc == 0) != 0) rc = EXIT_DATA;
+    for (int i = 0; models && i < o->n_models; i++) nl_model_free(models[i]);
+    for (int i = 0; ids && i < o->n_models; i++) free(ids[i]);
+    free(models);
+    free(ids);
+    free(jobs);
+    free(text);
+    free(rows);
+    free(labels);
+    return rc;
+}

@@ -1,0 +1,206 @@
+// cmd_eval.c — eval (bits per character of a text) and logits (every position's logits).
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <time.h>
+
+#include "cli.h"
+#include "report.h"
+
+const char *const HELP_EVAL =
+    "usage: normlab eval [-m MODEL] -f FILE [--json] [-o FILE] [--stride N] [--skip-unknown]\n"
+    "\n"
+    "Average negative log-likelihood of every character of FILE after the first, given those\n"
+    "before it within the context window, as nats/char, bits/char and perplexity, each with its\n"
+    "standard error; progress (rate, time left) on a terminal and the elapsed time go to stderr.\n"
+    "  -m, --model NAME|PATH  model (default as for generate)\n"
+    "  -f, --file FILE        UTF-8 text to score ('-': standard input; --text FILE is the same)\n"
+    "      --stride N         window step for texts longer than the context (default block_size/2):\n"
+    "                         each character is scored once, with at least block_size - N characters\n"
+    "                         of context; the last window ends at the text's end\n"
+    "      --json             one JSON object\n"
+    "  -o, --output FILE      write the result to FILE instead of stdout\n"
+    "      --skip-unknown     drop characters outside the vocabulary and count them\n"
+    "  -t, --threads N        engine threads (default: every CPU this process may use), each scoring\n"
+    "                         its share of the windows; the result is the same at any N\n"
+    "      --batch N          windows per forward call (default: 1024 / block_size, at least 1);\n"
+    "                         changes the order of float sums, so the last digits may differ\n"
+    "      --norm, --placement, --no-mmap   as for generate\n"
+    "      --profile          print the per-layer profile to stderr (--counters: with IPC)\n";
+
+const char *const HELP_LOGITS =
+    "usage: normlab logits [-m MODEL] (-p TEXT | -f FILE) [-o FILE] [--norm NAME] [--placement NAME]\n"
+    "\n"
+    "Prints the logits of every position of the text (at most block_size characters) as one JSON\n"
+    "array of V numbers per line, from one batched prefill. For checking the engine against other\n"
+    "implementations (tools/parity.py). A non-finite logit is an error. --json is accepted (the\n"
+    "output is JSON lines already); --skip-unknown, --threads, --no-mmap as for generate.\n";
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+// Progress on a terminal, as llama-perplexity shows it: from one second in, characters done, rate and
+// time left, redrawn at most 4 times a second.
+typedef struct {
+    double start, last;
+    int shown;
+} Progress;
+
+static void eval_progress(size_t done, size_t total, void *ctx) {
+    Progress *p = ctx;
+    double t = now(), el = t - p->start;
+    if (el < 1.0 || (t - p->last < 0.25 && done < total)) return;
+    double rate = (double)done / el;
+    fprintf(stderr, "\reval: %zu / %zu characters (%.0f%%), %.0f chars/s, %.0f s left   ", done, total,
+            100.0 * (double)done / (double)total, rate, rate > 0 ? (double)(total - done) / rate : 0.0);
+    p->last = t;
+    p->shown = 1;
+}
+
+// Windows per eval forward call by default: as many as fill EVAL_ROWS positions (8 windows of 128).
+#define EVAL_ROWS 1024
+
+// Mean nats/char and its standard error (sample standard deviation of the per-character losses over
+// sqrt(N)); perplexity's error follows by the delta method, exp(m) * se.
+static void eval_stats(const NlEvalResult *r, double *mean, double *se) {
+    double n = (double)r->count;
+    *mean = r->nll_sum / n;
+    double var = n > 1 ? (r->nll_sq_sum - n * *mean * *mean) / (n - 1) : 0.0;
+    *se = sqrt((var > 0 ? var : 0.0) / n);
+}
+
+int cmd_eval(Options *o) {
+    if (!o->text_file) { msg_usage(o->cmd, "%s", "give the text with -f FILE (or --text FILE)"); return EXIT_USAGE; }
+    NlModel *model = NULL;
+    NlState **states = NULL;
+    NlProfiler **profs = NULL;
+    OutFile out = {0};
+    int *ids = NULL, workers = o->counters ? 1 : o->threads;  // counters: one thread (see generate)
+    char *text = NULL;
+    size_t n = 0, len = 0, skipped = 0;
+    NlError err;
+    const char *outs[1] = {o->output};
+    int rc = o->output ? check_outputs(o, outs, 1) : 0;
+    if (!rc) rc = load_model(o, &model);
+    if (!rc) rc = read_text(o->text_file, &text, &len);
+    if (!rc) rc = encode(model, o->text_file, text, len, o->skip_unknown, &ids, &n, &skipped);
+    if (rc) goto cleanup;
+    size_t T = (size_t)nl_model_config(model)->block_size;
+    if ((size_t)o->stride > T) {
+        msg_usage(o->cmd, "--stride %ld is larger than the model's context (block_size %zu)", o->stride, T);
+        rc = EXIT_USAGE;
+        goto cleanup;
+    }
+    size_t stride = o->stride ? (size_t)o->stride : (T / 2 ? T / 2 : 1);
+    // One state per worker thread, each running whole windows with one OpenBLAS thread per product.
+    int batch = o->batch ? o->batch : (int)(EVAL_ROWS / T > 0 ? EVAL_ROWS / T : 1);
+    size_t n_inputs = n > 1 ? n - 1 : 1, first = n_inputs < T ? n_inputs : T;
+    size_t groups = (1 + (n_inputs - first + stride - 1) / stride + (size_t)batch - 1) / (size_t)batch;
+    if ((size_t)workers > groups) workers = (int)groups;  // no state for a worker without a window
+    states = calloc((size_t)workers, sizeof *states);
+    profs = calloc((size_t)workers, sizeof *profs);
+    if (!states || !profs) { msg_error("out of memory"); rc = EXIT_DATA; goto cleanup; }
+    for (int i = 0; i < workers && !rc; i++) {
+        rc = make_state_as(o, model, batch, 1, i == 0, &states[i]);
+        size_t calls = (n / stride + 2) / (size_t)batch + 2;
+        if (!rc && o->profile) rc = attach_profiler(o, model, states[i], calls, &profs[i]);
+    }
+    if (!rc) rc = open_main_output(o, &out);
+    if (rc) goto cleanup;
+    NlEvalResult r;
+    Progress prog = {now(), 0.0, 0};
+    int show = isatty(STDERR_FILENO);
+    if (nl_eval_parallel(states, (size_t)workers, ids, n, stride, &r, show ? eval_progress : NULL, &prog, &err) != 0) {
+        if (prog.shown) fprintf(stderr, "\n");
+        msg_error("%s: %s", o->text_file, err.msg);
+        rc = EXIT_DATA;
+        goto cleanup;
+    }
+    double seconds = now() - prog.start, nats, se;
+    if (prog.shown) fprintf(stderr, "\r%80s\r", "");
+    eval_stats(&r, &nats, &se);
+    double bits = nats / log(2.0), ppl = exp(nats);
+    fprintf(stderr, "normlab: scored %zu characters in %.2f s (%.0f chars/s) on %d thread%s\n", r.count, seconds,
+            (double)r.count / (seconds > 0 ? seconds : 1e-9), workers, plural((size_t)workers));
+    int ok;
+    if (o->json)
+        ok = fprintf(out.f, "{\"chars\": %zu, \"nats_per_char\": %.9g, \"nats_per_char_stderr\": %.9g, \"bits_per_char\": "
+                     "%.9g, \"bits_per_char_stderr\": %.9g, \"perplexity\": %.9g, \"perplexity_stderr\": %.9g, "
+                     "\"skipped\": %zu, \"stride\": %zu}\n", r.count, nats, se, bits, se / log(2.0), ppl,
+                     ppl * se, skipped, stride) > 0;
+    else
+        ok = fprintf(out.f, "chars %zu\nnats/char %.6f +/- %.6f\nbits/char %.6f +/- %.6f\nperplexity %.6f +/- %.6f\n",
+                     r.count, nats, se, bits, se / log(2.0), ppl, ppl * se) > 0;
+    if (!ok || fflush(out.f) == EOF) { msg_error("cannot write %s: %s", o->output ? o->output : "to stdout", strerror(errno)); rc = EXIT_DATA; }
+    for (int i = 1; !rc && profs[0] && i < workers; i++) nl_profiler_merge(profs[0], profs[i]);
+    if (!rc && profs[0]) {
+        char buf[4400], shown[1024];
+        NlReportInfo info = {msg_escape(shown, sizeof shown, model_path(o, buf, sizeof buf)), 1, workers, nl_blas_core(),
+                             o->blas.source};
+        if (nl_report_text(stderr, profs[0], &info) != 0) rc = EXIT_DATA;
+    }
+cleanup:
+    if (out_finish(&out, rc == 0) != 0) rc = EXIT_DATA;
+    for (int i = 0; states && i < workers; i++) nl_state_free(states[i]);
+    for (int i = 0; profs && i < workers; i++) nl_profiler_free(profs[i]);
+    free(states);
+    free(profs);
+    free(ids);
+    free(text);
+    nl_model_free(model);
+    return rc;
+}
+
+int cmd_logits(Options *o) {
+    if (!o->prompt && !o->prompt_file) { msg_usage(o->cmd, "%s", "give the text with -p or -f"); return EXIT_USAGE; }
+    NlModel *model = NULL;
+    NlState *state = NULL;
+    OutFile out = {0};
+    int *ids = NULL;
+    char *text = NULL;
+    size_t n = 0, len = 0;
+    const char *outs[1] = {o->output};
+    int rc = o->output ? check_outputs(o, outs, 1) : 0;
+    if (!rc) rc = load_model(o, &model);
+    if (!rc) rc = prompt_ids(o, model, &ids, &n, &text, &len);
+    if (!rc) rc = make_state_as(o, model, 1, o->threads, 1, &state);
+    if (!rc) rc = open_main_output(o, &out);
+    if (rc) goto cleanup;
+    size_t T = (size_t)nl_model_config(model)->block_size, V = (size_t)nl_model_config(model)->vocab_size;
+    if (n > T) {
+        msg_error("%s: %zu characters, more than the model's context of %zu",
+                o->prompt_file ? o->prompt_file : "the text", n, T);
+        rc = EXIT_DATA;
+        goto cleanup;
+    }
+    const float *logits = nl_forward(state, ids, n, 0, n);
+    for (size_t i = 0; i < n * V; i++)
+        if (!isfinite(logits[i])) {  // as generate and eval: a non-finite logit is an error, not a number
+            msg_error("the logit of vocabulary index %zu at position %zu is not finite (%g)", i % V, i / V, logits[i]);
+            rc = EXIT_DATA;
+            goto cleanup;
+        }
+    int ok = 1;
+    for (size_t i = 0; i < n && ok; i++) {
+        for (size_t v = 0; v < V; v++) ok &= fprintf(out.f, "%s%.9g", v ? ", " : "[", logits[i * V + v]) > 0;
+        ok &= fprintf(out.f, "]\n") > 0;
+    }
+    if (!ok || fflush(out.f) == EOF) { msg_error("cannot write %s: %s", o->output ? o->output : "to stdout", strerror(errno)); rc = EXIT_DATA; }
+cleanup:
+    if (out_finish(&out, rc == 0) != 0) rc = EXIT_DATA;
+    free(ids);
+    free(text);
+    nl_state_free(state);
+    nl_model_free(model);
+    return rc;
+}

@@ -1,0 +1,332 @@
+// cmd_generate.c — generate, and profile (the same run with the text discarded and the profile
+// as the result).
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <stdatomic.h>
+
+#include <cjson/cJSON.h>
+
+#include "cli.h"
+#include "report.h"
+
+const char *const HELP_GENERATE =
+    "usage: normlab generate [-m MODEL] [-p TEXT | -f FILE] [-n N] [options]\n"
+    "\n"
+    "Streams the prompt and N sampled characters to stdout (timing goes to stderr).\n"
+    "  -m, --model NAME|PATH  a model by name ('normlab list') or path (directory or .json file);\n"
+    "                         default $NORMLAB_MODEL, else shakespeare-pre-ln\n"
+    "  -p, --prompt TEXT      the prompt; empty or absent starts from a newline\n"
+    "  -f, --file FILE        read the prompt from FILE ('-': standard input)\n"
+    "  -n, --steps N          characters to generate (default 256; 0 generates nothing)\n"
+    "      --temperature T    0 = greedy, else in [1e-4, 1e4] (default 0.8, as nanoGPT)\n"
+    "      --top-k K          keep the K most likely characters (default 0 = off; K > V keeps all)\n"
+    "      --top-p P          keep the smallest set with mass >= P, P in (0, 1] (default 1 = off)\n"
+    "  -s, --seed S           0 .. 2^64-1, or -1 for a random seed (the default; it is then printed\n"
+    "                         to stderr)\n"
+    "      --no-echo          do not print the prompt before the continuation (for scripts)\n"
+    "      --json             one JSON object: {seed, prompt, text, timings}; with --samples one per line\n"
+    "  -o, --output FILE      write the text to FILE instead of stdout, whole or not at all\n"
+    "      --samples N        N continuations decoded together; stream i samples with seed S+i;\n"
+    "                         printed one after another under '--- sample i, seed S+i ---', each\n"
+    "                         echoing the prompt, or as JSON lines with --json\n"
+    "      --batch N          with --samples: streams decoded together in one forward call (default\n"
+    "                         8); the groups of N streams run on the engine threads\n"
+    "  -t, --threads N        engine threads (default: every CPU this process may use): sample groups\n"
+    "                         run side by side; OpenBLAS may use N threads for matrix-vector products\n"
+    "                         of 1M weights or more. The text is the same at any N\n"
+    "      --norm NAME        run the norms as layernorm or rmsnorm (any case; overrides the config)\n"
+    "      --placement NAME   run the blocks pre or post (overrides the config)\n"
+    "      --exact-window     recompute the last block_size positions for every token (nanoGPT)\n"
+    "                         instead of shifting the context by half a window when it is full\n"
+    "      --skip-unknown     drop prompt characters outside the vocabulary (with a warning)\n"
+    "      --warmup           run the prompt once, untimed, before the timed run (benchmarks)\n"
+    "      --profile          print the per-layer profile (see 'normlab help profile') to stderr\n"
+    "      --counters         with --profile: instructions per cycle, when perf counters are available\n"
+    "      --no-mmap          read the weights into memory instead of mapping them (every command takes\n"
+    "                         it): a file rewritten in place under a mapping kills the process\n"
+    "Long options may be shortened to any unambiguous prefix (--temp for --temperature).\n";
+
+const char *const HELP_PROFILE =
+    "usage: normlab profile [-m MODEL] [-p TEXT | -f FILE] [-n N] [--json] [-o FILE] [--trace FILE]\n"
+    "\n"
+    "Generates N characters (default 256) after the prompt and prints where the time went: prefill\n"
+    "(the prompt, one batched pass) and decode (one token at a time) apart, every layer x component,\n"
+    "with calls, time, share, FLOPs, GFLOP/s, bytes and GB/s, then per-layer and per-component totals\n"
+    "and the part of the wall time no row covers. The generated text is not printed.\n"
+    "  -m, --model NAME|PATH  model (default as for generate)\n"
+    "  -p, --prompt TEXT      prompt (default: a built-in line, or a newline if the vocabulary lacks it)\n"
+    "  -f, --file FILE        read the prompt from FILE ('-': standard input)\n"
+    "  -n, --steps N          characters to generate (default 256)\n"
+    "      --json             the report as JSON instead of the table\n"
+    "  -o, --output FILE      write the report to FILE instead of stdout\n"
+    "      --trace FILE       write a Chrome trace (Perfetto, chrome://tracing) to FILE\n"
+    "      --counters         add instructions per cycle from Linux perf counters, when available\n"
+    "  -t, --threads N        as for generate; with several threads the times are summed over them\n"
+    "  -s, --seed, --temperature, --top-k, --top-p, --norm, --placement, --exact-window,\n"
+    "      --samples, --batch, --skip-unknown, --no-mmap   as for generate (the seed defaults to 0)\n";
+
+typedef struct {
+    const NlTokenizer *tok;
+    FILE *out;
+    int write_failed;
+} EmitCtx;
+
+// One character to the output, flushed: generation streams.
+static int emit_token(int token, void *ctx) {
+    EmitCtx *e = ctx;
+    const char *piece = nl_tokenizer_piece(e->tok, token);
+    if (fputs(piece, e->out) == EOF || fflush(e->out) == EOF) {
+        e->write_failed = errno ? errno : EIO;
+        return 1;
+    }
+    return 0;
+}
+
+// Each stream's text collected, then written whole (--samples, --json).
+typedef struct {
+    const NlTokenizer *tok;
+    char **text;   // (N) growing NUL-terminated buffers
+    size_t *len, *cap;
+    atomic_int failed;  // set from any worker thread
+} Collect;
+
+static int collect_token(int stream, int token, void *ctx) {
+    Collect *c = ctx;
+    const char *piece = nl_tokenizer_piece(c->tok, token);
+    size_t n = strlen(piece), need = c->len[stream] + n + 1;
+    if (need > c->cap[stream]) {
+        size_t cap = need * 2;
+        char *bigger = realloc(c->text[stream], cap);
+        if (!bigger) { c->failed = 1; return 1; }
+        c->text[stream] = bigger;
+        c->cap[stream] = cap;
+    }
+    memcpy(c->text[stream] + c->len[stream], piece, n + 1);
+    c->len[stream] += n;
+    return 0;
+}
+
+static int stream_token(int stream, int token, void *ctx) {
+    (void)stream;
+    return emit_token(token, ctx);
+}
+
+static int stream_nothing(int stream, int token, void *ctx) {
+    (void)stream;
+    (void)token;
+    (void)ctx;
+    return 0;
+}
+
+static void add_u64(cJSON *o, const char *key, uint64_t v) {  // exact: seeds exceed 2^53
+    char num[32];
+    snprintf(num, sizeof num, "%llu", (unsigned long long)v);
+    cJSON_AddItemToObject(o, key, cJSON_CreateRaw(num));
+}
+
+// The timings of a run as JSON fields.
+static void add_timings(cJSON *o, const NlGenerateStats *st, int streams) {
+    double tokens = (double)st->decode_tokens * streams;
+    cJSON_AddNumberToObject(o, "prompt_tokens", (double)st->prompt_used);
+    cJSON_AddNumberToObject(o, "prefill_seconds", st->prefill_seconds);
+    cJSON_AddNumberToObject(o, "decode_tokens", tokens);
+    cJSON_AddNumberToObject(o, "decode_seconds", st->decode_seconds);
+    cJSON_AddNumberToObject(o, "decode_tok_s", st->decode_seconds > 0 ? tokens / st->decode_seconds : 0.0);
+    cJSON_AddNumberToObject(o, "context_shifts", (double)st->context_shifts);
+}
+
+static int print_json(FILE *out, cJSON *o) {
+    char *line = cJSON_PrintUnformatted(o);
+    int ok = line && fprintf(out, "%s\n", line) > 0;
+    cJSON_free(line);
+    cJSON_Delete(o);
+    return ok;
+}
+
+// The collected texts: JSON lines ({"sample", "seed", "prompt", "text"}, and the timings for one
+// stream), or one block per sample under a '--- sample i, seed S ---' line, each echoing the prompt.
+static int print_samples(FILE *out, const Collect *c, int n, uint64_t seed, const Options *o, const char *prompt,
+                         const NlGenerateStats *st) {
+    int ok = 1;
+    for (int i = 0; i < n && ok; i++) {
+        const char *text = c->text[i] ? c->text[i] : "";
+        if (o->json) {
+            cJSON *j = cJSON_CreateObject();
+            if (n > 1) cJSON_AddNumberToObject(j, "sample", i);
+            add_u64(j, "seed", seed + (uint64_t)i);
+            cJSON_AddStringToObject(j, "prompt", prompt);
+            cJSON_AddStringToObject(j, "text", text);
+            if (n == 1) add_timings(j, st, 1);
+            ok = print_json(out, j);
+        } else {
+            ok = fprintf(out, "--- sample %d, seed %llu ---\n%s%s\n", i, (unsigned long long)(seed + (uint64_t)i),
+                         o->echo ? prompt : "", text) > 0;
+        }
+    }
+    return ok && fflush(out) != EOF ? 0 : -1;
+}
+
+// Writes the profile of a run on `workers` engine threads with up to blas_threads OpenBLAS threads:
+// the trace file first (so that a failed write leaves the output empty), then the report to out.
+static int write_profile(const Options *o, const NlProfiler *prof, int workers, int blas_threads, FILE *out,
+                         int json, FILE *trace_f) {
+    size_t n_events, dropped;
+    const NlProfileEvent *events;
+    n_events = nl_profiler_events(prof, &events, &dropped);
+    if (trace_f && dropped) {
+        msg_error("the trace holds at most %zu events and this run made %zu; profile fewer tokens (-n)", n_events,
+                  n_events + dropped);
+        return EXIT_DATA;
+    }
+    char buf[4400], shown[1024];
+    const char *path = model_path(o, buf, sizeof buf);
+    NlReportInfo info = {json ? path : msg_escape(shown, sizeof shown, path), blas_threads, workers, nl_blas_core(),
+                         o->blas.source};
+    if (!json) info.model = path;  // the trace is JSON: escaped by its writer
+    if (trace_f && (nl_report_trace(trace_f, prof, &info) != 0 || fflush(trace_f) == EOF)) {
+        msg_error("%s: write failed: %s", o->trace_out, strerror(errno));
+        return EXIT_DATA;
+    }
+    if (!json) info.model = shown;
+    int bad = json ? nl_report_json(out, prof, &info) : nl_report_text(out, prof, &info);
+    if (bad != 0 || fflush(out) == EOF) {
+        msg_error("cannot write the profile: %s", strerror(errno));
+        return EXIT_DATA;
+    }
+    return 0;
+}
+
+// Timing on stderr; a newline first when the generated text went to the same terminal.
+static void print_timing(const NlGenerateStats *st, int streams) {
+    size_t tokens = st->decode_tokens * (size_t)streams;
+    char per[64] = "";
+    if (streams > 1) snprintf(per, sizeof per, " (%zu steps x %d streams)", st->decode_tokens, streams);
+    fprintf(stderr, "%snormlab: prefill %zu token%s in %.2f ms (%.0f tok/s); decode %zu token%s%s in %.2f ms (%.0f tok/s)",
+            isatty(STDOUT_FILENO) && isatty(STDERR_FILENO) ? "\n" : "", st->prompt_used, plural(st->prompt_used),
+            st->prefill_seconds * 1e3, st->prompt_used / (st->prefill_seconds > 0 ? st->prefill_seconds : 1e-9),
+            tokens, plural(tokens), per, st->decode_seconds * 1e3,
+            tokens ? (double)tokens / (st->decode_seconds > 0 ? st->decode_seconds : 1e-9) : 0.0);
+    if (st->context_shifts) fprintf(stderr, "; %zu context shift%s", st->context_shifts, plural(st->context_shifts));
+    fprintf(stderr, "\n");
+}
+
+// One sampler per stream; stream i is seeded with seed + i.
+static int make_samplers(const Options *o, const NlModel *model, uint64_t seed, NlSampler **samplers) {
+    for (int i = 0; i < o->samples; i++) {
+        NlError err;
+        if (nl_sampler_create(&samplers[i], nl_model_config(model)->vocab_size, o->sampling, seed + (uint64_t)i, &err) != 0) {
+            msg_error("%s", err.msg);
+            return EXIT_DATA;
+        }
+    }
+    return 0;
+}
+
+// The prompt the model saw (its last block_size characters), for echoing.
+static char *prompt_text(const NlModel *model, const int *ids, size_t n) {
+    size_t T = (size_t)nl_model_config(model)->block_size, cap = 1, used = 0;
+    for (size_t i = n > T ? n - T : 0; i < n; i++) cap += strlen(nl_tokenizer_piece(nl_model_tokenizer(model), ids[i]));
+    char *s = malloc(cap);
+    for (size_t i = n > T ? n - T : 0; s && i < n; i++) {
+        const char *p = nl_tokenizer_piece(nl_model_tokenizer(model), ids[i]);
+        memcpy(s + used, p, strlen(p));
+        used += strlen(p);
+    }
+    if (s) s[used] = '\0';
+    return s;
+}
+
+// Streams decoded together in one forward call by default (--samples): groups of 8 measured within
+// 5% of one batch of 16 on one thread, and leave groups for a second thread from 16 streams up.
+#define SAMPLE_GROUP 8
+
+// generate, and profile (the same run with the text discarded and the profile as the result).
+// Several samples run in groups of --batch streams, the groups spread over the engine threads.
+int cmd_generate(Options *o) {
+    int profile_cmd = strcmp(o->cmd, "profile") == 0, collect = o->samples > 1 || o->json;
+    int group = o->batch ? o->batch : SAMPLE_GROUP;
+    if (group > o->samples) group = o->samples;
+    // Hardware counters are opened per thread by the profiler's creator: with --counters, one worker.
+    int n_groups = (o->samples + group - 1) / group, threads = o->counters ? 1 : o->threads;
+    int workers = threads < n_groups ? threads : n_groups, rounds = (n_groups + workers - 1) / workers;
+    NlModel *model = NULL;
+    NlState **states = calloc((size_t)workers, sizeof *states);
+    NlProfiler **profs = calloc((size_t)workers, sizeof *profs);
+    NlSampler **samplers = calloc((size_t)o->samples, sizeof *samplers);
+    OutFile out = {0}, trace_o = {0};
+    int *ids = NULL;
+    char *text = NULL, *prompt = NULL;
+    size_t n = 0, len = 0;
+    Collect col = {NULL, calloc((size_t)o->samples, sizeof(char *)), calloc((size_t)o->samples, sizeof(size_t)),
+                   calloc((size_t)o->samples, sizeof(size_t)), 0};
+    NlError err;
+    int rc = states && profs && samplers && col.text && col.len && col.cap ? 0 : EXIT_DATA;
+    if (rc) msg_error("out of memory");
+    const char *outs[2] = {o->output ? o->output : o->trace_out, o->output ? o->trace_out : NULL};
+    if (!rc && outs[0]) rc = check_outputs(o, outs, outs[1] ? 2 : 1);
+    if (!rc) rc = load_model(o, &model);
+    if (!rc) rc = prompt_ids(o, model, &ids, &n, &text, &len);
+    // Workers share OpenBLAS's process-wide thread count: one thread per product when there are several.
+    for (int i = 0; !rc && i < workers; i++)
+        rc = make_state_as(o, model, group, workers > 1 ? 1 : o->threads, i == 0, &states[i]);
+    for (int i = 0; !rc && (o->profile || profile_cmd) && i < workers; i++)
+        rc = attach_profiler(o, model, states[i], (size_t)rounds * ((size_t)o->n_new + 2), &profs[i]);
+    if (!rc) rc = open_main_output(o, &out);
+    if (!rc && o->trace_out) rc = out_open(&trace_o, o->trace_out);
+    uint64_t seed = o->has_seed ? o->seed : profile_cmd ? 0 : seed_from_os();
+    if (!rc) rc = make_samplers(o, model, seed, samplers);
+    if (!rc && !(prompt = prompt_text(model, ids, n))) { msg_error("out of memory"); rc = EXIT_DATA; }
+    if (rc) goto cleanup;
+    size_t T = (size_t)nl_model_config(model)->block_size;
+    if (!o->has_seed && !profile_cmd) msg_error("seed %llu", (unsigned long long)seed);  // random: say which
+    if (n > T) msg_error("warning: the prompt has %zu characters; only the last %zu fit the context", n, T);
+    EmitCtx ectx = {nl_model_tokenizer(model), out.f, 0};
+    if (o->echo && !collect && !profile_cmd && (fputs(prompt, out.f) == EOF || fflush(out.f) == EOF)) ectx.write_failed = errno;
+    col.tok = nl_model_tokenizer(model);
+    if (o->warmup) nl_forward(states[0], ids + (n > T ? n - T : 0), n > T ? T : n, 0, 1);
+    NlGenerateOptions gopts = {(size_t)o->n_new, o->exact_window};
+    NlGenerateStats st;
+    NlBatchEmitFn emit = profile_cmd ? stream_nothing : collect ? collect_token : stream_token;
+    int g = ectx.write_failed ? 1 : nl_generate_parallel(states, (size_t)workers, samplers, (size_t)o->samples, ids, n,
+                                                         &gopts, emit, collect ? (void *)&col : (void *)&ectx, &st, &err);
+    if (g < 0) { msg_error("%s", err.msg); rc = EXIT_DATA; goto cleanup; }
+    if (col.failed) { msg_error("out of memory for the samples"); rc = EXIT_DATA; goto cleanup; }
+    if (collect && !profile_cmd && print_samples(out.f, &col, o->samples, seed, o, prompt, &st) != 0)
+        ectx.write_failed = errno ? errno : EIO;
+    if (ectx.write_failed) {
+        msg_error("cannot write %s: %s", o->output ? o->output : "to stdout", strerror(ectx.write_failed));
+        rc = EXIT_DATA;
+        goto cleanup;
+    }
+    print_timing(&st, o->samples);
+    for (int i = 1; profs[0] && i < workers; i++) nl_profiler_merge(profs[0], profs[i]);
+    if (profs[0])
+        rc = write_profile(o, profs[0], workers, workers > 1 ? 1 : o->threads, profile_cmd ? out.f : stderr,
+                           profile_cmd && o->json, trace_o.f);
+cleanup:
+    if (out_finish(&trace_o, rc == 0) != 0) rc = EXIT_DATA;
+    if (out_finish(&out, rc == 0) != 0) rc = EXIT_DATA;
+    free(ids);
+    free(text);
+    free(prompt);
+    for (int i = 0; states && i < workers; i++) nl_state_free(states[i]);
+    for (int i = 0; profs && i < workers; i++) nl_profiler_free(profs[i]);
+    free(states);
+    free(profs);
+    for (int i = 0; samplers && i < o->samples; i++) nl_sampler_free(samplers[i]);
+    for (int i = 0; col.text && i < o->samples; i++) free(col.text[i]);
+    free(samplers);
+    free(col.text);
+    free(col.len);
+    free(col.cap);
+    nl_model_free(model);
+    return rc;
+}

@@ -1,0 +1,198 @@
+// cmd_info.c — info (one model) and list (every model found by name).
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include <dirent.h>
+
+#include "cli.h"
+
+const char *const HELP_INFO =
+    "usage: normlab info [-m MODEL] [--json] [-o FILE]\n"
+    "\n"
+    "Prints the model's configuration, parameter count, bytes of weights and of the KV cache, the\n"
+    "OpenBLAS kernel family in use, and the provenance stored with the weights.\n"
+    "  -m, --model NAME|PATH  model (default: $NORMLAB_MODEL, else shakespeare-pre-ln; see 'normlab list')\n"
+    "      --json             one JSON object\n"
+    "  -o, --output FILE      write to FILE instead of stdout ('-': stdout)\n"
+    "      --no-mmap          read the weights into memory instead of mapping them\n";
+
+const char *const HELP_LIST =
+    "usage: normlab list [--json] [-o FILE]\n"
+    "\n"
+    "Every model found by name, folder by folder in search order: $NORMLAB_MODELS (':'-separated),\n"
+    "weights/ beside the normlab binary, and the installed share/normlab/models. For each: its name,\n"
+    "path, norm, placement, parameters and the validation loss stored in its metadata. A name found\n"
+    "again in a later folder is marked shadowed: -m NAME loads the first.\n"
+    "      --json             a JSON array of {name, path, norm, placement, parameters, val_loss, shadowed}\n"
+    "  -o, --output FILE      write to FILE instead of stdout ('-': stdout)\n";
+
+static cJSON *info_json(const NlModel *m, const BlasChoice *b) {
+    const NlConfig *c = nl_model_config(m);
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddNumberToObject(j, "vocab_size", c->vocab_size);
+    cJSON_AddNumberToObject(j, "n_layer", c->n_layer);
+    cJSON_AddNumberToObject(j, "n_head", c->n_head);
+    cJSON_AddNumberToObject(j, "n_embd", c->n_embd);
+    cJSON_AddNumberToObject(j, "block_size", c->block_size);
+    cJSON_AddNumberToObject(j, "n_inner", c->n_inner);
+    cJSON_AddStringToObject(j, "norm", nl_config_norm_name(c->norm));
+    cJSON_AddStringToObject(j, "placement", nl_config_placement_name(c->placement));
+    cJSON_AddNumberToObject(j, "norm_eps", c->norm_eps);
+    cJSON_AddStringToObject(j, "activation", nl_config_activation_name(c->activation));
+    cJSON_AddBoolToObject(j, "bias", c->bias);
+    cJSON_AddBoolToObject(j, "tie_embeddings", c->tie_embeddings);
+    cJSON_AddNumberToObject(j, "parameters", (double)nl_model_parameters(m));
+    cJSON_AddNumberToObject(j, "weight_bytes", (double)nl_model_weight_bytes(m));
+    cJSON_AddNumberToObject(j, "kv_cache_bytes", (double)nl_state_kv_bytes(m));
+    cJSON_AddStringToObject(j, "blas_core", nl_blas_core());
+    cJSON_AddStringToObject(j, "blas_core_source", b->source);
+    cJSON_AddStringToObject(j, "blas_core_openblas", b->reported);  // what OpenBLAS picked by itself
+    cJSON_AddNumberToObject(j, "cpus", available_cpus());
+    const char *const *keys, *const *values;
+    size_t n = nl_model_metadata(m, &keys, &values);
+    cJSON *meta = cJSON_AddObjectToObject(j, "metadata");
+    for (size_t i = 0; i < n; i++) cJSON_AddStringToObject(meta, keys[i], values[i]);
+    return j;
+}
+
+static int print_info_text(FILE *out, const cJSON *j) {
+    int ok = 1;
+    for (const cJSON *c = j->child; c; c = c->next) {
+        if (cJSON_IsObject(c)) {  // the provenance: strings from the model file, escaped
+            for (const cJSON *m = c->child; m; m = m->next) {
+                char key[256], value[1024];
+                msg_escape(key, sizeof key, m->string);
+                ok &= fprintf(out, "%s.%-*s %s\n", c->string, (int)(15 - strlen(c->string)), key,
+                              msg_escape(value, sizeof value, m->valuestring)) > 0;
+            }
+        } else if (cJSON_IsString(c)) ok &= fprintf(out, "%-16s %s\n", c->string, c->valuestring) > 0;
+        else if (cJSON_IsBool(c)) ok &= fprintf(out, "%-16s %s\n", c->string, cJSON_IsTrue(c) ? "true" : "false") > 0;
+        else ok &= fprintf(out, "%-16s %.10g\n", c->string, c->valuedouble) > 0;
+    }
+    return ok;
+}
+
+// Writes j (consumed) to the main output, as JSON or as text.
+static int write_result(const Options *o, cJSON *j, int (*text)(FILE *, const cJSON *)) {
+    OutFile out = {0};
+    const char *outs[1] = {o->output};
+    int rc = o->output ? check_outputs(o, outs, 1) : 0;
+    if (!rc) rc = open_main_output(o, &out);
+    if (!rc) {
+        int ok;
+        if (o->json) {
+            char *s = cJSON_PrintUnformatted(j);
+            ok = s && fprintf(out.f, "%s\n", s) > 0;
+            cJSON_free(s);
+        } else {
+            ok = text(out.f, j);
+        }
+        if (!ok || fflush(out.f) == EOF) {
+            msg_error("cannot write %s: %s", o->output ? o->output : "to stdout", strerror(errno));
+            rc = EXIT_DATA;
+        }
+    }
+    if (out_finish(&out, rc == 0) != 0) rc = EXIT_DATA;
+    cJSON_Delete(j);
+    return rc;
+}
+
+int cmd_info(Options *o) {
+    NlModel *model = NULL;
+    const char *outs[1] = {o->output};
+    int rc = o->output ? check_outputs(o, outs, 1) : 0;
+    if (!rc) rc = load_model(o, &model);
+    if (rc) return rc;
+    rc = write_result(o, info_json(model, &o->blas), print_info_text);
+    nl_model_free(model);
+    return rc;
+}
+
+// ---- list
+
+static int print_list_text(FILE *out, const cJSON *j) {
+    int ok = fprintf(out, "%-24s %-10s %-5s %10s %9s  %s\n", "name", "norm", "place", "params", "val loss", "path") > 0;
+    for (const cJSON *m = j->child; m && ok; m = m->next) {
+        const cJSON *loss = cJSON_GetObjectItem(m, "val_loss");
+        char l[32] = "-";
+        if (cJSON_IsNumber(loss)) snprintf(l, sizeof l, "%.4f", loss->valuedouble);
+        const cJSON *err = cJSON_GetObjectItem(m, "error");
+        char name[256], path[1024];  // file names: escaped like every message
+        msg_escape(name, sizeof name, cJSON_GetObjectItem(m, "name")->valuestring);
+        msg_escape(path, sizeof path, cJSON_GetObjectItem(m, "path")->valuestring);
+        ok = fprintf(out, "%-24s %-10s %-5s %10.0f %9s  %s%s%s\n", name,
+                     err ? "-" : cJSON_GetObjectItem(m, "norm")->valuestring,
+                     err ? "-" : cJSON_GetObjectItem(m, "placement")->valuestring,
+                     err ? 0.0 : cJSON_GetObjectItem(m, "parameters")->valuedouble, l,
+                     path, cJSON_IsTrue(cJSON_GetObjectItem(m, "shadowed")) ? " (shadowed)" : "",
+                     err ? " (does not load)" : "") > 0;
+    }
+    return ok;
+}
+
+// One entry of `list`: the model at path (a directory or a .json file) called name.
+static cJSON *list_entry(const Options *o, const char *name, const char *path, int shadowed) {
+    cJSON *m = cJSON_CreateObject();
+    cJSON_AddStringToObject(m, "name", name);
+    cJSON_AddStringToObject(m, "path", path);
+    NlModel *model = NULL;
+    NlError err;
+    NlLoadOptions lo = {o->no_mmap};
+    if (nl_model_load_with(&model, path, &lo, &err) != 0) {
+        cJSON_AddStringToObject(m, "error", err.msg);
+    } else {
+        const NlConfig *c = nl_model_config(model);
+        cJSON_AddStringToObject(m, "norm", nl_config_norm_name(c->norm));
+        cJSON_AddStringToObject(m, "placement", nl_config_placement_name(c->placement));
+        cJSON_AddNumberToObject(m, "parameters", (double)nl_model_parameters(model));
+        const char *const *keys, *const *values;
+        size_t n = nl_model_metadata(model, &keys, &values);
+        for (size_t i = 0; i < n; i++)
+            if (strcmp(keys[i], "final_val_loss") == 0) cJSON_AddNumberToObject(m, "val_loss", atof(values[i]));
+        nl_model_free(model);
+    }
+    cJSON_AddBoolToObject(m, "shadowed", shadowed);
+    return m;
+}
+
+static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+int cmd_list(Options *o) {
+    char search[8192];
+    cJSON *all = cJSON_CreateArray();
+    model_search_path(search, sizeof search);
+    for (char *dir = strtok(search, ":"); dir; dir = strtok(NULL, ":")) {
+        DIR *d = opendir(dir);
+        char *names[1024];
+        size_t n = 0;
+        for (struct dirent *e; d && n < 1024 && (e = readdir(d));)
+            if (e->d_name[0] != '.') names[n++] = strdup(e->d_name);
+        if (d) closedir(d);
+        qsort(names, n, sizeof *names, by_name);
+        for (size_t i = 0; i < n; i++) {
+            char path[PATH_MAX], cfg[PATH_MAX + 16], name[NAME_MAX + 1];
+            size_t len = strlen(names[i]);
+            snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+            snprintf(cfg, sizeof cfg, "%s/config.json", path);
+            int is_json = len > 5 && strcmp(names[i] + len - 5, ".json") == 0;
+            snprintf(name, sizeof name, "%.*s", (int)(is_json ? len - 5 : len), names[i]);
+            if (access(cfg, F_OK) == 0 || is_json) {
+                int shadowed = 0;
+                for (const cJSON *m = all->child; m; m = m->next)
+                    shadowed |= strcmp(cJSON_GetObjectItem(m, "name")->valuestring, name) == 0;
+                cJSON_AddItemToArray(all, list_entry(o, name, path, shadowed));
+            }
+            free(names[i]);
+        }
+    }
+    return write_result(o, all, print_list_text);
+}

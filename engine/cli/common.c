@@ -1,0 +1,331 @@
+// common.c — the steps every command takes: find and load a model, make run states, read and
+// encode a text or prompt, check the outputs, and small shared helpers.
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <dirent.h>
+#include <sched.h>
+#include <spawn.h>
+#include <sys/random.h>
+#include <sys/wait.h>
+
+#include "cli.h"
+#include "fileio.h"
+
+const char *plural(size_t n) { return n == 1 ? "" : "s"; }
+
+// Flushes stdout; EXIT_DATA, with the reason on stderr, when anything written to it failed.
+int check_stdout(int ok) {
+    if (ok && fflush(stdout) != EOF) return 0;
+    msg_error("cannot write to stdout: %s", strerror(errno ? errno : EIO));
+    return EXIT_DATA;
+}
+
+// The CPUs this process may run on (sched_getaffinity), at least 1.
+int available_cpus(void) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
+    int n = CPU_COUNT(&set);
+    return n > 0 ? n : 1;
+}
+
+// Finds `rel` (a path inside the repository) beside the running binary, or one or two folders up
+// (the sanitizer build lives in build/san/). Falls back to `rel` relative to the working folder.
+const char *beside_binary(const char *rel, char *buf, size_t len) {
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return rel;
+    exe[n] = '\0';
+    for (int up = 0; up < 3; up++) {
+        char *slash = strrchr(exe, '/');
+        if (!slash) break;
+        *slash = '\0';
+        snprintf(buf, len, "%s/%s", exe, rel);
+        if (access(buf, F_OK) == 0) return buf;
+    }
+    return rel;
+}
+
+const char *model_search_path(char *buf, size_t len) {
+    char weights[4400], share[4400];
+    const char *env = getenv("NORMLAB_MODELS");
+    const char *w = beside_binary("weights", weights, sizeof weights);
+    const char *sh = beside_binary("share/normlab/models", share, sizeof share);
+    if (sh != share) sh = NULL;  // found only when installed
+    snprintf(buf, len, "%s%s%s%s%s", env && *env ? env : "", env && *env ? ":" : "", w, sh ? ":" : "", sh ? sh : "");
+    return buf;
+}
+
+// A model is named by path when the name has a '/' or names something here; else by name, looked
+// up in each folder of the search path as NAME (a model directory) or NAME.json.
+const char *resolve_model(const char *name, char *buf, size_t len) {
+    struct stat st;
+    if (strchr(name, '/') || stat(name, &st) == 0) return name;
+    char path[8192];
+    model_search_path(path, sizeof path);
+    for (char *dir = strtok(path, ":"); dir; dir = strtok(NULL, ":")) {
+        static const char *const SUFFIX[2] = {"", ".json"};
+        for (int k = 0; k < 2; k++) {
+            if ((size_t)snprintf(buf, len, "%s/%s%s", dir, name, SUFFIX[k]) >= len) continue;
+            if (stat(buf, &st) == 0) return buf;
+        }
+    }
+    return NULL;
+}
+
+// The model the options name: -m, else $NORMLAB_MODEL, else shakespeare-pre-ln by name.
+const char *model_path(const Options *o, char *buf, size_t len) {
+    const char *env = getenv("NORMLAB_MODEL");
+    const char *name = o->model ? o->model : env && *env ? env : DEFAULT_MODEL;
+    const char *path = resolve_model(name, buf, len);
+    return path ? path : name;
+}
+
+// The names of the models in the search path, comma-separated, into buf.
+static const char *model_names(char *buf, size_t len) {
+    char path[8192];
+    size_t used = 0;
+    buf[0] = '\0';
+    model_search_path(path, sizeof path);
+    for (char *dir = strtok(path, ":"); dir; dir = strtok(NULL, ":")) {
+        DIR *d = opendir(dir);
+        for (struct dirent *e; d && (e = readdir(d));) {
+            char cfg[PATH_MAX];
+            size_t n = strlen(e->d_name);
+            int is_dir = snprintf(cfg, sizeof cfg, "%s/%s/config.json", dir, e->d_name) < (int)sizeof cfg && access(cfg, F_OK) == 0;
+            int is_json = n > 5 && strcmp(e->d_name + n - 5, ".json") == 0 && e->d_name[0] != '.';
+            if (!is_dir && !is_json) continue;
+            used += (size_t)snprintf(buf + used, used < len ? len - used : 0, "%s%.*s", used ? ", " : "",
+                                     (int)(is_json ? n - 5 : n), e->d_name);
+            if (used >= len) break;
+        }
+        if (d) closedir(d);
+    }
+    return buf;
+}
+
+int load_model(const Options *o, NlModel **model) {
+    char buf[4400], names[1024], search[8192];
+    const char *path = model_path(o, buf, sizeof buf);
+    struct stat st;
+    const char *env = getenv("NORMLAB_MODEL");
+    if (stat(path, &st) != 0 && errno == ENOENT) {  // other failures (a path too long) are the loader's to name
+        msg_error("%s%s: no such model (models found: %s; searched %s)", !o->model && env && *env ? "NORMLAB_MODEL=" : "",
+                  path, *model_names(names, sizeof names) ? names : "none", model_search_path(search, sizeof search));
+        return EXIT_DATA;
+    }
+    NlError err;
+    NlLoadOptions lo = {o->no_mmap};
+    if (nl_model_load_with(model, path, &lo, &err) != 0) {
+        msg_error("%s", err.msg);
+        return EXIT_DATA;
+    }
+    return 0;
+}
+
+// Creates a run state of `batch` sequences and up to blas_threads OpenBLAS threads per product;
+// with warn, says so when the norm or placement differ from the model's training.
+int make_state_as(const Options *o, const NlModel *model, int batch, int blas_threads, int warn,
+                         NlState **state) {
+    const NlConfig *c = nl_model_config(model);
+    NlRunOptions run = {o->norm >= 0 ? (NlNormType)o->norm : c->norm,
+                        o->placement >= 0 ? (NlPlacement)o->placement : c->placement, batch, blas_threads};
+    if (warn && (run.norm != c->norm || run.placement != c->placement))
+        msg_error("warning: the model was trained as %s/%s; running it as %s/%s",
+                nl_config_norm_name(c->norm), nl_config_placement_name(c->placement),
+                nl_config_norm_name(run.norm), nl_config_placement_name(run.placement));
+    NlError err;
+    if (nl_state_create(state, model, &run, &err) != 0) {
+        msg_error("%s", err.msg);
+        return EXIT_DATA;
+    }
+    return 0;
+}
+
+
+// Encodes text (len bytes) into a new id array.
+int encode(const NlModel *model, const char *what, const char *text, size_t len, int skip_unknown,
+                  int **ids, size_t *n, size_t *skipped) {
+    *ids = malloc((len + 1) * sizeof **ids);
+    if (!*ids) { msg_error("out of memory for %s", what); return EXIT_DATA; }
+    char err[400];
+    if (nl_tokenizer_encode(nl_model_tokenizer(model), text, len, skip_unknown, *ids, n, skipped, err, sizeof err) != 0) {
+        msg_error("%s: %s", what, err);
+        return EXIT_DATA;
+    }
+    if (*skipped) msg_error("warning: %s: dropped %zu character%s outside the vocabulary", what, *skipped, plural(*skipped));
+    return 0;
+}
+
+// Reads all of standard input (for "-f -" and "--text -").
+static int read_stdin(char **buf, size_t *len) {
+    size_t cap = 4096, n = 0;
+    char *data = malloc(cap + 1);
+    while (data) {
+        size_t got = fread(data + n, 1, cap - n, stdin);
+        n += got;
+        if (got == 0) break;
+        if (n == cap) {
+            char *bigger = cap < TEXT_CAP ? realloc(data, 2 * cap + 1) : NULL;
+            if (!bigger) { free(data); data = NULL; break; }
+            data = bigger;
+            cap *= 2;
+        }
+    }
+    if (!data || ferror(stdin)) {
+        msg_error("-: cannot read standard input%s", data ? "" : " (too large or out of memory)");
+        free(data);
+        return EXIT_DATA;
+    }
+    data[n] = '\0';
+    *buf = data;
+    *len = n;
+    return 0;
+}
+
+int read_text(const char *path, char **buf, size_t *len) {
+    NlError err;
+    if (strcmp(path, "-") == 0) return read_stdin(buf, len);
+    if (file_read_all(AT_FDCWD, path, path, TEXT_CAP, buf, len, &err) != 0) {
+        msg_error("%s", err.msg);
+        return EXIT_DATA;
+    }
+    return 0;
+}
+
+// Attaches a profiler; with --trace it keeps the events of n_forward forward passes.
+int attach_profiler(const Options *o, const NlModel *model, NlState *state, size_t n_forward, NlProfiler **prof) {
+    const NlConfig *c = nl_model_config(model);
+    size_t per_forward = o->trace_out ? (size_t)c->n_layer * 12 + 6 : 0;
+    NlError err;
+    if (nl_profiler_create(prof, nl_state_config(state), n_forward * per_forward, o->counters, &err) != 0) {
+        msg_error("%s", err.msg);
+        return EXIT_DATA;
+    }
+    nl_state_set_profiler(state, *prof);
+    return 0;
+}
+
+// The files a command reads: every file of every model named (a directory's three files, or the
+// .json file) and the text or prompt file. Returns the count; list holds them (freed by free_list).
+static size_t input_files(const Options *o, char ***list) {
+    size_t n_models = strcmp(o->cmd, "compare") == 0 ? (size_t)o->n_models : 1, n = 0;
+    char **l = calloc(3 * n_models + 2, sizeof *l), buf[4400];
+    static const char *const FILES[3] = {"config.json", "tokenizer.json", "model.safetensors"};
+    for (size_t i = 0; l && i < n_models; i++) {
+        const char *m = strcmp(o->cmd, "compare") != 0 ? model_path(o, buf, sizeof buf)
+                                                      : resolve_model(o->models[i], buf, sizeof buf);
+        if (!m) m = o->models[i];  // found nowhere: loading will say so
+        struct stat st;
+        if (stat(m, &st) == 0 && S_ISDIR(st.st_mode)) {
+            for (int f = 0; f < 3; f++)
+                if (asprintf(&l[n], "%s/%s", m, FILES[f]) >= 0) n++;
+        } else {
+            l[n++] = strdup(m);
+        }
+    }
+    if (l && o->text_file) l[n++] = strdup(o->text_file);
+    if (l && o->prompt_file) l[n++] = strdup(o->prompt_file);
+    *list = l;
+    return n;
+}
+
+static void free_list(char **l, size_t n) {
+    for (size_t i = 0; l && i < n; i++) free(l[i]);
+    free(l);
+}
+
+// Before any work: no output may be an input or another output, or lie in the shipped models'
+// folder, and each must be writable. Usage error (2) naming both paths.
+int check_outputs(const Options *o, const char *const *outputs, size_t n_out) {
+    char **in = NULL, shipped[4400];
+    size_t n_in = input_files(o, &in);
+    int rc = out_check_all(o->cmd, outputs, n_out, (const char *const *)in, n_in, beside_binary("weights", shipped, sizeof shipped));
+    free_list(in, n_in);
+    return rc;
+}
+
+uint64_t seed_from_os(void) {
+    uint64_t seed = 0;
+    if (getrandom(&seed, sizeof seed, 0) != (ssize_t)sizeof seed) {
+        FILE *f = fopen("/dev/urandom", "rb");
+        if (!f || fread(&seed, sizeof seed, 1, f) != 1) seed = (uint64_t)getpid() * 0x9E3779B97F4A7C15ULL;
+        if (f) fclose(f);
+    }
+    return seed;
+}
+
+// Reads the prompt (from -p or -f) into ids; an empty prompt becomes "\n".
+// The profile command's default prompt (our own line), used when the vocabulary has its characters.
+static const char *const PROFILE_PROMPT = "KING:\nNow speak, good friend, and tell me true:\nWhat news from Milan?\n";
+
+static int encodable(const NlModel *model, const char *text) {
+    size_t len = strlen(text), n, skipped;
+    int *ids = malloc((len + 1) * sizeof *ids);
+    char err[64];
+    int ok = ids && nl_tokenizer_encode(nl_model_tokenizer(model), text, len, 0, ids, &n, &skipped, err, sizeof err) == 0;
+    free(ids);
+    return ok;
+}
+
+int prompt_ids(const Options *o, const NlModel *model, int **ids, size_t *n, char **text, size_t *len) {
+    if (!o->prompt && !o->prompt_file && strcmp(o->cmd, "profile") == 0 && encodable(model, PROFILE_PROMPT)) {
+        Options with = *o;
+        with.prompt = PROFILE_PROMPT;
+        return prompt_ids(&with, model, ids, n, text, len);
+    }
+    if (o->prompt_file) {
+        int rc = read_text(o->prompt_file, text, len);
+        if (rc) return rc;
+    } else {
+        *text = strdup(o->prompt ? o->prompt : "");
+        *len = *text ? strlen(*text) : 0;
+        if (!*text) return EXIT_DATA;
+    }
+    if (*len == 0) {
+        free(*text);
+        *text = strdup("\n");
+        *len = 1;
+        if (!*text) return EXIT_DATA;
+    }
+    size_t skipped = 0;
+    char what[4200];
+    snprintf(what, sizeof what, "%s", o->prompt_file ? o->prompt_file : "prompt");
+    int rc = encode(model, what, *text, *len, o->skip_unknown, ids, n, &skipped);
+    if (rc) return rc;
+    if (*n == 0) {  // nothing known was left: start from a newline, as an empty prompt does
+        Options with = *o;
+        with.prompt = "";
+        with.prompt_file = NULL;
+        free(*text);
+        free(*ids);
+        return prompt_ids(&with, model, ids, n, text, len);
+    }
+    return 0;
+}
+
+// Runs argv[0] (a path) with argv, stdout sent to stderr, and waits: no shell. Returns its status.
+int spawn_wait(char *const *argv) {
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, STDERR_FILENO, STDOUT_FILENO);
+    pid_t pid;
+    extern char **environ;
+    int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ), status = -1;
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) return -1;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// Prints text to stdout; 0, or 1 with the reason on stderr when the write fails (stdout /dev/full).
+int print_text(const char *text) { return check_stdout(fputs(text, stdout) != EOF); }
+
+int open_main_output(const Options *o, OutFile *out) { return out_open(out, o->output ? o->output : "-"); }
