@@ -22,7 +22,8 @@ TESTS = test_tokenizer test_kernels test_sampler test_loader test_forward test_g
 FUZZERS = safetensors config tokenizer inline prompt
 RUN_ARGS ?= -n 500
 
-.PHONY: all deps fuzz-deps run test test-plain test-san parity eval-models compare-models fuzz bench clean
+.PHONY: all deps fuzz-deps run test test-plain test-san test-install parity eval-models compare-models docs fuzz bench \
+        clean install uninstall
 
 all: deps normlab
 
@@ -73,7 +74,7 @@ run: all
 	fi
 
 test: deps
-	@$(MAKE) --no-print-directory -k test-plain test-san
+	@$(MAKE) --no-print-directory -k test-plain test-san test-install
 
 test-plain: normlab build/libnormlab.a $(addprefix build/rel/tests/,$(TESTS)) $(addprefix build/rel/tests/replay_,$(FUZZERS))
 	@tests/run.sh plain build/rel ./normlab
@@ -138,3 +139,59 @@ build/blasbench: tools/blasbench.c
 bench: all build/blasbench
 	@tools/install-deps.sh --python
 	/usr/bin/python3 tools/bench.py --out build/bench.json
+
+# ---- install: make install PREFIX=/usr/local DESTDIR=  (make uninstall reverses it)
+PREFIX ?= /usr/local
+BINDIR = $(PREFIX)/bin
+LIBDIR = $(PREFIX)/lib
+INCLUDEDIR = $(PREFIX)/include/normlab
+DATADIR = $(PREFIX)/share
+MODELS = $(patsubst weights/%/config.json,%,$(wildcard weights/*/config.json))
+VERSION = $(shell sed -n 's/^#define NL_VERSION "\(.*\)"/\1/p' engine/normlab.h)
+
+build/normlab.1: normlab tools/make_man.sh
+	@mkdir -p build
+	tools/make_man.sh ./normlab > $@
+
+build/normlab.bash: normlab tools/make_completion.sh
+	@mkdir -p build
+	tools/make_completion.sh ./normlab > $@
+
+build/normlab.pc: engine/normlab.h Makefile
+	@mkdir -p build
+	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$${prefix}/lib' 'includedir=$${prefix}/include/normlab' '' \
+	    'Name: normlab' 'Description: a small transformer inference engine with switchable normalization' \
+	    'Version: $(VERSION)' 'Requires: openblas libcjson' 'Cflags: -I$${includedir}' \
+	    'Libs: -L$${libdir} -lnormlab -lm -pthread' > $@
+
+install: all build/libnormlab.a build/normlab.1 build/normlab.bash build/normlab.pc
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR) \
+	    $(DESTDIR)$(DATADIR)/man/man1 $(DESTDIR)$(DATADIR)/bash-completion/completions $(DESTDIR)$(DATADIR)/normlab
+	install -m 755 normlab $(DESTDIR)$(BINDIR)/normlab
+	install -m 644 build/libnormlab.a $(DESTDIR)$(LIBDIR)/libnormlab.a
+	install -m 644 engine/normlab.h tokenizer/tokenizer.h $(DESTDIR)$(INCLUDEDIR)/
+	install -m 644 build/normlab.pc $(DESTDIR)$(LIBDIR)/pkgconfig/normlab.pc
+	install -m 644 build/normlab.1 $(DESTDIR)$(DATADIR)/man/man1/normlab.1
+	install -m 644 build/normlab.bash $(DESTDIR)$(DATADIR)/bash-completion/completions/normlab
+	install -m 644 tools/plot_compare.py $(DESTDIR)$(DATADIR)/normlab/plot_compare.py
+	for m in $(MODELS); do \
+	    install -d $(DESTDIR)$(DATADIR)/normlab/models/$$m && \
+	    install -m 644 weights/$$m/config.json weights/$$m/tokenizer.json weights/$$m/model.safetensors \
+	        $(DESTDIR)$(DATADIR)/normlab/models/$$m/ || exit 1; \
+	    if [ -f weights/$$m/train_log.json ]; then install -m 644 weights/$$m/train_log.json $(DESTDIR)$(DATADIR)/normlab/models/$$m/; fi; \
+	done
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/normlab $(DESTDIR)$(LIBDIR)/libnormlab.a $(DESTDIR)$(LIBDIR)/pkgconfig/normlab.pc \
+	    $(DESTDIR)$(DATADIR)/man/man1/normlab.1 $(DESTDIR)$(DATADIR)/bash-completion/completions/normlab
+	rm -rf $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(DATADIR)/normlab
+
+# make test: install into a scratch prefix and use it as a user would (tests/install_test.sh)
+test-install:
+	@tmp=$$(mktemp -d /tmp/normlab-install-XXXXXX); \
+	$(MAKE) --no-print-directory -s install DESTDIR=$$tmp PREFIX=/opt/normlab > $$tmp.log 2>&1 \
+	    || { cat $$tmp.log; echo "install: 0 passed, 1 failed"; rm -rf $$tmp $$tmp.log; exit 1; }; \
+	tests/install_test.sh $$tmp /opt/normlab; rc=$$?; \
+	$(MAKE) --no-print-directory -s uninstall DESTDIR=$$tmp PREFIX=/opt/normlab; \
+	left=$$(find $$tmp -type f | wc -l); rm -rf $$tmp $$tmp.log; \
+	[ "$$left" -eq 0 ] || { echo "uninstall left $$left files"; exit 1; }; exit $$rc

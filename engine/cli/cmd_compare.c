@@ -66,11 +66,17 @@ static const char *const PLOTS[] = {"bits_per_char.png", "residual_rms.png", "ti
 
 #define N_PLOTS (sizeof PLOTS / sizeof PLOTS[0])
 
+// The plot script: tools/plot_compare.py in the source tree, share/normlab/plot_compare.py installed.
+static const char *plot_script(char *buf, size_t len) {
+    const char *p = beside_binary("tools/plot_compare.py", buf, len);
+    return p == buf ? p : beside_binary("share/normlab/plot_compare.py", buf, len);
+}
+
 // Before any work: the plotting tool runs here (python3 with matplotlib) and its script is found.
 static int check_plot_tool(const char *cmd) {
     char script[4400];
     char *argv[] = {"/usr/bin/python3", "-c", "import matplotlib", NULL};
-    if (access(beside_binary("tools/plot_compare.py", script, sizeof script), R_OK) != 0 || spawn_wait(argv) != 0) {
+    if (access(plot_script(script, sizeof script), R_OK) != 0 || spawn_wait(argv) != 0) {
         msg_usage(cmd, "--plot-dir needs /usr/bin/python3 with matplotlib and tools/plot_compare.py "
                        "(tools/install-deps.sh --python)");
         return EXIT_USAGE;
@@ -99,7 +105,7 @@ static int run_plots(const Options *o, const NlCompareRow *rows, const char *con
     int ok = f && nl_report_compare_json(f, rows, labels, n, info) == 0;
     if (f && fclose(f) != 0) ok = 0;
     if (!ok) msg_error("%s: cannot write the rows for the plots", o->plot_dir);
-    char *argv[] = {"/usr/bin/python3", (char *)beside_binary("tools/plot_compare.py", script, sizeof script), json, tmp, NULL};
+    char *argv[] = {"/usr/bin/python3", (char *)plot_script(script, sizeof script), json, tmp, NULL};
     if (ok && spawn_wait(argv) != 0) { msg_error("tools/plot_compare.py failed; no plot was written"); ok = 0; }
     for (size_t i = 0; ok && i < N_PLOTS; i++) {
         snprintf(from, sizeof from, "%s/%s", tmp, PLOTS[i]);

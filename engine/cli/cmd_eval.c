@@ -40,8 +40,13 @@ const char *const HELP_LOGITS =
     "\n"
     "Prints the logits of every position of the text (at most block_size characters) as one JSON\n"
     "array of V numbers per line, from one batched prefill. For checking the engine against other\n"
-    "implementations (tools/parity.py). A non-finite logit is an error. --json is accepted (the\n"
-    "output is JSON lines already); --skip-unknown, --threads, --no-mmap as for generate.\n";
+    "implementations (tools/parity.py). A non-finite logit is an error.\n"
+    "  -m, --model NAME|PATH  model (default as for generate)\n"
+    "  -p, --prompt TEXT      the text\n"
+    "  -f, --file FILE        read the text from FILE ('-': standard input)\n"
+    "  -o, --output FILE      write to FILE instead of stdout\n"
+    "      --json             accepted: the output is JSON lines already\n"
+    "      --norm, --placement, --skip-unknown, --threads, --no-mmap   as for generate\n";
 
 static double now(void) {
     struct timespec ts;

@@ -1,0 +1,29 @@
+// embed_example.c — the smallest program on the installed library: load a model named on the
+// command line, run a prompt, print the most likely next character. make test compiles it with
+// `pkg-config --cflags --libs normlab` against an installed copy.
+#include <stdio.h>
+#include <string.h>
+
+#include <normlab.h>
+
+int main(int argc, char **argv) {
+    NlError err;
+    NlModel *model = NULL;
+    NlState *state = NULL;
+    if (argc != 2 || nl_model_load(&model, argv[1], &err) != 0 || nl_state_create(&state, model, NULL, &err) != 0) {
+        fprintf(stderr, "embed_example: %s\n", argc != 2 ? "usage: embed_example MODEL" : err.msg);
+        return 1;
+    }
+    int ids[1] = {0};
+    size_t n = 0, skipped = 0;
+    char msg[256];
+    nl_tokenizer_encode(nl_model_tokenizer(model), "\n", 1, 1, ids, &n, &skipped, msg, sizeof msg);
+    const float *logits = nl_forward(state, ids, 1, 0, 1);  // (1, V): after a newline, or token 0
+    int best = 0;
+    for (int v = 1; v < nl_model_config(model)->vocab_size; v++) best = logits[v] > logits[best] ? v : best;
+    printf("next after a newline: token %d of %d (%zu bytes)\n", best, nl_model_config(model)->vocab_size,
+           strlen(nl_tokenizer_piece(nl_model_tokenizer(model), best)));
+    nl_state_free(state);
+    nl_model_free(model);
+    return 0;
+}

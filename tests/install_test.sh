@@ -1,0 +1,32 @@
+#!/bin/sh
+# tests/install_test.sh DESTDIR PREFIX — the installed normlab as a user meets it, from another
+# folder: a model by bare name, `list`, the man page, and a program built against the installed
+# header and library with pkg-config.
+set -u
+root=$1 prefix=$2
+here=$(cd "$(dirname "$0")" && pwd)
+bin=$root$prefix/bin/normlab
+passed=0 failed=0
+ok() { passed=$((passed + 1)); echo "ok   $1"; }
+bad() { failed=$((failed + 1)); echo "FAIL $1: $2"; }
+work=$(mktemp -d /tmp/normlab-installed-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+# The installed tree lives under DESTDIR here, so the binary finds share/ beside itself.
+out=$(env -u NORMLAB_MODEL -u NORMLAB_MODELS "$bin" generate -m shakespeare-pre-ln -p ROMEO: -n 20 -s 1 --no-echo 2>/dev/null); rc=$?
+[ "$rc" -eq 0 ] && [ "$(printf '%s' "$out" | wc -m)" -eq 20 ] && ok "installed binary runs a model by bare name from elsewhere" || bad "by name" "exit $rc: $out"
+env -u NORMLAB_MODELS "$bin" list > list.txt 2>&1
+grep -q "^shakespeare-post-rms .*$root$prefix/share/normlab/models/shakespeare-post-rms" list.txt && ok "list shows the installed models" \
+    || bad "list" "$(cat list.txt)"
+man -l "$root$prefix/share/man/man1/normlab.1" 2>/dev/null | grep -q "normlab generate" && ok "man -l renders the page" || bad "man" "does not render"
+bash -n "$root$prefix/share/bash-completion/completions/normlab" && ok "the bash completion parses" || bad "completion" "syntax"
+# pkg-config reads the .pc of the staged tree; its prefix points at PREFIX, so aim it at DESTDIR too.
+flags=$(PKG_CONFIG_PATH="$root$prefix/lib/pkgconfig" pkg-config --define-variable=prefix="$root$prefix" --cflags --libs normlab)
+if cc -std=c11 -Wall -Werror -o embed "$here/embed_example.c" $flags 2> cc.err; then
+    ./embed "$root$prefix/share/normlab/models/shakespeare-pre-ln" > embed.out 2>&1 && grep -q "^next after a newline: token [0-9]* of 65 (1 bytes)$" embed.out \
+        && ok "an embedding program builds with pkg-config and runs" || bad "embed run" "$(cat embed.out)"
+else
+    bad "embed build" "$(cat cc.err)"
+fi
+echo "install_test: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
