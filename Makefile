@@ -128,8 +128,15 @@ fuzz: deps fuzz-deps $(addprefix build/fuzz/fuzz_,$(FUZZERS))
 compare-models: all
 	@/usr/bin/python3 tools/split.py $(CORPUS) build/val.txt
 	./normlab compare weights/shakespeare-pre-ln weights/shakespeare-post-ln weights/shakespeare-pre-rms \
-	    weights/shakespeare-post-rms --text build/val.txt --also-swap --invariance \
-	    --json docs/compare/compare.json --csv docs/compare/compare.csv --plot-dir docs/compare
+	    weights/shakespeare-post-rms -f build/val.txt --also-swap --invariance --threads 1 \
+	    --json -o docs/compare/compare.json --csv docs/compare/compare.csv --plot-dir docs/compare
+
+# Every generated document: docs/compare/ and docs/profile/ from the current build, then the README
+# tables that quote them (tools/docs.py; make test checks that they agree).
+docs: compare-models
+	taskset -c 1 ./normlab profile -m weights/shakespeare-pre-ln -n 256 --threads 1 -o docs/profile/profile.txt
+	taskset -c 1 ./normlab profile -m weights/shakespeare-pre-ln -n 256 --threads 1 --json -o docs/profile/profile.json
+	/usr/bin/python3 tools/docs.py --write
 
 # ---- benchmark: normlab against nanoGPT-style PyTorch and PyTorch with a KV cache (tools/bench.py)
 build/blasbench: tools/blasbench.c

@@ -218,12 +218,15 @@ int nl_report_compare_text(FILE *f, const NlCompareRow *rows, const char *const 
     if (info->invariance) {
         fprintf(f, "\ninvariance: largest |N(x') - N(x)| over every norm input of the text, with the model's gains\n"
                    "and eps (scale_2_eps0: x' = 2x with eps = 0)\n");
-        fprintf(f, "%-34s %-10s", "model", "norm");
+        fprintf(f, "%-34s %-16s %-10s", "model", "run as", "norm");
         for (int k = 0; k < NL_INV_COUNT; k++) fprintf(f, " %11s", nl_invariance_name((NlInvarianceCase)k));
         fputc('\n', f);
         for (size_t i = 0; i < n; i++)
             for (int t = 0; t < 2; t++) {
-                fprintf(f, "%-34s %-10s", labels[i], nl_config_norm_name((NlNormType)t));
+                char as[40];
+                snprintf(as, sizeof as, "%s%s/%s%s", nl_config_norm_name(rows[i].norm), rows[i].swapped_norm ? "*" : "",
+                         nl_config_placement_name(rows[i].placement), rows[i].swapped_placement ? "*" : "");
+                fprintf(f, "%-34s %-16s %-10s", labels[i], as, nl_config_norm_name((NlNormType)t));
                 for (int k = 0; k < NL_INV_COUNT; k++) fprintf(f, " %11.3g", rows[i].invariance[t][k]);
                 fputc('\n', f);
             }

@@ -36,6 +36,7 @@ for r in "$build"/tests/replay_*; do
     fi
 done
 tally cli_test tests/cli_test.sh "$bin"
+[ "$variant" = plain ] && [ -x /usr/bin/python3 ] && tally docs_test /usr/bin/python3 tools/docs.py --check
 tally safety_test tests/safety_test.sh "$bin"
 [ "$variant" = plain ] && tally rewrite_test tests/rewrite_test.sh "$bin"  # a long decode: too slow sanitized
 [ "$variant" = plain ] && tally valgrind tests/valgrind.sh "$bin"  # valgrind cannot run the sanitizer build

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Charts for `normlab compare --json OUT`: bits/char per row, residual-stream RMS by layer, and the
+"""Charts for `normlab compare --json` rows: bits/char per row, residual-stream RMS by layer, and the
 share of forward time per component. Writes three PNG files into OUT_DIR.
 
     /usr/bin/python3 tools/plot_compare.py compare.json OUT_DIR      (needs python3-matplotlib)
@@ -19,17 +19,31 @@ COMPONENTS = ["embed", "norm1", "qkv", "attention", "attn_proj", "residual", "no
 
 def label(row):
     name = os.path.basename(os.path.normpath(row["model"]))
-    return name if row["override"] == "none" else f"{name}\nas {row['norm']}/{row['placement']}"
+    return name if row["override"] == "none" else f"{name} as {row['norm']}/{row['placement']}"
 
 
 def bits_per_char(rows, path):
-    fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(rows)), 4))
-    colors = ["tab:blue" if r["override"] == "none" else "tab:gray" for r in rows]
-    bars = ax.bar(range(len(rows)), [r["bits_per_char"] for r in rows], color=colors)
-    ax.bar_label(bars, fmt="%.3f", fontsize=8)
-    ax.set_xticks(range(len(rows)), [label(r) for r in rows], fontsize=7)
-    ax.set_ylabel("bits per character (lower is better)")
-    ax.set_title(f"Quality on {os.path.basename(rows[0]['text'])} ({rows[0]['chars']} characters)")
+    """Horizontal bars (labels never overlap). Rows run with the other placement are several times
+    worse than the rest, so they get their own panel and axis: the differences among the others
+    (thousandths of a bit) stay visible."""
+    near = [r for r in rows if r["override"] != "placement"]
+    far = [r for r in rows if r["override"] == "placement"]
+    panels = [(near, "as trained, and with the other norm type")] + ([(far, "with the other placement")] if far else [])
+    height = 0.45 * max(len(near), len(far)) + 1.6
+    fig, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), height), squeeze=False)
+    for ax, (group, title) in zip(axes[0], panels):
+        vals = [r["bits_per_char"] for r in group]
+        colors = ["tab:blue" if r["override"] == "none" else "tab:gray" for r in group]
+        bars = ax.barh(range(len(group)), vals, color=colors)
+        ax.bar_label(bars, fmt="%.4f", fontsize=8, padding=2)
+        ax.set_yticks(range(len(group)), [label(r) for r in group], fontsize=8)
+        ax.invert_yaxis()
+        lo, hi = min(vals), max(vals)
+        span = hi - lo if hi > lo else 0.05 * hi
+        ax.set_xlim(max(0.0, lo - 0.5 * span), hi + 0.6 * span)  # zoomed: the bars start near the smallest
+        ax.set_xlabel("bits per character (lower is better)")
+        ax.set_title(title, fontsize=10)
+    fig.suptitle(f"Quality on {os.path.basename(rows[0]['text'])} ({rows[0]['chars']} characters)", fontsize=11)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
@@ -51,16 +65,18 @@ def residual_rms(rows, path):
 
 
 def time_share(rows, path):
-    fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(rows)), 4.5))
-    bottom = [0.0] * len(rows)
+    """Stacked horizontal bars, one per row, labels on the y axis and the legend outside."""
+    fig, ax = plt.subplots(figsize=(10, 0.45 * len(rows) + 1.8))
+    left = [0.0] * len(rows)
     cmap = plt.get_cmap("tab20")
     for i, comp in enumerate(COMPONENTS):
         vals = [100 * r["time_share"].get(comp, 0.0) for r in rows]
         hatch = "//" if "norm" in comp else None
-        ax.bar(range(len(rows)), vals, bottom=bottom, label=comp, color=cmap(i), hatch=hatch)
-        bottom = [b + v for b, v in zip(bottom, vals)]
-    ax.set_xticks(range(len(rows)), [label(r) for r in rows], fontsize=7)
-    ax.set_ylabel("% of forward time (eval of the text)")
+        ax.barh(range(len(rows)), vals, left=left, label=comp, color=cmap(i), hatch=hatch)
+        left = [a + v for a, v in zip(left, vals)]
+    ax.set_yticks(range(len(rows)), [label(r) for r in rows], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("% of forward time (eval of the text)")
     ax.set_title("Share of forward time per component (norms hatched)")
     ax.legend(fontsize=7, bbox_to_anchor=(1.01, 1), loc="upper left")
     fig.tight_layout()

@@ -1,0 +1,86 @@
+#!/usr/bin/python3
+"""The README's generated tables, from the files in docs/ (never typed by hand).
+
+Each table sits between markers in README.md:
+
+    <!-- generated: NAME -->
+    ...
+    <!-- end generated: NAME -->
+
+    tools/docs.py --write     rewrite every marked table from docs/ (make docs runs it last)
+    tools/docs.py --check     exit 1, naming the table, when README.md differs from docs/ (make test)
+
+NAME is one of: compare (docs/compare/compare.json, from make compare-models) and profile
+(docs/profile/profile.json, from make docs). Standard library only.
+"""
+import json
+import os
+import re
+import sys
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+
+def compare_table():
+    rows = json.load(open(os.path.join(ROOT, "docs", "compare", "compare.json"), encoding="utf-8"))
+    out = ["| model | run as | bits/char | perplexity | prefill tok/s | decode tok/s | norm time | batch16 d | cache d |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        name = os.path.basename(os.path.normpath(r["model"])).replace("shakespeare-", "")
+        norm = r["norm"] + ("*" if r["override"] == "norm" else "")
+        place = r["placement"] + ("*" if r["override"] == "placement" else "")
+        out.append(f"| {name} | {norm}/{place} | {r['bits_per_char']:.4f} | "
+                   f"{r['perplexity']:.3f} | {r['prefill_tok_s']:,.0f} | {r['decode_tok_s']:,.0f} | "
+                   f"{100 * r['norm_time_share']:.1f}% | {r['batch16_max_logit_diff']:.2g} | {r['cache_max_logit_diff']:.2g} |")
+    return "\n".join(out)
+
+
+def profile_table():
+    d = json.load(open(os.path.join(ROOT, "docs", "profile", "profile.json"), encoding="utf-8"))
+    out = ["| phase | component | calls | total ms | us/position | share | GFLOP/s |", "|---|---|---|---|---|---|---|"]
+    for ph in d["phases"]:
+        for c in ph["component_totals"]:
+            if c["calls"] == 0:
+                continue
+            out.append(f"| {ph['phase']} | {c['component']} | {c['calls']} | {1e3 * c['seconds']:.3f} | "
+                       f"{c['us_per_token']:.3f} | {100 * c['share']:.1f}% | {c['gflops_per_s']:.2f} |")
+        out.append(f"| {ph['phase']} | (wall, {ph['tokens']} positions) | | {1e3 * ph['wall_seconds']:.3f} | | "
+                   f"{100 * ph['rows_seconds'] / ph['wall_seconds']:.1f}% covered | |")
+    return "\n".join(out)
+
+
+TABLES = {"compare": compare_table, "profile": profile_table}
+MARK = re.compile(r"(<!-- generated: (\w+) -->\n)(.*?)(\n<!-- end generated: \2 -->)", re.S)
+
+
+def main(argv):
+    if argv not in (["--write"], ["--check"]):
+        sys.exit(__doc__)
+    path = os.path.join(ROOT, "README.md")
+    text = open(path, encoding="utf-8").read()
+    found, stale = set(), []
+
+    def fill(m):
+        found.add(m.group(2))
+        table = TABLES[m.group(2)]()
+        if m.group(3) != table:
+            stale.append(m.group(2))
+        return m.group(1) + table + m.group(4)
+
+    new = MARK.sub(fill, text)
+    missing = set(TABLES) - found
+    if missing:
+        sys.exit(f"docs.py: README.md has no markers for: {', '.join(sorted(missing))}")
+    if argv == ["--write"]:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(new)
+        print(f"docs.py: rewrote {', '.join(stale) or 'nothing (up to date)'}", file=sys.stderr)
+        return
+    for name in stale:
+        print(f"FAIL README table '{name}' differs from docs/ (run: tools/docs.py --write)")
+    print(f"docs_test: {len(TABLES) - len(stale)} passed, {len(stale)} failed")
+    sys.exit(1 if stale else 0)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
