@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -45,13 +46,53 @@ typedef struct {
     int used;
 } TensorRef;
 
-static const char *const NORM_NAMES[] = {"layernorm", "rmsnorm", NULL};
-static const char *const PLACEMENT_NAMES[] = {"pre", "post", NULL};
-static const char *const ACT_NAMES[] = {"gelu", "gelu_tanh", "relu", NULL};
+// The one table of names for each choice in config.json, shared by the loader and the CLI: each
+// name beside its value, so that nothing depends on the order of an enum.
+typedef struct {
+    int value;
+    const char *name;
+} Named;
 
-const char *nl_config_norm_name(NlNormType n) { return NORM_NAMES[n]; }
-const char *nl_config_placement_name(NlPlacement p) { return PLACEMENT_NAMES[p]; }
-const char *nl_config_activation_name(NlActivation a) { return ACT_NAMES[a]; }
+static const Named NORMS[] = {{NL_NORM_LAYERNORM, "layernorm"}, {NL_NORM_RMSNORM, "rmsnorm"}};
+static const Named PLACEMENTS[] = {{NL_PLACE_PRE, "pre"}, {NL_PLACE_POST, "post"}};
+static const Named ACTIVATIONS[] = {{NL_ACT_GELU, "gelu"}, {NL_ACT_GELU_TANH, "gelu_tanh"}, {NL_ACT_RELU, "relu"}};
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+// names (n + 1) = the table's names in order, NULL-terminated, for jsonx_choice.
+static const char *const *names_of(const Named *t, size_t n, const char **names) {
+    for (size_t i = 0; i < n; i++) names[i] = t[i].name;
+    names[n] = NULL;
+    return names;
+}
+
+static const char *name_of(const Named *t, size_t n, int value) {
+    for (size_t i = 0; i < n; i++)
+        if (t[i].value == value) return t[i].name;
+    return "?";
+}
+
+// The value named `name`, compared without case; -1 when none is.
+static int value_of(const Named *t, size_t n, const char *name) {
+    for (size_t i = 0; i < n; i++)
+        if (strcasecmp(t[i].name, name) == 0) return t[i].value;
+    return -1;
+}
+
+const char *nl_config_norm_name(NlNormType n) { return name_of(NORMS, COUNT(NORMS), (int)n); }
+const char *nl_config_placement_name(NlPlacement p) { return name_of(PLACEMENTS, COUNT(PLACEMENTS), (int)p); }
+const char *nl_config_activation_name(NlActivation a) { return name_of(ACTIVATIONS, COUNT(ACTIVATIONS), (int)a); }
+
+int nl_config_norm_parse(const char *name, NlNormType *out) {
+    int v = value_of(NORMS, COUNT(NORMS), name);
+    if (v >= 0) *out = (NlNormType)v;
+    return v >= 0 ? 0 : -1;
+}
+
+int nl_config_placement_parse(const char *name, NlPlacement *out) {
+    int v = value_of(PLACEMENTS, COUNT(PLACEMENTS), name);
+    if (v >= 0) *out = (NlPlacement)v;
+    return v >= 0 ? 0 : -1;
+}
 
 // ---- config
 
@@ -121,17 +162,18 @@ static int parse_config(NlConfig *c, const cJSON *root, const char *what, NlErro
     }
     int norm, place, act;
     double eps;
+    const char *nn[COUNT(NORMS) + 1], *pn[COUNT(PLACEMENTS) + 1], *an[COUNT(ACTIVATIONS) + 1];
     if (parse_mlp_width(c, root, what, err) != 0 ||
-        jsonx_choice(root, "norm", NORM_NAMES, &norm, what, err) != 0 ||
-        jsonx_choice(root, "placement", PLACEMENT_NAMES, &place, what, err) != 0 ||
-        jsonx_choice(root, "activation", ACT_NAMES, &act, what, err) != 0 ||
+        jsonx_choice(root, "norm", names_of(NORMS, COUNT(NORMS), nn), &norm, what, err) != 0 ||
+        jsonx_choice(root, "placement", names_of(PLACEMENTS, COUNT(PLACEMENTS), pn), &place, what, err) != 0 ||
+        jsonx_choice(root, "activation", names_of(ACTIVATIONS, COUNT(ACTIVATIONS), an), &act, what, err) != 0 ||
         jsonx_number(root, "norm_eps", 1, 1e-12, 1, &eps, what, err) != 0 ||
         jsonx_bool(root, "bias", 1, &c->bias, what, err) != 0 ||
         jsonx_bool(root, "tie_embeddings", 1, &c->tie_embeddings, what, err) != 0)
         return -1;
-    c->norm = (NlNormType)norm;
-    c->placement = (NlPlacement)place;
-    c->activation = (NlActivation)act;
+    c->norm = (NlNormType)NORMS[norm].value;  // jsonx_choice gave the place in the names list
+    c->placement = (NlPlacement)PLACEMENTS[place].value;
+    c->activation = (NlActivation)ACTIVATIONS[act].value;
     c->norm_eps = eps;
     return 0;
 }

@@ -102,6 +102,9 @@ size_t nl_model_metadata(const NlModel *model, const char *const **keys, const c
 const char *nl_config_norm_name(NlNormType norm);
 const char *nl_config_placement_name(NlPlacement placement);
 const char *nl_config_activation_name(NlActivation activation);
+// The norm type or placement a name stands for, compared without case ("RMSNorm"); -1 when none.
+int nl_config_norm_parse(const char *name, NlNormType *out);
+int nl_config_placement_parse(const char *name, NlPlacement *out);
 
 // ---- OpenBLAS's kernel family (blascore.c)
 //

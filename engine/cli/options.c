@@ -55,13 +55,6 @@ static int parse_double(const char *s, double *out) {
     return 0;
 }
 
-// The index of s among the NULL-terminated names, compared without case (--norm RMSNorm), or -1.
-static int parse_choice(const char *s, const char *const *names) {
-    for (int i = 0; names[i]; i++)
-        if (strcasecmp(s, names[i]) == 0) return i;
-    return -1;
-}
-
 static int apply_option(Options *o, int c, const char *arg) {
     long v;
     double d;
@@ -131,21 +124,21 @@ static int apply_option(Options *o, int c, const char *arg) {
         o->has_seed = 1;
         return 0;
     case OPT_NORM: {
-        const char *names[] = {nl_config_norm_name(NL_NORM_LAYERNORM), nl_config_norm_name(NL_NORM_RMSNORM), NULL};
-        if ((o->norm = parse_choice(arg, names)) < 0) {
+        NlNormType norm;
+        if (nl_config_norm_parse(arg, &norm) != 0) {
             usage_error(o->cmd, "--norm must be layernorm or rmsnorm (any case), got '%s'", arg);
             return EXIT_USAGE;
         }
-        o->norm = o->norm == 0 ? NL_NORM_LAYERNORM : NL_NORM_RMSNORM;
+        o->norm = (int)norm;
         return 0;
     }
     case OPT_PLACEMENT: {
-        const char *names[] = {nl_config_placement_name(NL_PLACE_PRE), nl_config_placement_name(NL_PLACE_POST), NULL};
-        if ((o->placement = parse_choice(arg, names)) < 0) {
+        NlPlacement placement;
+        if (nl_config_placement_parse(arg, &placement) != 0) {
             usage_error(o->cmd, "--placement must be pre or post (any case), got '%s'", arg);
             return EXIT_USAGE;
         }
-        o->placement = o->placement == 0 ? NL_PLACE_PRE : NL_PLACE_POST;
+        o->placement = (int)placement;
         return 0;
     }
     case OPT_THREADS:
