@@ -40,7 +40,7 @@ static int open_regular(int dirfd, const char *name, const char *what, size_t *s
     return fd;
 }
 
-int file_read_all(int dirfd, const char *name, const char *what, size_t cap, char **buf, size_t *len, NlError *err) {
+int nl_file_read_all(int dirfd, const char *name, const char *what, size_t cap, char **buf, size_t *len, NlError *err) {
     size_t size;
     int fd = open_regular(dirfd, name, what, &size, err);
     if (fd < 0) return -1;
@@ -69,7 +69,7 @@ int file_read_all(int dirfd, const char *name, const char *what, size_t cap, cha
     return 0;
 }
 
-int file_map(int dirfd, const char *name, const char *what, const unsigned char **addr, size_t *len, NlError *err) {
+int nl_file_map(int dirfd, const char *name, const char *what, const unsigned char **addr, size_t *len, NlError *err) {
     size_t size;
     int fd = open_regular(dirfd, name, what, &size, err);
     if (fd < 0) return -1;
@@ -89,6 +89,6 @@ int file_map(int dirfd, const char *name, const char *what, const unsigned char 
     return 0;
 }
 
-void file_unmap(const unsigned char *addr, size_t len) {
+void nl_file_unmap(const unsigned char *addr, size_t len) {
     if (addr) munmap((void *)addr, len);
 }

@@ -11,11 +11,11 @@
 
 // Reads a whole regular file of at most cap bytes into a new NUL-terminated buffer (*buf, freed
 // by the caller with free()).
-int file_read_all(int dirfd, const char *name, const char *what, size_t cap, char **buf, size_t *len, NlError *err);
+int nl_file_read_all(int dirfd, const char *name, const char *what, size_t cap, char **buf, size_t *len, NlError *err);
 
-// Memory-maps a whole non-empty regular file read-only. Release with file_unmap(addr, len).
-int file_map(int dirfd, const char *name, const char *what, const unsigned char **addr, size_t *len, NlError *err);
-void file_unmap(const unsigned char *addr, size_t len);
+// Memory-maps a whole non-empty regular file read-only. Release with nl_file_unmap(addr, len).
+int nl_file_map(int dirfd, const char *name, const char *what, const unsigned char **addr, size_t *len, NlError *err);
+void nl_file_unmap(const unsigned char *addr, size_t len);
 
 // s for a message: itself when under 160 bytes, else its first and last 76 bytes (whole UTF-8
 // characters) around "...", in buf. Returns buf or s.

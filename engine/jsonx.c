@@ -67,7 +67,7 @@ static int check_duplicates(const cJSON *node, const char *what, NlError *err) {
     return 0;
 }
 
-cJSON *jsonx_parse(const char *buf, size_t len, const char *what, NlError *err) {
+cJSON *nl_jsonx_parse(const char *buf, size_t len, const char *what, NlError *err) {
     char key[96];
     unsigned code = 0;
     int in_key = 0;
@@ -102,7 +102,7 @@ cJSON *jsonx_parse(const char *buf, size_t len, const char *what, NlError *err) 
     return root;
 }
 
-int jsonx_only_keys(const cJSON *obj, const char *const *allowed, const char *what, NlError *err) {
+int nl_jsonx_only_keys(const cJSON *obj, const char *const *allowed, const char *what, NlError *err) {
     for (const cJSON *c = obj->child; c; c = c->next) {
         int known = 0;
         for (const char *const *a = allowed; *a && !known; a++) known = strcmp(*a, c->string) == 0;
@@ -112,7 +112,7 @@ int jsonx_only_keys(const cJSON *obj, const char *const *allowed, const char *wh
     return 0;
 }
 
-int jsonx_as_int(const cJSON *item, double min, double max, int64_t *out, const char *what, NlError *err) {
+int nl_jsonx_as_int(const cJSON *item, double min, double max, int64_t *out, const char *what, NlError *err) {
     if (!cJSON_IsNumber(item)) FAIL("%s: expected an integer", what);
     double v = item->valuedouble;
     if (!isfinite(v) || v != floor(v)) FAIL("%s: expected an integer, found %g", what, v);
@@ -130,18 +130,18 @@ static int member(const cJSON *obj, const char *key, int required, const cJSON *
     return 0;
 }
 
-int jsonx_int(const cJSON *obj, const char *key, int required, double min, double max, int64_t *out,
+int nl_jsonx_int(const cJSON *obj, const char *key, int required, double min, double max, int64_t *out,
               const char *what, NlError *err) {
     const cJSON *item;
     int found = member(obj, key, required, &item, what, err);
     if (found <= 0) return found;
     char ctx[300];
     snprintf(ctx, sizeof ctx, "%s: \"%s\"", what, key);
-    if (jsonx_as_int(item, min, max, out, ctx, err) != 0) return -1;
+    if (nl_jsonx_as_int(item, min, max, out, ctx, err) != 0) return -1;
     return 0;
 }
 
-int jsonx_number(const cJSON *obj, const char *key, int required, double min, double max, double *out,
+int nl_jsonx_number(const cJSON *obj, const char *key, int required, double min, double max, double *out,
                  const char *what, NlError *err) {
     const cJSON *item;
     int found = member(obj, key, required, &item, what, err);
@@ -153,7 +153,7 @@ int jsonx_number(const cJSON *obj, const char *key, int required, double min, do
     return 0;
 }
 
-int jsonx_bool(const cJSON *obj, const char *key, int required, int *out, const char *what, NlError *err) {
+int nl_jsonx_bool(const cJSON *obj, const char *key, int required, int *out, const char *what, NlError *err) {
     const cJSON *item;
     int found = member(obj, key, required, &item, what, err);
     if (found <= 0) return found;
@@ -162,7 +162,7 @@ int jsonx_bool(const cJSON *obj, const char *key, int required, int *out, const 
     return 0;
 }
 
-int jsonx_choice(const cJSON *obj, const char *key, const char *const *choices, int *index,
+int nl_jsonx_choice(const cJSON *obj, const char *key, const char *const *choices, int *index,
                  const char *what, NlError *err) {
     const cJSON *item;
     if (member(obj, key, 1, &item, what, err) < 0) return -1;

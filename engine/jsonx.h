@@ -13,22 +13,22 @@
 #include "normlab.h"
 
 // Parses exactly len bytes (trailing whitespace allowed). The caller frees with cJSON_Delete.
-cJSON *jsonx_parse(const char *buf, size_t len, const char *what, NlError *err);
+cJSON *nl_jsonx_parse(const char *buf, size_t len, const char *what, NlError *err);
 
 // Fails if obj has a member not in the NULL-terminated list `allowed`.
-int jsonx_only_keys(const cJSON *obj, const char *const *allowed, const char *what, NlError *err);
+int nl_jsonx_only_keys(const cJSON *obj, const char *const *allowed, const char *what, NlError *err);
 
 // Case-sensitive member lookups. `required` 0 lets a missing key keep *out unchanged and return 0.
-int jsonx_int(const cJSON *obj, const char *key, int required, double min, double max, int64_t *out,
+int nl_jsonx_int(const cJSON *obj, const char *key, int required, double min, double max, int64_t *out,
               const char *what, NlError *err);
-int jsonx_number(const cJSON *obj, const char *key, int required, double min, double max, double *out,
+int nl_jsonx_number(const cJSON *obj, const char *key, int required, double min, double max, double *out,
                  const char *what, NlError *err);
-int jsonx_bool(const cJSON *obj, const char *key, int required, int *out, const char *what, NlError *err);
+int nl_jsonx_bool(const cJSON *obj, const char *key, int required, int *out, const char *what, NlError *err);
 // *out is borrowed from obj. `choices` (NULL-terminated) restricts the value; *index gets its place.
-int jsonx_choice(const cJSON *obj, const char *key, const char *const *choices, int *index,
+int nl_jsonx_choice(const cJSON *obj, const char *key, const char *const *choices, int *index,
                  const char *what, NlError *err);
 
 // Reads an integer value already in hand (an array element): same checks as jsonx_int.
-int jsonx_as_int(const cJSON *item, double min, double max, int64_t *out, const char *what, NlError *err);
+int nl_jsonx_as_int(const cJSON *item, double min, double max, int64_t *out, const char *what, NlError *err);
 
 #endif

@@ -102,14 +102,14 @@ static int parse_format(const cJSON *root, const char *what, NlError *err) {
     char ctx[300];
     snprintf(ctx, sizeof ctx, "%s: \"format\"", what);
     if (!cJSON_IsObject(f)) { snprintf(err->msg, sizeof err->msg, "%s must be {\"name\": \"normlab\", \"version\": 1}", ctx); return -1; }
-    if (jsonx_only_keys(f, KEYS, ctx, err) != 0) return -1;
+    if (nl_jsonx_only_keys(f, KEYS, ctx, err) != 0) return -1;
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(f, "name");
     if (!cJSON_IsString(name) || strcmp(name->valuestring, NL_FORMAT_NAME) != 0) {
         snprintf(err->msg, sizeof err->msg, "%s: name must be \"%s\"", ctx, NL_FORMAT_NAME);
         return -1;
     }
     int64_t v;
-    if (jsonx_int(f, "version", 1, 1, 1e9, &v, ctx, err) != 0) return -1;
+    if (nl_jsonx_int(f, "version", 1, 1, 1e9, &v, ctx, err) != 0) return -1;
     if (v != NL_FORMAT_VERSION) {
         snprintf(err->msg, sizeof err->msg, "%s: version %lld is not supported (this build reads version %d)",
                  ctx, (long long)v, NL_FORMAT_VERSION);
@@ -127,12 +127,12 @@ static int parse_mlp_width(NlConfig *c, const cJSON *root, const char *what, NlE
     }
     if (has_inner) {
         int64_t f;
-        if (jsonx_int(root, "n_inner", 1, 1, 1 << 20, &f, what, err) != 0) return -1;
+        if (nl_jsonx_int(root, "n_inner", 1, 1, 1 << 20, &f, what, err) != 0) return -1;
         c->n_inner = (int)f;
         return 0;
     }
     double r;
-    if (jsonx_number(root, "mlp_ratio", 1, 0.0625, 64, &r, what, err) != 0) return -1;
+    if (nl_jsonx_number(root, "mlp_ratio", 1, 0.0625, 64, &r, what, err) != 0) return -1;
     double f = r * c->n_embd;
     if (f != floor(f) || f < 1) {
         snprintf(err->msg, sizeof err->msg, "%s: \"mlp_ratio\" %g x n_embd %d is not a whole number", what, r, c->n_embd);
@@ -147,13 +147,13 @@ static int parse_config(NlConfig *c, const cJSON *root, const char *what, NlErro
                                        "mlp_ratio", "n_inner", "norm", "placement", "norm_eps",
                                        "activation", "bias", "tie_embeddings", NULL};
     if (!cJSON_IsObject(root)) { snprintf(err->msg, sizeof err->msg, "%s: config must be a JSON object", what); return -1; }
-    if (jsonx_only_keys(root, KEYS, what, err) != 0 || parse_format(root, what, err) != 0) return -1;
+    if (nl_jsonx_only_keys(root, KEYS, what, err) != 0 || parse_format(root, what, err) != 0) return -1;
     int64_t v, l, h, d, t;
-    if (jsonx_int(root, "vocab_size", 1, 1, 1 << 20, &v, what, err) != 0 ||
-        jsonx_int(root, "n_layer", 1, 1, 256, &l, what, err) != 0 ||
-        jsonx_int(root, "n_head", 1, 1, 1024, &h, what, err) != 0 ||
-        jsonx_int(root, "n_embd", 1, 1, 1 << 16, &d, what, err) != 0 ||
-        jsonx_int(root, "block_size", 1, 1, 1 << 16, &t, what, err) != 0)
+    if (nl_jsonx_int(root, "vocab_size", 1, 1, 1 << 20, &v, what, err) != 0 ||
+        nl_jsonx_int(root, "n_layer", 1, 1, 256, &l, what, err) != 0 ||
+        nl_jsonx_int(root, "n_head", 1, 1, 1024, &h, what, err) != 0 ||
+        nl_jsonx_int(root, "n_embd", 1, 1, 1 << 16, &d, what, err) != 0 ||
+        nl_jsonx_int(root, "block_size", 1, 1, 1 << 16, &t, what, err) != 0)
         return -1;
     *c = (NlConfig){.vocab_size = (int)v, .n_layer = (int)l, .n_head = (int)h, .n_embd = (int)d, .block_size = (int)t};
     if (d % h != 0) {
@@ -164,12 +164,12 @@ static int parse_config(NlConfig *c, const cJSON *root, const char *what, NlErro
     double eps;
     const char *nn[COUNT(NORMS) + 1], *pn[COUNT(PLACEMENTS) + 1], *an[COUNT(ACTIVATIONS) + 1];
     if (parse_mlp_width(c, root, what, err) != 0 ||
-        jsonx_choice(root, "norm", names_of(NORMS, COUNT(NORMS), nn), &norm, what, err) != 0 ||
-        jsonx_choice(root, "placement", names_of(PLACEMENTS, COUNT(PLACEMENTS), pn), &place, what, err) != 0 ||
-        jsonx_choice(root, "activation", names_of(ACTIVATIONS, COUNT(ACTIVATIONS), an), &act, what, err) != 0 ||
-        jsonx_number(root, "norm_eps", 1, 1e-12, 1, &eps, what, err) != 0 ||
-        jsonx_bool(root, "bias", 1, &c->bias, what, err) != 0 ||
-        jsonx_bool(root, "tie_embeddings", 1, &c->tie_embeddings, what, err) != 0)
+        nl_jsonx_choice(root, "norm", names_of(NORMS, COUNT(NORMS), nn), &norm, what, err) != 0 ||
+        nl_jsonx_choice(root, "placement", names_of(PLACEMENTS, COUNT(PLACEMENTS), pn), &place, what, err) != 0 ||
+        nl_jsonx_choice(root, "activation", names_of(ACTIVATIONS, COUNT(ACTIVATIONS), an), &act, what, err) != 0 ||
+        nl_jsonx_number(root, "norm_eps", 1, 1e-12, 1, &eps, what, err) != 0 ||
+        nl_jsonx_bool(root, "bias", 1, &c->bias, what, err) != 0 ||
+        nl_jsonx_bool(root, "tie_embeddings", 1, &c->tie_embeddings, what, err) != 0)
         return -1;
     c->norm = (NlNormType)NORMS[norm].value;  // jsonx_choice gave the place in the names list
     c->placement = (NlPlacement)PLACEMENTS[place].value;
@@ -185,7 +185,7 @@ static int parse_tokenizer(NlTokenizer **tok, const cJSON *root, const char *wha
     const char **pieces = NULL;
     int rc = -1;
     if (!cJSON_IsObject(root)) FAIL("%s: tokenizer must be a JSON object", what);
-    if (jsonx_only_keys(root, KEYS, what, err) != 0) goto cleanup;
+    if (nl_jsonx_only_keys(root, KEYS, what, err) != 0) goto cleanup;
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(root, "type");
     if (!cJSON_IsString(type) || strcmp(type->valuestring, "char") != 0) FAIL("%s: \"type\" must be \"char\"", what);
     const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(root, "vocab");
@@ -330,17 +330,17 @@ static int load_json_file(cJSON **root, int dirfd, const char *dir, const char *
     char *buf = NULL;
     size_t len;
     snprintf(what, whatlen, "%s/%s", dir, file);
-    if (file_read_all(dirfd, file, what, cap, &buf, &len, err) != 0) return -1;
-    *root = jsonx_parse(buf, len, what, err);
+    if (nl_file_read_all(dirfd, file, what, cap, &buf, &len, err) != 0) return -1;
+    *root = nl_jsonx_parse(buf, len, what, err);
     free(buf);
     return *root ? 0 : -1;
 }
 
 // Reads model.safetensors whole into memory (no_mmap) or maps it.
 static int load_weights_file(NlModel *m, int dirfd, const char *what, int no_mmap, NlError *err) {
-    if (!no_mmap) return file_map(dirfd, "model.safetensors", what, &m->map, &m->map_len, err);
+    if (!no_mmap) return nl_file_map(dirfd, "model.safetensors", what, &m->map, &m->map_len, err);
     char *buf = NULL;
-    if (file_read_all(dirfd, "model.safetensors", what, SIZE_MAX - 1, &buf, &m->map_len, err) != 0) return -1;
+    if (nl_file_read_all(dirfd, "model.safetensors", what, SIZE_MAX - 1, &buf, &m->map_len, err) != 0) return -1;
     m->map = (const unsigned char *)buf;
     m->map_read = 1;
     return 0;
@@ -363,7 +363,7 @@ static int load_dir(NlModel *m, const char *dir, int no_mmap, NlError *err) {
         parse_tokenizer(&m->tok, tok, path, err) != 0)
         goto cleanup;
     snprintf(path, sizeof path, "%s/model.safetensors", name);
-    if (load_weights_file(m, dirfd, path, no_mmap, err) != 0 || st_parse(&m->st, m->map, m->map_len, path, err) != 0)
+    if (load_weights_file(m, dirfd, path, no_mmap, err) != 0 || nl_st_parse(&m->st, m->map, m->map_len, path, err) != 0)
         goto cleanup;
     refs = calloc(m->st.n + 1, sizeof *refs);
     if (!refs) FAIL("%s: out of memory", path);
@@ -407,7 +407,7 @@ static int read_inline_tensor(TensorRef *ref, const cJSON *e, float *dst, size_t
     char ctx[300];
     snprintf(ctx, sizeof ctx, "%s: tensor \"%.200s\"", what, e->string);
     if (!cJSON_IsObject(e)) { snprintf(err->msg, sizeof err->msg, "%s: must be {\"shape\", \"data\"}", ctx); return -1; }
-    if (jsonx_only_keys(e, KEYS, ctx, err) != 0) return -1;
+    if (nl_jsonx_only_keys(e, KEYS, ctx, err) != 0) return -1;
     const cJSON *shape = cJSON_GetObjectItemCaseSensitive(e, "shape");
     const cJSON *data = cJSON_GetObjectItemCaseSensitive(e, "data");
     if (!cJSON_IsArray(shape) || !cJSON_IsArray(data)) { snprintf(err->msg, sizeof err->msg, "%s: \"shape\" and \"data\" must be arrays", ctx); return -1; }
@@ -416,7 +416,7 @@ static int read_inline_tensor(TensorRef *ref, const cJSON *e, float *dst, size_t
     size_t count = 1;
     for (const cJSON *d = shape->child; d; d = d->next, k++) {
         int64_t v;
-        if (jsonx_as_int(d, 0, 1 << 30, &v, ctx, err) != 0) return -1;
+        if (nl_jsonx_as_int(d, 0, 1 << 30, &v, ctx, err) != 0) return -1;
         ref->shape[k] = (size_t)v;
         if (__builtin_mul_overflow(count, (size_t)v, &count)) { snprintf(err->msg, sizeof err->msg, "%s: shape product overflows", ctx); return -1; }
     }
@@ -450,9 +450,9 @@ static int parse_inline(NlModel *m, const char *buf, size_t len, const char *wha
     cJSON *root = NULL;
     TensorRef *refs = NULL;
     int rc = -1;
-    if (!(root = jsonx_parse(buf, len, what, err))) goto cleanup;
+    if (!(root = nl_jsonx_parse(buf, len, what, err))) goto cleanup;
     if (!cJSON_IsObject(root)) FAIL("%s: must be a JSON object with config, tokenizer and tensors", what);
-    if (jsonx_only_keys(root, KEYS, what, err) != 0) goto cleanup;
+    if (nl_jsonx_only_keys(root, KEYS, what, err) != 0) goto cleanup;
     const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(root, "config");
     const cJSON *tok = cJSON_GetObjectItemCaseSensitive(root, "tokenizer");
     const cJSON *tensors = cJSON_GetObjectItemCaseSensitive(root, "tensors");
@@ -480,7 +480,7 @@ static int load_inline(NlModel *m, const char *path, NlError *err) {
     char *buf = NULL, cut[NL_CUT_BUF];
     size_t len;
     const char *what = nl_cut(cut, path);
-    if (file_read_all(AT_FDCWD, path, what, INLINE_CAP, &buf, &len, err) != 0) return -1;
+    if (nl_file_read_all(AT_FDCWD, path, what, INLINE_CAP, &buf, &len, err) != 0) return -1;
     int rc = parse_inline(m, buf, len, what, err);
     free(buf);
     return rc;
@@ -498,7 +498,7 @@ int nl_model_load_inline(NlModel **out, const char *buf, size_t len, const char 
 }
 
 int nl_config_parse(NlConfig *out, const char *buf, size_t len, const char *what, NlError *err) {
-    cJSON *root = jsonx_parse(buf, len, what, err);
+    cJSON *root = nl_jsonx_parse(buf, len, what, err);
     int rc = root ? parse_config(out, root, what, err) : -1;
     cJSON_Delete(root);
     return rc;
@@ -506,7 +506,7 @@ int nl_config_parse(NlConfig *out, const char *buf, size_t len, const char *what
 
 int nl_tokenizer_parse(NlTokenizer **out, const char *buf, size_t len, const char *what, NlError *err) {
     *out = NULL;
-    cJSON *root = jsonx_parse(buf, len, what, err);
+    cJSON *root = nl_jsonx_parse(buf, len, what, err);
     int rc = root ? parse_tokenizer(out, root, what, err) : -1;
     cJSON_Delete(root);
     return rc;
@@ -557,9 +557,9 @@ void nl_model_free(NlModel *m) {
     if (!m) return;
     free(m->weights.layers);
     nl_tokenizer_free(m->tok);
-    st_free(&m->st);
+    nl_st_free(&m->st);
     if (m->map_read) free((void *)m->map);
-    else file_unmap(m->map, m->map_len);
+    else nl_file_unmap(m->map, m->map_len);
     free(m->owned);
     free(m);
 }

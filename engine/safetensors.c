@@ -50,7 +50,7 @@ static int parse_shape(StTensor *t, const cJSON *e, const char *ctx, NlError *er
         int64_t v;
         char dctx[320];
         snprintf(dctx, sizeof dctx, "%s: shape[%d]", ctx, i);
-        if (jsonx_as_int(d, 0, 9007199254740992.0, &v, dctx, err) != 0) return -1;
+        if (nl_jsonx_as_int(d, 0, 9007199254740992.0, &v, dctx, err) != 0) return -1;
         t->shape[i] = (size_t)v;
         if (__builtin_mul_overflow(bytes, (size_t)v, &bytes)) {
             snprintf(err->msg, sizeof err->msg, "%s: shape product overflows", ctx);
@@ -71,8 +71,8 @@ static int parse_offsets(Span *span, const cJSON *e, size_t data_len, const char
     int64_t b, en;
     char dctx[320];
     snprintf(dctx, sizeof dctx, "%s: data_offsets", ctx);
-    if (jsonx_as_int(o->child, 0, 9007199254740992.0, &b, dctx, err) != 0) return -1;
-    if (jsonx_as_int(o->child->next, 0, 9007199254740992.0, &en, dctx, err) != 0) return -1;
+    if (nl_jsonx_as_int(o->child, 0, 9007199254740992.0, &b, dctx, err) != 0) return -1;
+    if (nl_jsonx_as_int(o->child->next, 0, 9007199254740992.0, &en, dctx, err) != 0) return -1;
     if (b > en) { snprintf(err->msg, sizeof err->msg, "%s: data_offsets begin %lld > end %lld", ctx, (long long)b, (long long)en); return -1; }
     if ((uint64_t)en > data_len) {
         snprintf(err->msg, sizeof err->msg, "%s: data_offsets end %lld is past the data section (%zu bytes)",
@@ -112,7 +112,7 @@ static int parse_entry(StTensor *t, Span *span, const cJSON *e, size_t data_len,
     snprintf(ctx, sizeof ctx, "%s: tensor \"%.200s\"", what, e->string);
     if (e->string[0] == '\0') { snprintf(err->msg, sizeof err->msg, "%s: empty tensor name", what); return -1; }
     if (!cJSON_IsObject(e)) { snprintf(err->msg, sizeof err->msg, "%s: entry must be an object", ctx); return -1; }
-    if (jsonx_only_keys(e, FIELDS, ctx, err) != 0) return -1;
+    if (nl_jsonx_only_keys(e, FIELDS, ctx, err) != 0) return -1;
     if (parse_dtype(e, ctx, err) != 0 || parse_shape(t, e, ctx, err) != 0 ||
         parse_offsets(span, e, data_len, ctx, err) != 0)
         return -1;
@@ -146,7 +146,7 @@ static int check_layout(const StFile *f, Span *spans, size_t data_len, const cha
     return 0;
 }
 
-int st_parse(StFile *out, const unsigned char *buf, size_t len, const char *what, NlError *err) {
+int nl_st_parse(StFile *out, const unsigned char *buf, size_t len, const char *what, NlError *err) {
     memset(out, 0, sizeof *out);
     cJSON *root = NULL;
     Span *spans = NULL;
@@ -158,7 +158,7 @@ int st_parse(StFile *out, const unsigned char *buf, size_t len, const char *what
         FAIL("%s: header length %llu is invalid (file has %zu bytes after the length; limit %zu)",
              what, (unsigned long long)n, len - 8, ST_MAX_HEADER);
     if (buf[8] != '{') FAIL("%s: header does not start with '{'", what);
-    root = jsonx_parse((const char *)buf + 8, (size_t)n, what, err);
+    root = nl_jsonx_parse((const char *)buf + 8, (size_t)n, what, err);
     if (!root) goto cleanup;
     if (!cJSON_IsObject(root)) FAIL("%s: header is not a JSON object", what);
     const unsigned char *data = buf + 8 + n;
@@ -183,11 +183,11 @@ int st_parse(StFile *out, const unsigned char *buf, size_t len, const char *what
 cleanup:
     cJSON_Delete(root);
     free(spans);
-    if (rc != 0) st_free(out);
+    if (rc != 0) nl_st_free(out);
     return rc;
 }
 
-void st_free(StFile *f) {
+void nl_st_free(StFile *f) {
     if (!f) return;
     for (size_t i = 0; f->tensors && i < f->n; i++) free(f->tensors[i].name);
     for (size_t i = 0; i < f->n_meta; i++) { free(f->meta_keys[i]); free(f->meta_values[i]); }
@@ -197,7 +197,7 @@ void st_free(StFile *f) {
     memset(f, 0, sizeof *f);
 }
 
-const StTensor *st_find(const StFile *f, const char *name) {
+const StTensor *nl_st_find(const StFile *f, const char *name) {
     for (size_t i = 0; i < f->n; i++)
         if (strcmp(f->tensors[i].name, name) == 0) return &f->tensors[i];
     return NULL;

@@ -33,8 +33,8 @@ typedef struct {
 
 // Parses buf[0..len). On success *out owns names and metadata; tensor data points into buf, which
 // must outlive *out. `what` names the file in messages.
-int st_parse(StFile *out, const unsigned char *buf, size_t len, const char *what, NlError *err);
-void st_free(StFile *file);  // releases what st_parse allocated; NULL or zeroed is fine
-const StTensor *st_find(const StFile *file, const char *name);
+int nl_st_parse(StFile *out, const unsigned char *buf, size_t len, const char *what, NlError *err);
+void nl_st_free(StFile *file);  // releases what st_parse allocated; NULL or zeroed is fine
+const StTensor *nl_st_find(const StFile *file, const char *name);
 
 #endif

@@ -36,6 +36,7 @@ for r in "$build"/tests/replay_*; do
     fi
 done
 tally cli_test tests/cli_test.sh "$bin"
+tally symbols_test tests/symbols_test.sh "$build/libnormlab.a"
 [ "$variant" = plain ] && [ -x /usr/bin/python3 ] && tally docs_test /usr/bin/python3 tools/docs.py --check
 tally safety_test tests/safety_test.sh "$bin"
 [ "$variant" = plain ] && tally rewrite_test tests/rewrite_test.sh "$bin"  # a long decode: too slow sanitized

@@ -193,7 +193,7 @@ static int read_stdin(char **buf, size_t *len) {
 int read_text(const char *path, char **buf, size_t *len) {
     NlError err;
     if (strcmp(path, "-") == 0) return read_stdin(buf, len);
-    if (file_read_all(AT_FDCWD, path, path, TEXT_CAP, buf, len, &err) != 0) {
+    if (nl_file_read_all(AT_FDCWD, path, path, TEXT_CAP, buf, len, &err) != 0) {
         msg_error("%s", err.msg);
         return EXIT_DATA;
     }

@@ -11,7 +11,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     StFile f;
     NlError err;
-    if (st_parse(&f, data, size, "fuzz", &err) != 0) {
+    if (nl_st_parse(&f, data, size, "fuzz", &err) != 0) {
         assert(memchr(err.msg, '\0', sizeof err.msg) != NULL);
         return 0;
     }
@@ -21,6 +21,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         volatile uint8_t sink = t->nbytes ? t->data[t->nbytes - 1] : 0;  // touch the last byte
         (void)sink;
     }
-    st_free(&f);
+    nl_st_free(&f);
     return 0;
 }
