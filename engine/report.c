@@ -187,9 +187,9 @@ static void join(char *buf, size_t len, const double *v, int count, const char *
 }
 
 int nl_report_compare_text(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n, const NlCompareInfo *info) {
-    fprintf(f, "normlab compare: %s (%zu characters scored); rows measured %s; speeds are medians of %d runs\n",
+    fprintf(f, "normlab compare: %s (%zu characters scored); rows measured %s; speeds are medians of %d run%s\n",
             info->text, n ? rows[0].chars : 0, info->threads > 1 ? "side by side on several threads" : "one at a time",
-            info->repeats);
+            info->repeats, info->repeats == 1 ? "" : "s");
     fprintf(f, "%-34s %-10s %-5s %9s %8s %9s %8s %10s %10s %7s %11s %11s\n", "model", "norm", "place", "params",
             "MB", "bits/char", "ppl", "prefill/s", "decode/s", "norm%", "batch16 d", "cache d");
     for (size_t i = 0; i < n; i++) {

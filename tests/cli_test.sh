@@ -68,7 +68,11 @@ expect_ok "given seed" generate $M -p ab -n 5 -s 3
 ! grep -q "seed" "$TMP/err" && ok "a given seed is not printed" || bad "given seed printed" "$(cat "$TMP/err")"
 expect_fail "seed overflow" 2 "got '18446744073709551616'" generate $M --seed 18446744073709551616
 expect_fail "zero threads" 2 "--threads must be an integer in [1, 1024]" generate $M --threads 0
-expect_fail "unknown option" 2 "unknown or ambiguous option '--bogus'" generate $M --bogus
+expect_fail "unknown option" 2 "unknown option '--bogus'" generate $M --bogus
+expect_ok "llama.cpp's one-dash long options" generate $M -p ab -temp 0 -n 5 -no-echo
+[ "$(wc -m < "$TMP/out")" -eq 5 ] && ok "-temp and -no-echo work as --temperature and --no-echo" || bad "one-dash" "$(cat "$TMP/out")"
+expect_fail "two outputs on stdout" 2 "two outputs would both go to standard output" profile $M -n 3 --trace -
+expect_fail "a command by its prefix" 2 "unknown command 'gen' (did you mean 'generate'?)" gen
 expect_fail "ambiguous option" 2 "ambiguous option '--top' (--top-k, --top-p)" generate $M --top 5
 expect_fail "mistyped option" 2 "unknown option '--tempreature' (did you mean '--temperature'?)" generate $M --tempreature 1
 expect_fail "mistyped command" 2 "unknown command 'genrate' (did you mean 'generate'?)" genrate

@@ -131,7 +131,7 @@ int cmd_compare(Options *o) {
     size_t n_outs = 0;
     struct stat pst;
     int plot_dir_exists = o->plot_dir && stat(o->plot_dir, &pst) == 0;
-    if (o->output) outs[n_outs++] = o->output;
+    outs[n_outs++] = o->output ? o->output : "-";  // the table or rows: stdout when not given
     if (o->csv_out) outs[n_outs++] = o->csv_out;
     for (size_t i = 0; plot_dir_exists && i < N_PLOTS; i++) {
         snprintf(plot_paths[i], sizeof plot_paths[i], "%s/%s", o->plot_dir, PLOTS[i]);

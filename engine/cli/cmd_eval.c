@@ -97,7 +97,7 @@ int cmd_eval(Options *o) {
     const char *outs[1] = {o->output};
     int rc = o->output ? check_outputs(o, outs, 1) : 0;
     if (!rc) rc = load_model(o, &model);
-    if (!rc) rc = read_text(o->text_file, &text, &len);
+    if (!rc) rc = read_text(o->text_file, &text, &len);  // (eval)
     if (!rc) rc = encode(model, o->text_file, text, len, o->skip_unknown, &ids, &n, &skipped);
     if (rc) goto cleanup;
     size_t T = (size_t)nl_model_config(model)->block_size;

@@ -31,7 +31,8 @@ const char *const HELP_GENERATE =
     "      --top-p P          keep the smallest set with mass >= P, P in (0, 1] (default 1 = off)\n"
     "  -s, --seed S           0 .. 2^64-1, or -1 for a random seed (the default; it is then printed\n"
     "                         to stderr)\n"
-    "      --no-echo          do not print the prompt before the continuation (for scripts)\n"
+    "      --no-echo          do not print the prompt before the continuation (for scripts; --echo,\n"
+    "                         the default, is accepted)\n"
     "      --json             one JSON object: {seed, prompt, text, timings}; with --samples one per line\n"
     "  -o, --output FILE      write the text to FILE instead of stdout, whole or not at all\n"
     "      --samples N        N continuations decoded together; stream i samples with seed S+i;\n"
@@ -204,13 +205,21 @@ static int write_profile(const Options *o, const NlProfiler *prof, int workers, 
     return 0;
 }
 
-// Timing on stderr; a newline first when the generated text went to the same terminal.
+// Whether stdout and stderr end up in one place (a terminal, or one file or pipe): the timing line
+// then starts on a line of its own after the text.
+static int same_destination(void) {
+    struct stat a, b;
+    if (isatty(STDOUT_FILENO) && isatty(STDERR_FILENO)) return 1;
+    return fstat(STDOUT_FILENO, &a) == 0 && fstat(STDERR_FILENO, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+// Timing on stderr; a newline first when the generated text went to the same place.
 static void print_timing(const NlGenerateStats *st, int streams) {
     size_t tokens = st->decode_tokens * (size_t)streams;
     char per[64] = "";
     if (streams > 1) snprintf(per, sizeof per, " (%zu steps x %d streams)", st->decode_tokens, streams);
     fprintf(stderr, "%snormlab: prefill %zu token%s in %.2f ms (%.0f tok/s); decode %zu token%s%s in %.2f ms (%.0f tok/s)",
-            isatty(STDOUT_FILENO) && isatty(STDERR_FILENO) ? "\n" : "", st->prompt_used, plural(st->prompt_used),
+            same_destination() ? "\n" : "", st->prompt_used, plural(st->prompt_used),
             st->prefill_seconds * 1e3, st->prompt_used / (st->prefill_seconds > 0 ? st->prefill_seconds : 1e-9),
             tokens, plural(tokens), per, st->decode_seconds * 1e3,
             tokens ? (double)tokens / (st->decode_seconds > 0 ? st->decode_seconds : 1e-9) : 0.0);
@@ -270,8 +279,8 @@ int cmd_generate(Options *o) {
     NlError err;
     int rc = states && profs && samplers && col.text && col.len && col.cap ? 0 : EXIT_DATA;
     if (rc) msg_error("out of memory");
-    const char *outs[2] = {o->output ? o->output : o->trace_out, o->output ? o->trace_out : NULL};
-    if (!rc && outs[0]) rc = check_outputs(o, outs, outs[1] ? 2 : 1);
+    const char *outs[2] = {o->output ? o->output : "-", o->trace_out};  // the main output is stdout when not given
+    if (!rc) rc = check_outputs(o, outs, o->trace_out ? 2 : 1);
     if (!rc) rc = load_model(o, &model);
     if (!rc) rc = prompt_ids(o, model, &ids, &n, &text, &len);
     // Workers share OpenBLAS's process-wide thread count: one thread per product when there are several.
@@ -286,7 +295,8 @@ int cmd_generate(Options *o) {
     if (!rc && !(prompt = prompt_text(model, ids, n))) { msg_error("out of memory"); rc = EXIT_DATA; }
     if (rc) goto cleanup;
     size_t T = (size_t)nl_model_config(model)->block_size;
-    if (!o->has_seed && !profile_cmd) msg_error("seed %llu", (unsigned long long)seed);  // random: say which
+    if (!o->has_seed && !profile_cmd && o->sampling.temperature > 0)  // random: say which (greedy needs none)
+        msg_error("seed %llu", (unsigned long long)seed);
     if (n > T) msg_error("warning: the prompt has %zu characters; only the last %zu fit the context", n, T);
     EmitCtx ectx = {nl_model_tokenizer(model), out.f, 0};
     if (o->echo && !collect && !profile_cmd && (fputs(prompt, out.f) == EOF || fflush(out.f) == EOF)) ectx.write_failed = errno;

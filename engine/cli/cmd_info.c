@@ -30,14 +30,16 @@ const char *const HELP_LIST =
     "\n"
     "Every model found by name, folder by folder in search order: $NORMLAB_MODELS (':'-separated),\n"
     "weights/ beside the normlab binary, and the installed share/normlab/models. For each: its name,\n"
-    "path, norm, placement, parameters and the validation loss stored in its metadata. A name found\n"
-    "again in a later folder is marked shadowed: -m NAME loads the first.\n"
+    "path, norm, placement, parameters and the validation loss stored in its metadata ('train val':\n"
+    "train.py's estimate on sampled batches; 'normlab eval' over the whole split is the measured one).\n"
+    "A name found again in a later folder is marked shadowed: -m NAME loads the first.\n"
     "      --json             a JSON array of {name, path, norm, placement, parameters, val_loss, shadowed}\n"
     "  -o, --output FILE      write to FILE instead of stdout ('-': stdout)\n";
 
-static cJSON *info_json(const NlModel *m, const BlasChoice *b) {
+static cJSON *info_json(const NlModel *m, const char *path, const BlasChoice *b) {
     const NlConfig *c = nl_model_config(m);
     cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "model", path);
     cJSON_AddNumberToObject(j, "vocab_size", c->vocab_size);
     cJSON_AddNumberToObject(j, "n_layer", c->n_layer);
     cJSON_AddNumberToObject(j, "n_head", c->n_head);
@@ -71,12 +73,14 @@ static int print_info_text(FILE *out, const cJSON *j) {
             for (const cJSON *m = c->child; m; m = m->next) {
                 char key[256], value[1024];
                 msg_escape(key, sizeof key, m->string);
-                ok &= fprintf(out, "%s.%-*s %s\n", c->string, (int)(15 - strlen(c->string)), key,
+                ok &= fprintf(out, "%s.%-*s %s\n", c->string, (int)(19 - strlen(c->string)), key,
                               msg_escape(value, sizeof value, m->valuestring)) > 0;
             }
-        } else if (cJSON_IsString(c)) ok &= fprintf(out, "%-16s %s\n", c->string, c->valuestring) > 0;
-        else if (cJSON_IsBool(c)) ok &= fprintf(out, "%-16s %s\n", c->string, cJSON_IsTrue(c) ? "true" : "false") > 0;
-        else ok &= fprintf(out, "%-16s %.10g\n", c->string, c->valuedouble) > 0;
+        } else if (cJSON_IsString(c)) {
+            char value[1024];
+            ok &= fprintf(out, "%-20s %s\n", c->string, msg_escape(value, sizeof value, c->valuestring)) > 0;
+        } else if (cJSON_IsBool(c)) ok &= fprintf(out, "%-20s %s\n", c->string, cJSON_IsTrue(c) ? "true" : "false") > 0;
+        else ok &= fprintf(out, "%-20s %.10g\n", c->string, c->valuedouble) > 0;
     }
     return ok;
 }
@@ -112,7 +116,8 @@ int cmd_info(Options *o) {
     int rc = o->output ? check_outputs(o, outs, 1) : 0;
     if (!rc) rc = load_model(o, &model);
     if (rc) return rc;
-    rc = write_result(o, info_json(model, &o->blas), print_info_text);
+    char buf[4400];
+    rc = write_result(o, info_json(model, model_path(o, buf, sizeof buf), &o->blas), print_info_text);
     nl_model_free(model);
     return rc;
 }
@@ -120,7 +125,7 @@ int cmd_info(Options *o) {
 // ---- list
 
 static int print_list_text(FILE *out, const cJSON *j) {
-    int ok = fprintf(out, "%-24s %-10s %-5s %10s %9s  %s\n", "name", "norm", "place", "params", "val loss", "path") > 0;
+    int ok = fprintf(out, "%-24s %-10s %-5s %10s %10s  %s\n", "name", "norm", "place", "params", "train val", "path") > 0;
     for (const cJSON *m = j->child; m && ok; m = m->next) {
         const cJSON *loss = cJSON_GetObjectItem(m, "val_loss");
         char l[32] = "-";
@@ -129,7 +134,7 @@ static int print_list_text(FILE *out, const cJSON *j) {
         char name[256], path[1024];  // file names: escaped like every message
         msg_escape(name, sizeof name, cJSON_GetObjectItem(m, "name")->valuestring);
         msg_escape(path, sizeof path, cJSON_GetObjectItem(m, "path")->valuestring);
-        ok = fprintf(out, "%-24s %-10s %-5s %10.0f %9s  %s%s%s\n", name,
+        ok = fprintf(out, "%-24s %-10s %-5s %10.0f %10s  %s%s%s\n", name,
                      err ? "-" : cJSON_GetObjectItem(m, "norm")->valuestring,
                      err ? "-" : cJSON_GetObjectItem(m, "placement")->valuestring,
                      err ? 0.0 : cJSON_GetObjectItem(m, "parameters")->valuedouble, l,

@@ -116,6 +116,10 @@ int load_model(const Options *o, NlModel **model) {
     const char *path = model_path(o, buf, sizeof buf);
     struct stat st;
     const char *env = getenv("NORMLAB_MODEL");
+    if (stat(path, &st) != 0 && errno == ENOENT && strchr(path, '/')) {
+        msg_error("%s%s: no such model (no file or folder at that path)", !o->model && env && *env ? "NORMLAB_MODEL=" : "", path);
+        return EXIT_DATA;
+    }
     if (stat(path, &st) != 0 && errno == ENOENT) {  // other failures (a path too long) are the loader's to name
         msg_error("%s%s: no such model (models found: %s; searched %s)", !o->model && env && *env ? "NORMLAB_MODEL=" : "",
                   path, *model_names(names, sizeof names) ? names : "none", model_search_path(search, sizeof search));

@@ -63,8 +63,8 @@ static int unknown_command(const char *name) {
     const char *best = NULL;
     size_t best_d = 3;
     for (size_t i = 0; i < N_COMMANDS; i++) {
-        size_t d = edit_distance(name, COMMANDS[i].name);
-        if (d < best_d) { best_d = d; best = COMMANDS[i].name; }
+        size_t d = strncmp(COMMANDS[i].name, name, strlen(name)) == 0 && *name ? 0 : edit_distance(name, COMMANDS[i].name);
+        if (d < best_d) { best_d = d; best = COMMANDS[i].name; }  // a prefix ("gen") or a typo
     }
     if (best) msg_error("unknown command '%s' (did you mean '%s'?)", name, best);
     else msg_error("unknown command '%s' (see 'normlab --help')", name);
@@ -125,6 +125,10 @@ int main(int argc, char **argv) {
         return h ? print_text(help_text(h)) : unknown_command(argv[2]);
     }
     const Command *cmd = find_command(name);
+    if (!cmd && (strcmp(name, "-v") == 0 || strcmp(name, "-V") == 0)) {
+        msg_error("unknown option '%s' (did you mean '--version'?)", name);
+        return EXIT_USAGE;
+    }
     if (!cmd && name[0] == '-') {
         msg_error("unknown option '%s': the command comes first, its options after it (see 'normlab --help')", name);
         return EXIT_USAGE;

@@ -223,7 +223,7 @@ static void unknown_option(const Command *cmd, const char *given) {
         if (d < best_d) { best_d = d; best = x->name; }
     }
     if (best) msg_usage(cmd->name, "unknown option '%s' (did you mean '--%s'?)", given, best);
-    else msg_usage(cmd->name, "unknown or ambiguous option '%s'", given);
+    else msg_usage(cmd->name, "unknown option '%s'", given);
 }
 
 int options_parse(Options *o, const Command *cmd, int argc, char **argv) {
@@ -233,7 +233,9 @@ int options_parse(Options *o, const Command *cmd, int argc, char **argv) {
     opterr = 0;
     optind = 1;
     int c, li = -1;
-    while ((c = getopt_long(argc, argv, shorts, LONG, &li)) != -1) {
+    // getopt_long_only: a long option may take one dash, as llama.cpp's do (-temp, -no-echo), when it
+    // is not one of the command's short options.
+    while ((c = getopt_long_only(argc, argv, shorts, LONG, &li)) != -1) {
         if (c == 'h') return -1;
         int letter = c;
         for (size_t i = 0; i < sizeof SHORT / sizeof SHORT[0]; i++)
@@ -242,8 +244,12 @@ int options_parse(Options *o, const Command *cmd, int argc, char **argv) {
         if (c == '?' || c == ':') {
             if (optopt && optopt < 256) snprintf(opt, sizeof opt, "-%c", optopt);
             else snprintf(opt, sizeof opt, "%s", argv[optind - 1]);
-            int known_letter = 0;
-            for (size_t i = 0; i < sizeof SHORT / sizeof SHORT[0]; i++) known_letter |= optopt == SHORT[i].letter;
+            const char *given = argv[optind - 1];
+            int known_letter = 0;  // "-n" given to a command without -n (getopt_long_only may not set optopt)
+            for (size_t i = 0; i < sizeof SHORT / sizeof SHORT[0]; i++)
+                known_letter |= optopt == SHORT[i].letter ||
+                                (given[0] == '-' && given[1] == SHORT[i].letter && given[2] == '\0');
+            if (known_letter && given[0] == '-' && given[1] && given[2] == '\0') snprintf(opt, sizeof opt, "%s", given);
             if (c == ':') usage_error(o->cmd, "option '%s' needs a value", opt);
             else if (known_letter) usage_error(o->cmd, "option '%s' does not apply to this command", opt);
             else unknown_option(cmd, opt);

@@ -148,7 +148,15 @@ int out_check_all(const char *cmd, const char *const *outputs, size_t n_out, con
     char err[PATH_MAX + 128];
     int rc = 0;
     for (size_t i = 0; i < n_out && rc == 0; i++) {
-        if (is_stdout(outputs[i])) { out[i].label = NULL; continue; }
+        if (is_stdout(outputs[i])) {
+            for (size_t j = 0; j < i && rc == 0; j++)
+                if (is_stdout(outputs[j])) {
+                    msg_usage(cmd, "%s", "two outputs would both go to standard output ('-'); give one of them a file");
+                    rc = EXIT_USAGE;
+                }
+            out[i].label = NULL;
+            continue;
+        }
         if ((rc = check_writable(cmd, outputs[i])) != 0) break;
         if (out_file_id(&out[i], outputs[i], err, sizeof err) != 0) { msg_usage(cmd, "output %s", err); rc = EXIT_USAGE; break; }
         if (inside(outputs[i], shipped_dir)) {
