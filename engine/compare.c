@@ -58,7 +58,7 @@ static int measure_eval(NlState *s, const NlConfig *c, const int *ids, size_t n,
         row->norm_std[l] = nl_stats_norm_std(st, l);
     }
     for (int t = 0; t < 2 && invariance; t++)
-        for (int k = 0; k < NL_INV_COUNT; k++) row->invariance[t][k] = nl_stats_invariance(st, (NlNormType)t, (NlInvarianceCase)k);
+        for (int k = 0; k < NL_INV_COUNT; k++) row->invariance[t][k] = nl_stats_invariance(st, t ? NL_NORM_RMSNORM : NL_NORM_LAYERNORM, (NlInvarianceCase)k);
     rc = 0;
 cleanup:
     nl_state_set_stats(s, NULL);

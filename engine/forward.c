@@ -105,8 +105,8 @@ int nl_state_create(NlState **out, const NlModel *model, const NlRunOptions *opt
     s->batch = 1;
     s->threads = 1;
     if (opts) {
-        s->cfg.norm = opts->norm;
-        s->cfg.placement = opts->placement;
+        if (opts->norm != NL_NORM_AS_CONFIGURED) s->cfg.norm = opts->norm;
+        if (opts->placement != NL_PLACE_AS_CONFIGURED) s->cfg.placement = opts->placement;
         s->batch = opts->batch > 0 ? (size_t)opts->batch : 1;
         s->threads = opts->threads > 0 ? opts->threads : 1;
     }

@@ -32,8 +32,10 @@ typedef struct {
     char msg[512];
 } NlError;
 
-typedef enum { NL_NORM_LAYERNORM, NL_NORM_RMSNORM } NlNormType;
-typedef enum { NL_PLACE_PRE, NL_PLACE_POST } NlPlacement;
+// The zero of each is "as the model is configured", so that a zero-initialised NlRunOptions never
+// runs a model otherwise than it was trained. A model's own config never holds it.
+typedef enum { NL_NORM_AS_CONFIGURED, NL_NORM_LAYERNORM, NL_NORM_RMSNORM } NlNormType;
+typedef enum { NL_PLACE_AS_CONFIGURED, NL_PLACE_PRE, NL_PLACE_POST } NlPlacement;
 typedef enum { NL_ACT_GELU, NL_ACT_GELU_TANH, NL_ACT_RELU } NlActivation;
 
 typedef struct {
@@ -130,12 +132,15 @@ const char *nl_blas_choose_core(const char *reported, NlCpuFeatures cpu, const c
 // ---- state and forward pass (forward.c)
 
 typedef struct {
-    NlNormType norm;         // run the norms as this type (may differ from the config)
-    NlPlacement placement;   // run the blocks with this placement
+    NlNormType norm;         // run the norms as this type; NL_NORM_AS_CONFIGURED (0): the model's
+    NlPlacement placement;   // run the blocks with this placement; NL_PLACE_AS_CONFIGURED (0): the model's
     int batch;               // independent sequences per forward call, at most (0 means 1)
     int threads;             // most OpenBLAS threads for an sgemv of 1M weights or more (0 means 1); every
                              // other product uses 1, so that results do not depend on it
 } NlRunOptions;
+// Every default spelled out: the model's norm and placement, one sequence, one OpenBLAS thread.
+// A zero-initialised NlRunOptions means the same.
+#define NL_RUN_DEFAULTS ((NlRunOptions){NL_NORM_AS_CONFIGURED, NL_PLACE_AS_CONFIGURED, 1, 1})
 
 // Allocates activations and the KV cache for `batch` sequences of T positions. opts NULL runs the
 // model as configured, one sequence at a time. A placement override to "pre" on a model without

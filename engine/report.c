@@ -226,7 +226,7 @@ int nl_report_compare_text(FILE *f, const NlCompareRow *rows, const char *const 
                 char as[40];
                 snprintf(as, sizeof as, "%s%s/%s%s", nl_config_norm_name(rows[i].norm), rows[i].swapped_norm ? "*" : "",
                          nl_config_placement_name(rows[i].placement), rows[i].swapped_placement ? "*" : "");
-                fprintf(f, "%-34s %-16s %-10s", labels[i], as, nl_config_norm_name((NlNormType)t));
+                fprintf(f, "%-34s %-16s %-10s", labels[i], as, nl_config_norm_name(t ? NL_NORM_RMSNORM : NL_NORM_LAYERNORM));
                 for (int k = 0; k < NL_INV_COUNT; k++) fprintf(f, " %11.3g", rows[i].invariance[t][k]);
                 fputc('\n', f);
             }
@@ -273,7 +273,7 @@ static cJSON *compare_row_json(const NlCompareRow *r, const char *label, const N
     if (info->invariance) {
         cJSON *inv = cJSON_AddObjectToObject(o, "invariance");
         for (int t = 0; t < 2; t++) {
-            cJSON *per = cJSON_AddObjectToObject(inv, nl_config_norm_name((NlNormType)t));
+            cJSON *per = cJSON_AddObjectToObject(inv, nl_config_norm_name(t ? NL_NORM_RMSNORM : NL_NORM_LAYERNORM));
             for (int k = 0; k < NL_INV_COUNT; k++) cJSON_AddNumberToObject(per, nl_invariance_name((NlInvarianceCase)k), r->invariance[t][k]);
         }
     }
@@ -309,7 +309,7 @@ int nl_report_compare_csv(FILE *f, const NlCompareRow *rows, const char *const *
     for (int l = 0; l <= L; l++) fprintf(f, ",norm_std_%d", l);
     if (info->invariance)
         for (int t = 0; t < 2; t++)
-            for (int k = 0; k < NL_INV_COUNT; k++) fprintf(f, ",invariance_%s_%s", nl_config_norm_name((NlNormType)t), nl_invariance_name((NlInvarianceCase)k));
+            for (int k = 0; k < NL_INV_COUNT; k++) fprintf(f, ",invariance_%s_%s", nl_config_norm_name(t ? NL_NORM_RMSNORM : NL_NORM_LAYERNORM), nl_invariance_name((NlInvarianceCase)k));
     fputc('\n', f);
     for (size_t i = 0; i < n; i++) {
         const NlCompareRow *r = &rows[i];

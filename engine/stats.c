@@ -93,7 +93,7 @@ void nl_stats_norm(NlStats *s, int layer, const float *in, const float *out, NlN
     if (!s->invariance || rows > s->max_rows) return;
     for (int t = 0; t < 2; t++)
         for (int c = 0; c < NL_INV_COUNT; c++) {
-            double d = change(s, (NlNormType)t, (NlInvarianceCase)c, in, w, rows);
+            double d = change(s, t ? NL_NORM_RMSNORM : NL_NORM_LAYERNORM, (NlInvarianceCase)c, in, w, rows);
             if (d > s->max_change[t][c]) s->max_change[t][c] = d;
         }
 }
@@ -103,4 +103,6 @@ static double per(double sum, uint64_t n) { return n ? sum / (double)n : 0.0; }
 double nl_stats_residual_rms(const NlStats *s, int layer) { return per(s->layers[layer].rms, s->layers[layer].positions); }
 double nl_stats_residual_abs_mean(const NlStats *s, int layer) { return per(s->layers[layer].abs_mean, s->layers[layer].positions); }
 double nl_stats_norm_std(const NlStats *s, int layer) { return per(s->layers[layer].norm_std, s->layers[layer].norm_positions); }
-double nl_stats_invariance(const NlStats *s, NlNormType t, NlInvarianceCase c) { return s->max_change[t][c]; }
+double nl_stats_invariance(const NlStats *s, NlNormType t, NlInvarianceCase c) {
+    return s->max_change[t == NL_NORM_RMSNORM][c];  // [0] LayerNorm, [1] RMSNorm
+}

@@ -90,12 +90,37 @@ static void forward_matches_naive_reference_on_every_fixture(void) {
     for (size_t i = 0; i < N_FIXTURES; i++) compare_one(FIXTURES[i], NULL);
 }
 
+// A zero-initialised NlRunOptions, and NL_RUN_DEFAULTS, run a model as it is configured: an
+// rmsnorm/post model stays rmsnorm/post, with the same logits as opts NULL.
+static void zero_run_options_keep_the_models_config(void) {
+    NlModel *m = NULL;
+    NlError err;
+    if (nl_model_load(&m, fixture("rms-post-bias.json"), &err) != 0) { CHECK(0, "%s", err.msg); return; }
+    const NlRunOptions zero = {0}, defaults = NL_RUN_DEFAULTS;
+    const NlRunOptions *opts[3] = {NULL, &zero, &defaults};
+    float first[9 * 11];
+    int ids[] = {1, 2, 3, 4};
+    for (int i = 0; i < 3; i++) {
+        NlState *s = NULL;
+        if (nl_state_create(&s, m, opts[i], &err) != 0) { CHECK(0, "%s", err.msg); continue; }
+        const NlConfig *c = nl_state_config(s);
+        CHECK(c->norm == NL_NORM_RMSNORM && c->placement == NL_PLACE_POST, "options %d run it as %s/%s", i,
+              nl_config_norm_name(c->norm), nl_config_placement_name(c->placement));
+        size_t V = (size_t)c->vocab_size;
+        const float *l = nl_forward(s, ids, 4, 0, 1);
+        if (i == 0) memcpy(first, l, V * sizeof *l);
+        else CHECK(memcmp(first, l, V * sizeof *l) == 0, "options %d: other logits than opts NULL", i);
+        nl_state_free(s);
+    }
+    nl_model_free(m);
+}
+
 static void overrides_run_every_norm_and_placement(void) {
     const char *names[] = {"ln-post-bias.json", "rms-pre-nobias.json"};
     for (int f = 0; f < 2; f++)
         for (int norm = 0; norm < 2; norm++)
             for (int place = 0; place < 2; place++) {
-                NlRunOptions o = {(NlNormType)norm, (NlPlacement)place, 1, 1};
+                NlRunOptions o = {norm ? NL_NORM_RMSNORM : NL_NORM_LAYERNORM, place ? NL_PLACE_POST : NL_PLACE_PRE, 1, 1};
                 compare_one(names[f], &o);
             }
 }
@@ -285,6 +310,7 @@ static void batched_streams_match_single_streams(void) {
 int main(void) {
     RUN(forward_matches_naive_reference_on_every_fixture);
     RUN(overrides_run_every_norm_and_placement);
+    RUN(zero_run_options_keep_the_models_config);
     RUN(eval_scores_each_character_once_with_windowed_context);
     RUN(generation_matches_reference_past_the_window);
     RUN(batch_of_16_matches_each_sequence_alone);

@@ -141,6 +141,8 @@ int make_state_as(const Options *o, const NlModel *model, int batch, int blas_th
     const NlConfig *c = nl_model_config(model);
     NlRunOptions run = {o->norm >= 0 ? (NlNormType)o->norm : c->norm,
                         o->placement >= 0 ? (NlPlacement)o->placement : c->placement, batch, blas_threads};
+    // (o->norm < 0: not given; the state could take NL_NORM_AS_CONFIGURED, but the warning below
+    // compares the two, so the model's own values are filled in here.)
     if (warn && (run.norm != c->norm || run.placement != c->placement))
         msg_error("warning: the model was trained as %s/%s; running it as %s/%s",
                 nl_config_norm_name(c->norm), nl_config_placement_name(c->placement),
