@@ -13,7 +13,7 @@ SAN_FLAGS = -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recov
 PKG_CFLAGS = $(shell pkg-config --cflags openblas libcjson)
 PKG_LIBS = $(shell pkg-config --libs openblas libcjson) -lm -pthread
 
-LIB_SRC = engine/model.c engine/safetensors.c engine/jsonx.c engine/fileio.c engine/kernels.c \
+LIB_SRC = engine/nl_error.c engine/model.c engine/safetensors.c engine/jsonx.c engine/fileio.c engine/kernels.c \
           engine/forward.c engine/sampler.c engine/generate.c engine/eval.c engine/parallel.c engine/blascore.c engine/profile.c engine/report.c engine/stats.c engine/compare.c tokenizer/tokenizer.c
 HEADERS = $(wildcard engine/*.h engine/cli/*.h tokenizer/*.h tests/*.h)
 CLI_SRC = engine/cli/main.c engine/cli/options.c engine/cli/common.c engine/cli/cmd_generate.c engine/cli/cmd_eval.c \
@@ -176,7 +176,7 @@ install: all build/libnormlab.a build/normlab.1 build/normlab.bash build/normlab
 	    $(DESTDIR)$(DATADIR)/man/man1 $(DESTDIR)$(DATADIR)/bash-completion/completions $(DESTDIR)$(DATADIR)/normlab
 	install -m 755 normlab $(DESTDIR)$(BINDIR)/normlab
 	install -m 644 build/libnormlab.a $(DESTDIR)$(LIBDIR)/libnormlab.a
-	install -m 644 engine/normlab.h tokenizer/tokenizer.h $(DESTDIR)$(INCLUDEDIR)/
+	install -m 644 engine/normlab.h engine/nl_error.h tokenizer/tokenizer.h $(DESTDIR)$(INCLUDEDIR)/
 	install -m 644 build/normlab.pc $(DESTDIR)$(LIBDIR)/pkgconfig/normlab.pc
 	install -m 644 build/normlab.1 $(DESTDIR)$(DATADIR)/man/man1/normlab.1
 	install -m 644 build/normlab.bash $(DESTDIR)$(DATADIR)/bash-completion/completions/normlab

@@ -71,7 +71,7 @@ cleanup:
 // Prefill of one window and teacher-forced decoding of the same window, timed `repeats` times.
 static int measure_speed(NlState *s, const int *ids, size_t m, int repeats, NlCompareRow *row, NlError *err) {
     double *pre = malloc((size_t)repeats * sizeof *pre), *dec = malloc((size_t)repeats * sizeof *dec);
-    if (!pre || !dec) { free(pre); free(dec); snprintf(err->msg, sizeof err->msg, "out of memory"); return -1; }
+    if (!pre || !dec) { free(pre); free(dec); nl_error(err, NL_ERR_NOMEM, "out of memory"); return -1; }
     for (int r = 0; r < repeats; r++) {
         double t0 = now();
         nl_forward(s, ids, m, 0, 1);
@@ -110,7 +110,7 @@ static int batch_consistency(const NlModel *model, NlRunOptions run, NlState *al
     float *together = malloc(BATCH * m * V * sizeof *together);
     run.batch = BATCH;
     int rc = -1;
-    if (!windows || !together) { snprintf(err->msg, sizeof err->msg, "out of memory"); goto cleanup; }
+    if (!windows || !together) { nl_error(err, NL_ERR_NOMEM, "out of memory"); goto cleanup; }
     if (nl_state_create(&batch, model, &run, err) != 0) goto cleanup;
     for (size_t b = 0; b < BATCH; b++) {  // evenly spaced windows (they overlap on short texts)
         size_t start = n > m ? b * (n - m) / (BATCH - 1) : 0;
@@ -132,7 +132,7 @@ int nl_compare_model(const NlModel *model, NlRunOptions run, const int *ids, siz
                      const NlCompareOptions *opts, NlCompareRow *row, NlError *err) {
     const NlConfig *trained = nl_model_config(model);
     memset(row, 0, sizeof *row);
-    if (trained->n_layer > NL_MAX_LAYERS) { snprintf(err->msg, sizeof err->msg, "too many layers"); return -1; }
+    if (trained->n_layer > NL_MAX_LAYERS) { nl_error(err, NL_ERR_ARG, "too many layers"); return -1; }
     row->norm = run.norm;
     row->placement = run.placement;
     row->swapped_norm = run.norm != trained->norm;
@@ -144,7 +144,7 @@ int nl_compare_model(const NlModel *model, NlRunOptions run, const int *ids, siz
     size_t V = (size_t)trained->vocab_size, m = n < (size_t)trained->block_size ? n : (size_t)trained->block_size;
     float *full = malloc(m * V * sizeof *full);
     int rc = -1;
-    if (!full) { snprintf(err->msg, sizeof err->msg, "out of memory"); goto cleanup; }
+    if (!full) { nl_error(err, NL_ERR_NOMEM, "out of memory"); goto cleanup; }
     if (nl_state_create(&s, model, &run, err) != 0) goto cleanup;
     if (measure_eval(s, nl_state_config(s), ids, n, opts->invariance, row, err) != 0) goto cleanup;
     if (measure_speed(s, ids, m, opts->repeats, row, err) != 0) goto cleanup;
@@ -186,7 +186,7 @@ int nl_compare_models(const NlCompareJob *jobs, size_t n_jobs, int threads, cons
     if (!j.rc || !j.errs) {
         free(j.rc);
         free(j.errs);
-        snprintf(err->msg, sizeof err->msg, "out of memory");
+        nl_error(err, NL_ERR_NOMEM, "out of memory");
         return -1;
     }
     nl_parallel_run((int)j.n_workers, rows_worker, &j);

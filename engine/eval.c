@@ -100,12 +100,12 @@ int nl_eval_parallel(NlState *const *states, size_t n_states, const int *ids, si
     out->nll_sq_sum = 0.0;
     out->count = 0;
     for (size_t i = 0; i < n_states; i++) nl_profiler_set_phase(nl_state_profiler(states[i]), NL_PHASE_PREFILL);
-    if (n < 2) { snprintf(err->msg, sizeof err->msg, "the text needs at least 2 characters to score one"); return -1; }
+    if (n < 2) { nl_error(err, NL_ERR_FORMAT, "the text needs at least 2 characters to score one"); return -1; }
     size_t T = (size_t)c->block_size;
-    if (stride < 1 || stride > T) { snprintf(err->msg, sizeof err->msg, "stride %zu is outside [1, %zu]", stride, T); return -1; }
+    if (stride < 1 || stride > T) { nl_error(err, NL_ERR_ARG, "stride %zu is outside [1, %zu]", stride, T); return -1; }
     for (size_t i = 1; i < n_states; i++)
         if (nl_state_batch(states[i]) != nl_state_batch(states[0])) {
-            snprintf(err->msg, sizeof err->msg, "eval states differ in batch size (%zu and %zu)",
+            nl_error(err, NL_ERR_ARG, "eval states differ in batch size (%zu and %zu)",
                      nl_state_batch(states[0]), nl_state_batch(states[i]));
             return -1;
         }
@@ -123,7 +123,7 @@ int nl_eval_parallel(NlState *const *states, size_t n_states, const int *ids, si
     atomic_init(&j.done_chars, 0);
     int rc = 0;
     if (!j.tokens || !j.group_nll || !j.group_sq || !j.group_bad) {
-        snprintf(err->msg, sizeof err->msg, "out of memory for %zu windows", j.n_windows);
+        nl_error(err, NL_ERR_NOMEM, "out of memory for %zu windows", j.n_windows);
         rc = -1;
         goto cleanup;
     }
@@ -131,7 +131,7 @@ int nl_eval_parallel(NlState *const *states, size_t n_states, const int *ids, si
     nl_parallel_run((int)n_states, eval_worker, &j);
     for (size_t g = 0; g < j.n_groups && rc == 0; g++) {  // in text order, whoever computed them
         if (j.group_bad[g] != SIZE_MAX) {
-            snprintf(err->msg, sizeof err->msg, "non-finite loss at character %zu", j.group_bad[g]);
+            nl_error(err, NL_ERR_NUMERIC, "non-finite loss at character %zu", j.group_bad[g]);
             rc = -1;
         }
         out->nll_sum += j.group_nll[g];

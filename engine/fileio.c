@@ -27,12 +27,12 @@ const char *nl_cut(char buf[NL_CUT_BUF], const char *s) {
 static int open_regular(int dirfd, const char *name, const char *what, size_t *size, NlError *err) {
     int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // O_NONBLOCK: a FIFO must not hang us
     if (fd < 0) {
-        snprintf(err->msg, sizeof err->msg, "%s: cannot open: %s", what, strerror(errno));
+        nl_error(err, NL_ERR_IO, "%s: cannot open: %s", what, strerror(errno));
         return -1;
     }
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        snprintf(err->msg, sizeof err->msg, "%s: not a regular file", what);
+        nl_error(err, NL_ERR_IO, "%s: not a regular file", what);
         close(fd);
         return -1;
     }
@@ -45,7 +45,7 @@ int nl_file_read_all(int dirfd, const char *name, const char *what, size_t cap, 
     int fd = open_regular(dirfd, name, what, &size, err);
     if (fd < 0) return -1;
     if (size > cap) {
-        snprintf(err->msg, sizeof err->msg, "%s: file is %zu bytes, more than the limit of %zu", what, size, cap);
+        nl_error(err, NL_ERR_FORMAT, "%s: file is %zu bytes, more than the limit of %zu", what, size, cap);
         close(fd);
         return -1;
     }
@@ -59,7 +59,7 @@ int nl_file_read_all(int dirfd, const char *name, const char *what, size_t cap, 
     }
     close(fd);
     if (!data || got != size) {
-        snprintf(err->msg, sizeof err->msg, "%s: %s", what, data ? "short read (the file changed while read)" : "out of memory");
+        nl_error(err, NL_ERR_NOMEM, "%s: %s", what, data ? "short read (the file changed while read)" : "out of memory");
         free(data);
         return -1;
     }
@@ -74,14 +74,14 @@ int nl_file_map(int dirfd, const char *name, const char *what, const unsigned ch
     int fd = open_regular(dirfd, name, what, &size, err);
     if (fd < 0) return -1;
     if (size == 0) {
-        snprintf(err->msg, sizeof err->msg, "%s: file is empty", what);
+        nl_error(err, NL_ERR_FORMAT, "%s: file is empty", what);
         close(fd);
         return -1;
     }
     void *p = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
     if (p == MAP_FAILED) {
-        snprintf(err->msg, sizeof err->msg, "%s: cannot map: %s", what, strerror(errno));
+        nl_error(err, NL_ERR_IO, "%s: cannot map: %s", what, strerror(errno));
         return -1;
     }
     *addr = p;

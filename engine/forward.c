@@ -99,7 +99,7 @@ static int arena_create(NlState *s, const BufferSpec *bufs, size_t n) {
 int nl_state_create(NlState **out, const NlModel *model, const NlRunOptions *opts, NlError *err) {
     *out = NULL;
     NlState *s = calloc(1, sizeof *s);
-    if (!s) { snprintf(err->msg, sizeof err->msg, "out of memory"); return -1; }
+    if (!s) { nl_error(err, NL_ERR_NOMEM, "out of memory"); return -1; }
     s->model = model;
     s->cfg = *nl_model_config(model);
     s->batch = 1;
@@ -119,7 +119,7 @@ int nl_state_create(NlState **out, const NlModel *model, const NlRunOptions *opt
         {&s->v_cache, KV}, {&s->ones, D},
     };
     if (arena_create(s, bufs, sizeof bufs / sizeof bufs[0]) != 0) {
-        snprintf(err->msg, sizeof err->msg, "out of memory for activations and KV cache (%zu bytes of cache)",
+        nl_error(err, NL_ERR_NOMEM, "out of memory for activations and KV cache (%zu bytes of cache)",
                  s->batch * nl_state_kv_bytes(model));
         nl_state_free(s);
         return -1;

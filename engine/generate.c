@@ -82,7 +82,7 @@ int nl_generate_batch(NlState *s, NlSampler *const *samplers, size_t B, const in
     float *first = malloc(B * V * sizeof *first);  // (B, V) the prompt's logits, one row per stream
     if (!w.rows || !w.packed || !toks || !first) {
         free(w.rows); free(w.packed); free(toks); free(first);
-        snprintf(err->msg, sizeof err->msg, "out of memory");
+        nl_error(err, NL_ERR_NOMEM, "out of memory");
         return -1;
     }
     for (size_t b = 0; b < B; b++) memcpy(w.rows + b * T, prompt + (n_prompt - w.len), w.len * sizeof(int));
@@ -105,7 +105,7 @@ int nl_generate_batch(NlState *s, NlSampler *const *samplers, size_t B, const in
         int sampled = sample_all(samplers, logits, B, V, toks, prof);
         if (i > 0) st->decode_seconds += now() - t0;  // a decoded token's time includes its sampling
         if (!sampled) {
-            snprintf(err->msg, sizeof err->msg, "the model produced a non-finite logit after %zu generated tokens", i);
+            nl_error(err, NL_ERR_NUMERIC, "the model produced a non-finite logit after %zu generated tokens", i);
             rc = -1;
             break;
         }
@@ -190,7 +190,7 @@ int nl_generate_parallel(NlState *const *states, size_t n_states, NlSampler *con
     size_t group = nl_state_batch(states[0]), n_groups = (B + group - 1) / group;
     for (size_t i = 1; i < n_states; i++)
         if (nl_state_batch(states[i]) != group) {
-            snprintf(err->msg, sizeof err->msg, "generate states differ in batch size (%zu and %zu)", group,
+            nl_error(err, NL_ERR_ARG, "generate states differ in batch size (%zu and %zu)", group,
                      nl_state_batch(states[i]));
             return -1;
         }
@@ -200,7 +200,7 @@ int nl_generate_parallel(NlState *const *states, size_t n_states, NlSampler *con
     memset(st, 0, sizeof *st);
     if (!j.group_stats || !j.group_rc || !j.group_err) {
         free(j.group_stats); free(j.group_rc); free(j.group_err);
-        snprintf(err->msg, sizeof err->msg, "out of memory");
+        nl_error(err, NL_ERR_NOMEM, "out of memory");
         return -1;
     }
     double t0 = now();

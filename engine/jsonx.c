@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define FAIL(...) do { snprintf(err->msg, sizeof err->msg, __VA_ARGS__); return -1; } while (0)
+#define FAIL(...) do { nl_error(err, NL_ERR_FORMAT, __VA_ARGS__); return -1; } while (0)
 
 // Copies the string literal's text buf[start..end) into out (cap bytes), a raw NUL as "\u0000" so
 // that it stays visible, cut with "..." when it does not fit.
@@ -76,22 +76,22 @@ cJSON *nl_jsonx_parse(const char *buf, size_t len, const char *what, NlError *er
         char ch[40];
         if (code == 0) snprintf(ch, sizeof ch, "a NUL character (data corruption)");
         else snprintf(ch, sizeof ch, "an unescaped control character U+%04X", code);
-        if (in_key) snprintf(err->msg, sizeof err->msg, "%s: the key \"%s\" has %s at byte %ld", what, key, ch, bad + 1);
-        else if (key[0]) snprintf(err->msg, sizeof err->msg, "%s: a string in \"%s\" has %s at byte %ld", what, key, ch, bad + 1);
-        else snprintf(err->msg, sizeof err->msg, "%s: a string has %s at byte %ld", what, ch, bad + 1);
+        if (in_key) nl_error(err, NL_ERR_FORMAT, "%s: the key \"%s\" has %s at byte %ld", what, key, ch, bad + 1);
+        else if (key[0]) nl_error(err, NL_ERR_FORMAT, "%s: a string in \"%s\" has %s at byte %ld", what, key, ch, bad + 1);
+        else nl_error(err, NL_ERR_FORMAT, "%s: a string has %s at byte %ld", what, ch, bad + 1);
         return NULL;
     }
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(buf, len, &end, 0);
     if (!root) {
         size_t at = end && end >= buf ? (size_t)(end - buf) : 0;
-        snprintf(err->msg, sizeof err->msg, "%s: invalid JSON near byte %zu", what, at + 1);
+        nl_error(err, NL_ERR_FORMAT, "%s: invalid JSON near byte %zu", what, at + 1);
         return NULL;
     }
     size_t at = (size_t)(end - buf);
     while (at < len && strchr(" \t\r\n", buf[at]) && buf[at] != '\0') at++;
     if (at < len) {
-        snprintf(err->msg, sizeof err->msg, "%s: unexpected data after the JSON value at byte %zu", what, at + 1);
+        nl_error(err, NL_ERR_FORMAT, "%s: unexpected data after the JSON value at byte %zu", what, at + 1);
         cJSON_Delete(root);
         return NULL;
     }

@@ -23,7 +23,7 @@
 #define CONFIG_CAP ((size_t)1 << 20)
 #define TOKENIZER_CAP ((size_t)16 << 20)
 #define INLINE_CAP ((size_t)1 << 30)
-#define FAIL(...) do { snprintf(err->msg, sizeof err->msg, __VA_ARGS__); goto cleanup; } while (0)
+#define FAIL(...) do { nl_error(err, NL_ERR_FORMAT, __VA_ARGS__); goto cleanup; } while (0)
 
 struct NlModel {
     NlConfig config;
@@ -101,17 +101,17 @@ static int parse_format(const cJSON *root, const char *what, NlError *err) {
     const cJSON *f = cJSON_GetObjectItemCaseSensitive(root, "format");
     char ctx[300];
     snprintf(ctx, sizeof ctx, "%s: \"format\"", what);
-    if (!cJSON_IsObject(f)) { snprintf(err->msg, sizeof err->msg, "%s must be {\"name\": \"normlab\", \"version\": 1}", ctx); return -1; }
+    if (!cJSON_IsObject(f)) { nl_error(err, NL_ERR_FORMAT, "%s must be {\"name\": \"normlab\", \"version\": 1}", ctx); return -1; }
     if (nl_jsonx_only_keys(f, KEYS, ctx, err) != 0) return -1;
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(f, "name");
     if (!cJSON_IsString(name) || strcmp(name->valuestring, NL_FORMAT_NAME) != 0) {
-        snprintf(err->msg, sizeof err->msg, "%s: name must be \"%s\"", ctx, NL_FORMAT_NAME);
+        nl_error(err, NL_ERR_FORMAT, "%s: name must be \"%s\"", ctx, NL_FORMAT_NAME);
         return -1;
     }
     int64_t v;
     if (nl_jsonx_int(f, "version", 1, 1, 1e9, &v, ctx, err) != 0) return -1;
     if (v != NL_FORMAT_VERSION) {
-        snprintf(err->msg, sizeof err->msg, "%s: version %lld is not supported (this build reads version %d)",
+        nl_error(err, NL_ERR_FORMAT, "%s: version %lld is not supported (this build reads version %d)",
                  ctx, (long long)v, NL_FORMAT_VERSION);
         return -1;
     }
@@ -122,7 +122,7 @@ static int parse_mlp_width(NlConfig *c, const cJSON *root, const char *what, NlE
     int has_ratio = cJSON_GetObjectItemCaseSensitive(root, "mlp_ratio") != NULL;
     int has_inner = cJSON_GetObjectItemCaseSensitive(root, "n_inner") != NULL;
     if (has_ratio == has_inner) {
-        snprintf(err->msg, sizeof err->msg, "%s: give exactly one of \"mlp_ratio\" and \"n_inner\"", what);
+        nl_error(err, NL_ERR_FORMAT, "%s: give exactly one of \"mlp_ratio\" and \"n_inner\"", what);
         return -1;
     }
     if (has_inner) {
@@ -135,7 +135,7 @@ static int parse_mlp_width(NlConfig *c, const cJSON *root, const char *what, NlE
     if (nl_jsonx_number(root, "mlp_ratio", 1, 0.0625, 64, &r, what, err) != 0) return -1;
     double f = r * c->n_embd;
     if (f != floor(f) || f < 1) {
-        snprintf(err->msg, sizeof err->msg, "%s: \"mlp_ratio\" %g x n_embd %d is not a whole number", what, r, c->n_embd);
+        nl_error(err, NL_ERR_FORMAT, "%s: \"mlp_ratio\" %g x n_embd %d is not a whole number", what, r, c->n_embd);
         return -1;
     }
     c->n_inner = (int)f;
@@ -146,7 +146,7 @@ static int parse_config(NlConfig *c, const cJSON *root, const char *what, NlErro
     static const char *const KEYS[] = {"format", "vocab_size", "n_layer", "n_head", "n_embd", "block_size",
                                        "mlp_ratio", "n_inner", "norm", "placement", "norm_eps",
                                        "activation", "bias", "tie_embeddings", NULL};
-    if (!cJSON_IsObject(root)) { snprintf(err->msg, sizeof err->msg, "%s: config must be a JSON object", what); return -1; }
+    if (!cJSON_IsObject(root)) { nl_error(err, NL_ERR_FORMAT, "%s: config must be a JSON object", what); return -1; }
     if (nl_jsonx_only_keys(root, KEYS, what, err) != 0 || parse_format(root, what, err) != 0) return -1;
     int64_t v, l, h, d, t;
     if (nl_jsonx_int(root, "vocab_size", 1, 1, 1 << 20, &v, what, err) != 0 ||
@@ -157,7 +157,7 @@ static int parse_config(NlConfig *c, const cJSON *root, const char *what, NlErro
         return -1;
     *c = (NlConfig){.vocab_size = (int)v, .n_layer = (int)l, .n_head = (int)h, .n_embd = (int)d, .block_size = (int)t};
     if (d % h != 0) {
-        snprintf(err->msg, sizeof err->msg, "%s: n_embd %lld is not divisible by n_head %lld", what, (long long)d, (long long)h);
+        nl_error(err, NL_ERR_FORMAT, "%s: n_embd %lld is not divisible by n_head %lld", what, (long long)d, (long long)h);
         return -1;
     }
     int norm, place, act;
@@ -197,8 +197,11 @@ static int parse_tokenizer(NlTokenizer **tok, const cJSON *root, const char *wha
         if (!cJSON_IsString(e)) FAIL("%s: vocab[%d] is not a string", what, i);
         pieces[i] = e->valuestring;
     }
-    char msg[400];
-    if (nl_tokenizer_create(tok, pieces, n, msg, sizeof msg) != 0) FAIL("%s: %s", what, msg);
+    NlError terr;
+    if (nl_tokenizer_create(tok, pieces, n, &terr) != 0) {
+        nl_error(err, terr.code, "%s: %s", what, terr.msg);
+        goto cleanup;
+    }
     rc = 0;
 cleanup:
     free(pieces);
@@ -225,8 +228,8 @@ static int take(Binder *b, const char *name, size_t d0, size_t d1, int required,
             char got[128] = "";
             for (int k = 0; k < r->ndim; k++)
                 snprintf(got + strlen(got), sizeof got - strlen(got), "%s%zu", k ? ", " : "", r->shape[k]);
-            if (d1) snprintf(b->err->msg, sizeof b->err->msg, "%s: tensor \"%s\" has shape (%s), expected (%zu, %zu)", b->what, name, got, d0, d1);
-            else snprintf(b->err->msg, sizeof b->err->msg, "%s: tensor \"%s\" has shape (%s), expected (%zu)", b->what, name, got, d0);
+            if (d1) nl_error(b->err, NL_ERR_FORMAT, "%s: tensor \"%s\" has shape (%s), expected (%zu, %zu)", b->what, name, got, d0, d1);
+            else nl_error(b->err, NL_ERR_FORMAT, "%s: tensor \"%s\" has shape (%s), expected (%zu)", b->what, name, got, d0);
             return -1;
         }
         r->used = 1;
@@ -234,7 +237,7 @@ static int take(Binder *b, const char *name, size_t d0, size_t d1, int required,
         return 0;
     }
     if (!required) return 0;
-    snprintf(b->err->msg, sizeof b->err->msg, "%s: missing tensor \"%s\"", b->what, name);
+    nl_error(b->err, NL_ERR_FORMAT, "%s: missing tensor \"%s\"", b->what, name);
     return -1;
 }
 
@@ -290,13 +293,13 @@ static int bind_weights(NlModel *m, TensorRef *refs, size_t n, const char *what,
     for (size_t i = 0; i < n; i++)
         if (strcmp(refs[i].name, "wte.weight") == 0 && refs[i].ndim >= 1) wte_rows = refs[i].shape[0];
     if ((size_t)nl_tokenizer_size(m->tok) != V || wte_rows != V) {
-        snprintf(err->msg, sizeof err->msg, "%s: vocabulary sizes disagree: tokenizer has %d entries, "
+        nl_error(err, NL_ERR_FORMAT, "%s: vocabulary sizes disagree: tokenizer has %d entries, "
                  "config vocab_size is %zu, wte.weight has %zu rows", what, nl_tokenizer_size(m->tok), V, wte_rows);
         return -1;
     }
     if (take(&b, "wte.weight", V, D, 1, &w->wte) != 0 || take(&b, "wpe.weight", T, D, 1, &w->wpe) != 0) return -1;
     w->layers = calloc((size_t)c->n_layer, sizeof *w->layers);
-    if (!w->layers) { snprintf(err->msg, sizeof err->msg, "%s: out of memory", what); return -1; }
+    if (!w->layers) { nl_error(err, NL_ERR_NOMEM, "%s: out of memory", what); return -1; }
     for (int i = 0; i < c->n_layer; i++)
         if (bind_layer(&b, c, i, &w->layers[i]) != 0) return -1;
     if (c->placement == NL_PLACE_PRE && take_norm(&b, c, "ln_f", &w->ln_f) != 0) return -1;
@@ -306,13 +309,13 @@ static int bind_weights(NlModel *m, TensorRef *refs, size_t n, const char *what,
     for (size_t i = 0; i < n; i++) {
         if (!refs[i].used) {
             char cut[NL_CUT_BUF];
-            snprintf(err->msg, sizeof err->msg, "%s: unexpected tensor \"%s\" (not used by this config)", what,
+            nl_error(err, NL_ERR_FORMAT, "%s: unexpected tensor \"%s\" (not used by this config)", what,
                      nl_cut(cut, refs[i].name));
             return -1;
         }
         size_t count = ref_elems(&refs[i]), k = nl_first_nonfinite(refs[i].data, count);
         if (k != SIZE_MAX) {
-            snprintf(err->msg, sizeof err->msg, "%s: tensor \"%s\" has a non-finite value (%g) at index %zu",
+            nl_error(err, NL_ERR_NUMERIC, "%s: tensor \"%s\" has a non-finite value (%g) at index %zu",
                      what, refs[i].name, refs[i].data[k], k);
             return -1;
         }
@@ -406,26 +409,26 @@ static int read_inline_tensor(TensorRef *ref, const cJSON *e, float *dst, size_t
     static const char *const KEYS[] = {"shape", "data", NULL};
     char ctx[300];
     snprintf(ctx, sizeof ctx, "%s: tensor \"%.200s\"", what, e->string);
-    if (!cJSON_IsObject(e)) { snprintf(err->msg, sizeof err->msg, "%s: must be {\"shape\", \"data\"}", ctx); return -1; }
+    if (!cJSON_IsObject(e)) { nl_error(err, NL_ERR_FORMAT, "%s: must be {\"shape\", \"data\"}", ctx); return -1; }
     if (nl_jsonx_only_keys(e, KEYS, ctx, err) != 0) return -1;
     const cJSON *shape = cJSON_GetObjectItemCaseSensitive(e, "shape");
     const cJSON *data = cJSON_GetObjectItemCaseSensitive(e, "data");
-    if (!cJSON_IsArray(shape) || !cJSON_IsArray(data)) { snprintf(err->msg, sizeof err->msg, "%s: \"shape\" and \"data\" must be arrays", ctx); return -1; }
+    if (!cJSON_IsArray(shape) || !cJSON_IsArray(data)) { nl_error(err, NL_ERR_FORMAT, "%s: \"shape\" and \"data\" must be arrays", ctx); return -1; }
     int nd = cJSON_GetArraySize(shape), k = 0;
-    if (nd < 1 || nd > ST_MAX_DIMS) { snprintf(err->msg, sizeof err->msg, "%s: shape must have 1 to %d dimensions", ctx, ST_MAX_DIMS); return -1; }
+    if (nd < 1 || nd > ST_MAX_DIMS) { nl_error(err, NL_ERR_FORMAT, "%s: shape must have 1 to %d dimensions", ctx, ST_MAX_DIMS); return -1; }
     size_t count = 1;
     for (const cJSON *d = shape->child; d; d = d->next, k++) {
         int64_t v;
         if (nl_jsonx_as_int(d, 0, 1 << 30, &v, ctx, err) != 0) return -1;
         ref->shape[k] = (size_t)v;
-        if (__builtin_mul_overflow(count, (size_t)v, &count)) { snprintf(err->msg, sizeof err->msg, "%s: shape product overflows", ctx); return -1; }
+        if (__builtin_mul_overflow(count, (size_t)v, &count)) { nl_error(err, NL_ERR_FORMAT, "%s: shape product overflows", ctx); return -1; }
     }
     size_t n = (size_t)cJSON_GetArraySize(data);
-    if (n != count) { snprintf(err->msg, sizeof err->msg, "%s: data has %zu numbers, shape needs %zu", ctx, n, count); return -1; }
-    if (n > room) { snprintf(err->msg, sizeof err->msg, "%s: out of room", ctx); return -1; }
+    if (n != count) { nl_error(err, NL_ERR_FORMAT, "%s: data has %zu numbers, shape needs %zu", ctx, n, count); return -1; }
+    if (n > room) { nl_error(err, NL_ERR_FORMAT, "%s: out of room", ctx); return -1; }
     size_t i = 0;
     for (const cJSON *x = data->child; x; x = x->next, i++) {
-        if (!cJSON_IsNumber(x)) { snprintf(err->msg, sizeof err->msg, "%s: data[%zu] is not a number", ctx, i); return -1; }
+        if (!cJSON_IsNumber(x)) { nl_error(err, NL_ERR_FORMAT, "%s: data[%zu] is not a number", ctx, i); return -1; }
         dst[i] = (float)x->valuedouble;
     }
     ref->name = e->string;
@@ -491,7 +494,7 @@ static int load_inline(NlModel *m, const char *path, NlError *err) {
 int nl_model_load_inline(NlModel **out, const char *buf, size_t len, const char *what, NlError *err) {
     *out = NULL;
     NlModel *m = calloc(1, sizeof *m);
-    if (!m) { snprintf(err->msg, sizeof err->msg, "out of memory"); return -1; }
+    if (!m) { nl_error(err, NL_ERR_NOMEM, "out of memory"); return -1; }
     if (parse_inline(m, buf, len, what, err) != 0) { nl_model_free(m); return -1; }
     *out = m;
     return 0;
@@ -520,31 +523,31 @@ int nl_model_load_with(NlModel **out, const char *path, const NlLoadOptions *opt
     char cut[NL_CUT_BUF];
     const char *name = nl_cut(cut, path);
     if (strlen(path) + sizeof "/model.safetensors" > PATH_MAX) {
-        snprintf(err->msg, sizeof err->msg, "%s: path too long (%zu bytes; at most %zu with the file names inside)",
+        nl_error(err, NL_ERR_ARG, "%s: path too long (%zu bytes; at most %zu with the file names inside)",
                  name, strlen(path), (size_t)PATH_MAX - sizeof "/model.safetensors");
         return -1;
     }
     if (stat(path, &st) != 0) {
-        snprintf(err->msg, sizeof err->msg, "%s: no such model (expected a model directory or a .json file)", name);
+        nl_error(err, NL_ERR_IO, "%s: no such model (expected a model directory or a .json file)", name);
         return -1;
     }
     const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
     size_t blen = strlen(base);
     if (S_ISREG(st.st_mode) && (strcmp(base, "config.json") == 0 || strcmp(base, "tokenizer.json") == 0 ||
                                 (blen >= 12 && strcmp(base + blen - 12, ".safetensors") == 0))) {
-        snprintf(err->msg, sizeof err->msg, "%s: give the model directory that holds this file, not the file", name);
+        nl_error(err, NL_ERR_IO, "%s: give the model directory that holds this file, not the file", name);
         return -1;
     }
     if (S_ISDIR(st.st_mode)) {
         char cfg[PATH_MAX + 16];
         snprintf(cfg, sizeof cfg, "%s/config.json", path);
         if (access(cfg, F_OK) != 0) {
-            snprintf(err->msg, sizeof err->msg, "%s: not a model directory (it has no config.json)", name);
+            nl_error(err, NL_ERR_IO, "%s: not a model directory (it has no config.json)", name);
             return -1;
         }
     }
     NlModel *m = calloc(1, sizeof *m);
-    if (!m) { snprintf(err->msg, sizeof err->msg, "out of memory"); return -1; }
+    if (!m) { nl_error(err, NL_ERR_NOMEM, "out of memory"); return -1; }
     int rc = S_ISDIR(st.st_mode) ? load_dir(m, path, opts && opts->no_mmap, err) : load_inline(m, path, err);
     if (rc != 0) { nl_model_free(m); return -1; }
     *out = m;

@@ -22,15 +22,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nl_error.h"
 #include "tokenizer.h"
 
 #define NL_VERSION "0.1.0"
 #define NL_FORMAT_NAME "normlab"
 #define NL_FORMAT_VERSION 1
 
-typedef struct {
-    char msg[512];
-} NlError;
 
 // The zero of each is "as the model is configured", so that a zero-initialised NlRunOptions never
 // runs a model otherwise than it was trained. A model's own config never holds it.

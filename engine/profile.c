@@ -123,7 +123,7 @@ int nl_profiler_create(NlProfiler **out, const NlConfig *cfg, size_t max_events,
         p->events = p->cap_events ? malloc(p->cap_events * sizeof *p->events) : NULL;
     }
     if (!p || !p->cells || (p->cap_events && !p->events)) {
-        snprintf(err->msg, sizeof err->msg, "out of memory for the profiler");
+        nl_error(err, NL_ERR_NOMEM, "out of memory for the profiler");
         if (p) { free(p->cells); free(p->events); }
         free(p);
         return -1;

@@ -35,7 +35,7 @@ int nl_stats_create(NlStats **out, const NlConfig *cfg, size_t max_rows, int inv
     }
     if (!s || !s->layers || (invariance && !s->scratch)) {
         nl_stats_free(s);
-        snprintf(err->msg, sizeof err->msg, "out of memory for hidden-state statistics");
+        nl_error(err, NL_ERR_NOMEM, "out of memory for hidden-state statistics");
         return -1;
     }
     s->cfg = *cfg;

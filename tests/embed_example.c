@@ -16,8 +16,7 @@ int main(int argc, char **argv) {
     }
     int ids[1] = {0};
     size_t n = 0, skipped = 0;
-    char msg[256];
-    nl_tokenizer_encode(nl_model_tokenizer(model), "\n", 1, 1, ids, &n, &skipped, msg, sizeof msg);
+    nl_tokenizer_encode(nl_model_tokenizer(model), "\n", 1, 1, ids, &n, &skipped, &err);
     const float *logits = nl_forward(state, ids, 1, 0, 1);  // (1, V): after a newline, or token 0
     int best = 0;
     for (int v = 1; v < nl_model_config(model)->vocab_size; v++) best = logits[v] > logits[best] ? v : best;

@@ -45,9 +45,9 @@ static double prompt_diff(NlState *st, const NlModel *m, const cJSON *prompt) {
     const cJSON *rows = cJSON_GetObjectItem(prompt, "logits");
     int ids[1024];
     size_t n, skipped;
-    char err[256];
-    if (nl_tokenizer_encode(nl_model_tokenizer(m), text, strlen(text), 0, ids, &n, &skipped, err, sizeof err) != 0) {
-        CHECK(0, "%s", err);
+    NlError err;
+    if (nl_tokenizer_encode(nl_model_tokenizer(m), text, strlen(text), 0, ids, &n, &skipped, &err) != 0) {
+        CHECK(0, "%s", err.msg);
         return INFINITY;
     }
     CHECK((size_t)cJSON_GetArraySize(rows) == n, "golden rows %d vs %zu positions", cJSON_GetArraySize(rows), n);
@@ -87,8 +87,8 @@ static void shipped_models_match_pytorch_reference(void) {
         char *text = read_all(cJSON_GetObjectItem(ev, "text")->valuestring, &len);
         int *ids = malloc((len + 1) * sizeof *ids);
         size_t n = 0, skipped;
-        char msg[256];
-        CHECK(text && ids && nl_tokenizer_encode(nl_model_tokenizer(m), text, len, 0, ids, &n, &skipped, msg, sizeof msg) == 0, "eval text");
+        NlError terr;
+        CHECK(text && ids && nl_tokenizer_encode(nl_model_tokenizer(m), text, len, 0, ids, &n, &skipped, &terr) == 0, "eval text");
         NlEvalResult r;
         size_t T = (size_t)nl_model_config(m)->block_size;
         if (nl_eval(st, ids, n, T / 2, &r, NULL, NULL, &err) == 0) {

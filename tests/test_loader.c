@@ -122,7 +122,7 @@ static void expect_cli(const char *label, const char *expect) {
 static void expect_load(const char *label, const char *expect) {
     expect_cli(label, expect);
     NlModel *m = NULL;
-    NlError err = {""};
+    NlError err = {NL_OK, ""};
     int rc = nl_model_load(&m, dir, &err);
     if (!expect) CHECK(rc == 0 && m != NULL, "%s: should load, got: %s", label, err.msg);
     else CHECK(rc != 0 && m == NULL && strstr(err.msg, expect) != NULL, "%s: expected '%s', got rc=%d '%s'", label, expect, rc, err.msg);
@@ -316,13 +316,45 @@ static void inline_json_models_are_checked(void) {
         fputs(doc, fp);
         fclose(fp);
         NlModel *m = NULL;
-        NlError err = {""};
+        NlError err = {NL_OK, ""};
         CHECK(nl_model_load(&m, path, &err) != 0 && strstr(err.msg, cases[i][1]), "inline %zu: expected '%s', got '%s'", i, cases[i][1], err.msg);
     }
     unlink(path);
 }
 
+// Every error carries a code callers can act on, besides its message.
+static void errors_carry_codes(void) {
+    NlModel *m = NULL;
+    NlError err = {NL_OK, ""};
+    CHECK(nl_model_load(&m, "/nonexistent/model", &err) != 0 && err.code == NL_ERR_IO, "missing: %d %s", err.code, err.msg);
+    char tmp[] = "/tmp/normlab-codes-XXXXXX";
+    if (!mkdtemp(tmp)) return;
+    char path[300];
+    snprintf(path, sizeof path, "%s/bad.json", tmp);
+    FILE *f = fopen(path, "w");
+    if (f) { fputs("{\"config\": ", f); fclose(f); }
+    CHECK(nl_model_load(&m, path, &err) != 0 && err.code == NL_ERR_FORMAT, "bad JSON: %d %s", err.code, err.msg);
+    remove(path);
+    rmdir(tmp);
+    if (nl_model_load(&m, fixture("ln-pre-bias.json"), &err) != 0) { CHECK(0, "%s", err.msg); return; }
+    NlState *s = NULL;
+    nl_state_create(&s, m, NULL, &err);
+    int ids[] = {1, 2, 3};
+    NlEvalResult r;
+    CHECK(nl_eval(s, ids, 3, 999, &r, NULL, NULL, &err) != 0 && err.code == NL_ERR_ARG, "stride: %d %s", err.code, err.msg);
+    nl_state_free(s);
+    nl_model_free(m);
+    if (nl_model_load(&m, fixture("overflow.json"), &err) != 0) { CHECK(0, "%s", err.msg); return; }
+    nl_state_create(&s, m, NULL, &err);
+    CHECK(nl_eval(s, ids, 3, 1, &r, NULL, NULL, &err) != 0 && err.code == NL_ERR_NUMERIC, "overflow: %d %s", err.code, err.msg);
+    nl_state_free(s);
+    nl_model_free(m);
+    NlSampler *sp = NULL;
+    CHECK(nl_sampler_create(&sp, 0, (NlSamplerParams){1, 0, 1}, 1, &err) != 0 && err.code == NL_ERR_ARG, "sampler: %d", err.code);
+}
+
 int main(void) {
+    RUN(errors_carry_codes);
     snprintf(dir, sizeof dir, "/tmp/normlab-loader-XXXXXX");
     if (!mkdtemp(dir)) { perror("mkdtemp"); return 1; }
     RUN(every_malformed_file_gets_its_own_message);

@@ -193,7 +193,7 @@ static void bad_parameters_are_refused(void) {
                                    {NAN, 0, 1.0}, {INFINITY, 0, 1.0}, {1.0, -3, 1.0}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         NlSampler *s = (NlSampler *)&s;  // must come back NULL
-        NlError err = {{0}};
+        NlError err = {NL_OK, ""};
         CHECK(nl_sampler_create(&s, 4, bad[i], 1, &err) != 0 && s == NULL && strstr(err.msg, "top_p in (0, 1]"),
               "params %zu accepted or unclear: '%s'", i, err.msg);
     }

@@ -8,9 +8,9 @@ static const char *const VOCAB[] = {"\n", " ", "a", "b", "é", "ß", "☃", "€
 
 static NlTokenizer *make(void) {
     NlTokenizer *t = NULL;
-    char err[256];
-    int rc = nl_tokenizer_create(&t, VOCAB, 10, err, sizeof err);
-    CHECK(rc == 0, "create failed: %s", err);
+    NlError err;
+    int rc = nl_tokenizer_create(&t, VOCAB, 10, &err);
+    CHECK(rc == 0, "create failed: %s", err.msg);
     return t;
 }
 
@@ -19,8 +19,9 @@ static void tokenizer_round_trips_multibyte_text(void) {
     const char *text = "ab é€\n你😀ß☃";
     int ids[64];
     size_t n, skipped;
-    char err[256], back[128] = "";
-    CHECK(nl_tokenizer_encode(t, text, strlen(text), 0, ids, &n, &skipped, err, sizeof err) == 0, "%s", err);
+    NlError err;
+    char back[128] = "";
+    CHECK(nl_tokenizer_encode(t, text, strlen(text), 0, ids, &n, &skipped, &err) == 0, "%s", err.msg);
     CHECK(n == 10, "10 characters, got %zu ids", n);
     for (size_t i = 0; i < n; i++) strcat(back, nl_tokenizer_piece(t, ids[i]));
     CHECK(strcmp(back, text) == 0, "decoded '%s'", back);
@@ -32,12 +33,13 @@ static void tokenizer_rejects_unknown_char_with_position(void) {
     NlTokenizer *t = make();
     int ids[16];
     size_t n, skipped;
-    char err[256] = "";
-    int rc = nl_tokenizer_encode(t, "abéZ", 5, 0, ids, &n, &skipped, err, sizeof err);
+    NlError err = {NL_OK, ""};
+    int rc = nl_tokenizer_encode(t, "abéZ", 5, 0, ids, &n, &skipped, &err);
     CHECK(rc != 0, "unknown character accepted");
-    CHECK(strstr(err, "'Z' (U+005A) at position 4") != NULL, "message: %s", err);
-    rc = nl_tokenizer_encode(t, "a\tb", 3, 0, ids, &n, &skipped, err, sizeof err);
-    CHECK(rc != 0 && strstr(err, "U+0009 at position 2") != NULL, "tab described by code point: %s", err);
+    CHECK(strstr(err.msg, "'Z' (U+005A) at position 4") != NULL, "message: %s", err.msg);
+    CHECK(err.code == NL_ERR_FORMAT && strstr(err.msg, "--") == NULL, "a format error naming no flag: %d %s", err.code, err.msg);
+    rc = nl_tokenizer_encode(t, "a\tb", 3, 0, ids, &n, &skipped, &err);
+    CHECK(rc != 0 && strstr(err.msg, "U+0009 at position 2") != NULL, "tab described by code point: %s", err.msg);
     nl_tokenizer_free(t);
 }
 
@@ -45,8 +47,8 @@ static void tokenizer_skips_unknown_when_asked(void) {
     NlTokenizer *t = make();
     int ids[16];
     size_t n, skipped;
-    char err[256];
-    CHECK(nl_tokenizer_encode(t, "aZbYY", 5, 1, ids, &n, &skipped, err, sizeof err) == 0, "%s", err);
+    NlError err;
+    CHECK(nl_tokenizer_encode(t, "aZbYY", 5, 1, ids, &n, &skipped, &err) == 0, "%s", err.msg);
     CHECK(n == 2 && skipped == 3 && ids[0] == 2 && ids[1] == 3, "n=%zu skipped=%zu", n, skipped);
     nl_tokenizer_free(t);
 }
@@ -55,27 +57,27 @@ static void tokenizer_rejects_invalid_utf8(void) {
     NlTokenizer *t = make();
     int ids[16];
     size_t n, skipped;
-    char err[256];
+    NlError err;
     const char *bad[] = {"a\xC3", "\xC0\xAF", "\xED\xA0\x80", "\xF4\x90\x80\x80", "\x80", "a\xE2\x82"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        int rc = nl_tokenizer_encode(t, bad[i], strlen(bad[i]), 1, ids, &n, &skipped, err, sizeof err);
-        CHECK(rc != 0 && strstr(err, "invalid UTF-8") != NULL, "case %zu: rc=%d %s", i, rc, err);
+        int rc = nl_tokenizer_encode(t, bad[i], strlen(bad[i]), 1, ids, &n, &skipped, &err);
+        CHECK(rc != 0 && strstr(err.msg, "invalid UTF-8") != NULL, "case %zu: rc=%d %s", i, rc, err.msg);
     }
     nl_tokenizer_free(t);
 }
 
 static void tokenizer_rejects_bad_vocabularies(void) {
     NlTokenizer *t = NULL;
-    char err[256];
+    NlError err;
     const char *dup[] = {"a", "b", "a"};
-    CHECK(nl_tokenizer_create(&t, dup, 3, err, sizeof err) != 0 && strstr(err, "entries 0 and 2") != NULL, "dup: %s", err);
+    CHECK(nl_tokenizer_create(&t, dup, 3, &err) != 0 && strstr(err.msg, "entries 0 and 2") != NULL, "dup: %s", err.msg);
     const char *two[] = {"a", "ab"};
-    CHECK(nl_tokenizer_create(&t, two, 2, err, sizeof err) != 0 && strstr(err, "entry 1") != NULL, "two chars: %s", err);
+    CHECK(nl_tokenizer_create(&t, two, 2, &err) != 0 && strstr(err.msg, "entry 1") != NULL, "two chars: %s", err.msg);
     const char *empty[] = {""};
-    CHECK(nl_tokenizer_create(&t, empty, 1, err, sizeof err) != 0 && strstr(err, "entry 0") != NULL, "empty: %s", err);
+    CHECK(nl_tokenizer_create(&t, empty, 1, &err) != 0 && strstr(err.msg, "entry 0") != NULL, "empty: %s", err.msg);
     const char *bad[] = {"\xFF"};
-    CHECK(nl_tokenizer_create(&t, bad, 1, err, sizeof err) != 0, "invalid UTF-8 entry accepted");
-    CHECK(nl_tokenizer_create(&t, bad, 0, err, sizeof err) != 0 && strstr(err, "empty") != NULL, "zero: %s", err);
+    CHECK(nl_tokenizer_create(&t, bad, 1, &err) != 0, "invalid UTF-8 entry accepted");
+    CHECK(nl_tokenizer_create(&t, bad, 0, &err) != 0 && strstr(err.msg, "empty") != NULL, "zero: %s", err.msg);
     CHECK(t == NULL, "no tokenizer on failure");
 }
 

@@ -43,13 +43,13 @@ static int cmp_entry(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-int nl_tokenizer_create(NlTokenizer **out, const char *const *pieces, int n, char *err, size_t errlen) {
+int nl_tokenizer_create(NlTokenizer **out, const char *const *pieces, int n, NlError *err) {
     *out = NULL;
-    if (n <= 0) { snprintf(err, errlen, "vocabulary is empty"); return -1; }
+    if (n <= 0) { nl_error(err, NL_ERR_FORMAT, "vocabulary is empty"); return -1; }
     NlTokenizer *t = calloc(1, sizeof *t);
     if (t) { t->pieces = calloc((size_t)n, sizeof *t->pieces); t->by_cp = calloc((size_t)n, sizeof *t->by_cp); }
     if (!t || !t->pieces || !t->by_cp) {
-        snprintf(err, errlen, "out of memory for a vocabulary of %d entries", n);
+        nl_error(err, NL_ERR_NOMEM, "out of memory for a vocabulary of %d entries", n);
         nl_tokenizer_free(t);
         return -1;
     }
@@ -60,7 +60,7 @@ int nl_tokenizer_create(NlTokenizer **out, const char *const *pieces, int n, cha
         uint32_t cp = 0;
         size_t used = nl_utf8_decode(pieces[i], len, &cp);
         if (len == 0 || used == 0 || used != len || cp == 0) {
-            snprintf(err, errlen, "vocabulary entry %d is not exactly one valid UTF-8 character (non-NUL)", i);
+            nl_error(err, NL_ERR_FORMAT, "vocabulary entry %d is not exactly one valid UTF-8 character (non-NUL)", i);
             nl_tokenizer_free(t);
             return -1;
         }
@@ -70,7 +70,7 @@ int nl_tokenizer_create(NlTokenizer **out, const char *const *pieces, int n, cha
     qsort(t->by_cp, (size_t)n, sizeof *t->by_cp, cmp_entry);
     for (int i = 1; i < n; i++) {
         if (t->by_cp[i].cp == t->by_cp[i - 1].cp) {
-            snprintf(err, errlen, "vocabulary entries %d and %d are the same character U+%04X",
+            nl_error(err, NL_ERR_FORMAT, "vocabulary entries %d and %d are the same character U+%04X",
                      t->by_cp[i - 1].id, t->by_cp[i].id, (unsigned)t->by_cp[i].cp);
             nl_tokenizer_free(t);
             return -1;
@@ -113,22 +113,21 @@ static void describe(char *buf, size_t buflen, const char *bytes, size_t n, uint
 }
 
 int nl_tokenizer_encode(const NlTokenizer *tok, const char *text, size_t len, int skip_unknown,
-                        int *ids, size_t *n_ids, size_t *n_skipped, char *err, size_t errlen) {
+                        int *ids, size_t *n_ids, size_t *n_skipped, NlError *err) {
     size_t n = 0, skipped = 0, chars = 0;
     for (size_t i = 0; i < len;) {
         uint32_t cp;
         size_t used = nl_utf8_decode(text + i, len - i, &cp);
         chars++;
         if (used == 0) {
-            snprintf(err, errlen, "invalid UTF-8 at byte %zu (character %zu)", i + 1, chars);
+            nl_error(err, NL_ERR_FORMAT, "invalid UTF-8 at byte %zu (character %zu)", i + 1, chars);
             return -1;
         }
         int id = lookup(tok, cp);
         if (id < 0 && !skip_unknown) {
             char what[64];
             describe(what, sizeof what, text + i, used, cp);
-            snprintf(err, errlen, "character %s at position %zu is not in the model's vocabulary "
-                     "(use --skip-unknown to drop such characters)", what, chars);
+            nl_error(err, NL_ERR_FORMAT, "character %s at position %zu is not in the model's vocabulary", what, chars);
             return -1;
         }
         if (id < 0) skipped++;

@@ -17,11 +17,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nl_error.h"
+
 typedef struct NlTokenizer NlTokenizer;
 
 // Builds a tokenizer from n pieces (token id = index). Each piece must be exactly one valid UTF-8
 // encoded code point other than NUL, and no two pieces may be equal.
-int nl_tokenizer_create(NlTokenizer **out, const char *const *pieces, int n, char *err, size_t errlen);
+int nl_tokenizer_create(NlTokenizer **out, const char *const *pieces, int n, NlError *err);
 void nl_tokenizer_free(NlTokenizer *tok);
 int nl_tokenizer_size(const NlTokenizer *tok);
 
@@ -29,7 +31,7 @@ int nl_tokenizer_size(const NlTokenizer *tok);
 // A character not in the vocabulary is an error naming it and its 1-based character position,
 // unless skip_unknown is set: then it is dropped and counted in *n_skipped.
 int nl_tokenizer_encode(const NlTokenizer *tok, const char *text, size_t len, int skip_unknown,
-                        int *ids, size_t *n_ids, size_t *n_skipped, char *err, size_t errlen);
+                        int *ids, size_t *n_ids, size_t *n_skipped, NlError *err);
 
 // The NUL-terminated UTF-8 bytes of token id (0 <= id < size).
 const char *nl_tokenizer_piece(const NlTokenizer *tok, int id);

@@ -74,6 +74,8 @@ int options_parse(Options *o, const Command *cmd, int argc, char **argv);
 size_t edit_distance(const char *a, const char *b);
 
 // common.c
+int exit_code(const NlError *err);  // NL_ERR_ARG: 2; every other code: 1
+int fail(const NlError *err);       // prints err's message; returns exit_code(err)
 const char *plural(size_t n);
 int check_stdout(int ok);
 int print_text(const char *text);

@@ -128,7 +128,7 @@ int cmd_eval(Options *o) {
     if (nl_eval_parallel(states, (size_t)workers, ids, n, stride, &r, show ? eval_progress : NULL, &prog, &err) != 0) {
         if (prog.shown) fprintf(stderr, "\n");
         msg_error("%s: %s", o->text_file, err.msg);
-        rc = EXIT_DATA;
+        rc = exit_code(&err);
         goto cleanup;
     }
     double seconds = now() - prog.start, nats, se;

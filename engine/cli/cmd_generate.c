@@ -232,8 +232,7 @@ static int make_samplers(const Options *o, const NlModel *model, uint64_t seed, 
     for (int i = 0; i < o->samples; i++) {
         NlError err;
         if (nl_sampler_create(&samplers[i], nl_model_config(model)->vocab_size, o->sampling, seed + (uint64_t)i, &err) != 0) {
-            msg_error("%s", err.msg);
-            return EXIT_DATA;
+            return fail(&err);
         }
     }
     return 0;
@@ -307,7 +306,7 @@ int cmd_generate(Options *o) {
     NlBatchEmitFn emit = profile_cmd ? stream_nothing : collect ? collect_token : stream_token;
     int g = ectx.write_failed ? 1 : nl_generate_parallel(states, (size_t)workers, samplers, (size_t)o->samples, ids, n,
                                                          &gopts, emit, collect ? (void *)&col : (void *)&ectx, &st, &err);
-    if (g < 0) { msg_error("%s", err.msg); rc = EXIT_DATA; goto cleanup; }
+    if (g < 0) { rc = fail(&err); goto cleanup; }
     if (col.failed) { msg_error("out of memory for the samples"); rc = EXIT_DATA; goto cleanup; }
     if (collect && !profile_cmd && print_samples(out.f, &col, o->samples, seed, o, prompt, &st) != 0)
         ectx.write_failed = errno ? errno : EIO;

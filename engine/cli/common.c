@@ -19,6 +19,16 @@
 #include "cli.h"
 #include "fileio.h"
 
+// The one place a library error becomes an exit status: an argument the caller could have checked is
+// a usage error (2); files, data, memory and numbers are runtime or data errors (1).
+int exit_code(const NlError *err) { return err->code == NL_ERR_ARG ? EXIT_USAGE : EXIT_DATA; }
+
+// Prints a library error as one line and returns its exit status.
+int fail(const NlError *err) {
+    msg_error("%s", err->msg);
+    return exit_code(err);
+}
+
 const char *plural(size_t n) { return n == 1 ? "" : "s"; }
 
 // Flushes stdout; EXIT_DATA, with the reason on stderr, when anything written to it failed.
@@ -128,8 +138,7 @@ int load_model(const Options *o, NlModel **model) {
     NlError err;
     NlLoadOptions lo = {o->no_mmap};
     if (nl_model_load_with(model, path, &lo, &err) != 0) {
-        msg_error("%s", err.msg);
-        return EXIT_DATA;
+        return fail(&err);
     }
     return 0;
 }
@@ -149,8 +158,7 @@ int make_state_as(const Options *o, const NlModel *model, int batch, int blas_th
                 nl_config_norm_name(run.norm), nl_config_placement_name(run.placement));
     NlError err;
     if (nl_state_create(state, model, &run, &err) != 0) {
-        msg_error("%s", err.msg);
-        return EXIT_DATA;
+        return fail(&err);
     }
     return 0;
 }
@@ -161,10 +169,12 @@ int encode(const NlModel *model, const char *what, const char *text, size_t len,
                   int **ids, size_t *n, size_t *skipped) {
     *ids = malloc((len + 1) * sizeof **ids);
     if (!*ids) { msg_error("out of memory for %s", what); return EXIT_DATA; }
-    char err[400];
-    if (nl_tokenizer_encode(nl_model_tokenizer(model), text, len, skip_unknown, *ids, n, skipped, err, sizeof err) != 0) {
-        msg_error("%s: %s", what, err);
-        return EXIT_DATA;
+    NlError err;
+    if (nl_tokenizer_encode(nl_model_tokenizer(model), text, len, skip_unknown, *ids, n, skipped, &err) != 0) {
+        // The library does not know the flags; the CLI adds the one that helps.
+        msg_error("%s: %s%s", what, err.msg, err.code == NL_ERR_FORMAT && !skip_unknown && strstr(err.msg, "vocabulary")
+                                               ? " (use --skip-unknown to drop such characters)" : "");
+        return exit_code(&err);
     }
     if (*skipped) msg_error("warning: %s: dropped %zu character%s outside the vocabulary", what, *skipped, plural(*skipped));
     return 0;
@@ -200,8 +210,7 @@ int read_text(const char *path, char **buf, size_t *len) {
     NlError err;
     if (strcmp(path, "-") == 0) return read_stdin(buf, len);
     if (nl_file_read_all(AT_FDCWD, path, path, TEXT_CAP, buf, len, &err) != 0) {
-        msg_error("%s", err.msg);
-        return EXIT_DATA;
+        return fail(&err);
     }
     return 0;
 }
@@ -212,8 +221,7 @@ int attach_profiler(const Options *o, const NlModel *model, NlState *state, size
     size_t per_forward = o->trace_out ? (size_t)c->n_layer * 12 + 6 : 0;
     NlError err;
     if (nl_profiler_create(prof, nl_state_config(state), n_forward * per_forward, o->counters, &err) != 0) {
-        msg_error("%s", err.msg);
-        return EXIT_DATA;
+        return fail(&err);
     }
     nl_state_set_profiler(state, *prof);
     return 0;
@@ -275,8 +283,8 @@ static const char *const PROFILE_PROMPT = "KING:\nNow speak, good friend, and te
 static int encodable(const NlModel *model, const char *text) {
     size_t len = strlen(text), n, skipped;
     int *ids = malloc((len + 1) * sizeof *ids);
-    char err[64];
-    int ok = ids && nl_tokenizer_encode(nl_model_tokenizer(model), text, len, 0, ids, &n, &skipped, err, sizeof err) == 0;
+    NlError err;
+    int ok = ids && nl_tokenizer_encode(nl_model_tokenizer(model), text, len, 0, ids, &n, &skipped, &err) == 0;
     free(ids);
     return ok;
 }

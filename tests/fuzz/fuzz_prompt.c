@@ -13,13 +13,13 @@ static const char *const VOCAB[] = {"\n", " ", "!", "'", ",", ".", "?", "A", "B"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     NlTokenizer *tok = NULL;
-    char err[256];
-    if (nl_tokenizer_create(&tok, VOCAB, 16, err, sizeof err) != 0) abort();
+    NlError err;
+    if (nl_tokenizer_create(&tok, VOCAB, 16, &err) != 0) abort();
     int *ids = malloc((size + 1) * sizeof *ids);
     char *back = malloc(4 * size + 1);
     for (int skip = 0; skip < 2; skip++) {
         size_t n = 0, skipped = 0, at = 0;
-        if (nl_tokenizer_encode(tok, (const char *)data, size, skip, ids, &n, &skipped, err, sizeof err) != 0) continue;
+        if (nl_tokenizer_encode(tok, (const char *)data, size, skip, ids, &n, &skipped, &err) != 0) continue;
         assert(n <= size);
         for (size_t i = 0; i < n; i++) {
             const char *p = nl_tokenizer_piece(tok, ids[i]);

@@ -15,8 +15,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         const char *piece = nl_tokenizer_piece(tok, i);
         int id = -1;
         size_t n = 0, skipped = 0;
-        char msg[128];
-        assert(nl_tokenizer_encode(tok, piece, strlen(piece), 0, &id, &n, &skipped, msg, sizeof msg) == 0);
+        assert(nl_tokenizer_encode(tok, piece, strlen(piece), 0, &id, &n, &skipped, &err) == 0);
         assert(n == 1 && id == i);
     }
     nl_tokenizer_free(tok);

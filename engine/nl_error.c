@@ -1,0 +1,15 @@
+// nl_error.c — filling an NlError (nl_error.h).
+#include "nl_error.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+int nl_error(NlError *err, NlErrorCode code, const char *fmt, ...) {
+    if (!err) return -1;
+    va_list ap;
+    va_start(ap, fmt);
+    err->code = code;
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+    return -1;
+}
