@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "normlab.h"
+#include "normlab_lab.h"
 #include "parallel.h"
 
 #define BATCH 16

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "normlab.h"
+#include "normlab_lab.h"
 #include "parallel.h"
 
 // -ln softmax(logits)[target], in double.

@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 
 #include "kernels.h"
+#include "model.h"
 #include "normlab.h"
 
 #ifdef __SANITIZE_ADDRESS__

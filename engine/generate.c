@@ -9,7 +9,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "normlab.h"
+#include "normlab_lab.h"
 #include "parallel.h"
 
 static double now(void) {

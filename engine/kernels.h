@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 
+#include "model.h"
 #include "normlab.h"
 
 // LayerNorm of n rows of width D: (x - mean) / sqrt(var + eps) * gain + bias, biased variance,

@@ -11,7 +11,12 @@
 //
 // Ownership: *_create / *_load return objects the caller frees with the matching *_free, and every
 // *_free accepts NULL. Pointers returned by accessors are borrowed and stay valid until the owning
-// object is freed. Functions that can fail return 0 on success and -1 on failure, with a one-line
+// object is freed. A state borrows its model (free the state first); a sampler owns itself; a
+// profiler or statistics object attached to a state (normlab_lab.h) is borrowed by it.
+// Process-wide state the library touches: OpenBLAS's thread count (openblas_set_num_threads, set
+// before each product, see NlRunOptions.threads) and nothing else; it has no globals of its own, so
+// states may run on different threads at once (nl_eval_parallel, nl_generate_parallel do).
+// The lab — profiler, hidden-state statistics, compare — is in normlab_lab.h. Functions that can fail return 0 on success and -1 on failure, with a one-line
 // message naming the file, key or value in err->msg. The library never prints and never exits.
 //
 // Dimension letters, used in every comment: V vocabulary, T context (block_size), D width (n_embd),
@@ -51,31 +56,6 @@ typedef struct {
     int tie_embeddings;  // lm_head is wte
 } NlConfig;
 
-typedef struct {
-    const float *gain;  // (D)
-    const float *bias;  // (D), or NULL (RMSNorm without bias)
-} NlNormWeights;
-
-typedef struct {
-    NlNormWeights ln_1, ln_2;
-    const float *attn_w;  // (3*D, D) rows: q, k, v; torch.nn.Linear layout
-    const float *attn_b;  // (3*D) or NULL
-    const float *proj_w;  // (D, D)
-    const float *proj_b;  // (D) or NULL
-    const float *fc_w;    // (F, D)
-    const float *fc_b;    // (F) or NULL
-    const float *out_w;   // (D, F)
-    const float *out_b;   // (D) or NULL
-} NlLayerWeights;
-
-typedef struct {
-    const float *wte;        // (V, D)
-    const float *wpe;        // (T, D)
-    NlLayerWeights *layers;  // (L)
-    NlNormWeights ln_f;      // gain is NULL when the model has no final norm (post-LN)
-    const float *lm_head;    // (V, D); equals wte when embeddings are tied
-} NlWeights;
-
 typedef struct NlModel NlModel;
 typedef struct NlState NlState;
 
@@ -93,7 +73,6 @@ typedef struct {
 int nl_model_load_with(NlModel **out, const char *path, const NlLoadOptions *opts, NlError *err);
 void nl_model_free(NlModel *model);
 const NlConfig *nl_model_config(const NlModel *model);
-const NlWeights *nl_model_weights(const NlModel *model);
 const NlTokenizer *nl_model_tokenizer(const NlModel *model);
 size_t nl_model_parameters(const NlModel *model);    // number of distinct weights (tied counted once)
 size_t nl_model_weight_bytes(const NlModel *model);  // bytes of tensor data
@@ -263,143 +242,5 @@ int nl_eval(NlState *state, const int *ids, size_t n, size_t stride, NlEvalResul
 // (NlRunOptions.threads 1): workers share OpenBLAS's process-wide thread count.
 int nl_eval_parallel(NlState *const *states, size_t n_states, const int *ids, size_t n, size_t stride,
                      NlEvalResult *out, NlProgressFn progress, void *ctx, NlError *err);
-
-// ---- profiling (profile.c)
-
-// The components of a forward pass, in the order they run in a pre-LN block.
-typedef enum {
-    NL_COMP_EMBED, NL_COMP_NORM1, NL_COMP_QKV, NL_COMP_ATTENTION, NL_COMP_ATTN_PROJ, NL_COMP_RESIDUAL,
-    NL_COMP_NORM2, NL_COMP_MLP_UP, NL_COMP_ACTIVATION, NL_COMP_MLP_DOWN, NL_COMP_FINAL_NORM,
-    NL_COMP_LM_HEAD, NL_COMP_SAMPLING, NL_COMP_COUNT
-} NlComponent;
-typedef enum { NL_PHASE_PREFILL, NL_PHASE_DECODE, NL_PHASE_COUNT } NlPhase;
-
-// Totals for one (phase, layer, component). Layer -1 holds the per-model components (embedding,
-// final norm, LM head, sampling).
-typedef struct {
-    uint64_t calls;
-    uint64_t tokens;      // positions processed, summed over calls
-    double seconds;
-    double flops, bytes;  // counted by nl_profile_cost's rules
-    uint64_t cycles, instructions;  // 0 when hardware counters are unavailable
-} NlProfileCell;
-
-// One timed call, for the Chrome trace. comp == NL_COMP_COUNT marks a whole layer.
-typedef struct {
-    double start, duration;  // seconds since the profiler was created
-    int16_t layer;
-    uint8_t comp, phase;
-} NlProfileEvent;
-
-typedef struct NlProfiler NlProfiler;
-#define NL_TRACE_MAX_EVENTS ((size_t)1 << 24)
-
-// Creates a profiler for models of cfg's shape, keeping at most max_events trace events (at most
-// NL_TRACE_MAX_EVENTS, 24 bytes each; later ones are counted as dropped). The event buffer grows as
-// events arrive, so a large max_events costs nothing until used. hw_counters asks for cycles and instructions via perf_event_open;
-// when the platform refuses, nl_profiler_hw_available() says so and nothing fails.
-int nl_profiler_create(NlProfiler **out, const NlConfig *cfg, size_t max_events, int hw_counters, NlError *err);
-void nl_profiler_free(NlProfiler *prof);
-// Attaches prof (or NULL: profiling off, no clock reads) to a state.
-void nl_state_set_profiler(NlState *state, NlProfiler *prof);
-NlProfiler *nl_state_profiler(const NlState *state);
-void nl_profiler_set_phase(NlProfiler *prof, NlPhase phase);
-// Brackets a stretch of wall time that belongs to the current phase (rows should cover it).
-double nl_profiler_begin(NlProfiler *prof);  // returns a timestamp; 0 and no clock read when prof is NULL
-void nl_profiler_add_wall(NlProfiler *prof, double begin);
-void nl_profiler_record(NlProfiler *prof, double begin, int layer, NlComponent comp, size_t batch, size_t n, size_t ctx);
-void nl_profiler_record_layer(NlProfiler *prof, double begin, int layer);
-
-const NlProfileCell *nl_profiler_cell(const NlProfiler *prof, NlPhase phase, int layer, NlComponent comp);
-void nl_profile_cell_add(NlProfileCell *sum, const NlProfileCell *cell);  // every field of cell into sum
-double nl_profiler_wall(const NlProfiler *prof, NlPhase phase);
-uint64_t nl_profiler_tokens(const NlProfiler *prof, NlPhase phase);  // positions through the forward pass
-size_t nl_profiler_events(const NlProfiler *prof, const NlProfileEvent **events, size_t *dropped);
-int nl_profiler_hw_available(const NlProfiler *prof);
-// Adds other's totals (cells, wall time, positions) into prof, for a run on several engine threads
-// with one profiler each (same config): times then are summed over threads. other's trace events
-// are not copied (a trace shows the first thread).
-void nl_profiler_merge(NlProfiler *prof, const NlProfiler *other);
-int nl_profiler_threads(const NlProfiler *prof);  // 1 + the threads merged in
-const NlConfig *nl_profiler_config(const NlProfiler *prof);
-const char *nl_component_name(NlComponent comp);
-const char *nl_phase_name(NlPhase phase);
-
-// FLOPs and bytes of one call of comp on `batch` sequences of n positions whose attention sees ctx
-// keys (pos + n), by the counting rules in README "Profiling". Deterministic: tests check them.
-void nl_profile_cost(const NlConfig *cfg, NlComponent comp, size_t batch, size_t n, size_t ctx, double *flops, double *bytes);
-
-// ---- hidden-state statistics and the invariance experiment (stats.c)
-
-// The perturbations of the invariance experiment; the last one runs with eps = 0, which shows
-// what is left of scale invariance once eps is out of the way.
-typedef enum { NL_INV_SCALE_HALF, NL_INV_SCALE_2, NL_INV_SCALE_10, NL_INV_SHIFT_1, NL_INV_SCALE_2_EPS0, NL_INV_COUNT } NlInvarianceCase;
-
-typedef struct NlStats NlStats;
-// Collects, over every position a forward pass runs: the RMS and the |mean| of the residual stream
-// entering each block (layer L: leaving the last one) and the std of each norm's output. With
-// invariance set, every norm input x is also normalised as x*0.5, x*2, x*10 and x+1 by both
-// LayerNorm and RMSNorm (with the model's gains), recording the largest change of the output; and
-// once more as x*2 with eps = 0 on both sides.
-int nl_stats_create(NlStats **out, const NlConfig *cfg, size_t max_rows, int invariance, NlError *err);
-void nl_stats_free(NlStats *stats);
-void nl_state_set_stats(NlState *state, NlStats *stats);
-double nl_stats_residual_rms(const NlStats *stats, int layer);       // mean over positions, layer 0..L
-double nl_stats_residual_abs_mean(const NlStats *stats, int layer);  // mean |per-position mean|
-double nl_stats_norm_std(const NlStats *stats, int layer);           // layer L: the final norm
-double nl_stats_invariance(const NlStats *stats, NlNormType type, NlInvarianceCase c);
-const char *nl_invariance_name(NlInvarianceCase c);
-// Called by the forward pass (rows x D).
-void nl_stats_residual(NlStats *stats, int layer, const float *x, size_t rows);
-void nl_stats_norm(NlStats *stats, int layer, const float *in, const float *out, NlNormWeights w, size_t rows);
-
-// ---- comparing norm placements (compare.c)
-
-#define NL_MAX_LAYERS 256
-
-typedef struct {
-    int repeats;     // timing repeats; medians are reported
-    int invariance;  // run the invariance experiment
-} NlCompareOptions;
-
-typedef struct {
-    NlNormType norm;            // as run
-    NlPlacement placement;
-    int swapped_norm, swapped_placement;  // 1 when run otherwise than trained
-    size_t parameters, weight_bytes;
-    size_t chars;               // characters scored
-    double nats_per_char, bits_per_char, perplexity;
-    double prefill_tok_s, decode_tok_s;   // medians over repeats
-    double prefill_tok_s_min, prefill_tok_s_max, decode_tok_s_min, decode_tok_s_max;
-    double time_share[NL_COMP_COUNT];     // share of forward time per component, during eval
-    double norm_share;                    // norm1 + norm2 + final_norm
-    int n_layer;
-    double residual_rms[NL_MAX_LAYERS + 1];       // entering block l; [L] leaving the last
-    double residual_abs_mean[NL_MAX_LAYERS + 1];
-    double norm_std[NL_MAX_LAYERS + 1];           // [L]: the final norm (pre-LN only)
-    double batch_diff;          // max |logit alone - logit in a batch of 16|
-    double cache_diff;          // max |logit of full prefill - logit of KV-cache decoding|
-    double invariance[2][NL_INV_COUNT];   // [LayerNorm, RMSNorm][case], when asked
-} NlCompareRow;
-
-// Measures one model run as `run` on the text ids[0..n) (n >= 2): eval (with statistics and a
-// profile), prefill and decode throughput, batch and cache consistency.
-int nl_compare_model(const NlModel *model, NlRunOptions run, const int *ids, size_t n,
-                     const NlCompareOptions *opts, NlCompareRow *row, NlError *err);
-
-// One row to measure: a model, how to run it, and its text.
-typedef struct {
-    const NlModel *model;
-    NlRunOptions run;
-    const int *ids;
-    size_t n;
-} NlCompareJob;
-
-// Measures rows[i] of jobs[i] for every job, on up to `threads` worker threads (job i on worker
-// i mod threads). Every figure but the timings is the same whatever the thread count; rows measured
-// side by side share the machine, so their speeds are those of a loaded machine. On failure returns
-// -1 with the first failed job's index in *failed and its error.
-int nl_compare_models(const NlCompareJob *jobs, size_t n_jobs, int threads, const NlCompareOptions *opts,
-                      NlCompareRow *rows, size_t *failed, NlError *err);
 
 #endif

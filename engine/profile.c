@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "normlab.h"
+#include "normlab_lab.h"
 
 struct NlProfiler {
     NlConfig cfg;

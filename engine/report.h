@@ -6,7 +6,7 @@
 
 #include <stdio.h>
 
-#include "normlab.h"
+#include "normlab_lab.h"
 
 typedef struct {
     const char *model;     // path shown in the header

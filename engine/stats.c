@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "kernels.h"
+#include "model.h"
 #include "normlab.h"
 
 typedef struct {

@@ -4,6 +4,7 @@
 #ifndef NL_REF_FORWARD_H
 #define NL_REF_FORWARD_H
 
+#include "model.h"
 #include "normlab.h"
 
 // logits (n, V) for tokens[0..n) at positions 0..n-1 (n <= T). cfg carries any norm/placement

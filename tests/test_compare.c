@@ -10,7 +10,7 @@
 #include <cjson/cJSON.h>
 
 #include "check.h"
-#include "normlab.h"
+#include "normlab_lab.h"
 #include "report.h"
 
 static const int TEXT[] = {2, 3, 1, 3, 2, 4, 1, 5, 2, 3, 6, 1, 7, 2, 8, 3, 0, 9, 10, 2, 3, 1, 4, 5, 6, 7, 8, 9, 2, 2, 3};

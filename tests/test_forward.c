@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "model.h"
 #include "normlab.h"
 #include "ref_forward.h"
 

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "normlab.h"
+#include "normlab_lab.h"
 
 #define MAX_WORKERS 4
 

@@ -10,7 +10,7 @@
 #include <cjson/cJSON.h>
 
 #include "check.h"
-#include "normlab.h"
+#include "normlab_lab.h"
 #include "report.h"
 
 // ln-pre-bias.json: V=11, D=12, H=3, F=20, T=9, L=2, LayerNorm, biases, gelu.

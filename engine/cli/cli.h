@@ -10,7 +10,7 @@
 #include <stdio.h>
 
 #include "msg.h"
-#include "normlab.h"
+#include "normlab_lab.h"
 #include "output.h"
 
 #define EXIT_DATA 1
