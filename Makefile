@@ -76,10 +76,12 @@ run: all
 test: deps
 	@$(MAKE) --no-print-directory -k test-plain test-san test-install
 
-test-plain: normlab build/libnormlab.a $(addprefix build/rel/tests/,$(TESTS)) $(addprefix build/rel/tests/replay_,$(FUZZERS))
+test-plain: normlab build/libnormlab.a $(addprefix build/rel/tests/,$(TESTS)) $(addprefix build/rel/tests/replay_,$(FUZZERS)) \
+            build/rel/tests/ref_logits
 	@tests/run.sh plain build/rel ./normlab
 
-test-san: build/san/normlab $(addprefix build/san/tests/,$(TESTS)) $(addprefix build/san/tests/replay_,$(FUZZERS))
+test-san: build/san/normlab $(addprefix build/san/tests/,$(TESTS)) $(addprefix build/san/tests/replay_,$(FUZZERS)) \
+          build/rel/tests/ref_logits
 	@tests/run.sh sanitizers build/san build/san/normlab
 
 parity: all

@@ -1,13 +1,13 @@
 #!/bin/bash
 # tests/cli_test.sh BINARY — the command line as a user meets it: exit codes, one-line messages,
 # empty stdout on errors, streaming output, seeds, and byte-exact golden outputs.
-# Golden files (tests/golden/) were written by this engine and checked by hand against the
+# Regression files (tests/regression/) were written by this engine and checked by hand against the
 # reference (tests/test_forward.c checks the same greedy path against the double reference).
 # Set UPDATE_GOLDEN=1 to rewrite them after an intended change.
 set -u
 BIN=${1:-./normlab}
 FIX=tests/fixtures
-GOLD=tests/golden
+GOLD=tests/regression
 TMP=$(mktemp -d /tmp/normlab-cli-XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 passed=0 failed=0
@@ -289,6 +289,24 @@ if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
 else
     echo "note: python3-matplotlib missing; compare --plot-dir not tested here (tools/install-deps.sh --python)"
 fi
+
+# ---- --norm and --placement reach the engine: logits against the naive double reference
+# (tests/ref_logits.c, from README "Forward pass"), every combination on two fixtures, 1e-4
+REF=$(dirname "$(dirname "$BIN")")/build/rel/tests/ref_logits
+[ -x "$REF" ] || REF=build/rel/tests/ref_logits
+maxdiff() { paste -d' ' <(tr -d '[],' < "$1" | tr ' ' '\n' | grep -v '^$') <(tr -d '[],' < "$2" | tr ' ' '\n' | grep -v '^$') |
+            awk 'BEGIN { m = 0; n = 0 } { d = $1 - $2; if (d < 0) d = -d; if (d > m) m = d; n++ } END { printf "%g %d", m, n }'; }
+for fx in ln-pre-bias rms-post-nobias; do
+    for norm in layernorm rmsnorm; do
+        for place in pre post; do
+            "$BIN" logits -m $FIX/$fx.json -p "ab cd" --norm $norm --placement $place > "$TMP/got" 2>/dev/null
+            "$REF" $FIX/$fx.json $norm $place "ab cd" > "$TMP/want"
+            read -r d cnt <<< "$(maxdiff "$TMP/got" "$TMP/want")"
+            awk -v d="$d" -v c="$cnt" 'BEGIN { exit !(c == 55 && d <= 1e-4) }' \
+                && ok "logits of $fx as $norm/$place match the reference ($d)" || bad "override $fx $norm/$place" "max diff $d over $cnt"
+        done
+    done
+done
 
 # ---- engine threads: the same bytes at any thread count, every worker used
 awk 'BEGIN { srand(5); for (i = 0; i < 900; i++) printf "%s", substr("ab cd!,.:?\n", int(rand() * 11) + 1, 1) }' > "$TMP/long.txt"

@@ -1,5 +1,5 @@
 // test_golden.c — the shipped models against golden logits and eval losses written by the
-// independent PyTorch reference (tools/reference.py golden, float64) into tests/golden/reference.json.
+// independent PyTorch reference (tools/reference.py golden, float64) into tests/reference/pytorch_float64.json.
 // Tolerances: max |delta logit| <= 1e-4 at every position; eval nats/char within 1e-5 relative.
 #include <math.h>
 #include <stdio.h>
@@ -12,7 +12,7 @@
 #include "normlab.h"
 
 static cJSON *load_golden(void) {
-    FILE *f = fopen("tests/golden/reference.json", "rb");
+    FILE *f = fopen("tests/reference/pytorch_float64.json", "rb");
     if (!f) return NULL;
     fseek(f, 0, SEEK_END);
     long n = ftell(f);
@@ -64,7 +64,7 @@ static double prompt_diff(NlState *st, const NlModel *m, const cJSON *prompt) {
 
 static void shipped_models_match_pytorch_reference(void) {
     cJSON *root = load_golden();
-    CHECK(root != NULL, "tests/golden/reference.json is missing or not JSON");
+    CHECK(root != NULL, "tests/reference/pytorch_float64.json is missing or not JSON");
     if (!root) return;
     const cJSON *models = cJSON_GetObjectItem(root, "models");
     CHECK(cJSON_GetArraySize(models) == 4, "four shipped models in the golden file");

@@ -5,7 +5,7 @@ format (read through nlformat).
 
     /usr/bin/python3 tools/reference.py logits -m weights/shakespeare-pre-ln -p "ROMEO:"
     /usr/bin/python3 tools/reference.py eval -m weights/shakespeare-pre-ln --text FILE
-    /usr/bin/python3 tools/reference.py golden           # rewrites tests/golden/reference.json
+    /usr/bin/python3 tools/reference.py golden           # rewrites tests/reference/pytorch_float64.json
 
 Dimension letters: n positions, V vocabulary, D width, H heads, Dh head width, F MLP width.
 """

@@ -1,0 +1,37 @@
+// ref_logits.c — the naive double-precision reference (ref_forward.c) as a command, for the CLI
+// tests: `ref_logits MODEL NORM PLACEMENT TEXT` prints the logits of every position of TEXT, one
+// JSON array per line like `normlab logits`, with the norm type and placement overridden
+// ("model" keeps the model's). So `normlab logits --norm ... --placement ...` can be checked
+// without PyTorch.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+#include "normlab.h"
+#include "ref_forward.h"
+
+int main(int argc, char **argv) {
+    NlModel *m = NULL;
+    NlError err;
+    if (argc != 5 || nl_model_load(&m, argv[1], &err) != 0) {
+        fprintf(stderr, "ref_logits: %s\n", argc != 5 ? "usage: ref_logits MODEL NORM PLACEMENT TEXT" : err.msg);
+        return 2;
+    }
+    NlConfig cfg = *nl_model_config(m);
+    if (strcmp(argv[2], "model") != 0 && nl_config_norm_parse(argv[2], &cfg.norm) != 0) return 2;
+    if (strcmp(argv[3], "model") != 0 && nl_config_placement_parse(argv[3], &cfg.placement) != 0) return 2;
+    size_t len = strlen(argv[4]), n = 0, skipped = 0, V = (size_t)cfg.vocab_size;
+    int *ids = malloc((len + 1) * sizeof *ids);
+    double *logits = malloc((len + 1) * V * sizeof *logits);
+    int rc = !ids || !logits || nl_tokenizer_encode(nl_model_tokenizer(m), argv[4], len, 0, ids, &n, &skipped, &err) != 0 ||
+             n == 0 || n > (size_t)cfg.block_size || ref_forward(logits, &cfg, nl_model_weights(m), ids, n) != 0;
+    for (size_t i = 0; !rc && i < n; i++) {
+        for (size_t v = 0; v < V; v++) printf("%s%.9g", v ? ", " : "[", logits[i * V + v]);
+        printf("]\n");
+    }
+    free(ids);
+    free(logits);
+    nl_model_free(m);
+    return rc ? 1 : 0;
+}
