@@ -95,16 +95,20 @@ static double max_diff(const float *a, const float *b, size_t count) {
 }
 
 // Full prefill logits of one window against token-by-token decoding of it.
-static double cache_consistency(NlState *s, const int *ids, size_t m, size_t V, float *full) {
+static double cache_consistency(NlState *s, const int *ids, size_t m, size_t V, float *full, int fault) {
     memcpy(full, nl_forward(s, ids, m, 0, m), m * V * sizeof *full);
     double worst = 0.0;
-    for (size_t p = 0; p < m; p++) worst = fmax(worst, max_diff(nl_forward(s, ids + p, 1, p, 1), full + p * V, V));
+    for (size_t p = 0; p < m; p++) {
+        int tok = ids[p];
+        if (fault == NL_FAULT_CACHE && p == m / 2) tok = (tok + 1) % (int)V;  // tests: a wrong input
+        worst = fmax(worst, max_diff(nl_forward(s, &tok, 1, p, 1), full + p * V, V));
+    }
     return worst;
 }
 
 // 16 windows of the text, each scored alone and all in one batch.
 static int batch_consistency(const NlModel *model, NlRunOptions run, NlState *alone, const int *ids, size_t n,
-                             size_t m, size_t V, double *out, NlError *err) {
+                             size_t m, size_t V, int fault, double *out, NlError *err) {
     NlState *batch = NULL;
     int *windows = malloc(BATCH * m * sizeof *windows);
     float *together = malloc(BATCH * m * V * sizeof *together);
@@ -116,7 +120,9 @@ static int batch_consistency(const NlModel *model, NlRunOptions run, NlState *al
         size_t start = n > m ? b * (n - m) / (BATCH - 1) : 0;
         memcpy(windows + b * m, ids + start, m * sizeof *windows);
     }
+    if (fault == NL_FAULT_BATCH) windows[3 * m] = (windows[3 * m] + 1) % (int)V;  // tests: window 3 differs in the batch
     memcpy(together, nl_forward_batch(batch, windows, BATCH, m, 0, m), BATCH * m * V * sizeof *together);
+    if (fault == NL_FAULT_BATCH) windows[3 * m] = (windows[3 * m] + (int)V - 1) % (int)V;  // scored alone as it was
     *out = 0.0;
     for (size_t b = 0; b < BATCH; b++)
         *out = fmax(*out, max_diff(nl_forward(alone, windows + b * m, m, 0, m), together + b * m * V, m * V));
@@ -148,8 +154,8 @@ int nl_compare_model(const NlModel *model, NlRunOptions run, const int *ids, siz
     if (nl_state_create(&s, model, &run, err) != 0) goto cleanup;
     if (measure_eval(s, nl_state_config(s), ids, n, opts->invariance, row, err) != 0) goto cleanup;
     if (measure_speed(s, ids, m, opts->repeats, row, err) != 0) goto cleanup;
-    row->cache_diff = cache_consistency(s, ids, m, V, full);
-    if (batch_consistency(model, run, s, ids, n, m, V, &row->batch_diff, err) != 0) goto cleanup;
+    row->cache_diff = cache_consistency(s, ids, m, V, full, opts->fault);
+    if (batch_consistency(model, run, s, ids, n, m, V, opts->fault, &row->batch_diff, err) != 0) goto cleanup;
     rc = 0;
 cleanup:
     free(full);

@@ -100,7 +100,11 @@ const char *nl_invariance_name(NlInvarianceCase c);
 typedef struct {
     int repeats;     // timing repeats; medians are reported
     int invariance;  // run the invariance experiment
+    int fault;       // tests only, to show the checks can fail: NL_FAULT_* (0: none)
 } NlCompareOptions;
+// A wrong value slipped into one consistency check: one decoded position's input token changed
+// (the cache check must then report a difference), or one token of one window in the batch of 16.
+enum { NL_FAULT_NONE, NL_FAULT_CACHE, NL_FAULT_BATCH };
 
 typedef struct {
     NlNormType norm;            // as run

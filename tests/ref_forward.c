@@ -21,12 +21,50 @@ void ref_rmsnorm(double *out, const double *x, const float *gain, const float *b
     for (size_t i = 0; i < D; i++) out[i] = x[i] / sqrt(ms + eps) * gain[i] + (bias ? bias[i] : 0.0);
 }
 
-static void norm_rows(double *out, const double *x, NlNormWeights w, const NlConfig *c, size_t n) {
-    size_t D = (size_t)c->n_embd;
-    for (size_t r = 0; r < n; r++) {
-        if (c->norm == NL_NORM_LAYERNORM) ref_layernorm(out + r * D, x + r * D, w.gain, w.bias, D, c->norm_eps);
-        else ref_rmsnorm(out + r * D, x + r * D, w.gain, w.bias, D, c->norm_eps);
+static void norm_one(double *out, const double *x, NlNormWeights w, NlNormType type, size_t D, double eps) {
+    if (type == NL_NORM_LAYERNORM) ref_layernorm(out, x, w.gain, w.bias, D, eps);
+    else ref_rmsnorm(out, x, w.gain, w.bias, D, eps);
+}
+
+// The statistics observer, NULL when off; `layer` is the layer a norm belongs to (L: the final one).
+static RefStats *observe;
+
+static void observe_residual(const double *x, size_t n, size_t D, int layer) {
+    for (size_t r = 0; observe && r < n; r++) {
+        double sum = 0.0, sq = 0.0;
+        for (size_t i = 0; i < D; i++) { sum += x[r * D + i]; sq += x[r * D + i] * x[r * D + i]; }
+        observe->rms[layer] += sqrt(sq / (double)D);
+        observe->abs_mean[layer] += fabs(sum / (double)D);
+        observe->positions[layer] += 1;
     }
+}
+
+static void observe_norm(const double *in, const double *out, NlNormWeights w, const NlConfig *c, size_t n, int layer) {
+    static const double SCALE[REF_INV_CASES] = {0.5, 2.0, 10.0, 1.0, 2.0}, SHIFT[REF_INV_CASES] = {0, 0, 0, 1.0, 0};
+    size_t D = (size_t)c->n_embd;
+    double xp[1024], a[1024], b[1024];  // D <= 1024 in the fixtures
+    for (size_t r = 0; observe && r < n; r++) {
+        const double *y = out + r * D, *x = in + r * D;
+        double sum = 0.0, sq = 0.0;
+        for (size_t i = 0; i < D; i++) sum += y[i];
+        for (size_t i = 0; i < D; i++) sq += (y[i] - sum / (double)D) * (y[i] - sum / (double)D);
+        observe->norm_std[layer] += sqrt(sq / (double)D);
+        observe->norm_positions[layer] += 1;
+        for (int t = 0; t < 2; t++)
+            for (int k = 0; k < REF_INV_CASES; k++) {
+                double eps = k == REF_INV_CASES - 1 ? 0.0 : c->norm_eps;
+                for (size_t i = 0; i < D; i++) xp[i] = x[i] * SCALE[k] + SHIFT[k];
+                norm_one(a, x, w, t ? NL_NORM_RMSNORM : NL_NORM_LAYERNORM, D, eps);
+                norm_one(b, xp, w, t ? NL_NORM_RMSNORM : NL_NORM_LAYERNORM, D, eps);
+                for (size_t i = 0; i < D; i++) observe->invariance[t][k] = fmax(observe->invariance[t][k], fabs(b[i] - a[i]));
+            }
+    }
+}
+
+static void norm_rows(double *out, const double *x, NlNormWeights w, const NlConfig *c, size_t n, int layer) {
+    size_t D = (size_t)c->n_embd;
+    for (size_t r = 0; r < n; r++) norm_one(out + r * D, x + r * D, w, c->norm, D, c->norm_eps);
+    observe_norm(x, out, w, c, n, layer);
 }
 
 // y (n, n_out) = x (n, n_in) W^T + b
@@ -85,32 +123,48 @@ int ref_forward(double *logits, const NlConfig *c, const NlWeights *w, const int
         for (size_t k = 0; k < D; k++) x[i * D + k] = (double)w->wte[(size_t)tokens[i] * D + k] + w->wpe[i * D + k];
     for (int l = 0; rc == 0 && l < c->n_layer; l++) {
         const NlLayerWeights *lw = &w->layers[l];
+        observe_residual(x, n, D, l);
         if (c->placement == NL_PLACE_PRE) {
-            norm_rows(xn, x, lw->ln_1, c, n);
+            norm_rows(xn, x, lw->ln_1, c, n, l);
             attn(t, xn, lw, c, n, qkv, y);
             for (size_t i = 0; i < n * D; i++) x[i] += t[i];
-            norm_rows(xn, x, lw->ln_2, c, n);
+            norm_rows(xn, x, lw->ln_2, c, n, l);
             mlp(t, xn, lw, c, n, hid);
             for (size_t i = 0; i < n * D; i++) x[i] += t[i];
         } else {
             attn(t, x, lw, c, n, qkv, y);
             for (size_t i = 0; i < n * D; i++) t[i] += x[i];
-            norm_rows(x, t, lw->ln_1, c, n);
+            norm_rows(x, t, lw->ln_1, c, n, l);
             mlp(t, x, lw, c, n, hid);
             for (size_t i = 0; i < n * D; i++) t[i] += x[i];
-            norm_rows(x, t, lw->ln_2, c, n);
+            norm_rows(x, t, lw->ln_2, c, n, l);
         }
     }
+    if (rc == 0) observe_residual(x, n, D, c->n_layer);
     if (rc == 0) {
         const double *last = x;
         if (c->placement == NL_PLACE_PRE) {
             for (size_t i = 0; i < D; i++) ones[i] = 1.0f;
             NlNormWeights f = w->ln_f.gain ? w->ln_f : (NlNormWeights){ones, NULL};
-            norm_rows(xn, x, f, c, n);
+            norm_rows(xn, x, f, c, n, c->n_layer);
             last = xn;
         }
         linear(logits, last, w->lm_head, NULL, n, V, D);
     }
     free(x); free(xn); free(t); free(qkv); free(y); free(hid); free(ones);
+    return rc;
+}
+
+int ref_forward_stats(double *logits, const NlConfig *cfg, const NlWeights *w, const int *tokens, size_t n,
+                      RefStats *stats) {
+    memset(stats, 0, sizeof *stats);
+    if (cfg->n_layer > REF_MAX_LAYERS) return -1;
+    observe = stats;
+    int rc = ref_forward(logits, cfg, w, tokens, n);
+    observe = NULL;
+    for (int l = 0; l <= cfg->n_layer; l++) {
+        if (stats->positions[l] > 0) stats->rms[l] /= stats->positions[l], stats->abs_mean[l] /= stats->positions[l];
+        if (stats->norm_positions[l] > 0) stats->norm_std[l] /= stats->norm_positions[l];
+    }
     return rc;
 }

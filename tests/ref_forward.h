@@ -12,6 +12,22 @@
 // Returns 0, or -1 when out of memory.
 int ref_forward(double *logits, const NlConfig *cfg, const NlWeights *w, const int *tokens, size_t n);
 
+// What the engine's statistics (normlab_lab.h) report, recomputed here in double from the same
+// definitions: per layer l (0..L-1 entering block l, L leaving the last) the mean over positions of
+// the residual stream's RMS and |mean|, and of the std of every norm's output in that layer (the
+// final norm as layer L); and for the invariance experiment, over every norm input x, the largest
+// |N(x * s + shift) - N(x)| per norm type ([0] LayerNorm, [1] RMSNorm) and case, with the norm's
+// gains and eps (0 for the last case).
+enum { REF_MAX_LAYERS = 16, REF_INV_CASES = 5 };
+typedef struct {
+    double rms[REF_MAX_LAYERS + 1], abs_mean[REF_MAX_LAYERS + 1], norm_std[REF_MAX_LAYERS + 1];
+    double positions[REF_MAX_LAYERS + 1], norm_positions[REF_MAX_LAYERS + 1];  // divisors of the sums
+    double invariance[2][REF_INV_CASES];
+} RefStats;
+// As ref_forward, filling *stats (sums divided into means before returning). L <= REF_MAX_LAYERS.
+int ref_forward_stats(double *logits, const NlConfig *cfg, const NlWeights *w, const int *tokens, size_t n,
+                      RefStats *stats);
+
 // One row of width D, double precision: LayerNorm (biased variance) and RMSNorm. bias may be NULL.
 void ref_layernorm(double *out, const double *x, const float *gain, const float *bias, size_t D, double eps);
 void ref_rmsnorm(double *out, const double *x, const float *gain, const float *bias, size_t D, double eps);

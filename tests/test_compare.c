@@ -10,6 +10,7 @@
 #include <cjson/cJSON.h>
 
 #include "check.h"
+#include "ref_forward.h"
 #include "normlab_lab.h"
 #include "report.h"
 
@@ -19,7 +20,7 @@ static const int TEXT[] = {2, 3, 1, 3, 2, 4, 1, 5, 2, 3, 6, 1, 7, 2, 8, 3, 0, 9,
 static int row(const char *name, NlNormType norm, NlPlacement place, int invariance, NlCompareRow *out, NlModel **keep) {
     NlModel *m = NULL;
     NlError err;
-    NlCompareOptions o = {2, invariance};
+    NlCompareOptions o = {2, invariance, NL_FAULT_NONE};
     int rc = nl_model_load(&m, fixture(name), &err);
     if (rc == 0) rc = nl_compare_model(m, (NlRunOptions){norm, place, 1, 1}, TEXT, N_TEXT, &o, out, &err);
     CHECK(rc == 0, "%s: %s", name, err.msg);
@@ -113,7 +114,82 @@ static void json_rows_parse_with_stable_fields(void) {
     free(buf);
 }
 
+// Every statistic compare reports, against the same statistics recomputed in double by the naive
+// reference (tests/ref_forward.c) on one window of the text: residual RMS and |mean| per layer,
+// norm output std per layer (and the final norm), the invariance figures, and time shares that sum
+// to 1. Tolerance 1e-5 absolute + 1e-4 relative (the engine runs in float).
+static void statistics_match_a_double_recomputation(void) {
+    const char *names[] = {"ln-pre-bias.json", "ln-post-nobias.json", "rms-pre-bias.json", "rms-post-bias.json"};
+    for (int f = 0; f < 4; f++) {
+        NlModel *m = NULL;
+        NlError err;
+        if (nl_model_load(&m, fixture(names[f]), &err) != 0) { CHECK(0, "%s", err.msg); continue; }
+        const NlConfig *c = nl_model_config(m);
+        size_t n = (size_t)c->block_size + 1;  // T inputs: one eval window, every position scored
+        NlCompareRow r;
+        NlCompareOptions o = {1, 1, NL_FAULT_NONE};
+        if (nl_compare_model(m, (NlRunOptions){c->norm, c->placement, 1, 1}, TEXT, n, &o, &r, &err) != 0) {
+            CHECK(0, "%s: %s", names[f], err.msg);
+            nl_model_free(m);
+            continue;
+        }
+        RefStats ref;
+        double *logits = malloc(n * (size_t)c->vocab_size * sizeof *logits);
+        CHECK(logits && ref_forward_stats(logits, c, nl_model_weights(m), TEXT, n - 1, &ref) == 0, "reference ran");
+        free(logits);
+        double worst = 0.0;
+#define NEAR(got, want) (fabs((got) - (want)) <= 1e-5 + 1e-4 * fabs(want))
+        for (int l = 0; l <= c->n_layer; l++) {
+            CHECK(NEAR(r.residual_rms[l], ref.rms[l]), "%s layer %d: residual RMS %.9g, reference %.9g", names[f], l,
+                  r.residual_rms[l], ref.rms[l]);
+            CHECK(NEAR(r.residual_abs_mean[l], ref.abs_mean[l]), "%s layer %d: |mean| %.9g, reference %.9g", names[f], l,
+                  r.residual_abs_mean[l], ref.abs_mean[l]);
+            if (ref.norm_positions[l] > 0)
+                CHECK(NEAR(r.norm_std[l], ref.norm_std[l]), "%s layer %d: norm std %.9g, reference %.9g", names[f], l,
+                      r.norm_std[l], ref.norm_std[l]);
+            worst = fmax(worst, fabs(r.residual_rms[l] - ref.rms[l]));
+        }
+        for (int t = 0; t < 2; t++)
+            for (int k = 0; k < NL_INV_COUNT; k++)
+                CHECK(NEAR(r.invariance[t][k], ref.invariance[t][k]), "%s invariance %s %s: %.9g, reference %.9g", names[f],
+                      t ? "rmsnorm" : "layernorm", nl_invariance_name((NlInvarianceCase)k), r.invariance[t][k],
+                      ref.invariance[t][k]);
+#undef NEAR
+        double share = 0.0;
+        for (int k = 0; k < NL_COMP_COUNT; k++) share += r.time_share[k];
+        CHECK(fabs(share - 1.0) < 1e-9, "%s: time shares sum to %.12g", names[f], share);
+        CHECK(fabs(r.norm_share - (r.time_share[NL_COMP_NORM1] + r.time_share[NL_COMP_NORM2] +
+                                   r.time_share[NL_COMP_FINAL_NORM])) < 1e-12, "%s: norm share is the norms' shares", names[f]);
+        nl_model_free(m);
+    }
+}
+
+// The consistency checks can fail: a wrong token slipped into the decoding, or into one window of
+// the batch, must show as a logit difference far above rounding (> 1e-3), while the clean run
+// stays below 1e-5.
+static void consistency_checks_report_injected_faults(void) {
+    NlModel *m = NULL;
+    NlError err;
+    if (nl_model_load(&m, fixture("ln-pre-bias.json"), &err) != 0) { CHECK(0, "%s", err.msg); return; }
+    const NlConfig *c = nl_model_config(m);
+    NlRunOptions run = {c->norm, c->placement, 1, 1};
+    NlCompareRow clean, cache, batch;
+    NlCompareOptions o = {1, 0, NL_FAULT_NONE};
+    int rc = nl_compare_model(m, run, TEXT, N_TEXT, &o, &clean, &err);
+    o.fault = NL_FAULT_CACHE;
+    rc |= nl_compare_model(m, run, TEXT, N_TEXT, &o, &cache, &err);
+    o.fault = NL_FAULT_BATCH;
+    rc |= nl_compare_model(m, run, TEXT, N_TEXT, &o, &batch, &err);
+    CHECK(rc == 0, "%s", err.msg);
+    CHECK(clean.cache_diff < 1e-5 && clean.batch_diff < 1e-5, "clean: cache %g batch %g", clean.cache_diff, clean.batch_diff);
+    CHECK(cache.cache_diff > 1e-3, "a wrong decoded token shows in the cache check: %g", cache.cache_diff);
+    CHECK(batch.batch_diff > 1e-3, "a wrong token in the batch shows in the batch check: %g", batch.batch_diff);
+    nl_model_free(m);
+}
+
 int main(void) {
+    RUN(consistency_checks_report_injected_faults);
+    RUN(statistics_match_a_double_recomputation);
     RUN(centred_stream_makes_layernorm_and_rmsnorm_agree);
     RUN(batch_and_cache_agree_with_single_prefill);
     RUN(invariance_experiment_separates_the_norms);

@@ -164,7 +164,7 @@ int cmd_compare(Options *o) {
     if (rc) goto cleanup;
     if (isatty(STDERR_FILENO))
         fprintf(stderr, "compare: %zu rows on %d thread%s ...", n_rows, o->threads, plural((size_t)o->threads));
-    NlCompareOptions copts = {o->repeats, o->invariance};
+    NlCompareOptions copts = {o->repeats, o->invariance, NL_FAULT_NONE};
     NlError err;
     size_t failed;
     if (nl_compare_models(jobs, n_rows, o->threads, &copts, rows, &failed, &err) != 0) {
