@@ -47,6 +47,9 @@ static void top_p_keeps_the_smallest_set_reaching_p(void) {
     CHECK(fabs(p[0] - 0.5 / 0.9) < 1e-6, "renormalised over 0.9: %g", p[0]);
     // top-k first, then top-p over the renormalised survivors: {2, 0} -> 2/3, 1/3; p = 0.6 keeps {2}.
     CHECK(kept(1.0, 2, 0.6, ids, p) == 1 && ids[0] == 2, "top-k then top-p");
+    // A mass only the whole vocabulary reaches keeps every candidate (the last one is 0.1 of 1.0).
+    CHECK(kept(1.0, 0, 0.95, ids, p) == 4 && ids[3] == 1, "p=0.95 -> all four, the least likely last");
+    CHECK(kept(1.0, 3, 0.99, ids, p) == 3, "top-k 3 then p=0.99 -> all three survivors");
 }
 
 static void greedy_takes_argmax_lowest_id_on_ties(void) {
