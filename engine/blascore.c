@@ -20,12 +20,12 @@ typedef struct {
 } Family;
 
 static const Family FAMILIES[] = {
-    {"Unknown", 0}, {"Katmai", 0}, {"Coppermine", 0}, {"Northwood", 0}, {"Prescott", 0}, {"Banias", 0},
-    {"Atom", 0}, {"Core2", 0}, {"Penryn", 0}, {"Dunnington", 0}, {"Nehalem", 0}, {"Athlon", 0},
-    {"Opteron", 0}, {"Opteron_SSE3", 0}, {"Barcelona", 0}, {"Nano", 0}, {"Bobcat", 0},
-    {"Sandybridge", 1}, {"Bulldozer", 1}, {"Piledriver", 1}, {"Steamroller", 1},
-    {"Haswell", 2}, {"Excavator", 2}, {"Zen", 2},
-    {"SkylakeX", 3}, {"Cooperlake", 3}, {"SapphireRapids", 3},
+    {"Unknown", 0},     {"Katmai", 0},         {"Coppermine", 0},  {"Northwood", 0},    {"Prescott", 0},
+    {"Banias", 0},      {"Atom", 0},           {"Core2", 0},       {"Penryn", 0},       {"Dunnington", 0},
+    {"Nehalem", 0},     {"Athlon", 0},         {"Opteron", 0},     {"Opteron_SSE3", 0}, {"Barcelona", 0},
+    {"Nano", 0},        {"Bobcat", 0},         {"Sandybridge", 1}, {"Bulldozer", 1},    {"Piledriver", 1},
+    {"Steamroller", 1}, {"Haswell", 2},        {"Excavator", 2},   {"Zen", 2},          {"SkylakeX", 3},
+    {"Cooperlake", 3},  {"SapphireRapids", 3},
 };
 
 // What each tier asks of the CPU, and the family normlab picks for it (make parity passes under

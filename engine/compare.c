@@ -31,7 +31,8 @@ static void summarize(double *v, int n, double *median, double *min, double *max
 }
 
 // Eval with statistics and a profile attached: quality, hidden states, time per component.
-static int measure_eval(NlState *s, const NlConfig *c, const int *ids, size_t n, int invariance, NlCompareRow *row, NlError *err) {
+static int measure_eval(NlState *s, const NlConfig *c, const int *ids, size_t n, int invariance, NlCompareRow *row,
+                        NlError *err) {
     NlStats *st = NULL;
     NlProfiler *prof = NULL;
     size_t T = (size_t)c->block_size, stride = T / 2 ? T / 2 : 1;
@@ -47,10 +48,12 @@ static int measure_eval(NlState *s, const NlConfig *c, const int *ids, size_t n,
     row->perplexity = exp(row->nats_per_char);
     double total = 0.0, per_comp[NL_COMP_COUNT] = {0};
     for (int l = -1; l < c->n_layer; l++)
-        for (int k = 0; k < NL_COMP_COUNT; k++) per_comp[k] += nl_profiler_cell(prof, NL_PHASE_PREFILL, l, (NlComponent)k)->seconds;
+        for (int k = 0; k < NL_COMP_COUNT; k++)
+            per_comp[k] += nl_profiler_cell(prof, NL_PHASE_PREFILL, l, (NlComponent)k)->seconds;
     for (int k = 0; k < NL_COMP_COUNT; k++) total += per_comp[k];
     for (int k = 0; k < NL_COMP_COUNT; k++) row->time_share[k] = total > 0 ? per_comp[k] / total : 0.0;
-    row->norm_share = row->time_share[NL_COMP_NORM1] + row->time_share[NL_COMP_NORM2] + row->time_share[NL_COMP_FINAL_NORM];
+    row->norm_share =
+        row->time_share[NL_COMP_NORM1] + row->time_share[NL_COMP_NORM2] + row->time_share[NL_COMP_FINAL_NORM];
     row->n_layer = c->n_layer;
     for (int l = 0; l <= c->n_layer; l++) {
         row->residual_rms[l] = nl_stats_residual_rms(st, l);
@@ -58,7 +61,9 @@ static int measure_eval(NlState *s, const NlConfig *c, const int *ids, size_t n,
         row->norm_std[l] = nl_stats_norm_std(st, l);
     }
     for (int t = 0; t < 2 && invariance; t++)
-        for (int k = 0; k < NL_INV_COUNT; k++) row->invariance[t][k] = nl_stats_invariance(st, t ? NL_NORM_RMSNORM : NL_NORM_LAYERNORM, (NlInvarianceCase)k);
+        for (int k = 0; k < NL_INV_COUNT; k++)
+            row->invariance[t][k] =
+                nl_stats_invariance(st, t ? NL_NORM_RMSNORM : NL_NORM_LAYERNORM, (NlInvarianceCase)k);
     rc = 0;
 cleanup:
     nl_state_set_stats(s, NULL);
@@ -71,7 +76,12 @@ cleanup:
 // Prefill of one window and teacher-forced decoding of the same window, timed `repeats` times.
 static int measure_speed(NlState *s, const int *ids, size_t m, int repeats, NlCompareRow *row, NlError *err) {
     double *pre = malloc((size_t)repeats * sizeof *pre), *dec = malloc((size_t)repeats * sizeof *dec);
-    if (!pre || !dec) { free(pre); free(dec); nl_error(err, NL_ERR_NOMEM, "out of memory"); return -1; }
+    if (!pre || !dec) {
+        free(pre);
+        free(dec);
+        nl_error(err, NL_ERR_NOMEM, "out of memory");
+        return -1;
+    }
     for (int r = 0; r < repeats; r++) {
         double t0 = now();
         nl_forward(s, ids, m, 0, 1);
@@ -107,20 +117,24 @@ static double cache_consistency(NlState *s, const int *ids, size_t m, size_t V, 
 }
 
 // 16 windows of the text, each scored alone and all in one batch.
-static int batch_consistency(const NlModel *model, NlRunOptions run, NlState *alone, const int *ids, size_t n,
-                             size_t m, size_t V, int fault, double *out, NlError *err) {
+static int batch_consistency(const NlModel *model, NlRunOptions run, NlState *alone, const int *ids, size_t n, size_t m,
+                             size_t V, int fault, double *out, NlError *err) {
     NlState *batch = NULL;
     int *windows = malloc(BATCH * m * sizeof *windows);
     float *together = malloc(BATCH * m * V * sizeof *together);
     run.batch = BATCH;
     int rc = -1;
-    if (!windows || !together) { nl_error(err, NL_ERR_NOMEM, "out of memory"); goto cleanup; }
+    if (!windows || !together) {
+        nl_error(err, NL_ERR_NOMEM, "out of memory");
+        goto cleanup;
+    }
     if (nl_state_create(&batch, model, &run, err) != 0) goto cleanup;
     for (size_t b = 0; b < BATCH; b++) {  // evenly spaced windows (they overlap on short texts)
         size_t start = n > m ? b * (n - m) / (BATCH - 1) : 0;
         memcpy(windows + b * m, ids + start, m * sizeof *windows);
     }
-    if (fault == NL_FAULT_BATCH) windows[3 * m] = (windows[3 * m] + 1) % (int)V;  // tests: window 3 differs in the batch
+    if (fault == NL_FAULT_BATCH)
+        windows[3 * m] = (windows[3 * m] + 1) % (int)V;  // tests: window 3 differs in the batch
     memcpy(together, nl_forward_batch(batch, windows, BATCH, m, 0, m), BATCH * m * V * sizeof *together);
     if (fault == NL_FAULT_BATCH) windows[3 * m] = (windows[3 * m] + (int)V - 1) % (int)V;  // scored alone as it was
     *out = 0.0;
@@ -134,11 +148,14 @@ cleanup:
     return rc;
 }
 
-int nl_compare_model(const NlModel *model, NlRunOptions run, const int *ids, size_t n,
-                     const NlCompareOptions *opts, NlCompareRow *row, NlError *err) {
+int nl_compare_model(const NlModel *model, NlRunOptions run, const int *ids, size_t n, const NlCompareOptions *opts,
+                     NlCompareRow *row, NlError *err) {
     const NlConfig *trained = nl_model_config(model);
     memset(row, 0, sizeof *row);
-    if (trained->n_layer > NL_MAX_LAYERS) { nl_error(err, NL_ERR_ARG, "too many layers"); return -1; }
+    if (trained->n_layer > NL_MAX_LAYERS) {
+        nl_error(err, NL_ERR_ARG, "too many layers");
+        return -1;
+    }
     row->norm = run.norm;
     row->placement = run.placement;
     row->swapped_norm = run.norm != trained->norm;
@@ -150,7 +167,10 @@ int nl_compare_model(const NlModel *model, NlRunOptions run, const int *ids, siz
     size_t V = (size_t)trained->vocab_size, m = n < (size_t)trained->block_size ? n : (size_t)trained->block_size;
     float *full = malloc(m * V * sizeof *full);
     int rc = -1;
-    if (!full) { nl_error(err, NL_ERR_NOMEM, "out of memory"); goto cleanup; }
+    if (!full) {
+        nl_error(err, NL_ERR_NOMEM, "out of memory");
+        goto cleanup;
+    }
     if (nl_state_create(&s, model, &run, err) != 0) goto cleanup;
     if (measure_eval(s, nl_state_config(s), ids, n, opts->invariance, row, err) != 0) goto cleanup;
     if (measure_speed(s, ids, m, opts->repeats, row, err) != 0) goto cleanup;
@@ -170,7 +190,7 @@ typedef struct {
     size_t n_jobs, n_workers;
     const NlCompareOptions *opts;
     NlCompareRow *rows;
-    int *rc;        // (n_jobs)
+    int *rc;  // (n_jobs)
     NlError *errs;  // (n_jobs)
 } RowsJob;
 
@@ -185,7 +205,12 @@ static void rows_worker(void *arg, int worker) {
 
 int nl_compare_models(const NlCompareJob *jobs, size_t n_jobs, int threads, const NlCompareOptions *opts,
                       NlCompareRow *rows, size_t *failed, NlError *err) {
-    RowsJob j = {jobs, n_jobs, threads < 1 ? 1 : (size_t)threads, opts, rows, calloc(n_jobs, sizeof(int)),
+    RowsJob j = {jobs,
+                 n_jobs,
+                 threads < 1 ? 1 : (size_t)threads,
+                 opts,
+                 rows,
+                 calloc(n_jobs, sizeof(int)),
                  calloc(n_jobs, sizeof(NlError))};
     if (j.n_workers > n_jobs) j.n_workers = n_jobs;
     *failed = n_jobs;

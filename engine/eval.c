@@ -29,10 +29,10 @@ typedef struct {
     NlState *const *states;
     const int *ids;
     size_t n_inputs, T, V, stride, B, n_windows, n_groups;
-    int *tokens;                  // (n_states, B, T) scratch: a group's windows packed
-    double *group_nll;            // (n_groups) loss of each group, its windows summed in order
-    double *group_sq;             // (n_groups) the same for the squared losses
-    size_t *group_bad;            // (n_groups) first character with a non-finite loss, or SIZE_MAX
+    int *tokens;  // (n_states, B, T) scratch: a group's windows packed
+    double *group_nll;  // (n_groups) loss of each group, its windows summed in order
+    double *group_sq;  // (n_groups) the same for the squared losses
+    size_t *group_bad;  // (n_groups) first character with a non-finite loss, or SIZE_MAX
     size_t n_workers;
     atomic_size_t first_bad, done_chars;  // the first group with a non-finite loss (SIZE_MAX: none)
     NlProgressFn progress;
@@ -100,17 +100,30 @@ int nl_eval_parallel(NlState *const *states, size_t n_states, const int *ids, si
     out->nll_sq_sum = 0.0;
     out->count = 0;
     for (size_t i = 0; i < n_states; i++) nl_profiler_set_phase(nl_state_profiler(states[i]), NL_PHASE_PREFILL);
-    if (n < 2) { nl_error(err, NL_ERR_FORMAT, "the text needs at least 2 characters to score one"); return -1; }
+    if (n < 2) {
+        nl_error(err, NL_ERR_FORMAT, "the text needs at least 2 characters to score one");
+        return -1;
+    }
     size_t T = (size_t)c->block_size;
-    if (stride < 1 || stride > T) { nl_error(err, NL_ERR_ARG, "stride %zu is outside [1, %zu]", stride, T); return -1; }
+    if (stride < 1 || stride > T) {
+        nl_error(err, NL_ERR_ARG, "stride %zu is outside [1, %zu]", stride, T);
+        return -1;
+    }
     for (size_t i = 1; i < n_states; i++)
         if (nl_state_batch(states[i]) != nl_state_batch(states[0])) {
-            nl_error(err, NL_ERR_ARG, "eval states differ in batch size (%zu and %zu)",
-                     nl_state_batch(states[0]), nl_state_batch(states[i]));
+            nl_error(err, NL_ERR_ARG, "eval states differ in batch size (%zu and %zu)", nl_state_batch(states[0]),
+                     nl_state_batch(states[i]));
             return -1;
         }
-    EvalJob j = {.states = states, .ids = ids, .n_inputs = n - 1, .T = T, .V = (size_t)c->vocab_size,
-                 .stride = stride, .B = nl_state_batch(states[0]), .progress = progress, .ctx = ctx};
+    EvalJob j = {.states = states,
+                 .ids = ids,
+                 .n_inputs = n - 1,
+                 .T = T,
+                 .V = (size_t)c->vocab_size,
+                 .stride = stride,
+                 .B = nl_state_batch(states[0]),
+                 .progress = progress,
+                 .ctx = ctx};
     size_t first = j.n_inputs < T ? j.n_inputs : T;
     j.n_windows = 1 + (j.n_inputs - first + stride - 1) / stride;
     j.n_groups = (j.n_windows + j.B - 1) / j.B;

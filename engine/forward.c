@@ -24,34 +24,34 @@
 
 struct NlState {
     const NlModel *model;
-    NlConfig cfg;          // the model's config with the run options applied
-    NlNormWeights ln_f;    // final norm (unit gain when forced onto a model without one)
-    size_t batch;          // B: sequences per call, at most
-    int threads;           // most OpenBLAS threads per product
-    float *x;        // (B*T, D) residual stream
-    float *xn;       // (B*T, D) normalised sublayer input
-    float *qkv;      // (B*T, 3*D)
-    float *att;      // (B*T, D) attention output, heads concatenated
-    float *tmp;      // (B*T, D) sublayer output
-    float *hid;      // (B*T, F) MLP hidden
-    float *scores;   // (T rounded up to whole tiles) attention probabilities of one query of one head
-    float *logits;   // (B*T, V)
+    NlConfig cfg;  // the model's config with the run options applied
+    NlNormWeights ln_f;  // final norm (unit gain when forced onto a model without one)
+    size_t batch;  // B: sequences per call, at most
+    int threads;  // most OpenBLAS threads per product
+    float *x;  // (B*T, D) residual stream
+    float *xn;  // (B*T, D) normalised sublayer input
+    float *qkv;  // (B*T, 3*D)
+    float *att;  // (B*T, D) attention output, heads concatenated
+    float *tmp;  // (B*T, D) sublayer output
+    float *hid;  // (B*T, F) MLP hidden
+    float *scores;  // (T rounded up to whole tiles) attention probabilities of one query of one head
+    float *logits;  // (B*T, V)
     float *k_cache;  // (B, T/32, L, H, Dh, 32) keys in tiles of 32 positions (kernels.h), T rounded up
     float *v_cache;  // (B, T/32, L, H, 32, Dh) values, the same tiles
-    float *ones;     // (D) unit gain
-    void *arena;        // every buffer above, in one mapping
+    float *ones;  // (D) unit gain
+    void *arena;  // every buffer above, in one mapping
     size_t arena_bytes;
     NlProfiler *prof;  // borrowed; NULL = profiling off (no clock reads)
-    NlStats *stats;    // borrowed; NULL = no statistics
+    NlStats *stats;  // borrowed; NULL = no statistics
 };
 
 // Runs stmt as one call of component comp (layer l, B sequences of n positions, ctx keys), timed
 // when profiling.
-#define TIMED(s, l, comp, B, n, ctx, stmt)                               \
-    do {                                                                 \
-        double t_ = nl_profiler_begin((s)->prof);                        \
-        stmt;                                                            \
-        nl_profiler_record((s)->prof, t_, (int)(l), comp, B, n, ctx);    \
+#define TIMED(s, l, comp, B, n, ctx, stmt)                            \
+    do {                                                              \
+        double t_ = nl_profiler_begin((s)->prof);                     \
+        stmt;                                                         \
+        nl_profiler_record((s)->prof, t_, (int)(l), comp, B, n, ctx); \
     } while (0)
 
 size_t nl_state_kv_bytes(const NlModel *model) {
@@ -100,7 +100,10 @@ static int arena_create(NlState *s, const BufferSpec *bufs, size_t n) {
 int nl_state_create(NlState **out, const NlModel *model, const NlRunOptions *opts, NlError *err) {
     *out = NULL;
     NlState *s = calloc(1, sizeof *s);
-    if (!s) { nl_error(err, NL_ERR_NOMEM, "out of memory"); return -1; }
+    if (!s) {
+        nl_error(err, NL_ERR_NOMEM, "out of memory");
+        return -1;
+    }
     s->model = model;
     s->cfg = *nl_model_config(model);
     s->batch = 1;
@@ -115,9 +118,17 @@ int nl_state_create(NlState **out, const NlModel *model, const NlRunOptions *opt
     size_t V = (size_t)s->cfg.vocab_size, BT = s->batch * T;
     size_t KV = s->batch * nl_state_kv_bytes(model) / (2 * sizeof(float));  // floats in each of K and V
     const BufferSpec bufs[] = {
-        {&s->x, BT * D}, {&s->xn, BT * D}, {&s->qkv, BT * 3 * D}, {&s->att, BT * D}, {&s->tmp, BT * D},
-        {&s->hid, BT * F}, {&s->scores, nl_tiles(T) * NL_TILE}, {&s->logits, BT * V}, {&s->k_cache, KV},
-        {&s->v_cache, KV}, {&s->ones, D},
+        {&s->x, BT * D},
+        {&s->xn, BT * D},
+        {&s->qkv, BT * 3 * D},
+        {&s->att, BT * D},
+        {&s->tmp, BT * D},
+        {&s->hid, BT * F},
+        {&s->scores, nl_tiles(T) * NL_TILE},
+        {&s->logits, BT * V},
+        {&s->k_cache, KV},
+        {&s->v_cache, KV},
+        {&s->ones, D},
     };
     if (arena_create(s, bufs, sizeof bufs / sizeof bufs[0]) != 0) {
         nl_error(err, NL_ERR_NOMEM, "out of memory for activations and KV cache (%zu bytes of cache)",
@@ -170,7 +181,7 @@ static void attention_one(NlState *s, size_t b, size_t l, size_t n, size_t pos, 
     size_t Dh = D / H, stride = tile_floats(s);  // between a head's consecutive tiles
     float scale = 1.0f / sqrtf((float)Dh);
     const float *qkv = s->qkv + b * n * 3 * D;  // (n, 3D) of this sequence
-    float *att = s->att + b * keep * D;         // (keep, D)
+    float *att = s->att + b * keep * D;  // (keep, D)
     for (size_t h = 0; h < H; h++) {
         size_t head = b * seq_floats(s) + (l * H + h) * Dh * NL_TILE;  // its first tile
         float *K = s->k_cache + head, *V = s->v_cache + head;
@@ -219,8 +230,8 @@ static void mlp_block(NlState *s, float *out, const float *in, size_t l, size_t 
 
 // out = N(in) over rows, timed as comp, observed by the statistics when attached (the final norm
 // as layer L there).
-static void normalize(NlState *s, float *out, const float *in, NlNormWeights w, int layer, NlComponent comp,
-                      size_t B, size_t n, size_t rows, size_t len) {
+static void normalize(NlState *s, float *out, const float *in, NlNormWeights w, int layer, NlComponent comp, size_t B,
+                      size_t n, size_t rows, size_t len) {
     size_t D = (size_t)s->cfg.n_embd;
     TIMED(s, layer, comp, B, n, len, nl_norm(out, in, w, s->cfg.norm, rows, D, (float)s->cfg.norm_eps));
     if (s->stats) nl_stats_norm(s->stats, comp == NL_COMP_FINAL_NORM ? s->cfg.n_layer : layer, in, out, w, rows);
@@ -279,8 +290,7 @@ static void head_input(NlState *s, size_t B, size_t n, size_t k, size_t len) {
         const float *last = s->x + (b * n + n - k) * D;
         if (s->cfg.placement == NL_PLACE_PRE)
             normalize(s, s->xn + b * k * D, last, s->ln_f, -1, NL_COMP_FINAL_NORM, 1, k, k, len);
-        else
-            memcpy(s->xn + b * k * D, last, k * D * sizeof(float));
+        else memcpy(s->xn + b * k * D, last, k * D * sizeof(float));
     }
 }
 
@@ -296,7 +306,8 @@ const float *nl_forward_batch(NlState *s, const int *tokens, size_t B, size_t n,
     for (size_t l = 0; l < L; l++) block(s, l, B, n, pos, l + 1 == L ? keep : n);
     if (s->stats) nl_stats_residual(s->stats, (int)L, s->x, B * keep);
     head_input(s, B, keep, n_logits, len);
-    TIMED(s, -1, NL_COMP_LM_HEAD, B, n_logits, len, nl_linear(s->logits, s->xn, w->lm_head, NULL, B * n_logits, V, D, s->threads));
+    TIMED(s, -1, NL_COMP_LM_HEAD, B, n_logits, len,
+          nl_linear(s->logits, s->xn, w->lm_head, NULL, B * n_logits, V, D, s->threads));
     return s->logits;
 }
 

@@ -20,7 +20,7 @@ static double now(void) {
 
 // The B windows of cached tokens, all of the same length: window b is rows[b * T .. b * T + len).
 typedef struct {
-    int *rows;    // (B, T)
+    int *rows;  // (B, T)
     int *packed;  // (B, T) scratch: the windows packed as (B, len) for nl_forward_batch
     size_t B, T, len;
 } Windows;
@@ -62,7 +62,8 @@ static const float *advance(NlState *s, Windows *w, const int *toks, int exact, 
 }
 
 // Samples every stream's next token; timed as the "sampling" component when profiling.
-static int sample_all(NlSampler *const *samplers, const float *logits, size_t B, size_t V, int *toks, NlProfiler *prof) {
+static int sample_all(NlSampler *const *samplers, const float *logits, size_t B, size_t V, int *toks,
+                      NlProfiler *prof) {
     double w = nl_profiler_begin(prof);
     int ok = 1;
     for (size_t b = 0; b < B; b++) ok &= (toks[b] = nl_sampler_sample(samplers[b], logits + b * V)) >= 0;
@@ -81,7 +82,10 @@ int nl_generate_batch(NlState *s, NlSampler *const *samplers, size_t B, const in
     int *toks = malloc(B * sizeof *toks);
     float *first = malloc(B * V * sizeof *first);  // (B, V) the prompt's logits, one row per stream
     if (!w.rows || !w.packed || !toks || !first) {
-        free(w.rows); free(w.packed); free(toks); free(first);
+        free(w.rows);
+        free(w.packed);
+        free(toks);
+        free(first);
         nl_error(err, NL_ERR_NOMEM, "out of memory");
         return -1;
     }
@@ -136,8 +140,8 @@ static int emit_one(int stream, int token, void *ctx) {
     return o->emit(token, o->ctx);
 }
 
-int nl_generate(NlState *s, NlSampler *sampler, const int *prompt, size_t n_prompt,
-                const NlGenerateOptions *opts, NlEmitFn emit, void *ctx, NlGenerateStats *st, NlError *err) {
+int nl_generate(NlState *s, NlSampler *sampler, const int *prompt, size_t n_prompt, const NlGenerateOptions *opts,
+                NlEmitFn emit, void *ctx, NlGenerateStats *st, NlError *err) {
     OneStream one = {emit, ctx};
     return nl_generate_batch(s, &sampler, 1, prompt, n_prompt, opts, emit_one, &one, st, err);
 }
@@ -154,8 +158,8 @@ typedef struct {
     NlBatchEmitFn emit;
     void *ctx;
     NlGenerateStats *group_stats;  // (n_groups)
-    int *group_rc;                 // (n_groups)
-    NlError *group_err;            // (n_groups)
+    int *group_rc;  // (n_groups)
+    NlError *group_err;  // (n_groups)
     size_t n_workers;
     atomic_size_t first_failed;  // the first group that failed or was stopped (SIZE_MAX: none)
 } GroupJob;
@@ -194,12 +198,26 @@ int nl_generate_parallel(NlState *const *states, size_t n_states, NlSampler *con
                      nl_state_batch(states[i]));
             return -1;
         }
-    GroupJob j = {states, samplers, B, group, n_groups, prompt, n_prompt, opts, emit, ctx,
-                  calloc(n_groups, sizeof(NlGenerateStats)), calloc(n_groups, sizeof(int)),
-                  calloc(n_groups, sizeof(NlError)), n_states < n_groups ? n_states : n_groups, SIZE_MAX};
+    GroupJob j = {states,
+                  samplers,
+                  B,
+                  group,
+                  n_groups,
+                  prompt,
+                  n_prompt,
+                  opts,
+                  emit,
+                  ctx,
+                  calloc(n_groups, sizeof(NlGenerateStats)),
+                  calloc(n_groups, sizeof(int)),
+                  calloc(n_groups, sizeof(NlError)),
+                  n_states < n_groups ? n_states : n_groups,
+                  SIZE_MAX};
     memset(st, 0, sizeof *st);
     if (!j.group_stats || !j.group_rc || !j.group_err) {
-        free(j.group_stats); free(j.group_rc); free(j.group_err);
+        free(j.group_stats);
+        free(j.group_rc);
+        free(j.group_err);
         nl_error(err, NL_ERR_NOMEM, "out of memory");
         return -1;
     }

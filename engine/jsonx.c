@@ -7,17 +7,26 @@
 #include <stdio.h>
 #include <string.h>
 
-#define FAIL(...) do { nl_error(err, NL_ERR_FORMAT, __VA_ARGS__); return -1; } while (0)
+#define FAIL(...)                                  \
+    do {                                           \
+        nl_error(err, NL_ERR_FORMAT, __VA_ARGS__); \
+        return -1;                                 \
+    } while (0)
 
 // Copies the string literal's text buf[start..end) into out (cap bytes), a raw NUL as "\u0000" so
 // that it stays visible, cut with "..." when it does not fit.
 static void literal_text(char *out, size_t cap, const char *buf, size_t start, size_t end) {
     size_t o = 0, i = start;
     for (; i < end && o + 6 + 4 < cap; i++) {  // room for a "\\u0000", then "..." and the NUL
-        if (buf[i] == '\0') { memcpy(out + o, "\\u0000", 6); o += 6; }
-        else out[o++] = buf[i];
+        if (buf[i] == '\0') {
+            memcpy(out + o, "\\u0000", 6);
+            o += 6;
+        } else out[o++] = buf[i];
     }
-    if (i < end) { memcpy(out + o, "...", 3); o += 3; }
+    if (i < end) {
+        memcpy(out + o, "...", 3);
+        o += 3;
+    }
     out[o] = '\0';
 }
 
@@ -34,9 +43,15 @@ static long find_bad_string_byte(const char *buf, size_t len, unsigned *code, ch
         start = ++i;  // a string literal: scan it to its closing quote
         for (; i < len && buf[i] != '"'; i++) {
             unsigned char c = (unsigned char)buf[i];
-            if (bad < 0 && c < 0x20) { bad = (long)i; *code = c; }
+            if (bad < 0 && c < 0x20) {
+                bad = (long)i;
+                *code = c;
+            }
             if (c != '\\' || i + 1 >= len) continue;
-            if (bad < 0 && buf[i + 1] == 'u' && i + 5 < len && memcmp(buf + i + 2, "0000", 4) == 0) { bad = (long)i; *code = 0; }
+            if (bad < 0 && buf[i + 1] == 'u' && i + 5 < len && memcmp(buf + i + 2, "0000", 4) == 0) {
+                bad = (long)i;
+                *code = 0;
+            }
             i++;  // skip the escaped character (so \\ and \" do not end the literal)
         }
         size_t after = i + 1;
@@ -77,7 +92,8 @@ cJSON *nl_jsonx_parse(const char *buf, size_t len, const char *what, NlError *er
         if (code == 0) snprintf(ch, sizeof ch, "a NUL character (data corruption)");
         else snprintf(ch, sizeof ch, "an unescaped control character U+%04X", code);
         if (in_key) nl_error(err, NL_ERR_FORMAT, "%s: the key \"%s\" has %s at byte %ld", what, key, ch, bad + 1);
-        else if (key[0]) nl_error(err, NL_ERR_FORMAT, "%s: a string in \"%s\" has %s at byte %ld", what, key, ch, bad + 1);
+        else if (key[0])
+            nl_error(err, NL_ERR_FORMAT, "%s: a string in \"%s\" has %s at byte %ld", what, key, ch, bad + 1);
         else nl_error(err, NL_ERR_FORMAT, "%s: a string has %s at byte %ld", what, ch, bad + 1);
         return NULL;
     }
@@ -122,8 +138,7 @@ int nl_jsonx_as_int(const cJSON *item, double min, double max, int64_t *out, con
 }
 
 // Looks up a member; returns 1 found, 0 missing-but-optional, -1 error.
-static int member(const cJSON *obj, const char *key, int required, const cJSON **item,
-                  const char *what, NlError *err) {
+static int member(const cJSON *obj, const char *key, int required, const cJSON **item, const char *what, NlError *err) {
     *item = cJSON_GetObjectItemCaseSensitive(obj, key);
     if (*item) return 1;
     if (required) FAIL("%s: missing key \"%s\"", what, key);
@@ -131,7 +146,7 @@ static int member(const cJSON *obj, const char *key, int required, const cJSON *
 }
 
 int nl_jsonx_int(const cJSON *obj, const char *key, int required, double min, double max, int64_t *out,
-              const char *what, NlError *err) {
+                 const char *what, NlError *err) {
     const cJSON *item;
     int found = member(obj, key, required, &item, what, err);
     if (found <= 0) return found;
@@ -142,7 +157,7 @@ int nl_jsonx_int(const cJSON *obj, const char *key, int required, double min, do
 }
 
 int nl_jsonx_number(const cJSON *obj, const char *key, int required, double min, double max, double *out,
-                 const char *what, NlError *err) {
+                    const char *what, NlError *err) {
     const cJSON *item;
     int found = member(obj, key, required, &item, what, err);
     if (found <= 0) return found;
@@ -162,13 +177,16 @@ int nl_jsonx_bool(const cJSON *obj, const char *key, int required, int *out, con
     return 0;
 }
 
-int nl_jsonx_choice(const cJSON *obj, const char *key, const char *const *choices, int *index,
-                 const char *what, NlError *err) {
+int nl_jsonx_choice(const cJSON *obj, const char *key, const char *const *choices, int *index, const char *what,
+                    NlError *err) {
     const cJSON *item;
     if (member(obj, key, 1, &item, what, err) < 0) return -1;
     if (!cJSON_IsString(item)) FAIL("%s: \"%s\" must be a string", what, key);
     for (int i = 0; choices[i]; i++) {
-        if (strcmp(choices[i], item->valuestring) == 0) { *index = i; return 0; }
+        if (strcmp(choices[i], item->valuestring) == 0) {
+            *index = i;
+            return 0;
+        }
     }
     char list[200] = "";
     for (int i = 0; choices[i]; i++) {

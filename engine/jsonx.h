@@ -20,13 +20,13 @@ int nl_jsonx_only_keys(const cJSON *obj, const char *const *allowed, const char 
 
 // Case-sensitive member lookups. `required` 0 lets a missing key keep *out unchanged and return 0.
 int nl_jsonx_int(const cJSON *obj, const char *key, int required, double min, double max, int64_t *out,
-              const char *what, NlError *err);
-int nl_jsonx_number(const cJSON *obj, const char *key, int required, double min, double max, double *out,
                  const char *what, NlError *err);
+int nl_jsonx_number(const cJSON *obj, const char *key, int required, double min, double max, double *out,
+                    const char *what, NlError *err);
 int nl_jsonx_bool(const cJSON *obj, const char *key, int required, int *out, const char *what, NlError *err);
 // *out is borrowed from obj. `choices` (NULL-terminated) restricts the value; *index gets its place.
-int nl_jsonx_choice(const cJSON *obj, const char *key, const char *const *choices, int *index,
-                 const char *what, NlError *err);
+int nl_jsonx_choice(const cJSON *obj, const char *key, const char *const *choices, int *index, const char *what,
+                    NlError *err);
 
 // Reads an integer value already in hand (an array element): same checks as jsonx_int.
 int nl_jsonx_as_int(const cJSON *item, double min, double max, int64_t *out, const char *what, NlError *err);

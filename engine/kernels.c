@@ -94,11 +94,11 @@ void nl_linear(float *y, const float *x, const float *w, const float *b, size_t 
     if (openblas_get_num_threads() != threads) openblas_set_num_threads(threads);
     if (n < sgemm_min_rows(n_out, n_in)) {
         for (size_t r = 0; r < n; r++)
-            cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)n_out, (int)n_in, 1.0f, w, (int)n_in, x + r * n_in, 1,
-                        0.0f, y + r * n_out, 1);
+            cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)n_out, (int)n_in, 1.0f, w, (int)n_in, x + r * n_in, 1, 0.0f,
+                        y + r * n_out, 1);
     } else {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)n_out, (int)n_in, 1.0f, x, (int)n_in,
-                    w, (int)n_in, 0.0f, y, (int)n_out);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)n_out, (int)n_in, 1.0f, x, (int)n_in, w,
+                    (int)n_in, 0.0f, y, (int)n_out);
     }
     if (!b) return;
     for (size_t r = 0; r < n; r++) nl_add(y + r * n_out, b, n_out);
@@ -324,4 +324,3 @@ size_t nl_first_nonfinite(const float *x, size_t n) {
     }
     return SIZE_MAX;
 }
-

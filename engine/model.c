@@ -23,17 +23,21 @@
 #define CONFIG_CAP ((size_t)1 << 20)
 #define TOKENIZER_CAP ((size_t)16 << 20)
 #define INLINE_CAP ((size_t)1 << 30)
-#define FAIL(...) do { nl_error(err, NL_ERR_FORMAT, __VA_ARGS__); goto cleanup; } while (0)
+#define FAIL(...)                                  \
+    do {                                           \
+        nl_error(err, NL_ERR_FORMAT, __VA_ARGS__); \
+        goto cleanup;                              \
+    } while (0)
 
 struct NlModel {
     NlConfig config;
     NlWeights weights;
     NlTokenizer *tok;
-    StFile st;                   // safetensors table (directory models)
-    const unsigned char *map;    // model.safetensors mapped (or read, with no_mmap), or NULL
+    StFile st;  // safetensors table (directory models)
+    const unsigned char *map;  // model.safetensors mapped (or read, with no_mmap), or NULL
     size_t map_len;
-    int map_read;                // 1: map was read into memory (free), 0: mapped (munmap)
-    float *owned;                // inline tensors, or an aligned copy of an unaligned data section
+    int map_read;  // 1: map was read into memory (free), 0: mapped (munmap)
+    float *owned;  // inline tensors, or an aligned copy of an unaligned data section
     size_t n_params;
 };
 
@@ -101,7 +105,10 @@ static int parse_format(const cJSON *root, const char *what, NlError *err) {
     const cJSON *f = cJSON_GetObjectItemCaseSensitive(root, "format");
     char ctx[300];
     snprintf(ctx, sizeof ctx, "%s: \"format\"", what);
-    if (!cJSON_IsObject(f)) { nl_error(err, NL_ERR_FORMAT, "%s must be {\"name\": \"normlab\", \"version\": 1}", ctx); return -1; }
+    if (!cJSON_IsObject(f)) {
+        nl_error(err, NL_ERR_FORMAT, "%s must be {\"name\": \"normlab\", \"version\": 1}", ctx);
+        return -1;
+    }
     if (nl_jsonx_only_keys(f, KEYS, ctx, err) != 0) return -1;
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(f, "name");
     if (!cJSON_IsString(name) || strcmp(name->valuestring, NL_FORMAT_NAME) != 0) {
@@ -111,8 +118,8 @@ static int parse_format(const cJSON *root, const char *what, NlError *err) {
     int64_t v;
     if (nl_jsonx_int(f, "version", 1, 1, 1e9, &v, ctx, err) != 0) return -1;
     if (v != NL_FORMAT_VERSION) {
-        nl_error(err, NL_ERR_FORMAT, "%s: version %lld is not supported (this build reads version %d)",
-                 ctx, (long long)v, NL_FORMAT_VERSION);
+        nl_error(err, NL_ERR_FORMAT, "%s: version %lld is not supported (this build reads version %d)", ctx,
+                 (long long)v, NL_FORMAT_VERSION);
         return -1;
     }
     return 0;
@@ -143,10 +150,13 @@ static int parse_mlp_width(NlConfig *c, const cJSON *root, const char *what, NlE
 }
 
 static int parse_config(NlConfig *c, const cJSON *root, const char *what, NlError *err) {
-    static const char *const KEYS[] = {"format", "vocab_size", "n_layer", "n_head", "n_embd", "block_size",
-                                       "mlp_ratio", "n_inner", "norm", "placement", "norm_eps",
-                                       "activation", "bias", "tie_embeddings", NULL};
-    if (!cJSON_IsObject(root)) { nl_error(err, NL_ERR_FORMAT, "%s: config must be a JSON object", what); return -1; }
+    static const char *const KEYS[] = {"format",     "vocab_size", "n_layer", "n_head",         "n_embd",
+                                       "block_size", "mlp_ratio",  "n_inner", "norm",           "placement",
+                                       "norm_eps",   "activation", "bias",    "tie_embeddings", NULL};
+    if (!cJSON_IsObject(root)) {
+        nl_error(err, NL_ERR_FORMAT, "%s: config must be a JSON object", what);
+        return -1;
+    }
     if (nl_jsonx_only_keys(root, KEYS, what, err) != 0 || parse_format(root, what, err) != 0) return -1;
     int64_t v, l, h, d, t;
     if (nl_jsonx_int(root, "vocab_size", 1, 1, 1 << 20, &v, what, err) != 0 ||
@@ -157,7 +167,8 @@ static int parse_config(NlConfig *c, const cJSON *root, const char *what, NlErro
         return -1;
     *c = (NlConfig){.vocab_size = (int)v, .n_layer = (int)l, .n_head = (int)h, .n_embd = (int)d, .block_size = (int)t};
     if (d % h != 0) {
-        nl_error(err, NL_ERR_FORMAT, "%s: n_embd %lld is not divisible by n_head %lld", what, (long long)d, (long long)h);
+        nl_error(err, NL_ERR_FORMAT, "%s: n_embd %lld is not divisible by n_head %lld", what, (long long)d,
+                 (long long)h);
         return -1;
     }
     int norm, place, act;
@@ -228,8 +239,12 @@ static int take(Binder *b, const char *name, size_t d0, size_t d1, int required,
             char got[128] = "";
             for (int k = 0; k < r->ndim; k++)
                 snprintf(got + strlen(got), sizeof got - strlen(got), "%s%zu", k ? ", " : "", r->shape[k]);
-            if (d1) nl_error(b->err, NL_ERR_FORMAT, "%s: tensor \"%s\" has shape (%s), expected (%zu, %zu)", b->what, name, got, d0, d1);
-            else nl_error(b->err, NL_ERR_FORMAT, "%s: tensor \"%s\" has shape (%s), expected (%zu)", b->what, name, got, d0);
+            if (d1)
+                nl_error(b->err, NL_ERR_FORMAT, "%s: tensor \"%s\" has shape (%s), expected (%zu, %zu)", b->what, name,
+                         got, d0, d1);
+            else
+                nl_error(b->err, NL_ERR_FORMAT, "%s: tensor \"%s\" has shape (%s), expected (%zu)", b->what, name, got,
+                         d0);
             return -1;
         }
         r->used = 1;
@@ -250,8 +265,8 @@ static int take_norm(Binder *b, const NlConfig *c, const char *prefix, NlNormWei
     return take(b, name, D, 0, c->norm == NL_NORM_LAYERNORM, &w->bias);
 }
 
-static int take_linear(Binder *b, const NlConfig *c, const char *prefix, size_t n_out, size_t n_in,
-                       const float **w, const float **bias) {
+static int take_linear(Binder *b, const NlConfig *c, const char *prefix, size_t n_out, size_t n_in, const float **w,
+                       const float **bias) {
     char name[64];
     snprintf(name, sizeof name, "%s.weight", prefix);
     if (take(b, name, n_out, n_in, 1, w) != 0) return -1;
@@ -293,13 +308,18 @@ static int bind_weights(NlModel *m, TensorRef *refs, size_t n, const char *what,
     for (size_t i = 0; i < n; i++)
         if (strcmp(refs[i].name, "wte.weight") == 0 && refs[i].ndim >= 1) wte_rows = refs[i].shape[0];
     if ((size_t)nl_tokenizer_size(m->tok) != V || wte_rows != V) {
-        nl_error(err, NL_ERR_FORMAT, "%s: vocabulary sizes disagree: tokenizer has %d entries, "
-                 "config vocab_size is %zu, wte.weight has %zu rows", what, nl_tokenizer_size(m->tok), V, wte_rows);
+        nl_error(err, NL_ERR_FORMAT,
+                 "%s: vocabulary sizes disagree: tokenizer has %d entries, "
+                 "config vocab_size is %zu, wte.weight has %zu rows",
+                 what, nl_tokenizer_size(m->tok), V, wte_rows);
         return -1;
     }
     if (take(&b, "wte.weight", V, D, 1, &w->wte) != 0 || take(&b, "wpe.weight", T, D, 1, &w->wpe) != 0) return -1;
     w->layers = calloc((size_t)c->n_layer, sizeof *w->layers);
-    if (!w->layers) { nl_error(err, NL_ERR_NOMEM, "%s: out of memory", what); return -1; }
+    if (!w->layers) {
+        nl_error(err, NL_ERR_NOMEM, "%s: out of memory", what);
+        return -1;
+    }
     for (int i = 0; i < c->n_layer; i++)
         if (bind_layer(&b, c, i, &w->layers[i]) != 0) return -1;
     if (c->placement == NL_PLACE_PRE && take_norm(&b, c, "ln_f", &w->ln_f) != 0) return -1;
@@ -315,8 +335,8 @@ static int bind_weights(NlModel *m, TensorRef *refs, size_t n, const char *what,
         }
         size_t count = ref_elems(&refs[i]), k = nl_first_nonfinite(refs[i].data, count);
         if (k != SIZE_MAX) {
-            nl_error(err, NL_ERR_NUMERIC, "%s: tensor \"%s\" has a non-finite value (%g) at index %zu",
-                     what, refs[i].name, refs[i].data[k], k);
+            nl_error(err, NL_ERR_NUMERIC, "%s: tensor \"%s\" has a non-finite value (%g) at index %zu", what,
+                     refs[i].name, refs[i].data[k], k);
             return -1;
         }
         m->n_params += count;
@@ -404,31 +424,52 @@ cleanup:
 // ---- single-file models with inline tensors
 
 // Reads {"shape": [...], "data": [...]} into ref, copying the numbers to dst (room checked by caller).
-static int read_inline_tensor(TensorRef *ref, const cJSON *e, float *dst, size_t room, size_t *used,
-                              const char *what, NlError *err) {
+static int read_inline_tensor(TensorRef *ref, const cJSON *e, float *dst, size_t room, size_t *used, const char *what,
+                              NlError *err) {
     static const char *const KEYS[] = {"shape", "data", NULL};
     char ctx[300];
     snprintf(ctx, sizeof ctx, "%s: tensor \"%.200s\"", what, e->string);
-    if (!cJSON_IsObject(e)) { nl_error(err, NL_ERR_FORMAT, "%s: must be {\"shape\", \"data\"}", ctx); return -1; }
+    if (!cJSON_IsObject(e)) {
+        nl_error(err, NL_ERR_FORMAT, "%s: must be {\"shape\", \"data\"}", ctx);
+        return -1;
+    }
     if (nl_jsonx_only_keys(e, KEYS, ctx, err) != 0) return -1;
     const cJSON *shape = cJSON_GetObjectItemCaseSensitive(e, "shape");
     const cJSON *data = cJSON_GetObjectItemCaseSensitive(e, "data");
-    if (!cJSON_IsArray(shape) || !cJSON_IsArray(data)) { nl_error(err, NL_ERR_FORMAT, "%s: \"shape\" and \"data\" must be arrays", ctx); return -1; }
+    if (!cJSON_IsArray(shape) || !cJSON_IsArray(data)) {
+        nl_error(err, NL_ERR_FORMAT, "%s: \"shape\" and \"data\" must be arrays", ctx);
+        return -1;
+    }
     int nd = cJSON_GetArraySize(shape), k = 0;
-    if (nd < 1 || nd > ST_MAX_DIMS) { nl_error(err, NL_ERR_FORMAT, "%s: shape must have 1 to %d dimensions", ctx, ST_MAX_DIMS); return -1; }
+    if (nd < 1 || nd > ST_MAX_DIMS) {
+        nl_error(err, NL_ERR_FORMAT, "%s: shape must have 1 to %d dimensions", ctx, ST_MAX_DIMS);
+        return -1;
+    }
     size_t count = 1;
     for (const cJSON *d = shape->child; d; d = d->next, k++) {
         int64_t v;
         if (nl_jsonx_as_int(d, 0, 1 << 30, &v, ctx, err) != 0) return -1;
         ref->shape[k] = (size_t)v;
-        if (__builtin_mul_overflow(count, (size_t)v, &count)) { nl_error(err, NL_ERR_FORMAT, "%s: shape product overflows", ctx); return -1; }
+        if (__builtin_mul_overflow(count, (size_t)v, &count)) {
+            nl_error(err, NL_ERR_FORMAT, "%s: shape product overflows", ctx);
+            return -1;
+        }
     }
     size_t n = (size_t)cJSON_GetArraySize(data);
-    if (n != count) { nl_error(err, NL_ERR_FORMAT, "%s: data has %zu numbers, shape needs %zu", ctx, n, count); return -1; }
-    if (n > room) { nl_error(err, NL_ERR_FORMAT, "%s: out of room", ctx); return -1; }
+    if (n != count) {
+        nl_error(err, NL_ERR_FORMAT, "%s: data has %zu numbers, shape needs %zu", ctx, n, count);
+        return -1;
+    }
+    if (n > room) {
+        nl_error(err, NL_ERR_FORMAT, "%s: out of room", ctx);
+        return -1;
+    }
     size_t i = 0;
     for (const cJSON *x = data->child; x; x = x->next, i++) {
-        if (!cJSON_IsNumber(x)) { nl_error(err, NL_ERR_FORMAT, "%s: data[%zu] is not a number", ctx, i); return -1; }
+        if (!cJSON_IsNumber(x)) {
+            nl_error(err, NL_ERR_FORMAT, "%s: data[%zu] is not a number", ctx, i);
+            return -1;
+        }
         dst[i] = (float)x->valuedouble;
     }
     ref->name = e->string;
@@ -459,7 +500,8 @@ static int parse_inline(NlModel *m, const char *buf, size_t len, const char *wha
     const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(root, "config");
     const cJSON *tok = cJSON_GetObjectItemCaseSensitive(root, "tokenizer");
     const cJSON *tensors = cJSON_GetObjectItemCaseSensitive(root, "tensors");
-    if (!cfg || !tok || !cJSON_IsObject(tensors)) FAIL("%s: needs \"config\", \"tokenizer\" and a \"tensors\" object", what);
+    if (!cfg || !tok || !cJSON_IsObject(tensors))
+        FAIL("%s: needs \"config\", \"tokenizer\" and a \"tensors\" object", what);
     if (parse_config(&m->config, cfg, what, err) != 0 || parse_tokenizer(&m->tok, tok, what, err) != 0) goto cleanup;
     size_t n = (size_t)cJSON_GetArraySize(tensors), room = inline_count(tensors), i = 0, at = 0;
     if (room == SIZE_MAX || room > SIZE_MAX / sizeof(float)) FAIL("%s: too many numbers", what);
@@ -494,8 +536,14 @@ static int load_inline(NlModel *m, const char *path, NlError *err) {
 int nl_model_load_inline(NlModel **out, const char *buf, size_t len, const char *what, NlError *err) {
     *out = NULL;
     NlModel *m = calloc(1, sizeof *m);
-    if (!m) { nl_error(err, NL_ERR_NOMEM, "out of memory"); return -1; }
-    if (parse_inline(m, buf, len, what, err) != 0) { nl_model_free(m); return -1; }
+    if (!m) {
+        nl_error(err, NL_ERR_NOMEM, "out of memory");
+        return -1;
+    }
+    if (parse_inline(m, buf, len, what, err) != 0) {
+        nl_model_free(m);
+        return -1;
+    }
     *out = m;
     return 0;
 }
@@ -523,8 +571,8 @@ int nl_model_load_with(NlModel **out, const char *path, const NlLoadOptions *opt
     char cut[NL_CUT_BUF];
     const char *name = nl_cut(cut, path);
     if (strlen(path) + sizeof "/model.safetensors" > PATH_MAX) {
-        nl_error(err, NL_ERR_ARG, "%s: path too long (%zu bytes; at most %zu with the file names inside)",
-                 name, strlen(path), (size_t)PATH_MAX - sizeof "/model.safetensors");
+        nl_error(err, NL_ERR_ARG, "%s: path too long (%zu bytes; at most %zu with the file names inside)", name,
+                 strlen(path), (size_t)PATH_MAX - sizeof "/model.safetensors");
         return -1;
     }
     if (stat(path, &st) != 0) {
@@ -547,9 +595,15 @@ int nl_model_load_with(NlModel **out, const char *path, const NlLoadOptions *opt
         }
     }
     NlModel *m = calloc(1, sizeof *m);
-    if (!m) { nl_error(err, NL_ERR_NOMEM, "out of memory"); return -1; }
+    if (!m) {
+        nl_error(err, NL_ERR_NOMEM, "out of memory");
+        return -1;
+    }
     int rc = S_ISDIR(st.st_mode) ? load_dir(m, path, opts && opts->no_mmap, err) : load_inline(m, path, err);
-    if (rc != 0) { nl_model_free(m); return -1; }
+    if (rc != 0) {
+        nl_model_free(m);
+        return -1;
+    }
     *out = m;
     return 0;
 }

@@ -19,18 +19,18 @@ typedef struct {
     const float *attn_b;  // (3*D) or NULL
     const float *proj_w;  // (D, D)
     const float *proj_b;  // (D) or NULL
-    const float *fc_w;    // (F, D)
-    const float *fc_b;    // (F) or NULL
-    const float *out_w;   // (D, F)
-    const float *out_b;   // (D) or NULL
+    const float *fc_w;  // (F, D)
+    const float *fc_b;  // (F) or NULL
+    const float *out_w;  // (D, F)
+    const float *out_b;  // (D) or NULL
 } NlLayerWeights;
 
 typedef struct {
-    const float *wte;        // (V, D)
-    const float *wpe;        // (T, D)
+    const float *wte;  // (V, D)
+    const float *wpe;  // (T, D)
     NlLayerWeights *layers;  // (L)
-    NlNormWeights ln_f;      // gain is NULL when the model has no final norm (post-LN)
-    const float *lm_head;    // (V, D); equals wte when embeddings are tied
+    NlNormWeights ln_f;  // gain is NULL when the model has no final norm (post-LN)
+    const float *lm_head;  // (V, D); equals wte when embeddings are tied
 } NlWeights;
 
 // Borrowed for the model's lifetime.
@@ -39,7 +39,6 @@ const NlWeights *nl_model_weights(const NlModel *model);
 // Called by the forward pass (rows x D).
 void nl_stats_residual(NlStats *stats, int layer, const float *x, size_t rows);
 void nl_stats_norm(NlStats *stats, int layer, const float *in, const float *out, NlNormWeights w, size_t rows);
-
 
 // A single-file model ({"config", "tokenizer", "tensors"}) from len bytes; `what` names it in errors.
 int nl_model_load_inline(NlModel **out, const char *buf, size_t len, const char *what, NlError *err);

@@ -6,10 +6,10 @@
 
 typedef enum {
     NL_OK = 0,
-    NL_ERR_IO,       // a file cannot be opened, read or mapped
-    NL_ERR_FORMAT,   // a file or a text is not what it must be (JSON, tensors, UTF-8, vocabulary)
-    NL_ERR_ARG,      // an argument out of range (a stride, a path too long, options that disagree)
-    NL_ERR_NOMEM,    // out of memory
+    NL_ERR_IO,  // a file cannot be opened, read or mapped
+    NL_ERR_FORMAT,  // a file or a text is not what it must be (JSON, tensors, UTF-8, vocabulary)
+    NL_ERR_ARG,  // an argument out of range (a stride, a path too long, options that disagree)
+    NL_ERR_NOMEM,  // out of memory
     NL_ERR_NUMERIC,  // a NaN or an infinity where a number must be finite (logits, losses, weights)
 } NlErrorCode;
 

@@ -16,8 +16,9 @@
 // Process-wide state the library touches: OpenBLAS's thread count (openblas_set_num_threads, set
 // before each product, see NlRunOptions.threads) and nothing else; it has no globals of its own, so
 // states may run on different threads at once (nl_eval_parallel, nl_generate_parallel do).
-// The lab — profiler, hidden-state statistics, compare — is in normlab_lab.h. Functions that can fail return 0 on success and -1 on failure, with a one-line
-// message naming the file, key or value in err->msg. The library never prints and never exits.
+// The lab — profiler, hidden-state statistics, compare — is in normlab_lab.h. Functions that can
+// fail return 0 on success and -1 on failure, with a one-line message naming the file, key or
+// value in err->msg. The library never prints and never exits.
 //
 // Dimension letters, used in every comment: V vocabulary, T context (block_size), D width (n_embd),
 // H heads, Dh head width (D/H), F MLP width, L layers, n positions in one forward call.
@@ -34,7 +35,6 @@
 #define NL_FORMAT_NAME "normlab"
 #define NL_FORMAT_VERSION 1
 
-
 // The zero of each is "as the model is configured", so that a zero-initialised NlRunOptions never
 // runs a model otherwise than it was trained. A model's own config never holds it.
 typedef enum { NL_NORM_AS_CONFIGURED, NL_NORM_LAYERNORM, NL_NORM_RMSNORM } NlNormType;
@@ -42,17 +42,17 @@ typedef enum { NL_PLACE_AS_CONFIGURED, NL_PLACE_PRE, NL_PLACE_POST } NlPlacement
 typedef enum { NL_ACT_GELU, NL_ACT_GELU_TANH, NL_ACT_RELU } NlActivation;
 
 typedef struct {
-    int vocab_size;   // V
-    int n_layer;      // L
-    int n_head;       // H
-    int n_embd;       // D
-    int block_size;   // T
-    int n_inner;      // F (from n_inner, or mlp_ratio * D)
+    int vocab_size;  // V
+    int n_layer;  // L
+    int n_head;  // H
+    int n_embd;  // D
+    int block_size;  // T
+    int n_inner;  // F (from n_inner, or mlp_ratio * D)
     NlNormType norm;
     NlPlacement placement;
     double norm_eps;
     NlActivation activation;
-    int bias;            // linears have biases
+    int bias;  // linears have biases
     int tie_embeddings;  // lm_head is wte
 } NlConfig;
 
@@ -74,7 +74,7 @@ int nl_model_load_with(NlModel **out, const char *path, const NlLoadOptions *opt
 void nl_model_free(NlModel *model);
 const NlConfig *nl_model_config(const NlModel *model);
 const NlTokenizer *nl_model_tokenizer(const NlModel *model);
-size_t nl_model_parameters(const NlModel *model);    // number of distinct weights (tied counted once)
+size_t nl_model_parameters(const NlModel *model);  // number of distinct weights (tied counted once)
 size_t nl_model_weight_bytes(const NlModel *model);  // bytes of tensor data
 // Provenance from safetensors __metadata__ (may be empty): n pairs of borrowed strings.
 size_t nl_model_metadata(const NlModel *model, const char *const **keys, const char *const **values);
@@ -98,7 +98,7 @@ typedef struct {
     int avx, avx2, fma, avx512f, avx512bw, avx512vl, avx512dq;
 } NlCpuFeatures;
 NlCpuFeatures nl_cpu_features(void);  // of the CPU running the process (cpuid)
-const char *nl_blas_core(void);       // the family in use, e.g. "Haswell" (openblas_get_corename)
+const char *nl_blas_core(void);  // the family in use, e.g. "Haswell" (openblas_get_corename)
 int nl_blas_is_generic(const char *family);  // 1 for the SSE-only families
 // The family to ask for instead of `reported`, or NULL to keep it. A pure function: NULL when
 // opt_out is set or env_coretype (the value of OPENBLAS_CORETYPE, NULL if unset) is non-empty, when
@@ -109,11 +109,11 @@ const char *nl_blas_choose_core(const char *reported, NlCpuFeatures cpu, const c
 // ---- state and forward pass (forward.c)
 
 typedef struct {
-    NlNormType norm;         // run the norms as this type; NL_NORM_AS_CONFIGURED (0): the model's
-    NlPlacement placement;   // run the blocks with this placement; NL_PLACE_AS_CONFIGURED (0): the model's
-    int batch;               // independent sequences per forward call, at most (0 means 1)
-    int threads;             // most OpenBLAS threads for an sgemv of 1M weights or more (0 means 1); every
-                             // other product uses 1, so that results do not depend on it
+    NlNormType norm;  // run the norms as this type; NL_NORM_AS_CONFIGURED (0): the model's
+    NlPlacement placement;  // run the blocks with this placement; NL_PLACE_AS_CONFIGURED (0): the model's
+    int batch;  // independent sequences per forward call, at most (0 means 1)
+    int threads;  // most OpenBLAS threads for an sgemv of 1M weights or more (0 means 1); every
+        // other product uses 1, so that results do not depend on it
 } NlRunOptions;
 // Every default spelled out: the model's norm and placement, one sequence, one OpenBLAS thread.
 // A zero-initialised NlRunOptions means the same.
@@ -157,8 +157,8 @@ double nl_rng_uniform(NlRng *rng);  // [0, 1) with 53 random bits
 
 typedef struct {
     double temperature;  // 0 = greedy (argmax, lowest id on ties)
-    int top_k;           // 0 = off; values above V keep everything
-    double top_p;        // in (0, 1]; 1 = off
+    int top_k;  // 0 = off; values above V keep everything
+    double top_p;  // in (0, 1]; 1 = off
 } NlSamplerParams;
 
 typedef struct NlSampler NlSampler;
@@ -174,15 +174,15 @@ int nl_sampler_sample(NlSampler *sampler, const float *logits);
 // ---- generation (generate.c)
 
 typedef struct {
-    size_t n_new;      // characters to generate
+    size_t n_new;  // characters to generate
     int exact_window;  // 1: recompute the last T positions for every token (nanoGPT's sampler)
 } NlGenerateOptions;
 
 typedef struct {
-    size_t prompt_used;      // prompt tokens fed (the last T when the prompt is longer)
+    size_t prompt_used;  // prompt tokens fed (the last T when the prompt is longer)
     double prefill_seconds;
-    size_t decode_tokens;    // forward passes after the prefill
-    double decode_seconds;   // those passes and the sampling of the tokens they produce (not emit)
+    size_t decode_tokens;  // forward passes after the prefill
+    double decode_seconds;  // those passes and the sampling of the tokens they produce (not emit)
     size_t context_shifts;
 } NlGenerateStats;
 
@@ -194,8 +194,8 @@ typedef int (*NlEmitFn)(int token, void *ctx);
 // batched pass at positions 0..T/2-1 (a context shift) and decoding goes on; with exact_window,
 // every token recomputes the last T positions instead. Returns 0 when done, 1 when emit asked to
 // stop, -1 on error (non-finite logits).
-int nl_generate(NlState *state, NlSampler *sampler, const int *prompt, size_t n_prompt,
-                const NlGenerateOptions *opts, NlEmitFn emit, void *ctx, NlGenerateStats *stats, NlError *err);
+int nl_generate(NlState *state, NlSampler *sampler, const int *prompt, size_t n_prompt, const NlGenerateOptions *opts,
+                NlEmitFn emit, void *ctx, NlGenerateStats *stats, NlError *err);
 
 // The same for B streams decoded together (state created with batch >= B): stream b samples with
 // samplers[b] and every stream starts from the same prompt; each step shares every matrix product
@@ -220,9 +220,9 @@ int nl_generate_parallel(NlState *const *states, size_t n_states, NlSampler *con
 // ---- evaluation (eval.c)
 
 typedef struct {
-    double nll_sum;     // sum of -ln p(char | preceding chars), nats
+    double nll_sum;  // sum of -ln p(char | preceding chars), nats
     double nll_sq_sum;  // sum of their squares (for the standard error of the mean)
-    size_t count;       // characters scored: every one after the first
+    size_t count;  // characters scored: every one after the first
 } NlEvalResult;
 
 typedef void (*NlProgressFn)(size_t done, size_t total, void *ctx);
@@ -233,8 +233,8 @@ typedef void (*NlProgressFn)(size_t done, size_t total, void *ctx);
 // of context (all of them, inside the first window). The last window ends at the text's end, so
 // it may score fewer. Windows go B = nl_state_batch(state) to one forward call; the per-window
 // losses are summed window by window within a call, and calls in text order.
-int nl_eval(NlState *state, const int *ids, size_t n, size_t stride, NlEvalResult *out,
-            NlProgressFn progress, void *ctx, NlError *err);
+int nl_eval(NlState *state, const int *ids, size_t n, size_t stride, NlEvalResult *out, NlProgressFn progress,
+            void *ctx, NlError *err);
 // The same on n_states worker threads, one state each (every state with the same batch B; a
 // profiler or statistics attached to a state see that thread's share). The calls are the same as
 // nl_eval's on states[0], so the result is the same bit for bit whatever n_states is. progress is

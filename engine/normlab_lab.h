@@ -11,9 +11,20 @@
 
 // The components of a forward pass, in the order they run in a pre-LN block.
 typedef enum {
-    NL_COMP_EMBED, NL_COMP_NORM1, NL_COMP_QKV, NL_COMP_ATTENTION, NL_COMP_ATTN_PROJ, NL_COMP_RESIDUAL,
-    NL_COMP_NORM2, NL_COMP_MLP_UP, NL_COMP_ACTIVATION, NL_COMP_MLP_DOWN, NL_COMP_FINAL_NORM,
-    NL_COMP_LM_HEAD, NL_COMP_SAMPLING, NL_COMP_COUNT
+    NL_COMP_EMBED,
+    NL_COMP_NORM1,
+    NL_COMP_QKV,
+    NL_COMP_ATTENTION,
+    NL_COMP_ATTN_PROJ,
+    NL_COMP_RESIDUAL,
+    NL_COMP_NORM2,
+    NL_COMP_MLP_UP,
+    NL_COMP_ACTIVATION,
+    NL_COMP_MLP_DOWN,
+    NL_COMP_FINAL_NORM,
+    NL_COMP_LM_HEAD,
+    NL_COMP_SAMPLING,
+    NL_COMP_COUNT
 } NlComponent;
 typedef enum { NL_PHASE_PREFILL, NL_PHASE_DECODE, NL_PHASE_COUNT } NlPhase;
 
@@ -21,7 +32,7 @@ typedef enum { NL_PHASE_PREFILL, NL_PHASE_DECODE, NL_PHASE_COUNT } NlPhase;
 // final norm, LM head, sampling).
 typedef struct {
     uint64_t calls;
-    uint64_t tokens;      // positions processed, summed over calls
+    uint64_t tokens;  // positions processed, summed over calls
     double seconds;
     double flops, bytes;  // counted by nl_profile_cost's rules
     uint64_t cycles, instructions;  // 0 when hardware counters are unavailable
@@ -39,8 +50,9 @@ typedef struct NlProfiler NlProfiler;
 
 // Creates a profiler for models of cfg's shape, keeping at most max_events trace events (at most
 // NL_TRACE_MAX_EVENTS, 24 bytes each; later ones are counted as dropped). The event buffer grows as
-// events arrive, so a large max_events costs nothing until used. hw_counters asks for cycles and instructions via perf_event_open;
-// when the platform refuses, nl_profiler_hw_available() says so and nothing fails.
+// events arrive, so a large max_events costs nothing until used. hw_counters asks for cycles and
+// instructions via perf_event_open; when the platform refuses, nl_profiler_hw_available() says so
+// and nothing fails.
 int nl_profiler_create(NlProfiler **out, const NlConfig *cfg, size_t max_events, int hw_counters, NlError *err);
 void nl_profiler_free(NlProfiler *prof);
 // Attaches prof (or NULL: profiling off, no clock reads) to a state.
@@ -50,7 +62,8 @@ void nl_profiler_set_phase(NlProfiler *prof, NlPhase phase);
 // Brackets a stretch of wall time that belongs to the current phase (rows should cover it).
 double nl_profiler_begin(NlProfiler *prof);  // returns a timestamp; 0 and no clock read when prof is NULL
 void nl_profiler_add_wall(NlProfiler *prof, double begin);
-void nl_profiler_record(NlProfiler *prof, double begin, int layer, NlComponent comp, size_t batch, size_t n, size_t ctx);
+void nl_profiler_record(NlProfiler *prof, double begin, int layer, NlComponent comp, size_t batch, size_t n,
+                        size_t ctx);
 void nl_profiler_record_layer(NlProfiler *prof, double begin, int layer);
 
 const NlProfileCell *nl_profiler_cell(const NlProfiler *prof, NlPhase phase, int layer, NlComponent comp);
@@ -70,13 +83,21 @@ const char *nl_phase_name(NlPhase phase);
 
 // FLOPs and bytes of one call of comp on `batch` sequences of n positions whose attention sees ctx
 // keys (pos + n), by the counting rules in README "Profiling". Deterministic: tests check them.
-void nl_profile_cost(const NlConfig *cfg, NlComponent comp, size_t batch, size_t n, size_t ctx, double *flops, double *bytes);
+void nl_profile_cost(const NlConfig *cfg, NlComponent comp, size_t batch, size_t n, size_t ctx, double *flops,
+                     double *bytes);
 
 // ---- hidden-state statistics and the invariance experiment (stats.c)
 
 // The perturbations of the invariance experiment; the last one runs with eps = 0, which shows
 // what is left of scale invariance once eps is out of the way.
-typedef enum { NL_INV_SCALE_HALF, NL_INV_SCALE_2, NL_INV_SCALE_10, NL_INV_SHIFT_1, NL_INV_SCALE_2_EPS0, NL_INV_COUNT } NlInvarianceCase;
+typedef enum {
+    NL_INV_SCALE_HALF,
+    NL_INV_SCALE_2,
+    NL_INV_SCALE_10,
+    NL_INV_SHIFT_1,
+    NL_INV_SCALE_2_EPS0,
+    NL_INV_COUNT
+} NlInvarianceCase;
 
 typedef struct NlStats NlStats;
 // Collects, over every position a forward pass runs: the RMS and the |mean| of the residual stream
@@ -87,9 +108,9 @@ typedef struct NlStats NlStats;
 int nl_stats_create(NlStats **out, const NlConfig *cfg, size_t max_rows, int invariance, NlError *err);
 void nl_stats_free(NlStats *stats);
 void nl_state_set_stats(NlState *state, NlStats *stats);
-double nl_stats_residual_rms(const NlStats *stats, int layer);       // mean over positions, layer 0..L
+double nl_stats_residual_rms(const NlStats *stats, int layer);  // mean over positions, layer 0..L
 double nl_stats_residual_abs_mean(const NlStats *stats, int layer);  // mean |per-position mean|
-double nl_stats_norm_std(const NlStats *stats, int layer);           // layer L: the final norm
+double nl_stats_norm_std(const NlStats *stats, int layer);  // layer L: the final norm
 double nl_stats_invariance(const NlStats *stats, NlNormType type, NlInvarianceCase c);
 const char *nl_invariance_name(NlInvarianceCase c);
 
@@ -98,38 +119,38 @@ const char *nl_invariance_name(NlInvarianceCase c);
 #define NL_MAX_LAYERS 256
 
 typedef struct {
-    int repeats;     // timing repeats; medians are reported
+    int repeats;  // timing repeats; medians are reported
     int invariance;  // run the invariance experiment
-    int fault;       // tests only, to show the checks can fail: NL_FAULT_* (0: none)
+    int fault;  // tests only, to show the checks can fail: NL_FAULT_* (0: none)
 } NlCompareOptions;
 // A wrong value slipped into one consistency check: one decoded position's input token changed
 // (the cache check must then report a difference), or one token of one window in the batch of 16.
 enum { NL_FAULT_NONE, NL_FAULT_CACHE, NL_FAULT_BATCH };
 
 typedef struct {
-    NlNormType norm;            // as run
+    NlNormType norm;  // as run
     NlPlacement placement;
     int swapped_norm, swapped_placement;  // 1 when run otherwise than trained
     size_t parameters, weight_bytes;
-    size_t chars;               // characters scored
+    size_t chars;  // characters scored
     double nats_per_char, bits_per_char, perplexity;
-    double prefill_tok_s, decode_tok_s;   // medians over repeats
+    double prefill_tok_s, decode_tok_s;  // medians over repeats
     double prefill_tok_s_min, prefill_tok_s_max, decode_tok_s_min, decode_tok_s_max;
-    double time_share[NL_COMP_COUNT];     // share of forward time per component, during eval
-    double norm_share;                    // norm1 + norm2 + final_norm
+    double time_share[NL_COMP_COUNT];  // share of forward time per component, during eval
+    double norm_share;  // norm1 + norm2 + final_norm
     int n_layer;
-    double residual_rms[NL_MAX_LAYERS + 1];       // entering block l; [L] leaving the last
+    double residual_rms[NL_MAX_LAYERS + 1];  // entering block l; [L] leaving the last
     double residual_abs_mean[NL_MAX_LAYERS + 1];
-    double norm_std[NL_MAX_LAYERS + 1];           // [L]: the final norm (pre-LN only)
-    double batch_diff;          // max |logit alone - logit in a batch of 16|
-    double cache_diff;          // max |logit of full prefill - logit of KV-cache decoding|
-    double invariance[2][NL_INV_COUNT];   // [LayerNorm, RMSNorm][case], when asked
+    double norm_std[NL_MAX_LAYERS + 1];  // [L]: the final norm (pre-LN only)
+    double batch_diff;  // max |logit alone - logit in a batch of 16|
+    double cache_diff;  // max |logit of full prefill - logit of KV-cache decoding|
+    double invariance[2][NL_INV_COUNT];  // [LayerNorm, RMSNorm][case], when asked
 } NlCompareRow;
 
 // Measures one model run as `run` on the text ids[0..n) (n >= 2): eval (with statistics and a
 // profile), prefill and decode throughput, batch and cache consistency.
-int nl_compare_model(const NlModel *model, NlRunOptions run, const int *ids, size_t n,
-                     const NlCompareOptions *opts, NlCompareRow *row, NlError *err);
+int nl_compare_model(const NlModel *model, NlRunOptions run, const int *ids, size_t n, const NlCompareOptions *opts,
+                     NlCompareRow *row, NlError *err);
 
 // One row to measure: a model, how to run it, and its text.
 typedef struct {

@@ -16,21 +16,21 @@ struct NlProfiler {
     NlConfig cfg;
     NlPhase phase;
     double t_origin;
-    NlProfileCell *cells;        // (NL_PHASE_COUNT, L + 1, NL_COMP_COUNT); layer -1 stored at index 0
+    NlProfileCell *cells;  // (NL_PHASE_COUNT, L + 1, NL_COMP_COUNT); layer -1 stored at index 0
     double wall[NL_PHASE_COUNT];
     uint64_t tokens[NL_PHASE_COUNT];
-    NlProfileEvent *events;      // (cap_events), grown by doubling up to max_events
+    NlProfileEvent *events;  // (cap_events), grown by doubling up to max_events
     size_t n_events, cap_events, max_events, dropped;
-    int use_tsc;                 // clock in TSC ticks (else seconds of CLOCK_MONOTONIC)
-    double tick;                 // seconds per clock unit
-    int hw_fd;                   // perf group leader (cycles), or -1
-    uint64_t hw_start[2];        // cycles, instructions at the last begin
-    int threads;                 // engine threads whose time the cells hold (1 + profilers merged in)
+    int use_tsc;  // clock in TSC ticks (else seconds of CLOCK_MONOTONIC)
+    double tick;  // seconds per clock unit
+    int hw_fd;  // perf group leader (cycles), or -1
+    uint64_t hw_start[2];  // cycles, instructions at the last begin
+    int threads;  // engine threads whose time the cells hold (1 + profilers merged in)
 };
 
-static const char *const COMP_NAMES[NL_COMP_COUNT] = {
-    "embed", "norm1", "qkv", "attention", "attn_proj", "residual", "norm2",
-    "mlp_up", "activation", "mlp_down", "final_norm", "lm_head", "sampling"};
+static const char *const COMP_NAMES[NL_COMP_COUNT] = {"embed",      "norm1",   "qkv",     "attention",  "attn_proj",
+                                                      "residual",   "norm2",   "mlp_up",  "activation", "mlp_down",
+                                                      "final_norm", "lm_head", "sampling"};
 static const char *const PHASE_NAMES[NL_PHASE_COUNT] = {"prefill", "decode"};
 
 const char *nl_component_name(NlComponent comp) { return COMP_NAMES[comp]; }
@@ -72,7 +72,10 @@ static double calibrate(void) {
 }
 #else
 static int invariant_tsc(void) { return 0; }
-static double ticks(int tsc) { (void)tsc; return monotonic(); }
+static double ticks(int tsc) {
+    (void)tsc;
+    return monotonic();
+}
 static double calibrate(void) { return 1.0; }
 #endif
 
@@ -124,7 +127,10 @@ int nl_profiler_create(NlProfiler **out, const NlConfig *cfg, size_t max_events,
     }
     if (!p || !p->cells || (p->cap_events && !p->events)) {
         nl_error(err, NL_ERR_NOMEM, "out of memory for the profiler");
-        if (p) { free(p->cells); free(p->events); }
+        if (p) {
+            free(p->cells);
+            free(p->events);
+        }
         free(p);
         return -1;
     }
@@ -173,7 +179,10 @@ static void add_event(NlProfiler *p, double begin, double end, int layer, int co
     if (p->n_events == p->cap_events) {  // double, up to the cap; past it (or out of memory) count as dropped
         size_t cap = p->cap_events * 2 < p->max_events ? p->cap_events * 2 : p->max_events;
         NlProfileEvent *more = cap > p->cap_events ? realloc(p->events, cap * sizeof *more) : NULL;
-        if (!more) { p->dropped++; return; }
+        if (!more) {
+            p->dropped++;
+            return;
+        }
         p->events = more;
         p->cap_events = cap;
     }
@@ -255,9 +264,7 @@ static double norm_flops(const NlConfig *c) {
     return c->norm == NL_NORM_LAYERNORM ? 8 * D : 5 * D;
 }
 
-static double act_flops(NlActivation a) {
-    return a == NL_ACT_GELU ? 5 : a == NL_ACT_GELU_TANH ? 9 : 1;
-}
+static double act_flops(NlActivation a) { return a == NL_ACT_GELU ? 5 : a == NL_ACT_GELU_TANH ? 9 : 1; }
 
 // A linear (n, in) -> (n, out): 2 n in out FLOPs (+ n out for the bias); weights read once.
 static void linear_cost(const NlConfig *c, double n, double in, double out, double *flops, double *bytes) {
@@ -275,14 +282,20 @@ static void attention_cost(const NlConfig *c, double n, double ctx, double *flop
     *bytes = 4 * (n * 3 * D + 2 * n * D + 2 * ctx * D + n * D);  // qkv in, K/V appended, K/V read, out
 }
 
-void nl_profile_cost(const NlConfig *c, NlComponent comp, size_t batch, size_t n_, size_t ctx_, double *flops, double *bytes) {
+void nl_profile_cost(const NlConfig *c, NlComponent comp, size_t batch, size_t n_, size_t ctx_, double *flops,
+                     double *bytes) {
     double B = (double)batch, ctx = (double)ctx_, D = c->n_embd, F = c->n_inner, V = c->vocab_size;
     double n = B * (double)n_;  // rows through the row-wise components and the linears
     *flops = 0;
     *bytes = 0;
     switch (comp) {
-    case NL_COMP_EMBED: *flops = n * D; *bytes = 4 * 3 * n * D; break;
-    case NL_COMP_NORM1: case NL_COMP_NORM2: case NL_COMP_FINAL_NORM:
+    case NL_COMP_EMBED:
+        *flops = n * D;
+        *bytes = 4 * 3 * n * D;
+        break;
+    case NL_COMP_NORM1:
+    case NL_COMP_NORM2:
+    case NL_COMP_FINAL_NORM:
         *flops = n * norm_flops(c);
         *bytes = 4 * (2 * n * D + 2 * D);
         break;
@@ -295,10 +308,22 @@ void nl_profile_cost(const NlConfig *c, NlComponent comp, size_t batch, size_t n
         *flops *= B;
         *bytes *= B;
         break;
-    case NL_COMP_RESIDUAL: *flops = n * D; *bytes = 4 * 3 * n * D; break;
-    case NL_COMP_ACTIVATION: *flops = n * F * act_flops(c->activation); *bytes = 4 * 2 * n * F; break;
-    case NL_COMP_LM_HEAD: *flops = 2 * n * D * V; *bytes = 4 * (V * D + n * D + n * V); break;
-    case NL_COMP_SAMPLING: *flops = 0; *bytes = 4 * B * V; break;
+    case NL_COMP_RESIDUAL:
+        *flops = n * D;
+        *bytes = 4 * 3 * n * D;
+        break;
+    case NL_COMP_ACTIVATION:
+        *flops = n * F * act_flops(c->activation);
+        *bytes = 4 * 2 * n * F;
+        break;
+    case NL_COMP_LM_HEAD:
+        *flops = 2 * n * D * V;
+        *bytes = 4 * (V * D + n * D + n * V);
+        break;
+    case NL_COMP_SAMPLING:
+        *flops = 0;
+        *bytes = 4 * B * V;
+        break;
     case NL_COMP_COUNT: break;
     }
 }

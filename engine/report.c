@@ -5,7 +5,6 @@
 
 #include <cjson/cJSON.h>
 
-
 // The layer-less components (layer -1) and the per-layer ones.
 static int is_model_level(int comp) {
     return comp == NL_COMP_EMBED || comp == NL_COMP_FINAL_NORM || comp == NL_COMP_LM_HEAD || comp == NL_COMP_SAMPLING;
@@ -18,11 +17,12 @@ static double rows_seconds(const NlProfiler *p, NlPhase ph, int L) {
     return s;
 }
 
-static int print_row(FILE *f, const char *layer, const char *name, const NlProfileCell *c, double wall,
-                     uint64_t tokens, int hw) {
+static int print_row(FILE *f, const char *layer, const char *name, const NlProfileCell *c, double wall, uint64_t tokens,
+                     int hw) {
     if (c->calls == 0) return 0;
     double us_tok = tokens ? 1e6 * c->seconds / (double)tokens : 0.0;
-    double gflops = c->seconds > 0 ? c->flops / c->seconds / 1e9 : 0.0, gbs = c->seconds > 0 ? c->bytes / c->seconds / 1e9 : 0.0;
+    double gflops = c->seconds > 0 ? c->flops / c->seconds / 1e9 : 0.0,
+           gbs = c->seconds > 0 ? c->bytes / c->seconds / 1e9 : 0.0;
     int r = fprintf(f, "%5s %-14s %7llu %10.3f %9.3f %6.1f%% %10.3f %8.2f %9.3f %7.2f", layer, name,
                     (unsigned long long)c->calls, 1e3 * c->seconds, us_tok, wall > 0 ? 100 * c->seconds / wall : 0.0,
                     c->flops / 1e6, gflops, c->bytes / 1e6, gbs);
@@ -34,15 +34,18 @@ static int text_phase(FILE *f, const NlProfiler *p, NlPhase ph, int L, int hw) {
     double wall = nl_profiler_wall(p, ph), rows = rows_seconds(p, ph, L);
     uint64_t tokens = nl_profiler_tokens(p, ph);
     int rc = 0;
-    if (fprintf(f, "\n== %s: %llu positions through the forward pass\n", nl_phase_name(ph), (unsigned long long)tokens) < 0) return -1;
-    fprintf(f, "%5s %-14s %7s %10s %9s %7s %10s %8s %9s %7s%s\n", "layer", "component", "calls", "total ms",
-            "us/token", "share", "MFLOP", "GFLOP/s", "MB", "GB/s", hw ? "   IPC" : "");
+    if (fprintf(f, "\n== %s: %llu positions through the forward pass\n", nl_phase_name(ph),
+                (unsigned long long)tokens) < 0)
+        return -1;
+    fprintf(f, "%5s %-14s %7s %10s %9s %7s %10s %8s %9s %7s%s\n", "layer", "component", "calls", "total ms", "us/token",
+            "share", "MFLOP", "GFLOP/s", "MB", "GB/s", hw ? "   IPC" : "");
     char lbuf[16];
     for (int l = -1; l < L; l++)
         for (int c = 0; c < NL_COMP_COUNT; c++) {
             if (is_model_level(c) != (l < 0)) continue;
             snprintf(lbuf, sizeof lbuf, l < 0 ? "-" : "%d", l);
-            rc |= print_row(f, lbuf, nl_component_name((NlComponent)c), nl_profiler_cell(p, ph, l, (NlComponent)c), wall, tokens, hw);
+            rc |= print_row(f, lbuf, nl_component_name((NlComponent)c), nl_profiler_cell(p, ph, l, (NlComponent)c),
+                            wall, tokens, hw);
         }
     fprintf(f, "-- per layer\n");
     for (int l = 0; l < L; l++) {
@@ -67,9 +70,10 @@ static int text_phase(FILE *f, const NlProfiler *p, NlPhase ph, int L, int hw) {
 }
 
 static void header(FILE *f, const NlProfiler *p, const NlReportInfo *info) {
-    fprintf(f, "normlab profile: %s; OpenBLAS %s kernels (chosen by %s), threads up to %d; engine threads %d; "
-            "hardware counters %s\n", info->model, info->blas_core, info->blas_core_source, info->blas_threads,
-            info->engine_threads,
+    fprintf(f,
+            "normlab profile: %s; OpenBLAS %s kernels (chosen by %s), threads up to %d; engine threads %d; "
+            "hardware counters %s\n",
+            info->model, info->blas_core, info->blas_core_source, info->blas_threads, info->engine_threads,
             nl_profiler_hw_available(p) ? "on (IPC column)" : "unavailable (perf_event_open refused or absent)");
 }
 
@@ -113,7 +117,8 @@ static cJSON *phase_json(const NlProfiler *p, NlPhase ph, int L, int hw) {
     for (int l = -1; l < L; l++)
         for (int c = 0; c < NL_COMP_COUNT; c++)
             if (is_model_level(c) == (l < 0))
-                cJSON_AddItemToArray(rows, cell_json(l, nl_component_name((NlComponent)c), nl_profiler_cell(p, ph, l, (NlComponent)c), wall, tokens, hw));
+                cJSON_AddItemToArray(rows, cell_json(l, nl_component_name((NlComponent)c),
+                                                     nl_profiler_cell(p, ph, l, (NlComponent)c), wall, tokens, hw));
     for (int l = 0; l < L; l++) {
         NlProfileCell t = {0};
         for (int c = 0; c < NL_COMP_COUNT; c++) nl_profile_cell_add(&t, nl_profiler_cell(p, ph, l, (NlComponent)c));
@@ -151,18 +156,22 @@ int nl_report_trace(FILE *f, const NlProfiler *p, const NlReportInfo *info) {
     size_t dropped, n = nl_profiler_events(p, &ev, &dropped);
     cJSON *model = cJSON_CreateString(info->model);  // escaped by cJSON
     char *quoted = cJSON_PrintUnformatted(model);
-    fprintf(f, "{\"displayTimeUnit\": \"ns\", \"otherData\": {\"model\": %s, \"dropped_events\": %zu},\n"
-               "\"traceEvents\": [\n", quoted ? quoted : "null", dropped);
+    fprintf(f,
+            "{\"displayTimeUnit\": \"ns\", \"otherData\": {\"model\": %s, \"dropped_events\": %zu},\n"
+            "\"traceEvents\": [\n",
+            quoted ? quoted : "null", dropped);
     cJSON_free(quoted);
     cJSON_Delete(model);
-    fprintf(f, "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": 1, \"args\": {\"name\": \"normlab\"}}");
+    fprintf(f,
+            "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": 1, \"args\": {\"name\": \"normlab\"}}");
     for (size_t i = 0; i < n; i++) {
         char name[32];
         if (ev[i].comp == NL_COMP_COUNT) snprintf(name, sizeof name, "layer %d", ev[i].layer);
         else snprintf(name, sizeof name, "%s", nl_component_name((NlComponent)ev[i].comp));
-        fprintf(f, ",\n{\"name\": \"%s\", \"cat\": \"%s\", \"ph\": \"X\", \"ts\": %.3f, \"dur\": %.3f, \"pid\": 1, "
-                   "\"tid\": 1, \"args\": {\"layer\": %d}}", name, nl_phase_name((NlPhase)ev[i].phase),
-                1e6 * ev[i].start, 1e6 * ev[i].duration, ev[i].layer);
+        fprintf(f,
+                ",\n{\"name\": \"%s\", \"cat\": \"%s\", \"ph\": \"X\", \"ts\": %.3f, \"dur\": %.3f, \"pid\": 1, "
+                "\"tid\": 1, \"args\": {\"layer\": %d}}",
+                name, nl_phase_name((NlPhase)ev[i].phase), 1e6 * ev[i].start, 1e6 * ev[i].duration, ev[i].layer);
     }
     fputs("\n]}\n", f);
     return ferror(f) ? -1 : 0;
@@ -186,20 +195,21 @@ static void join(char *buf, size_t len, const double *v, int count, const char *
     }
 }
 
-int nl_report_compare_text(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n, const NlCompareInfo *info) {
+int nl_report_compare_text(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n,
+                           const NlCompareInfo *info) {
     fprintf(f, "normlab compare: %s (%zu characters scored); rows measured %s; speeds are medians of %d run%s\n",
             info->text, n ? rows[0].chars : 0, info->threads > 1 ? "side by side on several threads" : "one at a time",
             info->repeats, info->repeats == 1 ? "" : "s");
-    fprintf(f, "%-34s %-10s %-5s %9s %8s %9s %8s %10s %10s %7s %11s %11s\n", "model", "norm", "place", "params",
-            "MB", "bits/char", "ppl", "prefill/s", "decode/s", "norm%", "batch16 d", "cache d");
+    fprintf(f, "%-34s %-10s %-5s %9s %8s %9s %8s %10s %10s %7s %11s %11s\n", "model", "norm", "place", "params", "MB",
+            "bits/char", "ppl", "prefill/s", "decode/s", "norm%", "batch16 d", "cache d");
     for (size_t i = 0; i < n; i++) {
         const NlCompareRow *r = &rows[i];
         char norm[16], place[8];
         snprintf(norm, sizeof norm, "%s%s", nl_config_norm_name(r->norm), r->swapped_norm ? "*" : "");
         snprintf(place, sizeof place, "%s%s", nl_config_placement_name(r->placement), r->swapped_placement ? "*" : "");
-        fprintf(f, "%-34s %-10s %-5s %9zu %8.3f %9.4f %8.3f %10.0f %10.0f %6.1f%% %11.3g %11.3g\n", labels[i], norm, place,
-                r->parameters, r->weight_bytes / 1e6, r->bits_per_char, r->perplexity, r->prefill_tok_s, r->decode_tok_s,
-                100 * r->norm_share, r->batch_diff, r->cache_diff);
+        fprintf(f, "%-34s %-10s %-5s %9zu %8.3f %9.4f %8.3f %10.0f %10.0f %6.1f%% %11.3g %11.3g\n", labels[i], norm,
+                place, r->parameters, r->weight_bytes / 1e6, r->bits_per_char, r->perplexity, r->prefill_tok_s,
+                r->decode_tok_s, 100 * r->norm_share, r->batch_diff, r->cache_diff);
     }
     fprintf(f, "(* run otherwise than trained; d = largest |logit difference|: batch16 = alone vs in a batch of 16,\n"
                " cache = full prefill vs KV-cache decoding; 0 means bit-identical)\n");
@@ -226,7 +236,8 @@ int nl_report_compare_text(FILE *f, const NlCompareRow *rows, const char *const 
                 char as[40];
                 snprintf(as, sizeof as, "%s%s/%s%s", nl_config_norm_name(rows[i].norm), rows[i].swapped_norm ? "*" : "",
                          nl_config_placement_name(rows[i].placement), rows[i].swapped_placement ? "*" : "");
-                fprintf(f, "%-34s %-16s %-10s", labels[i], as, nl_config_norm_name(t ? NL_NORM_RMSNORM : NL_NORM_LAYERNORM));
+                fprintf(f, "%-34s %-16s %-10s", labels[i], as,
+                        nl_config_norm_name(t ? NL_NORM_RMSNORM : NL_NORM_LAYERNORM));
                 for (int k = 0; k < NL_INV_COUNT; k++) fprintf(f, " %11.3g", rows[i].invariance[t][k]);
                 fputc('\n', f);
             }
@@ -274,13 +285,15 @@ static cJSON *compare_row_json(const NlCompareRow *r, const char *label, const N
         cJSON *inv = cJSON_AddObjectToObject(o, "invariance");
         for (int t = 0; t < 2; t++) {
             cJSON *per = cJSON_AddObjectToObject(inv, nl_config_norm_name(t ? NL_NORM_RMSNORM : NL_NORM_LAYERNORM));
-            for (int k = 0; k < NL_INV_COUNT; k++) cJSON_AddNumberToObject(per, nl_invariance_name((NlInvarianceCase)k), r->invariance[t][k]);
+            for (int k = 0; k < NL_INV_COUNT; k++)
+                cJSON_AddNumberToObject(per, nl_invariance_name((NlInvarianceCase)k), r->invariance[t][k]);
         }
     }
     return o;
 }
 
-int nl_report_compare_json(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n, const NlCompareInfo *info) {
+int nl_report_compare_json(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n,
+                           const NlCompareInfo *info) {
     cJSON *a = cJSON_CreateArray();
     for (size_t i = 0; i < n; i++) cJSON_AddItemToArray(a, compare_row_json(&rows[i], labels[i], info));
     char *text = cJSON_Print(a);
@@ -292,24 +305,35 @@ int nl_report_compare_json(FILE *f, const NlCompareRow *rows, const char *const 
 
 // CSV field: quoted when it holds a comma, quote or newline.
 static void csv_field(FILE *f, const char *s) {
-    if (!strpbrk(s, ",\"\n")) { fputs(s, f); return; }
+    if (!strpbrk(s, ",\"\n")) {
+        fputs(s, f);
+        return;
+    }
     fputc('"', f);
-    for (; *s; s++) { if (*s == '"') fputc('"', f); fputc(*s, f); }
+    for (; *s; s++) {
+        if (*s == '"') fputc('"', f);
+        fputc(*s, f);
+    }
     fputc('"', f);
 }
 
-int nl_report_compare_csv(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n, const NlCompareInfo *info) {
+int nl_report_compare_csv(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n,
+                          const NlCompareInfo *info) {
     int L = 0;
     for (size_t i = 0; i < n; i++) L = rows[i].n_layer > L ? rows[i].n_layer : L;
-    fputs("model,norm,placement,override,parameters,weight_bytes,text,chars,nats_per_char,bits_per_char,perplexity,threads,repeats,"
+    fputs("model,norm,placement,override,parameters,weight_bytes,text,chars,nats_per_char,bits_per_char,perplexity,"
+          "threads,repeats,"
           "prefill_tok_s,prefill_tok_s_min,prefill_tok_s_max,decode_tok_s,decode_tok_s_min,decode_tok_s_max,"
-          "norm_time_share,batch16_max_logit_diff,cache_max_logit_diff", f);
+          "norm_time_share,batch16_max_logit_diff,cache_max_logit_diff",
+          f);
     for (int l = 0; l <= L; l++) fprintf(f, ",residual_rms_%d", l);
     for (int l = 0; l <= L; l++) fprintf(f, ",residual_abs_mean_%d", l);
     for (int l = 0; l <= L; l++) fprintf(f, ",norm_std_%d", l);
     if (info->invariance)
         for (int t = 0; t < 2; t++)
-            for (int k = 0; k < NL_INV_COUNT; k++) fprintf(f, ",invariance_%s_%s", nl_config_norm_name(t ? NL_NORM_RMSNORM : NL_NORM_LAYERNORM), nl_invariance_name((NlInvarianceCase)k));
+            for (int k = 0; k < NL_INV_COUNT; k++)
+                fprintf(f, ",invariance_%s_%s", nl_config_norm_name(t ? NL_NORM_RMSNORM : NL_NORM_LAYERNORM),
+                        nl_invariance_name((NlInvarianceCase)k));
     fputc('\n', f);
     for (size_t i = 0; i < n; i++) {
         const NlCompareRow *r = &rows[i];
@@ -317,10 +341,10 @@ int nl_report_compare_csv(FILE *f, const NlCompareRow *rows, const char *const *
         fprintf(f, ",%s,%s,%s,%zu,%zu,", nl_config_norm_name(r->norm), nl_config_placement_name(r->placement),
                 override_name(r), r->parameters, r->weight_bytes);
         csv_field(f, info->text);
-        fprintf(f, ",%zu,%.9g,%.9g,%.9g,%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g",
-                r->chars, r->nats_per_char, r->bits_per_char, r->perplexity, info->threads, info->repeats,
-                r->prefill_tok_s, r->prefill_tok_s_min, r->prefill_tok_s_max, r->decode_tok_s, r->decode_tok_s_min,
-                r->decode_tok_s_max, r->norm_share, r->batch_diff, r->cache_diff);
+        fprintf(f, ",%zu,%.9g,%.9g,%.9g,%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g", r->chars, r->nats_per_char,
+                r->bits_per_char, r->perplexity, info->threads, info->repeats, r->prefill_tok_s, r->prefill_tok_s_min,
+                r->prefill_tok_s_max, r->decode_tok_s, r->decode_tok_s_min, r->decode_tok_s_max, r->norm_share,
+                r->batch_diff, r->cache_diff);
         int nstd = r->n_layer + (r->placement == NL_PLACE_PRE);
         for (int l = 0; l <= L; l++) l <= r->n_layer ? fprintf(f, ",%.6g", r->residual_rms[l]) : fputs(",", f);
         for (int l = 0; l <= L; l++) l <= r->n_layer ? fprintf(f, ",%.6g", r->residual_abs_mean[l]) : fputs(",", f);

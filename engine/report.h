@@ -9,10 +9,10 @@
 #include "normlab_lab.h"
 
 typedef struct {
-    const char *model;     // path shown in the header
-    int blas_threads;      // threads OpenBLAS was told to use
-    int engine_threads;    // engine worker threads (each profiled; their times are summed)
-    const char *blas_core;         // OpenBLAS's kernel family (nl_blas_core)
+    const char *model;  // path shown in the header
+    int blas_threads;  // threads OpenBLAS was told to use
+    int engine_threads;  // engine worker threads (each profiled; their times are summed)
+    const char *blas_core;  // OpenBLAS's kernel family (nl_blas_core)
     const char *blas_core_source;  // who chose it: "openblas", "environment" or "normlab"
 } NlReportInfo;
 
@@ -22,14 +22,17 @@ int nl_report_trace(FILE *f, const NlProfiler *prof, const NlReportInfo *info);
 
 // `normlab compare` rows: labels[i] names the model of rows[i].
 typedef struct {
-    const char *text;   // the text file scored
-    int threads;        // worker threads measuring rows (1: one row at a time)
+    const char *text;  // the text file scored
+    int threads;  // worker threads measuring rows (1: one row at a time)
     int repeats;
-    int invariance;     // rows carry the invariance experiment
+    int invariance;  // rows carry the invariance experiment
 } NlCompareInfo;
 
-int nl_report_compare_text(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n, const NlCompareInfo *info);
-int nl_report_compare_json(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n, const NlCompareInfo *info);
-int nl_report_compare_csv(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n, const NlCompareInfo *info);
+int nl_report_compare_text(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n,
+                           const NlCompareInfo *info);
+int nl_report_compare_json(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n,
+                           const NlCompareInfo *info);
+int nl_report_compare_csv(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n,
+                          const NlCompareInfo *info);
 
 #endif

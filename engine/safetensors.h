@@ -17,15 +17,15 @@
 #define ST_MAX_HEADER ((size_t)100 * 1000 * 1000)
 
 typedef struct {
-    char *name;                  // owned
+    char *name;  // owned
     int ndim;
     size_t shape[ST_MAX_DIMS];
     size_t nbytes;
-    const unsigned char *data;   // borrowed from the parsed buffer; may be unaligned
+    const unsigned char *data;  // borrowed from the parsed buffer; may be unaligned
 } StTensor;
 
 typedef struct {
-    StTensor *tensors;           // (n) in file order
+    StTensor *tensors;  // (n) in file order
     size_t n;
     char **meta_keys, **meta_values;  // (n_meta) owned
     size_t n_meta;

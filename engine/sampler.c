@@ -18,8 +18,8 @@ struct NlSampler {
     Candidate *cands;  // (V) scratch: sorted by descending probability up to n_sorted
     Candidate *spare;  // (V) scratch for the radix sort
     int n_sorted;
-    int *ids;          // (V) kept candidate ids, by descending probability
-    double *probs;     // (V) their renormalised probabilities
+    int *ids;  // (V) kept candidate ids, by descending probability
+    double *probs;  // (V) their renormalised probabilities
 };
 
 static uint64_t splitmix64(uint64_t *x) {
@@ -55,7 +55,8 @@ int nl_sampler_create(NlSampler **out, int vocab_size, NlSamplerParams params, u
         !(params.top_p > 0.0 && params.top_p <= 1.0)) {  // written so that NaN fails too
         nl_error(err, NL_ERR_ARG,
                  "sampler: need vocab_size >= 1, a finite temperature >= 0, top_k >= 0 and top_p in (0, 1]; "
-                 "got %d, %g, %d, %g", vocab_size, params.temperature, params.top_k, params.top_p);
+                 "got %d, %g, %d, %g",
+                 vocab_size, params.temperature, params.top_k, params.top_p);
         return -1;
     }
     NlSampler *s = calloc(1, sizeof *s);

@@ -11,16 +11,16 @@
 typedef struct {
     double rms, abs_mean;  // sums over positions of the residual stream's RMS and |mean|
     uint64_t positions;
-    double norm_std;       // sum over positions (of both norms) of the output's std
+    double norm_std;  // sum over positions (of both norms) of the output's std
     uint64_t norm_positions;
 } LayerStats;
 
 struct NlStats {
     NlConfig cfg;
-    LayerStats *layers;    // (L + 1)
+    LayerStats *layers;  // (L + 1)
     int invariance;
     double max_change[2][NL_INV_COUNT];  // [norm type][case]
-    float *scratch;        // (3, max_rows, D) perturbed input, reference and perturbed outputs
+    float *scratch;  // (3, max_rows, D) perturbed input, reference and perturbed outputs
     size_t max_rows;
 };
 
@@ -58,7 +58,10 @@ void nl_stats_residual(NlStats *s, int layer, const float *x, size_t rows) {
     LayerStats *ls = &s->layers[layer];
     for (size_t r = 0; r < rows; r++, x += D) {
         double sum = 0.0, sq = 0.0;
-        for (size_t i = 0; i < D; i++) { sum += x[i]; sq += (double)x[i] * x[i]; }
+        for (size_t i = 0; i < D; i++) {
+            sum += x[i];
+            sq += (double)x[i] * x[i];
+        }
         ls->rms += sqrt(sq / (double)D);
         ls->abs_mean += fabs(sum / (double)D);
     }
@@ -101,9 +104,15 @@ void nl_stats_norm(NlStats *s, int layer, const float *in, const float *out, NlN
 
 static double per(double sum, uint64_t n) { return n ? sum / (double)n : 0.0; }
 
-double nl_stats_residual_rms(const NlStats *s, int layer) { return per(s->layers[layer].rms, s->layers[layer].positions); }
-double nl_stats_residual_abs_mean(const NlStats *s, int layer) { return per(s->layers[layer].abs_mean, s->layers[layer].positions); }
-double nl_stats_norm_std(const NlStats *s, int layer) { return per(s->layers[layer].norm_std, s->layers[layer].norm_positions); }
+double nl_stats_residual_rms(const NlStats *s, int layer) {
+    return per(s->layers[layer].rms, s->layers[layer].positions);
+}
+double nl_stats_residual_abs_mean(const NlStats *s, int layer) {
+    return per(s->layers[layer].abs_mean, s->layers[layer].positions);
+}
+double nl_stats_norm_std(const NlStats *s, int layer) {
+    return per(s->layers[layer].norm_std, s->layers[layer].norm_positions);
+}
 double nl_stats_invariance(const NlStats *s, NlNormType t, NlInvarianceCase c) {
     return s->max_change[t == NL_NORM_RMSNORM][c];  // [0] LayerNorm, [1] RMSNorm
 }

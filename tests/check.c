@@ -5,11 +5,14 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-static int passed, failed;          // the harness's counters: test binaries only
+static int passed, failed;  // the harness's counters: test binaries only
 static const char *current = "?";
 
 void check_true(int ok, const char *file, int line, const char *fmt, ...) {
-    if (ok) { passed++; return; }
+    if (ok) {
+        passed++;
+        return;
+    }
     failed++;
     va_list ap;
     va_start(ap, fmt);
@@ -34,11 +37,16 @@ int check_close(const char *what, const float *got, const double *want, size_t n
         double d = fabs((double)got[i] - want[i]);
         double excess = d - (atol + rtol * fabs(want[i]));
         if (!(d <= worst) || isnan(d)) { worst = d; }
-        if (excess > worst_excess || isnan(d)) { worst_excess = isnan(d) ? INFINITY : excess; at = i; }
+        if (excess > worst_excess || isnan(d)) {
+            worst_excess = isnan(d) ? INFINITY : excess;
+            at = i;
+        }
     }
     int ok = worst_excess <= 0.0;
-    printf("     %s: max |got - want| = %.3g over %zu values (tolerance %.1g + %.1g|want|)\n", what, worst, n, atol, rtol);
-    check_true(ok, __FILE__, __LINE__, "%s: element %zu got %.9g want %.9g", what, at, n ? got[at] : 0.0, n ? want[at] : 0.0);
+    printf("     %s: max |got - want| = %.3g over %zu values (tolerance %.1g + %.1g|want|)\n", what, worst, n, atol,
+           rtol);
+    check_true(ok, __FILE__, __LINE__, "%s: element %zu got %.9g want %.9g", what, at, n ? got[at] : 0.0,
+               n ? want[at] : 0.0);
     return ok;
 }
 

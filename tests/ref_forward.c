@@ -32,7 +32,10 @@ static RefStats *observe;
 static void observe_residual(const double *x, size_t n, size_t D, int layer) {
     for (size_t r = 0; observe && r < n; r++) {
         double sum = 0.0, sq = 0.0;
-        for (size_t i = 0; i < D; i++) { sum += x[r * D + i]; sq += x[r * D + i] * x[r * D + i]; }
+        for (size_t i = 0; i < D; i++) {
+            sum += x[r * D + i];
+            sq += x[r * D + i] * x[r * D + i];
+        }
         observe->rms[layer] += sqrt(sq / (double)D);
         observe->abs_mean[layer] += fabs(sum / (double)D);
         observe->positions[layer] += 1;
@@ -56,7 +59,8 @@ static void observe_norm(const double *in, const double *out, NlNormWeights w, c
                 for (size_t i = 0; i < D; i++) xp[i] = x[i] * SCALE[k] + SHIFT[k];
                 norm_one(a, x, w, t ? NL_NORM_RMSNORM : NL_NORM_LAYERNORM, D, eps);
                 norm_one(b, xp, w, t ? NL_NORM_RMSNORM : NL_NORM_LAYERNORM, D, eps);
-                for (size_t i = 0; i < D; i++) observe->invariance[t][k] = fmax(observe->invariance[t][k], fabs(b[i] - a[i]));
+                for (size_t i = 0; i < D; i++)
+                    observe->invariance[t][k] = fmax(observe->invariance[t][k], fabs(b[i] - a[i]));
             }
     }
 }
@@ -79,12 +83,14 @@ static void linear(double *y, const double *x, const float *W, const float *b, s
 
 static double act(double v, NlActivation a) {
     if (a == NL_ACT_GELU) return 0.5 * v * (1.0 + erf(v / sqrt(2.0)));
-    if (a == NL_ACT_GELU_TANH) return 0.5 * v * (1.0 + tanh(sqrt(2.0 / 3.14159265358979323846) * (v + 0.044715 * v * v * v)));
+    if (a == NL_ACT_GELU_TANH)
+        return 0.5 * v * (1.0 + tanh(sqrt(2.0 / 3.14159265358979323846) * (v + 0.044715 * v * v * v)));
     return v > 0 ? v : 0.0;
 }
 
 // out (n, D) = c_proj(causal multi-head attention of in (n, D))
-static void attn(double *out, const double *in, const NlLayerWeights *w, const NlConfig *c, size_t n, double *qkv, double *y) {
+static void attn(double *out, const double *in, const NlLayerWeights *w, const NlConfig *c, size_t n, double *qkv,
+                 double *y) {
     size_t D = (size_t)c->n_embd, H = (size_t)c->n_head, Dh = D / H;
     linear(qkv, in, w->attn_w, w->attn_b, n, 3 * D, D);
     for (size_t h = 0; h < H; h++)
@@ -151,7 +157,13 @@ int ref_forward(double *logits, const NlConfig *c, const NlWeights *w, const int
         }
         linear(logits, last, w->lm_head, NULL, n, V, D);
     }
-    free(x); free(xn); free(t); free(qkv); free(y); free(hid); free(ones);
+    free(x);
+    free(xn);
+    free(t);
+    free(qkv);
+    free(y);
+    free(hid);
+    free(ones);
     return rc;
 }
 

@@ -24,8 +24,9 @@ int main(int argc, char **argv) {
     size_t len = strlen(argv[4]), n = 0, skipped = 0, V = (size_t)cfg.vocab_size;
     int *ids = malloc((len + 1) * sizeof *ids);
     double *logits = malloc((len + 1) * V * sizeof *logits);
-    int rc = !ids || !logits || nl_tokenizer_encode(nl_model_tokenizer(m), argv[4], len, 0, ids, &n, &skipped, &err) != 0 ||
-             n == 0 || n > (size_t)cfg.block_size || ref_forward(logits, &cfg, nl_model_weights(m), ids, n) != 0;
+    int rc = !ids || !logits ||
+             nl_tokenizer_encode(nl_model_tokenizer(m), argv[4], len, 0, ids, &n, &skipped, &err) != 0 || n == 0 ||
+             n > (size_t)cfg.block_size || ref_forward(logits, &cfg, nl_model_weights(m), ids, n) != 0;
     for (size_t i = 0; !rc && i < n; i++) {
         for (size_t v = 0; v < V; v++) printf("%s%.9g", v ? ", " : "[", logits[i * V + v]);
         printf("]\n");

@@ -14,10 +14,12 @@
 #include "normlab_lab.h"
 #include "report.h"
 
-static const int TEXT[] = {2, 3, 1, 3, 2, 4, 1, 5, 2, 3, 6, 1, 7, 2, 8, 3, 0, 9, 10, 2, 3, 1, 4, 5, 6, 7, 8, 9, 2, 2, 3};
+static const int TEXT[] = {2, 3, 1,  3, 2, 4, 1, 5, 2, 3, 6, 1, 7, 2, 8, 3,
+                           0, 9, 10, 2, 3, 1, 4, 5, 6, 7, 8, 9, 2, 2, 3};
 #define N_TEXT (sizeof TEXT / sizeof TEXT[0])
 
-static int row(const char *name, NlNormType norm, NlPlacement place, int invariance, NlCompareRow *out, NlModel **keep) {
+static int row(const char *name, NlNormType norm, NlPlacement place, int invariance, NlCompareRow *out,
+               NlModel **keep) {
     NlModel *m = NULL;
     NlError err;
     NlCompareOptions o = {2, invariance, NL_FAULT_NONE};
@@ -31,7 +33,9 @@ static int row(const char *name, NlNormType norm, NlPlacement place, int invaria
 
 static void centred_stream_makes_layernorm_and_rmsnorm_agree(void) {
     NlCompareRow ln, rms;
-    if (row("centred.json", NL_NORM_LAYERNORM, NL_PLACE_PRE, 0, &ln, NULL) || row("centred.json", NL_NORM_RMSNORM, NL_PLACE_PRE, 0, &rms, NULL)) return;
+    if (row("centred.json", NL_NORM_LAYERNORM, NL_PLACE_PRE, 0, &ln, NULL) ||
+        row("centred.json", NL_NORM_RMSNORM, NL_PLACE_PRE, 0, &rms, NULL))
+        return;
     // The fixture's writes into the residual stream are zero-mean in float64 and rounded to float32,
     // so per-position means are ~1e-8: the two norms then agree to float rounding.
     for (int l = 0; l <= ln.n_layer; l++)
@@ -39,7 +43,9 @@ static void centred_stream_makes_layernorm_and_rmsnorm_agree(void) {
     CHECK(fabs(ln.nats_per_char - rms.nats_per_char) <= 1e-6 * ln.nats_per_char, "LN %.9g vs RMS %.9g nats/char",
           ln.nats_per_char, rms.nats_per_char);
     NlCompareRow plain;
-    if (row("ln-pre-bias.json", NL_NORM_LAYERNORM, NL_PLACE_PRE, 0, &plain, NULL) || row("ln-pre-bias.json", NL_NORM_RMSNORM, NL_PLACE_PRE, 0, &rms, NULL)) return;
+    if (row("ln-pre-bias.json", NL_NORM_LAYERNORM, NL_PLACE_PRE, 0, &plain, NULL) ||
+        row("ln-pre-bias.json", NL_NORM_RMSNORM, NL_PLACE_PRE, 0, &rms, NULL))
+        return;
     CHECK(fabs(plain.nats_per_char - rms.nats_per_char) > 1e-3, "an uncentred model does tell them apart: %.9g vs %.9g",
           plain.nats_per_char, rms.nats_per_char);
 }
@@ -50,7 +56,8 @@ static void batch_and_cache_agree_with_single_prefill(void) {
         NlCompareRow r;
         NlModel *m = NULL;
         if (row(names[i], NL_NORM_LAYERNORM, NL_PLACE_PRE, 0, &r, &m)) continue;
-        CHECK(r.batch_diff <= 1e-5 && r.cache_diff <= 1e-5, "%s: batch %g cache %g (tolerance 1e-5)", names[i], r.batch_diff, r.cache_diff);
+        CHECK(r.batch_diff <= 1e-5 && r.cache_diff <= 1e-5, "%s: batch %g cache %g (tolerance 1e-5)", names[i],
+              r.batch_diff, r.cache_diff);
         NlState *s = NULL;
         NlError err;
         NlEvalResult e;
@@ -59,9 +66,10 @@ static void batch_and_cache_agree_with_single_prefill(void) {
         // compare runs every row of the last layer for its statistics, eval only the scored ones:
         // products of other row counts round differently, so equal to float rounding (1e-6 relative).
         double nats = e.nll_sum / (double)e.count;
-        CHECK(fabs(nats - r.nats_per_char) <= 1e-6 * nats && r.chars == e.count, "%s: compare's nats/char %.9g is eval's %.9g",
-              names[i], r.nats_per_char, nats);
-        CHECK(r.prefill_tok_s > 0 && r.decode_tok_s > 0 && r.prefill_tok_s_min <= r.prefill_tok_s && r.prefill_tok_s <= r.prefill_tok_s_max,
+        CHECK(fabs(nats - r.nats_per_char) <= 1e-6 * nats && r.chars == e.count,
+              "%s: compare's nats/char %.9g is eval's %.9g", names[i], r.nats_per_char, nats);
+        CHECK(r.prefill_tok_s > 0 && r.decode_tok_s > 0 && r.prefill_tok_s_min <= r.prefill_tok_s &&
+                  r.prefill_tok_s <= r.prefill_tok_s_max,
               "medians between min and max");
         double share = 0.0;
         for (int k = 0; k < NL_COMP_COUNT; k++) share += r.time_share[k];
@@ -80,8 +88,8 @@ static void invariance_experiment_separates_the_norms(void) {
               nl_invariance_name((NlInvarianceCase)k), r.invariance[0][k], r.invariance[1][k]);
     CHECK(r.invariance[0][NL_INV_SHIFT_1] < 1e-4, "LN ignores a shift: %g", r.invariance[0][NL_INV_SHIFT_1]);
     // without eps, doubling the input changes either norm's output by float rounding only
-    CHECK(r.invariance[0][NL_INV_SCALE_2_EPS0] < 1e-5 && r.invariance[1][NL_INV_SCALE_2_EPS0] < 1e-5, "eps = 0: LN %g RMS %g",
-          r.invariance[0][NL_INV_SCALE_2_EPS0], r.invariance[1][NL_INV_SCALE_2_EPS0]);
+    CHECK(r.invariance[0][NL_INV_SCALE_2_EPS0] < 1e-5 && r.invariance[1][NL_INV_SCALE_2_EPS0] < 1e-5,
+          "eps = 0: LN %g RMS %g", r.invariance[0][NL_INV_SCALE_2_EPS0], r.invariance[1][NL_INV_SCALE_2_EPS0]);
     CHECK(r.invariance[1][NL_INV_SHIFT_1] > 0.01, "RMSNorm does not: %g", r.invariance[1][NL_INV_SHIFT_1]);
 }
 
@@ -99,16 +107,34 @@ static void json_rows_parse_with_stable_fields(void) {
     fclose(f);
     cJSON *root = cJSON_Parse(buf);
     CHECK(cJSON_GetArraySize(root) == 2, "one object per row");
-    static const char *const FIELDS[] = {"model", "norm", "placement", "override", "parameters", "weight_bytes", "chars",
-                                         "nats_per_char", "bits_per_char", "perplexity", "prefill_tok_s", "decode_tok_s",
-                                         "norm_time_share", "time_share", "residual_rms", "residual_abs_mean", "norm_std",
-                                         "batch16_max_logit_diff", "cache_max_logit_diff", "invariance"};
+    static const char *const FIELDS[] = {"model",
+                                         "norm",
+                                         "placement",
+                                         "override",
+                                         "parameters",
+                                         "weight_bytes",
+                                         "chars",
+                                         "nats_per_char",
+                                         "bits_per_char",
+                                         "perplexity",
+                                         "prefill_tok_s",
+                                         "decode_tok_s",
+                                         "norm_time_share",
+                                         "time_share",
+                                         "residual_rms",
+                                         "residual_abs_mean",
+                                         "norm_std",
+                                         "batch16_max_logit_diff",
+                                         "cache_max_logit_diff",
+                                         "invariance"};
     for (const cJSON *r = root ? root->child : NULL; r; r = r->next)
         for (size_t k = 0; k < sizeof FIELDS / sizeof FIELDS[0]; k++)
             CHECK(cJSON_HasObjectItem(r, FIELDS[k]), "row has %s", FIELDS[k]);
     const cJSON *second = cJSON_GetArrayItem(root, 1);
-    CHECK(second && strcmp(cJSON_GetObjectItem(second, "override")->valuestring, "norm") == 0, "the RMS row is marked as a norm override");
-    CHECK(second && cJSON_GetObjectItem(second, "bits_per_char")->valuedouble == rows[1].bits_per_char, "bits/char round-trips exactly");
+    CHECK(second && strcmp(cJSON_GetObjectItem(second, "override")->valuestring, "norm") == 0,
+          "the RMS row is marked as a norm override");
+    CHECK(second && cJSON_GetObjectItem(second, "bits_per_char")->valuedouble == rows[1].bits_per_char,
+          "bits/char round-trips exactly");
     CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(second, "residual_rms")) == 3, "L + 1 residual values");
     cJSON_Delete(root);
     free(buf);
@@ -123,7 +149,10 @@ static void statistics_match_a_double_recomputation(void) {
     for (int f = 0; f < 4; f++) {
         NlModel *m = NULL;
         NlError err;
-        if (nl_model_load(&m, fixture(names[f]), &err) != 0) { CHECK(0, "%s", err.msg); continue; }
+        if (nl_model_load(&m, fixture(names[f]), &err) != 0) {
+            CHECK(0, "%s", err.msg);
+            continue;
+        }
         const NlConfig *c = nl_model_config(m);
         size_t n = (size_t)c->block_size + 1;  // T inputs: one eval window, every position scored
         NlCompareRow r;
@@ -142,8 +171,8 @@ static void statistics_match_a_double_recomputation(void) {
         for (int l = 0; l <= c->n_layer; l++) {
             CHECK(NEAR(r.residual_rms[l], ref.rms[l]), "%s layer %d: residual RMS %.9g, reference %.9g", names[f], l,
                   r.residual_rms[l], ref.rms[l]);
-            CHECK(NEAR(r.residual_abs_mean[l], ref.abs_mean[l]), "%s layer %d: |mean| %.9g, reference %.9g", names[f], l,
-                  r.residual_abs_mean[l], ref.abs_mean[l]);
+            CHECK(NEAR(r.residual_abs_mean[l], ref.abs_mean[l]), "%s layer %d: |mean| %.9g, reference %.9g", names[f],
+                  l, r.residual_abs_mean[l], ref.abs_mean[l]);
             if (ref.norm_positions[l] > 0)
                 CHECK(NEAR(r.norm_std[l], ref.norm_std[l]), "%s layer %d: norm std %.9g, reference %.9g", names[f], l,
                       r.norm_std[l], ref.norm_std[l]);
@@ -151,15 +180,16 @@ static void statistics_match_a_double_recomputation(void) {
         }
         for (int t = 0; t < 2; t++)
             for (int k = 0; k < NL_INV_COUNT; k++)
-                CHECK(NEAR(r.invariance[t][k], ref.invariance[t][k]), "%s invariance %s %s: %.9g, reference %.9g", names[f],
-                      t ? "rmsnorm" : "layernorm", nl_invariance_name((NlInvarianceCase)k), r.invariance[t][k],
-                      ref.invariance[t][k]);
+                CHECK(NEAR(r.invariance[t][k], ref.invariance[t][k]), "%s invariance %s %s: %.9g, reference %.9g",
+                      names[f], t ? "rmsnorm" : "layernorm", nl_invariance_name((NlInvarianceCase)k),
+                      r.invariance[t][k], ref.invariance[t][k]);
 #undef NEAR
         double share = 0.0;
         for (int k = 0; k < NL_COMP_COUNT; k++) share += r.time_share[k];
         CHECK(fabs(share - 1.0) < 1e-9, "%s: time shares sum to %.12g", names[f], share);
         CHECK(fabs(r.norm_share - (r.time_share[NL_COMP_NORM1] + r.time_share[NL_COMP_NORM2] +
-                                   r.time_share[NL_COMP_FINAL_NORM])) < 1e-12, "%s: norm share is the norms' shares", names[f]);
+                                   r.time_share[NL_COMP_FINAL_NORM])) < 1e-12,
+              "%s: norm share is the norms' shares", names[f]);
         nl_model_free(m);
     }
 }
@@ -170,7 +200,10 @@ static void statistics_match_a_double_recomputation(void) {
 static void consistency_checks_report_injected_faults(void) {
     NlModel *m = NULL;
     NlError err;
-    if (nl_model_load(&m, fixture("ln-pre-bias.json"), &err) != 0) { CHECK(0, "%s", err.msg); return; }
+    if (nl_model_load(&m, fixture("ln-pre-bias.json"), &err) != 0) {
+        CHECK(0, "%s", err.msg);
+        return;
+    }
     const NlConfig *c = nl_model_config(m);
     NlRunOptions run = {c->norm, c->placement, 1, 1};
     NlCompareRow clean, cache, batch;
@@ -181,7 +214,8 @@ static void consistency_checks_report_injected_faults(void) {
     o.fault = NL_FAULT_BATCH;
     rc |= nl_compare_model(m, run, TEXT, N_TEXT, &o, &batch, &err);
     CHECK(rc == 0, "%s", err.msg);
-    CHECK(clean.cache_diff < 1e-5 && clean.batch_diff < 1e-5, "clean: cache %g batch %g", clean.cache_diff, clean.batch_diff);
+    CHECK(clean.cache_diff < 1e-5 && clean.batch_diff < 1e-5, "clean: cache %g batch %g", clean.cache_diff,
+          clean.batch_diff);
     CHECK(cache.cache_diff > 1e-3, "a wrong decoded token shows in the cache check: %g", cache.cache_diff);
     CHECK(batch.batch_diff > 1e-3, "a wrong token in the batch shows in the batch check: %g", batch.batch_diff);
     nl_model_free(m);

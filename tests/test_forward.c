@@ -16,10 +16,10 @@
 #define ATOL 2e-5
 #define RTOL 2e-5
 
-static const char *const FIXTURES[] = {"ln-pre-bias.json", "ln-pre-nobias.json", "ln-post-bias.json",
-                                       "ln-post-nobias.json", "rms-pre-bias.json", "rms-pre-nobias.json",
-                                       "rms-post-bias.json", "rms-post-nobias.json", "ln-pre-untied.json",
-                                       "rms-pre-rmsbias.json", "utf8.json", "ln-pre-t70.json"};
+static const char *const FIXTURES[] = {
+    "ln-pre-bias.json",   "ln-pre-nobias.json",   "ln-post-bias.json",  "ln-post-nobias.json",
+    "rms-pre-bias.json",  "rms-pre-nobias.json",  "rms-post-bias.json", "rms-post-nobias.json",
+    "ln-pre-untied.json", "rms-pre-rmsbias.json", "utf8.json",          "ln-pre-t70.json"};
 #define N_FIXTURES (sizeof FIXTURES / sizeof FIXTURES[0])
 
 typedef struct {
@@ -96,14 +96,20 @@ static void forward_matches_naive_reference_on_every_fixture(void) {
 static void zero_run_options_keep_the_models_config(void) {
     NlModel *m = NULL;
     NlError err;
-    if (nl_model_load(&m, fixture("rms-post-bias.json"), &err) != 0) { CHECK(0, "%s", err.msg); return; }
+    if (nl_model_load(&m, fixture("rms-post-bias.json"), &err) != 0) {
+        CHECK(0, "%s", err.msg);
+        return;
+    }
     const NlRunOptions zero = {0}, defaults = NL_RUN_DEFAULTS;
     const NlRunOptions *opts[3] = {NULL, &zero, &defaults};
     float first[9 * 11];
     int ids[] = {1, 2, 3, 4};
     for (int i = 0; i < 3; i++) {
         NlState *s = NULL;
-        if (nl_state_create(&s, m, opts[i], &err) != 0) { CHECK(0, "%s", err.msg); continue; }
+        if (nl_state_create(&s, m, opts[i], &err) != 0) {
+            CHECK(0, "%s", err.msg);
+            continue;
+        }
         const NlConfig *c = nl_state_config(s);
         CHECK(c->norm == NL_NORM_RMSNORM && c->placement == NL_PLACE_POST, "options %d run it as %s/%s", i,
               nl_config_norm_name(c->norm), nl_config_placement_name(c->placement));
@@ -121,7 +127,8 @@ static void overrides_run_every_norm_and_placement(void) {
     for (int f = 0; f < 2; f++)
         for (int norm = 0; norm < 2; norm++)
             for (int place = 0; place < 2; place++) {
-                NlRunOptions o = {norm ? NL_NORM_RMSNORM : NL_NORM_LAYERNORM, place ? NL_PLACE_POST : NL_PLACE_PRE, 1, 1};
+                NlRunOptions o = {norm ? NL_NORM_RMSNORM : NL_NORM_LAYERNORM, place ? NL_PLACE_POST : NL_PLACE_PRE, 1,
+                                  1};
                 compare_one(names[f], &o);
             }
 }
@@ -284,13 +291,15 @@ static void batched_streams_match_single_streams(void) {
         many = one;
         CHECK(nl_state_create(&many.state, one.model, &o, &err) == 0, "%s", err.msg);
         NlSampler *samplers[4];
-        for (int i = 0; i < 4; i++) nl_sampler_create(&samplers[i], one.V, (NlSamplerParams){1.0, 0, 1.0}, 40 + (uint64_t)i, &err);
+        for (int i = 0; i < 4; i++)
+            nl_sampler_create(&samplers[i], one.V, (NlSamplerParams){1.0, 0, 1.0}, 40 + (uint64_t)i, &err);
         int prompt[40];
         random_tokens(prompt, cases[c].n_prompt, one.V, 3);
         NlGenerateOptions g = {cases[c].n_new, 0};
         NlGenerateStats st;
         Streams got = {{{0}}, {0}};
-        CHECK(nl_generate_batch(many.state, samplers, 4, prompt, cases[c].n_prompt, &g, collect_stream, &got, &st, &err) == 0,
+        CHECK(nl_generate_batch(many.state, samplers, 4, prompt, cases[c].n_prompt, &g, collect_stream, &got, &st,
+                                &err) == 0,
               "%s", err.msg);
         CHECK(st.context_shifts > 0, "%s: no context shift", cases[c].name);
         for (int i = 0; i < 4; i++) {

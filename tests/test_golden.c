@@ -21,7 +21,10 @@ static cJSON *load_golden(void) {
     size_t got = buf ? fread(buf, 1, (size_t)n, f) : 0;
     fclose(f);
     cJSON *root = NULL;
-    if (buf && got == (size_t)n) { buf[n] = '\0'; root = cJSON_Parse(buf); }
+    if (buf && got == (size_t)n) {
+        buf[n] = '\0';
+        root = cJSON_Parse(buf);
+    }
     free(buf);
     return root;
 }
@@ -57,7 +60,8 @@ static double prompt_diff(NlState *st, const NlModel *m, const cJSON *prompt) {
     size_t i = 0;
     for (const cJSON *row = rows->child; row && i < n; row = row->next, i++) {
         size_t v = 0;
-        for (const cJSON *x = row->child; x && v < V; x = x->next, v++) worst = fmax(worst, fabs(got[i * V + v] - x->valuedouble));
+        for (const cJSON *x = row->child; x && v < V; x = x->next, v++)
+            worst = fmax(worst, fabs(got[i * V + v] - x->valuedouble));
     }
     return worst;
 }
@@ -79,7 +83,8 @@ static void shipped_models_match_pytorch_reference(void) {
             continue;
         }
         double worst = 0.0;
-        for (const cJSON *p = cJSON_GetObjectItem(gm, "prompts")->child; p; p = p->next) worst = fmax(worst, prompt_diff(st, m, p));
+        for (const cJSON *p = cJSON_GetObjectItem(gm, "prompts")->child; p; p = p->next)
+            worst = fmax(worst, prompt_diff(st, m, p));
         printf("     %s: worst |delta logit| vs PyTorch = %.3g (tolerance 1e-4)\n", path, worst);
         CHECK(worst <= 1e-4, "%s: worst logit difference %.3g", path, worst);
         const cJSON *ev = cJSON_GetObjectItem(gm, "eval");
@@ -88,12 +93,14 @@ static void shipped_models_match_pytorch_reference(void) {
         int *ids = malloc((len + 1) * sizeof *ids);
         size_t n = 0, skipped;
         NlError terr;
-        CHECK(text && ids && nl_tokenizer_encode(nl_model_tokenizer(m), text, len, 0, ids, &n, &skipped, &terr) == 0, "eval text");
+        CHECK(text && ids && nl_tokenizer_encode(nl_model_tokenizer(m), text, len, 0, ids, &n, &skipped, &terr) == 0,
+              "eval text");
         NlEvalResult r;
         size_t T = (size_t)nl_model_config(m)->block_size;
         if (nl_eval(st, ids, n, T / 2, &r, NULL, NULL, &err) == 0) {
             double want = cJSON_GetObjectItem(ev, "nats_per_char")->valuedouble, got = r.nll_sum / (double)r.count;
-            printf("     %s: eval %.7f nats/char, PyTorch %.7f (relative %.2g, tolerance 1e-5)\n", path, got, want, fabs(got - want) / want);
+            printf("     %s: eval %.7f nats/char, PyTorch %.7f (relative %.2g, tolerance 1e-5)\n", path, got, want,
+                   fabs(got - want) / want);
             CHECK(fabs(got - want) <= 1e-5 * want, "%s eval %.9g vs %.9g", path, got, want);
             CHECK(r.count == (size_t)cJSON_GetObjectItem(ev, "chars")->valuedouble, "scored count");
         } else {

@@ -24,7 +24,7 @@ typedef struct {
 // Adversarial rows: a large common offset with small noise, a constant row, tiny and huge scales.
 static const Input INPUTS[] = {
     {"offset 1e4 + noise 1e-2", 1e4, 1.0, 1e-2}, {"constant row", 3.0, 1.0, 0.0},
-    {"tiny scale 1e-6", 0.0, 1e-6, 1.0},        {"huge scale 1e6", 0.5, 1e6, 1.0},
+    {"tiny scale 1e-6", 0.0, 1e-6, 1.0},         {"huge scale 1e6", 0.5, 1e6, 1.0},
     {"plain N(0,1)-ish", 0.0, 1.0, 2.0},
 };
 
@@ -39,7 +39,10 @@ static void norms_match_double_reference_on_adversarial_inputs(void) {
     float x[D], g[D], b[D], out[D];
     double xd[D], want[D];
     unsigned s = 7;
-    for (int i = 0; i < D; i++) { g[i] = (float)(1.0 + uniform(&s)); b[i] = (float)uniform(&s); }
+    for (int i = 0; i < D; i++) {
+        g[i] = (float)(1.0 + uniform(&s));
+        b[i] = (float)uniform(&s);
+    }
     for (size_t k = 0; k < sizeof INPUTS / sizeof INPUTS[0]; k++) {
         fill(x, xd, &INPUTS[k], 11u + (unsigned)k);
         // Reference: ref_forward.c's double LayerNorm on the same float inputs; tolerance 1e-4 abs +
@@ -57,9 +60,17 @@ static void norms_match_double_reference_on_adversarial_inputs(void) {
 // Max |norm(a*x + c) - norm(x)| for one row.
 static double change(int rms, const float *x, double a, double c) {
     float y[D], n0[D], n1[D], g[D];
-    for (int i = 0; i < D; i++) { g[i] = 1.0f; y[i] = (float)(a * x[i] + c); }
-    if (rms) { nl_rmsnorm(n0, x, g, NULL, 1, D, 1e-12f); nl_rmsnorm(n1, y, g, NULL, 1, D, 1e-12f); }
-    else { nl_layernorm(n0, x, g, NULL, 1, D, 1e-12f); nl_layernorm(n1, y, g, NULL, 1, D, 1e-12f); }
+    for (int i = 0; i < D; i++) {
+        g[i] = 1.0f;
+        y[i] = (float)(a * x[i] + c);
+    }
+    if (rms) {
+        nl_rmsnorm(n0, x, g, NULL, 1, D, 1e-12f);
+        nl_rmsnorm(n1, y, g, NULL, 1, D, 1e-12f);
+    } else {
+        nl_layernorm(n0, x, g, NULL, 1, D, 1e-12f);
+        nl_layernorm(n1, y, g, NULL, 1, D, 1e-12f);
+    }
     double worst = 0.0;
     for (int i = 0; i < D; i++) worst = fmax(worst, fabs((double)n0[i] - n1[i]));
     return worst;
@@ -72,8 +83,10 @@ static void layernorm_invariant_to_scale_and_shift_rmsnorm_to_scale_only(void) {
     const double scales[] = {0.5, 2.0, 10.0};
     for (int k = 0; k < 3; k++) {
         // Tolerance 1e-5: float rounding of a unit-scale output; eps = 1e-12 so it cannot mask scale.
-        CHECK(change(0, x, scales[k], 0.0) < 1e-5, "LN scale %g changed output by %g", scales[k], change(0, x, scales[k], 0.0));
-        CHECK(change(1, x, scales[k], 0.0) < 1e-5, "RMS scale %g changed output by %g", scales[k], change(1, x, scales[k], 0.0));
+        CHECK(change(0, x, scales[k], 0.0) < 1e-5, "LN scale %g changed output by %g", scales[k],
+              change(0, x, scales[k], 0.0));
+        CHECK(change(1, x, scales[k], 0.0) < 1e-5, "RMS scale %g changed output by %g", scales[k],
+              change(1, x, scales[k], 0.0));
     }
     CHECK(change(0, x, 1.0, 5.0) < 1e-5, "LN shift changed output by %g", change(0, x, 1.0, 5.0));
     CHECK(change(1, x, 1.0, 5.0) > 0.1, "RMS must not be shift invariant, change %g", change(1, x, 1.0, 5.0));
@@ -83,7 +96,7 @@ static void linear_blas_matches_naive_on_odd_shapes(void) {
     // Rows below and above the sgemv/sgemm switch (6 rows; 3 for a matrix over 16 MiB, the 4100 x
     // 1025 one) and the threaded ones (16 rows and 4 MFLOP; sgemv from 1M weights). Shapes at odd k
     // are allowed 2 threads, the others 1: 64 x 256 x 129 and 1 x 1024 x 1025 get both threads.
-    const size_t shapes[][3] = {{1, 7, 5}, {3, 13, 17}, {9, 1, 33}, {1, 65, 128}, {31, 29, 23}, {5, 40, 24},
+    const size_t shapes[][3] = {{1, 7, 5},   {3, 13, 17},    {9, 1, 33},  {1, 65, 128},    {31, 29, 23},   {5, 40, 24},
                                 {6, 40, 24}, {64, 256, 129}, {2, 30, 20}, {1, 1024, 1025}, {4, 4100, 1025}};
     unsigned s = 5;
     for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
@@ -100,7 +113,12 @@ static void linear_blas_matches_naive_on_odd_shapes(void) {
         // Both sum the same float products (each below 1 in size) in a different order: the worst case
         // grows as n_in^2 * 2^-24; 1e-5 + 2e-6 n_in absolute allows the 1e-5 seen at n_in = 1025.
         check_close("sgemm/sgemv vs naive", y, want, n * o, 1e-5 + 2e-6 * (double)in, 1e-5);
-        free(x); free(w); free(b); free(y); free(yn); free(want);
+        free(x);
+        free(w);
+        free(b);
+        free(y);
+        free(yn);
+        free(want);
     }
 }
 
@@ -112,7 +130,7 @@ static void attention_softmax_is_stable(void) {
     const float key0[4] = {1000, 1000, -1000, 999};
     for (size_t j = 0; j < len; j++) {
         K[nl_key_offset(j, 0, stride)] = key0[j] * sqrtf((float)Dh);  // score = key0[j] after scaling
-        V[nl_value_offset(j, Dh, stride)] = (float)j;                  // first value element = j
+        V[nl_value_offset(j, Dh, stride)] = (float)j;  // first value element = j
     }
     nl_attend_one(out, q, K, V, stride, len, Dh, 1.0f / sqrtf((float)Dh), sc);
     // Reference: p = e^0, e^0, 0, e^-1 over 2 + e^-1; out[0] = sum_j p_j * j.
@@ -145,7 +163,10 @@ static void erf_matches_libm_double_within_4e7(void) {
     for (int i = -600000; i <= 600000; i++) {  // [-6, 6] in steps of 1e-5
         float x = (float)(i * 1e-5);
         double d = fabs((double)nl_erf(x) - erf((double)x));
-        if (d > worst) { worst = d; at = x; }
+        if (d > worst) {
+            worst = d;
+            at = x;
+        }
     }
     printf("     nl_erf vs erf (double) on [-6, 6]: max |error| %.3g at x = %.5f (tolerance 4e-7)\n", worst, at);
     CHECK(worst <= 4e-7, "nl_erf error %.3g at %g", worst, at);
@@ -158,7 +179,10 @@ static void exp_within_2_ulp_of_double_exp(void) {
     for (int i = -873000; i <= 880000; i++) {  // [-87.3, 88] in steps of 1e-4
         float x = (float)(i * 1e-4);
         double want = exp((double)x), rel = fabs((double)nl_exp(x) - want) / want;
-        if (rel > worst) { worst = rel; at = x; }
+        if (rel > worst) {
+            worst = rel;
+            at = x;
+        }
     }
     // One float ulp is 2^-23 = 1.19e-7 relative at most; libm's expf is within 1 ulp.
     printf("     nl_exp vs exp (double) on [-87.3, 88]: max relative error %.3g at x = %.4f (tolerance 2.4e-7)\n",
@@ -180,7 +204,10 @@ static void fused_attention_matches_double_reference(void) {
         float *out = malloc(Dh * sizeof *out), *sc = malloc(nl_tiles(len) * NL_TILE * sizeof *sc);
         double *want = calloc(Dh, sizeof *want), *p = malloc(len * sizeof *p), max = -INFINITY, sum = 0.0;
         for (size_t i = 0; i < Dh; i++) q[i] = (float)(2 * uniform(&seed));
-        for (size_t i = 0; i < len * Dh; i++) { K[i] = (float)(2 * uniform(&seed)); V[i] = (float)uniform(&seed); }
+        for (size_t i = 0; i < len * Dh; i++) {
+            K[i] = (float)(2 * uniform(&seed));
+            V[i] = (float)uniform(&seed);
+        }
         float scale = 1.0f / sqrtf((float)Dh);
         for (size_t j = 0; j < len; j++) {
             double d = 0.0;
@@ -201,10 +228,17 @@ static void fused_attention_matches_double_reference(void) {
                 Vc[nl_value_offset(j, Dh, stride) + i] = V[j * Dh + i];
             }
         nl_attend_one(out, q, Kc, Vc, stride, len, Dh, scale, sc);
-        free(Kc); free(Vc);
+        free(Kc);
+        free(Vc);
         // float accumulation over at most 128 keys of |v| <= 0.5: 1e-6 covers rounding.
         check_close("fused attention vs double", out, want, Dh, 1e-6, 1e-5);
-        free(q); free(K); free(V); free(out); free(sc); free(want); free(p);
+        free(q);
+        free(K);
+        free(V);
+        free(out);
+        free(sc);
+        free(want);
+        free(p);
     }
 }
 

@@ -18,11 +18,21 @@ static const char *const CONFIG =
     "\"n_embd\": 2, \"block_size\": 2, \"n_inner\": 4, \"norm\": \"layernorm\", \"placement\": \"pre\", "
     "\"norm_eps\": 1e-05, \"activation\": \"gelu\", \"bias\": false, \"tie_embeddings\": true}";
 static const char *const TOKENIZER = "{\"type\": \"char\", \"vocab\": [\"a\", \"b\", \"c\"]}";
-static const struct { const char *name; int d0, d1; } TENSORS[] = {
-    {"wte.weight", 3, 2}, {"wpe.weight", 2, 2}, {"h.0.ln_1.weight", 2, 0}, {"h.0.ln_1.bias", 2, 0},
-    {"h.0.attn.c_attn.weight", 6, 2}, {"h.0.attn.c_proj.weight", 2, 2}, {"h.0.ln_2.weight", 2, 0},
-    {"h.0.ln_2.bias", 2, 0}, {"h.0.mlp.c_fc.weight", 4, 2}, {"h.0.mlp.c_proj.weight", 2, 4},
-    {"ln_f.weight", 2, 0}, {"ln_f.bias", 2, 0}};
+static const struct {
+    const char *name;
+    int d0, d1;
+} TENSORS[] = {{"wte.weight", 3, 2},
+               {"wpe.weight", 2, 2},
+               {"h.0.ln_1.weight", 2, 0},
+               {"h.0.ln_1.bias", 2, 0},
+               {"h.0.attn.c_attn.weight", 6, 2},
+               {"h.0.attn.c_proj.weight", 2, 2},
+               {"h.0.ln_2.weight", 2, 0},
+               {"h.0.ln_2.bias", 2, 0},
+               {"h.0.mlp.c_fc.weight", 4, 2},
+               {"h.0.mlp.c_proj.weight", 2, 4},
+               {"ln_f.weight", 2, 0},
+               {"ln_f.bias", 2, 0}};
 #define N_TENSORS (sizeof TENSORS / sizeof TENSORS[0])
 #define N_FLOATS 54
 
@@ -31,10 +41,10 @@ typedef enum { F_CONFIG, F_TOKENIZER, F_HEADER } Part;
 typedef struct {
     char config[2048], tokenizer[1024], header[4096];
     float data[N_FLOATS + 4];
-    size_t n_data;           // floats written
-    size_t pad;              // spaces after the header JSON (changes data alignment)
-    long long header_len;    // -1: the true length
-    int truncate_to;         // >= 0: the safetensors file is cut to this many bytes
+    size_t n_data;  // floats written
+    size_t pad;  // spaces after the header JSON (changes data alignment)
+    long long header_len;  // -1: the true length
+    int truncate_to;  // >= 0: the safetensors file is cut to this many bytes
 } Files;
 
 static char dir[256];
@@ -110,10 +120,17 @@ static void expect_cli(const char *label, const char *expect) {
         char path[512];
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
         FILE *f = fopen(path, "r");
-        if (f) { size_t n = fread(bufs[i], 1, 4095, f); bufs[i][n] = '\0'; fclose(f); }
+        if (f) {
+            size_t n = fread(bufs[i], 1, 4095, f);
+            bufs[i][n] = '\0';
+            fclose(f);
+        }
         unlink(path);
     }
-    if (!expect) { CHECK(code == 0 && out[0], "%s (CLI): exit %d, stderr %s", label, code, err); return; }
+    if (!expect) {
+        CHECK(code == 0 && out[0], "%s (CLI): exit %d, stderr %s", label, code, err);
+        return;
+    }
     CHECK(code == 1 && out[0] == '\0' && strstr(err, expect) && strchr(err, '\n') == strrchr(err, '\n'),
           "%s (CLI): exit %d, stdout '%.40s', stderr '%s'", label, code, out, err);
 }
@@ -125,7 +142,9 @@ static void expect_load(const char *label, const char *expect) {
     NlError err = {NL_OK, ""};
     int rc = nl_model_load(&m, dir, &err);
     if (!expect) CHECK(rc == 0 && m != NULL, "%s: should load, got: %s", label, err.msg);
-    else CHECK(rc != 0 && m == NULL && strstr(err.msg, expect) != NULL, "%s: expected '%s', got rc=%d '%s'", label, expect, rc, err.msg);
+    else
+        CHECK(rc != 0 && m == NULL && strstr(err.msg, expect) != NULL, "%s: expected '%s', got rc=%d '%s'", label,
+              expect, rc, err.msg);
     CHECK(strchr(err.msg, '\n') == NULL, "%s: message is one line", label);
     nl_model_free(m);
 }
@@ -137,41 +156,55 @@ typedef struct {
 } Case;
 
 static const Case CASES[] = {
-    {"config n_embd not divisible by n_head", F_CONFIG, "\"n_head\": 1", "\"n_head\": 3", "n_embd 2 is not divisible by n_head 3"},
+    {"config n_embd not divisible by n_head", F_CONFIG, "\"n_head\": 1", "\"n_head\": 3",
+     "n_embd 2 is not divisible by n_head 3"},
     {"config n_layer zero", F_CONFIG, "\"n_layer\": 1", "\"n_layer\": 0", "\"n_layer\": 0 is outside [1, 256]"},
-    {"config fractional width", F_CONFIG, "\"n_embd\": 2", "\"n_embd\": 2.5", "\"n_embd\": expected an integer, found 2.5"},
-    {"config huge context", F_CONFIG, "\"block_size\": 2", "\"block_size\": 1e9", "\"block_size\": 1000000000 is outside"},
-    {"config unknown norm", F_CONFIG, "\"layernorm\"", "\"batchnorm\"", "\"norm\" = \"batchnorm\" is not one of: layernorm, rmsnorm"},
+    {"config fractional width", F_CONFIG, "\"n_embd\": 2", "\"n_embd\": 2.5",
+     "\"n_embd\": expected an integer, found 2.5"},
+    {"config huge context", F_CONFIG, "\"block_size\": 2", "\"block_size\": 1e9",
+     "\"block_size\": 1000000000 is outside"},
+    {"config unknown norm", F_CONFIG, "\"layernorm\"", "\"batchnorm\"",
+     "\"norm\" = \"batchnorm\" is not one of: layernorm, rmsnorm"},
     {"config unknown placement", F_CONFIG, "\"pre\"", "\"middle\"", "is not one of: pre, post"},
     {"config unknown activation", F_CONFIG, "\"gelu\"", "\"swish\"", "is not one of: gelu, gelu_tanh, relu"},
     {"config missing key", F_CONFIG, "\"vocab_size\": 3, ", "", "missing key \"vocab_size\""},
     {"config unknown key", F_CONFIG, "\"n_layer\"", "\"dropout\": 0.1, \"n_layer\"", "unknown key \"dropout\""},
-    {"config duplicate key", F_CONFIG, "\"n_layer\": 1,", "\"n_layer\": 1, \"n_layer\": 2,", "duplicate key \"n_layer\""},
+    {"config duplicate key", F_CONFIG, "\"n_layer\": 1,", "\"n_layer\": 1, \"n_layer\": 2,",
+     "duplicate key \"n_layer\""},
     {"config trailing garbage", F_CONFIG, "true}", "true} x", "unexpected data after the JSON value"},
     {"config invalid JSON", F_CONFIG, "\"n_head\": 1,", "\"n_head\": ,", "invalid JSON"},
     {"config format version", F_CONFIG, "\"version\": 1", "\"version\": 2", "version 2 is not supported"},
     {"config format name", F_CONFIG, "\"normlab\"", "\"gguf\"", "name must be \"normlab\""},
     {"config eps zero", F_CONFIG, "1e-05", "0", "\"norm_eps\" = 0 is outside"},
     {"config bias not bool", F_CONFIG, "\"bias\": false", "\"bias\": \"no\"", "\"bias\" must be true or false"},
-    {"config both mlp sizes", F_CONFIG, "\"n_inner\": 4", "\"n_inner\": 4, \"mlp_ratio\": 2", "exactly one of \"mlp_ratio\" and \"n_inner\""},
-    {"config NUL escape", F_CONFIG, "\"layernorm\"", "\"layer\\u0000norm\"", "a string in \"norm\" has a NUL character"},
-    {"config NUL in a key", F_CONFIG, "\"n_head\"", "\"n_head\\u0000x\"", "the key \"n_head\\u0000x\" has a NUL character"},
-    {"config raw newline in a value", F_CONFIG, "\"layernorm\"", "\"layer\nnorm\"", "an unescaped control character U+000A"},
-    {"config raw escape in a key", F_CONFIG, "\"n_head\"", "\"n_he\x1b[2Jad\"", "an unescaped control character U+001B"},
+    {"config both mlp sizes", F_CONFIG, "\"n_inner\": 4", "\"n_inner\": 4, \"mlp_ratio\": 2",
+     "exactly one of \"mlp_ratio\" and \"n_inner\""},
+    {"config NUL escape", F_CONFIG, "\"layernorm\"", "\"layer\\u0000norm\"",
+     "a string in \"norm\" has a NUL character"},
+    {"config NUL in a key", F_CONFIG, "\"n_head\"", "\"n_head\\u0000x\"",
+     "the key \"n_head\\u0000x\" has a NUL character"},
+    {"config raw newline in a value", F_CONFIG, "\"layernorm\"", "\"layer\nnorm\"",
+     "an unescaped control character U+000A"},
+    {"config raw escape in a key", F_CONFIG, "\"n_head\"", "\"n_he\x1b[2Jad\"",
+     "an unescaped control character U+001B"},
     {"config case-sensitive keys", F_CONFIG, "\"n_head\"", "\"N_HEAD\"", "unknown key \"N_HEAD\""},
     {"config not an object", F_CONFIG, CONFIG, "[1, 2]", "config must be a JSON object"},
     {"tokenizer duplicate entry", F_TOKENIZER, "\"c\"]", "\"a\"]", "entries 0 and 2 are the same character"},
-    {"tokenizer too many entries", F_TOKENIZER, "\"c\"]", "\"c\", \"d\"]", "tokenizer has 4 entries, config vocab_size is 3, wte.weight has 3 rows"},
+    {"tokenizer too many entries", F_TOKENIZER, "\"c\"]", "\"c\", \"d\"]",
+     "tokenizer has 4 entries, config vocab_size is 3, wte.weight has 3 rows"},
     {"tokenizer two-char entry", F_TOKENIZER, "\"b\"", "\"bb\"", "entry 1 is not exactly one valid UTF-8 character"},
     {"tokenizer empty entry", F_TOKENIZER, "\"b\"", "\"\"", "entry 1 is not exactly one"},
     {"tokenizer NUL entry", F_TOKENIZER, "\"b\"", "\"\\u0000\"", "a string in \"vocab\" has a NUL character"},
-    {"header NUL in a tensor name", F_HEADER, "\"wpe.weight\"", "\"wpe.weight\\u0000\"", "the key \"wpe.weight\\u0000\" has a NUL"},
-    {"header NUL in metadata", F_HEADER, "\"wpe.weight\"", "\"__metadata__\": {\"a\": \"b\\u0000\"}, \"wpe.weight\"", "a string in \"a\" has a NUL"},
+    {"header NUL in a tensor name", F_HEADER, "\"wpe.weight\"", "\"wpe.weight\\u0000\"",
+     "the key \"wpe.weight\\u0000\" has a NUL"},
+    {"header NUL in metadata", F_HEADER, "\"wpe.weight\"", "\"__metadata__\": {\"a\": \"b\\u0000\"}, \"wpe.weight\"",
+     "a string in \"a\" has a NUL"},
     {"tokenizer wrong type", F_TOKENIZER, "\"char\"", "\"bpe\"", "\"type\" must be \"char\""},
     {"tokenizer non-string entry", F_TOKENIZER, "\"b\"", "7", "vocab[1] is not a string"},
     {"header unsupported dtype", F_HEADER, "\"F32\"", "\"F16\"", "dtype F16 is not supported (only F32)"},
     {"header unknown dtype", F_HEADER, "\"F32\"", "\"Q4\"", "unknown dtype \"Q4\""},
-    {"header wrong shape", F_HEADER, "[2, 2], \"data_offsets\": [24", "[4, 1], \"data_offsets\": [24", "\"wpe.weight\" has shape (4, 1), expected (2, 2)"},
+    {"header wrong shape", F_HEADER, "[2, 2], \"data_offsets\": [24", "[4, 1], \"data_offsets\": [24",
+     "\"wpe.weight\" has shape (4, 1), expected (2, 2)"},
     {"header length mismatch", F_HEADER, "[3, 2]", "[3, 3]", "span 24 bytes but shape x 4 bytes is 36"},
     {"header offsets past data", F_HEADER, "[208, 216]", "[208, 220]", "past the data section (216 bytes)"},
     {"header offsets reversed", F_HEADER, "[208, 216]", "[216, 208]", "begin 216 > end 208"},
@@ -179,8 +212,10 @@ static const Case CASES[] = {
     {"header negative dimension", F_HEADER, "[3, 2]", "[-3, 2]", "shape[0]: -3 is outside"},
     {"header shape overflow", F_HEADER, "[3, 2]", "[4294967296, 4294967296, 4]", "shape product overflows"},
     {"header fractional offset", F_HEADER, "[208, 216]", "[208.5, 216]", "expected an integer"},
-    {"header missing offsets", F_HEADER, "\"shape\": [3, 2], \"data_offsets\": [0, 24]", "\"shape\": [3, 2]", "\"data_offsets\" must be [begin, end]"},
-    {"header unknown entry field", F_HEADER, "\"dtype\": \"F32\"", "\"dtype\": \"F32\", \"extra\": 1", "unknown key \"extra\""},
+    {"header missing offsets", F_HEADER, "\"shape\": [3, 2], \"data_offsets\": [0, 24]", "\"shape\": [3, 2]",
+     "\"data_offsets\" must be [begin, end]"},
+    {"header unknown entry field", F_HEADER, "\"dtype\": \"F32\"", "\"dtype\": \"F32\", \"extra\": 1",
+     "unknown key \"extra\""},
     {"header duplicate tensor", F_HEADER, "\"wpe.weight\"", "\"wte.weight\"", "duplicate key \"wte.weight\""},
     {"header metadata not string", F_HEADER, "\"test\"", "3", "__metadata__ \"source\" must be a string"},
     {"header missing tensor", F_HEADER, "\"ln_f.bias\"", "\"ln_f.beta\"", "missing tensor \"ln_f.bias\""},
@@ -192,8 +227,13 @@ static void every_malformed_file_gets_its_own_message(void) {
         Files f;
         default_files(&f);
         char *target = CASES[i].part == F_CONFIG ? f.config : CASES[i].part == F_TOKENIZER ? f.tokenizer : f.header;
-        size_t cap = CASES[i].part == F_CONFIG ? sizeof f.config : CASES[i].part == F_TOKENIZER ? sizeof f.tokenizer : sizeof f.header;
-        if (replace(target, cap, CASES[i].from, CASES[i].to) != 0) { CHECK(0, "%s: pattern not found", CASES[i].label); continue; }
+        size_t cap = CASES[i].part == F_CONFIG      ? sizeof f.config
+                     : CASES[i].part == F_TOKENIZER ? sizeof f.tokenizer
+                                                    : sizeof f.header;
+        if (replace(target, cap, CASES[i].from, CASES[i].to) != 0) {
+            CHECK(0, "%s: pattern not found", CASES[i].label);
+            continue;
+        }
         if (CASES[i].part == F_HEADER) f.pad = (8 - strlen(f.header) % 8) % 8;
         write_model(&f);
         expect_load(CASES[i].label, CASES[i].expect);
@@ -300,10 +340,18 @@ static void inline_json_models_are_checked(void) {
     char path[512];
     snprintf(path, sizeof path, "%s/inline.json", dir);
     const char *cases[][2] = {
-        {"{\"config\": CFG, \"tokenizer\": TOK, \"tensors\": {\"wte.weight\": {\"shape\": [3, 2], \"data\": [1, 2, 3, 4, 5]}}}", "data has 5 numbers, shape needs 6"},
-        {"{\"config\": CFG, \"tokenizer\": TOK, \"tensors\": {\"wte.weight\": {\"shape\": [3, 2], \"data\": [1, 2, 3, 4, 5, 6], \"dtype\": \"F32\"}}}", "unknown key \"dtype\""},
-        {"{\"config\": CFG, \"tokenizer\": TOK, \"tensors\": {\"wte.weight\": {\"shape\": [3, 2], \"data\": [1, 2, 3, 4, 5, \"x\"]}}}", "data[5] is not a number"},
-        {"{\"config\": CFG, \"tokenizer\": TOK, \"tensors\": {\"wte.weight\": {\"shape\": [3, 2], \"data\": [1, 2, 3, 4, 5, 6]}}}", "missing tensor \"wpe.weight\""},
+        {"{\"config\": CFG, \"tokenizer\": TOK, \"tensors\": {\"wte.weight\": {\"shape\": [3, 2], \"data\": [1, 2, 3, "
+         "4, 5]}}}",
+         "data has 5 numbers, shape needs 6"},
+        {"{\"config\": CFG, \"tokenizer\": TOK, \"tensors\": {\"wte.weight\": {\"shape\": [3, 2], \"data\": [1, 2, 3, "
+         "4, 5, 6], \"dtype\": \"F32\"}}}",
+         "unknown key \"dtype\""},
+        {"{\"config\": CFG, \"tokenizer\": TOK, \"tensors\": {\"wte.weight\": {\"shape\": [3, 2], \"data\": [1, 2, 3, "
+         "4, 5, \"x\"]}}}",
+         "data[5] is not a number"},
+        {"{\"config\": CFG, \"tokenizer\": TOK, \"tensors\": {\"wte.weight\": {\"shape\": [3, 2], \"data\": [1, 2, 3, "
+         "4, 5, 6]}}}",
+         "missing tensor \"wpe.weight\""},
         {"{\"config\": CFG, \"tokenizer\": TOK, \"tensors\": {}, \"extra\": 1}", "unknown key \"extra\""},
         {"{\"config\": CFG, \"tokenizer\": TOK}", "needs \"config\", \"tokenizer\" and a \"tensors\" object"},
     };
@@ -317,7 +365,8 @@ static void inline_json_models_are_checked(void) {
         fclose(fp);
         NlModel *m = NULL;
         NlError err = {NL_OK, ""};
-        CHECK(nl_model_load(&m, path, &err) != 0 && strstr(err.msg, cases[i][1]), "inline %zu: expected '%s', got '%s'", i, cases[i][1], err.msg);
+        CHECK(nl_model_load(&m, path, &err) != 0 && strstr(err.msg, cases[i][1]), "inline %zu: expected '%s', got '%s'",
+              i, cases[i][1], err.msg);
     }
     unlink(path);
 }
@@ -326,37 +375,53 @@ static void inline_json_models_are_checked(void) {
 static void errors_carry_codes(void) {
     NlModel *m = NULL;
     NlError err = {NL_OK, ""};
-    CHECK(nl_model_load(&m, "/nonexistent/model", &err) != 0 && err.code == NL_ERR_IO, "missing: %d %s", err.code, err.msg);
+    CHECK(nl_model_load(&m, "/nonexistent/model", &err) != 0 && err.code == NL_ERR_IO, "missing: %d %s", err.code,
+          err.msg);
     char tmp[] = "/tmp/normlab-codes-XXXXXX";
     if (!mkdtemp(tmp)) return;
     char path[300];
     snprintf(path, sizeof path, "%s/bad.json", tmp);
     FILE *f = fopen(path, "w");
-    if (f) { fputs("{\"config\": ", f); fclose(f); }
+    if (f) {
+        fputs("{\"config\": ", f);
+        fclose(f);
+    }
     CHECK(nl_model_load(&m, path, &err) != 0 && err.code == NL_ERR_FORMAT, "bad JSON: %d %s", err.code, err.msg);
     remove(path);
     rmdir(tmp);
-    if (nl_model_load(&m, fixture("ln-pre-bias.json"), &err) != 0) { CHECK(0, "%s", err.msg); return; }
+    if (nl_model_load(&m, fixture("ln-pre-bias.json"), &err) != 0) {
+        CHECK(0, "%s", err.msg);
+        return;
+    }
     NlState *s = NULL;
     nl_state_create(&s, m, NULL, &err);
     int ids[] = {1, 2, 3};
     NlEvalResult r;
-    CHECK(nl_eval(s, ids, 3, 999, &r, NULL, NULL, &err) != 0 && err.code == NL_ERR_ARG, "stride: %d %s", err.code, err.msg);
+    CHECK(nl_eval(s, ids, 3, 999, &r, NULL, NULL, &err) != 0 && err.code == NL_ERR_ARG, "stride: %d %s", err.code,
+          err.msg);
     nl_state_free(s);
     nl_model_free(m);
-    if (nl_model_load(&m, fixture("overflow.json"), &err) != 0) { CHECK(0, "%s", err.msg); return; }
+    if (nl_model_load(&m, fixture("overflow.json"), &err) != 0) {
+        CHECK(0, "%s", err.msg);
+        return;
+    }
     nl_state_create(&s, m, NULL, &err);
-    CHECK(nl_eval(s, ids, 3, 1, &r, NULL, NULL, &err) != 0 && err.code == NL_ERR_NUMERIC, "overflow: %d %s", err.code, err.msg);
+    CHECK(nl_eval(s, ids, 3, 1, &r, NULL, NULL, &err) != 0 && err.code == NL_ERR_NUMERIC, "overflow: %d %s", err.code,
+          err.msg);
     nl_state_free(s);
     nl_model_free(m);
     NlSampler *sp = NULL;
-    CHECK(nl_sampler_create(&sp, 0, (NlSamplerParams){1, 0, 1}, 1, &err) != 0 && err.code == NL_ERR_ARG, "sampler: %d", err.code);
+    CHECK(nl_sampler_create(&sp, 0, (NlSamplerParams){1, 0, 1}, 1, &err) != 0 && err.code == NL_ERR_ARG, "sampler: %d",
+          err.code);
 }
 
 int main(void) {
     RUN(errors_carry_codes);
     snprintf(dir, sizeof dir, "/tmp/normlab-loader-XXXXXX");
-    if (!mkdtemp(dir)) { perror("mkdtemp"); return 1; }
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
     RUN(every_malformed_file_gets_its_own_message);
     RUN(container_level_faults);
     RUN(valid_and_unaligned_models_load_and_agree);

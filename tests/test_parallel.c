@@ -51,18 +51,23 @@ static int eval_on(const NlModel *m, int workers, int batch, const int *ids, siz
 static void eval_is_the_same_bits_on_1_2_and_4_threads_and_every_thread_works(void) {
     NlModel *m = NULL;
     NlError err;
-    if (nl_model_load(&m, fixture("ln-pre-t70.json"), &err) != 0) { CHECK(0, "%s", err.msg); return; }
+    if (nl_model_load(&m, fixture("ln-pre-t70.json"), &err) != 0) {
+        CHECK(0, "%s", err.msg);
+        return;
+    }
     size_t n = 3000;  // 1 + ceil((2999 - 70) / 35) = 85 windows: 22 groups of 4
     int *ids = make_text(n, nl_model_config(m)->vocab_size);
     NlEvalResult one, many;
     uint64_t pos1[MAX_WORKERS], pos[MAX_WORKERS];
     if (eval_on(m, 1, 4, ids, n, 35, &one, pos1) == 0) {
         CHECK(one.count == n - 1, "scored %zu of %zu", one.count, n - 1);
-        CHECK(pos1[0] == 85 * 70, "one worker ran %llu positions, expected 85 windows of 70", (unsigned long long)pos1[0]);
+        CHECK(pos1[0] == 85 * 70, "one worker ran %llu positions, expected 85 windows of 70",
+              (unsigned long long)pos1[0]);
         for (int w = 2; w <= MAX_WORKERS; w += 2) {
             if (eval_on(m, w, 4, ids, n, 35, &many, pos) != 0) continue;
             CHECK(memcmp(&many.nll_sum, &one.nll_sum, sizeof one.nll_sum) == 0 && many.count == one.count,
-                  "%d workers: %.17g over %zu, 1 worker: %.17g over %zu", w, many.nll_sum, many.count, one.nll_sum, one.count);
+                  "%d workers: %.17g over %zu, 1 worker: %.17g over %zu", w, many.nll_sum, many.count, one.nll_sum,
+                  one.count);
             uint64_t total = 0;
             for (int i = 0; i < w; i++) {
                 CHECK(pos[i] > 0, "worker %d of %d ran no window", i, w);
@@ -74,8 +79,8 @@ static void eval_is_the_same_bits_on_1_2_and_4_threads_and_every_thread_works(vo
     }
     // Batching changes only the order of float sums: 1 window per call against 4, to 1e-6 relative.
     if (eval_on(m, 1, 1, ids, n, 35, &many, pos) == 0)
-        CHECK(fabs(many.nll_sum - one.nll_sum) <= 1e-6 * fabs(one.nll_sum), "batch 1: %.9g, batch 4: %.9g", many.nll_sum,
-              one.nll_sum);
+        CHECK(fabs(many.nll_sum - one.nll_sum) <= 1e-6 * fabs(one.nll_sum), "batch 1: %.9g, batch 4: %.9g",
+              many.nll_sum, one.nll_sum);
     free(ids);
     nl_model_free(m);
 }
@@ -83,7 +88,10 @@ static void eval_is_the_same_bits_on_1_2_and_4_threads_and_every_thread_works(vo
 static void eval_reports_the_first_non_finite_loss_whatever_the_threads(void) {
     NlModel *m = NULL;
     NlError err;
-    if (nl_model_load(&m, fixture("overflow.json"), &err) != 0) { CHECK(0, "%s", err.msg); return; }
+    if (nl_model_load(&m, fixture("overflow.json"), &err) != 0) {
+        CHECK(0, "%s", err.msg);
+        return;
+    }
     int *ids = make_text(400, nl_model_config(m)->vocab_size);
     char first[sizeof err.msg] = "";
     for (int w = 1; w <= 3; w++) {
@@ -126,12 +134,14 @@ static int generate_on(const NlModel *m, int workers, Streams *out, uint64_t *po
         if (rc == 0) rc = nl_profiler_create(&profs[i], c, 0, 0, &err);
         if (rc == 0) nl_state_set_profiler(states[i], profs[i]);
     }
-    for (int i = 0; i < 7 && rc == 0; i++) rc = nl_sampler_create(&samplers[i], c->vocab_size, (NlSamplerParams){0.9, 0, 1.0}, 40 + (uint64_t)i, &err);
+    for (int i = 0; i < 7 && rc == 0; i++)
+        rc = nl_sampler_create(&samplers[i], c->vocab_size, (NlSamplerParams){0.9, 0, 1.0}, 40 + (uint64_t)i, &err);
     const int prompt[] = {1, 2, 3};
     NlGenerateOptions g = {60, 0};
     NlGenerateStats st;
     memset(out, 0, sizeof *out);
-    if (rc == 0) rc = nl_generate_parallel(states, (size_t)workers, samplers, 7, prompt, 3, &g, collect, out, &st, &err);
+    if (rc == 0)
+        rc = nl_generate_parallel(states, (size_t)workers, samplers, 7, prompt, 3, &g, collect, out, &st, &err);
     CHECK(rc == 0, "generate on %d workers: %s", workers, err.msg);
     CHECK(rc != 0 || st.decode_tokens == 59, "%zu decode steps, expected 59", st.decode_tokens);
     for (int i = 0; i < workers; i++) {
@@ -146,7 +156,10 @@ static int generate_on(const NlModel *m, int workers, Streams *out, uint64_t *po
 static void sample_streams_are_the_same_tokens_on_1_2_and_3_threads(void) {
     NlModel *m = NULL;
     NlError err;
-    if (nl_model_load(&m, fixture("ln-pre-t70.json"), &err) != 0) { CHECK(0, "%s", err.msg); return; }
+    if (nl_model_load(&m, fixture("ln-pre-t70.json"), &err) != 0) {
+        CHECK(0, "%s", err.msg);
+        return;
+    }
     Streams one, many;
     uint64_t pos[MAX_WORKERS];
     if (generate_on(m, 1, &one, pos) == 0) {
@@ -163,7 +176,10 @@ static void sample_streams_are_the_same_tokens_on_1_2_and_3_threads(void) {
 static void merged_profiles_add_up_and_count_threads(void) {
     NlModel *m = NULL;
     NlError err;
-    if (nl_model_load(&m, fixture("ln-pre-t70.json"), &err) != 0) { CHECK(0, "%s", err.msg); return; }
+    if (nl_model_load(&m, fixture("ln-pre-t70.json"), &err) != 0) {
+        CHECK(0, "%s", err.msg);
+        return;
+    }
     NlProfiler *a = NULL, *b = NULL;
     const NlConfig *c = nl_model_config(m);
     nl_profiler_create(&a, c, 0, 0, &err);
@@ -177,7 +193,8 @@ static void merged_profiles_add_up_and_count_threads(void) {
     const NlProfileCell *q = nl_profiler_cell(a, NL_PHASE_PREFILL, 0, NL_COMP_QKV);
     CHECK(q->calls == 2 && q->tokens == 15, "merged qkv: %llu calls, %llu tokens", (unsigned long long)q->calls,
           (unsigned long long)q->tokens);
-    CHECK(nl_profiler_tokens(a, NL_PHASE_PREFILL) == 10, "positions %llu", (unsigned long long)nl_profiler_tokens(a, NL_PHASE_PREFILL));
+    CHECK(nl_profiler_tokens(a, NL_PHASE_PREFILL) == 10, "positions %llu",
+          (unsigned long long)nl_profiler_tokens(a, NL_PHASE_PREFILL));
     CHECK(nl_profiler_threads(a) == 2, "threads %d", nl_profiler_threads(a));
     nl_profiler_free(a);
     nl_profiler_free(b);
@@ -196,31 +213,32 @@ static void blas_choice_follows_the_table(void) {
         int opt_out;
         const char *want;  // NULL: keep
     } cases[] = {
-        {"Prescott", avx512, NULL, 0, "SkylakeX"},       // the 2024 Xeon of the issue
-        {"Prescott", avx2, NULL, 0, "Haswell"},          // an AVX2 CPU that OpenBLAS does not know
-        {"prescott", avx512, NULL, 0, "SkylakeX"},       // names compare without case
+        {"Prescott", avx512, NULL, 0, "SkylakeX"},  // the 2024 Xeon of the issue
+        {"Prescott", avx2, NULL, 0, "Haswell"},  // an AVX2 CPU that OpenBLAS does not know
+        {"prescott", avx512, NULL, 0, "SkylakeX"},  // names compare without case
         {"Nehalem", avx2, NULL, 0, "Haswell"},
-        {"Sandybridge", avx2, NULL, 0, "Haswell"},       // AVX kernels on an AVX2 CPU
-        {"Haswell", avx512, NULL, 0, "SkylakeX"},        // AVX2 kernels on an AVX-512 CPU
+        {"Sandybridge", avx2, NULL, 0, "Haswell"},  // AVX kernels on an AVX2 CPU
+        {"Haswell", avx512, NULL, 0, "SkylakeX"},  // AVX2 kernels on an AVX-512 CPU
         {"Prescott", avx512f_only, NULL, 0, "Haswell"},  // AVX-512F without BW/VL/DQ is not SkylakeX
-        {"Prescott", avx, NULL, 0, NULL},                // nothing better that normlab picks
-        {"Prescott", sse, NULL, 0, NULL},                // a real SSE3 CPU
-        {"Zen", avx2, NULL, 0, NULL},                    // OpenBLAS already right
+        {"Prescott", avx, NULL, 0, NULL},  // nothing better that normlab picks
+        {"Prescott", sse, NULL, 0, NULL},  // a real SSE3 CPU
+        {"Zen", avx2, NULL, 0, NULL},  // OpenBLAS already right
         {"Cooperlake", avx512, NULL, 0, NULL},
         {"SkylakeX", avx512, NULL, 0, NULL},
         {"Haswell", avx2, NULL, 0, NULL},
-        {"Prescott", avx512, "Prescott", 0, NULL},       // the environment set it: never overridden
+        {"Prescott", avx512, "Prescott", 0, NULL},  // the environment set it: never overridden
         {"Haswell", avx512, "Haswell", 0, NULL},
-        {"Prescott", avx512, "", 0, "SkylakeX"},         // set but empty counts as unset
-        {"Prescott", avx512, NULL, 1, NULL},             // NORMLAB_BLAS_AUTO=0
-        {"NeoverseN2", avx512, NULL, 0, NULL},           // a family this table does not know
+        {"Prescott", avx512, "", 0, "SkylakeX"},  // set but empty counts as unset
+        {"Prescott", avx512, NULL, 1, NULL},  // NORMLAB_BLAS_AUTO=0
+        {"NeoverseN2", avx512, NULL, 0, NULL},  // a family this table does not know
         {NULL, avx512, NULL, 0, NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const char *got = nl_blas_choose_core(cases[i].reported, cases[i].cpu, cases[i].env, cases[i].opt_out);
         int same = (!got && !cases[i].want) || (got && cases[i].want && strcmp(got, cases[i].want) == 0);
-        CHECK(same, "case %zu (%s, env %s, opt-out %d): got %s, want %s", i, cases[i].reported ? cases[i].reported : "NULL",
-              cases[i].env ? cases[i].env : "unset", cases[i].opt_out, got ? got : "keep", cases[i].want ? cases[i].want : "keep");
+        CHECK(same, "case %zu (%s, env %s, opt-out %d): got %s, want %s", i,
+              cases[i].reported ? cases[i].reported : "NULL", cases[i].env ? cases[i].env : "unset", cases[i].opt_out,
+              got ? got : "keep", cases[i].want ? cases[i].want : "keep");
     }
     CHECK(nl_blas_is_generic("Prescott") && nl_blas_is_generic("Nehalem") && !nl_blas_is_generic("Haswell") &&
               !nl_blas_is_generic("Cooperlake") && !nl_blas_is_generic("NeoverseN2"),

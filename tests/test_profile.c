@@ -14,14 +14,24 @@
 #include "report.h"
 
 // ln-pre-bias.json: V=11, D=12, H=3, F=20, T=9, L=2, LayerNorm, biases, gelu.
-static const NlConfig CFG = {.vocab_size = 11, .n_layer = 2, .n_head = 3, .n_embd = 12, .block_size = 9, .n_inner = 20,
-                             .norm = NL_NORM_LAYERNORM, .placement = NL_PLACE_PRE, .norm_eps = 1e-5,
-                             .activation = NL_ACT_GELU, .bias = 1, .tie_embeddings = 1};
+static const NlConfig CFG = {.vocab_size = 11,
+                             .n_layer = 2,
+                             .n_head = 3,
+                             .n_embd = 12,
+                             .block_size = 9,
+                             .n_inner = 20,
+                             .norm = NL_NORM_LAYERNORM,
+                             .placement = NL_PLACE_PRE,
+                             .norm_eps = 1e-5,
+                             .activation = NL_ACT_GELU,
+                             .bias = 1,
+                             .tie_embeddings = 1};
 
 static void expect_cost(NlComponent c, size_t B, size_t n, size_t ctx, double flops, double bytes) {
     double f, b;
     nl_profile_cost(&CFG, c, B, n, ctx, &f, &b);
-    CHECK(f == flops && b == bytes, "%s n=%zu ctx=%zu: %g FLOPs %g bytes, expected %g and %g", nl_component_name(c), n, ctx, f, b, flops, bytes);
+    CHECK(f == flops && b == bytes, "%s n=%zu ctx=%zu: %g FLOPs %g bytes, expected %g and %g", nl_component_name(c), n,
+          ctx, f, b, flops, bytes);
 }
 
 static void costs_match_hand_computed_formulas(void) {
@@ -90,7 +100,8 @@ static void profiling_does_not_change_the_output(void) {
     Collected a = {{0}, 0}, b = {{0}, 0};
     nl_profiler_free(generate(&a, 0));
     NlProfiler *p = generate(&b, 1);
-    CHECK(a.n == 30 && b.n == 30 && memcmp(a.tokens, b.tokens, sizeof a.tokens) == 0, "same tokens with the profiler on");
+    CHECK(a.n == 30 && b.n == 30 && memcmp(a.tokens, b.tokens, sizeof a.tokens) == 0,
+          "same tokens with the profiler on");
     // 30 tokens: 1 prefill of 3 positions, 29 decode steps (context shifts re-prefill 3 positions each)
     CHECK(nl_profiler_cell(p, NL_PHASE_PREFILL, 0, NL_COMP_QKV)->calls == 1, "one prefill call per layer");
     CHECK(nl_profiler_cell(p, NL_PHASE_DECODE, 1, NL_COMP_QKV)->calls == 29, "29 decode calls per layer: %llu",
@@ -118,13 +129,19 @@ static void json_report_has_stable_fields_and_covers_the_wall(void) {
     Collected c = {{0}, 0};
     NlProfiler *p = generate(&c, 1);
     cJSON *root = report_json(p, 0);
-    if (!root) { nl_profiler_free(p); return; }
-    CHECK(cJSON_IsString(cJSON_GetObjectItem(root, "model")) && cJSON_IsNumber(cJSON_GetObjectItem(root, "blas_threads")) &&
-          cJSON_IsNumber(cJSON_GetObjectItem(root, "engine_threads")) && cJSON_IsBool(cJSON_GetObjectItem(root, "hw_counters")), "top-level fields");
+    if (!root) {
+        nl_profiler_free(p);
+        return;
+    }
+    CHECK(cJSON_IsString(cJSON_GetObjectItem(root, "model")) &&
+              cJSON_IsNumber(cJSON_GetObjectItem(root, "blas_threads")) &&
+              cJSON_IsNumber(cJSON_GetObjectItem(root, "engine_threads")) &&
+              cJSON_IsBool(cJSON_GetObjectItem(root, "hw_counters")),
+          "top-level fields");
     const cJSON *phases = cJSON_GetObjectItem(root, "phases");
     CHECK(cJSON_GetArraySize(phases) == 2, "prefill and decode");
-    static const char *const ROW_FIELDS[] = {"layer", "component", "calls", "tokens", "seconds", "us_per_token", "share",
-                                             "flops", "gflops_per_s", "bytes", "gb_per_s"};
+    static const char *const ROW_FIELDS[] = {"layer", "component", "calls",        "tokens", "seconds", "us_per_token",
+                                             "share", "flops",     "gflops_per_s", "bytes",  "gb_per_s"};
     for (const cJSON *ph = phases ? phases->child : NULL; ph; ph = ph->next) {
         double wall = cJSON_GetObjectItem(ph, "wall_seconds")->valuedouble, sum = 0.0;
         const cJSON *rows = cJSON_GetObjectItem(ph, "rows");
@@ -135,10 +152,12 @@ static void json_report_has_stable_fields_and_covers_the_wall(void) {
             sum += cJSON_GetObjectItem(r, "seconds")->valuedouble;
         }
         double uncovered = cJSON_GetObjectItem(ph, "uncovered_seconds")->valuedouble;
-        CHECK(fabs(sum + uncovered - wall) <= 1e-9 * (1 + wall), "rows %.9g + uncovered %.9g = wall %.9g", sum, uncovered, wall);
+        CHECK(fabs(sum + uncovered - wall) <= 1e-9 * (1 + wall), "rows %.9g + uncovered %.9g = wall %.9g", sum,
+              uncovered, wall);
         CHECK(sum <= wall * (1 + 1e-9), "rows never exceed the phase wall time");
         CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(ph, "layer_totals")) == 2, "a total per layer");
-        CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(ph, "component_totals")) == NL_COMP_COUNT, "a total per component");
+        CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(ph, "component_totals")) == NL_COMP_COUNT,
+              "a total per component");
     }
     cJSON_Delete(root);
     nl_profiler_free(p);
@@ -148,7 +167,10 @@ static void trace_nests_components_inside_layers(void) {
     Collected c = {{0}, 0};
     NlProfiler *p = generate(&c, 1);
     cJSON *root = report_json(p, 1);
-    if (!root) { nl_profiler_free(p); return; }
+    if (!root) {
+        nl_profiler_free(p);
+        return;
+    }
     const cJSON *ev = cJSON_GetObjectItem(root, "traceEvents");
     int n_layer = 0, n_comp = 0;
     for (const cJSON *e = ev ? ev->child : NULL; e; e = e->next) {
@@ -169,14 +191,18 @@ static void trace_nests_components_inside_layers(void) {
         if (layer < 0 || strncmp(name, "layer ", 6) == 0) continue;
         const cJSON *l = e->next;
         while (l && strncmp(cJSON_GetObjectItem(l, "name")->valuestring, "layer ", 6) != 0) l = l->next;
-        if (!l) { inside = 0; break; }
+        if (!l) {
+            inside = 0;
+            break;
+        }
         double ts = cJSON_GetObjectItem(e, "ts")->valuedouble, dur = cJSON_GetObjectItem(e, "dur")->valuedouble;
         double lts = cJSON_GetObjectItem(l, "ts")->valuedouble, ldur = cJSON_GetObjectItem(l, "dur")->valuedouble;
         inside &= ts >= lts - 1e-3 && ts + dur <= lts + ldur + 1e-3;  // timestamps printed to 1 ns
     }
     CHECK(inside, "every component event lies inside its layer event");
     cJSON *other = cJSON_GetObjectItem(root, "otherData");
-    CHECK(other && strcmp(cJSON_GetObjectItem(other, "model")->valuestring, "fixture \"quoted\"") == 0, "model name escaped");
+    CHECK(other && strcmp(cJSON_GetObjectItem(other, "model")->valuestring, "fixture \"quoted\"") == 0,
+          "model name escaped");
     cJSON_Delete(root);
     nl_profiler_free(p);
 }

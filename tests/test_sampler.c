@@ -23,7 +23,10 @@ static int kept(double temp, int k, double p, int *ids_out, double *probs_out) {
     const int *ids;
     const double *probs;
     int n = nl_sampler_candidates(s, LOGITS, &ids, &probs);
-    for (int i = 0; i < n; i++) { ids_out[i] = ids[i]; probs_out[i] = probs[i]; }
+    for (int i = 0; i < n; i++) {
+        ids_out[i] = ids[i];
+        probs_out[i] = probs[i];
+    }
     nl_sampler_free(s);
     return n;
 }
@@ -90,7 +93,9 @@ static void same_seed_same_stream_and_seed_zero_is_valid(void) {
     }
     CHECK(same, "seed 0 twice gives the same stream");
     CHECK(differs, "seeds 0 and 1 give different streams");
-    nl_sampler_free(a); nl_sampler_free(b); nl_sampler_free(c);
+    nl_sampler_free(a);
+    nl_sampler_free(b);
+    nl_sampler_free(c);
 }
 
 static void non_finite_logits_are_reported_not_sampled(void) {
@@ -122,7 +127,8 @@ static void lazy_sort_draws_equal_the_inverse_cdf_over_all_candidates(void) {
         for (size_t c = 0; c < sizeof params / sizeof params[0]; c++) {
             NlSampler *lazy = NULL, *full = NULL;
             NlError err;
-            CHECK(nl_sampler_create(&lazy, V, params[c], 77 + c, &err) == 0 && nl_sampler_create(&full, V, params[c], 1, &err) == 0,
+            CHECK(nl_sampler_create(&lazy, V, params[c], 77 + c, &err) == 0 &&
+                      nl_sampler_create(&full, V, params[c], 1, &err) == 0,
                   "%s", err.msg);
             NlRng rng;
             nl_rng_seed(&rng, 77 + c);
@@ -139,7 +145,11 @@ static void lazy_sort_draws_equal_the_inverse_cdf_over_all_candidates(void) {
                 double u = nl_rng_uniform(&rng), cum = 0.0;
                 for (int i = 0; i < n; i++) {
                     cum += probs[i];
-                    if (u < cum) { want = ids[i]; at = i; break; }
+                    if (u < cum) {
+                        want = ids[i];
+                        at = i;
+                        break;
+                    }
                 }
                 deep += at >= 16;
                 mismatches += nl_sampler_sample(lazy, logits) != want;
@@ -167,7 +177,8 @@ static void candidates_are_sorted_with_ties_by_id(void) {
         float *logits = malloc((size_t)V * sizeof *logits);
         char *seen = calloc((size_t)V, 1);
         for (int round = 0; round < 4; round++) {
-            for (int i = 0; i < V; i++) logits[i] = (float)(round % 2 ? 0.25 * floor(16.0 * nl_rng_uniform(&gen)) : 8.0 * nl_rng_uniform(&gen));
+            for (int i = 0; i < V; i++)
+                logits[i] = (float)(round % 2 ? 0.25 * floor(16.0 * nl_rng_uniform(&gen)) : 8.0 * nl_rng_uniform(&gen));
             const int *ids;
             const double *probs;
             int n = nl_sampler_candidates(s, logits, &ids, &probs);
@@ -192,8 +203,8 @@ static void candidates_are_sorted_with_ties_by_id(void) {
 // Parameters the command line already rejects must not reach the sampler through the API either
 // (top_p = 0 used to return id 0 with a "probability" above 1).
 static void bad_parameters_are_refused(void) {
-    const NlSamplerParams bad[] = {{1.0, 0, 0.0}, {1.0, 0, -0.5}, {1.0, 0, NAN}, {1.0, 0, 1.5}, {-1.0, 0, 1.0},
-                                   {NAN, 0, 1.0}, {INFINITY, 0, 1.0}, {1.0, -3, 1.0}};
+    const NlSamplerParams bad[] = {{1.0, 0, 0.0},  {1.0, 0, -0.5}, {1.0, 0, NAN},      {1.0, 0, 1.5},
+                                   {-1.0, 0, 1.0}, {NAN, 0, 1.0},  {INFINITY, 0, 1.0}, {1.0, -3, 1.0}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         NlSampler *s = (NlSampler *)&s;  // must come back NULL
         NlError err = {NL_OK, ""};

@@ -37,7 +37,8 @@ static void tokenizer_rejects_unknown_char_with_position(void) {
     int rc = nl_tokenizer_encode(t, "abéZ", 5, 0, ids, &n, &skipped, &err);
     CHECK(rc != 0, "unknown character accepted");
     CHECK(strstr(err.msg, "'Z' (U+005A) at position 4") != NULL, "message: %s", err.msg);
-    CHECK(err.code == NL_ERR_FORMAT && strstr(err.msg, "--") == NULL, "a format error naming no flag: %d %s", err.code, err.msg);
+    CHECK(err.code == NL_ERR_FORMAT && strstr(err.msg, "--") == NULL, "a format error naming no flag: %d %s", err.code,
+          err.msg);
     rc = nl_tokenizer_encode(t, "a\tb", 3, 0, ids, &n, &skipped, &err);
     CHECK(rc != 0 && strstr(err.msg, "U+0009 at position 2") != NULL, "tab described by code point: %s", err.msg);
     nl_tokenizer_free(t);

@@ -13,21 +13,33 @@ typedef struct {
 
 struct NlTokenizer {
     int n;
-    char (*pieces)[5];   // (n) NUL-terminated UTF-8, at most 4 bytes each
-    CodeEntry *by_cp;    // (n) sorted by code point
-    int ascii[128];      // code point -> id, or -1
+    char (*pieces)[5];  // (n) NUL-terminated UTF-8, at most 4 bytes each
+    CodeEntry *by_cp;  // (n) sorted by code point
+    int ascii[128];  // code point -> id, or -1
 };
 
 size_t nl_utf8_decode(const char *s, size_t len, uint32_t *cp) {
     const unsigned char *u = (const unsigned char *)s;
     if (len == 0) return 0;
-    if (u[0] < 0x80) { *cp = u[0]; return 1; }
+    if (u[0] < 0x80) {
+        *cp = u[0];
+        return 1;
+    }
     size_t n;
     uint32_t c, min;
-    if ((u[0] & 0xE0) == 0xC0) { n = 2; c = u[0] & 0x1F; min = 0x80; }
-    else if ((u[0] & 0xF0) == 0xE0) { n = 3; c = u[0] & 0x0F; min = 0x800; }
-    else if ((u[0] & 0xF8) == 0xF0) { n = 4; c = u[0] & 0x07; min = 0x10000; }
-    else return 0;
+    if ((u[0] & 0xE0) == 0xC0) {
+        n = 2;
+        c = u[0] & 0x1F;
+        min = 0x80;
+    } else if ((u[0] & 0xF0) == 0xE0) {
+        n = 3;
+        c = u[0] & 0x0F;
+        min = 0x800;
+    } else if ((u[0] & 0xF8) == 0xF0) {
+        n = 4;
+        c = u[0] & 0x07;
+        min = 0x10000;
+    } else return 0;
     if (len < n) return 0;
     for (size_t i = 1; i < n; i++) {
         if ((u[i] & 0xC0) != 0x80) return 0;
@@ -45,9 +57,15 @@ static int cmp_entry(const void *a, const void *b) {
 
 int nl_tokenizer_create(NlTokenizer **out, const char *const *pieces, int n, NlError *err) {
     *out = NULL;
-    if (n <= 0) { nl_error(err, NL_ERR_FORMAT, "vocabulary is empty"); return -1; }
+    if (n <= 0) {
+        nl_error(err, NL_ERR_FORMAT, "vocabulary is empty");
+        return -1;
+    }
     NlTokenizer *t = calloc(1, sizeof *t);
-    if (t) { t->pieces = calloc((size_t)n, sizeof *t->pieces); t->by_cp = calloc((size_t)n, sizeof *t->by_cp); }
+    if (t) {
+        t->pieces = calloc((size_t)n, sizeof *t->pieces);
+        t->by_cp = calloc((size_t)n, sizeof *t->by_cp);
+    }
     if (!t || !t->pieces || !t->by_cp) {
         nl_error(err, NL_ERR_NOMEM, "out of memory for a vocabulary of %d entries", n);
         nl_tokenizer_free(t);
@@ -106,14 +124,12 @@ static int lookup(const NlTokenizer *t, uint32_t cp) {
 
 // Describes a code point for an error message: the character itself when printable, and U+XXXX.
 static void describe(char *buf, size_t buflen, const char *bytes, size_t n, uint32_t cp) {
-    if (cp >= 0x20 && cp != 0x7F && cp != '\'')
-        snprintf(buf, buflen, "'%.*s' (U+%04X)", (int)n, bytes, (unsigned)cp);
-    else
-        snprintf(buf, buflen, "U+%04X", (unsigned)cp);
+    if (cp >= 0x20 && cp != 0x7F && cp != '\'') snprintf(buf, buflen, "'%.*s' (U+%04X)", (int)n, bytes, (unsigned)cp);
+    else snprintf(buf, buflen, "U+%04X", (unsigned)cp);
 }
 
-int nl_tokenizer_encode(const NlTokenizer *tok, const char *text, size_t len, int skip_unknown,
-                        int *ids, size_t *n_ids, size_t *n_skipped, NlError *err) {
+int nl_tokenizer_encode(const NlTokenizer *tok, const char *text, size_t len, int skip_unknown, int *ids, size_t *n_ids,
+                        size_t *n_skipped, NlError *err) {
     size_t n = 0, skipped = 0, chars = 0;
     for (size_t i = 0; i < len;) {
         uint32_t cp;

@@ -30,8 +30,8 @@ int nl_tokenizer_size(const NlTokenizer *tok);
 // Encodes len bytes of UTF-8 text into ids (room for at least len ids is always enough).
 // A character not in the vocabulary is an error naming it and its 1-based character position,
 // unless skip_unknown is set: then it is dropped and counted in *n_skipped.
-int nl_tokenizer_encode(const NlTokenizer *tok, const char *text, size_t len, int skip_unknown,
-                        int *ids, size_t *n_ids, size_t *n_skipped, NlError *err);
+int nl_tokenizer_encode(const NlTokenizer *tok, const char *text, size_t len, int skip_unknown, int *ids, size_t *n_ids,
+                        size_t *n_skipped, NlError *err);
 
 // The NUL-terminated UTF-8 bytes of token id (0 <= id < size).
 const char *nl_tokenizer_piece(const NlTokenizer *tok, int id);

@@ -43,7 +43,9 @@ static double gflops(int M, int out, int in) {
         spent += dt;
         if (flops * inner / dt / 1e9 > best) best = flops * inner / dt / 1e9;
     }
-    free(w); free(x); free(y);
+    free(w);
+    free(x);
+    free(y);
     return best;
 }
 
@@ -56,21 +58,29 @@ static double sweep_tok_s(int L, const int shapes[5][2]) {
         if ((size_t)shapes[i][0] > biggest) biggest = (size_t)shapes[i][0];
     size_t head = (size_t)shapes[4][0] * shapes[4][1];
     float *w = random_floats(per_layer * L + head), *x = random_floats(biggest * 4), *y = random_floats(biggest * 4);
-    if (!w || !x || !y) { free(w); free(x); free(y); return 0.0; }
+    if (!w || !x || !y) {
+        free(w);
+        free(x);
+        free(y);
+        return 0.0;
+    }
     double best = 1e30, spent = 0.0;
     for (int r = 0; r < 1000 && spent < 0.3; r++) {
         double t0 = now();
         const float *p = w;
         for (int l = 0; l <= L; l++)
             for (int i = l < L ? 0 : 4; i < (l < L ? 4 : 5); i++) {
-                cblas_sgemv(CblasRowMajor, CblasNoTrans, shapes[i][0], shapes[i][1], 1.0f, p, shapes[i][1], x, 1, 0.0f, y, 1);
+                cblas_sgemv(CblasRowMajor, CblasNoTrans, shapes[i][0], shapes[i][1], 1.0f, p, shapes[i][1], x, 1, 0.0f,
+                            y, 1);
                 p += (size_t)shapes[i][0] * shapes[i][1];
             }
         double dt = now() - t0;
         spent += dt;
         if (dt < best) best = dt;
     }
-    free(w); free(x); free(y);
+    free(w);
+    free(x);
+    free(y);
     return 1.0 / best;
 }
 
@@ -78,7 +88,11 @@ static double sweep_tok_s(int L, const int shapes[5][2]) {
 static double bandwidth(void) {
     size_t n = (size_t)512 << 20;
     char *a = malloc(n), *b = malloc(n);
-    if (!a || !b) { free(a); free(b); return 0.0; }
+    if (!a || !b) {
+        free(a);
+        free(b);
+        return 0.0;
+    }
     memset(a, 1, n);
     memset(b, 2, n);
     double best = 0.0;
@@ -89,22 +103,30 @@ static double bandwidth(void) {
         if (gbs > best) best = gbs;
         a[r] = b[r + 1];
     }
-    free(a); free(b);
+    free(a);
+    free(b);
     return best;
 }
 
 int main(int argc, char **argv) {
-    if (argc != 7) { fprintf(stderr, "usage: blasbench D F V T THREADS L\n"); return 2; }
+    if (argc != 7) {
+        fprintf(stderr, "usage: blasbench D F V T THREADS L\n");
+        return 2;
+    }
     int D = atoi(argv[1]), F = atoi(argv[2]), V = atoi(argv[3]), T = atoi(argv[4]), threads = atoi(argv[5]);
     int L = atoi(argv[6]);
-    if (D < 1 || F < 1 || V < 1 || T < 1 || threads < 1 || L < 1) { fprintf(stderr, "blasbench: bad sizes\n"); return 2; }
+    if (D < 1 || F < 1 || V < 1 || T < 1 || threads < 1 || L < 1) {
+        fprintf(stderr, "blasbench: bad sizes\n");
+        return 2;
+    }
     openblas_set_num_threads(threads);
     const char *names[5] = {"qkv", "attn_proj", "mlp_up", "mlp_down", "lm_head"};
     int shapes[5][2] = {{3 * D, D}, {D, D}, {F, D}, {D, F}, {V, D}};
     printf("{\"threads\": %d, \"shapes\": {", threads);
     for (int i = 0; i < 5; i++)
         printf("%s\"%s\": {\"out\": %d, \"in\": %d, \"sgemv_gflops\": %.3f, \"sgemm_gflops\": %.3f}", i ? ", " : "",
-               names[i], shapes[i][0], shapes[i][1], gflops(1, shapes[i][0], shapes[i][1]), gflops(T, shapes[i][0], shapes[i][1]));
+               names[i], shapes[i][0], shapes[i][1], gflops(1, shapes[i][0], shapes[i][1]),
+               gflops(T, shapes[i][0], shapes[i][1]));
     printf("}, \"sweep_decode_tok_s\": %.3f, \"copy_gb_per_s\": %.3f}\n", sweep_tok_s(L, shapes), bandwidth());
     return 0;
 }

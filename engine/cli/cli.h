@@ -20,50 +20,74 @@
 
 // The OpenBLAS kernel family the process runs, and who chose it.
 typedef struct {
-    char reported[64];   // the family OpenBLAS picked by itself (before normlab asked for another)
+    char reported[64];  // the family OpenBLAS picked by itself (before normlab asked for another)
     const char *source;  // "openblas", "environment" (OPENBLAS_CORETYPE was set) or "normlab"
 } BlasChoice;
 
 typedef struct {
     const char *cmd;
     BlasChoice blas;
-    const char *model;        // -m: a path, or a name looked up in the model search path
+    const char *model;  // -m: a path, or a name looked up in the model search path
     const char *prompt;
     const char *prompt_file;  // -f for generate, profile, logits
-    const char *text_file;    // -f / --text for eval and compare
-    const char *output;       // -o: the main result to this file ("-": stdout)
+    const char *text_file;  // -f / --text for eval and compare
+    const char *output;  // -o: the main result to this file ("-": stdout)
     long n_new;
     NlSamplerParams sampling;
     uint64_t seed;
-    int has_seed;             // --seed given (and not -1)
-    int norm, placement;      // -1: as configured
-    int threads;              // engine worker threads; OpenBLAS threads for large sgemv
+    int has_seed;  // --seed given (and not -1)
+    int norm, placement;  // -1: as configured
+    int threads;  // engine worker threads; OpenBLAS threads for large sgemv
     int exact_window, skip_unknown, json, echo;
-    long stride;              // 0: T/2
+    long stride;  // 0: T/2
     int profile, counters;
     const char *trace_out, *csv_out, *plot_dir;
     int also_swap, invariance, repeats;
-    int samples;              // generate: streams decoded together
-    int batch;                // eval: windows per call; generate: streams per group (0: default)
-    int no_mmap;              // read the weights into memory instead of mapping them
-    int warmup;               // generate: one untimed pass over the prompt first
-    char **models;            // compare: the positional model arguments
+    int samples;  // generate: streams decoded together
+    int batch;  // eval: windows per call; generate: streams per group (0: default)
+    int no_mmap;  // read the weights into memory instead of mapping them
+    int warmup;  // generate: one untimed pass over the prompt first
+    char **models;  // compare: the positional model arguments
     int n_models;
 } Options;
 
 // Option codes beyond the single-letter ones (m p f n s t o h).
 enum {
-    OPT_TEMP = 256, OPT_TOPK, OPT_TOPP, OPT_SEED, OPT_NORM, OPT_PLACEMENT, OPT_THREADS, OPT_EXACT, OPT_SKIP,
-    OPT_JSON, OPT_TEXT, OPT_STRIDE, OPT_ECHO, OPT_NO_ECHO, OPT_PROFILE, OPT_TRACE, OPT_COUNTERS, OPT_ALSO_SWAP,
-    OPT_INVARIANCE, OPT_REPEATS, OPT_CSV, OPT_PLOT_DIR, OPT_SAMPLES, OPT_WARMUP, OPT_BATCH, OPT_NO_MMAP, OPT_OUTPUT
+    OPT_TEMP = 256,
+    OPT_TOPK,
+    OPT_TOPP,
+    OPT_SEED,
+    OPT_NORM,
+    OPT_PLACEMENT,
+    OPT_THREADS,
+    OPT_EXACT,
+    OPT_SKIP,
+    OPT_JSON,
+    OPT_TEXT,
+    OPT_STRIDE,
+    OPT_ECHO,
+    OPT_NO_ECHO,
+    OPT_PROFILE,
+    OPT_TRACE,
+    OPT_COUNTERS,
+    OPT_ALSO_SWAP,
+    OPT_INVARIANCE,
+    OPT_REPEATS,
+    OPT_CSV,
+    OPT_PLOT_DIR,
+    OPT_SAMPLES,
+    OPT_WARMUP,
+    OPT_BATCH,
+    OPT_NO_MMAP,
+    OPT_OUTPUT
 };
 
 // One row of the command table.
 typedef struct {
     const char *name;
     const char *summary;  // one line, for `normlab --help`
-    const char *help;     // `normlab help NAME`
-    const int *options;   // the option codes it takes, 0-terminated
+    const char *help;  // `normlab help NAME`
+    const int *options;  // the option codes it takes, 0-terminated
     int (*run)(Options *o);
 } Command;
 
@@ -75,7 +99,7 @@ size_t edit_distance(const char *a, const char *b);
 
 // common.c
 int exit_code(const NlError *err);  // NL_ERR_ARG: 2; every other code: 1
-int fail(const NlError *err);       // prints err's message; returns exit_code(err)
+int fail(const NlError *err);  // prints err's message; returns exit_code(err)
 const char *plural(size_t n);
 int check_stdout(int ok);
 int print_text(const char *text);
@@ -89,8 +113,8 @@ const char *resolve_model(const char *name, char *buf, size_t len);
 const char *model_search_path(char *buf, size_t len);
 int load_model(const Options *o, NlModel **model);
 int make_state_as(const Options *o, const NlModel *model, int batch, int blas_threads, int warn, NlState **state);
-int encode(const NlModel *model, const char *what, const char *text, size_t len, int skip_unknown, int **ids,
-           size_t *n, size_t *skipped);
+int encode(const NlModel *model, const char *what, const char *text, size_t len, int skip_unknown, int **ids, size_t *n,
+           size_t *skipped);
 int read_text(const char *path, char **buf, size_t *len);
 int prompt_ids(const Options *o, const NlModel *model, int **ids, size_t *n, char **text, size_t *len);
 int attach_profiler(const Options *o, const NlModel *model, NlState *state, size_t n_forward, NlProfiler **prof);
@@ -107,7 +131,7 @@ int cmd_logits(Options *o);
 int cmd_compare(Options *o);
 int cmd_info(Options *o);
 int cmd_list(Options *o);
-extern const char *const HELP_GENERATE, *const HELP_PROFILE, *const HELP_EVAL, *const HELP_LOGITS,
-    *const HELP_COMPARE, *const HELP_INFO, *const HELP_LIST;
+extern const char *const HELP_GENERATE,
+    *const HELP_PROFILE, *const HELP_EVAL, *const HELP_LOGITS, *const HELP_COMPARE, *const HELP_INFO, *const HELP_LIST;
 
 #endif

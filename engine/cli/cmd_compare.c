@@ -48,7 +48,10 @@ static int compare_load(const Options *o, const char *path, const char *text, si
         snprintf(what, sizeof what, "%s (for %s)", o->text_file, path);
         rc = encode(*model, what, text, len, o->skip_unknown, ids, &n, &skipped);
     }
-    if (!rc && n < 2) { msg_error("%s: the text needs at least 2 known characters", o->text_file); rc = EXIT_DATA; }
+    if (!rc && n < 2) {
+        msg_error("%s: the text needs at least 2 known characters", o->text_file);
+        rc = EXIT_DATA;
+    }
     if (rc) return rc;
     const NlConfig *c = nl_model_config(*model);
     NlNormType other_norm = c->norm == NL_NORM_LAYERNORM ? NL_NORM_RMSNORM : NL_NORM_LAYERNORM;
@@ -93,7 +96,10 @@ static int run_plots(const Options *o, const NlCompareRow *rows, const char *con
                      const NlCompareInfo *info) {
     char script[4400], tmp[PATH_MAX], json[PATH_MAX + 32], from[PATH_MAX + 32], to[PATH_MAX + 32];
     int made = mkdir(o->plot_dir, 0777) == 0;
-    if (!made && errno != EEXIST) { msg_error("%s: cannot create: %s", o->plot_dir, strerror(errno)); return EXIT_DATA; }
+    if (!made && errno != EEXIST) {
+        msg_error("%s: cannot create: %s", o->plot_dir, strerror(errno));
+        return EXIT_DATA;
+    }
     snprintf(tmp, sizeof tmp, "%s/.normlab-plots-XXXXXX", o->plot_dir);
     if (!mkdtemp(tmp)) {
         msg_error("%s: cannot write: %s", o->plot_dir, strerror(errno));
@@ -106,11 +112,17 @@ static int run_plots(const Options *o, const NlCompareRow *rows, const char *con
     if (f && fclose(f) != 0) ok = 0;
     if (!ok) msg_error("%s: cannot write the rows for the plots", o->plot_dir);
     char *argv[] = {"/usr/bin/python3", (char *)plot_script(script, sizeof script), json, tmp, NULL};
-    if (ok && spawn_wait(argv) != 0) { msg_error("tools/plot_compare.py failed; no plot was written"); ok = 0; }
+    if (ok && spawn_wait(argv) != 0) {
+        msg_error("tools/plot_compare.py failed; no plot was written");
+        ok = 0;
+    }
     for (size_t i = 0; ok && i < N_PLOTS; i++) {
         snprintf(from, sizeof from, "%s/%s", tmp, PLOTS[i]);
         snprintf(to, sizeof to, "%s/%s", o->plot_dir, PLOTS[i]);
-        if (rename(from, to) != 0) { msg_error("%s: cannot replace: %s", to, strerror(errno)); ok = 0; }
+        if (rename(from, to) != 0) {
+            msg_error("%s: cannot replace: %s", to, strerror(errno));
+            ok = 0;
+        }
     }
     for (size_t i = 0; i < N_PLOTS; i++) {
         snprintf(from, sizeof from, "%s/%s", tmp, PLOTS[i]);
@@ -123,8 +135,14 @@ static int run_plots(const Options *o, const NlCompareRow *rows, const char *con
 }
 
 int cmd_compare(Options *o) {
-    if (o->n_models == 0) { msg_usage(o->cmd, "%s", "give at least one MODEL"); return EXIT_USAGE; }
-    if (!o->text_file) { msg_usage(o->cmd, "%s", "give the text with -f FILE (or --text FILE)"); return EXIT_USAGE; }
+    if (o->n_models == 0) {
+        msg_usage(o->cmd, "%s", "give at least one MODEL");
+        return EXIT_USAGE;
+    }
+    if (!o->text_file) {
+        msg_usage(o->cmd, "%s", "give the text with -f FILE (or --text FILE)");
+        return EXIT_USAGE;
+    }
     // Outputs: -o (the table, or the JSON rows with --json), --csv, and --plot-dir's plots.
     char plot_paths[N_PLOTS][PATH_MAX + 32];
     const char *outs[2 + N_PLOTS];
@@ -146,7 +164,7 @@ int cmd_compare(Options *o) {
     if (!rc0 && o->plot_dir) rc0 = check_plot_tool(o->cmd);
     if (rc0) return rc0;
     OutFile out = {0}, csv_o = {0};
-    char (*shown)[512] = NULL;  // escaped labels for the table
+    char(*shown)[512] = NULL;  // escaped labels for the table
     char *text = NULL;
     size_t len = 0, n_rows = 0;
     size_t cap = (size_t)o->n_models * 3;

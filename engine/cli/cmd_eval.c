@@ -85,7 +85,10 @@ static void eval_stats(const NlEvalResult *r, double *mean, double *se) {
 }
 
 int cmd_eval(Options *o) {
-    if (!o->text_file) { msg_usage(o->cmd, "%s", "give the text with -f FILE (or --text FILE)"); return EXIT_USAGE; }
+    if (!o->text_file) {
+        msg_usage(o->cmd, "%s", "give the text with -f FILE (or --text FILE)");
+        return EXIT_USAGE;
+    }
     NlModel *model = NULL;
     NlState **states = NULL;
     NlProfiler **profs = NULL;
@@ -114,7 +117,11 @@ int cmd_eval(Options *o) {
     if ((size_t)workers > groups) workers = (int)groups;  // no state for a worker without a window
     states = calloc((size_t)workers, sizeof *states);
     profs = calloc((size_t)workers, sizeof *profs);
-    if (!states || !profs) { msg_error("out of memory"); rc = EXIT_DATA; goto cleanup; }
+    if (!states || !profs) {
+        msg_error("out of memory");
+        rc = EXIT_DATA;
+        goto cleanup;
+    }
     for (int i = 0; i < workers && !rc; i++) {
         rc = make_state_as(o, model, batch, 1, i == 0, &states[i]);
         size_t calls = (n / stride + 2) / (size_t)batch + 2;
@@ -139,19 +146,23 @@ int cmd_eval(Options *o) {
             (double)r.count / (seconds > 0 ? seconds : 1e-9), workers, plural((size_t)workers));
     int ok;
     if (o->json)
-        ok = fprintf(out.f, "{\"chars\": %zu, \"nats_per_char\": %.9g, \"nats_per_char_stderr\": %.9g, \"bits_per_char\": "
+        ok = fprintf(out.f,
+                     "{\"chars\": %zu, \"nats_per_char\": %.9g, \"nats_per_char_stderr\": %.9g, \"bits_per_char\": "
                      "%.9g, \"bits_per_char_stderr\": %.9g, \"perplexity\": %.9g, \"perplexity_stderr\": %.9g, "
-                     "\"skipped\": %zu, \"stride\": %zu}\n", r.count, nats, se, bits, se / log(2.0), ppl,
-                     ppl * se, skipped, stride) > 0;
+                     "\"skipped\": %zu, \"stride\": %zu}\n",
+                     r.count, nats, se, bits, se / log(2.0), ppl, ppl * se, skipped, stride) > 0;
     else
         ok = fprintf(out.f, "chars %zu\nnats/char %.6f +/- %.6f\nbits/char %.6f +/- %.6f\nperplexity %.6f +/- %.6f\n",
                      r.count, nats, se, bits, se / log(2.0), ppl, ppl * se) > 0;
-    if (!ok || fflush(out.f) == EOF) { msg_error("cannot write %s: %s", o->output ? o->output : "to stdout", strerror(errno)); rc = EXIT_DATA; }
+    if (!ok || fflush(out.f) == EOF) {
+        msg_error("cannot write %s: %s", o->output ? o->output : "to stdout", strerror(errno));
+        rc = EXIT_DATA;
+    }
     for (int i = 1; !rc && profs[0] && i < workers; i++) nl_profiler_merge(profs[0], profs[i]);
     if (!rc && profs[0]) {
         char buf[4400], shown[1024];
-        NlReportInfo info = {msg_escape(shown, sizeof shown, model_path(o, buf, sizeof buf)), 1, workers, nl_blas_core(),
-                             o->blas.source};
+        NlReportInfo info = {msg_escape(shown, sizeof shown, model_path(o, buf, sizeof buf)), 1, workers,
+                             nl_blas_core(), o->blas.source};
         if (nl_report_text(stderr, profs[0], &info) != 0) rc = EXIT_DATA;
     }
 cleanup:
@@ -167,7 +178,10 @@ cleanup:
 }
 
 int cmd_logits(Options *o) {
-    if (!o->prompt && !o->prompt_file) { msg_usage(o->cmd, "%s", "give the text with -p or -f"); return EXIT_USAGE; }
+    if (!o->prompt && !o->prompt_file) {
+        msg_usage(o->cmd, "%s", "give the text with -p or -f");
+        return EXIT_USAGE;
+    }
     NlModel *model = NULL;
     NlState *state = NULL;
     OutFile out = {0};
@@ -184,7 +198,7 @@ int cmd_logits(Options *o) {
     size_t T = (size_t)nl_model_config(model)->block_size, V = (size_t)nl_model_config(model)->vocab_size;
     if (n > T) {
         msg_error("%s: %zu characters, more than the model's context of %zu",
-                o->prompt_file ? o->prompt_file : "the text", n, T);
+                  o->prompt_file ? o->prompt_file : "the text", n, T);
         rc = EXIT_DATA;
         goto cleanup;
     }
@@ -200,7 +214,10 @@ int cmd_logits(Options *o) {
         for (size_t v = 0; v < V; v++) ok &= fprintf(out.f, "%s%.9g", v ? ", " : "[", logits[i * V + v]) > 0;
         ok &= fprintf(out.f, "]\n") > 0;
     }
-    if (!ok || fflush(out.f) == EOF) { msg_error("cannot write %s: %s", o->output ? o->output : "to stdout", strerror(errno)); rc = EXIT_DATA; }
+    if (!ok || fflush(out.f) == EOF) {
+        msg_error("cannot write %s: %s", o->output ? o->output : "to stdout", strerror(errno));
+        rc = EXIT_DATA;
+    }
 cleanup:
     if (out_finish(&out, rc == 0) != 0) rc = EXIT_DATA;
     free(ids);

@@ -94,7 +94,7 @@ static int emit_token(int token, void *ctx) {
 // Each stream's text collected, then written whole (--samples, --json).
 typedef struct {
     const NlTokenizer *tok;
-    char **text;   // (N) growing NUL-terminated buffers
+    char **text;  // (N) growing NUL-terminated buffers
     size_t *len, *cap;
     atomic_int failed;  // set from any worker thread
 } Collect;
@@ -106,7 +106,10 @@ static int collect_token(int stream, int token, void *ctx) {
     if (need > c->cap[stream]) {
         size_t cap = need * 2;
         char *bigger = realloc(c->text[stream], cap);
-        if (!bigger) { c->failed = 1; return 1; }
+        if (!bigger) {
+            c->failed = 1;
+            return 1;
+        }
         c->text[stream] = bigger;
         c->cap[stream] = cap;
     }
@@ -177,8 +180,8 @@ static int print_samples(FILE *out, const Collect *c, int n, uint64_t seed, cons
 
 // Writes the profile of a run on `workers` engine threads with up to blas_threads OpenBLAS threads:
 // the trace file first (so that a failed write leaves the output empty), then the report to out.
-static int write_profile(const Options *o, const NlProfiler *prof, int workers, int blas_threads, FILE *out,
-                         int json, FILE *trace_f) {
+static int write_profile(const Options *o, const NlProfiler *prof, int workers, int blas_threads, FILE *out, int json,
+                         FILE *trace_f) {
     size_t n_events, dropped;
     const NlProfileEvent *events;
     n_events = nl_profiler_events(prof, &events, &dropped);
@@ -210,7 +213,8 @@ static int write_profile(const Options *o, const NlProfiler *prof, int workers, 
 static int same_destination(void) {
     struct stat a, b;
     if (isatty(STDOUT_FILENO) && isatty(STDERR_FILENO)) return 1;
-    return fstat(STDOUT_FILENO, &a) == 0 && fstat(STDERR_FILENO, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+    return fstat(STDOUT_FILENO, &a) == 0 && fstat(STDERR_FILENO, &b) == 0 && a.st_dev == b.st_dev &&
+           a.st_ino == b.st_ino;
 }
 
 // Timing on stderr; a newline first when the generated text went to the same place.
@@ -218,11 +222,11 @@ static void print_timing(const NlGenerateStats *st, int streams) {
     size_t tokens = st->decode_tokens * (size_t)streams;
     char per[64] = "";
     if (streams > 1) snprintf(per, sizeof per, " (%zu steps x %d streams)", st->decode_tokens, streams);
-    fprintf(stderr, "%snormlab: prefill %zu token%s in %.2f ms (%.0f tok/s); decode %zu token%s%s in %.2f ms (%.0f tok/s)",
-            same_destination() ? "\n" : "", st->prompt_used, plural(st->prompt_used),
-            st->prefill_seconds * 1e3, st->prompt_used / (st->prefill_seconds > 0 ? st->prefill_seconds : 1e-9),
-            tokens, plural(tokens), per, st->decode_seconds * 1e3,
-            tokens ? (double)tokens / (st->decode_seconds > 0 ? st->decode_seconds : 1e-9) : 0.0);
+    fprintf(
+        stderr, "%snormlab: prefill %zu token%s in %.2f ms (%.0f tok/s); decode %zu token%s%s in %.2f ms (%.0f tok/s)",
+        same_destination() ? "\n" : "", st->prompt_used, plural(st->prompt_used), st->prefill_seconds * 1e3,
+        st->prompt_used / (st->prefill_seconds > 0 ? st->prefill_seconds : 1e-9), tokens, plural(tokens), per,
+        st->decode_seconds * 1e3, tokens ? (double)tokens / (st->decode_seconds > 0 ? st->decode_seconds : 1e-9) : 0.0);
     if (st->context_shifts) fprintf(stderr, "; %zu context shift%s", st->context_shifts, plural(st->context_shifts));
     fprintf(stderr, "\n");
 }
@@ -231,7 +235,8 @@ static void print_timing(const NlGenerateStats *st, int streams) {
 static int make_samplers(const Options *o, const NlModel *model, uint64_t seed, NlSampler **samplers) {
     for (int i = 0; i < o->samples; i++) {
         NlError err;
-        if (nl_sampler_create(&samplers[i], nl_model_config(model)->vocab_size, o->sampling, seed + (uint64_t)i, &err) != 0) {
+        if (nl_sampler_create(&samplers[i], nl_model_config(model)->vocab_size, o->sampling, seed + (uint64_t)i,
+                              &err) != 0) {
             return fail(&err);
         }
     }
@@ -291,23 +296,35 @@ int cmd_generate(Options *o) {
     if (!rc && o->trace_out) rc = out_open(&trace_o, o->trace_out);
     uint64_t seed = o->has_seed ? o->seed : profile_cmd ? 0 : seed_from_os();
     if (!rc) rc = make_samplers(o, model, seed, samplers);
-    if (!rc && !(prompt = prompt_text(model, ids, n))) { msg_error("out of memory"); rc = EXIT_DATA; }
+    if (!rc && !(prompt = prompt_text(model, ids, n))) {
+        msg_error("out of memory");
+        rc = EXIT_DATA;
+    }
     if (rc) goto cleanup;
     size_t T = (size_t)nl_model_config(model)->block_size;
     if (!o->has_seed && !profile_cmd && o->sampling.temperature > 0)  // random: say which (greedy needs none)
         msg_error("seed %llu", (unsigned long long)seed);
     if (n > T) msg_error("warning: the prompt has %zu characters; only the last %zu fit the context", n, T);
     EmitCtx ectx = {nl_model_tokenizer(model), out.f, 0};
-    if (o->echo && !collect && !profile_cmd && (fputs(prompt, out.f) == EOF || fflush(out.f) == EOF)) ectx.write_failed = errno;
+    if (o->echo && !collect && !profile_cmd && (fputs(prompt, out.f) == EOF || fflush(out.f) == EOF))
+        ectx.write_failed = errno;
     col.tok = nl_model_tokenizer(model);
     if (o->warmup) nl_forward(states[0], ids + (n > T ? n - T : 0), n > T ? T : n, 0, 1);
     NlGenerateOptions gopts = {(size_t)o->n_new, o->exact_window};
     NlGenerateStats st;
     NlBatchEmitFn emit = profile_cmd ? stream_nothing : collect ? collect_token : stream_token;
-    int g = ectx.write_failed ? 1 : nl_generate_parallel(states, (size_t)workers, samplers, (size_t)o->samples, ids, n,
-                                                         &gopts, emit, collect ? (void *)&col : (void *)&ectx, &st, &err);
-    if (g < 0) { rc = fail(&err); goto cleanup; }
-    if (col.failed) { msg_error("out of memory for the samples"); rc = EXIT_DATA; goto cleanup; }
+    int g = ectx.write_failed ? 1
+                              : nl_generate_parallel(states, (size_t)workers, samplers, (size_t)o->samples, ids, n,
+                                                     &gopts, emit, collect ? (void *)&col : (void *)&ectx, &st, &err);
+    if (g < 0) {
+        rc = fail(&err);
+        goto cleanup;
+    }
+    if (col.failed) {
+        msg_error("out of memory for the samples");
+        rc = EXIT_DATA;
+        goto cleanup;
+    }
     if (collect && !profile_cmd && print_samples(out.f, &col, o->samples, seed, o, prompt, &st) != 0)
         ectx.write_failed = errno ? errno : EIO;
     if (ectx.write_failed) {

@@ -125,7 +125,8 @@ int cmd_info(Options *o) {
 // ---- list
 
 static int print_list_text(FILE *out, const cJSON *j) {
-    int ok = fprintf(out, "%-24s %-10s %-5s %10s %10s  %s\n", "name", "norm", "place", "params", "train val", "path") > 0;
+    int ok =
+        fprintf(out, "%-24s %-10s %-5s %10s %10s  %s\n", "name", "norm", "place", "params", "train val", "path") > 0;
     for (const cJSON *m = j->child; m && ok; m = m->next) {
         const cJSON *loss = cJSON_GetObjectItem(m, "val_loss");
         char l[32] = "-";
@@ -137,8 +138,8 @@ static int print_list_text(FILE *out, const cJSON *j) {
         ok = fprintf(out, "%-24s %-10s %-5s %10.0f %10s  %s%s%s\n", name,
                      err ? "-" : cJSON_GetObjectItem(m, "norm")->valuestring,
                      err ? "-" : cJSON_GetObjectItem(m, "placement")->valuestring,
-                     err ? 0.0 : cJSON_GetObjectItem(m, "parameters")->valuedouble, l,
-                     path, cJSON_IsTrue(cJSON_GetObjectItem(m, "shadowed")) ? " (shadowed)" : "",
+                     err ? 0.0 : cJSON_GetObjectItem(m, "parameters")->valuedouble, l, path,
+                     cJSON_IsTrue(cJSON_GetObjectItem(m, "shadowed")) ? " (shadowed)" : "",
                      err ? " (does not load)" : "") > 0;
     }
     return ok;

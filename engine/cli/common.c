@@ -109,7 +109,8 @@ static const char *model_names(char *buf, size_t len) {
         for (struct dirent *e; d && (e = readdir(d));) {
             char cfg[PATH_MAX];
             size_t n = strlen(e->d_name);
-            int is_dir = snprintf(cfg, sizeof cfg, "%s/%s/config.json", dir, e->d_name) < (int)sizeof cfg && access(cfg, F_OK) == 0;
+            int is_dir = snprintf(cfg, sizeof cfg, "%s/%s/config.json", dir, e->d_name) < (int)sizeof cfg &&
+                         access(cfg, F_OK) == 0;
             int is_json = n > 5 && strcmp(e->d_name + n - 5, ".json") == 0 && e->d_name[0] != '.';
             if (!is_dir && !is_json) continue;
             used += (size_t)snprintf(buf + used, used < len ? len - used : 0, "%s%.*s", used ? ", " : "",
@@ -127,56 +128,58 @@ int load_model(const Options *o, NlModel **model) {
     struct stat st;
     const char *env = getenv("NORMLAB_MODEL");
     if (stat(path, &st) != 0 && errno == ENOENT && strchr(path, '/')) {
-        msg_error("%s%s: no such model (no file or folder at that path)", !o->model && env && *env ? "NORMLAB_MODEL=" : "", path);
+        msg_error("%s%s: no such model (no file or folder at that path)",
+                  !o->model && env && *env ? "NORMLAB_MODEL=" : "", path);
         return EXIT_DATA;
     }
     if (stat(path, &st) != 0 && errno == ENOENT) {  // other failures (a path too long) are the loader's to name
-        msg_error("%s%s: no such model (models found: %s; searched %s)", !o->model && env && *env ? "NORMLAB_MODEL=" : "",
-                  path, *model_names(names, sizeof names) ? names : "none", model_search_path(search, sizeof search));
+        msg_error("%s%s: no such model (models found: %s; searched %s)",
+                  !o->model && env && *env ? "NORMLAB_MODEL=" : "", path,
+                  *model_names(names, sizeof names) ? names : "none", model_search_path(search, sizeof search));
         return EXIT_DATA;
     }
     NlError err;
     NlLoadOptions lo = {o->no_mmap};
-    if (nl_model_load_with(model, path, &lo, &err) != 0) {
-        return fail(&err);
-    }
+    if (nl_model_load_with(model, path, &lo, &err) != 0) { return fail(&err); }
     return 0;
 }
 
 // Creates a run state of `batch` sequences and up to blas_threads OpenBLAS threads per product;
 // with warn, says so when the norm or placement differ from the model's training.
-int make_state_as(const Options *o, const NlModel *model, int batch, int blas_threads, int warn,
-                         NlState **state) {
+int make_state_as(const Options *o, const NlModel *model, int batch, int blas_threads, int warn, NlState **state) {
     const NlConfig *c = nl_model_config(model);
     NlRunOptions run = {o->norm >= 0 ? (NlNormType)o->norm : c->norm,
                         o->placement >= 0 ? (NlPlacement)o->placement : c->placement, batch, blas_threads};
     // (o->norm < 0: not given; the state could take NL_NORM_AS_CONFIGURED, but the warning below
     // compares the two, so the model's own values are filled in here.)
     if (warn && (run.norm != c->norm || run.placement != c->placement))
-        msg_error("warning: the model was trained as %s/%s; running it as %s/%s",
-                nl_config_norm_name(c->norm), nl_config_placement_name(c->placement),
-                nl_config_norm_name(run.norm), nl_config_placement_name(run.placement));
+        msg_error("warning: the model was trained as %s/%s; running it as %s/%s", nl_config_norm_name(c->norm),
+                  nl_config_placement_name(c->placement), nl_config_norm_name(run.norm),
+                  nl_config_placement_name(run.placement));
     NlError err;
-    if (nl_state_create(state, model, &run, &err) != 0) {
-        return fail(&err);
-    }
+    if (nl_state_create(state, model, &run, &err) != 0) { return fail(&err); }
     return 0;
 }
 
-
 // Encodes text (len bytes) into a new id array.
-int encode(const NlModel *model, const char *what, const char *text, size_t len, int skip_unknown,
-                  int **ids, size_t *n, size_t *skipped) {
+int encode(const NlModel *model, const char *what, const char *text, size_t len, int skip_unknown, int **ids, size_t *n,
+           size_t *skipped) {
     *ids = malloc((len + 1) * sizeof **ids);
-    if (!*ids) { msg_error("out of memory for %s", what); return EXIT_DATA; }
+    if (!*ids) {
+        msg_error("out of memory for %s", what);
+        return EXIT_DATA;
+    }
     NlError err;
     if (nl_tokenizer_encode(nl_model_tokenizer(model), text, len, skip_unknown, *ids, n, skipped, &err) != 0) {
         // The library does not know the flags; the CLI adds the one that helps.
-        msg_error("%s: %s%s", what, err.msg, err.code == NL_ERR_FORMAT && !skip_unknown && strstr(err.msg, "vocabulary")
-                                               ? " (use --skip-unknown to drop such characters)" : "");
+        msg_error("%s: %s%s", what, err.msg,
+                  err.code == NL_ERR_FORMAT && !skip_unknown && strstr(err.msg, "vocabulary")
+                      ? " (use --skip-unknown to drop such characters)"
+                      : "");
         return exit_code(&err);
     }
-    if (*skipped) msg_error("warning: %s: dropped %zu character%s outside the vocabulary", what, *skipped, plural(*skipped));
+    if (*skipped)
+        msg_error("warning: %s: dropped %zu character%s outside the vocabulary", what, *skipped, plural(*skipped));
     return 0;
 }
 
@@ -190,7 +193,11 @@ static int read_stdin(char **buf, size_t *len) {
         if (got == 0) break;
         if (n == cap) {
             char *bigger = cap < TEXT_CAP ? realloc(data, 2 * cap + 1) : NULL;
-            if (!bigger) { free(data); data = NULL; break; }
+            if (!bigger) {
+                free(data);
+                data = NULL;
+                break;
+            }
             data = bigger;
             cap *= 2;
         }
@@ -209,9 +216,7 @@ static int read_stdin(char **buf, size_t *len) {
 int read_text(const char *path, char **buf, size_t *len) {
     NlError err;
     if (strcmp(path, "-") == 0) return read_stdin(buf, len);
-    if (nl_file_read_all(AT_FDCWD, path, path, TEXT_CAP, buf, len, &err) != 0) {
-        return fail(&err);
-    }
+    if (nl_file_read_all(AT_FDCWD, path, path, TEXT_CAP, buf, len, &err) != 0) { return fail(&err); }
     return 0;
 }
 
@@ -235,7 +240,7 @@ static size_t input_files(const Options *o, char ***list) {
     static const char *const FILES[3] = {"config.json", "tokenizer.json", "model.safetensors"};
     for (size_t i = 0; l && i < n_models; i++) {
         const char *m = strcmp(o->cmd, "compare") != 0 ? model_path(o, buf, sizeof buf)
-                                                      : resolve_model(o->models[i], buf, sizeof buf);
+                                                       : resolve_model(o->models[i], buf, sizeof buf);
         if (!m) m = o->models[i];  // found nowhere: loading will say so
         struct stat st;
         if (stat(m, &st) == 0 && S_ISDIR(st.st_mode)) {
@@ -261,7 +266,8 @@ static void free_list(char **l, size_t n) {
 int check_outputs(const Options *o, const char *const *outputs, size_t n_out) {
     char **in = NULL, shipped[4400];
     size_t n_in = input_files(o, &in);
-    int rc = out_check_all(o->cmd, outputs, n_out, (const char *const *)in, n_in, beside_binary("weights", shipped, sizeof shipped));
+    int rc = out_check_all(o->cmd, outputs, n_out, (const char *const *)in, n_in,
+                           beside_binary("weights", shipped, sizeof shipped));
     free_list(in, n_in);
     return rc;
 }

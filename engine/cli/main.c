@@ -14,14 +14,16 @@
 #define SAMPLING OPT_TEMP, OPT_TOPK, OPT_TOPP, OPT_SEED, OPT_EXACT
 #define RUN_AS OPT_NORM, OPT_PLACEMENT, OPT_THREADS, OPT_SKIP
 
-static const int GENERATE_OPTS[] = {COMMON, SAMPLING, RUN_AS, 'p', 'f', 'n', OPT_ECHO, OPT_NO_ECHO, OPT_PROFILE,
-                                    OPT_COUNTERS, OPT_SAMPLES, OPT_WARMUP, OPT_BATCH, 0};
-static const int PROFILE_OPTS[] = {COMMON, SAMPLING, RUN_AS, 'p', 'f', 'n', OPT_TRACE, OPT_COUNTERS, OPT_SAMPLES,
-                                   OPT_BATCH, 0};
+static const int GENERATE_OPTS[] = {
+    COMMON,      SAMPLING,    RUN_AS,       'p',         'f',        'n',       OPT_ECHO,
+    OPT_NO_ECHO, OPT_PROFILE, OPT_COUNTERS, OPT_SAMPLES, OPT_WARMUP, OPT_BATCH, 0};
+static const int PROFILE_OPTS[] = {COMMON,    SAMPLING,     RUN_AS,      'p',       'f', 'n',
+                                   OPT_TRACE, OPT_COUNTERS, OPT_SAMPLES, OPT_BATCH, 0};
 static const int EVAL_OPTS[] = {COMMON, RUN_AS, 'f', OPT_TEXT, OPT_STRIDE, OPT_PROFILE, OPT_COUNTERS, OPT_BATCH, 0};
 static const int LOGITS_OPTS[] = {COMMON, RUN_AS, 'p', 'f', 0};
-static const int COMPARE_OPTS[] = {OPT_NO_MMAP, OPT_OUTPUT, OPT_JSON, 'f', OPT_TEXT, OPT_CSV, OPT_PLOT_DIR,
-                                   OPT_ALSO_SWAP, OPT_INVARIANCE, OPT_REPEATS, OPT_THREADS, OPT_SKIP, 0};
+static const int COMPARE_OPTS[] = {
+    OPT_NO_MMAP,   OPT_OUTPUT,     OPT_JSON,    'f',         OPT_TEXT, OPT_CSV, OPT_PLOT_DIR,
+    OPT_ALSO_SWAP, OPT_INVARIANCE, OPT_REPEATS, OPT_THREADS, OPT_SKIP, 0};
 static const int INFO_OPTS[] = {COMMON, 0};
 static const int LIST_OPTS[] = {OPT_OUTPUT, OPT_JSON, OPT_NO_MMAP, 0};
 
@@ -37,7 +39,8 @@ static const Command COMMANDS[] = {
 #define N_COMMANDS (sizeof COMMANDS / sizeof COMMANDS[0])
 
 static const char *help_text(const Command *c) {
-    const char *const texts[] = {HELP_GENERATE, HELP_EVAL, HELP_INFO, HELP_LIST, HELP_LOGITS, HELP_PROFILE, HELP_COMPARE};
+    const char *const texts[] = {HELP_GENERATE, HELP_EVAL,    HELP_INFO,   HELP_LIST,
+                                 HELP_LOGITS,   HELP_PROFILE, HELP_COMPARE};
     return texts[c - COMMANDS];
 }
 
@@ -54,7 +57,8 @@ static int print_main_help(void) {
     ok &= printf("  %-10s %s\n\n", "help CMD", "the options of one command") > 0;
     ok &= printf("Models are named by path or by name (-m shakespeare-post-rms), looked up in $NORMLAB_MODELS,\n"
                  "weights/ beside the binary, and the installed share/normlab/models ('normlab list').\n"
-                 "normlab --version prints the version. Exit status: 0 ok, 1 runtime or data error, 2 usage error.\n") > 0;
+                 "normlab --version prints the version. Exit status: 0 ok, 1 runtime or data error, 2 usage error.\n") >
+          0;
     return check_stdout(ok);
 }
 
@@ -63,8 +67,12 @@ static int unknown_command(const char *name) {
     const char *best = NULL;
     size_t best_d = 3;
     for (size_t i = 0; i < N_COMMANDS; i++) {
-        size_t d = strncmp(COMMANDS[i].name, name, strlen(name)) == 0 && *name ? 0 : edit_distance(name, COMMANDS[i].name);
-        if (d < best_d) { best_d = d; best = COMMANDS[i].name; }  // a prefix ("gen") or a typo
+        size_t d =
+            strncmp(COMMANDS[i].name, name, strlen(name)) == 0 && *name ? 0 : edit_distance(name, COMMANDS[i].name);
+        if (d < best_d) {
+            best_d = d;
+            best = COMMANDS[i].name;
+        }  // a prefix ("gen") or a typo
     }
     if (best) msg_error("unknown command '%s' (did you mean '%s'?)", name, best);
     else msg_error("unknown command '%s' (see 'normlab --help')", name);
@@ -115,7 +123,10 @@ int main(int argc, char **argv) {
     open_std_fds();
     BlasChoice blas = {"", "openblas"};
     select_blas_core(argv, &blas);
-    if (argc < 2) { msg_error("usage: normlab COMMAND [options] (see 'normlab --help')"); return EXIT_USAGE; }
+    if (argc < 2) {
+        msg_error("usage: normlab COMMAND [options] (see 'normlab --help')");
+        return EXIT_USAGE;
+    }
     const char *name = argv[1];
     if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) return print_main_help();
     if (strcmp(name, "--version") == 0) return check_stdout(printf("normlab %s\n", NL_VERSION) > 0);
@@ -135,15 +146,26 @@ int main(int argc, char **argv) {
     }
     if (!cmd) return unknown_command(name);
     // nanoGPT's sampling defaults (temperature 0.8, no top-k or top-p); the prompt echoed as llama-cli does.
-    Options o = {.cmd = name, .blas = blas, .n_new = 256, .sampling = {0.8, 0, 1.0}, .norm = -1, .placement = -1,
-                 .threads = 0, .repeats = 5, .samples = 1, .echo = 1};
+    Options o = {.cmd = name,
+                 .blas = blas,
+                 .n_new = 256,
+                 .sampling = {0.8, 0, 1.0},
+                 .norm = -1,
+                 .placement = -1,
+                 .threads = 0,
+                 .repeats = 5,
+                 .samples = 1,
+                 .echo = 1};
     int rc = options_parse(&o, cmd, argc - 1, argv + 1);
     if (rc < 0) return print_text(help_text(cmd));
     if (rc) return rc;
     // Every command runs on all available CPUs by default but compare, whose speed columns are
     // measured one row at a time unless --threads asks for rows side by side.
     if (o.threads == 0) o.threads = strcmp(name, "compare") == 0 ? 1 : available_cpus();
-    if (o.prompt && o.prompt_file) { msg_usage(name, "%s", "give -p or -f, not both"); return EXIT_USAGE; }
+    if (o.prompt && o.prompt_file) {
+        msg_usage(name, "%s", "give -p or -f, not both");
+        return EXIT_USAGE;
+    }
     if (o.counters && !o.profile && strcmp(name, "profile") != 0) {
         msg_usage(name, "%s", "--counters needs --profile");
         return EXIT_USAGE;

@@ -8,7 +8,10 @@
 
 // Length of the UTF-8 sequence at s (1-4), or 0 when it is not well-formed.
 static size_t utf8_len(const unsigned char *s, unsigned *cp) {
-    if (s[0] < 0x80) { *cp = s[0]; return 1; }
+    if (s[0] < 0x80) {
+        *cp = s[0];
+        return 1;
+    }
     size_t n = (s[0] & 0xE0) == 0xC0 ? 2 : (s[0] & 0xF0) == 0xE0 ? 3 : (s[0] & 0xF8) == 0xF0 ? 4 : 0;
     if (n == 0) return 0;
     unsigned c = s[0] & (0x7F >> n);
@@ -35,8 +38,17 @@ static size_t escape_all(char *out, const char *s) {
     while (*p) {
         unsigned cp;
         size_t n = utf8_len(p, &cp);
-        if (n == 0) { o += (size_t)sprintf(out + o, "\\x%02x", *p); p++; continue; }
-        if (!is_hidden(cp)) { memcpy(out + o, p, n); o += n; p += n; continue; }
+        if (n == 0) {
+            o += (size_t)sprintf(out + o, "\\x%02x", *p);
+            p++;
+            continue;
+        }
+        if (!is_hidden(cp)) {
+            memcpy(out + o, p, n);
+            o += n;
+            p += n;
+            continue;
+        }
         if (cp == '\n') o += (size_t)sprintf(out + o, "\\n");
         else if (cp == '\t') o += (size_t)sprintf(out + o, "\\t");
         else if (cp == '\r') o += (size_t)sprintf(out + o, "\\r");
@@ -65,7 +77,8 @@ char *msg_escape(char *out, size_t cap, const char *s) {
         return out;
     }
     // Keep the start and the end, whole characters, around "…" (3 bytes).
-    size_t keep = cap > 8 ? cap - 4 : 0, head = char_start(big, keep / 2), tail = char_start(big, n - (keep - keep / 2));
+    size_t keep = cap > 8 ? cap - 4 : 0, head = char_start(big, keep / 2),
+           tail = char_start(big, n - (keep - keep / 2));
     while (n - tail > keep - head) tail = char_start(big, tail + 1 < n ? tail + 1 : n);
     memcpy(out, big, head);
     memcpy(out + head, "\xe2\x80\xa6", 3);

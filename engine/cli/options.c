@@ -82,7 +82,10 @@ static int apply_option(Options *o, int c, const char *arg) {
     case OPT_CSV: o->csv_out = arg; return 0;
     case OPT_PLOT_DIR: o->plot_dir = arg; return 0;
     case OPT_SAMPLES:
-        if (parse_long(arg, 1, 256, &v) != 0) { usage_error(o->cmd, "--samples must be an integer in [1, 256], got '%s'", arg); return EXIT_USAGE; }
+        if (parse_long(arg, 1, 256, &v) != 0) {
+            usage_error(o->cmd, "--samples must be an integer in [1, 256], got '%s'", arg);
+            return EXIT_USAGE;
+        }
         o->samples = (int)v;
         return 0;
     case OPT_BATCH:
@@ -93,11 +96,17 @@ static int apply_option(Options *o, int c, const char *arg) {
         o->batch = (int)v;
         return 0;
     case OPT_REPEATS:
-        if (parse_long(arg, 1, 1000, &v) != 0) { usage_error(o->cmd, "--repeats must be an integer in [1, 1000], got '%s'", arg); return EXIT_USAGE; }
+        if (parse_long(arg, 1, 1000, &v) != 0) {
+            usage_error(o->cmd, "--repeats must be an integer in [1, 1000], got '%s'", arg);
+            return EXIT_USAGE;
+        }
         o->repeats = (int)v;
         return 0;
     case 'n':
-        if (parse_long(arg, 0, 1000000000L, &v) != 0) { usage_error(o->cmd, "-n must be an integer in [0, 1000000000], got '%s'", arg); return EXIT_USAGE; }
+        if (parse_long(arg, 0, 1000000000L, &v) != 0) {
+            usage_error(o->cmd, "-n must be an integer in [0, 1000000000], got '%s'", arg);
+            return EXIT_USAGE;
+        }
         o->n_new = v;
         return 0;
     case OPT_TEMP:
@@ -108,15 +117,24 @@ static int apply_option(Options *o, int c, const char *arg) {
         o->sampling.temperature = d;
         return 0;
     case OPT_TOPK:
-        if (parse_long(arg, 0, LONG_MAX, &v) != 0) { usage_error(o->cmd, "--top-k must be an integer >= 0, got '%s'", arg); return EXIT_USAGE; }
+        if (parse_long(arg, 0, LONG_MAX, &v) != 0) {
+            usage_error(o->cmd, "--top-k must be an integer >= 0, got '%s'", arg);
+            return EXIT_USAGE;
+        }
         o->sampling.top_k = v > INT_MAX ? INT_MAX : (int)v;  // above V keeps everything anyway
         return 0;
     case OPT_TOPP:
-        if (parse_double(arg, &d) != 0 || !(d > 0 && d <= 1)) { usage_error(o->cmd, "--top-p must be in (0, 1], got '%s'", arg); return EXIT_USAGE; }
+        if (parse_double(arg, &d) != 0 || !(d > 0 && d <= 1)) {
+            usage_error(o->cmd, "--top-p must be in (0, 1], got '%s'", arg);
+            return EXIT_USAGE;
+        }
         o->sampling.top_p = d;
         return 0;
     case OPT_SEED:
-        if (strcmp(arg, "-1") == 0) { o->has_seed = 0; return 0; }  // llama.cpp: -1 means a random seed
+        if (strcmp(arg, "-1") == 0) {
+            o->has_seed = 0;
+            return 0;
+        }  // llama.cpp: -1 means a random seed
         if (parse_u64(arg, &o->seed) != 0) {
             usage_error(o->cmd, "--seed must be -1 (random) or an integer in [0, 2^64-1], got '%s'", arg);
             return EXIT_USAGE;
@@ -142,34 +160,56 @@ static int apply_option(Options *o, int c, const char *arg) {
         return 0;
     }
     case OPT_THREADS:
-        if (parse_long(arg, 1, 1024, &v) != 0) { usage_error(o->cmd, "--threads must be an integer in [1, 1024], got '%s'", arg); return EXIT_USAGE; }
+        if (parse_long(arg, 1, 1024, &v) != 0) {
+            usage_error(o->cmd, "--threads must be an integer in [1, 1024], got '%s'", arg);
+            return EXIT_USAGE;
+        }
         o->threads = (int)v;
         return 0;
     case OPT_STRIDE:
-        if (parse_long(arg, 1, 1 << 16, &v) != 0) { usage_error(o->cmd, "--stride must be a positive integer, got '%s'", arg); return EXIT_USAGE; }
+        if (parse_long(arg, 1, 1 << 16, &v) != 0) {
+            usage_error(o->cmd, "--stride must be a positive integer, got '%s'", arg);
+            return EXIT_USAGE;
+        }
         o->stride = v;
         return 0;
     }
     return EXIT_USAGE;
 }
 
-static const struct option LONG[] = {
-    {"model", required_argument, 0, 'm'},      {"prompt", required_argument, 0, 'p'},
-    {"file", required_argument, 0, 'f'},       {"steps", required_argument, 0, 'n'},
-    {"temperature", required_argument, 0, OPT_TEMP}, {"top-k", required_argument, 0, OPT_TOPK},
-    {"top-p", required_argument, 0, OPT_TOPP}, {"seed", required_argument, 0, OPT_SEED},
-    {"norm", required_argument, 0, OPT_NORM},  {"placement", required_argument, 0, OPT_PLACEMENT},
-    {"threads", required_argument, 0, OPT_THREADS}, {"exact-window", no_argument, 0, OPT_EXACT},
-    {"skip-unknown", no_argument, 0, OPT_SKIP}, {"json", no_argument, 0, OPT_JSON},
-    {"text", required_argument, 0, OPT_TEXT},  {"stride", required_argument, 0, OPT_STRIDE},
-    {"echo", no_argument, 0, OPT_ECHO},        {"no-echo", no_argument, 0, OPT_NO_ECHO},
-    {"help", no_argument, 0, 'h'},             {"output", required_argument, 0, OPT_OUTPUT},
-    {"profile", no_argument, 0, OPT_PROFILE},  {"trace", required_argument, 0, OPT_TRACE},
-    {"counters", no_argument, 0, OPT_COUNTERS}, {"also-swap", no_argument, 0, OPT_ALSO_SWAP},
-    {"invariance", no_argument, 0, OPT_INVARIANCE}, {"repeats", required_argument, 0, OPT_REPEATS},
-    {"csv", required_argument, 0, OPT_CSV},    {"plot-dir", required_argument, 0, OPT_PLOT_DIR},
-    {"samples", required_argument, 0, OPT_SAMPLES}, {"warmup", no_argument, 0, OPT_WARMUP},
-    {"batch", required_argument, 0, OPT_BATCH}, {"no-mmap", no_argument, 0, OPT_NO_MMAP}, {0, 0, 0, 0}};
+static const struct option LONG[] = {{"model", required_argument, 0, 'm'},
+                                     {"prompt", required_argument, 0, 'p'},
+                                     {"file", required_argument, 0, 'f'},
+                                     {"steps", required_argument, 0, 'n'},
+                                     {"temperature", required_argument, 0, OPT_TEMP},
+                                     {"top-k", required_argument, 0, OPT_TOPK},
+                                     {"top-p", required_argument, 0, OPT_TOPP},
+                                     {"seed", required_argument, 0, OPT_SEED},
+                                     {"norm", required_argument, 0, OPT_NORM},
+                                     {"placement", required_argument, 0, OPT_PLACEMENT},
+                                     {"threads", required_argument, 0, OPT_THREADS},
+                                     {"exact-window", no_argument, 0, OPT_EXACT},
+                                     {"skip-unknown", no_argument, 0, OPT_SKIP},
+                                     {"json", no_argument, 0, OPT_JSON},
+                                     {"text", required_argument, 0, OPT_TEXT},
+                                     {"stride", required_argument, 0, OPT_STRIDE},
+                                     {"echo", no_argument, 0, OPT_ECHO},
+                                     {"no-echo", no_argument, 0, OPT_NO_ECHO},
+                                     {"help", no_argument, 0, 'h'},
+                                     {"output", required_argument, 0, OPT_OUTPUT},
+                                     {"profile", no_argument, 0, OPT_PROFILE},
+                                     {"trace", required_argument, 0, OPT_TRACE},
+                                     {"counters", no_argument, 0, OPT_COUNTERS},
+                                     {"also-swap", no_argument, 0, OPT_ALSO_SWAP},
+                                     {"invariance", no_argument, 0, OPT_INVARIANCE},
+                                     {"repeats", required_argument, 0, OPT_REPEATS},
+                                     {"csv", required_argument, 0, OPT_CSV},
+                                     {"plot-dir", required_argument, 0, OPT_PLOT_DIR},
+                                     {"samples", required_argument, 0, OPT_SAMPLES},
+                                     {"warmup", no_argument, 0, OPT_WARMUP},
+                                     {"batch", required_argument, 0, OPT_BATCH},
+                                     {"no-mmap", no_argument, 0, OPT_NO_MMAP},
+                                     {0, 0, 0, 0}};
 
 // Single letters and the long option each stands for.
 static const struct {
@@ -220,7 +260,10 @@ static void unknown_option(const Command *cmd, const char *given) {
     for (const struct option *x = LONG; x->name; x++) {
         if (!takes(cmd, x->val) && x->val != 'h') continue;
         size_t d = edit_distance(bare, x->name);
-        if (d < best_d) { best_d = d; best = x->name; }
+        if (d < best_d) {
+            best_d = d;
+            best = x->name;
+        }
     }
     if (best) msg_usage(cmd->name, "unknown option '%s' (did you mean '--%s'?)", given, best);
     else msg_usage(cmd->name, "unknown option '%s'", given);
@@ -229,7 +272,8 @@ static void unknown_option(const Command *cmd, const char *given) {
 int options_parse(Options *o, const Command *cmd, int argc, char **argv) {
     char shorts[32] = ":h";
     for (size_t i = 0; i < sizeof SHORT / sizeof SHORT[0]; i++)
-        if (takes(cmd, SHORT[i].code)) snprintf(shorts + strlen(shorts), sizeof shorts - strlen(shorts), "%c:", SHORT[i].letter);
+        if (takes(cmd, SHORT[i].code))
+            snprintf(shorts + strlen(shorts), sizeof shorts - strlen(shorts), "%c:", SHORT[i].letter);
     opterr = 0;
     optind = 1;
     int c, li = -1;
@@ -247,8 +291,8 @@ int options_parse(Options *o, const Command *cmd, int argc, char **argv) {
             const char *given = argv[optind - 1];
             int known_letter = 0;  // "-n" given to a command without -n (getopt_long_only may not set optopt)
             for (size_t i = 0; i < sizeof SHORT / sizeof SHORT[0]; i++)
-                known_letter |= optopt == SHORT[i].letter ||
-                                (given[0] == '-' && given[1] == SHORT[i].letter && given[2] == '\0');
+                known_letter |=
+                    optopt == SHORT[i].letter || (given[0] == '-' && given[1] == SHORT[i].letter && given[2] == '\0');
             if (known_letter && given[0] == '-' && given[1] && given[2] == '\0') snprintf(opt, sizeof opt, "%s", given);
             if (c == ':') usage_error(o->cmd, "option '%s' needs a value", opt);
             else if (known_letter) usage_error(o->cmd, "option '%s' does not apply to this command", opt);
@@ -258,7 +302,10 @@ int options_parse(Options *o, const Command *cmd, int argc, char **argv) {
         if (li >= 0) snprintf(opt, sizeof opt, "--%s", LONG[li].name);
         else snprintf(opt, sizeof opt, "-%c", letter);
         li = -1;
-        if (!takes(cmd, c)) { usage_error(o->cmd, "option '%s' does not apply to this command", opt); return EXIT_USAGE; }
+        if (!takes(cmd, c)) {
+            usage_error(o->cmd, "option '%s' does not apply to this command", opt);
+            return EXIT_USAGE;
+        }
         int rc = apply_option(o, c, optarg);
         if (rc != 0) return rc;
     }
@@ -267,6 +314,9 @@ int options_parse(Options *o, const Command *cmd, int argc, char **argv) {
         o->n_models = argc - optind;
         return 0;
     }
-    if (optind < argc) { usage_error(o->cmd, "unexpected argument '%s'", argv[optind]); return EXIT_USAGE; }
+    if (optind < argc) {
+        usage_error(o->cmd, "unexpected argument '%s'", argv[optind]);
+        return EXIT_USAGE;
+    }
     return 0;
 }

@@ -103,7 +103,8 @@ int out_file_id(FileId *id, const char *path, char *err, size_t errlen) {
 }
 
 int out_same_file(const FileId *a, const FileId *b) {
-    return a->exists == b->exists && a->dev == b->dev && a->ino == b->ino && (a->exists || strcmp(a->name, b->name) == 0);
+    return a->exists == b->exists && a->dev == b->dev && a->ino == b->ino &&
+           (a->exists || strcmp(a->name, b->name) == 0);
 }
 
 // Whether path (an output) lies in shipped_dir (resolved), or is that folder.
@@ -158,9 +159,14 @@ int out_check_all(const char *cmd, const char *const *outputs, size_t n_out, con
             continue;
         }
         if ((rc = check_writable(cmd, outputs[i])) != 0) break;
-        if (out_file_id(&out[i], outputs[i], err, sizeof err) != 0) { msg_usage(cmd, "output %s", err); rc = EXIT_USAGE; break; }
+        if (out_file_id(&out[i], outputs[i], err, sizeof err) != 0) {
+            msg_usage(cmd, "output %s", err);
+            rc = EXIT_USAGE;
+            break;
+        }
         if (inside(outputs[i], shipped_dir)) {
-            msg_usage(cmd, "output '%s' is in the shipped models' folder %s, which normlab never writes", outputs[i], shipped_dir);
+            msg_usage(cmd, "output '%s' is in the shipped models' folder %s, which normlab never writes", outputs[i],
+                      shipped_dir);
             rc = EXIT_USAGE;
         }
         for (size_t j = 0; j < i && rc == 0; j++)
@@ -169,7 +175,8 @@ int out_check_all(const char *cmd, const char *const *outputs, size_t n_out, con
                 rc = EXIT_USAGE;
             }
         for (size_t k = 0; k < n_in && rc == 0; k++) {
-            if (!inputs[k] || is_stdout(inputs[k]) || out_file_id(&in, inputs[k], err, sizeof err) != 0 || !in.exists) continue;
+            if (!inputs[k] || is_stdout(inputs[k]) || out_file_id(&in, inputs[k], err, sizeof err) != 0 || !in.exists)
+                continue;
             if (out_same_file(&out[i], &in)) {
                 msg_usage(cmd, "output '%s' is the input '%s'", outputs[i], inputs[k]);
                 rc = EXIT_USAGE;
@@ -202,7 +209,8 @@ int out_open(OutFile *o, const char *path) {
         int fd = open(path, O_WRONLY | O_APPEND | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
         if (fd >= 0) (void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
         if (fd < 0 || !(o->f = fdopen(fd, "w"))) {
-            msg_error("%s: cannot write: %s", path, errno == ENXIO ? "no process is reading this FIFO" : strerror(errno));
+            msg_error("%s: cannot write: %s", path,
+                      errno == ENXIO ? "no process is reading this FIFO" : strerror(errno));
             if (fd >= 0) close(fd);
             return EXIT_DATA;
         }
@@ -215,7 +223,10 @@ int out_open(OutFile *o, const char *path) {
     }
     char dir[PATH_MAX], name[NAME_MAX + 1], err[PATH_MAX + 128];
     landing(path, o->dest);  // through symlinks, dangling ones too: the link stays, its target is written
-    if (split_resolved(o->dest, dir, name, err, sizeof err) != 0) { msg_error("%s", err); return EXIT_DATA; }
+    if (split_resolved(o->dest, dir, name, err, sizeof err) != 0) {
+        msg_error("%s", err);
+        return EXIT_DATA;
+    }
     if ((size_t)snprintf(o->tmp, sizeof o->tmp, "%s/.%s.normlab-XXXXXX", dir, name) >= sizeof o->tmp) {
         msg_error("%s: path too long for its temporary file", path);
         return EXIT_DATA;
@@ -224,7 +235,10 @@ int out_open(OutFile *o, const char *path) {
     int fd = mkostemp(o->tmp, O_CLOEXEC);
     if (fd < 0 || !(o->f = fdopen(fd, "w"))) {
         msg_error("%s: cannot write: %s", path, strerror(errno));
-        if (fd >= 0) { close(fd); unlink(o->tmp); }
+        if (fd >= 0) {
+            close(fd);
+            unlink(o->tmp);
+        }
         o->tmp[0] = '\0';
         return EXIT_DATA;
     }
@@ -238,15 +252,30 @@ int out_finish(OutFile *o, int ok) {
     if (!o->f) return ok ? 0 : 0;
     int rc = 0;
     if (o->f == stdout || o->f == stderr) {
-        if (ok && fflush(o->f) == EOF) { msg_error("%s: write failed: %s", o->path, strerror(errno)); rc = EXIT_DATA; }
+        if (ok && fflush(o->f) == EOF) {
+            msg_error("%s: write failed: %s", o->path, strerror(errno));
+            rc = EXIT_DATA;
+        }
         o->f = NULL;
         return rc;
     }
-    if (ok && (fflush(o->f) == EOF || ferror(o->f))) { msg_error("%s: write failed: %s", o->path, strerror(errno)); ok = 0; rc = EXIT_DATA; }
-    if (fclose(o->f) != 0 && ok) { msg_error("%s: write failed: %s", o->path, strerror(errno)); ok = 0; rc = EXIT_DATA; }
+    if (ok && (fflush(o->f) == EOF || ferror(o->f))) {
+        msg_error("%s: write failed: %s", o->path, strerror(errno));
+        ok = 0;
+        rc = EXIT_DATA;
+    }
+    if (fclose(o->f) != 0 && ok) {
+        msg_error("%s: write failed: %s", o->path, strerror(errno));
+        ok = 0;
+        rc = EXIT_DATA;
+    }
     o->f = NULL;
     if (o->direct) return rc;
-    if (ok && rename(o->tmp, o->dest) != 0) { msg_error("%s: cannot replace: %s", o->path, strerror(errno)); ok = 0; rc = EXIT_DATA; }
+    if (ok && rename(o->tmp, o->dest) != 0) {
+        msg_error("%s: cannot replace: %s", o->path, strerror(errno));
+        ok = 0;
+        rc = EXIT_DATA;
+    }
     if (!ok) unlink(o->tmp);
     o->tmp[0] = '\0';
     return rc;

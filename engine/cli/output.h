@@ -16,16 +16,16 @@
 #include <sys/types.h>
 
 typedef struct {
-    const char *path;     // as given; "-" is standard output
+    const char *path;  // as given; "-" is standard output
     char dest[PATH_MAX];  // where it lands (symlinks resolved), "" for standard output
-    char tmp[PATH_MAX];   // the temporary file while open, "" when written directly
+    char tmp[PATH_MAX];  // the temporary file while open, "" when written directly
     FILE *f;
-    int direct;           // 1: written in place (stdout, a device, a FIFO)
+    int direct;  // 1: written in place (stdout, a device, a FIFO)
 } OutFile;
 
 // A file's identity: device and inode when it exists, else its directory's and its name.
 typedef struct {
-    const char *label;    // the path as the user gave it (for messages)
+    const char *label;  // the path as the user gave it (for messages)
     int exists;
     dev_t dev;
     ino_t ino;
