@@ -14,16 +14,18 @@ PKG_CFLAGS = $(shell pkg-config --cflags openblas libcjson)
 PKG_LIBS = $(shell pkg-config --libs openblas libcjson) -lm -pthread
 
 LIB_SRC = engine/nl_error.c engine/model.c engine/safetensors.c engine/jsonx.c engine/fileio.c engine/kernels.c \
-          engine/forward.c engine/sampler.c engine/generate.c engine/eval.c engine/parallel.c engine/blascore.c engine/profile.c engine/report.c engine/stats.c engine/compare.c tokenizer/tokenizer.c
+          engine/forward.c engine/sampler.c engine/generate.c engine/eval.c engine/parallel.c engine/blascore.c \
+          engine/profile.c engine/report.c engine/stats.c engine/compare.c tokenizer/tokenizer.c
 HEADERS = $(wildcard engine/*.h engine/cli/*.h tokenizer/*.h tests/*.h)
 CLI_SRC = engine/cli/main.c engine/cli/options.c engine/cli/common.c engine/cli/cmd_generate.c engine/cli/cmd_eval.c \
           engine/cli/cmd_compare.c engine/cli/cmd_info.c engine/cli/output.c engine/cli/msg.c
-TESTS = test_tokenizer test_kernels test_sampler test_loader test_forward test_golden test_profile test_compare test_parallel
+TESTS = test_tokenizer test_kernels test_sampler test_loader test_forward test_golden test_profile test_compare \
+        test_parallel
 FUZZERS = safetensors config tokenizer inline prompt
 RUN_ARGS ?= -n 500
 
-.PHONY: all deps fuzz-deps run test test-plain test-san test-install parity eval-models compare-models docs fuzz bench \
-        clean install uninstall
+.PHONY: all deps fuzz-deps run test test-plain test-san test-install format-check parity eval-models compare-models \
+        docs fuzz bench clean install uninstall
 
 all: deps normlab
 
@@ -33,7 +35,8 @@ deps:
 # ---- one object tree per variant: build/rel (plain) and build/san (sanitizers)
 # The element-wise kernels are written for the vectoriser, which -O2 leaves mostly off; without
 # -fno-trapping-math it will not turn the clamps in the GELU loop into blends.
-build/rel/engine/kernels.o build/san/engine/kernels.o: VEC_FLAGS = -O3 -fno-trapping-math -fno-math-errno -ffp-contract=fast
+build/rel/engine/kernels.o build/san/engine/kernels.o: \
+    VEC_FLAGS = -O3 -fno-trapping-math -fno-math-errno -ffp-contract=fast
 
 build/rel/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
@@ -74,11 +77,15 @@ run: all
 	fi
 
 test: deps
-	@$(MAKE) --no-print-directory -k test-plain test-san test-install
+	@$(MAKE) --no-print-directory -k test-plain test-san test-install format-check
 
-test-plain: normlab build/libnormlab.a $(addprefix build/rel/tests/,$(TESTS)) $(addprefix build/rel/tests/replay_,$(FUZZERS)) \
-            build/rel/tests/ref_logits
+test-plain: normlab build/libnormlab.a $(addprefix build/rel/tests/,$(TESTS)) \
+            $(addprefix build/rel/tests/replay_,$(FUZZERS)) build/rel/tests/ref_logits
 	@tests/run.sh plain build/rel ./normlab
+
+# Checks only: C as .clang-format leaves it, no source line over 120 characters (tests/format_check.sh).
+format-check:
+	@tests/format_check.sh
 
 test-san: build/san/normlab $(addprefix build/san/tests/,$(TESTS)) $(addprefix build/san/tests/replay_,$(FUZZERS)) \
           build/rel/tests/ref_logits
@@ -187,7 +194,8 @@ install: all build/libnormlab.a build/normlab.1 build/normlab.bash build/normlab
 	    install -d $(DESTDIR)$(DATADIR)/normlab/models/$$m && \
 	    install -m 644 weights/$$m/config.json weights/$$m/tokenizer.json weights/$$m/model.safetensors \
 	        $(DESTDIR)$(DATADIR)/normlab/models/$$m/ || exit 1; \
-	    if [ -f weights/$$m/train_log.json ]; then install -m 644 weights/$$m/train_log.json $(DESTDIR)$(DATADIR)/normlab/models/$$m/; fi; \
+	    if [ -f weights/$$m/train_log.json ]; then \
+	        install -m 644 weights/$$m/train_log.json $(DESTDIR)$(DATADIR)/normlab/models/$$m/; fi; \
 	done
 
 uninstall:

@@ -50,7 +50,8 @@ expect_fail "no command" 2 "usage: normlab COMMAND [options]"
 expect_fail "unknown command" 2 "unknown command 'sing'" sing
 expect_fail "negative -n" 2 "-n must be an integer in [0, 1000000000], got '-1'" generate $M -n -1
 expect_fail "non-numeric -n" 2 "got '12abc'" generate $M -n 12abc
-expect_fail "negative temperature" 2 "--temperature must be 0 or a number in [1e-4, 1e4], got '-0.5'" generate $M --temperature -0.5
+expect_fail "negative temperature" 2 "--temperature must be 0 or a number in [1e-4, 1e4], got '-0.5'" \
+    generate $M --temperature -0.5
 expect_fail "nan temperature" 2 "got 'nan'" generate $M --temperature nan
 expect_fail "inf temperature" 2 "got 'inf'" generate $M --temperature inf
 expect_fail "trailing junk temperature" 2 "got '0.5x'" generate $M --temperature 0.5x
@@ -58,8 +59,10 @@ expect_fail "subnormal temperature" 2 "got '1e-310'" generate $M --temperature 1
 expect_fail "top-p zero" 2 "--top-p must be in (0, 1], got '0'" generate $M --top-p 0
 expect_fail "top-p above one" 2 "--top-p must be in (0, 1], got '1.5'" generate $M --top-p 1.5
 expect_fail "negative top-k" 2 "--top-k must be an integer >= 0" generate $M --top-k -3
-expect_fail "unknown norm" 2 "--norm must be layernorm or rmsnorm (any case), got 'batchnorm'" generate $M --norm batchnorm
-expect_fail "unknown placement" 2 "--placement must be pre or post (any case), got 'middle'" generate $M --placement middle
+expect_fail "unknown norm" 2 "--norm must be layernorm or rmsnorm (any case), got 'batchnorm'" \
+    generate $M --norm batchnorm
+expect_fail "unknown placement" 2 "--placement must be pre or post (any case), got 'middle'" \
+    generate $M --placement middle
 expect_ok "choices without case" generate $M -p ab -n 5 -s 1 --norm RMSNorm --placement PRE --no-echo
 expect_fail "negative seed" 2 "--seed must be -1 (random) or an integer in [0, 2^64-1], got '-2'" generate $M --seed -2
 expect_ok "seed -1 is random" generate $M -p ab -n 5 --seed -1
@@ -70,11 +73,13 @@ expect_fail "seed overflow" 2 "got '18446744073709551616'" generate $M --seed 18
 expect_fail "zero threads" 2 "--threads must be an integer in [1, 1024]" generate $M --threads 0
 expect_fail "unknown option" 2 "unknown option '--bogus'" generate $M --bogus
 expect_ok "llama.cpp's one-dash long options" generate $M -p ab -temp 0 -n 5 -no-echo
-[ "$(wc -m < "$TMP/out")" -eq 5 ] && ok "-temp and -no-echo work as --temperature and --no-echo" || bad "one-dash" "$(cat "$TMP/out")"
+[ "$(wc -m < "$TMP/out")" -eq 5 ] \
+    && ok "-temp and -no-echo work as --temperature and --no-echo" || bad "one-dash" "$(cat "$TMP/out")"
 expect_fail "two outputs on stdout" 2 "two outputs would both go to standard output" profile $M -n 3 --trace -
 expect_fail "a command by its prefix" 2 "unknown command 'gen' (did you mean 'generate'?)" gen
 expect_fail "ambiguous option" 2 "ambiguous option '--top' (--top-k, --top-p)" generate $M --top 5
-expect_fail "mistyped option" 2 "unknown option '--tempreature' (did you mean '--temperature'?)" generate $M --tempreature 1
+expect_fail "mistyped option" 2 "unknown option '--tempreature' (did you mean '--temperature'?)" \
+    generate $M --tempreature 1
 expect_fail "mistyped command" 2 "unknown command 'genrate' (did you mean 'generate'?)" genrate
 expect_fail "hex number" 2 "got '0x1p-1'" generate $M --temperature 0x1p-1
 expect_fail "leading space" 2 "got ' 5'" generate $M -n " 5"
@@ -91,7 +96,8 @@ expect_fail "help for unknown command" 2 "unknown command 'bogus'" help bogus
 
 # ---- data errors: exit 1
 expect_fail "missing model" 1 "/nonexistent: no such model" generate -m /nonexistent -n 3
-expect_fail "unknown prompt character" 1 "character 'Z' (U+005A) at position 3 is not in the model's vocabulary" generate $M -p "abZ" -n 3 --seed 1
+expect_fail "unknown prompt character" 1 "character 'Z' (U+005A) at position 3 is not in the model's vocabulary" \
+    generate $M -p "abZ" -n 3 --seed 1
 expect_fail "missing prompt file" 1 "/nonexistent/prompt: cannot open" generate $M -f /nonexistent/prompt
 expect_fail "prompt file is a directory" 1 "not a regular file" generate $M -f /tmp
 expect_fail "eval missing text" 1 "cannot open" eval $M --text /nonexistent
@@ -100,22 +106,28 @@ expect_fail "eval unknown character" 1 "U+0009 at position 3" eval $M --text "$T
 printf 'a' > "$TMP/one.txt"
 printf 'ab ba' > "$TMP/short.txt"
 expect_fail "eval one character" 1 "at least 2 characters" eval $M --text "$TMP/one.txt"
-expect_fail "eval stride above the context" 2 "--stride 10 is larger than the model's context (block_size 9)" eval $M --text "$TMP/short.txt" --stride 10
-expect_fail "model file instead of its directory" 1 "give the model directory that holds this file" info -m weights/shakespeare-pre-ln/config.json
+expect_fail "eval stride above the context" 2 "--stride 10 is larger than the model's context (block_size 9)" \
+    eval $M --text "$TMP/short.txt" --stride 10
+expect_fail "model file instead of its directory" 1 "give the model directory that holds this file" \
+    info -m weights/shakespeare-pre-ln/config.json
 expect_fail "directory that is not a model" 1 "weights: not a model directory (it has no config.json)" info -m weights
 NORMLAB_MODEL=/nonexistent/model "$BIN" info >"$TMP/out" 2>"$TMP/err"; rc=$?
-[ "$rc" -eq 1 ] && grep -q "NORMLAB_MODEL=/nonexistent/model: no such model" "$TMP/err" && ok "mistyped NORMLAB_MODEL named" || bad "NORMLAB_MODEL" "$(cat "$TMP/err")"
+[ "$rc" -eq 1 ] && grep -q "NORMLAB_MODEL=/nonexistent/model: no such model" "$TMP/err" \
+    && ok "mistyped NORMLAB_MODEL named" || bad "NORMLAB_MODEL" "$(cat "$TMP/err")"
 if [ -w /dev/full ]; then
     "$BIN" generate $M -n 5 --seed 1 > /dev/full 2>"$TMP/err"; rc=$?
-    if [ "$rc" -eq 1 ] && grep -q "cannot write to stdout" "$TMP/err"; then ok "stdout on a full disk"; else bad "stdout on a full disk" "rc=$rc $(cat "$TMP/err")"; fi
+    if [ "$rc" -eq 1 ] && grep -q "cannot write to stdout" "$TMP/err"; then ok "stdout on a full disk"
+    else bad "stdout on a full disk" "rc=$rc $(cat "$TMP/err")"; fi
 fi
 
-expect_fail "logits overflow at run time" 1 "the model produced a non-finite logit after 0 generated tokens" generate -m $FIX/overflow.json -p ab -n 5 --seed 1 --no-echo
+expect_fail "logits overflow at run time" 1 "the model produced a non-finite logit after 0 generated tokens" \
+    generate -m $FIX/overflow.json -p ab -n 5 --seed 1 --no-echo
 expect_fail "eval loss overflows" 1 "non-finite loss at character 2" eval -m $FIX/overflow.json --text "$TMP/short.txt"
 # an unreadable file, as an unprivileged user (root reads everything)
 printf 'ab ba' > "$TMP/secret.txt"; chmod 000 "$TMP/secret.txt"; chmod 711 "$TMP"
 NOBODY="setpriv --reuid=65534 --regid=65534 --clear-groups"
-if command -v setpriv >/dev/null && $NOBODY test -r "$FIX/ln-pre-bias.json" 2>/dev/null && $NOBODY test -x "$BIN" 2>/dev/null; then
+if command -v setpriv >/dev/null && $NOBODY test -r "$FIX/ln-pre-bias.json" 2>/dev/null \
+    && $NOBODY test -x "$BIN" 2>/dev/null; then
     $NOBODY "$BIN" eval $M --text "$TMP/secret.txt" >"$TMP/out" 2>"$TMP/err"; rc=$?
     [ "$rc" -eq 1 ] && [ ! -s "$TMP/out" ] && grep -q "secret.txt: cannot open: Permission denied" "$TMP/err" \
         && ok "unreadable file" || bad "unreadable file" "exit $rc: $(cat "$TMP/err")"
@@ -128,9 +140,12 @@ rc=${PIPESTATUS[0]}
     || bad "closed pipe" "exit $rc (124 = still running after 30 s), stderr: $(head -c 200 "$TMP/err")"
 
 # ---- help and version
-expect_ok "--help" --help && grep -q "commands:" "$TMP/out" && ok "--help lists commands" || bad "--help lists commands" "$(head -3 "$TMP/out")"
-expect_ok "help generate" help generate && grep -q -- "--top-p" "$TMP/out" && ok "help generate lists --top-p" || bad "help generate" "no --top-p"
-expect_ok "--version" --version && grep -qE '^normlab [0-9]+\.[0-9]+\.[0-9]+$' "$TMP/out" && ok "version format" || bad "version format" "$(cat "$TMP/out")"
+expect_ok "--help" --help && grep -q "commands:" "$TMP/out" \
+    && ok "--help lists commands" || bad "--help lists commands" "$(head -3 "$TMP/out")"
+expect_ok "help generate" help generate && grep -q -- "--top-p" "$TMP/out" \
+    && ok "help generate lists --top-p" || bad "help generate" "no --top-p"
+expect_ok "--version" --version && grep -qE '^normlab [0-9]+\.[0-9]+\.[0-9]+$' "$TMP/out" \
+    && ok "version format" || bad "version format" "$(cat "$TMP/out")"
 
 # ---- generation
 expect_ok "greedy" generate $M -p "ab" -n 40 --temperature 0 --no-echo
@@ -140,18 +155,22 @@ golden "sampled golden" sampled.txt
 cp "$TMP/out" "$TMP/first"; cp "$TMP/out" "$TMP/sampled"
 expect_ok "same seed again" generate $M -p "a b" -n 60 -s 7 --top-k 5 --top-p 0.9 --no-echo
 cmp -s "$TMP/out" "$TMP/first" && ok "same seed, same bytes" || bad "same seed, same bytes" "outputs differ"
-expect_ok "two threads" generate $M -p "a b" -n 60 --seed 7 --top-k 5 --top-p 0.9 --temperature 0.8 --threads 2 --no-echo
+expect_ok "two threads" generate $M -p "a b" -n 60 --seed 7 --top-k 5 --top-p 0.9 --temperature 0.8 --threads 2 \
+    --no-echo
 cmp -s "$TMP/out" "$TMP/first" && ok "same bytes with 2 threads" || bad "same bytes with 2 threads" "outputs differ"
 expect_ok "--no-mmap" generate $M -p "a b" -n 60 --seed 7 --top-k 5 --top-p 0.9 --temperature 0.8 --no-mmap --no-echo
 cmp -s "$TMP/out" "$TMP/first" && ok "--no-mmap prints the same text" || bad "--no-mmap" "outputs differ"
 expect_ok "--no-mmap directory model" info -m weights/shakespeare-pre-ln --no-mmap --json
-grep -q '"parameters":818048' "$TMP/out" && ok "--no-mmap loads a directory model" || bad "--no-mmap dir" "$(head -c 200 "$TMP/out")"
+grep -q '"parameters":818048' "$TMP/out" \
+    && ok "--no-mmap loads a directory model" || bad "--no-mmap dir" "$(head -c 200 "$TMP/out")"
 expect_ok "other seed" generate $M -p "a b" -n 60 --seed 8 --top-k 5 --top-p 0.9 --temperature 0.8 --no-echo
 cmp -s "$TMP/out" "$TMP/first" && bad "other seed, other bytes" "identical" || ok "other seed, other bytes"
 expect_ok "echo by default" generate $M -p "a b" -n 60 --seed 7 --top-k 5 --top-p 0.9
-[ "$(cat "$TMP/out")" = "a b$(cat "$GOLD/sampled.txt")" ] && ok "the prompt is echoed before the continuation" || bad "echo" "$(head -c 80 "$TMP/out")"
+[ "$(cat "$TMP/out")" = "a b$(cat "$GOLD/sampled.txt")" ] \
+    && ok "the prompt is echoed before the continuation" || bad "echo" "$(head -c 80 "$TMP/out")"
 expect_ok "-o FILE" generate $M -p "a b" -n 60 --seed 7 --top-k 5 --top-p 0.9 --no-echo -o "$TMP/gen.txt"
-[ ! -s "$TMP/out" ] && cmp -s "$TMP/gen.txt" "$GOLD/sampled.txt" && ok "-o writes the text to the file, nothing to stdout" || bad "-o" "$(head -c 80 "$TMP/gen.txt")"
+[ ! -s "$TMP/out" ] && cmp -s "$TMP/gen.txt" "$GOLD/sampled.txt" \
+    && ok "-o writes the text to the file, nothing to stdout" || bad "-o" "$(head -c 80 "$TMP/gen.txt")"
 expect_ok "utf8 model" generate $U -p "é" -n 50 --seed 3 --no-echo --temperature 1
 n=$(wc -m < "$TMP/out")
 [ "$n" -eq 50 ] && ok "-n counts characters, not bytes" || bad "-n counts characters" "got $n characters"
@@ -159,95 +178,124 @@ golden "utf8 golden" utf8.txt
 expect_ok "-n 0" generate $M -n 0 --seed 1 --no-echo
 [ ! -s "$TMP/out" ] && ok "-n 0 prints nothing" || bad "-n 0 prints nothing" "$(cat "$TMP/out")"
 expect_ok "no seed" generate $M -n 5
-grep -qE '^normlab: seed [0-9]+$' "$TMP/err" && ok "random seed printed to stderr" || bad "random seed printed" "$(cat "$TMP/err")"
+grep -qE '^normlab: seed [0-9]+$' "$TMP/err" \
+    && ok "random seed printed to stderr" || bad "random seed printed" "$(cat "$TMP/err")"
 seed=$(sed -n 's/^normlab: seed \([0-9]*\)$/\1/p' "$TMP/err"); cp "$TMP/out" "$TMP/first"
 expect_ok "printed seed repeats" generate $M -n 5 --seed "$seed"
 cmp -s "$TMP/out" "$TMP/first" && ok "printed seed reproduces the run" || bad "printed seed reproduces" "differs"
 expect_ok "empty prompt" generate $M -p "" -n 30 --seed 4; cp "$TMP/out" "$TMP/first"
 expect_ok "newline prompt" generate $M -p $'\n' -n 30 --seed 4
-cmp -s "$TMP/out" "$TMP/first" && ok "empty prompt starts from a newline" || bad "empty prompt" "differs from a newline prompt"
+cmp -s "$TMP/out" "$TMP/first" \
+    && ok "empty prompt starts from a newline" || bad "empty prompt" "differs from a newline prompt"
 printf 'ab ba' > "$TMP/prompt.txt"
 expect_ok "prompt file" generate $M -f "$TMP/prompt.txt" -n 30 --seed 4; cp "$TMP/out" "$TMP/first"
 expect_ok "prompt inline" generate $M -p 'ab ba' -n 30 --seed 4
 cmp -s "$TMP/out" "$TMP/first" && ok "-f equals -p" || bad "-f equals -p" "differs"
 expect_ok "echo" generate $M -p 'ab' -n 10 --seed 4 --echo
-[ "$(head -c 2 "$TMP/out")" = "ab" ] && [ "$(wc -m < "$TMP/out")" -eq 12 ] && ok "--echo prints the prompt first" || bad "--echo" "$(cat "$TMP/out")"
+[ "$(head -c 2 "$TMP/out")" = "ab" ] && [ "$(wc -m < "$TMP/out")" -eq 12 ] \
+    && ok "--echo prints the prompt first" || bad "--echo" "$(cat "$TMP/out")"
 expect_ok "skip unknown" generate $M -p 'aZb' -n 10 --seed 4 --skip-unknown
-grep -q "dropped 1 character outside" "$TMP/err" && ok "--skip-unknown warns" || bad "--skip-unknown warns" "$(cat "$TMP/err")"
+grep -q "dropped 1 character outside" "$TMP/err" \
+    && ok "--skip-unknown warns" || bad "--skip-unknown warns" "$(cat "$TMP/err")"
 expect_ok "skip leaves nothing" generate $M -p "ZZ" -n 30 --seed 4 --skip-unknown; cp "$TMP/out" "$TMP/skipped"
 expect_ok "newline prompt again" generate $M -p $'\n' -n 30 --seed 4
-cmp -s "$TMP/out" "$TMP/skipped" && ok "a prompt with nothing known left starts from a newline" || bad "skip leaves nothing" "differs"
+cmp -s "$TMP/out" "$TMP/skipped" \
+    && ok "a prompt with nothing known left starts from a newline" || bad "skip leaves nothing" "differs"
 expect_ok "prompt inline (for stdin)" generate $M -p 'ab ba' -n 30 --seed 4 && cp "$TMP/out" "$TMP/inline"
 printf 'ab ba' | "$BIN" generate $M -f - -n 30 --seed 4 >"$TMP/stdin" 2>/dev/null
 cmp -s "$TMP/stdin" "$TMP/inline" && ok "-f - reads the prompt from stdin" || bad "-f -" "differs"
 expect_ok "past the window" generate $M -p 'ab' -n 100 --seed 4 --no-echo
-[ "$(wc -m < "$TMP/out")" -eq 100 ] && grep -q "context shifts" "$TMP/err" && ok "generation goes on past block_size" || bad "past the window" "$(cat "$TMP/err")"
+[ "$(wc -m < "$TMP/out")" -eq 100 ] && grep -q "context shifts" "$TMP/err" \
+    && ok "generation goes on past block_size" || bad "past the window" "$(cat "$TMP/err")"
 expect_ok "exact window" generate $M -p 'ab' -n 100 --seed 4 --exact-window --no-echo
 [ "$(wc -m < "$TMP/out")" -eq 100 ] && ok "--exact-window goes on past block_size" || bad "exact window" "short"
 expect_ok "long prompt" generate $M -p 'ab ab ab ab ab ab' -n 3 --seed 4
-grep -q "only the last 9 fit" "$TMP/err" && ok "long prompt warns and keeps the last block_size" || bad "long prompt" "$(cat "$TMP/err")"
+grep -q "only the last 9 fit" "$TMP/err" \
+    && ok "long prompt warns and keeps the last block_size" || bad "long prompt" "$(cat "$TMP/err")"
 expect_ok "override" generate $M -p 'ab' -n 5 --seed 4 --norm rmsnorm --placement post
-grep -q "warning: the model was trained as layernorm/pre; running it as rmsnorm/post" "$TMP/err" && ok "override warns" || bad "override warns" "$(cat "$TMP/err")"
+grep -q "warning: the model was trained as layernorm/pre; running it as rmsnorm/post" "$TMP/err" \
+    && ok "override warns" || bad "override warns" "$(cat "$TMP/err")"
 expect_ok "timing on stderr" generate $M -p 'ab' -n 5 --seed 4
-grep -qE "prefill 2 tokens in .* tok/s\); decode 4 tokens" "$TMP/err" && ok "timing reported on stderr" || bad "timing" "$(cat "$TMP/err")"
+grep -qE "prefill 2 tokens in .* tok/s\); decode 4 tokens" "$TMP/err" \
+    && ok "timing reported on stderr" || bad "timing" "$(cat "$TMP/err")"
 
 expect_ok "warmup" generate $M -p "a b" -n 60 --seed 7 --top-k 5 --top-p 0.9 --temperature 0.8 --warmup --no-echo
-cmp -s "$TMP/out" "$GOLD/sampled.txt" && ok "--warmup leaves the output unchanged" || bad "--warmup output" "differs from the golden"
+cmp -s "$TMP/out" "$GOLD/sampled.txt" \
+    && ok "--warmup leaves the output unchanged" || bad "--warmup output" "differs from the golden"
 
 # ---- batched samples
 expect_ok "samples" generate $M -p "a b" -n 40 --seed 20 --samples 4 --json --top-k 6
-[ "$(wc -l < "$TMP/out")" -eq 4 ] && ok "--samples 4 --json prints four lines" || bad "--samples lines" "$(cat "$TMP/out")"
+[ "$(wc -l < "$TMP/out")" -eq 4 ] \
+    && ok "--samples 4 --json prints four lines" || bad "--samples lines" "$(cat "$TMP/out")"
 cp "$TMP/out" "$TMP/samples.json"
 for i in 0 1 2 3; do
     "$BIN" generate $M -p "a b" -n 40 --seed $((20 + i)) --top-k 6 --no-echo > "$TMP/single" 2>/dev/null
     want=$(sed -n 's/\\n/\n/g; p' "$TMP/single" | tr -d '\n')
     line=$(sed -n "$((i + 1))p" "$TMP/samples.json")
     case "$line" in
-        "{\"sample\":$i,\"seed\":$((20 + i)),\"prompt\":\"a b\",\"text\":"*) ok "sample $i is labelled with seed $((20 + i))" ;;
+        "{\"sample\":$i,\"seed\":$((20 + i)),\"prompt\":\"a b\",\"text\":"*)
+            ok "sample $i is labelled with seed $((20 + i))" ;;
         *) bad "sample $i label" "$line" ;;
     esac
     got=$(printf '%s' "$line" | sed 's/.*"text":"\(.*\)"}$/\1/; s/\\n/\n/g' | tr -d '\n')
-    [ "$got" = "$want" ] && ok "sample $i equals the single-stream run with seed $((20 + i))" || bad "sample $i text" "got '$got' want '$want'"
+    [ "$got" = "$want" ] \
+        && ok "sample $i equals the single-stream run with seed $((20 + i))" \
+        || bad "sample $i text" "got '$got' want '$want'"
 done
 expect_ok "samples plain" generate $M -p "a b" -n 10 --seed 20 --samples 2
-[ "$(grep -c '^--- sample [01], seed 2[01] ---$' "$TMP/out")" -eq 2 ] && ok "--samples without --json labels each sample" || bad "samples plain" "$(cat "$TMP/out")"
+[ "$(grep -c '^--- sample [01], seed 2[01] ---$' "$TMP/out")" -eq 2 ] \
+    && ok "--samples without --json labels each sample" || bad "samples plain" "$(cat "$TMP/out")"
 expect_ok "json, one sample" generate $M -p "a b" -n 60 --seed 7 --top-k 5 --top-p 0.9 --json
 /usr/bin/python3 -c '
 import json, sys
 d = json.loads(open(sys.argv[1]).read())
 assert d["seed"] == 7 and d["prompt"] == "a b" and d["text"] == open(sys.argv[2]).read(), d
 assert d["decode_tokens"] == 59 and d["decode_tok_s"] > 0
-' "$TMP/out" "$GOLD/sampled.txt" 2>/dev/null && ok "--json prints one object with the text, seed and timings" || bad "json one" "$(cat "$TMP/out")"
+' "$TMP/out" "$GOLD/sampled.txt" 2>/dev/null \
+    && ok "--json prints one object with the text, seed and timings" || bad "json one" "$(cat "$TMP/out")"
 expect_fail "samples zero" 2 "--samples must be an integer in [1, 256]" generate $M --samples 0
 
 # ---- info and eval
 expect_ok "info json" info $M --json
+# kv_cache_bytes: 2 * L 2 * 32 positions (9 rounded to a tile) * D 12 * 4
 for key in '"vocab_size":11' '"n_layer":2' '"n_head":3' '"n_embd":12' '"block_size":9' '"norm":"layernorm"' \
            '"placement":"pre"' '"activation":"gelu"' '"bias":true' '"tie_embeddings":true' '"parameters":2632' \
-           '"weight_bytes":10528' '"kv_cache_bytes":6144'; do  # KV: 2 * L 2 * 32 positions (9 rounded to a tile) * D 12 * 4
+           '"weight_bytes":10528' '"kv_cache_bytes":6144'; do
     grep -qF "$key" "$TMP/out" && ok "info json has $key" || bad "info json has $key" "$(cat "$TMP/out")"
 done
 printf 'ab ba ab\nba ab ba ab ab ba\n' > "$TMP/text.txt"
 expect_ok "eval json" eval $M --text "$TMP/text.txt" --json
-grep -qE '^\{"chars": 26, "nats_per_char": [0-9.e-]+, "nats_per_char_stderr": [0-9.e-]+, "bits_per_char": [0-9.e-]+, "bits_per_char_stderr": [0-9.e-]+, "perplexity": [0-9.e-]+, "perplexity_stderr": [0-9.e-]+' "$TMP/out" \
+fields='^\{"chars": 26, "nats_per_char": [0-9.e-]+, "nats_per_char_stderr": [0-9.e-]+, "bits_per_char": [0-9.e-]+, '
+fields=$fields'"bits_per_char_stderr": [0-9.e-]+, "perplexity": [0-9.e-]+, "perplexity_stderr": [0-9.e-]+'
+grep -qE "$fields" "$TMP/out" \
     && ok "eval json fields" || bad "eval json fields" "$(cat "$TMP/out")"
-nats=$(sed -n 's/.*"nats_per_char": \([^,]*\),.*/\1/p' "$TMP/out"); bits=$(sed -n 's/.*"bits_per_char": \([^,]*\),.*/\1/p' "$TMP/out")
-awk -v n="$nats" -v b="$bits" 'BEGIN { exit !(b > 0 && (n / b - log(2)) ^ 2 < 1e-12) }' && ok "bits = nats / ln 2" || bad "bits = nats / ln 2" "$nats $bits"
+nats=$(sed -n 's/.*"nats_per_char": \([^,]*\),.*/\1/p' "$TMP/out")
+bits=$(sed -n 's/.*"bits_per_char": \([^,]*\),.*/\1/p' "$TMP/out")
+awk -v n="$nats" -v b="$bits" 'BEGIN { exit !(b > 0 && (n / b - log(2)) ^ 2 < 1e-12) }' \
+    && ok "bits = nats / ln 2" || bad "bits = nats / ln 2" "$nats $bits"
 
 # ---- profile
 expect_ok "profile" profile $M -p "ab" -n 20 --trace "$TMP/trace.json"
-grep -q "^== prefill: 2 positions" "$TMP/out" && grep -q "^== decode: " "$TMP/out" && grep -q "not covered by any row" "$TMP/out" \
+grep -q "^== prefill: 2 positions" "$TMP/out" && grep -q "^== decode: " "$TMP/out" \
+    && grep -q "not covered by any row" "$TMP/out" \
     && ok "profile prints both phases and the footer" || bad "profile table" "$(head -5 "$TMP/out")"
 core=$("$BIN" info $M --json | sed -n 's/.*"blas_core":"\([^"]*\)".*/\1/p')
-grep -qE "OpenBLAS $core kernels \(chosen by (openblas|environment|normlab)\), threads up to [0-9]+; engine threads 1;" "$TMP/out" \
+threads_re="OpenBLAS $core kernels \(chosen by (openblas|environment|normlab)\), "
+threads_re=$threads_re"threads up to [0-9]+; engine threads 1;"
+grep -qE "$threads_re" "$TMP/out" \
     && ok "profile reports the kernel family and threads" || bad "profile threads" "$(head -2 "$TMP/out")"
 run profile $M -p "ab" -n 20 --json -o "$TMP/prof.json"
-[ ! -s "$TMP/out" ] && grep -q '"phase":[[:space:]]*"decode"' "$TMP/prof.json" && ok "profile --json -o written" || bad "profile --json" "$(head -c 200 "$TMP/prof.json")"
+[ ! -s "$TMP/out" ] && grep -q '"phase":[[:space:]]*"decode"' "$TMP/prof.json" \
+    && ok "profile --json -o written" || bad "profile --json" "$(head -c 200 "$TMP/prof.json")"
 run profile $M -p "ab" -n 20 --json
-grep -q '"phase":[[:space:]]*"decode"' "$TMP/out" && ! grep -q "^== decode" "$TMP/out" && ok "profile --json prints JSON instead of the table" || bad "profile --json stdout" "$(head -c 200 "$TMP/out")"
-grep -q '"traceEvents"' "$TMP/trace.json" && grep -q '"name": "layer 1"' "$TMP/trace.json" && ok "profile --trace written" || bad "profile --trace" "$(head -c 200 "$TMP/trace.json")"
-expect_fail "profile unwritable json" 2 "output /nonexistent/dir/p.json: its directory cannot be used" profile $M -n 5 -o /nonexistent/dir/p.json
-expect_fail "profile unwritable trace" 2 "its directory cannot be used" profile $M -n 5 -o "$TMP/p2.json" --trace /nonexistent/t.json
+grep -q '"phase":[[:space:]]*"decode"' "$TMP/out" && ! grep -q "^== decode" "$TMP/out" \
+    && ok "profile --json prints JSON instead of the table" || bad "profile --json stdout" "$(head -c 200 "$TMP/out")"
+grep -q '"traceEvents"' "$TMP/trace.json" && grep -q '"name": "layer 1"' "$TMP/trace.json" \
+    && ok "profile --trace written" || bad "profile --trace" "$(head -c 200 "$TMP/trace.json")"
+expect_fail "profile unwritable json" 2 "output /nonexistent/dir/p.json: its directory cannot be used" \
+    profile $M -n 5 -o /nonexistent/dir/p.json
+expect_fail "profile unwritable trace" 2 "its directory cannot be used" \
+    profile $M -n 5 -o "$TMP/p2.json" --trace /nonexistent/t.json
 [ ! -e "$TMP/p2.json" ] && ok "no half-written profile left behind" || bad "half-written profile" "$TMP/p2.json exists"
 expect_ok "generate plain" generate $M -p "ab" -n 40 --seed 9; cp "$TMP/out" "$TMP/first"
 expect_ok "generate --profile" generate $M -p "ab" -n 40 --seed 9 --profile
@@ -257,34 +305,45 @@ expect_ok "eval --profile" eval $M --text "$TMP/text.txt" --profile
 grep -q "^== prefill" "$TMP/err" && ok "eval --profile table on stderr" || bad "eval --profile" "$(head -3 "$TMP/err")"
 
 # ---- compare
-expect_ok "compare" compare $FIX/ln-pre-bias.json $FIX/rms-post-bias.json --text "$TMP/text.txt" --repeats 2 --csv "$TMP/cmp.csv"
+expect_ok "compare" compare $FIX/ln-pre-bias.json $FIX/rms-post-bias.json --text "$TMP/text.txt" --repeats 2 \
+    --csv "$TMP/cmp.csv"
 cp "$TMP/out" "$TMP/cmp.txt"
 run compare $FIX/ln-pre-bias.json $FIX/rms-post-bias.json -f "$TMP/text.txt" --repeats 2 --json -o "$TMP/cmp.json"
 cp "$TMP/cmp.txt" "$TMP/out"
-[ "$(grep -c '^tests/fixtures/' "$TMP/out")" -ge 2 ] && grep -q "bits/char" "$TMP/out" && ok "compare prints a row per model" || bad "compare table" "$(cat "$TMP/out")"
-[ "$(head -1 "$TMP/cmp.csv" | cut -d, -f1-4)" = "model,norm,placement,override" ] && [ "$(wc -l < "$TMP/cmp.csv")" -eq 3 ] \
+[ "$(grep -c '^tests/fixtures/' "$TMP/out")" -ge 2 ] && grep -q "bits/char" "$TMP/out" \
+    && ok "compare prints a row per model" || bad "compare table" "$(cat "$TMP/out")"
+[ "$(head -1 "$TMP/cmp.csv" | cut -d, -f1-4)" = "model,norm,placement,override" ] \
+    && [ "$(wc -l < "$TMP/cmp.csv")" -eq 3 ] \
     && ok "compare --csv has a header and a row per model" || bad "compare csv" "$(cat "$TMP/cmp.csv")"
 cmp_bits=$(grep -m1 '"bits_per_char"' "$TMP/cmp.json" | sed -n 's/.*"bits_per_char":[[:space:]]*\([0-9.eE+-]*\).*/\1/p')
 run eval $M --text "$TMP/text.txt" --json
 eval_bits=$(sed -n 's/.*"bits_per_char": \([^,]*\),.*/\1/p' "$TMP/out")
 awk -v a="$cmp_bits" -v b="$eval_bits" 'BEGIN { d = a - b; exit !(a > 0 && d * d <= 1e-16 * a * a) }' \
     && ok "compare's bits/char is eval's ($cmp_bits)" || bad "compare bits/char" "compare $cmp_bits eval $eval_bits"
-expect_ok "compare --also-swap" compare $FIX/ln-post-bias.json --text "$TMP/text.txt" --repeats 1 --also-swap --json -o "$TMP/swap.json"
+expect_ok "compare --also-swap" compare $FIX/ln-post-bias.json --text "$TMP/text.txt" --repeats 1 --also-swap \
+    --json -o "$TMP/swap.json"
 [ "$(grep -c '"override":' "$TMP/swap.json")" -eq 3 ] && grep -q '"override":[[:space:]]*"norm"' "$TMP/swap.json" \
-    && grep -q '"override":[[:space:]]*"placement"' "$TMP/swap.json" && grep -q '"placement":[[:space:]]*"pre"' "$TMP/swap.json" \
-    && ok "--also-swap adds the other norm and the other placement" || bad "--also-swap rows" "$(grep override "$TMP/swap.json")"
+    && grep -q '"override":[[:space:]]*"placement"' "$TMP/swap.json" \
+    && grep -q '"placement":[[:space:]]*"pre"' "$TMP/swap.json" \
+    && ok "--also-swap adds the other norm and the other placement" \
+    || bad "--also-swap rows" "$(grep override "$TMP/swap.json")"
 expect_ok "compare --invariance" compare $FIX/ln-pre-bias.json --text "$TMP/text.txt" --repeats 1 --invariance
-grep -q "scale_0.5" "$TMP/out" && grep -q "shift_1" "$TMP/out" && ok "invariance table printed" || bad "invariance table" "$(tail -4 "$TMP/out")"
+grep -q "scale_0.5" "$TMP/out" && grep -q "shift_1" "$TMP/out" \
+    && ok "invariance table printed" || bad "invariance table" "$(tail -4 "$TMP/out")"
 expect_fail "compare without models" 2 "give at least one MODEL" compare --text "$TMP/text.txt"
 expect_fail "compare without text" 2 "give the text with -f FILE" compare $FIX/ln-pre-bias.json
-expect_fail "compare bad model" 1 "/nonexistent: no such model" compare $FIX/ln-pre-bias.json /nonexistent --text "$TMP/text.txt" --json -o "$TMP/bad.json"
+expect_fail "compare bad model" 1 "/nonexistent: no such model" \
+    compare $FIX/ln-pre-bias.json /nonexistent --text "$TMP/text.txt" --json -o "$TMP/bad.json"
 [ ! -e "$TMP/bad.json" ] && ok "no half-written compare JSON" || bad "half-written compare JSON" "exists"
 expect_fail "compare unknown characters" 1 "U+0009 at position 3" compare $FIX/ln-pre-bias.json --text "$TMP/tab.txt"
-expect_fail "compare unwritable json" 2 "output /nonexistent/x.json: its directory cannot be used" compare $FIX/ln-pre-bias.json --text "$TMP/text.txt" --json -o /nonexistent/x.json
+expect_fail "compare unwritable json" 2 "output /nonexistent/x.json: its directory cannot be used" \
+    compare $FIX/ln-pre-bias.json --text "$TMP/text.txt" --json -o /nonexistent/x.json
 if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
-    expect_ok "compare --plot-dir" compare $FIX/ln-pre-bias.json $FIX/rms-pre-bias.json --text "$TMP/text.txt" --repeats 1 --plot-dir "$TMP/plots"
+    expect_ok "compare --plot-dir" compare $FIX/ln-pre-bias.json $FIX/rms-pre-bias.json --text "$TMP/text.txt" \
+        --repeats 1 --plot-dir "$TMP/plots"
     for png in bits_per_char residual_rms time_share; do
-        [ "$(head -c 4 "$TMP/plots/$png.png" | od -An -c | tr -d ' ')" = "211PNG" ] && ok "$png.png is a PNG" || bad "$png.png" "missing or not PNG"
+        [ "$(head -c 4 "$TMP/plots/$png.png" | od -An -c | tr -d ' ')" = "211PNG" ] \
+            && ok "$png.png is a PNG" || bad "$png.png" "missing or not PNG"
     done
 else
     echo "note: python3-matplotlib missing; compare --plot-dir not tested here (tools/install-deps.sh --python)"
@@ -294,8 +353,10 @@ fi
 # (tests/ref_logits.c, from README "Forward pass"), every combination on two fixtures, 1e-4
 REF=$(dirname "$(dirname "$BIN")")/build/rel/tests/ref_logits
 [ -x "$REF" ] || REF=build/rel/tests/ref_logits
-maxdiff() { paste -d' ' <(tr -d '[],' < "$1" | tr ' ' '\n' | grep -v '^$') <(tr -d '[],' < "$2" | tr ' ' '\n' | grep -v '^$') |
-            awk 'BEGIN { m = 0; n = 0 } { d = $1 - $2; if (d < 0) d = -d; if (d > m) m = d; n++ } END { printf "%g %d", m, n }'; }
+maxdiff() {
+    paste -d' ' <(tr -d '[],' < "$1" | tr ' ' '\n' | grep -v '^$') <(tr -d '[],' < "$2" | tr ' ' '\n' | grep -v '^$') |
+    awk 'BEGIN { m = 0; n = 0 } { d = $1 - $2; if (d < 0) d = -d; if (d > m) m = d; n++ } END { printf "%g %d", m, n }'
+}
 for fx in ln-pre-bias rms-post-nobias; do
     for norm in layernorm rmsnorm; do
         for place in pre post; do
@@ -303,43 +364,57 @@ for fx in ln-pre-bias rms-post-nobias; do
             "$REF" $FIX/$fx.json $norm $place "ab cd" > "$TMP/want"
             read -r d cnt <<< "$(maxdiff "$TMP/got" "$TMP/want")"
             awk -v d="$d" -v c="$cnt" 'BEGIN { exit !(c == 55 && d <= 1e-4) }' \
-                && ok "logits of $fx as $norm/$place match the reference ($d)" || bad "override $fx $norm/$place" "max diff $d over $cnt"
+                && ok "logits of $fx as $norm/$place match the reference ($d)" \
+                || bad "override $fx $norm/$place" "max diff $d over $cnt"
         done
     done
 done
 
 # ---- engine threads: the same bytes at any thread count, every worker used
-awk 'BEGIN { srand(5); for (i = 0; i < 900; i++) printf "%s", substr("ab cd!,.:?\n", int(rand() * 11) + 1, 1) }' > "$TMP/long.txt"
+awk 'BEGIN { srand(5); for (i = 0; i < 900; i++) printf "%s", substr("ab cd!,.:?\n", int(rand() * 11) + 1, 1) }' \
+    > "$TMP/long.txt"
 expect_ok "eval 1 thread" eval $M --text "$TMP/long.txt" --json --threads 1 --batch 3; cp "$TMP/out" "$TMP/eval1"
 for t in 2 3; do
     expect_ok "eval $t threads" eval $M --text "$TMP/long.txt" --json --threads $t --batch 3 --profile
-    cmp -s "$TMP/out" "$TMP/eval1" && ok "eval: same bytes with $t threads" || bad "eval $t threads" "$(cat "$TMP/out") vs $(cat "$TMP/eval1")"
+    cmp -s "$TMP/out" "$TMP/eval1" \
+        && ok "eval: same bytes with $t threads" || bad "eval $t threads" "$(cat "$TMP/out") vs $(cat "$TMP/eval1")"
     grep -q "engine threads $t;" "$TMP/err" && grep -q "(each summed over $t threads)" "$TMP/err" \
         && ok "eval --profile sums $t threads" || bad "eval profile threads" "$(grep -E 'engine|summed' "$TMP/err")"
 done
 expect_ok "eval batch 1" eval $M --text "$TMP/long.txt" --json --threads 1 --batch 1
-n1=$(sed -n 's/.*"nats_per_char": \([^,]*\),.*/\1/p' "$TMP/out"); n3=$(sed -n 's/.*"nats_per_char": \([^,]*\),.*/\1/p' "$TMP/eval1")
+n1=$(sed -n 's/.*"nats_per_char": \([^,]*\),.*/\1/p' "$TMP/out")
+n3=$(sed -n 's/.*"nats_per_char": \([^,]*\),.*/\1/p' "$TMP/eval1")
 awk -v a="$n1" -v b="$n3" 'BEGIN { d = a - b; exit !(a > 0 && d * d <= 1e-12 * a * a) }' \
     && ok "eval --batch 1 and 3 agree to 1e-6 relative" || bad "eval batch" "$n1 vs $n3"
 expect_fail "batch zero" 2 "--batch must be an integer in [1, 256], got '0'" eval $M --text "$TMP/long.txt" --batch 0
-expect_ok "samples 1 thread" generate $M -p "a b" -n 50 --seed 3 --samples 5 --batch 2 --json --threads 1; cp "$TMP/out" "$TMP/s1"
+expect_ok "samples 1 thread" generate $M -p "a b" -n 50 --seed 3 --samples 5 --batch 2 --json --threads 1
+cp "$TMP/out" "$TMP/s1"
 for t in 2 3; do
-    expect_ok "samples $t threads" generate $M -p "a b" -n 50 --seed 3 --samples 5 --batch 2 --json --threads $t --profile
-    cmp -s <(grep '^{' "$TMP/out") "$TMP/s1" && ok "samples: same bytes with $t threads" || bad "samples $t threads" "outputs differ"
-    grep -q "engine threads $t;" "$TMP/err" && ok "samples run on $t engine threads" || bad "samples threads" "$(grep engine "$TMP/err")"
+    expect_ok "samples $t threads" generate $M -p "a b" -n 50 --seed 3 --samples 5 --batch 2 --json --threads $t \
+        --profile
+    cmp -s <(grep '^{' "$TMP/out") "$TMP/s1" \
+        && ok "samples: same bytes with $t threads" || bad "samples $t threads" "outputs differ"
+    grep -q "engine threads $t;" "$TMP/err" \
+        && ok "samples run on $t engine threads" || bad "samples threads" "$(grep engine "$TMP/err")"
 done
-expect_ok "compare 1 thread" compare $FIX/ln-pre-bias.json $FIX/rms-post-bias.json --text "$TMP/long.txt" --repeats 1 --also-swap --csv "$TMP/c1.csv"
-expect_ok "compare 2 threads" compare $FIX/ln-pre-bias.json $FIX/rms-post-bias.json --text "$TMP/long.txt" --repeats 1 --also-swap --threads 2 --csv "$TMP/c2.csv"
+expect_ok "compare 1 thread" compare $FIX/ln-pre-bias.json $FIX/rms-post-bias.json --text "$TMP/long.txt" \
+    --repeats 1 --also-swap --csv "$TMP/c1.csv"
+expect_ok "compare 2 threads" compare $FIX/ln-pre-bias.json $FIX/rms-post-bias.json --text "$TMP/long.txt" \
+    --repeats 1 --also-swap --threads 2 --csv "$TMP/c2.csv"
 # Model, settings and quality (columns 1-11), batch and cache differences and statistics (21-) do not
 # depend on the threads; the speeds and the threads column do.
 quality() { cut -d, -f1-11,21- "$1"; }
 [ "$(wc -l < "$TMP/c2.csv")" -eq 7 ] && [ "$(quality "$TMP/c1.csv")" = "$(quality "$TMP/c2.csv")" ] \
-    && ok "compare rows on 2 threads: same six rows and quality" || bad "compare threads" "$(quality "$TMP/c1.csv"; quality "$TMP/c2.csv")"
-grep -q "rows measured side by side" "$TMP/out" && ok "compare says rows ran side by side" || bad "compare side by side" "$(head -1 "$TMP/out")"
+    && ok "compare rows on 2 threads: same six rows and quality" \
+    || bad "compare threads" "$(quality "$TMP/c1.csv"; quality "$TMP/c2.csv")"
+grep -q "rows measured side by side" "$TMP/out" \
+    && ok "compare says rows ran side by side" || bad "compare side by side" "$(head -1 "$TMP/out")"
 
 # ---- OpenBLAS kernel family (README "Kernels")
 expect_ok "info json" info $M --json
-grep -qE '"blas_core":"[A-Za-z0-9_]+","blas_core_source":"(openblas|environment)","blas_core_openblas":"[A-Za-z0-9_]+"' "$TMP/out" \
+blas_re='"blas_core":"[A-Za-z0-9_]+","blas_core_source":"(openblas|environment)",'
+blas_re=$blas_re'"blas_core_openblas":"[A-Za-z0-9_]+"'
+grep -qE "$blas_re" "$TMP/out" \
     && ok "info names the kernel family and who chose it" || bad "info blas" "$(cat "$TMP/out")"
 flags=$(grep -m1 '^flags' /proc/cpuinfo)
 has() { case " $flags " in *" $1 "*) return 0;; esac; return 1; }
@@ -349,25 +424,30 @@ elif has avx2 && has fma; then want=Haswell; fi
 if [ -n "${OPENBLAS_CORETYPE:-}" ]; then
     # Set by the environment: normlab must run it as it is, even when OpenBLAS "fell back".
     NORMLAB_BLAS_PRETEND=Prescott "$BIN" info $M --json > "$TMP/out" 2>&1
-    grep -q '"blas_core_source":"environment"' "$TMP/out" && ok "a set OPENBLAS_CORETYPE is left alone" || bad "env left alone" "$(cat "$TMP/out")"
+    grep -q '"blas_core_source":"environment"' "$TMP/out" \
+        && ok "a set OPENBLAS_CORETYPE is left alone" || bad "env left alone" "$(cat "$TMP/out")"
 else
     # Unset here: the fallback is simulated, and normlab restarts itself on the family the CPU supports.
     NORMLAB_BLAS_PRETEND=Prescott "$BIN" info $M --json > "$TMP/out" 2>&1
     if [ -n "$want" ]; then
-        grep -q "\"blas_core\":\"$want\",\"blas_core_source\":\"normlab\",\"blas_core_openblas\":\"Prescott\"" "$TMP/out" \
+        grep -q "\"blas_core\":\"$want\",\"blas_core_source\":\"normlab\",\"blas_core_openblas\":\"Prescott\"" \
+            "$TMP/out" \
             && ok "after a fallback normlab restarts on $want" || bad "restart on $want" "$(cat "$TMP/out")"
     else
-        grep -q '"blas_core_source":"openblas"' "$TMP/out" && ok "no wider family to pick" || bad "no pick" "$(cat "$TMP/out")"
+        grep -q '"blas_core_source":"openblas"' "$TMP/out" \
+            && ok "no wider family to pick" || bad "no pick" "$(cat "$TMP/out")"
     fi
     NORMLAB_BLAS_AUTO=0 NORMLAB_BLAS_PRETEND=Prescott "$BIN" info $M --json > "$TMP/out" 2>&1
-    grep -q "\"blas_core\":\"$core\",\"blas_core_source\":\"openblas\"" "$TMP/out" && ok "NORMLAB_BLAS_AUTO=0 opts out" || bad "opt-out" "$(cat "$TMP/out")"
+    grep -q "\"blas_core\":\"$core\",\"blas_core_source\":\"openblas\"" "$TMP/out" \
+        && ok "NORMLAB_BLAS_AUTO=0 opts out" || bad "opt-out" "$(cat "$TMP/out")"
     # A set variable is left alone. Set to the family OpenBLAS picks here anyway, for this one command,
     # so that no test runs on other kernels than the environment's.
     OPENBLAS_CORETYPE=$core NORMLAB_BLAS_PRETEND=Prescott "$BIN" info $M --json > "$TMP/out" 2>&1
     grep -q "\"blas_core\":\"$core\",\"blas_core_source\":\"environment\"" "$TMP/out" \
         && ok "a set OPENBLAS_CORETYPE is left alone" || bad "env left alone" "$(cat "$TMP/out")"
 fi
-NORMLAB_BLAS_PRETEND=Prescott "$BIN" generate $M -p "a b" -n 60 --seed 7 --top-k 5 --top-p 0.9 --no-echo > "$TMP/out" 2>/dev/null
+NORMLAB_BLAS_PRETEND=Prescott "$BIN" generate $M -p "a b" -n 60 --seed 7 --top-k 5 --top-p 0.9 --no-echo \
+    > "$TMP/out" 2>/dev/null
 cmp -s "$TMP/out" "$TMP/sampled" && ok "a restarted run prints the same text" || bad "restarted run" "outputs differ"
 
 echo "cli_test: $passed passed, $failed failed"

@@ -13,17 +13,24 @@ work=$(mktemp -d /tmp/normlab-installed-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
 # The installed tree lives under DESTDIR here, so the binary finds share/ beside itself.
-out=$(env -u NORMLAB_MODEL -u NORMLAB_MODELS "$bin" generate -m shakespeare-pre-ln -p ROMEO: -n 20 -s 1 --no-echo 2>/dev/null); rc=$?
-[ "$rc" -eq 0 ] && [ "$(printf '%s' "$out" | wc -m)" -eq 20 ] && ok "installed binary runs a model by bare name from elsewhere" || bad "by name" "exit $rc: $out"
+out=$(env -u NORMLAB_MODEL -u NORMLAB_MODELS "$bin" generate -m shakespeare-pre-ln -p ROMEO: -n 20 -s 1 \
+    --no-echo 2>/dev/null); rc=$?
+[ "$rc" -eq 0 ] && [ "$(printf '%s' "$out" | wc -m)" -eq 20 ] \
+    && ok "installed binary runs a model by bare name from elsewhere" || bad "by name" "exit $rc: $out"
 env -u NORMLAB_MODELS "$bin" list > list.txt 2>&1
-grep -q "^shakespeare-post-rms .*$root$prefix/share/normlab/models/shakespeare-post-rms" list.txt && ok "list shows the installed models" \
+grep -q "^shakespeare-post-rms .*$root$prefix/share/normlab/models/shakespeare-post-rms" list.txt \
+    && ok "list shows the installed models" \
     || bad "list" "$(cat list.txt)"
-man -l "$root$prefix/share/man/man1/normlab.1" 2>/dev/null | grep -q "normlab generate" && ok "man -l renders the page" || bad "man" "does not render"
-bash -n "$root$prefix/share/bash-completion/completions/normlab" && ok "the bash completion parses" || bad "completion" "syntax"
+man -l "$root$prefix/share/man/man1/normlab.1" 2>/dev/null | grep -q "normlab generate" \
+    && ok "man -l renders the page" || bad "man" "does not render"
+bash -n "$root$prefix/share/bash-completion/completions/normlab" \
+    && ok "the bash completion parses" || bad "completion" "syntax"
 # pkg-config reads the .pc of the staged tree; its prefix points at PREFIX, so aim it at DESTDIR too.
-flags=$(PKG_CONFIG_PATH="$root$prefix/lib/pkgconfig" pkg-config --define-variable=prefix="$root$prefix" --cflags --libs normlab)
+flags=$(PKG_CONFIG_PATH="$root$prefix/lib/pkgconfig" pkg-config --define-variable=prefix="$root$prefix" \
+    --cflags --libs normlab)
 if cc -std=c11 -Wall -Werror -o embed "$here/embed_example.c" $flags 2> cc.err; then
-    ./embed "$root$prefix/share/normlab/models/shakespeare-pre-ln" > embed.out 2>&1 && grep -q "^next after a newline: token [0-9]* of 65 (1 bytes)$" embed.out \
+    ./embed "$root$prefix/share/normlab/models/shakespeare-pre-ln" > embed.out 2>&1 \
+        && grep -q "^next after a newline: token [0-9]* of 65 (1 bytes)$" embed.out \
         && ok "an embedding program builds with pkg-config and runs" || bad "embed run" "$(cat embed.out)"
 else
     bad "embed build" "$(cat cc.err)"

@@ -39,7 +39,8 @@ for i in 1 2 3 4 5 6 7 8; do  # loads racing the replacements
 done
 rewrite 10
 wait "$reader"; rc=$?
-[ "$rc" -eq 0 ] && ok "a decoding reader survives 30 rewrites of its model" || bad "reader" "exit $rc: $(tail -2 "$TMP/reader.err")"
+[ "$rc" -eq 0 ] \
+    && ok "a decoding reader survives 30 rewrites of its model" || bad "reader" "exit $rc: $(tail -2 "$TMP/reader.err")"
 worst=0
 for p in $loads; do wait "$p"; r=$?; [ "$r" -gt "$worst" ] && worst=$r; done
 [ "$worst" -le 1 ] && ok "loads racing the rewrites load or fail with a message (worst exit $worst)" \
@@ -60,6 +61,7 @@ nlformat.write_model_dir(sys.argv[1], {k: v for k, v in cfg.items() if k != "for
 PY
 [ -L "$TMP/alias" ] && [ -d "$TMP/m" ] && [ ! -L "$TMP/m" ] && grep -q kept "$TMP/m/notes/a.txt" \
     && "$BIN" info -m "$TMP/alias" --json | grep -q '"generation":"via-link"' \
-    && ok "a model rewritten through a symlink: the link kept, the folder's subfolder too" || bad "symlinked model" "$(ls -la "$TMP")"
+    && ok "a model rewritten through a symlink: the link kept, the folder's subfolder too" \
+    || bad "symlinked model" "$(ls -la "$TMP")"
 echo "rewrite_test: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -93,9 +93,11 @@ class TorchModel:
         a = self.linear(y, f"h.{i}.attn.c_proj")
         if pre:
             x = x + a
-            return x + self.linear(self.act(self.linear(self.norm(x, f"h.{i}.ln_2"), f"h.{i}.mlp.c_fc")), f"h.{i}.mlp.c_proj")
+            return x + self.linear(self.act(self.linear(self.norm(x, f"h.{i}.ln_2"), f"h.{i}.mlp.c_fc")),
+                                   f"h.{i}.mlp.c_proj")
         x = self.norm(x + a, f"h.{i}.ln_1")
-        return self.norm(x + self.linear(self.act(self.linear(x, f"h.{i}.mlp.c_fc")), f"h.{i}.mlp.c_proj"), f"h.{i}.ln_2")
+        return self.norm(x + self.linear(self.act(self.linear(x, f"h.{i}.mlp.c_fc")), f"h.{i}.mlp.c_proj"),
+                         f"h.{i}.ln_2")
 
     @torch.no_grad()
     def forward(self, ids, caches=None, pos=0, last_only=True):
@@ -156,16 +158,19 @@ class TorchModel:
         mask = torch.ones(n, n, dtype=torch.bool).triu(1)
         for i in range(self.c["n_layer"]):
             h = self.norm(x, f"h.{i}.ln_1") if pre else x
-            q, k, v = (z.view(B, n, H, D // H).transpose(1, 2) for z in self.linear(h, f"h.{i}.attn.c_attn").split(D, -1))
+            q, k, v = (z.view(B, n, H, D // H).transpose(1, 2)
+                       for z in self.linear(h, f"h.{i}.attn.c_attn").split(D, -1))
             s = (q @ k.transpose(-2, -1)) / math.sqrt(D // H)
             y = (torch.softmax(s.masked_fill(mask, float("-inf")), -1) @ v).transpose(1, 2).reshape(B, n, D)
             a = self.linear(y, f"h.{i}.attn.c_proj")
             if pre:
                 x = x + a
-                x = x + self.linear(self.act(self.linear(self.norm(x, f"h.{i}.ln_2"), f"h.{i}.mlp.c_fc")), f"h.{i}.mlp.c_proj")
+                x = x + self.linear(self.act(self.linear(self.norm(x, f"h.{i}.ln_2"), f"h.{i}.mlp.c_fc")),
+                                    f"h.{i}.mlp.c_proj")
             else:
                 x = self.norm(x + a, f"h.{i}.ln_1")
-                x = self.norm(x + self.linear(self.act(self.linear(x, f"h.{i}.mlp.c_fc")), f"h.{i}.mlp.c_proj"), f"h.{i}.ln_2")
+                x = self.norm(x + self.linear(self.act(self.linear(x, f"h.{i}.mlp.c_fc")), f"h.{i}.mlp.c_proj"),
+                              f"h.{i}.ln_2")
         if pre:
             x = self.norm(x, "ln_f")
         return x @ self.t.get("lm_head.weight", self.t["wte.weight"]).T
@@ -268,8 +273,8 @@ def set_torch_threads(threads):
 def compare(args, threads, model_path, tm, long_text_path, long_chars, out):
     set_torch_threads(threads)
     prompt128 = TEXT[200:328]
-    res = {k: [] for k in ("a_decode", "a_first", "b_decode", "b_first", "n_decode", "n_first", "t_prefill", "n_prefill",
-                           "t_eval", "n_eval")}
+    res = {k: [] for k in ("a_decode", "a_first", "b_decode", "b_first", "n_decode", "n_first", "t_prefill",
+                           "n_prefill", "t_eval", "n_eval")}
     for r in range(args.repeats):
         f, d = tm.generate_nanogpt(PROMPT, args.tokens, r)
         res["a_first"].append(f); res["a_decode"].append(d)
@@ -283,25 +288,31 @@ def compare(args, threads, model_path, tm, long_text_path, long_chars, out):
         res["n_eval"].append(normlab_eval_rate(model_path, long_text_path, threads, long_chars))
     batched = {}
     for streams in (1, 4, 16):
-        batched[streams] = summary([normlab_generate(model_path, PROMPT, args.tokens, 100 + r, threads, streams)["decode_tok_s"]
-                                    for r in range(args.repeats)])
-    out[f"threads_{threads}"] = {k: summary(v) for k, v in res.items()} | {"batched_chars_s": {str(k): v for k, v in batched.items()}}
+        batched[streams] = summary(
+            [normlab_generate(model_path, PROMPT, args.tokens, 100 + r, threads, streams)["decode_tok_s"]
+             for r in range(args.repeats)])
+    out[f"threads_{threads}"] = ({k: summary(v) for k, v in res.items()}
+                                 | {"batched_chars_s": {str(k): v for k, v in batched.items()}})
     s = out[f"threads_{threads}"]
     med = lambda k: s[k]["median"]  # noqa: E731
     where = f", all pinned to CPU {max(os.sched_getaffinity(0))}" if threads == 1 else ""
     print(f"\n== {os.path.basename(model_path)}, {threads} thread{'s' if threads > 1 else ''} "
           f"(medians of {args.repeats} interleaved runs [min-max]{where})")
-    print(f"decode tok/s, batch 1, {args.tokens} tokens: normlab {fmt(s['n_decode'])}   (a) nanoGPT-style {fmt(s['a_decode'])}"
+    print(f"decode tok/s, batch 1, {args.tokens} tokens: normlab {fmt(s['n_decode'])}"
+          f"   (a) nanoGPT-style {fmt(s['a_decode'])}"
           f"   (b) KV cache {fmt(s['b_decode'])}")
-    print(f"   normlab / (a) = {med('n_decode') / med('a_decode'):.1f}x    normlab / (b) = {med('n_decode') / med('b_decode'):.1f}x")
-    print(f"first-token latency ms (normlab: a fresh process, weights paged in by this first pass): normlab {1e3 * med('n_first'):.2f}   (a) {1e3 * med('a_first'):.2f}   (b) {1e3 * med('b_first'):.2f}")
+    print(f"   normlab / (a) = {med('n_decode') / med('a_decode'):.1f}x"
+          f"    normlab / (b) = {med('n_decode') / med('b_decode'):.1f}x")
+    print("first-token latency ms (normlab: a fresh process, weights paged in by this first pass): "
+          f"normlab {1e3 * med('n_first'):.2f}   (a) {1e3 * med('a_first'):.2f}   (b) {1e3 * med('b_first'):.2f}")
     print(f"prefill tok/s, 128-character prompt (warm): normlab {fmt(s['n_prefill'])}   PyTorch {fmt(s['t_prefill'])}"
           f"   ratio {med('n_prefill') / med('t_prefill'):.1f}x")
     print(f"eval chars/s ({long_chars} characters): normlab {fmt(s['n_eval'])}   PyTorch, 32 windows a call, "
           f"OpenBLAS {out['normlab_blas_core']} {fmt(s['t_eval'])}   ratio {med('n_eval') / med('t_eval'):.2f}x")
     b1 = batched[1]["median"]
-    print("batched sampling chars/s: " + "   ".join(f"{k} stream{'s' if k > 1 else ''} {v['median']:.0f} ({v['median'] / b1:.2f}x)"
-                                                     for k, v in batched.items()))
+    print("batched sampling chars/s: "
+          + "   ".join(f"{k} stream{'s' if k > 1 else ''} {v['median']:.0f} ({v['median'] / b1:.2f}x)"
+                     for k, v in batched.items()))
 
 
 def limits(model_path, threads, cfg, decode_tok_s, prefill_tok_s):
@@ -361,7 +372,8 @@ def kernels(args, out, text_path, chars):
         info = json.loads(run([BIN, "info", "-m", args.model, "--json"], env)[0])
         rows[name] = {"blas_core": info["blas_core"], "source": info["blas_core_source"],
                       "decode_tok_s": summary(res[name]["decode"]), "eval_chars_s": summary(res[name]["eval"])}
-    best = {k: max([rows[f"forced {f}"][k]["median"] for f in forced] or [float("nan")]) for k in ("decode_tok_s", "eval_chars_s")}
+    best = {k: max([rows[f"forced {f}"][k]["median"] for f in forced] or [float("nan")])
+            for k in ("decode_tok_s", "eval_chars_s")}
     print(f"\n== OpenBLAS kernel families, 1 thread (medians of {args.repeats} interleaved runs [min-max])")
     print(f"{'setting':<34} {'family (chosen by)':<28} {'decode tok/s':>28} {'eval chars/s':>28}  vs best forced")
     for name, row in rows.items():
@@ -385,30 +397,35 @@ def threads(args, out, text_path, chars):
     for r in range(args.repeats):
         for t in counts:
             res[t]["eval"].append(normlab_eval_rate(args.model, text_path, t, chars))
-            res[t]["samples16"].append(normlab_generate(args.model, PROMPT, args.tokens, 200 + r, t, 16)["decode_tok_s"])
+            res[t]["samples16"].append(
+                normlab_generate(args.model, PROMPT, args.tokens, 200 + r, t, 16)["decode_tok_s"])
             res[t]["decode"].append(normlab_generate(args.model, PROMPT, args.tokens, r, t)["decode_tok_s"])
             res[t]["torch_eval"].append(torch_eval(args.model, text_path, t, family)[0])
     table = {t: {k: summary(v) for k, v in res[t].items()} for t in counts}
-    print(f"\n== engine threads, {os.path.basename(args.model)} (medians of {args.repeats} interleaved runs; x: against 1 thread)")
+    print(f"\n== engine threads, {os.path.basename(args.model)} "
+          f"(medians of {args.repeats} interleaved runs; x: against 1 thread)")
     print(f"{'threads':>7} {'eval chars/s':>22} {'--samples 16 chars/s':>24} {'decode tok/s (1 stream)':>26} "
           f"{'PyTorch eval chars/s':>24}  normlab/PyTorch eval")
     m = lambda t, k: table[t][k]["median"]  # noqa: E731
     for t in counts:
         print(f"{t:>7} {m(t, 'eval'):>13.0f} ({m(t, 'eval') / m(1, 'eval'):4.2f}x) {m(t, 'samples16'):>15.0f} "
-              f"({m(t, 'samples16') / m(1, 'samples16'):4.2f}x) {m(t, 'decode'):>17.0f} ({m(t, 'decode') / m(1, 'decode'):4.2f}x) "
-              f"{m(t, 'torch_eval'):>15.0f} ({m(t, 'torch_eval') / m(1, 'torch_eval'):4.2f}x)  {m(t, 'eval') / m(t, 'torch_eval'):.2f}x")
+              f"({m(t, 'samples16') / m(1, 'samples16'):4.2f}x) {m(t, 'decode'):>17.0f} "
+              f"({m(t, 'decode') / m(1, 'decode'):4.2f}x) "
+              f"{m(t, 'torch_eval'):>15.0f} ({m(t, 'torch_eval') / m(1, 'torch_eval'):4.2f}x)  "
+              f"{m(t, 'eval') / m(t, 'torch_eval'):.2f}x")
     out["threads"] = {str(t): v for t, v in table.items()}
     info = json.loads(run([BIN, "info", "-m", args.model, "--json"])[0])
     t = counts[-1]
     groups = 16 // 8  # --samples 16 runs in groups of 8 streams, one state each
     for what, cmd, live in (("eval", [BIN, "eval", "-m", args.model, "--text", text_path], t),
-                            ("--samples 16", [BIN, "generate", "-m", args.model, "-p", PROMPT, "-n", "256", "--samples", "16",
-                                              "--seed", "1"], min(t, groups))):
+                            ("--samples 16", [BIN, "generate", "-m", args.model, "-p", PROMPT, "-n", "256",
+                                              "--samples", "16", "--seed", "1"], min(t, groups))):
         rss = peak_rss(cmd + ["--threads", str(t)])
         # every live state (one per worker) holds 8 windows or streams of KV cache; 16 MiB per thread besides
         budget = info["weight_bytes"] + live * 8 * info["kv_cache_bytes"] + t * 16 * 2 ** 20
         out["threads"][f"peak_rss_{what}"] = {"bytes": rss, "budget": budget}
-        print(f"peak RSS, {what} at {t} threads: {rss / 2 ** 20:.1f} MiB (weights + KV caches of the live states + 16 MiB a thread: "
+        print(f"peak RSS, {what} at {t} threads: {rss / 2 ** 20:.1f} MiB "
+              "(weights + KV caches of the live states + 16 MiB a thread: "
               f"{budget / 2 ** 20:.1f})")
     if 2 in counts:
         print(f"--samples 16 against 1 stream, both at 2 threads: {m(2, 'samples16') / m(2, 'decode'):.2f}x")
@@ -473,7 +490,8 @@ def scaling(args, out, shipped, all_cpus):
         n_scored, stride = 4 * T, T // 2
         positions = T * (1 + -(-(n_scored - T) // stride))
         ev = [normlab_eval_rate(path, text_t, 1, n_scored) for _ in range(3)]
-        lim = limits(path, 1, {"n_embd": D, "n_inner": None, "mlp_ratio": 4, "vocab_size": V, "block_size": T, "n_layer": L},
+        lim = limits(path, 1,
+                     {"n_embd": D, "n_inner": None, "mlp_ratio": 4, "vocab_size": V, "block_size": T, "n_layer": L},
                      statistics.median(dec), statistics.median(pre))
         bw = lim["blas"]["copy_gb_per_s"]
         row = {"model": name, "parameters": info["parameters"], "weight_bytes": info["weight_bytes"],
@@ -485,9 +503,11 @@ def scaling(args, out, shipped, all_cpus):
         rows.append(row)
         budget = info["weight_bytes"] + info["kv_cache_bytes"] + 16 * 2 ** 20
         print(f"{name:<26} {info['parameters'] / 1e6:7.1f}M params  decode {row['decode_tok_s']['median']:8.1f} tok/s "
-              f"(bandwidth bound {row['bandwidth_bound_tok_s']:8.1f}, {row['decode_tok_s']['median'] / row['bandwidth_bound_tok_s']:.2f}x of it)  "
+              f"(bandwidth bound {row['bandwidth_bound_tok_s']:8.1f}, "
+              f"{row['decode_tok_s']['median'] / row['bandwidth_bound_tok_s']:.2f}x of it)  "
               f"prefill {row['prefill_tok_s']['median']:8.1f} tok/s ({100 * lim['prefill_fraction']:.0f}% of sgemm)  "
-              f"eval {row['eval_chars_s']['median']:8.1f} chars/s ({100 * row['eval_fraction_of_sgemm']:.0f}% of sgemm)  "
+              f"eval {row['eval_chars_s']['median']:8.1f} chars/s "
+              f"({100 * row['eval_fraction_of_sgemm']:.0f}% of sgemm)  "
               f"load {1e3 * row['load_s']:.1f} ms (process)  peak RSS {rss / 2 ** 20:.1f} MiB "
               f"(weights + KV + 16 MiB = {budget / 2 ** 20:.1f})")
     out["scaling"] = rows
@@ -553,7 +573,8 @@ def main(argv):
            "normlab_blas_core": info["blas_core"], "normlab_blas_core_source": info["blas_core_source"],
            "eval_text": long_text, "eval_chars": long_chars}
     print(f"normlab runs OpenBLAS's {info['blas_core']} kernels (chosen by {info['blas_core_source']}; "
-          f"OPENBLAS_CORETYPE {os.environ.get('OPENBLAS_CORETYPE', 'unset')}); PyTorch runs the same in every comparison")
+          f"OPENBLAS_CORETYPE {os.environ.get('OPENBLAS_CORETYPE', 'unset')}); "
+          "PyTorch runs the same in every comparison")
     all_cpus = os.sched_getaffinity(0)
     pin = {max(all_cpus)}  # 1-thread runs of every contestant share one core, the last one
     out["pinned_cpu_for_1_thread"] = max(all_cpus)
@@ -567,7 +588,8 @@ def main(argv):
         positions = T * (1 + -(-(long_chars - T) // stride))  # every window runs T positions
         lim["eval_fraction"] = s["n_eval"]["median"] * positions / long_chars / lim["prefill_limit_tok_s"]
         print(f"OpenBLAS on these shapes allows {lim['decode_limit_tok_s']:.0f} tok/s decode (sgemv) and "
-              f"{lim['prefill_limit_tok_s']:.0f} tok/s prefill (sgemm); normlab reaches {100 * lim['decode_fraction']:.0f}% "
+              f"{lim['prefill_limit_tok_s']:.0f} tok/s prefill (sgemm); "
+              f"normlab reaches {100 * lim['decode_fraction']:.0f}% "
               f"and {100 * lim['prefill_fraction']:.0f}%; eval runs {positions} positions for {long_chars} characters, "
               f"{100 * lim['eval_fraction']:.0f}% of what sgemm allows\n"
               f"sgemv through all {tm.c['n_layer']} layers' own weights and the head, as a decode step reads them "

@@ -23,7 +23,8 @@ ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
 
 def compare_table():
     rows = json.load(open(os.path.join(ROOT, "docs", "compare", "compare.json"), encoding="utf-8"))
-    out = ["| model | run as | bits/char | perplexity | prefill tok/s | decode tok/s | norm time | batch16 d | cache d |",
+    out = ["| model | run as | bits/char | perplexity | prefill tok/s | decode tok/s | norm time "
+           "| batch16 d | cache d |",
            "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         name = os.path.basename(os.path.normpath(r["model"])).replace("shakespeare-", "")
@@ -31,7 +32,8 @@ def compare_table():
         place = r["placement"] + ("*" if r["override"] == "placement" else "")
         out.append(f"| {name} | {norm}/{place} | {r['bits_per_char']:.4f} | "
                    f"{r['perplexity']:.3f} | {r['prefill_tok_s']:,.0f} | {r['decode_tok_s']:,.0f} | "
-                   f"{100 * r['norm_time_share']:.1f}% | {r['batch16_max_logit_diff']:.2g} | {r['cache_max_logit_diff']:.2g} |")
+                   f"{100 * r['norm_time_share']:.1f}% | {r['batch16_max_logit_diff']:.2g} | "
+                   f"{r['cache_max_logit_diff']:.2g} |")
     return "\n".join(out)
 
 

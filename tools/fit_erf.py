@@ -22,7 +22,8 @@ def fit(n_p=6, n_q=5, iterations=30):
     w = np.ones_like(xs)
     q = np.array([1.0])
     for _ in range(iterations):
-        a = np.hstack([np.stack([xs * t ** k for k in range(n_p)], 1), np.stack([-y * t ** k for k in range(1, n_q + 1)], 1)])
+        a = np.hstack([np.stack([xs * t ** k for k in range(n_p)], 1),
+                       np.stack([-y * t ** k for k in range(1, n_q + 1)], 1)])
         scale = (w / np.abs(np.polyval(q[::-1], t)))[:, None]
         coef, *_ = np.linalg.lstsq(a * scale, y * scale[:, 0], rcond=None)
         p, q = coef[:n_p], np.concatenate([[1.0], coef[n_p:]])

@@ -1,6 +1,7 @@
 #!/bin/sh
 # Installs what normlab needs from Debian packages, or says exactly what to run.
-#   tools/install-deps.sh            C build and tests: OpenBLAS, cJSON, pkg-config, a C compiler, valgrind
+#   tools/install-deps.sh            C build and tests: OpenBLAS, cJSON, pkg-config, a C compiler, valgrind,
+#                                    clang-format
 #   tools/install-deps.sh --fuzz     also clang and its libFuzzer runtime (make fuzz)
 #   tools/install-deps.sh --python   also the Python tools: python3-torch, python3-numpy, python3-tqdm,
 #                                    python3-matplotlib
@@ -11,11 +12,13 @@ command -v cc >/dev/null 2>&1 || missing="$missing gcc"
 command -v make >/dev/null 2>&1 || missing="$missing make"
 command -v pkg-config >/dev/null 2>&1 || missing="$missing pkg-config"
 command -v valgrind >/dev/null 2>&1 || missing="$missing valgrind"     # make test's memcheck runs
+command -v clang-format >/dev/null 2>&1 || missing="$missing clang-format"  # make test's format-check
 have_pc openblas || missing="$missing libopenblas-dev"
 have_pc libcjson || missing="$missing libcjson-dev"
 if [ "${1:-}" = "--fuzz" ]; then
     command -v clang >/dev/null 2>&1 || missing="$missing clang"
-    ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 || missing="$missing libclang-rt-dev"
+    ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 \
+        || missing="$missing libclang-rt-dev"
 fi
 if [ "${1:-}" = "--python" ]; then
     /usr/bin/python3 -c 'import torch' 2>/dev/null || missing="$missing python3-torch"

@@ -16,7 +16,8 @@ import nlformat  # noqa: E402
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 OUT = os.path.join(ROOT, "tests", "fuzz", "corpus")
-PROMPTS = ["ROMEO:\n", "", "é€你😀", "abc\n\n", "A b c. d? e!", b"\xc3\x28 invalid", "KING:\nNow speak, good friend."]
+PROMPTS = ["ROMEO:\n", "", "é€你😀", "abc\n\n", "A b c. d? e!", b"\xc3\x28 invalid",
+           "KING:\nNow speak, good friend."]
 
 
 def main():
@@ -44,7 +45,8 @@ def main():
     for model in sorted(glob.glob(os.path.join(ROOT, "weights", "*", "config.json"))):
         name = os.path.basename(os.path.dirname(model))
         shutil.copy(model, os.path.join(OUT, "config", name + ".json"))
-        shutil.copy(os.path.join(os.path.dirname(model), "tokenizer.json"), os.path.join(OUT, "tokenizer", name + ".json"))
+        shutil.copy(os.path.join(os.path.dirname(model), "tokenizer.json"),
+                    os.path.join(OUT, "tokenizer", name + ".json"))
     for i, p in enumerate(PROMPTS):
         with open(os.path.join(OUT, "prompt", f"prompt{i}.txt"), "wb") as f:
             f.write(p.encode("utf-8", "surrogateescape") if isinstance(p, str) else p)

@@ -31,8 +31,8 @@ def main(argv):
     ap.add_argument("--cpu", type=int, help="pin both to this CPU (taskset), so both see the same core")
     a = ap.parse_args(argv)
     pin = ["taskset", "-c", str(a.cpu)] if a.cpu is not None else []
-    base = pin + [os.path.join(ROOT, "normlab"), "generate", "-m", a.model, "-p", "ROMEO:", "-n", str(a.n), "--seed", "7",
-            "--threads", str(a.threads)]
+    base = pin + [os.path.join(ROOT, "normlab"), "generate", "-m", a.model, "-p", "ROMEO:", "-n", str(a.n),
+                  "--seed", "7", "--threads", str(a.threads)]
     plain, profiled, same = [], [], True
     run(base)  # warm the page cache
     for _ in range(a.runs):
@@ -45,7 +45,8 @@ def main(argv):
     print(f"generate -n {a.n}, {a.runs} interleaved runs each, threads {a.threads}"
           + (f", pinned to CPU {a.cpu}" if a.cpu is not None else ""))
     print(f"  without --profile: median {1e3 * mp:.2f} ms (min {1e3 * min(plain):.2f}, max {1e3 * max(plain):.2f})")
-    print(f"  with --profile:    median {1e3 * mq:.2f} ms (min {1e3 * min(profiled):.2f}, max {1e3 * max(profiled):.2f})")
+    print(f"  with --profile:    median {1e3 * mq:.2f} ms "
+          f"(min {1e3 * min(profiled):.2f}, max {1e3 * max(profiled):.2f})")
     print(f"  ratio {mq / mp:.3f} ({100 * (mq / mp - 1):+.1f}%); generated text byte-identical: {same}")
     return 0 if same else 1
 

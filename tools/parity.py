@@ -43,7 +43,8 @@ def random_model(out_dir, norm, placement, bias, rng):
     vocab = list("\n abcdefghijklmnopqrstuvwxyzé,.!?")[:23]
     config = {"vocab_size": len(vocab), "n_layer": 3, "n_head": 3, "n_embd": 24, "block_size": 16,
               "mlp_ratio": 2, "norm": norm, "placement": placement, "norm_eps": 1e-5,
-              "activation": rng.choice(["gelu", "gelu_tanh", "relu"]), "bias": bias, "tie_embeddings": bool(rng.integers(2))}
+              "activation": rng.choice(["gelu", "gelu_tanh", "relu"]), "bias": bias,
+              "tie_embeddings": bool(rng.integers(2))}
     tensors = {}
     for name, shape in nlformat.tensor_shapes(config).items():
         base = 1.0 if (".ln_" in name or name.startswith("ln_f")) and name.endswith(".weight") else 0.0

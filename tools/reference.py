@@ -124,7 +124,8 @@ def write_golden(path):
     models = []
     for name in SHIPPED:
         ref = Reference(os.path.join(ROOT, "weights", name))
-        prompts = [{"text": p, "logits": [[float(f"{v:.9g}") for v in row] for row in ref.logits(ref.encode(p)).tolist()]}
+        prompts = [{"text": p,
+                    "logits": [[float(f"{v:.9g}") for v in row] for row in ref.logits(ref.encode(p)).tolist()]}
                    for p in GOLDEN_PROMPTS]
         nll, count = ref.eval_nll(ref.encode(text))
         models.append({"model": f"weights/{name}", "prompts": prompts,
