@@ -144,6 +144,12 @@ expect_ok "--help" --help && grep -q "commands:" "$TMP/out" \
     && ok "--help lists commands" || bad "--help lists commands" "$(head -3 "$TMP/out")"
 expect_ok "help generate" help generate && grep -q -- "--top-p" "$TMP/out" \
     && ok "help generate lists --top-p" || bad "help generate" "no --top-p"
+expect_fail "--version takes no arguments" 2 "--version takes no arguments, got 'extra'" --version extra
+# eight names made out of order: a directory's own order coming out sorted by chance is 1 in 40,320
+mkdir -p "$TMP/models" && for n in h c f a e b g d; do cp "$FIX/ln-pre-bias.json" "$TMP/models/$n.json"; done
+NORMLAB_MODELS="$TMP/models" run generate -m nosuch -n 1
+[ "$rc" -eq 1 ] && grep -qF "models found: a, b, c, d, e, f, g, h, shakespeare" "$TMP/err" \
+    && ok "no such model: names in order" || bad "no such model: names in order" "exit $rc: $(cat "$TMP/err")"
 expect_ok "--version" --version && grep -qE '^normlab [0-9]+\.[0-9]+\.[0-9]+$' "$TMP/out" \
     && ok "version format" || bad "version format" "$(cat "$TMP/out")"
 

@@ -173,10 +173,10 @@ static cJSON *list_entry(const Options *o, const char *name, const char *path, i
 static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 int cmd_list(Options *o) {
-    char search[8192];
+    char search[8192], *save = NULL;
     cJSON *all = cJSON_CreateArray();
     model_search_path(search, sizeof search);
-    for (char *dir = strtok(search, ":"); dir; dir = strtok(NULL, ":")) {
+    for (char *dir = strtok_r(search, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
         DIR *d = opendir(dir);
         char *names[1024];
         size_t n = 0;

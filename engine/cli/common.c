@@ -78,9 +78,9 @@ const char *model_search_path(char *buf, size_t len) {
 const char *resolve_model(const char *name, char *buf, size_t len) {
     struct stat st;
     if (strchr(name, '/') || stat(name, &st) == 0) return name;
-    char path[8192];
+    char path[8192], *save = NULL;
     model_search_path(path, sizeof path);
-    for (char *dir = strtok(path, ":"); dir; dir = strtok(NULL, ":")) {
+    for (char *dir = strtok_r(path, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
         static const char *const SUFFIX[2] = {"", ".json"};
         for (int k = 0; k < 2; k++) {
             if ((size_t)snprintf(buf, len, "%s/%s%s", dir, name, SUFFIX[k]) >= len) continue;
@@ -98,26 +98,29 @@ const char *model_path(const Options *o, char *buf, size_t len) {
     return path ? path : name;
 }
 
-// The names of the models in the search path, comma-separated, into buf.
+// The names of the models in the search path, comma-separated, in name order within each folder,
+// into buf.
 static const char *model_names(char *buf, size_t len) {
-    char path[8192];
+    char path[8192], *save = NULL;
     size_t used = 0;
     buf[0] = '\0';
     model_search_path(path, sizeof path);
-    for (char *dir = strtok(path, ":"); dir; dir = strtok(NULL, ":")) {
-        DIR *d = opendir(dir);
-        for (struct dirent *e; d && (e = readdir(d));) {
+    for (char *dir = strtok_r(path, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
+        struct dirent **entries = NULL;
+        int n_entries = scandir(dir, &entries, NULL, alphasort);
+        for (int i = 0; i < n_entries; i++) {
+            const char *name = entries[i]->d_name;
             char cfg[PATH_MAX];
-            size_t n = strlen(e->d_name);
-            int is_dir = snprintf(cfg, sizeof cfg, "%s/%s/config.json", dir, e->d_name) < (int)sizeof cfg &&
-                         access(cfg, F_OK) == 0;
-            int is_json = n > 5 && strcmp(e->d_name + n - 5, ".json") == 0 && e->d_name[0] != '.';
-            if (!is_dir && !is_json) continue;
-            used += (size_t)snprintf(buf + used, used < len ? len - used : 0, "%s%.*s", used ? ", " : "",
-                                     (int)(is_json ? n - 5 : n), e->d_name);
-            if (used >= len) break;
+            size_t n = strlen(name);
+            int is_dir =
+                snprintf(cfg, sizeof cfg, "%s/%s/config.json", dir, name) < (int)sizeof cfg && access(cfg, F_OK) == 0;
+            int is_json = n > 5 && strcmp(name + n - 5, ".json") == 0 && name[0] != '.';
+            if ((is_dir || is_json) && used < len)
+                used += (size_t)snprintf(buf + used, len - used, "%s%.*s", used ? ", " : "", (int)(is_json ? n - 5 : n),
+                                         name);
+            free(entries[i]);
         }
-        if (d) closedir(d);
+        free(entries);
     }
     return buf;
 }

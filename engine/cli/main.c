@@ -129,6 +129,10 @@ int main(int argc, char **argv) {
     }
     const char *name = argv[1];
     if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) return print_main_help();
+    if (strcmp(name, "--version") == 0 && argc > 2) {
+        msg_error("--version takes no arguments, got '%s'", argv[2]);
+        return EXIT_USAGE;
+    }
     if (strcmp(name, "--version") == 0) return check_stdout(printf("normlab %s\n", NL_VERSION) > 0);
     if (strcmp(name, "help") == 0) {
         if (argc < 3 || strcmp(argv[2], "help") == 0) return print_main_help();
