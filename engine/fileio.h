@@ -9,6 +9,9 @@
 
 #include "normlab.h"
 
+// Internal: hidden from the symbols a shared object built from these files would export.
+#pragma GCC visibility push(hidden)
+
 // Reads a whole regular file of at most cap bytes into a new NUL-terminated buffer (*buf, freed
 // by the caller with free()).
 int nl_file_read_all(int dirfd, const char *name, const char *what, size_t cap, char **buf, size_t *len, NlError *err);
@@ -21,5 +24,7 @@ void nl_file_unmap(const unsigned char *addr, size_t len);
 // characters) around "...", in buf. Returns buf or s.
 enum { NL_CUT_BUF = 168 };
 const char *nl_cut(char buf[NL_CUT_BUF], const char *s);
+
+#pragma GCC visibility pop
 
 #endif

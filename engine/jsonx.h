@@ -12,6 +12,9 @@
 
 #include "normlab.h"
 
+// Internal: hidden from the symbols a shared object built from these files would export.
+#pragma GCC visibility push(hidden)
+
 // Parses exactly len bytes (trailing whitespace allowed). The caller frees with cJSON_Delete.
 cJSON *nl_jsonx_parse(const char *buf, size_t len, const char *what, NlError *err);
 
@@ -30,5 +33,7 @@ int nl_jsonx_choice(const cJSON *obj, const char *key, const char *const *choice
 
 // Reads an integer value already in hand (an array element): same checks as jsonx_int.
 int nl_jsonx_as_int(const cJSON *item, double min, double max, int64_t *out, const char *what, NlError *err);
+
+#pragma GCC visibility pop
 
 #endif

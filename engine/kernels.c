@@ -324,3 +324,13 @@ size_t nl_first_nonfinite(const float *x, size_t n) {
     }
     return SIZE_MAX;
 }
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// GCC gives the dispatchers of target_clones default visibility whatever the declaration says
+// (visibility attributes and pragmas are ignored for them), so they are hidden here, as the rest of
+// kernels.h is.
+__asm__(".hidden nl_layernorm\n.hidden nl_layernorm.resolver\n"
+        ".hidden nl_rmsnorm\n.hidden nl_rmsnorm.resolver\n"
+        ".hidden nl_activation\n.hidden nl_activation.resolver\n"
+        ".hidden nl_attend_one\n.hidden nl_attend_one.resolver\n");
+#endif

@@ -9,6 +9,9 @@
 #include "model.h"
 #include "normlab.h"
 
+// Internal: hidden from the symbols a shared object built from these files would export.
+#pragma GCC visibility push(hidden)
+
 // LayerNorm of n rows of width D: (x - mean) / sqrt(var + eps) * gain + bias, biased variance,
 // statistics accumulated in double in two passes (a large common offset keeps its precision).
 // bias may be NULL. out may equal x.
@@ -59,5 +62,7 @@ void nl_attend_one(float *out, const float *q, const float *K, const float *V, s
 
 // Index of the first NaN or infinity in x[0..n), or SIZE_MAX. Vectorised: it scans every weight at load.
 size_t nl_first_nonfinite(const float *x, size_t n);
+
+#pragma GCC visibility pop
 
 #endif

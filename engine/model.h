@@ -8,6 +8,9 @@
 
 #include "normlab_lab.h"
 
+// Internal: hidden from the symbols a shared object built from these files would export.
+#pragma GCC visibility push(hidden)
+
 typedef struct {
     const float *gain;  // (D)
     const float *bias;  // (D), or NULL (RMSNorm without bias)
@@ -45,5 +48,7 @@ int nl_model_load_inline(NlModel **out, const char *buf, size_t len, const char 
 // config.json and tokenizer.json contents.
 int nl_config_parse(NlConfig *out, const char *buf, size_t len, const char *what, NlError *err);
 int nl_tokenizer_parse(NlTokenizer **out, const char *buf, size_t len, const char *what, NlError *err);
+
+#pragma GCC visibility pop
 
 #endif

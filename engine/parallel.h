@@ -8,6 +8,9 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
+// Internal: hidden from the symbols a shared object built from these files would export.
+#pragma GCC visibility push(hidden)
+
 typedef void (*NlWorkerFn)(void *ctx, int worker);
 
 // *v = min(*v, x), atomically: the first failed group of a run, whichever worker finds it.
@@ -15,5 +18,7 @@ void nl_atomic_lower(atomic_size_t *v, size_t x);
 
 // Returns the number of threads that ran workers (>= 1).
 int nl_parallel_run(int n_workers, NlWorkerFn fn, void *ctx);
+
+#pragma GCC visibility pop
 
 #endif

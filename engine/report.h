@@ -8,6 +8,9 @@
 
 #include "normlab_lab.h"
 
+// Internal: hidden from the symbols a shared object built from these files would export.
+#pragma GCC visibility push(hidden)
+
 typedef struct {
     const char *model;  // path shown in the header
     int blas_threads;  // threads OpenBLAS was told to use
@@ -34,5 +37,7 @@ int nl_report_compare_json(FILE *f, const NlCompareRow *rows, const char *const 
                            const NlCompareInfo *info);
 int nl_report_compare_csv(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n,
                           const NlCompareInfo *info);
+
+#pragma GCC visibility pop
 
 #endif

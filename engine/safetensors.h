@@ -13,6 +13,9 @@
 
 #include "normlab.h"
 
+// Internal: hidden from the symbols a shared object built from these files would export.
+#pragma GCC visibility push(hidden)
+
 #define ST_MAX_DIMS 8
 #define ST_MAX_HEADER ((size_t)100 * 1000 * 1000)
 
@@ -36,5 +39,7 @@ typedef struct {
 int nl_st_parse(StFile *out, const unsigned char *buf, size_t len, const char *what, NlError *err);
 void nl_st_free(StFile *file);  // releases what st_parse allocated; NULL or zeroed is fine
 const StTensor *nl_st_find(const StFile *file, const char *name);
+
+#pragma GCC visibility pop
 
 #endif
