@@ -93,6 +93,12 @@ static void eval_worker(void *arg, int worker) {
     }
 }
 
+size_t nl_eval_windows(size_t n, size_t block_size, size_t stride) {
+    if (n < 2 || block_size < 1 || stride < 1) return 0;
+    size_t n_inputs = n - 1, first = n_inputs < block_size ? n_inputs : block_size;
+    return 1 + (n_inputs - first + stride - 1) / stride;
+}
+
 int nl_eval_parallel(NlState *const *states, size_t n_states, const int *ids, size_t n, size_t stride,
                      NlEvalResult *out, NlProgressFn progress, void *ctx, NlError *err) {
     const NlConfig *c = nl_state_config(states[0]);
@@ -124,14 +130,13 @@ int nl_eval_parallel(NlState *const *states, size_t n_states, const int *ids, si
                  .B = nl_state_batch(states[0]),
                  .progress = progress,
                  .ctx = ctx};
-    size_t first = j.n_inputs < T ? j.n_inputs : T;
-    j.n_windows = 1 + (j.n_inputs - first + stride - 1) / stride;
+    j.n_windows = nl_eval_windows(n, T, stride);
     j.n_groups = (j.n_windows + j.B - 1) / j.B;
+    j.n_workers = n_states < j.n_groups ? n_states : j.n_groups;  // no thread without a group
     j.tokens = malloc(n_states * j.B * T * sizeof *j.tokens);
     j.group_nll = calloc(j.n_groups, sizeof *j.group_nll);
     j.group_sq = calloc(j.n_groups, sizeof *j.group_sq);
     j.group_bad = malloc(j.n_groups * sizeof *j.group_bad);
-    j.n_workers = n_states;
     atomic_init(&j.first_bad, SIZE_MAX);
     atomic_init(&j.done_chars, 0);
     int rc = 0;
@@ -141,7 +146,7 @@ int nl_eval_parallel(NlState *const *states, size_t n_states, const int *ids, si
         goto cleanup;
     }
     for (size_t g = 0; g < j.n_groups; g++) j.group_bad[g] = SIZE_MAX;
-    nl_parallel_run((int)n_states, eval_worker, &j);
+    nl_parallel_run((int)j.n_workers, eval_worker, &j);
     for (size_t g = 0; g < j.n_groups && rc == 0; g++) {  // in text order, whoever computed them
         if (j.group_bad[g] != SIZE_MAX) {
             nl_error(err, NL_ERR_NUMERIC, "non-finite loss at character %zu", j.group_bad[g]);

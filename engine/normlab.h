@@ -242,5 +242,8 @@ int nl_eval(NlState *state, const int *ids, size_t n, size_t stride, NlEvalResul
 // (NlRunOptions.threads 1): workers share OpenBLAS's process-wide thread count.
 int nl_eval_parallel(NlState *const *states, size_t n_states, const int *ids, size_t n, size_t stride,
                      NlEvalResult *out, NlProgressFn progress, void *ctx, NlError *err);
+// The number of windows nl_eval scores a text of n characters in (0 when n < 2): a caller sizing
+// states or profilers for it divides by the batch B to get the forward calls.
+size_t nl_eval_windows(size_t n, size_t block_size, size_t stride);
 
 #endif

@@ -167,6 +167,25 @@ static void eval_scores_each_character_once_with_windowed_context(void) {
     teardown(&s);
 }
 
+// nl_eval_windows (which callers size their states and profilers by) against the same policy
+// restated: the first window ends at min(T, inputs), each later one `stride` further, clipped.
+static void eval_window_count_follows_the_policy(void) {
+    int wrong = 0;
+    for (size_t n = 0; n < 40; n++)
+        for (size_t T = 1; T < 10; T++)
+            for (size_t stride = 1; stride <= T; stride++) {
+                size_t want = 0;
+                if (n >= 2) {
+                    size_t inputs = n - 1, end = inputs < T ? inputs : T;
+                    for (want = 1; end < inputs; want++) end = end + stride < inputs ? end + stride : inputs;
+                }
+                size_t got = nl_eval_windows(n, T, stride);
+                if (got != want && wrong++ < 3)
+                    CHECK(0, "n %zu T %zu stride %zu: %zu windows, want %zu", n, T, stride, got, want);
+            }
+    CHECK(wrong == 0, "%d window counts differ from the policy", wrong);
+}
+
 typedef struct {
     int tokens[128];
     size_t n;
@@ -322,6 +341,7 @@ int main(void) {
     RUN(overrides_run_every_norm_and_placement);
     RUN(zero_run_options_keep_the_models_config);
     RUN(eval_scores_each_character_once_with_windowed_context);
+    RUN(eval_window_count_follows_the_policy);
     RUN(generation_matches_reference_past_the_window);
     RUN(batch_of_16_matches_each_sequence_alone);
     RUN(batched_streams_match_single_streams);

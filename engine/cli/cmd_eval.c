@@ -112,8 +112,8 @@ int cmd_eval(Options *o) {
     size_t stride = o->stride ? (size_t)o->stride : (T / 2 ? T / 2 : 1);
     // One state per worker thread, each running whole windows with one OpenBLAS thread per product.
     int batch = o->batch ? o->batch : (int)(EVAL_ROWS / T > 0 ? EVAL_ROWS / T : 1);
-    size_t n_inputs = n > 1 ? n - 1 : 1, first = n_inputs < T ? n_inputs : T;
-    size_t groups = (1 + (n_inputs - first + stride - 1) / stride + (size_t)batch - 1) / (size_t)batch;
+    size_t windows = nl_eval_windows(n, T, stride), groups = (windows + (size_t)batch - 1) / (size_t)batch;
+    if (groups < 1) groups = 1;  // a text too short to score: eval says so, from one state
     if ((size_t)workers > groups) workers = (int)groups;  // no state for a worker without a window
     states = calloc((size_t)workers, sizeof *states);
     profs = calloc((size_t)workers, sizeof *profs);
@@ -124,8 +124,7 @@ int cmd_eval(Options *o) {
     }
     for (int i = 0; i < workers && !rc; i++) {
         rc = make_state_as(o, model, batch, 1, i == 0, &states[i]);
-        size_t calls = (n / stride + 2) / (size_t)batch + 2;
-        if (!rc && o->profile) rc = attach_profiler(o, model, states[i], calls, &profs[i]);
+        if (!rc && o->profile) rc = attach_profiler(o, model, states[i], groups, &profs[i]);  // a call a group
     }
     if (!rc) rc = open_main_output(o, &out);
     if (rc) goto cleanup;
