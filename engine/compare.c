@@ -205,13 +205,13 @@ static void rows_worker(void *arg, int worker) {
 
 int nl_compare_models(const NlCompareJob *jobs, size_t n_jobs, int threads, const NlCompareOptions *opts,
                       NlCompareRow *rows, size_t *failed, NlError *err) {
-    RowsJob j = {jobs,
-                 n_jobs,
-                 threads < 1 ? 1 : (size_t)threads,
-                 opts,
-                 rows,
-                 calloc(n_jobs, sizeof(int)),
-                 calloc(n_jobs, sizeof(NlError))};
+    RowsJob j = {.jobs = jobs,
+                 .n_jobs = n_jobs,
+                 .n_workers = threads < 1 ? 1 : (size_t)threads,
+                 .opts = opts,
+                 .rows = rows,
+                 .rc = calloc(n_jobs, sizeof(int)),
+                 .errs = calloc(n_jobs, sizeof(NlError))};
     if (j.n_workers > n_jobs) j.n_workers = n_jobs;
     *failed = n_jobs;
     if (!j.rc || !j.errs) {

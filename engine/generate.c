@@ -198,21 +198,21 @@ int nl_generate_parallel(NlState *const *states, size_t n_states, NlSampler *con
                      nl_state_batch(states[i]));
             return -1;
         }
-    GroupJob j = {states,
-                  samplers,
-                  B,
-                  group,
-                  n_groups,
-                  prompt,
-                  n_prompt,
-                  opts,
-                  emit,
-                  ctx,
-                  calloc(n_groups, sizeof(NlGenerateStats)),
-                  calloc(n_groups, sizeof(int)),
-                  calloc(n_groups, sizeof(NlError)),
-                  n_states < n_groups ? n_states : n_groups,
-                  SIZE_MAX};
+    GroupJob j = {.states = states,
+                  .samplers = samplers,
+                  .B = B,
+                  .group = group,
+                  .n_groups = n_groups,
+                  .prompt = prompt,
+                  .n_prompt = n_prompt,
+                  .opts = opts,
+                  .emit = emit,
+                  .ctx = ctx,
+                  .group_stats = calloc(n_groups, sizeof(NlGenerateStats)),
+                  .group_rc = calloc(n_groups, sizeof(int)),
+                  .group_err = calloc(n_groups, sizeof(NlError)),
+                  .n_workers = n_states < n_groups ? n_states : n_groups};  // no thread without a group
+    atomic_init(&j.first_failed, SIZE_MAX);
     memset(st, 0, sizeof *st);
     if (!j.group_stats || !j.group_rc || !j.group_err) {
         free(j.group_stats);
