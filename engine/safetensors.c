@@ -232,9 +232,3 @@ void nl_st_free(StFile *f) {
     free(f->meta_values);
     memset(f, 0, sizeof *f);
 }
-
-const StTensor *nl_st_find(const StFile *f, const char *name) {
-    for (size_t i = 0; i < f->n; i++)
-        if (strcmp(f->tensors[i].name, name) == 0) return &f->tensors[i];
-    return NULL;
-}

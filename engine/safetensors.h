@@ -37,8 +37,7 @@ typedef struct {
 // Parses buf[0..len). On success *out owns names and metadata; tensor data points into buf, which
 // must outlive *out. `what` names the file in messages.
 int nl_st_parse(StFile *out, const unsigned char *buf, size_t len, const char *what, NlError *err);
-void nl_st_free(StFile *file);  // releases what st_parse allocated; NULL or zeroed is fine
-const StTensor *nl_st_find(const StFile *file, const char *name);
+void nl_st_free(StFile *file);  // releases what nl_st_parse allocated; NULL or zeroed is fine
 
 #pragma GCC visibility pop
 
