@@ -6,26 +6,9 @@
 #include <string.h>
 #include <unistd.h>
 
-// Length of the UTF-8 sequence at s (1-4), or 0 when it is not well-formed.
-static size_t utf8_len(const unsigned char *s, unsigned *cp) {
-    if (s[0] < 0x80) {
-        *cp = s[0];
-        return 1;
-    }
-    size_t n = (s[0] & 0xE0) == 0xC0 ? 2 : (s[0] & 0xF0) == 0xE0 ? 3 : (s[0] & 0xF8) == 0xF0 ? 4 : 0;
-    if (n == 0) return 0;
-    unsigned c = s[0] & (0x7F >> n);
-    for (size_t i = 1; i < n; i++) {
-        if ((s[i] & 0xC0) != 0x80) return 0;
-        c = (c << 6) | (s[i] & 0x3F);
-    }
-    static const unsigned MIN[5] = {0, 0, 0x80, 0x800, 0x10000};
-    if (c < MIN[n] || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return 0;  // overlong, surrogate
-    *cp = c;
-    return n;
-}
+#include "tokenizer.h"
 
-static int is_hidden(unsigned c) {
+static int is_hidden(uint32_t c) {
     return c < 0x20 || c == 0x7F || (c >= 0x80 && c <= 0x9F) || c == 0x2028 || c == 0x2029 ||
            (c >= 0x202A && c <= 0x202E) || (c >= 0x2066 && c <= 0x2069) || c == 0x200E || c == 0x200F ||
            c == 0x061C;  // the bidi controls: embeddings, overrides, isolates and the marks
@@ -34,15 +17,17 @@ static int is_hidden(unsigned c) {
 // Appends the escaped form of s to out (unbounded scratch of at least 6 * strlen(s) + 1 bytes).
 static size_t escape_all(char *out, const char *s) {
     const unsigned char *p = (const unsigned char *)s;
-    size_t o = 0;
+    size_t o = 0, left = strlen(s);
     while (*p) {
-        unsigned cp;
-        size_t n = utf8_len(p, &cp);
+        uint32_t cp;
+        size_t n = nl_utf8_decode((const char *)p, left, &cp);
         if (n == 0) {
             o += (size_t)sprintf(out + o, "\\x%02x", *p);
             p++;
+            left--;
             continue;
         }
+        left -= n;
         if (!is_hidden(cp)) {
             memcpy(out + o, p, n);
             o += n;
