@@ -59,7 +59,7 @@ int nl_file_read_all(int dirfd, const char *name, const char *what, size_t cap, 
     }
     close(fd);
     if (!data || got != size) {
-        nl_error(err, NL_ERR_NOMEM, "%s: %s", what,
+        nl_error(err, data ? NL_ERR_IO : NL_ERR_NOMEM, "%s: %s", what,
                  data ? "short read (the file changed while read)" : "out of memory");
         free(data);
         return -1;
