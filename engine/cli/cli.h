@@ -117,8 +117,23 @@ int encode(const NlModel *model, const char *what, const char *text, size_t len,
            size_t *skipped);
 int read_text(const char *path, char **buf, size_t *len);
 int prompt_ids(const Options *o, const NlModel *model, int **ids, size_t *n, char **text, size_t *len);
-int attach_profiler(const Options *o, const NlModel *model, NlState *state, size_t n_forward, NlProfiler **prof);
 int check_outputs(const Options *o, const char *const *outputs, size_t n_out);
+
+// One run state per engine worker thread, and with profiling one profiler per state.
+typedef struct {
+    int n;
+    NlState **states;  // (n)
+    NlProfiler **profs;  // (n) NULL entries when not profiling
+} Workers;
+// Creates n states of `batch` sequences with up to blas_threads OpenBLAS threads per product (the
+// first warns when the norm or placement are overridden); with profile, a profiler per state with
+// room for n_forward forward calls each. Returns 0 or an exit status after printing the message;
+// free with workers_free either way.
+int workers_create(Workers *w, const Options *o, const NlModel *model, int n, int batch, int blas_threads, int profile,
+                   size_t n_forward);
+// The workers' profiles merged into the first profiler, or NULL when not profiling.
+NlProfiler *workers_profile(Workers *w);
+void workers_free(Workers *w);
 uint64_t seed_from_os(void);
 int spawn_wait(char *const *argv);
 // Opens -o (or stdout when absent) as *out for the command's main result.

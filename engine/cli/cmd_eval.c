@@ -90,8 +90,7 @@ int cmd_eval(Options *o) {
         return EXIT_USAGE;
     }
     NlModel *model = NULL;
-    NlState **states = NULL;
-    NlProfiler **profs = NULL;
+    Workers wk = {0};
     OutFile out = {0};
     int *ids = NULL, workers = o->counters ? 1 : o->threads;  // counters: one thread (see generate)
     char *text = NULL;
@@ -115,23 +114,14 @@ int cmd_eval(Options *o) {
     size_t windows = nl_eval_windows(n, T, stride), groups = (windows + (size_t)batch - 1) / (size_t)batch;
     if (groups < 1) groups = 1;  // a text too short to score: eval says so, from one state
     if ((size_t)workers > groups) workers = (int)groups;  // no state for a worker without a window
-    states = calloc((size_t)workers, sizeof *states);
-    profs = calloc((size_t)workers, sizeof *profs);
-    if (!states || !profs) {
-        msg_error("out of memory");
-        rc = EXIT_DATA;
-        goto cleanup;
-    }
-    for (int i = 0; i < workers && !rc; i++) {
-        rc = make_state_as(o, model, batch, 1, i == 0, &states[i]);
-        if (!rc && o->profile) rc = attach_profiler(o, model, states[i], groups, &profs[i]);  // a call a group
-    }
+    rc = workers_create(&wk, o, model, workers, batch, 1, o->profile, groups);  // a forward call a group
     if (!rc) rc = open_main_output(o, &out);
     if (rc) goto cleanup;
     NlEvalResult r;
     Progress prog = {now(), 0.0, 0};
     int show = isatty(STDERR_FILENO);
-    if (nl_eval_parallel(states, (size_t)workers, ids, n, stride, &r, show ? eval_progress : NULL, &prog, &err) != 0) {
+    if (nl_eval_parallel(wk.states, (size_t)workers, ids, n, stride, &r, show ? eval_progress : NULL, &prog, &err) !=
+        0) {
         if (prog.shown) fprintf(stderr, "\n");
         msg_error("%s: %s", o->text_file, err.msg);
         rc = exit_code(&err);
@@ -157,19 +147,16 @@ int cmd_eval(Options *o) {
         msg_error("cannot write %s: %s", o->output ? o->output : "to stdout", strerror(errno));
         rc = EXIT_DATA;
     }
-    for (int i = 1; !rc && profs[0] && i < workers; i++) nl_profiler_merge(profs[0], profs[i]);
-    if (!rc && profs[0]) {
+    NlProfiler *prof = rc ? NULL : workers_profile(&wk);
+    if (prof) {
         char buf[4400], shown[1024];
         NlReportInfo info = {msg_escape(shown, sizeof shown, model_path(o, buf, sizeof buf)), 1, workers,
                              nl_blas_core(), o->blas.source};
-        if (nl_report_text(stderr, profs[0], &info) != 0) rc = EXIT_DATA;
+        if (nl_report_text(stderr, prof, &info) != 0) rc = EXIT_DATA;
     }
 cleanup:
     if (out_finish(&out, rc == 0) != 0) rc = EXIT_DATA;
-    for (int i = 0; states && i < workers; i++) nl_state_free(states[i]);
-    for (int i = 0; profs && i < workers; i++) nl_profiler_free(profs[i]);
-    free(states);
-    free(profs);
+    workers_free(&wk);
     free(ids);
     free(text);
     nl_model_free(model);

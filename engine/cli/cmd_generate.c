@@ -271,8 +271,7 @@ int cmd_generate(Options *o) {
     int n_groups = (o->samples + group - 1) / group, threads = o->counters ? 1 : o->threads;
     int workers = threads < n_groups ? threads : n_groups, rounds = (n_groups + workers - 1) / workers;
     NlModel *model = NULL;
-    NlState **states = calloc((size_t)workers, sizeof *states);
-    NlProfiler **profs = calloc((size_t)workers, sizeof *profs);
+    Workers wk = {0};
     NlSampler **samplers = calloc((size_t)o->samples, sizeof *samplers);
     OutFile out = {0}, trace_o = {0};
     int *ids = NULL;
@@ -281,17 +280,16 @@ int cmd_generate(Options *o) {
     Collect col = {NULL, calloc((size_t)o->samples, sizeof(char *)), calloc((size_t)o->samples, sizeof(size_t)),
                    calloc((size_t)o->samples, sizeof(size_t)), 0};
     NlError err;
-    int rc = states && profs && samplers && col.text && col.len && col.cap ? 0 : EXIT_DATA;
+    int rc = samplers && col.text && col.len && col.cap ? 0 : EXIT_DATA;
     if (rc) msg_error("out of memory");
     const char *outs[2] = {o->output ? o->output : "-", o->trace_out};  // the main output is stdout when not given
     if (!rc) rc = check_outputs(o, outs, o->trace_out ? 2 : 1);
     if (!rc) rc = load_model(o, &model);
     if (!rc) rc = prompt_ids(o, model, &ids, &n, &text, &len);
     // Workers share OpenBLAS's process-wide thread count: one thread per product when there are several.
-    for (int i = 0; !rc && i < workers; i++)
-        rc = make_state_as(o, model, group, workers > 1 ? 1 : o->threads, i == 0, &states[i]);
-    for (int i = 0; !rc && (o->profile || profile_cmd) && i < workers; i++)
-        rc = attach_profiler(o, model, states[i], (size_t)rounds * ((size_t)o->n_new + 2), &profs[i]);
+    if (!rc)
+        rc = workers_create(&wk, o, model, workers, group, workers > 1 ? 1 : o->threads, o->profile || profile_cmd,
+                            (size_t)rounds * ((size_t)o->n_new + 2));
     if (!rc) rc = open_main_output(o, &out);
     if (!rc && o->trace_out) rc = out_open(&trace_o, o->trace_out);
     uint64_t seed = o->has_seed ? o->seed : profile_cmd ? 0 : seed_from_os();
@@ -309,12 +307,12 @@ int cmd_generate(Options *o) {
     if (o->echo && !collect && !profile_cmd && (fputs(prompt, out.f) == EOF || fflush(out.f) == EOF))
         ectx.write_failed = errno;
     col.tok = nl_model_tokenizer(model);
-    if (o->warmup) nl_forward(states[0], ids + (n > T ? n - T : 0), n > T ? T : n, 0, 1);
+    if (o->warmup) nl_forward(wk.states[0], ids + (n > T ? n - T : 0), n > T ? T : n, 0, 1);
     NlGenerateOptions gopts = {(size_t)o->n_new, o->exact_window};
     NlGenerateStats st;
     NlBatchEmitFn emit = profile_cmd ? stream_nothing : collect ? collect_token : stream_token;
     int g = ectx.write_failed ? 1
-                              : nl_generate_parallel(states, (size_t)workers, samplers, (size_t)o->samples, ids, n,
+                              : nl_generate_parallel(wk.states, (size_t)workers, samplers, (size_t)o->samples, ids, n,
                                                      &gopts, emit, collect ? (void *)&col : (void *)&ectx, &st, &err);
     if (g < 0) {
         rc = fail(&err);
@@ -333,9 +331,9 @@ int cmd_generate(Options *o) {
         goto cleanup;
     }
     print_timing(&st, o->samples);
-    for (int i = 1; profs[0] && i < workers; i++) nl_profiler_merge(profs[0], profs[i]);
-    if (profs[0])
-        rc = write_profile(o, profs[0], workers, workers > 1 ? 1 : o->threads, profile_cmd ? out.f : stderr,
+    NlProfiler *prof = workers_profile(&wk);
+    if (prof)
+        rc = write_profile(o, prof, workers, workers > 1 ? 1 : o->threads, profile_cmd ? out.f : stderr,
                            profile_cmd && o->json, trace_o.f);
 cleanup:
     if (out_finish(&trace_o, rc == 0) != 0) rc = EXIT_DATA;
@@ -343,10 +341,7 @@ cleanup:
     free(ids);
     free(text);
     free(prompt);
-    for (int i = 0; states && i < workers; i++) nl_state_free(states[i]);
-    for (int i = 0; profs && i < workers; i++) nl_profiler_free(profs[i]);
-    free(states);
-    free(profs);
+    workers_free(&wk);
     for (int i = 0; samplers && i < o->samples; i++) nl_sampler_free(samplers[i]);
     for (int i = 0; col.text && i < o->samples; i++) free(col.text[i]);
     free(samplers);

@@ -224,7 +224,8 @@ int read_text(const char *path, char **buf, size_t *len) {
 }
 
 // Attaches a profiler; with --trace it keeps the events of n_forward forward passes.
-int attach_profiler(const Options *o, const NlModel *model, NlState *state, size_t n_forward, NlProfiler **prof) {
+static int attach_profiler(const Options *o, const NlModel *model, NlState *state, size_t n_forward,
+                           NlProfiler **prof) {
     const NlConfig *c = nl_model_config(model);
     size_t per_forward = o->trace_out ? (size_t)c->n_layer * 12 + 6 : 0;
     NlError err;
@@ -233,6 +234,40 @@ int attach_profiler(const Options *o, const NlModel *model, NlState *state, size
     }
     nl_state_set_profiler(state, *prof);
     return 0;
+}
+
+int workers_create(Workers *w, const Options *o, const NlModel *model, int n, int batch, int blas_threads, int profile,
+                   size_t n_forward) {
+    w->n = n;
+    w->states = calloc((size_t)n, sizeof *w->states);
+    w->profs = calloc((size_t)n, sizeof *w->profs);
+    if (!w->states || !w->profs) {
+        w->n = 0;
+        msg_error("out of memory");
+        return EXIT_DATA;
+    }
+    int rc = 0;
+    for (int i = 0; !rc && i < n; i++) {
+        rc = make_state_as(o, model, batch, blas_threads, i == 0, &w->states[i]);
+        if (!rc && profile) rc = attach_profiler(o, model, w->states[i], n_forward, &w->profs[i]);
+    }
+    return rc;
+}
+
+NlProfiler *workers_profile(Workers *w) {
+    if (w->n < 1 || !w->profs[0]) return NULL;
+    for (int i = 1; i < w->n; i++) nl_profiler_merge(w->profs[0], w->profs[i]);
+    return w->profs[0];
+}
+
+void workers_free(Workers *w) {
+    for (int i = 0; i < w->n; i++) {
+        nl_state_free(w->states[i]);
+        nl_profiler_free(w->profs[i]);
+    }
+    free(w->states);
+    free(w->profs);
+    *w = (Workers){0};
 }
 
 // The files a command reads: every file of every model named (a directory's three files, or the
