@@ -52,13 +52,18 @@ static int measure_eval(NlState *s, const NlConfig *c, const int *ids, size_t n,
             per_comp[k] += nl_profiler_cell(prof, NL_PHASE_PREFILL, l, (NlComponent)k)->seconds;
     for (int k = 0; k < NL_COMP_COUNT; k++) total += per_comp[k];
     for (int k = 0; k < NL_COMP_COUNT; k++) row->time_share[k] = total > 0 ? per_comp[k] / total : 0.0;
-    row->norm_share =
-        row->time_share[NL_COMP_NORM1] + row->time_share[NL_COMP_NORM2] + row->time_share[NL_COMP_FINAL_NORM];
+    static const NlComponent NORMS[] = {NL_COMP_NORM1, NL_COMP_NORM2, NL_COMP_NORM1_POST, NL_COMP_NORM2_POST,
+                                        NL_COMP_FINAL_NORM};
+    for (size_t k = 0; k < sizeof NORMS / sizeof NORMS[0]; k++) row->norm_share += row->time_share[NORMS[k]];
     row->n_layer = c->n_layer;
+    row->has_final_norm = c->placement != NL_PLACE_POST && c->norm != NL_NORM_NONE;
     for (int l = 0; l <= c->n_layer; l++) {
         row->residual_rms[l] = nl_stats_residual_rms(st, l);
         row->residual_abs_mean[l] = nl_stats_residual_abs_mean(st, l);
         row->norm_std[l] = nl_stats_norm_std(st, l);
+        if (l == c->n_layer) break;
+        row->norm_post_std[l] = nl_stats_norm_post_std(st, l);
+        row->branch_rms[l] = nl_stats_branch_rms(st, l);
     }
     for (int t = 0; t < 2 && invariance; t++)
         for (int k = 0; k < NL_INV_COUNT; k++)
@@ -158,6 +163,7 @@ int nl_compare_model(const NlModel *model, NlRunOptions run, const int *ids, siz
     }
     row->norm = run.norm;
     row->placement = run.placement;
+    row->bn_stats = run.bn_stats;
     row->swapped_norm = run.norm != trained->norm;
     row->swapped_placement = run.placement != trained->placement;
     row->parameters = nl_model_parameters(model);
@@ -172,6 +178,7 @@ int nl_compare_model(const NlModel *model, NlRunOptions run, const int *ids, siz
         goto cleanup;
     }
     if (nl_state_create(&s, model, &run, err) != 0) goto cleanup;
+    row->residual_scale = nl_state_config(s)->placement == NL_PLACE_POST ? nl_state_config(s)->residual_scale : 1.0;
     if (measure_eval(s, nl_state_config(s), ids, n, opts->invariance, row, err) != 0) goto cleanup;
     if (measure_speed(s, ids, m, opts->repeats, row, err) != 0) goto cleanup;
     row->cache_diff = cache_consistency(s, ids, m, V, full, opts->fault);

@@ -1,8 +1,10 @@
 // forward.c — the transformer forward pass over a KV cache, mirroring tools/reference.py:
 //   x = wte[tok] + wpe[pos]
-//   pre:  x = x + Attn(N1(x)); x = x + MLP(N2(x))   ... then ln_f
-//   post: x = N1(x + Attn(x)); x = N2(x + MLP(x))
+//   pre:  x = x + Attn(N1(x)); x = x + MLP(N2(x))                  ... then ln_f
+//   post: x = N1(a*x + Attn(x)); x = N2(a*x + MLP(x))              (a = residual_scale, DeepNorm)
+//   peri: x = x + N1post(Attn(N1(x))); x = x + N2post(MLP(N2(x)))  ... then ln_f
 //   logits = x @ lm_head^T
+// Norm "none" is the identity wherever a norm stands.
 #define _DEFAULT_SOURCE  // MADV_HUGEPAGE
 #include <assert.h>
 #include <math.h>
@@ -22,9 +24,15 @@
 #define ASAN_UNPOISON_MEMORY_REGION(addr, size) ((void)(addr), (void)(size))
 #endif
 
+typedef struct {
+    NlNormWeights ln_1, ln_1_post, ln_2, ln_2_post;
+} LayerNorms;
+
 struct NlState {
     const NlModel *model;
     NlConfig cfg;  // the model's config with the run options applied
+    NlBnStats bn_stats;
+    LayerNorms *norms;  // (L) the norms as run: the model's, or unit gain where it has none
     NlNormWeights ln_f;  // final norm (unit gain when forced onto a model without one)
     size_t batch;  // B: sequences per call, at most
     int threads;  // most OpenBLAS threads per product
@@ -39,6 +47,7 @@ struct NlState {
     float *k_cache;  // (B, T/32, L, H, Dh, 32) keys in tiles of 32 positions (kernels.h), T rounded up
     float *v_cache;  // (B, T/32, L, H, 32, Dh) values, the same tiles
     float *ones;  // (D) unit gain
+    float *bn_mean, *bn_var;  // (D) BatchNorm's statistics of the current call (batch statistics)
     void *arena;  // every buffer above, in one mapping
     size_t arena_bytes;
     NlProfiler *prof;  // borrowed; NULL = profiling off (no clock reads)
@@ -97,6 +106,47 @@ static int arena_create(NlState *s, const BufferSpec *bufs, size_t n) {
     return 0;
 }
 
+// *out = the model's norm `w` as the run uses it: unit gain and no bias where the model has none;
+// BatchNorm with running statistics needs the model's.
+static int resolve_norm(const NlState *s, NlNormWeights w, const char *name, NlNormWeights *out, NlError *err) {
+    *out = w;
+    if (!out->gain) *out = (NlNormWeights){s->ones, NULL, NULL, NULL};
+    if (s->cfg.norm != NL_NORM_BATCHNORM || s->bn_stats != NL_BN_RUNNING || out->mean) return 0;
+    nl_error(err, NL_ERR_ARG,
+             "batchnorm with running statistics needs tensor \"%s.running_mean\", which this %s model lacks; "
+             "use batch statistics",
+             name, nl_config_norm_name(nl_model_config(s->model)->norm));
+    return -1;
+}
+
+// Resolves every norm the run's placement uses (the others stay unset).
+static int resolve_norms(NlState *s, NlError *err) {
+    const NlWeights *w = nl_model_weights(s->model);
+    size_t L = (size_t)s->cfg.n_layer;
+    s->norms = calloc(L, sizeof *s->norms);
+    if (!s->norms) {
+        nl_error(err, NL_ERR_NOMEM, "out of memory");
+        return -1;
+    }
+    int peri = s->cfg.placement == NL_PLACE_PERI;
+    for (size_t l = 0; l < L; l++) {
+        const NlLayerWeights *lw = &w->layers[l];
+        LayerNorms *n = &s->norms[l];
+        char name[4][48];
+        snprintf(name[0], sizeof name[0], "h.%zu.ln_1", l);
+        snprintf(name[1], sizeof name[1], "h.%zu.ln_2", l);
+        snprintf(name[2], sizeof name[2], "h.%zu.ln_1_post", l);
+        snprintf(name[3], sizeof name[3], "h.%zu.ln_2_post", l);
+        if (resolve_norm(s, lw->ln_1, name[0], &n->ln_1, err) != 0 ||
+            resolve_norm(s, lw->ln_2, name[1], &n->ln_2, err) != 0 ||
+            (peri && (resolve_norm(s, lw->ln_1_post, name[2], &n->ln_1_post, err) != 0 ||
+                      resolve_norm(s, lw->ln_2_post, name[3], &n->ln_2_post, err) != 0)))
+            return -1;
+    }
+    if (s->cfg.placement == NL_PLACE_POST) return 0;
+    return resolve_norm(s, w->ln_f, "ln_f", &s->ln_f, err);
+}
+
 int nl_state_create(NlState **out, const NlModel *model, const NlRunOptions *opts, NlError *err) {
     *out = NULL;
     NlState *s = calloc(1, sizeof *s);
@@ -113,6 +163,7 @@ int nl_state_create(NlState **out, const NlModel *model, const NlRunOptions *opt
         if (opts->placement != NL_PLACE_AS_CONFIGURED) s->cfg.placement = opts->placement;
         s->batch = opts->batch > 0 ? (size_t)opts->batch : 1;
         s->threads = opts->threads > 0 ? opts->threads : 1;
+        s->bn_stats = opts->bn_stats;
     }
     size_t T = (size_t)s->cfg.block_size, D = (size_t)s->cfg.n_embd, F = (size_t)s->cfg.n_inner;
     size_t V = (size_t)s->cfg.vocab_size, BT = s->batch * T;
@@ -129,6 +180,8 @@ int nl_state_create(NlState **out, const NlModel *model, const NlRunOptions *opt
         {&s->k_cache, KV},
         {&s->v_cache, KV},
         {&s->ones, D},
+        {&s->bn_mean, D},
+        {&s->bn_var, D},
     };
     if (arena_create(s, bufs, sizeof bufs / sizeof bufs[0]) != 0) {
         nl_error(err, NL_ERR_NOMEM, "out of memory for activations and KV cache (%zu bytes of cache)",
@@ -137,8 +190,10 @@ int nl_state_create(NlState **out, const NlModel *model, const NlRunOptions *opt
         return -1;
     }
     for (size_t i = 0; i < D; i++) s->ones[i] = 1.0f;
-    s->ln_f = nl_model_weights(model)->ln_f;
-    if (!s->ln_f.gain) s->ln_f = (NlNormWeights){s->ones, NULL};
+    if (resolve_norms(s, err) != 0) {
+        nl_state_free(s);
+        return -1;
+    }
     *out = s;
     return 0;
 }
@@ -170,6 +225,7 @@ void nl_state_free(NlState *s) {
         ASAN_UNPOISON_MEMORY_REGION(s->arena, s->arena_bytes);
         munmap(s->arena, s->arena_bytes);
     }
+    free(s->norms);
     free(s);
 }
 
@@ -228,13 +284,31 @@ static void mlp_block(NlState *s, float *out, const float *in, size_t l, size_t 
     TIMED(s, l, NL_COMP_MLP_DOWN, B, n, len, nl_linear(out, s->hid, w->out_w, w->out_b, rows, D, F, s->threads));
 }
 
+// out = N(in) over rows; BatchNorm with batch statistics computes them from these rows first and
+// points w at them.
+static void norm_rows(NlState *s, float *out, const float *in, NlNormWeights *w, size_t rows) {
+    size_t D = (size_t)s->cfg.n_embd;
+    if (s->cfg.norm == NL_NORM_BATCHNORM && s->bn_stats == NL_BN_BATCH) {
+        nl_batch_stats(s->bn_mean, s->bn_var, in, rows, D);
+        w->mean = s->bn_mean;
+        w->var = s->bn_var;
+    }
+    nl_norm(out, in, *w, s->cfg.norm, rows, D, (float)s->cfg.norm_eps);
+}
+
 // out = N(in) over rows, timed as comp, observed by the statistics when attached (the final norm
-// as layer L there).
+// as layer L there). Norm none is a copy, neither timed nor observed.
 static void normalize(NlState *s, float *out, const float *in, NlNormWeights w, int layer, NlComponent comp, size_t B,
                       size_t n, size_t rows, size_t len) {
     size_t D = (size_t)s->cfg.n_embd;
-    TIMED(s, layer, comp, B, n, len, nl_norm(out, in, w, s->cfg.norm, rows, D, (float)s->cfg.norm_eps));
-    if (s->stats) nl_stats_norm(s->stats, comp == NL_COMP_FINAL_NORM ? s->cfg.n_layer : layer, in, out, w, rows);
+    if (s->cfg.norm == NL_NORM_NONE) {
+        memcpy(out, in, rows * D * sizeof(float));
+        return;
+    }
+    TIMED(s, layer, comp, B, n, len, norm_rows(s, out, in, &w, rows));
+    if (!s->stats) return;
+    int post = comp == NL_COMP_NORM1_POST || comp == NL_COMP_NORM2_POST;
+    nl_stats_norm(s->stats, comp == NL_COMP_FINAL_NORM ? s->cfg.n_layer : layer, post, in, out, w, rows);
 }
 
 static void swap_stream(NlState *s) {
@@ -243,31 +317,43 @@ static void swap_stream(NlState *s) {
     s->xn = t;
 }
 
+// x (rows, D) = a*x + branch (rows, D): the residual add, with DeepNorm's a in post placement.
+static void residual(NlState *s, const float *branch, size_t l, size_t B, size_t n, size_t len) {
+    size_t rows = B * n, D = (size_t)s->cfg.n_embd;
+    float a = s->cfg.placement == NL_PLACE_POST ? (float)s->cfg.residual_scale : 1.0f;
+    if (s->stats) nl_stats_branch(s->stats, (int)l, branch, rows);
+    TIMED(s, l, NL_COMP_RESIDUAL, B, n, len,
+          a == 1.0f ? nl_add(s->x, branch, rows * D) : nl_add_scaled(s->x, a, branch, rows * D));
+}
+
 // Layer l over B sequences of n new positions. Only the last `keep` rows of each sequence leave it
 // (keep < n in a last layer whose other rows no logit needs): x becomes (B*keep, D).
 static void block(NlState *s, size_t l, size_t B, size_t n, size_t pos, size_t keep) {
-    const NlLayerWeights *w = &nl_model_weights(s->model)->layers[l];
+    const LayerNorms *w = &s->norms[l];
     size_t D = (size_t)s->cfg.n_embd, len = pos + n, rows = B * keep;
     double t_layer = nl_profiler_begin(s->prof);
     if (s->stats) nl_stats_residual(s->stats, (int)l, s->x, B * n);
-    if (s->cfg.placement == NL_PLACE_PRE) {  // x = x + Attn(N1(x)); x = x + MLP(N2(x))
-        normalize(s, s->xn, s->x, w->ln_1, (int)l, NL_COMP_NORM1, B, n, B * n, len);
-        attn_block(s, s->tmp, s->xn, l, B, n, pos, keep);
-        keep_last_rows(s->x, B, n, keep, D);
-        TIMED(s, l, NL_COMP_RESIDUAL, B, keep, len, nl_add(s->x, s->tmp, rows * D));
-        normalize(s, s->xn, s->x, w->ln_2, (int)l, NL_COMP_NORM2, B, keep, rows, len);
-        mlp_block(s, s->tmp, s->xn, l, B, keep, len);
-        TIMED(s, l, NL_COMP_RESIDUAL, B, keep, len, nl_add(s->x, s->tmp, rows * D));
-    } else {  // x = N1(x + Attn(x)); x = N2(x + MLP(x)); each norm writes xn, which becomes x
+    if (s->cfg.placement == NL_PLACE_POST) {  // x = N1(a*x + Attn(x)); x = N2(a*x + MLP(x)); xn becomes x
         attn_block(s, s->tmp, s->x, l, B, n, pos, keep);
         keep_last_rows(s->x, B, n, keep, D);
-        TIMED(s, l, NL_COMP_RESIDUAL, B, keep, len, nl_add(s->x, s->tmp, rows * D));
+        residual(s, s->tmp, l, B, keep, len);
         normalize(s, s->xn, s->x, w->ln_1, (int)l, NL_COMP_NORM1, B, keep, rows, len);
         swap_stream(s);
         mlp_block(s, s->tmp, s->x, l, B, keep, len);
-        TIMED(s, l, NL_COMP_RESIDUAL, B, keep, len, nl_add(s->x, s->tmp, rows * D));
+        residual(s, s->tmp, l, B, keep, len);
         normalize(s, s->xn, s->x, w->ln_2, (int)l, NL_COMP_NORM2, B, keep, rows, len);
         swap_stream(s);
+    } else {  // pre: x = x + Attn(N1(x)); x = x + MLP(N2(x)); peri also normalises each branch
+        int peri = s->cfg.placement == NL_PLACE_PERI;
+        normalize(s, s->xn, s->x, w->ln_1, (int)l, NL_COMP_NORM1, B, n, B * n, len);
+        attn_block(s, s->tmp, s->xn, l, B, n, pos, keep);
+        keep_last_rows(s->x, B, n, keep, D);
+        if (peri) normalize(s, s->xn, s->tmp, w->ln_1_post, (int)l, NL_COMP_NORM1_POST, B, keep, rows, len);
+        residual(s, peri ? s->xn : s->tmp, l, B, keep, len);
+        normalize(s, s->xn, s->x, w->ln_2, (int)l, NL_COMP_NORM2, B, keep, rows, len);
+        mlp_block(s, s->tmp, s->xn, l, B, keep, len);
+        if (peri) normalize(s, s->xn, s->tmp, w->ln_2_post, (int)l, NL_COMP_NORM2_POST, B, keep, rows, len);
+        residual(s, peri ? s->xn : s->tmp, l, B, keep, len);
     }
     nl_profiler_record_layer(s->prof, t_layer, (int)l);
 }
@@ -283,15 +369,13 @@ static void embed(NlState *s, const int *tokens, size_t B, size_t n, size_t pos)
     }
 }
 
-// xn (B*k, D) = the last k rows of each sequence, through the final norm when pre-LN.
+// xn (B*k, D) = the last k of the n rows of each sequence in x, through the final norm unless
+// post (the norm runs over all n rows, so that batch statistics are those of the call).
 static void head_input(NlState *s, size_t B, size_t n, size_t k, size_t len) {
     size_t D = (size_t)s->cfg.n_embd;
-    for (size_t b = 0; b < B; b++) {
-        const float *last = s->x + (b * n + n - k) * D;
-        if (s->cfg.placement == NL_PLACE_PRE)
-            normalize(s, s->xn + b * k * D, last, s->ln_f, -1, NL_COMP_FINAL_NORM, 1, k, k, len);
-        else memcpy(s->xn + b * k * D, last, k * D * sizeof(float));
-    }
+    if (s->cfg.placement == NL_PLACE_POST) memcpy(s->xn, s->x, B * n * D * sizeof(float));
+    else normalize(s, s->xn, s->x, s->ln_f, -1, NL_COMP_FINAL_NORM, B, n, B * n, len);
+    keep_last_rows(s->xn, B, n, k, D);
 }
 
 const float *nl_forward_batch(NlState *s, const int *tokens, size_t B, size_t n, size_t pos, size_t n_logits) {
@@ -301,8 +385,10 @@ const float *nl_forward_batch(NlState *s, const int *tokens, size_t B, size_t n,
     TIMED(s, -1, NL_COMP_EMBED, B, n, len, embed(s, tokens, B, n, pos));
     // Only the last n_logits positions of each sequence reach the head, so after the last layer's
     // attention only they are computed on (llama.cpp does the same). With statistics attached every
-    // position is, so that they describe the whole stream.
-    size_t keep = s->stats ? n : n_logits;
+    // position is, so that they describe the whole stream; so with BatchNorm's batch statistics,
+    // which are those of every row of the call.
+    int all_rows = s->stats || (s->cfg.norm == NL_NORM_BATCHNORM && s->bn_stats == NL_BN_BATCH);
+    size_t keep = all_rows ? n : n_logits;
     for (size_t l = 0; l < L; l++) block(s, l, B, n, pos, l + 1 == L ? keep : n);
     if (s->stats) nl_stats_residual(s->stats, (int)L, s->x, B * keep);
     head_input(s, B, keep, n_logits, len);

@@ -58,9 +58,35 @@ void nl_rmsnorm(float *out, const float *x, const float *gain, const float *bias
     }
 }
 
+void nl_batchnorm(float *out, const float *x, const float *gain, const float *bias, const float *mean, const float *var,
+                  size_t n, size_t D, float eps) {
+    for (size_t r = 0; r < n; r++, x += D, out += D)
+        for (size_t i = 0; i < D; i++) {
+            float y = (x[i] - mean[i]) / sqrtf(var[i] + eps) * gain[i];
+            out[i] = bias ? y + bias[i] : y;
+        }
+}
+
+void nl_batch_stats(float *mean, float *var, const float *x, size_t n, size_t D) {
+    for (size_t i = 0; i < D; i++) {
+        double sum = 0.0, sq = 0.0;
+        for (size_t r = 0; r < n; r++) sum += x[r * D + i];
+        double mu = sum / (double)n;
+        for (size_t r = 0; r < n; r++) sq += (x[r * D + i] - mu) * (x[r * D + i] - mu);
+        mean[i] = (float)mu;
+        var[i] = (float)(sq / (double)n);
+    }
+}
+
 void nl_norm(float *out, const float *x, NlNormWeights w, NlNormType type, size_t n, size_t D, float eps) {
-    if (type == NL_NORM_LAYERNORM) nl_layernorm(out, x, w.gain, w.bias, n, D, eps);
-    else nl_rmsnorm(out, x, w.gain, w.bias, n, D, eps);
+    switch (type) {
+    case NL_NORM_RMSNORM: nl_rmsnorm(out, x, w.gain, w.bias, n, D, eps); break;
+    case NL_NORM_BATCHNORM: nl_batchnorm(out, x, w.gain, w.bias, w.mean, w.var, n, D, eps); break;
+    case NL_NORM_NONE:
+        if (out != x) memcpy(out, x, n * D * sizeof(float));
+        break;
+    default: nl_layernorm(out, x, w.gain, w.bias, n, D, eps); break;
+    }
 }
 
 // When a product is worth OpenBLAS's threads, and when sgemm is worth it over one sgemv per row:
@@ -161,6 +187,10 @@ void nl_activation(float *x, size_t count, NlActivation act) {
 
 void nl_add(float *y, const float *x, size_t count) {
     for (size_t i = 0; i < count; i++) y[i] += x[i];
+}
+
+void nl_add_scaled(float *y, float alpha, const float *x, size_t count) {
+    for (size_t i = 0; i < count; i++) y[i] = alpha * y[i] + x[i];
 }
 
 // e^x for float x, branch-free so that loops over it vectorise: round x / ln 2 to k with the

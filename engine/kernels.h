@@ -18,6 +18,14 @@
 void nl_layernorm(float *out, const float *x, const float *gain, const float *bias, size_t n, size_t D, float eps);
 // RMSNorm of n rows: x / sqrt(mean(x^2) + eps) * gain (+ bias when not NULL). out may equal x.
 void nl_rmsnorm(float *out, const float *x, const float *gain, const float *bias, size_t n, size_t D, float eps);
+// BatchNorm at inference, per feature i: (x - mean[i]) / sqrt(var[i] + eps) * gain[i] + bias[i],
+// with the statistics given (running, or those of a call from nl_batch_stats). out may equal x.
+void nl_batchnorm(float *out, const float *x, const float *gain, const float *bias, const float *mean, const float *var,
+                  size_t n, size_t D, float eps);
+// mean, var (D): each feature's mean and biased (1/n) variance over the n rows of x (n, D), in
+// double, two passes: BatchNorm's statistics of a batch as PyTorch normalises with them in training.
+void nl_batch_stats(float *mean, float *var, const float *x, size_t n, size_t D);
+// Dispatches on type; BatchNorm reads w.mean and w.var; NL_NORM_NONE copies x (out may equal x).
 void nl_norm(float *out, const float *x, NlNormWeights w, NlNormType type, size_t n, size_t D, float eps);
 
 // y (n, n_out) = x (n, n_in) @ w^T (w is (n_out, n_in)) + b (b may be NULL). Under 6 rows (3 for
@@ -36,6 +44,8 @@ void nl_activation(float *x, size_t count, NlActivation act);
 float nl_erf(float x);
 // y += x over count values.
 void nl_add(float *y, const float *x, size_t count);
+// y = alpha * y + x over count values (DeepNorm's scaled residual).
+void nl_add_scaled(float *y, float alpha, const float *x, size_t count);
 // e^x, vectorisable; within 2 ulp of exp on [-87.3, 88], 0 below, e^88 above (tests/test_kernels.c).
 float nl_exp(float x);
 

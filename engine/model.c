@@ -57,8 +57,12 @@ typedef struct {
     const char *name;
 } Named;
 
-static const Named NORMS[] = {{NL_NORM_LAYERNORM, "layernorm"}, {NL_NORM_RMSNORM, "rmsnorm"}};
-static const Named PLACEMENTS[] = {{NL_PLACE_PRE, "pre"}, {NL_PLACE_POST, "post"}};
+static const Named NORMS[] = {{NL_NORM_LAYERNORM, "layernorm"},
+                              {NL_NORM_RMSNORM, "rmsnorm"},
+                              {NL_NORM_BATCHNORM, "batchnorm"},
+                              {NL_NORM_NONE, "none"}};
+static const Named PLACEMENTS[] = {{NL_PLACE_PRE, "pre"}, {NL_PLACE_POST, "post"}, {NL_PLACE_PERI, "peri"}};
+static const Named BN_STATS[] = {{NL_BN_RUNNING, "running"}, {NL_BN_BATCH, "batch"}};
 static const Named ACTIVATIONS[] = {{NL_ACT_GELU, "gelu"}, {NL_ACT_GELU_TANH, "gelu_tanh"}, {NL_ACT_RELU, "relu"}};
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -85,6 +89,7 @@ static int value_of(const Named *t, size_t n, const char *name) {
 const char *nl_config_norm_name(NlNormType n) { return name_of(NORMS, COUNT(NORMS), (int)n); }
 const char *nl_config_placement_name(NlPlacement p) { return name_of(PLACEMENTS, COUNT(PLACEMENTS), (int)p); }
 const char *nl_config_activation_name(NlActivation a) { return name_of(ACTIVATIONS, COUNT(ACTIVATIONS), (int)a); }
+const char *nl_config_bn_stats_name(NlBnStats b) { return name_of(BN_STATS, COUNT(BN_STATS), (int)b); }
 
 int nl_config_norm_parse(const char *name, NlNormType *out) {
     int v = value_of(NORMS, COUNT(NORMS), name);
@@ -98,15 +103,22 @@ int nl_config_placement_parse(const char *name, NlPlacement *out) {
     return v >= 0 ? 0 : -1;
 }
 
+int nl_config_bn_stats_parse(const char *name, NlBnStats *out) {
+    int v = value_of(BN_STATS, COUNT(BN_STATS), name);
+    if (v >= 0) *out = (NlBnStats)v;
+    return v >= 0 ? 0 : -1;
+}
+
 // ---- config
 
-static int parse_format(const cJSON *root, const char *what, NlError *err) {
+// *version = the file's format version (1 or 2).
+static int parse_format(const cJSON *root, const char *what, int *version, NlError *err) {
     static const char *const KEYS[] = {"name", "version", NULL};
     const cJSON *f = cJSON_GetObjectItemCaseSensitive(root, "format");
     char ctx[300];
     snprintf(ctx, sizeof ctx, "%s: \"format\"", what);
     if (!cJSON_IsObject(f)) {
-        nl_error(err, NL_ERR_FORMAT, "%s must be {\"name\": \"normlab\", \"version\": 1}", ctx);
+        nl_error(err, NL_ERR_FORMAT, "%s must be {\"name\": \"normlab\", \"version\": %d}", ctx, NL_FORMAT_VERSION);
         return -1;
     }
     if (nl_jsonx_only_keys(f, KEYS, ctx, err) != 0) return -1;
@@ -117,9 +129,35 @@ static int parse_format(const cJSON *root, const char *what, NlError *err) {
     }
     int64_t v;
     if (nl_jsonx_int(f, "version", 1, 1, 1e9, &v, ctx, err) != 0) return -1;
-    if (v != NL_FORMAT_VERSION) {
-        nl_error(err, NL_ERR_FORMAT, "%s: version %lld is not supported (this build reads version %d)", ctx,
+    if (v > NL_FORMAT_VERSION) {
+        nl_error(err, NL_ERR_FORMAT, "%s: version %lld is not supported (this build reads versions 1 to %d)", ctx,
                  (long long)v, NL_FORMAT_VERSION);
+        return -1;
+    }
+    *version = (int)v;
+    return 0;
+}
+
+// The keys of version 2 (norm batchnorm or none, placement peri, residual_scale) and how they
+// combine: a version-1 file using one is refused, so that a file always names the version it needs.
+static int check_v2(const NlConfig *c, const cJSON *root, int version, const char *what, NlError *err) {
+    int has_scale = cJSON_GetObjectItemCaseSensitive(root, "residual_scale") != NULL;
+    const char *feature = c->norm == NL_NORM_BATCHNORM    ? "norm \"batchnorm\""
+                          : c->norm == NL_NORM_NONE       ? "norm \"none\""
+                          : c->placement == NL_PLACE_PERI ? "placement \"peri\""
+                          : has_scale                     ? "\"residual_scale\""
+                                                          : NULL;
+    if (feature && version < 2) {
+        nl_error(err, NL_ERR_FORMAT, "%s: %s needs format version 2 (the file says version %d)", what, feature,
+                 version);
+        return -1;
+    }
+    if (has_scale && c->placement != NL_PLACE_POST) {
+        nl_error(err, NL_ERR_FORMAT, "%s: \"residual_scale\" is allowed with placement \"post\" only", what);
+        return -1;
+    }
+    if (c->norm == NL_NORM_NONE && c->placement != NL_PLACE_PRE) {
+        nl_error(err, NL_ERR_FORMAT, "%s: norm \"none\" needs placement \"pre\" (or none given)", what);
         return -1;
     }
     return 0;
@@ -150,14 +188,15 @@ static int parse_mlp_width(NlConfig *c, const cJSON *root, const char *what, NlE
 }
 
 static int parse_config(NlConfig *c, const cJSON *root, const char *what, NlError *err) {
-    static const char *const KEYS[] = {"format",     "vocab_size", "n_layer", "n_head",         "n_embd",
-                                       "block_size", "mlp_ratio",  "n_inner", "norm",           "placement",
-                                       "norm_eps",   "activation", "bias",    "tie_embeddings", NULL};
+    static const char *const KEYS[] = {
+        "format", "vocab_size", "n_layer",  "n_head",     "n_embd", "block_size",     "mlp_ratio",      "n_inner",
+        "norm",   "placement",  "norm_eps", "activation", "bias",   "tie_embeddings", "residual_scale", NULL};
     if (!cJSON_IsObject(root)) {
         nl_error(err, NL_ERR_FORMAT, "%s: config must be a JSON object", what);
         return -1;
     }
-    if (nl_jsonx_only_keys(root, KEYS, what, err) != 0 || parse_format(root, what, err) != 0) return -1;
+    int version;
+    if (nl_jsonx_only_keys(root, KEYS, what, err) != 0 || parse_format(root, what, &version, err) != 0) return -1;
     int64_t v, l, h, d, t;
     if (nl_jsonx_int(root, "vocab_size", 1, 1, 1 << 20, &v, what, err) != 0 ||
         nl_jsonx_int(root, "n_layer", 1, 1, 256, &l, what, err) != 0 ||
@@ -171,12 +210,16 @@ static int parse_config(NlConfig *c, const cJSON *root, const char *what, NlErro
                  (long long)h);
         return -1;
     }
-    int norm, place, act;
-    double eps;
+    int norm, place = 0, act;  // placement may be left out with norm none: PLACEMENTS[0] is pre
+    double eps, alpha = 1.0;
     const char *nn[COUNT(NORMS) + 1], *pn[COUNT(PLACEMENTS) + 1], *an[COUNT(ACTIVATIONS) + 1];
     if (parse_mlp_width(c, root, what, err) != 0 ||
-        nl_jsonx_choice(root, "norm", names_of(NORMS, COUNT(NORMS), nn), &norm, what, err) != 0 ||
-        nl_jsonx_choice(root, "placement", names_of(PLACEMENTS, COUNT(PLACEMENTS), pn), &place, what, err) != 0 ||
+        nl_jsonx_choice(root, "norm", names_of(NORMS, COUNT(NORMS), nn), &norm, what, err) != 0)
+        return -1;
+    int need_place = NORMS[norm].value != NL_NORM_NONE || cJSON_GetObjectItemCaseSensitive(root, "placement") != NULL;
+    if ((need_place &&
+         nl_jsonx_choice(root, "placement", names_of(PLACEMENTS, COUNT(PLACEMENTS), pn), &place, what, err) != 0) ||
+        nl_jsonx_number(root, "residual_scale", 0, 1e-3, 1e3, &alpha, what, err) != 0 ||
         nl_jsonx_choice(root, "activation", names_of(ACTIVATIONS, COUNT(ACTIVATIONS), an), &act, what, err) != 0 ||
         nl_jsonx_number(root, "norm_eps", 1, 1e-12, 1, &eps, what, err) != 0 ||
         nl_jsonx_bool(root, "bias", 1, &c->bias, what, err) != 0 ||
@@ -186,7 +229,8 @@ static int parse_config(NlConfig *c, const cJSON *root, const char *what, NlErro
     c->placement = (NlPlacement)PLACEMENTS[place].value;
     c->activation = (NlActivation)ACTIVATIONS[act].value;
     c->norm_eps = eps;
-    return 0;
+    c->residual_scale = alpha;
+    return check_v2(c, root, version, what, err);
 }
 
 // ---- tokenizer
@@ -256,13 +300,28 @@ static int take(Binder *b, const char *name, size_t d0, size_t d1, int required,
     return -1;
 }
 
+// A norm's tensors under the config's type: LayerNorm weight and bias; RMSNorm weight and an
+// optional bias; BatchNorm weight, bias, running_mean and running_var (PyTorch's BatchNorm1d);
+// none for norm none.
 static int take_norm(Binder *b, const NlConfig *c, const char *prefix, NlNormWeights *w) {
-    char name[64];
-    size_t D = (size_t)c->n_embd;
-    snprintf(name, sizeof name, "%s.weight", prefix);
-    if (take(b, name, D, 0, 1, &w->gain) != 0) return -1;
-    snprintf(name, sizeof name, "%s.bias", prefix);
-    return take(b, name, D, 0, c->norm == NL_NORM_LAYERNORM, &w->bias);
+    static const char *const SUFFIX[] = {"weight", "bias", "running_mean", "running_var"};
+    const float **dst[] = {&w->gain, &w->bias, &w->mean, &w->var};
+    int bn = c->norm == NL_NORM_BATCHNORM;
+    int required[] = {1, c->norm != NL_NORM_RMSNORM, bn, bn};
+    int n = c->norm == NL_NORM_NONE ? 0 : bn ? 4 : 2;
+    *w = (NlNormWeights){0};
+    for (int k = 0; k < n; k++) {
+        char name[64];
+        snprintf(name, sizeof name, "%s.%s", prefix, SUFFIX[k]);
+        if (take(b, name, (size_t)c->n_embd, 0, required[k], dst[k]) != 0) return -1;
+    }
+    for (int i = 0; bn && i < c->n_embd; i++)
+        if (w->var[i] < 0.0f) {  // a NaN is caught with the other non-finite weights
+            nl_error(b->err, NL_ERR_NUMERIC, "%s: tensor \"%s.running_var\" has a negative variance (%g) at index %d",
+                     b->what, prefix, w->var[i], i);
+            return -1;
+        }
+    return 0;
 }
 
 static int take_linear(Binder *b, const NlConfig *c, const char *prefix, size_t n_out, size_t n_in, const float **w,
@@ -289,7 +348,12 @@ static int bind_layer(Binder *b, const NlConfig *c, int i, NlLayerWeights *lw) {
     snprintf(p, sizeof p, "h.%d.mlp.c_fc", i);
     if (take_linear(b, c, p, F, D, &lw->fc_w, &lw->fc_b) != 0) return -1;
     snprintf(p, sizeof p, "h.%d.mlp.c_proj", i);
-    return take_linear(b, c, p, D, F, &lw->out_w, &lw->out_b);
+    if (take_linear(b, c, p, D, F, &lw->out_w, &lw->out_b) != 0) return -1;
+    if (c->placement != NL_PLACE_PERI) return 0;
+    snprintf(p, sizeof p, "h.%d.ln_1_post", i);
+    if (take_norm(b, c, p, &lw->ln_1_post) != 0) return -1;
+    snprintf(p, sizeof p, "h.%d.ln_2_post", i);
+    return take_norm(b, c, p, &lw->ln_2_post);
 }
 
 static size_t ref_elems(const TensorRef *r) {
@@ -322,7 +386,7 @@ static int bind_weights(NlModel *m, TensorRef *refs, size_t n, const char *what,
     }
     for (int i = 0; i < c->n_layer; i++)
         if (bind_layer(&b, c, i, &w->layers[i]) != 0) return -1;
-    if (c->placement == NL_PLACE_PRE && take_norm(&b, c, "ln_f", &w->ln_f) != 0) return -1;
+    if (c->placement != NL_PLACE_POST && take_norm(&b, c, "ln_f", &w->ln_f) != 0) return -1;
     w->lm_head = w->wte;
     if (!c->tie_embeddings && take(&b, "lm_head.weight", V, D, 1, &w->lm_head) != 0) return -1;
     m->n_params = 0;

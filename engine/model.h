@@ -14,10 +14,12 @@
 typedef struct {
     const float *gain;  // (D)
     const float *bias;  // (D), or NULL (RMSNorm without bias)
+    const float *mean, *var;  // (D) BatchNorm's statistics (running, or of the call), else NULL
 } NlNormWeights;
 
 typedef struct {
-    NlNormWeights ln_1, ln_2;
+    NlNormWeights ln_1, ln_2;  // all-NULL for a norm-free model
+    NlNormWeights ln_1_post, ln_2_post;  // peri placement only, else all-NULL
     const float *attn_w;  // (3*D, D) rows: q, k, v; torch.nn.Linear layout
     const float *attn_b;  // (3*D) or NULL
     const float *proj_w;  // (D, D)
@@ -32,7 +34,7 @@ typedef struct {
     const float *wte;  // (V, D)
     const float *wpe;  // (T, D)
     NlLayerWeights *layers;  // (L)
-    NlNormWeights ln_f;  // gain is NULL when the model has no final norm (post-LN)
+    NlNormWeights ln_f;  // gain is NULL when the model has no final norm (post, or no norms)
     const float *lm_head;  // (V, D); equals wte when embeddings are tied
 } NlWeights;
 
@@ -41,7 +43,11 @@ const NlWeights *nl_model_weights(const NlModel *model);
 
 // Called by the forward pass (rows x D).
 void nl_stats_residual(NlStats *stats, int layer, const float *x, size_t rows);
-void nl_stats_norm(NlStats *stats, int layer, const float *in, const float *out, NlNormWeights w, size_t rows);
+// post: an output norm of peri placement (ln_1_post, ln_2_post), kept apart from the input norms.
+void nl_stats_norm(NlStats *stats, int layer, int post, const float *in, const float *out, NlNormWeights w,
+                   size_t rows);
+// A sublayer's output as it enters the residual stream (after an output norm).
+void nl_stats_branch(NlStats *stats, int layer, const float *branch, size_t rows);
 
 // A single-file model ({"config", "tokenizer", "tensors"}) from len bytes; `what` names it in errors.
 int nl_model_load_inline(NlModel **out, const char *buf, size_t len, const char *what, NlError *err);

@@ -33,12 +33,17 @@
 
 #define NL_VERSION "0.1.0"
 #define NL_FORMAT_NAME "normlab"
-#define NL_FORMAT_VERSION 1
+#define NL_FORMAT_VERSION 2  // the newest version read; version 1 files load unchanged
 
 // The zero of each is "as the model is configured", so that a zero-initialised NlRunOptions never
 // runs a model otherwise than it was trained. A model's own config never holds it.
-typedef enum { NL_NORM_AS_CONFIGURED, NL_NORM_LAYERNORM, NL_NORM_RMSNORM } NlNormType;
-typedef enum { NL_PLACE_AS_CONFIGURED, NL_PLACE_PRE, NL_PLACE_POST } NlPlacement;
+typedef enum { NL_NORM_AS_CONFIGURED, NL_NORM_LAYERNORM, NL_NORM_RMSNORM, NL_NORM_BATCHNORM, NL_NORM_NONE } NlNormType;
+typedef enum { NL_PLACE_AS_CONFIGURED, NL_PLACE_PRE, NL_PLACE_POST, NL_PLACE_PERI } NlPlacement;
+// Which statistics BatchNorm normalises with: the running averages stored with the model (as at
+// inference in PyTorch), or those of the rows of the current forward call: every position of
+// every sequence in it (as in training). One-token decoding of one sequence is a call of one row,
+// whose variance is 0: every feature becomes its bias.
+typedef enum { NL_BN_RUNNING, NL_BN_BATCH } NlBnStats;
 typedef enum { NL_ACT_GELU, NL_ACT_GELU_TANH, NL_ACT_RELU } NlActivation;
 
 typedef struct {
@@ -50,6 +55,7 @@ typedef struct {
     int n_inner;  // F (from n_inner, or mlp_ratio * D)
     NlNormType norm;
     NlPlacement placement;
+    double residual_scale;  // alpha of post placement, x = N(alpha*x + Sublayer(x)); 1 but for DeepNorm
     double norm_eps;
     NlActivation activation;
     int bias;  // linears have biases
@@ -81,9 +87,11 @@ size_t nl_model_metadata(const NlModel *model, const char *const **keys, const c
 const char *nl_config_norm_name(NlNormType norm);
 const char *nl_config_placement_name(NlPlacement placement);
 const char *nl_config_activation_name(NlActivation activation);
+const char *nl_config_bn_stats_name(NlBnStats bn_stats);
 // The norm type or placement a name stands for, compared without case ("RMSNorm"); -1 when none.
 int nl_config_norm_parse(const char *name, NlNormType *out);
 int nl_config_placement_parse(const char *name, NlPlacement *out);
+int nl_config_bn_stats_parse(const char *name, NlBnStats *out);
 
 // ---- OpenBLAS's kernel family (blascore.c)
 //
@@ -114,14 +122,18 @@ typedef struct {
     int batch;  // independent sequences per forward call, at most (0 means 1)
     int threads;  // most OpenBLAS threads for an sgemv of 1M weights or more (0 means 1); every
         // other product uses 1, so that results do not depend on it
+    NlBnStats bn_stats;  // BatchNorm's statistics (NL_BN_RUNNING: the model's running averages)
 } NlRunOptions;
-// Every default spelled out: the model's norm and placement, one sequence, one OpenBLAS thread.
-// A zero-initialised NlRunOptions means the same.
-#define NL_RUN_DEFAULTS ((NlRunOptions){NL_NORM_AS_CONFIGURED, NL_PLACE_AS_CONFIGURED, 1, 1})
+// Every default spelled out: the model's norm and placement, one sequence, one OpenBLAS thread,
+// BatchNorm with running statistics. A zero-initialised NlRunOptions means the same.
+#define NL_RUN_DEFAULTS ((NlRunOptions){NL_NORM_AS_CONFIGURED, NL_PLACE_AS_CONFIGURED, 1, 1, NL_BN_RUNNING})
 
 // Allocates activations and the KV cache for `batch` sequences of T positions. opts NULL runs the
-// model as configured, one sequence at a time. A placement override to "pre" on a model without
-// ln_f uses a final norm of unit gain, no bias.
+// model as configured, one sequence at a time. A norm the run needs and the model lacks (ln_f of
+// a post model run as pre, ln_*_post of a model run as peri, every norm of a norm-free model run
+// with one) has unit gain and no bias; a model's norms run as another type keep their gain and
+// bias (a missing bias is zero). BatchNorm with running statistics needs them in the model: run
+// on a model without them it fails, naming the tensor (batch statistics need none).
 int nl_state_create(NlState **out, const NlModel *model, const NlRunOptions *opts, NlError *err);
 void nl_state_free(NlState *state);
 size_t nl_state_kv_bytes(const NlModel *model);  // per sequence, block_size rounded up to a multiple of 32

@@ -9,18 +9,21 @@
 
 // ---- profiling (profile.c)
 
-// The components of a forward pass, in the order they run in a pre-LN block.
+// The components of a forward pass, in the order they run in a peri-LN block (pre-LN without the
+// two output norms).
 typedef enum {
     NL_COMP_EMBED,
     NL_COMP_NORM1,
     NL_COMP_QKV,
     NL_COMP_ATTENTION,
     NL_COMP_ATTN_PROJ,
+    NL_COMP_NORM1_POST,  // peri placement's output norms
     NL_COMP_RESIDUAL,
     NL_COMP_NORM2,
     NL_COMP_MLP_UP,
     NL_COMP_ACTIVATION,
     NL_COMP_MLP_DOWN,
+    NL_COMP_NORM2_POST,
     NL_COMP_FINAL_NORM,
     NL_COMP_LM_HEAD,
     NL_COMP_SAMPLING,
@@ -101,7 +104,8 @@ typedef enum {
 
 typedef struct NlStats NlStats;
 // Collects, over every position a forward pass runs: the RMS and the |mean| of the residual stream
-// entering each block (layer L: leaving the last one) and the std of each norm's output. With
+// entering each block (layer L: leaving the last one), the std of each norm's output and the RMS of
+// each sublayer's output as it joins the stream. With
 // invariance set, every norm input x is also normalised as x*0.5, x*2, x*10 and x+1 by both
 // LayerNorm and RMSNorm (with the model's gains), recording the largest change of the output; and
 // once more as x*2 with eps = 0 on both sides.
@@ -111,6 +115,10 @@ void nl_state_set_stats(NlState *state, NlStats *stats);
 double nl_stats_residual_rms(const NlStats *stats, int layer);  // mean over positions, layer 0..L
 double nl_stats_residual_abs_mean(const NlStats *stats, int layer);  // mean |per-position mean|
 double nl_stats_norm_std(const NlStats *stats, int layer);  // layer L: the final norm
+double nl_stats_norm_post_std(const NlStats *stats, int layer);  // peri's output norms, layer 0..L-1
+// Mean RMS of the sublayers' outputs (both) as they are added to the stream (after peri's output
+// norms; before DeepNorm's scaled add), layer 0..L-1.
+double nl_stats_branch_rms(const NlStats *stats, int layer);
 double nl_stats_invariance(const NlStats *stats, NlNormType type, NlInvarianceCase c);
 const char *nl_invariance_name(NlInvarianceCase c);
 
@@ -130,6 +138,8 @@ enum { NL_FAULT_NONE, NL_FAULT_CACHE, NL_FAULT_BATCH };
 typedef struct {
     NlNormType norm;  // as run
     NlPlacement placement;
+    NlBnStats bn_stats;  // as run (BatchNorm rows)
+    double residual_scale;  // as run (post placement)
     int swapped_norm, swapped_placement;  // 1 when run otherwise than trained
     size_t parameters, weight_bytes;
     size_t chars;  // characters scored
@@ -137,11 +147,14 @@ typedef struct {
     double prefill_tok_s, decode_tok_s;  // medians over repeats
     double prefill_tok_s_min, prefill_tok_s_max, decode_tok_s_min, decode_tok_s_max;
     double time_share[NL_COMP_COUNT];  // share of forward time per component, during eval
-    double norm_share;  // norm1 + norm2 + final_norm
+    double norm_share;  // every norm: norm1, norm2, their _post (peri) and final_norm
     int n_layer;
     double residual_rms[NL_MAX_LAYERS + 1];  // entering block l; [L] leaving the last
     double residual_abs_mean[NL_MAX_LAYERS + 1];
-    double norm_std[NL_MAX_LAYERS + 1];  // [L]: the final norm (pre-LN only)
+    double norm_std[NL_MAX_LAYERS + 1];  // [L]: the final norm (pre and peri, when there are norms)
+    int has_final_norm;  // norm_std[L] is set
+    double norm_post_std[NL_MAX_LAYERS];  // peri's output norms
+    double branch_rms[NL_MAX_LAYERS];  // sublayer outputs as they join the stream
     double batch_diff;  // max |logit alone - logit in a batch of 16|
     double cache_diff;  // max |logit of full prefill - logit of KV-cache decoding|
     double invariance[2][NL_INV_COUNT];  // [LayerNorm, RMSNorm][case], when asked

@@ -28,9 +28,9 @@ struct NlProfiler {
     int threads;  // engine threads whose time the cells hold (1 + profilers merged in)
 };
 
-static const char *const COMP_NAMES[NL_COMP_COUNT] = {"embed",      "norm1",   "qkv",     "attention",  "attn_proj",
-                                                      "residual",   "norm2",   "mlp_up",  "activation", "mlp_down",
-                                                      "final_norm", "lm_head", "sampling"};
+static const char *const COMP_NAMES[NL_COMP_COUNT] = {
+    "embed",  "norm1",      "qkv",      "attention",  "attn_proj",  "norm1_post", "residual", "norm2",
+    "mlp_up", "activation", "mlp_down", "norm2_post", "final_norm", "lm_head",    "sampling"};
 static const char *const PHASE_NAMES[NL_PHASE_COUNT] = {"prefill", "decode"};
 
 const char *nl_component_name(NlComponent comp) { return COMP_NAMES[comp]; }
@@ -261,7 +261,14 @@ static double norm_flops(const NlConfig *c) {
     double D = c->n_embd;
     // LayerNorm: sum (D), centre + square + accumulate (3D), centre + scale + gain + bias (4D).
     // RMSNorm: square + accumulate (2D), scale + gain + bias (3D). Bias assumed present.
-    return c->norm == NL_NORM_LAYERNORM ? 8 * D : 5 * D;
+    // BatchNorm: centre, add eps, square root, divide, gain, bias (6D) per row; the batch
+    // statistics' passes are not counted. None: no norm runs.
+    switch (c->norm) {
+    case NL_NORM_LAYERNORM: return 8 * D;
+    case NL_NORM_BATCHNORM: return 6 * D;
+    case NL_NORM_NONE: return 0;
+    default: return 5 * D;
+    }
 }
 
 static double act_flops(NlActivation a) { return a == NL_ACT_GELU ? 5 : a == NL_ACT_GELU_TANH ? 9 : 1; }
@@ -295,6 +302,8 @@ void nl_profile_cost(const NlConfig *c, NlComponent comp, size_t batch, size_t n
         break;
     case NL_COMP_NORM1:
     case NL_COMP_NORM2:
+    case NL_COMP_NORM1_POST:
+    case NL_COMP_NORM2_POST:
     case NL_COMP_FINAL_NORM:
         *flops = n * norm_flops(c);
         *bytes = 4 * (2 * n * D + 2 * D);

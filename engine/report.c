@@ -10,6 +10,12 @@ static int is_model_level(int comp) {
     return comp == NL_COMP_EMBED || comp == NL_COMP_FINAL_NORM || comp == NL_COMP_LM_HEAD || comp == NL_COMP_SAMPLING;
 }
 
+// Whether a run of cfg has component comp: the output norms only in peri placement. The JSON
+// report lists exactly these, called or not.
+static int has_component(const NlConfig *cfg, int comp) {
+    return cfg->placement == NL_PLACE_PERI || (comp != NL_COMP_NORM1_POST && comp != NL_COMP_NORM2_POST);
+}
+
 static double rows_seconds(const NlProfiler *p, NlPhase ph, int L) {
     double s = 0.0;
     for (int l = -1; l < L; l++)
@@ -114,9 +120,10 @@ static cJSON *phase_json(const NlProfiler *p, NlPhase ph, int L, int hw) {
     cJSON_AddNumberToObject(o, "uncovered_seconds", wall - rows_s);
     cJSON *rows = cJSON_AddArrayToObject(o, "rows"), *layers = cJSON_AddArrayToObject(o, "layer_totals");
     cJSON *comps = cJSON_AddArrayToObject(o, "component_totals");
+    const NlConfig *cfg = nl_profiler_config(p);
     for (int l = -1; l < L; l++)
         for (int c = 0; c < NL_COMP_COUNT; c++)
-            if (is_model_level(c) == (l < 0))
+            if (is_model_level(c) == (l < 0) && has_component(cfg, c))
                 cJSON_AddItemToArray(rows, cell_json(l, nl_component_name((NlComponent)c),
                                                      nl_profiler_cell(p, ph, l, (NlComponent)c), wall, tokens, hw));
     for (int l = 0; l < L; l++) {
@@ -126,6 +133,7 @@ static cJSON *phase_json(const NlProfiler *p, NlPhase ph, int L, int hw) {
     }
     for (int c = 0; c < NL_COMP_COUNT; c++) {
         NlProfileCell t = {0};
+        if (!has_component(cfg, c)) continue;
         for (int l = -1; l < L; l++) nl_profile_cell_add(&t, nl_profiler_cell(p, ph, l, (NlComponent)c));
         cJSON_AddItemToArray(comps, cell_json(-1, nl_component_name((NlComponent)c), &t, wall, tokens, hw));
     }
@@ -179,6 +187,14 @@ int nl_report_trace(FILE *f, const NlProfiler *p, const NlReportInfo *info) {
 
 // ---- compare
 
+// "layernorm*/pre": the norm and placement a row ran as, * where not as trained; BatchNorm with
+// its statistics ("batchnorm:batch").
+static void run_as(char *buf, size_t len, const NlCompareRow *r) {
+    snprintf(buf, len, "%s%s%s/%s%s", nl_config_norm_name(r->norm), r->swapped_norm ? "*" : "",
+             r->norm == NL_NORM_BATCHNORM ? (r->bn_stats == NL_BN_BATCH ? ":batch" : ":running") : "",
+             nl_config_placement_name(r->placement), r->swapped_placement ? "*" : "");
+}
+
 static const char *override_name(const NlCompareRow *r) {
     if (r->swapped_norm && r->swapped_placement) return "norm+placement";
     return r->swapped_norm ? "norm" : r->swapped_placement ? "placement" : "none";
@@ -200,43 +216,52 @@ int nl_report_compare_text(FILE *f, const NlCompareRow *rows, const char *const 
     fprintf(f, "normlab compare: %s (%zu characters scored); rows measured %s; speeds are medians of %d run%s\n",
             info->text, n ? rows[0].chars : 0, info->threads > 1 ? "side by side on several threads" : "one at a time",
             info->repeats, info->repeats == 1 ? "" : "s");
-    fprintf(f, "%-34s %-10s %-5s %9s %8s %9s %8s %10s %10s %7s %11s %11s\n", "model", "norm", "place", "params", "MB",
-            "bits/char", "ppl", "prefill/s", "decode/s", "norm%", "batch16 d", "cache d");
+    fprintf(f, "%-34s %-24s %9s %8s %9s %8s %10s %10s %7s %11s %11s\n", "model", "run as", "params", "MB", "bits/char",
+            "ppl", "prefill/s", "decode/s", "norm%", "batch16 d", "cache d");
     for (size_t i = 0; i < n; i++) {
         const NlCompareRow *r = &rows[i];
-        char norm[16], place[8];
-        snprintf(norm, sizeof norm, "%s%s", nl_config_norm_name(r->norm), r->swapped_norm ? "*" : "");
-        snprintf(place, sizeof place, "%s%s", nl_config_placement_name(r->placement), r->swapped_placement ? "*" : "");
-        fprintf(f, "%-34s %-10s %-5s %9zu %8.3f %9.4f %8.3f %10.0f %10.0f %6.1f%% %11.3g %11.3g\n", labels[i], norm,
-                place, r->parameters, r->weight_bytes / 1e6, r->bits_per_char, r->perplexity, r->prefill_tok_s,
+        char as[48];
+        run_as(as, sizeof as, r);
+        fprintf(f, "%-34s %-24s %9zu %8.3f %9.4f %8.3f %10.0f %10.0f %6.1f%% %11.3g %11.3g\n", labels[i], as,
+                r->parameters, r->weight_bytes / 1e6, r->bits_per_char, r->perplexity, r->prefill_tok_s,
                 r->decode_tok_s, 100 * r->norm_share, r->batch_diff, r->cache_diff);
     }
-    fprintf(f, "(* run otherwise than trained; d = largest |logit difference|: batch16 = alone vs in a batch of 16,\n"
-               " cache = full prefill vs KV-cache decoding; 0 means bit-identical)\n");
+    fprintf(f, "(* run otherwise than trained; batchnorm:running/:batch = BatchNorm with running or batch\n"
+               " statistics; d = largest |logit difference|: batch16 = alone vs in a batch of 16, cache = full\n"
+               " prefill vs KV-cache decoding; 0 means bit-identical)\n");
     fprintf(f, "\nhidden states, means over positions: residual RMS entering blocks 0..L-1 and leaving the last;\n"
-               "|per-position mean| of the same; std of each norm's output per layer (pre-LN: then ln_f)\n");
+               "|per-position mean| of the same; RMS of the sublayers' outputs as they join the stream (peri: after\n"
+               "the output norm); std of each input norm's output per layer (pre, peri: then ln_f); peri: of each\n"
+               "output norm's\n");
     for (size_t i = 0; i < n; i++) {
         const NlCompareRow *r = &rows[i];
-        char a[512], b[512], c[512];
-        int L = r->n_layer, has_final = r->placement == NL_PLACE_PRE;
+        char a[512], b[512], c[512], d[512], as[48];
+        int L = r->n_layer;
         join(a, sizeof a, r->residual_rms, L + 1, "%.3g");
         join(b, sizeof b, r->residual_abs_mean, L + 1, "%.3g");
-        join(c, sizeof c, r->norm_std, L + has_final, "%.3g");
-        fprintf(f, "%-34s %s/%s\n    residual rms  %s\n    |mean|        %s\n    norm out std  %s\n", labels[i],
-                nl_config_norm_name(r->norm), nl_config_placement_name(r->placement), a, b, c);
+        join(c, sizeof c, r->norm_std, r->norm == NL_NORM_NONE ? 0 : L + r->has_final_norm, "%.3g");
+        join(d, sizeof d, r->branch_rms, L, "%.3g");
+        run_as(as, sizeof as, r);
+        fprintf(f, "%-34s %s", labels[i], as);
+        if (r->residual_scale != 1.0) fprintf(f, ", residual scale %.4g", r->residual_scale);
+        fprintf(f, "\n    residual rms  %s\n    |mean|        %s\n    branch rms    %s\n    norm out std  %s\n", a, b,
+                d, r->norm == NL_NORM_NONE ? "-" : c);
+        if (r->placement == NL_PLACE_PERI && r->norm != NL_NORM_NONE) {
+            join(c, sizeof c, r->norm_post_std, L, "%.3g");
+            fprintf(f, "    post out std  %s\n", c);
+        }
     }
     if (info->invariance) {
         fprintf(f, "\ninvariance: largest |N(x') - N(x)| over every norm input of the text, with the model's gains\n"
                    "and eps (scale_2_eps0: x' = 2x with eps = 0)\n");
-        fprintf(f, "%-34s %-16s %-10s", "model", "run as", "norm");
+        fprintf(f, "%-34s %-24s %-10s", "model", "run as", "norm");
         for (int k = 0; k < NL_INV_COUNT; k++) fprintf(f, " %11s", nl_invariance_name((NlInvarianceCase)k));
         fputc('\n', f);
         for (size_t i = 0; i < n; i++)
             for (int t = 0; t < 2; t++) {
-                char as[40];
-                snprintf(as, sizeof as, "%s%s/%s%s", nl_config_norm_name(rows[i].norm), rows[i].swapped_norm ? "*" : "",
-                         nl_config_placement_name(rows[i].placement), rows[i].swapped_placement ? "*" : "");
-                fprintf(f, "%-34s %-16s %-10s", labels[i], as,
+                char as[48];
+                run_as(as, sizeof as, &rows[i]);
+                fprintf(f, "%-34s %-24s %-10s", labels[i], as,
                         nl_config_norm_name(t ? NL_NORM_RMSNORM : NL_NORM_LAYERNORM));
                 for (int k = 0; k < NL_INV_COUNT; k++) fprintf(f, " %11.3g", rows[i].invariance[t][k]);
                 fputc('\n', f);
@@ -257,6 +282,8 @@ static cJSON *compare_row_json(const NlCompareRow *r, const char *label, const N
     cJSON_AddStringToObject(o, "norm", nl_config_norm_name(r->norm));
     cJSON_AddStringToObject(o, "placement", nl_config_placement_name(r->placement));
     cJSON_AddStringToObject(o, "override", override_name(r));
+    if (r->norm == NL_NORM_BATCHNORM) cJSON_AddStringToObject(o, "bn_stats", nl_config_bn_stats_name(r->bn_stats));
+    cJSON_AddNumberToObject(o, "residual_scale", r->residual_scale);
     cJSON_AddNumberToObject(o, "parameters", (double)r->parameters);
     cJSON_AddNumberToObject(o, "weight_bytes", (double)r->weight_bytes);
     cJSON_AddStringToObject(o, "text", info->text);
@@ -278,7 +305,11 @@ static cJSON *compare_row_json(const NlCompareRow *r, const char *label, const N
         if (k != NL_COMP_SAMPLING) cJSON_AddNumberToObject(share, nl_component_name((NlComponent)k), r->time_share[k]);
     cJSON_AddItemToObject(o, "residual_rms", numbers(r->residual_rms, r->n_layer + 1));
     cJSON_AddItemToObject(o, "residual_abs_mean", numbers(r->residual_abs_mean, r->n_layer + 1));
-    cJSON_AddItemToObject(o, "norm_std", numbers(r->norm_std, r->n_layer + (r->placement == NL_PLACE_PRE)));
+    cJSON_AddItemToObject(o, "branch_rms", numbers(r->branch_rms, r->n_layer));
+    cJSON_AddItemToObject(o, "norm_std",
+                          numbers(r->norm_std, r->norm == NL_NORM_NONE ? 0 : r->n_layer + r->has_final_norm));
+    if (r->placement == NL_PLACE_PERI && r->norm != NL_NORM_NONE)
+        cJSON_AddItemToObject(o, "norm_post_std", numbers(r->norm_post_std, r->n_layer));
     cJSON_AddNumberToObject(o, "batch16_max_logit_diff", r->batch_diff);
     cJSON_AddNumberToObject(o, "cache_max_logit_diff", r->cache_diff);
     if (info->invariance) {
@@ -321,14 +352,17 @@ int nl_report_compare_csv(FILE *f, const NlCompareRow *rows, const char *const *
                           const NlCompareInfo *info) {
     int L = 0;
     for (size_t i = 0; i < n; i++) L = rows[i].n_layer > L ? rows[i].n_layer : L;
-    fputs("model,norm,placement,override,parameters,weight_bytes,text,chars,nats_per_char,bits_per_char,perplexity,"
+    fputs("model,norm,placement,override,bn_stats,residual_scale,parameters,weight_bytes,text,chars,nats_per_char,bits_"
+          "per_char,perplexity,"
           "threads,repeats,"
           "prefill_tok_s,prefill_tok_s_min,prefill_tok_s_max,decode_tok_s,decode_tok_s_min,decode_tok_s_max,"
           "norm_time_share,batch16_max_logit_diff,cache_max_logit_diff",
           f);
     for (int l = 0; l <= L; l++) fprintf(f, ",residual_rms_%d", l);
     for (int l = 0; l <= L; l++) fprintf(f, ",residual_abs_mean_%d", l);
+    for (int l = 0; l < L; l++) fprintf(f, ",branch_rms_%d", l);
     for (int l = 0; l <= L; l++) fprintf(f, ",norm_std_%d", l);
+    for (int l = 0; l < L; l++) fprintf(f, ",norm_post_std_%d", l);
     if (info->invariance)
         for (int t = 0; t < 2; t++)
             for (int k = 0; k < NL_INV_COUNT; k++)
@@ -338,17 +372,21 @@ int nl_report_compare_csv(FILE *f, const NlCompareRow *rows, const char *const *
     for (size_t i = 0; i < n; i++) {
         const NlCompareRow *r = &rows[i];
         csv_field(f, labels[i]);
-        fprintf(f, ",%s,%s,%s,%zu,%zu,", nl_config_norm_name(r->norm), nl_config_placement_name(r->placement),
-                override_name(r), r->parameters, r->weight_bytes);
+        fprintf(f, ",%s,%s,%s,%s,%.6g,%zu,%zu,", nl_config_norm_name(r->norm), nl_config_placement_name(r->placement),
+                override_name(r), r->norm == NL_NORM_BATCHNORM ? nl_config_bn_stats_name(r->bn_stats) : "",
+                r->residual_scale, r->parameters, r->weight_bytes);
         csv_field(f, info->text);
         fprintf(f, ",%zu,%.9g,%.9g,%.9g,%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g", r->chars, r->nats_per_char,
                 r->bits_per_char, r->perplexity, info->threads, info->repeats, r->prefill_tok_s, r->prefill_tok_s_min,
                 r->prefill_tok_s_max, r->decode_tok_s, r->decode_tok_s_min, r->decode_tok_s_max, r->norm_share,
                 r->batch_diff, r->cache_diff);
-        int nstd = r->n_layer + (r->placement == NL_PLACE_PRE);
+        int nstd = r->norm == NL_NORM_NONE ? 0 : r->n_layer + r->has_final_norm;
+        int npost = r->placement == NL_PLACE_PERI && r->norm != NL_NORM_NONE ? r->n_layer : 0;
         for (int l = 0; l <= L; l++) l <= r->n_layer ? fprintf(f, ",%.6g", r->residual_rms[l]) : fputs(",", f);
         for (int l = 0; l <= L; l++) l <= r->n_layer ? fprintf(f, ",%.6g", r->residual_abs_mean[l]) : fputs(",", f);
+        for (int l = 0; l < L; l++) l < r->n_layer ? fprintf(f, ",%.6g", r->branch_rms[l]) : fputs(",", f);
         for (int l = 0; l <= L; l++) l < nstd ? fprintf(f, ",%.6g", r->norm_std[l]) : fputs(",", f);
+        for (int l = 0; l < L; l++) l < npost ? fprintf(f, ",%.6g", r->norm_post_std[l]) : fputs(",", f);
         if (info->invariance)
             for (int t = 0; t < 2; t++)
                 for (int k = 0; k < NL_INV_COUNT; k++) fprintf(f, ",%.6g", r->invariance[t][k]);

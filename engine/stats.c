@@ -11,8 +11,12 @@
 typedef struct {
     double rms, abs_mean;  // sums over positions of the residual stream's RMS and |mean|
     uint64_t positions;
-    double norm_std;  // sum over positions (of both norms) of the output's std
+    double norm_std;  // sum over positions (of both input norms) of the output's std
     uint64_t norm_positions;
+    double norm_post_std;  // the same for peri's output norms
+    uint64_t norm_post_positions;
+    double branch_rms;  // sum over positions (of both sublayers) of the RMS of what enters the stream
+    uint64_t branch_positions;
 } LayerStats;
 
 struct NlStats {
@@ -53,19 +57,38 @@ void nl_stats_free(NlStats *s) {
     free(s);
 }
 
+// Per row of x (D): the RMS and the mean.
+static void row_moments(const float *x, size_t D, double *rms, double *mean) {
+    double sum = 0.0, sq = 0.0;
+    for (size_t i = 0; i < D; i++) {
+        sum += x[i];
+        sq += (double)x[i] * x[i];
+    }
+    *rms = sqrt(sq / (double)D);
+    *mean = sum / (double)D;
+}
+
 void nl_stats_residual(NlStats *s, int layer, const float *x, size_t rows) {
     size_t D = (size_t)s->cfg.n_embd;
     LayerStats *ls = &s->layers[layer];
     for (size_t r = 0; r < rows; r++, x += D) {
-        double sum = 0.0, sq = 0.0;
-        for (size_t i = 0; i < D; i++) {
-            sum += x[i];
-            sq += (double)x[i] * x[i];
-        }
-        ls->rms += sqrt(sq / (double)D);
-        ls->abs_mean += fabs(sum / (double)D);
+        double rms, mean;
+        row_moments(x, D, &rms, &mean);
+        ls->rms += rms;
+        ls->abs_mean += fabs(mean);
     }
     ls->positions += rows;
+}
+
+void nl_stats_branch(NlStats *s, int layer, const float *x, size_t rows) {
+    size_t D = (size_t)s->cfg.n_embd;
+    LayerStats *ls = &s->layers[layer];
+    for (size_t r = 0; r < rows; r++, x += D) {
+        double rms, mean;
+        row_moments(x, D, &rms, &mean);
+        ls->branch_rms += rms;
+    }
+    ls->branch_positions += rows;
 }
 
 // Largest |N(perturbed in) - N(in)| under norm type t, for one case, over rows.
@@ -82,18 +105,20 @@ static double change(NlStats *s, NlNormType t, NlInvarianceCase c, const float *
     return worst;
 }
 
-void nl_stats_norm(NlStats *s, int layer, const float *in, const float *out, NlNormWeights w, size_t rows) {
+void nl_stats_norm(NlStats *s, int layer, int post, const float *in, const float *out, NlNormWeights w, size_t rows) {
     size_t D = (size_t)s->cfg.n_embd;
     LayerStats *ls = &s->layers[layer];
+    double std_sum = 0.0;
     for (size_t r = 0; r < rows; r++) {
         const float *y = out + r * D;
         double sum = 0.0, sq = 0.0;
         for (size_t i = 0; i < D; i++) sum += y[i];
         double mean = sum / (double)D;
         for (size_t i = 0; i < D; i++) sq += (y[i] - mean) * (y[i] - mean);
-        ls->norm_std += sqrt(sq / (double)D);
+        std_sum += sqrt(sq / (double)D);
     }
-    ls->norm_positions += rows;
+    *(post ? &ls->norm_post_std : &ls->norm_std) += std_sum;
+    *(post ? &ls->norm_post_positions : &ls->norm_positions) += rows;
     if (!s->invariance || rows > s->max_rows) return;
     for (int t = 0; t < 2; t++)
         for (int c = 0; c < NL_INV_COUNT; c++) {
@@ -112,6 +137,12 @@ double nl_stats_residual_abs_mean(const NlStats *s, int layer) {
 }
 double nl_stats_norm_std(const NlStats *s, int layer) {
     return per(s->layers[layer].norm_std, s->layers[layer].norm_positions);
+}
+double nl_stats_norm_post_std(const NlStats *s, int layer) {
+    return per(s->layers[layer].norm_post_std, s->layers[layer].norm_post_positions);
+}
+double nl_stats_branch_rms(const NlStats *s, int layer) {
+    return per(s->layers[layer].branch_rms, s->layers[layer].branch_positions);
 }
 double nl_stats_invariance(const NlStats *s, NlNormType t, NlInvarianceCase c) {
     return s->max_change[t == NL_NORM_RMSNORM][c];  // [0] LayerNorm, [1] RMSNorm

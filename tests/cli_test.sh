@@ -59,9 +59,9 @@ expect_fail "subnormal temperature" 2 "got '1e-310'" generate $M --temperature 1
 expect_fail "top-p zero" 2 "--top-p must be in (0, 1], got '0'" generate $M --top-p 0
 expect_fail "top-p above one" 2 "--top-p must be in (0, 1], got '1.5'" generate $M --top-p 1.5
 expect_fail "negative top-k" 2 "--top-k must be an integer >= 0" generate $M --top-k -3
-expect_fail "unknown norm" 2 "--norm must be layernorm or rmsnorm (any case), got 'batchnorm'" \
-    generate $M --norm batchnorm
-expect_fail "unknown placement" 2 "--placement must be pre or post (any case), got 'middle'" \
+expect_fail "unknown norm" 2 "--norm must be layernorm, rmsnorm, batchnorm or none (any case), got 'groupnorm'" \
+    generate $M --norm groupnorm
+expect_fail "unknown placement" 2 "--placement must be pre, post or peri (any case), got 'middle'" \
     generate $M --placement middle
 expect_ok "choices without case" generate $M -p ab -n 5 -s 1 --norm RMSNorm --placement PRE --no-echo
 expect_fail "negative seed" 2 "--seed must be -1 (random) or an integer in [0, 2^64-1], got '-2'" generate $M --seed -2
@@ -328,10 +328,12 @@ awk -v a="$cmp_bits" -v b="$eval_bits" 'BEGIN { d = a - b; exit !(a > 0 && d * d
     && ok "compare's bits/char is eval's ($cmp_bits)" || bad "compare bits/char" "compare $cmp_bits eval $eval_bits"
 expect_ok "compare --also-swap" compare $FIX/ln-post-bias.json --text "$TMP/text.txt" --repeats 1 --also-swap \
     --json -o "$TMP/swap.json"
-[ "$(grep -c '"override":' "$TMP/swap.json")" -eq 3 ] && grep -q '"override":[[:space:]]*"norm"' "$TMP/swap.json" \
+[ "$(grep -c '"override":' "$TMP/swap.json")" -eq 4 ] \
+    && [ "$(grep -c '"override":[[:space:]]*"norm"' "$TMP/swap.json")" -eq 2 ] \
     && grep -q '"override":[[:space:]]*"placement"' "$TMP/swap.json" \
     && grep -q '"placement":[[:space:]]*"pre"' "$TMP/swap.json" \
-    && ok "--also-swap adds the other norm and the other placement" \
+    && grep -q '"norm":[[:space:]]*"none"' "$TMP/swap.json" \
+    && ok "--also-swap adds the other norm, the other placement and no norm" \
     || bad "--also-swap rows" "$(grep override "$TMP/swap.json")"
 expect_ok "compare --invariance" compare $FIX/ln-pre-bias.json --text "$TMP/text.txt" --repeats 1 --invariance
 grep -q "scale_0.5" "$TMP/out" && grep -q "shift_1" "$TMP/out" \
@@ -407,14 +409,68 @@ expect_ok "compare 1 thread" compare $FIX/ln-pre-bias.json $FIX/rms-post-bias.js
     --repeats 1 --also-swap --csv "$TMP/c1.csv"
 expect_ok "compare 2 threads" compare $FIX/ln-pre-bias.json $FIX/rms-post-bias.json --text "$TMP/long.txt" \
     --repeats 1 --also-swap --threads 2 --csv "$TMP/c2.csv"
-# Model, settings and quality (columns 1-11), batch and cache differences and statistics (21-) do not
+# Model, settings and quality (columns 1-13), batch and cache differences and statistics (23-) do not
 # depend on the threads; the speeds and the threads column do.
-quality() { cut -d, -f1-11,21- "$1"; }
-[ "$(wc -l < "$TMP/c2.csv")" -eq 7 ] && [ "$(quality "$TMP/c1.csv")" = "$(quality "$TMP/c2.csv")" ] \
-    && ok "compare rows on 2 threads: same six rows and quality" \
+quality() { cut -d, -f1-13,23- "$1"; }
+[ "$(wc -l < "$TMP/c2.csv")" -eq 9 ] && [ "$(quality "$TMP/c1.csv")" = "$(quality "$TMP/c2.csv")" ] \
+    && ok "compare rows on 2 threads: same eight rows and quality" \
     || bad "compare threads" "$(quality "$TMP/c1.csv"; quality "$TMP/c2.csv")"
 grep -q "rows measured side by side" "$TMP/out" \
     && ok "compare says rows ran side by side" || bad "compare side by side" "$(head -1 "$TMP/out")"
+
+# ---- BatchNorm, no norm, peri-LN and DeepNorm (format version 2)
+for f in bn-pre-bias bn-post-nobias bn-peri-bias ln-peri-bias rms-peri-nobias deepnorm nonorm; do
+    expect_ok "$f: generate" generate -m $FIX/$f.json -p ab -n 30 -s 1 --no-echo \
+        && [ "$(wc -c < "$TMP/out")" -eq 30 ] && ok "$f: 30 characters" || bad "$f: generate" "$(cat "$TMP/out")"
+    expect_ok "$f: eval" eval -m $FIX/$f.json --text "$TMP/text.txt" --json
+    expect_ok "$f: profile" profile -m $FIX/$f.json -p ab -n 5 --json
+done
+run info -m $FIX/deepnorm.json --json
+grep -q '"placement":"post","residual_scale":1.414' "$TMP/out" && ok "info shows DeepNorm's residual scale" \
+    || bad "info residual_scale" "$(head -c 300 "$TMP/out")"
+run info -m $FIX/nonorm.json --json
+grep -q '"norm":"none","placement":"pre"' "$TMP/out" && ok "info: a norm-free model without placement runs pre" \
+    || bad "info nonorm" "$(head -c 300 "$TMP/out")"
+run profile -m $FIX/ln-peri-bias.json -p ab -n 5
+[ "$(grep -c ' norm1_post ' "$TMP/out")" -ge 2 ] && grep -q ' norm2_post ' "$TMP/out" \
+    && ok "profile of peri-LN times its output norms" || bad "peri profile" "$(grep norm "$TMP/out" | head)"
+expect_fail "bad --bn-stats" 2 "--bn-stats must be running or batch (any case), got 'mean'" \
+    eval $M --text "$TMP/text.txt" --bn-stats mean
+expect_fail "--norm batchnorm without running statistics" 2 \
+    "needs tensor \"h.0.ln_1.running_mean\", which this layernorm model lacks; use batch statistics" \
+    generate $M -p ab -n 1 --norm batchnorm
+expect_fail "batchnorm/peri without running statistics for the output norms" 2 "h.0.ln_1_post.running_mean" \
+    logits -m $FIX/bn-pre-bias.json -p ab --placement peri
+expect_ok "--norm batchnorm --bn-stats batch runs a LayerNorm model" \
+    logits $M -p "abcd!" --norm batchnorm --bn-stats batch
+[ "$(wc -l < "$TMP/out")" -eq 5 ] && grep -q "running it as batchnorm/pre" "$TMP/err" \
+    && ok "batch statistics on a LayerNorm model: 5 rows and a warning" || bad "bn batch override" "$(cat "$TMP/err")"
+run logits $M -p "abcd!"; cp "$TMP/out" "$TMP/ln.jl"
+run logits $M -p "abcd!" --norm none
+[ "$rc" -eq 0 ] && ! cmp -s "$TMP/out" "$TMP/ln.jl" && grep -q "running it as none/pre" "$TMP/err" \
+    && ok "--norm none removes the norms (other logits, a warning)" || bad "--norm none" "$(cat "$TMP/err")"
+run logits -m $FIX/bn-pre-bias.json -p "abcd!"; cp "$TMP/out" "$TMP/run.jl"
+run logits -m $FIX/bn-pre-bias.json -p "abcd!" --bn-stats batch
+[ "$rc" -eq 0 ] && ! cmp -s "$TMP/out" "$TMP/run.jl" && ok "--bn-stats batch changes a BatchNorm model's logits" \
+    || bad "--bn-stats batch" "$(cat "$TMP/err")"
+expect_fail "--bn-stats both is for compare" 2 "--bn-stats must be running or batch (any case), got 'both'" \
+    eval -m $FIX/bn-pre-bias.json --text "$TMP/text.txt" --bn-stats both
+expect_ok "compare --bn-stats both" compare $FIX/bn-pre-bias.json $FIX/ln-peri-bias.json --text "$TMP/long.txt" \
+    --repeats 1 --also-swap --bn-stats both --json -o "$TMP/bn.json"
+/usr/bin/python3 - "$TMP/bn.json" <<'PY' && ok "compare: BatchNorm rows with both statistics; batch ones couple rows" \
+    || bad "compare --bn-stats both" "$(head -c 600 "$TMP/bn.json")"
+import json, sys
+rows = json.load(open(sys.argv[1]))
+bn = [(r["placement"], r["bn_stats"], r["batch16_max_logit_diff"], r["cache_max_logit_diff"])
+      for r in rows if r["norm"] == "batchnorm"]
+peri = [r for r in rows if r["model"].endswith("ln-peri-bias.json") and r["override"] == "none"][0]
+assert len(rows) == 10, len(rows)  # bn: as, layernorm, post, none + batch twice; peri: as, rmsnorm, pre, none
+assert sorted((p, s) for p, s, _, _ in bn) == [("post", "batch"), ("post", "running"), ("pre", "batch"),
+                                                ("pre", "running")], bn
+assert all((d > 1e-3) == (s == "batch") for _, s, d, _ in bn), bn  # batch16: only batch statistics couple rows
+assert all(c > 1e-3 for _, s, _, c in bn if s == "batch"), bn  # one-row decoding steps degenerate
+assert len(peri["norm_post_std"]) == 2 and len(peri["norm_std"]) == 3 and len(peri["branch_rms"]) == 2, peri
+PY
 
 # ---- OpenBLAS kernel family (README "Kernels")
 expect_ok "info json" info $M --json

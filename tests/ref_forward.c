@@ -21,10 +21,18 @@ void ref_rmsnorm(double *out, const double *x, const float *gain, const float *b
     for (size_t i = 0; i < D; i++) out[i] = x[i] / sqrt(ms + eps) * gain[i] + (bias ? bias[i] : 0.0);
 }
 
+void ref_batchnorm(double *out, const double *x, const float *gain, const float *bias, const double *mean,
+                   const double *var, size_t D, double eps) {
+    for (size_t i = 0; i < D; i++) out[i] = (x[i] - mean[i]) / sqrt(var[i] + eps) * gain[i] + (bias ? bias[i] : 0.0);
+}
+
 static void norm_one(double *out, const double *x, NlNormWeights w, NlNormType type, size_t D, double eps) {
     if (type == NL_NORM_LAYERNORM) ref_layernorm(out, x, w.gain, w.bias, D, eps);
     else ref_rmsnorm(out, x, w.gain, w.bias, D, eps);
 }
+
+// BatchNorm's statistics: batch (over the n rows of the call, biased variance) or running.
+static NlBnStats bn_stats;
 
 // The statistics observer, NULL when off; `layer` is the layer a norm belongs to (L: the final one).
 static RefStats *observe;
@@ -65,9 +73,28 @@ static void observe_norm(const double *in, const double *out, NlNormWeights w, c
     }
 }
 
-static void norm_rows(double *out, const double *x, NlNormWeights w, const NlConfig *c, size_t n, int layer) {
+// out = N(x) over n rows; a norm the model lacks (gain NULL) has unit gain; none is a copy.
+static void norm_rows(double *out, const double *x, NlNormWeights w, const NlConfig *c, size_t n, int layer,
+                      const float *ones) {
     size_t D = (size_t)c->n_embd;
-    for (size_t r = 0; r < n; r++) norm_one(out + r * D, x + r * D, w, c->norm, D, c->norm_eps);
+    if (c->norm == NL_NORM_NONE) {
+        memcpy(out, x, n * D * sizeof *out);
+        return;
+    }
+    if (!w.gain) w = (NlNormWeights){ones, NULL, NULL, NULL};
+    if (c->norm == NL_NORM_BATCHNORM) {
+        double mean[1024], var[1024];  // D <= 1024 in the fixtures
+        for (size_t i = 0; i < D; i++) {
+            double m = 0.0, v = 0.0;
+            for (size_t r = 0; r < n; r++) m += x[r * D + i];
+            m /= (double)n;
+            for (size_t r = 0; r < n; r++) v += (x[r * D + i] - m) * (x[r * D + i] - m);
+            mean[i] = bn_stats == NL_BN_BATCH ? m : w.mean[i];
+            var[i] = bn_stats == NL_BN_BATCH ? v / (double)n : w.var[i];
+        }
+        for (size_t r = 0; r < n; r++) ref_batchnorm(out + r * D, x + r * D, w.gain, w.bias, mean, var, D, c->norm_eps);
+    } else
+        for (size_t r = 0; r < n; r++) norm_one(out + r * D, x + r * D, w, c->norm, D, c->norm_eps);
     observe_norm(x, out, w, c, n, layer);
 }
 
@@ -119,40 +146,50 @@ static void mlp(double *out, const double *in, const NlLayerWeights *w, const Nl
     linear(out, hid, w->out_w, w->out_b, n, D, F);
 }
 
+int ref_forward_bn(double *logits, const NlConfig *c, const NlWeights *w, const int *tokens, size_t n, NlBnStats bn) {
+    bn_stats = bn;
+    int rc = ref_forward(logits, c, w, tokens, n);
+    bn_stats = NL_BN_RUNNING;
+    return rc;
+}
+
 int ref_forward(double *logits, const NlConfig *c, const NlWeights *w, const int *tokens, size_t n) {
     size_t D = (size_t)c->n_embd, F = (size_t)c->n_inner, V = (size_t)c->vocab_size;
     double *x = malloc(n * D * sizeof *x), *xn = malloc(n * D * sizeof *xn), *t = malloc(n * D * sizeof *t);
     double *qkv = malloc(n * 3 * D * sizeof *qkv), *y = malloc(n * D * sizeof *y), *hid = malloc(n * F * sizeof *hid);
     float *ones = malloc(D * sizeof *ones);
     int rc = (x && xn && t && qkv && y && hid && ones) ? 0 : -1;
+    for (size_t i = 0; rc == 0 && i < D; i++) ones[i] = 1.0f;
+    double a = c->placement == NL_PLACE_POST ? c->residual_scale : 1.0;
     for (size_t i = 0; rc == 0 && i < n; i++)
         for (size_t k = 0; k < D; k++) x[i * D + k] = (double)w->wte[(size_t)tokens[i] * D + k] + w->wpe[i * D + k];
     for (int l = 0; rc == 0 && l < c->n_layer; l++) {
         const NlLayerWeights *lw = &w->layers[l];
         observe_residual(x, n, D, l);
-        if (c->placement == NL_PLACE_PRE) {
-            norm_rows(xn, x, lw->ln_1, c, n, l);
+        if (c->placement != NL_PLACE_POST) {  // pre; peri also normalises each sublayer's output
+            int peri = c->placement == NL_PLACE_PERI;
+            norm_rows(xn, x, lw->ln_1, c, n, l, ones);
             attn(t, xn, lw, c, n, qkv, y);
-            for (size_t i = 0; i < n * D; i++) x[i] += t[i];
-            norm_rows(xn, x, lw->ln_2, c, n, l);
+            if (peri) norm_rows(xn, t, lw->ln_1_post, c, n, l, ones);
+            for (size_t i = 0; i < n * D; i++) x[i] += peri ? xn[i] : t[i];
+            norm_rows(xn, x, lw->ln_2, c, n, l, ones);
             mlp(t, xn, lw, c, n, hid);
-            for (size_t i = 0; i < n * D; i++) x[i] += t[i];
-        } else {
+            if (peri) norm_rows(xn, t, lw->ln_2_post, c, n, l, ones);
+            for (size_t i = 0; i < n * D; i++) x[i] += peri ? xn[i] : t[i];
+        } else {  // x = N(a x + Sublayer(x))
             attn(t, x, lw, c, n, qkv, y);
-            for (size_t i = 0; i < n * D; i++) t[i] += x[i];
-            norm_rows(x, t, lw->ln_1, c, n, l);
+            for (size_t i = 0; i < n * D; i++) t[i] += a * x[i];
+            norm_rows(x, t, lw->ln_1, c, n, l, ones);
             mlp(t, x, lw, c, n, hid);
-            for (size_t i = 0; i < n * D; i++) t[i] += x[i];
-            norm_rows(x, t, lw->ln_2, c, n, l);
+            for (size_t i = 0; i < n * D; i++) t[i] += a * x[i];
+            norm_rows(x, t, lw->ln_2, c, n, l, ones);
         }
     }
     if (rc == 0) observe_residual(x, n, D, c->n_layer);
     if (rc == 0) {
         const double *last = x;
-        if (c->placement == NL_PLACE_PRE) {
-            for (size_t i = 0; i < D; i++) ones[i] = 1.0f;
-            NlNormWeights f = w->ln_f.gain ? w->ln_f : (NlNormWeights){ones, NULL};
-            norm_rows(xn, x, f, c, n, c->n_layer);
+        if (c->placement != NL_PLACE_POST) {
+            norm_rows(xn, x, w->ln_f, c, n, c->n_layer, ones);
             last = xn;
         }
         linear(logits, last, w->lm_head, NULL, n, V, D);

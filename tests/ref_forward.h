@@ -8,9 +8,12 @@
 #include "normlab.h"
 
 // logits (n, V) for tokens[0..n) at positions 0..n-1 (n <= T). cfg carries any norm/placement
-// override; a "pre" run of a model without ln_f uses unit gain and no bias, as the engine does.
+// override; a norm the model lacks (ln_f of a post model run as pre, ...) has unit gain and no
+// bias, as in the engine. BatchNorm uses the running statistics (which the model must have).
 // Returns 0, or -1 when out of memory.
 int ref_forward(double *logits, const NlConfig *cfg, const NlWeights *w, const int *tokens, size_t n);
+// The same with BatchNorm's statistics chosen: NL_BN_BATCH takes them from the n rows.
+int ref_forward_bn(double *logits, const NlConfig *cfg, const NlWeights *w, const int *tokens, size_t n, NlBnStats bn);
 
 // What the engine's statistics (normlab_lab.h) report, recomputed here in double from the same
 // definitions: per layer l (0..L-1 entering block l, L leaving the last) the mean over positions of
@@ -31,5 +34,8 @@ int ref_forward_stats(double *logits, const NlConfig *cfg, const NlWeights *w, c
 // One row of width D, double precision: LayerNorm (biased variance) and RMSNorm. bias may be NULL.
 void ref_layernorm(double *out, const double *x, const float *gain, const float *bias, size_t D, double eps);
 void ref_rmsnorm(double *out, const double *x, const float *gain, const float *bias, size_t D, double eps);
+// BatchNorm of one row with the statistics given (mean, var (D)).
+void ref_batchnorm(double *out, const double *x, const float *gain, const float *bias, const double *mean,
+                   const double *var, size_t D, double eps);
 
 #endif

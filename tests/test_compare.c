@@ -24,7 +24,8 @@ static int row(const char *name, NlNormType norm, NlPlacement place, int invaria
     NlError err;
     NlCompareOptions o = {2, invariance, NL_FAULT_NONE};
     int rc = nl_model_load(&m, fixture(name), &err);
-    if (rc == 0) rc = nl_compare_model(m, (NlRunOptions){norm, place, 1, 1}, TEXT, N_TEXT, &o, out, &err);
+    if (rc == 0)
+        rc = nl_compare_model(m, (NlRunOptions){norm, place, 1, 1, NL_BN_RUNNING}, TEXT, N_TEXT, &o, out, &err);
     CHECK(rc == 0, "%s: %s", name, err.msg);
     if (keep) *keep = m;
     else nl_model_free(m);
@@ -167,7 +168,8 @@ static void statistics_match_a_double_recomputation(void) {
         size_t n = (size_t)c->block_size + 1;  // T inputs: one eval window, every position scored
         NlCompareRow r;
         NlCompareOptions o = {1, 1, NL_FAULT_NONE};
-        if (nl_compare_model(m, (NlRunOptions){c->norm, c->placement, 1, 1}, TEXT, n, &o, &r, &err) != 0) {
+        if (nl_compare_model(m, (NlRunOptions){c->norm, c->placement, 1, 1, NL_BN_RUNNING}, TEXT, n, &o, &r, &err) !=
+            0) {
             CHECK(0, "%s: %s", names[f], err.msg);
             nl_model_free(m);
             continue;
@@ -215,7 +217,7 @@ static void consistency_checks_report_injected_faults(void) {
         return;
     }
     const NlConfig *c = nl_model_config(m);
-    NlRunOptions run = {c->norm, c->placement, 1, 1};
+    NlRunOptions run = {c->norm, c->placement, 1, 1, NL_BN_RUNNING};
     NlCompareRow clean, cache, batch;
     NlCompareOptions o = {1, 0, NL_FAULT_NONE};
     int rc = nl_compare_model(m, run, TEXT, N_TEXT, &o, &clean, &err);

@@ -17,9 +17,11 @@
 #define RTOL 2e-5
 
 static const char *const FIXTURES[] = {
-    "ln-pre-bias.json",   "ln-pre-nobias.json",   "ln-post-bias.json",  "ln-post-nobias.json",
-    "rms-pre-bias.json",  "rms-pre-nobias.json",  "rms-post-bias.json", "rms-post-nobias.json",
-    "ln-pre-untied.json", "rms-pre-rmsbias.json", "utf8.json",          "ln-pre-t70.json"};
+    "ln-pre-bias.json",     "ln-pre-nobias.json",   "ln-post-bias.json",  "ln-post-nobias.json",
+    "rms-pre-bias.json",    "rms-pre-nobias.json",  "rms-post-bias.json", "rms-post-nobias.json",
+    "ln-pre-untied.json",   "rms-pre-rmsbias.json", "utf8.json",          "ln-pre-t70.json",
+    "bn-pre-bias.json",     "bn-post-nobias.json",  "bn-peri-bias.json",  "ln-peri-bias.json",
+    "rms-peri-nobias.json", "deepnorm.json",        "nonorm.json"};
 #define N_FIXTURES (sizeof FIXTURES / sizeof FIXTURES[0])
 
 typedef struct {
@@ -122,15 +124,79 @@ static void zero_run_options_keep_the_models_config(void) {
     nl_model_free(m);
 }
 
+// Every norm type (BatchNorm with running statistics where the model has them) under every
+// placement, on models of each kind: norms the model lacks have unit gain.
 static void overrides_run_every_norm_and_placement(void) {
-    const char *names[] = {"ln-post-bias.json", "rms-pre-nobias.json"};
-    for (int f = 0; f < 2; f++)
-        for (int norm = 0; norm < 2; norm++)
-            for (int place = 0; place < 2; place++) {
-                NlRunOptions o = {norm ? NL_NORM_RMSNORM : NL_NORM_LAYERNORM, place ? NL_PLACE_POST : NL_PLACE_PRE, 1,
-                                  1};
+    const char *names[] = {"ln-post-bias.json", "rms-pre-nobias.json", "bn-pre-bias.json",
+                           "deepnorm.json",     "nonorm.json",         "rms-peri-nobias.json"};
+    const NlNormType norms[] = {NL_NORM_LAYERNORM, NL_NORM_RMSNORM, NL_NORM_NONE, NL_NORM_BATCHNORM};
+    const NlPlacement places[] = {NL_PLACE_PRE, NL_PLACE_POST, NL_PLACE_PERI};
+    for (size_t f = 0; f < sizeof names / sizeof names[0]; f++)
+        for (int k = 0; k < 4; k++)
+            for (int p = 0; p < 3; p++) {
+                if (norms[k] == NL_NORM_BATCHNORM && strncmp(names[f], "bn-", 3) != 0) continue;
+                NlRunOptions o = {norms[k], places[p], 1, 1, NL_BN_RUNNING};
+                if (norms[k] == NL_NORM_BATCHNORM && places[p] == NL_PLACE_PERI) {  // no running stats for ln_*_post
+                    NlModel *m = NULL;
+                    NlState *st = NULL;
+                    NlError err;
+                    CHECK(nl_model_load(&m, fixture(names[f]), &err) == 0 && nl_state_create(&st, m, &o, &err) == -1 &&
+                              strstr(err.msg, "h.0.ln_1_post.running_mean"),
+                          "%s as batchnorm/peri with running statistics: %s", names[f], err.msg);
+                    nl_state_free(st);
+                    nl_model_free(m);
+                    continue;
+                }
                 compare_one(names[f], &o);
             }
+}
+
+// BatchNorm with batch statistics: the statistics of every row of the call. One sequence in one
+// call matches the reference (which takes them over its rows); the same sequence beside another
+// in one call gets other logits; a call of one row normalises every feature to its bias, so its
+// logits do not depend on the token. Running statistics on a model without them are refused.
+static void batch_statistics_couple_the_rows_of_a_call(void) {
+    NlRunOptions batch = {NL_NORM_BATCHNORM, NL_PLACE_AS_CONFIGURED, 2, 1, NL_BN_BATCH};
+    const char *names[] = {"bn-pre-bias.json", "bn-post-nobias.json", "bn-peri-bias.json", "ln-pre-bias.json"};
+    for (size_t f = 0; f < sizeof names / sizeof names[0]; f++) {
+        Setup s;
+        if (setup(&s, names[f], &batch) != 0) continue;
+        size_t T = (size_t)s.T, V = (size_t)s.V;
+        int ids[2 * 128];
+        random_tokens(ids, 2 * T, s.V, 7);
+        double *want = malloc(T * V * sizeof *want);
+        float *alone = malloc(T * V * sizeof *alone);
+        CHECK(ref_forward_bn(want, &s.cfg, nl_model_weights(s.model), ids, T, NL_BN_BATCH) == 0, "reference ran");
+        char what[160];
+        snprintf(what, sizeof what, "%s with batch statistics, alone", names[f]);
+        memcpy(alone, nl_forward(s.state, ids, T, 0, T), T * V * sizeof *alone);
+        check_close(what, alone, want, T * V, ATOL, RTOL);
+        const float *two = nl_forward_batch(s.state, ids, 2, T, 0, T);  // sequence 0 beside sequence 1
+        double diff = 0.0;
+        for (size_t i = 0; i < T * V; i++) diff = fmax(diff, fabs((double)two[i] - alone[i]));
+        CHECK(diff > 1e-3, "%s: a batch neighbour changed no logit of sequence 0 (largest change %g)", names[f], diff);
+        float first[128];
+        memcpy(first, nl_forward(s.state, &ids[0], 1, 0, 1), V * sizeof *first);
+        int other = (ids[0] + 1) % s.V;
+        CHECK(memcmp(first, nl_forward(s.state, &other, 1, 0, 1), V * sizeof *first) == 0,
+              "%s: a one-row call's logits depend on its token", names[f]);
+        free(want);
+        free(alone);
+        teardown(&s);
+    }
+    NlModel *m = NULL;
+    NlState *st = NULL;
+    NlError err;
+    NlRunOptions running = {NL_NORM_BATCHNORM, NL_PLACE_AS_CONFIGURED, 1, 1, NL_BN_RUNNING};
+    if (nl_model_load(&m, fixture("ln-pre-bias.json"), &err) != 0) {
+        CHECK(0, "%s", err.msg);
+        return;
+    }
+    CHECK(nl_state_create(&st, m, &running, &err) == -1 && err.code == NL_ERR_ARG &&
+              strstr(err.msg, "needs tensor \"h.0.ln_1.running_mean\", which this layernorm model lacks"),
+          "running statistics on a LayerNorm model: %s", err.msg);
+    nl_state_free(st);
+    nl_model_free(m);
 }
 
 static double ref_nll(const Setup *s, const int *ctx, size_t n, int target) {
@@ -250,7 +316,7 @@ static void batch_of_16_matches_each_sequence_alone(void) {
     for (int f = 0; f < 3; f++) {
         Setup one, many;
         if (setup(&one, names[f], NULL) != 0) return;
-        NlRunOptions o = {one.cfg.norm, one.cfg.placement, 16, 2};
+        NlRunOptions o = {one.cfg.norm, one.cfg.placement, 16, 2, NL_BN_RUNNING};
         NlError err;
         many = one;
         CHECK(nl_state_create(&many.state, one.model, &o, &err) == 0, "%s", err.msg);
@@ -305,7 +371,7 @@ static void batched_streams_match_single_streams(void) {
     for (int c = 0; c < 2; c++) {
         Setup one, many;
         if (setup(&one, cases[c].name, NULL) != 0) return;
-        NlRunOptions o = {one.cfg.norm, one.cfg.placement, 4, 1};
+        NlRunOptions o = {one.cfg.norm, one.cfg.placement, 4, 1, NL_BN_RUNNING};
         NlError err;
         many = one;
         CHECK(nl_state_create(&many.state, one.model, &o, &err) == 0, "%s", err.msg);
@@ -339,6 +405,7 @@ static void batched_streams_match_single_streams(void) {
 int main(void) {
     RUN(forward_matches_naive_reference_on_every_fixture);
     RUN(overrides_run_every_norm_and_placement);
+    RUN(batch_statistics_couple_the_rows_of_a_call);
     RUN(zero_run_options_keep_the_models_config);
     RUN(eval_scores_each_character_once_with_windowed_context);
     RUN(eval_window_count_follows_the_policy);

@@ -26,7 +26,9 @@ UTF8_VOCAB = ["\n", " ", "a", "b", "é", "ß", "☃", "€", "你", "😀", "z"]
 def random_tensors(config, rng, rms_bias=False, scale=0.4):
     out = {}
     for name, shape in nlformat.tensor_shapes(config, rms_bias).items():
-        if ".ln_" in name or name.startswith("ln_f"):
+        if name.endswith(".running_var"):  # a variance: positive, around 1
+            out[name] = np.exp(0.3 * rng.standard_normal(shape)).astype(np.float32)
+        elif ".ln_" in name or name.startswith("ln_f"):
             base = 1.0 if name.endswith(".weight") else 0.0
             out[name] = (base + 0.3 * rng.standard_normal(shape)).astype(np.float32)
         else:
@@ -78,6 +80,14 @@ def main():
     models["overflow"] = (base_config(tie_embeddings=False), ASCII_VOCAB, False)
     # 70 positions: the KV cache holds 3 tiles of 32, the last one partial; head width 16
     models["ln-pre-t70"] = (base_config(block_size=70, n_embd=32, n_head=2, n_inner=40), ASCII_VOCAB, False)
+    # format version 2: BatchNorm, peri-LN, DeepNorm (alpha = (2L)^(1/4)), no norm (placement left out)
+    models["bn-pre-bias"] = (base_config(norm="batchnorm"), ASCII_VOCAB, False)
+    models["bn-post-nobias"] = (base_config(norm="batchnorm", placement="post", bias=False), ASCII_VOCAB, False)
+    models["bn-peri-bias"] = (base_config(norm="batchnorm", placement="peri", activation="relu"), ASCII_VOCAB, False)
+    models["ln-peri-bias"] = (base_config(placement="peri"), ASCII_VOCAB, False)
+    models["rms-peri-nobias"] = (base_config(norm="rmsnorm", placement="peri", bias=False), ASCII_VOCAB, False)
+    models["deepnorm"] = (base_config(placement="post", residual_scale=(2 * 2) ** 0.25), ASCII_VOCAB, False)
+    models["nonorm"] = (base_config(norm="none", placement=None), ASCII_VOCAB, False)
     for name, (config, vocab, rms_bias) in models.items():
         config = {k: v for k, v in config.items() if v is not None}
         tensors = random_tensors(config, rng, rms_bias)

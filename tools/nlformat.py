@@ -17,6 +17,14 @@ import numpy as np
 FORMAT = {"name": "normlab", "version": 1}
 
 
+def format_version(config):
+    """The lowest format version that describes config: 1 unless it uses a version-2 feature, so a
+    model that an older normlab can run keeps the version it reads."""
+    v2 = (config.get("norm") in ("batchnorm", "none") or config.get("placement") == "peri"
+          or config.get("residual_scale", 1.0) != 1.0)
+    return 2 if v2 else 1  # version 2 adds norm batchnorm|none, placement peri and residual_scale
+
+
 def mlp_width(config):
     """F: n_inner when given, else mlp_ratio * n_embd."""
     if config.get("n_inner") is not None:
@@ -28,13 +36,20 @@ def tensor_shapes(config, rms_bias=False):
     """The exact tensor set a config requires, name -> shape (torch.nn.Linear layout (out, in))."""
     V, T, D, L = config["vocab_size"], config["block_size"], config["n_embd"], config["n_layer"]
     F = mlp_width(config)
-    norm_has_bias = config["norm"] == "layernorm" or rms_bias
+    kind = config["norm"]
+    placement = config.get("placement", "pre")
+    norm_has_bias = kind in ("layernorm", "batchnorm") or rms_bias
     shapes = {"wte.weight": (V, D), "wpe.weight": (T, D)}
 
     def norm(name):
+        if kind == "none":
+            return
         shapes[name + ".weight"] = (D,)
         if norm_has_bias:
             shapes[name + ".bias"] = (D,)
+        if kind == "batchnorm":
+            shapes[name + ".running_mean"] = (D,)
+            shapes[name + ".running_var"] = (D,)
 
     def linear(name, n_out, n_in):
         shapes[name + ".weight"] = (n_out, n_in)
@@ -45,10 +60,14 @@ def tensor_shapes(config, rms_bias=False):
         norm(f"h.{i}.ln_1")
         linear(f"h.{i}.attn.c_attn", 3 * D, D)
         linear(f"h.{i}.attn.c_proj", D, D)
+        if placement == "peri":
+            norm(f"h.{i}.ln_1_post")
         norm(f"h.{i}.ln_2")
         linear(f"h.{i}.mlp.c_fc", F, D)
         linear(f"h.{i}.mlp.c_proj", D, F)
-    if config["placement"] == "pre":
+        if placement == "peri":
+            norm(f"h.{i}.ln_2_post")
+    if placement in ("pre", "peri"):
         norm("ln_f")
     if not config["tie_embeddings"]:
         shapes["lm_head.weight"] = (V, D)
@@ -138,7 +157,7 @@ def write_model_dir(out_dir, config, vocab, tensors, metadata=None, extra=None):
     os.makedirs(parent, exist_ok=True)
     new = tempfile.mkdtemp(prefix="." + os.path.basename(out_dir) + ".", suffix=".new", dir=parent)
     try:
-        cfg = {"format": FORMAT, **config}
+        cfg = {"format": {**FORMAT, "version": format_version(config)}, **config}
         atomic_write(os.path.join(new, "config.json"), json.dumps(cfg, indent=2) + "\n", "w")
         atomic_write(os.path.join(new, "tokenizer.json"),
                      json.dumps({"type": "char", "vocab": vocab}, ensure_ascii=False, indent=1) + "\n", "w")
@@ -176,7 +195,7 @@ def write_model_dir(out_dir, config, vocab, tensors, metadata=None, extra=None):
 def write_inline_json(path, config, vocab, tensors):
     """Write the single-file form: {"config", "tokenizer", "tensors": {name: {shape, data}}}."""
     doc = {
-        "config": {"format": FORMAT, **config},
+        "config": {"format": {**FORMAT, "version": format_version(config)}, **config},
         "tokenizer": {"type": "char", "vocab": vocab},
         "tensors": {name: {"shape": list(np.shape(a)),
                            "data": [float(x) for x in np.asarray(a, dtype=np.float32).ravel()]}

@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """Live parity check: the C engine (./normlab logits / eval) against tools/reference.py (PyTorch,
-float64) on random prompts, for the four shipped models, random-weight models of every
-norm x placement x bias combination (written as safetensors directories), and --norm/--placement
-overrides. Prints the worst |logit difference| per model; exits 1 if any exceeds the tolerance.
+float64) on random prompts, for the shipped models, random-weight models of every
+norm x placement x bias combination and DeepNorm (written as safetensors directories), and the
+--norm/--placement/--bn-stats overrides. Prints the worst |logit difference| per model; exits 1
+if any exceeds the tolerance.
 
     make parity          (or: /usr/bin/python3 tools/parity.py [--seed S] [--prompts N])
 """
@@ -25,40 +26,62 @@ EVAL_RTOL = 1e-5    # relative difference of nats/char
 BIN = os.path.join(ROOT, "normlab")
 
 
-def engine_logits(model, text, norm=None, placement=None):
-    cmd = [BIN, "logits", "-m", model, "-p", text]
-    cmd += ["--norm", norm] if norm else []
-    cmd += ["--placement", placement] if placement else []
+def run_flags(norm=None, placement=None, bn_stats="running"):
+    return (["--norm", norm] if norm else []) + (["--placement", placement] if placement else []) + \
+        (["--bn-stats", bn_stats] if bn_stats != "running" else [])
+
+
+def engine_logits(model, text, norm=None, placement=None, bn_stats="running"):
+    cmd = [BIN, "logits", "-m", model, "-p", text] + run_flags(norm, placement, bn_stats)
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return np.array([json.loads(line) for line in out.splitlines()])
 
 
-def engine_eval(model, path):
-    out = subprocess.run([BIN, "eval", "-m", model, "--text", path, "--json"], check=True,
-                         capture_output=True, text=True).stdout
+def engine_eval(model, path, bn_stats="running"):
+    out = subprocess.run([BIN, "eval", "-m", model, "--text", path, "--json"] + run_flags(bn_stats=bn_stats),
+                         check=True, capture_output=True, text=True).stdout
     return json.loads(out)
 
 
-def random_model(out_dir, norm, placement, bias, rng):
+def random_model(out_dir, norm, placement, bias, rng, residual_scale=None):
     vocab = list("\n abcdefghijklmnopqrstuvwxyzé,.!?")[:23]
     config = {"vocab_size": len(vocab), "n_layer": 3, "n_head": 3, "n_embd": 24, "block_size": 16,
               "mlp_ratio": 2, "norm": norm, "placement": placement, "norm_eps": 1e-5,
               "activation": rng.choice(["gelu", "gelu_tanh", "relu"]), "bias": bias,
               "tie_embeddings": bool(rng.integers(2))}
+    if residual_scale:
+        config["residual_scale"] = residual_scale
     tensors = {}
     for name, shape in nlformat.tensor_shapes(config).items():
         base = 1.0 if (".ln_" in name or name.startswith("ln_f")) and name.endswith(".weight") else 0.0
         tensors[name] = (base + 0.3 * rng.standard_normal(shape)).astype(np.float32)
+        if name.endswith(".running_var"):  # a variance: positive, around 1
+            tensors[name] = np.exp(0.5 * rng.standard_normal(shape)).astype(np.float32)
     nlformat.write_model_dir(out_dir, config, vocab, tensors, metadata={"source": "tools/parity.py random"})
     return out_dir
 
 
+def overrides_for(config):
+    """As configured, then every norm x placement the engine can run the model as: BatchNorm with
+    batch statistics always, with running statistics where the model has them."""
+    runs = [(None, None, "running")]
+    if config["norm"] == "batchnorm":
+        runs.append((None, None, "batch"))
+    for placement in ("pre", "post", "peri"):
+        for norm in ("layernorm", "rmsnorm", "none"):
+            runs.append((norm, placement, "running"))
+        runs.append(("batchnorm", placement, "batch"))
+        if config["norm"] == "batchnorm":
+            runs.append(("batchnorm", placement, "running"))
+    return runs
+
+
 def check_model(label, path, prompts, overrides, report):
     worst = 0.0
-    for norm, placement in overrides:
-        ref = Reference(path, norm, placement)
+    for norm, placement, bn_stats in overrides:
+        ref = Reference(path, norm, placement, bn_stats)
         for text in prompts(ref):
-            got = engine_logits(path, text, norm, placement)
+            got = engine_logits(path, text, norm, placement, bn_stats)
             want = ref.logits(ref.encode(text)).numpy()
             worst = max(worst, float(np.max(np.abs(got - want))))
     report.append((label, worst))
@@ -80,29 +103,43 @@ def main(argv):
         lengths = [1, T] + [pyrng.randint(2, T) for _ in range(max(0, a.prompts - 2))]
         return ["".join(pyrng.choice(ref.vocab) for _ in range(n)) for n in lengths]
 
-    every = [(None, None), ("layernorm", "pre"), ("layernorm", "post"), ("rmsnorm", "pre"), ("rmsnorm", "post")]
+    def check_eval(path, text_path, bn_stats="running"):
+        got = engine_eval(path, text_path, bn_stats)["nats_per_char"]
+        ref = Reference(path, bn_stats=bn_stats)
+        nll, count = ref.eval_nll(ref.encode(open(text_path, encoding="utf-8").read()))
+        rel = abs(got - nll / count) / (nll / count)
+        label = f"  eval {os.path.basename(text_path)}" + (" (batch statistics)" if bn_stats == "batch" else "")
+        print(f"{label:<48} engine {got:.7f} reference {nll / count:.7f} rel {rel:.2g}  "
+              f"({'ok' if rel <= EVAL_RTOL else 'FAIL'})")
+        evals.append(rel <= EVAL_RTOL)
+        return rel <= EVAL_RTOL
+
+    held_out = os.path.join(ROOT, "tests", "data", "held_out.txt")
     for name in SHIPPED:
         path = os.path.join(ROOT, "weights", name)
         if not os.path.isfile(os.path.join(path, "model.safetensors")):
             print(f"{name}: missing (weights/{name}); FAIL")
             ok = False
             continue
-        ok &= check_model(f"weights/{name} (+ overrides)", path, random_prompts, every, report)
-        held_out = os.path.join(ROOT, "tests", "data", "held_out.txt")
-        got = engine_eval(path, held_out)["nats_per_char"]
-        nll, count = Reference(path).eval_nll(Reference(path).encode(open(held_out, encoding="utf-8").read()))
-        rel = abs(got - nll / count) / (nll / count)
-        print(f"{'  eval held_out.txt':<48} engine {got:.7f} reference {nll / count:.7f} rel {rel:.2g}  "
-              f"({'ok' if rel <= EVAL_RTOL else 'FAIL'})")
-        ok &= rel <= EVAL_RTOL
-        evals.append(rel <= EVAL_RTOL)
+        config = nlformat.load_model(path)[0]
+        ok &= check_model(f"weights/{name} (+ overrides)", path, random_prompts, overrides_for(config), report)
+        for bn_stats in ("running", "batch") if config["norm"] == "batchnorm" else ("running",):
+            ok &= check_eval(path, held_out, bn_stats)
     with tempfile.TemporaryDirectory() as tmp:
-        for norm in ("layernorm", "rmsnorm"):
-            for placement in ("pre", "post"):
-                for bias in (True, False):
-                    d = random_model(os.path.join(tmp, f"{norm}-{placement}-{bias}"), norm, placement, bias, rng)
-                    label = f"random {norm}/{placement} bias={str(bias).lower()} (+ overrides)"
-                    ok &= check_model(label, d, random_prompts, every, report)
+        combos = [(n, p, None) for n in ("layernorm", "rmsnorm", "batchnorm") for p in ("pre", "post", "peri")]
+        combos += [("none", "pre", None), ("layernorm", "post", (2 * 3) ** 0.25)]  # no norm; DeepNorm, L = 3
+        text_path = os.path.join(tmp, "text.txt")
+        with open(text_path, "w", encoding="utf-8") as f:  # 10 windows of 16: two calls of eval's batch of 8
+            f.write("".join(pyrng.choice("\n abcdefghijklmnopqrstu") for _ in range(90)))
+        for norm, placement, alpha in combos:
+            for bias in (True, False):
+                d = random_model(os.path.join(tmp, f"{norm}-{placement}-{bias}-{alpha}"), norm, placement, bias, rng,
+                                 alpha)
+                kind = f"{norm}/{placement}" + (f" alpha={alpha:.3g}" if alpha else "")
+                label = f"random {kind} bias={str(bias).lower()} (+ overrides)"
+                ok &= check_model(label, d, random_prompts, overrides_for(nlformat.load_model(d)[0]), report)
+                for bn_stats in ("running", "batch") if norm == "batchnorm" else ("running",):
+                    ok &= check_eval(d, text_path, bn_stats)
     print(f"tolerance {LOGIT_ATOL:g} per logit, {EVAL_RTOL:g} relative for eval")
     n_pass = sum(w <= LOGIT_ATOL for _, w in report) + sum(evals)
     n_fail = sum(w > LOGIT_ATOL for _, w in report) + len(evals) - sum(evals)

@@ -26,17 +26,30 @@ import nlformat  # noqa: E402
 
 
 class Norm(nn.Module):
-    """LayerNorm (biased variance) or RMSNorm over the last dimension."""
+    """LayerNorm (biased variance) or RMSNorm over the last dimension, or BatchNorm over all positions.
+
+    BatchNorm follows torch.nn.BatchNorm1d on the (B*T, D) rows: in training it normalises with the
+    statistics of every position of every sequence of the batch (so a position sees the later positions
+    of its own sequence, and the other sequences, through its mean and variance) and updates running
+    averages (momentum 0.1, the variance unbiased); in eval mode it uses the running averages."""
 
     def __init__(self, kind, D, eps, rms_bias):
         super().__init__()
         self.kind, self.eps = kind, eps
         self.weight = nn.Parameter(torch.ones(D))
-        self.bias = nn.Parameter(torch.zeros(D)) if kind == "layernorm" or rms_bias else None
+        self.bias = nn.Parameter(torch.zeros(D)) if kind in ("layernorm", "batchnorm") or rms_bias else None
+        if kind == "batchnorm":
+            self.register_buffer("running_mean", torch.zeros(D))
+            self.register_buffer("running_var", torch.ones(D))
 
     def forward(self, x):
         if self.kind == "layernorm":
             return Fn.layer_norm(x, x.shape[-1:], self.weight, self.bias, self.eps)
+        if self.kind == "batchnorm":
+            rows = x.reshape(-1, x.shape[-1])  # (B*T, D)
+            y = Fn.batch_norm(rows, self.running_mean, self.running_var, self.weight, self.bias,
+                              training=self.training, momentum=0.1, eps=self.eps)
+            return y.view_as(x)
         y = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
         return y if self.bias is None else y + self.bias
 
@@ -48,13 +61,24 @@ ACTIVATIONS = {
 }
 
 
+def make_norm(c):
+    """The config's norm over n_embd features, or the identity for norm none."""
+    if c["norm"] == "none":
+        return nn.Identity()
+    return Norm(c["norm"], c["n_embd"], c["norm_eps"], c.get("rms_bias", False))
+
+
 class Block(nn.Module):
     def __init__(self, c):
         super().__init__()
         D, F, b = c["n_embd"], nlformat.mlp_width(c), c["bias"]
         self.c, self.H = c, c["n_head"]
-        self.ln_1 = Norm(c["norm"], D, c["norm_eps"], c.get("rms_bias", False))
-        self.ln_2 = Norm(c["norm"], D, c["norm_eps"], c.get("rms_bias", False))
+        self.alpha = c.get("residual_scale", 1.0)
+        self.ln_1 = make_norm(c)
+        self.ln_2 = make_norm(c)
+        if c["placement"] == "peri":
+            self.ln_1_post = make_norm(c)
+            self.ln_2_post = make_norm(c)
         self.c_attn = nn.Linear(D, 3 * D, bias=b)
         self.attn_proj = nn.Linear(D, D, bias=b)
         self.c_fc = nn.Linear(D, F, bias=b)
@@ -78,8 +102,11 @@ class Block(nn.Module):
         if self.c["placement"] == "pre":
             x = x + self.attn(self.ln_1(x))
             return x + self.mlp(self.ln_2(x))
-        x = self.ln_1(x + self.attn(x))
-        return self.ln_2(x + self.mlp(x))
+        if self.c["placement"] == "peri":
+            x = x + self.ln_1_post(self.attn(self.ln_1(x)))
+            return x + self.ln_2_post(self.mlp(self.ln_2(x)))
+        x = self.ln_1(self.alpha * x + self.attn(x))
+        return self.ln_2(self.alpha * x + self.mlp(x))
 
 
 class Model(nn.Module):
@@ -89,13 +116,28 @@ class Model(nn.Module):
         self.wte = nn.Embedding(c["vocab_size"], c["n_embd"])
         self.wpe = nn.Embedding(c["block_size"], c["n_embd"])
         self.h = nn.ModuleList(Block(c) for _ in range(c["n_layer"]))
-        self.ln_f = (Norm(c["norm"], c["n_embd"], c["norm_eps"], c.get("rms_bias", False))
-                     if c["placement"] == "pre" else None)
+        self.ln_f = make_norm(c) if c["placement"] in ("pre", "peri") else None
         self.lm_head = None if c["tie_embeddings"] else nn.Linear(c["n_embd"], c["vocab_size"], bias=False)
         self.apply(self._init)
         for name, p in self.named_parameters():  # GPT-2's scaled init of residual projections
             if name.endswith("attn_proj.weight") or name.endswith("mlp_proj.weight"):
                 nn.init.normal_(p, 0.0, 0.02 / math.sqrt(2 * c["n_layer"]))
+        if c.get("deepnorm_init"):
+            self._deepnorm_init(c)
+
+    def _deepnorm_init(self, c):
+        """DeepNet (Wang et al. 2022) for a decoder-only stack of N layers: Xavier-normal weights,
+        scaled by beta = (8N)^(-1/4) in the MLP and the attention's value and output projections,
+        by 1 in its query and key projections."""
+        beta = (8 * c["n_layer"]) ** -0.25
+        D = c["n_embd"]
+        with torch.no_grad():
+            for block in self.h:
+                w = block.c_attn.weight  # (3D, D): q | k | v rows
+                for j, gain in enumerate((1.0, 1.0, beta)):
+                    nn.init.xavier_normal_(w[j * D:(j + 1) * D], gain=gain)
+                for lin in (block.attn_proj, block.c_fc, block.mlp_proj):
+                    nn.init.xavier_normal_(lin.weight, gain=beta)
 
     @staticmethod
     def _init(m):
@@ -115,7 +157,7 @@ class Model(nn.Module):
 
     def export_tensors(self):
         """Tensors under the engine's GPT-2 names, in the order nlformat.tensor_shapes lists them."""
-        own = {}
+        own = {name: b.detach().cpu().numpy().astype(np.float32) for name, b in self.named_buffers()}
         rename = {"attn_proj": "attn.c_proj", "c_attn": "attn.c_attn", "c_fc": "mlp.c_fc",
                   "mlp_proj": "mlp.c_proj"}
         for name, p in self.named_parameters():
@@ -132,8 +174,10 @@ def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data", required=True, help="UTF-8 text file to train on")
     p.add_argument("--out", required=True, help="model directory to write")
-    p.add_argument("--norm", choices=["layernorm", "rmsnorm"], default="layernorm")
-    p.add_argument("--placement", choices=["pre", "post"], default="pre")
+    p.add_argument("--norm", choices=["layernorm", "rmsnorm", "batchnorm", "none"], default="layernorm")
+    p.add_argument("--placement", choices=["pre", "post", "peri"], default="pre")
+    p.add_argument("--deepnorm", action="store_true",
+                   help="DeepNorm: post placement, residual scaled by (2L)^(1/4), DeepNet's beta-scaled init")
     p.add_argument("--rms-bias", action="store_true", help="give RMSNorm layers a bias")
     p.add_argument("--n-layer", type=int, default=4)
     p.add_argument("--n-head", type=int, default=4)
@@ -192,6 +236,10 @@ def estimate_val(model, val, a):
 
 def main(argv):
     a = parse_args(argv)
+    if a.deepnorm and a.placement != "post":
+        sys.exit("train.py: --deepnorm needs --placement post")
+    if a.norm == "none" and a.placement != "pre":
+        sys.exit("train.py: --norm none needs --placement pre")
     torch.set_num_threads(a.threads)
     raw = open(a.data, "rb").read()
     text = raw.decode("utf-8")
@@ -206,8 +254,12 @@ def main(argv):
         "placement": a.placement, "norm_eps": a.norm_eps, "activation": a.activation,
         "bias": not a.no_bias, "tie_embeddings": not a.untied,
     }
+    if a.deepnorm:
+        config["residual_scale"] = (2 * a.n_layer) ** 0.25
     if a.rms_bias:
-        config["rms_bias"] = True  # training-only key: not written to config.json
+        config["rms_bias"] = True  # training-only keys: not written to config.json
+    if a.deepnorm:
+        config["deepnorm_init"] = True
 
     torch.manual_seed(a.seed)
     model = Model(config)
@@ -275,7 +327,7 @@ def main(argv):
         "threads": a.threads, "final_train_loss": log["train"][-1][1],
         "final_val_loss": log["val"][-1][1] if log["val"] else None,
     }
-    export_cfg = {k: v for k, v in config.items() if k != "rms_bias"}
+    export_cfg = {k: v for k, v in config.items() if k not in ("rms_bias", "deepnorm_init")}
     train_log = json.dumps({**provenance, "args": vars(a), "loss_curve": log}, indent=1) + "\n"
     nlformat.write_model_dir(a.out, export_cfg, vocab, model.export_tensors(), metadata=provenance,
                              extra={"train_log.json": train_log})  # replaced whole, never in place

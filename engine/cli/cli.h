@@ -37,6 +37,7 @@ typedef struct {
     uint64_t seed;
     int has_seed;  // --seed given (and not -1)
     int norm, placement;  // -1: as configured
+    int bn_stats;  // NlBnStats; compare also BN_STATS_BOTH (a row with each)
     int threads;  // engine worker threads; OpenBLAS threads for large sgemv
     int exact_window, skip_unknown, json, echo;
     long stride;  // 0: T/2
@@ -79,8 +80,10 @@ enum {
     OPT_WARMUP,
     OPT_BATCH,
     OPT_NO_MMAP,
-    OPT_OUTPUT
+    OPT_OUTPUT,
+    OPT_BN_STATS
 };
+enum { BN_STATS_BOTH = 2 };  // --bn-stats both (compare)
 
 // One row of the command table.
 typedef struct {

@@ -22,7 +22,10 @@ const char *const HELP_COMPARE =
     "sequence alone and in a batch of 16, and between prefill and KV-cache decoding.\n"
     "  MODEL                  a model by name ('normlab list') or path\n"
     "  -f, --file FILE        UTF-8 text to score (every model must know its characters; --text FILE)\n"
-    "      --also-swap        add, per model, a row with the other norm type and one with the other placement\n"
+    "      --also-swap        add, per model, rows with the other norm type (layernorm and rmsnorm each\n"
+    "                         other's, batchnorm's layernorm), the other placement (pre and post each\n"
+    "                         other's, peri's pre) and no norm at all\n"
+    "      --bn-stats S       BatchNorm rows with running (default) or batch statistics, or both\n"
     "      --invariance       the LayerNorm/RMSNorm invariance experiment on the text's activations\n"
     "      --repeats N        timing repeats (default 5)\n"
     "  -t, --threads N        rows measured side by side on N threads (default 1: one at a time, so\n"
@@ -34,7 +37,33 @@ const char *const HELP_COMPARE =
     "      --plot-dir DIR     PNG charts via tools/plot_compare.py (needs python3-matplotlib)\n"
     "      --skip-unknown, --no-mmap   as for generate\n";
 
-// Measures every row of one model: as trained, then (with --also-swap) other norm, other placement.
+#define MAX_RUNS 8  // rows of one model, at most: 4 runs, each BatchNorm one with both statistics
+
+// The runs of one model (returns their count): as trained; with also_swap, the other norm type
+// (LayerNorm and RMSNorm each other's, BatchNorm's LayerNorm), the other placement (pre and post each
+// other's, peri's pre) and no norm at all; a norm-free model has no swaps. BatchNorm runs with
+// bn_stats, or each twice (running, then batch) with BN_STATS_BOTH.
+static int compare_runs(const NlConfig *c, int also_swap, int bn_stats, NlRunOptions *runs) {
+    NlBnStats first = bn_stats == BN_STATS_BOTH ? NL_BN_RUNNING : (NlBnStats)bn_stats;
+    NlRunOptions as = {c->norm, c->placement, 1, 1, first};
+    int n = 0;
+    runs[n++] = as;
+    if (also_swap && c->norm != NL_NORM_NONE) {
+        runs[n] = as;
+        runs[n++].norm = c->norm == NL_NORM_LAYERNORM ? NL_NORM_RMSNORM : NL_NORM_LAYERNORM;
+        runs[n] = as;
+        runs[n++].placement = c->placement == NL_PLACE_PRE ? NL_PLACE_POST : NL_PLACE_PRE;
+        runs[n] = as;
+        runs[n++].norm = NL_NORM_NONE;
+    }
+    for (int i = 0, m = n; bn_stats == BN_STATS_BOTH && i < m; i++)
+        if (runs[i].norm == NL_NORM_BATCHNORM) {
+            runs[n] = runs[i];
+            runs[n++].bn_stats = NL_BN_BATCH;
+        }
+    return n;
+}
+
 // Loads one compare model and encodes the text for it; appends its rows (as trained, then with
 // --also-swap the other norm and the other placement) to jobs.
 static int compare_load(const Options *o, const char *path, const char *text, size_t len, NlModel **model, int **ids,
@@ -53,12 +82,9 @@ static int compare_load(const Options *o, const char *path, const char *text, si
         rc = EXIT_DATA;
     }
     if (rc) return rc;
-    const NlConfig *c = nl_model_config(*model);
-    NlNormType other_norm = c->norm == NL_NORM_LAYERNORM ? NL_NORM_RMSNORM : NL_NORM_LAYERNORM;
-    NlPlacement other_place = c->placement == NL_PLACE_PRE ? NL_PLACE_POST : NL_PLACE_PRE;
-    NlRunOptions runs[3] = {
-        {c->norm, c->placement, 1, 1}, {other_norm, c->placement, 1, 1}, {c->norm, other_place, 1, 1}};
-    for (int r = 0; r < (o->also_swap ? 3 : 1); r++) {
+    NlRunOptions runs[MAX_RUNS];
+    int n_runs = compare_runs(nl_model_config(*model), o->also_swap, o->bn_stats, runs);
+    for (int r = 0; r < n_runs; r++) {
         labels[*n_jobs] = path;
         jobs[(*n_jobs)++] = (NlCompareJob){*model, runs[r], *ids, n};
     }
@@ -167,7 +193,7 @@ int cmd_compare(Options *o) {
     char(*shown)[512] = NULL;  // escaped labels for the table
     char *text = NULL;
     size_t len = 0, n_rows = 0;
-    size_t cap = (size_t)o->n_models * 3;
+    size_t cap = (size_t)o->n_models * MAX_RUNS;
     const char **labels = calloc(cap, sizeof *labels);
     NlCompareRow *rows = calloc(cap, sizeof *rows);
     NlCompareJob *jobs = calloc(cap, sizeof *jobs);

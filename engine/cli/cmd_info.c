@@ -48,6 +48,7 @@ static cJSON *info_json(const NlModel *m, const char *path, const BlasChoice *b)
     cJSON_AddNumberToObject(j, "n_inner", c->n_inner);
     cJSON_AddStringToObject(j, "norm", nl_config_norm_name(c->norm));
     cJSON_AddStringToObject(j, "placement", nl_config_placement_name(c->placement));
+    if (c->placement == NL_PLACE_POST) cJSON_AddNumberToObject(j, "residual_scale", c->residual_scale);
     cJSON_AddNumberToObject(j, "norm_eps", c->norm_eps);
     cJSON_AddStringToObject(j, "activation", nl_config_activation_name(c->activation));
     cJSON_AddBoolToObject(j, "bias", c->bias);

@@ -152,15 +152,22 @@ int load_model(const Options *o, NlModel **model) {
 int make_state_as(const Options *o, const NlModel *model, int batch, int blas_threads, int warn, NlState **state) {
     const NlConfig *c = nl_model_config(model);
     NlRunOptions run = {o->norm >= 0 ? (NlNormType)o->norm : c->norm,
-                        o->placement >= 0 ? (NlPlacement)o->placement : c->placement, batch, blas_threads};
+                        o->placement >= 0 ? (NlPlacement)o->placement : c->placement, batch, blas_threads,
+                        (NlBnStats)o->bn_stats};
     // (o->norm < 0: not given; the state could take NL_NORM_AS_CONFIGURED, but the warning below
     // compares the two, so the model's own values are filled in here.)
+    NlError err;
+    if (nl_state_create(state, model, &run, &err) != 0) {
+        if (err.code != NL_ERR_ARG) return fail(&err);
+        msg_usage(o->cmd, "%s (--bn-stats batch)", err.msg);  // an override this model cannot run
+        return EXIT_USAGE;
+    }
     if (warn && (run.norm != c->norm || run.placement != c->placement))
         msg_error("warning: the model was trained as %s/%s; running it as %s/%s", nl_config_norm_name(c->norm),
                   nl_config_placement_name(c->placement), nl_config_norm_name(run.norm),
                   nl_config_placement_name(run.placement));
-    NlError err;
-    if (nl_state_create(state, model, &run, &err) != 0) { return fail(&err); }
+    if (warn && run.bn_stats == NL_BN_BATCH && run.norm != NL_NORM_BATCHNORM)
+        msg_error("warning: --bn-stats batch has no effect: the model runs as %s", nl_config_norm_name(run.norm));
     return 0;
 }
 

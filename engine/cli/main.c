@@ -12,7 +12,7 @@
 // Options every command takes.
 #define COMMON 'm', OPT_NO_MMAP, OPT_OUTPUT, OPT_JSON
 #define SAMPLING OPT_TEMP, OPT_TOPK, OPT_TOPP, OPT_SEED, OPT_EXACT
-#define RUN_AS OPT_NORM, OPT_PLACEMENT, OPT_THREADS, OPT_SKIP
+#define RUN_AS OPT_NORM, OPT_PLACEMENT, OPT_BN_STATS, OPT_THREADS, OPT_SKIP
 
 static const int GENERATE_OPTS[] = {
     COMMON,      SAMPLING,    RUN_AS,       'p',         'f',        'n',       OPT_ECHO,
@@ -22,8 +22,8 @@ static const int PROFILE_OPTS[] = {COMMON,    SAMPLING,     RUN_AS,      'p',   
 static const int EVAL_OPTS[] = {COMMON, RUN_AS, 'f', OPT_TEXT, OPT_STRIDE, OPT_PROFILE, OPT_COUNTERS, OPT_BATCH, 0};
 static const int LOGITS_OPTS[] = {COMMON, RUN_AS, 'p', 'f', 0};
 static const int COMPARE_OPTS[] = {
-    OPT_NO_MMAP,   OPT_OUTPUT,     OPT_JSON,    'f',         OPT_TEXT, OPT_CSV, OPT_PLOT_DIR,
-    OPT_ALSO_SWAP, OPT_INVARIANCE, OPT_REPEATS, OPT_THREADS, OPT_SKIP, 0};
+    OPT_NO_MMAP,   OPT_OUTPUT,     OPT_JSON,    'f',         OPT_TEXT, OPT_CSV,      OPT_PLOT_DIR,
+    OPT_ALSO_SWAP, OPT_INVARIANCE, OPT_REPEATS, OPT_THREADS, OPT_SKIP, OPT_BN_STATS, 0};
 static const int INFO_OPTS[] = {COMMON, 0};
 static const int LIST_OPTS[] = {OPT_OUTPUT, OPT_JSON, OPT_NO_MMAP, 0};
 

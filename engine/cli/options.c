@@ -144,7 +144,7 @@ static int apply_option(Options *o, int c, const char *arg) {
     case OPT_NORM: {
         NlNormType norm;
         if (nl_config_norm_parse(arg, &norm) != 0) {
-            usage_error(o->cmd, "--norm must be layernorm or rmsnorm (any case), got '%s'", arg);
+            usage_error(o->cmd, "--norm must be layernorm, rmsnorm, batchnorm or none (any case), got '%s'", arg);
             return EXIT_USAGE;
         }
         o->norm = (int)norm;
@@ -153,10 +153,25 @@ static int apply_option(Options *o, int c, const char *arg) {
     case OPT_PLACEMENT: {
         NlPlacement placement;
         if (nl_config_placement_parse(arg, &placement) != 0) {
-            usage_error(o->cmd, "--placement must be pre or post (any case), got '%s'", arg);
+            usage_error(o->cmd, "--placement must be pre, post or peri (any case), got '%s'", arg);
             return EXIT_USAGE;
         }
         o->placement = (int)placement;
+        return 0;
+    }
+    case OPT_BN_STATS: {
+        NlBnStats bn;
+        int compare = strcmp(o->cmd, "compare") == 0;
+        if (compare && strcasecmp(arg, "both") == 0) {
+            o->bn_stats = BN_STATS_BOTH;
+            return 0;
+        }
+        if (nl_config_bn_stats_parse(arg, &bn) != 0) {
+            msg_usage(o->cmd, "--bn-stats must be running or batch%s (any case), got '%s'", compare ? " or both" : "",
+                      arg);
+            return EXIT_USAGE;
+        }
+        o->bn_stats = (int)bn;
         return 0;
     }
     case OPT_THREADS:
@@ -187,6 +202,7 @@ static const struct option LONG[] = {{"model", required_argument, 0, 'm'},
                                      {"seed", required_argument, 0, OPT_SEED},
                                      {"norm", required_argument, 0, OPT_NORM},
                                      {"placement", required_argument, 0, OPT_PLACEMENT},
+                                     {"bn-stats", required_argument, 0, OPT_BN_STATS},
                                      {"threads", required_argument, 0, OPT_THREADS},
                                      {"exact-window", no_argument, 0, OPT_EXACT},
                                      {"skip-unknown", no_argument, 0, OPT_SKIP},
