@@ -164,7 +164,8 @@ static cJSON *list_entry(const Options *o, const char *name, const char *path, i
         const char *const *keys, *const *values;
         size_t n = nl_model_metadata(model, &keys, &values);
         for (size_t i = 0; i < n; i++)
-            if (strcmp(keys[i], "final_val_loss") == 0) cJSON_AddNumberToObject(m, "val_loss", atof(values[i]));
+            if (strcmp(keys[i], "final_val_loss") == 0 || strcmp(keys[i], "best_val_loss") == 0)
+                cJSON_AddNumberToObject(m, "val_loss", atof(values[i]));  // train.py's, or nanoGPT's estimate
         nl_model_free(model);
     }
     cJSON_AddBoolToObject(m, "shadowed", shadowed);

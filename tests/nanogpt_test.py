@@ -1,0 +1,243 @@
+#!/usr/bin/python3
+"""tools/import_nanogpt.py against checkpoints written in nanoGPT's exact format by a small GPT that
+follows nanoGPT's model.py formulas (written here, not imported: pre-LN blocks, LayerNorm eps 1e-5
+with an optional bias, exact GELU, MLP 4x, tied lm_head/wte, a causal-mask buffer attn.bias).
+
+Each imported model must give `normlab logits` within 1e-4 of the GPT's own logits at every
+position, and `normlab eval` within 1e-5 relative of the GPT's loss over the same windows (block_size,
+stride block_size/2). Also: torch.compile's _orig_mod. prefix, meta.pkl found as sample.py finds it,
+beside the checkpoint or with --meta, the provenance in `normlab info`, and clear refusals (no
+meta.pkl, a meta.pkl naming a class, a vocabulary that disagrees with the model).
+
+    /usr/bin/python3 tests/nanogpt_test.py [NORMLAB_BINARY]      (make test runs it when torch is installed)
+"""
+import json
+import math
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+BIN = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "normlab"))
+TOOL = os.path.join(ROOT, "tools", "import_nanogpt.py")
+TEXT = os.path.join(ROOT, "tests", "data", "held_out.txt")
+LOGIT_ATOL, EVAL_RTOL = 1e-4, 1e-5
+passed = failed = 0
+
+
+def ok(name):
+    global passed
+    passed += 1
+    print(f"ok   {name}")
+
+
+def bad(name, why):
+    global failed
+    failed += 1
+    print(f"FAIL {name}: {why}")
+
+
+def check(cond, name, why=""):
+    ok(name) if cond else bad(name, why)
+
+
+try:
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+except ImportError:
+    print("note: python3-torch missing; the nanoGPT import is not tested here (tools/install-deps.sh --python)")
+    print("nanogpt_test: 0 passed, 0 failed")
+    sys.exit(0)
+
+
+class LayerNorm(nn.Module):
+    def __init__(self, D, bias):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(D))
+        self.bias = nn.Parameter(torch.zeros(D)) if bias else None
+
+    def forward(self, x):
+        return F.layer_norm(x, self.weight.shape, self.weight, self.bias, 1e-5)
+
+
+class Attention(nn.Module):
+    def __init__(self, a):
+        super().__init__()
+        D, T = a["n_embd"], a["block_size"]
+        self.H = a["n_head"]
+        self.c_attn = nn.Linear(D, 3 * D, bias=a["bias"])
+        self.c_proj = nn.Linear(D, D, bias=a["bias"])
+        self.register_buffer("bias", torch.tril(torch.ones(T, T)).view(1, 1, T, T))  # saved, as old PyTorch did
+
+    def forward(self, x):
+        B, T, D = x.shape
+        q, k, v = self.c_attn(x).split(D, dim=2)
+        q, k, v = (t.view(B, T, self.H, D // self.H).transpose(1, 2) for t in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        att = F.softmax(att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf")), dim=-1)
+        return self.c_proj((att @ v).transpose(1, 2).contiguous().view(B, T, D))
+
+
+class Block(nn.Module):
+    def __init__(self, a):
+        super().__init__()
+        D = a["n_embd"]
+        self.ln_1, self.attn, self.ln_2 = LayerNorm(D, a["bias"]), Attention(a), LayerNorm(D, a["bias"])
+        self.mlp = nn.ModuleDict(dict(c_fc=nn.Linear(D, 4 * D, bias=a["bias"]),
+                                      c_proj=nn.Linear(4 * D, D, bias=a["bias"])))
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp.c_proj(F.gelu(self.mlp.c_fc(self.ln_2(x))))
+
+
+class GPT(nn.Module):
+    def __init__(self, a):
+        super().__init__()
+        self.transformer = nn.ModuleDict(dict(
+            wte=nn.Embedding(a["vocab_size"], a["n_embd"]), wpe=nn.Embedding(a["block_size"], a["n_embd"]),
+            h=nn.ModuleList(Block(a) for _ in range(a["n_layer"])), ln_f=LayerNorm(a["n_embd"], a["bias"])))
+        self.lm_head = nn.Linear(a["n_embd"], a["vocab_size"], bias=False)
+        self.transformer.wte.weight = self.lm_head.weight  # tied, as nanoGPT does
+        with torch.no_grad():  # weights large enough that the logits say something
+            for name, p in self.named_parameters():
+                if name.endswith("ln_1.weight") or name.endswith("ln_2.weight") or name.endswith("ln_f.weight"):
+                    p.copy_(1 + 0.3 * torch.randn_like(p))
+                else:
+                    p.copy_(0.3 * torch.randn_like(p))
+
+    def forward(self, idx):  # (B, T) -> (B, T, V)
+        T = idx.shape[1]
+        x = self.transformer.wte(idx) + self.transformer.wpe(torch.arange(T))
+        for block in self.transformer.h:
+            x = block(x)
+        return self.lm_head(self.transformer.ln_f(x))
+
+
+def write_checkpoint(path, model, args, compiled=False, dataset="shakespeare_char"):
+    state = model.state_dict()
+    if compiled:
+        state = {"_orig_mod." + k: v for k, v in state.items()}
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    ckpt = {"model": state, "optimizer": opt.state_dict(), "model_args": dict(args, dropout=0.2), "iter_num": 250,
+            "best_val_loss": torch.tensor(1.4697),
+            "config": {"dataset": dataset, "batch_size": 64, "block_size": args["block_size"], "dropout": 0.2,
+                       "compile": compiled, "learning_rate": 1e-3}}
+    torch.save(ckpt, path)
+
+
+def write_meta(path, chars):
+    stoi = {ch: i for i, ch in enumerate(chars)}
+    with open(path, "wb") as f:
+        pickle.dump({"vocab_size": len(chars), "itos": {i: ch for i, ch in enumerate(chars)}, "stoi": stoi}, f)
+
+
+def run(*cmd, cwd=None):
+    return subprocess.run(list(cmd), capture_output=True, text=True, cwd=cwd)
+
+
+def import_model(ckpt, out, *extra, cwd=None):
+    return run("/usr/bin/python3", TOOL, ckpt, "--out", out, *extra, cwd=cwd)
+
+
+@torch.no_grad()
+def gpt_eval(model, ids, T):
+    """nats/char over ids[1:] with normlab's documented windows: the first T inputs, then every
+    T/2 new ones with the T before them."""
+    n_inputs, scored, total, stride = len(ids) - 1, 0, 0.0, max(1, T // 2)
+    while scored < n_inputs:
+        end = min(n_inputs, T) if scored == 0 else min(scored + stride, n_inputs)
+        start = max(0, end - T)
+        logp = torch.log_softmax(model(torch.tensor([ids[start:end]]))[0].double(), -1)
+        total -= sum(logp[p - start, ids[p + 1]].item() for p in range(scored, end))
+        scored = end
+    return total / n_inputs
+
+
+def check_import(label, model, args, chars, out):
+    prompt = "ROMEO:\nWhat light is this upon the eastern wall, and who"[:args["block_size"]]
+    r = run(BIN, "logits", "-m", out, "-p", prompt)
+    if r.returncode != 0:
+        bad(f"{label}: normlab logits", r.stderr.strip())
+        return
+    got = torch.tensor([json.loads(line) for line in r.stdout.splitlines()], dtype=torch.float64)
+    stoi = {ch: i for i, ch in enumerate(chars)}
+    with torch.no_grad():
+        want = model(torch.tensor([[stoi[c] for c in prompt]]))[0].double()
+    d = (got - want).abs().max().item() if got.shape == want.shape else float("inf")
+    check(d <= LOGIT_ATOL, f"{label}: logits match nanoGPT's to {d:.2g} (<= {LOGIT_ATOL:g})", f"{d} {got.shape}")
+    r = run(BIN, "eval", "-m", out, "--text", TEXT, "--json")
+    text = open(TEXT, encoding="utf-8").read()
+    want_nats = gpt_eval(model, [stoi[c] for c in text], args["block_size"])
+    got_nats = json.loads(r.stdout)["nats_per_char"] if r.returncode == 0 else float("nan")
+    rel = abs(got_nats - want_nats) / want_nats
+    check(rel <= EVAL_RTOL, f"{label}: eval {got_nats:.6f} vs nanoGPT {want_nats:.6f} nats/char (rel {rel:.2g})",
+          r.stderr.strip())
+
+
+def main():
+    torch.manual_seed(1337)
+    chars = sorted(set(open(TEXT, encoding="utf-8").read()))
+    with tempfile.TemporaryDirectory() as tmp:
+        for bias, compiled in ((True, False), (False, True)):
+            args = {"n_layer": 2, "n_head": 2, "n_embd": 32, "block_size": 64, "bias": bias, "vocab_size": len(chars)}
+            model = GPT(args).eval()
+            label = f"bias={bias}" + (", _orig_mod. prefix" if compiled else "")
+            run_dir = os.path.join(tmp, f"run-{bias}")  # like nanoGPT's checkout: out-*/ckpt.pt, data/*/meta.pkl
+            os.makedirs(os.path.join(run_dir, "out"))
+            os.makedirs(os.path.join(run_dir, "data", "shakespeare_char"))
+            ckpt = os.path.join(run_dir, "out", "ckpt.pt")
+            write_checkpoint(ckpt, model, args, compiled)
+            if bias:  # found where sample.py looks: data/<dataset>/meta.pkl under the current directory
+                write_meta(os.path.join(run_dir, "data", "shakespeare_char", "meta.pkl"), chars)
+            else:  # found beside the checkpoint
+                write_meta(os.path.join(run_dir, "out", "meta.pkl"), chars)
+            out = os.path.join(tmp, f"model-{bias}")
+            r = import_model(ckpt, out, cwd=run_dir)
+            check(r.returncode == 0, f"{label}: imports", r.stderr.strip())
+            if r.returncode == 0:
+                check_import(label, model, args, chars, out)
+        # provenance, and --meta
+        r = import_model(os.path.join(tmp, "run-True", "out", "ckpt.pt"), os.path.join(tmp, "m3"), "--meta",
+                         os.path.join(tmp, "run-True", "data", "shakespeare_char", "meta.pkl"))
+        check(r.returncode == 0, "--meta names the vocabulary", r.stderr.strip())
+        r = run(BIN, "info", "-m", os.path.join(tmp, "m3"), "--json")
+        meta = json.loads(r.stdout).get("metadata", {}) if r.returncode == 0 else {}
+        check(meta.get("iter_num") == "250" and meta.get("best_val_loss", "").startswith("1.469")
+              and len(meta.get("source_sha256", "")) == 64 and "shakespeare_char" in meta.get("nanogpt_config", ""),
+              "normlab info shows the provenance (iter_num, best_val_loss, source hash, nanoGPT config)", str(meta))
+        r = run(BIN, "info", "-m", os.path.join(tmp, "m3"))
+        check("metadata.iter_num" in r.stdout, "info's text shows it too", r.stdout[-300:])
+        # refusals: one line naming the problem, non-zero, nothing written
+        bare = os.path.join(tmp, "bare")
+        os.makedirs(bare)
+        write_checkpoint(os.path.join(bare, "ckpt.pt"), GPT(args), args, dataset="openwebtext")
+        r = import_model(os.path.join(bare, "ckpt.pt"), os.path.join(tmp, "m4"), cwd=bare)
+        check(r.returncode != 0 and "normlab is character-level" in r.stderr and not os.path.exists(
+            os.path.join(tmp, "m4")), "a checkpoint without meta.pkl (GPT-2 BPE) is refused", r.stderr.strip())
+        evil = os.path.join(tmp, "evil.pkl")
+        with open(evil, "wb") as f:
+            pickle.dump({"itos": {0: "a"}, "hook": os.system}, f)
+        r = import_model(os.path.join(bare, "ckpt.pt"), os.path.join(tmp, "m5"), "--meta", evil)
+        check(r.returncode != 0 and "only plain dicts" in r.stderr, "a meta.pkl naming a function is not run",
+              r.stderr.strip())
+        short = os.path.join(tmp, "short.pkl")
+        write_meta(short, chars[:-1])
+        r = import_model(os.path.join(bare, "ckpt.pt"), os.path.join(tmp, "m6"), "--meta", short)
+        check(r.returncode != 0 and "normlab needs them equal" in r.stderr, "a vocabulary of the wrong size is refused",
+              r.stderr.strip())
+        torch.save({"model": {}, "hook": os.system}, os.path.join(tmp, "evil.pt"))
+        r = import_model(os.path.join(tmp, "evil.pt"), os.path.join(tmp, "m8"), "--meta", short)
+        check(r.returncode != 0 and "system" in r.stderr and len(r.stderr.splitlines()) == 1,
+              "a checkpoint naming a function is not run", r.stderr.strip())
+        r = import_model(os.path.join(tmp, "nonexistent.pt"), os.path.join(tmp, "m7"))
+        check(r.returncode != 0 and "no such file" in r.stderr, "a missing checkpoint is named", r.stderr.strip())
+    print(f"nanogpt_test: {passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
