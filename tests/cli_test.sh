@@ -349,7 +349,7 @@ expect_fail "compare unwritable json" 2 "output /nonexistent/x.json: its directo
 if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
     expect_ok "compare --plot-dir" compare $FIX/ln-pre-bias.json $FIX/rms-pre-bias.json --text "$TMP/text.txt" \
         --repeats 1 --plot-dir "$TMP/plots"
-    for png in bits_per_char residual_rms time_share; do
+    for png in bits_per_char residual_rms branch_rms time_share; do
         [ "$(head -c 4 "$TMP/plots/$png.png" | od -An -c | tr -d ' ')" = "211PNG" ] \
             && ok "$png.png is a PNG" || bad "$png.png" "missing or not PNG"
     done
@@ -365,11 +365,15 @@ maxdiff() {
     paste -d' ' <(tr -d '[],' < "$1" | tr ' ' '\n' | grep -v '^$') <(tr -d '[],' < "$2" | tr ' ' '\n' | grep -v '^$') |
     awk 'BEGIN { m = 0; n = 0 } { d = $1 - $2; if (d < 0) d = -d; if (d > m) m = d; n++ } END { printf "%g %d", m, n }'
 }
-for fx in ln-pre-bias rms-post-nobias; do
-    for norm in layernorm rmsnorm; do
-        for place in pre post; do
-            "$BIN" logits -m $FIX/$fx.json -p "ab cd" --norm $norm --placement $place > "$TMP/got" 2>/dev/null
-            "$REF" $FIX/$fx.json $norm $place "ab cd" > "$TMP/want"
+for fx in ln-pre-bias rms-post-nobias bn-pre-bias deepnorm nonorm ln-peri-bias; do
+    for norm in layernorm rmsnorm none batchnorm:batch batchnorm:running; do
+        [ "$norm" = batchnorm:running ] && [ "$fx" != bn-pre-bias ] && continue  # no running statistics
+        stats=${norm#*:}; [ "$stats" = "$norm" ] && stats=running
+        for place in pre post peri; do
+            [ "$norm $place" = "batchnorm:running peri" ] && continue  # none for the output norms either
+            "$BIN" logits -m $FIX/$fx.json -p "ab cd" --norm ${norm%:*} --placement $place --bn-stats $stats \
+                > "$TMP/got" 2>/dev/null
+            "$REF" $FIX/$fx.json ${norm%:*} $place "ab cd" $stats > "$TMP/want"
             read -r d cnt <<< "$(maxdiff "$TMP/got" "$TMP/want")"
             awk -v d="$d" -v c="$cnt" 'BEGIN { exit !(c == 55 && d <= 1e-4) }' \
                 && ok "logits of $fx as $norm/$place match the reference ($d)" \

@@ -1,8 +1,8 @@
 // ref_logits.c — the naive double-precision reference (ref_forward.c) as a command, for the CLI
-// tests: `ref_logits MODEL NORM PLACEMENT TEXT` prints the logits of every position of TEXT, one
-// JSON array per line like `normlab logits`, with the norm type and placement overridden
-// ("model" keeps the model's). So `normlab logits --norm ... --placement ...` can be checked
-// without PyTorch.
+// tests: `ref_logits MODEL NORM PLACEMENT TEXT [running|batch]` prints the logits of every position
+// of TEXT, one JSON array per line like `normlab logits`, with the norm type and placement
+// overridden ("model" keeps the model's) and BatchNorm's statistics chosen (default running). So
+// `normlab logits --norm ... --placement ... --bn-stats ...` can be checked without PyTorch.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,8 +14,11 @@
 int main(int argc, char **argv) {
     NlModel *m = NULL;
     NlError err;
-    if (argc != 5 || nl_model_load(&m, argv[1], &err) != 0) {
-        fprintf(stderr, "ref_logits: %s\n", argc != 5 ? "usage: ref_logits MODEL NORM PLACEMENT TEXT" : err.msg);
+    NlBnStats bn = NL_BN_RUNNING;
+    if (argc < 5 || argc > 6 || (argc == 6 && nl_config_bn_stats_parse(argv[5], &bn) != 0) ||
+        nl_model_load(&m, argv[1], &err) != 0) {
+        fprintf(stderr, "ref_logits: %s\n",
+                argc < 5 || argc > 6 ? "usage: ref_logits MODEL NORM PLACEMENT TEXT [running|batch]" : err.msg);
         return 2;
     }
     NlConfig cfg = *nl_model_config(m);
@@ -26,7 +29,7 @@ int main(int argc, char **argv) {
     double *logits = malloc((len + 1) * V * sizeof *logits);
     int rc = !ids || !logits ||
              nl_tokenizer_encode(nl_model_tokenizer(m), argv[4], len, 0, ids, &n, &skipped, &err) != 0 || n == 0 ||
-             n > (size_t)cfg.block_size || ref_forward(logits, &cfg, nl_model_weights(m), ids, n) != 0;
+             n > (size_t)cfg.block_size || ref_forward_bn(logits, &cfg, nl_model_weights(m), ids, n, bn) != 0;
     for (size_t i = 0; !rc && i < n; i++) {
         for (size_t v = 0; v < V; v++) printf("%s%.9g", v ? ", " : "[", logits[i * V + v]);
         printf("]\n");

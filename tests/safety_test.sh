@@ -192,7 +192,7 @@ cp -r "$M" "$TMP/$(printf 'esc\033[31mdir')/m"
     || bad "profile header" "$(head -c 300 "$TMP/err" | od -c | head -3)"
 if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
     mkdir -p "$TMP/plots"
-    for f in bits_per_char residual_rms time_share; do echo "old $f" > "$TMP/plots/$f.png"; done
+    for f in bits_per_char residual_rms branch_rms time_share; do echo "old $f" > "$TMP/plots/$f.png"; done
     plots=$(sums "$TMP"/plots/*.png)
     if [ -c /dev/full ]; then
         case_ "a compare whose CSV fails" 1 -1 "No space left on device" -- \

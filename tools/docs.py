@@ -28,7 +28,7 @@ def compare_table():
            "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         name = os.path.basename(os.path.normpath(r["model"])).replace("shakespeare-", "")
-        norm = r["norm"] + ("*" if r["override"] == "norm" else "")
+        norm = r["norm"] + ("*" if r["override"] == "norm" else "") + (f":{r['bn_stats']}" if "bn_stats" in r else "")
         place = r["placement"] + ("*" if r["override"] == "placement" else "")
         out.append(f"| {name} | {norm}/{place} | {r['bits_per_char']:.4f} | "
                    f"{r['perplexity']:.3f} | {r['prefill_tok_s']:,.0f} | {r['decode_tok_s']:,.0f} | "

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
-"""Charts for `normlab compare --json` rows: bits/char per row, residual-stream RMS by layer, and the
-share of forward time per component. Writes three PNG files into OUT_DIR.
+"""Charts for `normlab compare --json` rows: bits/char per row, residual-stream RMS by layer, the RMS
+of what each sublayer adds to the stream by layer, and the share of forward time per component.
+Writes four PNG files into OUT_DIR.
 
     /usr/bin/python3 tools/plot_compare.py compare.json OUT_DIR      (needs python3-matplotlib)
 """
@@ -13,22 +14,34 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-COMPONENTS = ["embed", "norm1", "qkv", "attention", "attn_proj", "residual", "norm2", "mlp_up", "activation",
-              "mlp_down", "final_norm", "lm_head"]
+COMPONENTS = ["embed", "norm1", "qkv", "attention", "attn_proj", "norm1_post", "residual", "norm2", "mlp_up",
+              "activation", "mlp_down", "norm2_post", "final_norm", "lm_head"]
 
 
 def label(row):
-    name = os.path.basename(os.path.normpath(row["model"]))
-    return name if row["override"] == "none" else f"{name} as {row['norm']}/{row['placement']}"
+    name = os.path.basename(os.path.normpath(row["model"])).replace("shakespeare-", "")
+    stats = f" ({row['bn_stats']} stats)" if row.get("bn_stats") == "batch" else ""
+    return (name if row["override"] == "none" else f"{name} as {row['norm']}/{row['placement']}") + stats
+
+
+def as_trained(rows):
+    """The rows run as trained (BatchNorm with its running statistics)."""
+    return [r for r in rows if r["override"] == "none" and r.get("bn_stats") != "batch"]
+
+
+def ablation(row):
+    """Rows run with another placement or without norms: several times worse than the rest."""
+    return row["override"] == "placement" or (row["override"] == "norm" and row["norm"] == "none")
 
 
 def bits_per_char(rows, path):
-    """Horizontal bars (labels never overlap). Rows run with the other placement are several times
-    worse than the rest, so they get their own panel and axis: the differences among the others
-    (thousandths of a bit) stay visible."""
-    near = [r for r in rows if r["override"] != "placement"]
-    far = [r for r in rows if r["override"] == "placement"]
-    panels = [(near, "as trained, and with the other norm type")] + ([(far, "with the other placement")] if far else [])
+    """Horizontal bars (labels never overlap). Rows run with another placement or without their
+    norms are several times worse than the rest, so they get their own panel and axis: the
+    differences among the others (thousandths of a bit) stay visible."""
+    near = [r for r in rows if not ablation(r)]
+    far = [r for r in rows if ablation(r)]
+    panels = [(near, "as trained, other norm type, batch statistics")] + \
+        ([(far, "other placement, or no norms")] if far else [])
     height = 0.45 * max(len(near), len(far)) + 1.6
     fig, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), height), squeeze=False)
     for ax, (group, title) in zip(axes[0], panels):
@@ -49,17 +62,31 @@ def bits_per_char(rows, path):
 
 
 def residual_rms(rows, path):
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for r in rows:
-        if r["override"] != "none":
-            continue
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for r in as_trained(rows):
         rms = r["residual_rms"]
         ax.plot(range(len(rms)), rms, marker="o", label=label(r))
     n = max(len(r["residual_rms"]) for r in rows)
     ax.set_xticks(range(n), [f"block {i} in" for i in range(n - 1)] + ["last out"], fontsize=8)
-    ax.set_ylabel("RMS of the residual stream")
-    ax.set_title("Residual stream RMS by depth (mean over positions)")
-    ax.legend(fontsize=8)
+    ax.set_yscale("log")
+    ax.set_ylabel("RMS of the residual stream (log scale)")
+    ax.set_title("Residual stream RMS by depth (mean over positions), models as trained")
+    ax.legend(fontsize=7, bbox_to_anchor=(1.01, 1), loc="upper left")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def branch_rms(rows, path):
+    """What each block adds: the RMS of the sublayer outputs (after peri's output norms), per layer."""
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for r in as_trained(rows):
+        ax.plot(range(len(r["branch_rms"])), r["branch_rms"], marker="o", label=label(r))
+    n = max(len(r["branch_rms"]) for r in rows)
+    ax.set_xticks(range(n), [f"block {i}" for i in range(n)], fontsize=8)
+    ax.set_yscale("log")
+    ax.set_ylabel("RMS of a sublayer's output (log scale)")
+    ax.set_title("What the attention and MLP add to the stream (mean of both), models as trained")
+    ax.legend(fontsize=7, bbox_to_anchor=(1.01, 1), loc="upper left")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
@@ -91,7 +118,8 @@ def main(argv):
     if not rows:
         sys.exit("plot_compare.py: no rows")
     os.makedirs(argv[1], exist_ok=True)
-    outputs = {"bits_per_char.png": bits_per_char, "residual_rms.png": residual_rms, "time_share.png": time_share}
+    outputs = {"bits_per_char.png": bits_per_char, "residual_rms.png": residual_rms, "branch_rms.png": branch_rms,
+               "time_share.png": time_share}
     for name, draw in outputs.items():
         draw(rows, os.path.join(argv[1], name))
         print(f"wrote {os.path.join(argv[1], name)}", file=sys.stderr)

@@ -186,7 +186,7 @@ def main(argv):
         else:
             s.add_argument("--text", required=True)
     g = sub.add_parser("golden")
-    g.add_argument("--out", default=os.path.join(ROOT, "tests", "golden", "reference.json"))
+    g.add_argument("--out", default=os.path.join(ROOT, "tests", "reference", "pytorch_float64.json"))
     a = p.parse_args(argv)
     torch.set_num_threads(1)
     if a.cmd == "golden":
