@@ -94,6 +94,9 @@ test-san: build/san/normlab $(addprefix build/san/tests/,$(TESTS)) $(addprefix b
 parity: all
 	@tools/install-deps.sh --python
 	/usr/bin/python3 tools/parity.py
+	@if command -v node >/dev/null 2>&1 && [ -d build/ort/node_modules/onnxruntime-node ]; then \
+	    /usr/bin/python3 tools/onnx_parity.py; \
+	else echo "note: Node.js or onnxruntime-node missing; the ONNX export is not checked"; fi
 
 clean:
 	rm -rf build normlab

@@ -4,7 +4,8 @@
 #                                    clang-format
 #   tools/install-deps.sh --fuzz     also clang and its libFuzzer runtime (make fuzz)
 #   tools/install-deps.sh --python   also the Python tools: python3-torch, python3-numpy, python3-tqdm,
-#                                    python3-matplotlib
+#                                    python3-matplotlib, python3-onnx; and Node.js with ONNX Runtime
+#                                    (onnxruntime-node from npm, into build/ort, never globally)
 set -eu
 missing=""
 have_pc() { command -v pkg-config >/dev/null 2>&1 && pkg-config --exists "$1"; }
@@ -25,14 +26,29 @@ if [ "${1:-}" = "--python" ]; then
     /usr/bin/python3 -c 'import numpy' 2>/dev/null || missing="$missing python3-numpy"
     /usr/bin/python3 -c 'import tqdm' 2>/dev/null || missing="$missing python3-tqdm"
     /usr/bin/python3 -c 'import matplotlib' 2>/dev/null || missing="$missing python3-matplotlib"
+    /usr/bin/python3 -c 'import onnx' 2>/dev/null || missing="$missing python3-onnx"
+    command -v node >/dev/null 2>&1 || missing="$missing nodejs"
+    command -v npm >/dev/null 2>&1 || missing="$missing npm"
     [ -x /usr/bin/time ] || missing="$missing time"    # make bench: peak RSS
 fi
-[ -z "$missing" ] && exit 0
+# ONNX Runtime for Node.js, pinned, into build/ort (the checkout's own folder; never global). Its
+# install script would download CUDA libraries; the CPU runtime ships in the package.
+ort() {
+    [ "${1:-}" = "--python" ] || return 0
+    dir="$(cd "$(dirname "$0")/.." && pwd)/build/ort"
+    [ -d "$dir/node_modules/onnxruntime-node" ] && return 0
+    mkdir -p "$dir"
+    echo "installing: onnxruntime-node 1.30.0 into build/ort" >&2
+    ONNXRUNTIME_NODE_INSTALL=skip npm install --prefix "$dir" --no-audit --no-fund --loglevel=error \
+        onnxruntime-node@1.30.0 >&2
+}
+if [ -z "$missing" ]; then ort "${1:-}"; exit $?; fi
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "installing:$missing" >&2
     apt-get update -qq >&2
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >&2
-    exit 0
+    ort "${1:-}"
+    exit $?
 fi
 echo "normlab needs:$missing" >&2
 echo "run: sudo apt-get update && sudo apt-get install -y$missing" >&2

@@ -1,0 +1,90 @@
+#!/usr/bin/python3
+"""Every model exported by tools/export_onnx.py, run by ONNX Runtime (onnxruntime-node, through
+tools/ort_logits.js), against `normlab logits` on the same text: the shipped models and the test
+fixtures of every norm type x placement (with and without biases, DeepNorm, no norm). Two sequences
+run as one ONNX batch (B = 2), one a full window and one shorter run as its own batch (T dynamic).
+Tolerance: max |logit difference| <= 1e-4. Prints the worst per model; exits 1 on any failure.
+
+    make parity        (runs this when Node.js and onnxruntime-node are installed)
+    /usr/bin/python3 tools/onnx_parity.py [MODEL ...]
+"""
+import glob
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import nlformat  # noqa: E402
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+BIN = os.path.join(ROOT, "normlab")
+NODE_PATH = os.path.join(ROOT, "build", "ort", "node_modules")
+ATOL = 1e-4
+FIXTURES = ["ln-pre-bias", "ln-post-nobias", "rms-pre-rmsbias", "rms-post-bias", "ln-pre-untied", "bn-pre-bias",
+            "bn-post-nobias", "bn-peri-bias", "ln-peri-bias", "rms-peri-nobias", "deepnorm", "nonorm", "utf8"]
+
+
+def engine_logits(model, text):
+    out = subprocess.run([BIN, "logits", "-m", model, "-p", text], check=True, capture_output=True, text=True)
+    return np.array([json.loads(line) for line in out.stdout.splitlines()])
+
+
+def ort_logits(onnx_path, seqs):
+    env = dict(os.environ, NODE_PATH=NODE_PATH)
+    out = subprocess.run(["node", os.path.join(ROOT, "tools", "ort_logits.js"), onnx_path]
+                         + [",".join(map(str, s)) for s in seqs], check=True, capture_output=True, text=True, env=env)
+    rows = np.array([json.loads(line) for line in out.stdout.splitlines()])
+    return rows.reshape(len(seqs), len(seqs[0]), -1)
+
+
+def check(model, tmp, rng):
+    config, vocab, _ = nlformat.load_model(model)
+    T = config["block_size"]
+    onnx_path = os.path.join(tmp, "model.onnx")
+    subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "tools", "export_onnx.py"), model, "--out", onnx_path],
+                   check=True, capture_output=True, text=True)
+    stoi = {ch: i for i, ch in enumerate(vocab)}
+    held = [c for c in open(os.path.join(ROOT, "tests", "data", "held_out.txt"), encoding="utf-8").read() if c in stoi]
+    pick = held if len(held) >= 2 * T else vocab
+    texts = ["".join(rng.choice(pick) for _ in range(T)) for _ in range(2)]  # one batch of two full windows
+    texts.append(texts[0][:max(1, T // 3)])  # and a shorter one alone
+    worst = 0.0
+    for group in ([texts[0], texts[1]], [texts[2]]):
+        got = ort_logits(onnx_path, [[stoi[c] for c in t] for t in group])
+        for b, t in enumerate(group):
+            worst = max(worst, float(np.max(np.abs(got[b] - engine_logits(model, t)))))
+    return worst
+
+
+def main(argv):
+    shipped = sorted(os.path.dirname(p) for p in glob.glob(os.path.join(ROOT, "weights", "*", "model.safetensors")))
+    models = argv or shipped + \
+        [os.path.join(ROOT, "tests", "fixtures", f + ".json") for f in FIXTURES]
+    if not os.path.isdir(os.path.join(NODE_PATH, "onnxruntime-node")):
+        sys.exit("onnx_parity.py: onnxruntime-node is not installed (tools/install-deps.sh --python)")
+    rng = random.Random(20261201)
+    n_pass = n_fail = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for model in models:
+            try:
+                worst = check(model, tmp, rng)
+            except subprocess.CalledProcessError as e:
+                print(f"{os.path.relpath(model, ROOT):<44} FAIL: {' '.join(e.cmd[:2])}: {e.stderr.strip()[-300:]}")
+                n_fail += 1
+                continue
+            good = worst <= ATOL
+            n_pass, n_fail = n_pass + good, n_fail + (not good)
+            print(f"{os.path.relpath(model, ROOT):<44} worst |ONNX Runtime - normlab| = {worst:.3g}  "
+                  f"({'ok' if good else 'FAIL'})")
+    print(f"tolerance {ATOL:g} per logit")
+    print(f"onnx_parity: {n_pass} passed, {n_fail} failed")
+    return 1 if n_fail else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
