@@ -22,6 +22,7 @@ import json
 import math
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -383,6 +384,36 @@ def kernels(args, out, text_path, chars):
     out["kernels"] = {"forced": forced, "rows": rows, "best_forced": best}
 
 
+# ---- ONNX Runtime (onnxruntime-node 1.30, tools/install-deps.sh --python), on the model exported by
+# tools/export_onnx.py: batched eval, and nanoGPT-style decode (the graph has no KV cache, so every
+# step recomputes the last block_size positions, as nanoGPT's sample.py does)
+
+ORT_NODE_PATH = os.path.join(ROOT, "build", "ort", "node_modules")
+
+
+def ort_prepare(model, text_path):
+    """(onnx path, ids file of the eval text, ids file of the prompt), or None without ONNX Runtime."""
+    if not os.path.isdir(os.path.join(ORT_NODE_PATH, "onnxruntime-node")) or not shutil.which("node"):
+        return None
+    onnx_path = os.path.join(ROOT, "build", "bench-model.onnx")
+    run(["/usr/bin/python3", os.path.join(ROOT, "tools", "export_onnx.py"), model, "--out", onnx_path])
+    _, vocab, _ = nlformat.load_model(model)
+    stoi = {ch: i for i, ch in enumerate(vocab)}
+    files = []
+    for name, text in (("bench-text.ids", open(text_path, encoding="utf-8").read()), ("bench-prompt.ids", PROMPT)):
+        files.append(os.path.join(ROOT, "build", name))
+        with open(files[-1], "w") as f:
+            f.write(",".join(str(stoi[c]) for c in text))
+    return onnx_path, files[0], files[1]
+
+
+def ort_run(ort, mode, threads, block_size, n=0):
+    onnx_path, text_ids, prompt_ids = ort
+    cmd = ["node", os.path.join(ROOT, "tools", "ort_bench.js"), onnx_path, mode, str(threads),
+           text_ids if mode == "eval" else prompt_ids, str(block_size)] + ([str(n)] if mode == "decode" else [])
+    return json.loads(run(cmd, {"NODE_PATH": ORT_NODE_PATH})[0])
+
+
 def thread_counts():
     n = len(os.sched_getaffinity(0))
     counts = [1, 2, 4, 8, 12, 16, 24, 32, 48, 64]
@@ -391,9 +422,14 @@ def thread_counts():
 
 def threads(args, out, text_path, chars):
     """Scaling with engine threads: eval, --samples 16 and batch-1 decode of the shipped model at
-    1, 2, ... up to every CPU, and PyTorch's batched eval at the same thread counts and kernels."""
+    1, 2, ... up to every CPU, and PyTorch's batched eval at the same thread counts and kernels;
+    ONNX Runtime's batched eval and nanoGPT-style decode too, when it is installed."""
     counts, family = thread_counts(), out["normlab_blas_core"]
-    res = {t: {k: [] for k in ("eval", "samples16", "decode", "torch_eval")} for t in counts}
+    ort = ort_prepare(args.model, text_path)
+    T = json.loads(run([BIN, "info", "-m", args.model, "--json"])[0])["block_size"]
+    keys = ("eval", "samples16", "decode", "torch_eval") + (("ort_eval", "ort_decode") if ort else ())
+    res = {t: {k: [] for k in keys} for t in counts}
+    ort_nats = None
     for r in range(args.repeats):
         for t in counts:
             res[t]["eval"].append(normlab_eval_rate(args.model, text_path, t, chars))
@@ -401,6 +437,11 @@ def threads(args, out, text_path, chars):
                 normlab_generate(args.model, PROMPT, args.tokens, 200 + r, t, 16)["decode_tok_s"])
             res[t]["decode"].append(normlab_generate(args.model, PROMPT, args.tokens, r, t)["decode_tok_s"])
             res[t]["torch_eval"].append(torch_eval(args.model, text_path, t, family)[0])
+            if ort:
+                e = ort_run(ort, "eval", t, T)
+                res[t]["ort_eval"].append(e["chars_s"])
+                ort_nats = e["nats_per_char"]
+                res[t]["ort_decode"].append(ort_run(ort, "decode", t, T, args.tokens)["tok_s"])
     table = {t: {k: summary(v) for k, v in res[t].items()} for t in counts}
     print(f"\n== engine threads, {os.path.basename(args.model)} "
           f"(medians of {args.repeats} interleaved runs; x: against 1 thread)")
@@ -414,6 +455,19 @@ def threads(args, out, text_path, chars):
               f"{m(t, 'torch_eval'):>15.0f} ({m(t, 'torch_eval') / m(1, 'torch_eval'):4.2f}x)  "
               f"{m(t, 'eval') / m(t, 'torch_eval'):.2f}x")
     out["threads"] = {str(t): v for t, v in table.items()}
+    if ort:
+        nats = json.loads(run([BIN, "eval", "-m", args.model, "--text", text_path, "--json"])[0])["nats_per_char"]
+        print(f"ONNX Runtime 1.30 (onnxruntime-node) on the exported graph; eval scores {ort_nats:.6f} nats/char "
+              f"against normlab's {nats:.6f}")
+        print(f"{'threads':>7} {'ORT eval chars/s':>22} {'normlab/ORT':>12} {'ORT nanoGPT-style decode tok/s':>32} "
+              f"{'normlab decode/ORT':>19}")
+        for t in counts:
+            print(f"{t:>7} {m(t, 'ort_eval'):>13.0f} ({m(t, 'ort_eval') / m(1, 'ort_eval'):4.2f}x) "
+                  f"{m(t, 'eval') / m(t, 'ort_eval'):>11.2f}x {m(t, 'ort_decode'):>23.0f} "
+                  f"({m(t, 'ort_decode') / m(1, 'ort_decode'):4.2f}x) {m(t, 'decode') / m(t, 'ort_decode'):>18.2f}x")
+        out["ort"] = {"version": "onnxruntime-node 1.30.0", "nats_per_char": ort_nats, "normlab_nats_per_char": nats}
+    else:
+        print("note: ONNX Runtime not installed (tools/install-deps.sh --python); its rows are left out")
     info = json.loads(run([BIN, "info", "-m", args.model, "--json"])[0])
     t = counts[-1]
     groups = 16 // 8  # --samples 16 runs in groups of 8 streams, one state each
