@@ -6,6 +6,20 @@
 
 Split: the first 90% of the characters train, the last 10% validate (nanoGPT's convention).
 Interrupted runs resume from OUT/ckpt.pt with --resume; the checkpoint is deleted when training ends.
+
+Distributed data parallel: the same command under torchrun, on any number of processes and nodes,
+with the gloo backend for --device cpu and nccl for --device cuda:
+
+    /usr/bin/python3 -m torch.distributed.run --standalone --nproc_per_node 2 tools/train.py ...
+    /usr/bin/python3 -m torch.distributed.run --nnodes 2 --node_rank 0 --nproc_per_node 8 \
+        --rdzv_backend c10d --rdzv_endpoint HOST:29500 --rdzv_id run1 tools/train.py --device cuda ...
+
+Every process draws the same global batch of --batch-size sequences from the same generator and
+trains on its own contiguous share (batch_size / world size of them), so the data order and the
+global batch are those of one process: 2 processes of 16 sequences reproduce 1 process of 32, to
+float rounding. Rank 0 alone evaluates, writes the checkpoint, the log and the model directory (on
+several nodes OUT must be on a filesystem every node sees, for --resume). BatchNorm's batch
+statistics are each process's own share, as PyTorch's BatchNorm without SyncBatchNorm.
 Dimension letters: B batch, T context, D width, H heads, F MLP width, V vocabulary.
 """
 import argparse
@@ -200,6 +214,10 @@ def parse_args(argv):
     p.add_argument("--seed", type=int, default=1337)
     p.add_argument("--threads", type=int, default=os.cpu_count())
     p.add_argument("--resume", action="store_true", help="continue from OUT/ckpt.pt")
+    p.add_argument("--stop-after", type=int, default=0, metavar="N",
+                   help="train at most N steps in this run, then checkpoint and stop (continue with --resume)")
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                   help="cpu (distributed: gloo) or cuda (distributed: nccl, one GPU per process)")
     p.add_argument("--no-progress", action="store_true")
     return p.parse_args(argv)
 
@@ -211,11 +229,48 @@ def lr_at(step, a):
     return a.min_lr + 0.5 * (a.lr - a.min_lr) * (1 + math.cos(math.pi * min(t, 1.0)))
 
 
-def get_batch(data, a, gen):
+def get_batch(data, a, gen, rank=0, world=1):
+    """This process's share of the global batch: every process draws the same batch_size offsets."""
     ix = torch.randint(len(data) - a.block_size - 1, (a.batch_size,), generator=gen)
+    share = a.batch_size // world
+    ix = ix[rank * share:(rank + 1) * share]
     x = torch.stack([data[i:i + a.block_size] for i in ix])
     y = torch.stack([data[i + 1:i + 1 + a.block_size] for i in ix])
-    return x, y
+    return x.to(a.device), y.to(a.device)
+
+
+class Dist:
+    """The process group under torchrun (WORLD_SIZE set), else one process alone."""
+
+    def __init__(self, a):
+        self.world = int(os.environ.get("WORLD_SIZE", "1"))
+        self.rank = int(os.environ.get("RANK", "0"))
+        self.local = int(os.environ.get("LOCAL_RANK", "0"))
+        if a.device == "cuda":
+            if not torch.cuda.is_available():
+                sys.exit("train.py: --device cuda, but PyTorch sees no GPU")
+            torch.cuda.set_device(self.local)
+            a.device = f"cuda:{self.local}"
+        if self.world > 1:
+            if a.batch_size % self.world:
+                sys.exit(f"train.py: --batch-size {a.batch_size} is not divisible by {self.world} processes")
+            torch.distributed.init_process_group("nccl" if a.device.startswith("cuda") else "gloo")
+
+    def mean(self, value):
+        """The mean of a float over every process (the global batch's loss from the shares')."""
+        if self.world == 1:
+            return value
+        t = torch.tensor([value], dtype=torch.float64)
+        torch.distributed.all_reduce(t)
+        return t.item() / self.world
+
+    def barrier(self):
+        if self.world > 1:
+            torch.distributed.barrier()
+
+    def close(self):
+        if self.world > 1:
+            torch.distributed.destroy_process_group()
 
 
 @torch.no_grad()
@@ -226,8 +281,8 @@ def estimate_val(model, val, a):
     starts = torch.linspace(0, n, a.eval_batches * a.batch_size).long()
     losses = []
     for chunk in starts.split(a.batch_size):
-        x = torch.stack([val[i:i + a.block_size] for i in chunk])
-        y = torch.stack([val[i + 1:i + 1 + a.block_size] for i in chunk])
+        x = torch.stack([val[i:i + a.block_size] for i in chunk]).to(a.device)
+        y = torch.stack([val[i + 1:i + 1 + a.block_size] for i in chunk]).to(a.device)
         logits = model(x)
         losses.append(Fn.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1)).item())
     model.train()
@@ -241,6 +296,7 @@ def main(argv):
     if a.norm == "none" and a.placement != "pre":
         sys.exit("train.py: --norm none needs --placement pre")
     torch.set_num_threads(a.threads)
+    dist = Dist(a)
     raw = open(a.data, "rb").read()
     text = raw.decode("utf-8")
     vocab = sorted(set(text))
@@ -262,7 +318,7 @@ def main(argv):
         config["deepnorm_init"] = True
 
     torch.manual_seed(a.seed)
-    model = Model(config)
+    model = Model(config).to(a.device)  # the same initial weights in every process (the same seed)
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": a.weight_decay},
@@ -270,10 +326,11 @@ def main(argv):
     gen = torch.Generator().manual_seed(a.seed)
     log = {"train": [], "val": []}
     step, wall_before = 0, 0.0
-    os.makedirs(a.out, exist_ok=True)
+    if dist.rank == 0:
+        os.makedirs(a.out, exist_ok=True)
     ckpt_path = os.path.join(a.out, "ckpt.pt")
     if a.resume and os.path.exists(ckpt_path):
-        ck = torch.load(ckpt_path)
+        ck = torch.load(ckpt_path, map_location=a.device)
         model.load_state_dict(ck["model"])
         opt.load_state_dict(ck["opt"])
         gen.set_state(ck["gen"])
@@ -281,42 +338,61 @@ def main(argv):
         print(f"resumed from {ckpt_path} at step {step}", file=sys.stderr)
 
     n_params = sum(p.numel() for p in model.parameters())
-    print(f"{a.norm}/{a.placement}: {n_params} parameters, {len(train)} train / {len(val)} val chars",
-          file=sys.stderr)
+    lead = dist.rank == 0  # evaluates, prints, writes
+    if lead:
+        print(f"{a.norm}/{a.placement}: {n_params} parameters, {len(train)} train / {len(val)} val chars"
+              + (f", {dist.world} processes" if dist.world > 1 else ""), file=sys.stderr)
+    # DDP averages the shares' gradients: the gradient of the global batch's mean loss
+    net = model if dist.world == 1 else torch.nn.parallel.DistributedDataParallel(
+        model, device_ids=[dist.local] if a.device.startswith("cuda") else None)
     t0 = time.time()
     try:
         from tqdm import tqdm
-        bar = tqdm(total=a.steps, initial=step, disable=a.no_progress, file=sys.stderr)
+        bar = tqdm(total=a.steps, initial=step, disable=a.no_progress or not lead, file=sys.stderr)
     except ImportError:
         bar = None
     tokens_per_step = a.batch_size * a.block_size
-    while step < a.steps:
+    stop_at = min(a.steps, step + a.stop_after) if a.stop_after > 0 else a.steps
+    while step < stop_at:
         for g in opt.param_groups:
             g["lr"] = lr_at(step, a)
-        x, y = get_batch(train, a, gen)
+        x, y = get_batch(train, a, gen, dist.rank, dist.world)
         t_step = time.time()
-        logits = model(x)
+        logits = net(x)
         loss = Fn.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), a.grad_clip)
         opt.step()
         step += 1
-        log["train"].append([step, round(loss.item(), 5)])
+        loss_value = dist.mean(loss.item())
+        log["train"].append([step, round(loss_value, 5)])
         if bar is not None:
             bar.update(1)
-            bar.set_postfix(loss=f"{loss.item():.3f}", tok_s=f"{tokens_per_step / (time.time() - t_step):.0f}")
-        if step % a.eval_every == 0 or step == a.steps:
+            bar.set_postfix(loss=f"{loss_value:.3f}", tok_s=f"{tokens_per_step / (time.time() - t_step):.0f}")
+        evaluate = step % a.eval_every == 0 or step == a.steps
+        if evaluate and lead:
             v = estimate_val(model, val, a)
             log["val"].append([step, round(v, 5)])
-            msg = f"step {step}: train {loss.item():.4f} val {v:.4f}"
+            msg = f"step {step}: train {loss_value:.4f} val {v:.4f}"
             (bar.write(msg, file=sys.stderr) if bar is not None else print(msg, file=sys.stderr))
+        if (evaluate or step == stop_at) and lead:  # and where --stop-after stops: a checkpoint to resume from
             torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "gen": gen.get_state(),
                         "step": step, "log": log, "wall": wall_before + time.time() - t0}, ckpt_path + ".tmp")
             os.replace(ckpt_path + ".tmp", ckpt_path)  # a crash mid-save keeps the previous checkpoint
     if bar is not None:
         bar.close()
     wall = wall_before + time.time() - t0
+    if step < a.steps:  # stopped by --stop-after
+        if lead:
+            print(f"stopped at step {step} of {a.steps}; continue with --resume", file=sys.stderr)
+        dist.barrier()
+        dist.close()
+        return
+    if not lead:
+        dist.barrier()  # rank 0 writes the model; the others wait for it, then leave
+        dist.close()
+        return
 
     provenance = {
         "corpus_sha256": hashlib.sha256(raw).hexdigest(), "corpus_bytes": len(raw),
@@ -324,7 +400,8 @@ def main(argv):
         "train_chars": len(train), "val_chars": len(val), "seed": a.seed, "steps": step,
         "batch_size": a.batch_size, "lr": a.lr, "min_lr": a.min_lr, "warmup": a.warmup,
         "weight_decay": a.weight_decay, "parameters": n_params, "wall_seconds": round(wall, 1),
-        "threads": a.threads, "final_train_loss": log["train"][-1][1],
+        "threads": a.threads, "processes": dist.world, "device": a.device.split(":")[0],
+        "final_train_loss": log["train"][-1][1],
         "final_val_loss": log["val"][-1][1] if log["val"] else None,
     }
     export_cfg = {k: v for k, v in config.items() if k not in ("rms_bias", "deepnorm_init")}
@@ -334,6 +411,8 @@ def main(argv):
     if os.path.exists(ckpt_path):
         os.remove(ckpt_path)
     print(f"wrote {a.out} ({wall:.0f} s, val {provenance['final_val_loss']})", file=sys.stderr)
+    dist.barrier()
+    dist.close()
 
 
 if __name__ == "__main__":
