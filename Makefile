@@ -25,7 +25,7 @@ FUZZERS = safetensors config tokenizer inline prompt
 RUN_ARGS ?= -n 500
 
 .PHONY: all deps fuzz-deps run test test-plain test-san test-install format-check parity eval-models compare-models \
-        docs fuzz bench clean install uninstall
+        docs depth-study fuzz bench clean install uninstall
 
 all: deps normlab
 
@@ -140,7 +140,9 @@ fuzz: deps fuzz-deps $(addprefix build/fuzz/fuzz_,$(FUZZERS))
 compare-models: all
 	@/usr/bin/python3 tools/split.py $(CORPUS) build/val.txt
 	./normlab compare weights/shakespeare-pre-ln weights/shakespeare-post-ln weights/shakespeare-pre-rms \
-	    weights/shakespeare-post-rms -f build/val.txt --also-swap --invariance --threads 1 \
+	    weights/shakespeare-post-rms weights/shakespeare-pre-bn weights/shakespeare-post-bn \
+	    weights/shakespeare-peri-ln weights/shakespeare-deepnorm weights/shakespeare-nonorm \
+	    -f build/val.txt --also-swap --invariance --bn-stats both --threads 1 \
 	    --json -o docs/compare/compare.json --csv docs/compare/compare.csv --plot-dir docs/compare
 
 # Every generated document: docs/compare/ and docs/profile/ from the current build, then the README
@@ -149,6 +151,11 @@ docs: compare-models
 	taskset -c 1 ./normlab profile -m weights/shakespeare-pre-ln -n 256 --threads 1 -o docs/profile/profile.txt
 	taskset -c 1 ./normlab profile -m weights/shakespeare-pre-ln -n 256 --threads 1 --json -o docs/profile/profile.json
 	/usr/bin/python3 tools/docs.py --write
+
+# The depth and warm-up study (README "Depth and warm-up"): curves of every run, and compare of the
+# final models, from weights/depth/ (tools/depth_study.py train makes the runs: about an hour).
+depth-study: all
+	/usr/bin/python3 tools/depth_study.py plot
 
 # ---- benchmark: normlab against nanoGPT-style PyTorch and PyTorch with a KV cache (tools/bench.py)
 build/blasbench: tools/blasbench.c

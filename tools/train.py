@@ -289,6 +289,17 @@ def estimate_val(model, val, a):
     return float(np.mean(losses))
 
 
+def write_diverged(a, log, step, wall):
+    """A run whose loss became non-finite: its log (the curve up to that step, diverged_at) is
+    written to OUT/train_log.json, and no model (its weights are not finite)."""
+    os.makedirs(a.out, exist_ok=True)
+    doc = {"diverged_at": step, "steps": step, "wall_seconds": round(wall, 1), "seed": a.seed,
+           "batch_size": a.batch_size, "lr": a.lr, "min_lr": a.min_lr, "warmup": a.warmup,
+           "args": vars(a), "loss_curve": log}
+    nlformat.atomic_write(os.path.join(a.out, "train_log.json"), json.dumps(doc, indent=1) + "\n", "w")
+    print(f"diverged: loss not finite at step {step}; wrote {a.out}/train_log.json and no model", file=sys.stderr)
+
+
 def main(argv):
     a = parse_args(argv)
     if a.deepnorm and a.placement != "post":
@@ -366,6 +377,13 @@ def main(argv):
         opt.step()
         step += 1
         loss_value = dist.mean(loss.item())
+        if not math.isfinite(loss_value):  # diverged: a result to report, not a model to write
+            log["train"].append([step, None])
+            if lead:
+                write_diverged(a, log, step, wall_before + time.time() - t0)
+            dist.barrier()
+            dist.close()
+            sys.exit(3)
         log["train"].append([step, round(loss_value, 5)])
         if bar is not None:
             bar.update(1)
