@@ -476,6 +476,49 @@ assert all(c > 1e-3 for _, s, _, c in bn if s == "batch"), bn  # one-row decodin
 assert len(peri["norm_post_std"]) == 2 and len(peri["norm_std"]) == 3 and len(peri["branch_rms"]) == 2, peri
 PY
 
+# Loader checks of version 2, on fixtures changed one thing at a time (each must name its problem).
+mutate() {  # mutate NAME FIXTURE PYTHON: writes $TMP/NAME.json from the fixture, changed by PYTHON (d is the doc)
+    /usr/bin/python3 -c "import json,sys; d=json.load(open('$FIX/$2.json')); $3; json.dump(d, open('$TMP/$1.json','w'))"
+}
+mutate no-var bn-pre-bias 'del d["tensors"]["h.0.ln_1.running_var"]'
+expect_fail "batchnorm without running_var" 1 'missing tensor "h.0.ln_1.running_var"' info -m "$TMP/no-var.json"
+mutate neg-var bn-pre-bias 'd["tensors"]["h.1.ln_2.running_var"]["data"][3] = -0.5'
+expect_fail "negative running variance" 1 'tensor "h.1.ln_2.running_var" has a negative variance (-0.5) at index 3' \
+    info -m "$TMP/neg-var.json"
+mutate pre-alpha ln-peri-bias 'd["config"]["placement"] = "pre"; d["config"]["residual_scale"] = 2
+[d["tensors"].pop(k) for k in list(d["tensors"]) if "_post" in k]'
+expect_fail "residual_scale with pre" 1 '"residual_scale" is allowed with placement "post" only' \
+    info -m "$TMP/pre-alpha.json"
+mutate zero-alpha deepnorm 'd["config"]["residual_scale"] = 0'
+expect_fail "residual_scale 0" 1 '"residual_scale" = 0 is outside [0.001, 1000]' info -m "$TMP/zero-alpha.json"
+mutate none-post nonorm 'd["config"]["placement"] = "post"'
+expect_fail "norm none with post" 1 'norm "none" needs placement "pre"' info -m "$TMP/none-post.json"
+mutate none-extra nonorm 'd["tensors"]["h.0.ln_1.weight"] = {"shape": [12], "data": [1.0] * 12}'
+expect_fail "norm none with a norm tensor" 1 'unexpected tensor "h.0.ln_1.weight"' info -m "$TMP/none-extra.json"
+mutate peri-missing ln-peri-bias 'del d["tensors"]["h.1.ln_2_post.bias"]'
+expect_fail "peri without an output norm's bias" 1 'missing tensor "h.1.ln_2_post.bias"' info -m "$TMP/peri-missing.json"
+mutate pre-extra ln-pre-bias 'd["tensors"]["h.0.ln_1_post.weight"] = {"shape": [12], "data": [1.0] * 12}'
+expect_fail "pre with an output norm" 1 'unexpected tensor "h.0.ln_1_post.weight"' info -m "$TMP/pre-extra.json"
+mutate ln-stats ln-pre-bias 'd["tensors"]["h.0.ln_1.running_mean"] = {"shape": [12], "data": [0.0] * 12}'
+expect_fail "layernorm with running statistics" 1 'unexpected tensor "h.0.ln_1.running_mean"' info -m "$TMP/ln-stats.json"
+# a BatchNorm post model run as pre lacks running statistics for ln_f: compare runs that row with batch
+# statistics only (with --bn-stats running it is left out), and never fails on it
+expect_ok "compare --also-swap of a BatchNorm post model" compare $FIX/bn-post-nobias.json --text "$TMP/text.txt" \
+    --repeats 1 --also-swap --bn-stats both --json -o "$TMP/bnpost.json"
+/usr/bin/python3 - "$TMP/bnpost.json" <<'PY' && ok "its pre row runs with batch statistics only" \
+    || bad "bn post swap rows" "$(head -c 400 "$TMP/bnpost.json")"
+import json, sys
+rows = [(r["norm"], r["placement"], r.get("bn_stats")) for r in json.load(open(sys.argv[1]))]
+assert sorted(rows, key=str) == sorted([("batchnorm", "post", "running"), ("layernorm", "post", None),
+                                        ("batchnorm", "pre", "batch"), ("none", "post", None),
+                                        ("batchnorm", "post", "batch")], key=str), rows
+PY
+mutate peri4 ln-peri-bias 'd["config"]["n_layer"] = 4
+d["tensors"].update({k.replace("h.0.", "h.2.").replace("h.1.", "h.3."): v for k, v in list(d["tensors"].items())
+                     if k.startswith("h.")})'
+expect_ok "profile --trace of a 4-layer peri model" profile -m "$TMP/peri4.json" -p ab -n 200 --trace "$TMP/peri.json"
+grep -q '"norm2_post"' "$TMP/peri.json" && ok "the trace holds peri's output norms" || bad "peri trace" "no norm2_post"
+
 # ---- OpenBLAS kernel family (README "Kernels")
 expect_ok "info json" info $M --json
 blas_re='"blas_core":"[A-Za-z0-9_]+","blas_core_source":"(openblas|environment)",'

@@ -50,7 +50,17 @@ static void observe_residual(const double *x, size_t n, size_t D, int layer) {
     }
 }
 
-static void observe_norm(const double *in, const double *out, NlNormWeights w, const NlConfig *c, size_t n, int layer) {
+static void observe_branch(const double *y, size_t n, size_t D, int layer) {
+    for (size_t r = 0; observe && r < n; r++) {
+        double sq = 0.0;
+        for (size_t i = 0; i < D; i++) sq += y[r * D + i] * y[r * D + i];
+        observe->branch_rms[layer] += sqrt(sq / (double)D);
+        observe->branch_positions[layer] += 1;
+    }
+}
+
+static void observe_norm(const double *in, const double *out, NlNormWeights w, const NlConfig *c, size_t n, int layer,
+                         int post) {
     static const double SCALE[REF_INV_CASES] = {0.5, 2.0, 10.0, 1.0, 2.0}, SHIFT[REF_INV_CASES] = {0, 0, 0, 1.0, 0};
     size_t D = (size_t)c->n_embd;
     double xp[1024], a[1024], b[1024];  // D <= 1024 in the fixtures
@@ -59,8 +69,8 @@ static void observe_norm(const double *in, const double *out, NlNormWeights w, c
         double sum = 0.0, sq = 0.0;
         for (size_t i = 0; i < D; i++) sum += y[i];
         for (size_t i = 0; i < D; i++) sq += (y[i] - sum / (double)D) * (y[i] - sum / (double)D);
-        observe->norm_std[layer] += sqrt(sq / (double)D);
-        observe->norm_positions[layer] += 1;
+        *(post ? &observe->norm_post_std[layer] : &observe->norm_std[layer]) += sqrt(sq / (double)D);
+        *(post ? &observe->norm_post_positions[layer] : &observe->norm_positions[layer]) += 1;
         for (int t = 0; t < 2; t++)
             for (int k = 0; k < REF_INV_CASES; k++) {
                 double eps = k == REF_INV_CASES - 1 ? 0.0 : c->norm_eps;
@@ -73,8 +83,9 @@ static void observe_norm(const double *in, const double *out, NlNormWeights w, c
     }
 }
 
-// out = N(x) over n rows; a norm the model lacks (gain NULL) has unit gain; none is a copy.
-static void norm_rows(double *out, const double *x, NlNormWeights w, const NlConfig *c, size_t n, int layer,
+// out = N(x) over n rows; a norm the model lacks (gain NULL) has unit gain; none is a copy. post:
+// peri's output norm, observed apart.
+static void norm_rows(double *out, const double *x, NlNormWeights w, const NlConfig *c, size_t n, int layer, int post,
                       const float *ones) {
     size_t D = (size_t)c->n_embd;
     if (c->norm == NL_NORM_NONE) {
@@ -95,7 +106,7 @@ static void norm_rows(double *out, const double *x, NlNormWeights w, const NlCon
         for (size_t r = 0; r < n; r++) ref_batchnorm(out + r * D, x + r * D, w.gain, w.bias, mean, var, D, c->norm_eps);
     } else
         for (size_t r = 0; r < n; r++) norm_one(out + r * D, x + r * D, w, c->norm, D, c->norm_eps);
-    observe_norm(x, out, w, c, n, layer);
+    observe_norm(x, out, w, c, n, layer, post);
 }
 
 // y (n, n_out) = x (n, n_in) W^T + b
@@ -168,28 +179,32 @@ int ref_forward(double *logits, const NlConfig *c, const NlWeights *w, const int
         observe_residual(x, n, D, l);
         if (c->placement != NL_PLACE_POST) {  // pre; peri also normalises each sublayer's output
             int peri = c->placement == NL_PLACE_PERI;
-            norm_rows(xn, x, lw->ln_1, c, n, l, ones);
+            norm_rows(xn, x, lw->ln_1, c, n, l, 0, ones);
             attn(t, xn, lw, c, n, qkv, y);
-            if (peri) norm_rows(xn, t, lw->ln_1_post, c, n, l, ones);
+            if (peri) norm_rows(xn, t, lw->ln_1_post, c, n, l, 1, ones);
+            observe_branch(peri ? xn : t, n, D, l);
             for (size_t i = 0; i < n * D; i++) x[i] += peri ? xn[i] : t[i];
-            norm_rows(xn, x, lw->ln_2, c, n, l, ones);
+            norm_rows(xn, x, lw->ln_2, c, n, l, 0, ones);
             mlp(t, xn, lw, c, n, hid);
-            if (peri) norm_rows(xn, t, lw->ln_2_post, c, n, l, ones);
+            if (peri) norm_rows(xn, t, lw->ln_2_post, c, n, l, 1, ones);
+            observe_branch(peri ? xn : t, n, D, l);
             for (size_t i = 0; i < n * D; i++) x[i] += peri ? xn[i] : t[i];
         } else {  // x = N(a x + Sublayer(x))
             attn(t, x, lw, c, n, qkv, y);
+            observe_branch(t, n, D, l);
             for (size_t i = 0; i < n * D; i++) t[i] += a * x[i];
-            norm_rows(x, t, lw->ln_1, c, n, l, ones);
+            norm_rows(x, t, lw->ln_1, c, n, l, 0, ones);
             mlp(t, x, lw, c, n, hid);
+            observe_branch(t, n, D, l);
             for (size_t i = 0; i < n * D; i++) t[i] += a * x[i];
-            norm_rows(x, t, lw->ln_2, c, n, l, ones);
+            norm_rows(x, t, lw->ln_2, c, n, l, 0, ones);
         }
     }
     if (rc == 0) observe_residual(x, n, D, c->n_layer);
     if (rc == 0) {
         const double *last = x;
         if (c->placement != NL_PLACE_POST) {
-            norm_rows(xn, x, w->ln_f, c, n, c->n_layer, ones);
+            norm_rows(xn, x, w->ln_f, c, n, c->n_layer, 0, ones);
             last = xn;
         }
         linear(logits, last, w->lm_head, NULL, n, V, D);
@@ -214,6 +229,9 @@ int ref_forward_stats(double *logits, const NlConfig *cfg, const NlWeights *w, c
     for (int l = 0; l <= cfg->n_layer; l++) {
         if (stats->positions[l] > 0) stats->rms[l] /= stats->positions[l], stats->abs_mean[l] /= stats->positions[l];
         if (stats->norm_positions[l] > 0) stats->norm_std[l] /= stats->norm_positions[l];
+        if (l == cfg->n_layer) break;
+        if (stats->norm_post_positions[l] > 0) stats->norm_post_std[l] /= stats->norm_post_positions[l];
+        if (stats->branch_positions[l] > 0) stats->branch_rms[l] /= stats->branch_positions[l];
     }
     return rc;
 }

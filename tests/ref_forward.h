@@ -22,9 +22,13 @@ int ref_forward_bn(double *logits, const NlConfig *cfg, const NlWeights *w, cons
 // |N(x * s + shift) - N(x)| per norm type ([0] LayerNorm, [1] RMSNorm) and case, with the norm's
 // gains and eps (0 for the last case).
 enum { REF_MAX_LAYERS = 16, REF_INV_CASES = 5 };
+// Peri's output norms are kept apart (norm_post_std), and branch_rms is the RMS of each sublayer's
+// output as it joins the stream (after an output norm, before DeepNorm's alpha), both sublayers.
 typedef struct {
     double rms[REF_MAX_LAYERS + 1], abs_mean[REF_MAX_LAYERS + 1], norm_std[REF_MAX_LAYERS + 1];
+    double norm_post_std[REF_MAX_LAYERS], branch_rms[REF_MAX_LAYERS];
     double positions[REF_MAX_LAYERS + 1], norm_positions[REF_MAX_LAYERS + 1];  // divisors of the sums
+    double norm_post_positions[REF_MAX_LAYERS], branch_positions[REF_MAX_LAYERS];
     double invariance[2][REF_INV_CASES];
 } RefStats;
 // As ref_forward, filling *stats (sums divided into means before returning). L <= REF_MAX_LAYERS.

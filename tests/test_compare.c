@@ -156,8 +156,10 @@ static void json_rows_parse_with_stable_fields(void) {
 // norm output std per layer (and the final norm), the invariance figures, and time shares that sum
 // to 1. Tolerance 1e-5 absolute + 1e-4 relative (the engine runs in float).
 static void statistics_match_a_double_recomputation(void) {
-    const char *names[] = {"ln-pre-bias.json", "ln-post-nobias.json", "rms-pre-bias.json", "rms-post-bias.json"};
-    for (int f = 0; f < 4; f++) {
+    const char *names[] = {"ln-pre-bias.json",   "ln-post-nobias.json", "rms-pre-bias.json",
+                           "rms-post-bias.json", "bn-pre-bias.json",    "bn-peri-bias.json",
+                           "ln-peri-bias.json",  "deepnorm.json",       "nonorm.json"};
+    for (size_t f = 0; f < sizeof names / sizeof names[0]; f++) {
         NlModel *m = NULL;
         NlError err;
         if (nl_model_load(&m, fixture(names[f]), &err) != 0) {
@@ -189,7 +191,16 @@ static void statistics_match_a_double_recomputation(void) {
                 CHECK(NEAR(r.norm_std[l], ref.norm_std[l]), "%s layer %d: norm std %.9g, reference %.9g", names[f], l,
                       r.norm_std[l], ref.norm_std[l]);
             worst = fmax(worst, fabs(r.residual_rms[l] - ref.rms[l]));
+            if (l == c->n_layer) break;
+            CHECK(NEAR(r.branch_rms[l], ref.branch_rms[l]) && ref.branch_positions[l] > 0,
+                  "%s layer %d: branch RMS %.9g, reference %.9g", names[f], l, r.branch_rms[l], ref.branch_rms[l]);
+            CHECK(NEAR(r.norm_post_std[l], ref.norm_post_std[l]) &&
+                      (ref.norm_post_positions[l] > 0) == (c->placement == NL_PLACE_PERI),
+                  "%s layer %d: output norm std %.9g, reference %.9g", names[f], l, r.norm_post_std[l],
+                  ref.norm_post_std[l]);
         }
+        CHECK(r.has_final_norm == (ref.norm_positions[c->n_layer] > 0), "%s: has_final_norm %d", names[f],
+              r.has_final_norm);
         for (int t = 0; t < 2; t++)
             for (int k = 0; k < NL_INV_COUNT; k++)
                 CHECK(NEAR(r.invariance[t][k], ref.invariance[t][k]), "%s invariance %s %s: %.9g, reference %.9g",
@@ -199,8 +210,9 @@ static void statistics_match_a_double_recomputation(void) {
         double share = 0.0;
         for (int k = 0; k < NL_COMP_COUNT; k++) share += r.time_share[k];
         CHECK(fabs(share - 1.0) < 1e-9, "%s: time shares sum to %.12g", names[f], share);
-        CHECK(fabs(r.norm_share - (r.time_share[NL_COMP_NORM1] + r.time_share[NL_COMP_NORM2] +
-                                   r.time_share[NL_COMP_FINAL_NORM])) < 1e-12,
+        CHECK(fabs(r.norm_share -
+                   (r.time_share[NL_COMP_NORM1] + r.time_share[NL_COMP_NORM2] + r.time_share[NL_COMP_NORM1_POST] +
+                    r.time_share[NL_COMP_NORM2_POST] + r.time_share[NL_COMP_FINAL_NORM])) < 1e-12,
               "%s: norm share is the norms' shares", names[f]);
         nl_model_free(m);
     }

@@ -42,22 +42,27 @@ const char *const HELP_COMPARE =
 // The runs of one model (returns their count): as trained; with also_swap, the other norm type
 // (LayerNorm and RMSNorm each other's, BatchNorm's LayerNorm), the other placement (pre and post each
 // other's, peri's pre) and no norm at all; a norm-free model has no swaps. BatchNorm runs with
-// bn_stats, or each twice (running, then batch) with BN_STATS_BOTH.
+// bn_stats, or each twice (running, then batch) with BN_STATS_BOTH; a BatchNorm post model run as
+// pre has no running statistics for its ln_f, so that row runs with batch statistics only.
 static int compare_runs(const NlConfig *c, int also_swap, int bn_stats, NlRunOptions *runs) {
     NlBnStats first = bn_stats == BN_STATS_BOTH ? NL_BN_RUNNING : (NlBnStats)bn_stats;
     NlRunOptions as = {c->norm, c->placement, 1, 1, first};
-    int n = 0;
+    int n = 0, lacks_ln_f = c->norm == NL_NORM_BATCHNORM && c->placement == NL_PLACE_POST;
     runs[n++] = as;
     if (also_swap && c->norm != NL_NORM_NONE) {
         runs[n] = as;
         runs[n++].norm = c->norm == NL_NORM_LAYERNORM ? NL_NORM_RMSNORM : NL_NORM_LAYERNORM;
-        runs[n] = as;
-        runs[n++].placement = c->placement == NL_PLACE_PRE ? NL_PLACE_POST : NL_PLACE_PRE;
+        if (!lacks_ln_f || bn_stats != NL_BN_RUNNING) {
+            runs[n] = as;
+            runs[n].placement = c->placement == NL_PLACE_PRE ? NL_PLACE_POST : NL_PLACE_PRE;
+            if (lacks_ln_f) runs[n].bn_stats = NL_BN_BATCH;
+            n++;
+        }
         runs[n] = as;
         runs[n++].norm = NL_NORM_NONE;
     }
     for (int i = 0, m = n; bn_stats == BN_STATS_BOTH && i < m; i++)
-        if (runs[i].norm == NL_NORM_BATCHNORM) {
+        if (runs[i].norm == NL_NORM_BATCHNORM && runs[i].bn_stats == NL_BN_RUNNING) {
             runs[n] = runs[i];
             runs[n++].bn_stats = NL_BN_BATCH;
         }

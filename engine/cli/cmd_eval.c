@@ -32,11 +32,13 @@ const char *const HELP_EVAL =
     "                         its share of the windows; the result is the same at any N\n"
     "      --batch N          windows per forward call (default: 1024 / block_size, at least 1);\n"
     "                         changes the order of float sums, so the last digits may differ\n"
-    "      --norm, --placement, --no-mmap   as for generate\n"
+    "      --norm, --placement, --bn-stats, --no-mmap   as for generate (with --bn-stats batch the\n"
+    "                         statistics are those of --batch windows, so the result depends on it)\n"
     "      --profile          print the per-layer profile to stderr (--counters: with IPC)\n";
 
 const char *const HELP_LOGITS =
     "usage: normlab logits [-m MODEL] (-p TEXT | -f FILE) [-o FILE] [--norm NAME] [--placement NAME]\n"
+    "                      [--bn-stats S]\n"
     "\n"
     "Prints the logits of every position of the text (at most block_size characters) as one JSON\n"
     "array of V numbers per line, from one batched prefill. For checking the engine against other\n"
@@ -46,7 +48,7 @@ const char *const HELP_LOGITS =
     "  -f, --file FILE        read the text from FILE ('-': standard input)\n"
     "  -o, --output FILE      write to FILE instead of stdout\n"
     "      --json             accepted: the output is JSON lines already\n"
-    "      --norm, --placement, --skip-unknown, --threads, --no-mmap   as for generate\n";
+    "      --norm, --placement, --bn-stats, --skip-unknown, --threads, --no-mmap   as for generate\n";
 
 static double now(void) {
     struct timespec ts;

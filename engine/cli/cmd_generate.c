@@ -43,8 +43,11 @@ const char *const HELP_GENERATE =
     "  -t, --threads N        engine threads (default: every CPU this process may use): sample groups\n"
     "                         run side by side; OpenBLAS may use N threads for matrix-vector products\n"
     "                         of 1M weights or more. The text is the same at any N\n"
-    "      --norm NAME        run the norms as layernorm or rmsnorm (any case; overrides the config)\n"
-    "      --placement NAME   run the blocks pre or post (overrides the config)\n"
+    "      --norm NAME        run the norms as layernorm, rmsnorm, batchnorm or none (any case;\n"
+    "                         overrides the config; none removes them)\n"
+    "      --placement NAME   run the blocks pre, post or peri (overrides the config)\n"
+    "      --bn-stats S       BatchNorm with its running statistics (running, the default) or those\n"
+    "                         of the rows of each forward call (batch)\n"
     "      --exact-window     recompute the last block_size positions for every token (nanoGPT)\n"
     "                         instead of shifting the context by half a window when it is full\n"
     "      --skip-unknown     drop prompt characters outside the vocabulary (with a warning)\n"
@@ -71,7 +74,7 @@ const char *const HELP_PROFILE =
     "      --trace FILE       write a Chrome trace (Perfetto, chrome://tracing) to FILE\n"
     "      --counters         add instructions per cycle from Linux perf counters, when available\n"
     "  -t, --threads N        as for generate; with several threads the times are summed over them\n"
-    "  -s, --seed, --temperature, --top-k, --top-p, --norm, --placement, --exact-window,\n"
+    "  -s, --seed, --temperature, --top-k, --top-p, --norm, --placement, --bn-stats, --exact-window,\n"
     "      --samples, --batch, --skip-unknown, --no-mmap   as for generate (the seed defaults to 0)\n";
 
 typedef struct {

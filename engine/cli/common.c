@@ -234,7 +234,8 @@ int read_text(const char *path, char **buf, size_t *len) {
 static int attach_profiler(const Options *o, const NlModel *model, NlState *state, size_t n_forward,
                            NlProfiler **prof) {
     const NlConfig *c = nl_model_config(model);
-    size_t per_forward = o->trace_out ? (size_t)c->n_layer * 12 + 6 : 0;
+    // a peri layer records 11 components and the layer itself; 4 model-level ones (14 and 6: slack)
+    size_t per_forward = o->trace_out ? (size_t)c->n_layer * 14 + 6 : 0;
     NlError err;
     if (nl_profiler_create(prof, nl_state_config(state), n_forward * per_forward, o->counters, &err) != 0) {
         return fail(&err);
