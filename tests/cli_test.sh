@@ -496,11 +496,13 @@ expect_fail "norm none with post" 1 'norm "none" needs placement "pre"' info -m 
 mutate none-extra nonorm 'd["tensors"]["h.0.ln_1.weight"] = {"shape": [12], "data": [1.0] * 12}'
 expect_fail "norm none with a norm tensor" 1 'unexpected tensor "h.0.ln_1.weight"' info -m "$TMP/none-extra.json"
 mutate peri-missing ln-peri-bias 'del d["tensors"]["h.1.ln_2_post.bias"]'
-expect_fail "peri without an output norm's bias" 1 'missing tensor "h.1.ln_2_post.bias"' info -m "$TMP/peri-missing.json"
+expect_fail "peri without an output norm's bias" 1 'missing tensor "h.1.ln_2_post.bias"' \
+    info -m "$TMP/peri-missing.json"
 mutate pre-extra ln-pre-bias 'd["tensors"]["h.0.ln_1_post.weight"] = {"shape": [12], "data": [1.0] * 12}'
 expect_fail "pre with an output norm" 1 'unexpected tensor "h.0.ln_1_post.weight"' info -m "$TMP/pre-extra.json"
 mutate ln-stats ln-pre-bias 'd["tensors"]["h.0.ln_1.running_mean"] = {"shape": [12], "data": [0.0] * 12}'
-expect_fail "layernorm with running statistics" 1 'unexpected tensor "h.0.ln_1.running_mean"' info -m "$TMP/ln-stats.json"
+expect_fail "layernorm with running statistics" 1 'unexpected tensor "h.0.ln_1.running_mean"' \
+    info -m "$TMP/ln-stats.json"
 # a BatchNorm post model run as pre lacks running statistics for ln_f: compare runs that row with batch
 # statistics only (with --bn-stats running it is left out), and never fails on it
 expect_ok "compare --also-swap of a BatchNorm post model" compare $FIX/bn-post-nobias.json --text "$TMP/text.txt" \
