@@ -46,6 +46,8 @@ class Reference:
         self.placement = placement or self.config.get("placement", "pre")
         self.alpha = self.config.get("residual_scale", 1.0) if self.placement == "post" else 1.0
         self.bn_stats = bn_stats
+        self.record = None  # a dict: batch statistics of every BatchNorm run go in it, by norm name
+        self.max_rms = 0.0  # the largest RMS of one position of the residual stream seen, after any block
         self.F = nlformat.mlp_width(self.config)
         self.stoi = {ch: i for i, ch in enumerate(self.vocab)}
 
@@ -71,6 +73,8 @@ class Reference:
                 rows = x.reshape(-1, D)
                 mu = rows.mean(0)
                 var = ((rows - mu) ** 2).mean(0)  # biased, as PyTorch normalises in training
+                if self.record is not None:
+                    self.record[prefix] = (mu, var)
             else:
                 if prefix + ".running_mean" not in self.t:
                     raise ValueError(f"batchnorm with running statistics needs {prefix}.running_mean")
@@ -124,6 +128,7 @@ class Reference:
             else:
                 x = self._norm(a * x + self._attn(x, i), n1)
                 x = self._norm(a * x + self._mlp(x, i), n2)
+            self.max_rms = max(self.max_rms, float(x.pow(2).mean(-1).sqrt().max()))
         if self.placement != "post":
             x = self._norm(x, "ln_f")  # unit gain when the model has no ln_f
         head = self.t.get("lm_head.weight", self.t["wte.weight"])
@@ -133,10 +138,12 @@ class Reference:
         """(n, V) float64 logits for ids at positions 0..n-1."""
         return self.logits_batch([ids])[0]
 
-    def eval_nll(self, ids, stride=None, batch=8):
+    def eval_nll(self, ids, stride=None, batch=None):
         """(sum of -ln p, count) over ids[1:], with the engine's documented sliding windows, `batch`
-        windows per call (which matters only to BatchNorm's batch statistics)."""
+        windows per call (default the engine's, 1024 / block_size; it matters only to BatchNorm's
+        batch statistics)."""
         T = self.config["block_size"]
+        batch = batch or max(1, 1024 // T)
         stride = stride or max(1, T // 2)
         n_inputs, scored, windows = len(ids) - 1, 0, []
         while scored < n_inputs:

@@ -136,12 +136,15 @@ int cmd_eval(Options *o) {
     fprintf(stderr, "normlab: scored %zu characters in %.2f s (%.0f chars/s) on %d thread%s\n", r.count, seconds,
             (double)r.count / (seconds > 0 ? seconds : 1e-9), workers, plural((size_t)workers));
     int ok;
+    char ppl_s[32] = "null", ppl_se[32] = "null";  // JSON has no infinity: e^nats overflows past 709 nats/char
+    if (isfinite(ppl)) snprintf(ppl_s, sizeof ppl_s, "%.9g", ppl);
+    if (isfinite(ppl * se)) snprintf(ppl_se, sizeof ppl_se, "%.9g", ppl * se);
     if (o->json)
         ok = fprintf(out.f,
                      "{\"chars\": %zu, \"nats_per_char\": %.9g, \"nats_per_char_stderr\": %.9g, \"bits_per_char\": "
-                     "%.9g, \"bits_per_char_stderr\": %.9g, \"perplexity\": %.9g, \"perplexity_stderr\": %.9g, "
+                     "%.9g, \"bits_per_char_stderr\": %.9g, \"perplexity\": %s, \"perplexity_stderr\": %s, "
                      "\"skipped\": %zu, \"stride\": %zu}\n",
-                     r.count, nats, se, bits, se / log(2.0), ppl, ppl * se, skipped, stride) > 0;
+                     r.count, nats, se, bits, se / log(2.0), ppl_s, ppl_se, skipped, stride) > 0;
     else
         ok = fprintf(out.f, "chars %zu\nnats/char %.6f +/- %.6f\nbits/char %.6f +/- %.6f\nperplexity %.6f +/- %.6f\n",
                      r.count, nats, se, bits, se / log(2.0), ppl, ppl * se) > 0;
