@@ -507,7 +507,8 @@ mutate big-loss ln-pre-untied 'w = d["tensors"]["lm_head.weight"]; w["data"] = [
 run eval -m "$TMP/big-loss.json" --text "$TMP/text.txt" --json
 /usr/bin/python3 -c 'import json,sys; d = json.load(open(sys.argv[1])); assert d["nats_per_char"] > 709, d
 assert d["perplexity"] is None and d["perplexity_stderr"] is None, d' "$TMP/out" \
-    && ok "eval --json stays JSON when perplexity overflows (null)" || bad "eval json inf" "$(cat "$TMP/out" "$TMP/err")"
+    && ok "eval --json stays JSON when perplexity overflows (null)" \
+    || bad "eval json inf" "$(cat "$TMP/out" "$TMP/err")"
 # a BatchNorm post model run as pre lacks running statistics for ln_f: compare runs that row with batch
 # statistics only (with --bn-stats running it is left out), and never fails on it
 expect_ok "compare --also-swap of a BatchNorm post model" compare $FIX/bn-post-nobias.json --text "$TMP/text.txt" \
