@@ -21,7 +21,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import nlformat  # noqa: E402
 from reference import ROOT, SHIPPED, Reference  # noqa: E402
 
-LOGIT_ATOL = 1e-4   # max |engine - reference| per logit (float32 engine vs float64 reference)
+LOGIT_ATOL = 1e-4   # max |engine - reference| per logit (float32 engine vs float64 reference) where the logits
+                    # stay within 10 in magnitude; beyond, 1e-5 of the largest |logit| (the norm-free model's
+                    # reach 30: float32 keeps ~7 digits of them)
 UNBOUNDED = 20      # a run whose residual stream reaches an RMS above this is an untrained combination blowing
                     # up (DeepNorm without its norms: x grows by alpha^2L = 63x; pre-BN weights run post on
                     # their running statistics: logits of 3,000). Trained models run as trained stay below 3.
@@ -101,7 +103,7 @@ def check_model(label, path, prompts, overrides, report):
     """The largest |delta logit| as configured and over every override, within LOGIT_ATOL; runs
     whose residual stream exceeds UNBOUNDED, or with batch statistics of a few rows, are reported
     apart, by their largest difference relative to their largest logit."""
-    worst = every = wild = 0.0
+    worst = every = wild = 0.0  # every: in units of the tolerance, |delta| / max(1, max |logit| / 10)
     n_wild = 0
     for norm, placement, bn_stats in overrides:
         ref = Reference(path, norm, placement, bn_stats)
@@ -114,13 +116,14 @@ def check_model(label, path, prompts, overrides, report):
                 n_wild += 1
                 wild = max(wild, d / m)
                 continue
-            every = max(every, d)
+            every = max(every, d / max(1.0, m / 10))
             if norm is None and placement is None and bn_stats == "running":
                 worst = max(worst, d)
     report.append((label, every))
     apart = (f"; {n_wild} run(s) with the stream's RMS past {UNBOUNDED} or batch statistics of < {FEW_ROWS} rows: "
              f"relative {wild:.2g}") if n_wild else ""
-    print(f"{label:<48} worst |delta logit| = {worst:.3g} as configured, {every:.3g} with every override{apart}  "
+    print(f"{label:<48} worst |delta logit| = {worst:.3g} as configured, {every:.3g} with every override "
+          f"(scaled){apart}  "
           f"({'ok' if every <= LOGIT_ATOL else 'FAIL'})")
     return every <= LOGIT_ATOL
 
