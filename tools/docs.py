@@ -30,8 +30,9 @@ def compare_table():
         name = os.path.basename(os.path.normpath(r["model"])).replace("shakespeare-", "")
         norm = r["norm"] + ("*" if r["override"] == "norm" else "") + (f":{r['bn_stats']}" if "bn_stats" in r else "")
         place = r["placement"] + ("*" if r["override"] == "placement" else "")
+        ppl = "overflow" if r["perplexity"] is None else f"{r['perplexity']:.3f}"  # JSON has no infinity
         out.append(f"| {name} | {norm}/{place} | {r['bits_per_char']:.4f} | "
-                   f"{r['perplexity']:.3f} | {r['prefill_tok_s']:,.0f} | {r['decode_tok_s']:,.0f} | "
+                   f"{ppl} | {r['prefill_tok_s']:,.0f} | {r['decode_tok_s']:,.0f} | "
                    f"{100 * r['norm_time_share']:.1f}% | {r['batch16_max_logit_diff']:.2g} | "
                    f"{r['cache_max_logit_diff']:.2g} |")
     return "\n".join(out)
