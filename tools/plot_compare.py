@@ -40,8 +40,8 @@ def bits_per_char(rows, path):
     a log axis: the differences among the others (thousandths of a bit) stay visible."""
     near = [r for r in rows if not ablation(r)]
     far = [r for r in rows if ablation(r)]
-    panels = [(near, "as trained, and the runs within 3 bits/char")] + \
-        ([(far, "the runs past 3 bits/char (log axis)")] if far else [])
+    panels = [(g, t) for g, t in ((near, "as trained, and the runs within 3 bits/char"),
+                                  (far, "the runs past 3 bits/char (log axis)")) if g]
     height = 0.45 * max(len(near), len(far)) + 1.6
     fig, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), height), squeeze=False)
     for ax, (group, title) in zip(axes[0], panels):
