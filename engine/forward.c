@@ -108,14 +108,18 @@ static int arena_create(NlState *s, const BufferSpec *bufs, size_t n) {
 
 // *out = the model's norm `w` as the run uses it: unit gain and no bias where the model has none;
 // BatchNorm with running statistics needs the model's.
-static int resolve_norm(const NlState *s, NlNormWeights w, const char *name, NlNormWeights *out, NlError *err) {
+// (`norm` names it in an error: "ln_1" of layer l, or "ln_f" with layer -1.)
+static int resolve_norm(const NlState *s, NlNormWeights w, int layer, const char *norm, NlNormWeights *out,
+                        NlError *err) {
     *out = w;
     if (!out->gain) *out = (NlNormWeights){s->ones, NULL, NULL, NULL};
     if (s->cfg.norm != NL_NORM_BATCHNORM || s->bn_stats != NL_BN_RUNNING || out->mean) return 0;
+    char name[64] = "";
+    if (layer >= 0) snprintf(name, sizeof name, "h.%d.", layer);
     nl_error(err, NL_ERR_ARG,
-             "batchnorm with running statistics needs tensor \"%s.running_mean\", which this %s model lacks; "
+             "batchnorm with running statistics needs tensor \"%s%s.running_mean\", which this %s model lacks; "
              "use batch statistics",
-             name, nl_config_norm_name(nl_model_config(s->model)->norm));
+             name, norm, nl_config_norm_name(nl_model_config(s->model)->norm));
     return -1;
 }
 
@@ -129,22 +133,17 @@ static int resolve_norms(NlState *s, NlError *err) {
         return -1;
     }
     int peri = s->cfg.placement == NL_PLACE_PERI;
-    for (size_t l = 0; l < L; l++) {
+    for (int l = 0; l < (int)L; l++) {
         const NlLayerWeights *lw = &w->layers[l];
         LayerNorms *n = &s->norms[l];
-        char name[4][48];
-        snprintf(name[0], sizeof name[0], "h.%zu.ln_1", l);
-        snprintf(name[1], sizeof name[1], "h.%zu.ln_2", l);
-        snprintf(name[2], sizeof name[2], "h.%zu.ln_1_post", l);
-        snprintf(name[3], sizeof name[3], "h.%zu.ln_2_post", l);
-        if (resolve_norm(s, lw->ln_1, name[0], &n->ln_1, err) != 0 ||
-            resolve_norm(s, lw->ln_2, name[1], &n->ln_2, err) != 0 ||
-            (peri && (resolve_norm(s, lw->ln_1_post, name[2], &n->ln_1_post, err) != 0 ||
-                      resolve_norm(s, lw->ln_2_post, name[3], &n->ln_2_post, err) != 0)))
+        if (resolve_norm(s, lw->ln_1, l, "ln_1", &n->ln_1, err) != 0 ||
+            resolve_norm(s, lw->ln_2, l, "ln_2", &n->ln_2, err) != 0 ||
+            (peri && (resolve_norm(s, lw->ln_1_post, l, "ln_1_post", &n->ln_1_post, err) != 0 ||
+                      resolve_norm(s, lw->ln_2_post, l, "ln_2_post", &n->ln_2_post, err) != 0)))
             return -1;
     }
     if (s->cfg.placement == NL_PLACE_POST) return 0;
-    return resolve_norm(s, w->ln_f, "ln_f", &s->ln_f, err);
+    return resolve_norm(s, w->ln_f, -1, "ln_f", &s->ln_f, err);
 }
 
 int nl_state_create(NlState **out, const NlModel *model, const NlRunOptions *opts, NlError *err) {

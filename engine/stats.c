@@ -57,37 +57,28 @@ void nl_stats_free(NlStats *s) {
     free(s);
 }
 
-// Per row of x (D): the RMS and the mean.
-static void row_moments(const float *x, size_t D, double *rms, double *mean) {
-    double sum = 0.0, sq = 0.0;
-    for (size_t i = 0; i < D; i++) {
-        sum += x[i];
-        sq += (double)x[i] * x[i];
+// Adds each row's RMS to *rms_sum and, when abs_mean_sum is not NULL, its |mean| to *abs_mean_sum.
+static void add_rows(const float *x, size_t rows, size_t D, double *rms_sum, double *abs_mean_sum) {
+    for (size_t r = 0; r < rows; r++, x += D) {
+        double sum = 0.0, sq = 0.0;
+        for (size_t i = 0; i < D; i++) {
+            sum += x[i];
+            sq += (double)x[i] * x[i];
+        }
+        *rms_sum += sqrt(sq / (double)D);
+        if (abs_mean_sum) *abs_mean_sum += fabs(sum / (double)D);
     }
-    *rms = sqrt(sq / (double)D);
-    *mean = sum / (double)D;
 }
 
 void nl_stats_residual(NlStats *s, int layer, const float *x, size_t rows) {
-    size_t D = (size_t)s->cfg.n_embd;
     LayerStats *ls = &s->layers[layer];
-    for (size_t r = 0; r < rows; r++, x += D) {
-        double rms, mean;
-        row_moments(x, D, &rms, &mean);
-        ls->rms += rms;
-        ls->abs_mean += fabs(mean);
-    }
+    add_rows(x, rows, (size_t)s->cfg.n_embd, &ls->rms, &ls->abs_mean);
     ls->positions += rows;
 }
 
 void nl_stats_branch(NlStats *s, int layer, const float *x, size_t rows) {
-    size_t D = (size_t)s->cfg.n_embd;
     LayerStats *ls = &s->layers[layer];
-    for (size_t r = 0; r < rows; r++, x += D) {
-        double rms, mean;
-        row_moments(x, D, &rms, &mean);
-        ls->branch_rms += rms;
-    }
+    add_rows(x, rows, (size_t)s->cfg.n_embd, &ls->branch_rms, NULL);
     ls->branch_positions += rows;
 }
 

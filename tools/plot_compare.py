@@ -65,34 +65,30 @@ def bits_per_char(rows, path):
     fig.savefig(path, dpi=110)
 
 
-def residual_rms(rows, path):
+def per_layer(rows, path, key, ticks, ylabel, title):
+    """One line per model as trained: rows[...][key] against depth, on a log axis."""
     fig, ax = plt.subplots(figsize=(8, 4.5))
     for r in as_trained(rows):
-        rms = r["residual_rms"]
-        ax.plot(range(len(rms)), rms, marker="o", label=label(r))
-    n = max(len(r["residual_rms"]) for r in rows)
-    ax.set_xticks(range(n), [f"block {i} in" for i in range(n - 1)] + ["last out"], fontsize=8)
+        ax.plot(range(len(r[key])), r[key], marker="o", label=label(r))
+    n = max(len(r[key]) for r in rows)
+    ax.set_xticks(range(n), ticks(n), fontsize=8)
     ax.set_yscale("log")
-    ax.set_ylabel("RMS of the residual stream (log scale)")
-    ax.set_title("Residual stream RMS by depth (mean over positions), models as trained")
+    ax.set_ylabel(ylabel + " (log scale)")
+    ax.set_title(title + ", models as trained")
     ax.legend(fontsize=7, bbox_to_anchor=(1.01, 1), loc="upper left")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+
+
+def residual_rms(rows, path):
+    per_layer(rows, path, "residual_rms", lambda n: [f"block {i} in" for i in range(n - 1)] + ["last out"],
+              "RMS of the residual stream", "Residual stream RMS by depth (mean over positions)")
 
 
 def branch_rms(rows, path):
     """What each block adds: the RMS of the sublayer outputs (after peri's output norms), per layer."""
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-    for r in as_trained(rows):
-        ax.plot(range(len(r["branch_rms"])), r["branch_rms"], marker="o", label=label(r))
-    n = max(len(r["branch_rms"]) for r in rows)
-    ax.set_xticks(range(n), [f"block {i}" for i in range(n)], fontsize=8)
-    ax.set_yscale("log")
-    ax.set_ylabel("RMS of a sublayer's output (log scale)")
-    ax.set_title("What the attention and MLP add to the stream (mean of both), models as trained")
-    ax.legend(fontsize=7, bbox_to_anchor=(1.01, 1), loc="upper left")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    per_layer(rows, path, "branch_rms", lambda n: [f"block {i}" for i in range(n)],
+              "RMS of a sublayer's output", "What the attention and MLP add to the stream (mean of both)")
 
 
 def time_share(rows, path):
