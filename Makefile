@@ -15,7 +15,7 @@ PKG_LIBS = $(shell pkg-config --libs openblas libcjson) -lm -pthread
 
 LIB_SRC = engine/nl_error.c engine/model.c engine/safetensors.c engine/jsonx.c engine/fileio.c engine/kernels.c \
           engine/forward.c engine/sampler.c engine/generate.c engine/eval.c engine/parallel.c engine/blascore.c \
-          engine/profile.c engine/report.c engine/stats.c engine/compare.c tokenizer/tokenizer.c
+          engine/profile.c engine/report.c engine/stats.c engine/compare.c engine/rnn.c tokenizer/tokenizer.c
 HEADERS = $(wildcard engine/*.h engine/cli/*.h tokenizer/*.h tests/*.h)
 CLI_SRC = engine/cli/main.c engine/cli/options.c engine/cli/common.c engine/cli/cmd_generate.c engine/cli/cmd_eval.c \
           engine/cli/cmd_compare.c engine/cli/cmd_info.c engine/cli/output.c engine/cli/msg.c

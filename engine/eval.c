@@ -93,6 +93,80 @@ static void eval_worker(void *arg, int worker) {
     }
 }
 
+// Segment k of K over N inputs: [k N / K, (k + 1) N / K). Slots (sequences of the state) take the
+// longer segments (q + 1 inputs, the first N - K q of them) first, so the sequences still running
+// after q positions are always a prefix of the batch.
+static size_t segment_start(size_t k, size_t K, size_t N) { return k * N / K; }
+
+static void order_segments(size_t *start, size_t K, size_t N) {
+    size_t q = N / K, at = 0;
+    for (int longer = 1; longer >= 0; longer--)
+        for (size_t k = 0; k < K; k++) {
+            size_t len = segment_start(k + 1, K, N) - segment_start(k, K, N);
+            if ((len == q + 1) == longer) start[at++] = segment_start(k, K, N);
+        }
+}
+
+// Positions p..p+nc-1 of the first B slots in one call; their losses added to *out.
+static size_t recurrent_chunk(NlState *s, const int *ids, const size_t *start, int *tokens, size_t B, size_t p,
+                              size_t nc, NlEvalResult *out) {
+    size_t V = (size_t)nl_state_config(s)->vocab_size, bad = SIZE_MAX;
+    for (size_t b = 0; b < B; b++) memcpy(tokens + b * nc, ids + start[b] + p, nc * sizeof *tokens);
+    NlProfiler *prof = nl_state_profiler(s);
+    double wall = nl_profiler_begin(prof);
+    const float *logits = nl_forward_batch(s, tokens, B, nc, p, nc);  // (B, nc, V)
+    nl_profiler_add_wall(prof, wall);
+    for (size_t b = 0; b < B; b++)
+        for (size_t t = 0; t < nc; t++) {
+            size_t at = start[b] + p + t;  // the input; it predicts ids[at + 1]
+            double v = nll(logits + (b * nc + t) * V, V, ids[at + 1]);
+            if (!isfinite(v) && at + 2 < bad) bad = at + 2;  // 1-based character
+            out->nll_sum += v;
+            out->nll_sq_sum += v * v;
+        }
+    return bad;
+}
+
+int nl_eval_recurrent(NlState *s, const int *ids, size_t n, size_t segments, NlEvalResult *out, NlProgressFn progress,
+                      void *ctx, NlError *err) {
+    *out = (NlEvalResult){0};
+    nl_profiler_set_phase(nl_state_profiler(s), NL_PHASE_PREFILL);
+    if (n < 2) {
+        nl_error(err, NL_ERR_FORMAT, "the text needs at least 2 characters to score one");
+        return -1;
+    }
+    size_t N = n - 1, K = segments;
+    if (K < 1 || K > nl_state_batch(s) || K > N) {
+        nl_error(err, NL_ERR_ARG, "%zu segments: give 1 to %zu (the state's batch) and at most %zu (the inputs)", K,
+                 nl_state_batch(s), N);
+        return -1;
+    }
+    size_t *start = malloc(K * sizeof *start), q = N / K, longer = N - K * q, bad = SIZE_MAX;
+    int *tokens = malloc(K * NL_RNN_LOGITS * sizeof *tokens);
+    if (!start || !tokens) {
+        free(start);
+        free(tokens);
+        nl_error(err, NL_ERR_NOMEM, "out of memory for %zu segments", K);
+        return -1;
+    }
+    order_segments(start, K, N);
+    for (size_t p = 0; p < q && bad == SIZE_MAX; p += NL_RNN_LOGITS) {
+        size_t nc = q - p < NL_RNN_LOGITS ? q - p : NL_RNN_LOGITS;
+        bad = recurrent_chunk(s, ids, start, tokens, K, p, nc, out);
+        if (progress) progress(K * (p + nc), N, ctx);
+    }
+    if (longer && bad == SIZE_MAX) bad = recurrent_chunk(s, ids, start, tokens, longer, q, 1, out);
+    free(start);
+    free(tokens);
+    if (bad != SIZE_MAX) {
+        nl_error(err, NL_ERR_NUMERIC, "non-finite loss at character %zu", bad);
+        return -1;
+    }
+    out->count = N;
+    if (progress) progress(N, N, ctx);
+    return 0;
+}
+
 size_t nl_eval_windows(size_t n, size_t block_size, size_t stride) {
     if (n < 2 || block_size < 1 || stride < 1) return 0;
     size_t n_inputs = n - 1, first = n_inputs < block_size ? n_inputs : block_size;
@@ -102,6 +176,7 @@ size_t nl_eval_windows(size_t n, size_t block_size, size_t stride) {
 int nl_eval_parallel(NlState *const *states, size_t n_states, const int *ids, size_t n, size_t stride,
                      NlEvalResult *out, NlProgressFn progress, void *ctx, NlError *err) {
     const NlConfig *c = nl_state_config(states[0]);
+    if (c->arch != NL_ARCH_TRANSFORMER) return nl_eval_recurrent(states[0], ids, n, 1, out, progress, ctx, err);
     out->nll_sum = 0.0;
     out->nll_sq_sum = 0.0;
     out->count = 0;

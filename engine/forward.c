@@ -16,6 +16,7 @@
 #include "kernels.h"
 #include "model.h"
 #include "normlab.h"
+#include "rnn.h"
 
 #ifdef __SANITIZE_ADDRESS__
 #include <sanitizer/asan_interface.h>
@@ -32,6 +33,7 @@ struct NlState {
     const NlModel *model;
     NlConfig cfg;  // the model's config with the run options applied
     NlBnStats bn_stats;
+    NlRunOptions opts_in;  // as given (zero: all defaults)
     LayerNorms *norms;  // (L) the norms as run: the model's, or unit gain where it has none
     NlNormWeights ln_f;  // final norm (unit gain when forced onto a model without one)
     size_t batch;  // B: sequences per call, at most
@@ -52,6 +54,7 @@ struct NlState {
     size_t arena_bytes;
     NlProfiler *prof;  // borrowed; NULL = profiling off (no clock reads)
     NlStats *stats;  // borrowed; NULL = no statistics
+    NlRnn *rnn;  // a recurrent model's state (rnn.c), which then does all the work; else NULL
 };
 
 // Runs stmt as one call of component comp (layer l, B sequences of n positions, ctx keys), timed
@@ -146,6 +149,23 @@ static int resolve_norms(NlState *s, NlError *err) {
     return resolve_norm(s, w->ln_f, -1, "ln_f", &s->ln_f, err);
 }
 
+// A recurrent model's state: its norm may be run as layernorm or none; the transformer's other
+// options (placement, other norms, BatchNorm statistics) are refused.
+static int rnn_state_create(NlState *s, NlError *err) {
+    const NlRunOptions *o = &s->opts_in;
+    const char *arch = nl_config_arch_name(s->cfg.arch);
+    if (o->placement != NL_PLACE_AS_CONFIGURED) {
+        nl_error(err, NL_ERR_ARG, "a placement applies to transformers, not to this recurrent (%s) model", arch);
+        return -1;
+    }
+    if (o->norm != NL_NORM_AS_CONFIGURED && o->norm != NL_NORM_LAYERNORM && o->norm != NL_NORM_NONE) {
+        nl_error(err, NL_ERR_ARG, "a recurrent (%s) model runs with norm layernorm or none, not %s", arch,
+                 nl_config_norm_name(o->norm));
+        return -1;
+    }
+    return nl_rnn_create(&s->rnn, s->model, s->cfg.norm, s->batch, s->threads, err);
+}
+
 int nl_state_create(NlState **out, const NlModel *model, const NlRunOptions *opts, NlError *err) {
     *out = NULL;
     NlState *s = calloc(1, sizeof *s);
@@ -163,6 +183,15 @@ int nl_state_create(NlState **out, const NlModel *model, const NlRunOptions *opt
         s->batch = opts->batch > 0 ? (size_t)opts->batch : 1;
         s->threads = opts->threads > 0 ? opts->threads : 1;
         s->bn_stats = opts->bn_stats;
+        s->opts_in = *opts;
+    }
+    if (s->cfg.arch != NL_ARCH_TRANSFORMER) {
+        if (rnn_state_create(s, err) != 0) {
+            nl_state_free(s);
+            return -1;
+        }
+        *out = s;
+        return 0;
     }
     size_t T = (size_t)s->cfg.block_size, D = (size_t)s->cfg.n_embd, F = (size_t)s->cfg.n_inner;
     size_t V = (size_t)s->cfg.vocab_size, BT = s->batch * T;
@@ -210,6 +239,10 @@ static size_t tile_floats(const NlState *s) { return (size_t)s->cfg.n_layer * (s
 static size_t seq_floats(const NlState *s) { return nl_state_kv_bytes(s->model) / (2 * sizeof(float)); }
 
 void nl_state_copy_cache(NlState *s, size_t from, size_t to, size_t n) {
+    if (s->rnn) {
+        nl_rnn_copy_state(s->rnn, from, to);
+        return;
+    }
     size_t per_seq = seq_floats(s);
     assert(from < s->batch && to < s->batch && n <= (size_t)s->cfg.block_size);
     if (from == to) return;
@@ -225,6 +258,7 @@ void nl_state_free(NlState *s) {
         munmap(s->arena, s->arena_bytes);
     }
     free(s->norms);
+    nl_rnn_free(s->rnn);
     free(s);
 }
 
@@ -378,6 +412,7 @@ static void head_input(NlState *s, size_t B, size_t n, size_t k, size_t len) {
 }
 
 const float *nl_forward_batch(NlState *s, const int *tokens, size_t B, size_t n, size_t pos, size_t n_logits) {
+    if (s->rnn) return nl_rnn_forward(s->rnn, tokens, B, n, pos, n_logits, s->prof, s->stats);
     const NlWeights *w = nl_model_weights(s->model);
     size_t D = (size_t)s->cfg.n_embd, V = (size_t)s->cfg.vocab_size, L = (size_t)s->cfg.n_layer, len = pos + n;
     assert(B >= 1 && B <= s->batch && n >= 1 && len <= (size_t)s->cfg.block_size && n_logits >= 1 && n_logits <= n);

@@ -19,10 +19,12 @@ static double now(void) {
 }
 
 // The B windows of cached tokens, all of the same length: window b is rows[b * T .. b * T + len).
+// A recurrent model has no window: its T is the prompt's length and len only counts positions.
 typedef struct {
     int *rows;  // (B, T)
     int *packed;  // (B, T) scratch: the windows packed as (B, len) for nl_forward_batch
     size_t B, T, len;
+    int recurrent;
 } Windows;
 
 // (B, len) contiguous copy of the windows.
@@ -34,6 +36,10 @@ static const int *packed(Windows *w) {
 // Feeds toks (B) after the len tokens in the caches; returns the next logits (B, V).
 static const float *advance(NlState *s, Windows *w, const int *toks, int exact, NlGenerateStats *st) {
     size_t B = w->B, T = w->T;
+    if (w->recurrent) {  // the state carries everything: one step, never a shift
+        w->len++;
+        return nl_forward_batch(s, toks, B, 1, w->len - 1, 1);
+    }
     if (exact) {  // nanoGPT: append, crop to the last T tokens, recompute them all
         size_t keep = w->len < T ? w->len + 1 : T;
         for (size_t b = 0; b < B; b++) {
@@ -76,9 +82,16 @@ int nl_generate_batch(NlState *s, NlSampler *const *samplers, size_t B, const in
                       const NlGenerateOptions *opts, NlBatchEmitFn emit, void *ctx, NlGenerateStats *st, NlError *err) {
     assert(n_prompt >= 1 && B >= 1);
     memset(st, 0, sizeof *st);
-    size_t T = (size_t)nl_state_config(s)->block_size, V = (size_t)nl_state_config(s)->vocab_size;
+    const NlConfig *c = nl_state_config(s);
+    int recurrent = c->arch != NL_ARCH_TRANSFORMER;
+    if (recurrent && opts->exact_window) {
+        nl_error(err, NL_ERR_ARG, "exact_window applies to transformers; a recurrent model has no window");
+        return -1;
+    }
+    size_t T = recurrent ? n_prompt : (size_t)c->block_size, V = (size_t)c->vocab_size;
     NlProfiler *prof = nl_state_profiler(s);
-    Windows w = {malloc(B * T * sizeof(int)), malloc(B * T * sizeof(int)), B, T, n_prompt < T ? n_prompt : T};
+    Windows w = {
+        malloc(B * T * sizeof(int)), malloc(B * T * sizeof(int)), B, T, n_prompt < T ? n_prompt : T, recurrent};
     int *toks = malloc(B * sizeof *toks);
     float *first = malloc(B * V * sizeof *first);  // (B, V) the prompt's logits, one row per stream
     if (!w.rows || !w.packed || !toks || !first) {

@@ -224,6 +224,32 @@ static inline __attribute__((always_inline)) float exp_poly(float x) {
 
 float nl_exp(float x) { return exp_poly(x); }
 
+// The recurrent cells' nonlinearities through exp_poly, so that their loops vectorise: sigmoid(x) =
+// 1 / (1 + e^-x) and tanh(x) = 2 sigmoid(2x) - 1 (absolute error, not relative, near 0: ~1e-7).
+static inline __attribute__((always_inline)) float sigmoid_poly(float x) { return 1.0f / (1.0f + exp_poly(-x)); }
+static inline __attribute__((always_inline)) float tanh_poly(float x) { return 2.0f * sigmoid_poly(2.0f * x) - 1.0f; }
+
+float nl_sigmoid(float x) { return sigmoid_poly(x); }
+float nl_tanh(float x) { return tanh_poly(x); }
+
+void nl_lstm_cell(float *c, const float *a, size_t S) {
+    const float *f = a, *i = a + S, *g = a + 3 * S;
+    for (size_t k = 0; k < S; k++) c[k] = sigmoid_poly(f[k]) * c[k] + sigmoid_poly(i[k]) * tanh_poly(g[k]);
+}
+
+void nl_lstm_output(float *h, const float *a, const float *cn, size_t S) {
+    const float *o = a + 2 * S;
+    for (size_t k = 0; k < S; k++) h[k] = sigmoid_poly(o[k]) * tanh_poly(cn[k]);
+}
+
+void nl_gru_update(float *h, const float *zr, const float *xc, const float *hc, size_t S) {
+    const float *z = zr, *r = zr + S;
+    for (size_t k = 0; k < S; k++) {
+        float cand = tanh_poly(xc[k] + sigmoid_poly(r[k]) * hc[k]), u = sigmoid_poly(z[k]);
+        h[k] = (1.0f - u) * h[k] + u * cand;
+    }
+}
+
 // Max and sum over n floats in 8 independent lanes, which the vectoriser maps onto registers
 // (a single running max or sum is a serial chain it must keep in order).
 static inline __attribute__((always_inline)) float max_lanes(const float *x, size_t n) {

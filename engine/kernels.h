@@ -48,6 +48,16 @@ void nl_add(float *y, const float *x, size_t count);
 void nl_add_scaled(float *y, float alpha, const float *x, size_t count);
 // e^x, vectorisable; within 2 ulp of exp on [-87.3, 88], 0 below, e^88 above (tests/test_kernels.c).
 float nl_exp(float x);
+// sigmoid and tanh through nl_exp, vectorisable; within 2e-7 of libm's (tests/test_kernels.c).
+float nl_sigmoid(float x);
+float nl_tanh(float x);
+// The recurrent cells' element-wise steps over S features (gate blocks of S in `a`/`zr`):
+// LSTM, a = (4S) preactivations f | i | o | g: c = sigmoid(f) c + sigmoid(i) tanh(g), in place;
+void nl_lstm_cell(float *c, const float *a, size_t S);
+// then h = sigmoid(o) tanh(cn), cn the (normalised) new cell.
+void nl_lstm_output(float *h, const float *a, const float *cn, size_t S);
+// GRU, zr = (2S) z | r: h = (1 - sigmoid(z)) h + sigmoid(z) tanh(xc + sigmoid(r) hc), in place.
+void nl_gru_update(float *h, const float *zr, const float *xc, const float *hc, size_t S);
 
 // The KV cache holds positions in tiles of NL_TILE. One tile of one head is Dh * NL_TILE floats:
 // keys transposed, (Dh, NL_TILE), so one query's scores are 8-key-wide multiply-adds with no

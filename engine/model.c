@@ -63,6 +63,7 @@ static const Named NORMS[] = {{NL_NORM_LAYERNORM, "layernorm"},
                               {NL_NORM_NONE, "none"}};
 static const Named PLACEMENTS[] = {{NL_PLACE_PRE, "pre"}, {NL_PLACE_POST, "post"}, {NL_PLACE_PERI, "peri"}};
 static const Named BN_STATS[] = {{NL_BN_RUNNING, "running"}, {NL_BN_BATCH, "batch"}};
+static const Named ARCHS[] = {{NL_ARCH_TRANSFORMER, "transformer"}, {NL_ARCH_LSTM, "lstm"}, {NL_ARCH_GRU, "gru"}};
 static const Named ACTIVATIONS[] = {{NL_ACT_GELU, "gelu"}, {NL_ACT_GELU_TANH, "gelu_tanh"}, {NL_ACT_RELU, "relu"}};
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -90,6 +91,7 @@ const char *nl_config_norm_name(NlNormType n) { return name_of(NORMS, COUNT(NORM
 const char *nl_config_placement_name(NlPlacement p) { return name_of(PLACEMENTS, COUNT(PLACEMENTS), (int)p); }
 const char *nl_config_activation_name(NlActivation a) { return name_of(ACTIVATIONS, COUNT(ACTIVATIONS), (int)a); }
 const char *nl_config_bn_stats_name(NlBnStats b) { return name_of(BN_STATS, COUNT(BN_STATS), (int)b); }
+const char *nl_config_arch_name(NlArch a) { return name_of(ARCHS, COUNT(ARCHS), (int)a); }
 
 int nl_config_norm_parse(const char *name, NlNormType *out) {
     int v = value_of(NORMS, COUNT(NORMS), name);
@@ -111,7 +113,7 @@ int nl_config_bn_stats_parse(const char *name, NlBnStats *out) {
 
 // ---- config
 
-// *version = the file's format version (1 or 2).
+// *version = the file's format version (1 to NL_FORMAT_VERSION).
 static int parse_format(const cJSON *root, const char *what, int *version, NlError *err) {
     static const char *const KEYS[] = {"name", "version", NULL};
     const cJSON *f = cJSON_GetObjectItemCaseSensitive(root, "format");
@@ -187,16 +189,57 @@ static int parse_mlp_width(NlConfig *c, const cJSON *root, const char *what, NlE
     return 0;
 }
 
+// A recurrent model (format version 3): arch lstm|gru, vocab_size, n_layer, n_embd, n_hidden,
+// norm layernorm|none, norm_eps; no context window, so no block_size.
+static int parse_rnn_config(NlConfig *c, const cJSON *root, NlArch arch, int version, const char *what, NlError *err) {
+    static const char *const KEYS[] = {"format",   "arch", "vocab_size", "n_layer", "n_embd",
+                                       "n_hidden", "norm", "norm_eps",   NULL};
+    static const char *const RNN_NORMS[] = {"layernorm", "none", NULL};
+    if (nl_jsonx_only_keys(root, KEYS, what, err) != 0) return -1;
+    if (version < 3) {
+        nl_error(err, NL_ERR_FORMAT, "%s: arch \"%s\" needs format version 3 (the file says version %d)", what,
+                 nl_config_arch_name(arch), version);
+        return -1;
+    }
+    int64_t v, l, e, h;
+    int norm;
+    double eps;
+    if (nl_jsonx_int(root, "vocab_size", 1, 1, 1 << 20, &v, what, err) != 0 ||
+        nl_jsonx_int(root, "n_layer", 1, 1, 256, &l, what, err) != 0 ||
+        nl_jsonx_int(root, "n_embd", 1, 1, 1 << 16, &e, what, err) != 0 ||
+        nl_jsonx_int(root, "n_hidden", 1, 1, 1 << 14, &h, what, err) != 0 ||
+        nl_jsonx_choice(root, "norm", RNN_NORMS, &norm, what, err) != 0 ||
+        nl_jsonx_number(root, "norm_eps", 1, 1e-12, 1, &eps, what, err) != 0)
+        return -1;
+    *c = (NlConfig){.arch = arch,
+                    .vocab_size = (int)v,
+                    .n_layer = (int)l,
+                    .n_embd = (int)e,
+                    .n_hidden = (int)h,
+                    .norm = norm == 0 ? NL_NORM_LAYERNORM : NL_NORM_NONE,
+                    .norm_eps = eps,
+                    .residual_scale = 1.0};
+    return 0;
+}
+
 static int parse_config(NlConfig *c, const cJSON *root, const char *what, NlError *err) {
-    static const char *const KEYS[] = {
-        "format", "vocab_size", "n_layer",  "n_head",     "n_embd", "block_size",     "mlp_ratio",      "n_inner",
-        "norm",   "placement",  "norm_eps", "activation", "bias",   "tie_embeddings", "residual_scale", NULL};
+    static const char *const KEYS[] = {"format",         "arch",       "vocab_size", "n_layer", "n_head",
+                                       "n_embd",         "block_size", "mlp_ratio",  "n_inner", "norm",
+                                       "placement",      "norm_eps",   "activation", "bias",    "tie_embeddings",
+                                       "residual_scale", NULL};
     if (!cJSON_IsObject(root)) {
         nl_error(err, NL_ERR_FORMAT, "%s: config must be a JSON object", what);
         return -1;
     }
-    int version;
-    if (nl_jsonx_only_keys(root, KEYS, what, err) != 0 || parse_format(root, what, &version, err) != 0) return -1;
+    int version, arch = 0;  // arch may be left out: ARCHS[0] is transformer
+    const char *archn[COUNT(ARCHS) + 1];
+    if (parse_format(root, what, &version, err) != 0 ||
+        (cJSON_GetObjectItemCaseSensitive(root, "arch") &&
+         nl_jsonx_choice(root, "arch", names_of(ARCHS, COUNT(ARCHS), archn), &arch, what, err) != 0))
+        return -1;
+    if (ARCHS[arch].value != NL_ARCH_TRANSFORMER)
+        return parse_rnn_config(c, root, (NlArch)ARCHS[arch].value, version, what, err);
+    if (nl_jsonx_only_keys(root, KEYS, what, err) != 0) return -1;
     int64_t v, l, h, d, t;
     if (nl_jsonx_int(root, "vocab_size", 1, 1, 1 << 20, &v, what, err) != 0 ||
         nl_jsonx_int(root, "n_layer", 1, 1, 256, &l, what, err) != 0 ||
@@ -356,6 +399,81 @@ static int bind_layer(Binder *b, const NlConfig *c, int i, NlLayerWeights *lw) {
     return take_norm(b, c, p, &lw->ln_2_post);
 }
 
+// A recurrent layer's LayerNorm over n features: weight and bias, both required.
+static int take_rnn_norm(Binder *b, int layer, const char *norm, size_t n, NlNormWeights *w) {
+    char name[64];
+    *w = (NlNormWeights){0};
+    snprintf(name, sizeof name, "rnn.%d.%s.weight", layer, norm);
+    if (take(b, name, n, 0, 1, &w->gain) != 0) return -1;
+    snprintf(name, sizeof name, "rnn.%d.%s.bias", layer, norm);
+    return take(b, name, n, 0, 1, &w->bias);
+}
+
+// rnn.{i}.weight_ih (G*S, in), weight_hh (G*S, S); the LSTM's bias (4S); the plain GRU's bias_ih and
+// bias_hh (3S); with layernorm, the LSTM's ln_ih, ln_hh (4S) and ln_cell (S), the GRU's ln_ih,
+// ln_hh (2S), ln_ih_cand and ln_hh_cand (S).
+static int bind_rnn_layer(Binder *b, const NlConfig *c, int i, NlRnnLayerWeights *lw) {
+    size_t S = (size_t)c->n_hidden, in = i == 0 ? (size_t)c->n_embd : S;
+    int lstm = c->arch == NL_ARCH_LSTM, ln = c->norm == NL_NORM_LAYERNORM;
+    size_t G = lstm ? 4 : 3, gates = lstm ? 4 * S : 2 * S;
+    char name[64];
+    snprintf(name, sizeof name, "rnn.%d.weight_ih", i);
+    if (take(b, name, G * S, in, 1, &lw->w_ih) != 0) return -1;
+    snprintf(name, sizeof name, "rnn.%d.weight_hh", i);
+    if (take(b, name, G * S, S, 1, &lw->w_hh) != 0) return -1;
+    if (lstm) {
+        snprintf(name, sizeof name, "rnn.%d.bias", i);
+        if (take(b, name, 4 * S, 0, 1, &lw->bias) != 0) return -1;
+    } else if (!ln) {
+        snprintf(name, sizeof name, "rnn.%d.bias_ih", i);
+        if (take(b, name, 3 * S, 0, 1, &lw->bias_ih) != 0) return -1;
+        snprintf(name, sizeof name, "rnn.%d.bias_hh", i);
+        if (take(b, name, 3 * S, 0, 1, &lw->bias_hh) != 0) return -1;
+    }
+    if (!ln) return 0;
+    if (take_rnn_norm(b, i, "ln_ih", gates, &lw->ln_ih) != 0 || take_rnn_norm(b, i, "ln_hh", gates, &lw->ln_hh) != 0)
+        return -1;
+    if (lstm) return take_rnn_norm(b, i, "ln_cell", S, &lw->ln_cell);
+    if (take_rnn_norm(b, i, "ln_ih_cand", S, &lw->ln_ih_cand) != 0) return -1;
+    return take_rnn_norm(b, i, "ln_hh_cand", S, &lw->ln_hh_cand);
+}
+
+// A recurrent model: wte (V, E), its layers, lm_head.weight (V, S) and lm_head.bias (V).
+static int bind_rnn(Binder *b, NlModel *m) {
+    const NlConfig *c = &m->config;
+    NlWeights *w = &m->weights;
+    size_t V = (size_t)c->vocab_size;
+    if (take(b, "wte.weight", V, (size_t)c->n_embd, 1, &w->wte) != 0) return -1;
+    w->rnn = calloc((size_t)c->n_layer, sizeof *w->rnn);
+    if (!w->rnn) {
+        nl_error(b->err, NL_ERR_NOMEM, "%s: out of memory", b->what);
+        return -1;
+    }
+    for (int i = 0; i < c->n_layer; i++)
+        if (bind_rnn_layer(b, c, i, &w->rnn[i]) != 0) return -1;
+    if (take(b, "lm_head.weight", V, (size_t)c->n_hidden, 1, &w->lm_head) != 0) return -1;
+    return take(b, "lm_head.bias", V, 0, 1, &w->lm_head_b);
+}
+
+// A transformer: wte, wpe, its blocks, ln_f (pre and peri) and lm_head when untied.
+static int bind_transformer(Binder *b, NlModel *m) {
+    const NlConfig *c = &m->config;
+    NlWeights *w = &m->weights;
+    size_t V = (size_t)c->vocab_size, D = (size_t)c->n_embd, T = (size_t)c->block_size;
+    if (take(b, "wte.weight", V, D, 1, &w->wte) != 0 || take(b, "wpe.weight", T, D, 1, &w->wpe) != 0) return -1;
+    w->layers = calloc((size_t)c->n_layer, sizeof *w->layers);
+    if (!w->layers) {
+        nl_error(b->err, NL_ERR_NOMEM, "%s: out of memory", b->what);
+        return -1;
+    }
+    for (int i = 0; i < c->n_layer; i++)
+        if (bind_layer(b, c, i, &w->layers[i]) != 0) return -1;
+    if (c->placement != NL_PLACE_POST && take_norm(b, c, "ln_f", &w->ln_f) != 0) return -1;
+    w->lm_head = w->wte;
+    if (!c->tie_embeddings && take(b, "lm_head.weight", V, D, 1, &w->lm_head) != 0) return -1;
+    return 0;
+}
+
 static size_t ref_elems(const TensorRef *r) {
     size_t n = 1;
     for (int k = 0; k < r->ndim; k++) n *= r->shape[k];  // products were overflow-checked at parse time
@@ -365,10 +483,8 @@ static size_t ref_elems(const TensorRef *r) {
 // Binds every tensor the config needs, then rejects leftovers and non-finite values.
 static int bind_weights(NlModel *m, TensorRef *refs, size_t n, const char *what, NlError *err) {
     const NlConfig *c = &m->config;
-    NlWeights *w = &m->weights;
     Binder b = {refs, n, what, err};
-    size_t V = (size_t)c->vocab_size, D = (size_t)c->n_embd, T = (size_t)c->block_size;
-    size_t wte_rows = 0;
+    size_t V = (size_t)c->vocab_size, wte_rows = 0;
     for (size_t i = 0; i < n; i++)
         if (strcmp(refs[i].name, "wte.weight") == 0 && refs[i].ndim >= 1) wte_rows = refs[i].shape[0];
     if ((size_t)nl_tokenizer_size(m->tok) != V || wte_rows != V) {
@@ -378,17 +494,7 @@ static int bind_weights(NlModel *m, TensorRef *refs, size_t n, const char *what,
                  what, nl_tokenizer_size(m->tok), V, wte_rows);
         return -1;
     }
-    if (take(&b, "wte.weight", V, D, 1, &w->wte) != 0 || take(&b, "wpe.weight", T, D, 1, &w->wpe) != 0) return -1;
-    w->layers = calloc((size_t)c->n_layer, sizeof *w->layers);
-    if (!w->layers) {
-        nl_error(err, NL_ERR_NOMEM, "%s: out of memory", what);
-        return -1;
-    }
-    for (int i = 0; i < c->n_layer; i++)
-        if (bind_layer(&b, c, i, &w->layers[i]) != 0) return -1;
-    if (c->placement != NL_PLACE_POST && take_norm(&b, c, "ln_f", &w->ln_f) != 0) return -1;
-    w->lm_head = w->wte;
-    if (!c->tie_embeddings && take(&b, "lm_head.weight", V, D, 1, &w->lm_head) != 0) return -1;
+    if ((c->arch == NL_ARCH_TRANSFORMER ? bind_transformer(&b, m) : bind_rnn(&b, m)) != 0) return -1;
     m->n_params = 0;
     for (size_t i = 0; i < n; i++) {
         if (!refs[i].used) {
@@ -677,6 +783,7 @@ int nl_model_load(NlModel **out, const char *path, NlError *err) { return nl_mod
 void nl_model_free(NlModel *m) {
     if (!m) return;
     free(m->weights.layers);
+    free(m->weights.rnn);
     nl_tokenizer_free(m->tok);
     nl_st_free(&m->st);
     if (m->map_read) free((void *)m->map);

@@ -30,7 +30,21 @@ typedef struct {
     const float *out_b;  // (D) or NULL
 } NlLayerWeights;
 
+// One recurrent layer; in = E for layer 0, else S. A norm is all-NULL in a plain (norm none) model.
 typedef struct {
+    const float *w_ih;  // (G*S, in) rows: LSTM f, i, o, g; GRU z, r, candidate
+    const float *w_hh;  // (G*S, S) the same rows (the GRU's candidate rows are U)
+    const float *bias;  // LSTM (4*S); NULL for the GRU
+    const float *bias_ih, *bias_hh;  // plain GRU (3*S) each; else NULL
+    NlNormWeights ln_ih, ln_hh;  // LSTM (4*S) over all gates; GRU (2*S) over z, r
+    NlNormWeights ln_cell;  // LSTM (S) on the cell before its tanh
+    NlNormWeights ln_ih_cand, ln_hh_cand;  // GRU (S) on the candidate's two products
+} NlRnnLayerWeights;
+
+typedef struct {
+    NlRnnLayerWeights *rnn;  // (L) recurrent models; NULL for a transformer (and the fields above
+        // the head unused: wpe, layers, ln_f)
+    const float *lm_head_b;  // (V) recurrent models' head bias; NULL for a transformer
     const float *wte;  // (V, D)
     const float *wpe;  // (T, D)
     NlLayerWeights *layers;  // (L)
@@ -48,6 +62,8 @@ void nl_stats_norm(NlStats *stats, int layer, int post, const float *in, const f
                    size_t rows);
 // A sublayer's output as it enters the residual stream (after an output norm).
 void nl_stats_branch(NlStats *stats, int layer, const float *branch, size_t rows);
+// A recurrent layer's new state at position t for B sequences: h (B, S) and the LSTM's c (B, S) or NULL.
+void nl_stats_state(NlStats *stats, int layer, size_t t, const float *h, const float *c, size_t B);
 
 // A single-file model ({"config", "tokenizer", "tensors"}) from len bytes; `what` names it in errors.
 int nl_model_load_inline(NlModel **out, const char *buf, size_t len, const char *what, NlError *err);

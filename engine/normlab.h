@@ -21,7 +21,8 @@
 // value in err->msg. The library never prints and never exits.
 //
 // Dimension letters, used in every comment: V vocabulary, T context (block_size), D width (n_embd),
-// H heads, Dh head width (D/H), F MLP width, L layers, n positions in one forward call.
+// H heads, Dh head width (D/H), F MLP width, L layers, n positions in one forward call; recurrent
+// models: E embedding width (n_embd), S state width (n_hidden), G gate blocks (4 LSTM, 3 GRU).
 #ifndef NORMLAB_H
 #define NORMLAB_H
 
@@ -33,7 +34,7 @@
 
 #define NL_VERSION "0.1.0"
 #define NL_FORMAT_NAME "normlab"
-#define NL_FORMAT_VERSION 2  // the newest version read; version 1 files load unchanged
+#define NL_FORMAT_VERSION 3  // the newest version read; versions 1 and 2 load unchanged
 
 // The zero of each is "as the model is configured", so that a zero-initialised NlRunOptions never
 // runs a model otherwise than it was trained. A model's own config never holds it.
@@ -45,8 +46,16 @@ typedef enum { NL_PLACE_AS_CONFIGURED, NL_PLACE_PRE, NL_PLACE_POST, NL_PLACE_PER
 // whose variance is 0: every feature becomes its bias.
 typedef enum { NL_BN_RUNNING, NL_BN_BATCH } NlBnStats;
 typedef enum { NL_ACT_GELU, NL_ACT_GELU_TANH, NL_ACT_RELU } NlActivation;
+// A stack of transformer blocks, or of recurrent cells (format version 3): LSTM or GRU, each
+// layer-normalised (Ba, Kiros & Hinton 2016) or plain, with no context window.
+typedef enum { NL_ARCH_TRANSFORMER, NL_ARCH_LSTM, NL_ARCH_GRU } NlArch;
 
+// A recurrent model has arch lstm or gru, vocab_size, n_layer, n_embd (E, the embedding width),
+// n_hidden (S, the state width), norm (layernorm or none) and norm_eps; its n_head, block_size and
+// n_inner are 0 (no context window: nl_forward takes any number of positions) and its placement
+// NL_PLACE_AS_CONFIGURED.
 typedef struct {
+    NlArch arch;
     int vocab_size;  // V
     int n_layer;  // L
     int n_head;  // H
@@ -60,7 +69,11 @@ typedef struct {
     NlActivation activation;
     int bias;  // linears have biases
     int tie_embeddings;  // lm_head is wte
+    int n_hidden;  // S: the state width of a recurrent model; 0 for a transformer
 } NlConfig;
+
+// The most logits one call on a recurrent model returns per sequence (n_logits <= this).
+#define NL_RNN_LOGITS 128
 
 typedef struct NlModel NlModel;
 typedef struct NlState NlState;
@@ -88,6 +101,7 @@ const char *nl_config_norm_name(NlNormType norm);
 const char *nl_config_placement_name(NlPlacement placement);
 const char *nl_config_activation_name(NlActivation activation);
 const char *nl_config_bn_stats_name(NlBnStats bn_stats);
+const char *nl_config_arch_name(NlArch arch);
 // The norm type or placement a name stands for, compared without case ("RMSNorm"); -1 when none.
 int nl_config_norm_parse(const char *name, NlNormType *out);
 int nl_config_placement_parse(const char *name, NlPlacement *out);
@@ -147,6 +161,9 @@ const NlConfig *nl_state_config(const NlState *state);
 // n == 1 is decoding (matrix-vector products); n > 1 is a batched prefill (matrix-matrix).
 // Never allocates.
 const float *nl_forward(NlState *state, const int *tokens, size_t n, size_t pos, size_t n_logits);
+// A recurrent model's state has no window and no cache: any n, pos 0 starts from the zero state,
+// any other pos must be where the previous call ended (pos + n of it), and n_logits <= NL_RNN_LOGITS.
+// nl_state_copy_cache then copies sequence from's state (h, c) to sequence to, whatever n.
 // The same for B <= batch independent sequences at once: tokens (B, n), each sequence with its own
 // KV cache, all at positions pos..pos+n-1. Rows of all sequences share each matrix product.
 // Returns logits (B, n_logits, V).
@@ -254,6 +271,14 @@ int nl_eval(NlState *state, const int *ids, size_t n, size_t stride, NlEvalResul
 // (NlRunOptions.threads 1): workers share OpenBLAS's process-wide thread count.
 int nl_eval_parallel(NlState *const *states, size_t n_states, const int *ids, size_t n, size_t stride,
                      NlEvalResult *out, NlProgressFn progress, void *ctx, NlError *err);
+// A recurrent model (nl_eval and nl_eval_parallel call this with segments 1, on states[0], and
+// ignore stride): every character after the first is scored through one unbroken state, from the
+// zero state at the text's start. With segments K > 1 (K <= nl_state_batch(state)) the n - 1
+// inputs are cut into K contiguous parts, part k the inputs [k (n-1) / K, (k+1) (n-1) / K), each
+// run from the zero state, all K in the same calls: K times fewer steps, each a product of K rows
+// (sgemm) instead of one (sgemv), at the price of the context lost at every cut.
+int nl_eval_recurrent(NlState *state, const int *ids, size_t n, size_t segments, NlEvalResult *out,
+                      NlProgressFn progress, void *ctx, NlError *err);
 // The number of windows nl_eval scores a text of n characters in (0 when n < 2): a caller sizing
 // states or profilers for it divides by the batch B to get the forward calls.
 size_t nl_eval_windows(size_t n, size_t block_size, size_t stride);

@@ -10,7 +10,7 @@
 // ---- profiling (profile.c)
 
 // The components of a forward pass, in the order they run in a peri-LN block (pre-LN without the
-// two output norms).
+// two output norms); a recurrent model has embed, its four rnn components per layer and lm_head.
 typedef enum {
     NL_COMP_EMBED,
     NL_COMP_NORM1,
@@ -24,6 +24,10 @@ typedef enum {
     NL_COMP_ACTIVATION,
     NL_COMP_MLP_DOWN,
     NL_COMP_NORM2_POST,
+    NL_COMP_RNN_INPUT,  // recurrent layers: input projections of a chunk (sgemm; `ctx` = input width)
+    NL_COMP_RNN_RECURRENT,  // one step's W_hh h (sgemv for one sequence)
+    NL_COMP_RNN_NORM,  // LayerNorms and bias adds (`ctx` = features normalised per row)
+    NL_COMP_RNN_GATES,  // the cell's element-wise update
     NL_COMP_FINAL_NORM,
     NL_COMP_LM_HEAD,
     NL_COMP_SAMPLING,
@@ -120,6 +124,12 @@ double nl_stats_norm_post_std(const NlStats *stats, int layer);  // peri's outpu
 // norms; before DeepNorm's scaled add), layer 0..L-1.
 double nl_stats_branch_rms(const NlStats *stats, int layer);
 double nl_stats_invariance(const NlStats *stats, NlNormType type, NlInvarianceCase c);
+// Recurrent models: the mean Euclidean norm of layer l's state over the positions t of time bucket
+// k, 2^k - 1 <= t < 2^(k+1) - 1 (so bucket 0 is the first position); cell 0 for h, 1 for the LSTM's
+// c. NaN when no position fell in the bucket. For these models nl_stats_residual_rms(l + 1) is the
+// mean RMS of layer l's h and nl_stats_residual_rms(0) that of the embeddings.
+#define NL_STATE_BUCKETS 24
+double nl_stats_state_norm(const NlStats *stats, int layer, int cell, int bucket);
 const char *nl_invariance_name(NlInvarianceCase c);
 
 // ---- comparing norm placements (compare.c)

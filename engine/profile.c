@@ -29,8 +29,9 @@ struct NlProfiler {
 };
 
 static const char *const COMP_NAMES[NL_COMP_COUNT] = {
-    "embed",  "norm1",      "qkv",      "attention",  "attn_proj",  "norm1_post", "residual", "norm2",
-    "mlp_up", "activation", "mlp_down", "norm2_post", "final_norm", "lm_head",    "sampling"};
+    "embed",    "norm1",  "qkv",        "attention", "attn_proj",  "norm1_post", "residual",
+    "norm2",    "mlp_up", "activation", "mlp_down",  "norm2_post", "input_proj", "recurrent_proj",
+    "rnn_norm", "gates",  "final_norm", "lm_head",   "sampling"};
 static const char *const PHASE_NAMES[NL_PHASE_COUNT] = {"prefill", "decode"};
 
 const char *nl_component_name(NlComponent comp) { return COMP_NAMES[comp]; }
@@ -292,6 +293,7 @@ static void attention_cost(const NlConfig *c, double n, double ctx, double *flop
 void nl_profile_cost(const NlConfig *c, NlComponent comp, size_t batch, size_t n_, size_t ctx_, double *flops,
                      double *bytes) {
     double B = (double)batch, ctx = (double)ctx_, D = c->n_embd, F = c->n_inner, V = c->vocab_size;
+    double S = c->n_hidden, G = c->arch == NL_ARCH_LSTM ? 4 : 3;
     double n = B * (double)n_;  // rows through the row-wise components and the linears
     *flops = 0;
     *bytes = 0;
@@ -325,8 +327,19 @@ void nl_profile_cost(const NlConfig *c, NlComponent comp, size_t batch, size_t n
         *flops = n * F * act_flops(c->activation);
         *bytes = 4 * 2 * n * F;
         break;
+    case NL_COMP_RNN_INPUT: linear_cost(c, n, ctx, G * S, flops, bytes); break;
+    case NL_COMP_RNN_RECURRENT: linear_cost(c, n, S, G * S, flops, bytes); break;
+    case NL_COMP_RNN_NORM:  // ctx features a row: LayerNorm 8 FLOPs each; plain cells only add biases
+        *flops = n * ctx * (c->norm == NL_NORM_LAYERNORM ? 8 : 1);
+        *bytes = 4 * (2 * n * ctx + 2 * ctx);
+        break;
+    case NL_COMP_RNN_GATES:  // LSTM per unit: 4 adds, 5 sigmoid/tanh, 4 products and sums; GRU 2 adds + 8
+        *flops = n * S * (c->arch == NL_ARCH_LSTM ? 13 : 10);
+        *bytes = 4 * n * (G * S + (c->arch == NL_ARCH_LSTM ? 4 : 2) * S);
+        break;
     case NL_COMP_LM_HEAD:
-        *flops = 2 * n * D * V;
+        if (S > 0) D = S;  // a recurrent model's head reads h and adds a bias
+        *flops = 2 * n * D * V + (S > 0 ? n * V : 0);
         *bytes = 4 * (V * D + n * D + n * V);
         break;
     case NL_COMP_SAMPLING:

@@ -10,9 +10,13 @@ static int is_model_level(int comp) {
     return comp == NL_COMP_EMBED || comp == NL_COMP_FINAL_NORM || comp == NL_COMP_LM_HEAD || comp == NL_COMP_SAMPLING;
 }
 
-// Whether a run of cfg has component comp: the output norms only in peri placement. The JSON
-// report lists exactly these, called or not.
+// Whether a run of cfg has component comp: the output norms only in peri placement, the rnn
+// components only in recurrent models. The JSON report lists exactly these, called or not.
 static int has_component(const NlConfig *cfg, int comp) {
+    int rnn_comp = comp >= NL_COMP_RNN_INPUT && comp <= NL_COMP_RNN_GATES;
+    if (cfg->arch != NL_ARCH_TRANSFORMER)
+        return rnn_comp || comp == NL_COMP_EMBED || comp == NL_COMP_LM_HEAD || comp == NL_COMP_SAMPLING;
+    if (rnn_comp) return 0;
     return cfg->placement == NL_PLACE_PERI || (comp != NL_COMP_NORM1_POST && comp != NL_COMP_NORM2_POST);
 }
 

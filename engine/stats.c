@@ -17,6 +17,8 @@ typedef struct {
     uint64_t norm_post_positions;
     double branch_rms;  // sum over positions (of both sublayers) of the RMS of what enters the stream
     uint64_t branch_positions;
+    double state_norm[2][NL_STATE_BUCKETS];  // recurrent: sums of ||h_t||, ||c_t|| per time bucket
+    uint64_t state_positions[NL_STATE_BUCKETS];
 } LayerStats;
 
 struct NlStats {
@@ -80,6 +82,38 @@ void nl_stats_branch(NlStats *s, int layer, const float *x, size_t rows) {
     LayerStats *ls = &s->layers[layer];
     add_rows(x, rows, (size_t)s->cfg.n_embd, &ls->branch_rms, NULL);
     ls->branch_positions += rows;
+}
+
+static int time_bucket(size_t t) {
+    int k = 0;
+    while (k + 1 < NL_STATE_BUCKETS && t + 1 >= ((size_t)2 << k)) k++;
+    return k;
+}
+
+static double norm2(const float *x, size_t n) {
+    double sq = 0.0;
+    for (size_t i = 0; i < n; i++) sq += (double)x[i] * x[i];
+    return sqrt(sq);
+}
+
+void nl_stats_state(NlStats *s, int layer, size_t t, const float *h, const float *c, size_t B) {
+    size_t S = (size_t)s->cfg.n_hidden;
+    LayerStats *ls = &s->layers[layer], *out = &s->layers[layer + 1];
+    int k = time_bucket(t);
+    add_rows(h, B, S, &out->rms, &out->abs_mean);
+    out->positions += B;
+    for (size_t b = 0; b < B; b++) {
+        ls->state_norm[0][k] += norm2(h + b * S, S);
+        if (c) ls->state_norm[1][k] += norm2(c + b * S, S);
+    }
+    ls->state_positions[k] += B;
+}
+
+double nl_stats_state_norm(const NlStats *s, int layer, int cell, int bucket) {
+    const LayerStats *ls = &s->layers[layer];
+    if (bucket < 0 || bucket >= NL_STATE_BUCKETS || !ls->state_positions[bucket]) return NAN;
+    if (cell && s->cfg.arch != NL_ARCH_LSTM) return NAN;
+    return ls->state_norm[cell != 0][bucket] / (double)ls->state_positions[bucket];
 }
 
 // Largest |N(perturbed in) - N(in)| under norm type t, for one case, over rows.

@@ -20,6 +20,8 @@ FORMAT = {"name": "normlab", "version": 1}
 def format_version(config):
     """The lowest format version that describes config: 1 unless it uses a version-2 feature, so a
     model that an older normlab can run keeps the version it reads."""
+    if config.get("arch", "transformer") != "transformer":
+        return 3  # version 3 adds arch lstm|gru
     v2 = (config.get("norm") in ("batchnorm", "none") or config.get("placement") == "peri"
           or config.get("residual_scale", 1.0) != 1.0)
     return 2 if v2 else 1  # version 2 adds norm batchnorm|none, placement peri and residual_scale
@@ -32,8 +34,41 @@ def mlp_width(config):
     return int(config.get("mlp_ratio", 4) * config["n_embd"])
 
 
+RNN_GATES = {"lstm": 4, "gru": 3}  # rows of weight_ih and weight_hh, in units of n_hidden
+
+
+def rnn_tensor_shapes(config):
+    """The tensor set of a recurrent model (arch lstm|gru), name -> shape. E n_embd, H n_hidden.
+    LSTM gate rows f|i|o|g; GRU rows z|r|candidate (weight_hh's candidate rows are U)."""
+    V, E, H, L = config["vocab_size"], config["n_embd"], config["n_hidden"], config["n_layer"]
+    arch, ln = config["arch"], config["norm"] == "layernorm"
+    G = RNN_GATES[arch]
+    shapes = {"wte.weight": (V, E)}
+    for i in range(L):
+        p = f"rnn.{i}."
+        shapes[p + "weight_ih"] = (G * H, E if i == 0 else H)
+        shapes[p + "weight_hh"] = (G * H, H)
+        if arch == "lstm":
+            shapes[p + "bias"] = (4 * H,)
+            norms = {"ln_ih": 4 * H, "ln_hh": 4 * H, "ln_cell": H}
+        else:
+            if not ln:
+                shapes[p + "bias_ih"] = (3 * H,)
+                shapes[p + "bias_hh"] = (3 * H,)
+            norms = {"ln_ih": 2 * H, "ln_hh": 2 * H, "ln_ih_cand": H, "ln_hh_cand": H}
+        if ln:
+            for name, n in norms.items():
+                shapes[p + name + ".weight"] = (n,)
+                shapes[p + name + ".bias"] = (n,)
+    shapes["lm_head.weight"] = (V, H)
+    shapes["lm_head.bias"] = (V,)
+    return shapes
+
+
 def tensor_shapes(config, rms_bias=False):
     """The exact tensor set a config requires, name -> shape (torch.nn.Linear layout (out, in))."""
+    if config.get("arch", "transformer") != "transformer":
+        return rnn_tensor_shapes(config)
     V, T, D, L = config["vocab_size"], config["block_size"], config["n_embd"], config["n_layer"]
     F = mlp_width(config)
     kind = config["norm"]

@@ -184,10 +184,102 @@ class Model(nn.Module):
         return {n: own[n] for n in order}
 
 
+class Recurrent(nn.Module):
+    """A stacked LSTM or GRU, with LayerNorm (Ba et al. 2016, sections 6-7) or plain sums with biases,
+    an embedding in and a linear head out. Each layer runs its input projection for a whole window at
+    once (and its LayerNorm: it is per position), then steps the recurrence. The tensors are those
+    nlformat.rnn_tensor_shapes names; the state, (h, c) per layer for the LSTM and h for the GRU,
+    carries across windows (truncated back-propagation through time)."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.c = c
+        V, E, H, L = c["vocab_size"], c["n_embd"], c["n_hidden"], c["n_layer"]
+        self.H, self.ln, self.eps = H, c["norm"] == "layernorm", c["norm_eps"]
+        self.wte = nn.Embedding(V, E)
+        shapes = nlformat.rnn_tensor_shapes(c)
+        self.params = nn.ParameterDict()
+        bound = 1 / math.sqrt(H)  # PyTorch's nn.LSTM/nn.GRU initialisation
+        for name, shape in shapes.items():
+            if name.startswith("rnn."):
+                if ".ln_" in name:
+                    t = torch.ones(shape) if name.endswith(".weight") else torch.zeros(shape)
+                else:
+                    t = torch.empty(shape).uniform_(-bound, bound)
+                if c["arch"] == "lstm" and name.endswith(".bias") and ".ln_" not in name:
+                    t = torch.zeros(shape)
+                    t[:H] = 1.0  # forget-gate bias 1 (Jozefowicz et al. 2015), LN or not
+                self.params[name.replace(".", "_")] = nn.Parameter(t)
+        self.lm_head = nn.Linear(H, V)
+
+    def p(self, i, name):
+        return self.params.get(f"rnn_{i}_{name}".replace(".", "_"))
+
+    def norm(self, x, i, name):
+        if not self.ln:
+            return x
+        return Fn.layer_norm(x, x.shape[-1:], self.p(i, name + ".weight"), self.p(i, name + ".bias"), self.eps)
+
+    def lstm_layer(self, x, i, state):  # x: (B, T, in) -> (B, T, H)
+        h, c = state
+        xp = self.norm(x @ self.p(i, "weight_ih").t(), i, "ln_ih") + self.p(i, "bias")  # (B, T, 4H)
+        w_hh, out = self.p(i, "weight_hh").t(), []
+        for t in range(x.shape[1]):
+            f, ig, o, g = (xp[:, t] + self.norm(h @ w_hh, i, "ln_hh")).chunk(4, dim=-1)
+            c = torch.sigmoid(f) * c + torch.sigmoid(ig) * torch.tanh(g)
+            h = torch.sigmoid(o) * torch.tanh(self.norm(c, i, "ln_cell"))
+            out.append(h)
+        return torch.stack(out, 1), (h, c)
+
+    def gru_layer(self, x, i, state):
+        h, H = state[0], self.H
+        xp = x @ self.p(i, "weight_ih").t()  # (B, T, 3H): z | r | candidate
+        xzr, xc = self.norm(xp[..., :2 * H], i, "ln_ih"), self.norm(xp[..., 2 * H:], i, "ln_ih_cand")
+        if not self.ln:
+            xzr, xc = xzr + self.p(i, "bias_ih")[:2 * H], xc + self.p(i, "bias_ih")[2 * H:]
+        w_hh, out = self.p(i, "weight_hh").t(), []
+        for t in range(x.shape[1]):
+            hp = h @ w_hh
+            hzr, hc = self.norm(hp[:, :2 * H], i, "ln_hh"), self.norm(hp[:, 2 * H:], i, "ln_hh_cand")
+            if not self.ln:
+                hzr, hc = hzr + self.p(i, "bias_hh")[:2 * H], hc + self.p(i, "bias_hh")[2 * H:]
+            z, r = (xzr[:, t] + hzr).chunk(2, dim=-1)
+            cand = torch.tanh(xc[:, t] + torch.sigmoid(r) * hc)
+            z = torch.sigmoid(z)
+            h = (1 - z) * h + z * cand
+            out.append(h)
+        return torch.stack(out, 1), (h,)
+
+    def zero_state(self, B, device):
+        n = 2 if self.c["arch"] == "lstm" else 1
+        return [tuple(torch.zeros(B, self.H, device=device) for _ in range(n)) for _ in range(self.c["n_layer"])]
+
+    def forward(self, idx, state=None):  # idx: (B, T) -> logits (B, T, V), the state after the window
+        x = self.wte(idx)
+        state = state or self.zero_state(idx.shape[0], idx.device)
+        layer = self.lstm_layer if self.c["arch"] == "lstm" else self.gru_layer
+        new_state = []
+        for i in range(self.c["n_layer"]):
+            x, s = layer(x, i, state[i])
+            new_state.append(s)
+        return self.lm_head(x), new_state
+
+    def export_tensors(self):
+        own = {"wte.weight": self.wte.weight, "lm_head.weight": self.lm_head.weight,
+               "lm_head.bias": self.lm_head.bias}
+        order = nlformat.rnn_tensor_shapes(self.c)
+        for name in order:
+            if name.startswith("rnn."):
+                own[name] = self.params[name.replace(".", "_")]
+        assert set(order) == set(own), (set(order) ^ set(own))
+        return {n: own[n].detach().cpu().numpy().astype(np.float32) for n in order}
+
+
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data", required=True, help="UTF-8 text file to train on")
     p.add_argument("--out", required=True, help="model directory to write")
+    p.add_argument("--arch", choices=["transformer", "lstm", "gru"], default="transformer")
     p.add_argument("--norm", choices=["layernorm", "rmsnorm", "batchnorm", "none"], default="layernorm")
     p.add_argument("--placement", choices=["pre", "post", "peri"], default="pre")
     p.add_argument("--deepnorm", action="store_true",
@@ -196,7 +288,9 @@ def parse_args(argv):
     p.add_argument("--n-layer", type=int, default=4)
     p.add_argument("--n-head", type=int, default=4)
     p.add_argument("--n-embd", type=int, default=128)
-    p.add_argument("--block-size", type=int, default=128)
+    p.add_argument("--n-hidden", type=int, default=256, help="lstm/gru: state width H")
+    p.add_argument("--block-size", type=int, default=128,
+                   help="context (transformer) or truncated back-propagation window (lstm/gru)")
     p.add_argument("--mlp-ratio", type=int, default=4)
     p.add_argument("--activation", choices=sorted(ACTIVATIONS), default="gelu")
     p.add_argument("--no-bias", action="store_true", help="linears without biases")
@@ -273,6 +367,38 @@ class Dist:
             torch.distributed.destroy_process_group()
 
 
+def stream_batch(data, a, step, rank=0, world=1):
+    """lstm/gru: window `step` of batch_size contiguous streams that split data in equal parts (this
+    process's share of them); the state carries from one window to the next, and restarts (first=True)
+    when the streams wrap round to their beginnings."""
+    length = len(data) // a.batch_size
+    windows = (length - 1) // a.block_size
+    w = step % windows
+    share = a.batch_size // world
+    starts = [(rank * share + b) * length + w * a.block_size for b in range(share)]
+    x = torch.stack([data[i:i + a.block_size] for i in starts])
+    y = torch.stack([data[i + 1:i + 1 + a.block_size] for i in starts])
+    return x.to(a.device), y.to(a.device), w == 0
+
+
+@torch.no_grad()
+def estimate_val_recurrent(model, val, a):
+    """lstm/gru: mean loss over the whole validation split, cut into batch_size contiguous streams,
+    each read through one unbroken state."""
+    model.eval()
+    length = len(val) // a.batch_size
+    streams = torch.stack([val[b * length:(b + 1) * length] for b in range(a.batch_size)]).to(a.device)
+    state, total, count = None, 0.0, 0
+    for lo in range(0, length - 1, a.block_size):
+        hi = min(lo + a.block_size, length - 1)
+        logits, state = model(streams[:, lo:hi], state)
+        y = streams[:, lo + 1:hi + 1]
+        total += Fn.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1), reduction="sum").item()
+        count += y.numel()
+    model.train()
+    return total / count
+
+
 @torch.no_grad()
 def estimate_val(model, val, a):
     """Mean loss over eval_batches fixed, evenly spaced windows of the validation split."""
@@ -306,6 +432,9 @@ def main(argv):
         sys.exit("train.py: --deepnorm needs --placement post")
     if a.norm == "none" and a.placement != "pre":
         sys.exit("train.py: --norm none needs --placement pre")
+    recurrent = a.arch != "transformer"
+    if recurrent and a.norm not in ("layernorm", "none"):
+        sys.exit(f"train.py: --arch {a.arch} takes --norm layernorm or none")
     torch.set_num_threads(a.threads)
     dist = Dist(a)
     raw = open(a.data, "rb").read()
@@ -316,6 +445,9 @@ def main(argv):
     n_train = int(0.9 * len(data))
     train, val = data[:n_train], data[n_train:]
     config = {
+        "arch": a.arch, "vocab_size": len(vocab), "n_layer": a.n_layer, "n_embd": a.n_embd, "n_hidden": a.n_hidden,
+        "norm": a.norm, "norm_eps": a.norm_eps,
+    } if recurrent else {
         "vocab_size": len(vocab), "n_layer": a.n_layer, "n_head": a.n_head, "n_embd": a.n_embd,
         "block_size": a.block_size, "mlp_ratio": a.mlp_ratio, "norm": a.norm,
         "placement": a.placement, "norm_eps": a.norm_eps, "activation": a.activation,
@@ -329,7 +461,7 @@ def main(argv):
         config["deepnorm_init"] = True
 
     torch.manual_seed(a.seed)
-    model = Model(config).to(a.device)  # the same initial weights in every process (the same seed)
+    model = (Recurrent(config) if recurrent else Model(config)).to(a.device)  # the same initial weights in every process (the same seed)
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": a.weight_decay},
@@ -351,7 +483,8 @@ def main(argv):
     n_params = sum(p.numel() for p in model.parameters())
     lead = dist.rank == 0  # evaluates, prints, writes
     if lead:
-        print(f"{a.norm}/{a.placement}: {n_params} parameters, {len(train)} train / {len(val)} val chars"
+        kind = f"{a.arch}/{a.norm}" if recurrent else f"{a.norm}/{a.placement}"
+        print(f"{kind}: {n_params} parameters, {len(train)} train / {len(val)} val chars"
               + (f", {dist.world} processes" if dist.world > 1 else ""), file=sys.stderr)
     # DDP averages the shares' gradients: the gradient of the global batch's mean loss
     net = model if dist.world == 1 else torch.nn.parallel.DistributedDataParallel(
@@ -364,12 +497,18 @@ def main(argv):
         bar = None
     tokens_per_step = a.batch_size * a.block_size
     stop_at = min(a.steps, step + a.stop_after) if a.stop_after > 0 else a.steps
+    state = None  # lstm/gru: carried between windows, detached (a resumed run starts it afresh)
     while step < stop_at:
         for g in opt.param_groups:
             g["lr"] = lr_at(step, a)
-        x, y = get_batch(train, a, gen, dist.rank, dist.world)
         t_step = time.time()
-        logits = net(x)
+        if recurrent:
+            x, y, first = stream_batch(train, a, step, dist.rank, dist.world)
+            logits, state = net(x, None if first else state)
+            state = [tuple(t.detach() for t in s) for s in state]
+        else:
+            x, y = get_batch(train, a, gen, dist.rank, dist.world)
+            logits = net(x)
         loss = Fn.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -390,7 +529,7 @@ def main(argv):
             bar.set_postfix(loss=f"{loss_value:.3f}", tok_s=f"{tokens_per_step / (time.time() - t_step):.0f}")
         evaluate = step % a.eval_every == 0 or step == a.steps
         if evaluate and lead:
-            v = estimate_val(model, val, a)
+            v = (estimate_val_recurrent if recurrent else estimate_val)(model, val, a)
             log["val"].append([step, round(v, 5)])
             msg = f"step {step}: train {loss_value:.4f} val {v:.4f}"
             (bar.write(msg, file=sys.stderr) if bar is not None else print(msg, file=sys.stderr))

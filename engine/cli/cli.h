@@ -41,6 +41,7 @@ typedef struct {
     int threads;  // engine worker threads; OpenBLAS threads for large sgemv
     int exact_window, skip_unknown, json, echo;
     long stride;  // 0: T/2
+    long segments;  // eval of a recurrent model: independent parts run together (0: 1)
     int profile, counters;
     const char *trace_out, *csv_out, *plot_dir;
     int also_swap, invariance, repeats;
@@ -66,6 +67,7 @@ enum {
     OPT_JSON,
     OPT_TEXT,
     OPT_STRIDE,
+    OPT_SEGMENTS,
     OPT_ECHO,
     OPT_NO_ECHO,
     OPT_PROFILE,
@@ -116,6 +118,10 @@ const char *resolve_model(const char *name, char *buf, size_t len);
 const char *model_search_path(char *buf, size_t len);
 int load_model(const Options *o, NlModel **model);
 int make_state_as(const Options *o, const NlModel *model, int batch, int blas_threads, int warn, NlState **state);
+// The most positions the model sees at once: block_size, or SIZE_MAX for a recurrent model (no window).
+size_t model_context(const NlModel *model);
+// "pre/layernorm" for a transformer run, "lstm/none" for a recurrent one, into buf.
+const char *run_name(char *buf, size_t size, const NlConfig *model, NlNormType norm, NlPlacement placement);
 int encode(const NlModel *model, const char *what, const char *text, size_t len, int skip_unknown, int **ids, size_t *n,
            size_t *skipped);
 int read_text(const char *path, char **buf, size_t *len);

@@ -86,6 +86,20 @@ static void eval_stats(const NlEvalResult *r, double *mean, double *se) {
     *se = sqrt((var > 0 ? var : 0.0) / n);
 }
 
+// The options that apply to one kind of model only: --stride and --batch to a transformer's windows,
+// --segments to a recurrent model.
+static int check_eval_options(const Options *o, int recurrent) {
+    const char *wrong = recurrent && o->stride      ? "--stride applies to transformers' windows"
+                        : recurrent && o->batch     ? "--batch applies to transformers' windows"
+                        : !recurrent && o->segments ? "--segments applies to recurrent (lstm, gru) models"
+                                                    : NULL;
+    if (!wrong) return 0;
+    msg_usage(o->cmd, "%s; %s", wrong,
+              recurrent ? "a recurrent model scores the text through one unbroken state (or --segments N)"
+                        : "a transformer scores windows of its context");
+    return EXIT_USAGE;
+}
+
 int cmd_eval(Options *o) {
     if (!o->text_file) {
         msg_usage(o->cmd, "%s", "give the text with -f FILE (or --text FILE)");
@@ -104,26 +118,29 @@ int cmd_eval(Options *o) {
     if (!rc) rc = read_text(o->text_file, &text, &len);  // (eval)
     if (!rc) rc = encode(model, o->text_file, text, len, o->skip_unknown, &ids, &n, &skipped);
     if (rc) goto cleanup;
-    size_t T = (size_t)nl_model_config(model)->block_size;
-    if ((size_t)o->stride > T) {
-        msg_usage(o->cmd, "--stride %ld is larger than the model's context (block_size %zu)", o->stride, T);
-        rc = EXIT_USAGE;
-        goto cleanup;
-    }
+    int recurrent = nl_model_config(model)->arch != NL_ARCH_TRANSFORMER;
+    if ((rc = check_eval_options(o, recurrent)) != 0) goto cleanup;
+    size_t T = (size_t)nl_model_config(model)->block_size, segments = o->segments ? (size_t)o->segments : 1;
     size_t stride = o->stride ? (size_t)o->stride : (T / 2 ? T / 2 : 1);
     // One state per worker thread, each running whole windows with one OpenBLAS thread per product.
-    int batch = o->batch ? o->batch : (int)(EVAL_ROWS / T > 0 ? EVAL_ROWS / T : 1);
-    size_t windows = nl_eval_windows(n, T, stride), groups = (windows + (size_t)batch - 1) / (size_t)batch;
+    // A recurrent model: one state, its segments (one unless asked) run together.
+    int batch = recurrent ? (int)segments : o->batch ? o->batch : (int)(EVAL_ROWS / T > 0 ? EVAL_ROWS / T : 1);
+    size_t windows = recurrent ? 1 : nl_eval_windows(n, T, stride);
+    size_t groups = (windows + (size_t)batch - 1) / (size_t)batch, calls = groups;  // a forward call a group
     if (groups < 1) groups = 1;  // a text too short to score: eval says so, from one state
     if ((size_t)workers > groups) workers = (int)groups;  // no state for a worker without a window
-    rc = workers_create(&wk, o, model, workers, batch, 1, o->profile, groups);  // a forward call a group
+    if (recurrent) calls = n / segments / NL_RNN_LOGITS + 2;  // a call a chunk (profile --trace budget)
+    rc = workers_create(&wk, o, model, workers, batch, 1, o->profile, calls);
     if (!rc) rc = open_main_output(o, &out);
     if (rc) goto cleanup;
     NlEvalResult r;
     Progress prog = {now(), 0.0, 0};
     int show = isatty(STDERR_FILENO);
-    if (nl_eval_parallel(wk.states, (size_t)workers, ids, n, stride, &r, show ? eval_progress : NULL, &prog, &err) !=
-        0) {
+    int failed = recurrent
+                     ? nl_eval_recurrent(wk.states[0], ids, n, segments, &r, show ? eval_progress : NULL, &prog, &err)
+                     : nl_eval_parallel(wk.states, (size_t)workers, ids, n, stride, &r, show ? eval_progress : NULL,
+                                        &prog, &err);
+    if (failed) {
         if (prog.shown) fprintf(stderr, "\n");
         msg_error("%s: %s", o->text_file, err.msg);
         rc = exit_code(&err);
@@ -139,12 +156,14 @@ int cmd_eval(Options *o) {
     char ppl_s[32] = "null", ppl_se[32] = "null";  // JSON has no infinity: e^nats overflows past 709 nats/char
     if (isfinite(ppl)) snprintf(ppl_s, sizeof ppl_s, "%.9g", ppl);
     if (isfinite(ppl * se)) snprintf(ppl_se, sizeof ppl_se, "%.9g", ppl * se);
+    char how[64];  // how the text was cut: windows moving by a stride, or a recurrent model's segments
+    snprintf(how, sizeof how, "\"%s\": %zu", recurrent ? "segments" : "stride", recurrent ? segments : stride);
     if (o->json)
         ok = fprintf(out.f,
                      "{\"chars\": %zu, \"nats_per_char\": %.9g, \"nats_per_char_stderr\": %.9g, \"bits_per_char\": "
                      "%.9g, \"bits_per_char_stderr\": %.9g, \"perplexity\": %s, \"perplexity_stderr\": %s, "
-                     "\"skipped\": %zu, \"stride\": %zu}\n",
-                     r.count, nats, se, bits, se / log(2.0), ppl_s, ppl_se, skipped, stride) > 0;
+                     "\"skipped\": %zu, %s}\n",
+                     r.count, nats, se, bits, se / log(2.0), ppl_s, ppl_se, skipped, how) > 0;
     else
         ok = fprintf(out.f, "chars %zu\nnats/char %.6f +/- %.6f\nbits/char %.6f +/- %.6f\nperplexity %.6f +/- %.6f\n",
                      r.count, nats, se, bits, se / log(2.0), ppl, ppl * se) > 0;
@@ -178,6 +197,7 @@ int cmd_logits(Options *o) {
     OutFile out = {0};
     int *ids = NULL;
     char *text = NULL;
+    float *logits = NULL;  // (n, V)
     size_t n = 0, len = 0;
     const char *outs[1] = {o->output};
     int rc = o->output ? check_outputs(o, outs, 1) : 0;
@@ -186,14 +206,25 @@ int cmd_logits(Options *o) {
     if (!rc) rc = make_state_as(o, model, 1, o->threads, 1, &state);
     if (!rc) rc = open_main_output(o, &out);
     if (rc) goto cleanup;
-    size_t T = (size_t)nl_model_config(model)->block_size, V = (size_t)nl_model_config(model)->vocab_size;
+    size_t T = model_context(model), V = (size_t)nl_model_config(model)->vocab_size;
     if (n > T) {
         msg_error("%s: %zu characters, more than the model's context of %zu",
                   o->prompt_file ? o->prompt_file : "the text", n, T);
         rc = EXIT_DATA;
         goto cleanup;
     }
-    const float *logits = nl_forward(state, ids, n, 0, n);
+    // A transformer's text fits one call; a recurrent model's goes through in chunks of NL_RNN_LOGITS,
+    // all checked before any is printed.
+    size_t chunk = T == SIZE_MAX ? NL_RNN_LOGITS : n;
+    if (!(logits = malloc(n * V * sizeof *logits))) {
+        msg_error("out of memory for %zu x %zu logits", n, V);
+        rc = EXIT_DATA;
+        goto cleanup;
+    }
+    for (size_t p = 0; p < n; p += chunk) {
+        size_t k = n - p < chunk ? n - p : chunk;
+        memcpy(logits + p * V, nl_forward(state, ids + p, k, p, k), k * V * sizeof *logits);
+    }
     for (size_t i = 0; i < n * V; i++)
         if (!isfinite(logits[i])) {  // as generate and eval: a non-finite logit is an error, not a number
             msg_error("the logit of vocabulary index %zu at position %zu is not finite (%g)", i % V, i / V, logits[i]);
@@ -211,6 +242,7 @@ int cmd_logits(Options *o) {
     }
 cleanup:
     if (out_finish(&out, rc == 0) != 0) rc = EXIT_DATA;
+    free(logits);
     free(ids);
     free(text);
     nl_state_free(state);

@@ -248,7 +248,7 @@ static int make_samplers(const Options *o, const NlModel *model, uint64_t seed, 
 
 // The prompt the model saw (its last block_size characters), for echoing.
 static char *prompt_text(const NlModel *model, const int *ids, size_t n) {
-    size_t T = (size_t)nl_model_config(model)->block_size, cap = 1, used = 0;
+    size_t T = model_context(model), cap = 1, used = 0;
     for (size_t i = n > T ? n - T : 0; i < n; i++) cap += strlen(nl_tokenizer_piece(nl_model_tokenizer(model), ids[i]));
     char *s = malloc(cap);
     for (size_t i = n > T ? n - T : 0; s && i < n; i++) {
@@ -302,7 +302,7 @@ int cmd_generate(Options *o) {
         rc = EXIT_DATA;
     }
     if (rc) goto cleanup;
-    size_t T = (size_t)nl_model_config(model)->block_size;
+    size_t T = model_context(model);  // SIZE_MAX: a recurrent model takes the whole prompt
     if (!o->has_seed && !profile_cmd && o->sampling.temperature > 0)  // random: say which (greedy needs none)
         msg_error("seed %llu", (unsigned long long)seed);
     if (n > T) msg_error("warning: the prompt has %zu characters; only the last %zu fit the context", n, T);

@@ -159,16 +159,30 @@ int make_state_as(const Options *o, const NlModel *model, int batch, int blas_th
     NlError err;
     if (nl_state_create(state, model, &run, &err) != 0) {
         if (err.code != NL_ERR_ARG) return fail(&err);
-        msg_usage(o->cmd, "%s (--bn-stats batch)", err.msg);  // an override this model cannot run
+        // an override this model cannot run (BatchNorm's running statistics it lacks, a recurrent model's norm)
+        msg_usage(o->cmd, "%s%s", err.msg, c->arch == NL_ARCH_TRANSFORMER ? " (--bn-stats batch)" : "");
         return EXIT_USAGE;
     }
+    char trained[64], as_run[64];
     if (warn && (run.norm != c->norm || run.placement != c->placement))
-        msg_error("warning: the model was trained as %s/%s; running it as %s/%s", nl_config_norm_name(c->norm),
-                  nl_config_placement_name(c->placement), nl_config_norm_name(run.norm),
-                  nl_config_placement_name(run.placement));
+        msg_error("warning: the model was trained as %s; running it as %s",
+                  run_name(trained, sizeof trained, c, c->norm, c->placement),
+                  run_name(as_run, sizeof as_run, c, run.norm, run.placement));
     if (warn && run.bn_stats == NL_BN_BATCH && run.norm != NL_NORM_BATCHNORM)
         msg_error("warning: --bn-stats batch has no effect: the model runs as %s", nl_config_norm_name(run.norm));
     return 0;
+}
+
+size_t model_context(const NlModel *model) {
+    const NlConfig *c = nl_model_config(model);
+    return c->arch == NL_ARCH_TRANSFORMER ? (size_t)c->block_size : SIZE_MAX;
+}
+
+const char *run_name(char *buf, size_t size, const NlConfig *model, NlNormType norm, NlPlacement placement) {
+    if (model->arch != NL_ARCH_TRANSFORMER)
+        snprintf(buf, size, "%s/%s", nl_config_arch_name(model->arch), nl_config_norm_name(norm));
+    else snprintf(buf, size, "%s/%s", nl_config_norm_name(norm), nl_config_placement_name(placement));
+    return buf;
 }
 
 // Encodes text (len bytes) into a new id array.

@@ -19,7 +19,8 @@ static const int GENERATE_OPTS[] = {
     OPT_NO_ECHO, OPT_PROFILE, OPT_COUNTERS, OPT_SAMPLES, OPT_WARMUP, OPT_BATCH, 0};
 static const int PROFILE_OPTS[] = {COMMON,    SAMPLING,     RUN_AS,      'p',       'f', 'n',
                                    OPT_TRACE, OPT_COUNTERS, OPT_SAMPLES, OPT_BATCH, 0};
-static const int EVAL_OPTS[] = {COMMON, RUN_AS, 'f', OPT_TEXT, OPT_STRIDE, OPT_PROFILE, OPT_COUNTERS, OPT_BATCH, 0};
+static const int EVAL_OPTS[] = {COMMON,       RUN_AS,      'f',          OPT_TEXT,  OPT_STRIDE,
+                                OPT_SEGMENTS, OPT_PROFILE, OPT_COUNTERS, OPT_BATCH, 0};
 static const int LOGITS_OPTS[] = {COMMON, RUN_AS, 'p', 'f', 0};
 static const int COMPARE_OPTS[] = {
     OPT_NO_MMAP,   OPT_OUTPUT,     OPT_JSON,    'f',         OPT_TEXT, OPT_CSV,      OPT_PLOT_DIR,

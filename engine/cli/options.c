@@ -188,6 +188,13 @@ static int apply_option(Options *o, int c, const char *arg) {
         }
         o->stride = v;
         return 0;
+    case OPT_SEGMENTS:
+        if (parse_long(arg, 1, 4096, &v) != 0) {
+            usage_error(o->cmd, "--segments must be an integer in [1, 4096], got '%s'", arg);
+            return EXIT_USAGE;
+        }
+        o->segments = v;
+        return 0;
     }
     return EXIT_USAGE;
 }
@@ -209,6 +216,7 @@ static const struct option LONG[] = {{"model", required_argument, 0, 'm'},
                                      {"json", no_argument, 0, OPT_JSON},
                                      {"text", required_argument, 0, OPT_TEXT},
                                      {"stride", required_argument, 0, OPT_STRIDE},
+                                     {"segments", required_argument, 0, OPT_SEGMENTS},
                                      {"echo", no_argument, 0, OPT_ECHO},
                                      {"no-echo", no_argument, 0, OPT_NO_ECHO},
                                      {"help", no_argument, 0, 'h'},

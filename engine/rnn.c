@@ -1,0 +1,252 @@
+// rnn.c — the recurrent models' forward pass, mirroring tools/reference.py (README "Recurrent
+// models"). N is LayerNorm over the whole vector it is written over, or the identity (norm none);
+// a bias the model lacks is zero. For each layer, x its input and (h, c) its state:
+//   LSTM: a = N_hh(W_hh h) + N_ih(W_ih x) + b (4S: f i o g); c = s(f) c + s(i) tanh(g); h = s(o) tanh(N_cell(c))
+//   GRU:  [z r] = N_ih(W_ih x)[zr] + b_ih + N_hh(W_hh h)[zr] + b_hh
+//         h = (1 - s(z)) h + s(z) tanh(N_ih_cand(W_ih x)[cand] + b_ih + s(r) (N_hh_cand(U h) + b_hh))
+//   logits = lm_head h + lm_head_b, x of layer 0 = wte[token]
+// A call runs its positions in chunks of up to NL_RNN_LOGITS: each layer projects the whole chunk's
+// inputs in one product (sgemm), normalises them row by row (LayerNorm is per position), then steps
+// the recurrence one position at a time, one product of the B sequences' states (sgemv for one).
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels.h"
+#include "rnn.h"
+
+typedef struct {
+    NlNormWeights ih, hh, cell, ih_cand, hh_cand;  // as run: unit gain where the model has none
+} RnnNorms;
+
+struct NlRnn {
+    NlConfig cfg;  // the model's, with the run's norm
+    const NlWeights *w;
+    RnnNorms *norms;  // (L)
+    size_t batch;  // B at most
+    int threads;
+    size_t pos;  // positions the states have taken in
+    int lstm, ln;
+    size_t S, G, in_max;  // state width, gate blocks, widest layer input (E or S)
+    float *h, *c;  // (L, B, S) each; c for the LSTM only
+    float *xin, *xout;  // (B*R, in_max) a chunk's rows into the current layer, and its h rows out
+    float *px;  // (B*R, G*S) the chunk's input projections
+    float *ph;  // (B, G*S) one step's recurrent projections
+    float *cn;  // (B, S) the LSTM's normalised cell
+    float *logits;  // (B*R, V)
+    float *ones;  // (G*S) unit gain
+};
+
+#define R NL_RNN_LOGITS
+
+#define TIMED(prof, l, comp, B, n, ctx, stmt)                    \
+    do {                                                         \
+        double t_ = nl_profiler_begin(prof);                     \
+        stmt;                                                    \
+        nl_profiler_record(prof, t_, (int)(l), comp, B, n, ctx); \
+    } while (0)
+
+// The norm as run: none has no gain (the identity); layernorm uses the model's, or unit gain.
+static NlNormWeights as_run(const NlRnn *r, NlNormWeights w) {
+    if (!r->ln) return (NlNormWeights){0};
+    return w.gain ? w : (NlNormWeights){r->ones, NULL, NULL, NULL};
+}
+
+int nl_rnn_create(NlRnn **out, const NlModel *model, NlNormType norm, size_t batch, int threads, NlError *err) {
+    *out = NULL;
+    NlRnn *r = calloc(1, sizeof *r);
+    const NlConfig *mc = nl_model_config(model);
+    size_t L = (size_t)mc->n_layer, S = (size_t)mc->n_hidden, E = (size_t)mc->n_embd, V = (size_t)mc->vocab_size;
+    size_t G = mc->arch == NL_ARCH_LSTM ? 4 : 3, in_max = E > S ? E : S, B = batch ? batch : 1;
+    if (r) {
+        r->norms = calloc(L, sizeof *r->norms);
+        r->h = calloc(L * B * S, sizeof(float));
+        r->c = calloc(L * B * S, sizeof(float));
+        r->xin = malloc(B * R * in_max * sizeof(float));
+        r->xout = malloc(B * R * in_max * sizeof(float));
+        r->px = malloc(B * R * G * S * sizeof(float));
+        r->ph = malloc(B * G * S * sizeof(float));
+        r->cn = malloc(B * S * sizeof(float));
+        r->logits = malloc(B * R * V * sizeof(float));
+        r->ones = malloc(G * S * sizeof(float));
+    }
+    if (!r || !r->norms || !r->h || !r->c || !r->xin || !r->xout || !r->px || !r->ph || !r->cn || !r->logits ||
+        !r->ones) {
+        nl_rnn_free(r);
+        nl_error(err, NL_ERR_NOMEM, "out of memory for the recurrent state");
+        return -1;
+    }
+    r->cfg = *mc;
+    r->cfg.norm = norm;
+    r->w = nl_model_weights(model);
+    r->batch = B;
+    r->threads = threads;
+    r->lstm = mc->arch == NL_ARCH_LSTM;
+    r->ln = norm == NL_NORM_LAYERNORM;
+    r->S = S;
+    r->G = G;
+    r->in_max = in_max;
+    for (size_t i = 0; i < G * S; i++) r->ones[i] = 1.0f;
+    for (size_t l = 0; l < L; l++) {
+        const NlRnnLayerWeights *lw = &r->w->rnn[l];
+        r->norms[l] = (RnnNorms){as_run(r, lw->ln_ih), as_run(r, lw->ln_hh), as_run(r, lw->ln_cell),
+                                 as_run(r, lw->ln_ih_cand), as_run(r, lw->ln_hh_cand)};
+    }
+    *out = r;
+    return 0;
+}
+
+void nl_rnn_free(NlRnn *r) {
+    if (!r) return;
+    free(r->norms);
+    free(r->h);
+    free(r->c);
+    free(r->xin);
+    free(r->xout);
+    free(r->px);
+    free(r->ph);
+    free(r->cn);
+    free(r->logits);
+    free(r->ones);
+    free(r);
+}
+
+void nl_rnn_copy_state(NlRnn *r, size_t from, size_t to) {
+    assert(from < r->batch && to < r->batch);
+    size_t S = r->S;
+    for (size_t l = 0; l < (size_t)r->cfg.n_layer; l++) {
+        float *h = r->h + l * r->batch * S, *c = r->c + l * r->batch * S;
+        memcpy(h + to * S, h + from * S, S * sizeof(float));
+        memcpy(c + to * S, c + from * S, S * sizeof(float));
+    }
+}
+
+// x (rows, width at stride `stride`) = N(x) + bias, in place, on `width` features of each row.
+static void norm_rows(const NlRnn *r, float *x, size_t rows, size_t stride, size_t width, NlNormWeights n,
+                      const float *bias) {
+    for (size_t i = 0; i < rows; i++) {
+        float *row = x + i * stride;
+        if (n.gain) nl_layernorm(row, row, n.gain, n.bias, 1, width, (float)r->cfg.norm_eps);
+        if (bias) nl_add(row, bias, width);
+    }
+}
+
+// The normalisations (and biases) of a layer's products, `rows` rows of G*S: its input
+// projections (input 1) or one step's recurrent projections (input 0).
+static void norm_products(const NlRnn *r, const RnnNorms *n, const NlRnnLayerWeights *lw, float *p, size_t rows,
+                          int input) {
+    size_t S = r->S, GS = r->G * S;
+    if (r->lstm) {
+        norm_rows(r, p, rows, GS, GS, input ? n->ih : n->hh, input ? lw->bias : NULL);
+        return;
+    }
+    const float *b = input ? lw->bias_ih : lw->bias_hh;
+    norm_rows(r, p, rows, GS, 2 * S, input ? n->ih : n->hh, b);
+    norm_rows(r, p + 2 * S, rows, GS, S, input ? n->ih_cand : n->hh_cand, b ? b + 2 * S : NULL);
+}
+
+// Features each row of norm_products normalises (the profile's cost of rnn_norm).
+static size_t normed_features(const NlRnn *r) { return r->lstm ? 4 * r->S : 3 * r->S; }
+
+// cn (B, S) = N_cell(c), the LSTM's cell as its output reads it.
+static void norm_cell(NlRnn *r, const RnnNorms *n, const float *c, size_t B) {
+    memcpy(r->cn, c, B * r->S * sizeof(float));
+    norm_rows(r, r->cn, B, r->S, r->S, n->cell, NULL);
+}
+
+static void lstm_output(NlRnn *r, float *h, size_t B) {
+    for (size_t b = 0; b < B; b++) nl_lstm_output(h + b * r->S, r->ph + b * r->G * r->S, r->cn + b * r->S, r->S);
+}
+
+// One position t (of nc in the chunk) of layer l for B sequences: the recurrence.
+static void step(NlRnn *r, int l, size_t B, size_t nc, size_t t, NlProfiler *prof, NlStats *stats) {
+    const NlRnnLayerWeights *lw = &r->w->rnn[l];
+    const RnnNorms *n = &r->norms[l];
+    size_t S = r->S, GS = r->G * S;
+    float *h = r->h + (size_t)l * r->batch * S, *c = r->c + (size_t)l * r->batch * S;
+    TIMED(prof, l, NL_COMP_RNN_RECURRENT, B, 1, S, nl_linear(r->ph, h, lw->w_hh, NULL, B, GS, S, r->threads));
+    TIMED(prof, l, NL_COMP_RNN_NORM, B, 1, normed_features(r), norm_products(r, n, lw, r->ph, B, 0));
+    double t0 = nl_profiler_begin(prof);
+    for (size_t b = 0; b < B; b++) {
+        const float *px = r->px + (b * nc + t) * GS;
+        float *a = r->ph + b * GS, *hb = h + b * S;
+        if (r->lstm) {
+            nl_add(a, px, GS);
+            nl_lstm_cell(c + b * S, a, S);
+        } else {
+            nl_add(a, px, 2 * S);
+            nl_gru_update(hb, a, px + 2 * S, a + 2 * S, S);
+        }
+    }
+    nl_profiler_record(prof, t0, l, NL_COMP_RNN_GATES, B, 1, 0);
+    if (r->lstm) {
+        TIMED(prof, l, NL_COMP_RNN_NORM, B, 1, S, norm_cell(r, n, c, B));
+        TIMED(prof, l, NL_COMP_RNN_GATES, B, 1, 0, lstm_output(r, h, B));
+    }
+    for (size_t b = 0; b < B; b++) memcpy(r->xout + (b * nc + t) * r->in_max, h + b * S, S * sizeof(float));
+    if (stats) nl_stats_state(stats, l, r->pos + t, h, r->lstm ? c : NULL, B);
+}
+
+// Layer l over a chunk of nc positions of B sequences: rows xin (B*nc, in) -> xout (B*nc, S).
+static void layer(NlRnn *r, int l, size_t B, size_t nc, NlProfiler *prof, NlStats *stats) {
+    const NlRnnLayerWeights *lw = &r->w->rnn[l];
+    size_t S = r->S, GS = r->G * S, in = l == 0 ? (size_t)r->cfg.n_embd : S, rows = B * nc;
+    // the rows are in_max apart: pack them to `in` wide first when narrower (layer 0 with E < S)
+    if (in != r->in_max)
+        for (size_t i = 1; i < rows; i++) memmove(r->xin + i * in, r->xin + i * r->in_max, in * sizeof(float));
+    TIMED(prof, l, NL_COMP_RNN_INPUT, B, nc, in, nl_linear(r->px, r->xin, lw->w_ih, NULL, rows, GS, in, r->threads));
+    TIMED(prof, l, NL_COMP_RNN_NORM, B, nc, normed_features(r), norm_products(r, &r->norms[l], lw, r->px, rows, 1));
+    for (size_t t = 0; t < nc; t++) step(r, l, B, nc, t, prof, stats);
+}
+
+// xin rows (B*nc) = the embeddings of tokens (B rows of `stride`, nc each).
+static void embed(NlRnn *r, const int *tokens, size_t stride, size_t B, size_t nc) {
+    size_t E = (size_t)r->cfg.n_embd;
+    for (size_t b = 0; b < B; b++)
+        for (size_t t = 0; t < nc; t++)
+            memcpy(r->xin + (b * nc + t) * r->in_max, r->w->wte + (size_t)tokens[b * stride + t] * E,
+                   E * sizeof(float));
+}
+
+// Logits of chunk positions t0..t0+k-1 of each sequence (last layer's h in xin) into the output
+// rows from `at` of each sequence's n_logits; xout is free scratch by now.
+static void head(NlRnn *r, size_t B, size_t nc, size_t t0, size_t k, size_t n_logits, size_t at) {
+    size_t S = r->S, V = (size_t)r->cfg.vocab_size;
+    for (size_t b = 0; b < B; b++) {
+        for (size_t j = 0; j < k; j++)
+            memcpy(r->xout + j * S, r->xin + (b * nc + t0 + j) * r->in_max, S * sizeof(float));
+        nl_linear(r->logits + (b * n_logits + at) * V, r->xout, r->w->lm_head, r->w->lm_head_b, k, V, S, r->threads);
+    }
+}
+
+const float *nl_rnn_forward(NlRnn *r, const int *tokens, size_t B, size_t n, size_t pos, size_t n_logits,
+                            NlProfiler *prof, NlStats *stats) {
+    assert(B >= 1 && B <= r->batch && n >= 1 && n_logits >= 1 && n_logits <= n && n_logits <= R);
+    assert(pos == 0 || pos == r->pos);
+    size_t S = r->S, L = (size_t)r->cfg.n_layer;
+    if (pos == 0) {
+        for (size_t l = 0; l < L; l++) {
+            memset(r->h + l * r->batch * S, 0, B * S * sizeof(float));
+            memset(r->c + l * r->batch * S, 0, B * S * sizeof(float));
+        }
+        r->pos = 0;
+    }
+    size_t first_logit = n - n_logits;
+    for (size_t p0 = 0; p0 < n; p0 += R) {
+        size_t nc = n - p0 < R ? n - p0 : R;
+        TIMED(prof, -1, NL_COMP_EMBED, B, nc, 0, embed(r, tokens + p0, n, B, nc));
+        if (stats)
+            for (size_t i = 0; i < B * nc; i++) nl_stats_residual(stats, 0, r->xin + i * r->in_max, 1);
+        for (size_t l = 0; l < L; l++) {
+            layer(r, (int)l, B, nc, prof, stats);
+            float *swap = r->xin;
+            r->xin = r->xout;
+            r->xout = swap;
+        }
+        r->pos += nc;
+        if (p0 + nc <= first_logit) continue;
+        size_t from = p0 > first_logit ? p0 : first_logit, k = p0 + nc - from;  // logits rows in this chunk
+        TIMED(prof, -1, NL_COMP_LM_HEAD, B, k, 0, head(r, B, nc, from - p0, k, n_logits, from - first_logit));
+    }
+    return r->logits;
+}
