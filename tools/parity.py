@@ -2,8 +2,10 @@
 """Live parity check: the C engine (./normlab logits / eval) against tools/reference.py (PyTorch,
 float64) on random prompts, for the shipped models, random-weight models of every
 norm x placement x bias combination and DeepNorm (written as safetensors directories), and the
---norm/--placement/--bn-stats overrides. Prints the worst |logit difference| per model; exits 1
-if any exceeds the tolerance.
+--norm/--placement/--bn-stats overrides; and for the recurrent models (LSTM and GRU, LayerNorm or
+none: the shipped ones that exist and random-weight ones) as configured and with the other --norm,
+eval with one unbroken state and with --segments 4. Prints the worst |logit difference| per model;
+exits 1 if any exceeds the tolerance.
 
     make parity          (or: /usr/bin/python3 tools/parity.py [--seed S] [--prompts N])
 """
@@ -19,7 +21,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import nlformat  # noqa: E402
-from reference import ROOT, SHIPPED, Reference  # noqa: E402
+from reference import RECURRENT, ROOT, SHIPPED, Reference, is_recurrent, load_reference  # noqa: E402
 
 LOGIT_ATOL = 1e-4   # max |engine - reference| per logit (float32 engine vs float64 reference) where the logits
                     # stay within 10 in magnitude; beyond, 1e-5 of the largest |logit| (the norm-free model's
@@ -33,6 +35,9 @@ UNBOUNDED = 20      # a run whose residual stream reaches an RMS above this is a
                     # eps) then amplifies float32 rounding up to 300x (1 row is exact: every output is the bias)
 FEW_ROWS = 16
 EVAL_RTOL = 1e-5    # relative difference of nats/char
+RNN_PROMPT = 48     # the longest random prompt for a recurrent model (no context window; long enough that the
+                    # state carries through many steps)
+VOCAB = list("\n abcdefghijklmnopqrstuvwxyzé,.!?")[:23]  # of the random models
 BIN = os.path.join(ROOT, "normlab")
 
 
@@ -47,14 +52,15 @@ def engine_logits(model, text, norm=None, placement=None, bn_stats="running"):
     return np.array([json.loads(line) for line in out.splitlines()])
 
 
-def engine_eval(model, path, bn_stats="running"):
-    out = subprocess.run([BIN, "eval", "-m", model, "--text", path, "--json"] + run_flags(bn_stats=bn_stats),
-                         check=True, capture_output=True, text=True).stdout
+def engine_eval(model, path, bn_stats="running", segments=1):
+    cmd = [BIN, "eval", "-m", model, "--text", path, "--json"] + run_flags(bn_stats=bn_stats) + \
+        (["--segments", str(segments)] if segments != 1 else [])
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return json.loads(out)
 
 
 def random_model(out_dir, norm, placement, bias, rng, residual_scale=None):
-    vocab = list("\n abcdefghijklmnopqrstuvwxyzé,.!?")[:23]
+    vocab = VOCAB
     config = {"vocab_size": len(vocab), "n_layer": 3, "n_head": 3, "n_embd": 24, "block_size": 16,
               "mlp_ratio": 2, "norm": norm, "placement": placement, "norm_eps": 1e-5,
               "activation": rng.choice(["gelu", "gelu_tanh", "relu"]), "bias": bias,
@@ -82,9 +88,26 @@ def random_model(out_dir, norm, placement, bias, rng, residual_scale=None):
     return out_dir
 
 
+def random_recurrent(out_dir, arch, norm, n_layer, rng):
+    """A random-weight LSTM or GRU of odd widths (E 7, S 9). Weights of 0.5 / unit scale put the gates
+    well off 0.5 (sigmoid and tanh curve) while the state stays bounded by tanh."""
+    config = {"arch": arch, "vocab_size": len(VOCAB), "n_layer": n_layer, "n_embd": 7, "n_hidden": 9,
+              "norm": norm, "norm_eps": 1e-5}
+    tensors = {}
+    for name, shape in nlformat.rnn_tensor_shapes(config).items():
+        gain = ".ln_" in name and name.endswith(".weight")
+        scale = 0.3 if len(shape) == 1 else 0.5  # vectors (biases, LN gains around 1), matrices
+        tensors[name] = ((1.0 if gain else 0.0) + scale * rng.standard_normal(shape)).astype(np.float32)
+    nlformat.write_model_dir(out_dir, config, VOCAB, tensors, metadata={"source": "tools/parity.py random"})
+    return out_dir
+
+
 def overrides_for(config):
     """As configured, then every norm x placement the engine can run the model as: BatchNorm with
-    batch statistics always, with running statistics where the model has them."""
+    batch statistics always, with running statistics where the model has them. A recurrent model:
+    as configured and with the other of its two norms."""
+    if is_recurrent(config):
+        return [(None, None, "running"), ("none" if config["norm"] == "layernorm" else "layernorm", None, "running")]
     needs = {"pre": {"in", "final"}, "post": {"in"}, "peri": {"in", "final", "out"}}  # the norms a placement runs
     runs = [(None, None, "running")]
     if config["norm"] == "batchnorm":
@@ -106,13 +129,13 @@ def check_model(label, path, prompts, overrides, report):
     worst = every = wild = 0.0  # every: in units of the tolerance, |delta| / max(1, max |logit| / 10)
     n_wild = 0
     for norm, placement, bn_stats in overrides:
-        ref = Reference(path, norm, placement, bn_stats)
+        ref = load_reference(path, norm, placement, bn_stats)
         for text in prompts(ref):
             got = engine_logits(path, text, norm, placement, bn_stats)
             want = ref.logits(ref.encode(text)).numpy()
             d, m = float(np.max(np.abs(got - want))), float(np.max(np.abs(want)))
             few = ref.norm == "batchnorm" and bn_stats == "batch" and 1 < len(text) < FEW_ROWS
-            if ref.max_rms > UNBOUNDED or few:
+            if getattr(ref, "max_rms", 0.0) > UNBOUNDED or few:  # a recurrent state is bounded by tanh
                 n_wild += 1
                 wild = max(wild, d / m)
                 continue
@@ -138,16 +161,19 @@ def main(argv):
     ok, report, evals = True, [], []
 
     def random_prompts(ref):
-        T = ref.config["block_size"]
+        T = ref.config.get("block_size", RNN_PROMPT)
         lengths = [1, T] + [pyrng.randint(2, T) for _ in range(max(0, a.prompts - 2))]
         return ["".join(pyrng.choice(ref.vocab) for _ in range(n)) for n in lengths]
 
-    def check_eval(path, text_path, bn_stats="running"):
-        got = engine_eval(path, text_path, bn_stats)["nats_per_char"]
-        ref = Reference(path, bn_stats=bn_stats)
-        nll, count = ref.eval_nll(ref.encode(open(text_path, encoding="utf-8").read()))
+    def check_eval(path, text_path, bn_stats="running", segments=1):
+        got = engine_eval(path, text_path, bn_stats, segments)["nats_per_char"]
+        ref = load_reference(path, bn_stats=bn_stats)
+        with open(text_path, encoding="utf-8") as f:
+            ids = ref.encode(f.read())
+        nll, count = ref.eval_nll(ids, segments=segments) if segments != 1 else ref.eval_nll(ids)
         rel = abs(got - nll / count) / (nll / count)
-        label = f"  eval {os.path.basename(text_path)}" + (" (batch statistics)" if bn_stats == "batch" else "")
+        label = f"  eval {os.path.basename(text_path)}" + (" (batch statistics)" if bn_stats == "batch" else "") + \
+            (f" --segments {segments}" if segments != 1 else "")
         print(f"{label:<48} engine {got:.7f} reference {nll / count:.7f} rel {rel:.2g}  "
               f"({'ok' if rel <= EVAL_RTOL else 'FAIL'})")
         evals.append(rel <= EVAL_RTOL)
@@ -179,6 +205,21 @@ def main(argv):
                 ok &= check_model(label, d, random_prompts, overrides_for(nlformat.load_model(d)[0]), report)
                 for bn_stats in ("running", "batch") if norm == "batchnorm" else ("running",):
                     ok &= check_eval(d, text_path, bn_stats)
+        for name in RECURRENT:  # after the transformers, so their prompts (pyrng) stay the same; absent: skipped
+            path = os.path.join(ROOT, "weights", name)
+            if os.path.isfile(os.path.join(path, "model.safetensors")):
+                config = nlformat.load_model(path)[0]
+                ok &= check_model(f"weights/{name} (+ --norm)", path, random_prompts, overrides_for(config), report)
+                for segments in (1, 4):
+                    ok &= check_eval(path, held_out, segments=segments)
+        # 89 inputs: --segments 4 makes parts of 22, 22, 22 and 23
+        for arch, norm, n_layer in (("lstm", "layernorm", 3), ("lstm", "none", 2), ("gru", "layernorm", 2),
+                                    ("gru", "none", 3)):
+            d = random_recurrent(os.path.join(tmp, f"{arch}-{norm}"), arch, norm, n_layer, rng)
+            label = f"random {arch}/{norm} L={n_layer} E=7 S=9 (+ --norm)"
+            ok &= check_model(label, d, random_prompts, overrides_for(nlformat.load_model(d)[0]), report)
+            for segments in (1, 4):
+                ok &= check_eval(d, text_path, segments=segments)
     print(f"tolerance {LOGIT_ATOL:g} per logit, {EVAL_RTOL:g} relative for eval")
     n_pass = sum(w <= LOGIT_ATOL for _, w in report) + sum(evals)
     n_fail = sum(w > LOGIT_ATOL for _, w in report) + len(evals) - sum(evals)

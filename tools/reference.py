@@ -1,14 +1,17 @@
 #!/usr/bin/python3
 """An independent PyTorch forward pass of a normlab model, written from the formulas in README.md
-("Forward pass"), in float64. It shares nothing with tools/train.py or the C engine except the file
-format (read through nlformat).
+("Forward pass"; for the recurrent models, arch lstm and gru, the LayerNorm LSTM and GRU of Ba et al.
+2016, format version 3), in float64. It shares nothing with tools/train.py or the C engine except the
+file format (read through nlformat).
 
     /usr/bin/python3 tools/reference.py logits -m weights/shakespeare-pre-ln -p "ROMEO:"
     /usr/bin/python3 tools/reference.py eval -m weights/shakespeare-pre-ln --text FILE
+    /usr/bin/python3 tools/reference.py eval -m weights/shakespeare-lstm-ln --text FILE --segments 4
     /usr/bin/python3 tools/reference.py golden           # rewrites tests/reference/pytorch_float64.json
 
 Dimension letters: B sequences in one forward call, n positions, V vocabulary, D width, H heads,
-Dh head width, F MLP width.
+Dh head width, F MLP width; recurrent models: S state width (n_hidden), E embedding width (n_embd),
+L layers.
 """
 import argparse
 import json
@@ -25,6 +28,8 @@ ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
 SHIPPED = ["shakespeare-pre-ln", "shakespeare-post-ln", "shakespeare-pre-rms", "shakespeare-post-rms",
            "shakespeare-pre-bn", "shakespeare-post-bn", "shakespeare-peri-ln", "shakespeare-deepnorm",
            "shakespeare-nonorm"]
+RECURRENT = ["shakespeare-lstm-ln", "shakespeare-lstm", "shakespeare-gru-ln", "shakespeare-gru"]
+GOLDEN = SHIPPED + RECURRENT  # the models tests/reference/pytorch_float64.json holds, when present
 NORMS = ["layernorm", "rmsnorm", "batchnorm", "none"]
 PLACEMENTS = ["pre", "post", "peri"]
 GOLDEN_PROMPTS = [
@@ -160,12 +165,134 @@ class Reference:
         return total, n_inputs
 
 
+class RecurrentReference:
+    """A loaded recurrent model (arch lstm or gru) with the run's norm (layernorm or none) applied.
+    Every sequence starts from the zero state; a step reads one token and the state of every layer."""
+
+    def __init__(self, path, norm=None):
+        self.config, self.vocab, arrays = nlformat.load_model(path)
+        self.t = {k: torch.from_numpy(v).double() for k, v in arrays.items()}
+        self.arch = self.config["arch"]
+        if self.arch not in ("lstm", "gru"):
+            raise ValueError(f"unknown arch {self.arch!r}")
+        self.norm = norm or self.config["norm"]
+        if self.norm not in ("layernorm", "none"):
+            raise ValueError(f"a recurrent model runs with norm layernorm or none, not {self.norm}")
+        self.S, self.L = self.config["n_hidden"], self.config["n_layer"]
+        self.stoi = {ch: i for i, ch in enumerate(self.vocab)}
+
+    def encode(self, text):
+        return [self.stoi[ch] for ch in text]
+
+    def _get(self, name, n, fill=0.0):
+        """A tensor, or where the model lacks it a vector of n times fill (bias 0, gain 1)."""
+        return self.t.get(name, torch.full((n,), fill, dtype=torch.float64))
+
+    def _norm(self, v, i, name):
+        """v: (B, m). LayerNorm over the whole vector of each row, or the identity for norm none."""
+        if self.norm == "none":
+            return v
+        m, p = v.shape[-1], f"rnn.{i}.{name}"
+        mu = v.mean(-1, keepdim=True)
+        var = ((v - mu) ** 2).mean(-1, keepdim=True)  # biased, 1/m
+        return (v - mu) / torch.sqrt(var + self.config["norm_eps"]) * self._get(p + ".weight", m, 1.0) + \
+            self._get(p + ".bias", m)
+
+    def _lstm(self, x, h, c, i):  # x: (B, in), h and c: (B, S) -> h', c'
+        S, p = self.S, f"rnn.{i}."
+        a = self._norm(h @ self.t[p + "weight_hh"].T, i, "ln_hh") + \
+            self._norm(x @ self.t[p + "weight_ih"].T, i, "ln_ih") + self._get(p + "bias", 4 * S)
+        f, ig, o, g = a[:, :S], a[:, S:2 * S], a[:, 2 * S:3 * S], a[:, 3 * S:]
+        c = torch.sigmoid(f) * c + torch.sigmoid(ig) * torch.tanh(g)
+        return torch.sigmoid(o) * torch.tanh(self._norm(c, i, "ln_cell")), c
+
+    def _gru(self, x, h, i):  # x: (B, in), h: (B, S) -> h'
+        S, p = self.S, f"rnn.{i}."
+        P, Q = x @ self.t[p + "weight_ih"].T, h @ self.t[p + "weight_hh"].T  # (B, 3S): z | r | candidate
+        b_ih, b_hh = self._get(p + "bias_ih", 3 * S), self._get(p + "bias_hh", 3 * S)
+        zr = self._norm(P[:, :2 * S], i, "ln_ih") + b_ih[:2 * S] + self._norm(Q[:, :2 * S], i, "ln_hh") + b_hh[:2 * S]
+        z, r = torch.sigmoid(zr[:, :S]), torch.sigmoid(zr[:, S:])
+        cand = torch.tanh(self._norm(P[:, 2 * S:], i, "ln_ih_cand") + b_ih[2 * S:]
+                          + r * (self._norm(Q[:, 2 * S:], i, "ln_hh_cand") + b_hh[2 * S:]))
+        return (1 - z) * h + z * cand
+
+    @torch.no_grad()
+    def logits_batch(self, batch):
+        """(B, n, V) float64 logits of B sequences, each from the zero state, n the longest length.
+        A shorter sequence is padded at its end; its rows past its length are padding (a step depends
+        only on the steps before it), to be ignored."""
+        B, n = len(batch), max(len(s) for s in batch)
+        ids = torch.zeros(B, n, dtype=torch.long)
+        for b, s in enumerate(batch):
+            ids[b, :len(s)] = torch.tensor(s, dtype=torch.long)
+        h = [torch.zeros(B, self.S, dtype=torch.float64) for _ in range(self.L)]
+        c = [torch.zeros(B, self.S, dtype=torch.float64) for _ in range(self.L)]  # LSTM only
+        top = []
+        for t in range(n):
+            x = self.t["wte.weight"][ids[:, t]]  # (B, E)
+            for i in range(self.L):
+                if self.arch == "lstm":
+                    h[i], c[i] = self._lstm(x, h[i], c[i], i)
+                else:
+                    h[i] = self._gru(x, h[i], i)
+                x = h[i]
+            top.append(x)
+        return torch.stack(top, 1) @ self.t["lm_head.weight"].T + self.t["lm_head.bias"]
+
+    def logits(self, ids):
+        """(n, V) float64 logits for ids at positions 0..n-1, from the zero state."""
+        return self.logits_batch([ids])[0]
+
+    def eval_nll(self, ids, segments=1):
+        """(sum of -ln p, count) over targets ids[1:]: the n-1 inputs split into `segments` contiguous
+        parts, part k = inputs [floor(k(n-1)/K), floor((k+1)(n-1)/K)), each run from the zero state
+        (all K in one batch). Count is n-1 whatever K."""
+        if segments < 1:
+            raise ValueError(f"segments must be at least 1, not {segments}")
+        n_inputs = max(0, len(ids) - 1)
+        parts = [(k * n_inputs // segments, (k + 1) * n_inputs // segments) for k in range(segments)]
+        parts = [(lo, hi) for lo, hi in parts if hi > lo]  # K > n-1 leaves some parts empty
+        if not parts:
+            return 0.0, n_inputs
+        logp = torch.log_softmax(self.logits_batch([ids[lo:hi] for lo, hi in parts]), dim=-1)
+        total = 0.0
+        for b, (lo, hi) in enumerate(parts):
+            targets = torch.tensor(ids[lo + 1:hi + 1], dtype=torch.long)
+            total -= logp[b, torch.arange(hi - lo), targets].sum().item()
+        return total, n_inputs
+
+
+def is_recurrent(config):
+    return config.get("arch", "transformer") != "transformer"
+
+
+def load_reference(path, norm=None, placement=None, bn_stats="running"):
+    """The reference for the model at path: RecurrentReference for arch lstm/gru (which takes no
+    placement and no BatchNorm statistics: a ValueError), else Reference."""
+    if os.path.isdir(path):  # read config.json alone: the tensors are loaded once, by the class chosen
+        with open(os.path.join(path, "config.json")) as f:
+            config = json.load(f)
+    else:
+        config = nlformat.load_model(path)[0]
+    if not is_recurrent(config):
+        return Reference(path, norm, placement, bn_stats)
+    if placement is not None:
+        raise ValueError(f"a recurrent model has no placement (got {placement})")
+    if bn_stats != "running":
+        raise ValueError("a recurrent model has no BatchNorm statistics to choose")
+    return RecurrentReference(path, norm)
+
+
 def write_golden(path):
     with open(EVAL_TEXT, encoding="utf-8") as f:
         text = f.read()
     models = []
-    for name in SHIPPED:
-        ref = Reference(os.path.join(ROOT, "weights", name))
+    for name in GOLDEN:
+        model = os.path.join(ROOT, "weights", name)
+        if not os.path.isfile(os.path.join(model, "model.safetensors")):
+            print(f"{name}: skipped, weights/{name}/model.safetensors does not exist", file=sys.stderr)
+            continue
+        ref = load_reference(model)
         prompts = [{"text": p,
                     "logits": [[float(f"{v:.9g}") for v in row] for row in ref.logits(ref.encode(p)).tolist()]}
                    for p in GOLDEN_PROMPTS]
@@ -192,6 +319,7 @@ def main(argv):
             s.add_argument("-p", "--prompt", required=True)
         else:
             s.add_argument("--text", required=True)
+            s.add_argument("--segments", type=int, help="recurrent models: score in K parts, each from zero state")
     g = sub.add_parser("golden")
     g.add_argument("--out", default=os.path.join(ROOT, "tests", "reference", "pytorch_float64.json"))
     a = p.parse_args(argv)
@@ -199,13 +327,23 @@ def main(argv):
     if a.cmd == "golden":
         write_golden(a.out)
         return
-    ref = Reference(a.model, a.norm, a.placement, a.bn_stats)
+    try:
+        ref = load_reference(a.model, a.norm, a.placement, a.bn_stats)
+    except ValueError as e:
+        p.error(str(e))
     if a.cmd == "logits":
         for row in ref.logits(ref.encode(a.prompt)).tolist():
             print(json.dumps(row))
     else:
+        kw = {}
+        if a.segments is not None:
+            if not isinstance(ref, RecurrentReference):
+                p.error("--segments is for recurrent models (a transformer scores through sliding windows)")
+            if a.segments < 1:
+                p.error("--segments takes K >= 1")
+            kw = {"segments": a.segments}
         with open(a.text, encoding="utf-8") as f:
-            nll, count = ref.eval_nll(ref.encode(f.read()))
+            nll, count = ref.eval_nll(ref.encode(f.read()), **kw)
         print(json.dumps({"chars": count, "nats_per_char": nll / count}))
 
 
