@@ -35,8 +35,9 @@ static int measure_eval(NlState *s, const NlConfig *c, const int *ids, size_t n,
                         NlError *err) {
     NlStats *st = NULL;
     NlProfiler *prof = NULL;
-    size_t T = (size_t)c->block_size, stride = T / 2 ? T / 2 : 1;
-    int rc = -1;
+    size_t T = (size_t)c->block_size, stride = T / 2 ? T / 2 : 1;  // (a recurrent model ignores stride)
+    int rc = -1, recurrent = c->arch != NL_ARCH_TRANSFORMER;
+    if (recurrent) invariance = 0;  // an experiment on the transformer's norms of D features
     if (nl_stats_create(&st, c, T, invariance, err) != 0 || nl_profiler_create(&prof, c, 0, 0, err) != 0) goto cleanup;
     nl_state_set_stats(s, st);
     nl_state_set_profiler(s, prof);
@@ -55,8 +56,12 @@ static int measure_eval(NlState *s, const NlConfig *c, const int *ids, size_t n,
     static const NlComponent NORMS[] = {NL_COMP_NORM1, NL_COMP_NORM2, NL_COMP_NORM1_POST, NL_COMP_NORM2_POST,
                                         NL_COMP_FINAL_NORM};
     for (size_t k = 0; k < sizeof NORMS / sizeof NORMS[0]; k++) row->norm_share += row->time_share[NORMS[k]];
+    row->norm_share += row->time_share[NL_COMP_RNN_NORM];
     row->n_layer = c->n_layer;
-    row->has_final_norm = c->placement != NL_PLACE_POST && c->norm != NL_NORM_NONE;
+    row->has_final_norm = !recurrent && c->placement != NL_PLACE_POST && c->norm != NL_NORM_NONE;
+    for (int k = 0; k < NL_STATE_BUCKETS; k++)
+        for (int cell = 0; cell < 2; cell++)
+            row->state_norm[cell][k] = nl_stats_state_norm(st, c->n_layer - 1, cell, k);
     for (int l = 0; l <= c->n_layer; l++) {
         row->residual_rms[l] = nl_stats_residual_rms(st, l);
         row->residual_abs_mean[l] = nl_stats_residual_abs_mean(st, l);
@@ -161,6 +166,7 @@ int nl_compare_model(const NlModel *model, NlRunOptions run, const int *ids, siz
         nl_error(err, NL_ERR_ARG, "too many layers");
         return -1;
     }
+    row->arch = trained->arch;
     row->norm = run.norm;
     row->placement = run.placement;
     row->bn_stats = run.bn_stats;
@@ -170,7 +176,8 @@ int nl_compare_model(const NlModel *model, NlRunOptions run, const int *ids, siz
     row->weight_bytes = nl_model_weight_bytes(model);
     run.batch = 1;
     NlState *s = NULL;
-    size_t V = (size_t)trained->vocab_size, m = n < (size_t)trained->block_size ? n : (size_t)trained->block_size;
+    size_t T = trained->arch == NL_ARCH_TRANSFORMER ? (size_t)trained->block_size : NL_RNN_LOGITS;
+    size_t V = (size_t)trained->vocab_size, m = n < T ? n : T;
     float *full = malloc(m * V * sizeof *full);
     int rc = -1;
     if (!full) {

@@ -146,8 +146,9 @@ typedef struct {
 enum { NL_FAULT_NONE, NL_FAULT_CACHE, NL_FAULT_BATCH };
 
 typedef struct {
+    NlArch arch;  // the model's
     NlNormType norm;  // as run
-    NlPlacement placement;
+    NlPlacement placement;  // NL_PLACE_AS_CONFIGURED for a recurrent model
     NlBnStats bn_stats;  // as run (BatchNorm rows)
     double residual_scale;  // as run (post placement)
     int swapped_norm, swapped_placement;  // 1 when run otherwise than trained
@@ -165,13 +166,18 @@ typedef struct {
     int has_final_norm;  // norm_std[L] is set
     double norm_post_std[NL_MAX_LAYERS];  // peri's output norms
     double branch_rms[NL_MAX_LAYERS];  // sublayer outputs as they join the stream
+    // Recurrent models: the last layer's mean ||h_t|| ([0]) and the LSTM's ||c_t|| ([1]) per time bucket
+    // of nl_stats_state_norm (NaN where no position fell); residual_rms[0] is then the embeddings' RMS
+    // and residual_rms[l + 1] that of layer l's h. branch_rms, norm_std and invariance do not apply.
+    double state_norm[2][NL_STATE_BUCKETS];
     double batch_diff;  // max |logit alone - logit in a batch of 16|
     double cache_diff;  // max |logit of full prefill - logit of KV-cache decoding|
     double invariance[2][NL_INV_COUNT];  // [LayerNorm, RMSNorm][case], when asked
 } NlCompareRow;
 
 // Measures one model run as `run` on the text ids[0..n) (n >= 2): eval (with statistics and a
-// profile), prefill and decode throughput, batch and cache consistency.
+// profile), prefill and decode throughput, batch and cache consistency. The speeds and the two
+// checks use the text's first T positions (a recurrent model: NL_RNN_LOGITS).
 int nl_compare_model(const NlModel *model, NlRunOptions run, const int *ids, size_t n, const NlCompareOptions *opts,
                      NlCompareRow *row, NlError *err);
 

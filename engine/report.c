@@ -1,6 +1,7 @@
 // report.c — text, JSON and Chrome-trace views of a profiler (see report.h).
 #include "report.h"
 
+#include <math.h>
 #include <string.h>
 
 #include <cjson/cJSON.h>
@@ -194,6 +195,11 @@ int nl_report_trace(FILE *f, const NlProfiler *p, const NlReportInfo *info) {
 // "layernorm*/pre": the norm and placement a row ran as, * where not as trained; BatchNorm with
 // its statistics ("batchnorm:batch").
 static void run_as(char *buf, size_t len, const NlCompareRow *r) {
+    if (r->arch != NL_ARCH_TRANSFORMER) {  // "lstm/none*"
+        snprintf(buf, len, "%s/%s%s", nl_config_arch_name(r->arch), nl_config_norm_name(r->norm),
+                 r->swapped_norm ? "*" : "");
+        return;
+    }
     snprintf(buf, len, "%s%s%s/%s%s", nl_config_norm_name(r->norm), r->swapped_norm ? "*" : "",
              r->norm == NL_NORM_BATCHNORM ? (r->bn_stats == NL_BN_BATCH ? ":batch" : ":running") : "",
              nl_config_placement_name(r->placement), r->swapped_placement ? "*" : "");
@@ -213,6 +219,25 @@ static void join(char *buf, size_t len, const double *v, int count, const char *
         used = strlen(buf);
         snprintf(buf + used, len - used, fmt, v[i]);
     }
+}
+
+// The time buckets of a recurrent row's state norms that saw positions (a prefix of them).
+static int state_buckets(const NlCompareRow *r) {
+    int k = 0;
+    while (k < NL_STATE_BUCKETS && !isnan(r->state_norm[0][k])) k++;
+    return k;
+}
+
+// A recurrent row's hidden states: the RMS of the embeddings and of each layer's h, and the last
+// layer's ||h_t|| (and the LSTM's ||c_t||) over time.
+static void state_text(FILE *f, const NlCompareRow *r) {
+    char a[512], h[1024], c[1024];
+    int K = state_buckets(r);
+    join(a, sizeof a, r->residual_rms, r->n_layer + 1, "%.3g");
+    join(h, sizeof h, r->state_norm[0], K, "%.3g");
+    join(c, sizeof c, r->state_norm[1], K, "%.3g");
+    fprintf(f, "    state rms     %s (embeddings, then h of each layer)\n    |h_t| by t    %s\n", a, h);
+    if (r->arch == NL_ARCH_LSTM) fprintf(f, "    |c_t| by t    %s\n", c);
 }
 
 int nl_report_compare_text(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n,
@@ -236,11 +261,19 @@ int nl_report_compare_text(FILE *f, const NlCompareRow *rows, const char *const 
     fprintf(f, "\nhidden states, means over positions: residual RMS entering blocks 0..L-1 and leaving the last;\n"
                "|per-position mean| of the same; RMS of the sublayers' outputs as they join the stream (peri: after\n"
                "the output norm); std of each input norm's output per layer (pre, peri: then ln_f); peri: of each\n"
-               "output norm's\n");
+               "output norm's. Recurrent models: the RMS of the embeddings and of each layer's h, and the last\n"
+               "layer's mean Euclidean norm of h_t (LSTM: and of c_t) over positions t in 0, 1-2, 3-6, 7-14, ...\n"
+               "(doubling buckets) of one unbroken pass over the text\n");
     for (size_t i = 0; i < n; i++) {
         const NlCompareRow *r = &rows[i];
         char a[512], b[512], c[512], d[512], as[48];
         int L = r->n_layer;
+        if (r->arch != NL_ARCH_TRANSFORMER) {
+            run_as(as, sizeof as, r);
+            fprintf(f, "%-34s %s\n", labels[i], as);
+            state_text(f, r);
+            continue;
+        }
         join(a, sizeof a, r->residual_rms, L + 1, "%.3g");
         join(b, sizeof b, r->residual_abs_mean, L + 1, "%.3g");
         join(c, sizeof c, r->norm_std, r->norm == NL_NORM_NONE ? 0 : L + r->has_final_norm, "%.3g");
@@ -262,7 +295,7 @@ int nl_report_compare_text(FILE *f, const NlCompareRow *rows, const char *const 
         for (int k = 0; k < NL_INV_COUNT; k++) fprintf(f, " %11s", nl_invariance_name((NlInvarianceCase)k));
         fputc('\n', f);
         for (size_t i = 0; i < n; i++)
-            for (int t = 0; t < 2; t++) {
+            for (int t = 0; t < 2 && rows[i].arch == NL_ARCH_TRANSFORMER; t++) {
                 char as[48];
                 run_as(as, sizeof as, &rows[i]);
                 fprintf(f, "%-34s %-24s %-10s", labels[i], as,
@@ -282,9 +315,12 @@ static cJSON *numbers(const double *v, int count) {
 
 static cJSON *compare_row_json(const NlCompareRow *r, const char *label, const NlCompareInfo *info) {
     cJSON *o = cJSON_CreateObject();
+    int recurrent = r->arch != NL_ARCH_TRANSFORMER;
     cJSON_AddStringToObject(o, "model", label);
+    cJSON_AddStringToObject(o, "arch", nl_config_arch_name(r->arch));
     cJSON_AddStringToObject(o, "norm", nl_config_norm_name(r->norm));
-    cJSON_AddStringToObject(o, "placement", nl_config_placement_name(r->placement));
+    if (recurrent) cJSON_AddNullToObject(o, "placement");
+    else cJSON_AddStringToObject(o, "placement", nl_config_placement_name(r->placement));
     cJSON_AddStringToObject(o, "override", override_name(r));
     if (r->norm == NL_NORM_BATCHNORM) cJSON_AddStringToObject(o, "bn_stats", nl_config_bn_stats_name(r->bn_stats));
     cJSON_AddNumberToObject(o, "residual_scale", r->residual_scale);
@@ -309,14 +345,22 @@ static cJSON *compare_row_json(const NlCompareRow *r, const char *label, const N
         if (k != NL_COMP_SAMPLING) cJSON_AddNumberToObject(share, nl_component_name((NlComponent)k), r->time_share[k]);
     cJSON_AddItemToObject(o, "residual_rms", numbers(r->residual_rms, r->n_layer + 1));
     cJSON_AddItemToObject(o, "residual_abs_mean", numbers(r->residual_abs_mean, r->n_layer + 1));
-    cJSON_AddItemToObject(o, "branch_rms", numbers(r->branch_rms, r->n_layer));
-    cJSON_AddItemToObject(o, "norm_std",
-                          numbers(r->norm_std, r->norm == NL_NORM_NONE ? 0 : r->n_layer + r->has_final_norm));
+    if (recurrent) {  // the last layer's state norms over time: bucket k holds t in [2^k - 1, 2^(k+1) - 1)
+        int K = state_buckets(r);
+        double starts[NL_STATE_BUCKETS];
+        for (int k = 0; k < K; k++) starts[k] = (double)((1ull << k) - 1);
+        cJSON_AddItemToObject(o, "state_bucket_start", numbers(starts, K));
+        cJSON_AddItemToObject(o, "state_norm_h", numbers(r->state_norm[0], K));
+        if (r->arch == NL_ARCH_LSTM) cJSON_AddItemToObject(o, "state_norm_c", numbers(r->state_norm[1], K));
+    }
+    cJSON_AddItemToObject(o, "branch_rms", numbers(r->branch_rms, recurrent ? 0 : r->n_layer));
+    cJSON_AddItemToObject(
+        o, "norm_std", numbers(r->norm_std, r->norm == NL_NORM_NONE || recurrent ? 0 : r->n_layer + r->has_final_norm));
     if (r->placement == NL_PLACE_PERI && r->norm != NL_NORM_NONE)
         cJSON_AddItemToObject(o, "norm_post_std", numbers(r->norm_post_std, r->n_layer));
     cJSON_AddNumberToObject(o, "batch16_max_logit_diff", r->batch_diff);
     cJSON_AddNumberToObject(o, "cache_max_logit_diff", r->cache_diff);
-    if (info->invariance) {
+    if (info->invariance && !recurrent) {
         cJSON *inv = cJSON_AddObjectToObject(o, "invariance");
         for (int t = 0; t < 2; t++) {
             cJSON *per = cJSON_AddObjectToObject(inv, nl_config_norm_name(t ? NL_NORM_RMSNORM : NL_NORM_LAYERNORM));
@@ -360,7 +404,7 @@ int nl_report_compare_csv(FILE *f, const NlCompareRow *rows, const char *const *
           "per_char,perplexity,"
           "threads,repeats,"
           "prefill_tok_s,prefill_tok_s_min,prefill_tok_s_max,decode_tok_s,decode_tok_s_min,decode_tok_s_max,"
-          "norm_time_share,batch16_max_logit_diff,cache_max_logit_diff",
+          "norm_time_share,batch16_max_logit_diff,cache_max_logit_diff,arch",
           f);
     for (int l = 0; l <= L; l++) fprintf(f, ",residual_rms_%d", l);
     for (int l = 0; l <= L; l++) fprintf(f, ",residual_abs_mean_%d", l);
@@ -376,24 +420,29 @@ int nl_report_compare_csv(FILE *f, const NlCompareRow *rows, const char *const *
     for (size_t i = 0; i < n; i++) {
         const NlCompareRow *r = &rows[i];
         csv_field(f, labels[i]);
-        fprintf(f, ",%s,%s,%s,%s,%.6g,%zu,%zu,", nl_config_norm_name(r->norm), nl_config_placement_name(r->placement),
-                override_name(r), r->norm == NL_NORM_BATCHNORM ? nl_config_bn_stats_name(r->bn_stats) : "",
-                r->residual_scale, r->parameters, r->weight_bytes);
+        int recurrent = r->arch != NL_ARCH_TRANSFORMER;
+        fprintf(f, ",%s,%s,%s,%s,%.6g,%zu,%zu,", nl_config_norm_name(r->norm),
+                recurrent ? "" : nl_config_placement_name(r->placement), override_name(r),
+                r->norm == NL_NORM_BATCHNORM ? nl_config_bn_stats_name(r->bn_stats) : "", r->residual_scale,
+                r->parameters, r->weight_bytes);
         csv_field(f, info->text);
         fprintf(f, ",%zu,%.9g,%.9g,%.9g,%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g", r->chars, r->nats_per_char,
                 r->bits_per_char, r->perplexity, info->threads, info->repeats, r->prefill_tok_s, r->prefill_tok_s_min,
                 r->prefill_tok_s_max, r->decode_tok_s, r->decode_tok_s_min, r->decode_tok_s_max, r->norm_share,
                 r->batch_diff, r->cache_diff);
-        int nstd = r->norm == NL_NORM_NONE ? 0 : r->n_layer + r->has_final_norm;
+        fprintf(f, ",%s", nl_config_arch_name(r->arch));
+        int nstd = r->norm == NL_NORM_NONE || recurrent ? 0 : r->n_layer + r->has_final_norm;
         int npost = r->placement == NL_PLACE_PERI && r->norm != NL_NORM_NONE ? r->n_layer : 0;
         for (int l = 0; l <= L; l++) l <= r->n_layer ? fprintf(f, ",%.6g", r->residual_rms[l]) : fputs(",", f);
         for (int l = 0; l <= L; l++) l <= r->n_layer ? fprintf(f, ",%.6g", r->residual_abs_mean[l]) : fputs(",", f);
-        for (int l = 0; l < L; l++) l < r->n_layer ? fprintf(f, ",%.6g", r->branch_rms[l]) : fputs(",", f);
+        for (int l = 0; l < L; l++)
+            l < r->n_layer && !recurrent ? fprintf(f, ",%.6g", r->branch_rms[l]) : fputs(",", f);
         for (int l = 0; l <= L; l++) l < nstd ? fprintf(f, ",%.6g", r->norm_std[l]) : fputs(",", f);
         for (int l = 0; l < L; l++) l < npost ? fprintf(f, ",%.6g", r->norm_post_std[l]) : fputs(",", f);
         if (info->invariance)
             for (int t = 0; t < 2; t++)
-                for (int k = 0; k < NL_INV_COUNT; k++) fprintf(f, ",%.6g", r->invariance[t][k]);
+                for (int k = 0; k < NL_INV_COUNT; k++)
+                    recurrent ? fputs(",", f) : fprintf(f, ",%.6g", r->invariance[t][k]);
         fputc('\n', f);
     }
     return ferror(f) ? -1 : 0;

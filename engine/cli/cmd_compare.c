@@ -41,7 +41,8 @@ const char *const HELP_COMPARE =
 
 // The runs of one model (returns their count): as trained; with also_swap, the other norm type
 // (LayerNorm and RMSNorm each other's, BatchNorm's LayerNorm), the other placement (pre and post each
-// other's, peri's pre) and no norm at all; a norm-free model has no swaps. BatchNorm runs with
+// other's, peri's pre) and no norm at all; a norm-free model has no swaps; a recurrent model with
+// LayerNorm runs without it. BatchNorm runs with
 // bn_stats, or each twice (running, then batch) with BN_STATS_BOTH; a BatchNorm post model run as
 // pre has no running statistics for its ln_f, so that row runs with batch statistics only.
 static int compare_runs(const NlConfig *c, int also_swap, int bn_stats, NlRunOptions *runs) {
@@ -49,6 +50,11 @@ static int compare_runs(const NlConfig *c, int also_swap, int bn_stats, NlRunOpt
     NlRunOptions as = {c->norm, c->placement, 1, 1, first};
     int n = 0, lacks_ln_f = c->norm == NL_NORM_BATCHNORM && c->placement == NL_PLACE_POST;
     runs[n++] = as;
+    if (also_swap && c->arch != NL_ARCH_TRANSFORMER && c->norm != NL_NORM_NONE) {  // an LN-RNN: without its LNs
+        runs[n] = as;
+        runs[n++].norm = NL_NORM_NONE;
+        return n;
+    }
     if (also_swap && c->norm != NL_NORM_NONE) {
         runs[n] = as;
         runs[n++].norm = c->norm == NL_NORM_LAYERNORM ? NL_NORM_RMSNORM : NL_NORM_LAYERNORM;

@@ -40,22 +40,34 @@ static cJSON *info_json(const NlModel *m, const char *path, const BlasChoice *b)
     const NlConfig *c = nl_model_config(m);
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "model", path);
+    cJSON_AddStringToObject(j, "arch", nl_config_arch_name(c->arch));
     cJSON_AddNumberToObject(j, "vocab_size", c->vocab_size);
     cJSON_AddNumberToObject(j, "n_layer", c->n_layer);
-    cJSON_AddNumberToObject(j, "n_head", c->n_head);
-    cJSON_AddNumberToObject(j, "n_embd", c->n_embd);
-    cJSON_AddNumberToObject(j, "block_size", c->block_size);
-    cJSON_AddNumberToObject(j, "n_inner", c->n_inner);
-    cJSON_AddStringToObject(j, "norm", nl_config_norm_name(c->norm));
-    cJSON_AddStringToObject(j, "placement", nl_config_placement_name(c->placement));
-    if (c->placement == NL_PLACE_POST) cJSON_AddNumberToObject(j, "residual_scale", c->residual_scale);
-    cJSON_AddNumberToObject(j, "norm_eps", c->norm_eps);
-    cJSON_AddStringToObject(j, "activation", nl_config_activation_name(c->activation));
-    cJSON_AddBoolToObject(j, "bias", c->bias);
-    cJSON_AddBoolToObject(j, "tie_embeddings", c->tie_embeddings);
+    int recurrent = c->arch != NL_ARCH_TRANSFORMER;
+    if (recurrent) {
+        cJSON_AddNumberToObject(j, "n_embd", c->n_embd);
+        cJSON_AddNumberToObject(j, "n_hidden", c->n_hidden);
+        cJSON_AddStringToObject(j, "norm", nl_config_norm_name(c->norm));
+        cJSON_AddNumberToObject(j, "norm_eps", c->norm_eps);
+    } else {
+        cJSON_AddNumberToObject(j, "n_head", c->n_head);
+        cJSON_AddNumberToObject(j, "n_embd", c->n_embd);
+        cJSON_AddNumberToObject(j, "block_size", c->block_size);
+        cJSON_AddNumberToObject(j, "n_inner", c->n_inner);
+        cJSON_AddStringToObject(j, "norm", nl_config_norm_name(c->norm));
+        cJSON_AddStringToObject(j, "placement", nl_config_placement_name(c->placement));
+        if (c->placement == NL_PLACE_POST) cJSON_AddNumberToObject(j, "residual_scale", c->residual_scale);
+        cJSON_AddNumberToObject(j, "norm_eps", c->norm_eps);
+        cJSON_AddStringToObject(j, "activation", nl_config_activation_name(c->activation));
+        cJSON_AddBoolToObject(j, "bias", c->bias);
+        cJSON_AddBoolToObject(j, "tie_embeddings", c->tie_embeddings);
+    }
     cJSON_AddNumberToObject(j, "parameters", (double)nl_model_parameters(m));
     cJSON_AddNumberToObject(j, "weight_bytes", (double)nl_model_weight_bytes(m));
-    cJSON_AddNumberToObject(j, "kv_cache_bytes", (double)nl_state_kv_bytes(m));
+    if (recurrent)  // per sequence: h of every layer, and the LSTM's c
+        cJSON_AddNumberToObject(j, "state_bytes",
+                                (double)c->n_layer * c->n_hidden * (c->arch == NL_ARCH_LSTM ? 2 : 1) * sizeof(float));
+    else cJSON_AddNumberToObject(j, "kv_cache_bytes", (double)nl_state_kv_bytes(m));
     cJSON_AddStringToObject(j, "blas_core", nl_blas_core());
     cJSON_AddStringToObject(j, "blas_core_source", b->source);
     cJSON_AddStringToObject(j, "blas_core_openblas", b->reported);  // what OpenBLAS picked by itself
@@ -159,7 +171,11 @@ static cJSON *list_entry(const Options *o, const char *name, const char *path, i
     } else {
         const NlConfig *c = nl_model_config(model);
         cJSON_AddStringToObject(m, "norm", nl_config_norm_name(c->norm));
-        cJSON_AddStringToObject(m, "placement", nl_config_placement_name(c->placement));
+        cJSON_AddStringToObject(m, "arch", nl_config_arch_name(c->arch));
+        // the list's "place" column: a recurrent model's arch stands where a transformer's placement does
+        cJSON_AddStringToObject(m, "placement",
+                                c->arch == NL_ARCH_TRANSFORMER ? nl_config_placement_name(c->placement)
+                                                               : nl_config_arch_name(c->arch));
         cJSON_AddNumberToObject(m, "parameters", (double)nl_model_parameters(model));
         const char *const *keys, *const *values;
         size_t n = nl_model_metadata(model, &keys, &values);
