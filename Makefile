@@ -19,7 +19,7 @@ LIB_SRC = engine/nl_error.c engine/model.c engine/safetensors.c engine/jsonx.c e
 HEADERS = $(wildcard engine/*.h engine/cli/*.h tokenizer/*.h tests/*.h)
 CLI_SRC = engine/cli/main.c engine/cli/options.c engine/cli/common.c engine/cli/cmd_generate.c engine/cli/cmd_eval.c \
           engine/cli/cmd_compare.c engine/cli/cmd_info.c engine/cli/output.c engine/cli/msg.c
-TESTS = test_tokenizer test_kernels test_sampler test_loader test_forward test_golden test_profile test_compare \
+TESTS = test_tokenizer test_kernels test_sampler test_loader test_forward test_golden test_profile test_compare test_rnn \
         test_parallel
 FUZZERS = safetensors config tokenizer inline prompt
 RUN_ARGS ?= -n 500

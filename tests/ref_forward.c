@@ -235,3 +235,97 @@ int ref_forward_stats(double *logits, const NlConfig *cfg, const NlWeights *w, c
     }
     return rc;
 }
+
+// ---- recurrent models (README "Recurrent models"), one position at a time, in double
+
+static double sigmoid(double v) { return 1.0 / (1.0 + exp(-v)); }
+
+// out (n) = LayerNorm(x) with the norm's gain (unit when the model has none) and bias, or x for norm none.
+static void rnn_norm(double *out, const double *x, NlNormWeights w, int ln, size_t n, double eps) {
+    if (!ln) {
+        memcpy(out, x, n * sizeof *out);
+        return;
+    }
+    double mean = 0.0, var = 0.0;
+    for (size_t i = 0; i < n; i++) mean += x[i] / (double)n;
+    for (size_t i = 0; i < n; i++) var += (x[i] - mean) * (x[i] - mean) / (double)n;
+    for (size_t i = 0; i < n; i++)
+        out[i] = (x[i] - mean) / sqrt(var + eps) * (w.gain ? w.gain[i] : 1.0) + (w.bias ? w.bias[i] : 0.0);
+}
+
+// y (rows) = W (rows, cols) x, plain loops.
+static void matvec(double *y, const float *W, const double *x, size_t rows, size_t cols) {
+    for (size_t r = 0; r < rows; r++) {
+        double s = 0.0;
+        for (size_t k = 0; k < cols; k++) s += (double)W[r * cols + k] * x[k];
+        y[r] = s;
+    }
+}
+
+static double bias_at(const float *b, size_t i) { return b ? b[i] : 0.0; }
+
+// One step of layer lw: x (in) and state h, c (S) -> new h, c.
+static void rnn_step(const NlConfig *c, const NlRnnLayerWeights *lw, const double *x, size_t in, double *h,
+                     double *cell, double *p, double *q, double *pn, double *qn) {
+    size_t S = (size_t)c->n_hidden;
+    int ln = c->norm == NL_NORM_LAYERNORM;
+    double eps = c->norm_eps;
+    if (c->arch == NL_ARCH_LSTM) {
+        matvec(p, lw->w_ih, x, 4 * S, in);
+        matvec(q, lw->w_hh, h, 4 * S, S);
+        rnn_norm(pn, p, lw->ln_ih, ln, 4 * S, eps);
+        rnn_norm(qn, q, lw->ln_hh, ln, 4 * S, eps);
+        for (size_t k = 0; k < 4 * S; k++) pn[k] += qn[k] + bias_at(lw->bias, k);  // f | i | o | g
+        for (size_t k = 0; k < S; k++) cell[k] = sigmoid(pn[k]) * cell[k] + sigmoid(pn[S + k]) * tanh(pn[3 * S + k]);
+        rnn_norm(qn, cell, lw->ln_cell, ln, S, eps);
+        for (size_t k = 0; k < S; k++) h[k] = sigmoid(pn[2 * S + k]) * tanh(qn[k]);
+        return;
+    }
+    matvec(p, lw->w_ih, x, 3 * S, in);  // z | r | candidate
+    matvec(q, lw->w_hh, h, 3 * S, S);
+    rnn_norm(pn, p, lw->ln_ih, ln, 2 * S, eps);
+    rnn_norm(pn + 2 * S, p + 2 * S, lw->ln_ih_cand, ln, S, eps);
+    rnn_norm(qn, q, lw->ln_hh, ln, 2 * S, eps);
+    rnn_norm(qn + 2 * S, q + 2 * S, lw->ln_hh_cand, ln, S, eps);
+    for (size_t k = 0; k < S; k++) {
+        double z = pn[k] + bias_at(lw->bias_ih, k) + qn[k] + bias_at(lw->bias_hh, k);
+        double r = pn[S + k] + bias_at(lw->bias_ih, S + k) + qn[S + k] + bias_at(lw->bias_hh, S + k);
+        double cand = tanh(pn[2 * S + k] + bias_at(lw->bias_ih, 2 * S + k) +
+                           sigmoid(r) * (qn[2 * S + k] + bias_at(lw->bias_hh, 2 * S + k)));
+        h[k] = (1.0 - sigmoid(z)) * h[k] + sigmoid(z) * cand;
+    }
+}
+
+int ref_rnn_forward(double *logits, const NlConfig *c, const NlWeights *w, const int *tokens, size_t n, double *h_norm,
+                    double *c_norm) {
+    size_t L = (size_t)c->n_layer, S = (size_t)c->n_hidden, E = (size_t)c->n_embd, V = (size_t)c->vocab_size;
+    size_t in_max = E > S ? E : S;
+    double *h = calloc(L * S, sizeof *h), *cell = calloc(L * S, sizeof *cell), *x = malloc(in_max * sizeof *x);
+    double *p = malloc(4 * S * sizeof *p), *q = malloc(4 * S * sizeof *q);
+    double *pn = malloc(4 * S * sizeof *pn), *qn = malloc(4 * S * sizeof *qn);
+    int rc = h && cell && x && p && q && pn && qn ? 0 : -1;
+    for (size_t t = 0; rc == 0 && t < n; t++) {
+        for (size_t k = 0; k < E; k++) x[k] = w->wte[(size_t)tokens[t] * E + k];
+        for (size_t l = 0; l < L; l++) {
+            rnn_step(c, &w->rnn[l], x, l == 0 ? E : S, h + l * S, cell + l * S, p, q, pn, qn);
+            memcpy(x, h + l * S, S * sizeof *x);
+        }
+        matvec(logits + t * V, w->lm_head, x, V, S);
+        for (size_t v = 0; v < V; v++) logits[t * V + v] += w->lm_head_b[v];
+        double hh = 0.0, cc = 0.0;
+        for (size_t k = 0; k < S; k++) {
+            hh += x[k] * x[k];
+            cc += cell[(L - 1) * S + k] * cell[(L - 1) * S + k];
+        }
+        if (h_norm) h_norm[t] = sqrt(hh);
+        if (c_norm) c_norm[t] = sqrt(cc);
+    }
+    free(h);
+    free(cell);
+    free(x);
+    free(p);
+    free(q);
+    free(pn);
+    free(qn);
+    return rc;
+}

@@ -178,8 +178,10 @@ static const Case CASES[] = {
      "duplicate key \"n_layer\""},
     {"config trailing garbage", F_CONFIG, "true}", "true} x", "unexpected data after the JSON value"},
     {"config invalid JSON", F_CONFIG, "\"n_head\": 1,", "\"n_head\": ,", "invalid JSON"},
-    {"config format version", F_CONFIG, "\"version\": 1", "\"version\": 3",
-     "version 3 is not supported (this build reads versions 1 to 2)"},
+    {"config format version", F_CONFIG, "\"version\": 1", "\"version\": 4",
+     "version 4 is not supported (this build reads versions 1 to 3)"},
+    {"config unknown arch", F_CONFIG, "\"n_layer\"", "\"arch\": \"mamba\", \"n_layer\"",
+     "\"arch\" = \"mamba\" is not one of: transformer, lstm, gru"},
     {"config format name", F_CONFIG, "\"normlab\"", "\"gguf\"", "name must be \"normlab\""},
     {"config eps zero", F_CONFIG, "1e-05", "0", "\"norm_eps\" = 0 is outside"},
     {"config bias not bool", F_CONFIG, "\"bias\": false", "\"bias\": \"no\"", "\"bias\" must be true or false"},
@@ -377,6 +379,52 @@ static void inline_json_models_are_checked(void) {
     unlink(path);
 }
 
+// A recurrent model (tests/fixtures/lstm-ln.json: 3 layers, E 7, S 5) with one change each: the
+// version gate, its own config keys, and every tensor named when missing, extra or misshapen.
+static void recurrent_models_are_checked(void) {
+    static const char *const cases[][3] = {
+        {"\"version\": 3", "\"version\": 2", "arch \"lstm\" needs format version 3 (the file says version 2)"},
+        {"\"n_layer\"", "\"block_size\": 8, \"n_layer\"", "unknown key \"block_size\""},
+        {"\"layernorm\"", "\"rmsnorm\"", "\"norm\" = \"rmsnorm\" is not one of: layernorm, none"},
+        {"\"n_hidden\": 5, ", "", "missing key \"n_hidden\""},
+        {"\"n_hidden\": 5", "\"n_hidden\": 6", "tensor \"rnn.0.weight_ih\" has shape (20, 7), expected (24, 7)"},
+        {"\"arch\": \"lstm\"", "\"arch\": \"gru\"", "tensor \"rnn.0.weight_ih\" has shape (20, 7), expected (15, 7)"},
+        {"\"rnn.2.ln_cell.bias\"", "\"rnn.2.ln_cell.beta\"", "missing tensor \"rnn.2.ln_cell.bias\""},
+        {"\"layernorm\"", "\"none\"", "unexpected tensor \"rnn.0.ln_ih.weight\" (not used by this config)"},
+        {"\"lm_head.bias\"", "\"lm_head.b\"", "missing tensor \"lm_head.bias\""},
+    };
+    FILE *in = fopen(fixture("lstm-ln.json"), "rb");
+    size_t cap = 1 << 16;
+    char *base = calloc(cap, 1), *doc = malloc(cap), path[512];
+    size_t len = in && base ? fread(base, 1, cap - 1, in) : 0;
+    if (in) fclose(in);
+    CHECK(len > 0 && len < cap - 256, "fixture read (%zu bytes)", len);
+    snprintf(path, sizeof path, "%s/rnn.json", dir);
+    for (size_t i = 0; doc && len > 0 && i < sizeof cases / sizeof cases[0]; i++) {
+        memcpy(doc, base, cap);
+        if (replace(doc, cap, cases[i][0], cases[i][1]) != 0) {
+            CHECK(0, "case %zu: pattern not found", i);
+            continue;
+        }
+        FILE *fp = fopen(path, "w");
+        fputs(doc, fp);
+        fclose(fp);
+        NlModel *m = NULL;
+        NlError err = {NL_OK, ""};
+        CHECK(nl_model_load(&m, path, &err) != 0 && m == NULL && strstr(err.msg, cases[i][2]),
+              "recurrent %zu: expected '%s', got '%s'", i, cases[i][2], err.msg);
+    }
+    NlModel *m = NULL;
+    NlError err;
+    CHECK(nl_model_load(&m, fixture("lstm-ln.json"), &err) == 0 && nl_model_config(m)->arch == NL_ARCH_LSTM &&
+              nl_model_config(m)->n_hidden == 5 && nl_model_config(m)->block_size == 0,
+          "the fixture itself loads as an lstm of state width 5, with no context window");
+    nl_model_free(m);
+    unlink(path);
+    free(base);
+    free(doc);
+}
+
 // Every error carries a code callers can act on, besides its message.
 static void errors_carry_codes(void) {
     NlModel *m = NULL;
@@ -433,6 +481,7 @@ int main(void) {
     RUN(valid_and_unaligned_models_load_and_agree);
     RUN(paths_that_are_not_models_are_rejected);
     RUN(inline_json_models_are_checked);
+    RUN(recurrent_models_are_checked);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);

@@ -6,7 +6,8 @@ size is a power of two, plus variants for untied heads, RMSNorm with bias, each 
 vocabulary with multi-byte UTF-8 characters, and "centred": a pre-LN model whose residual stream is
 exactly centred (LayerNorm and RMSNorm agree on it), "overflow": finite weights whose logits
 overflow to infinity at run time, and "ln-pre-t70": a context of 70 (more than one KV-cache tile of
-32, the last one partial). Deterministic: the same seed writes the same files.
+32, the last one partial); and lstm-ln, lstm-none, gru-ln, gru-none: recurrent models (format version
+3) with the embedding narrower and wider than the state. Deterministic: the same seed writes the same files.
 
     /usr/bin/python3 tools/make_fixtures.py            # writes tests/fixtures/*.json
 """
@@ -28,7 +29,7 @@ def random_tensors(config, rng, rms_bias=False, scale=0.4):
     for name, shape in nlformat.tensor_shapes(config, rms_bias).items():
         if name.endswith(".running_var"):  # a variance: positive, around 1
             out[name] = np.exp(0.3 * rng.standard_normal(shape)).astype(np.float32)
-        elif ".ln_" in name or name.startswith("ln_f"):
+        elif ".ln_" in name or name.startswith("ln_f"):  # (recurrent models' ln_ih, ln_hh, ... too)
             base = 1.0 if name.endswith(".weight") else 0.0
             out[name] = (base + 0.3 * rng.standard_normal(shape)).astype(np.float32)
         else:
@@ -88,6 +89,12 @@ def main():
     models["rms-peri-nobias"] = (base_config(norm="rmsnorm", placement="peri", bias=False), ASCII_VOCAB, False)
     models["deepnorm"] = (base_config(placement="post", residual_scale=(2 * 2) ** 0.25), ASCII_VOCAB, False)
     models["nonorm"] = (base_config(norm="none", placement=None), ASCII_VOCAB, False)
+    # format version 3: recurrent models, E != S both ways, 2 and 3 layers
+    for arch in ("lstm", "gru"):
+        for norm, (E, S, L) in (("layernorm", (7, 5, 3)), ("none", (4, 9, 2))):
+            name = f"{arch}-{'ln' if norm == 'layernorm' else 'none'}"
+            models[name] = ({"arch": arch, "vocab_size": 11, "n_layer": L, "n_embd": E, "n_hidden": S, "norm": norm,
+                             "norm_eps": 1e-5}, ASCII_VOCAB, False)
     for name, (config, vocab, rms_bias) in models.items():
         config = {k: v for k, v in config.items() if v is not None}
         tensors = random_tensors(config, rng, rms_bias)

@@ -32,7 +32,8 @@ def main():
             json.dump(config, f)
         with open(os.path.join(OUT, "tokenizer", name + ".json"), "w", encoding="utf-8") as f:
             json.dump({"type": "char", "vocab": vocab}, f, ensure_ascii=False)
-        if name in ("ln-pre-bias", "rms-post-nobias", "utf8", "bn-pre-bias", "ln-peri-bias", "deepnorm", "nonorm"):
+        if name in ("ln-pre-bias", "rms-post-nobias", "utf8", "bn-pre-bias", "ln-peri-bias", "deepnorm", "nonorm",
+                    "lstm-ln", "gru-none"):
             shutil.copy(path, os.path.join(OUT, "inline", name + ".json"))
             st = os.path.join(OUT, "safetensors", name + ".safetensors")
             nlformat.write_safetensors(st, tensors, {"source": "tests/fixtures/" + name + ".json"})
