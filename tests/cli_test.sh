@@ -349,7 +349,7 @@ expect_fail "compare unwritable json" 2 "output /nonexistent/x.json: its directo
 if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
     expect_ok "compare --plot-dir" compare $FIX/ln-pre-bias.json $FIX/rms-pre-bias.json --text "$TMP/text.txt" \
         --repeats 1 --plot-dir "$TMP/plots"
-    for png in bits_per_char residual_rms branch_rms time_share; do
+    for png in bits_per_char residual_rms branch_rms time_share state_norm; do
         [ "$(head -c 4 "$TMP/plots/$png.png" | od -An -c | tr -d ' ')" = "211PNG" ] \
             && ok "$png.png is a PNG" || bad "$png.png" "missing or not PNG"
     done
@@ -435,6 +435,67 @@ grep -q '"placement":"post","residual_scale":1.414' "$TMP/out" && ok "info shows
 run info -m $FIX/nonorm.json --json
 grep -q '"norm":"none","placement":"pre"' "$TMP/out" && ok "info: a norm-free model without placement runs pre" \
     || bad "info nonorm" "$(head -c 300 "$TMP/out")"
+# ---- recurrent models (format version 3)
+for f in lstm-ln lstm-none gru-ln gru-none; do
+    R="-m $FIX/$f.json"
+    expect_ok "$f: generate" generate $R -p ab -n 300 -s 1 --no-echo \
+        && [ "$(wc -c < "$TMP/out")" -eq 300 ] && ok "$f: 300 characters, with no window to shift" \
+        || bad "$f: generate" "$(head -c 100 "$TMP/out")"
+    grep -q "context shift" "$TMP/err" && bad "$f: shifts" "$(cat "$TMP/err")" || ok "$f: no context shift reported"
+    cp "$TMP/out" "$TMP/rnn1"
+    run generate $R -p ab -n 300 -s 1 --no-echo
+    cmp -s "$TMP/out" "$TMP/rnn1" && ok "$f: the same seed, the same text" || bad "$f: seed" "outputs differ"
+    expect_ok "$f: eval" eval $R --text "$TMP/long.txt" --json
+    grep -q '"segments": 1}' "$TMP/out" && ok "$f: eval runs one unbroken state" || bad "$f: eval" "$(cat "$TMP/out")"
+    one=$(sed 's/.*"nats_per_char": \([0-9.e-]*\).*/\1/' "$TMP/out")
+    expect_ok "$f: eval --segments 4" eval $R --text "$TMP/long.txt" --json --segments 4
+    four=$(sed 's/.*"nats_per_char": \([0-9.e-]*\).*/\1/' "$TMP/out")
+    [ "$one" != "$four" ] && grep -q '"segments": 4}' "$TMP/out" \
+        && ok "$f: four segments lose context, and say so" || bad "$f: segments" "$one vs $four"
+    expect_ok "$f: profile" profile $R -p ab -n 5 --json
+    for comp in input_proj recurrent_proj rnn_norm gates lm_head; do
+        grep -q "\"component\":[[:space:]]*\"$comp\"" "$TMP/out" || bad "$f: profile $comp" "missing"
+    done
+    grep -q '"component":[[:space:]]*"qkv"' "$TMP/out" && bad "$f: profile" "lists transformer components" \
+        || ok "$f: profile lists the recurrent components, not the transformer's"
+done
+head -c 300 "$TMP/long.txt" > "$TMP/text300.txt"
+expect_ok "rnn logits of 300 characters" logits -m $FIX/gru-ln.json -f "$TMP/text300.txt"
+[ "$(wc -l < "$TMP/out")" -eq 300 ] && ok "rnn logits: a line per position, past one chunk" \
+    || bad "rnn logits" "$(wc -l < "$TMP/out") lines"
+run info -m $FIX/lstm-ln.json --json
+grep -q '"arch":"lstm"' "$TMP/out" && grep -q '"n_hidden":5' "$TMP/out" && grep -q '"state_bytes":120' "$TMP/out" \
+    && ! grep -q block_size "$TMP/out" && ok "info shows the recurrent config and state size" \
+    || bad "rnn info" "$(head -c 400 "$TMP/out")"
+expect_ok "rnn --norm none" generate -m $FIX/lstm-ln.json -p ab -n 5 --norm none
+grep -q "trained as lstm/layernorm; running it as lstm/none" "$TMP/err" \
+    && ok "running an LN-LSTM without its norms warns" || bad "rnn norm warning" "$(cat "$TMP/err")"
+expect_fail "rnn placement" 2 "a placement applies to transformers, not to this recurrent (gru) model" \
+    generate -m $FIX/gru-ln.json -p ab --placement post
+expect_fail "rnn rmsnorm" 2 "a recurrent (lstm) model runs with norm layernorm or none, not rmsnorm" \
+    eval -m $FIX/lstm-ln.json --text "$TMP/text.txt" --norm rmsnorm
+expect_fail "rnn stride" 2 "--stride applies to transformers' windows" eval -m $FIX/gru-none.json \
+    --text "$TMP/text.txt" --stride 4
+expect_fail "rnn batch" 2 "--batch applies to transformers' windows" eval -m $FIX/gru-none.json \
+    --text "$TMP/text.txt" --batch 4
+expect_fail "transformer segments" 2 "--segments applies to recurrent (lstm, gru) models" eval $M \
+    --text "$TMP/text.txt" --segments 4
+expect_fail "rnn exact window" 2 "--exact-window applies to transformers" generate -m $FIX/lstm-none.json -p ab \
+    --exact-window
+expect_fail "segments past the text" 2 "segments" eval -m $FIX/lstm-none.json --text "$TMP/text.txt" --segments 99
+expect_ok "compare transformers and recurrent models" compare $FIX/ln-pre-bias.json $FIX/lstm-ln.json \
+    $FIX/gru-none.json --text "$TMP/long.txt" --repeats 1 --also-swap --json -o "$TMP/mixed.json"
+/usr/bin/python3 - "$TMP/mixed.json" <<'PY' && ok "compare: transformer and recurrent rows in one table" \
+    || bad "mixed compare" "$(head -c 400 "$TMP/mixed.json")"
+import json, sys
+rows = json.load(open(sys.argv[1]))
+runs = [(r["arch"], r["norm"], r["override"]) for r in rows]
+assert ("lstm", "layernorm", "none") in runs and ("lstm", "none", "norm") in runs, runs
+assert ("gru", "none", "none") in runs and ("transformer", "layernorm", "none") in runs, runs
+lstm = [r for r in rows if r["arch"] == "lstm"][0]
+assert lstm["placement"] is None and len(lstm["state_norm_h"]) == len(lstm["state_bucket_start"]) >= 8, lstm
+assert len(lstm["state_norm_c"]) == len(lstm["state_norm_h"]) and "invariance" not in lstm
+PY
 run profile -m $FIX/ln-peri-bias.json -p ab -n 5
 [ "$(grep -c ' norm1_post ' "$TMP/out")" -ge 2 ] && grep -q ' norm2_post ' "$TMP/out" \
     && ok "profile of peri-LN times its output norms" || bad "peri profile" "$(grep norm "$TMP/out" | head)"

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Charts for `normlab compare --json` rows: bits/char per row, residual-stream RMS by layer, the RMS
-of what each sublayer adds to the stream by layer, and the share of forward time per component.
-Writes four PNG files into OUT_DIR.
+of what each sublayer adds to the stream by layer (transformers), the share of forward time per
+component, and the recurrent models' state norms ||h_t|| and ||c_t|| over time. Writes five PNG files
+into OUT_DIR (the last one says so when no row is recurrent).
 
     /usr/bin/python3 tools/plot_compare.py compare.json OUT_DIR      (needs python3-matplotlib)
 """
@@ -15,13 +16,19 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 COMPONENTS = ["embed", "norm1", "qkv", "attention", "attn_proj", "norm1_post", "residual", "norm2", "mlp_up",
-              "activation", "mlp_down", "norm2_post", "final_norm", "lm_head"]
+              "activation", "mlp_down", "norm2_post", "input_proj", "recurrent_proj", "rnn_norm", "gates",
+              "final_norm", "lm_head"]
 
 
 def label(row):
     name = os.path.basename(os.path.normpath(row["model"])).replace("shakespeare-", "")
     stats = f" ({row['bn_stats']} stats)" if row.get("bn_stats") == "batch" else ""
-    return (name if row["override"] == "none" else f"{name} as {row['norm']}/{row['placement']}") + stats
+    run = row["norm"] if row.get("placement") is None else f"{row['norm']}/{row['placement']}"  # recurrent: no placement
+    return (name if row["override"] == "none" else f"{name} as {run}") + stats
+
+
+def recurrent(row):
+    return row.get("arch", "transformer") != "transformer"
 
 
 def as_trained(rows):
@@ -66,7 +73,8 @@ def bits_per_char(rows, path):
 
 
 def per_layer(rows, path, key, ticks, ylabel, title):
-    """One line per model as trained: rows[...][key] against depth, on a log axis."""
+    """One line per transformer as trained: rows[...][key] against depth, on a log axis."""
+    rows = [r for r in rows if not recurrent(r)] or rows
     fig, ax = plt.subplots(figsize=(8, 4.5))
     for r in as_trained(rows):
         ax.plot(range(len(r[key])), r[key], marker="o", label=label(r))
@@ -110,6 +118,31 @@ def time_share(rows, path):
     fig.savefig(path, dpi=110)
 
 
+def state_norm(rows, path):
+    """The recurrent rows' last-layer ||h_t|| (solid) and the LSTMs' ||c_t|| (dashed) against the
+    position t of one unbroken pass over the text, per doubling bucket, on log-log axes."""
+    rnn = [r for r in rows if recurrent(r)]
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    if not rnn:
+        ax.text(0.5, 0.5, "no recurrent model in this comparison", ha="center", va="center")
+        ax.set_axis_off()
+    for i, r in enumerate(rnn):
+        color = plt.get_cmap("tab10")(i % 10)
+        t = [s + 1 for s in r["state_bucket_start"]]  # bucket k starts at 2^k - 1: plotted at 2^k
+        ax.plot(t, r["state_norm_h"], marker="o", color=color, label=label(r) + ": ||h_t||")
+        if "state_norm_c" in r:
+            ax.plot(t, r["state_norm_c"], marker="s", ls="--", color=color, label=label(r) + ": ||c_t||")
+    if rnn:
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("position t + 1 in the text (start of each doubling bucket)")
+        ax.set_ylabel("mean Euclidean norm, last layer (log)")
+        ax.set_title("Recurrent state over one unbroken pass (LSTM cell dashed)")
+        ax.legend(fontsize=7, bbox_to_anchor=(1.01, 1), loc="upper left")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
 def main(argv):
     if len(argv) != 2:
         sys.exit("usage: plot_compare.py COMPARE_JSON OUT_DIR")
@@ -119,7 +152,7 @@ def main(argv):
         sys.exit("plot_compare.py: no rows")
     os.makedirs(argv[1], exist_ok=True)
     outputs = {"bits_per_char.png": bits_per_char, "residual_rms.png": residual_rms, "branch_rms.png": branch_rms,
-               "time_share.png": time_share}
+               "time_share.png": time_share, "state_norm.png": state_norm}
     for name, draw in outputs.items():
         draw(rows, os.path.join(argv[1], name))
         print(f"wrote {os.path.join(argv[1], name)}", file=sys.stderr)

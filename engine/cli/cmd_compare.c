@@ -102,7 +102,8 @@ static int compare_load(const Options *o, const char *path, const char *text, si
     return 0;
 }
 
-static const char *const PLOTS[] = {"bits_per_char.png", "residual_rms.png", "branch_rms.png", "time_share.png"};
+static const char *const PLOTS[] = {"bits_per_char.png", "residual_rms.png", "branch_rms.png", "time_share.png",
+                                    "state_norm.png"};
 
 #define N_PLOTS (sizeof PLOTS / sizeof PLOTS[0])
 

@@ -121,6 +121,11 @@ int cmd_eval(Options *o) {
     int recurrent = nl_model_config(model)->arch != NL_ARCH_TRANSFORMER;
     if ((rc = check_eval_options(o, recurrent)) != 0) goto cleanup;
     size_t T = (size_t)nl_model_config(model)->block_size, segments = o->segments ? (size_t)o->segments : 1;
+    if (!recurrent && (size_t)o->stride > T) {
+        msg_usage(o->cmd, "--stride %ld is larger than the model's context (block_size %zu)", o->stride, T);
+        rc = EXIT_USAGE;
+        goto cleanup;
+    }
     size_t stride = o->stride ? (size_t)o->stride : (T / 2 ? T / 2 : 1);
     // One state per worker thread, each running whole windows with one OpenBLAS thread per product.
     // A recurrent model: one state, its segments (one unless asked) run together.

@@ -303,6 +303,11 @@ int cmd_generate(Options *o) {
     }
     if (rc) goto cleanup;
     size_t T = model_context(model);  // SIZE_MAX: a recurrent model takes the whole prompt
+    if (T == SIZE_MAX && o->exact_window) {
+        msg_usage(o->cmd, "--exact-window applies to transformers; a recurrent model has no window");
+        rc = EXIT_USAGE;
+        goto cleanup;
+    }
     if (!o->has_seed && !profile_cmd && o->sampling.temperature > 0)  // random: say which (greedy needs none)
         msg_error("seed %llu", (unsigned long long)seed);
     if (n > T) msg_error("warning: the prompt has %zu characters; only the last %zu fit the context", n, T);
