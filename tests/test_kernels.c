@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
 #include "kernels.h"
@@ -193,6 +194,53 @@ static void exp_within_2_ulp_of_double_exp(void) {
     CHECK(nl_exp(1000.0f) == nl_exp(88.0f) && isfinite(nl_exp(INFINITY)), "saturates at e^88");
 }
 
+// The recurrent cells' sigmoid and tanh (through nl_exp) against libm in double, absolute error:
+// near 0 tanh = 2 sigmoid(2x) - 1 loses relative precision but keeps ~1e-7 absolute.
+static void sigmoid_and_tanh_within_3e7(void) {
+    double worst_s = 0.0, worst_t = 0.0;
+    for (float x = -40.0f; x <= 40.0f; x += 0.00137f) {
+        worst_s = fmax(worst_s, fabs((double)nl_sigmoid(x) - 1.0 / (1.0 + exp(-(double)x))));
+        worst_t = fmax(worst_t, fabs((double)nl_tanh(x) - tanh((double)x)));
+    }
+    printf("     on [-40, 40]: nl_sigmoid max |error| %.3g, nl_tanh %.3g (tolerance 3e-7)\n", worst_s, worst_t);
+    CHECK(worst_s <= 3e-7 && worst_t <= 3e-7, "sigmoid %.3g, tanh %.3g", worst_s, worst_t);
+    CHECK(nl_sigmoid(-1000.0f) >= 0.0f && nl_sigmoid(-1000.0f) < 1e-37f && nl_sigmoid(1000.0f) == 1.0f &&
+              nl_tanh(1000.0f) == 1.0f && nl_tanh(-1000.0f) == -1.0f,
+          "saturate (sigmoid(-1000) = 1 / (1 + e^88), the largest exponential nl_exp gives)");
+}
+
+// The cell kernels against their formulas in double on odd widths (tails past the vector lanes).
+static void cell_kernels_match_their_formulas(void) {
+    enum { S = 13 };
+    float a[4 * S], c[S], c0[S], h[S], h0[S], cn[S], zr[2 * S], xc[S], hc[S];
+    unsigned seed = 3;
+    float *all[] = {a, c, h, cn, zr, xc, hc};
+    size_t sizes[] = {4 * S, S, S, S, 2 * S, S, S};
+    for (int k = 0; k < 7; k++)
+        for (size_t i = 0; i < sizes[k]; i++) {
+            seed = seed * 1103515245u + 12345u;
+            all[k][i] = (float)((int)(seed >> 16) % 2000 - 1000) / 200.0f;  // [-5, 5]
+        }
+    memcpy(c0, c, sizeof c);
+    memcpy(h0, h, sizeof h);
+    nl_lstm_cell(c, a, S);
+    nl_lstm_output(h, a, cn, S);
+    double worst = 0.0;
+    for (int k = 0; k < S; k++) {
+        double sf = 1 / (1 + exp(-(double)a[k])), si = 1 / (1 + exp(-(double)a[S + k]));
+        double so = 1 / (1 + exp(-(double)a[2 * S + k]));
+        worst = fmax(worst, fabs(c[k] - (sf * c0[k] + si * tanh((double)a[3 * S + k]))));
+        worst = fmax(worst, fabs(h[k] - so * tanh((double)cn[k])));
+    }
+    memcpy(h, h0, sizeof h);
+    nl_gru_update(h, zr, xc, hc, S);
+    for (int k = 0; k < S; k++) {
+        double z = 1 / (1 + exp(-(double)zr[k])), r = 1 / (1 + exp(-(double)zr[S + k]));
+        worst = fmax(worst, fabs(h[k] - ((1 - z) * h0[k] + z * tanh(xc[k] + r * hc[k]))));
+    }
+    CHECK(worst <= 2e-6, "LSTM and GRU cell kernels differ from their formulas by %.3g (tolerance 2e-6)", worst);
+}
+
 static void fused_attention_matches_double_reference(void) {
     // Head sizes with their own unrolled loops (16, 32, 64) and others; key counts on both sides
     // of the 8- and 32-key blocks.
@@ -272,6 +320,8 @@ int main(void) {
     RUN(activations_match_their_formulas);
     RUN(erf_matches_libm_double_within_4e7);
     RUN(exp_within_2_ulp_of_double_exp);
+    RUN(sigmoid_and_tanh_within_3e7);
+    RUN(cell_kernels_match_their_formulas);
     RUN(fused_attention_matches_double_reference);
     RUN(nonfinite_scan_finds_the_first_nan_or_inf);
     return check_summary("test_kernels");
