@@ -19,13 +19,13 @@ LIB_SRC = engine/nl_error.c engine/model.c engine/safetensors.c engine/jsonx.c e
 HEADERS = $(wildcard engine/*.h engine/cli/*.h tokenizer/*.h tests/*.h)
 CLI_SRC = engine/cli/main.c engine/cli/options.c engine/cli/common.c engine/cli/cmd_generate.c engine/cli/cmd_eval.c \
           engine/cli/cmd_compare.c engine/cli/cmd_info.c engine/cli/output.c engine/cli/msg.c
-TESTS = test_tokenizer test_kernels test_sampler test_loader test_forward test_golden test_profile test_compare test_rnn \
-        test_parallel
+TESTS = test_tokenizer test_kernels test_sampler test_loader test_forward test_golden test_profile test_compare \
+        test_parallel test_rnn
 FUZZERS = safetensors config tokenizer inline prompt
 RUN_ARGS ?= -n 500
 
 .PHONY: all deps fuzz-deps run test test-plain test-san test-install format-check parity eval-models compare-models \
-        docs depth-study fuzz bench clean install uninstall
+        docs depth-study fuzz bench clean install uninstall rnn-models rnn-report
 
 all: deps normlab
 
@@ -142,8 +142,26 @@ compare-models: all
 	./normlab compare weights/shakespeare-pre-ln weights/shakespeare-post-ln weights/shakespeare-pre-rms \
 	    weights/shakespeare-post-rms weights/shakespeare-pre-bn weights/shakespeare-post-bn \
 	    weights/shakespeare-peri-ln weights/shakespeare-deepnorm weights/shakespeare-nonorm \
+	    weights/shakespeare-lstm-ln weights/shakespeare-lstm weights/shakespeare-gru-ln weights/shakespeare-gru \
 	    -f build/val.txt --also-swap --invariance --bn-stats both --threads 1 \
 	    --json -o docs/compare/compare.json --csv docs/compare/compare.csv --plot-dir docs/compare
+
+# The four recurrent models (README "Recurrent models"): the same size and steps for all, one thread
+# each (about 35-45 min each on this project's 2-core machines with two running at once).
+RNN_RECIPE = --n-layer 2 --n-embd 64 --n-hidden 128 --steps 2000 --threads 1 --no-progress
+rnn-models: all
+	/usr/bin/python3 tools/train.py --data $(CORPUS) --arch lstm --norm layernorm $(RNN_RECIPE) \
+	    --out weights/shakespeare-lstm-ln
+	/usr/bin/python3 tools/train.py --data $(CORPUS) --arch lstm --norm none $(RNN_RECIPE) --out weights/shakespeare-lstm
+	/usr/bin/python3 tools/train.py --data $(CORPUS) --arch gru --norm layernorm $(RNN_RECIPE) \
+	    --out weights/shakespeare-gru-ln
+	/usr/bin/python3 tools/train.py --data $(CORPUS) --arch gru --norm none $(RNN_RECIPE) --out weights/shakespeare-gru
+
+# The recurrent models beside the transformers: normlab eval over the validation split, the curves'
+# losses at equal steps, eval segments, and the loss curves (docs/rnn/).
+rnn-report: all
+	@/usr/bin/python3 tools/split.py $(CORPUS) build/val.txt
+	/usr/bin/python3 tools/rnn_report.py build/val.txt docs/rnn
 
 # Every generated document: docs/compare/ and docs/profile/ from the current build, then the README
 # tables that quote them (tools/docs.py; make test checks that they agree).

@@ -46,7 +46,7 @@ void ref_batchnorm(double *out, const double *x, const float *gain, const float 
 // logits (n, V) for tokens[0..n). cfg->norm is the run's (layernorm or none; a norm the model lacks
 // has unit gain and no bias). h_norm and c_norm (n), when not NULL, get ||h_t|| and ||c_t|| of the
 // last layer (c_t: the LSTM's cell; the GRU's stays 0). Returns 0, or -1 when out of memory.
-int ref_rnn_forward(double *logits, const NlConfig *cfg, const NlWeights *w, const int *tokens, size_t n, double *h_norm,
-                    double *c_norm);
+int ref_rnn_forward(double *logits, const NlConfig *cfg, const NlWeights *w, const int *tokens, size_t n,
+                    double *h_norm, double *c_norm);
 
 #endif

@@ -10,8 +10,9 @@ Each table sits between markers in README.md:
     tools/docs.py --write     rewrite every marked table from docs/ (make docs runs it last)
     tools/docs.py --check     exit 1, naming the table, when README.md differs from docs/ (make test)
 
-NAME is one of: compare (docs/compare/compare.json, from make compare-models) and profile
-(docs/profile/profile.json, from make docs). Standard library only.
+NAME is one of: compare (docs/compare/compare.json, from make compare-models), profile
+(docs/profile/profile.json, from make docs), rnn and rnn_segments (docs/rnn/rnn.json, from make
+rnn-report). Standard library only.
 """
 import json
 import os
@@ -29,9 +30,12 @@ def compare_table():
     for r in rows:
         name = os.path.basename(os.path.normpath(r["model"])).replace("shakespeare-", "")
         norm = r["norm"] + ("*" if r["override"] == "norm" else "") + (f":{r['bn_stats']}" if "bn_stats" in r else "")
-        place = r["placement"] + ("*" if r["override"] == "placement" else "")
+        if r.get("placement") is None:  # a recurrent model: its arch stands before the norm, as normlab prints it
+            run_as = f"{r['arch']}/{norm}"
+        else:
+            run_as = f"{norm}/{r['placement']}" + ("*" if r["override"] == "placement" else "")
         ppl = "overflow" if r["perplexity"] is None else f"{r['perplexity']:.3f}"  # JSON has no infinity
-        out.append(f"| {name} | {norm}/{place} | {r['bits_per_char']:.4f} | "
+        out.append(f"| {name} | {run_as} | {r['bits_per_char']:.4f} | "
                    f"{ppl} | {r['prefill_tok_s']:,.0f} | {r['decode_tok_s']:,.0f} | "
                    f"{100 * r['norm_time_share']:.1f}% | {r['batch16_max_logit_diff']:.2g} | "
                    f"{r['cache_max_logit_diff']:.2g} |")
@@ -52,7 +56,41 @@ def profile_table():
     return "\n".join(out)
 
 
-TABLES = {"compare": compare_table, "profile": profile_table}
+def rnn_table():
+    """The recurrent models beside the transformers: normlab eval over the whole validation split,
+    and the training curves' validation estimates at equal steps."""
+    rows = json.load(open(os.path.join(ROOT, "docs", "rnn", "rnn.json"), encoding="utf-8"))
+    steps = list(rows[0]["val_at_step"])
+    out = ["| model | arch/norm | parameters | val nats/char (normlab eval) | bits/char | "
+           + " | ".join(f"val @ {s}" for s in steps) + " | train time |",
+           "|---" * (6 + len(steps)) + "|"]
+    for r in rows:
+        name = r["model"].replace("shakespeare-", "")
+        kind = f"{r['arch']}/{r['norm']}" if r["placement"] is None else f"transformer {r['norm']}/{r['placement']}"
+        at = " | ".join("-" if r["val_at_step"][s] is None else f"{r['val_at_step'][s]:.3f}" for s in steps)
+        out.append(f"| {name} | {kind} | {r['parameters']:,} | {r['eval_nats_per_char']:.4f} | "
+                   f"{r['eval_bits_per_char']:.4f} | {at} | {r['train_seconds'] / 60:.0f} min |")
+    return "\n".join(out)
+
+
+def rnn_segments_table():
+    """What cutting the split into independent segments (eval --segments K) costs a recurrent model."""
+    rows = [r for r in json.load(open(os.path.join(ROOT, "docs", "rnn", "rnn.json"), encoding="utf-8"))
+            if "segments" in r]
+    ks = list(rows[0]["segments"])
+    out = ["| model | 1 segment (one state) | " + " | ".join(f"{k} segments" for k in ks) + " |",
+           "|---" * (2 + len(ks)) + "|"]
+    for r in rows:
+        cells = [f"{r['eval_nats_per_char']:.4f} ({r['eval_seconds']:.1f} s)"]
+        for k in ks:
+            seg = r["segments"][k]
+            cells.append(f"{seg['nats_per_char']:.4f} ({seg['nats_per_char'] - r['eval_nats_per_char']:+.4f}, "
+                         f"{seg['seconds']:.1f} s)")
+        out.append(f"| {r['model'].replace('shakespeare-', '')} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+TABLES = {"compare": compare_table, "profile": profile_table, "rnn": rnn_table, "rnn_segments": rnn_segments_table}
 MARK = re.compile(r"(<!-- generated: (\w+) -->\n)(.*?)(\n<!-- end generated: \2 -->)", re.S)
 
 

@@ -23,7 +23,7 @@ COMPONENTS = ["embed", "norm1", "qkv", "attention", "attn_proj", "norm1_post", "
 def label(row):
     name = os.path.basename(os.path.normpath(row["model"])).replace("shakespeare-", "")
     stats = f" ({row['bn_stats']} stats)" if row.get("bn_stats") == "batch" else ""
-    run = row["norm"] if row.get("placement") is None else f"{row['norm']}/{row['placement']}"  # recurrent: no placement
+    run = row["norm"] if row.get("placement") is None else f"{row['norm']}/{row['placement']}"  # recurrent: none
     return (name if row["override"] == "none" else f"{name} as {run}") + stats
 
 

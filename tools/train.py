@@ -461,7 +461,8 @@ def main(argv):
         config["deepnorm_init"] = True
 
     torch.manual_seed(a.seed)
-    model = (Recurrent(config) if recurrent else Model(config)).to(a.device)  # the same initial weights in every process (the same seed)
+    # the same initial weights in every process (the same seed)
+    model = (Recurrent(config) if recurrent else Model(config)).to(a.device)
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": a.weight_decay},
