@@ -61,6 +61,38 @@ static void costs_match_hand_computed_formulas(void) {
     CHECK(f == 300, "RMSNorm of 5 rows: 5 FLOPs per element, got %g", f);
 }
 
+// A recurrent model's components (E 7, S 5; the LSTM's 4 gate blocks, the GRU's 3), by README
+// "Profiling": products 2 FLOPs a multiply-add and no bias (the norms add the biases); rnn_norm 8
+// FLOPs per normalised feature (`ctx` of them a row), 1 without LayerNorm; gates 13 (LSTM) or 10
+// (GRU) per state unit; the head adds its bias.
+static void recurrent_costs_match_hand_computed_formulas(void) {
+    NlConfig lstm = {.arch = NL_ARCH_LSTM,
+                     .vocab_size = 11,
+                     .n_layer = 2,
+                     .n_embd = 7,
+                     .n_hidden = 5,
+                     .norm = NL_NORM_LAYERNORM,
+                     .norm_eps = 1e-5};
+    double f, b;
+    nl_profile_cost(&lstm, NL_COMP_RNN_INPUT, 1, 3, 7, &f, &b);  // (3, 7) -> (3, 20)
+    CHECK(f == 2 * 3 * 7 * 20 && b == 4 * (7 * 20 + 3 * 7 + 3 * 20), "input_proj: %g FLOPs %g bytes", f, b);
+    nl_profile_cost(&lstm, NL_COMP_RNN_RECURRENT, 2, 1, 5, &f, &b);  // two sequences' h: (2, 5) -> (2, 20)
+    CHECK(f == 2 * 2 * 5 * 20 && b == 4 * (5 * 20 + 2 * 5 + 2 * 20), "recurrent_proj: %g FLOPs %g bytes", f, b);
+    nl_profile_cost(&lstm, NL_COMP_RNN_NORM, 1, 3, 20, &f, &b);
+    CHECK(f == 3 * 20 * 8 && b == 4 * (2 * 3 * 20 + 2 * 20), "rnn_norm: %g FLOPs %g bytes", f, b);
+    nl_profile_cost(&lstm, NL_COMP_RNN_GATES, 1, 1, 0, &f, &b);
+    CHECK(f == 13 * 5 && b == 4 * (20 + 4 * 5), "lstm gates: %g FLOPs %g bytes", f, b);
+    nl_profile_cost(&lstm, NL_COMP_LM_HEAD, 1, 1, 0, &f, &b);
+    CHECK(f == 2 * 5 * 11 + 11 && b == 4 * (11 * 5 + 5 + 11), "recurrent head: %g FLOPs %g bytes", f, b);
+    NlConfig gru = lstm;
+    gru.arch = NL_ARCH_GRU;
+    gru.norm = NL_NORM_NONE;
+    nl_profile_cost(&gru, NL_COMP_RNN_GATES, 1, 1, 0, &f, &b);
+    CHECK(f == 10 * 5 && b == 4 * (15 + 2 * 5), "gru gates: %g FLOPs %g bytes", f, b);
+    nl_profile_cost(&gru, NL_COMP_RNN_NORM, 1, 1, 15, &f, &b);
+    CHECK(f == 15, "a plain GRU's rnn_norm only adds biases: %g FLOPs", f);
+}
+
 typedef struct {
     int tokens[64];
     size_t n;
@@ -156,8 +188,8 @@ static void json_report_has_stable_fields_and_covers_the_wall(void) {
               uncovered, wall);
         CHECK(sum <= wall * (1 + 1e-9), "rows never exceed the phase wall time");
         CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(ph, "layer_totals")) == 2, "a total per layer");
-        CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(ph, "component_totals")) == NL_COMP_COUNT - 2,
-              "a total per component (but peri's output norms)");
+        CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(ph, "component_totals")) == NL_COMP_COUNT - 6,
+              "a total per component (but peri's output norms and the 4 recurrent ones)");
     }
     cJSON_Delete(root);
     nl_profiler_free(p);
@@ -209,6 +241,7 @@ static void trace_nests_components_inside_layers(void) {
 
 int main(void) {
     RUN(costs_match_hand_computed_formulas);
+    RUN(recurrent_costs_match_hand_computed_formulas);
     RUN(profiling_does_not_change_the_output);
     RUN(json_report_has_stable_fields_and_covers_the_wall);
     RUN(trace_nests_components_inside_layers);
