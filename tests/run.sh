@@ -40,7 +40,8 @@ tally symbols_test tests/symbols_test.sh "$build/libnormlab.a"
 [ "$variant" = plain ] && [ -x /usr/bin/python3 ] && tally docs_test /usr/bin/python3 tools/docs.py --check
 [ "$variant" = plain ] && [ -x /usr/bin/python3 ] && tally nanogpt_test /usr/bin/python3 tests/nanogpt_test.py "$bin"
 [ "$variant" = plain ] && [ -x /usr/bin/python3 ] && tally ddp_test /usr/bin/python3 tests/ddp_test.py "$bin"
-[ "$variant" = plain ] && [ -x /usr/bin/python3 ] && tally rnn_reference_test /usr/bin/python3 tests/rnn_reference_test.py
+[ "$variant" = plain ] && [ -x /usr/bin/python3 ] \
+    && tally rnn_reference_test /usr/bin/python3 tests/rnn_reference_test.py
 tally safety_test tests/safety_test.sh "$bin"
 [ "$variant" = plain ] && tally rewrite_test tests/rewrite_test.sh "$bin"  # a long decode: too slow sanitized
 [ "$variant" = plain ] && tally valgrind tests/valgrind.sh "$bin"  # valgrind cannot run the sanitizer build
