@@ -144,6 +144,8 @@ def main(argv):
         sys.exit("export_onnx.py: needs python3-onnx (tools/install-deps.sh --python)")
     if not os.path.exists(a.model):
         sys.exit(f"export_onnx.py: {a.model}: no such model")
+    if nlformat.load_model(a.model)[0].get("arch", "transformer") != "transformer":
+        sys.exit(f"export_onnx.py: {a.model}: a recurrent model (lstm, gru); only transformers are exported")
     torch.set_num_threads(1)
     config, vocab = export(a.model, a.out)
     print(f"wrote {a.out}: opset {OPSET}, {config['norm']}/{config.get('placement', 'pre')}, "
