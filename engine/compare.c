@@ -56,7 +56,7 @@ static int measure_eval(NlState *s, const NlConfig *c, const int *ids, size_t n,
     static const NlComponent NORMS[] = {NL_COMP_NORM1, NL_COMP_NORM2, NL_COMP_NORM1_POST, NL_COMP_NORM2_POST,
                                         NL_COMP_FINAL_NORM};
     for (size_t k = 0; k < sizeof NORMS / sizeof NORMS[0]; k++) row->norm_share += row->time_share[NORMS[k]];
-    row->norm_share += row->time_share[NL_COMP_RNN_NORM];
+    if (c->norm == NL_NORM_LAYERNORM) row->norm_share += row->time_share[NL_COMP_RNN_NORM];  // (else: bias adds)
     row->n_layer = c->n_layer;
     row->has_final_norm = !recurrent && c->placement != NL_PLACE_POST && c->norm != NL_NORM_NONE;
     for (int k = 0; k < NL_STATE_BUCKETS; k++)

@@ -333,14 +333,20 @@ void nl_profile_cost(const NlConfig *c, NlComponent comp, size_t batch, size_t n
         *flops = n * ctx * (c->norm == NL_NORM_LAYERNORM ? 8 : 1);
         *bytes = 4 * (2 * n * ctx + 2 * ctx);
         break;
-    case NL_COMP_RNN_GATES:  // LSTM per unit: 4 adds, 5 sigmoid/tanh, 4 products and sums; GRU 2 adds + 8
-        *flops = n * S * (c->arch == NL_ARCH_LSTM ? 13 : 10);
-        *bytes = 4 * n * (G * S + (c->arch == NL_ARCH_LSTM ? 4 : 2) * S);
+    case NL_COMP_RNN_GATES:  // per unit. LSTM: update of c (ctx 0) 4 adds, 3 sigmoid/tanh, 3 products and
+        // sums; h (ctx 1) 2 sigmoid/tanh and a product. GRU: 2 adds, 3 sigmoid/tanh, 5 products and sums
+        if (c->arch == NL_ARCH_LSTM && ctx_ == 1) {
+            *flops = n * S * 3;
+            *bytes = 4 * n * 3 * S;  // o and the normalised cell in, h out
+        } else {
+            *flops = n * S * 10;
+            *bytes = 4 * n * (2 * G * S + 2 * S);  // both projections in, the state in and out
+        }
         break;
     case NL_COMP_LM_HEAD:
         if (S > 0) D = S;  // a recurrent model's head reads h and adds a bias
         *flops = 2 * n * D * V + (S > 0 ? n * V : 0);
-        *bytes = 4 * (V * D + n * D + n * V);
+        *bytes = 4 * (V * D + n * D + n * V + (S > 0 ? V : 0));
         break;
     case NL_COMP_SAMPLING:
         *flops = 0;

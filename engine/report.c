@@ -288,7 +288,9 @@ int nl_report_compare_text(FILE *f, const NlCompareRow *rows, const char *const 
             fprintf(f, "    post out std  %s\n", c);
         }
     }
-    if (info->invariance) {
+    int transformers = 0;
+    for (size_t i = 0; i < n; i++) transformers += rows[i].arch == NL_ARCH_TRANSFORMER;
+    if (info->invariance && transformers) {
         fprintf(f, "\ninvariance: largest |N(x') - N(x)| over every norm input of the text, with the model's gains\n"
                    "and eps (scale_2_eps0: x' = 2x with eps = 0)\n");
         fprintf(f, "%-34s %-24s %-10s", "model", "run as", "norm");

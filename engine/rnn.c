@@ -28,16 +28,16 @@ struct NlRnn {
     size_t pos;  // positions the states have taken in
     int lstm, ln;
     size_t S, G, in_max;  // state width, gate blocks, widest layer input (E or S)
-    float *h, *c;  // (L, B, S) each; c for the LSTM only
-    float *xin, *xout;  // (B*R, in_max) a chunk's rows into the current layer, and its h rows out
-    float *px;  // (B*R, G*S) the chunk's input projections
+    float *h, *c;  // (L, B, S) each; c is the LSTM's (allocated, and unused, for the GRU)
+    float *xin, *xout;  // (B*CHUNK, in_max) a chunk's rows into the current layer, and its h rows out
+    float *px;  // (B*CHUNK, G*S) the chunk's input projections
     float *ph;  // (B, G*S) one step's recurrent projections
     float *cn;  // (B, S) the LSTM's normalised cell
-    float *logits;  // (B*R, V)
+    float *logits;  // (B*CHUNK, V)
     float *ones;  // (G*S) unit gain
 };
 
-#define R NL_RNN_LOGITS
+#define CHUNK NL_RNN_LOGITS  // positions a layer projects at once
 
 #define TIMED(prof, l, comp, B, n, ctx, stmt)                    \
     do {                                                         \
@@ -62,12 +62,12 @@ int nl_rnn_create(NlRnn **out, const NlModel *model, NlNormType norm, size_t bat
         r->norms = calloc(L, sizeof *r->norms);
         r->h = calloc(L * B * S, sizeof(float));
         r->c = calloc(L * B * S, sizeof(float));
-        r->xin = malloc(B * R * in_max * sizeof(float));
-        r->xout = malloc(B * R * in_max * sizeof(float));
-        r->px = malloc(B * R * G * S * sizeof(float));
+        r->xin = malloc(B * CHUNK * in_max * sizeof(float));
+        r->xout = malloc(B * CHUNK * in_max * sizeof(float));
+        r->px = malloc(B * CHUNK * G * S * sizeof(float));
         r->ph = malloc(B * G * S * sizeof(float));
         r->cn = malloc(B * S * sizeof(float));
-        r->logits = malloc(B * R * V * sizeof(float));
+        r->logits = malloc(B * CHUNK * V * sizeof(float));
         r->ones = malloc(G * S * sizeof(float));
     }
     if (!r || !r->norms || !r->h || !r->c || !r->xin || !r->xout || !r->px || !r->ph || !r->cn || !r->logits ||
@@ -113,6 +113,7 @@ void nl_rnn_free(NlRnn *r) {
 
 void nl_rnn_copy_state(NlRnn *r, size_t from, size_t to) {
     assert(from < r->batch && to < r->batch);
+    if (from == to) return;
     size_t S = r->S;
     for (size_t l = 0; l < (size_t)r->cfg.n_layer; l++) {
         float *h = r->h + l * r->batch * S, *c = r->c + l * r->batch * S;
@@ -154,8 +155,9 @@ static void norm_cell(NlRnn *r, const RnnNorms *n, const float *c, size_t B) {
     norm_rows(r, r->cn, B, r->S, r->S, n->cell, NULL);
 }
 
-static void lstm_output(NlRnn *r, float *h, size_t B) {
-    for (size_t b = 0; b < B; b++) nl_lstm_output(h + b * r->S, r->ph + b * r->G * r->S, r->cn + b * r->S, r->S);
+// h = sigmoid(o) tanh(cn) for B sequences, cn the (normalised) cells (B, S).
+static void lstm_output(NlRnn *r, float *h, const float *cn, size_t B) {
+    for (size_t b = 0; b < B; b++) nl_lstm_output(h + b * r->S, r->ph + b * r->G * r->S, cn + b * r->S, r->S);
 }
 
 // One position t (of nc in the chunk) of layer l for B sequences: the recurrence.
@@ -165,7 +167,8 @@ static void step(NlRnn *r, int l, size_t B, size_t nc, size_t t, NlProfiler *pro
     size_t S = r->S, GS = r->G * S;
     float *h = r->h + (size_t)l * r->batch * S, *c = r->c + (size_t)l * r->batch * S;
     TIMED(prof, l, NL_COMP_RNN_RECURRENT, B, 1, S, nl_linear(r->ph, h, lw->w_hh, NULL, B, GS, S, r->threads));
-    TIMED(prof, l, NL_COMP_RNN_NORM, B, 1, normed_features(r), norm_products(r, n, lw, r->ph, B, 0));
+    if (r->ln || lw->bias_hh)  // else nothing to normalise or add: no record, so no cost counted
+        TIMED(prof, l, NL_COMP_RNN_NORM, B, 1, normed_features(r), norm_products(r, n, lw, r->ph, B, 0));
     double t0 = nl_profiler_begin(prof);
     for (size_t b = 0; b < B; b++) {
         const float *px = r->px + (b * nc + t) * GS;
@@ -178,10 +181,10 @@ static void step(NlRnn *r, int l, size_t B, size_t nc, size_t t, NlProfiler *pro
             nl_gru_update(hb, a, px + 2 * S, a + 2 * S, S);
         }
     }
-    nl_profiler_record(prof, t0, l, NL_COMP_RNN_GATES, B, 1, 0);
+    nl_profiler_record(prof, t0, l, NL_COMP_RNN_GATES, B, 1, 0);  // ctx 0: the update (LSTM: of c)
     if (r->lstm) {
-        TIMED(prof, l, NL_COMP_RNN_NORM, B, 1, S, norm_cell(r, n, c, B));
-        TIMED(prof, l, NL_COMP_RNN_GATES, B, 1, 0, lstm_output(r, h, B));
+        if (r->ln) TIMED(prof, l, NL_COMP_RNN_NORM, B, 1, S, norm_cell(r, n, c, B));
+        TIMED(prof, l, NL_COMP_RNN_GATES, B, 1, 1, lstm_output(r, h, r->ln ? r->cn : c, B));  // ctx 1: h
     }
     for (size_t b = 0; b < B; b++) memcpy(r->xout + (b * nc + t) * r->in_max, h + b * S, S * sizeof(float));
     if (stats) nl_stats_state(stats, l, r->pos + t, h, r->lstm ? c : NULL, B);
@@ -189,14 +192,17 @@ static void step(NlRnn *r, int l, size_t B, size_t nc, size_t t, NlProfiler *pro
 
 // Layer l over a chunk of nc positions of B sequences: rows xin (B*nc, in) -> xout (B*nc, S).
 static void layer(NlRnn *r, int l, size_t B, size_t nc, NlProfiler *prof, NlStats *stats) {
+    double t_layer = nl_profiler_begin(prof);
     const NlRnnLayerWeights *lw = &r->w->rnn[l];
     size_t S = r->S, GS = r->G * S, in = l == 0 ? (size_t)r->cfg.n_embd : S, rows = B * nc;
     // the rows are in_max apart: pack them to `in` wide first when narrower (layer 0 with E < S)
     if (in != r->in_max)
         for (size_t i = 1; i < rows; i++) memmove(r->xin + i * in, r->xin + i * r->in_max, in * sizeof(float));
     TIMED(prof, l, NL_COMP_RNN_INPUT, B, nc, in, nl_linear(r->px, r->xin, lw->w_ih, NULL, rows, GS, in, r->threads));
-    TIMED(prof, l, NL_COMP_RNN_NORM, B, nc, normed_features(r), norm_products(r, &r->norms[l], lw, r->px, rows, 1));
+    if (r->ln || lw->bias || lw->bias_ih)
+        TIMED(prof, l, NL_COMP_RNN_NORM, B, nc, normed_features(r), norm_products(r, &r->norms[l], lw, r->px, rows, 1));
     for (size_t t = 0; t < nc; t++) step(r, l, B, nc, t, prof, stats);
+    nl_profiler_record_layer(prof, t_layer, l);
 }
 
 // xin rows (B*nc) = the embeddings of tokens (B rows of `stride`, nc each).
@@ -221,7 +227,7 @@ static void head(NlRnn *r, size_t B, size_t nc, size_t t0, size_t k, size_t n_lo
 
 const float *nl_rnn_forward(NlRnn *r, const int *tokens, size_t B, size_t n, size_t pos, size_t n_logits,
                             NlProfiler *prof, NlStats *stats) {
-    assert(B >= 1 && B <= r->batch && n >= 1 && n_logits >= 1 && n_logits <= n && n_logits <= R);
+    assert(B >= 1 && B <= r->batch && n >= 1 && n_logits >= 1 && n_logits <= n && n_logits <= CHUNK);
     assert(pos == 0 || pos == r->pos);
     size_t S = r->S, L = (size_t)r->cfg.n_layer;
     if (pos == 0) {
@@ -232,8 +238,8 @@ const float *nl_rnn_forward(NlRnn *r, const int *tokens, size_t B, size_t n, siz
         r->pos = 0;
     }
     size_t first_logit = n - n_logits;
-    for (size_t p0 = 0; p0 < n; p0 += R) {
-        size_t nc = n - p0 < R ? n - p0 : R;
+    for (size_t p0 = 0; p0 < n; p0 += CHUNK) {
+        size_t nc = n - p0 < CHUNK ? n - p0 : CHUNK;
         TIMED(prof, -1, NL_COMP_EMBED, B, nc, 0, embed(r, tokens + p0, n, B, nc));
         if (stats)
             for (size_t i = 0; i < B * nc; i++) nl_stats_residual(stats, 0, r->xin + i * r->in_max, 1);

@@ -17,7 +17,7 @@ typedef struct NlRnn NlRnn;
 // NL_NORM_NONE; the caller has checked). A norm the model lacks has unit gain and no bias.
 int nl_rnn_create(NlRnn **out, const NlModel *model, NlNormType norm, size_t batch, int threads, NlError *err);
 void nl_rnn_free(NlRnn *rnn);
-// tokens (B, n): pos 0 starts every sequence from the zero state; any other pos must be where the
+// tokens (B, n): pos 0 starts the first B sequences from the zero state; any other pos must be where the
 // previous call left them (positions are only counted, never windowed). Returns the logits of the
 // last n_logits positions (B, n_logits, V), n_logits <= NL_RNN_LOGITS.
 const float *nl_rnn_forward(NlRnn *rnn, const int *tokens, size_t B, size_t n, size_t pos, size_t n_logits,

@@ -459,6 +459,16 @@ for f in lstm-ln lstm-none gru-ln gru-none; do
     grep -q '"component":[[:space:]]*"qkv"' "$TMP/out" && bad "$f: profile" "lists transformer components" \
         || ok "$f: profile lists the recurrent components, not the transformer's"
 done
+run profile -m $FIX/lstm-ln.json -p "$(head -c 100 "$TMP/long.txt")" -n 5 --trace "$TMP/rnn-trace.json"
+[ "$rc" -eq 0 ] && grep -q '"name": "layer 2"' "$TMP/rnn-trace.json" \
+    && grep -q '"name": "gates"' "$TMP/rnn-trace.json" \
+    && ok "rnn profile --trace holds a 100-character prompt's events, layers included" \
+    || bad "rnn trace" "$(cat "$TMP/err")"
+mkdir -p "$TMP/models" && cp $FIX/lstm-ln.json $FIX/ln-pre-bias.json "$TMP/models/"
+NORMLAB_MODELS="$TMP/models" "$BIN" list --json > "$TMP/out" 2>/dev/null
+grep -q '"name":"lstm-ln","path":"[^"]*","norm":"layernorm","arch":"lstm","placement":null' "$TMP/out" \
+    && grep -q '"arch":"transformer","placement":"pre"' "$TMP/out" \
+    && ok "list --json: a recurrent model has an arch and no placement" || bad "rnn list" "$(head -c 300 "$TMP/out")"
 head -c 300 "$TMP/long.txt" > "$TMP/text300.txt"
 expect_ok "rnn logits of 300 characters" logits -m $FIX/gru-ln.json -f "$TMP/text300.txt"
 [ "$(wc -l < "$TMP/out")" -eq 300 ] && ok "rnn logits: a line per position, past one chunk" \

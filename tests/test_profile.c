@@ -63,8 +63,8 @@ static void costs_match_hand_computed_formulas(void) {
 
 // A recurrent model's components (E 7, S 5; the LSTM's 4 gate blocks, the GRU's 3), by README
 // "Profiling": products 2 FLOPs a multiply-add and no bias (the norms add the biases); rnn_norm 8
-// FLOPs per normalised feature (`ctx` of them a row), 1 without LayerNorm; gates 13 (LSTM) or 10
-// (GRU) per state unit; the head adds its bias.
+// FLOPs per normalised feature (`ctx` of them a row), 1 without LayerNorm; gates 10 per state unit
+// (the LSTM's cell update, ctx 0, or the GRU's), 3 for the LSTM's h (ctx 1); the head adds its bias.
 static void recurrent_costs_match_hand_computed_formulas(void) {
     NlConfig lstm = {.arch = NL_ARCH_LSTM,
                      .vocab_size = 11,
@@ -80,15 +80,17 @@ static void recurrent_costs_match_hand_computed_formulas(void) {
     CHECK(f == 2 * 2 * 5 * 20 && b == 4 * (5 * 20 + 2 * 5 + 2 * 20), "recurrent_proj: %g FLOPs %g bytes", f, b);
     nl_profile_cost(&lstm, NL_COMP_RNN_NORM, 1, 3, 20, &f, &b);
     CHECK(f == 3 * 20 * 8 && b == 4 * (2 * 3 * 20 + 2 * 20), "rnn_norm: %g FLOPs %g bytes", f, b);
-    nl_profile_cost(&lstm, NL_COMP_RNN_GATES, 1, 1, 0, &f, &b);
-    CHECK(f == 13 * 5 && b == 4 * (20 + 4 * 5), "lstm gates: %g FLOPs %g bytes", f, b);
+    nl_profile_cost(&lstm, NL_COMP_RNN_GATES, 1, 1, 0, &f, &b);  // the cell's update
+    CHECK(f == 10 * 5 && b == 4 * (2 * 20 + 2 * 5), "lstm gates, c: %g FLOPs %g bytes", f, b);
+    nl_profile_cost(&lstm, NL_COMP_RNN_GATES, 1, 1, 1, &f, &b);  // h from it
+    CHECK(f == 3 * 5 && b == 4 * 3 * 5, "lstm gates, h: %g FLOPs %g bytes", f, b);
     nl_profile_cost(&lstm, NL_COMP_LM_HEAD, 1, 1, 0, &f, &b);
-    CHECK(f == 2 * 5 * 11 + 11 && b == 4 * (11 * 5 + 5 + 11), "recurrent head: %g FLOPs %g bytes", f, b);
+    CHECK(f == 2 * 5 * 11 + 11 && b == 4 * (11 * 5 + 5 + 11 + 11), "recurrent head: %g FLOPs %g bytes", f, b);
     NlConfig gru = lstm;
     gru.arch = NL_ARCH_GRU;
     gru.norm = NL_NORM_NONE;
     nl_profile_cost(&gru, NL_COMP_RNN_GATES, 1, 1, 0, &f, &b);
-    CHECK(f == 10 * 5 && b == 4 * (15 + 2 * 5), "gru gates: %g FLOPs %g bytes", f, b);
+    CHECK(f == 10 * 5 && b == 4 * (2 * 15 + 2 * 5), "gru gates: %g FLOPs %g bytes", f, b);
     nl_profile_cost(&gru, NL_COMP_RNN_NORM, 1, 1, 15, &f, &b);
     CHECK(f == 15, "a plain GRU's rnn_norm only adds biases: %g FLOPs", f);
 }

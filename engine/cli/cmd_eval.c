@@ -32,6 +32,9 @@ const char *const HELP_EVAL =
     "                         its share of the windows; the result is the same at any N\n"
     "      --batch N          windows per forward call (default: 1024 / block_size, at least 1);\n"
     "                         changes the order of float sums, so the last digits may differ\n"
+    "      --segments N       recurrent models (lstm, gru), which score the text through one unbroken\n"
+    "                         state: cut it into N parts, each from the zero state, run together\n"
+    "                         (faster; every cut loses its context, so the loss rises)\n"
     "      --norm, --placement, --bn-stats, --no-mmap   as for generate (with --bn-stats batch the\n"
     "                         statistics are those of --batch windows, so the result depends on it)\n"
     "      --profile          print the per-layer profile to stderr (--counters: with IPC)\n";
@@ -40,9 +43,9 @@ const char *const HELP_LOGITS =
     "usage: normlab logits [-m MODEL] (-p TEXT | -f FILE) [-o FILE] [--norm NAME] [--placement NAME]\n"
     "                      [--bn-stats S]\n"
     "\n"
-    "Prints the logits of every position of the text (at most block_size characters) as one JSON\n"
-    "array of V numbers per line, from one batched prefill. For checking the engine against other\n"
-    "implementations (tools/parity.py). A non-finite logit is an error.\n"
+    "Prints the logits of every position of the text (at most block_size characters; any length for a\n"
+    "recurrent model) as one JSON array of V numbers per line, from one batched prefill. For checking\n"
+    "the engine against other implementations (tools/parity.py). A non-finite logit is an error.\n"
     "  -m, --model NAME|PATH  model (default as for generate)\n"
     "  -p, --prompt TEXT      the text\n"
     "  -f, --file FILE        read the text from FILE ('-': standard input)\n"
@@ -134,8 +137,14 @@ int cmd_eval(Options *o) {
     size_t groups = (windows + (size_t)batch - 1) / (size_t)batch, calls = groups;  // a forward call a group
     if (groups < 1) groups = 1;  // a text too short to score: eval says so, from one state
     if ((size_t)workers > groups) workers = (int)groups;  // no state for a worker without a window
-    if (recurrent) calls = n / segments / NL_RNN_LOGITS + 2;  // a call a chunk (profile --trace budget)
-    rc = workers_create(&wk, o, model, workers, batch, 1, o->profile, calls);
+    if (recurrent && segments > (n > 1 ? n - 1 : 1)) {
+        msg_usage(o->cmd, "--segments %zu: the text has %zu characters to score", segments, n > 1 ? n - 1 : 0);
+        rc = EXIT_USAGE;
+        goto cleanup;
+    }
+    if (recurrent) calls = n / segments + 2;  // the positions of each segment (profile --trace budget)
+    // a recurrent model's sgemv of 1M weights or more may use the --threads (one engine thread runs)
+    rc = workers_create(&wk, o, model, workers, batch, recurrent ? o->threads : 1, o->profile, calls);
     if (!rc) rc = open_main_output(o, &out);
     if (rc) goto cleanup;
     NlEvalResult r;
@@ -170,8 +179,10 @@ int cmd_eval(Options *o) {
                      "\"skipped\": %zu, %s}\n",
                      r.count, nats, se, bits, se / log(2.0), ppl_s, ppl_se, skipped, how) > 0;
     else
-        ok = fprintf(out.f, "chars %zu\nnats/char %.6f +/- %.6f\nbits/char %.6f +/- %.6f\nperplexity %.6f +/- %.6f\n",
-                     r.count, nats, se, bits, se / log(2.0), ppl, ppl * se) > 0;
+        ok = fprintf(out.f,
+                     "chars %zu\nnats/char %.6f +/- %.6f\nbits/char %.6f +/- %.6f\nperplexity %.6f +/- %.6f\n%s %zu\n",
+                     r.count, nats, se, bits, se / log(2.0), ppl, ppl * se, recurrent ? "segments" : "stride",
+                     recurrent ? segments : stride) > 0;
     if (!ok || fflush(out.f) == EOF) {
         msg_error("cannot write %s: %s", o->output ? o->output : "to stdout", strerror(errno));
         rc = EXIT_DATA;

@@ -290,9 +290,11 @@ int cmd_generate(Options *o) {
     if (!rc) rc = load_model(o, &model);
     if (!rc) rc = prompt_ids(o, model, &ids, &n, &text, &len);
     // Workers share OpenBLAS's process-wide thread count: one thread per product when there are several.
+    // the trace's budget: forward passes, or a recurrent model's positions (the prompt's count)
+    size_t passes = (size_t)o->n_new + 2 + (rc == 0 && model_context(model) == SIZE_MAX ? n : 0);
     if (!rc)
         rc = workers_create(&wk, o, model, workers, group, workers > 1 ? 1 : o->threads, o->profile || profile_cmd,
-                            (size_t)rounds * ((size_t)o->n_new + 2));
+                            (size_t)rounds * passes);
     if (!rc) rc = open_main_output(o, &out);
     if (!rc && o->trace_out) rc = out_open(&trace_o, o->trace_out);
     uint64_t seed = o->has_seed ? o->seed : profile_cmd ? 0 : seed_from_os();

@@ -137,6 +137,12 @@ int cmd_info(Options *o) {
 
 // ---- list
 
+// The list's "place" column: a transformer's placement, a recurrent model's arch.
+static const char *place_or_arch(const cJSON *m) {
+    const cJSON *p = cJSON_GetObjectItem(m, "placement");
+    return cJSON_IsString(p) ? p->valuestring : cJSON_GetObjectItem(m, "arch")->valuestring;
+}
+
 static int print_list_text(FILE *out, const cJSON *j) {
     int ok =
         fprintf(out, "%-24s %-10s %-5s %10s %10s  %s\n", "name", "norm", "place", "params", "train val", "path") > 0;
@@ -149,8 +155,7 @@ static int print_list_text(FILE *out, const cJSON *j) {
         msg_escape(name, sizeof name, cJSON_GetObjectItem(m, "name")->valuestring);
         msg_escape(path, sizeof path, cJSON_GetObjectItem(m, "path")->valuestring);
         ok = fprintf(out, "%-24s %-10s %-5s %10.0f %10s  %s%s%s\n", name,
-                     err ? "-" : cJSON_GetObjectItem(m, "norm")->valuestring,
-                     err ? "-" : cJSON_GetObjectItem(m, "placement")->valuestring,
+                     err ? "-" : cJSON_GetObjectItem(m, "norm")->valuestring, err ? "-" : place_or_arch(m),
                      err ? 0.0 : cJSON_GetObjectItem(m, "parameters")->valuedouble, l, path,
                      cJSON_IsTrue(cJSON_GetObjectItem(m, "shadowed")) ? " (shadowed)" : "",
                      err ? " (does not load)" : "") > 0;
@@ -172,10 +177,9 @@ static cJSON *list_entry(const Options *o, const char *name, const char *path, i
         const NlConfig *c = nl_model_config(model);
         cJSON_AddStringToObject(m, "norm", nl_config_norm_name(c->norm));
         cJSON_AddStringToObject(m, "arch", nl_config_arch_name(c->arch));
-        // the list's "place" column: a recurrent model's arch stands where a transformer's placement does
-        cJSON_AddStringToObject(m, "placement",
-                                c->arch == NL_ARCH_TRANSFORMER ? nl_config_placement_name(c->placement)
-                                                               : nl_config_arch_name(c->arch));
+        if (c->arch == NL_ARCH_TRANSFORMER)
+            cJSON_AddStringToObject(m, "placement", nl_config_placement_name(c->placement));
+        else cJSON_AddNullToObject(m, "placement");  // a recurrent model has none: the text shows its arch
         cJSON_AddNumberToObject(m, "parameters", (double)nl_model_parameters(model));
         const char *const *keys, *const *values;
         size_t n = nl_model_metadata(model, &keys, &values);

@@ -244,12 +244,16 @@ int read_text(const char *path, char **buf, size_t *len) {
     return 0;
 }
 
-// Attaches a profiler; with --trace it keeps the events of n_forward forward passes.
+// Attaches a profiler; with --trace it keeps the events of n_forward forward passes (of a recurrent
+// model: of n_forward positions, each of which records per layer).
 static int attach_profiler(const Options *o, const NlModel *model, NlState *state, size_t n_forward,
                            NlProfiler **prof) {
     const NlConfig *c = nl_model_config(model);
-    // a peri layer records 11 components and the layer itself; 4 model-level ones (14 and 6: slack)
-    size_t per_forward = o->trace_out ? (size_t)c->n_layer * 14 + 6 : 0;
+    // a peri layer records 11 components and the layer itself; 4 model-level ones (14 and 6: slack);
+    // a recurrent layer at most 5 a position, and 3 more a chunk
+    size_t per_forward = !o->trace_out                    ? 0
+                         : c->arch == NL_ARCH_TRANSFORMER ? (size_t)c->n_layer * 14 + 6
+                                                          : (size_t)c->n_layer * 8 + 6;
     NlError err;
     if (nl_profiler_create(prof, nl_state_config(state), n_forward * per_forward, o->counters, &err) != 0) {
         return fail(&err);
