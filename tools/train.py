@@ -4,6 +4,14 @@
     /usr/bin/python3 tools/train.py --data ../shared/data/tinyshakespeare.txt \
         --norm layernorm --placement pre --out weights/shakespeare-pre-ln
 
+Recurrent models (format version 3): --arch lstm|gru --norm layernorm|none with --n-embd E (the
+embedding) and --n-hidden S (the state); the shipped ones are `make rnn-models`. They train with
+truncated back-propagation through time: the training split is cut into --batch-size contiguous
+streams, and each step takes the next --block-size characters of every stream, starting from the
+state the previous step left (detached: gradients flow --block-size steps back); the state restarts
+from zero when the streams wrap round to their beginnings, and after --resume. Validation runs the
+whole split as --batch-size contiguous streams, each through one state.
+
 Split: the first 90% of the characters train, the last 10% validate (nanoGPT's convention).
 Interrupted runs resume from OUT/ckpt.pt with --resume; the checkpoint is deleted when training ends.
 
@@ -20,7 +28,8 @@ global batch are those of one process: 2 processes of 16 sequences reproduce 1 p
 float rounding. Rank 0 alone evaluates, writes the checkpoint, the log and the model directory (on
 several nodes OUT must be on a filesystem every node sees, for --resume). BatchNorm's batch
 statistics are each process's own share, as PyTorch's BatchNorm without SyncBatchNorm.
-Dimension letters: B batch, T context, D width, H heads, F MLP width, V vocabulary.
+Dimension letters: B batch, T context, D width, H heads, F MLP width, V vocabulary; recurrent models:
+E embedding width, S state width.
 """
 import argparse
 import hashlib
@@ -288,7 +297,7 @@ def parse_args(argv):
     p.add_argument("--n-layer", type=int, default=4)
     p.add_argument("--n-head", type=int, default=4)
     p.add_argument("--n-embd", type=int, default=128)
-    p.add_argument("--n-hidden", type=int, default=256, help="lstm/gru: state width H")
+    p.add_argument("--n-hidden", type=int, default=128, help="lstm/gru: state width S")
     p.add_argument("--block-size", type=int, default=128,
                    help="context (transformer) or truncated back-propagation window (lstm/gru)")
     p.add_argument("--mlp-ratio", type=int, default=4)
