@@ -11,8 +11,8 @@ Each table sits between markers in README.md:
     tools/docs.py --check     exit 1, naming the table, when README.md differs from docs/ (make test)
 
 NAME is one of: compare (docs/compare/compare.json, from make compare-models), profile
-(docs/profile/profile.json, from make docs), rnn and rnn_segments (docs/rnn/rnn.json, from make
-rnn-report). Standard library only.
+(docs/profile/profile.json, from make docs), rnn, rnn_segments and rnn_decode (docs/rnn/rnn.json,
+from make rnn-report). Standard library only.
 """
 import json
 import os
@@ -90,7 +90,20 @@ def rnn_segments_table():
     return "\n".join(out)
 
 
-TABLES = {"compare": compare_table, "profile": profile_table, "rnn": rnn_table, "rnn_segments": rnn_segments_table}
+def rnn_decode_table():
+    """generate's decode speed of the recurrent models against the 4x128 transformer's."""
+    rows = [r for r in json.load(open(os.path.join(ROOT, "docs", "rnn", "rnn.json"), encoding="utf-8"))
+            if "decode" in r]
+    out = ["| model | decode tok/s (median) | min - max | vs pre-ln |", "|---|---|---|---|"]
+    for r in rows:
+        d = r["decode"]
+        out.append(f"| {r['model'].replace('shakespeare-', '')} | {d['decode_tok_s']:,.0f} | "
+                   f"{d['min']:,.0f} - {d['max']:,.0f} | {d['ratio']:.2f}x |")
+    return "\n".join(out)
+
+
+TABLES = {"compare": compare_table, "profile": profile_table, "rnn": rnn_table, "rnn_segments": rnn_segments_table,
+          "rnn_decode": rnn_decode_table}
 MARK = re.compile(r"(<!-- generated: (\w+) -->\n)(.*?)(\n<!-- end generated: \2 -->)", re.S)
 
 

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """The recurrent models beside the transformers (README "Recurrent models"): validation loss by
 `normlab eval` over the whole split, the training curves' validation loss at equal steps, what eval
-segments cost a recurrent model, and the loss curves as a plot.
+segments cost a recurrent model, generate's decode speed against the 4x128 transformer's (medians
+of rounds taken in turn; run it on a quiet machine), and the loss curves as a plot.
 
     /usr/bin/python3 tools/rnn_report.py VAL_TEXT OUT_DIR      (make rnn-report)
 
@@ -25,6 +26,8 @@ TRANSFORMERS = ["shakespeare-pre-ln", "shakespeare-post-ln", "shakespeare-pre-rm
                 "shakespeare-nonorm"]
 STEPS = [250, 500, 1000, 2000]  # the training curves' validation loss at these steps
 SEGMENTS = [1, 16, 256]  # eval of the recurrent models with the split cut into this many parts
+DECODE = ["shakespeare-pre-ln"] + RECURRENT  # generate's decode speed, measured in alternation
+ROUNDS, NEW = 7, 2000
 
 
 def normlab_eval(model, text, segments=None):
@@ -59,6 +62,25 @@ def model_row(name, text):
     return row, log
 
 
+def decode_speeds():
+    """Median decode tok/s of `generate -n NEW` (one thread, greedy so every model does the same work
+    per token) over ROUNDS rounds, the models taking turns within each round, so that a change in the
+    machine's load reaches every model alike; and each one's ratio to the transformer's."""
+    runs = {m: [] for m in DECODE}
+    for _ in range(ROUNDS):
+        for m in DECODE:
+            cmd = [os.path.join(ROOT, "normlab"), "generate", "-m", os.path.join(ROOT, "weights", m), "-p", "ROMEO:",
+                   "-n", str(NEW), "--temperature", "0", "--threads", "1", "--json"]
+            out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+            runs[m].append(json.loads(out)["decode_tok_s"])
+    med = {m: sorted(v)[len(v) // 2] for m, v in runs.items()}
+    base = med[DECODE[0]]
+    for m in DECODE:
+        print(f"decode {m}: {med[m]:,.0f} tok/s ({med[m] / base:.2f}x the transformer's)", file=sys.stderr)
+    return {m: {"decode_tok_s": med[m], "min": min(runs[m]), "max": max(runs[m]), "ratio": med[m] / base}
+            for m in DECODE}
+
+
 def plot_curves(logs, path):
     fig, ax = plt.subplots(figsize=(8.5, 4.8))
     for i, (name, log) in enumerate(logs):
@@ -91,6 +113,10 @@ def main(argv):
         rows.append(row)
         if name in RECURRENT or name in ("shakespeare-pre-ln", "shakespeare-nonorm"):
             logs.append((name, log))
+    speeds = decode_speeds()
+    for r in rows:
+        if r["model"] in speeds:
+            r["decode"] = speeds[r["model"]]
     with open(os.path.join(out, "rnn.json"), "w") as f:
         json.dump(rows, f, indent=1)
         f.write("\n")
