@@ -71,7 +71,7 @@ static void shipped_models_match_pytorch_reference(void) {
     CHECK(root != NULL, "tests/reference/pytorch_float64.json is missing or not JSON");
     if (!root) return;
     const cJSON *models = cJSON_GetObjectItem(root, "models");
-    CHECK(cJSON_GetArraySize(models) == 9, "nine shipped models in the golden file");
+    CHECK(cJSON_GetArraySize(models) == 13, "thirteen shipped models in the golden file");
     for (const cJSON *gm = models ? models->child : NULL; gm; gm = gm->next) {
         const char *path = cJSON_GetObjectItem(gm, "model")->valuestring;
         NlModel *m = NULL;
