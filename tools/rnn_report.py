@@ -95,7 +95,7 @@ def plot_curves(logs, path):
         ax.plot([s for s, _ in val], [v for _, v in val], color=color, marker="o", ms=3, label=short)
     ax.set_xlabel("step (batch of 32 x 128 characters)")
     ax.set_ylabel("loss, nats/char")
-    ax.set_ylim(1.3, 2.6)
+    ax.set_ylim(1.1, 2.6)
     ax.set_title("Training (faint, 50-step mean) and validation loss (markers)")
     ax.legend(fontsize=8, ncol=2)
     fig.tight_layout()
