@@ -16,8 +16,8 @@ echo '        -m|--model) COMPREPLY=($(compgen -W' \
     '$(compgen -f -- "$cur")); return ;;'
 echo '        -f|--file|--text|-o|--output|--trace|--csv) COMPREPLY=($(compgen -f -- "$cur")); return ;;'
 echo '        --plot-dir) COMPREPLY=($(compgen -d -- "$cur")); return ;;'
-echo '        --norm) COMPREPLY=($(compgen -W "layernorm rmsnorm" -- "$cur")); return ;;'
-echo '        --placement) COMPREPLY=($(compgen -W "pre post" -- "$cur")); return ;;'
+echo '        --norm) COMPREPLY=($(compgen -W "layernorm rmsnorm batchnorm none" -- "$cur")); return ;;'
+echo '        --placement) COMPREPLY=($(compgen -W "pre post peri" -- "$cur")); return ;;'
 echo '    esac'
 echo '    case "${COMP_WORDS[1]}" in'
 for c in $cmds; do
