@@ -33,7 +33,6 @@ struct NlState {
     const NlModel *model;
     NlConfig cfg;  // the model's config with the run options applied
     NlBnStats bn_stats;
-    NlRunOptions opts_in;  // as given (zero: all defaults)
     LayerNorms *norms;  // (L) the norms as run: the model's, or unit gain where it has none
     NlNormWeights ln_f;  // final norm (unit gain when forced onto a model without one)
     size_t batch;  // B: sequences per call, at most
@@ -150,17 +149,17 @@ static int resolve_norms(NlState *s, NlError *err) {
 }
 
 // A recurrent model's state: its norm may be run as layernorm or none; the transformer's other
-// options (placement, other norms, BatchNorm statistics) are refused.
-static int rnn_state_create(NlState *s, NlError *err) {
-    const NlRunOptions *o = &s->opts_in;
+// options (a placement, another norm) are refused; BatchNorm statistics do not apply.
+static int rnn_state_create(NlState *s, const NlRunOptions *opts, NlError *err) {
+    const NlRunOptions o = opts ? *opts : NL_RUN_DEFAULTS;
     const char *arch = nl_config_arch_name(s->cfg.arch);
-    if (o->placement != NL_PLACE_AS_CONFIGURED) {
+    if (o.placement != NL_PLACE_AS_CONFIGURED) {
         nl_error(err, NL_ERR_ARG, "a placement applies to transformers, not to this recurrent (%s) model", arch);
         return -1;
     }
-    if (o->norm != NL_NORM_AS_CONFIGURED && o->norm != NL_NORM_LAYERNORM && o->norm != NL_NORM_NONE) {
+    if (o.norm != NL_NORM_AS_CONFIGURED && o.norm != NL_NORM_LAYERNORM && o.norm != NL_NORM_NONE) {
         nl_error(err, NL_ERR_ARG, "a recurrent (%s) model runs with norm layernorm or none, not %s", arch,
-                 nl_config_norm_name(o->norm));
+                 nl_config_norm_name(o.norm));
         return -1;
     }
     return nl_rnn_create(&s->rnn, s->model, s->cfg.norm, s->batch, s->threads, err);
@@ -183,10 +182,9 @@ int nl_state_create(NlState **out, const NlModel *model, const NlRunOptions *opt
         s->batch = opts->batch > 0 ? (size_t)opts->batch : 1;
         s->threads = opts->threads > 0 ? opts->threads : 1;
         s->bn_stats = opts->bn_stats;
-        s->opts_in = *opts;
     }
     if (s->cfg.arch != NL_ARCH_TRANSFORMER) {
-        if (rnn_state_create(s, err) != 0) {
+        if (rnn_state_create(s, opts, err) != 0) {
             nl_state_free(s);
             return -1;
         }

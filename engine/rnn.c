@@ -27,9 +27,10 @@ struct NlRnn {
     int threads;
     size_t pos;  // positions the states have taken in
     int lstm, ln;
-    size_t S, G, in_max;  // state width, gate blocks, widest layer input (E or S)
+    size_t S, G;  // state width, gate blocks
     float *h, *c;  // (L, B, S) each; c is the LSTM's (allocated, and unused, for the GRU)
-    float *xin, *xout;  // (B*CHUNK, in_max) a chunk's rows into the current layer, and its h rows out
+    float *xin, *xout;  // (B*CHUNK, in) a chunk's rows into the current layer (in = E or S), and (B*CHUNK, S)
+        // its h rows out; room for max(E, S) each
     float *px;  // (B*CHUNK, G*S) the chunk's input projections
     float *ph;  // (B, G*S) one step's recurrent projections
     float *cn;  // (B, S) the LSTM's normalised cell
@@ -85,7 +86,6 @@ int nl_rnn_create(NlRnn **out, const NlModel *model, NlNormType norm, size_t bat
     r->ln = norm == NL_NORM_LAYERNORM;
     r->S = S;
     r->G = G;
-    r->in_max = in_max;
     for (size_t i = 0; i < G * S; i++) r->ones[i] = 1.0f;
     for (size_t l = 0; l < L; l++) {
         const NlRnnLayerWeights *lw = &r->w->rnn[l];
@@ -186,7 +186,7 @@ static void step(NlRnn *r, int l, size_t B, size_t nc, size_t t, NlProfiler *pro
         if (r->ln) TIMED(prof, l, NL_COMP_RNN_NORM, B, 1, S, norm_cell(r, n, c, B));
         TIMED(prof, l, NL_COMP_RNN_GATES, B, 1, 1, lstm_output(r, h, r->ln ? r->cn : c, B));  // ctx 1: h
     }
-    for (size_t b = 0; b < B; b++) memcpy(r->xout + (b * nc + t) * r->in_max, h + b * S, S * sizeof(float));
+    for (size_t b = 0; b < B; b++) memcpy(r->xout + (b * nc + t) * S, h + b * S, S * sizeof(float));
     if (stats) nl_stats_state(stats, l, r->pos + t, h, r->lstm ? c : NULL, B);
 }
 
@@ -195,9 +195,6 @@ static void layer(NlRnn *r, int l, size_t B, size_t nc, NlProfiler *prof, NlStat
     double t_layer = nl_profiler_begin(prof);
     const NlRnnLayerWeights *lw = &r->w->rnn[l];
     size_t S = r->S, GS = r->G * S, in = l == 0 ? (size_t)r->cfg.n_embd : S, rows = B * nc;
-    // the rows are in_max apart: pack them to `in` wide first when narrower (layer 0 with E < S)
-    if (in != r->in_max)
-        for (size_t i = 1; i < rows; i++) memmove(r->xin + i * in, r->xin + i * r->in_max, in * sizeof(float));
     TIMED(prof, l, NL_COMP_RNN_INPUT, B, nc, in, nl_linear(r->px, r->xin, lw->w_ih, NULL, rows, GS, in, r->threads));
     if (r->ln || lw->bias || lw->bias_ih)
         TIMED(prof, l, NL_COMP_RNN_NORM, B, nc, normed_features(r), norm_products(r, &r->norms[l], lw, r->px, rows, 1));
@@ -205,24 +202,21 @@ static void layer(NlRnn *r, int l, size_t B, size_t nc, NlProfiler *prof, NlStat
     nl_profiler_record_layer(prof, t_layer, l);
 }
 
-// xin rows (B*nc) = the embeddings of tokens (B rows of `stride`, nc each).
+// xin (B*nc, E) = the embeddings of tokens (B rows of `stride`, nc each).
 static void embed(NlRnn *r, const int *tokens, size_t stride, size_t B, size_t nc) {
     size_t E = (size_t)r->cfg.n_embd;
     for (size_t b = 0; b < B; b++)
         for (size_t t = 0; t < nc; t++)
-            memcpy(r->xin + (b * nc + t) * r->in_max, r->w->wte + (size_t)tokens[b * stride + t] * E,
-                   E * sizeof(float));
+            memcpy(r->xin + (b * nc + t) * E, r->w->wte + (size_t)tokens[b * stride + t] * E, E * sizeof(float));
 }
 
-// Logits of chunk positions t0..t0+k-1 of each sequence (last layer's h in xin) into the output
-// rows from `at` of each sequence's n_logits; xout is free scratch by now.
+// Logits of chunk positions t0..t0+k-1 of each sequence (the last layer's h, xin (B*nc, S)) into
+// the output rows from `at` of each sequence's n_logits.
 static void head(NlRnn *r, size_t B, size_t nc, size_t t0, size_t k, size_t n_logits, size_t at) {
     size_t S = r->S, V = (size_t)r->cfg.vocab_size;
-    for (size_t b = 0; b < B; b++) {
-        for (size_t j = 0; j < k; j++)
-            memcpy(r->xout + j * S, r->xin + (b * nc + t0 + j) * r->in_max, S * sizeof(float));
-        nl_linear(r->logits + (b * n_logits + at) * V, r->xout, r->w->lm_head, r->w->lm_head_b, k, V, S, r->threads);
-    }
+    for (size_t b = 0; b < B; b++)
+        nl_linear(r->logits + (b * n_logits + at) * V, r->xin + (b * nc + t0) * S, r->w->lm_head, r->w->lm_head_b, k, V,
+                  S, r->threads);
 }
 
 const float *nl_rnn_forward(NlRnn *r, const int *tokens, size_t B, size_t n, size_t pos, size_t n_logits,
@@ -241,8 +235,7 @@ const float *nl_rnn_forward(NlRnn *r, const int *tokens, size_t B, size_t n, siz
     for (size_t p0 = 0; p0 < n; p0 += CHUNK) {
         size_t nc = n - p0 < CHUNK ? n - p0 : CHUNK;
         TIMED(prof, -1, NL_COMP_EMBED, B, nc, 0, embed(r, tokens + p0, n, B, nc));
-        if (stats)
-            for (size_t i = 0; i < B * nc; i++) nl_stats_residual(stats, 0, r->xin + i * r->in_max, 1);
+        if (stats) nl_stats_residual(stats, 0, r->xin, B * nc);
         for (size_t l = 0; l < L; l++) {
             layer(r, (int)l, B, nc, prof, stats);
             float *swap = r->xin;
