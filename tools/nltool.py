@@ -1,0 +1,126 @@
+"""What normlab's Python tools share: one-line errors, the engine's own checks, and safe --out paths.
+
+    import nltool
+    def main(argv):
+        a = nltool.ArgumentParser(prog="export_onnx.py").parse_args(argv)
+        nltool.check_model(a.model)                 # the engine's loader says yes, or ToolError
+        ...
+    if __name__ == "__main__":
+        nltool.run("export_onnx.py", main, sys.argv[1:])
+
+- Every error is one line on stderr: ToolError and OSError with exit 1, a usage error with exit 2.
+  No traceback reaches the user.
+- The rules a model must meet (dimensions, ranges, finite weights, the vocabulary) are stated once,
+  in the engine's loader. A tool does not restate them: it asks the engine (`normlab info --json`)
+  about the model it reads, and about the model it writes before that replaces anything.
+- An --out path is refused when it is empty, or names or lies inside an input.
+"""
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+CHECK_TIMEOUT_S = 300
+
+
+class ToolError(Exception):
+    """An input or output a tool refuses, with the reason (printed as one line)."""
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse with its usage errors on one line: "prog: error: ... (see --help)", exit 2."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: {message} (see --help)\n")
+
+
+def run(prog, main, argv):
+    """Runs main(argv); a ToolError or OSError becomes one line on stderr and exit 1."""
+    try:
+        main(argv)
+    except ToolError as e:
+        sys.exit(f"{prog}: {e}")
+    except OSError as e:
+        where = f"{e.filename}: " if e.filename else ""
+        sys.exit(f"{prog}: {where}{e.strerror or e}")
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+def engine_binary():
+    """The normlab binary that checks models: $NORMLAB_BIN, else the checkout's ./normlab, else PATH's."""
+    env = os.environ.get("NORMLAB_BIN")
+    if env is not None:
+        if not (os.path.isfile(env) and os.access(env, os.X_OK)):
+            raise ToolError(f"NORMLAB_BIN={env!r}: not an executable file")
+        return env
+    built = os.path.join(ROOT, "normlab")
+    if os.path.isfile(built) and os.access(built, os.X_OK):
+        return built
+    found = shutil.which("normlab")
+    if not found:
+        raise ToolError("the normlab binary checks every model a tool reads or writes, and none was found: "
+                        "build it with make, or set NORMLAB_BIN")
+    return found
+
+
+def check_model(path):
+    """The engine's verdict on the model at path: its `normlab info --json` (a dict), or ToolError
+    with the loader's one-line reason."""
+    try:
+        r = subprocess.run([engine_binary(), "info", "-m", os.path.abspath(path), "--json"], capture_output=True,
+                           timeout=CHECK_TIMEOUT_S, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise ToolError(f"{path}: normlab took more than {CHECK_TIMEOUT_S} s to check it")
+    if r.returncode != 0:
+        lines = r.stderr.decode("utf-8", "replace").strip().splitlines() or [f"exit status {r.returncode}"]
+        reason = lines[-1].removeprefix("normlab: ")
+        raise ToolError(f"normlab cannot load it: {reason}")
+    try:
+        return json.loads(r.stdout)
+    except ValueError:
+        raise ToolError(f"{path}: normlab info --json printed no JSON")
+
+
+def _within(path, top):
+    """Whether path is top or lies inside it (both resolved)."""
+    return path == top or path.startswith(top.rstrip("/") + "/")
+
+
+def check_out(out, inputs, want_dir):
+    """Refuses an --out that is empty, is or lies inside one of inputs (files or model directories),
+    or is of the wrong kind: want_dir, a model directory (new, empty, or one holding config.json);
+    else a file (new or regular). Returns out's resolved path."""
+    if not out:
+        raise ToolError("--out is empty: name the output")
+    real = os.path.realpath(out)
+    for given in inputs:
+        if given and _within(real, os.path.realpath(given)):
+            raise ToolError(f"--out {out}: it is the input {given}, or lies inside it; write somewhere else")
+    parent = os.path.dirname(real)
+    if not os.path.isdir(parent):
+        raise ToolError(f"--out {out}: no directory {parent}")
+    if want_dir and os.path.lexists(real):
+        if not os.path.isdir(real):
+            raise ToolError(f"--out {out}: exists and is not a directory")
+        if os.listdir(real) and not os.path.isfile(os.path.join(real, "config.json")):
+            raise ToolError(f"--out {out}: a directory that holds no model (no config.json); "
+                            "refusing to replace it")
+    if not want_dir and os.path.isdir(real):
+        raise ToolError(f"--out {out}: is a directory; name the file to write")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ToolError(f"--out {out}: cannot write in {parent}")
+    return real
+
+
+@contextlib.contextmanager
+def writing(out):
+    """Turns a failure to write --out (a full disk, a read-only directory) into a ToolError naming it."""
+    try:
+        yield
+    except OSError as e:
+        raise ToolError(f"--out {out}: cannot write: {e.strerror or e}")

@@ -1,0 +1,186 @@
+"""Read a PyTorch checkpoint (torch.save's zip format) without running anything it names.
+
+    import torchzip
+    ckpt = torchzip.load("ckpt.pt")        # dicts, lists, numbers, strings, numpy arrays
+
+A checkpoint is a zip of one pickle (data.pkl) and one file per storage (data/<key>). Unpickling an
+untrusted pickle can run any code its author chose: it may name any function (os.system,
+builtins.eval, subprocess.Popen, torch.load itself) and call it. torch.load(weights_only=True)
+guards against that only on some PyTorch versions, and 1.13's refuses every nanoGPT checkpoint.
+So this reader does not use torch.load or the real torch at all. Its unpickler resolves exactly
+the names a checkpoint of tensors and plain containers needs, to stand-ins of its own:
+
+- collections.OrderedDict (the state dicts' type; the real class, a dict),
+- torch._utils._rebuild_tensor_v2, _rebuild_parameter and _rebuild_parameter_with_state (rebuild a
+  tensor as a numpy array from its storage, offset, size and stride, checked against the storage),
+- torch.<Type>Storage and torch.UntypedStorage (markers for the storages' element types).
+
+Any other name is refused before anything is built (CheckpointError naming it), so nothing from
+the file runs. Storages are read from the zip and checked: a known element type, a size that
+matches the entry, little-endian. Tensors come back as numpy arrays (bfloat16 as float32); torch
+is not needed to read a checkpoint. to_torch() turns the arrays back into tensors where a caller
+needs them (train.py --resume).
+"""
+import collections
+import io
+import pickle
+import zipfile
+
+import numpy as np
+
+
+class CheckpointError(Exception):
+    """A file this reader refuses, with the reason."""
+
+
+# torch's storage classes as the pickle names them -> numpy element type (bfloat16 is read as
+# uint16 and widened to float32, which holds every bfloat16 exactly).
+STORAGE_DTYPES = {
+    "FloatStorage": "<f4", "DoubleStorage": "<f8", "HalfStorage": "<f2", "BFloat16Storage": "<u2",
+    "LongStorage": "<i8", "IntStorage": "<i4", "ShortStorage": "<i2", "CharStorage": "i1",
+    "ByteStorage": "u1", "BoolStorage": "?", "UntypedStorage": "u1",
+}
+MAX_PICKLE_BYTES = 64 << 20  # data.pkl holds the structure only; the tensors' bytes are separate entries
+MAX_TENSOR_ELEMENTS = 1 << 28
+
+
+class _StorageType:
+    """Stands for torch.<name>: only its element type is used."""
+
+    def __init__(self, name):
+        self.name, self.dtype = name, np.dtype(STORAGE_DTYPES[name])
+
+
+class _Storage:
+    """One storage: its elements as a 1-D numpy array, read from the zip on first use."""
+
+    def __init__(self, array, storage_type):
+        self.array, self.type = array, storage_type
+
+
+def _int_tuple(value, what):
+    if not isinstance(value, tuple) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        raise CheckpointError(f"a tensor's {what} is {value!r}, not a tuple of integers")
+    return value
+
+
+def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad=False, backward_hooks=None,
+                       metadata=None):
+    """The tensor as a new numpy array, after checking that every element lies in the storage."""
+    del requires_grad, backward_hooks, metadata  # inference: no autograd state
+    if not isinstance(storage, _Storage):
+        raise CheckpointError("a tensor is rebuilt from something other than a storage")
+    size, stride = _int_tuple(size, "size"), _int_tuple(stride, "stride")
+    if not isinstance(storage_offset, int) or storage_offset < 0 or len(size) != len(stride):
+        raise CheckpointError(f"a tensor has offset {storage_offset!r}, size {size} and stride {stride}")
+    if any(s < 0 for s in size) or any(s < 0 for s in stride):
+        raise CheckpointError(f"a tensor has a negative size or stride ({size}, {stride})")
+    n = len(storage.array)
+    if int(np.prod(size, dtype=object)) > max(n, MAX_TENSOR_ELEMENTS):  # a stride-0 view may repeat, within reason
+        raise CheckpointError(f"a tensor of size {size} has more elements than its storage of {n} allows")
+    if 0 not in size:
+        last = storage_offset + sum((s - 1) * st for s, st in zip(size, stride))
+        if last >= n:
+            raise CheckpointError(f"a tensor of size {size} at offset {storage_offset} runs past its storage "
+                                  f"of {n} elements")
+    itemsize = storage.array.dtype.itemsize
+    view = np.lib.stride_tricks.as_strided(storage.array[storage_offset:] if 0 not in size else storage.array[:0],
+                                           shape=size, strides=tuple(st * itemsize for st in stride))
+    out = np.array(view)  # a copy: contiguous, and no view into the zip's bytes
+    if storage.type.name == "BFloat16Storage":
+        out = (out.astype(np.uint32) << 16).view(np.float32)
+    return out
+
+
+def _rebuild_parameter(data, requires_grad=False, backward_hooks=None, state=None):
+    del requires_grad, backward_hooks, state
+    if not isinstance(data, np.ndarray):
+        raise CheckpointError("a parameter wraps something other than a tensor")
+    return data
+
+
+ALLOWED = {
+    ("collections", "OrderedDict"): collections.OrderedDict,
+    ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor_v2,
+    ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
+    ("torch._utils", "_rebuild_parameter_with_state"): _rebuild_parameter,
+}
+ALLOWED.update({("torch", name): _StorageType(name) for name in STORAGE_DTYPES})
+
+
+class _Unpickler(pickle.Unpickler):
+    def __init__(self, data, zf, prefix):
+        super().__init__(io.BytesIO(data))
+        self.zf, self.prefix, self.storages = zf, prefix, {}
+
+    def find_class(self, module, name):
+        found = ALLOWED.get((module, name))
+        if found is None:
+            raise CheckpointError(f"its pickle names {module}.{name}, which a checkpoint of tensors does not "
+                                  "need; refused, nothing was run")
+        return found
+
+    def persistent_load(self, pid):
+        if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"):
+            raise CheckpointError(f"its pickle refers to {str(pid)[:60]!r}, not a storage")
+        _, storage_type, key, _location, numel = pid
+        if not isinstance(storage_type, _StorageType) or not isinstance(key, str) or not isinstance(numel, int):
+            raise CheckpointError(f"its pickle has a malformed storage reference {str(pid)[:80]!r}")
+        if key not in self.storages:
+            self.storages[key] = _Storage(self.read_storage(key, storage_type, numel), storage_type)
+        return self.storages[key]
+
+    def read_storage(self, key, storage_type, numel):
+        name = f"{self.prefix}data/{key}"
+        try:
+            info = self.zf.getinfo(name)
+        except KeyError:
+            raise CheckpointError(f"storage {key} is missing from the archive ({name})")
+        want = numel * storage_type.dtype.itemsize
+        if numel < 0 or info.file_size != want:
+            raise CheckpointError(f"storage {key} holds {info.file_size} bytes; {numel} elements of "
+                                  f"{storage_type.name} are {want}")
+        return np.frombuffer(self.zf.read(info), dtype=storage_type.dtype)
+
+
+def load(path):
+    """The checkpoint's object: dicts, lists, tuples, numbers, strings and numpy arrays."""
+    try:
+        zf = zipfile.ZipFile(path)
+    except zipfile.BadZipFile:
+        raise CheckpointError(f"{path}: not a zip-format PyTorch checkpoint (torch.save writes one since "
+                              "PyTorch 1.6; re-save an older one with a current PyTorch)")
+    except OSError as e:
+        raise CheckpointError(f"{path}: cannot read: {e.strerror or e}")
+    with zf:
+        pickles = [n for n in zf.namelist() if n.endswith("/data.pkl") and n.count("/") == 1]
+        if len(pickles) != 1:
+            raise CheckpointError(f"{path}: a zip, but not a PyTorch checkpoint (no single <name>/data.pkl)")
+        prefix = pickles[0][:-len("data.pkl")]
+        if prefix + "byteorder" in zf.namelist() and zf.read(prefix + "byteorder").strip() != b"little":
+            raise CheckpointError(f"{path}: a big-endian checkpoint; only little-endian ones are read")
+        info = zf.getinfo(pickles[0])
+        if info.file_size > MAX_PICKLE_BYTES:
+            raise CheckpointError(f"{path}: data.pkl is {info.file_size} bytes, more than the limit of "
+                                  f"{MAX_PICKLE_BYTES}")
+        try:
+            return _Unpickler(zf.read(info), zf, prefix).load()
+        except CheckpointError as e:
+            raise CheckpointError(f"{path}: {e}")
+        except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, IndexError, KeyError,
+                MemoryError, OverflowError, RecursionError, zipfile.BadZipFile, OSError) as e:
+            raise CheckpointError(f"{path}: not a readable checkpoint: {type(e).__name__}: {str(e)[:120]}")
+
+
+def to_torch(obj):
+    """obj with every numpy array made a torch tensor (containers rebuilt, the rest as it is)."""
+    import torch
+    if isinstance(obj, np.ndarray):
+        return torch.from_numpy(np.ascontiguousarray(obj))
+    if isinstance(obj, collections.OrderedDict):
+        return collections.OrderedDict((k, to_torch(v)) for k, v in obj.items())
+    if isinstance(obj, dict):
+        return {k: to_torch(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(to_torch(v) for v in obj)
+    return obj
