@@ -21,6 +21,7 @@ import tempfile
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 BIN = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "normlab"))
+os.environ["NORMLAB_BIN"] = BIN  # the binary whose loader checks what the importer writes
 TOOL = os.path.join(ROOT, "tools", "import_nanogpt.py")
 TEXT = os.path.join(ROOT, "tests", "data", "held_out.txt")
 LOGIT_ATOL, EVAL_RTOL = 1e-4, 1e-5
@@ -135,6 +136,61 @@ def write_meta(path, chars):
         pickle.dump({"vocab_size": len(chars), "itos": {i: ch for i, ch in enumerate(chars)}, "stoi": stoi}, f)
 
 
+class Payload:
+    """Pickles as a call of fn(*args): what a hostile checkpoint hides in its pickle."""
+
+    def __init__(self, fn, *args):
+        self.fn, self.args = fn, args
+
+    def __reduce__(self):
+        return self.fn, self.args
+
+
+def payloads(marker, inner_ckpt):
+    """Each (label, Payload) creates the file marker if it ever runs."""
+    import builtins
+    return [("os.system", Payload(os.system, f"touch {marker}")),
+            ("builtins.eval", Payload(builtins.eval, f"open({marker!r}, 'w').close()")),
+            ("subprocess.Popen", Payload(subprocess.Popen, ["touch", marker])),
+            ("torch.load", Payload(torch.load, inner_ckpt))]  # inner_ckpt: itself runs os.system
+
+
+def hostile_checkpoint(path, model, args, where, payload):
+    """A real nanoGPT checkpoint with payload planted in its config, model_args or state dict."""
+    write_checkpoint(path, model, args)
+    ckpt = torch.load(path)  # our own file, just written: safe to load whole here
+    if where == "config":
+        ckpt["config"]["dataset"] = payload
+    elif where == "model_args":
+        ckpt["model_args"]["n_embd"] = payload
+    else:
+        ckpt["model"]["transformer.wte.weight"] = payload
+    torch.save(ckpt, path)
+
+
+def check_hostile(tmp, model, args, meta):
+    """Every payload, in every place, is refused by name with nothing run."""
+    marker = os.path.join(tmp, "marker")
+    inner = os.path.join(tmp, "inner.pt")
+    torch.save({"x": Payload(os.system, f"touch {marker}")}, inner)
+    live = os.path.join(tmp, "live.pt")
+    hostile_checkpoint(live, model, args, "config", payloads(marker, inner)[0][1])
+    r = run("/usr/bin/python3", "-c", f"import torch; torch.load({live!r})")  # what an unguarded reader does
+    check(os.path.exists(marker), "the planted payload is live: an unguarded torch.load runs it", r.stderr[-200:])
+    for where in ("config", "model_args", "state dict"):
+        for label, payload in payloads(marker, inner):
+            if os.path.exists(marker):
+                os.remove(marker)
+            path = os.path.join(tmp, "hostile.pt")
+            hostile_checkpoint(path, model, args, where, payload)
+            out = os.path.join(tmp, "hostile-model")
+            r = import_model(path, out, "--meta", meta)
+            named = label.split(".")[-1] in r.stderr and "nothing was run" in r.stderr
+            check(r.returncode == 1 and named and len(r.stderr.splitlines()) == 1 and not os.path.exists(marker)
+                  and not os.path.exists(out), f"a checkpoint naming {label} in its {where} is refused, nothing run",
+                  f"rc {r.returncode}, marker {os.path.exists(marker)}: {r.stderr.strip()[-300:]}")
+
+
 def run(*cmd, cwd=None):
     return subprocess.run(list(cmd), capture_output=True, text=True, cwd=cwd)
 
@@ -233,6 +289,7 @@ def main():
         r = import_model(os.path.join(tmp, "evil.pt"), os.path.join(tmp, "m8"), "--meta", short)
         check(r.returncode != 0 and "system" in r.stderr and len(r.stderr.splitlines()) == 1,
               "a checkpoint naming a function is not run", r.stderr.strip())
+        check_hostile(tmp, GPT(args), args, os.path.join(tmp, "run-True", "data", "shakespeare_char", "meta.pkl"))
         r = import_model(os.path.join(tmp, "nonexistent.pt"), os.path.join(tmp, "m7"))
         check(r.returncode != 0 and "no such file" in r.stderr, "a missing checkpoint is named", r.stderr.strip())
     print(f"nanogpt_test: {passed} passed, {failed} failed")

@@ -17,11 +17,16 @@ LayerNorms, whose bias is then written as zeros (normlab's LayerNorm always has 
 nothing at inference and is dropped. The "_orig_mod." prefix of torch.compile and the causal-mask
 buffers (attn.bias) that older PyTorch versions save are removed.
 
-Both files are pickles, and unpickling an untrusted pickle can run any code its author chose. So the
-checkpoint is read with torch.load(weights_only=True), which builds only tensors and plain
-containers (where the installed PyTorch's weights-only reader cannot read a nanoGPT checkpoint,
-as 1.13's cannot, with an unpickler of our own that admits the same things), and meta.pkl with one
-that builds only dicts, lists, strings and numbers. Neither runs code from the file.
+Both files are pickles, and unpickling an untrusted pickle can run any code its author chose. So
+neither goes through torch.load or pickle's own class lookup: the checkpoint is read by
+tools/torchzip.py, whose unpickler resolves only the few names a checkpoint of tensors needs (to
+stand-ins of its own) and refuses every other, and meta.pkl by one that resolves no name at all
+(dicts, lists, strings and numbers). Nothing from either file runs, on any PyTorch version; torch is
+not even imported.
+
+The written model is checked by the engine's own loader (normlab info) before it replaces
+anything, so the importer accepts exactly what normlab loads: the rules are stated once, there.
+--out must be a new path, an empty directory or a model directory, and not an input.
 """
 import argparse
 import hashlib
@@ -32,16 +37,14 @@ import pickle
 import sys
 
 import numpy as np
-import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import nlformat  # noqa: E402
+import nltool  # noqa: E402
+import torchzip  # noqa: E402
+from nltool import ToolError  # noqa: E402
 
 ARGS = ("n_layer", "n_head", "n_embd", "block_size", "bias", "vocab_size")
-
-
-class ImportError_(Exception):
-    """A checkpoint or vocabulary normlab cannot take, with the reason."""
 
 
 class PlainUnpickler(pickle.Unpickler):
@@ -49,55 +52,25 @@ class PlainUnpickler(pickle.Unpickler):
     function the file names is refused instead of imported."""
 
     def find_class(self, module, name):
-        raise ImportError_(f"meta.pkl names {module}.{name}; only plain dicts, strings and numbers are read")
-
-
-# What a nanoGPT checkpoint's pickle may name besides storages (which torch.load maps itself): the
-# state dicts' type and the functions that rebuild tensors. Everything else is refused.
-SAFE_GLOBALS = {("collections", "OrderedDict"), ("torch._utils", "_rebuild_tensor_v2"),
-                ("torch._utils", "_rebuild_parameter"), ("torch", "Size"), ("torch", "device")}
-
-
-class SafeUnpickler(pickle.Unpickler):
-    def find_class(self, module, name):
-        if (module, name) in SAFE_GLOBALS:
-            return super().find_class(module, name)
-        raise pickle.UnpicklingError(f"the checkpoint names {module}.{name}, which a nanoGPT checkpoint does not")
-
-
-class SafePickle:
-    """A pickle module for torch.load whose unpickler builds only tensors and plain containers."""
-    Unpickler = SafeUnpickler
-    __name__ = "normlab_safe_pickle"
-
-    @staticmethod
-    def load(f, **kw):
-        return SafeUnpickler(f, **kw).load()
+        raise ToolError(f"meta.pkl names {module}.{name}; only plain dicts, strings and numbers are read")
 
 
 def load_checkpoint(path):
-    """torch.load(weights_only=True); where the installed PyTorch's weights-only reader cannot read
-    the file (1.13's rejects the floats every nanoGPT config holds), torch.load with SafePickle, an
-    unpickler that admits the same things: tensors, storages, dicts, lists and numbers."""
+    """The checkpoint's dict, read by torchzip (which runs nothing from the file)."""
     try:
-        return torch.load(path, map_location="cpu", weights_only=True)
-    except TypeError:  # no weights_only (PyTorch before 1.13): SafePickle alone
-        pass
-    except Exception as e:
-        if "Unsupported operand" not in str(e):
-            why = str(e).split("WeightsUnpickler error: ")[-1].splitlines()[-1] if str(e) else repr(e)
-            raise ImportError_(f"{path}: not a checkpoint torch.load(weights_only=True) can read: {why}")
-    try:
-        return torch.load(path, map_location="cpu", pickle_module=SafePickle)
-    except Exception as e:
-        raise ImportError_(f"{path}: not a readable checkpoint: {str(e).splitlines()[-1] if str(e) else e!r}")
+        ckpt = torchzip.load(path)
+    except torchzip.CheckpointError as e:
+        raise ToolError(str(e))
+    if not isinstance(ckpt, dict):
+        raise ToolError(f"{path}: not a nanoGPT checkpoint (a dict with model and model_args)")
+    return ckpt
 
 
 def find_meta(ckpt, ckpt_path, meta_arg):
     """The meta.pkl path: --meta, else where sample.py looks, else beside the checkpoint."""
     if meta_arg:
         if not os.path.isfile(meta_arg):
-            raise ImportError_(f"--meta {meta_arg}: no such file")
+            raise ToolError(f"--meta {meta_arg}: no such file")
         return meta_arg
     config = ckpt.get("config") if isinstance(ckpt.get("config"), dict) else {}
     tried = []
@@ -107,32 +80,37 @@ def find_meta(ckpt, ckpt_path, meta_arg):
     for p in tried:
         if os.path.isfile(p):
             return p
-    raise ImportError_("no meta.pkl (looked for " + ", ".join(tried) + "): without one the checkpoint has "
+    raise ToolError("no meta.pkl (looked for " + ", ".join(tried) + "): without one the checkpoint has "
                        "GPT-2's BPE vocabulary, and normlab is character-level; give --meta for a "
                        "character-level model")
 
 
 def load_vocab(meta_path, vocab_size):
-    """The list of characters, index = token id, from meta.pkl's itos."""
+    """The list of characters, index = token id, from meta.pkl's itos. Which characters a vocabulary
+    may hold (no duplicates, no NUL) is the engine's rule, checked on the written model; what cannot
+    even be written as UTF-8 (a lone surrogate) is refused here."""
     with open(meta_path, "rb") as f:
         try:
             meta = PlainUnpickler(io.BytesIO(f.read())).load()
-        except ImportError_:
+        except ToolError:
             raise
-        except Exception as e:
-            raise ImportError_(f"{meta_path}: not a readable pickle: {e}")
+        except Exception as e:  # any malformed pickle: pickle raises many kinds
+            raise ToolError(f"{meta_path}: not a readable pickle: {type(e).__name__}: {str(e)[:120]}")
     if not isinstance(meta, dict) or not isinstance(meta.get("itos"), dict):
-        raise ImportError_(f"{meta_path}: expected a dict with \"itos\" (nanoGPT's prepare.py writes one)")
+        raise ToolError(f"{meta_path}: expected a dict with \"itos\" (nanoGPT's prepare.py writes one)")
     itos = meta["itos"]
-    if sorted(itos) != list(range(len(itos))):
-        raise ImportError_(f"{meta_path}: itos keys are not the ids 0..{len(itos) - 1}")
+    if not all(isinstance(k, int) for k in itos) or sorted(itos) != list(range(len(itos))):
+        raise ToolError(f"{meta_path}: itos keys are not the ids 0..{len(itos) - 1}")
     vocab = [itos[i] for i in range(len(itos))]
     bad = [v for v in vocab if not isinstance(v, str) or len(v) != 1]
     if bad:
-        raise ImportError_(f"{meta_path}: itos holds {bad[0]!r}, not one character: normlab is character-level")
+        raise ToolError(f"{meta_path}: itos holds {bad[0]!r}, not one character: normlab is character-level")
+    for i, v in enumerate(vocab):
+        if 0xD800 <= ord(v) <= 0xDFFF:
+            raise ToolError(f"{meta_path}: itos[{i}] is {v!r}, a lone surrogate, which is no character")
     if len(vocab) != vocab_size:
-        raise ImportError_(f"{meta_path} has {len(vocab)} characters but the model's vocab_size is {vocab_size}; "
-                           "normlab needs them equal")
+        raise ToolError(f"{meta_path} has {len(vocab)} characters but the model's vocab_size is {vocab_size}; "
+                        "normlab needs them equal")
     return vocab
 
 
@@ -140,27 +118,39 @@ def clean_state(state):
     """The state dict with torch.compile's prefix and the causal-mask buffers removed, as float32."""
     out = {}
     for k, v in state.items():
+        if not isinstance(k, str):
+            raise ToolError(f"state dict key {k!r} is not a name")
         if k.startswith("_orig_mod."):
             k = k[len("_orig_mod."):]
         if k.endswith(".attn.bias") or k.endswith(".attn.masked_bias"):
             continue  # the causal mask, not a weight
-        if not torch.is_tensor(v):
-            raise ImportError_(f"state dict entry {k} is not a tensor")
-        out[k] = v.detach().to(torch.float32).numpy()
+        if not isinstance(v, np.ndarray):
+            raise ToolError(f"state dict entry {k} is not a tensor")
+        out[k] = v.astype(np.float32)
     return out
+
+
+def model_args(ckpt):
+    """model_args checked for type: whole numbers, and bias a bool. Their ranges are the engine's."""
+    args = ckpt.get("model_args")
+    if not isinstance(args, dict) or any(k not in args for k in ARGS):
+        raise ToolError("checkpoint lacks model_args with " + ", ".join(ARGS) + " (is it nanoGPT's ckpt.pt?)")
+    for k in ARGS:
+        want = bool if k == "bias" else int
+        if not isinstance(args[k], want) or (want is int and isinstance(args[k], bool)):
+            raise ToolError(f"model_args[{k!r}] is {args[k]!r}, not {'a bool' if want is bool else 'an integer'}")
+    return args
 
 
 def convert(ckpt, vocab):
     """(config, tensors) in normlab's format."""
-    args = ckpt.get("model_args")
-    if not isinstance(args, dict) or any(k not in args for k in ARGS):
-        raise ImportError_("checkpoint lacks model_args with " + ", ".join(ARGS) + " (is it nanoGPT's ckpt.pt?)")
-    L, D = int(args["n_layer"]), int(args["n_embd"])
-    config = {"vocab_size": int(args["vocab_size"]), "n_layer": L, "n_head": int(args["n_head"]), "n_embd": D,
-              "block_size": int(args["block_size"]), "mlp_ratio": 4, "norm": "layernorm", "placement": "pre",
-              "norm_eps": 1e-5, "activation": "gelu", "bias": bool(args["bias"]), "tie_embeddings": True}
+    args = model_args(ckpt)
+    L, D = args["n_layer"], args["n_embd"]
+    config = {"vocab_size": args["vocab_size"], "n_layer": L, "n_head": args["n_head"], "n_embd": D,
+              "block_size": args["block_size"], "mlp_ratio": 4, "norm": "layernorm", "placement": "pre",
+              "norm_eps": 1e-5, "activation": "gelu", "bias": args["bias"], "tie_embeddings": True}
     if not isinstance(ckpt.get("model"), dict):
-        raise ImportError_("checkpoint lacks the \"model\" state dict")
+        raise ToolError("checkpoint lacks the \"model\" state dict")
     src = clean_state(ckpt["model"])
     head = src.pop("lm_head.weight", None)
     if head is not None and not np.array_equal(head, src.get("transformer.wte.weight")):
@@ -175,46 +165,49 @@ def convert(ckpt, vocab):
         elif name.endswith(".bias") and (".ln_" in name or name.startswith("ln_f")) and not config["bias"]:
             tensors[name] = np.zeros(shape, np.float32)  # nanoGPT's LayerNorm(bias=False)
         else:
-            raise ImportError_(f"checkpoint lacks {key}")
+            raise ToolError(f"checkpoint lacks {key}")
         if tuple(tensors[name].shape) != tuple(shape):
-            raise ImportError_(f"{key} has shape {tuple(tensors[name].shape)}, expected {tuple(shape)}")
+            raise ToolError(f"{key} has shape {tuple(tensors[name].shape)}, expected {tuple(shape)}")
     if src:
-        raise ImportError_("checkpoint has tensors a nanoGPT GPT does not: " + ", ".join(sorted(src)[:5]))
+        raise ToolError("checkpoint has tensors a nanoGPT GPT does not: " + ", ".join(sorted(src)[:5]))
     return config, tensors
 
 
-def main(argv):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("ckpt", help="nanoGPT's ckpt.pt")
-    p.add_argument("--out", required=True, help="normlab model directory to write (replaced whole if it exists)")
-    p.add_argument("--meta", help="the vocabulary's meta.pkl (default: where nanoGPT's sample.py looks)")
-    a = p.parse_args(argv)
-    try:
-        if not os.path.isfile(a.ckpt):
-            raise ImportError_(f"{a.ckpt}: no such file")
-        raw = open(a.ckpt, "rb").read()
-        ckpt = load_checkpoint(a.ckpt)
-        if not isinstance(ckpt, dict):
-            raise ImportError_(f"{a.ckpt}: not a nanoGPT checkpoint (a dict with model and model_args)")
-        meta_path = find_meta(ckpt, a.ckpt, a.meta)
-        vocab = load_vocab(meta_path, int((ckpt.get("model_args") or {}).get("vocab_size", -1)))
-        config, tensors = convert(ckpt, vocab)
-    except ImportError_ as e:
-        sys.exit(f"import_nanogpt.py: {e}")
-    provenance = {
+def provenance(ckpt, ckpt_path, raw, meta_path):
+    """What the model came from, for the safetensors metadata (normlab info shows it)."""
+    best = ckpt.get("best_val_loss")
+    return {
         "source": "nanoGPT checkpoint (tools/import_nanogpt.py)",
-        "source_file": os.path.basename(a.ckpt),
+        "source_file": os.path.basename(ckpt_path),
         "source_sha256": hashlib.sha256(raw).hexdigest(),
         "iter_num": ckpt.get("iter_num"),
-        "best_val_loss": float(ckpt["best_val_loss"]) if torch.is_tensor(ckpt.get("best_val_loss"))
-        else ckpt.get("best_val_loss"),
+        "best_val_loss": float(best) if isinstance(best, np.ndarray) and best.size == 1 else best,
         "nanogpt_config": json.dumps(ckpt.get("config", {}), sort_keys=True, default=str),
         "meta": os.path.basename(meta_path),
     }
-    nlformat.write_model_dir(a.out, config, vocab, tensors, metadata=provenance)
+
+
+def main(argv):
+    p = nltool.ArgumentParser(prog="import_nanogpt.py", description=__doc__,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("ckpt", help="nanoGPT's ckpt.pt")
+    p.add_argument("--out", required=True, help="normlab model directory to write (replaced whole if it is one)")
+    p.add_argument("--meta", help="the vocabulary's meta.pkl (default: where nanoGPT's sample.py looks)")
+    a = p.parse_args(argv)
+    if not os.path.isfile(a.ckpt):
+        raise ToolError(f"{a.ckpt}: no such file")
+    raw = open(a.ckpt, "rb").read()
+    ckpt = load_checkpoint(a.ckpt)
+    meta_path = find_meta(ckpt, a.ckpt, a.meta)
+    nltool.check_out(a.out, [a.ckpt, meta_path], want_dir=True)
+    vocab = load_vocab(meta_path, (ckpt.get("model_args") or {}).get("vocab_size", -1))
+    config, tensors = convert(ckpt, vocab)
+    with nltool.writing(a.out):
+        nlformat.write_model_dir(a.out, config, vocab, tensors, metadata=provenance(ckpt, a.ckpt, raw, meta_path),
+                                 check=nltool.check_model)
     print(f"wrote {a.out}: {config['n_layer']} layers x {config['n_embd']}, {len(vocab)} characters, "
-          f"bias {config['bias']}, iter {provenance['iter_num']}", file=sys.stderr)
+          f"bias {config['bias']}, iter {ckpt.get('iter_num')}", file=sys.stderr)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    nltool.run("import_nanogpt.py", main, sys.argv[1:])

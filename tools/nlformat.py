@@ -126,6 +126,16 @@ def atomic_write(path, data, mode="wb"):
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+    fsync_dir(d)
+
+
+def fsync_dir(path):
+    """Makes a rename in directory path durable (the file's own data was fsynced before it)."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _exchange(a, b):
@@ -178,7 +188,7 @@ def read_safetensors(path):
     return out, meta
 
 
-def write_model_dir(out_dir, config, vocab, tensors, metadata=None, extra=None):
+def write_model_dir(out_dir, config, vocab, tensors, metadata=None, extra=None, check=None):
     """Write a model directory. vocab: list of one-character strings, index = token id.
 
     A model that exists is replaced whole: the new files go into a new directory beside it, the
@@ -186,7 +196,9 @@ def write_model_dir(out_dir, config, vocab, tensors, metadata=None, extra=None):
     are swapped in one step (renameat2 RENAME_EXCHANGE; elsewhere two renames, with a moment where
     the model is missing, never a mix). normlab reads a model's files through one descriptor of its
     directory, so a reader gets the old model or the new one, and one that has the old weights
-    mapped keeps them. extra: more files written with the model (name -> text), e.g. its training log."""
+    mapped keeps them. extra: more files written with the model (name -> text), e.g. its training log.
+    check: called with the new directory before it replaces anything (nltool.check_model: the
+    engine's loader); whatever it raises leaves out_dir as it was."""
     out_dir = os.path.realpath(out_dir)  # a symlinked model folder: replace where it points, keep the link
     parent = os.path.dirname(out_dir)
     os.makedirs(parent, exist_ok=True)
@@ -200,8 +212,11 @@ def write_model_dir(out_dir, config, vocab, tensors, metadata=None, extra=None):
         for name, text in (extra or {}).items():
             atomic_write(os.path.join(new, name), text, "w")
         os.chmod(new, 0o755)
+        if check:
+            check(new)
         if not os.path.isdir(out_dir):
             os.rename(new, out_dir)
+            fsync_dir(parent)
             return
         for name in os.listdir(out_dir):  # keep what else the folder holds
             src, dst = os.path.join(out_dir, name), os.path.join(new, name)
@@ -214,6 +229,7 @@ def write_model_dir(out_dir, config, vocab, tensors, metadata=None, extra=None):
                     os.link(src, dst, follow_symlinks=False)
                 except OSError:
                     shutil.copy2(src, dst, follow_symlinks=False)
+        fsync_dir(new)  # the links too
         if not _exchange(new, out_dir):
             old = new + ".old"
             os.rename(out_dir, old)
@@ -223,6 +239,7 @@ def write_model_dir(out_dir, config, vocab, tensors, metadata=None, extra=None):
                 os.rename(old, out_dir)  # put the old model back rather than leave none
                 raise
             new = old
+        fsync_dir(parent)
     finally:
         shutil.rmtree(new, ignore_errors=True)
 

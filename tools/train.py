@@ -46,6 +46,7 @@ import torch.nn.functional as Fn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import nlformat  # noqa: E402
+import torchzip  # noqa: E402
 
 
 class Norm(nn.Module):
@@ -483,7 +484,10 @@ def main(argv):
         os.makedirs(a.out, exist_ok=True)
     ckpt_path = os.path.join(a.out, "ckpt.pt")
     if a.resume and os.path.exists(ckpt_path):
-        ck = torch.load(ckpt_path, map_location=a.device)
+        try:  # read as any checkpoint is: torchzip runs nothing its pickle names
+            ck = torchzip.to_torch(torchzip.load(ckpt_path))
+        except torchzip.CheckpointError as e:
+            sys.exit(f"train.py: --resume: {e}")
         model.load_state_dict(ck["model"])
         opt.load_state_dict(ck["opt"])
         gen.set_state(ck["gen"])
