@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Export a normlab model to ONNX (opset 17): the full-window forward pass, token ids (B, T) int64 ->
 logits (B, T, V) float32, B and T dynamic (T at most block_size), for every norm type and placement
-the engine runs, from the formulas in README "Forward pass". BatchNorm exports with its running
+the engine runs, from the formulas in README "Forward pass". The model is first loaded by the engine
+(normlab info), so only what normlab runs is exported; --out may not be the model or lie inside it. BatchNorm exports with its running
 statistics (the inference function; batch statistics are a property of a call, not of the graph).
 The vocabulary (JSON list, token id = index) and the config go into the model's metadata
 properties as normlab_vocab and normlab_config.
@@ -25,6 +26,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import nlformat  # noqa: E402
+import nltool  # noqa: E402
 
 OPSET = 17
 
@@ -134,23 +136,27 @@ def export(model_path, out):
 
 
 def main(argv):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = nltool.ArgumentParser(prog="export_onnx.py", description=__doc__,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model", help="a normlab model directory or .json file")
     p.add_argument("--out", required=True, help="the .onnx file to write (replaced whole)")
     a = p.parse_args(argv)
     try:
         import onnx  # noqa: F401
     except ImportError:
-        sys.exit("export_onnx.py: needs python3-onnx (tools/install-deps.sh --python)")
+        raise nltool.ToolError("needs python3-onnx (tools/install-deps.sh --python)")
     if not os.path.exists(a.model):
-        sys.exit(f"export_onnx.py: {a.model}: no such model")
-    if nlformat.load_model(a.model)[0].get("arch", "transformer") != "transformer":
-        sys.exit(f"export_onnx.py: {a.model}: a recurrent model (lstm, gru); only transformers are exported")
+        raise nltool.ToolError(f"{a.model}: no such model")
+    nltool.check_out(a.out, [a.model], want_dir=False)
+    info = nltool.check_model(a.model)  # the engine's rules: what it loads is what is exported
+    if info.get("arch", "transformer") != "transformer":
+        raise nltool.ToolError(f"{a.model}: a recurrent model (lstm, gru); only transformers are exported")
     torch.set_num_threads(1)
-    config, vocab = export(a.model, a.out)
+    with nltool.writing(a.out):
+        config, vocab = export(a.model, a.out)
     print(f"wrote {a.out}: opset {OPSET}, {config['norm']}/{config.get('placement', 'pre')}, "
           f"{config['n_layer']} layers, {len(vocab)} characters", file=sys.stderr)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    nltool.run("export_onnx.py", main, sys.argv[1:])

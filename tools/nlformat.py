@@ -197,8 +197,8 @@ def write_model_dir(out_dir, config, vocab, tensors, metadata=None, extra=None, 
     the model is missing, never a mix). normlab reads a model's files through one descriptor of its
     directory, so a reader gets the old model or the new one, and one that has the old weights
     mapped keeps them. extra: more files written with the model (name -> text), e.g. its training log.
-    check: called with the new directory before it replaces anything (nltool.check_model: the
-    engine's loader); whatever it raises leaves out_dir as it was."""
+    check: called as check(new directory, out_dir) before it replaces anything (nltool.check_model:
+    the engine's loader); whatever it raises leaves out_dir as it was."""
     out_dir = os.path.realpath(out_dir)  # a symlinked model folder: replace where it points, keep the link
     parent = os.path.dirname(out_dir)
     os.makedirs(parent, exist_ok=True)
@@ -213,7 +213,7 @@ def write_model_dir(out_dir, config, vocab, tensors, metadata=None, extra=None, 
             atomic_write(os.path.join(new, name), text, "w")
         os.chmod(new, 0o755)
         if check:
-            check(new)
+            check(new, out_dir)
         if not os.path.isdir(out_dir):
             os.rename(new, out_dir)
             fsync_dir(parent)

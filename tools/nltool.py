@@ -68,9 +68,9 @@ def engine_binary():
     return found
 
 
-def check_model(path):
+def check_model(path, shown_as=None):
     """The engine's verdict on the model at path: its `normlab info --json` (a dict), or ToolError
-    with the loader's one-line reason."""
+    with the loader's one-line reason (naming shown_as where it names path: a model not yet in place)."""
     try:
         r = subprocess.run([engine_binary(), "info", "-m", os.path.abspath(path), "--json"], capture_output=True,
                            timeout=CHECK_TIMEOUT_S, stdin=subprocess.DEVNULL)
@@ -79,6 +79,8 @@ def check_model(path):
     if r.returncode != 0:
         lines = r.stderr.decode("utf-8", "replace").strip().splitlines() or [f"exit status {r.returncode}"]
         reason = lines[-1].removeprefix("normlab: ")
+        if shown_as:
+            reason = reason.replace(os.path.abspath(path), shown_as)
         raise ToolError(f"normlab cannot load it: {reason}")
     try:
         return json.loads(r.stdout)
