@@ -1,0 +1,152 @@
+#!/usr/bin/python3
+"""tools/torchzip.py against torch.load itself, and against archives made to break it.
+
+Reference: torch.load of checkpoints that torch.save wrote (our own, so safe to load): every tensor
+equal exactly (float32, float16, bfloat16 widened to float32, int64, bool; views with an offset and
+a stride, a Parameter, 0-d and empty tensors), and the plain containers equal. Then malformed
+archives: each is a CheckpointError naming the problem, never another exception.
+
+    /usr/bin/python3 tests/torchzip_test.py      (make test runs it when torch is installed)
+"""
+import collections
+import io
+import os
+import pickle
+import sys
+import tempfile
+import zipfile
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+import torchzip  # noqa: E402
+from tooltest import Checks  # noqa: E402
+
+check = Checks("torchzip_test")
+
+
+def same(got, want):
+    """got (torchzip's) equals want (torch.load's): arrays bit for bit, containers item by item."""
+    import torch
+    if torch.is_tensor(want):
+        w = want.detach().float() if want.dtype == torch.bfloat16 else want.detach()
+        return hasattr(got, "shape") and tuple(got.shape) == tuple(w.shape) and (got == w.numpy()).all()
+    if isinstance(want, dict):
+        return isinstance(got, dict) and list(got) == list(want) and all(same(got[k], want[k]) for k in want)
+    if isinstance(want, (list, tuple)):
+        return type(got) is type(want) and len(got) == len(want) and all(map(same, got, want))
+    return got == want
+
+
+def refused(what, data, words):
+    """An archive (bytes) torchzip must refuse with a CheckpointError holding words."""
+    with tempfile.NamedTemporaryFile(suffix=".pt") as f:
+        f.write(data)
+        f.flush()
+        try:
+            torchzip.load(f.name)
+            check(False, what, "loaded")
+        except torchzip.CheckpointError as e:
+            check(all(w in str(e) for w in words), what, str(e))
+        except Exception as e:  # noqa: BLE001 - the point: nothing else may escape
+            check(False, what, f"{type(e).__name__}: {e}")
+
+
+class Storage:
+    """A storage reference, written by the Pickler below as torch writes one."""
+
+    def __init__(self, key, numel):
+        self.key, self.numel = key, numel
+
+
+class Rebuild:
+    """Pickles as torch._utils._rebuild_tensor_v2(storage, offset, size, stride, ...)."""
+
+    def __init__(self, *args):
+        self.args = args
+
+    def __reduce__(self):
+        import torch._utils
+        return torch._utils._rebuild_tensor_v2, self.args + (False, collections.OrderedDict())
+
+
+def archive(obj, storages, pid_type=None):
+    """A checkpoint zip of obj, its Storage references pointing at storages (key -> bytes)."""
+    import torch
+
+    class P(pickle.Pickler):
+        def persistent_id(self, o):
+            if isinstance(o, Storage):
+                return ("storage", pid_type or torch.FloatStorage, o.key, "cpu", o.numel)
+            return None
+    buf = io.BytesIO()
+    P(buf, protocol=2).dump(obj)
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as z:
+        z.writestr("archive/data.pkl", buf.getvalue())
+        for key, data in storages.items():
+            z.writestr(f"archive/data/{key}", data)
+        z.writestr("archive/version", "3\n")
+    return out.getvalue()
+
+
+def main():
+    try:
+        import torch
+    except ImportError:
+        print("note: python3-torch missing; torchzip is not compared with torch.load here")
+        return check.summary()
+    base = torch.arange(24, dtype=torch.float32).reshape(4, 6) / 7
+    obj = {"f32": base, "view": base[1:, ::2], "t": base.t(), "f16": base.half(), "bf16": base.bfloat16(),
+           "i64": torch.arange(5), "bool": torch.tensor([True, False]), "scalar": torch.tensor(1.4697),
+           "empty": torch.zeros(0, 3), "param": torch.nn.Parameter(torch.ones(3)),
+           "sd": torch.nn.Linear(3, 2).state_dict(), "plain": {"lr": 1e-3, "betas": (0.9, 0.99), "n": None,
+                                                           "s": "x", "l": [1, 2.5]}}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "ok.pt")
+        torch.save(obj, path)
+        got, want = torchzip.load(path), torch.load(path)
+        for k in want:
+            check(same(got[k], want[k]), f"{k}: the same as torch.load's", f"{got[k]!r} vs {want[k]!r}")
+        check(isinstance(got["sd"], collections.OrderedDict), "state dicts stay OrderedDicts")
+        back = torchzip.to_torch(got)
+        check(torch.equal(back["view"], want["view"]) and back["i64"].dtype == torch.int64,
+              "to_torch gives tensors of the same values and types")
+        raw = open(path, "rb").read()
+    good = b"\0" * 16
+    refused("a tensor past its storage's end", archive({"w": Rebuild(Storage("0", 4), 2, (3,), (1,))},
+                                                      {"0": good}), ["runs past its storage"])
+    refused("a negative stride", archive({"w": Rebuild(Storage("0", 4), 0, (2,), (-1,))}, {"0": good}),
+            ["negative"])
+    refused("a size that is not integers", archive({"w": Rebuild(Storage("0", 4), 0, ("2",), (1,))},
+                                                   {"0": good}), ["not a tuple of integers"])
+    refused("a stride-0 view far larger than its storage",
+            archive({"w": Rebuild(Storage("0", 4), 0, (1 << 20, 1 << 20), (0, 0))}, {"0": good}),
+            ["more elements than its storage"])
+    refused("a storage entry shorter than its elements", archive({"w": Rebuild(Storage("0", 8), 0, (4,), (1,))},
+                                                                  {"0": good}), ["holds 16 bytes"])
+    refused("a storage missing from the archive", archive({"w": Rebuild(Storage("7", 4), 0, (4,), (1,))}, {}),
+            ["storage 7 is missing"])
+    refused("a storage of an unknown element type", archive({"w": Rebuild(Storage("0", 4), 0, (4,), (1,))},
+                                                             {"0": good}, pid_type=torch.ComplexFloatStorage),
+            ["ComplexFloatStorage"])
+    refused("a rebuild from something other than a storage", archive({"w": Rebuild("oops", 0, (4,), (1,))}, {}),
+            ["other than a storage"])
+    refused("a zip that is not a checkpoint", zip_of({"readme.txt": b"hi"}), ["not a PyTorch checkpoint"])
+    refused("a truncated checkpoint", raw[:len(raw) // 2], ["not a zip-format"])
+    big_endian = zip_of({"archive/data.pkl": pickle.dumps({}), "archive/byteorder": b"big"})
+    refused("a big-endian checkpoint", big_endian, ["big-endian"])
+    refused("a garbled pickle", zip_of({"archive/data.pkl": b"\x80\x02}q\x00(X\x05"}), ["not a readable"])
+    return check.summary()
+
+
+def zip_of(entries):
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as z:
+        for name, data in entries.items():
+            z.writestr(name, data)
+    return out.getvalue()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
