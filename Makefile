@@ -80,8 +80,13 @@ test: deps
 	@$(MAKE) --no-print-directory -k test-plain test-san test-install format-check
 
 test-plain: normlab build/libnormlab.a $(addprefix build/rel/tests/,$(TESTS)) \
-            $(addprefix build/rel/tests/replay_,$(FUZZERS)) build/rel/tests/ref_logits
+            $(addprefix build/rel/tests/replay_,$(FUZZERS)) build/rel/tests/ref_logits build/fault_shim.so
 	@tests/run.sh plain build/rel ./normlab
+
+# tests/fault_test.sh: an LD_PRELOAD library that fails the Nth write/close/rename/fsync/open of an output.
+build/fault_shim.so: tests/fault/shim.c
+	@mkdir -p build
+	$(CC) -std=c11 -O2 $(WARN) -shared -fPIC $< -ldl -o $@
 
 # Checks only: C as .clang-format leaves it, no source line over 120 characters (tests/format_check.sh).
 format-check:

@@ -2,10 +2,10 @@
 """Export a normlab model to ONNX (opset 17): the full-window forward pass, token ids (B, T) int64 ->
 logits (B, T, V) float32, B and T dynamic (T at most block_size), for every norm type and placement
 the engine runs, from the formulas in README "Forward pass". The model is first loaded by the engine
-(normlab info), so only what normlab runs is exported; --out may not be the model or lie inside it. BatchNorm exports with its running
-statistics (the inference function; batch statistics are a property of a call, not of the graph).
-The vocabulary (JSON list, token id = index) and the config go into the model's metadata
-properties as normlab_vocab and normlab_config.
+(normlab info), so only what normlab runs is exported; --out may not be the model or lie inside it.
+BatchNorm exports with its running statistics (the inference function; batch statistics are a
+property of a call, not of the graph). The vocabulary (JSON list, token id = index) and the config
+go into the model's metadata properties as normlab_vocab and normlab_config.
 
     /usr/bin/python3 tools/export_onnx.py weights/shakespeare-pre-ln --out pre-ln.onnx
     NODE_PATH=build/ort/node_modules node tools/ort_logits.js pre-ln.onnx 1,2,3     # ONNX Runtime's logits

@@ -216,7 +216,7 @@ int cmd_compare(Options *o) {
     int **ids = calloc((size_t)o->n_models, sizeof *ids);
     int rc = labels && rows && jobs && models && ids ? 0 : EXIT_DATA;
     if (!rc) rc = read_text(o->text_file, &text, &len);
-    if (!rc) rc = open_main_output(o, &out);
+    if (!rc) rc = out_open_held(&out, o->output ? o->output : "-");  // stdout once the files are in place
     if (!rc && o->csv_out) rc = out_open(&csv_o, o->csv_out);
     for (int i = 0; !rc && i < o->n_models; i++)
         rc = compare_load(o, o->models[i], text, len, &models[i], &ids[i], jobs, labels, &n_rows);
@@ -256,9 +256,9 @@ int cmd_compare(Options *o) {
         }
     }
 cleanup:
-    if (out_finish(&csv_o, rc == 0) != 0) rc = EXIT_DATA;
     free(shown);
-    if (out_finish(&out, rc == 0) != 0) rc = EXIT_DATA;
+    OutFile *const outputs[2] = {&csv_o, &out};
+    if (out_finish_all(outputs, 2, rc == 0) != 0) rc = EXIT_DATA;
     for (int i = 0; models && i < o->n_models; i++) nl_model_free(models[i]);
     for (int i = 0; ids && i < o->n_models; i++) free(ids[i]);
     free(models);

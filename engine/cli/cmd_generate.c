@@ -296,7 +296,8 @@ int cmd_generate(Options *o) {
     if (!rc)
         rc = workers_create(&wk, o, model, workers, group, workers > 1 ? 1 : o->threads, o->profile || profile_cmd,
                             (size_t)rounds * passes);
-    if (!rc) rc = open_main_output(o, &out);
+    // With a trace, the table (on stdout) is held until the trace file is in place.
+    if (!rc) rc = o->trace_out ? out_open_held(&out, o->output ? o->output : "-") : open_main_output(o, &out);
     if (!rc && o->trace_out) rc = out_open(&trace_o, o->trace_out);
     uint64_t seed = o->has_seed ? o->seed : profile_cmd ? 0 : seed_from_os();
     if (!rc) rc = make_samplers(o, model, seed, samplers);
@@ -347,8 +348,8 @@ int cmd_generate(Options *o) {
         rc = write_profile(o, prof, workers, workers > 1 ? 1 : o->threads, profile_cmd ? out.f : stderr,
                            profile_cmd && o->json, trace_o.f);
 cleanup:
-    if (out_finish(&trace_o, rc == 0) != 0) rc = EXIT_DATA;
-    if (out_finish(&out, rc == 0) != 0) rc = EXIT_DATA;
+    OutFile *const outputs[2] = {&trace_o, &out};
+    if (out_finish_all(outputs, 2, rc == 0) != 0) rc = EXIT_DATA;
     free(ids);
     free(text);
     free(prompt);

@@ -5,8 +5,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -187,13 +189,77 @@ int out_check_all(const char *cmd, const char *const *outputs, size_t n_out, con
     return rc;
 }
 
-int out_open(OutFile *o, const char *path) {
+// The temporary file's stream calls write(2) and close(2) itself (see output.h).
+static ssize_t sink_write(void *cookie, const char *buf, size_t n) {
+    int fd = (int)(intptr_t)cookie;
+    size_t done = 0;
+    while (done < n) {
+        ssize_t w = write(fd, buf + done, n - done);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return -1;
+        done += (size_t)w;
+    }
+    return (ssize_t)done;
+}
+
+static int sink_close(void *cookie) { return close((int)(intptr_t)cookie); }
+
+// Creates o->tmp (".NAME.normlab-XXXXXX" in dir, the X's random) with open(O_EXCL); returns its fd.
+static int create_temp(OutFile *o, const char *dir, const char *name) {
+    static const char DIGITS[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    for (int attempt = 0; attempt < 100; attempt++) {
+        unsigned char r[6];
+        if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
+            for (size_t i = 0; i < sizeof r; i++) r[i] = (unsigned char)(getpid() * 31 + attempt * 7 + (int)i);
+        char suffix[7];
+        for (size_t i = 0; i < sizeof r; i++) suffix[i] = DIGITS[r[i] % (sizeof DIGITS - 1)];
+        suffix[6] = '\0';
+        if ((size_t)snprintf(o->tmp, sizeof o->tmp, "%s/.%s.normlab-%s", dir, name, suffix) >= sizeof o->tmp) {
+            errno = ENAMETOOLONG;
+            return -1;
+        }
+        int fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd >= 0 || errno != EEXIST) return fd;
+    }
+    return -1;
+}
+
+// A regular (or new) destination: a temporary file beside it, with the old file's mode or a new one's.
+static int open_temp(OutFile *o, const char *path, int exists, const struct stat *st) {
+    char dir[PATH_MAX], name[NAME_MAX + 1], err[PATH_MAX + 128];
+    landing(path, o->dest);  // through symlinks, dangling ones too: the link stays, its target is written
+    if (split_resolved(o->dest, dir, name, err, sizeof err) != 0) {
+        msg_error("%s", err);
+        return EXIT_DATA;
+    }
+    snprintf(o->dest, sizeof o->dest, "%s/%s", dir, name);
+    static const cookie_io_functions_t SINK = {NULL, sink_write, NULL, sink_close};
+    o->fd = create_temp(o, dir, name);
+    if (o->fd < 0 || !(o->f = fopencookie((void *)(intptr_t)o->fd, "w", SINK))) {
+        msg_error("%s: cannot write: %s", path, strerror(errno));
+        if (o->fd >= 0) {
+            close(o->fd);
+            unlink(o->tmp);
+        }
+        o->tmp[0] = '\0';
+        o->fd = -1;
+        return EXIT_DATA;
+    }
+    mode_t mask = umask(0);
+    umask(mask);
+    (void)fchmod(o->fd, exists ? (st->st_mode & 07777) : (0666 & ~mask));  // as a new file, or as the old one
+    return 0;
+}
+
+static int open_output(OutFile *o, const char *path, int hold) {
     memset(o, 0, sizeof *o);
     o->path = path;
+    o->fd = -1;
     if (is_stdout(path)) {
-        o->f = stdout;
+        o->f = hold ? open_memstream(&o->held, &o->held_len) : stdout;
         o->direct = 1;
-        return 0;
+        if (!o->f) msg_error("out of memory for standard output");
+        return o->f ? 0 : EXIT_DATA;
     }
     struct stat st, fd_st;
     int exists = stat(path, &st) == 0;
@@ -221,62 +287,110 @@ int out_open(OutFile *o, const char *path) {
         msg_error("%s: cannot write: neither a regular file, a FIFO nor a character device", path);
         return EXIT_DATA;
     }
-    char dir[PATH_MAX], name[NAME_MAX + 1], err[PATH_MAX + 128];
-    landing(path, o->dest);  // through symlinks, dangling ones too: the link stays, its target is written
-    if (split_resolved(o->dest, dir, name, err, sizeof err) != 0) {
-        msg_error("%s", err);
-        return EXIT_DATA;
-    }
-    if ((size_t)snprintf(o->tmp, sizeof o->tmp, "%s/.%s.normlab-XXXXXX", dir, name) >= sizeof o->tmp) {
-        msg_error("%s: path too long for its temporary file", path);
-        return EXIT_DATA;
-    }
-    snprintf(o->dest, sizeof o->dest, "%s/%s", dir, name);
-    int fd = mkostemp(o->tmp, O_CLOEXEC);
-    if (fd < 0 || !(o->f = fdopen(fd, "w"))) {
-        msg_error("%s: cannot write: %s", path, strerror(errno));
-        if (fd >= 0) {
-            close(fd);
-            unlink(o->tmp);
-        }
-        o->tmp[0] = '\0';
-        return EXIT_DATA;
-    }
-    mode_t mask = umask(0);
-    umask(mask);
-    (void)fchmod(fd, exists ? (st.st_mode & 07777) : (0666 & ~mask));  // as an ordinary new file, or as the old one
-    return 0;
+    return open_temp(o, path, exists, &st);
 }
 
-int out_finish(OutFile *o, int ok) {
-    if (!o->f) return ok ? 0 : 0;
-    int rc = 0;
-    if (o->f == stdout || o->f == stderr) {
-        if (ok && fflush(o->f) == EOF) {
-            msg_error("%s: write failed: %s", o->path, strerror(errno));
-            rc = EXIT_DATA;
-        }
-        o->f = NULL;
-        return rc;
-    }
-    if (ok && (fflush(o->f) == EOF || ferror(o->f))) {
-        msg_error("%s: write failed: %s", o->path, strerror(errno));
-        ok = 0;
-        rc = EXIT_DATA;
-    }
-    if (fclose(o->f) != 0 && ok) {
-        msg_error("%s: write failed: %s", o->path, strerror(errno));
-        ok = 0;
-        rc = EXIT_DATA;
+int out_open(OutFile *o, const char *path) { return open_output(o, path, 0); }
+
+int out_open_held(OutFile *o, const char *path) { return open_output(o, path, 1); }
+
+// Flushes and closes one output (a temporary file fsynced first: its bytes on disk before any rename).
+static int close_output(OutFile *o, int ok) {
+    if (!o->f) return 0;
+    const char *failed = NULL;
+    int shared = o->f == stdout || o->f == stderr;
+    if (ok && (fflush(o->f) == EOF || ferror(o->f))) failed = "write failed";
+    if (ok && !failed && o->fd >= 0 && fsync(o->fd) != 0) failed = "cannot sync to disk";
+    int err = errno;
+    if (!shared && fclose(o->f) != 0 && ok && !failed) {
+        failed = "write failed";  // the close of a temporary file reports a delayed write error
+        err = errno;
     }
     o->f = NULL;
-    if (o->direct) return rc;
-    if (ok && rename(o->tmp, o->dest) != 0) {
-        msg_error("%s: cannot replace: %s", o->path, strerror(errno));
-        ok = 0;
-        rc = EXIT_DATA;
-    }
-    if (!ok) unlink(o->tmp);
-    o->tmp[0] = '\0';
+    o->fd = -1;
+    if (!failed) return 0;
+    msg_error("%s: %s: %s", is_stdout(o->path) ? "standard output" : o->path, failed, strerror(err));
+    return EXIT_DATA;
+}
+
+// fsyncs the directory a renamed output lies in, so that the rename itself survives a power cut.
+static int sync_dir(const OutFile *o) {
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", o->dest);
+    int fd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int rc = fd >= 0 && fsync(fd) == 0 ? 0 : -1;
+    int err = errno;
+    if (fd >= 0) close(fd);
+    if (rc) msg_error("%s: renamed into place, but its directory cannot be synced to disk: %s", o->path, strerror(err));
     return rc;
 }
+
+// Undoes the renames of outs[0..k): each replaced file comes back from its hard link; a new one goes.
+static void undo_renames(OutFile *const *outs, size_t k) {
+    for (size_t j = 0; j < k; j++) {
+        OutFile *o = outs[j];
+        if (!o->dest[0] || o->tmp[0]) continue;  // not renamed
+        if (o->old[0] ? rename(o->old, o->dest) != 0 : unlink(o->dest) != 0)
+            msg_error("%s: could not be put back as it was: %s", o->path, strerror(errno));
+        o->old[0] = '\0';
+    }
+}
+
+// Renames every temporary file into place, all or none; then syncs the directories.
+static int commit_all(OutFile *const *outs, size_t n) {
+    size_t renamed_files = 0;
+    for (size_t i = 0; i < n; i++) renamed_files += outs[i]->tmp[0] != '\0';
+    for (size_t i = 0; i < n; i++) {
+        OutFile *o = outs[i];
+        if (!o->tmp[0]) continue;
+        o->old[0] = '\0';  // keep what a later failure would need back; not needed for a lone output
+        if (renamed_files > 1 && (size_t)snprintf(o->old, sizeof o->old, "%s.old", o->tmp) < sizeof o->old &&
+            link(o->dest, o->old) != 0)
+            o->old[0] = '\0';  // no old file (a new output), or no hard links here: see README
+        if (rename(o->tmp, o->dest) != 0) {
+            msg_error("%s: cannot replace: %s", o->path, strerror(errno));
+            if (o->old[0]) unlink(o->old);
+            o->old[0] = '\0';
+            undo_renames(outs, i);
+            return EXIT_DATA;
+        }
+        o->tmp[0] = '\0';
+    }
+    int rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        OutFile *o = outs[i];
+        if (o->old[0]) unlink(o->old);
+        o->old[0] = '\0';
+        if (o->dest[0] && !o->direct && sync_dir(o) != 0) rc = EXIT_DATA;
+    }
+    return rc;
+}
+
+// Writes what out_open_held kept for standard output.
+static int release_held(OutFile *o, int ok) {
+    int rc = 0;
+    if (ok && o->held && (fwrite(o->held, 1, o->held_len, stdout) != o->held_len || fflush(stdout) == EOF)) {
+        msg_error("cannot write to stdout: %s", strerror(errno));
+        rc = EXIT_DATA;
+    }
+    free(o->held);
+    o->held = NULL;
+    o->held_len = 0;
+    return rc;
+}
+
+int out_finish_all(OutFile *const *outs, size_t n, int ok) {
+    int rc = 0;
+    for (size_t i = 0; i < n; i++)
+        if (close_output(outs[i], ok) != 0) rc = EXIT_DATA;
+    if (ok && !rc) rc = commit_all(outs, n);
+    for (size_t i = 0; i < n; i++) {
+        OutFile *o = outs[i];
+        if (o->tmp[0]) unlink(o->tmp);  // not renamed: a failure, here or before
+        o->tmp[0] = o->dest[0] = '\0';
+        if (release_held(o, ok && !rc) != 0) rc = EXIT_DATA;
+    }
+    return rc;
+}
+
+int out_finish(OutFile *o, int ok) { return out_finish_all(&o, 1, ok); }

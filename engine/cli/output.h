@@ -1,10 +1,16 @@
 // output.h — every file the CLI writes goes through here (--json FILE, --trace, --csv, --plot-dir).
 //
-// - A regular destination (or a new one) is written to a temporary file beside it and renamed over
-//   it only when the whole command has succeeded; on failure only the temporary file is removed. A
-//   destination reached through a symlink is replaced where the link points, the link kept.
+// - A regular destination (or a new one) is written to a temporary file beside it. When the command
+//   has succeeded, out_finish_all() flushes, fsyncs and closes every output, and only when all of
+//   them are whole renames them into place, then fsyncs their directories. If a rename fails, the
+//   ones done before it are undone (the old file, kept as a hard link, is renamed back; a new one is
+//   removed). On failure only the temporary files are removed.
+// - A temporary file's bytes go through write(2) and close(2) themselves (a stdio cookie), not
+//   stdio's internal calls, so a fault-injection test can fail any of them (tests/fault_test.sh).
+// - A destination reached through a symlink is replaced where the link points, the link kept.
 // - "-" is standard output. Character devices and FIFOs are written directly, never created,
 //   renamed or removed; the file stdout or stderr already is is written through that stream.
+//   out_open_held() holds what goes to standard output in memory until every file is in place.
 // - Before any work, out_check_all() refuses an output that is the same file as an input or as
 //   another output (device and inode, after symlinks; for a new file its directory and name), or
 //   that lies in the shipped models' folder.
@@ -18,9 +24,13 @@
 typedef struct {
     const char *path;  // as given; "-" is standard output
     char dest[PATH_MAX];  // where it lands (symlinks resolved), "" for standard output
-    char tmp[PATH_MAX];  // the temporary file while open, "" when written directly
+    char tmp[PATH_MAX];  // the temporary file until renamed, "" when written directly
+    char old[PATH_MAX];  // while several outputs are renamed: a hard link to the replaced file, or ""
     FILE *f;
+    int fd;  // the temporary file's descriptor (for fsync), -1 otherwise
     int direct;  // 1: written in place (stdout, a device, a FIFO)
+    char *held;  // out_open_held: standard output's bytes, written when every file is in place
+    size_t held_len;
 } OutFile;
 
 // A file's identity: device and inode when it exists, else its directory's and its name.
@@ -45,8 +55,15 @@ int out_check_all(const char *cmd, const char *const *outputs, size_t n_out, con
 
 // Opens an output (see above). Returns 0, or 1 with the reason printed.
 int out_open(OutFile *o, const char *path);
-// Finishes an opened output: with ok, flushes it and (regular destinations) renames the temporary
-// file over the destination; without, discards it. Returns 0, or 1 with the reason printed.
+// As out_open, but "-" is held in memory and reaches standard output only after out_finish_all has
+// put every file output in place (a command's table printed after its --trace file).
+int out_open_held(OutFile *o, const char *path);
+// Finishes the outputs of one command together (see above): with ok, each is flushed, fsynced and
+// closed, then all are renamed into place or none is, then held standard output is written; without
+// ok, or on any failure, every temporary file is removed. Unopened outputs are skipped. Returns 0, or
+// 1 with the reason printed.
+int out_finish_all(OutFile *const *outs, size_t n, int ok);
+// out_finish_all of one output.
 int out_finish(OutFile *o, int ok);
 
 #endif

@@ -1,0 +1,84 @@
+#!/bin/sh
+# tests/fault_test.sh BINARY SHIM — outputs under injected faults (SQLite's way: one at a time).
+# For each output-writing command, the shim (tests/fault/shim.c, LD_PRELOAD) fails the Nth write,
+# close, rename, fsync or open of its outputs, for every N up to the count of an unfaulted run, with
+# ENOSPC (odd N) or EIO (even N). Each faulted run must exit non-zero; leave every output either as it
+# was before or whole and new (byte-identical to the unfaulted run's where the output is
+# deterministic, else a complete JSON document or CSV of the same lines), all old or all new, never a
+# mix; leave no temporary file; and
+# print nothing on stdout (the table of profile --trace comes only after its trace is in place).
+abs() { (cd "$(dirname "$1")" && printf '%s/%s' "$(pwd)" "$(basename "$1")"); }
+bin=$(abs "$1") shim=$(abs "$2")
+FIX=$(pwd)/tests/fixtures M=$(pwd)/tests/fixtures/ln-pre-bias.json
+passed=0 failed=0
+TMP=$(mktemp -d /tmp/normlab-fault-XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+printf 'ab ba ab\nba ab ba ab ab ba\n' > "$TMP/text.txt"
+
+ok() { passed=$((passed + 1)); echo "ok   $1"; }
+bad() { failed=$((failed + 1)); echo "FAIL $1: $2"; }
+
+# whole KIND FILE REFERENCE: FILE is complete: the reference's bytes (exact), valid JSON (json), or
+# the reference's line count (csv).
+whole() {
+    case $1 in
+        exact) cmp -s "$2" "$3" ;;
+        json) /usr/bin/python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$2" 2>/dev/null ;;
+        csv) [ "$(wc -l < "$2")" -eq "$(wc -l < "$3")" ] && [ "$(tail -c 1 "$2" | od -An -c | tr -d ' ')" = '\n' ] ;;
+    esac
+}
+
+# run_case NAME "FILE:KIND ..." COMMAND... — the command's file outputs (F, G) and how each is judged.
+run_case() {
+    name=$1 kinds=$2; shift 2
+    D="$TMP/$name"; mkdir -p "$D/ref"
+    (cd "$D/ref" && "$bin" "$@" > stdout 2> stderr) || { bad "$name: unfaulted run" "$(cat "$D/ref/stderr")"; return; }
+    [ "$name" != profile-table ] || [ -s "$D/ref/stdout" ] || bad "$name: unfaulted run" "no table on stdout"
+    (cd "$D/ref" && FAULT_COUNT="$D/counts" LD_PRELOAD="$shim" "$bin" "$@" > /dev/null 2>&1)
+    for call in write close rename fsync open; do
+        count=$(sed -n "s/^$call //p" "$D/counts")
+        n=1
+        while [ "$n" -le "$count" ]; do
+            one_fault "$name" "$kinds" "$call" "$n" "$@"
+            n=$((n + 1))
+        done
+    done
+}
+
+one_fault() {
+    name=$1 kinds=$2 call=$3 n=$4; shift 4
+    W="$D/run"; rm -rf "$W"; mkdir "$W"
+    printf 'old F\n' > "$W/F"; printf 'old G\n' > "$W/G"
+    errno=ENOSPC; [ $((n % 2)) -eq 0 ] && errno=EIO
+    (cd "$W" && FAULT_CALL=$call FAULT_N=$n FAULT_ERRNO=$errno LD_PRELOAD="$shim" "$bin" "$@" \
+        > "$D/stdout" 2> "$D/stderr")
+    rc=$?
+    label="$name: $call #$n fails ($errno)"
+    [ "$rc" -ne 0 ] || { bad "$label" "exit 0"; return; }
+    [ "$(wc -l < "$D/stderr")" -ge 1 ] && [ ! -s "$D/stdout" ] \
+        || { bad "$label" "stdout not empty or no message"; return; }
+    olds=0 news=0
+    for output in $kinds; do
+        f=${output%%:*} kind=${output#*:}
+        if [ "$(cat "$W/$f" 2>/dev/null)" = "old $f" ]; then olds=$((olds + 1)); continue; fi
+        whole "$kind" "$W/$f" "$D/ref/$f" \
+            || { bad "$label" "$f is neither old nor whole: $(head -c 100 "$W/$f")"; return; }
+        news=$((news + 1))
+    done
+    [ "$olds" -eq 0 ] || [ "$news" -eq 0 ] || { bad "$label" "$news output(s) new beside $olds old: a mix"; return; }
+    left=$(ls -A "$W" | grep -v '^[FG]$')
+    [ -z "$left" ] || { bad "$label" "left behind: $left"; return; }
+    ok "$label: exit $rc, outputs old or whole, nothing left"
+}
+
+run_case compare "F:json G:csv" compare "$FIX/ln-pre-bias.json" "$FIX/rms-post-bias.json" \
+    --text "$TMP/text.txt" --repeats 1 --json -o F --csv G
+run_case profile "F:json G:json" profile -m "$M" -p ab -n 5 --json -o F --trace G
+run_case profile-table "G:json" profile -m "$M" -p ab -n 5 --trace G
+run_case eval "F:exact" eval -m "$M" --text "$TMP/text.txt" --json -o F
+run_case info "F:exact" info -m "$M" --json -o F
+run_case list "F:exact" list --json -o F
+run_case logits "F:exact" logits -m "$M" -p abab -o F
+run_case generate "F:exact" generate -m "$M" -p ab -n 20 --seed 3 -o F
+echo "fault_test: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
