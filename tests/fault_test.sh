@@ -35,6 +35,9 @@ run_case() {
     (cd "$D/ref" && "$bin" "$@" > stdout 2> stderr) || { bad "$name: unfaulted run" "$(cat "$D/ref/stderr")"; return; }
     [ "$name" != profile-table ] || [ -s "$D/ref/stdout" ] || bad "$name: unfaulted run" "no table on stdout"
     (cd "$D/ref" && FAULT_COUNT="$D/counts" LD_PRELOAD="$shim" "$bin" "$@" > /dev/null 2>&1)
+    n_files=$(echo $kinds | wc -w) synced=$(sed -n 's/^fsync //p' "$D/counts")
+    [ "$synced" -ge $((2 * n_files)) ] && ok "$name: $synced fsyncs for $n_files file(s): each file and its directory" \
+        || bad "$name: fsync" "$synced fsync calls for $n_files output file(s)"
     for call in write close rename fsync open; do
         count=$(sed -n "s/^$call //p" "$D/counts")
         n=1
