@@ -2,9 +2,12 @@
 #include "report.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cjson/cJSON.h>
+
+#include "jsonx.h"
 
 // The layer-less components (layer -1) and the per-layer ones.
 static int is_model_level(int comp) {
@@ -157,9 +160,9 @@ int nl_report_json(FILE *f, const NlProfiler *p, const NlReportInfo *info) {
     cJSON_AddBoolToObject(root, "hw_counters", hw);
     cJSON *phases = cJSON_AddArrayToObject(root, "phases");
     for (int ph = 0; ph < NL_PHASE_COUNT; ph++) cJSON_AddItemToArray(phases, phase_json(p, (NlPhase)ph, L, hw));
-    char *text = cJSON_Print(root);
+    char *text = nl_jsonx_print(root, 1);
     int rc = text && fputs(text, f) != EOF && fputc('\n', f) != EOF ? 0 : -1;
-    cJSON_free(text);
+    free(text);
     cJSON_Delete(root);
     return rc || ferror(f) ? -1 : 0;
 }
@@ -167,13 +170,13 @@ int nl_report_json(FILE *f, const NlProfiler *p, const NlReportInfo *info) {
 int nl_report_trace(FILE *f, const NlProfiler *p, const NlReportInfo *info) {
     const NlProfileEvent *ev;
     size_t dropped, n = nl_profiler_events(p, &ev, &dropped);
-    cJSON *model = cJSON_CreateString(info->model);  // escaped by cJSON
-    char *quoted = cJSON_PrintUnformatted(model);
+    cJSON *model = cJSON_CreateString(info->model);
+    char *quoted = model ? nl_jsonx_print(model, 0) : NULL;
     fprintf(f,
             "{\"displayTimeUnit\": \"ns\", \"otherData\": {\"model\": %s, \"dropped_events\": %zu},\n"
             "\"traceEvents\": [\n",
             quoted ? quoted : "null", dropped);
-    cJSON_free(quoted);
+    free(quoted);
     cJSON_Delete(model);
     fprintf(f,
             "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": 1, \"args\": {\"name\": \"normlab\"}}");
@@ -377,9 +380,9 @@ int nl_report_compare_json(FILE *f, const NlCompareRow *rows, const char *const 
                            const NlCompareInfo *info) {
     cJSON *a = cJSON_CreateArray();
     for (size_t i = 0; i < n; i++) cJSON_AddItemToArray(a, compare_row_json(&rows[i], labels[i], info));
-    char *text = cJSON_Print(a);
+    char *text = nl_jsonx_print(a, 1);
     int rc = text && fputs(text, f) != EOF && fputc('\n', f) != EOF ? 0 : -1;
-    cJSON_free(text);
+    free(text);
     cJSON_Delete(a);
     return rc || ferror(f) ? -1 : 0;
 }

@@ -638,5 +638,46 @@ NORMLAB_BLAS_PRETEND=Prescott "$BIN" generate $M -p "a b" -n 60 --seed 7 --top-k
     > "$TMP/out" 2>/dev/null
 cmp -s "$TMP/out" "$TMP/sampled" && ok "a restarted run prints the same text" || bad "restarted run" "outputs differ"
 
+# ---- JSON, lookup and standard streams (the command line)
+# strict_json FILE EXPR: FILE is UTF-8, decoded strictly, and one JSON value whose objects have no
+# repeated key; EXPR, Python of the value d, holds. Prints what failed.
+strict_json() {
+    /usr/bin/python3 -c '
+import json, sys
+def pairs(kv):
+    keys = [k for k, _ in kv]
+    dup = sorted({k for k in keys if keys.count(k) > 1})
+    if dup:
+        sys.exit("repeated keys %s" % dup)
+    return dict(kv)
+try:
+    d = json.loads(open(sys.argv[1], "rb").read().decode("utf-8", "strict"), object_pairs_hook=pairs)
+except ValueError as e:
+    sys.exit("not strict JSON: %s" % e)
+sys.exit(0 if eval(sys.argv[2]) else "%s is false of %r" % (sys.argv[2], d))' "$1" "$2" 2>&1 | head -c 400
+    return "${PIPESTATUS[0]}"
+}
+# A name with a stray byte, an overlong '/', a surrogate and a code point above U+10FFFF: ten bytes
+# that are not UTF-8, each one U+FFFD in JSON.
+BADN=$(printf 'm\377\300\257\355\240\200\364\220\200\200')
+FFFD='"m" + "\ufffd" * 10 + ".json"'
+mkdir -p "$TMP/badname" && cp $FIX/ln-pre-bias.json "$TMP/badname/$BADN.json"
+NORMLAB_MODELS="$TMP/badname" "$BIN" list --json > "$TMP/j.json" 2>/dev/null
+why=$(strict_json "$TMP/j.json" "d[0]['name'] + '.json' == $FFFD and d[0]['path'].endswith('/' + $FFFD)") \
+    && ok "list --json writes each byte that is not UTF-8 as U+FFFD" || bad "list --json utf-8" "$why"
+"$BIN" info -m "$TMP/badname/$BADN.json" --json > "$TMP/j.json" 2>/dev/null
+why=$(strict_json "$TMP/j.json" "d['model'].endswith('/' + $FFFD)") \
+    && ok "info --json writes each byte that is not UTF-8 as U+FFFD" || bad "info --json utf-8" "$why"
+"$BIN" profile -m "$TMP/badname/$BADN.json" -n 2 --trace "$TMP/j.json" > /dev/null 2>&1
+why=$(strict_json "$TMP/j.json" "d['otherData']['model'].endswith('/' + $FFFD)") \
+    && ok "profile --trace writes each byte that is not UTF-8 as U+FFFD" || bad "trace utf-8" "$why"
+"$BIN" profile -m "$TMP/badname/$BADN.json" -n 2 --json > "$TMP/j.json" 2>/dev/null
+why=$(strict_json "$TMP/j.json" "d['model'].endswith('/' + $FFFD)") \
+    && ok "profile --json writes each byte that is not UTF-8 as U+FFFD" || bad "profile --json utf-8" "$why"
+"$BIN" compare "$TMP/badname/$BADN.json" -f "$TMP/short.txt" --repeats 1 --json > "$TMP/j.json" 2>/dev/null
+why=$(strict_json "$TMP/j.json" "d[0]['model'].endswith('/' + $FFFD)") \
+    && ok "compare --json writes each byte that is not UTF-8 as U+FFFD" || bad "compare --json utf-8" "$why"
+
+
 echo "cli_test: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -14,6 +14,7 @@
 #include <dirent.h>
 
 #include "cli.h"
+#include "jsonx.h"
 
 const char *const HELP_INFO =
     "usage: normlab info [-m MODEL] [--json] [-o FILE]\n"
@@ -107,9 +108,9 @@ static int write_result(const Options *o, cJSON *j, int (*text)(FILE *, const cJ
     if (!rc) {
         int ok;
         if (o->json) {
-            char *s = cJSON_PrintUnformatted(j);
+            char *s = nl_jsonx_print(j, 0);
             ok = s && fprintf(out.f, "%s\n", s) > 0;
-            cJSON_free(s);
+            free(s);
         } else {
             ok = text(out.f, j);
         }
