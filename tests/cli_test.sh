@@ -678,6 +678,27 @@ why=$(strict_json "$TMP/j.json" "d['model'].endswith('/' + $FFFD)") \
 why=$(strict_json "$TMP/j.json" "d[0]['model'].endswith('/' + $FFFD)") \
     && ok "compare --json writes each byte that is not UTF-8 as U+FFFD" || bad "compare --json utf-8" "$why"
 
+# A directory model whose metadata has both losses (train.py's final_val_loss, nanoGPT's
+# best_val_loss) and a value that is not UTF-8.
+mkdir -p "$TMP/losses/both" && cp weights/shakespeare-pre-ln/config.json weights/shakespeare-pre-ln/tokenizer.json \
+    "$TMP/losses/both/"
+/usr/bin/python3 - weights/shakespeare-pre-ln/model.safetensors "$TMP/losses/both/model.safetensors" <<'PY'
+import json, struct, sys
+raw = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+head = json.loads(raw[8:8 + n])
+head["__metadata__"].update({"final_val_loss": "1.5", "best_val_loss": "1.25", "note": "@"})
+text = json.dumps(head).encode().replace(b'"@"', b'"\xff\xfe"')
+text += b" " * (-len(text) % 8)
+open(sys.argv[2], "wb").write(struct.pack("<Q", len(text)) + text + raw[8 + n:])
+PY
+NORMLAB_MODELS="$TMP/losses" "$BIN" list --json > "$TMP/j.json" 2>/dev/null
+why=$(strict_json "$TMP/j.json" "d[0]['name'] == 'both' and d[0]['val_loss'] == 1.5") \
+    && ok "list --json: one val_loss (train.py's) when the metadata has both" || bad "list unique keys" "$why"
+"$BIN" info -m "$TMP/losses/both" --json > "$TMP/j.json" 2>/dev/null
+why=$(strict_json "$TMP/j.json" "d['metadata']['note'] == '\ufffd\ufffd'") \
+    && ok "info --json: a metadata value that is not UTF-8 comes out as U+FFFD" || bad "info metadata utf-8" "$why"
+
 
 echo "cli_test: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -32,7 +32,8 @@ const char *const HELP_LIST =
     "Every model found by name, folder by folder in search order: $NORMLAB_MODELS (':'-separated),\n"
     "weights/ beside the normlab binary, and the installed share/normlab/models. For each: its name,\n"
     "path, norm, placement, parameters and the validation loss stored in its metadata ('train val':\n"
-    "train.py's estimate on sampled batches; 'normlab eval' over the whole split is the measured one).\n"
+    "train.py's final_val_loss, an estimate on sampled batches, else a nanoGPT checkpoint's\n"
+    "best_val_loss; 'normlab eval' over the whole split is the measured one).\n"
     "A name found again in a later folder is marked shadowed: -m NAME loads the first.\n"
     "      --json             a JSON array of {name, path, norm, placement, parameters, val_loss, shadowed}\n"
     "  -o, --output FILE      write to FILE instead of stdout ('-': stdout)\n";
@@ -164,6 +165,22 @@ static int print_list_text(FILE *out, const cJSON *j) {
     return ok;
 }
 
+// The validation loss stored in the model's metadata: train.py's final_val_loss, else nanoGPT's
+// best_val_loss (a model may carry both), each only when it is a number; NAN when neither is.
+static double stored_val_loss(const NlModel *model) {
+    static const char *const KEYS[2] = {"final_val_loss", "best_val_loss"};
+    const char *const *keys, *const *values;
+    size_t n = nl_model_metadata(model, &keys, &values);
+    for (int k = 0; k < 2; k++)
+        for (size_t i = 0; i < n; i++) {
+            if (strcmp(keys[i], KEYS[k]) != 0) continue;
+            char *end;
+            double v = strtod(values[i], &end);
+            if (end != values[i] && *end == '\0' && isfinite(v)) return v;
+        }
+    return NAN;
+}
+
 // One entry of `list`: the model at path (a directory or a .json file) called name.
 static cJSON *list_entry(const Options *o, const char *name, const char *path, int shadowed) {
     cJSON *m = cJSON_CreateObject();
@@ -182,11 +199,8 @@ static cJSON *list_entry(const Options *o, const char *name, const char *path, i
             cJSON_AddStringToObject(m, "placement", nl_config_placement_name(c->placement));
         else cJSON_AddNullToObject(m, "placement");  // a recurrent model has none: the text shows its arch
         cJSON_AddNumberToObject(m, "parameters", (double)nl_model_parameters(model));
-        const char *const *keys, *const *values;
-        size_t n = nl_model_metadata(model, &keys, &values);
-        for (size_t i = 0; i < n; i++)
-            if (strcmp(keys[i], "final_val_loss") == 0 || strcmp(keys[i], "best_val_loss") == 0)
-                cJSON_AddNumberToObject(m, "val_loss", atof(values[i]));  // train.py's, or nanoGPT's estimate
+        double loss = stored_val_loss(model);
+        if (!isnan(loss)) cJSON_AddNumberToObject(m, "val_loss", loss);
         nl_model_free(model);
     }
     cJSON_AddBoolToObject(m, "shadowed", shadowed);
