@@ -699,6 +699,53 @@ why=$(strict_json "$TMP/j.json" "d[0]['name'] == 'both' and d[0]['val_loss'] == 
 why=$(strict_json "$TMP/j.json" "d['metadata']['note'] == '\ufffd\ufffd'") \
     && ok "info --json: a metadata value that is not UTF-8 comes out as U+FFFD" || bad "info metadata utf-8" "$why"
 
+# More entries in one folder than any fixed buffer would hold: 1,101 that do not load, then a model
+# named to sort last.
+mkdir -p "$TMP/many" && (cd "$TMP/many" && for i in $(seq 1000 2100); do : > "e$i.json"; done)
+cp $FIX/ln-pre-bias.json "$TMP/many/zzz.json"
+NORMLAB_MODELS="$TMP/many" "$BIN" list --json > "$TMP/j.json" 2>/dev/null
+why=$(strict_json "$TMP/j.json" \
+    "len([m for m in d if '/many/' in m['path']]) == 1102 and d[1101]['name'] == 'zzz' and 'error' not in d[1101]") \
+    && ok "list sees every entry of a folder of 1,102" || bad "list every entry" "$why"
+
+# A search path longer than any fixed buffer: 700 folders that do not exist, then one that holds
+# the model.
+mkdir -p "$TMP/far" && cp $FIX/deepnorm.json "$TMP/far/far-model.json"
+long=$(printf '/nonexistent/%04d:' $(seq 1 700))
+NORMLAB_MODELS="$long$TMP/far" run info -m far-model --json
+[ "$rc" -eq 0 ] && grep -qF "\"model\":\"$TMP/far/far-model.json\"" "$TMP/out" \
+    && ok "a search path of 12,600 bytes finds a model in its last folder" || bad "long search path" "$(cat "$TMP/err")"
+NORMLAB_MODELS="$long$TMP/far" "$BIN" list > "$TMP/out" 2>/dev/null
+grep -q "^far-model " "$TMP/out" && ok "list reads a search path of 12,600 bytes to its end" \
+    || bad "list long search path" "$(head -c 300 "$TMP/out")"
+# A first folder whose path is too long for the system holds the model too: an error, not the
+# second folder's model of that name.
+deep="$TMP/far"; for i in $(seq 2100); do deep="$deep/."; done
+mkdir -p "$TMP/far2" && cp $FIX/ln-pre-bias.json "$TMP/far2/far-model.json"
+NORMLAB_MODELS="$deep:$TMP/far2" run info -m far-model --json
+[ "$rc" -ne 0 ] && [ ! -s "$TMP/out" ] && grep -q "path too long" "$TMP/err" \
+    && ok "a folder too long to search is an error, not the next folder's model" \
+    || bad "too long to search" "exit $rc: $(head -c 200 "$TMP/out") $(cat "$TMP/err")"
+
+# -m NAME: the search path first, the working folder only when the name is found nowhere in it.
+mkdir -p "$TMP/search" "$TMP/cwd" && cp $FIX/deepnorm.json "$TMP/search/twin.json"
+ln -sf "$PWD/weights/shakespeare-pre-ln" "$TMP/cwd/twin" && cp $FIX/lstm-ln.json "$TMP/cwd/here.json"
+BINABS=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
+(cd "$TMP/cwd" && NORMLAB_MODELS="$TMP/search" "$BINABS" info -m twin --json) > "$TMP/out" 2>"$TMP/err"
+grep -qF "\"model\":\"$TMP/search/twin.json\"" "$TMP/out" && grep -q '"n_layer":2,' "$TMP/out" \
+    && ok "-m NAME loads the search path's model before the working folder's" \
+    || bad "lookup order" "$(head -c 200 "$TMP/out") $(cat "$TMP/err")"
+(cd "$TMP/cwd" && NORMLAB_MODELS="$TMP/search" "$BINABS" list) > "$TMP/out" 2>/dev/null
+grep -q "^twin .*$TMP/search/twin.json" "$TMP/out" && ok "list shows the model -m NAME loads" \
+    || bad "list and lookup" "$(head -c 300 "$TMP/out")"
+(cd "$TMP/cwd" && NORMLAB_MODELS="$TMP/badname" "$BINABS" info -m twin --json) > "$TMP/out" 2>"$TMP/err"
+grep -q '"model":"twin"' "$TMP/out" && grep -q '"n_layer":4,' "$TMP/out" \
+    && ok "-m NAME found nowhere in the search path is a path in the working folder" \
+    || bad "working folder fallback" "$(head -c 200 "$TMP/out") $(cat "$TMP/err")"
+(cd "$TMP/cwd" && NORMLAB_MODELS="$TMP/search" "$BINABS" info -m here.json --json) > "$TMP/out" 2>"$TMP/err"
+grep -q '"model":"here.json","arch":"lstm"' "$TMP/out" && ok "-m FILE.json in the working folder still loads" \
+    || bad "-m FILE.json" "$(head -c 200 "$TMP/out") $(cat "$TMP/err")"
+
 
 echo "cli_test: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

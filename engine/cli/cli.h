@@ -110,12 +110,25 @@ int check_stdout(int ok);
 int print_text(const char *text);
 int available_cpus(void);
 const char *beside_binary(const char *rel, char *buf, size_t len);
-// The model the options name, resolved (README "Models by name"); NULL with a message when a name
-// is found nowhere. buf holds the result.
+// The model the options name, resolved (README "Models by name"), into buf; the name itself when
+// it is found nowhere (loading will say so). A buffer of 4400 bytes holds every path that loads.
 const char *model_path(const Options *o, char *buf, size_t len);
+// The path -m NAME loads, into buf; NULL when it is found nowhere or its path does not fit buf.
 const char *resolve_model(const char *name, char *buf, size_t len);
-// The folders searched for models by name, in order, ':'-separated, into buf.
-const char *model_search_path(char *buf, size_t len);
+// The folders searched for models by name, in order, ':'-separated: $NORMLAB_MODELS, weights/
+// beside the binary, the installed share/normlab/models. A new string, or NULL out of memory.
+char *model_search_path(void);
+// A model found by name: what `list` shows, and what -m NAME loads unless shadowed.
+typedef struct {
+    char *name;  // as -m takes it: the folder's or the file's name, without ".json"
+    char *path;  // the search folder's path and the entry's name
+    int shadowed;  // an earlier entry has the same name: -m NAME loads that one
+} ModelEntry;
+// Every model in the search path, folder by folder in search order, each folder's in byte order of
+// their names, as many as there are. Returns 0, or -1 out of memory; free *e with
+// model_entries_free either way.
+int model_entries(ModelEntry **e, size_t *n);
+void model_entries_free(ModelEntry *e, size_t n);
 int load_model(const Options *o, NlModel **model);
 int make_state_as(const Options *o, const NlModel *model, int batch, int blas_threads, int warn, NlState **state);
 // The most positions the model sees at once: block_size, or SIZE_MAX for a recurrent model (no window).

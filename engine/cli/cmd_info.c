@@ -1,17 +1,11 @@
 // cmd_info.c — info (one model) and list (every model found by name).
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <cjson/cJSON.h>
-
-#include <dirent.h>
 
 #include "cli.h"
 #include "jsonx.h"
@@ -181,15 +175,15 @@ static double stored_val_loss(const NlModel *model) {
     return NAN;
 }
 
-// One entry of `list`: the model at path (a directory or a .json file) called name.
-static cJSON *list_entry(const Options *o, const char *name, const char *path, int shadowed) {
+// One entry of `list`: the model e names.
+static cJSON *list_entry(const Options *o, const ModelEntry *e) {
     cJSON *m = cJSON_CreateObject();
-    cJSON_AddStringToObject(m, "name", name);
-    cJSON_AddStringToObject(m, "path", path);
+    cJSON_AddStringToObject(m, "name", e->name);
+    cJSON_AddStringToObject(m, "path", e->path);
     NlModel *model = NULL;
     NlError err;
     NlLoadOptions lo = {o->no_mmap};
-    if (nl_model_load_with(&model, path, &lo, &err) != 0) {
+    if (nl_model_load_with(&model, e->path, &lo, &err) != 0) {
         cJSON_AddStringToObject(m, "error", err.msg);
     } else {
         const NlConfig *c = nl_model_config(model);
@@ -203,39 +197,21 @@ static cJSON *list_entry(const Options *o, const char *name, const char *path, i
         if (!isnan(loss)) cJSON_AddNumberToObject(m, "val_loss", loss);
         nl_model_free(model);
     }
-    cJSON_AddBoolToObject(m, "shadowed", shadowed);
+    cJSON_AddBoolToObject(m, "shadowed", e->shadowed);
     return m;
 }
 
-static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
 int cmd_list(Options *o) {
-    char search[8192], *save = NULL;
+    ModelEntry *e = NULL;
+    size_t n = 0;
     cJSON *all = cJSON_CreateArray();
-    model_search_path(search, sizeof search);
-    for (char *dir = strtok_r(search, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
-        DIR *d = opendir(dir);
-        char *names[1024];
-        size_t n = 0;
-        for (struct dirent *e; d && n < 1024 && (e = readdir(d));)
-            if (e->d_name[0] != '.') names[n++] = strdup(e->d_name);
-        if (d) closedir(d);
-        qsort(names, n, sizeof *names, by_name);
-        for (size_t i = 0; i < n; i++) {
-            char path[PATH_MAX], cfg[PATH_MAX + 16], name[NAME_MAX + 1];
-            size_t len = strlen(names[i]);
-            snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-            snprintf(cfg, sizeof cfg, "%s/config.json", path);
-            int is_json = len > 5 && strcmp(names[i] + len - 5, ".json") == 0;
-            snprintf(name, sizeof name, "%.*s", (int)(is_json ? len - 5 : len), names[i]);
-            if (access(cfg, F_OK) == 0 || is_json) {
-                int shadowed = 0;
-                for (const cJSON *m = all->child; m; m = m->next)
-                    shadowed |= strcmp(cJSON_GetObjectItem(m, "name")->valuestring, name) == 0;
-                cJSON_AddItemToArray(all, list_entry(o, name, path, shadowed));
-            }
-            free(names[i]);
-        }
+    if (model_entries(&e, &n) != 0 || !all) {
+        msg_error("out of memory listing the models");
+        model_entries_free(e, n);
+        cJSON_Delete(all);
+        return EXIT_DATA;
     }
+    for (size_t i = 0; i < n; i++) cJSON_AddItemToArray(all, list_entry(o, &e[i]));
+    model_entries_free(e, n);
     return write_result(o, all, print_list_text);
 }

@@ -1,6 +1,7 @@
 // common.c — the steps every command takes: find and load a model, make run states, read and
 // encode a text or prompt, check the outputs, and small shared helpers.
 #define _GNU_SOURCE
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -48,10 +49,12 @@ int available_cpus(void) {
 
 // Finds `rel` (a path inside the repository) beside the running binary, or one or two folders up
 // (the sanitizer build lives in build/san/). Falls back to `rel` relative to the working folder.
+// buf holds more than PATH_MAX + strlen(rel) bytes, so that no candidate is ever cut.
 const char *beside_binary(const char *rel, char *buf, size_t len) {
-    char exe[4096];
+    char exe[PATH_MAX];
+    assert(len > sizeof exe + strlen(rel));
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0) return rel;
+    if (n <= 0 || n == (ssize_t)sizeof exe - 1) return rel;  // (a link that long may have been cut)
     exe[n] = '\0';
     for (int up = 0; up < 3; up++) {
         char *slash = strrchr(exe, '/');
@@ -63,88 +66,174 @@ const char *beside_binary(const char *rel, char *buf, size_t len) {
     return rel;
 }
 
-const char *model_search_path(char *buf, size_t len) {
-    char weights[4400], share[4400];
+char *model_search_path(void) {
+    char weights[PATH_MAX + 64], share[PATH_MAX + 64], *path = NULL;
     const char *env = getenv("NORMLAB_MODELS");
     const char *w = beside_binary("weights", weights, sizeof weights);
     const char *sh = beside_binary("share/normlab/models", share, sizeof share);
-    if (sh != share) sh = NULL;  // found only when installed
-    snprintf(buf, len, "%s%s%s%s%s", env && *env ? env : "", env && *env ? ":" : "", w, sh ? ":" : "", sh ? sh : "");
-    return buf;
+    int has_env = env && *env, has_share = sh == share;  // share/ counts only where found: installed
+    if (asprintf(&path, "%s%s%s%s%s", has_env ? env : "", has_env ? ":" : "", w, has_share ? ":" : "",
+                 has_share ? sh : "") < 0)
+        return NULL;
+    return path;
 }
 
-// A model is named by path when the name has a '/' or names something here; else by name, looked
-// up in each folder of the search path as NAME (a model directory) or NAME.json.
-const char *resolve_model(const char *name, char *buf, size_t len) {
+// Whether `entry` of search folder dir is a model as `list` shows it and -m NAME finds it: a folder
+// with a config.json, or a .json file, its name not starting with '.'. 1 with *path (a new string),
+// 0 not, -1 out of memory. A path too long for the system to tell counts as a model, so that loading
+// it names the problem: skipping it could load another folder's model of that name instead.
+static int model_entry(const char *dir, const char *entry, char **path) {
+    size_t d = strlen(dir), n = strlen(entry);
+    *path = NULL;
+    if (n == 0 || entry[0] == '.') return 0;
+    char *p = malloc(d + n + sizeof "//config.json");
+    if (!p) return -1;
+    sprintf(p, "%s/%s/config.json", dir, entry);
+    if (n > 5 && strcmp(entry + n - 5, ".json") == 0) p[d + 1 + n] = '\0';  // the .json file itself
     struct stat st;
-    if (strchr(name, '/') || stat(name, &st) == 0) return name;
-    char path[8192], *save = NULL;
-    model_search_path(path, sizeof path);
-    for (char *dir = strtok_r(path, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
-        static const char *const SUFFIX[2] = {"", ".json"};
-        for (int k = 0; k < 2; k++) {
-            if ((size_t)snprintf(buf, len, "%s/%s%s", dir, name, SUFFIX[k]) >= len) continue;
-            if (stat(buf, &st) == 0) return buf;
-        }
-    }
-    return NULL;
+    int found = stat(p, &st) == 0 || errno == ENAMETOOLONG;
+    p[d + 1 + n] = '\0';
+    if (!found) free(p);
+    else *path = p;
+    return found;
 }
 
-// The model the options name: -m, else $NORMLAB_MODEL, else shakespeare-pre-ln by name.
-const char *model_path(const Options *o, char *buf, size_t len) {
+// The path -m NAME names (README "Models by name"): a name with a '/' is that path; a bare name is
+// the search path's first model of that name (NAME, then NAME.json, in each folder), or else what
+// the working folder has under that name. 0 with *path (a new string), 1 found nowhere, -1 out of
+// memory.
+static int find_model(const char *name, char **path) {
+    *path = NULL;
+    if (strchr(name, '/')) return (*path = strdup(name)) ? 0 : -1;
+    char *search = model_search_path(), *json = NULL, *save = NULL;
+    int got = search && asprintf(&json, "%s.json", name) >= 0 ? 0 : -1;
+    if (got < 0) json = NULL;
+    for (char *dir = got ? NULL : strtok_r(search, ":", &save); dir && !got; dir = strtok_r(NULL, ":", &save)) {
+        got = model_entry(dir, name, path);
+        if (!got) got = model_entry(dir, json, path);
+    }
+    free(search);
+    free(json);
+    if (got) return got > 0 ? 0 : -1;
+    struct stat st;
+    if (stat(name, &st) != 0 && errno == ENOENT) return 1;  // other failures (a name too long) are the loader's
+    return (*path = strdup(name)) ? 0 : -1;
+}
+
+const char *resolve_model(const char *name, char *buf, size_t len) {
+    char *path = NULL;
+    const char *out = NULL;
+    if (find_model(name, &path) == 0 && strlen(path) < len) out = memcpy(buf, path, strlen(path) + 1);
+    free(path);
+    return out;
+}
+
+// -m, else $NORMLAB_MODEL, else shakespeare-pre-ln by name.
+static const char *model_name(const Options *o) {
     const char *env = getenv("NORMLAB_MODEL");
-    const char *name = o->model ? o->model : env && *env ? env : DEFAULT_MODEL;
-    const char *path = resolve_model(name, buf, len);
-    return path ? path : name;
+    return o->model ? o->model : env && *env ? env : DEFAULT_MODEL;
 }
 
-// The names of the models in the search path, comma-separated, in name order within each folder,
-// into buf.
-static const char *model_names(char *buf, size_t len) {
-    char path[8192], *save = NULL;
-    size_t used = 0;
-    buf[0] = '\0';
-    model_search_path(path, sizeof path);
-    for (char *dir = strtok_r(path, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
-        struct dirent **entries = NULL;
-        int n_entries = scandir(dir, &entries, NULL, alphasort);
-        for (int i = 0; i < n_entries; i++) {
-            const char *name = entries[i]->d_name;
-            char cfg[PATH_MAX];
-            size_t n = strlen(name);
-            int is_dir =
-                snprintf(cfg, sizeof cfg, "%s/%s/config.json", dir, name) < (int)sizeof cfg && access(cfg, F_OK) == 0;
-            int is_json = n > 5 && strcmp(name + n - 5, ".json") == 0 && name[0] != '.';
-            if ((is_dir || is_json) && used < len)
-                used += (size_t)snprintf(buf + used, len - used, "%s%.*s", used ? ", " : "", (int)(is_json ? n - 5 : n),
-                                         name);
-            free(entries[i]);
+const char *model_path(const Options *o, char *buf, size_t len) {
+    const char *path = resolve_model(model_name(o), buf, len);
+    return path ? path : model_name(o);
+}
+
+static int by_name(const struct dirent **a, const struct dirent **b) { return strcmp((*a)->d_name, (*b)->d_name); }
+
+// Appends the model at path (consumed) to the n entries of *e, with room for *cap.
+static int add_entry(ModelEntry **e, size_t *n, size_t *cap, const char *entry, char *path) {
+    if (*n == *cap) {
+        ModelEntry *bigger = realloc(*e, (*cap ? 2 * *cap : 64) * sizeof **e);
+        if (!bigger) {
+            free(path);
+            return -1;
         }
-        free(entries);
+        *e = bigger;
+        *cap = *cap ? 2 * *cap : 64;
     }
-    return buf;
+    size_t len = strlen(entry);
+    ModelEntry *m = &(*e)[*n];
+    *m = (ModelEntry){strndup(entry, len > 5 && strcmp(entry + len - 5, ".json") == 0 ? len - 5 : len), path, 0};
+    if (!m->name) {
+        free(path);
+        return -1;
+    }
+    for (size_t i = 0; i < *n && !m->shadowed; i++) m->shadowed = strcmp((*e)[i].name, m->name) == 0;
+    ++*n;
+    return 0;
+}
+
+// Appends search folder dir's models to the n entries of *e, in name order.
+static int folder_entries(const char *dir, ModelEntry **e, size_t *n, size_t *cap) {
+    struct dirent **names = NULL;
+    int count = scandir(dir, &names, NULL, by_name), rc = 0;  // as many as there are: no cap
+    for (int i = 0; i < count; i++) {
+        char *path = NULL;
+        int got = rc ? 0 : model_entry(dir, names[i]->d_name, &path);
+        rc = got < 0 ? -1 : got ? add_entry(e, n, cap, names[i]->d_name, path) : rc;
+        free(names[i]);
+    }
+    free(names);
+    return rc;
+}
+
+int model_entries(ModelEntry **e, size_t *n) {
+    char *search = model_search_path(), *save = NULL;
+    size_t cap = 0;
+    int rc = search ? 0 : -1;
+    *e = NULL;
+    *n = 0;
+    for (char *dir = rc ? NULL : strtok_r(search, ":", &save); dir && !rc; dir = strtok_r(NULL, ":", &save))
+        rc = folder_entries(dir, e, n, &cap);
+    free(search);
+    return rc;
+}
+
+void model_entries_free(ModelEntry *e, size_t n) {
+    for (size_t i = 0; e && i < n; i++) {
+        free(e[i].name);
+        free(e[i].path);
+    }
+    free(e);
+}
+
+// "no such model", with the names -m takes (each once) and the folders searched.
+static int no_such_model(const char *from_env, const char *name) {
+    ModelEntry *e = NULL;
+    size_t n = 0, len = 1;
+    int rc = model_entries(&e, &n);
+    for (size_t i = 0; i < n; i++) len += strlen(e[i].name) + 2;
+    char *names = rc ? NULL : malloc(len), *search = model_search_path(), *at = names;
+    for (size_t i = 0; names && i < n; i++)
+        if (!e[i].shadowed) at += sprintf(at, "%s%s", at == names ? "" : ", ", e[i].name);
+    if (names) *at = '\0';
+    msg_error("%s%s: no such model (models found: %s; searched %s)", from_env, name, names && *names ? names : "none",
+              search ? search : "(out of memory)");
+    model_entries_free(e, n);
+    free(names);
+    free(search);
+    return EXIT_DATA;
 }
 
 int load_model(const Options *o, NlModel **model) {
-    char buf[4400], names[1024], search[8192];
-    const char *path = model_path(o, buf, sizeof buf);
+    const char *env = getenv("NORMLAB_MODEL"), *name = model_name(o);
+    const char *from_env = !o->model && env && *env ? "NORMLAB_MODEL=" : "";
+    char *path = NULL;
+    int found = find_model(name, &path), rc = 0;
     struct stat st;
-    const char *env = getenv("NORMLAB_MODEL");
-    if (stat(path, &st) != 0 && errno == ENOENT && strchr(path, '/')) {
-        msg_error("%s%s: no such model (no file or folder at that path)",
-                  !o->model && env && *env ? "NORMLAB_MODEL=" : "", path);
-        return EXIT_DATA;
+    if (found < 0) msg_error("out of memory");
+    if (found) return found > 0 ? no_such_model(from_env, name) : EXIT_DATA;
+    if (stat(path, &st) != 0 && errno == ENOENT) {
+        msg_error("%s%s: no such model (no file or folder at that path)", from_env, path);
+        rc = EXIT_DATA;
+    } else {
+        NlError err;
+        NlLoadOptions lo = {o->no_mmap};
+        if (nl_model_load_with(model, path, &lo, &err) != 0) rc = fail(&err);
     }
-    if (stat(path, &st) != 0 && errno == ENOENT) {  // other failures (a path too long) are the loader's to name
-        msg_error("%s%s: no such model (models found: %s; searched %s)",
-                  !o->model && env && *env ? "NORMLAB_MODEL=" : "", path,
-                  *model_names(names, sizeof names) ? names : "none", model_search_path(search, sizeof search));
-        return EXIT_DATA;
-    }
-    NlError err;
-    NlLoadOptions lo = {o->no_mmap};
-    if (nl_model_load_with(model, path, &lo, &err) != 0) { return fail(&err); }
-    return 0;
+    free(path);
+    return rc;
 }
 
 // Creates a run state of `batch` sequences and up to blas_threads OpenBLAS threads per product;

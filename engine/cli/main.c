@@ -57,7 +57,8 @@ static int print_main_help(void) {
     for (size_t i = 0; i < N_COMMANDS; i++) ok &= printf("  %-10s %s\n", COMMANDS[i].name, COMMANDS[i].summary) > 0;
     ok &= printf("  %-10s %s\n\n", "help CMD", "the options of one command") > 0;
     ok &= printf("Models are named by path or by name (-m shakespeare-post-rms), looked up in $NORMLAB_MODELS,\n"
-                 "weights/ beside the binary, and the installed share/normlab/models ('normlab list').\n"
+                 "weights/ beside the binary, and the installed share/normlab/models ('normlab list'). A name\n"
+                 "with a '/' is a path; a bare name found in none of those folders is one in the working folder.\n"
                  "normlab --version prints the version. Exit status: 0 ok, 1 runtime or data error, 2 usage error.\n") >
           0;
     return check_stdout(ok);
