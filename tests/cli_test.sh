@@ -746,6 +746,50 @@ grep -q '"model":"twin"' "$TMP/out" && grep -q '"n_layer":4,' "$TMP/out" \
 grep -q '"model":"here.json","arch":"lstm"' "$TMP/out" && ok "-m FILE.json in the working folder still loads" \
     || bad "-m FILE.json" "$(head -c 200 "$TMP/out") $(cat "$TMP/err")"
 
+# Closed standard streams: a result meant for a closed stdout, or a text read from a closed stdin,
+# is an error before any work, not a silent success.
+CLOSED_OUT="normlab: cannot write to standard output: it is closed"
+CLOSED_IN="normlab: -: cannot read standard input: it is closed"
+# closed CODE MESSAGE NAME ARGS...: exit CODE and the one-line MESSAGE, with stdout and stdin closed
+# as the caller's redirection says (run through closed_out / closed_in).
+closed() {
+    local name=$1 want=$2 redir=$3; shift 3
+    case $redir in
+        out) "$BIN" "$@" >&- 2>"$TMP/err"; rc=$? ;;
+        in) "$BIN" "$@" <&- >"$TMP/out" 2>"$TMP/err"; rc=$? ;;
+    esac
+    if [ "$rc" -eq 1 ] && [ "$(cat "$TMP/err")" = "$want" ]; then ok "$name"
+    else bad "$name" "exit $rc: $(head -c 300 "$TMP/err")"; fi
+}
+closed "info, stdout closed" "$CLOSED_OUT" out info $M
+closed "info --json, stdout closed" "$CLOSED_OUT" out info $M --json
+closed "list, stdout closed" "$CLOSED_OUT" out list
+closed "logits, stdout closed" "$CLOSED_OUT" out logits $M -p ab
+closed "eval, stdout closed" "$CLOSED_OUT" out eval $M -f "$TMP/short.txt"
+closed "compare, stdout closed" "$CLOSED_OUT" out compare $FIX/ln-pre-bias.json -f "$TMP/short.txt" --repeats 1
+closed "profile, stdout closed" "$CLOSED_OUT" out profile $M -n 2
+closed "profile --trace -, stdout closed" "$CLOSED_OUT" out profile $M -n 2 -o "$TMP/p.txt" --trace -
+closed "generate, stdout closed" "$CLOSED_OUT" out generate $M -n 2 -s 1
+closed "--help, stdout closed" "$CLOSED_OUT" out --help
+closed "--version, stdout closed" "$CLOSED_OUT" out --version
+closed "help generate, stdout closed" "$CLOSED_OUT" out help generate
+closed "generate -f -, stdin closed" "$CLOSED_IN" in generate $M -f - -n 2 -s 1
+closed "logits -f -, stdin closed" "$CLOSED_IN" in logits $M -f -
+closed "profile -f -, stdin closed" "$CLOSED_IN" in profile $M -f - -n 2
+closed "eval --text -, stdin closed" "$CLOSED_IN" in eval $M --text -
+closed "compare -f -, stdin closed" "$CLOSED_IN" in compare $FIX/ln-pre-bias.json -f - --repeats 1
+NORMLAB_BLAS_PRETEND=Prescott "$BIN" info $M >&- 2>"$TMP/err"; rc=$?  # restarts on wider kernels where it can
+[ "$rc" -eq 1 ] && [ "$(cat "$TMP/err")" = "$CLOSED_OUT" ] \
+    && ok "a closed stdout is still known after normlab restarts itself" \
+    || bad "closed, restarted" "exit $rc: $(cat "$TMP/err")"
+"$BIN" info $M --json -o "$TMP/info.json" >&- 2>"$TMP/err"; rc=$?
+[ "$rc" -eq 0 ] && [ ! -s "$TMP/err" ] && grep -q '"n_layer":2' "$TMP/info.json" \
+    && ok "-o FILE works with stdout closed: the result does not need it" \
+    || bad "-o with stdout closed" "exit $rc: $(cat "$TMP/err")"
+"$BIN" generate $M -p ab -n 3 -s 1 -o "$TMP/gen3.txt" <&- >&- 2>"$TMP/err"; rc=$?
+[ "$rc" -eq 0 ] && [ "$(wc -m < "$TMP/gen3.txt")" -eq 5 ] \
+    && ok "generate -p -o FILE works with stdin and stdout closed" \
+    || bad "closed, not needed" "exit $rc: $(cat "$TMP/err")"
 
 echo "cli_test: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

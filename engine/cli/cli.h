@@ -51,7 +51,11 @@ typedef struct {
     int warmup;  // generate: one untimed pass over the prompt first
     char **models;  // compare: the positional model arguments
     int n_models;
+    int closed_std;  // CLOSED_STDIN | CLOSED_STDOUT | CLOSED_STDERR: closed at start (now /dev/null)
 } Options;
+
+// The standard descriptors found closed when normlab started (main.c reopens them on /dev/null).
+enum { CLOSED_STDIN = 1, CLOSED_STDOUT = 2, CLOSED_STDERR = 4 };
 
 // Option codes beyond the single-letter ones (m p f n s t o h).
 enum {
@@ -107,6 +111,11 @@ int exit_code(const NlError *err);  // NL_ERR_ARG: 2; every other code: 1
 int fail(const NlError *err);  // prints err's message; returns exit_code(err)
 const char *plural(size_t n);
 int check_stdout(int ok);
+// "cannot write to standard output: it is closed"; returns EXIT_DATA.
+int stdout_closed(void);
+// Before any work: EXIT_DATA with the message when the command's result is meant for a standard
+// output that was closed at start, or its text for a closed standard input ("-f -", "--text -").
+int check_std_streams(const Options *o);
 int print_text(const char *text);
 int available_cpus(void);
 const char *beside_binary(const char *rel, char *buf, size_t len);

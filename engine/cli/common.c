@@ -39,6 +39,25 @@ int check_stdout(int ok) {
     return EXIT_DATA;
 }
 
+int stdout_closed(void) {
+    msg_error("cannot write to standard output: it is closed");
+    return EXIT_DATA;
+}
+
+static int is_stdio(const char *path) { return path && strcmp(path, "-") == 0; }
+
+// coreutils' rule: a stream closed by the caller is an error to use, not an empty one (main.c put
+// /dev/null there only so that no file opened later lands on its descriptor).
+int check_std_streams(const Options *o) {
+    int to_stdout = !o->output || is_stdio(o->output) || is_stdio(o->trace_out) || is_stdio(o->csv_out);
+    if ((o->closed_std & CLOSED_STDOUT) && to_stdout) return stdout_closed();
+    if ((o->closed_std & CLOSED_STDIN) && (is_stdio(o->prompt_file) || is_stdio(o->text_file))) {
+        msg_error("-: cannot read standard input: it is closed");
+        return EXIT_DATA;
+    }
+    return 0;
+}
+
 // The CPUs this process may run on (sched_getaffinity), at least 1.
 int available_cpus(void) {
     cpu_set_t set;

@@ -81,65 +81,86 @@ static int unknown_command(const char *name) {
     return EXIT_USAGE;
 }
 
-// Across the re-execution below: the family OpenBLAS had picked before normlab asked for another.
+// Across the re-execution below: the family OpenBLAS had picked before normlab asked for another,
+// and the standard descriptors the first process found closed (it reopened them on /dev/null).
 #define CORE_FROM_ENV "NORMLAB_BLAS_CORE_FROM"
+#define CLOSED_FROM_ENV "NORMLAB_STD_CLOSED"
 
 // When OpenBLAS fell back to kernels narrower than the CPU offers, re-executes the program once with
 // OPENBLAS_CORETYPE set to the family the CPU supports (OpenBLAS reads it only when it loads). Never
 // when the variable is set already, or with NORMLAB_BLAS_AUTO=0. NORMLAB_BLAS_PRETEND=FAMILY acts as
 // if OpenBLAS had picked FAMILY (for tests on CPUs that OpenBLAS knows). The re-executed process
-// removes both variables again, so that programs it starts see the environment the user gave.
-static void select_blas_core(char **argv, BlasChoice *b) {
-    const char *env = getenv("OPENBLAS_CORETYPE"), *from = getenv(CORE_FROM_ENV);
+// removes the variables again, so that programs it starts see the environment the user gave.
+static void select_blas_core(char **argv, BlasChoice *b, int *closed) {
+    const char *env = getenv("OPENBLAS_CORETYPE"), *from = getenv(CORE_FROM_ENV), *fds = getenv(CLOSED_FROM_ENV);
     if (from && env) {  // re-executed: normlab set the variable
         snprintf(b->reported, sizeof b->reported, "%s", from);
         b->source = "normlab";
+        if (fds) *closed |= atoi(fds) & (CLOSED_STDIN | CLOSED_STDOUT | CLOSED_STDERR);
         unsetenv(CORE_FROM_ENV);
+        unsetenv(CLOSED_FROM_ENV);
         unsetenv("OPENBLAS_CORETYPE");
         return;
     }
     if (from) unsetenv(CORE_FROM_ENV);
+    if (fds) unsetenv(CLOSED_FROM_ENV);
     const char *pretend = getenv("NORMLAB_BLAS_PRETEND"), *opt = getenv("NORMLAB_BLAS_AUTO");
     snprintf(b->reported, sizeof b->reported, "%s", pretend && *pretend ? pretend : nl_blas_core());
     b->source = env && *env ? "environment" : "openblas";
     const char *choice = nl_blas_choose_core(b->reported, nl_cpu_features(), env, opt && strcmp(opt, "0") == 0);
-    if (!choice || setenv("OPENBLAS_CORETYPE", choice, 1) != 0 || setenv(CORE_FROM_ENV, b->reported, 1) != 0) return;
-    execv("/proc/self/exe", argv);
-    msg_error("warning: could not restart with OPENBLAS_CORETYPE=%s (%s); running on OpenBLAS's %s kernels", choice,
-              strerror(errno), b->reported);
+    if (!choice) return;
+    char mask[8];
+    snprintf(mask, sizeof mask, "%d", *closed);
+    if (setenv("OPENBLAS_CORETYPE", choice, 1) == 0 && setenv(CORE_FROM_ENV, b->reported, 1) == 0 &&
+        setenv(CLOSED_FROM_ENV, mask, 1) == 0) {
+        execv("/proc/self/exe", argv);
+        msg_error("warning: could not restart with OPENBLAS_CORETYPE=%s (%s); running on OpenBLAS's %s kernels", choice,
+                  strerror(errno), b->reported);
+    }
     unsetenv(CORE_FROM_ENV);
+    unsetenv(CLOSED_FROM_ENV);
     unsetenv("OPENBLAS_CORETYPE");
 }
 
 // Any of descriptors 0-2 that is closed is opened on /dev/null, so that no file the command opens
-// lands on it and receives its output or its diagnostics.
-static void open_std_fds(void) {
+// lands on it and receives its output or its diagnostics. Returns the CLOSED_* bits of those that were.
+static int open_std_fds(void) {
+    int closed = 0;
     for (int fd = 0; fd <= 2; fd++)
         if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+            closed |= 1 << fd;  // CLOSED_STDIN, CLOSED_STDOUT, CLOSED_STDERR
             int got = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
             if (got >= 0 && got != fd) close(got);  // cannot happen: open returns the lowest free fd
         }
+    return closed;
+}
+
+// Help (text, or NULL for `normlab --help`) to stdout, unless stdout was closed.
+static int print_help(int closed, const char *text) {
+    if (closed & CLOSED_STDOUT) return stdout_closed();
+    return text ? print_text(text) : print_main_help();
 }
 
 int main(int argc, char **argv) {
-    open_std_fds();
+    int closed = open_std_fds();
     BlasChoice blas = {"", "openblas"};
-    select_blas_core(argv, &blas);
+    select_blas_core(argv, &blas, &closed);
     if (argc < 2) {
         msg_error("usage: normlab COMMAND [options] (see 'normlab --help')");
         return EXIT_USAGE;
     }
     const char *name = argv[1];
-    if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) return print_main_help();
+    if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) return print_help(closed, NULL);
     if (strcmp(name, "--version") == 0 && argc > 2) {
         msg_error("--version takes no arguments, got '%s'", argv[2]);
         return EXIT_USAGE;
     }
-    if (strcmp(name, "--version") == 0) return check_stdout(printf("normlab %s\n", NL_VERSION) > 0);
+    if (strcmp(name, "--version") == 0)
+        return closed & CLOSED_STDOUT ? stdout_closed() : check_stdout(printf("normlab %s\n", NL_VERSION) > 0);
     if (strcmp(name, "help") == 0) {
-        if (argc < 3 || strcmp(argv[2], "help") == 0) return print_main_help();
+        if (argc < 3 || strcmp(argv[2], "help") == 0) return print_help(closed, NULL);
         const Command *h = find_command(argv[2]);
-        return h ? print_text(help_text(h)) : unknown_command(argv[2]);
+        return h ? print_help(closed, help_text(h)) : unknown_command(argv[2]);
     }
     const Command *cmd = find_command(name);
     if (!cmd && (strcmp(name, "-v") == 0 || strcmp(name, "-V") == 0)) {
@@ -161,9 +182,10 @@ int main(int argc, char **argv) {
                  .threads = 0,
                  .repeats = 5,
                  .samples = 1,
-                 .echo = 1};
+                 .echo = 1,
+                 .closed_std = closed};
     int rc = options_parse(&o, cmd, argc - 1, argv + 1);
-    if (rc < 0) return print_text(help_text(cmd));
+    if (rc < 0) return print_help(closed, help_text(cmd));
     if (rc) return rc;
     // Every command runs on all available CPUs by default but compare, whose speed columns are
     // measured one row at a time unless --threads asks for rows side by side.
@@ -176,5 +198,6 @@ int main(int argc, char **argv) {
         msg_usage(name, "%s", "--counters needs --profile");
         return EXIT_USAGE;
     }
-    return cmd->run(&o);
+    rc = check_std_streams(&o);
+    return rc ? rc : cmd->run(&o);
 }
