@@ -206,7 +206,16 @@ build/normlab.bash: normlab tools/make_completion.sh
 	@mkdir -p build
 	tools/make_completion.sh ./normlab > $@
 
-build/normlab.pc: engine/normlab.h Makefile
+# The PREFIX of the last build, rewritten only when it changes: normlab.pc, which embeds it, is remade
+# then (and only then), so that `make install PREFIX=B` after PREFIX=A installs B's file.
+build/prefix.stamp: FORCE
+	@mkdir -p build
+	@printf '%s\n' '$(PREFIX)' | cmp -s - $@ || printf '%s\n' '$(PREFIX)' > $@
+
+.PHONY: FORCE
+FORCE:
+
+build/normlab.pc: engine/normlab.h Makefile build/prefix.stamp
 	@mkdir -p build
 	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$${prefix}/lib' 'includedir=$${prefix}/include/normlab' '' \
 	    'Name: normlab' 'Description: a small transformer inference engine with switchable normalization' \

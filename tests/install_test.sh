@@ -1,7 +1,7 @@
 #!/bin/sh
 # tests/install_test.sh DESTDIR PREFIX — the installed normlab as a user meets it, from another
-# folder: a model by bare name, `list`, the man page, and a program built against the installed
-# header and library with pkg-config.
+# folder: a model by bare name, `list`, the man page, a program built against the installed header
+# and library with pkg-config, and a second install at another prefix.
 set -u
 root=$1 prefix=$2
 here=$(cd "$(dirname "$0")" && pwd)
@@ -34,6 +34,19 @@ if cc -std=c11 -Wall -Werror -o embed "$here/embed_example.c" $flags 2> cc.err; 
         && ok "an embedding program builds with pkg-config and runs" || bad "embed run" "$(cat embed.out)"
 else
     bad "embed build" "$(cat cc.err)"
+fi
+# A second install at another prefix, after the first: every generated file is remade for it, so its
+# normlab.pc names the second prefix. No DESTDIR, so that pkg-config reads the file as installed.
+second=$work/second
+if make -C "$here/.." --no-print-directory -s install PREFIX="$second" > second.log 2>&1; then
+    grep -qx "prefix=$second" "$second/lib/pkgconfig/normlab.pc" \
+        && ok "a second install's normlab.pc names its own prefix" \
+        || bad "second prefix" "$(grep '^prefix=' "$second/lib/pkgconfig/normlab.pc")"
+    printf '#include "normlab.h"\n' > inc.c
+    cc -fsyntax-only $(PKG_CONFIG_PATH="$second/lib/pkgconfig" pkg-config --cflags normlab) inc.c 2> cc.err \
+        && ok "pkg-config --cflags of the second install finds normlab.h" || bad "second cflags" "$(cat cc.err)"
+else
+    bad "second install" "$(tail -5 second.log)"
 fi
 echo "install_test: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
