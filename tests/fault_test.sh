@@ -83,5 +83,27 @@ run_case info "F:exact" info -m "$M" --json -o F
 run_case list "F:exact" list --json -o F
 run_case logits "F:exact" logits -m "$M" -p abab -o F
 run_case generate "F:exact" generate -m "$M" -p ab -n 20 --seed 3 -o F
+
+# compare's plots are renamed in with its other outputs: a failure at any of the renames leaves all
+# seven files (-o, --csv and the five plots) as they were.
+P="$TMP/plots"; mkdir -p "$P"
+plots="bits_per_char.png residual_rms.png branch_rms.png time_share.png state_norm.png"
+n=1
+while [ "$n" -le 7 ]; do
+    printf 'old F\n' > "$P/F"; printf 'old G\n' > "$P/G"
+    for p in $plots; do printf 'old %s\n' "$p" > "$P/$p"; done
+    (cd "$P" && FAULT_CALL=rename FAULT_N=$n LD_PRELOAD="$shim" "$bin" compare "$M" --text "$TMP/text.txt" \
+        --repeats 1 --json -o F --csv G --plot-dir . > /dev/null 2>&1)
+    rc=$? kept=0
+    for f in F G $plots; do [ "$(cat "$P/$f")" = "old $f" ] && kept=$((kept + 1)); done
+    [ "$rc" -ne 0 ] && [ "$kept" -eq 7 ] && [ "$(ls -A "$P" | wc -l)" -eq 7 ] \
+        && ok "compare --plot-dir: rename #$n fails: exit $rc, all 7 outputs as they were, nothing left" \
+        || bad "compare --plot-dir: rename #$n" "exit $rc, $kept of 7 kept: $(ls -A "$P")"
+    n=$((n + 1))
+done
+(cd "$P" && "$bin" compare "$M" --text "$TMP/text.txt" --repeats 1 --json -o F --csv G --plot-dir . > /dev/null 2>&1)
+kept=0
+for f in F G $plots; do [ "$(cat "$P/$f")" = "old $f" ] && kept=$((kept + 1)); done
+[ "$kept" -eq 0 ] && ok "compare --plot-dir unfaulted: all 7 outputs replaced" || bad "compare --plot-dir" "$kept kept"
 echo "fault_test: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

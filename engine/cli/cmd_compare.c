@@ -128,51 +128,62 @@ static int check_plot_tool(const char *cmd) {
     return 0;
 }
 
-// Draws the plots from json (the finished rows) into a temporary folder inside the plot directory
-// (made now if missing), then renames each into place. On failure nothing of it stays.
-// Draws the plots of the rows into a temporary folder inside the plot directory (made now if
-// missing), from a JSON file of the rows written there, then renames each plot into place. On
-// failure nothing of it stays.
+// The plots of one run: drawn into a temporary folder inside the plot directory, then adopted as
+// outputs, renamed in with the run's other files or not at all.
+typedef struct {
+    char tmp[PATH_MAX];  // the temporary folder, "" when none was made
+    int made;  // the plot directory was made by this run (removed again if the run fails)
+    OutFile files[N_PLOTS];
+} Plots;
+
+// Draws the plots of the rows into plots->tmp (made now inside the plot directory, which is made if
+// missing), from a JSON file of the rows written there, and adopts each as an output.
 static int run_plots(const Options *o, const NlCompareRow *rows, const char *const *labels, size_t n,
-                     const NlCompareInfo *info) {
-    char script[4400], tmp[PATH_MAX], json[PATH_MAX + 32], from[PATH_MAX + 32], to[PATH_MAX + 32];
-    int made = mkdir(o->plot_dir, 0777) == 0;
-    if (!made && errno != EEXIST) {
+                     const NlCompareInfo *info, Plots *plots) {
+    char script[4400], json[PATH_MAX + 32], from[PATH_MAX + 32], to[PATH_MAX + 32];
+    plots->made = mkdir(o->plot_dir, 0777) == 0;
+    if (!plots->made && errno != EEXIST) {
         msg_error("%s: cannot create: %s", o->plot_dir, strerror(errno));
         return EXIT_DATA;
     }
-    snprintf(tmp, sizeof tmp, "%s/.normlab-plots-XXXXXX", o->plot_dir);
-    if (!mkdtemp(tmp)) {
+    snprintf(plots->tmp, sizeof plots->tmp, "%s/.normlab-plots-XXXXXX", o->plot_dir);
+    if (!mkdtemp(plots->tmp)) {
         msg_error("%s: cannot write: %s", o->plot_dir, strerror(errno));
-        if (made) rmdir(o->plot_dir);
+        plots->tmp[0] = '\0';
         return EXIT_DATA;
     }
-    snprintf(json, sizeof json, "%s/rows.json", tmp);
+    snprintf(json, sizeof json, "%s/rows.json", plots->tmp);
     FILE *f = fopen(json, "w");
     int ok = f && nl_report_compare_json(f, rows, labels, n, info) == 0;
     if (f && fclose(f) != 0) ok = 0;
     if (!ok) msg_error("%s: cannot write the rows for the plots", o->plot_dir);
-    char *argv[] = {"/usr/bin/python3", (char *)plot_script(script, sizeof script), json, tmp, NULL};
+    char *argv[] = {"/usr/bin/python3", (char *)plot_script(script, sizeof script), json, plots->tmp, NULL};
     if (ok && spawn_wait(argv) != 0) {
         msg_error("tools/plot_compare.py failed; no plot was written");
         ok = 0;
     }
     for (size_t i = 0; ok && i < N_PLOTS; i++) {
-        snprintf(from, sizeof from, "%s/%s", tmp, PLOTS[i]);
+        snprintf(from, sizeof from, "%s/%s", plots->tmp, PLOTS[i]);
         snprintf(to, sizeof to, "%s/%s", o->plot_dir, PLOTS[i]);
-        if (rename(from, to) != 0) {
-            msg_error("%s: cannot replace: %s", to, strerror(errno));
-            ok = 0;
-        }
+        ok = out_adopt(&plots->files[i], from, to) == 0;
     }
-    for (size_t i = 0; i < N_PLOTS; i++) {
-        snprintf(from, sizeof from, "%s/%s", tmp, PLOTS[i]);
-        unlink(from);
-    }
-    unlink(json);
-    rmdir(tmp);
-    if (!ok && made) rmdir(o->plot_dir);
     return ok ? 0 : EXIT_DATA;
+}
+
+// After the outputs are finished: the temporary folder goes (the plots in it were renamed out or
+// are removed), and a plot directory this run made goes too when the run failed.
+static void plots_cleanup(const Options *o, Plots *plots, int ok) {
+    char path[PATH_MAX + 32];
+    for (size_t i = 0; plots->tmp[0] && i < N_PLOTS; i++) {
+        snprintf(path, sizeof path, "%s/%s", plots->tmp, PLOTS[i]);
+        unlink(path);
+    }
+    if (plots->tmp[0]) {
+        snprintf(path, sizeof path, "%s/rows.json", plots->tmp);
+        unlink(path);
+        rmdir(plots->tmp);
+    }
+    if (!ok && plots->made) rmdir(o->plot_dir);
 }
 
 int cmd_compare(Options *o) {
@@ -205,6 +216,7 @@ int cmd_compare(Options *o) {
     if (!rc0 && o->plot_dir) rc0 = check_plot_tool(o->cmd);
     if (rc0) return rc0;
     OutFile out = {0}, csv_o = {0};
+    Plots plots = {0};
     char(*shown)[512] = NULL;  // escaped labels for the table
     char *text = NULL;
     size_t len = 0, n_rows = 0;
@@ -239,14 +251,13 @@ int cmd_compare(Options *o) {
                           o->repeats, o->invariance};
     shown = o->json ? NULL : calloc(n_rows ? n_rows : 1, sizeof *shown);
     for (size_t i = 0; shown && i < n_rows; i++) labels[i] = msg_escape(shown[i], sizeof shown[i], labels[i]);
-    // Every file is written and flushed before the plots are renamed in, and stdout comes last, so
-    // that a failure leaves the old plots and an empty stdout.
+    // The files, the plots and held stdout are finished together at the end: all in place or none.
     if (csv_o.f && (nl_report_compare_csv(csv_o.f, rows, labels, n_rows, &info) != 0 || fflush(csv_o.f) == EOF)) {
         msg_error("%s: write failed: %s", o->csv_out, strerror(errno));
         rc = EXIT_DATA;
     }
     for (int pass = 0; pass < 2 && !rc; pass++) {  // pass 0: a file (-o); then the plots; pass 1: stdout
-        if (pass == 1 && o->plot_dir) rc = run_plots(o, rows, labels, n_rows, &info);
+        if (pass == 1 && o->plot_dir) rc = run_plots(o, rows, labels, n_rows, &info, &plots);
         if (rc || (pass == 0) == (out.direct != 0)) continue;
         int bad = o->json ? nl_report_compare_json(out.f, rows, labels, n_rows, &info)
                           : nl_report_compare_text(out.f, rows, labels, n_rows, &info);
@@ -257,8 +268,10 @@ int cmd_compare(Options *o) {
     }
 cleanup:
     free(shown);
-    OutFile *const outputs[2] = {&csv_o, &out};
-    if (out_finish_all(outputs, 2, rc == 0) != 0) rc = EXIT_DATA;
+    OutFile *outputs[2 + N_PLOTS] = {&csv_o, &out};
+    for (size_t i = 0; i < N_PLOTS; i++) outputs[2 + i] = &plots.files[i];
+    if (out_finish_all(outputs, 2 + N_PLOTS, rc == 0) != 0) rc = EXIT_DATA;
+    plots_cleanup(o, &plots, rc == 0);
     for (int i = 0; models && i < o->n_models; i++) nl_model_free(models[i]);
     for (int i = 0; ids && i < o->n_models; i++) free(ids[i]);
     free(models);

@@ -294,6 +294,28 @@ int out_open(OutFile *o, const char *path) { return open_output(o, path, 0); }
 
 int out_open_held(OutFile *o, const char *path) { return open_output(o, path, 1); }
 
+int out_adopt(OutFile *o, const char *written, const char *dest) {
+    memset(o, 0, sizeof *o);
+    o->path = dest;
+    o->fd = -1;
+    int fd = open(written, O_RDONLY | O_CLOEXEC);
+    int synced = fd >= 0 && fsync(fd) == 0;
+    int err = errno;
+    if (fd >= 0) close(fd);
+    snprintf(o->tmp, sizeof o->tmp, "%s", written);
+    if (!synced) {
+        msg_error("%s: cannot sync to disk: %s", written, strerror(err));
+        return EXIT_DATA;
+    }
+    char dir[PATH_MAX], name[NAME_MAX + 1], why[PATH_MAX + 128];
+    if (split_resolved(landing(dest, o->dest), dir, name, why, sizeof why) != 0) {
+        msg_error("%s", why);
+        return EXIT_DATA;
+    }
+    snprintf(o->dest, sizeof o->dest, "%s/%s", dir, name);
+    return 0;
+}
+
 // Flushes and closes one output (a temporary file fsynced first: its bytes on disk before any rename).
 static int close_output(OutFile *o, int ok) {
     if (!o->f) return 0;

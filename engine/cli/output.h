@@ -58,6 +58,10 @@ int out_open(OutFile *o, const char *path);
 // As out_open, but "-" is held in memory and reaches standard output only after out_finish_all has
 // put every file output in place (a command's table printed after its --trace file).
 int out_open_held(OutFile *o, const char *path);
+// Takes a file another program has written, `written` (in dest's folder, on the same file system), as
+// the temporary file of the output dest: fsynced now, renamed over dest by out_finish_all with the
+// command's other outputs, or removed. Returns 0, or 1 with the reason printed.
+int out_adopt(OutFile *o, const char *written, const char *dest);
 // Finishes the outputs of one command together (see above): with ok, each is flushed, fsynced and
 // closed, then all are renamed into place or none is, then held standard output is written; without
 // ok, or on any failure, every temporary file is removed. Unopened outputs are skipped. Returns 0, or
