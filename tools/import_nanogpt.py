@@ -30,10 +30,8 @@ anything, so the importer accepts exactly what normlab loads: the rules are stat
 """
 import argparse
 import hashlib
-import io
 import json
 import os
-import pickle
 import sys
 
 import numpy as np
@@ -45,14 +43,6 @@ import torchzip  # noqa: E402
 from nltool import ToolError  # noqa: E402
 
 ARGS = ("n_layer", "n_head", "n_embd", "block_size", "bias", "vocab_size")
-
-
-class PlainUnpickler(pickle.Unpickler):
-    """Builds only what pickle makes without classes (dict, list, str, int, ...): any class or
-    function the file names is refused instead of imported."""
-
-    def find_class(self, module, name):
-        raise ToolError(f"meta.pkl names {module}.{name}; only plain dicts, strings and numbers are read")
 
 
 def load_checkpoint(path):
@@ -89,13 +79,10 @@ def load_vocab(meta_path, vocab_size):
     """The list of characters, index = token id, from meta.pkl's itos. Which characters a vocabulary
     may hold (no duplicates, no NUL) is the engine's rule, checked on the written model; what cannot
     even be written as UTF-8 (a lone surrogate) is refused here."""
-    with open(meta_path, "rb") as f:
-        try:
-            meta = PlainUnpickler(io.BytesIO(f.read())).load()
-        except ToolError:
-            raise
-        except Exception as e:  # any malformed pickle: pickle raises many kinds
-            raise ToolError(f"{meta_path}: not a readable pickle: {type(e).__name__}: {str(e)[:120]}")
+    try:
+        meta = torchzip.load_plain(meta_path)
+    except torchzip.CheckpointError as e:
+        raise ToolError(str(e))
     if not isinstance(meta, dict) or not isinstance(meta.get("itos"), dict):
         raise ToolError(f"{meta_path}: expected a dict with \"itos\" (nanoGPT's prepare.py writes one)")
     itos = meta["itos"]

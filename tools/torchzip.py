@@ -16,7 +16,8 @@ the names a checkpoint of tensors and plain containers needs, to stand-ins of it
 - torch.<Type>Storage and torch.UntypedStorage (markers for the storages' element types).
 
 Any other name is refused before anything is built (CheckpointError naming it), so nothing from
-the file runs. Storages are read from the zip and checked: a known element type, a size that
+the file runs. load_plain() reads a plain pickle (nanoGPT's meta.pkl) with an unpickler that
+resolves no name at all. Storages are read from the zip and checked: a known element type, a size that
 matches the entry, little-endian. Tensors come back as numpy arrays (bfloat16 as float32); torch
 is not needed to read a checkpoint. to_torch() turns the arrays back into tensors where a caller
 needs them (train.py --resume).
@@ -170,6 +171,31 @@ def load(path):
         except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, IndexError, KeyError,
                 MemoryError, OverflowError, RecursionError, zipfile.BadZipFile, OSError) as e:
             raise CheckpointError(f"{path}: not a readable checkpoint: {type(e).__name__}: {str(e)[:120]}")
+
+
+class _PlainUnpickler(pickle.Unpickler):
+    """Builds only what pickle makes without naming anything (dict, list, tuple, str, int, float,
+    bool, None, bytes): every class or function the file names is refused."""
+
+    def find_class(self, module, name):
+        raise CheckpointError(f"it names {module}.{name}; only plain dicts, lists, strings and numbers are read")
+
+
+def load_plain(path):
+    """A plain pickle (nanoGPT's meta.pkl): its dicts, lists, strings and numbers, and nothing it names."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_PICKLE_BYTES + 1)
+    except OSError as e:
+        raise CheckpointError(f"{path}: cannot read: {e.strerror or e}")
+    if len(data) > MAX_PICKLE_BYTES:
+        raise CheckpointError(f"{path}: more than {MAX_PICKLE_BYTES} bytes")
+    try:
+        return _PlainUnpickler(io.BytesIO(data)).load()
+    except CheckpointError as e:
+        raise CheckpointError(f"{path}: {e}")
+    except Exception as e:  # noqa: BLE001 - a malformed pickle raises many kinds; each becomes one line
+        raise CheckpointError(f"{path}: not a readable pickle: {type(e).__name__}: {str(e)[:120]}")
 
 
 def to_torch(obj):
