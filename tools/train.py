@@ -32,6 +32,7 @@ Dimension letters: B batch, T context, D width, H heads, F MLP width, V vocabula
 E embedding width, S state width.
 """
 import argparse
+import datetime
 import hashlib
 import json
 import math
@@ -323,6 +324,8 @@ def parse_args(argv):
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
                    help="cpu (distributed: gloo) or cuda (distributed: nccl, one GPU per process)")
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--dist-timeout", type=float, default=300, metavar="SECONDS",
+                   help="under torchrun: how long the rendezvous and each collective wait for the other processes")
     return p.parse_args(argv)
 
 
@@ -344,12 +347,30 @@ def get_batch(data, a, gen, rank=0, world=1):
 
 
 class Dist:
-    """The process group under torchrun (WORLD_SIZE set), else one process alone."""
+    """The process group under torchrun (WORLD_SIZE set), else one process alone.
+
+    The rendezvous and every collective give up after --dist-timeout seconds: a rank whose peer
+    exited, or hangs, ends with a one-line message on stderr and exit status 1 (and torchrun then
+    stops the others), where PyTorch's default would wait 30 minutes. A process of a group ends in
+    close() or fail(), by os._exit after flushing its output, never by the interpreter's teardown:
+    there, the last reference to the ProcessGroupGloo (DDP's reducer) is dropped with the GIL held
+    and its destructor joins the gloo worker threads, while one of them may still be freeing a
+    finished work whose tensor has a Python object, which takes the GIL: a deadlock (seen under
+    load: rank 1 stuck in ~ProcessGroupGloo's join, a gloo worker waiting for the GIL). torchrun
+    then waits for that rank for ever, rank 0 having exited 0, and the rank's TCPStore client
+    thread spins at 100% CPU once rank 0, which hosts the store, is gone.
+
+    Test-only: NORMLAB_TEST_FAULT=RANK:STEP:exit|hang makes rank RANK, before the all_reduce of
+    the loss of this run's STEPth step, exit 0 without a word (a peer gone, which torchrun does not
+    see as a failure) or sleep (a peer that hangs). tests/ddp_test.py checks the other fails fast."""
+
+    MARKS = ("gloo", "nccl", "c10d", "tcpstore", "connection", "broken pipe", "timed out", "timeout")
 
     def __init__(self, a):
         self.world = int(os.environ.get("WORLD_SIZE", "1"))
         self.rank = int(os.environ.get("RANK", "0"))
         self.local = int(os.environ.get("LOCAL_RANK", "0"))
+        self.timeout, self.steps, self.fault = a.dist_timeout, 0, None
         if a.device == "cuda":
             if not torch.cuda.is_available():
                 sys.exit("train.py: --device cuda, but PyTorch sees no GPU")
@@ -358,23 +379,58 @@ class Dist:
         if self.world > 1:
             if a.batch_size % self.world:
                 sys.exit(f"train.py: --batch-size {a.batch_size} is not divisible by {self.world} processes")
-            torch.distributed.init_process_group("nccl" if a.device.startswith("cuda") else "gloo")
+            if os.environ.get("NORMLAB_TEST_FAULT"):
+                r, s, how = os.environ["NORMLAB_TEST_FAULT"].split(":")
+                self.fault = (int(r), int(s), how)
+            sys.excepthook = self._uncaught  # DDP's own collectives (its broadcast, backward's all_reduce)
+            try:
+                torch.distributed.init_process_group("nccl" if a.device.startswith("cuda") else "gloo",
+                                                     timeout=datetime.timedelta(seconds=a.dist_timeout))
+            except RuntimeError as e:
+                self.fail("joining the process group", e)
+
+    def fail(self, what, err):
+        """End this process of the group: one line on stderr, exit status 1, no teardown (see above)."""
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        print(f"train.py: rank {self.rank} of {self.world}: {what} failed after at most --dist-timeout "
+              f"{self.timeout:g} s (a peer exited or hangs): {first}", file=sys.stderr)
+        self.close(1)
+
+    def _uncaught(self, kind, err, tb):
+        if issubclass(kind, RuntimeError) and any(m in str(err).lower() for m in self.MARKS):
+            self.fail("a collective", err)
+        sys.__excepthook__(kind, err, tb)  # not the process group's: the whole traceback
+        self.close(1)
 
     def mean(self, value):
         """The mean of a float over every process (the global batch's loss from the shares')."""
         if self.world == 1:
             return value
+        self.steps += 1
+        if self.fault and self.fault[:2] == (self.rank, self.steps):
+            if self.fault[2] == "exit":
+                os._exit(0)
+            time.sleep(3600)
         t = torch.tensor([value], dtype=torch.float64)
-        torch.distributed.all_reduce(t)
+        try:
+            torch.distributed.all_reduce(t)
+        except RuntimeError as e:
+            self.fail(f"the all_reduce of the loss (this run's step {self.steps})", e)
         return t.item() / self.world
 
     def barrier(self):
         if self.world > 1:
-            torch.distributed.barrier()
+            try:
+                torch.distributed.barrier()
+            except RuntimeError as e:
+                self.fail("the closing barrier", e)
 
-    def close(self):
+    def close(self, code=0):
+        """In a group: end the process with `code` (os._exit after flushing; see above). Alone: return."""
         if self.world > 1:
-            torch.distributed.destroy_process_group()
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
 
 
 def stream_batch(data, a, step, rank=0, world=1):
@@ -535,7 +591,7 @@ def main(argv):
             if lead:
                 write_diverged(a, log, step, wall_before + time.time() - t0)
             dist.barrier()
-            dist.close()
+            dist.close(3)
             sys.exit(3)
         log["train"].append([step, round(loss_value, 5)])
         if bar is not None:
