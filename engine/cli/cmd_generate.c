@@ -15,6 +15,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli.h"
+#include "jsonx.h"
 #include "report.h"
 
 const char *const HELP_GENERATE =
@@ -152,9 +153,9 @@ static void add_timings(cJSON *o, const NlGenerateStats *st, int streams) {
 }
 
 static int print_json(FILE *out, cJSON *o) {
-    char *line = cJSON_PrintUnformatted(o);
+    char *line = nl_jsonx_print(o, 0);  // the one JSON printer: bytes that are not UTF-8 become U+FFFD
     int ok = line && fprintf(out, "%s\n", line) > 0;
-    cJSON_free(line);
+    free(line);
     cJSON_Delete(o);
     return ok;
 }
