@@ -7,7 +7,7 @@
 CC ?= cc
 # snprintf into fixed message buffers truncates on purpose, so that warning is off.
 WARN = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-format-truncation
-BASE_CFLAGS = -std=c11 -O2 -g $(WARN) -Iengine -Iengine/cli -Itokenizer
+BASE_CFLAGS = -std=c11 -O2 -g $(WARN) -Iengine -Iengine/lab -Iengine/cli -Itokenizer
 SAN_FLAGS = -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all -fno-omit-frame-pointer
 # Evaluated in recipes only, after `deps` has installed pkg-config and the libraries.
 PKG_CFLAGS = $(shell pkg-config --cflags openblas libcjson)
@@ -15,10 +15,10 @@ PKG_LIBS = $(shell pkg-config --libs openblas libcjson) -lm -pthread
 
 LIB_SRC = engine/nl_error.c engine/model.c engine/safetensors.c engine/jsonx.c engine/fileio.c engine/kernels.c \
           engine/forward.c engine/sampler.c engine/generate.c engine/eval.c engine/parallel.c engine/blascore.c \
-          engine/profile.c engine/report.c engine/stats.c engine/compare.c engine/rnn.c tokenizer/tokenizer.c
-HEADERS = $(wildcard engine/*.h engine/cli/*.h tokenizer/*.h tests/*.h)
+          engine/lab/profile.c engine/lab/stats.c engine/lab/compare.c engine/rnn.c tokenizer/tokenizer.c
+HEADERS = $(wildcard engine/*.h engine/lab/*.h engine/cli/*.h tokenizer/*.h tests/*.h)
 CLI_SRC = engine/cli/main.c engine/cli/options.c engine/cli/common.c engine/cli/cmd_generate.c engine/cli/cmd_eval.c \
-          engine/cli/cmd_compare.c engine/cli/cmd_info.c engine/cli/output.c engine/cli/msg.c
+          engine/cli/cmd_compare.c engine/cli/cmd_info.c engine/cli/output.c engine/cli/msg.c engine/cli/report.c
 TESTS = test_tokenizer test_kernels test_sampler test_loader test_forward test_golden test_profile test_compare \
         test_parallel test_rnn
 FUZZERS = safetensors config tokenizer inline prompt
@@ -47,10 +47,10 @@ build/san/%.o: %.c $(HEADERS)
 	$(CC) $(BASE_CFLAGS) $(VEC_FLAGS) $(SAN_FLAGS) $(PKG_CFLAGS) -c $< -o $@
 
 build/rel/libnormlab.a: $(LIB_SRC:%.c=build/rel/%.o)
-	ar rcs $@ $^
+	rm -f $@ && ar rcs $@ $^
 
 build/san/libnormlab.a: $(LIB_SRC:%.c=build/san/%.o)
-	ar rcs $@ $^
+	rm -f $@ && ar rcs $@ $^
 
 build/libnormlab.a: build/rel/libnormlab.a
 	cp $< $@
@@ -66,6 +66,10 @@ build/rel/tests/%: build/rel/tests/%.o build/rel/tests/check.o build/rel/tests/r
 
 build/san/tests/%: build/san/tests/%.o build/san/tests/check.o build/san/tests/ref_forward.o build/san/libnormlab.a
 	$(CC) $(SAN_FLAGS) $^ $(PKG_LIBS) -o $@
+
+# The report writers are the command line's (presentation); the tests of the reports link them too.
+build/rel/tests/test_profile build/rel/tests/test_compare: build/rel/engine/cli/report.o
+build/san/tests/test_profile build/san/tests/test_compare: build/san/engine/cli/report.o
 
 .SECONDARY:
 
@@ -116,7 +120,7 @@ eval-models: all
 
 # ---- fuzzing: libFuzzer harnesses (clang), and their corpora replayed by `make test`
 FUZZ_SECONDS ?= 60
-FUZZ_FLAGS = -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Iengine -Itokenizer
+FUZZ_FLAGS = -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Iengine -Iengine/lab -Itokenizer
 
 build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(LIB_SRC) $(HEADERS)
 	@mkdir -p $(dir $@)
@@ -227,7 +231,7 @@ install: all build/libnormlab.a build/normlab.1 build/normlab.bash build/normlab
 	    $(DESTDIR)$(DATADIR)/man/man1 $(DESTDIR)$(DATADIR)/bash-completion/completions $(DESTDIR)$(DATADIR)/normlab
 	install -m 755 normlab $(DESTDIR)$(BINDIR)/normlab
 	install -m 644 build/libnormlab.a $(DESTDIR)$(LIBDIR)/libnormlab.a
-	install -m 644 engine/normlab.h engine/normlab_lab.h engine/nl_error.h tokenizer/tokenizer.h $(DESTDIR)$(INCLUDEDIR)/
+	install -m 644 engine/normlab.h engine/lab/normlab_lab.h engine/nl_error.h tokenizer/tokenizer.h $(DESTDIR)$(INCLUDEDIR)/
 	install -m 644 build/normlab.pc $(DESTDIR)$(LIBDIR)/pkgconfig/normlab.pc
 	install -m 644 build/normlab.1 $(DESTDIR)$(DATADIR)/man/man1/normlab.1
 	install -m 644 build/normlab.bash $(DESTDIR)$(DATADIR)/bash-completion/completions/normlab
