@@ -54,7 +54,7 @@ int nl_sampler_create(NlSampler **out, int vocab_size, NlSamplerParams params, u
     if (vocab_size < 1 || !(params.temperature >= 0.0 && params.temperature <= 1e300) || params.top_k < 0 ||
         !(params.top_p > 0.0 && params.top_p <= 1.0)) {  // written so that NaN fails too
         nl_error(err, NL_ERR_ARG,
-                 "sampler: need vocab_size >= 1, a finite temperature >= 0, top_k >= 0 and top_p in (0, 1]; "
+                 "sampler: need vocab_size >= 1, a temperature in [0, 1e300], top_k >= 0 and top_p in (0, 1]; "
                  "got %d, %g, %d, %g",
                  vocab_size, params.temperature, params.top_k, params.top_p);
         return -1;

@@ -1,4 +1,6 @@
 // test_sampler.c — the kept sets of top-k and top-p, empirical frequencies, seeds, bad logits.
+#include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -218,6 +220,199 @@ static void bad_parameters_are_refused(void) {
     nl_sampler_free(s);
 }
 
+// ---- the bounds the sampler accepts (normlab.h: temperature 0 = greedy, else finite and at most
+// 1e300 as nl_sampler_create checks; top_k >= 0, 0 off, above V everything; top_p in (0, 1], 1 off)
+
+// The candidates of params on logits (V), copied out; returns their count.
+static int cands_of(NlSamplerParams params, const float *logits, int V, int *ids_out, double *probs_out) {
+    NlSampler *s = NULL;
+    NlError err;
+    if (nl_sampler_create(&s, V, params, 1, &err) != 0) {
+        CHECK(0, "%s", err.msg);
+        return -1;
+    }
+    const int *ids;
+    const double *probs;
+    int n = nl_sampler_candidates(s, logits, &ids, &probs);
+    for (int i = 0; i < n; i++) {
+        ids_out[i] = ids[i];
+        probs_out[i] = probs[i];
+    }
+    nl_sampler_free(s);
+    return n;
+}
+
+// Draws `draws` tokens with seeds 1.. (a sampler each) and counts how many differ from `want`.
+static int draws_other_than(NlSamplerParams params, const float *logits, int V, int want, int draws) {
+    int other = 0;
+    for (int d = 0; d < draws; d++) {
+        NlSampler *s = NULL;
+        NlError err;
+        if (nl_sampler_create(&s, V, params, (uint64_t)d + 1, &err) != 0) return draws;
+        other += nl_sampler_sample(s, logits) != want;
+        nl_sampler_free(s);
+    }
+    return other;
+}
+
+// The lowest positive temperatures the API accepts (the smallest subnormal, 1e-300, and the CLI's
+// 1e-4) on logits of +-80 and +-1e4, whose exp(l / t) overflows unless the largest is subtracted
+// first: every probability finite, the argmax's exactly 1, every draw the greedy token. Near-ties
+// one float step apart (at 1e4) still separate at the two lowest; at 1e-4 they are the softmax's
+// exp(-step / t) apart, as the formula says, not greedy.
+static void lowest_temperatures_choose_as_greedy_without_overflow(void) {
+    const float big[2][5] = {{-80.0f, 80.0f, 79.0f, 0.0f, -79.0f}, {1e4f, -1e4f, 9999.0f, 0.0f, -9999.0f}};
+    const int argmax[2] = {1, 0};
+    const double temps[3] = {4.9406564584124654e-324, 1e-300, 1e-4};
+    int ids[5];
+    double p[5];
+    for (int t = 0; t < 3; t++)
+        for (int l = 0; l < 2; l++) {
+            NlSamplerParams params = {temps[t], 0, 1.0};
+            int n = cands_of(params, big[l], 5, ids, p), finite = 1;
+            for (int i = 0; i < n; i++) finite &= isfinite(p[i]) && (i == 0 ? p[i] == 1.0 : p[i] == 0.0);
+            CHECK(n == 5 && ids[0] == argmax[l] && finite, "T=%g logits %d: %d candidates, first %d with p %g",
+                  temps[t], l, n, n > 0 ? ids[0] : -1, n > 0 ? p[0] : -1.0);
+            CHECK(draws_other_than(params, big[l], 5, argmax[l], 200) == 0, "T=%g logits %d: a draw was not greedy",
+                  temps[t], l);
+        }
+    const float near[3] = {1e4f, nextafterf(1e4f, 0.0f), 0.0f};  // 1e4 and the float just below it
+    for (int t = 0; t < 2; t++) {
+        NlSamplerParams params = {temps[t], 0, 1.0};
+        int n = cands_of(params, near, 3, ids, p);
+        CHECK(n == 3 && ids[0] == 0 && p[0] == 1.0 && p[1] == 0.0, "T=%g: a one-step near-tie splits", temps[t]);
+        CHECK(draws_other_than(params, near, 3, 0, 200) == 0, "T=%g: a near-tie draw was not greedy", temps[t]);
+    }
+    double ratio = exp(-(1e4 - (double)near[1]) / 1e-4);  // |got - want| <= 1e-12 * want: doubles throughout
+    int n = cands_of((NlSamplerParams){1e-4, 0, 1.0}, near, 3, ids, p);
+    CHECK(n == 3 && ids[0] == 0 && ids[1] == 1 && fabs(p[1] / p[0] - ratio) <= 1e-12 * ratio,
+          "T=1e-4: p1/p0 = %.15g, exp(-step/T) = %.15g", n == 3 ? p[1] / p[0] : -1.0, ratio);
+    // Exact ties at the maximum: greedy takes the lowest id; any temperature above 0, however small,
+    // is the softmax's limit and splits the mass evenly between them (candidates in id order).
+    const float tie[4] = {-1e4f, 1e4f, 1e4f, 0.0f};
+    n = cands_of((NlSamplerParams){temps[0], 0, 1.0}, tie, 4, ids, p);
+    CHECK(n == 4 && ids[0] == 1 && ids[1] == 2 && p[0] == 0.5 && p[1] == 0.5 && p[2] == 0.0,
+          "tied maxima at the lowest temperature: ids %d %d, p %g %g", ids[0], ids[1], p[0], p[1]);
+    int other = draws_other_than((NlSamplerParams){temps[0], 0, 1.0}, tie, 4, 1, 400);
+    CHECK(other > 140 && other < 260, "tied maxima: id 2 drawn %d times of 400 (half, within 6 sigma)", other);
+    const double zeros[2] = {0.0, -0.0};
+    for (int z = 0; z < 2; z++) {
+        n = cands_of((NlSamplerParams){zeros[z], 0, 1.0}, tie, 4, ids, p);
+        CHECK(n == 1 && ids[0] == 1 && p[0] == 1.0, "temperature %g is greedy, lowest id of the tie", zeros[z]);
+    }
+    const float extreme[3] = {-FLT_MAX, FLT_MAX, 0.0f};  // their difference overflows a float
+    n = cands_of((NlSamplerParams){1.0, 0, 1.0}, extreme, 3, ids, p);
+    CHECK(n == 3 && ids[0] == 1 && p[0] == 1.0 && p[1] == 0.0 && p[2] == 0.0, "logits +-FLT_MAX: p %g %g %g", p[0],
+          p[1], p[2]);
+}
+
+// The largest temperature accepted, 1e300, flattens logits of +-1e4 to the uniform distribution;
+// the next double above it, and DBL_MAX, are refused with the sampler's message.
+static void highest_temperature_is_uniform_and_the_next_is_refused(void) {
+    const float logits[4] = {1e4f, -1e4f, 0.0f, 5.0f};
+    int ids[4];
+    double p[4], worst = 0.0;
+    int n = cands_of((NlSamplerParams){1e300, 0, 1.0}, logits, 4, ids, p);
+    for (int i = 0; i < n; i++) worst = fmax(worst, fabs(p[i] - 0.25));
+    CHECK(n == 4 && worst <= 1e-12, "T=1e300: %d candidates, max |p - 1/4| = %g (tolerance 1e-12)", n, worst);
+    const double above[2] = {nextafter(1e300, INFINITY), DBL_MAX};
+    for (int i = 0; i < 2; i++) {
+        NlSampler *s = (NlSampler *)&s;
+        NlError err = {NL_OK, ""};
+        CHECK(nl_sampler_create(&s, 4, (NlSamplerParams){above[i], 0, 1.0}, 1, &err) != 0 && s == NULL &&
+                  err.code == NL_ERR_ARG && strstr(err.msg, "a temperature in [0, 1e300]"),
+              "temperature %.17g: '%s'", above[i], err.msg);
+    }
+}
+
+// Top-p keeps the shortest prefix whose mass reaches p; ties are ordered by id. Equal logits give
+// masses k/V exactly in doubles, so p = k/V must keep exactly k (ids 0..k-1), p one double above
+// must keep k + 1, and p one double below k. Candidates of zero mass (exp underflows) are never
+// needed to reach p < 1; p = 1 is off and keeps the whole vocabulary, zero mass included.
+static void top_p_at_an_exact_mass_on_tied_logits_keeps_the_lowest_ids(void) {
+    const float flat[8] = {0}, half[8] = {-1e4f, 7.0f, 7.0f, -1e4f, 7.0f, 7.0f, -1e4f, -1e4f};
+    int ids[1024];
+    double p[1024];
+    for (int k = 1; k < 8; k++) {
+        double at = k / 8.0, up = nextafter(at, 1.0), down = nextafter(at, 0.0);
+        int n = cands_of((NlSamplerParams){1.0, 0, at}, flat, 8, ids, p), in_order = 1;
+        for (int i = 0; i < n; i++) in_order &= ids[i] == i && p[i] == 1.0 / k;
+        CHECK(n == k && in_order, "8 ties, p = %d/8: kept %d (want ids 0..%d, each 1/%d)", k, n, k - 1, k);
+        CHECK(cands_of((NlSamplerParams){1.0, 0, up}, flat, 8, ids, p) == k + 1, "8 ties, p just above %d/8", k);
+        CHECK(cands_of((NlSamplerParams){1.0, 0, down}, flat, 8, ids, p) == k, "8 ties, p just below %d/8", k);
+    }
+    // Four tied ids (1, 2, 4, 5) carry all the mass; the other four underflow to 0.
+    int n = cands_of((NlSamplerParams){1.0, 0, 0.5}, half, 8, ids, p);
+    CHECK(n == 2 && ids[0] == 1 && ids[1] == 2 && p[0] == 0.5, "ties among others, p = 0.5: {1, 2}");
+    n = cands_of((NlSamplerParams){1.0, 0, 0.75}, half, 8, ids, p);
+    CHECK(n == 3 && ids[2] == 4, "ties among others, p = 0.75: {1, 2, 4}");
+    n = cands_of((NlSamplerParams){1.0, 0, nextafter(1.0, 0.0)}, half, 8, ids, p);
+    CHECK(n == 4 && ids[3] == 5, "p just below 1 keeps the four with mass, not the zero-mass ones (%d)", n);
+    CHECK(cands_of((NlSamplerParams){1.0, 0, 1.0}, half, 8, ids, p) == 8 && p[7] == 0.0, "p = 1 is off: all 8 kept");
+    // Top-k first: 4 of 8 ties (the lowest ids), then p = 0.5 of their mass: ids 0 and 1.
+    n = cands_of((NlSamplerParams){1.0, 4, 0.5}, flat, 8, ids, p);
+    CHECK(n == 2 && ids[0] == 0 && ids[1] == 1 && p[1] == 0.5, "top-k 4 then p = 0.5 on ties: {0, 1}");
+    // 1024 ties go through the radix sort: p = 0.5 keeps ids 0..511, and draws stay among them.
+    static float wide[1024];
+    n = cands_of((NlSamplerParams){1.0, 0, 0.5}, wide, 1024, ids, p);
+    int in_order = n == 512;
+    for (int i = 0; in_order && i < n; i++) in_order = ids[i] == i;
+    CHECK(in_order, "1024 ties, p = 0.5: kept %d, ids 0..511 in order", n);
+    NlSampler *s = NULL;
+    NlError err;
+    int outside = 0, seen_high = 0;
+    CHECK(nl_sampler_create(&s, 1024, (NlSamplerParams){1.0, 0, 0.5}, 7, &err) == 0, "%s", err.msg);
+    for (int d = 0; s && d < 2000; d++) {
+        int id = nl_sampler_sample(s, wide);
+        outside += id < 0 || id >= 512;
+        seen_high |= id >= 256;
+    }
+    nl_sampler_free(s);
+    CHECK(outside == 0 && seen_high, "draws under p = 0.5 of 1024 ties: %d outside ids 0..511", outside);
+}
+
+// The other ends: top-k 1 and top-p at its smallest positive value keep only the argmax (the lowest
+// id of a tie); top-k V - 1 drops only the least likely; top-k V and INT_MAX keep everything.
+static void top_k_and_top_p_at_their_extremes(void) {
+    const float tie[4] = {1.0f, 3.0f, 3.0f, 2.0f};
+    int ids[4];
+    double p[4];
+    const NlSamplerParams one[] = {{1.0, 1, 1.0}, {1.0, 0, 4.9406564584124654e-324}, {1.0, 0, 1e-300}};
+    for (int i = 0; i < 3; i++) {
+        int n = cands_of(one[i], tie, 4, ids, p);
+        CHECK(n == 1 && ids[0] == 1 && p[0] == 1.0, "case %d (k %d, p %g): kept %d, first %d", i, one[i].top_k,
+              one[i].top_p, n, ids[0]);
+        CHECK(draws_other_than(one[i], tie, 4, 1, 100) == 0, "case %d: a draw was not id 1", i);
+    }
+    int n = cands_of((NlSamplerParams){1.0, 3, 1.0}, LOGITS, 4, ids, p);
+    CHECK(n == 3 && ids[0] == 2 && ids[1] == 0 && ids[2] == 3, "top-k V - 1 drops id 1, the least likely");
+    CHECK(cands_of((NlSamplerParams){1.0, 4, 1.0}, LOGITS, 4, ids, p) == 4 && ids[3] == 1, "top-k V keeps all");
+    CHECK(cands_of((NlSamplerParams){1.0, INT_MAX, 1.0}, LOGITS, 4, ids, p) == 4, "top-k INT_MAX keeps all");
+}
+
+// Seeds at both ends of uint64_t: 0 and UINT64_MAX (where splitmix64's first step wraps) give the
+// streams of the published algorithms (splitmix64 seeding xoshiro256**), as computed by an
+// independent Python implementation of both (Vigna's reference code, transcribed).
+static void seeds_at_both_ends_give_the_reference_streams(void) {
+    const uint64_t seeds[2] = {0, UINT64_MAX};
+    const uint64_t want[2][3] = {{0x99EC5F36CB75F2B4ULL, 0xBF6E1F784956452AULL, 0x1A5F849D4933E6E0ULL},
+                                 {0x8F5520D52A7EAD08ULL, 0xC476A018CAA1802DULL, 0x81DE31C0D260469EULL}};
+    for (int i = 0; i < 2; i++) {
+        NlRng rng;
+        nl_rng_seed(&rng, seeds[i]);
+        int same = 1;
+        for (int k = 0; k < 3; k++) same &= nl_rng_next(&rng) == want[i][k];
+        CHECK(same, "seed %llu: the first three outputs differ from the reference", (unsigned long long)seeds[i]);
+    }
+    NlSampler *s = NULL;
+    NlError err;
+    CHECK(nl_sampler_create(&s, 4, (NlSamplerParams){1.0, 0, 1.0}, UINT64_MAX, &err) == 0, "seed UINT64_MAX: %s",
+          err.msg);
+    int id = s ? nl_sampler_sample(s, LOGITS) : -1;
+    CHECK(id >= 0 && id < 4, "seed UINT64_MAX samples a token (%d)", id);
+    nl_sampler_free(s);
+}
+
 int main(void) {
     RUN(top_k_keeps_exactly_the_k_most_likely);
     RUN(top_p_keeps_the_smallest_set_reaching_p);
@@ -228,5 +423,10 @@ int main(void) {
     RUN(lazy_sort_draws_equal_the_inverse_cdf_over_all_candidates);
     RUN(candidates_are_sorted_with_ties_by_id);
     RUN(bad_parameters_are_refused);
+    RUN(lowest_temperatures_choose_as_greedy_without_overflow);
+    RUN(highest_temperature_is_uniform_and_the_next_is_refused);
+    RUN(top_p_at_an_exact_mass_on_tied_logits_keeps_the_lowest_ids);
+    RUN(top_k_and_top_p_at_their_extremes);
+    RUN(seeds_at_both_ends_give_the_reference_streams);
     return check_summary("test_sampler");
 }
