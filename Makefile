@@ -18,7 +18,8 @@ LIB_SRC = engine/nl_error.c engine/model.c engine/safetensors.c engine/jsonx.c e
           engine/lab/profile.c engine/lab/stats.c engine/lab/compare.c engine/rnn.c tokenizer/tokenizer.c
 HEADERS = $(wildcard engine/*.h engine/lab/*.h engine/cli/*.h tokenizer/*.h tests/*.h)
 CLI_SRC = engine/cli/main.c engine/cli/options.c engine/cli/common.c engine/cli/cmd_generate.c engine/cli/cmd_eval.c \
-          engine/cli/cmd_compare.c engine/cli/cmd_info.c engine/cli/output.c engine/cli/msg.c engine/cli/report.c
+          engine/cli/cmd_compare.c engine/cli/cmd_info.c engine/cli/output.c engine/cli/msg.c engine/cli/report.c \
+          engine/cli/jsonout.c
 TESTS = test_tokenizer test_kernels test_sampler test_loader test_forward test_golden test_profile test_compare \
         test_parallel test_rnn
 FUZZERS = safetensors config tokenizer inline prompt
@@ -62,14 +63,14 @@ build/san/normlab: $(CLI_SRC:%.c=build/san/%.o) build/san/libnormlab.a
 	$(CC) $(SAN_FLAGS) $^ $(PKG_LIBS) -o $@
 
 build/rel/tests/%: build/rel/tests/%.o build/rel/tests/check.o build/rel/tests/ref_forward.o build/rel/libnormlab.a
-	$(CC) $^ $(PKG_LIBS) -o $@
+	$(CC) $(filter %.o,$^) $(filter %.a,$^) $(PKG_LIBS) -o $@
 
 build/san/tests/%: build/san/tests/%.o build/san/tests/check.o build/san/tests/ref_forward.o build/san/libnormlab.a
-	$(CC) $(SAN_FLAGS) $^ $(PKG_LIBS) -o $@
+	$(CC) $(SAN_FLAGS) $(filter %.o,$^) $(filter %.a,$^) $(PKG_LIBS) -o $@
 
 # The report writers are the command line's (presentation); the tests of the reports link them too.
-build/rel/tests/test_profile build/rel/tests/test_compare: build/rel/engine/cli/report.o
-build/san/tests/test_profile build/san/tests/test_compare: build/san/engine/cli/report.o
+build/rel/tests/test_profile build/rel/tests/test_compare: build/rel/engine/cli/report.o build/rel/engine/cli/jsonout.o
+build/san/tests/test_profile build/san/tests/test_compare: build/san/engine/cli/report.o build/san/engine/cli/jsonout.o
 
 .SECONDARY:
 

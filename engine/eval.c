@@ -7,7 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "normlab_lab.h"
+#include "normlab.h"
+#include "observe.h"
 #include "parallel.h"
 
 // -ln softmax(logits)[target], in double.
@@ -58,10 +59,10 @@ static double eval_group(EvalJob *j, size_t worker, size_t g, size_t *bad, doubl
         memcpy(tokens + b * len, j->ids + win.start, len * sizeof *tokens);
         if (win.end - win.begin > n_logits) n_logits = win.end - win.begin;
     }
-    NlProfiler *prof = nl_state_profiler(s);
-    double wall = nl_profiler_begin(prof);
+    const NlObserver *obs = nl_state_observer(s);
+    double wall = nl_obs_begin(obs);
     const float *logits = nl_forward_batch(s, tokens, nb, len, 0, n_logits);  // (nb, n_logits, V)
-    nl_profiler_add_wall(prof, wall);
+    nl_obs_add_wall(obs, wall);
     double sum = 0.0;
     *sq = 0.0;
     *bad = SIZE_MAX;
@@ -112,10 +113,10 @@ static size_t recurrent_chunk(NlState *s, const int *ids, const size_t *start, i
                               size_t nc, NlEvalResult *out) {
     size_t V = (size_t)nl_state_config(s)->vocab_size, bad = SIZE_MAX;
     for (size_t b = 0; b < B; b++) memcpy(tokens + b * nc, ids + start[b] + p, nc * sizeof *tokens);
-    NlProfiler *prof = nl_state_profiler(s);
-    double wall = nl_profiler_begin(prof);
+    const NlObserver *obs = nl_state_observer(s);
+    double wall = nl_obs_begin(obs);
     const float *logits = nl_forward_batch(s, tokens, B, nc, p, nc);  // (B, nc, V)
-    nl_profiler_add_wall(prof, wall);
+    nl_obs_add_wall(obs, wall);
     for (size_t b = 0; b < B; b++)
         for (size_t t = 0; t < nc; t++) {
             size_t at = start[b] + p + t;  // the input; it predicts ids[at + 1]
@@ -130,7 +131,7 @@ static size_t recurrent_chunk(NlState *s, const int *ids, const size_t *start, i
 int nl_eval_recurrent(NlState *s, const int *ids, size_t n, size_t segments, NlEvalResult *out, NlProgressFn progress,
                       void *ctx, NlError *err) {
     *out = (NlEvalResult){0};
-    nl_profiler_set_phase(nl_state_profiler(s), NL_PHASE_PREFILL);
+    nl_obs_set_phase(nl_state_observer(s), NL_PHASE_PREFILL);
     if (n < 2) {
         nl_error(err, NL_ERR_FORMAT, "the text needs at least 2 characters to score one");
         return -1;
@@ -180,7 +181,7 @@ int nl_eval_parallel(NlState *const *states, size_t n_states, const int *ids, si
     out->nll_sum = 0.0;
     out->nll_sq_sum = 0.0;
     out->count = 0;
-    for (size_t i = 0; i < n_states; i++) nl_profiler_set_phase(nl_state_profiler(states[i]), NL_PHASE_PREFILL);
+    for (size_t i = 0; i < n_states; i++) nl_obs_set_phase(nl_state_observer(states[i]), NL_PHASE_PREFILL);
     if (n < 2) {
         nl_error(err, NL_ERR_FORMAT, "the text needs at least 2 characters to score one");
         return -1;

@@ -93,3 +93,7 @@ int nl_file_map(int dirfd, const char *name, const char *what, const unsigned ch
 void nl_file_unmap(const unsigned char *addr, size_t len) {
     if (addr) munmap((void *)addr, len);
 }
+
+int nl_read_file(const char *path, size_t cap, char **buf, size_t *len, NlError *err) {
+    return nl_file_read_all(AT_FDCWD, path, path, cap, buf, len, err);
+}

@@ -16,6 +16,7 @@
 #include "kernels.h"
 #include "model.h"
 #include "normlab.h"
+#include "observe.h"
 #include "rnn.h"
 
 #ifdef __SANITIZE_ADDRESS__
@@ -51,19 +52,12 @@ struct NlState {
     float *bn_mean, *bn_var;  // (D) BatchNorm's statistics of the current call (batch statistics)
     void *arena;  // every buffer above, in one mapping
     size_t arena_bytes;
-    NlProfiler *prof;  // borrowed; NULL = profiling off (no clock reads)
-    NlStats *stats;  // borrowed; NULL = no statistics
+    NlObserver obs;  // the lab's (or an embedder's) callbacks; all-NULL: none, and no clock reads
     NlRnn *rnn;  // a recurrent model's state (rnn.c), which then does all the work; else NULL
 };
 
-// Runs stmt as one call of component comp (layer l, B sequences of n positions, ctx keys), timed
-// when profiling.
-#define TIMED(s, l, comp, B, n, ctx, stmt)                            \
-    do {                                                              \
-        double t_ = nl_profiler_begin((s)->prof);                     \
-        stmt;                                                         \
-        nl_profiler_record((s)->prof, t_, (int)(l), comp, B, n, ctx); \
-    } while (0)
+// Runs stmt as one call of component comp (layer l, B sequences of n positions, ctx keys).
+#define TIMED(s, l, comp, B, n, ctx, stmt) NL_TIMED(&(s)->obs, l, comp, B, n, ctx, stmt)
 
 size_t nl_state_kv_bytes(const NlModel *model) {
     const NlConfig *c = nl_model_config(model);
@@ -226,9 +220,8 @@ int nl_state_create(NlState **out, const NlModel *model, const NlRunOptions *opt
 
 const NlConfig *nl_state_config(const NlState *s) { return &s->cfg; }
 size_t nl_state_batch(const NlState *s) { return s->batch; }
-void nl_state_set_profiler(NlState *s, NlProfiler *prof) { s->prof = prof; }
-NlProfiler *nl_state_profiler(const NlState *s) { return s->prof; }
-void nl_state_set_stats(NlState *s, NlStats *stats) { s->stats = stats; }
+void nl_state_set_observer(NlState *s, const NlObserver *obs) { s->obs = obs ? *obs : (NlObserver){0}; }
+const NlObserver *nl_state_observer(const NlState *s) { return &s->obs; }
 
 // A cache tile holds one tile of positions for every layer and head: L * D * NL_TILE floats.
 static size_t tile_floats(const NlState *s) { return (size_t)s->cfg.n_layer * (size_t)s->cfg.n_embd * NL_TILE; }
@@ -337,9 +330,9 @@ static void normalize(NlState *s, float *out, const float *in, NlNormWeights w, 
         return;
     }
     TIMED(s, layer, comp, B, n, len, norm_rows(s, out, in, &w, rows));
-    if (!s->stats) return;
+    if (!s->obs.watcher) return;
     int post = comp == NL_COMP_NORM1_POST || comp == NL_COMP_NORM2_POST;
-    nl_stats_norm(s->stats, comp == NL_COMP_FINAL_NORM ? s->cfg.n_layer : layer, post, in, out, w, rows);
+    s->obs.norm(s->obs.watcher, comp == NL_COMP_FINAL_NORM ? s->cfg.n_layer : layer, post, in, out, w, rows);
 }
 
 static void swap_stream(NlState *s) {
@@ -352,7 +345,7 @@ static void swap_stream(NlState *s) {
 static void residual(NlState *s, const float *branch, size_t l, size_t B, size_t n, size_t len) {
     size_t rows = B * n, D = (size_t)s->cfg.n_embd;
     float a = s->cfg.placement == NL_PLACE_POST ? (float)s->cfg.residual_scale : 1.0f;
-    if (s->stats) nl_stats_branch(s->stats, (int)l, branch, rows);
+    if (s->obs.watcher) s->obs.branch(s->obs.watcher, (int)l, branch, rows);
     TIMED(s, l, NL_COMP_RESIDUAL, B, n, len,
           a == 1.0f ? nl_add(s->x, branch, rows * D) : nl_add_scaled(s->x, a, branch, rows * D));
 }
@@ -362,8 +355,8 @@ static void residual(NlState *s, const float *branch, size_t l, size_t B, size_t
 static void block(NlState *s, size_t l, size_t B, size_t n, size_t pos, size_t keep) {
     const LayerNorms *w = &s->norms[l];
     size_t D = (size_t)s->cfg.n_embd, len = pos + n, rows = B * keep;
-    double t_layer = nl_profiler_begin(s->prof);
-    if (s->stats) nl_stats_residual(s->stats, (int)l, s->x, B * n);
+    double t_layer = nl_obs_begin(&s->obs);
+    if (s->obs.watcher) s->obs.residual(s->obs.watcher, (int)l, s->x, B * n);
     if (s->cfg.placement == NL_PLACE_POST) {  // x = N1(a*x + Attn(x)); x = N2(a*x + MLP(x)); xn becomes x
         attn_block(s, s->tmp, s->x, l, B, n, pos, keep);
         keep_last_rows(s->x, B, n, keep, D);
@@ -386,7 +379,7 @@ static void block(NlState *s, size_t l, size_t B, size_t n, size_t pos, size_t k
         if (peri) normalize(s, s->xn, s->tmp, w->ln_2_post, (int)l, NL_COMP_NORM2_POST, B, keep, rows, len);
         residual(s, peri ? s->xn : s->tmp, l, B, keep, len);
     }
-    nl_profiler_record_layer(s->prof, t_layer, (int)l);
+    nl_obs_record_layer(&s->obs, t_layer, (int)l);
 }
 
 // x (B*n, D) = wte[tokens] + wpe[pos ..]
@@ -410,7 +403,7 @@ static void head_input(NlState *s, size_t B, size_t n, size_t k, size_t len) {
 }
 
 const float *nl_forward_batch(NlState *s, const int *tokens, size_t B, size_t n, size_t pos, size_t n_logits) {
-    if (s->rnn) return nl_rnn_forward(s->rnn, tokens, B, n, pos, n_logits, s->prof, s->stats);
+    if (s->rnn) return nl_rnn_forward(s->rnn, tokens, B, n, pos, n_logits, &s->obs);
     const NlWeights *w = nl_model_weights(s->model);
     size_t D = (size_t)s->cfg.n_embd, V = (size_t)s->cfg.vocab_size, L = (size_t)s->cfg.n_layer, len = pos + n;
     assert(B >= 1 && B <= s->batch && n >= 1 && len <= (size_t)s->cfg.block_size && n_logits >= 1 && n_logits <= n);
@@ -419,10 +412,10 @@ const float *nl_forward_batch(NlState *s, const int *tokens, size_t B, size_t n,
     // attention only they are computed on (llama.cpp does the same). With statistics attached every
     // position is, so that they describe the whole stream; so with BatchNorm's batch statistics,
     // which are those of every row of the call.
-    int all_rows = s->stats || (s->cfg.norm == NL_NORM_BATCHNORM && s->bn_stats == NL_BN_BATCH);
+    int all_rows = s->obs.watcher || (s->cfg.norm == NL_NORM_BATCHNORM && s->bn_stats == NL_BN_BATCH);
     size_t keep = all_rows ? n : n_logits;
     for (size_t l = 0; l < L; l++) block(s, l, B, n, pos, l + 1 == L ? keep : n);
-    if (s->stats) nl_stats_residual(s->stats, (int)L, s->x, B * keep);
+    if (s->obs.watcher) s->obs.residual(s->obs.watcher, (int)L, s->x, B * keep);
     head_input(s, B, keep, n_logits, len);
     TIMED(s, -1, NL_COMP_LM_HEAD, B, n_logits, len,
           nl_linear(s->logits, s->xn, w->lm_head, NULL, B * n_logits, V, D, s->threads));

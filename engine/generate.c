@@ -9,7 +9,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "normlab_lab.h"
+#include "normlab.h"
+#include "observe.h"
 #include "parallel.h"
 
 static double now(void) {
@@ -69,12 +70,12 @@ static const float *advance(NlState *s, Windows *w, const int *toks, int exact, 
 
 // Samples every stream's next token; timed as the "sampling" component when profiling.
 static int sample_all(NlSampler *const *samplers, const float *logits, size_t B, size_t V, int *toks,
-                      NlProfiler *prof) {
-    double w = nl_profiler_begin(prof);
+                      const NlObserver *obs) {
+    double w = nl_obs_begin(obs);
     int ok = 1;
     for (size_t b = 0; b < B; b++) ok &= (toks[b] = nl_sampler_sample(samplers[b], logits + b * V)) >= 0;
-    nl_profiler_record(prof, w, -1, NL_COMP_SAMPLING, B, 1, 0);
-    nl_profiler_add_wall(prof, w);
+    nl_obs_record(obs, w, -1, NL_COMP_SAMPLING, B, 1, 0);
+    nl_obs_add_wall(obs, w);
     return ok;
 }
 
@@ -89,7 +90,7 @@ int nl_generate_batch(NlState *s, NlSampler *const *samplers, size_t B, const in
         return -1;
     }
     size_t T = recurrent ? n_prompt : (size_t)c->block_size, V = (size_t)c->vocab_size;
-    NlProfiler *prof = nl_state_profiler(s);
+    const NlObserver *obs = nl_state_observer(s);
     Windows w = {
         malloc(B * T * sizeof(int)), malloc(B * T * sizeof(int)), B, T, n_prompt < T ? n_prompt : T, recurrent};
     int *toks = malloc(B * sizeof *toks);
@@ -104,9 +105,9 @@ int nl_generate_batch(NlState *s, NlSampler *const *samplers, size_t B, const in
     }
     for (size_t b = 0; b < B; b++) memcpy(w.rows + b * T, prompt + (n_prompt - w.len), w.len * sizeof(int));
     st->prompt_used = w.len;
-    nl_profiler_set_phase(prof, NL_PHASE_PREFILL);
+    nl_obs_set_phase(obs, NL_PHASE_PREFILL);
     // The streams share the prompt: prefill it once, as stream 0, and copy the cache to the others.
-    double pw = nl_profiler_begin(prof), t0 = now();
+    double pw = nl_obs_begin(obs), t0 = now();
     const float *logits = nl_forward(s, w.rows, w.len, 0, 1);  // (1, V)
     for (size_t b = 0; b < B; b++) {
         if (b > 0) nl_state_copy_cache(s, 0, b, w.len);
@@ -114,12 +115,12 @@ int nl_generate_batch(NlState *s, NlSampler *const *samplers, size_t B, const in
     }
     logits = first;
     st->prefill_seconds = now() - t0;
-    nl_profiler_add_wall(prof, pw);
-    nl_profiler_set_phase(prof, NL_PHASE_DECODE);
+    nl_obs_add_wall(obs, pw);
+    nl_obs_set_phase(obs, NL_PHASE_DECODE);
     int rc = 0;
     for (size_t i = 0; i < opts->n_new && rc == 0; i++) {
         t0 = now();
-        int sampled = sample_all(samplers, logits, B, V, toks, prof);
+        int sampled = sample_all(samplers, logits, B, V, toks, obs);
         if (i > 0) st->decode_seconds += now() - t0;  // a decoded token's time includes its sampling
         if (!sampled) {
             nl_error(err, NL_ERR_NUMERIC, "the model produced a non-finite logit after %zu generated tokens", i);
@@ -128,11 +129,11 @@ int nl_generate_batch(NlState *s, NlSampler *const *samplers, size_t B, const in
         }
         for (size_t b = 0; b < B && rc == 0; b++) rc = emit((int)b, toks[b], ctx) != 0 ? 1 : 0;
         if (rc || i + 1 == opts->n_new) break;  // no logits needed after the last token
-        pw = nl_profiler_begin(prof);
+        pw = nl_obs_begin(obs);
         t0 = now();
         logits = advance(s, &w, toks, opts->exact_window, st);
         st->decode_seconds += now() - t0;
-        nl_profiler_add_wall(prof, pw);
+        nl_obs_add_wall(obs, pw);
         st->decode_tokens++;
     }
     free(w.rows);

@@ -1,13 +1,11 @@
-// jsonx.h — strict reading of untrusted JSON with cJSON, and JSON written as valid UTF-8.
+// jsonx.h — strict reading of untrusted JSON with cJSON.
 //
 // cJSON is lenient where a model loader must not be: it keeps the first of duplicate keys, accepts
 // "\u0000" inside strings (silently truncating them), and its valueint saturates. These helpers
 // parse with an explicit length, reject trailing bytes, duplicate keys and NUL escapes, and read
 // integers only after checking they are finite, integral and inside a field-specific range.
 // Every error names `what` (a file name or "file: key") in err->msg.
-//
-// cJSON also writes a string's bytes as they are, so a path or a metadata value that is not UTF-8
-// would make invalid JSON: nl_jsonx_print is the one way normlab prints JSON.
+
 #ifndef NL_JSONX_H
 #define NL_JSONX_H
 
@@ -36,13 +34,6 @@ int nl_jsonx_choice(const cJSON *obj, const char *key, const char *const *choice
 
 // Reads an integer value already in hand (an array element): same checks as jsonx_int.
 int nl_jsonx_as_int(const cJSON *item, double min, double max, int64_t *out, const char *what, NlError *err);
-
-// item printed as JSON (with formatted, cJSON's indented form), every byte that is not part of a
-// valid UTF-8 sequence written as U+FFFD (the bytes EF BF BD): one U+FFFD per byte, whether it is a
-// stray continuation byte, a cut sequence, an overlong form, a surrogate (ED A0..BF xx) or above
-// U+10FFFF. Only strings can hold such bytes: cJSON writes everything else in ASCII. Returns a
-// string to free with free(), or NULL when memory runs out.
-char *nl_jsonx_print(const cJSON *item, int formatted);
 
 #pragma GCC visibility pop
 

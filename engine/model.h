@@ -6,16 +6,10 @@
 
 #include <stddef.h>
 
-#include "normlab_lab.h"
+#include "normlab.h"
 
 // Internal: hidden from the symbols a shared object built from these files would export.
 #pragma GCC visibility push(hidden)
-
-typedef struct {
-    const float *gain;  // (D)
-    const float *bias;  // (D), or NULL (RMSNorm without bias)
-    const float *mean, *var;  // (D) BatchNorm's statistics (running, or of the call), else NULL
-} NlNormWeights;
 
 typedef struct {
     NlNormWeights ln_1, ln_2;  // all-NULL for a norm-free model
@@ -54,16 +48,6 @@ typedef struct {
 
 // Borrowed for the model's lifetime.
 const NlWeights *nl_model_weights(const NlModel *model);
-
-// Called by the forward pass (rows x D).
-void nl_stats_residual(NlStats *stats, int layer, const float *x, size_t rows);
-// post: an output norm of peri placement (ln_1_post, ln_2_post), kept apart from the input norms.
-void nl_stats_norm(NlStats *stats, int layer, int post, const float *in, const float *out, NlNormWeights w,
-                   size_t rows);
-// A sublayer's output as it enters the residual stream (after an output norm).
-void nl_stats_branch(NlStats *stats, int layer, const float *branch, size_t rows);
-// A recurrent layer's new state at position t for B sequences: h (B, S) and the LSTM's c (B, S) or NULL.
-void nl_stats_state(NlStats *stats, int layer, size_t t, const float *h, const float *c, size_t B);
 
 // A single-file model ({"config", "tokenizer", "tensors"}) from len bytes; `what` names it in errors.
 int nl_model_load_inline(NlModel **out, const char *buf, size_t len, const char *what, NlError *err);

@@ -107,6 +107,10 @@ int nl_config_norm_parse(const char *name, NlNormType *out);
 int nl_config_placement_parse(const char *name, NlPlacement *out);
 int nl_config_bn_stats_parse(const char *name, NlBnStats *out);
 
+// Reads a whole regular file of at most cap bytes (a text to score, a prompt) into a new
+// NUL-terminated buffer (*buf, free() it). A directory, FIFO or device is refused; errors name path.
+int nl_read_file(const char *path, size_t cap, char **buf, size_t *len, NlError *err);
+
 // ---- OpenBLAS's kernel family (blascore.c)
 //
 // OpenBLAS picks a family of kernels for the CPU when it loads, reading OPENBLAS_CORETYPE if set;
@@ -173,6 +177,68 @@ const float *nl_forward_batch(NlState *state, const int *tokens, size_t B, size_
 // < batch): streams that share a prompt are prefilled once. Whole tiles of 32 positions are copied,
 // so positions n.. up to the next multiple of 32 in `to` are overwritten too.
 void nl_state_copy_cache(NlState *state, size_t from, size_t to, size_t n);
+
+// ---- observing a forward pass (the lab's profiler and statistics attach here)
+
+// The components of a forward pass, in the order they run in a peri-LN block (pre-LN without the
+// two output norms); a recurrent model has embed, its four rnn components per layer and lm_head.
+typedef enum {
+    NL_COMP_EMBED,
+    NL_COMP_NORM1,
+    NL_COMP_QKV,
+    NL_COMP_ATTENTION,
+    NL_COMP_ATTN_PROJ,
+    NL_COMP_NORM1_POST,  // peri placement's output norms
+    NL_COMP_RESIDUAL,
+    NL_COMP_NORM2,
+    NL_COMP_MLP_UP,
+    NL_COMP_ACTIVATION,
+    NL_COMP_MLP_DOWN,
+    NL_COMP_NORM2_POST,
+    NL_COMP_RNN_INPUT,  // recurrent layers: input projections of a chunk (sgemm; `ctx` = input width)
+    NL_COMP_RNN_RECURRENT,  // one step's W_hh h (sgemv for one sequence)
+    NL_COMP_RNN_NORM,  // LayerNorms and bias adds (`ctx` = features normalised per row)
+    NL_COMP_RNN_GATES,  // the cell's element-wise update
+    NL_COMP_FINAL_NORM,
+    NL_COMP_LM_HEAD,
+    NL_COMP_SAMPLING,
+    NL_COMP_COUNT
+} NlComponent;
+typedef enum { NL_PHASE_PREFILL, NL_PHASE_DECODE, NL_PHASE_COUNT } NlPhase;
+
+// A norm's parameters as a forward pass runs it: gain and bias (D), BatchNorm's mean and var (D).
+typedef struct {
+    const float *gain;  // (D)
+    const float *bias;  // (D), or NULL (RMSNorm without bias)
+    const float *mean, *var;  // (D) BatchNorm's statistics (running, or of the call), else NULL
+} NlNormWeights;
+
+// What a forward pass tells an observer: two groups of callbacks, each with its own borrowed object
+// (NULL: that group is off and costs nothing, not even a clock read). A state holds a copy.
+// - timer: begin() returns a timestamp; record() adds one call of comp in layer (-1: the model's
+//   own components) over `batch` sequences of n positions, ctx keys or features (see NlComponent);
+//   record_layer() a whole layer; add_wall() wall time of a phase; set_phase() what follows.
+// - watcher: the hidden states, layer by layer (rows of D; layer L is after the last layer); with
+//   a watcher a forward pass computes every row of its last layer, not just those it returns.
+typedef struct {
+    void *timer;
+    double (*begin)(void *timer);
+    void (*record)(void *timer, double begin, int layer, NlComponent comp, size_t batch, size_t n, size_t ctx);
+    void (*record_layer)(void *timer, double begin, int layer);
+    void (*add_wall)(void *timer, double begin);
+    void (*set_phase)(void *timer, NlPhase phase);
+    void *watcher;
+    void (*residual)(void *watcher, int layer, const float *x, size_t rows);  // the stream entering layer
+    // a norm's input and output (post: peri's output norms ln_1_post, ln_2_post)
+    void (*norm)(void *watcher, int layer, int post, const float *in, const float *out, NlNormWeights w, size_t rows);
+    void (*branch)(void *watcher, int layer, const float *branch, size_t rows);  // a sublayer entering the stream
+    // a recurrent layer's new state at position t for B sequences: h (B, S), the LSTM's c (B, S) or NULL
+    void (*state)(void *watcher, int layer, size_t t, const float *h, const float *c, size_t B);
+} NlObserver;
+
+// Copies *obs into the state (NULL detaches everything); the objects it names stay the caller's.
+void nl_state_set_observer(NlState *state, const NlObserver *obs);
+const NlObserver *nl_state_observer(const NlState *state);  // never NULL: all-NULL when none
 
 // ---- sampler (sampler.c)
 

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "observe.h"
 #include "rnn.h"
 
 typedef struct {
@@ -40,12 +41,7 @@ struct NlRnn {
 
 #define CHUNK NL_RNN_LOGITS  // positions a layer projects at once
 
-#define TIMED(prof, l, comp, B, n, ctx, stmt)                    \
-    do {                                                         \
-        double t_ = nl_profiler_begin(prof);                     \
-        stmt;                                                    \
-        nl_profiler_record(prof, t_, (int)(l), comp, B, n, ctx); \
-    } while (0)
+#define TIMED(obs, l, comp, B, n, ctx, stmt) NL_TIMED(obs, l, comp, B, n, ctx, stmt)
 
 // The norm as run: none has no gain (the identity); layernorm uses the model's, or unit gain.
 static NlNormWeights as_run(const NlRnn *r, NlNormWeights w) {
@@ -161,15 +157,15 @@ static void lstm_output(NlRnn *r, float *h, const float *cn, size_t B) {
 }
 
 // One position t (of nc in the chunk) of layer l for B sequences: the recurrence.
-static void step(NlRnn *r, int l, size_t B, size_t nc, size_t t, NlProfiler *prof, NlStats *stats) {
+static void step(NlRnn *r, int l, size_t B, size_t nc, size_t t, const NlObserver *obs) {
     const NlRnnLayerWeights *lw = &r->w->rnn[l];
     const RnnNorms *n = &r->norms[l];
     size_t S = r->S, GS = r->G * S;
     float *h = r->h + (size_t)l * r->batch * S, *c = r->c + (size_t)l * r->batch * S;
-    TIMED(prof, l, NL_COMP_RNN_RECURRENT, B, 1, S, nl_linear(r->ph, h, lw->w_hh, NULL, B, GS, S, r->threads));
+    TIMED(obs, l, NL_COMP_RNN_RECURRENT, B, 1, S, nl_linear(r->ph, h, lw->w_hh, NULL, B, GS, S, r->threads));
     if (r->ln || lw->bias_hh)  // else nothing to normalise or add: no record, so no cost counted
-        TIMED(prof, l, NL_COMP_RNN_NORM, B, 1, normed_features(r), norm_products(r, n, lw, r->ph, B, 0));
-    double t0 = nl_profiler_begin(prof);
+        TIMED(obs, l, NL_COMP_RNN_NORM, B, 1, normed_features(r), norm_products(r, n, lw, r->ph, B, 0));
+    double t0 = nl_obs_begin(obs);
     for (size_t b = 0; b < B; b++) {
         const float *px = r->px + (b * nc + t) * GS;
         float *a = r->ph + b * GS, *hb = h + b * S;
@@ -181,25 +177,25 @@ static void step(NlRnn *r, int l, size_t B, size_t nc, size_t t, NlProfiler *pro
             nl_gru_update(hb, a, px + 2 * S, a + 2 * S, S);
         }
     }
-    nl_profiler_record(prof, t0, l, NL_COMP_RNN_GATES, B, 1, 0);  // ctx 0: the update (LSTM: of c)
+    nl_obs_record(obs, t0, l, NL_COMP_RNN_GATES, B, 1, 0);  // ctx 0: the update (LSTM: of c)
     if (r->lstm) {
-        if (r->ln) TIMED(prof, l, NL_COMP_RNN_NORM, B, 1, S, norm_cell(r, n, c, B));
-        TIMED(prof, l, NL_COMP_RNN_GATES, B, 1, 1, lstm_output(r, h, r->ln ? r->cn : c, B));  // ctx 1: h
+        if (r->ln) TIMED(obs, l, NL_COMP_RNN_NORM, B, 1, S, norm_cell(r, n, c, B));
+        TIMED(obs, l, NL_COMP_RNN_GATES, B, 1, 1, lstm_output(r, h, r->ln ? r->cn : c, B));  // ctx 1: h
     }
     for (size_t b = 0; b < B; b++) memcpy(r->xout + (b * nc + t) * S, h + b * S, S * sizeof(float));
-    if (stats) nl_stats_state(stats, l, r->pos + t, h, r->lstm ? c : NULL, B);
+    if (obs->watcher) obs->state(obs->watcher, l, r->pos + t, h, r->lstm ? c : NULL, B);
 }
 
 // Layer l over a chunk of nc positions of B sequences: rows xin (B*nc, in) -> xout (B*nc, S).
-static void layer(NlRnn *r, int l, size_t B, size_t nc, NlProfiler *prof, NlStats *stats) {
-    double t_layer = nl_profiler_begin(prof);
+static void layer(NlRnn *r, int l, size_t B, size_t nc, const NlObserver *obs) {
+    double t_layer = nl_obs_begin(obs);
     const NlRnnLayerWeights *lw = &r->w->rnn[l];
     size_t S = r->S, GS = r->G * S, in = l == 0 ? (size_t)r->cfg.n_embd : S, rows = B * nc;
-    TIMED(prof, l, NL_COMP_RNN_INPUT, B, nc, in, nl_linear(r->px, r->xin, lw->w_ih, NULL, rows, GS, in, r->threads));
+    TIMED(obs, l, NL_COMP_RNN_INPUT, B, nc, in, nl_linear(r->px, r->xin, lw->w_ih, NULL, rows, GS, in, r->threads));
     if (r->ln || lw->bias || lw->bias_ih)
-        TIMED(prof, l, NL_COMP_RNN_NORM, B, nc, normed_features(r), norm_products(r, &r->norms[l], lw, r->px, rows, 1));
-    for (size_t t = 0; t < nc; t++) step(r, l, B, nc, t, prof, stats);
-    nl_profiler_record_layer(prof, t_layer, l);
+        TIMED(obs, l, NL_COMP_RNN_NORM, B, nc, normed_features(r), norm_products(r, &r->norms[l], lw, r->px, rows, 1));
+    for (size_t t = 0; t < nc; t++) step(r, l, B, nc, t, obs);
+    nl_obs_record_layer(obs, t_layer, l);
 }
 
 // xin (B*nc, E) = the embeddings of tokens (B rows of `stride`, nc each).
@@ -220,7 +216,7 @@ static void head(NlRnn *r, size_t B, size_t nc, size_t t0, size_t k, size_t n_lo
 }
 
 const float *nl_rnn_forward(NlRnn *r, const int *tokens, size_t B, size_t n, size_t pos, size_t n_logits,
-                            NlProfiler *prof, NlStats *stats) {
+                            const NlObserver *obs) {
     assert(B >= 1 && B <= r->batch && n >= 1 && n_logits >= 1 && n_logits <= n && n_logits <= CHUNK);
     assert(pos == 0 || pos == r->pos);
     size_t S = r->S, L = (size_t)r->cfg.n_layer;
@@ -234,10 +230,10 @@ const float *nl_rnn_forward(NlRnn *r, const int *tokens, size_t B, size_t n, siz
     size_t first_logit = n - n_logits;
     for (size_t p0 = 0; p0 < n; p0 += CHUNK) {
         size_t nc = n - p0 < CHUNK ? n - p0 : CHUNK;
-        TIMED(prof, -1, NL_COMP_EMBED, B, nc, 0, embed(r, tokens + p0, n, B, nc));
-        if (stats) nl_stats_residual(stats, 0, r->xin, B * nc);
+        TIMED(obs, -1, NL_COMP_EMBED, B, nc, 0, embed(r, tokens + p0, n, B, nc));
+        if (obs->watcher) obs->residual(obs->watcher, 0, r->xin, B * nc);
         for (size_t l = 0; l < L; l++) {
-            layer(r, (int)l, B, nc, prof, stats);
+            layer(r, (int)l, B, nc, obs);
             float *swap = r->xin;
             r->xin = r->xout;
             r->xout = swap;
@@ -245,7 +241,7 @@ const float *nl_rnn_forward(NlRnn *r, const int *tokens, size_t B, size_t n, siz
         r->pos += nc;
         if (p0 + nc <= first_logit) continue;
         size_t from = p0 > first_logit ? p0 : first_logit, k = p0 + nc - from;  // logits rows in this chunk
-        TIMED(prof, -1, NL_COMP_LM_HEAD, B, k, 0, head(r, B, nc, from - p0, k, n_logits, from - first_logit));
+        TIMED(obs, -1, NL_COMP_LM_HEAD, B, k, 0, head(r, B, nc, from - p0, k, n_logits, from - first_logit));
     }
     return r->logits;
 }

@@ -7,7 +7,7 @@
 #include <stddef.h>
 
 #include "model.h"
-#include "normlab_lab.h"
+#include "normlab.h"
 
 #pragma GCC visibility push(hidden)
 
@@ -21,7 +21,7 @@ void nl_rnn_free(NlRnn *rnn);
 // previous call left them (positions are only counted, never windowed). Returns the logits of the
 // last n_logits positions (B, n_logits, V), n_logits <= NL_RNN_LOGITS.
 const float *nl_rnn_forward(NlRnn *rnn, const int *tokens, size_t B, size_t n, size_t pos, size_t n_logits,
-                            NlProfiler *prof, NlStats *stats);
+                            const NlObserver *obs);
 // Sequence `to` continues from sequence `from`'s state (h and c of every layer).
 void nl_rnn_copy_state(NlRnn *rnn, size_t from, size_t to);
 

@@ -47,6 +47,7 @@ tally symbols_test tests/symbols_test.sh "$build/libnormlab.a"
     && tally rnn_reference_test /usr/bin/python3 tests/rnn_reference_test.py
 tally safety_test tests/safety_test.sh "$bin"
 # the shim is preloaded into the plain build only: AddressSanitizer must be the first library loaded
+[ "$variant" = plain ] && tally layers_test tests/layers_test.sh
 [ "$variant" = plain ] && tally fault_test tests/fault_test.sh "$bin" build/fault_shim.so
 [ "$variant" = plain ] && tally rewrite_test tests/rewrite_test.sh "$bin"  # a long decode: too slow sanitized
 [ "$variant" = plain ] && tally valgrind tests/valgrind.sh "$bin"  # valgrind cannot run the sanitizer build

@@ -15,7 +15,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli.h"
-#include "jsonx.h"
+#include "jsonout.h"
 #include "report.h"
 
 const char *const HELP_GENERATE =

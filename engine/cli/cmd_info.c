@@ -8,7 +8,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli.h"
-#include "jsonx.h"
+#include "jsonout.h"
 
 const char *const HELP_INFO =
     "usage: normlab info [-m MODEL] [--json] [-o FILE]\n"

@@ -18,7 +18,6 @@
 #include <sys/wait.h>
 
 #include "cli.h"
-#include "fileio.h"
 
 // The one place a library error becomes an exit status: an argument the caller could have checked is
 // a usage error (2); files, data, memory and numbers are runtime or data errors (1).
@@ -348,7 +347,7 @@ static int read_stdin(char **buf, size_t *len) {
 int read_text(const char *path, char **buf, size_t *len) {
     NlError err;
     if (strcmp(path, "-") == 0) return read_stdin(buf, len);
-    if (nl_file_read_all(AT_FDCWD, path, path, TEXT_CAP, buf, len, &err) != 0) { return fail(&err); }
+    if (nl_read_file(path, TEXT_CAP, buf, len, &err) != 0) { return fail(&err); }
     return 0;
 }
 

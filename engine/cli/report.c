@@ -7,7 +7,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "jsonx.h"
+#include "jsonout.h"
 
 // The layer-less components (layer -1) and the per-layer ones.
 static int is_model_level(int comp) {

@@ -9,31 +9,8 @@
 
 // ---- profiling (profile.c)
 
-// The components of a forward pass, in the order they run in a peri-LN block (pre-LN without the
-// two output norms); a recurrent model has embed, its four rnn components per layer and lm_head.
-typedef enum {
-    NL_COMP_EMBED,
-    NL_COMP_NORM1,
-    NL_COMP_QKV,
-    NL_COMP_ATTENTION,
-    NL_COMP_ATTN_PROJ,
-    NL_COMP_NORM1_POST,  // peri placement's output norms
-    NL_COMP_RESIDUAL,
-    NL_COMP_NORM2,
-    NL_COMP_MLP_UP,
-    NL_COMP_ACTIVATION,
-    NL_COMP_MLP_DOWN,
-    NL_COMP_NORM2_POST,
-    NL_COMP_RNN_INPUT,  // recurrent layers: input projections of a chunk (sgemm; `ctx` = input width)
-    NL_COMP_RNN_RECURRENT,  // one step's W_hh h (sgemv for one sequence)
-    NL_COMP_RNN_NORM,  // LayerNorms and bias adds (`ctx` = features normalised per row)
-    NL_COMP_RNN_GATES,  // the cell's element-wise update
-    NL_COMP_FINAL_NORM,
-    NL_COMP_LM_HEAD,
-    NL_COMP_SAMPLING,
-    NL_COMP_COUNT
-} NlComponent;
-typedef enum { NL_PHASE_PREFILL, NL_PHASE_DECODE, NL_PHASE_COUNT } NlPhase;
+// The components (NlComponent) and phases (NlPhase) are the engine's (normlab.h): the profiler and
+// the statistics attach to a state as its observer (NlObserver), each filling its own half.
 
 // Totals for one (phase, layer, component). Layer -1 holds the per-model components (embedding,
 // final norm, LM head, sampling).

@@ -216,6 +216,31 @@ void nl_profiler_record_layer(NlProfiler *p, double begin, int layer) {
     if (p) add_event(p, begin, now(p), layer, NL_COMP_COUNT);
 }
 
+// The profiler as a state's timer (normlab.h NlObserver): the callbacks above, behind void pointers.
+static double timer_begin(void *p) { return nl_profiler_begin(p); }
+static void timer_record(void *p, double begin, int layer, NlComponent comp, size_t batch, size_t n, size_t ctx) {
+    nl_profiler_record(p, begin, layer, comp, batch, n, ctx);
+}
+static void timer_record_layer(void *p, double begin, int layer) { nl_profiler_record_layer(p, begin, layer); }
+static void timer_add_wall(void *p, double begin) { nl_profiler_add_wall(p, begin); }
+static void timer_set_phase(void *p, NlPhase phase) { nl_profiler_set_phase(p, phase); }
+
+void nl_state_set_profiler(NlState *state, NlProfiler *prof) {
+    NlObserver obs = *nl_state_observer(state);  // the statistics' half stays as it is
+    obs.timer = prof;
+    obs.begin = prof ? timer_begin : NULL;
+    obs.record = prof ? timer_record : NULL;
+    obs.record_layer = prof ? timer_record_layer : NULL;
+    obs.add_wall = prof ? timer_add_wall : NULL;
+    obs.set_phase = prof ? timer_set_phase : NULL;
+    nl_state_set_observer(state, &obs);
+}
+
+NlProfiler *nl_state_profiler(const NlState *state) {
+    const NlObserver *obs = nl_state_observer(state);
+    return obs->begin == timer_begin ? obs->timer : NULL;  // another timer is not a profiler
+}
+
 void nl_profile_cell_add(NlProfileCell *a, const NlProfileCell *b) {
     a->calls += b->calls;
     a->tokens += b->tokens;

@@ -7,6 +7,7 @@
 #include "kernels.h"
 #include "model.h"
 #include "normlab.h"
+#include "normlab_lab.h"
 
 typedef struct {
     double rms, abs_mean;  // sums over positions of the residual stream's RMS and |mean|
@@ -72,13 +73,13 @@ static void add_rows(const float *x, size_t rows, size_t D, double *rms_sum, dou
     }
 }
 
-void nl_stats_residual(NlStats *s, int layer, const float *x, size_t rows) {
+static void nl_stats_residual(NlStats *s, int layer, const float *x, size_t rows) {
     LayerStats *ls = &s->layers[layer];
     add_rows(x, rows, (size_t)s->cfg.n_embd, &ls->rms, &ls->abs_mean);
     ls->positions += rows;
 }
 
-void nl_stats_branch(NlStats *s, int layer, const float *x, size_t rows) {
+static void nl_stats_branch(NlStats *s, int layer, const float *x, size_t rows) {
     LayerStats *ls = &s->layers[layer];
     add_rows(x, rows, (size_t)s->cfg.n_embd, &ls->branch_rms, NULL);
     ls->branch_positions += rows;
@@ -96,7 +97,7 @@ static double norm2(const float *x, size_t n) {
     return sqrt(sq);
 }
 
-void nl_stats_state(NlStats *s, int layer, size_t t, const float *h, const float *c, size_t B) {
+static void nl_stats_state(NlStats *s, int layer, size_t t, const float *h, const float *c, size_t B) {
     size_t S = (size_t)s->cfg.n_hidden;
     LayerStats *ls = &s->layers[layer], *out = &s->layers[layer + 1];
     int k = time_bucket(t);
@@ -130,7 +131,8 @@ static double change(NlStats *s, NlNormType t, NlInvarianceCase c, const float *
     return worst;
 }
 
-void nl_stats_norm(NlStats *s, int layer, int post, const float *in, const float *out, NlNormWeights w, size_t rows) {
+static void nl_stats_norm(NlStats *s, int layer, int post, const float *in, const float *out, NlNormWeights w,
+                          size_t rows) {
     size_t D = (size_t)s->cfg.n_embd;
     LayerStats *ls = &s->layers[layer];
     double std_sum = 0.0;
@@ -171,4 +173,24 @@ double nl_stats_branch_rms(const NlStats *s, int layer) {
 }
 double nl_stats_invariance(const NlStats *s, NlNormType t, NlInvarianceCase c) {
     return s->max_change[t == NL_NORM_RMSNORM][c];  // [0] LayerNorm, [1] RMSNorm
+}
+
+// The statistics as a state's watcher (normlab.h NlObserver).
+static void watch_residual(void *s, int layer, const float *x, size_t rows) { nl_stats_residual(s, layer, x, rows); }
+static void watch_norm(void *s, int layer, int post, const float *in, const float *out, NlNormWeights w, size_t rows) {
+    nl_stats_norm(s, layer, post, in, out, w, rows);
+}
+static void watch_branch(void *s, int layer, const float *x, size_t rows) { nl_stats_branch(s, layer, x, rows); }
+static void watch_state(void *s, int layer, size_t t, const float *h, const float *c, size_t B) {
+    nl_stats_state(s, layer, t, h, c, B);
+}
+
+void nl_state_set_stats(NlState *state, NlStats *stats) {
+    NlObserver obs = *nl_state_observer(state);  // the profiler's half stays as it is
+    obs.watcher = stats;
+    obs.residual = stats ? watch_residual : NULL;
+    obs.norm = stats ? watch_norm : NULL;
+    obs.branch = stats ? watch_branch : NULL;
+    obs.state = stats ? watch_state : NULL;
+    nl_state_set_observer(state, &obs);
 }

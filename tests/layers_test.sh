@@ -1,0 +1,56 @@
+#!/bin/sh
+# tests/layers_test.sh — the three layers depend one way (README "Layout"), read from the sources'
+# #include "..." lines:
+#   core (engine/*, tokenizer/*)  includes no header of the lab (engine/lab/) or the command line;
+#   lab (engine/lab/*)            includes no header of the command line (engine/cli/);
+#   command line (engine/cli/*)   includes only the public headers (normlab.h, normlab_lab.h,
+#                                 nl_error.h, tokenizer.h) and its own, like any embedder.
+# It also plants one violation of each rule in a scratch copy and checks that each is caught.
+cd "$(dirname "$0")/.." || exit 1
+passed=0 failed=0
+ok() { passed=$((passed + 1)); echo "ok   $1"; }
+bad() { failed=$((failed + 1)); echo "FAIL $1: $2"; }
+PUBLIC="normlab.h normlab_lab.h nl_error.h tokenizer.h"
+
+# violations ROOT: one line per include that breaks a rule, "FILE includes HEADER (LAYER's)".
+violations() {
+    root=$1
+    for f in $(cd "$root" && ls engine/*.[ch] engine/lab/*.[ch] engine/cli/*.[ch] tokenizer/*.[ch] 2>/dev/null); do
+        case $f in engine/lab/*) layer=lab ;; engine/cli/*) layer=cli ;; *) layer=core ;; esac
+        for h in $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$root/$f"); do
+            if [ -f "$root/engine/cli/$h" ]; then owner=cli
+            elif [ -f "$root/engine/lab/$h" ]; then owner=lab
+            else owner=core; fi
+            case $layer:$owner in
+                core:lab | core:cli | lab:cli) echo "$f includes $h ($owner's)" ;;
+                cli:cli) ;;
+                cli:*) case " $PUBLIC " in *" $h "*) ;; *) echo "$f includes $h (a private $owner header)" ;; esac ;;
+            esac
+        done
+    done
+}
+
+found=$(violations .)
+[ -z "$found" ] && ok "every #include follows the layers: core <- lab <- command line" \
+    || bad "layers" "$(echo "$found" | tr '\n' ';')"
+for n in $(ls engine/*.c engine/lab/*.c engine/cli/*.c tokenizer/*.c | wc -l); do
+    [ "$n" -ge 20 ] && ok "the check read $n source files" || bad "sources" "only $n found"
+done
+
+# Planted violations, one per rule, each in a fresh copy: each must be reported.
+TMP=$(mktemp -d /tmp/normlab-layers-XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+plant() {  # plant LABEL FILE HEADER
+    rm -rf "$TMP/tree"; mkdir -p "$TMP/tree"
+    cp -r engine tokenizer "$TMP/tree/"
+    printf '#include "%s"\n' "$3" >> "$TMP/tree/$2"
+    violations "$TMP/tree" | grep -q "^$2 includes $3 " && ok "a planted violation is caught: $1" \
+        || bad "planted: $1" "$2 including $3 went unreported"
+}
+plant "the core includes the lab" engine/forward.c normlab_lab.h
+plant "the core includes the command line" engine/model.c report.h
+plant "the lab includes the command line" engine/lab/stats.c cli.h
+plant "the command line includes a private core header" engine/cli/common.c model.h
+plant "the command line includes a private lab-adjacent header" engine/cli/report.c kernels.h
+echo "layers_test: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
