@@ -47,7 +47,7 @@ plant() {  # plant LABEL FILE HEADER
     violations "$TMP/tree" | grep -q "^$2 includes $3 " && ok "a planted violation is caught: $1" \
         || bad "planted: $1" "$2 including $3 went unreported"
 }
-plant "the core includes the lab" engine/forward.c normlab_lab.h
+plant "the core includes the lab" engine/transformer.c normlab_lab.h
 plant "the core includes the command line" engine/model.c report.h
 plant "the lab includes the command line" engine/lab/stats.c cli.h
 plant "the command line includes a private core header" engine/cli/common.c model.h

@@ -1,4 +1,4 @@
-// forward.c — the transformer forward pass over a KV cache, mirroring tools/reference.py:
+// transformer.c — the transformer forward pass over a KV cache, mirroring tools/reference.py:
 //   x = wte[tok] + wpe[pos]
 //   pre:  x = x + Attn(N1(x)); x = x + MLP(N2(x))                  ... then ln_f
 //   post: x = N1(a*x + Attn(x)); x = N2(a*x + MLP(x))              (a = residual_scale, DeepNorm)
