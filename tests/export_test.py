@@ -82,7 +82,9 @@ def main():
         refused("--out '' is refused", inline, "", ["--out is empty"])
         refused("--out in a missing directory is one line", inline, os.path.join(tmp, "no", "x.onnx"),
                 ["no directory"])
-        refused("--out on a directory is one line", inline, tmp, ["is a directory"])
+        a_dir = os.path.join(tmp, "a-dir")  # inside tmp: its parent's listing is this test's alone
+        os.makedirs(a_dir)
+        refused("--out on a directory is one line", inline, a_dir, ["is a directory"])
         locked = os.path.join(tmp, "locked")
         os.makedirs(locked)
         if make_read_only(locked):
