@@ -12,16 +12,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "family.h"
 #include "kernels.h"
+#include "model.h"
 #include "observe.h"
-#include "rnn.h"
 
 typedef struct {
     NlNormWeights ih, hh, cell, ih_cand, hh_cand;  // as run: unit gain where the model has none
 } RnnNorms;
 
-struct NlRnn {
+// The recurrent family's state (family.h).
+typedef struct {
     NlConfig cfg;  // the model's, with the run's norm
+    const NlObserver *obs;  // the NlState's
     const NlWeights *w;
     RnnNorms *norms;  // (L)
     size_t batch;  // B at most
@@ -37,7 +40,7 @@ struct NlRnn {
     float *cn;  // (B, S) the LSTM's normalised cell
     float *logits;  // (B*CHUNK, V)
     float *ones;  // (G*S) unit gain
-};
+} NlRnn;
 
 #define CHUNK NL_RNN_LOGITS  // positions a layer projects at once
 
@@ -49,7 +52,10 @@ static NlNormWeights as_run(const NlRnn *r, NlNormWeights w) {
     return w.gain ? w : (NlNormWeights){r->ones, NULL, NULL, NULL};
 }
 
-int nl_rnn_create(NlRnn **out, const NlModel *model, NlNormType norm, size_t batch, int threads, NlError *err) {
+static void rnn_destroy(void *impl);
+
+// The state of `batch` sequences of model run with norm (layernorm or none, checked by rnn_create).
+static int rnn_build(NlRnn **out, const NlModel *model, NlNormType norm, size_t batch, int threads, NlError *err) {
     *out = NULL;
     NlRnn *r = calloc(1, sizeof *r);
     const NlConfig *mc = nl_model_config(model);
@@ -69,7 +75,7 @@ int nl_rnn_create(NlRnn **out, const NlModel *model, NlNormType norm, size_t bat
     }
     if (!r || !r->norms || !r->h || !r->c || !r->xin || !r->xout || !r->px || !r->ph || !r->cn || !r->logits ||
         !r->ones) {
-        nl_rnn_free(r);
+        rnn_destroy(r);
         nl_error(err, NL_ERR_NOMEM, "out of memory for the recurrent state");
         return -1;
     }
@@ -92,7 +98,8 @@ int nl_rnn_create(NlRnn **out, const NlModel *model, NlNormType norm, size_t bat
     return 0;
 }
 
-void nl_rnn_free(NlRnn *r) {
+static void rnn_destroy(void *impl) {
+    NlRnn *r = impl;
     if (!r) return;
     free(r->norms);
     free(r->h);
@@ -107,7 +114,10 @@ void nl_rnn_free(NlRnn *r) {
     free(r);
 }
 
-void nl_rnn_copy_state(NlRnn *r, size_t from, size_t to) {
+// Sequence `to` continues from sequence `from`'s state (h and c of every layer), whatever n.
+static void rnn_copy(void *impl, size_t from, size_t to, size_t n) {
+    NlRnn *r = impl;
+    (void)n;
     assert(from < r->batch && to < r->batch);
     if (from == to) return;
     size_t S = r->S;
@@ -215,8 +225,12 @@ static void head(NlRnn *r, size_t B, size_t nc, size_t t0, size_t k, size_t n_lo
                   S, r->threads);
 }
 
-const float *nl_rnn_forward(NlRnn *r, const int *tokens, size_t B, size_t n, size_t pos, size_t n_logits,
-                            const NlObserver *obs) {
+// tokens (B, n): pos 0 starts the first B sequences from the zero state; any other pos must be where the
+// previous call left them (positions are only counted, never windowed). Returns the logits of the
+// last n_logits positions (B, n_logits, V), n_logits <= NL_RNN_LOGITS.
+static const float *rnn_forward(void *impl, const int *tokens, size_t B, size_t n, size_t pos, size_t n_logits) {
+    NlRnn *r = impl;
+    const NlObserver *obs = r->obs;
     assert(B >= 1 && B <= r->batch && n >= 1 && n_logits >= 1 && n_logits <= n && n_logits <= CHUNK);
     assert(pos == 0 || pos == r->pos);
     size_t S = r->S, L = (size_t)r->cfg.n_layer;
@@ -245,3 +259,28 @@ const float *nl_rnn_forward(NlRnn *r, const int *tokens, size_t B, size_t n, siz
     }
     return r->logits;
 }
+
+// A recurrent model's state: its norm may be run as layernorm or none; the transformer's other
+// options (a placement, another norm) are refused; BatchNorm statistics do not apply.
+static int rnn_create(void **impl, const NlModel *model, const NlConfig *cfg, const NlRunOptions *opts, size_t batch,
+                      int threads, const NlObserver *obs, NlError *err) {
+    *impl = NULL;
+    const NlRunOptions o = opts ? *opts : NL_RUN_DEFAULTS;
+    const char *arch = nl_config_arch_name(cfg->arch);
+    if (o.placement != NL_PLACE_AS_CONFIGURED) {
+        nl_error(err, NL_ERR_ARG, "a placement applies to transformers, not to this recurrent (%s) model", arch);
+        return -1;
+    }
+    if (o.norm != NL_NORM_AS_CONFIGURED && o.norm != NL_NORM_LAYERNORM && o.norm != NL_NORM_NONE) {
+        nl_error(err, NL_ERR_ARG, "a recurrent (%s) model runs with norm layernorm or none, not %s", arch,
+                 nl_config_norm_name(o.norm));
+        return -1;
+    }
+    NlRnn *r = NULL;
+    if (rnn_build(&r, model, cfg->norm, batch, threads, err) != 0) return -1;
+    r->obs = obs;
+    *impl = r;
+    return 0;
+}
+
+const NlFamily nl_family_recurrent = {"recurrent", rnn_create, rnn_destroy, rnn_forward, rnn_copy};

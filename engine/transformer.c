@@ -13,11 +13,11 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "family.h"
 #include "kernels.h"
 #include "model.h"
 #include "normlab.h"
 #include "observe.h"
-#include "rnn.h"
 
 #ifdef __SANITIZE_ADDRESS__
 #include <sanitizer/asan_interface.h>
@@ -30,9 +30,11 @@ typedef struct {
     NlNormWeights ln_1, ln_1_post, ln_2, ln_2_post;
 } LayerNorms;
 
-struct NlState {
+// The transformer family's state (family.h); `s` throughout this file.
+typedef struct {
     const NlModel *model;
-    NlConfig cfg;  // the model's config with the run options applied
+    const NlConfig *cfg;  // the NlState's: the model's config with the run options applied
+    const NlObserver *obs;  // the NlState's
     NlBnStats bn_stats;
     LayerNorms *norms;  // (L) the norms as run: the model's, or unit gain where it has none
     NlNormWeights ln_f;  // final norm (unit gain when forced onto a model without one)
@@ -52,12 +54,10 @@ struct NlState {
     float *bn_mean, *bn_var;  // (D) BatchNorm's statistics of the current call (batch statistics)
     void *arena;  // every buffer above, in one mapping
     size_t arena_bytes;
-    NlObserver obs;  // the lab's (or an embedder's) callbacks; all-NULL: none, and no clock reads
-    NlRnn *rnn;  // a recurrent model's state (rnn.c), which then does all the work; else NULL
-};
+} Transformer;
 
 // Runs stmt as one call of component comp (layer l, B sequences of n positions, ctx keys).
-#define TIMED(s, l, comp, B, n, ctx, stmt) NL_TIMED(&(s)->obs, l, comp, B, n, ctx, stmt)
+#define TIMED(s, l, comp, B, n, ctx, stmt) NL_TIMED((s)->obs, l, comp, B, n, ctx, stmt)
 
 size_t nl_state_kv_bytes(const NlModel *model) {
     const NlConfig *c = nl_model_config(model);
@@ -82,7 +82,7 @@ static size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
 // Maps one arena for the buffers and points each *dst into it. Under AddressSanitizer the gaps
 // between buffers are poisoned, so an overrun is still reported.
-static int arena_create(NlState *s, const BufferSpec *bufs, size_t n) {
+static int arena_create(Transformer *s, const BufferSpec *bufs, size_t n) {
     size_t total = 0;
     for (size_t i = 0; i < n; i++) total += round_up(bufs[i].count * sizeof(float) + BUF_ALIGN, BUF_ALIGN);
     s->arena_bytes = round_up(total, ARENA_ALIGN) + ARENA_ALIGN;  // room to align the start
@@ -105,11 +105,11 @@ static int arena_create(NlState *s, const BufferSpec *bufs, size_t n) {
 // *out = the model's norm `w` as the run uses it: unit gain and no bias where the model has none;
 // BatchNorm with running statistics needs the model's.
 // (`norm` names it in an error: "ln_1" of layer l, or "ln_f" with layer -1.)
-static int resolve_norm(const NlState *s, NlNormWeights w, int layer, const char *norm, NlNormWeights *out,
+static int resolve_norm(const Transformer *s, NlNormWeights w, int layer, const char *norm, NlNormWeights *out,
                         NlError *err) {
     *out = w;
     if (!out->gain) *out = (NlNormWeights){s->ones, NULL, NULL, NULL};
-    if (s->cfg.norm != NL_NORM_BATCHNORM || s->bn_stats != NL_BN_RUNNING || out->mean) return 0;
+    if (s->cfg->norm != NL_NORM_BATCHNORM || s->bn_stats != NL_BN_RUNNING || out->mean) return 0;
     char name[64] = "";
     if (layer >= 0) snprintf(name, sizeof name, "h.%d.", layer);
     nl_error(err, NL_ERR_ARG,
@@ -120,15 +120,15 @@ static int resolve_norm(const NlState *s, NlNormWeights w, int layer, const char
 }
 
 // Resolves every norm the run's placement uses (the others stay unset).
-static int resolve_norms(NlState *s, NlError *err) {
+static int resolve_norms(Transformer *s, NlError *err) {
     const NlWeights *w = nl_model_weights(s->model);
-    size_t L = (size_t)s->cfg.n_layer;
+    size_t L = (size_t)s->cfg->n_layer;
     s->norms = calloc(L, sizeof *s->norms);
     if (!s->norms) {
         nl_error(err, NL_ERR_NOMEM, "out of memory");
         return -1;
     }
-    int peri = s->cfg.placement == NL_PLACE_PERI;
+    int peri = s->cfg->placement == NL_PLACE_PERI;
     for (int l = 0; l < (int)L; l++) {
         const NlLayerWeights *lw = &w->layers[l];
         LayerNorms *n = &s->norms[l];
@@ -138,56 +138,34 @@ static int resolve_norms(NlState *s, NlError *err) {
                       resolve_norm(s, lw->ln_2_post, l, "ln_2_post", &n->ln_2_post, err) != 0)))
             return -1;
     }
-    if (s->cfg.placement == NL_PLACE_POST) return 0;
+    if (s->cfg->placement == NL_PLACE_POST) return 0;
     return resolve_norm(s, w->ln_f, -1, "ln_f", &s->ln_f, err);
 }
 
-// A recurrent model's state: its norm may be run as layernorm or none; the transformer's other
-// options (a placement, another norm) are refused; BatchNorm statistics do not apply.
-static int rnn_state_create(NlState *s, const NlRunOptions *opts, NlError *err) {
-    const NlRunOptions o = opts ? *opts : NL_RUN_DEFAULTS;
-    const char *arch = nl_config_arch_name(s->cfg.arch);
-    if (o.placement != NL_PLACE_AS_CONFIGURED) {
-        nl_error(err, NL_ERR_ARG, "a placement applies to transformers, not to this recurrent (%s) model", arch);
-        return -1;
+static void transformer_destroy(void *impl) {
+    Transformer *s = impl;
+    if (!s) return;
+    if (s->arena) {
+        ASAN_UNPOISON_MEMORY_REGION(s->arena, s->arena_bytes);
+        munmap(s->arena, s->arena_bytes);
     }
-    if (o.norm != NL_NORM_AS_CONFIGURED && o.norm != NL_NORM_LAYERNORM && o.norm != NL_NORM_NONE) {
-        nl_error(err, NL_ERR_ARG, "a recurrent (%s) model runs with norm layernorm or none, not %s", arch,
-                 nl_config_norm_name(o.norm));
-        return -1;
-    }
-    return nl_rnn_create(&s->rnn, s->model, s->cfg.norm, s->batch, s->threads, err);
+    free(s->norms);
+    free(s);
 }
 
-int nl_state_create(NlState **out, const NlModel *model, const NlRunOptions *opts, NlError *err) {
-    *out = NULL;
-    NlState *s = calloc(1, sizeof *s);
+static int transformer_create(void **impl, const NlModel *model, const NlConfig *cfg, const NlRunOptions *opts,
+                              size_t batch, int threads, const NlObserver *obs, NlError *err) {
+    *impl = NULL;
+    Transformer *s = calloc(1, sizeof *s);
     if (!s) {
         nl_error(err, NL_ERR_NOMEM, "out of memory");
         return -1;
     }
-    s->model = model;
-    s->cfg = *nl_model_config(model);
-    s->batch = 1;
-    s->threads = 1;
-    if (opts) {
-        if (opts->norm != NL_NORM_AS_CONFIGURED) s->cfg.norm = opts->norm;
-        if (opts->placement != NL_PLACE_AS_CONFIGURED) s->cfg.placement = opts->placement;
-        s->batch = opts->batch > 0 ? (size_t)opts->batch : 1;
-        s->threads = opts->threads > 0 ? opts->threads : 1;
-        s->bn_stats = opts->bn_stats;
-    }
-    if (s->cfg.arch != NL_ARCH_TRANSFORMER) {
-        if (rnn_state_create(s, opts, err) != 0) {
-            nl_state_free(s);
-            return -1;
-        }
-        *out = s;
-        return 0;
-    }
-    size_t T = (size_t)s->cfg.block_size, D = (size_t)s->cfg.n_embd, F = (size_t)s->cfg.n_inner;
-    size_t V = (size_t)s->cfg.vocab_size, BT = s->batch * T;
-    size_t KV = s->batch * nl_state_kv_bytes(model) / (2 * sizeof(float));  // floats in each of K and V
+    *s = (Transformer){.model = model, .cfg = cfg, .obs = obs, .batch = batch, .threads = threads};
+    s->bn_stats = opts ? opts->bn_stats : NL_BN_RUNNING;
+    size_t T = (size_t)cfg->block_size, D = (size_t)cfg->n_embd, F = (size_t)cfg->n_inner;
+    size_t V = (size_t)cfg->vocab_size, BT = batch * T;
+    size_t KV = batch * nl_state_kv_bytes(model) / (2 * sizeof(float));  // floats in each of K and V
     const BufferSpec bufs[] = {
         {&s->x, BT * D},
         {&s->xn, BT * D},
@@ -205,59 +183,40 @@ int nl_state_create(NlState **out, const NlModel *model, const NlRunOptions *opt
     };
     if (arena_create(s, bufs, sizeof bufs / sizeof bufs[0]) != 0) {
         nl_error(err, NL_ERR_NOMEM, "out of memory for activations and KV cache (%zu bytes of cache)",
-                 s->batch * nl_state_kv_bytes(model));
-        nl_state_free(s);
+                 batch * nl_state_kv_bytes(model));
+        transformer_destroy(s);
         return -1;
     }
     for (size_t i = 0; i < D; i++) s->ones[i] = 1.0f;
     if (resolve_norms(s, err) != 0) {
-        nl_state_free(s);
+        transformer_destroy(s);
         return -1;
     }
-    *out = s;
+    *impl = s;
     return 0;
 }
 
-const NlConfig *nl_state_config(const NlState *s) { return &s->cfg; }
-size_t nl_state_batch(const NlState *s) { return s->batch; }
-void nl_state_set_observer(NlState *s, const NlObserver *obs) { s->obs = obs ? *obs : (NlObserver){0}; }
-const NlObserver *nl_state_observer(const NlState *s) { return &s->obs; }
-
 // A cache tile holds one tile of positions for every layer and head: L * D * NL_TILE floats.
-static size_t tile_floats(const NlState *s) { return (size_t)s->cfg.n_layer * (size_t)s->cfg.n_embd * NL_TILE; }
+static size_t tile_floats(const Transformer *s) { return (size_t)s->cfg->n_layer * (size_t)s->cfg->n_embd * NL_TILE; }
 
 // Floats of one sequence in the K cache (and in the V cache): all its tiles.
-static size_t seq_floats(const NlState *s) { return nl_state_kv_bytes(s->model) / (2 * sizeof(float)); }
+static size_t seq_floats(const Transformer *s) { return nl_state_kv_bytes(s->model) / (2 * sizeof(float)); }
 
-void nl_state_copy_cache(NlState *s, size_t from, size_t to, size_t n) {
-    if (s->rnn) {
-        nl_rnn_copy_state(s->rnn, from, to);
-        return;
-    }
+static void transformer_copy(void *impl, size_t from, size_t to, size_t n) {
+    Transformer *s = impl;
     size_t per_seq = seq_floats(s);
-    assert(from < s->batch && to < s->batch && n <= (size_t)s->cfg.block_size);
+    assert(from < s->batch && to < s->batch && n <= (size_t)s->cfg->block_size);
     if (from == to) return;
     size_t count = nl_tiles(n) * tile_floats(s);  // the tiles holding positions 0..n-1, all layers
     memcpy(s->k_cache + to * per_seq, s->k_cache + from * per_seq, count * sizeof(float));
     memcpy(s->v_cache + to * per_seq, s->v_cache + from * per_seq, count * sizeof(float));
 }
 
-void nl_state_free(NlState *s) {
-    if (!s) return;
-    if (s->arena) {
-        ASAN_UNPOISON_MEMORY_REGION(s->arena, s->arena_bytes);
-        munmap(s->arena, s->arena_bytes);
-    }
-    free(s->norms);
-    nl_rnn_free(s->rnn);
-    free(s);
-}
-
 // Causal self-attention of n new positions (pos..pos+n-1) of sequence b in layer l, per head.
 // Appends their keys and values to the cache, then att (keep, D) = softmax(q K^T / sqrt(Dh)) V for
 // the last `keep` of them (all n, except in a last layer whose other rows nobody reads).
-static void attention_one(NlState *s, size_t b, size_t l, size_t n, size_t pos, size_t keep) {
-    size_t D = (size_t)s->cfg.n_embd, H = (size_t)s->cfg.n_head;
+static void attention_one(Transformer *s, size_t b, size_t l, size_t n, size_t pos, size_t keep) {
+    size_t D = (size_t)s->cfg->n_embd, H = (size_t)s->cfg->n_head;
     size_t Dh = D / H, stride = tile_floats(s);  // between a head's consecutive tiles
     float scale = 1.0f / sqrtf((float)Dh);
     const float *qkv = s->qkv + b * n * 3 * D;  // (n, 3D) of this sequence
@@ -278,7 +237,7 @@ static void attention_one(NlState *s, size_t b, size_t l, size_t n, size_t pos, 
     }
 }
 
-static void attention(NlState *s, size_t B, size_t l, size_t n, size_t pos, size_t keep) {
+static void attention(Transformer *s, size_t B, size_t l, size_t n, size_t pos, size_t keep) {
     for (size_t b = 0; b < B; b++) attention_one(s, b, l, n, pos, keep);
 }
 
@@ -290,9 +249,10 @@ static void keep_last_rows(float *x, size_t B, size_t n, size_t keep, size_t D) 
 
 // out (B*keep, D) = c_proj(Attn(c_attn(in))) for layer l, in (B*n, D): keys and values of all n
 // positions, the output for the last keep of each sequence.
-static void attn_block(NlState *s, float *out, const float *in, size_t l, size_t B, size_t n, size_t pos, size_t keep) {
+static void attn_block(Transformer *s, float *out, const float *in, size_t l, size_t B, size_t n, size_t pos,
+                       size_t keep) {
     const NlLayerWeights *w = &nl_model_weights(s->model)->layers[l];
-    size_t D = (size_t)s->cfg.n_embd, len = pos + n, rows = B * n;
+    size_t D = (size_t)s->cfg->n_embd, len = pos + n, rows = B * n;
     TIMED(s, l, NL_COMP_QKV, B, n, len, nl_linear(s->qkv, in, w->attn_w, w->attn_b, rows, 3 * D, D, s->threads));
     TIMED(s, l, NL_COMP_ATTENTION, B, keep, len, attention(s, B, l, n, pos, keep));
     TIMED(s, l, NL_COMP_ATTN_PROJ, B, keep, len,
@@ -300,64 +260,64 @@ static void attn_block(NlState *s, float *out, const float *in, size_t l, size_t
 }
 
 // out (B*n, D) = c_proj(act(c_fc(in))) for layer l.
-static void mlp_block(NlState *s, float *out, const float *in, size_t l, size_t B, size_t n, size_t len) {
+static void mlp_block(Transformer *s, float *out, const float *in, size_t l, size_t B, size_t n, size_t len) {
     const NlLayerWeights *w = &nl_model_weights(s->model)->layers[l];
-    size_t D = (size_t)s->cfg.n_embd, F = (size_t)s->cfg.n_inner, rows = B * n;
+    size_t D = (size_t)s->cfg->n_embd, F = (size_t)s->cfg->n_inner, rows = B * n;
     TIMED(s, l, NL_COMP_MLP_UP, B, n, len, nl_linear(s->hid, in, w->fc_w, w->fc_b, rows, F, D, s->threads));
-    TIMED(s, l, NL_COMP_ACTIVATION, B, n, len, nl_activation(s->hid, rows * F, s->cfg.activation));
+    TIMED(s, l, NL_COMP_ACTIVATION, B, n, len, nl_activation(s->hid, rows * F, s->cfg->activation));
     TIMED(s, l, NL_COMP_MLP_DOWN, B, n, len, nl_linear(out, s->hid, w->out_w, w->out_b, rows, D, F, s->threads));
 }
 
 // out = N(in) over rows; BatchNorm with batch statistics computes them from these rows first and
 // points w at them.
-static void norm_rows(NlState *s, float *out, const float *in, NlNormWeights *w, size_t rows) {
-    size_t D = (size_t)s->cfg.n_embd;
-    if (s->cfg.norm == NL_NORM_BATCHNORM && s->bn_stats == NL_BN_BATCH) {
+static void norm_rows(Transformer *s, float *out, const float *in, NlNormWeights *w, size_t rows) {
+    size_t D = (size_t)s->cfg->n_embd;
+    if (s->cfg->norm == NL_NORM_BATCHNORM && s->bn_stats == NL_BN_BATCH) {
         nl_batch_stats(s->bn_mean, s->bn_var, in, rows, D);
         w->mean = s->bn_mean;
         w->var = s->bn_var;
     }
-    nl_norm(out, in, *w, s->cfg.norm, rows, D, (float)s->cfg.norm_eps);
+    nl_norm(out, in, *w, s->cfg->norm, rows, D, (float)s->cfg->norm_eps);
 }
 
 // out = N(in) over rows, timed as comp, observed by the statistics when attached (the final norm
 // as layer L there). Norm none is a copy, neither timed nor observed.
-static void normalize(NlState *s, float *out, const float *in, NlNormWeights w, int layer, NlComponent comp, size_t B,
-                      size_t n, size_t rows, size_t len) {
-    size_t D = (size_t)s->cfg.n_embd;
-    if (s->cfg.norm == NL_NORM_NONE) {
+static void normalize(Transformer *s, float *out, const float *in, NlNormWeights w, int layer, NlComponent comp,
+                      size_t B, size_t n, size_t rows, size_t len) {
+    size_t D = (size_t)s->cfg->n_embd;
+    if (s->cfg->norm == NL_NORM_NONE) {
         memcpy(out, in, rows * D * sizeof(float));
         return;
     }
     TIMED(s, layer, comp, B, n, len, norm_rows(s, out, in, &w, rows));
-    if (!s->obs.watcher) return;
+    if (!s->obs->watcher) return;
     int post = comp == NL_COMP_NORM1_POST || comp == NL_COMP_NORM2_POST;
-    s->obs.norm(s->obs.watcher, comp == NL_COMP_FINAL_NORM ? s->cfg.n_layer : layer, post, in, out, w, rows);
+    s->obs->norm(s->obs->watcher, comp == NL_COMP_FINAL_NORM ? s->cfg->n_layer : layer, post, in, out, w, rows);
 }
 
-static void swap_stream(NlState *s) {
+static void swap_stream(Transformer *s) {
     float *t = s->x;
     s->x = s->xn;
     s->xn = t;
 }
 
 // x (rows, D) = a*x + branch (rows, D): the residual add, with DeepNorm's a in post placement.
-static void residual(NlState *s, const float *branch, size_t l, size_t B, size_t n, size_t len) {
-    size_t rows = B * n, D = (size_t)s->cfg.n_embd;
-    float a = s->cfg.placement == NL_PLACE_POST ? (float)s->cfg.residual_scale : 1.0f;
-    if (s->obs.watcher) s->obs.branch(s->obs.watcher, (int)l, branch, rows);
+static void residual(Transformer *s, const float *branch, size_t l, size_t B, size_t n, size_t len) {
+    size_t rows = B * n, D = (size_t)s->cfg->n_embd;
+    float a = s->cfg->placement == NL_PLACE_POST ? (float)s->cfg->residual_scale : 1.0f;
+    if (s->obs->watcher) s->obs->branch(s->obs->watcher, (int)l, branch, rows);
     TIMED(s, l, NL_COMP_RESIDUAL, B, n, len,
           a == 1.0f ? nl_add(s->x, branch, rows * D) : nl_add_scaled(s->x, a, branch, rows * D));
 }
 
 // Layer l over B sequences of n new positions. Only the last `keep` rows of each sequence leave it
 // (keep < n in a last layer whose other rows no logit needs): x becomes (B*keep, D).
-static void block(NlState *s, size_t l, size_t B, size_t n, size_t pos, size_t keep) {
+static void block(Transformer *s, size_t l, size_t B, size_t n, size_t pos, size_t keep) {
     const LayerNorms *w = &s->norms[l];
-    size_t D = (size_t)s->cfg.n_embd, len = pos + n, rows = B * keep;
-    double t_layer = nl_obs_begin(&s->obs);
-    if (s->obs.watcher) s->obs.residual(s->obs.watcher, (int)l, s->x, B * n);
-    if (s->cfg.placement == NL_PLACE_POST) {  // x = N1(a*x + Attn(x)); x = N2(a*x + MLP(x)); xn becomes x
+    size_t D = (size_t)s->cfg->n_embd, len = pos + n, rows = B * keep;
+    double t_layer = nl_obs_begin(s->obs);
+    if (s->obs->watcher) s->obs->residual(s->obs->watcher, (int)l, s->x, B * n);
+    if (s->cfg->placement == NL_PLACE_POST) {  // x = N1(a*x + Attn(x)); x = N2(a*x + MLP(x)); xn becomes x
         attn_block(s, s->tmp, s->x, l, B, n, pos, keep);
         keep_last_rows(s->x, B, n, keep, D);
         residual(s, s->tmp, l, B, keep, len);
@@ -368,7 +328,7 @@ static void block(NlState *s, size_t l, size_t B, size_t n, size_t pos, size_t k
         normalize(s, s->xn, s->x, w->ln_2, (int)l, NL_COMP_NORM2, B, keep, rows, len);
         swap_stream(s);
     } else {  // pre: x = x + Attn(N1(x)); x = x + MLP(N2(x)); peri also normalises each branch
-        int peri = s->cfg.placement == NL_PLACE_PERI;
+        int peri = s->cfg->placement == NL_PLACE_PERI;
         normalize(s, s->xn, s->x, w->ln_1, (int)l, NL_COMP_NORM1, B, n, B * n, len);
         attn_block(s, s->tmp, s->xn, l, B, n, pos, keep);
         keep_last_rows(s->x, B, n, keep, D);
@@ -379,15 +339,15 @@ static void block(NlState *s, size_t l, size_t B, size_t n, size_t pos, size_t k
         if (peri) normalize(s, s->xn, s->tmp, w->ln_2_post, (int)l, NL_COMP_NORM2_POST, B, keep, rows, len);
         residual(s, peri ? s->xn : s->tmp, l, B, keep, len);
     }
-    nl_obs_record_layer(&s->obs, t_layer, (int)l);
+    nl_obs_record_layer(s->obs, t_layer, (int)l);
 }
 
 // x (B*n, D) = wte[tokens] + wpe[pos ..]
-static void embed(NlState *s, const int *tokens, size_t B, size_t n, size_t pos) {
+static void embed(Transformer *s, const int *tokens, size_t B, size_t n, size_t pos) {
     const NlWeights *w = nl_model_weights(s->model);
-    size_t D = (size_t)s->cfg.n_embd;
+    size_t D = (size_t)s->cfg->n_embd;
     for (size_t r = 0; r < B * n; r++) {
-        assert(tokens[r] >= 0 && tokens[r] < s->cfg.vocab_size);
+        assert(tokens[r] >= 0 && tokens[r] < s->cfg->vocab_size);
         const float *te = w->wte + (size_t)tokens[r] * D, *pe = w->wpe + (pos + r % n) * D;
         for (size_t k = 0; k < D; k++) s->x[r * D + k] = te[k] + pe[k];
     }
@@ -395,33 +355,33 @@ static void embed(NlState *s, const int *tokens, size_t B, size_t n, size_t pos)
 
 // xn (B*k, D) = the last k of the n rows of each sequence in x, through the final norm unless
 // post (the norm runs over all n rows, so that batch statistics are those of the call).
-static void head_input(NlState *s, size_t B, size_t n, size_t k, size_t len) {
-    size_t D = (size_t)s->cfg.n_embd;
-    if (s->cfg.placement == NL_PLACE_POST) memcpy(s->xn, s->x, B * n * D * sizeof(float));
+static void head_input(Transformer *s, size_t B, size_t n, size_t k, size_t len) {
+    size_t D = (size_t)s->cfg->n_embd;
+    if (s->cfg->placement == NL_PLACE_POST) memcpy(s->xn, s->x, B * n * D * sizeof(float));
     else normalize(s, s->xn, s->x, s->ln_f, -1, NL_COMP_FINAL_NORM, B, n, B * n, len);
     keep_last_rows(s->xn, B, n, k, D);
 }
 
-const float *nl_forward_batch(NlState *s, const int *tokens, size_t B, size_t n, size_t pos, size_t n_logits) {
-    if (s->rnn) return nl_rnn_forward(s->rnn, tokens, B, n, pos, n_logits, &s->obs);
+static const float *transformer_forward(void *impl, const int *tokens, size_t B, size_t n, size_t pos,
+                                        size_t n_logits) {
+    Transformer *s = impl;
     const NlWeights *w = nl_model_weights(s->model);
-    size_t D = (size_t)s->cfg.n_embd, V = (size_t)s->cfg.vocab_size, L = (size_t)s->cfg.n_layer, len = pos + n;
-    assert(B >= 1 && B <= s->batch && n >= 1 && len <= (size_t)s->cfg.block_size && n_logits >= 1 && n_logits <= n);
+    size_t D = (size_t)s->cfg->n_embd, V = (size_t)s->cfg->vocab_size, L = (size_t)s->cfg->n_layer, len = pos + n;
+    assert(B >= 1 && B <= s->batch && n >= 1 && len <= (size_t)s->cfg->block_size && n_logits >= 1 && n_logits <= n);
     TIMED(s, -1, NL_COMP_EMBED, B, n, len, embed(s, tokens, B, n, pos));
     // Only the last n_logits positions of each sequence reach the head, so after the last layer's
     // attention only they are computed on (llama.cpp does the same). With statistics attached every
     // position is, so that they describe the whole stream; so with BatchNorm's batch statistics,
     // which are those of every row of the call.
-    int all_rows = s->obs.watcher || (s->cfg.norm == NL_NORM_BATCHNORM && s->bn_stats == NL_BN_BATCH);
+    int all_rows = s->obs->watcher || (s->cfg->norm == NL_NORM_BATCHNORM && s->bn_stats == NL_BN_BATCH);
     size_t keep = all_rows ? n : n_logits;
     for (size_t l = 0; l < L; l++) block(s, l, B, n, pos, l + 1 == L ? keep : n);
-    if (s->obs.watcher) s->obs.residual(s->obs.watcher, (int)L, s->x, B * keep);
+    if (s->obs->watcher) s->obs->residual(s->obs->watcher, (int)L, s->x, B * keep);
     head_input(s, B, keep, n_logits, len);
     TIMED(s, -1, NL_COMP_LM_HEAD, B, n_logits, len,
           nl_linear(s->logits, s->xn, w->lm_head, NULL, B * n_logits, V, D, s->threads));
     return s->logits;
 }
 
-const float *nl_forward(NlState *s, const int *tokens, size_t n, size_t pos, size_t n_logits) {
-    return nl_forward_batch(s, tokens, 1, n, pos, n_logits);
-}
+const NlFamily nl_family_transformer = {"transformer", transformer_create, transformer_destroy, transformer_forward,
+                                        transformer_copy};

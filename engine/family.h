@@ -1,0 +1,36 @@
+// family.h — a model family behind one table of operations (internal; SQLite's io_methods). state.c
+// owns the NlState and calls its family only through this table; each family implements it in its
+// own file (transformer.c; rnn.c for the LSTM and the GRU). A new family: one file, one row in
+// nl_family_of.
+#ifndef NL_FAMILY_H
+#define NL_FAMILY_H
+
+#include <stddef.h>
+
+#include "normlab.h"
+
+#pragma GCC visibility push(hidden)
+
+typedef struct {
+    const char *name;
+    // A state of `batch` sequences of model, run as cfg (the model's config with the run's norm and
+    // placement; the family refuses what it cannot run, as NL_ERR_ARG). cfg and obs are the NlState's,
+    // borrowed for the state's life.
+    int (*create)(void **impl, const NlModel *model, const NlConfig *cfg, const NlRunOptions *opts, size_t batch,
+                  int threads, const NlObserver *obs, NlError *err);
+    void (*destroy)(void *impl);  // NULL-safe
+    // nl_forward_batch's contract (normlab.h): the logits (B, n_logits, V) of the last n_logits positions.
+    const float *(*forward)(void *impl, const int *tokens, size_t B, size_t n, size_t pos, size_t n_logits);
+    // nl_state_copy_cache's contract: sequence `to` continues from sequence `from`'s first n positions.
+    void (*copy)(void *impl, size_t from, size_t to, size_t n);
+} NlFamily;
+
+extern const NlFamily nl_family_transformer;
+extern const NlFamily nl_family_recurrent;
+
+// The family that runs models of arch (chosen once, when a state is made).
+const NlFamily *nl_family_of(NlArch arch);
+
+#pragma GCC visibility pop
+
+#endif

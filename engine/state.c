@@ -1,0 +1,70 @@
+// state.c — a run state: the model, its config as run, the observer, and the family's own state,
+// reached only through the family's table (family.h).
+#include <stdlib.h>
+
+#include "family.h"
+#include "normlab.h"
+
+struct NlState {
+    const NlModel *model;
+    NlConfig cfg;  // the model's config with the run options applied
+    size_t batch;  // B: sequences per call, at most
+    NlObserver obs;  // the lab's (or an embedder's) callbacks; all-NULL: none, and no clock reads
+    const NlFamily *family;
+    void *impl;  // the family's state
+};
+
+const NlFamily *nl_family_of(NlArch arch) {
+    switch (arch) {
+    case NL_ARCH_LSTM:
+    case NL_ARCH_GRU: return &nl_family_recurrent;
+    default: return &nl_family_transformer;
+    }
+}
+
+int nl_state_create(NlState **out, const NlModel *model, const NlRunOptions *opts, NlError *err) {
+    *out = NULL;
+    NlState *s = calloc(1, sizeof *s);
+    if (!s) {
+        nl_error(err, NL_ERR_NOMEM, "out of memory");
+        return -1;
+    }
+    s->model = model;
+    s->cfg = *nl_model_config(model);
+    s->batch = 1;
+    int threads = 1;
+    if (opts) {
+        if (opts->norm != NL_NORM_AS_CONFIGURED) s->cfg.norm = opts->norm;
+        if (opts->placement != NL_PLACE_AS_CONFIGURED) s->cfg.placement = opts->placement;
+        s->batch = opts->batch > 0 ? (size_t)opts->batch : 1;
+        threads = opts->threads > 0 ? opts->threads : 1;
+    }
+    s->family = nl_family_of(s->cfg.arch);
+    if (s->family->create(&s->impl, model, &s->cfg, opts, s->batch, threads, &s->obs, err) != 0) {
+        free(s);
+        return -1;
+    }
+    *out = s;
+    return 0;
+}
+
+void nl_state_free(NlState *s) {
+    if (!s) return;
+    s->family->destroy(s->impl);
+    free(s);
+}
+
+const NlConfig *nl_state_config(const NlState *s) { return &s->cfg; }
+size_t nl_state_batch(const NlState *s) { return s->batch; }
+void nl_state_set_observer(NlState *s, const NlObserver *obs) { s->obs = obs ? *obs : (NlObserver){0}; }
+const NlObserver *nl_state_observer(const NlState *s) { return &s->obs; }
+
+const float *nl_forward_batch(NlState *s, const int *tokens, size_t B, size_t n, size_t pos, size_t n_logits) {
+    return s->family->forward(s->impl, tokens, B, n, pos, n_logits);
+}
+
+const float *nl_forward(NlState *s, const int *tokens, size_t n, size_t pos, size_t n_logits) {
+    return nl_forward_batch(s, tokens, 1, n, pos, n_logits);
+}
+
+void nl_state_copy_cache(NlState *s, size_t from, size_t to, size_t n) { s->family->copy(s->impl, from, to, n); }
