@@ -25,8 +25,9 @@ typedef struct {
     void (*copy)(void *impl, size_t from, size_t to, size_t n);
 } NlFamily;
 
-extern const NlFamily nl_family_transformer;
-extern const NlFamily nl_family_recurrent;
+// Each family's table (functions, not variables: no global symbol but the nl_ functions).
+const NlFamily *nl_family_transformer(void);
+const NlFamily *nl_family_recurrent(void);
 
 // The family that runs models of arch (chosen once, when a state is made).
 const NlFamily *nl_family_of(NlArch arch);

@@ -31,7 +31,8 @@
 
 struct NlModel {
     NlConfig config;
-    NlWeights weights;
+    NlTransformerWeights transformer;  // the weights of a transformer (arch transformer), else zero
+    NlRecurrentWeights recurrent;  // those of an LSTM or a GRU, else zero
     NlTokenizer *tok;
     StFile st;  // safetensors table (directory models)
     const unsigned char *map;  // model.safetensors mapped (or read, with no_mmap), or NULL
@@ -441,16 +442,16 @@ static int bind_rnn_layer(Binder *b, const NlConfig *c, int i, NlRnnLayerWeights
 // A recurrent model: wte (V, E), its layers, lm_head.weight (V, S) and lm_head.bias (V).
 static int bind_rnn(Binder *b, NlModel *m) {
     const NlConfig *c = &m->config;
-    NlWeights *w = &m->weights;
+    NlRecurrentWeights *w = &m->recurrent;
     size_t V = (size_t)c->vocab_size;
     if (take(b, "wte.weight", V, (size_t)c->n_embd, 1, &w->wte) != 0) return -1;
-    w->rnn = calloc((size_t)c->n_layer, sizeof *w->rnn);
-    if (!w->rnn) {
+    w->layers = calloc((size_t)c->n_layer, sizeof *w->layers);
+    if (!w->layers) {
         nl_error(b->err, NL_ERR_NOMEM, "%s: out of memory", b->what);
         return -1;
     }
     for (int i = 0; i < c->n_layer; i++)
-        if (bind_rnn_layer(b, c, i, &w->rnn[i]) != 0) return -1;
+        if (bind_rnn_layer(b, c, i, &w->layers[i]) != 0) return -1;
     if (take(b, "lm_head.weight", V, (size_t)c->n_hidden, 1, &w->lm_head) != 0) return -1;
     return take(b, "lm_head.bias", V, 0, 1, &w->lm_head_b);
 }
@@ -458,7 +459,7 @@ static int bind_rnn(Binder *b, NlModel *m) {
 // A transformer: wte, wpe, its blocks, ln_f (pre and peri) and lm_head when untied.
 static int bind_transformer(Binder *b, NlModel *m) {
     const NlConfig *c = &m->config;
-    NlWeights *w = &m->weights;
+    NlTransformerWeights *w = &m->transformer;
     size_t V = (size_t)c->vocab_size, D = (size_t)c->n_embd, T = (size_t)c->block_size;
     if (take(b, "wte.weight", V, D, 1, &w->wte) != 0 || take(b, "wpe.weight", T, D, 1, &w->wpe) != 0) return -1;
     w->layers = calloc((size_t)c->n_layer, sizeof *w->layers);
@@ -782,8 +783,8 @@ int nl_model_load(NlModel **out, const char *path, NlError *err) { return nl_mod
 
 void nl_model_free(NlModel *m) {
     if (!m) return;
-    free(m->weights.layers);
-    free(m->weights.rnn);
+    free(m->transformer.layers);
+    free(m->recurrent.layers);
     nl_tokenizer_free(m->tok);
     nl_st_free(&m->st);
     if (m->map_read) free((void *)m->map);
@@ -793,7 +794,13 @@ void nl_model_free(NlModel *m) {
 }
 
 const NlConfig *nl_model_config(const NlModel *m) { return &m->config; }
-const NlWeights *nl_model_weights(const NlModel *m) { return &m->weights; }
+const NlTransformerWeights *nl_model_transformer_weights(const NlModel *m) {
+    return m->config.arch == NL_ARCH_TRANSFORMER ? &m->transformer : NULL;
+}
+
+const NlRecurrentWeights *nl_model_recurrent_weights(const NlModel *m) {
+    return m->config.arch == NL_ARCH_TRANSFORMER ? NULL : &m->recurrent;
+}
 const NlTokenizer *nl_model_tokenizer(const NlModel *m) { return m->tok; }
 size_t nl_model_parameters(const NlModel *m) { return m->n_params; }
 size_t nl_model_weight_bytes(const NlModel *m) { return m->n_params * sizeof(float); }

@@ -35,19 +35,25 @@ typedef struct {
     NlNormWeights ln_ih_cand, ln_hh_cand;  // GRU (S) on the candidate's two products
 } NlRnnLayerWeights;
 
+// Each family's weights, pointed into the mapped file; a model has one of them.
 typedef struct {
-    NlRnnLayerWeights *rnn;  // (L) recurrent models; NULL for a transformer (and the fields above
-        // the head unused: wpe, layers, ln_f)
-    const float *lm_head_b;  // (V) recurrent models' head bias; NULL for a transformer
     const float *wte;  // (V, D)
     const float *wpe;  // (T, D)
     NlLayerWeights *layers;  // (L)
     NlNormWeights ln_f;  // gain is NULL when the model has no final norm (post, or no norms)
     const float *lm_head;  // (V, D); equals wte when embeddings are tied
-} NlWeights;
+} NlTransformerWeights;
 
-// Borrowed for the model's lifetime.
-const NlWeights *nl_model_weights(const NlModel *model);
+typedef struct {
+    const float *wte;  // (V, E)
+    NlRnnLayerWeights *layers;  // (L)
+    const float *lm_head;  // (V, S)
+    const float *lm_head_b;  // (V)
+} NlRecurrentWeights;
+
+// Borrowed for the model's lifetime; NULL when the model is of the other family.
+const NlTransformerWeights *nl_model_transformer_weights(const NlModel *model);
+const NlRecurrentWeights *nl_model_recurrent_weights(const NlModel *model);
 
 // A single-file model ({"config", "tokenizer", "tensors"}) from len bytes; `what` names it in errors.
 int nl_model_load_inline(NlModel **out, const char *buf, size_t len, const char *what, NlError *err);

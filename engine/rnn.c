@@ -25,7 +25,7 @@ typedef struct {
 typedef struct {
     NlConfig cfg;  // the model's, with the run's norm
     const NlObserver *obs;  // the NlState's
-    const NlWeights *w;
+    const NlRecurrentWeights *w;
     RnnNorms *norms;  // (L)
     size_t batch;  // B at most
     int threads;
@@ -81,7 +81,7 @@ static int rnn_build(NlRnn **out, const NlModel *model, NlNormType norm, size_t 
     }
     r->cfg = *mc;
     r->cfg.norm = norm;
-    r->w = nl_model_weights(model);
+    r->w = nl_model_recurrent_weights(model);
     r->batch = B;
     r->threads = threads;
     r->lstm = mc->arch == NL_ARCH_LSTM;
@@ -90,7 +90,7 @@ static int rnn_build(NlRnn **out, const NlModel *model, NlNormType norm, size_t 
     r->G = G;
     for (size_t i = 0; i < G * S; i++) r->ones[i] = 1.0f;
     for (size_t l = 0; l < L; l++) {
-        const NlRnnLayerWeights *lw = &r->w->rnn[l];
+        const NlRnnLayerWeights *lw = &r->w->layers[l];
         r->norms[l] = (RnnNorms){as_run(r, lw->ln_ih), as_run(r, lw->ln_hh), as_run(r, lw->ln_cell),
                                  as_run(r, lw->ln_ih_cand), as_run(r, lw->ln_hh_cand)};
     }
@@ -168,7 +168,7 @@ static void lstm_output(NlRnn *r, float *h, const float *cn, size_t B) {
 
 // One position t (of nc in the chunk) of layer l for B sequences: the recurrence.
 static void step(NlRnn *r, int l, size_t B, size_t nc, size_t t, const NlObserver *obs) {
-    const NlRnnLayerWeights *lw = &r->w->rnn[l];
+    const NlRnnLayerWeights *lw = &r->w->layers[l];
     const RnnNorms *n = &r->norms[l];
     size_t S = r->S, GS = r->G * S;
     float *h = r->h + (size_t)l * r->batch * S, *c = r->c + (size_t)l * r->batch * S;
@@ -199,7 +199,7 @@ static void step(NlRnn *r, int l, size_t B, size_t nc, size_t t, const NlObserve
 // Layer l over a chunk of nc positions of B sequences: rows xin (B*nc, in) -> xout (B*nc, S).
 static void layer(NlRnn *r, int l, size_t B, size_t nc, const NlObserver *obs) {
     double t_layer = nl_obs_begin(obs);
-    const NlRnnLayerWeights *lw = &r->w->rnn[l];
+    const NlRnnLayerWeights *lw = &r->w->layers[l];
     size_t S = r->S, GS = r->G * S, in = l == 0 ? (size_t)r->cfg.n_embd : S, rows = B * nc;
     TIMED(obs, l, NL_COMP_RNN_INPUT, B, nc, in, nl_linear(r->px, r->xin, lw->w_ih, NULL, rows, GS, in, r->threads));
     if (r->ln || lw->bias || lw->bias_ih)
@@ -283,4 +283,7 @@ static int rnn_create(void **impl, const NlModel *model, const NlConfig *cfg, co
     return 0;
 }
 
-const NlFamily nl_family_recurrent = {"recurrent", rnn_create, rnn_destroy, rnn_forward, rnn_copy};
+const NlFamily *nl_family_recurrent(void) {
+    static const NlFamily TABLE = {"recurrent", rnn_create, rnn_destroy, rnn_forward, rnn_copy};
+    return &TABLE;
+}

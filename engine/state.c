@@ -17,8 +17,8 @@ struct NlState {
 const NlFamily *nl_family_of(NlArch arch) {
     switch (arch) {
     case NL_ARCH_LSTM:
-    case NL_ARCH_GRU: return &nl_family_recurrent;
-    default: return &nl_family_transformer;
+    case NL_ARCH_GRU: return nl_family_recurrent();
+    default: return nl_family_transformer();
     }
 }
 

@@ -121,7 +121,7 @@ static int resolve_norm(const Transformer *s, NlNormWeights w, int layer, const 
 
 // Resolves every norm the run's placement uses (the others stay unset).
 static int resolve_norms(Transformer *s, NlError *err) {
-    const NlWeights *w = nl_model_weights(s->model);
+    const NlTransformerWeights *w = nl_model_transformer_weights(s->model);
     size_t L = (size_t)s->cfg->n_layer;
     s->norms = calloc(L, sizeof *s->norms);
     if (!s->norms) {
@@ -251,7 +251,7 @@ static void keep_last_rows(float *x, size_t B, size_t n, size_t keep, size_t D) 
 // positions, the output for the last keep of each sequence.
 static void attn_block(Transformer *s, float *out, const float *in, size_t l, size_t B, size_t n, size_t pos,
                        size_t keep) {
-    const NlLayerWeights *w = &nl_model_weights(s->model)->layers[l];
+    const NlLayerWeights *w = &nl_model_transformer_weights(s->model)->layers[l];
     size_t D = (size_t)s->cfg->n_embd, len = pos + n, rows = B * n;
     TIMED(s, l, NL_COMP_QKV, B, n, len, nl_linear(s->qkv, in, w->attn_w, w->attn_b, rows, 3 * D, D, s->threads));
     TIMED(s, l, NL_COMP_ATTENTION, B, keep, len, attention(s, B, l, n, pos, keep));
@@ -261,7 +261,7 @@ static void attn_block(Transformer *s, float *out, const float *in, size_t l, si
 
 // out (B*n, D) = c_proj(act(c_fc(in))) for layer l.
 static void mlp_block(Transformer *s, float *out, const float *in, size_t l, size_t B, size_t n, size_t len) {
-    const NlLayerWeights *w = &nl_model_weights(s->model)->layers[l];
+    const NlLayerWeights *w = &nl_model_transformer_weights(s->model)->layers[l];
     size_t D = (size_t)s->cfg->n_embd, F = (size_t)s->cfg->n_inner, rows = B * n;
     TIMED(s, l, NL_COMP_MLP_UP, B, n, len, nl_linear(s->hid, in, w->fc_w, w->fc_b, rows, F, D, s->threads));
     TIMED(s, l, NL_COMP_ACTIVATION, B, n, len, nl_activation(s->hid, rows * F, s->cfg->activation));
@@ -344,7 +344,7 @@ static void block(Transformer *s, size_t l, size_t B, size_t n, size_t pos, size
 
 // x (B*n, D) = wte[tokens] + wpe[pos ..]
 static void embed(Transformer *s, const int *tokens, size_t B, size_t n, size_t pos) {
-    const NlWeights *w = nl_model_weights(s->model);
+    const NlTransformerWeights *w = nl_model_transformer_weights(s->model);
     size_t D = (size_t)s->cfg->n_embd;
     for (size_t r = 0; r < B * n; r++) {
         assert(tokens[r] >= 0 && tokens[r] < s->cfg->vocab_size);
@@ -365,7 +365,7 @@ static void head_input(Transformer *s, size_t B, size_t n, size_t k, size_t len)
 static const float *transformer_forward(void *impl, const int *tokens, size_t B, size_t n, size_t pos,
                                         size_t n_logits) {
     Transformer *s = impl;
-    const NlWeights *w = nl_model_weights(s->model);
+    const NlTransformerWeights *w = nl_model_transformer_weights(s->model);
     size_t D = (size_t)s->cfg->n_embd, V = (size_t)s->cfg->vocab_size, L = (size_t)s->cfg->n_layer, len = pos + n;
     assert(B >= 1 && B <= s->batch && n >= 1 && len <= (size_t)s->cfg->block_size && n_logits >= 1 && n_logits <= n);
     TIMED(s, -1, NL_COMP_EMBED, B, n, len, embed(s, tokens, B, n, pos));
@@ -383,5 +383,8 @@ static const float *transformer_forward(void *impl, const int *tokens, size_t B,
     return s->logits;
 }
 
-const NlFamily nl_family_transformer = {"transformer", transformer_create, transformer_destroy, transformer_forward,
-                                        transformer_copy};
+const NlFamily *nl_family_transformer(void) {
+    static const NlFamily TABLE = {"transformer", transformer_create, transformer_destroy, transformer_forward,
+                                   transformer_copy};
+    return &TABLE;
+}

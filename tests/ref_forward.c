@@ -157,14 +157,15 @@ static void mlp(double *out, const double *in, const NlLayerWeights *w, const Nl
     linear(out, hid, w->out_w, w->out_b, n, D, F);
 }
 
-int ref_forward_bn(double *logits, const NlConfig *c, const NlWeights *w, const int *tokens, size_t n, NlBnStats bn) {
+int ref_forward_bn(double *logits, const NlConfig *c, const NlTransformerWeights *w, const int *tokens, size_t n,
+                   NlBnStats bn) {
     bn_stats = bn;
     int rc = ref_forward(logits, c, w, tokens, n);
     bn_stats = NL_BN_RUNNING;
     return rc;
 }
 
-int ref_forward(double *logits, const NlConfig *c, const NlWeights *w, const int *tokens, size_t n) {
+int ref_forward(double *logits, const NlConfig *c, const NlTransformerWeights *w, const int *tokens, size_t n) {
     size_t D = (size_t)c->n_embd, F = (size_t)c->n_inner, V = (size_t)c->vocab_size;
     double *x = malloc(n * D * sizeof *x), *xn = malloc(n * D * sizeof *xn), *t = malloc(n * D * sizeof *t);
     double *qkv = malloc(n * 3 * D * sizeof *qkv), *y = malloc(n * D * sizeof *y), *hid = malloc(n * F * sizeof *hid);
@@ -219,7 +220,7 @@ int ref_forward(double *logits, const NlConfig *c, const NlWeights *w, const int
     return rc;
 }
 
-int ref_forward_stats(double *logits, const NlConfig *cfg, const NlWeights *w, const int *tokens, size_t n,
+int ref_forward_stats(double *logits, const NlConfig *cfg, const NlTransformerWeights *w, const int *tokens, size_t n,
                       RefStats *stats) {
     memset(stats, 0, sizeof *stats);
     if (cfg->n_layer > REF_MAX_LAYERS) return -1;
@@ -296,8 +297,8 @@ static void rnn_step(const NlConfig *c, const NlRnnLayerWeights *lw, const doubl
     }
 }
 
-int ref_rnn_forward(double *logits, const NlConfig *c, const NlWeights *w, const int *tokens, size_t n, double *h_norm,
-                    double *c_norm) {
+int ref_rnn_forward(double *logits, const NlConfig *c, const NlRecurrentWeights *w, const int *tokens, size_t n,
+                    double *h_norm, double *c_norm) {
     size_t L = (size_t)c->n_layer, S = (size_t)c->n_hidden, E = (size_t)c->n_embd, V = (size_t)c->vocab_size;
     size_t in_max = E > S ? E : S;
     double *h = calloc(L * S, sizeof *h), *cell = calloc(L * S, sizeof *cell), *x = malloc(in_max * sizeof *x);
@@ -307,7 +308,7 @@ int ref_rnn_forward(double *logits, const NlConfig *c, const NlWeights *w, const
     for (size_t t = 0; rc == 0 && t < n; t++) {
         for (size_t k = 0; k < E; k++) x[k] = w->wte[(size_t)tokens[t] * E + k];
         for (size_t l = 0; l < L; l++) {
-            rnn_step(c, &w->rnn[l], x, l == 0 ? E : S, h + l * S, cell + l * S, p, q, pn, qn);
+            rnn_step(c, &w->layers[l], x, l == 0 ? E : S, h + l * S, cell + l * S, p, q, pn, qn);
             memcpy(x, h + l * S, S * sizeof *x);
         }
         matvec(logits + t * V, w->lm_head, x, V, S);

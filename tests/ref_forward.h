@@ -11,9 +11,10 @@
 // override; a norm the model lacks (ln_f of a post model run as pre, ...) has unit gain and no
 // bias, as in the engine. BatchNorm uses the running statistics (which the model must have).
 // Returns 0, or -1 when out of memory.
-int ref_forward(double *logits, const NlConfig *cfg, const NlWeights *w, const int *tokens, size_t n);
+int ref_forward(double *logits, const NlConfig *cfg, const NlTransformerWeights *w, const int *tokens, size_t n);
 // The same with BatchNorm's statistics chosen: NL_BN_BATCH takes them from the n rows.
-int ref_forward_bn(double *logits, const NlConfig *cfg, const NlWeights *w, const int *tokens, size_t n, NlBnStats bn);
+int ref_forward_bn(double *logits, const NlConfig *cfg, const NlTransformerWeights *w, const int *tokens, size_t n,
+                   NlBnStats bn);
 
 // What the engine's statistics (normlab_lab.h) report, recomputed here in double from the same
 // definitions: per layer l (0..L-1 entering block l, L leaving the last) the mean over positions of
@@ -32,7 +33,7 @@ typedef struct {
     double invariance[2][REF_INV_CASES];
 } RefStats;
 // As ref_forward, filling *stats (sums divided into means before returning). L <= REF_MAX_LAYERS.
-int ref_forward_stats(double *logits, const NlConfig *cfg, const NlWeights *w, const int *tokens, size_t n,
+int ref_forward_stats(double *logits, const NlConfig *cfg, const NlTransformerWeights *w, const int *tokens, size_t n,
                       RefStats *stats);
 
 // One row of width D, double precision: LayerNorm (biased variance) and RMSNorm. bias may be NULL.
@@ -46,7 +47,7 @@ void ref_batchnorm(double *out, const double *x, const float *gain, const float 
 // logits (n, V) for tokens[0..n). cfg->norm is the run's (layernorm or none; a norm the model lacks
 // has unit gain and no bias). h_norm and c_norm (n), when not NULL, get ||h_t|| and ||c_t|| of the
 // last layer (c_t: the LSTM's cell; the GRU's stays 0). Returns 0, or -1 when out of memory.
-int ref_rnn_forward(double *logits, const NlConfig *cfg, const NlWeights *w, const int *tokens, size_t n,
+int ref_rnn_forward(double *logits, const NlConfig *cfg, const NlRecurrentWeights *w, const int *tokens, size_t n,
                     double *h_norm, double *c_norm);
 
 #endif

@@ -29,7 +29,8 @@ int main(int argc, char **argv) {
     double *logits = malloc((len + 1) * V * sizeof *logits);
     int rc = !ids || !logits ||
              nl_tokenizer_encode(nl_model_tokenizer(m), argv[4], len, 0, ids, &n, &skipped, &err) != 0 || n == 0 ||
-             n > (size_t)cfg.block_size || ref_forward_bn(logits, &cfg, nl_model_weights(m), ids, n, bn) != 0;
+             n > (size_t)cfg.block_size ||
+             ref_forward_bn(logits, &cfg, nl_model_transformer_weights(m), ids, n, bn) != 0;
     for (size_t i = 0; !rc && i < n; i++) {
         for (size_t v = 0; v < V; v++) printf("%s%.9g", v ? ", " : "[", logits[i * V + v]);
         printf("]\n");

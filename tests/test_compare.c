@@ -178,7 +178,8 @@ static void statistics_match_a_double_recomputation(void) {
         }
         RefStats ref;
         double *logits = malloc(n * (size_t)c->vocab_size * sizeof *logits);
-        CHECK(logits && ref_forward_stats(logits, c, nl_model_weights(m), TEXT, n - 1, &ref) == 0, "reference ran");
+        CHECK(logits && ref_forward_stats(logits, c, nl_model_transformer_weights(m), TEXT, n - 1, &ref) == 0,
+              "reference ran");
         free(logits);
         double worst = 0.0;
 #define NEAR(got, want) (fabs((got) - (want)) <= 1e-5 + 1e-4 * fabs(want))

@@ -64,7 +64,7 @@ static void compare_one(const char *name, const NlRunOptions *opts) {
     int ids[128];  // block_size of every fixture, at most
     random_tokens(ids, (size_t)s.T, s.V, 99);
     double *want = malloc((size_t)s.T * s.V * sizeof *want);
-    CHECK(ref_forward(want, &s.cfg, nl_model_weights(s.model), ids, (size_t)s.T) == 0, "reference ran");
+    CHECK(ref_forward(want, &s.cfg, nl_model_transformer_weights(s.model), ids, (size_t)s.T) == 0, "reference ran");
     char what[160];
     snprintf(what, sizeof what, "%s as %s/%s prefill", name, nl_config_norm_name(s.cfg.norm),
              nl_config_placement_name(s.cfg.placement));
@@ -166,7 +166,8 @@ static void batch_statistics_couple_the_rows_of_a_call(void) {
         random_tokens(ids, 2 * T, s.V, 7);
         double *want = malloc(T * V * sizeof *want);
         float *alone = malloc(T * V * sizeof *alone);
-        CHECK(ref_forward_bn(want, &s.cfg, nl_model_weights(s.model), ids, T, NL_BN_BATCH) == 0, "reference ran");
+        CHECK(ref_forward_bn(want, &s.cfg, nl_model_transformer_weights(s.model), ids, T, NL_BN_BATCH) == 0,
+              "reference ran");
         char what[160];
         snprintf(what, sizeof what, "%s with batch statistics, alone", names[f]);
         memcpy(alone, nl_forward(s.state, ids, T, 0, T), T * V * sizeof *alone);
@@ -201,7 +202,7 @@ static void batch_statistics_couple_the_rows_of_a_call(void) {
 
 static double ref_nll(const Setup *s, const int *ctx, size_t n, int target) {
     double *logits = malloc(n * (size_t)s->V * sizeof *logits), max = -INFINITY, sum = 0.0;
-    ref_forward(logits, &s->cfg, nl_model_weights(s->model), ctx, n);
+    ref_forward(logits, &s->cfg, nl_model_transformer_weights(s->model), ctx, n);
     const double *row = logits + (n - 1) * (size_t)s->V;
     for (int v = 0; v < s->V; v++) max = fmax(max, row[v]);
     for (int v = 0; v < s->V; v++) sum += exp(row[v] - max);
@@ -270,7 +271,7 @@ static void ref_greedy(const Setup *s, const int *prompt, size_t n_prompt, size_
     memcpy(window, prompt, n_prompt * sizeof *window);
     double *logits = malloc(T * (size_t)s->V * sizeof *logits);
     for (size_t i = 0; i < n_new; i++) {
-        ref_forward(logits, &s->cfg, nl_model_weights(s->model), window, len);
+        ref_forward(logits, &s->cfg, nl_model_transformer_weights(s->model), window, len);
         const double *row = logits + (len - 1) * (size_t)s->V;
         int best = 0;
         for (int v = 1; v < s->V; v++) best = row[v] > row[best] ? v : best;

@@ -67,7 +67,7 @@ static void one_fixture(const char *name, NlNormType norm) {
     int ids[N];
     random_tokens(ids, N, V, 7);
     double *want = malloc(N * V * sizeof *want);
-    CHECK(ref_rnn_forward(want, &s.cfg, nl_model_weights(s.model), ids, N, NULL, NULL) == 0, "reference ran");
+    CHECK(ref_rnn_forward(want, &s.cfg, nl_model_recurrent_weights(s.model), ids, N, NULL, NULL) == 0, "reference ran");
     char what[160];
     snprintf(what, sizeof what, "%s as %s: prefill of %d, last %zu logits", name, nl_config_norm_name(s.cfg.norm), N,
              last);
@@ -107,7 +107,7 @@ static void batches_keep_sequences_apart(void) {
         float *copy = malloc(3 * n * V * sizeof *copy);
         memcpy(copy, got, 3 * n * V * sizeof *copy);
         for (size_t b = 0; b < 3; b++) {
-            ref_rnn_forward(want, &s.cfg, nl_model_weights(s.model), ids + b * n, n, NULL, NULL);
+            ref_rnn_forward(want, &s.cfg, nl_model_recurrent_weights(s.model), ids + b * n, n, NULL, NULL);
             char what[96];
             snprintf(what, sizeof what, "%s: sequence %zu of a batch of 3", FIXTURES[i], b);
             check_close(what, copy + b * n * V, want, n * V, ATOL, RTOL);
@@ -118,7 +118,7 @@ static void batches_keep_sequences_apart(void) {
         int next[3] = {ids[20], ids[20], ids[20]};
         got = nl_forward_batch(s.state, next, 3, 1, 20, 1);
         CHECK(memcmp(got, got + 2 * V, V * sizeof *got) == 0, "%s: a copied state continues identically", FIXTURES[i]);
-        ref_rnn_forward(want, &s.cfg, nl_model_weights(s.model), ids, 21, NULL, NULL);
+        ref_rnn_forward(want, &s.cfg, nl_model_recurrent_weights(s.model), ids, 21, NULL, NULL);
         check_close("the copied state's next logits", got + 2 * V, want + 20 * V, V, ATOL, RTOL);
         free(copy);
         free(want);
@@ -130,7 +130,7 @@ static void batches_keep_sequences_apart(void) {
 static double ref_nll_span(const Setup *s, const int *ids, size_t a, size_t b) {
     size_t n = b - a, V = s->V;
     double *logits = malloc(n * V * sizeof *logits), total = 0.0;
-    ref_rnn_forward(logits, &s->cfg, nl_model_weights(s->model), ids + a, n, NULL, NULL);
+    ref_rnn_forward(logits, &s->cfg, nl_model_recurrent_weights(s->model), ids + a, n, NULL, NULL);
     for (size_t t = 0; t < n; t++) {
         const double *row = logits + t * V;
         double max = row[0], sum = 0.0;
@@ -205,7 +205,7 @@ static void generation_has_no_window(void) {
     double *logits = malloc(205 * s.V * sizeof *logits);
     size_t same = 0;
     for (size_t i = 0; i < 200; i++) {
-        ref_rnn_forward(logits, &s.cfg, nl_model_weights(s.model), seq, 5 + i, NULL, NULL);
+        ref_rnn_forward(logits, &s.cfg, nl_model_recurrent_weights(s.model), seq, 5 + i, NULL, NULL);
         const double *row = logits + (4 + i) * s.V;
         int best = 0;
         for (int v = 1; v < (int)s.V; v++) best = row[v] > row[best] ? v : best;
@@ -235,7 +235,7 @@ static void state_norms_over_time(void) {
         random_tokens(ids, N, s.V, 5);
         double *logits = malloc(N * s.V * sizeof *logits), h[N], c[N];
         nl_forward(s.state, ids, N, 0, 1);
-        ref_rnn_forward(logits, &s.cfg, nl_model_weights(s.model), ids, N, h, c);
+        ref_rnn_forward(logits, &s.cfg, nl_model_recurrent_weights(s.model), ids, N, h, c);
         int ok = 1, buckets = 0;
         for (int k = 0; k < NL_STATE_BUCKETS; k++) {
             size_t lo = ((size_t)1 << k) - 1, hi = ((size_t)2 << k) - 1;
