@@ -46,7 +46,19 @@ M="-m $FIX/ln-pre-bias.json"
 U="-m $FIX/utf8.json"
 
 # ---- usage errors: exit 2
-expect_fail "no command" 2 "usage: normlab COMMAND [options]"
+run  # bare normlab: the commands, as git lists them, on stderr (a usage error)
+[ "$rc" -eq 2 ] && [ ! -s "$TMP/out" ] && grep -q "^  generate " "$TMP/err" && grep -q "^  compare " "$TMP/err" \
+    && ok "bare normlab lists the commands, exit 2" || bad "bare normlab" "exit $rc: $(head -3 "$TMP/err")"
+# one dash: a long option's exact name only, never a prefix; -i and -b are no option of generate
+expect_fail "-i is not --invariance's prefix" 2 "unknown option '-i'" generate $M -i
+expect_fail "-b is unknown, with the options it starts" 2 "unknown option '-b' (did you mean --batch, --bn-stats?)" \
+    generate $M -b
+expect_fail "-e is unknown, with the options it starts" 2 "unknown option '-e' (did you mean --echo, --exact-window?)" \
+    generate $M -e
+expect_fail "one dash, a near miss: did you mean" 2 "unknown option '-jsn' (did you mean '--json'?)" generate $M -jsn
+expect_fail "one dash and a prefix is no long option" 2 "unknown option '-exact' (did you mean --exact-window?)" \
+    generate $M -exact
+expect_fail "a flag takes no value" 2 "option '--json' takes no value" info $M --json=1
 expect_fail "unknown command" 2 "unknown command 'sing'" sing
 expect_fail "negative -n" 2 "-n must be an integer in [0, 1000000000], got '-1'" generate $M -n -1
 expect_fail "non-numeric -n" 2 "got '12abc'" generate $M -n 12abc
@@ -222,8 +234,21 @@ expect_ok "override" generate $M -p 'ab' -n 5 --seed 4 --norm rmsnorm --placemen
 grep -q "warning: the model was trained as layernorm/pre; running it as rmsnorm/post" "$TMP/err" \
     && ok "override warns" || bad "override warns" "$(cat "$TMP/err")"
 expect_ok "timing on stderr" generate $M -p 'ab' -n 5 --seed 4
-grep -qE "prefill 2 tokens in .* tok/s\); decode 4 tokens" "$TMP/err" \
-    && ok "timing reported on stderr" || bad "timing" "$(cat "$TMP/err")"
+grep -qE "prefill 2 tokens in .* tok/s\); 5 new characters \(the first from the prefill's logits\); decode 4 tokens" \
+    "$TMP/err" && ok "timing reported on stderr, counting -n's characters" || bad "timing" "$(cat "$TMP/err")"
+# every command takes -m; compare takes it repeated, beside positional models
+expect_ok "compare -m -m" compare -m $FIX/ln-pre-bias.json -m $FIX/rms-pre-bias.json -f "$TMP/short.txt" --repeats 1
+cp "$TMP/out" "$TMP/cmp_m"
+expect_ok "compare positional and -m" compare $FIX/ln-pre-bias.json -m $FIX/rms-pre-bias.json -f "$TMP/short.txt" \
+    --repeats 1
+row='^tests/fixtures/(ln|rms)-pre-bias.json +(layernorm|rmsnorm)/pre +[0-9]'
+[ "$(grep -cE "$row" "$TMP/out")" -eq 2 ] && [ "$(grep -cE "$row" "$TMP/cmp_m")" -eq 2 ] \
+    && ok "compare: a row per -m and positional model" || bad "compare -m" "$(cat "$TMP/out")"
+mkdir -p "$TMP/models"; cp $FIX/ln-pre-bias.json "$TMP/models/one.json"
+NORMLAB_MODELS=$TMP/models expect_ok "list -m NAME" list -m one
+[ "$(wc -l < "$TMP/out")" -eq 2 ] && grep -q "^one " "$TMP/out" \
+    && ok "list -m NAME shows that name only" || bad "list -m" "$(cat "$TMP/out")"
+NORMLAB_MODELS=$TMP/models expect_fail "list -m of no model" 1 "nosuch: no model of that name" list -m nosuch
 
 expect_ok "warmup" generate $M -p "a b" -n 60 --seed 7 --top-k 5 --top-p 0.9 --temperature 0.8 --warmup --no-echo
 cmp -s "$TMP/out" "$GOLD/sampled.txt" \

@@ -36,6 +36,7 @@ for r in "$build"/tests/replay_*; do
     fi
 done
 tally cli_test tests/cli_test.sh "$bin"
+tally options_test tests/options_test.sh "$bin"
 tally symbols_test tests/symbols_test.sh "$build/libnormlab.a"
 [ "$variant" = plain ] && [ -x /usr/bin/python3 ] && tally docs_test /usr/bin/python3 tools/docs.py --check
 [ "$variant" = plain ] && [ -x /usr/bin/python3 ] && tally nanogpt_test /usr/bin/python3 tests/nanogpt_test.py "$bin"

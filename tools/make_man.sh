@@ -1,6 +1,7 @@
 #!/bin/sh
 # tools/make_man.sh BINARY — writes the normlab(1) man page to stdout, from the binary's own help
-# texts (`normlab --help` and `normlab help CMD` for every command), so that it cannot drift.
+# texts (`normlab --help` and `normlab help CMD` for every command of `normlab help --options-table`),
+# all generated from the option table, so that it cannot drift.
 set -eu
 BIN=${1:-./normlab}
 version=$("$BIN" --version | sed 's/^normlab //')
@@ -19,7 +20,7 @@ normlab \\- a small transformer inference engine with switchable normalization
 HEAD
 "$BIN" --help | roff
 echo ".fi"
-for cmd in $("$BIN" --help | sed -n 's/^  \([a-z][a-z]*\)  .*/\1/p'); do
+for cmd in $("$BIN" help --options-table | grep -v '^#' | cut -f1 | uniq); do
     echo ".SH $(echo "$cmd" | tr a-z A-Z)"
     echo ".nf"
     "$BIN" help "$cmd" | roff

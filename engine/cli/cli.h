@@ -49,62 +49,99 @@ typedef struct {
     int batch;  // eval: windows per call; generate: streams per group (0: default)
     int no_mmap;  // read the weights into memory instead of mapping them
     int warmup;  // generate: one untimed pass over the prompt first
-    char **models;  // compare: the positional model arguments
+    const char **models;  // compare: the models, -m and positional, in the order given
     int n_models;
+    int profile_cmd;  // the profile command: the run's result is its profile
+    const char *default_prompt;  // the prompt when none is given and the vocabulary has its characters
     int closed_std;  // CLOSED_STDIN | CLOSED_STDOUT | CLOSED_STDERR: closed at start (now /dev/null)
 } Options;
 
 // The standard descriptors found closed when normlab started (main.c reopens them on /dev/null).
 enum { CLOSED_STDIN = 1, CLOSED_STDOUT = 2, CLOSED_STDERR = 4 };
 
-// Option codes beyond the single-letter ones (m p f n s t o h).
+// The commands, as bits: an option row names the commands it applies to.
 enum {
-    OPT_TEMP = 256,
-    OPT_TOPK,
-    OPT_TOPP,
-    OPT_SEED,
-    OPT_NORM,
-    OPT_PLACEMENT,
-    OPT_THREADS,
-    OPT_EXACT,
-    OPT_SKIP,
-    OPT_JSON,
-    OPT_TEXT,
-    OPT_STRIDE,
-    OPT_SEGMENTS,
-    OPT_ECHO,
-    OPT_NO_ECHO,
-    OPT_PROFILE,
-    OPT_TRACE,
-    OPT_COUNTERS,
-    OPT_ALSO_SWAP,
-    OPT_INVARIANCE,
-    OPT_REPEATS,
-    OPT_CSV,
-    OPT_PLOT_DIR,
-    OPT_SAMPLES,
-    OPT_WARMUP,
-    OPT_BATCH,
-    OPT_NO_MMAP,
-    OPT_OUTPUT,
-    OPT_BN_STATS
+    CMD_GENERATE = 1,
+    CMD_EVAL = 2,
+    CMD_INFO = 4,
+    CMD_LIST = 8,
+    CMD_LOGITS = 16,
+    CMD_PROFILE = 32,
+    CMD_COMPARE = 64,
+    CMD_ALL = 127
 };
 enum { BN_STATS_BOTH = 2 };  // --bn-stats both (compare)
 
-// One row of the command table.
+// What an option's value is, and where it goes (OptSpec.field, an offset into Options).
+typedef enum {
+    OT_HELP,  // -h, --help: prints the command's help
+    OT_FLAG,  // no value: stores OptSpec.value into an int
+    OT_STRING,  // a const char *
+    OT_MODELS,  // compare's -m: appended to the models, beside the positional ones
+    OT_INT,  // an int in [lo, hi] (a larger hi is accepted and stored as INT_MAX)
+    OT_LONG,  // a long in [lo, hi]
+    OT_DOUBLE,  // a double in [dlo, dhi] (OPT_MIN_OPEN: above dlo; OPT_ZERO_OK: 0 too)
+    OT_SEED,  // -1 (random) or a uint64_t: Options.seed and has_seed
+    OT_CHOICE  // a word of OptSpec.choices, any case, through OptSpec.choose into an int
+} OptType;
+enum { OPT_MIN_OPEN = 1, OPT_ZERO_OK = 2 };
+
+// One row of the option table (options_table.c): parsing, `normlab help CMD`, the man page, the
+// completion and docs/cli.md all read these rows. A name may have several rows for disjoint sets of
+// commands (-f is the prompt of generate and the text of eval).
+typedef struct {
+    const char *name;  // the long name, without "--"
+    const char *alias;  // another exact long name (llama.cpp's "temp"), or NULL
+    char letter;  // the short option, or 0
+    OptType type;
+    const char *arg;  // the value's name in help ("N", "FILE"), NULL for flags
+    long long lo, hi;  // OT_INT, OT_LONG: the accepted range
+    double dlo, dhi;  // OT_DOUBLE
+    int flags;  // OPT_MIN_OPEN, OPT_ZERO_OK
+    const char *range;  // the accepted values in words: "an integer in [1, 256]"
+    const char *def;  // the default as a value, applied before parsing; NULL: none (or def_text)
+    const char *def_text;  // the default in words where it is not a value ("every CPU"), or NULL
+    unsigned commands;  // CMD_* bits
+    size_t field;  // offsetof(Options, ...)
+    int value;  // OT_FLAG: the value stored
+    int (*choose)(const char *word, int *out);  // OT_CHOICE: 0 and *out, or -1
+    const char *choices;  // OT_CHOICE: the words, space-separated (help, completion)
+    const char *help;  // one sentence or a few; help wraps it
+} OptSpec;
+
+extern const OptSpec OPTIONS[];
+extern const size_t N_OPTIONS;
+
+// One row of the command table: dispatch and help read it.
 typedef struct {
     const char *name;
+    unsigned bit;  // CMD_*
     const char *summary;  // one line, for `normlab --help`
-    const char *help;  // `normlab help NAME`
-    const int *options;  // the option codes it takes, 0-terminated
+    const char *usage;  // after "usage: normlab NAME "
+    const char *about;  // the paragraph of `normlab help NAME`
+    const char *positional;  // compare: "MODEL" (and its help below); NULL: none taken
+    const char *positional_help;
     int (*run)(Options *o);
 } Command;
 
+extern const Command COMMANDS[];
+extern const size_t N_COMMANDS;
+const Command *find_command(const char *name);
+
 // options.c
-// Parses argv (argv[0] is the command) into o for cmd; returns 0, -1 for --help, or EXIT_USAGE
-// with the message printed (with a "did you mean" for a near miss).
+// Parses argv (argv[0] is the command) into o for cmd, after the table's defaults; returns 0, -1 for
+// --help, or EXIT_USAGE with the message printed (with a "did you mean" for a near miss). o->models
+// is a new array (free it) holding compare's models, -m and positional, in the order given.
 int options_parse(Options *o, const Command *cmd, int argc, char **argv);
 size_t edit_distance(const char *a, const char *b);
+// The row of the long option `name` (exact name or alias) for cmd, or NULL.
+const OptSpec *option_find(unsigned cmd, const char *name, size_t len);
+
+// help.c
+int help_main(FILE *f);  // `normlab --help`: the commands from the table
+int help_command(FILE *f, const Command *c);  // `normlab help CMD`: its usage, paragraph and rows
+int help_options_table(FILE *f);  // `normlab help --options-table`: every row, tab-separated
+int help_markdown(FILE *f);  // `normlab help --markdown`: docs/cli.md
 
 // common.c
 int exit_code(const NlError *err);  // NL_ERR_ARG: 2; every other code: 1
@@ -142,7 +179,7 @@ int load_model(const Options *o, NlModel **model);
 int make_state_as(const Options *o, const NlModel *model, int batch, int blas_threads, int warn, NlState **state);
 // The most positions the model sees at once: block_size, or SIZE_MAX for a recurrent model (no window).
 size_t model_context(const NlModel *model);
-// "pre/layernorm" for a transformer run, "lstm/none" for a recurrent one, into buf.
+// "layernorm/pre" (norm/placement) for a transformer run, "lstm/none" for a recurrent one, into buf.
 const char *run_name(char *buf, size_t size, const NlConfig *model, NlNormType norm, NlPlacement placement);
 int encode(const NlModel *model, const char *what, const char *text, size_t len, int skip_unknown, int **ids, size_t *n,
            size_t *skipped);
@@ -177,7 +214,13 @@ int cmd_logits(Options *o);
 int cmd_compare(Options *o);
 int cmd_info(Options *o);
 int cmd_list(Options *o);
-extern const char *const HELP_GENERATE,
-    *const HELP_PROFILE, *const HELP_EVAL, *const HELP_LOGITS, *const HELP_COMPARE, *const HELP_INFO, *const HELP_LIST;
+int cmd_profile(Options *o);
+// generate's run; profile's too, which discards the text and prints the profile.
+int generate_run(Options *o);
+// Writes the profile of a run on `workers` engine threads with up to blas_threads OpenBLAS threads:
+// the trace file (when trace_f) first, so that a failed write leaves the output empty, then the
+// report to out (JSON or text).
+int profile_write(const Options *o, const NlProfiler *prof, int workers, int blas_threads, FILE *out, int json,
+                  FILE *trace_f);
 
 #endif

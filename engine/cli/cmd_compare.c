@@ -12,34 +12,6 @@
 #include "cli.h"
 #include "report.h"
 
-const char *const HELP_COMPARE =
-    "usage: normlab compare MODEL... -f FILE [--json] [-o FILE] [--csv FILE] [--plot-dir DIR]\n"
-    "                       [--also-swap] [--invariance] [--repeats N] [--threads N]\n"
-    "\n"
-    "The same text through every model: one row per model with norm type, placement, parameters,\n"
-    "bits/char and perplexity, prefill and decode tokens/s (medians), the share of forward time in\n"
-    "normalization, per-layer hidden-state statistics, and the largest logit difference between a\n"
-    "sequence alone and in a batch of 16, and between prefill and KV-cache decoding. Recurrent models\n"
-    "(lstm, gru) share the table; their hidden states are the norms of h_t (and the LSTM's c_t) over\n"
-    "the text, from one unbroken pass.\n"
-    "  MODEL                  a model by name ('normlab list') or path\n"
-    "  -f, --file FILE        UTF-8 text to score (every model must know its characters; --text FILE)\n"
-    "      --also-swap        add, per model, rows with the other norm type (layernorm and rmsnorm each\n"
-    "                         other's, batchnorm's layernorm), the other placement (pre and post each\n"
-    "                         other's, peri's pre) and no norm at all; a recurrent model with\n"
-    "                         LayerNorm: a row without it\n"
-    "      --bn-stats S       BatchNorm rows with running (default) or batch statistics, or both\n"
-    "      --invariance       the LayerNorm/RMSNorm invariance experiment on the text's activations\n"
-    "      --repeats N        timing repeats (default 5)\n"
-    "  -t, --threads N        rows measured side by side on N threads (default 1: one at a time, so\n"
-    "                         that the speed columns are those of an idle machine); the other\n"
-    "                         columns are the same at any N\n"
-    "      --json             the rows as a JSON array instead of the table\n"
-    "  -o, --output FILE      write the table (or JSON) to FILE instead of stdout\n"
-    "      --csv FILE         also write the rows as CSV to FILE\n"
-    "      --plot-dir DIR     PNG charts via tools/plot_compare.py (needs python3-matplotlib)\n"
-    "      --skip-unknown, --no-mmap   as for generate\n";
-
 #define MAX_RUNS 8  // rows of one model, at most: 4 runs, each BatchNorm one with both statistics
 
 // The runs of one model (returns their count): as trained; with also_swap, the other norm type

@@ -14,45 +14,6 @@
 #include "cli.h"
 #include "report.h"
 
-const char *const HELP_EVAL =
-    "usage: normlab eval [-m MODEL] -f FILE [--json] [-o FILE] [--stride N] [--skip-unknown]\n"
-    "\n"
-    "Average negative log-likelihood of every character of FILE after the first, given those\n"
-    "before it within the context window, as nats/char, bits/char and perplexity, each with its\n"
-    "standard error; progress (rate, time left) on a terminal and the elapsed time go to stderr.\n"
-    "  -m, --model NAME|PATH  model (default as for generate)\n"
-    "  -f, --file FILE        UTF-8 text to score ('-': standard input; --text FILE is the same)\n"
-    "      --stride N         window step for texts longer than the context (default block_size/2):\n"
-    "                         each character is scored once, with at least block_size - N characters\n"
-    "                         of context; the last window ends at the text's end\n"
-    "      --json             one JSON object\n"
-    "  -o, --output FILE      write the result to FILE instead of stdout\n"
-    "      --skip-unknown     drop characters outside the vocabulary and count them\n"
-    "  -t, --threads N        engine threads (default: every CPU this process may use), each scoring\n"
-    "                         its share of the windows; the result is the same at any N\n"
-    "      --batch N          windows per forward call (default: 1024 / block_size, at least 1);\n"
-    "                         changes the order of float sums, so the last digits may differ\n"
-    "      --segments N       recurrent models (lstm, gru), which score the text through one unbroken\n"
-    "                         state: cut it into N parts, each from the zero state, run together\n"
-    "                         (faster; every cut loses its context, so the loss rises)\n"
-    "      --norm, --placement, --bn-stats, --no-mmap   as for generate (with --bn-stats batch the\n"
-    "                         statistics are those of --batch windows, so the result depends on it)\n"
-    "      --profile          print the per-layer profile to stderr (--counters: with IPC)\n";
-
-const char *const HELP_LOGITS =
-    "usage: normlab logits [-m MODEL] (-p TEXT | -f FILE) [-o FILE] [--norm NAME] [--placement NAME]\n"
-    "                      [--bn-stats S]\n"
-    "\n"
-    "Prints the logits of every position of the text (at most block_size characters; any length for a\n"
-    "recurrent model) as one JSON array of V numbers per line, from one batched prefill. For checking\n"
-    "the engine against other implementations (tools/parity.py). A non-finite logit is an error.\n"
-    "  -m, --model NAME|PATH  model (default as for generate)\n"
-    "  -p, --prompt TEXT      the text\n"
-    "  -f, --file FILE        read the text from FILE ('-': standard input)\n"
-    "  -o, --output FILE      write to FILE instead of stdout\n"
-    "      --json             accepted: the output is JSON lines already\n"
-    "      --norm, --placement, --bn-stats, --skip-unknown, --threads, --no-mmap   as for generate\n";
-
 static double now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -1,5 +1,5 @@
-// cmd_generate.c — generate, and profile (the same run with the text discarded and the profile
-// as the result).
+// cmd_generate.c — generate, and the run profile shares (cmd_profile.c): the text discarded and the
+// profile as the result.
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -17,67 +17,6 @@
 #include "cli.h"
 #include "jsonout.h"
 #include "report.h"
-
-const char *const HELP_GENERATE =
-    "usage: normlab generate [-m MODEL] [-p TEXT | -f FILE] [-n N] [options]\n"
-    "\n"
-    "Streams the prompt and N sampled characters to stdout (timing goes to stderr).\n"
-    "  -m, --model NAME|PATH  a model by name ('normlab list') or path (directory or .json file);\n"
-    "                         default $NORMLAB_MODEL, else shakespeare-pre-ln\n"
-    "  -p, --prompt TEXT      the prompt; empty or absent starts from a newline\n"
-    "  -f, --file FILE        read the prompt from FILE ('-': standard input)\n"
-    "  -n, --steps N          characters to generate (default 256; 0 generates nothing)\n"
-    "      --temperature T    0 = greedy, else in [1e-4, 1e4] (default 0.8, as nanoGPT)\n"
-    "      --top-k K          keep the K most likely characters (default 0 = off; K > V keeps all)\n"
-    "      --top-p P          keep the smallest set with mass >= P, P in (0, 1] (default 1 = off)\n"
-    "  -s, --seed S           0 .. 2^64-1, or -1 for a random seed (the default; it is then printed\n"
-    "                         to stderr)\n"
-    "      --no-echo          do not print the prompt before the continuation (for scripts; --echo,\n"
-    "                         the default, is accepted)\n"
-    "      --json             one JSON object: {seed, prompt, text, timings}; with --samples one per line\n"
-    "  -o, --output FILE      write the text to FILE instead of stdout, whole or not at all\n"
-    "      --samples N        N continuations decoded together; stream i samples with seed S+i;\n"
-    "                         printed one after another under '--- sample i, seed S+i ---', each\n"
-    "                         echoing the prompt, or as JSON lines with --json\n"
-    "      --batch N          with --samples: streams decoded together in one forward call (default\n"
-    "                         8); the groups of N streams run on the engine threads\n"
-    "  -t, --threads N        engine threads (default: every CPU this process may use): sample groups\n"
-    "                         run side by side; OpenBLAS may use N threads for matrix-vector products\n"
-    "                         of 1M weights or more. The text is the same at any N\n"
-    "      --norm NAME        run the norms as layernorm, rmsnorm, batchnorm or none (any case;\n"
-    "                         overrides the config; none removes them)\n"
-    "      --placement NAME   run the blocks pre, post or peri (overrides the config)\n"
-    "      --bn-stats S       BatchNorm with its running statistics (running, the default) or those\n"
-    "                         of the rows of each forward call (batch)\n"
-    "      --exact-window     recompute the last block_size positions for every token (nanoGPT;\n"
-    "                         transformers: a recurrent model has no window)\n"
-    "                         instead of shifting the context by half a window when it is full\n"
-    "      --skip-unknown     drop prompt characters outside the vocabulary (with a warning)\n"
-    "      --warmup           run the prompt once, untimed, before the timed run (benchmarks)\n"
-    "      --profile          print the per-layer profile (see 'normlab help profile') to stderr\n"
-    "      --counters         with --profile: instructions per cycle, when perf counters are available\n"
-    "      --no-mmap          read the weights into memory instead of mapping them (every command takes\n"
-    "                         it): a file rewritten in place under a mapping kills the process\n"
-    "Long options may be shortened to any unambiguous prefix (--temp for --temperature).\n";
-
-const char *const HELP_PROFILE =
-    "usage: normlab profile [-m MODEL] [-p TEXT | -f FILE] [-n N] [--json] [-o FILE] [--trace FILE]\n"
-    "\n"
-    "Generates N characters (default 256) after the prompt and prints where the time went: prefill\n"
-    "(the prompt, one batched pass) and decode (one token at a time) apart, every layer x component,\n"
-    "with calls, time, share, FLOPs, GFLOP/s, bytes and GB/s, then per-layer and per-component totals\n"
-    "and the part of the wall time no row covers. The generated text is not printed.\n"
-    "  -m, --model NAME|PATH  model (default as for generate)\n"
-    "  -p, --prompt TEXT      prompt (default: a built-in line, or a newline if the vocabulary lacks it)\n"
-    "  -f, --file FILE        read the prompt from FILE ('-': standard input)\n"
-    "  -n, --steps N          characters to generate (default 256)\n"
-    "      --json             the report as JSON instead of the table\n"
-    "  -o, --output FILE      write the report to FILE instead of stdout\n"
-    "      --trace FILE       write a Chrome trace (Perfetto, chrome://tracing) to FILE\n"
-    "      --counters         add instructions per cycle from Linux perf counters, when available\n"
-    "  -t, --threads N        as for generate; with several threads the times are summed over them\n"
-    "  -s, --seed, --temperature, --top-k, --top-p, --norm, --placement, --bn-stats, --exact-window,\n"
-    "      --samples, --batch, --skip-unknown, --no-mmap   as for generate (the seed defaults to 0)\n";
 
 typedef struct {
     const NlTokenizer *tok;
@@ -183,36 +122,6 @@ static int print_samples(FILE *out, const Collect *c, int n, uint64_t seed, cons
     return ok && fflush(out) != EOF ? 0 : -1;
 }
 
-// Writes the profile of a run on `workers` engine threads with up to blas_threads OpenBLAS threads:
-// the trace file first (so that a failed write leaves the output empty), then the report to out.
-static int write_profile(const Options *o, const NlProfiler *prof, int workers, int blas_threads, FILE *out, int json,
-                         FILE *trace_f) {
-    size_t n_events, dropped;
-    const NlProfileEvent *events;
-    n_events = nl_profiler_events(prof, &events, &dropped);
-    if (trace_f && dropped) {
-        msg_error("the trace holds at most %zu events and this run made %zu; profile fewer tokens (-n)", n_events,
-                  n_events + dropped);
-        return EXIT_DATA;
-    }
-    char buf[4400], shown[1024];
-    const char *path = model_path(o, buf, sizeof buf);
-    NlReportInfo info = {json ? path : msg_escape(shown, sizeof shown, path), blas_threads, workers, nl_blas_core(),
-                         o->blas.source};
-    if (!json) info.model = path;  // the trace is JSON: escaped by its writer
-    if (trace_f && (nl_report_trace(trace_f, prof, &info) != 0 || fflush(trace_f) == EOF)) {
-        msg_error("%s: write failed: %s", o->trace_out, strerror(errno));
-        return EXIT_DATA;
-    }
-    if (!json) info.model = shown;
-    int bad = json ? nl_report_json(out, prof, &info) : nl_report_text(out, prof, &info);
-    if (bad != 0 || fflush(out) == EOF) {
-        msg_error("cannot write the profile: %s", strerror(errno));
-        return EXIT_DATA;
-    }
-    return 0;
-}
-
 // Whether stdout and stderr end up in one place (a terminal, or one file or pipe): the timing line
 // then starts on a line of its own after the text.
 static int same_destination(void) {
@@ -222,16 +131,21 @@ static int same_destination(void) {
            a.st_ino == b.st_ino;
 }
 
-// Timing on stderr; a newline first when the generated text went to the same place.
-static void print_timing(const NlGenerateStats *st, int streams) {
+// Timing on stderr; a newline first when the generated text went to the same place. It counts the
+// new characters as -n does: the first comes from the prefill's logits, each later one from a decode
+// step ("-n 100": 100 new characters, 99 decode steps).
+static void print_timing(const NlGenerateStats *st, size_t n_new, int streams) {
     size_t tokens = st->decode_tokens * (size_t)streams;
-    char per[64] = "";
+    char per[64] = "", chars[96];
     if (streams > 1) snprintf(per, sizeof per, " (%zu steps x %d streams)", st->decode_tokens, streams);
-    fprintf(
-        stderr, "%snormlab: prefill %zu token%s in %.2f ms (%.0f tok/s); decode %zu token%s%s in %.2f ms (%.0f tok/s)",
-        same_destination() ? "\n" : "", st->prompt_used, plural(st->prompt_used), st->prefill_seconds * 1e3,
-        st->prompt_used / (st->prefill_seconds > 0 ? st->prefill_seconds : 1e-9), tokens, plural(tokens), per,
-        st->decode_seconds * 1e3, tokens ? (double)tokens / (st->decode_seconds > 0 ? st->decode_seconds : 1e-9) : 0.0);
+    snprintf(chars, sizeof chars, "%zu new character%s%s%s", n_new, plural(n_new), streams > 1 ? " per stream" : "",
+             n_new ? " (the first from the prefill's logits)" : "");
+    fprintf(stderr,
+            "%snormlab: prefill %zu token%s in %.2f ms (%.0f tok/s); %s; decode %zu token%s%s in %.2f ms (%.0f tok/s)",
+            same_destination() ? "\n" : "", st->prompt_used, plural(st->prompt_used), st->prefill_seconds * 1e3,
+            st->prompt_used / (st->prefill_seconds > 0 ? st->prefill_seconds : 1e-9), chars, tokens, plural(tokens),
+            per, st->decode_seconds * 1e3,
+            tokens ? (double)tokens / (st->decode_seconds > 0 ? st->decode_seconds : 1e-9) : 0.0);
     if (st->context_shifts) fprintf(stderr, "; %zu context shift%s", st->context_shifts, plural(st->context_shifts));
     fprintf(stderr, "\n");
 }
@@ -266,10 +180,12 @@ static char *prompt_text(const NlModel *model, const int *ids, size_t n) {
 // 5% of one batch of 16 on one thread, and leave groups for a second thread from 16 streams up.
 #define SAMPLE_GROUP 8
 
+int cmd_generate(Options *o) { return generate_run(o); }
+
 // generate, and profile (the same run with the text discarded and the profile as the result).
 // Several samples run in groups of --batch streams, the groups spread over the engine threads.
-int cmd_generate(Options *o) {
-    int profile_cmd = strcmp(o->cmd, "profile") == 0, collect = o->samples > 1 || o->json;
+int generate_run(Options *o) {
+    int profile_cmd = o->profile_cmd, collect = o->samples > 1 || o->json;
     int group = o->batch ? o->batch : SAMPLE_GROUP;
     if (group > o->samples) group = o->samples;
     // Hardware counters are opened per thread by the profiler's creator: with --counters, one worker.
@@ -343,10 +259,10 @@ int cmd_generate(Options *o) {
         rc = EXIT_DATA;
         goto cleanup;
     }
-    print_timing(&st, o->samples);
+    print_timing(&st, (size_t)o->n_new, o->samples);
     NlProfiler *prof = workers_profile(&wk);
     if (prof)
-        rc = write_profile(o, prof, workers, workers > 1 ? 1 : o->threads, profile_cmd ? out.f : stderr,
+        rc = profile_write(o, prof, workers, workers > 1 ? 1 : o->threads, profile_cmd ? out.f : stderr,
                            profile_cmd && o->json, trace_o.f);
 cleanup:
     OutFile *const outputs[2] = {&trace_o, &out};

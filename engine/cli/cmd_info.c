@@ -10,28 +10,6 @@
 #include "cli.h"
 #include "jsonout.h"
 
-const char *const HELP_INFO =
-    "usage: normlab info [-m MODEL] [--json] [-o FILE]\n"
-    "\n"
-    "Prints the model's configuration, parameter count, bytes of weights and of the KV cache, the\n"
-    "OpenBLAS kernel family in use, and the provenance stored with the weights.\n"
-    "  -m, --model NAME|PATH  model (default: $NORMLAB_MODEL, else shakespeare-pre-ln; see 'normlab list')\n"
-    "      --json             one JSON object\n"
-    "  -o, --output FILE      write to FILE instead of stdout ('-': stdout)\n"
-    "      --no-mmap          read the weights into memory instead of mapping them\n";
-
-const char *const HELP_LIST =
-    "usage: normlab list [--json] [-o FILE]\n"
-    "\n"
-    "Every model found by name, folder by folder in search order: $NORMLAB_MODELS (':'-separated),\n"
-    "weights/ beside the normlab binary, and the installed share/normlab/models. For each: its name,\n"
-    "path, norm, placement, parameters and the validation loss stored in its metadata ('train val':\n"
-    "train.py's final_val_loss, an estimate on sampled batches, else a nanoGPT checkpoint's\n"
-    "best_val_loss; 'normlab eval' over the whole split is the measured one).\n"
-    "A name found again in a later folder is marked shadowed: -m NAME loads the first.\n"
-    "      --json             a JSON array of {name, path, norm, placement, parameters, val_loss, shadowed}\n"
-    "  -o, --output FILE      write to FILE instead of stdout ('-': stdout)\n";
-
 static cJSON *info_json(const NlModel *m, const char *path, const BlasChoice *b) {
     const NlConfig *c = nl_model_config(m);
     cJSON *j = cJSON_CreateObject();
@@ -211,7 +189,17 @@ int cmd_list(Options *o) {
         cJSON_Delete(all);
         return EXIT_DATA;
     }
-    for (size_t i = 0; i < n; i++) cJSON_AddItemToArray(all, list_entry(o, &e[i]));
+    size_t shown = 0;  // with -m NAME: the entries of that name only
+    for (size_t i = 0; i < n; i++)
+        if (!o->model || strcmp(e[i].name, o->model) == 0) {
+            cJSON_AddItemToArray(all, list_entry(o, &e[i]));
+            shown++;
+        }
     model_entries_free(e, n);
+    if (o->model && !shown) {
+        msg_error("%s: no model of that name in the search path ('normlab list' shows them)", o->model);
+        cJSON_Delete(all);
+        return EXIT_DATA;
+    }
     return write_result(o, all, print_list_text);
 }

@@ -406,12 +406,12 @@ void workers_free(Workers *w) {
 // The files a command reads: every file of every model named (a directory's three files, or the
 // .json file) and the text or prompt file. Returns the count; list holds them (freed by free_list).
 static size_t input_files(const Options *o, char ***list) {
-    size_t n_models = strcmp(o->cmd, "compare") == 0 ? (size_t)o->n_models : 1, n = 0;
+    size_t n_models = o->n_models > 0 ? (size_t)o->n_models : 1, n = 0;
     char **l = calloc(3 * n_models + 2, sizeof *l), buf[4400];
     static const char *const FILES[3] = {"config.json", "tokenizer.json", "model.safetensors"};
     for (size_t i = 0; l && i < n_models; i++) {
-        const char *m = strcmp(o->cmd, "compare") != 0 ? model_path(o, buf, sizeof buf)
-                                                       : resolve_model(o->models[i], buf, sizeof buf);
+        const char *m =
+            o->n_models == 0 ? model_path(o, buf, sizeof buf) : resolve_model(o->models[i], buf, sizeof buf);
         if (!m) m = o->models[i];  // found nowhere: loading will say so
         struct stat st;
         if (stat(m, &st) == 0 && S_ISDIR(st.st_mode)) {
@@ -454,8 +454,6 @@ uint64_t seed_from_os(void) {
 }
 
 // Reads the prompt (from -p or -f) into ids; an empty prompt becomes "\n".
-// The profile command's default prompt (our own line), used when the vocabulary has its characters.
-static const char *const PROFILE_PROMPT = "KING:\nNow speak, good friend, and tell me true:\nWhat news from Milan?\n";
 
 static int encodable(const NlModel *model, const char *text) {
     size_t len = strlen(text), n, skipped;
@@ -467,9 +465,9 @@ static int encodable(const NlModel *model, const char *text) {
 }
 
 int prompt_ids(const Options *o, const NlModel *model, int **ids, size_t *n, char **text, size_t *len) {
-    if (!o->prompt && !o->prompt_file && strcmp(o->cmd, "profile") == 0 && encodable(model, PROFILE_PROMPT)) {
+    if (!o->prompt && !o->prompt_file && o->default_prompt && encodable(model, o->default_prompt)) {
         Options with = *o;
-        with.prompt = PROFILE_PROMPT;
+        with.prompt = o->default_prompt;
         return prompt_ids(&with, model, ids, n, text, len);
     }
     if (o->prompt_file) {

@@ -9,59 +9,10 @@
 
 #include "cli.h"
 
-// Options every command takes.
-#define COMMON 'm', OPT_NO_MMAP, OPT_OUTPUT, OPT_JSON
-#define SAMPLING OPT_TEMP, OPT_TOPK, OPT_TOPP, OPT_SEED, OPT_EXACT
-#define RUN_AS OPT_NORM, OPT_PLACEMENT, OPT_BN_STATS, OPT_THREADS, OPT_SKIP
-
-static const int GENERATE_OPTS[] = {
-    COMMON,      SAMPLING,    RUN_AS,       'p',         'f',        'n',       OPT_ECHO,
-    OPT_NO_ECHO, OPT_PROFILE, OPT_COUNTERS, OPT_SAMPLES, OPT_WARMUP, OPT_BATCH, 0};
-static const int PROFILE_OPTS[] = {COMMON,    SAMPLING,     RUN_AS,      'p',       'f', 'n',
-                                   OPT_TRACE, OPT_COUNTERS, OPT_SAMPLES, OPT_BATCH, 0};
-static const int EVAL_OPTS[] = {COMMON,       RUN_AS,      'f',          OPT_TEXT,  OPT_STRIDE,
-                                OPT_SEGMENTS, OPT_PROFILE, OPT_COUNTERS, OPT_BATCH, 0};
-static const int LOGITS_OPTS[] = {COMMON, RUN_AS, 'p', 'f', 0};
-static const int COMPARE_OPTS[] = {
-    OPT_NO_MMAP,   OPT_OUTPUT,     OPT_JSON,    'f',         OPT_TEXT, OPT_CSV,      OPT_PLOT_DIR,
-    OPT_ALSO_SWAP, OPT_INVARIANCE, OPT_REPEATS, OPT_THREADS, OPT_SKIP, OPT_BN_STATS, 0};
-static const int INFO_OPTS[] = {COMMON, 0};
-static const int LIST_OPTS[] = {OPT_OUTPUT, OPT_JSON, OPT_NO_MMAP, 0};
-
-static const Command COMMANDS[] = {
-    {"generate", "sample text from a model, streamed to stdout", NULL, GENERATE_OPTS, cmd_generate},
-    {"eval", "bits per character of a model on a text file", NULL, EVAL_OPTS, cmd_eval},
-    {"info", "a model's configuration, parameters and memory", NULL, INFO_OPTS, cmd_info},
-    {"list", "every model found by name, with its norm, size and validation loss", NULL, LIST_OPTS, cmd_list},
-    {"logits", "the logits of every position of a text, as JSON lines", NULL, LOGITS_OPTS, cmd_logits},
-    {"profile", "where the time and FLOPs of a forward pass go, layer by layer", NULL, PROFILE_OPTS, cmd_generate},
-    {"compare", "models that differ in normalization, side by side on one text", NULL, COMPARE_OPTS, cmd_compare},
-};
-#define N_COMMANDS (sizeof COMMANDS / sizeof COMMANDS[0])
-
-static const char *help_text(const Command *c) {
-    const char *const texts[] = {HELP_GENERATE, HELP_EVAL,    HELP_INFO,   HELP_LIST,
-                                 HELP_LOGITS,   HELP_PROFILE, HELP_COMPARE};
-    return texts[c - COMMANDS];
-}
-
-static const Command *find_command(const char *name) {
+const Command *find_command(const char *name) {
     for (size_t i = 0; i < N_COMMANDS; i++)
         if (strcmp(COMMANDS[i].name, name) == 0) return &COMMANDS[i];
     return NULL;
-}
-
-// `normlab --help`: the commands from the table.
-static int print_main_help(void) {
-    int ok = printf("usage: normlab COMMAND [options]\n\ncommands:\n") > 0;
-    for (size_t i = 0; i < N_COMMANDS; i++) ok &= printf("  %-10s %s\n", COMMANDS[i].name, COMMANDS[i].summary) > 0;
-    ok &= printf("  %-10s %s\n\n", "help CMD", "the options of one command") > 0;
-    ok &= printf("Models are named by path or by name (-m shakespeare-post-rms), looked up in $NORMLAB_MODELS,\n"
-                 "weights/ beside the binary, and the installed share/normlab/models ('normlab list'). A name\n"
-                 "with a '/' is a path; a bare name found in none of those folders is one in the working folder.\n"
-                 "normlab --version prints the version. Exit status: 0 ok, 1 runtime or data error, 2 usage error.\n") >
-          0;
-    return check_stdout(ok);
 }
 
 // "unknown command 'genrate' (did you mean 'generate'?)"
@@ -135,18 +86,29 @@ static int open_std_fds(void) {
     return closed;
 }
 
-// Help (text, or NULL for `normlab --help`) to stdout, unless stdout was closed.
-static int print_help(int closed, const char *text) {
+// Help (a command's, or with NULL `normlab --help`) to stdout, unless stdout was closed.
+static int print_help(int closed, const Command *c) {
     if (closed & CLOSED_STDOUT) return stdout_closed();
-    return text ? print_text(text) : print_main_help();
+    return check_stdout((c ? help_command(stdout, c) : help_main(stdout)) == 0);
+}
+
+// `normlab help WHAT`: a command's help, or the hidden dumps the man page, the completion and
+// docs/cli.md are made from (--options-table, --markdown).
+static int help(int closed, const char *what) {
+    if (strcmp(what, "--options-table") == 0 || strcmp(what, "--markdown") == 0) {
+        if (closed & CLOSED_STDOUT) return stdout_closed();
+        return check_stdout((what[2] == 'o' ? help_options_table(stdout) : help_markdown(stdout)) == 0);
+    }
+    const Command *h = find_command(what);
+    return h ? print_help(closed, h) : unknown_command(what);
 }
 
 int main(int argc, char **argv) {
     int closed = open_std_fds();
     BlasChoice blas = {"", "openblas"};
     select_blas_core(argv, &blas, &closed);
-    if (argc < 2) {
-        msg_error("usage: normlab COMMAND [options] (see 'normlab --help')");
+    if (argc < 2) {  // as git does: the commands, on stderr (a usage error)
+        help_main(stderr);
         return EXIT_USAGE;
     }
     const char *name = argv[1];
@@ -159,8 +121,7 @@ int main(int argc, char **argv) {
         return closed & CLOSED_STDOUT ? stdout_closed() : check_stdout(printf("normlab %s\n", NL_VERSION) > 0);
     if (strcmp(name, "help") == 0) {
         if (argc < 3 || strcmp(argv[2], "help") == 0) return print_help(closed, NULL);
-        const Command *h = find_command(argv[2]);
-        return h ? print_help(closed, help_text(h)) : unknown_command(argv[2]);
+        return help(closed, argv[2]);
     }
     const Command *cmd = find_command(name);
     if (!cmd && (strcmp(name, "-v") == 0 || strcmp(name, "-V") == 0)) {
@@ -172,32 +133,27 @@ int main(int argc, char **argv) {
         return EXIT_USAGE;
     }
     if (!cmd) return unknown_command(name);
-    // nanoGPT's sampling defaults (temperature 0.8, no top-k or top-p); the prompt echoed as llama-cli does.
-    Options o = {.cmd = name,
-                 .blas = blas,
-                 .n_new = 256,
-                 .sampling = {0.8, 0, 1.0},
-                 .norm = -1,
-                 .placement = -1,
-                 .threads = 0,
-                 .repeats = 5,
-                 .samples = 1,
-                 .echo = 1,
-                 .closed_std = closed};
+    // The numeric defaults come from the option table (options_parse); the prompt is echoed as llama-cli does.
+    Options o = {.cmd = name, .blas = blas, .norm = -1, .placement = -1, .echo = 1, .closed_std = closed};
     int rc = options_parse(&o, cmd, argc - 1, argv + 1);
-    if (rc < 0) return print_help(closed, help_text(cmd));
-    if (rc) return rc;
-    // Every command runs on all available CPUs by default but compare, whose speed columns are
-    // measured one row at a time unless --threads asks for rows side by side.
-    if (o.threads == 0) o.threads = strcmp(name, "compare") == 0 ? 1 : available_cpus();
+    if (rc) {
+        free(o.models);
+        return rc < 0 ? print_help(closed, cmd) : rc;
+    }
+    // Every command runs on all available CPUs by default but compare, whose table defaults to one
+    // thread: its speed columns are measured one row at a time unless --threads asks otherwise.
+    if (o.threads == 0) o.threads = available_cpus();
     if (o.prompt && o.prompt_file) {
         msg_usage(name, "%s", "give -p or -f, not both");
+        free(o.models);
         return EXIT_USAGE;
     }
-    if (o.counters && !o.profile && strcmp(name, "profile") != 0) {
+    if (o.counters && !o.profile && cmd->bit != CMD_PROFILE) {
         msg_usage(name, "%s", "--counters needs --profile");
-        return EXIT_USAGE;
+        rc = EXIT_USAGE;
     }
-    rc = check_std_streams(&o);
-    return rc ? rc : cmd->run(&o);
+    if (!rc) rc = check_std_streams(&o);
+    if (!rc) rc = cmd->run(&o);
+    free(o.models);
+    return rc;
 }
