@@ -23,6 +23,8 @@ typedef struct {
     const float *(*forward)(void *impl, const int *tokens, size_t B, size_t n, size_t pos, size_t n_logits);
     // nl_state_copy_cache's contract: sequence `to` continues from sequence `from`'s first n positions.
     void (*copy)(void *impl, size_t from, size_t to, size_t n);
+    // nl_model_window's contract: the positions one sequence holds, SIZE_MAX for no limit.
+    size_t (*window)(const NlConfig *cfg);
 } NlFamily;
 
 // Each family's table (functions, not variables: no global symbol but the nl_ functions).

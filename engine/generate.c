@@ -84,12 +84,13 @@ int nl_generate_batch(NlState *s, NlSampler *const *samplers, size_t B, const in
     assert(n_prompt >= 1 && B >= 1);
     memset(st, 0, sizeof *st);
     const NlConfig *c = nl_state_config(s);
-    int recurrent = c->arch != NL_ARCH_TRANSFORMER;
+    size_t window = nl_state_window(s);
+    int recurrent = window == SIZE_MAX;  // no window to fill or shift
     if (recurrent && opts->exact_window) {
         nl_error(err, NL_ERR_ARG, "exact_window applies to transformers; a recurrent model has no window");
         return -1;
     }
-    size_t T = recurrent ? n_prompt : (size_t)c->block_size, V = (size_t)c->vocab_size;
+    size_t T = recurrent ? n_prompt : window, V = (size_t)c->vocab_size;
     const NlObserver *obs = nl_state_observer(s);
     Windows w = {
         malloc(B * T * sizeof(int)), malloc(B * T * sizeof(int)), B, T, n_prompt < T ? n_prompt : T, recurrent};

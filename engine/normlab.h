@@ -92,6 +92,10 @@ typedef struct {
 int nl_model_load_with(NlModel **out, const char *path, const NlLoadOptions *opts, NlError *err);
 void nl_model_free(NlModel *model);
 const NlConfig *nl_model_config(const NlModel *model);
+// The positions one sequence of the model holds: a transformer's block_size; SIZE_MAX for a
+// recurrent model, which has no window (its state carries any length). Generation shifts a full
+// window; evaluation scores windows of it, or the whole text through one state when unlimited.
+size_t nl_model_window(const NlModel *model);
 const NlTokenizer *nl_model_tokenizer(const NlModel *model);
 size_t nl_model_parameters(const NlModel *model);  // number of distinct weights (tied counted once)
 size_t nl_model_weight_bytes(const NlModel *model);  // bytes of tensor data
@@ -158,6 +162,7 @@ size_t nl_state_kv_bytes(const NlModel *model);  // per sequence, block_size rou
 size_t nl_state_batch(const NlState *state);  // sequences per forward call, at most
 // The config the state runs: the model's, with the run options applied.
 const NlConfig *nl_state_config(const NlState *state);
+size_t nl_state_window(const NlState *state);  // nl_model_window of the state's model
 
 // Runs tokens[0..n) at positions pos..pos+n-1 (requires 1 <= n, pos + n <= T, ids < V), reading
 // keys and values of positions 0..pos-1 from the cache and writing those of the new positions.

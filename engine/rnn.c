@@ -9,6 +9,7 @@
 // inputs in one product (sgemm), normalises them row by row (LayerNorm is per position), then steps
 // the recurrence one position at a time, one product of the B sequences' states (sgemv for one).
 #include <assert.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -283,7 +284,12 @@ static int rnn_create(void **impl, const NlModel *model, const NlConfig *cfg, co
     return 0;
 }
 
+static size_t rnn_window(const NlConfig *cfg) {
+    (void)cfg;
+    return SIZE_MAX;  // the state carries any length
+}
+
 const NlFamily *nl_family_recurrent(void) {
-    static const NlFamily TABLE = {"recurrent", rnn_create, rnn_destroy, rnn_forward, rnn_copy};
+    static const NlFamily TABLE = {"recurrent", rnn_create, rnn_destroy, rnn_forward, rnn_copy, rnn_window};
     return &TABLE;
 }

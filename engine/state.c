@@ -1,5 +1,6 @@
 // state.c — a run state: the model, its config as run, the observer, and the family's own state,
 // reached only through the family's table (family.h).
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "family.h"
@@ -20,6 +21,11 @@ const NlFamily *nl_family_of(NlArch arch) {
     case NL_ARCH_GRU: return nl_family_recurrent();
     default: return nl_family_transformer();
     }
+}
+
+size_t nl_model_window(const NlModel *model) {
+    const NlConfig *c = nl_model_config(model);
+    return nl_family_of(c->arch)->window(c);
 }
 
 int nl_state_create(NlState **out, const NlModel *model, const NlRunOptions *opts, NlError *err) {
@@ -55,6 +61,7 @@ void nl_state_free(NlState *s) {
 }
 
 const NlConfig *nl_state_config(const NlState *s) { return &s->cfg; }
+size_t nl_state_window(const NlState *s) { return s->family->window(&s->cfg); }
 size_t nl_state_batch(const NlState *s) { return s->batch; }
 void nl_state_set_observer(NlState *s, const NlObserver *obs) { s->obs = obs ? *obs : (NlObserver){0}; }
 const NlObserver *nl_state_observer(const NlState *s) { return &s->obs; }

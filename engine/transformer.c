@@ -383,8 +383,10 @@ static const float *transformer_forward(void *impl, const int *tokens, size_t B,
     return s->logits;
 }
 
+static size_t transformer_window(const NlConfig *cfg) { return (size_t)cfg->block_size; }
+
 const NlFamily *nl_family_transformer(void) {
-    static const NlFamily TABLE = {"transformer", transformer_create, transformer_destroy, transformer_forward,
-                                   transformer_copy};
+    static const NlFamily TABLE = {"transformer",       transformer_create, transformer_destroy,
+                                   transformer_forward, transformer_copy,   transformer_window};
     return &TABLE;
 }

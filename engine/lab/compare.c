@@ -2,6 +2,7 @@
 // consistency checks of a model run under a given norm type and placement.
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,8 +37,8 @@ static int measure_eval(NlState *s, const NlConfig *c, const int *ids, size_t n,
     NlStats *st = NULL;
     NlProfiler *prof = NULL;
     size_t T = (size_t)c->block_size, stride = T / 2 ? T / 2 : 1;  // (a recurrent model ignores stride)
-    int rc = -1, recurrent = c->arch != NL_ARCH_TRANSFORMER;
-    if (recurrent) invariance = 0;  // an experiment on the transformer's norms of D features
+    int rc = -1, windowless = nl_state_window(s) == SIZE_MAX;  // a recurrent model
+    if (windowless) invariance = 0;  // an experiment on a transformer's norms of D features
     if (nl_stats_create(&st, c, T, invariance, err) != 0 || nl_profiler_create(&prof, c, 0, 0, err) != 0) goto cleanup;
     nl_state_set_stats(s, st);
     nl_state_set_profiler(s, prof);
@@ -58,7 +59,7 @@ static int measure_eval(NlState *s, const NlConfig *c, const int *ids, size_t n,
     for (size_t k = 0; k < sizeof NORMS / sizeof NORMS[0]; k++) row->norm_share += row->time_share[NORMS[k]];
     if (c->norm == NL_NORM_LAYERNORM) row->norm_share += row->time_share[NL_COMP_RNN_NORM];  // (else: bias adds)
     row->n_layer = c->n_layer;
-    row->has_final_norm = !recurrent && c->placement != NL_PLACE_POST && c->norm != NL_NORM_NONE;
+    row->has_final_norm = !windowless && c->placement != NL_PLACE_POST && c->norm != NL_NORM_NONE;
     for (int k = 0; k < NL_STATE_BUCKETS; k++)
         for (int cell = 0; cell < 2; cell++)
             row->state_norm[cell][k] = nl_stats_state_norm(st, c->n_layer - 1, cell, k);
@@ -176,7 +177,7 @@ int nl_compare_model(const NlModel *model, NlRunOptions run, const int *ids, siz
     row->weight_bytes = nl_model_weight_bytes(model);
     run.batch = 1;
     NlState *s = NULL;
-    size_t T = trained->arch == NL_ARCH_TRANSFORMER ? (size_t)trained->block_size : NL_RNN_LOGITS;
+    size_t window = nl_model_window(model), T = window == SIZE_MAX ? NL_RNN_LOGITS : window;  // no window: a chunk
     size_t V = (size_t)trained->vocab_size, m = n < T ? n : T;
     float *full = malloc(m * V * sizeof *full);
     int rc = -1;
