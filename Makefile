@@ -14,7 +14,8 @@ PKG_CFLAGS = $(shell pkg-config --cflags openblas libcjson)
 PKG_LIBS = $(shell pkg-config --libs openblas libcjson) -lm -pthread
 
 LIB_SRC = engine/nl_error.c engine/model.c engine/safetensors.c engine/jsonx.c engine/fileio.c engine/kernels.c \
-          engine/transformer.c engine/state.c engine/sampler.c engine/generate.c engine/eval.c engine/parallel.c engine/blascore.c \
+          engine/transformer.c engine/state.c engine/sampler.c engine/generate.c engine/eval.c engine/parallel.c \
+          engine/blascore.c \
           engine/lab/profile.c engine/lab/stats.c engine/lab/compare.c engine/rnn.c tokenizer/tokenizer.c
 HEADERS = $(wildcard engine/*.h engine/lab/*.h engine/cli/*.h tokenizer/*.h tests/*.h)
 CLI_SRC = engine/cli/main.c engine/cli/options.c engine/cli/common.c engine/cli/cmd_generate.c engine/cli/cmd_eval.c \
@@ -122,7 +123,8 @@ eval-models: all
 
 # ---- fuzzing: libFuzzer harnesses (clang), and their corpora replayed by `make test`
 FUZZ_SECONDS ?= 60
-FUZZ_FLAGS = -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Iengine -Iengine/lab -Itokenizer
+FUZZ_FLAGS = -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+             -Iengine -Iengine/lab -Itokenizer
 
 build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(LIB_SRC) $(HEADERS)
 	@mkdir -p $(dir $@)
@@ -233,7 +235,8 @@ install: all build/libnormlab.a build/normlab.1 build/normlab.bash build/normlab
 	    $(DESTDIR)$(DATADIR)/man/man1 $(DESTDIR)$(DATADIR)/bash-completion/completions $(DESTDIR)$(DATADIR)/normlab
 	install -m 755 normlab $(DESTDIR)$(BINDIR)/normlab
 	install -m 644 build/libnormlab.a $(DESTDIR)$(LIBDIR)/libnormlab.a
-	install -m 644 engine/normlab.h engine/lab/normlab_lab.h engine/nl_error.h tokenizer/tokenizer.h $(DESTDIR)$(INCLUDEDIR)/
+	install -m 644 engine/normlab.h engine/lab/normlab_lab.h engine/nl_error.h tokenizer/tokenizer.h \
+	    $(DESTDIR)$(INCLUDEDIR)/
 	install -m 644 build/normlab.pc $(DESTDIR)$(LIBDIR)/pkgconfig/normlab.pc
 	install -m 644 build/normlab.1 $(DESTDIR)$(DATADIR)/man/man1/normlab.1
 	install -m 644 build/normlab.bash $(DESTDIR)$(DATADIR)/bash-completion/completions/normlab
