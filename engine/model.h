@@ -6,6 +6,8 @@
 
 #include <stddef.h>
 
+#include <cjson/cJSON.h>
+
 #include "normlab.h"
 
 // Internal: hidden from the symbols a shared object built from these files would export.
@@ -57,6 +59,9 @@ const NlRecurrentWeights *nl_model_recurrent_weights(const NlModel *model);
 
 // A single-file model ({"config", "tokenizer", "tensors"}) from len bytes; `what` names it in errors.
 int nl_model_load_inline(NlModel **out, const char *buf, size_t len, const char *what, NlError *err);
+// config.json's and tokenizer.json's parsed JSON, checked (config.c).
+int nl_config_from_json(NlConfig *out, const cJSON *root, const char *what, NlError *err);
+int nl_tokenizer_from_json(NlTokenizer **out, const cJSON *root, const char *what, NlError *err);
 // config.json and tokenizer.json contents.
 int nl_config_parse(NlConfig *out, const char *buf, size_t len, const char *what, NlError *err);
 int nl_tokenizer_parse(NlTokenizer **out, const char *buf, size_t len, const char *what, NlError *err);

@@ -1,0 +1,291 @@
+// config.c — config.json and tokenizer.json: every key checked, named in its error, against the
+// format's rules (README "Model format"); the one table of names for each choice in config.json.
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "jsonx.h"
+#include "model.h"
+#include "normlab.h"
+
+#define FAIL(...)                                  \
+    do {                                           \
+        nl_error(err, NL_ERR_FORMAT, __VA_ARGS__); \
+        goto cleanup;                              \
+    } while (0)
+
+// The one table of names for each choice in config.json, shared by the loader and the CLI: each
+// name beside its value, so that nothing depends on the order of an enum.
+typedef struct {
+    int value;
+    const char *name;
+} Named;
+
+static const Named NORMS[] = {{NL_NORM_LAYERNORM, "layernorm"},
+                              {NL_NORM_RMSNORM, "rmsnorm"},
+                              {NL_NORM_BATCHNORM, "batchnorm"},
+                              {NL_NORM_NONE, "none"}};
+static const Named PLACEMENTS[] = {{NL_PLACE_PRE, "pre"}, {NL_PLACE_POST, "post"}, {NL_PLACE_PERI, "peri"}};
+static const Named BN_STATS[] = {{NL_BN_RUNNING, "running"}, {NL_BN_BATCH, "batch"}};
+static const Named ARCHS[] = {{NL_ARCH_TRANSFORMER, "transformer"}, {NL_ARCH_LSTM, "lstm"}, {NL_ARCH_GRU, "gru"}};
+static const Named ACTIVATIONS[] = {{NL_ACT_GELU, "gelu"}, {NL_ACT_GELU_TANH, "gelu_tanh"}, {NL_ACT_RELU, "relu"}};
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+// names (n + 1) = the table's names in order, NULL-terminated, for jsonx_choice.
+static const char *const *names_of(const Named *t, size_t n, const char **names) {
+    for (size_t i = 0; i < n; i++) names[i] = t[i].name;
+    names[n] = NULL;
+    return names;
+}
+
+static const char *name_of(const Named *t, size_t n, int value) {
+    for (size_t i = 0; i < n; i++)
+        if (t[i].value == value) return t[i].name;
+    return "?";
+}
+
+// The value named `name`, compared without case; -1 when none is.
+static int value_of(const Named *t, size_t n, const char *name) {
+    for (size_t i = 0; i < n; i++)
+        if (strcasecmp(t[i].name, name) == 0) return t[i].value;
+    return -1;
+}
+
+const char *nl_config_norm_name(NlNormType n) { return name_of(NORMS, COUNT(NORMS), (int)n); }
+const char *nl_config_placement_name(NlPlacement p) { return name_of(PLACEMENTS, COUNT(PLACEMENTS), (int)p); }
+const char *nl_config_activation_name(NlActivation a) { return name_of(ACTIVATIONS, COUNT(ACTIVATIONS), (int)a); }
+const char *nl_config_bn_stats_name(NlBnStats b) { return name_of(BN_STATS, COUNT(BN_STATS), (int)b); }
+const char *nl_config_arch_name(NlArch a) { return name_of(ARCHS, COUNT(ARCHS), (int)a); }
+
+int nl_config_norm_parse(const char *name, NlNormType *out) {
+    int v = value_of(NORMS, COUNT(NORMS), name);
+    if (v >= 0) *out = (NlNormType)v;
+    return v >= 0 ? 0 : -1;
+}
+
+int nl_config_placement_parse(const char *name, NlPlacement *out) {
+    int v = value_of(PLACEMENTS, COUNT(PLACEMENTS), name);
+    if (v >= 0) *out = (NlPlacement)v;
+    return v >= 0 ? 0 : -1;
+}
+
+int nl_config_bn_stats_parse(const char *name, NlBnStats *out) {
+    int v = value_of(BN_STATS, COUNT(BN_STATS), name);
+    if (v >= 0) *out = (NlBnStats)v;
+    return v >= 0 ? 0 : -1;
+}
+
+// ---- config
+
+// *version = the file's format version (1 to NL_FORMAT_VERSION).
+static int parse_format(const cJSON *root, const char *what, int *version, NlError *err) {
+    static const char *const KEYS[] = {"name", "version", NULL};
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(root, "format");
+    char ctx[300];
+    snprintf(ctx, sizeof ctx, "%s: \"format\"", what);
+    if (!cJSON_IsObject(f)) {
+        nl_error(err, NL_ERR_FORMAT, "%s must be {\"name\": \"normlab\", \"version\": %d}", ctx, NL_FORMAT_VERSION);
+        return -1;
+    }
+    if (nl_jsonx_only_keys(f, KEYS, ctx, err) != 0) return -1;
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(f, "name");
+    if (!cJSON_IsString(name) || strcmp(name->valuestring, NL_FORMAT_NAME) != 0) {
+        nl_error(err, NL_ERR_FORMAT, "%s: name must be \"%s\"", ctx, NL_FORMAT_NAME);
+        return -1;
+    }
+    int64_t v;
+    if (nl_jsonx_int(f, "version", 1, 1, 1e9, &v, ctx, err) != 0) return -1;
+    if (v > NL_FORMAT_VERSION) {
+        nl_error(err, NL_ERR_FORMAT, "%s: version %lld is not supported (this build reads versions 1 to %d)", ctx,
+                 (long long)v, NL_FORMAT_VERSION);
+        return -1;
+    }
+    *version = (int)v;
+    return 0;
+}
+
+// The keys of version 2 (norm batchnorm or none, placement peri, residual_scale) and how they
+// combine: a version-1 file using one is refused, so that a file always names the version it needs.
+static int check_v2(const NlConfig *c, const cJSON *root, int version, const char *what, NlError *err) {
+    int has_scale = cJSON_GetObjectItemCaseSensitive(root, "residual_scale") != NULL;
+    const char *feature = c->norm == NL_NORM_BATCHNORM    ? "norm \"batchnorm\""
+                          : c->norm == NL_NORM_NONE       ? "norm \"none\""
+                          : c->placement == NL_PLACE_PERI ? "placement \"peri\""
+                          : has_scale                     ? "\"residual_scale\""
+                                                          : NULL;
+    if (feature && version < 2) {
+        nl_error(err, NL_ERR_FORMAT, "%s: %s needs format version 2 (the file says version %d)", what, feature,
+                 version);
+        return -1;
+    }
+    if (has_scale && c->placement != NL_PLACE_POST) {
+        nl_error(err, NL_ERR_FORMAT, "%s: \"residual_scale\" is allowed with placement \"post\" only", what);
+        return -1;
+    }
+    if (c->norm == NL_NORM_NONE && c->placement != NL_PLACE_PRE) {
+        nl_error(err, NL_ERR_FORMAT, "%s: norm \"none\" needs placement \"pre\" (or none given)", what);
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_mlp_width(NlConfig *c, const cJSON *root, const char *what, NlError *err) {
+    int has_ratio = cJSON_GetObjectItemCaseSensitive(root, "mlp_ratio") != NULL;
+    int has_inner = cJSON_GetObjectItemCaseSensitive(root, "n_inner") != NULL;
+    if (has_ratio == has_inner) {
+        nl_error(err, NL_ERR_FORMAT, "%s: give exactly one of \"mlp_ratio\" and \"n_inner\"", what);
+        return -1;
+    }
+    if (has_inner) {
+        int64_t f;
+        if (nl_jsonx_int(root, "n_inner", 1, 1, 1 << 20, &f, what, err) != 0) return -1;
+        c->n_inner = (int)f;
+        return 0;
+    }
+    double r;
+    if (nl_jsonx_number(root, "mlp_ratio", 1, 0.0625, 64, &r, what, err) != 0) return -1;
+    double f = r * c->n_embd;
+    if (f != floor(f) || f < 1) {
+        nl_error(err, NL_ERR_FORMAT, "%s: \"mlp_ratio\" %g x n_embd %d is not a whole number", what, r, c->n_embd);
+        return -1;
+    }
+    c->n_inner = (int)f;
+    return 0;
+}
+
+// A recurrent model (format version 3): arch lstm|gru, vocab_size, n_layer, n_embd, n_hidden,
+// norm layernorm|none, norm_eps; no context window, so no block_size.
+static int parse_rnn_config(NlConfig *c, const cJSON *root, NlArch arch, int version, const char *what, NlError *err) {
+    static const char *const KEYS[] = {"format",   "arch", "vocab_size", "n_layer", "n_embd",
+                                       "n_hidden", "norm", "norm_eps",   NULL};
+    static const char *const RNN_NORMS[] = {"layernorm", "none", NULL};
+    if (nl_jsonx_only_keys(root, KEYS, what, err) != 0) return -1;
+    if (version < 3) {
+        nl_error(err, NL_ERR_FORMAT, "%s: arch \"%s\" needs format version 3 (the file says version %d)", what,
+                 nl_config_arch_name(arch), version);
+        return -1;
+    }
+    int64_t v, l, e, h;
+    int norm;
+    double eps;
+    if (nl_jsonx_int(root, "vocab_size", 1, 1, 1 << 20, &v, what, err) != 0 ||
+        nl_jsonx_int(root, "n_layer", 1, 1, 256, &l, what, err) != 0 ||
+        nl_jsonx_int(root, "n_embd", 1, 1, 1 << 16, &e, what, err) != 0 ||
+        nl_jsonx_int(root, "n_hidden", 1, 1, 1 << 14, &h, what, err) != 0 ||
+        nl_jsonx_choice(root, "norm", RNN_NORMS, &norm, what, err) != 0 ||
+        nl_jsonx_number(root, "norm_eps", 1, 1e-12, 1, &eps, what, err) != 0)
+        return -1;
+    *c = (NlConfig){.arch = arch,
+                    .vocab_size = (int)v,
+                    .n_layer = (int)l,
+                    .n_embd = (int)e,
+                    .n_hidden = (int)h,
+                    .norm = norm == 0 ? NL_NORM_LAYERNORM : NL_NORM_NONE,
+                    .norm_eps = eps,
+                    .residual_scale = 1.0};
+    return 0;
+}
+
+int nl_config_from_json(NlConfig *c, const cJSON *root, const char *what, NlError *err) {
+    static const char *const KEYS[] = {"format",         "arch",       "vocab_size", "n_layer", "n_head",
+                                       "n_embd",         "block_size", "mlp_ratio",  "n_inner", "norm",
+                                       "placement",      "norm_eps",   "activation", "bias",    "tie_embeddings",
+                                       "residual_scale", NULL};
+    if (!cJSON_IsObject(root)) {
+        nl_error(err, NL_ERR_FORMAT, "%s: config must be a JSON object", what);
+        return -1;
+    }
+    int version, arch = 0;  // arch may be left out: ARCHS[0] is transformer
+    const char *archn[COUNT(ARCHS) + 1];
+    if (parse_format(root, what, &version, err) != 0 ||
+        (cJSON_GetObjectItemCaseSensitive(root, "arch") &&
+         nl_jsonx_choice(root, "arch", names_of(ARCHS, COUNT(ARCHS), archn), &arch, what, err) != 0))
+        return -1;
+    if (ARCHS[arch].value != NL_ARCH_TRANSFORMER)
+        return parse_rnn_config(c, root, (NlArch)ARCHS[arch].value, version, what, err);
+    if (nl_jsonx_only_keys(root, KEYS, what, err) != 0) return -1;
+    int64_t v, l, h, d, t;
+    if (nl_jsonx_int(root, "vocab_size", 1, 1, 1 << 20, &v, what, err) != 0 ||
+        nl_jsonx_int(root, "n_layer", 1, 1, 256, &l, what, err) != 0 ||
+        nl_jsonx_int(root, "n_head", 1, 1, 1024, &h, what, err) != 0 ||
+        nl_jsonx_int(root, "n_embd", 1, 1, 1 << 16, &d, what, err) != 0 ||
+        nl_jsonx_int(root, "block_size", 1, 1, 1 << 16, &t, what, err) != 0)
+        return -1;
+    *c = (NlConfig){.vocab_size = (int)v, .n_layer = (int)l, .n_head = (int)h, .n_embd = (int)d, .block_size = (int)t};
+    if (d % h != 0) {
+        nl_error(err, NL_ERR_FORMAT, "%s: n_embd %lld is not divisible by n_head %lld", what, (long long)d,
+                 (long long)h);
+        return -1;
+    }
+    int norm, place = 0, act;  // placement may be left out with norm none: PLACEMENTS[0] is pre
+    double eps, alpha = 1.0;
+    const char *nn[COUNT(NORMS) + 1], *pn[COUNT(PLACEMENTS) + 1], *an[COUNT(ACTIVATIONS) + 1];
+    if (parse_mlp_width(c, root, what, err) != 0 ||
+        nl_jsonx_choice(root, "norm", names_of(NORMS, COUNT(NORMS), nn), &norm, what, err) != 0)
+        return -1;
+    int need_place = NORMS[norm].value != NL_NORM_NONE || cJSON_GetObjectItemCaseSensitive(root, "placement") != NULL;
+    if ((need_place &&
+         nl_jsonx_choice(root, "placement", names_of(PLACEMENTS, COUNT(PLACEMENTS), pn), &place, what, err) != 0) ||
+        nl_jsonx_number(root, "residual_scale", 0, 1e-3, 1e3, &alpha, what, err) != 0 ||
+        nl_jsonx_choice(root, "activation", names_of(ACTIVATIONS, COUNT(ACTIVATIONS), an), &act, what, err) != 0 ||
+        nl_jsonx_number(root, "norm_eps", 1, 1e-12, 1, &eps, what, err) != 0 ||
+        nl_jsonx_bool(root, "bias", 1, &c->bias, what, err) != 0 ||
+        nl_jsonx_bool(root, "tie_embeddings", 1, &c->tie_embeddings, what, err) != 0)
+        return -1;
+    c->norm = (NlNormType)NORMS[norm].value;  // jsonx_choice gave the place in the names list
+    c->placement = (NlPlacement)PLACEMENTS[place].value;
+    c->activation = (NlActivation)ACTIVATIONS[act].value;
+    c->norm_eps = eps;
+    c->residual_scale = alpha;
+    return check_v2(c, root, version, what, err);
+}
+
+// ---- tokenizer
+
+int nl_tokenizer_from_json(NlTokenizer **tok, const cJSON *root, const char *what, NlError *err) {
+    static const char *const KEYS[] = {"type", "vocab", NULL};
+    const char **pieces = NULL;
+    int rc = -1;
+    if (!cJSON_IsObject(root)) FAIL("%s: tokenizer must be a JSON object", what);
+    if (nl_jsonx_only_keys(root, KEYS, what, err) != 0) goto cleanup;
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(root, "type");
+    if (!cJSON_IsString(type) || strcmp(type->valuestring, "char") != 0) FAIL("%s: \"type\" must be \"char\"", what);
+    const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(root, "vocab");
+    if (!cJSON_IsArray(vocab)) FAIL("%s: \"vocab\" must be an array of one-character strings", what);
+    int n = cJSON_GetArraySize(vocab), i = 0;
+    pieces = calloc((size_t)n + 1, sizeof *pieces);
+    if (!pieces) FAIL("%s: out of memory", what);
+    for (const cJSON *e = vocab->child; e; e = e->next, i++) {
+        if (!cJSON_IsString(e)) FAIL("%s: vocab[%d] is not a string", what, i);
+        pieces[i] = e->valuestring;
+    }
+    NlError terr;
+    if (nl_tokenizer_create(tok, pieces, n, &terr) != 0) {
+        nl_error(err, terr.code, "%s: %s", what, terr.msg);
+        goto cleanup;
+    }
+    rc = 0;
+cleanup:
+    free(pieces);
+    return rc;
+}
+
+// ---- entry points on bytes in memory (fuzzing, tests)
+
+int nl_config_parse(NlConfig *out, const char *buf, size_t len, const char *what, NlError *err) {
+    cJSON *root = nl_jsonx_parse(buf, len, what, err);
+    int rc = root ? nl_config_from_json(out, root, what, err) : -1;
+    cJSON_Delete(root);
+    return rc;
+}
+
+int nl_tokenizer_parse(NlTokenizer **out, const char *buf, size_t len, const char *what, NlError *err) {
+    *out = NULL;
+    cJSON *root = nl_jsonx_parse(buf, len, what, err);
+    int rc = root ? nl_tokenizer_from_json(out, root, what, err) : -1;
+    cJSON_Delete(root);
+    return rc;
+}
