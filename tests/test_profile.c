@@ -1,6 +1,7 @@
 // test_profile.c — the profiler's deterministic parts: FLOP and byte counts against hand-computed
 // formulas, the JSON report's fields, the Chrome trace's names and nesting, rows + uncovered = wall,
-// and generation unchanged by profiling. No duration is asserted.
+// and generation unchanged by profiling, the text summary against the full table of the same
+// profiler. No duration is asserted.
 #define _GNU_SOURCE
 #include <math.h>
 #include <stdio.h>
@@ -241,11 +242,73 @@ static void trace_nests_components_inside_layers(void) {
     nl_profiler_free(p);
 }
 
+static char *report_text(const NlProfiler *p, const char *prompt, int summary) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    NlReportInfo info = {"fixture", 1, 1, "Haswell", "openblas"};
+    CHECK(nl_report_text_view(f, p, &info, prompt, summary) == 0, "text report written");
+    fclose(f);
+    return buf;
+}
+
+// Whether text holds line (without its newline) as one whole line.
+static int has_line(const char *text, const char *line, size_t n) {
+    for (const char *t = text; t && *t; t = strchr(t, '\n') ? strchr(t, '\n') + 1 : NULL)
+        if (strncmp(t, line, n) == 0 && (t[n] == '\n' || t[n] == '\0')) return 1;
+    return 0;
+}
+
+// The summary's rows are the table's rows of the same profiler: its component totals and wall lines
+// verbatim, its layers the slowest first; the pruned last layer is marked and explained in both.
+static void text_summary_is_drawn_from_the_table(void) {
+    Collected c = {{0}, 0};
+    NlProfiler *p = generate(&c, 1);
+    char *table = report_text(p, NULL, 0), *sum = report_text(p, "\"ab\" (2 characters, -p)", 1), *plain = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&plain, &len);
+    NlReportInfo info = {"fixture", 1, 1, "Haswell", "openblas"};
+    CHECK(nl_report_text(f, p, &info) == 0, "nl_report_text written");
+    fclose(f);
+    CHECK(table && plain && strcmp(table, plain) == 0, "nl_report_text is the full table with no prompt line");
+    CHECK(sum && strstr(sum, "\nprompt: \"ab\" (2 characters, -p)\n") && !strstr(table, "\nprompt: "),
+          "the prompt line only where given");
+    int comps = 0, layers = 0, ordered = 1, walls = 0, notes = 0;
+    double last = INFINITY;
+    for (const char *t = sum; t && *t; t = strchr(t, '\n') ? strchr(t, '\n') + 1 : NULL) {
+        size_t n = strcspn(t, "\n");
+        int layer_row = strstr(t, " (all) ") && strstr(t, " (all) ") < t + n;
+        if (strncmp(t, "== ", 3) == 0) last = INFINITY;
+        if (strncmp(t, "  all ", 6) == 0 || strncmp(t, "wall ", 5) == 0 || strncmp(t, "* layer ", 8) == 0 ||
+            layer_row) {
+            CHECK(has_line(table, t, n), "summary line in the table: %.*s", (int)n, t);
+            comps += strncmp(t, "  all ", 6) == 0, walls += strncmp(t, "wall ", 5) == 0;
+            notes += strncmp(t, "* layer 1: from attention on", 28) == 0;
+        }
+        if (layer_row) {
+            double ms = strtod(t + 29, NULL);  // the total ms column (after "%5s %-14s %7llu ")
+            ordered &= ms <= last;
+            last = ms, layers++;
+        }
+    }
+    CHECK(comps >= 2 * 10 && walls == 2 && layers == 2 * 2 && ordered, "%d component rows, %d walls, %d layers%s",
+          comps, walls, layers, ordered ? "" : ", not slowest first");
+    // prefill (3 positions) and the context shifts of decode (T = 9) prune layer 1's rows after qkv
+    CHECK(notes == 2 && strstr(table, "\n   1* attention ") && strstr(table, "\n   1* (all) ") &&
+              !strstr(table, "\n   0* "),
+          "layer 1 marked and explained in both phases, layer 0 not (%d notes)", notes);
+    free(table);
+    free(sum);
+    free(plain);
+    nl_profiler_free(p);
+}
+
 int main(void) {
     RUN(costs_match_hand_computed_formulas);
     RUN(recurrent_costs_match_hand_computed_formulas);
     RUN(profiling_does_not_change_the_output);
     RUN(json_report_has_stable_fields_and_covers_the_wall);
     RUN(trace_nests_components_inside_layers);
+    RUN(text_summary_is_drawn_from_the_table);
     return check_summary("test_profile");
 }

@@ -44,59 +44,160 @@ static int print_row(FILE *f, const char *layer, const char *name, const NlProfi
     return r > 0 && fputc('\n', f) != EOF ? 0 : -1;
 }
 
-static int text_phase(FILE *f, const NlProfiler *p, NlPhase ph, int L, int hw) {
-    double wall = nl_profiler_wall(p, ph), rows = rows_seconds(p, ph, L);
-    uint64_t tokens = nl_profiler_tokens(p, ph);
-    int rc = 0;
-    if (fprintf(f, "\n== %s: %llu positions through the forward pass\n", nl_phase_name(ph),
-                (unsigned long long)tokens) < 0)
-        return -1;
-    fprintf(f, "%5s %-14s %7s %10s %9s %7s %10s %8s %9s %7s%s\n", "layer", "component", "calls", "total ms", "us/token",
-            "share", "MFLOP", "GFLOP/s", "MB", "GB/s", hw ? "   IPC" : "");
-    char lbuf[16];
-    for (int l = -1; l < L; l++)
-        for (int c = 0; c < NL_COMP_COUNT; c++) {
-            if (is_model_level(c) != (l < 0)) continue;
-            snprintf(lbuf, sizeof lbuf, l < 0 ? "-" : "%d", l);
-            rc |= print_row(f, lbuf, nl_component_name((NlComponent)c), nl_profiler_cell(p, ph, l, (NlComponent)c),
-                            wall, tokens, hw);
-        }
-    fprintf(f, "-- per layer\n");
-    for (int l = 0; l < L; l++) {
-        NlProfileCell t = {0};
-        for (int c = 0; c < NL_COMP_COUNT; c++) nl_profile_cell_add(&t, nl_profiler_cell(p, ph, l, (NlComponent)c));
-        snprintf(lbuf, sizeof lbuf, "%d", l);
-        rc |= print_row(f, lbuf, "(all)", &t, wall, tokens, hw);
+// The cell of layer l that saw the most positions per call: the rows every position goes through.
+static const NlProfileCell *fullest_cell(const NlProfiler *p, NlPhase ph, int l) {
+    const NlProfileCell *best = NULL;
+    for (int c = 0; c < NL_COMP_COUNT; c++) {
+        const NlProfileCell *x = nl_profiler_cell(p, ph, l, (NlComponent)c);
+        if (x->calls && (!best || x->tokens * best->calls > best->tokens * x->calls)) best = x;
     }
-    fprintf(f, "-- per component, all layers\n");
+    return best;
+}
+
+// Whether cell x saw fewer positions per call than its layer's fullest cell: a last layer's rows
+// after its keys and values, where only each pass's last position goes on (no logit reads the rest).
+static int pruned_cell(const NlProfileCell *x, const NlProfileCell *full) {
+    return full && x->calls && x->tokens * full->calls < full->tokens * x->calls;
+}
+
+static int pruned_layer(const NlProfiler *p, NlPhase ph, int l) {
+    const NlProfileCell *full = fullest_cell(p, ph, l);
+    for (int c = 0; c < NL_COMP_COUNT; c++)
+        if (pruned_cell(nl_profiler_cell(p, ph, l, (NlComponent)c), full)) return 1;
+    return 0;
+}
+
+// "3", or "3*" where the row is one of a pruned layer's (see footnotes).
+static const char *layer_label(char *buf, size_t len, int l, int marked) {
+    snprintf(buf, len, l < 0 ? "-" : marked ? "%d*" : "%d", l);
+    return buf;
+}
+
+static NlProfileCell layer_total(const NlProfiler *p, NlPhase ph, int l) {
+    NlProfileCell t = {0};
+    for (int c = 0; c < NL_COMP_COUNT; c++) nl_profile_cell_add(&t, nl_profiler_cell(p, ph, l, (NlComponent)c));
+    return t;
+}
+
+static int phase_head(FILE *f, const NlProfiler *p, NlPhase ph, int hw) {
+    if (fprintf(f, "\n== %s: %llu positions through the forward pass\n", nl_phase_name(ph),
+                (unsigned long long)nl_profiler_tokens(p, ph)) < 0)
+        return -1;
+    return fprintf(f, "%5s %-14s %7s %10s %9s %7s %10s %8s %9s %7s%s\n", "layer", "component", "calls", "total ms",
+                   "us/token", "share", "MFLOP", "GFLOP/s", "MB", "GB/s", hw ? "   IPC" : "") < 0
+               ? -1
+               : 0;
+}
+
+static int component_totals(FILE *f, const NlProfiler *p, NlPhase ph, int L, int hw) {
+    double wall = nl_profiler_wall(p, ph);
+    uint64_t tokens = nl_profiler_tokens(p, ph);
+    int rc = fprintf(f, "-- per component, all layers\n") < 0 ? -1 : 0;
     for (int c = 0; c < NL_COMP_COUNT; c++) {
         NlProfileCell t = {0};
         for (int l = -1; l < L; l++) nl_profile_cell_add(&t, nl_profiler_cell(p, ph, l, (NlComponent)c));
         rc |= print_row(f, "all", nl_component_name((NlComponent)c), &t, wall, tokens, hw);
     }
+    return rc;
+}
+
+// The time no row accounts for (the unattributed time), then a footnote for each pruned layer.
+static int phase_foot(FILE *f, const NlProfiler *p, NlPhase ph, int L) {
+    double wall = nl_profiler_wall(p, ph), rows = rows_seconds(p, ph, L);
     int th = nl_profiler_threads(p);
     char over[48] = "";
     if (th > 1) snprintf(over, sizeof over, " (each summed over %d threads)", th);
     if (fprintf(f, "wall %.3f ms; rows %.3f ms; not covered by any row %.3f ms (%.2f%% of wall)%s\n", 1e3 * wall,
                 1e3 * rows, 1e3 * (wall - rows), wall > 0 ? 100 * (wall - rows) / wall : 0.0, over) < 0)
         return -1;
-    return rc;
+    for (int l = 0; l < L; l++) {
+        const NlProfileCell *full = fullest_cell(p, ph, l);
+        for (int c = 0; c < NL_COMP_COUNT; c++) {
+            const NlProfileCell *x = nl_profiler_cell(p, ph, l, (NlComponent)c);
+            if (!pruned_cell(x, full)) continue;
+            if (fprintf(f,
+                        "* layer %d: from %s on, each pass computes only its last position, the one a logit needs "
+                        "(%llu of %llu positions; the rows no logit reads are pruned)\n",
+                        l, nl_component_name((NlComponent)c), (unsigned long long)(x->tokens * full->calls / x->calls),
+                        (unsigned long long)full->tokens) < 0)
+                return -1;
+            break;
+        }
+    }
+    return 0;
 }
 
-static void header(FILE *f, const NlProfiler *p, const NlReportInfo *info) {
+// The full layer x component table.
+static int text_phase(FILE *f, const NlProfiler *p, NlPhase ph, int L, int hw) {
+    double wall = nl_profiler_wall(p, ph);
+    uint64_t tokens = nl_profiler_tokens(p, ph);
+    int rc = phase_head(f, p, ph, hw);
+    char lbuf[16];
+    for (int l = -1; l < L; l++) {
+        const NlProfileCell *full = l < 0 ? NULL : fullest_cell(p, ph, l);
+        for (int c = 0; c < NL_COMP_COUNT; c++) {
+            if (is_model_level(c) != (l < 0)) continue;
+            const NlProfileCell *x = nl_profiler_cell(p, ph, l, (NlComponent)c);
+            rc |= print_row(f, layer_label(lbuf, sizeof lbuf, l, pruned_cell(x, full)),
+                            nl_component_name((NlComponent)c), x, wall, tokens, hw);
+        }
+    }
+    rc |= fprintf(f, "-- per layer\n") < 0 ? -1 : 0;
+    for (int l = 0; l < L; l++) {
+        NlProfileCell t = layer_total(p, ph, l);
+        rc |= print_row(f, layer_label(lbuf, sizeof lbuf, l, pruned_layer(p, ph, l)), "(all)", &t, wall, tokens, hw);
+    }
+    rc |= component_totals(f, p, ph, L, hw);
+    return rc | phase_foot(f, p, ph, L);
+}
+
+// The summary: the per-component totals, the slowest layers (slowest first; ties: the lower index)
+// and the unattributed time.
+static int summary_phase(FILE *f, const NlProfiler *p, NlPhase ph, int L, int hw) {
+    double wall = nl_profiler_wall(p, ph), last = INFINITY;
+    uint64_t tokens = nl_profiler_tokens(p, ph);
+    int rc = phase_head(f, p, ph, hw), K = L < NL_REPORT_TOP ? L : NL_REPORT_TOP, prev = -1;
+    rc |= component_totals(f, p, ph, L, hw);
+    if (L > K) rc |= fprintf(f, "-- the %d slowest of %d layers (all of them: --layers)\n", K, L) < 0 ? -1 : 0;
+    else rc |= fprintf(f, "-- per layer, slowest first\n") < 0 ? -1 : 0;
+    for (int k = 0; k < K; k++) {  // the next slowest after (last, prev): no allocation for any L
+        int best = -1;
+        double best_s = -1.0;
+        for (int l = 0; l < L; l++) {
+            double s = layer_total(p, ph, l).seconds;
+            int after = s < last || (s == last && l > prev);
+            if (after && s > best_s) best = l, best_s = s;
+        }
+        if (best < 0) break;
+        NlProfileCell t = layer_total(p, ph, best);
+        char lbuf[16];
+        rc |= print_row(f, layer_label(lbuf, sizeof lbuf, best, pruned_layer(p, ph, best)), "(all)", &t, wall, tokens,
+                        hw);
+        last = best_s, prev = best;
+    }
+    return rc | phase_foot(f, p, ph, L);
+}
+
+static void header(FILE *f, const NlProfiler *p, const NlReportInfo *info, const char *prompt) {
     fprintf(f,
             "normlab profile: %s; OpenBLAS %s kernels (chosen by %s), threads up to %d; engine threads %d; "
             "hardware counters %s\n",
             info->model, info->blas_core, info->blas_core_source, info->blas_threads, info->engine_threads,
             nl_profiler_hw_available(p) ? "on (IPC column)" : "unavailable (perf_event_open refused or absent)");
+    if (prompt) fprintf(f, "prompt: %s\n", prompt);
+}
+
+int nl_report_text_view(FILE *f, const NlProfiler *p, const NlReportInfo *info, const char *prompt, int summary) {
+    int L = nl_profiler_config(p)->n_layer, hw = nl_profiler_hw_available(p), rc = 0;
+    header(f, p, info, prompt);
+    for (int ph = 0; ph < NL_PHASE_COUNT; ph++)
+        if (nl_profiler_wall(p, (NlPhase)ph) > 0)
+            rc |= summary ? summary_phase(f, p, (NlPhase)ph, L, hw) : text_phase(f, p, (NlPhase)ph, L, hw);
+    return rc || ferror(f) ? -1 : 0;
 }
 
 int nl_report_text(FILE *f, const NlProfiler *p, const NlReportInfo *info) {
-    int L = nl_profiler_config(p)->n_layer, hw = nl_profiler_hw_available(p), rc = 0;
-    header(f, p, info);
-    for (int ph = 0; ph < NL_PHASE_COUNT; ph++)
-        if (nl_profiler_wall(p, (NlPhase)ph) > 0) rc |= text_phase(f, p, (NlPhase)ph, L, hw);
-    return rc || ferror(f) ? -1 : 0;
+    return nl_report_text_view(f, p, info, NULL, 0);
 }
 
 static cJSON *cell_json(int layer, const char *name, const NlProfileCell *c, double wall, uint64_t tokens, int hw) {

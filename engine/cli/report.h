@@ -1,6 +1,8 @@
 // report.h — writes a profiler's results as a text table, JSON, or a Chrome trace (trace-event
 // format, "X" complete events, opened by Perfetto and chrome://tracing). Each returns 0, or -1 when
-// writing to f failed. Library code writes only to the stream it is given.
+// writing to f failed. Library code writes only to the stream it is given. The text marks with *
+// the rows of a layer that saw fewer positions than its first rows (a last layer's pruned rows) and
+// explains each such layer in a footnote under its phase.
 #ifndef NL_REPORT_H
 #define NL_REPORT_H
 
@@ -19,7 +21,13 @@ typedef struct {
     const char *blas_core_source;  // who chose it: "openblas", "environment" or "normlab"
 } NlReportInfo;
 
-int nl_report_text(FILE *f, const NlProfiler *prof, const NlReportInfo *info);
+#define NL_REPORT_TOP 3  // the slowest layers a summary shows
+
+int nl_report_text(FILE *f, const NlProfiler *prof, const NlReportInfo *info);  // the full table
+// The text with a "prompt: " line under the header (prompt NULL: none) and, when summary is set, the
+// summary in place of the full table: per-component totals, the NL_REPORT_TOP slowest layers, and the
+// time no row accounts for.
+int nl_report_text_view(FILE *f, const NlProfiler *prof, const NlReportInfo *info, const char *prompt, int summary);
 int nl_report_json(FILE *f, const NlProfiler *prof, const NlReportInfo *info);
 int nl_report_trace(FILE *f, const NlProfiler *prof, const NlReportInfo *info);
 
