@@ -158,16 +158,9 @@ static void plots_cleanup(const Options *o, Plots *plots, int ok) {
     if (!ok && plots->made) rmdir(o->plot_dir);
 }
 
-int cmd_compare(Options *o) {
-    if (o->n_models == 0) {
-        msg_usage(o->cmd, "%s", "give at least one MODEL");
-        return EXIT_USAGE;
-    }
-    if (!o->text_file) {
-        msg_usage(o->cmd, "%s", "give the text with -f FILE (or --text FILE)");
-        return EXIT_USAGE;
-    }
-    // Outputs: -o (the table, or the JSON rows with --json), --csv, and --plot-dir's plots.
+// Before any work: every output can be written (-o: the table, or the JSON rows with --json;
+// --csv; --plot-dir's plots), and the plotting tool runs.
+static int check_compare_outputs(const Options *o) {
     char plot_paths[N_PLOTS][PATH_MAX + 32];
     const char *outs[2 + N_PLOTS];
     size_t n_outs = 0;
@@ -184,8 +177,32 @@ int cmd_compare(Options *o) {
         msg_usage(o->cmd, "--plot-dir '%s' is not a directory", o->plot_dir);
         return EXIT_USAGE;
     }
-    int rc0 = check_outputs(o, outs, n_outs);
-    if (!rc0 && o->plot_dir) rc0 = check_plot_tool(o->cmd);
+    int rc = check_outputs(o, outs, n_outs);
+    return !rc && o->plot_dir ? check_plot_tool(o->cmd) : rc;
+}
+
+// The table or JSON rows into out (-o, or held stdout; csv: the CSV of --csv). 0, or EXIT_DATA.
+static int write_report(const Options *o, OutFile *out, int csv, const NlCompareRow *rows, const char *const *labels,
+                        size_t n, const NlCompareInfo *info) {
+    int bad = csv       ? nl_report_compare_csv(out->f, rows, labels, n, info)
+              : o->json ? nl_report_compare_json(out->f, rows, labels, n, info)
+                        : nl_report_compare_text(out->f, rows, labels, n, info);
+    if (bad == 0 && fflush(out->f) != EOF) return 0;
+    if (csv) msg_error("%s: write failed: %s", o->csv_out, strerror(errno));
+    else msg_error("cannot write %s: %s", o->output ? o->output : "to stdout", strerror(errno));
+    return EXIT_DATA;
+}
+
+int cmd_compare(Options *o) {
+    if (o->n_models == 0) {
+        msg_usage(o->cmd, "%s", "give at least one MODEL");
+        return EXIT_USAGE;
+    }
+    if (!o->text_file) {
+        msg_usage(o->cmd, "%s", "give the text with -f FILE (or --text FILE)");
+        return EXIT_USAGE;
+    }
+    int rc0 = check_compare_outputs(o);
     if (rc0) return rc0;
     OutFile out = {0}, csv_o = {0};
     Plots plots = {0};
@@ -224,20 +241,11 @@ int cmd_compare(Options *o) {
     shown = o->json ? NULL : calloc(n_rows ? n_rows : 1, sizeof *shown);
     for (size_t i = 0; shown && i < n_rows; i++) labels[i] = msg_escape(shown[i], sizeof shown[i], labels[i]);
     // The files, the plots and held stdout are finished together at the end: all in place or none.
-    if (csv_o.f && (nl_report_compare_csv(csv_o.f, rows, labels, n_rows, &info) != 0 || fflush(csv_o.f) == EOF)) {
-        msg_error("%s: write failed: %s", o->csv_out, strerror(errno));
-        rc = EXIT_DATA;
-    }
-    for (int pass = 0; pass < 2 && !rc; pass++) {  // pass 0: a file (-o); then the plots; pass 1: stdout
-        if (pass == 1 && o->plot_dir) rc = run_plots(o, rows, labels, n_rows, &info, &plots);
-        if (rc || (pass == 0) == (out.direct != 0)) continue;
-        int bad = o->json ? nl_report_compare_json(out.f, rows, labels, n_rows, &info)
-                          : nl_report_compare_text(out.f, rows, labels, n_rows, &info);
-        if (bad != 0 || fflush(out.f) == EOF) {
-            msg_error("cannot write %s: %s", o->output ? o->output : "to stdout", strerror(errno));
-            rc = EXIT_DATA;
-        }
-    }
+    // A device or FIFO is written in place, so it comes last (held stdout waits for the renames).
+    if (csv_o.f) rc = write_report(o, &csv_o, 1, rows, labels, n_rows, &info);
+    if (!rc && !out.direct) rc = write_report(o, &out, 0, rows, labels, n_rows, &info);
+    if (!rc && o->plot_dir) rc = run_plots(o, rows, labels, n_rows, &info, &plots);
+    if (!rc && out.direct) rc = write_report(o, &out, 0, rows, labels, n_rows, &info);
 cleanup:
     free(shown);
     OutFile *outputs[2 + N_PLOTS] = {&csv_o, &out};

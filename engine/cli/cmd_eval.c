@@ -64,6 +64,25 @@ static int check_eval_options(const Options *o, int recurrent) {
     return EXIT_USAGE;
 }
 
+// The result, as JSON or as text; `how` names the way the text was cut ("stride", or a recurrent
+// model's "segments") and `cut` its value. Returns 0 when a write failed.
+static int print_eval(FILE *out, int json, const NlEvalResult *r, double nats, double se, size_t skipped,
+                      const char *how, size_t cut) {
+    double bits = nats / log(2.0), ppl = exp(nats);
+    char ppl_s[32] = "null", ppl_se[32] = "null";  // JSON has no infinity: e^nats overflows past 709 nats/char
+    if (isfinite(ppl)) snprintf(ppl_s, sizeof ppl_s, "%.9g", ppl);
+    if (isfinite(ppl * se)) snprintf(ppl_se, sizeof ppl_se, "%.9g", ppl * se);
+    if (json)
+        return fprintf(out,
+                       "{\"chars\": %zu, \"nats_per_char\": %.9g, \"nats_per_char_stderr\": %.9g, \"bits_per_char\": "
+                       "%.9g, \"bits_per_char_stderr\": %.9g, \"perplexity\": %s, \"perplexity_stderr\": %s, "
+                       "\"skipped\": %zu, \"%s\": %zu}\n",
+                       r->count, nats, se, bits, se / log(2.0), ppl_s, ppl_se, skipped, how, cut) > 0;
+    return fprintf(out,
+                   "chars %zu\nnats/char %.6f +/- %.6f\nbits/char %.6f +/- %.6f\nperplexity %.6f +/- %.6f\n%s %zu\n",
+                   r->count, nats, se, bits, se / log(2.0), ppl, ppl * se, how, cut) > 0;
+}
+
 int cmd_eval(Options *o) {
     if (!o->text_file) {
         msg_usage(o->cmd, "%s", "give the text with -f FILE (or --text FILE)");
@@ -124,26 +143,10 @@ int cmd_eval(Options *o) {
     double seconds = now() - prog.start, nats, se;
     if (prog.shown) fprintf(stderr, "\r%80s\r", "");
     eval_stats(&r, &nats, &se);
-    double bits = nats / log(2.0), ppl = exp(nats);
     fprintf(stderr, "normlab: scored %zu characters in %.2f s (%.0f chars/s) on %d thread%s\n", r.count, seconds,
             (double)r.count / (seconds > 0 ? seconds : 1e-9), workers, plural((size_t)workers));
-    int ok;
-    char ppl_s[32] = "null", ppl_se[32] = "null";  // JSON has no infinity: e^nats overflows past 709 nats/char
-    if (isfinite(ppl)) snprintf(ppl_s, sizeof ppl_s, "%.9g", ppl);
-    if (isfinite(ppl * se)) snprintf(ppl_se, sizeof ppl_se, "%.9g", ppl * se);
-    char how[64];  // how the text was cut: windows moving by a stride, or a recurrent model's segments
-    snprintf(how, sizeof how, "\"%s\": %zu", recurrent ? "segments" : "stride", recurrent ? segments : stride);
-    if (o->json)
-        ok = fprintf(out.f,
-                     "{\"chars\": %zu, \"nats_per_char\": %.9g, \"nats_per_char_stderr\": %.9g, \"bits_per_char\": "
-                     "%.9g, \"bits_per_char_stderr\": %.9g, \"perplexity\": %s, \"perplexity_stderr\": %s, "
-                     "\"skipped\": %zu, %s}\n",
-                     r.count, nats, se, bits, se / log(2.0), ppl_s, ppl_se, skipped, how) > 0;
-    else
-        ok = fprintf(out.f,
-                     "chars %zu\nnats/char %.6f +/- %.6f\nbits/char %.6f +/- %.6f\nperplexity %.6f +/- %.6f\n%s %zu\n",
-                     r.count, nats, se, bits, se / log(2.0), ppl, ppl * se, recurrent ? "segments" : "stride",
-                     recurrent ? segments : stride) > 0;
+    int ok = print_eval(out.f, o->json, &r, nats, se, skipped, recurrent ? "segments" : "stride",
+                        recurrent ? segments : stride);
     if (!ok || fflush(out.f) == EOF) {
         msg_error("cannot write %s: %s", o->output ? o->output : "to stdout", strerror(errno));
         rc = EXIT_DATA;
