@@ -184,6 +184,26 @@ int cmd_generate(Options *o) { return generate_run(o); }
 
 // generate, and profile (the same run with the text discarded and the profile as the result).
 // Several samples run in groups of --batch streams, the groups spread over the engine threads.
+// Before decoding: --exact-window needs a window; a random seed is said (greedy needs none); a
+// prompt longer than the context is cut, with a warning.
+static int check_run(const Options *o, size_t T, size_t n, uint64_t seed) {
+    if (T == SIZE_MAX && o->exact_window) {
+        msg_usage(o->cmd, "--exact-window applies to transformers; a recurrent model has no window");
+        return EXIT_USAGE;
+    }
+    if (!o->has_seed && !o->profile_cmd && o->sampling.temperature > 0)
+        msg_error("seed %llu", (unsigned long long)seed);
+    if (n > T) msg_error("warning: the prompt has %zu characters; only the last %zu fit the context", n, T);
+    return 0;
+}
+
+static void collect_free(Collect *c, int n) {
+    for (int i = 0; c->text && i < n; i++) free(c->text[i]);
+    free(c->text);
+    free(c->len);
+    free(c->cap);
+}
+
 int generate_run(Options *o) {
     int profile_cmd = o->profile_cmd, collect = o->samples > 1 || o->json;
     int group = o->batch ? o->batch : SAMPLE_GROUP;
@@ -224,14 +244,7 @@ int generate_run(Options *o) {
     }
     if (rc) goto cleanup;
     size_t T = model_context(model);  // SIZE_MAX: a recurrent model takes the whole prompt
-    if (T == SIZE_MAX && o->exact_window) {
-        msg_usage(o->cmd, "--exact-window applies to transformers; a recurrent model has no window");
-        rc = EXIT_USAGE;
-        goto cleanup;
-    }
-    if (!o->has_seed && !profile_cmd && o->sampling.temperature > 0)  // random: say which (greedy needs none)
-        msg_error("seed %llu", (unsigned long long)seed);
-    if (n > T) msg_error("warning: the prompt has %zu characters; only the last %zu fit the context", n, T);
+    if ((rc = check_run(o, T, n, seed)) != 0) goto cleanup;
     EmitCtx ectx = {nl_model_tokenizer(model), out.f, 0};
     if (o->echo && !collect && !profile_cmd && (fputs(prompt, out.f) == EOF || fflush(out.f) == EOF))
         ectx.write_failed = errno;
@@ -272,11 +285,8 @@ cleanup:
     free(prompt);
     workers_free(&wk);
     for (int i = 0; samplers && i < o->samples; i++) nl_sampler_free(samplers[i]);
-    for (int i = 0; col.text && i < o->samples; i++) free(col.text[i]);
     free(samplers);
-    free(col.text);
-    free(col.len);
-    free(col.cap);
+    collect_free(&col, o->samples);
     nl_model_free(model);
     return rc;
 }
