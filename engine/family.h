@@ -25,6 +25,8 @@ typedef struct {
     void (*copy)(void *impl, size_t from, size_t to, size_t n);
     // nl_model_window's contract: the positions one sequence holds, SIZE_MAX for no limit.
     size_t (*window)(const NlConfig *cfg);
+    // nl_model_state_bytes's contract: the bytes one sequence's state takes.
+    size_t (*state_bytes)(const NlConfig *cfg);
 } NlFamily;
 
 // Each family's table (functions, not variables: no global symbol but the nl_ functions).

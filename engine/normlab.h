@@ -96,6 +96,9 @@ const NlConfig *nl_model_config(const NlModel *model);
 // recurrent model, which has no window (its state carries any length). Generation shifts a full
 // window; evaluation scores windows of it, or the whole text through one state when unlimited.
 size_t nl_model_window(const NlModel *model);
+// The bytes one sequence's state takes: a transformer's KV cache (nl_state_kv_bytes), a recurrent
+// model's h of every layer and the LSTM's c.
+size_t nl_model_state_bytes(const NlModel *model);
 const NlTokenizer *nl_model_tokenizer(const NlModel *model);
 size_t nl_model_parameters(const NlModel *model);  // number of distinct weights (tied counted once)
 size_t nl_model_weight_bytes(const NlModel *model);  // bytes of tensor data

@@ -289,7 +289,13 @@ static size_t rnn_window(const NlConfig *cfg) {
     return SIZE_MAX;  // the state carries any length
 }
 
+// h of every layer, and the LSTM's c
+static size_t rnn_state_bytes(const NlConfig *c) {
+    return (size_t)c->n_layer * (size_t)c->n_hidden * (c->arch == NL_ARCH_LSTM ? 2 : 1) * sizeof(float);
+}
+
 const NlFamily *nl_family_recurrent(void) {
-    static const NlFamily TABLE = {"recurrent", rnn_create, rnn_destroy, rnn_forward, rnn_copy, rnn_window};
+    static const NlFamily TABLE = {"recurrent", rnn_create, rnn_destroy,    rnn_forward,
+                                   rnn_copy,    rnn_window, rnn_state_bytes};
     return &TABLE;
 }

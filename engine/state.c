@@ -28,6 +28,11 @@ size_t nl_model_window(const NlModel *model) {
     return nl_family_of(c->arch)->window(c);
 }
 
+size_t nl_model_state_bytes(const NlModel *model) {
+    const NlConfig *c = nl_model_config(model);
+    return nl_family_of(c->arch)->state_bytes(c);
+}
+
 int nl_state_create(NlState **out, const NlModel *model, const NlRunOptions *opts, NlError *err) {
     *out = NULL;
     NlState *s = calloc(1, sizeof *s);

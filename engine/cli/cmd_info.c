@@ -38,10 +38,8 @@ static cJSON *info_json(const NlModel *m, const char *path, const BlasChoice *b)
     }
     cJSON_AddNumberToObject(j, "parameters", (double)nl_model_parameters(m));
     cJSON_AddNumberToObject(j, "weight_bytes", (double)nl_model_weight_bytes(m));
-    if (recurrent)  // per sequence: h of every layer, and the LSTM's c
-        cJSON_AddNumberToObject(j, "state_bytes",
-                                (double)c->n_layer * c->n_hidden * (c->arch == NL_ARCH_LSTM ? 2 : 1) * sizeof(float));
-    else cJSON_AddNumberToObject(j, "kv_cache_bytes", (double)nl_state_kv_bytes(m));
+    // per sequence: a recurrent model's h of every layer (and the LSTM's c), or a transformer's KV cache
+    cJSON_AddNumberToObject(j, recurrent ? "state_bytes" : "kv_cache_bytes", (double)nl_model_state_bytes(m));
     cJSON_AddStringToObject(j, "blas_core", nl_blas_core());
     cJSON_AddStringToObject(j, "blas_core_source", b->source);
     cJSON_AddStringToObject(j, "blas_core_openblas", b->reported);  // what OpenBLAS picked by itself

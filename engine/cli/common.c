@@ -280,10 +280,7 @@ int make_state_as(const Options *o, const NlModel *model, int batch, int blas_th
     return 0;
 }
 
-size_t model_context(const NlModel *model) {
-    const NlConfig *c = nl_model_config(model);
-    return c->arch == NL_ARCH_TRANSFORMER ? (size_t)c->block_size : SIZE_MAX;
-}
+size_t model_context(const NlModel *model) { return nl_model_window(model); }
 
 const char *run_name(char *buf, size_t size, const NlConfig *model, NlNormType norm, NlPlacement placement) {
     if (model->arch != NL_ARCH_TRANSFORMER)
