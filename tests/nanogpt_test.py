@@ -244,6 +244,24 @@ def check_engine_rules(tmp, model, args, chars, meta):
             ["n_head"], out, before)
 
 
+def check_odd_fields(tmp, model, args, meta):
+    """Fields of odd types: a refusal in one line, or an import that records them as a note."""
+    ckpt, out = os.path.join(tmp, "odd.pt"), os.path.join(tmp, "odd-model")
+    edited_checkpoint(ckpt, model, args, lambda c: c.update(model_args=[1]))
+    refused(import_model(ckpt, out, "--meta", meta), "model_args that is a list is one line", ["model_args"], out)
+
+    def odd(c):
+        c["config"][("a", "b")] = 1  # a key JSON cannot hold
+        c["iter_num"] = 10 ** 5000  # an int str() refuses to print
+    edited_checkpoint(ckpt, model, args, odd)
+    r = import_model(ckpt, out, "--meta", meta)
+    info = run(BIN, "info", "-m", out, "--json")
+    meta_out = json.loads(info.stdout).get("metadata", {}) if info.returncode == 0 else {}
+    noted = meta_out.get("iter_num") == "<int>" and "not JSON" in meta_out.get("nanogpt_config", "")
+    check(r.returncode == 0 and noted, "a config JSON cannot hold and a huge iter_num are recorded as notes, "
+          "the model imported", r.stderr[-300:])
+
+
 def check_out_paths(tmp, model, args, meta):
     """--out: never empty, never an input, never a file or a folder that holds no model; a failure
     to write is one line."""
@@ -391,6 +409,7 @@ def main():
         check_engine_rules(tmp, GPT(args), args, chars,
                            os.path.join(tmp, "run-True", "data", "shakespeare_char", "meta.pkl"))
         check_out_paths(tmp, GPT(args), args, os.path.join(tmp, "run-True", "data", "shakespeare_char", "meta.pkl"))
+        check_odd_fields(tmp, GPT(args), args, os.path.join(tmp, "run-True", "data", "shakespeare_char", "meta.pkl"))
         check_hostile(tmp, GPT(args), args, os.path.join(tmp, "run-True", "data", "shakespeare_char", "meta.pkl"))
         r = import_model(os.path.join(tmp, "nonexistent.pt"), os.path.join(tmp, "m7"))
         check(r.returncode != 0 and "no such file" in r.stderr, "a missing checkpoint is named", r.stderr.strip())

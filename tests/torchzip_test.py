@@ -122,7 +122,7 @@ def main():
                                                    {"0": good}), ["not a tuple of integers"])
     refused("a stride-0 view far larger than its storage",
             archive({"w": Rebuild(Storage("0", 4), 0, (1 << 20, 1 << 20), (0, 0))}, {"0": good}),
-            ["more elements than its storage"])
+            ["past its storages' elements"])
     refused("a storage entry shorter than its elements", archive({"w": Rebuild(Storage("0", 8), 0, (4,), (1,))},
                                                                   {"0": good}), ["holds 16 bytes"])
     refused("a storage missing from the archive", archive({"w": Rebuild(Storage("7", 4), 0, (4,), (1,))}, {}),
@@ -132,12 +132,47 @@ def main():
             ["ComplexFloatStorage"])
     refused("a rebuild from something other than a storage", archive({"w": Rebuild("oops", 0, (4,), (1,))}, {}),
             ["other than a storage"])
+    eighth = 1 << 25  # three stride-0 tensors of 2^25 doubles (256 MiB each) over one 8-byte storage
+    many = [Rebuild(Storage("0", 1), 0, (eighth,), (0,)) for _ in range(9)]
+    refused("stride-0 tensors past the checkpoint's element budget together", archive(many, {"0": b"\0" * 4},
+            pid_type=torch.FloatStorage), ["past its storages' elements"])
+    refused("BUILD on an allowed storage type", build_on("torch\nFloatStorage\n", {"name": "BFloat16Storage"}),
+            ["tries to change torch.FloatStorage"])
+    refused("BUILD on an allowed function", build_on("torch._utils\n_rebuild_tensor_v2\n",
+                                                     (None, {"__defaults__": (1, 2)})), ["tries to change"])
+    refused("BUILD that gives a dict an attribute", build_on_dict({"get": 1}), ["sets attributes on a dict"])
+    check(torchzip.load(write_tmp(build_on_dict({"_metadata": {}}))) == {"a": 1},
+          "a dict's _metadata (state_dict's) is dropped, its items kept")
+    deflated = io.BytesIO()
+    with zipfile.ZipFile(deflated, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("archive/data.pkl", pickle.dumps({}, protocol=2))
+    refused("a compressed entry (a zip bomb's way)", deflated.getvalue(), ["compressed or encrypted"])
     refused("a zip that is not a checkpoint", zip_of({"readme.txt": b"hi"}), ["not a PyTorch checkpoint"])
     refused("a truncated checkpoint", raw[:len(raw) // 2], ["not a zip-format"])
     big_endian = zip_of({"archive/data.pkl": pickle.dumps({}), "archive/byteorder": b"big"})
     refused("a big-endian checkpoint", big_endian, ["big-endian"])
     refused("a garbled pickle", zip_of({"archive/data.pkl": b"\x80\x02}q\x00(X\x05"}), ["not a readable"])
     return check.summary()
+
+
+def write_tmp(data):
+    f = tempfile.NamedTemporaryFile(suffix=".pt", delete=False)
+    f.write(data)
+    f.close()
+    return f.name
+
+
+def build_on(global_line, state):
+    """A checkpoint whose pickle applies BUILD(state) to an allowed global (module\\nname\\n)."""
+    body = b"\x80\x02c" + global_line.encode() + pickle.dumps(state, protocol=2)[2:-1] + b"b."
+    return zip_of({"archive/data.pkl": body})
+
+
+def build_on_dict(state):
+    """An OrderedDict {"a": 1} with BUILD(state) applied, as state_dict() pickles its _metadata."""
+    body = (b"\x80\x02ccollections\nOrderedDict\n)R" + pickle.dumps("a", protocol=2)[2:-1]
+            + b"K\x01s" + pickle.dumps(state, protocol=2)[2:-1] + b"b.")
+    return zip_of({"archive/data.pkl": body})
 
 
 def zip_of(entries):

@@ -147,13 +147,13 @@ def main(argv):
         raise nltool.ToolError("needs python3-onnx (tools/install-deps.sh --python)")
     if not os.path.exists(a.model):
         raise nltool.ToolError(f"{a.model}: no such model")
-    nltool.check_out(a.out, [a.model], want_dir=False)
+    out = nltool.check_out(a.out, [a.model], want_dir=False)  # a symlink's target is replaced, the link kept
     info = nltool.check_model(a.model)  # the engine's rules: what it loads is what is exported
     if info.get("arch", "transformer") != "transformer":
         raise nltool.ToolError(f"{a.model}: a recurrent model (lstm, gru); only transformers are exported")
     torch.set_num_threads(1)
     with nltool.writing(a.out):
-        config, vocab = export(a.model, a.out)
+        config, vocab = export(a.model, out)
     print(f"wrote {a.out}: opset {OPSET}, {config['norm']}/{config.get('placement', 'pre')}, "
           f"{config['n_layer']} layers, {len(vocab)} characters", file=sys.stderr)
 

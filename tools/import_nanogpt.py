@@ -31,6 +31,7 @@ anything, so the importer accepts exactly what normlab loads: the rules are stat
 import argparse
 import hashlib
 import json
+import math
 import os
 import sys
 
@@ -45,10 +46,10 @@ from nltool import ToolError  # noqa: E402
 ARGS = ("n_layer", "n_head", "n_embd", "block_size", "bias", "vocab_size")
 
 
-def load_checkpoint(path):
-    """The checkpoint's dict, read by torchzip (which runs nothing from the file)."""
+def load_checkpoint(path, raw):
+    """The checkpoint's dict from its bytes, read by torchzip (which runs nothing from the file)."""
     try:
-        ckpt = torchzip.load(path)
+        ckpt = torchzip.load(path, raw)
     except torchzip.CheckpointError as e:
         raise ToolError(str(e))
     if not isinstance(ckpt, dict):
@@ -64,8 +65,8 @@ def find_meta(ckpt, ckpt_path, meta_arg):
         return meta_arg
     config = ckpt.get("config") if isinstance(ckpt.get("config"), dict) else {}
     tried = []
-    if "dataset" in config:
-        tried.append(os.path.join("data", str(config["dataset"]), "meta.pkl"))
+    if isinstance(config.get("dataset"), str):
+        tried.append(os.path.join("data", config["dataset"], "meta.pkl"))
     tried.append(os.path.join(os.path.dirname(os.path.abspath(ckpt_path)), "meta.pkl"))
     for p in tried:
         if os.path.isfile(p):
@@ -160,16 +161,35 @@ def convert(ckpt, vocab):
     return config, tensors
 
 
+def plain_value(v):
+    """A checkpoint's number, string or None as it is; anything else (a huge int, a structure) as a
+    short repr, so that recording it can never fail."""
+    if isinstance(v, np.ndarray) and v.size == 1:
+        v = v.item()
+    if v is None or isinstance(v, (bool, str)) or (isinstance(v, float) and math.isfinite(v)):
+        return v
+    if isinstance(v, int) and abs(v) < 1 << 63:
+        return v
+    return f"<{type(v).__name__}>"
+
+
+def config_text(config):
+    """nanoGPT's config as JSON, or a note when it is not JSON-able (keys that are not strings, a cycle)."""
+    try:
+        return json.dumps(config, sort_keys=True, default=lambda v: f"<{type(v).__name__}>")
+    except (TypeError, ValueError, RecursionError):
+        return "<not JSON: " + type(config).__name__ + ">"
+
+
 def provenance(ckpt, ckpt_path, raw, meta_path):
     """What the model came from, for the safetensors metadata (normlab info shows it)."""
-    best = ckpt.get("best_val_loss")
     return {
         "source": "nanoGPT checkpoint (tools/import_nanogpt.py)",
         "source_file": os.path.basename(ckpt_path),
         "source_sha256": hashlib.sha256(raw).hexdigest(),
-        "iter_num": ckpt.get("iter_num"),
-        "best_val_loss": float(best) if isinstance(best, np.ndarray) and best.size == 1 else best,
-        "nanogpt_config": json.dumps(ckpt.get("config", {}), sort_keys=True, default=str),
+        "iter_num": plain_value(ckpt.get("iter_num")),
+        "best_val_loss": plain_value(ckpt.get("best_val_loss")),
+        "nanogpt_config": config_text(ckpt.get("config", {})),
         "meta": os.path.basename(meta_path),
     }
 
@@ -183,17 +203,17 @@ def main(argv):
     a = p.parse_args(argv)
     if not os.path.isfile(a.ckpt):
         raise ToolError(f"{a.ckpt}: no such file")
-    raw = open(a.ckpt, "rb").read()
-    ckpt = load_checkpoint(a.ckpt)
+    raw = open(a.ckpt, "rb").read()  # read once: the hash describes the bytes parsed
+    ckpt = load_checkpoint(a.ckpt, raw)
     meta_path = find_meta(ckpt, a.ckpt, a.meta)
     nltool.check_out(a.out, [a.ckpt, meta_path], want_dir=True)
-    vocab = load_vocab(meta_path, (ckpt.get("model_args") or {}).get("vocab_size", -1))
+    vocab = load_vocab(meta_path, model_args(ckpt)["vocab_size"])
     config, tensors = convert(ckpt, vocab)
     with nltool.writing(a.out):
         nlformat.write_model_dir(a.out, config, vocab, tensors, metadata=provenance(ckpt, a.ckpt, raw, meta_path),
                                  check=nltool.check_model)
     print(f"wrote {a.out}: {config['n_layer']} layers x {config['n_embd']}, {len(vocab)} characters, "
-          f"bias {config['bias']}, iter {ckpt.get('iter_num')}", file=sys.stderr)
+          f"bias {config['bias']}, iter {plain_value(ckpt.get('iter_num'))}", file=sys.stderr)
 
 
 if __name__ == "__main__":

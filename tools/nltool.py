@@ -49,6 +49,8 @@ def run(prog, main, argv):
         sys.exit(f"{prog}: {where}{e.strerror or e}")
     except KeyboardInterrupt:
         sys.exit(130)
+    except Exception as e:  # noqa: BLE001 - a case no check foresaw: still one line, never a traceback
+        sys.exit(f"{prog}: internal error: {type(e).__name__}: {str(e)[:200]}")
 
 
 def engine_binary():

@@ -10,14 +10,18 @@ guards against that only on some PyTorch versions, and 1.13's refuses every nano
 So this reader does not use torch.load or the real torch at all. Its unpickler resolves exactly
 the names a checkpoint of tensors and plain containers needs, to stand-ins of its own:
 
-- collections.OrderedDict (the state dicts' type; the real class, a dict),
+- collections.OrderedDict (the state dicts' type: an OrderedDict that takes items, no attributes),
 - torch._utils._rebuild_tensor_v2, _rebuild_parameter and _rebuild_parameter_with_state (rebuild a
   tensor as a numpy array from its storage, offset, size and stride, checked against the storage),
 - torch.<Type>Storage and torch.UntypedStorage (markers for the storages' element types).
 
 Any other name is refused before anything is built (CheckpointError naming it), so nothing from
-the file runs. load_plain() reads a plain pickle (nanoGPT's meta.pkl) with an unpickler that
-resolves no name at all. Storages are read from the zip and checked: a known element type, a size that
+the file runs. The stand-ins are made afresh for each load and refuse to be changed (pickle's BUILD),
+so one file cannot alter how the next is read. The tensors rebuilt may hold no more elements than
+the storages read plus MAX_TENSOR_ELEMENTS, so a small file cannot ask for gigabytes through
+stride-0 views, and entries must be stored uncompressed, as torch.save writes them (no zip bomb).
+load_plain() reads a plain pickle (nanoGPT's meta.pkl) with an unpickler that resolves no name at
+all. Storages are read from the zip and checked: a known element type, a size that
 matches the entry, little-endian. Tensors come back as numpy arrays (bfloat16 as float32); torch
 is not needed to read a checkpoint. to_torch() turns the arrays back into tensors where a caller
 needs them (train.py --resume).
@@ -46,10 +50,37 @@ MAX_TENSOR_ELEMENTS = 1 << 28
 
 
 class _StorageType:
-    """Stands for torch.<name>: only its element type is used."""
+    """Stands for torch.<name>: only its element type is used. A pickle cannot change it."""
+    __slots__ = ("name", "dtype")
 
     def __init__(self, name):
         self.name, self.dtype = name, np.dtype(STORAGE_DTYPES[name])
+
+    def __setstate__(self, state):
+        raise CheckpointError(f"its pickle tries to change torch.{self.name}; refused")
+
+
+class _Callable:
+    """An allowed function as the pickle sees it: callable, never changed (BUILD on it is refused)."""
+    __slots__ = ("name", "fn")
+
+    def __init__(self, name, fn):
+        self.name, self.fn = name, fn
+
+    def __call__(self, *args, **kwargs):
+        return self.fn(*args, **kwargs)
+
+    def __setstate__(self, state):
+        raise CheckpointError(f"its pickle tries to change {self.name}; refused")
+
+
+class _StateDict(collections.OrderedDict):
+    """collections.OrderedDict as the pickle builds it: items only. state_dict()'s _metadata attribute
+    is dropped; any other attribute (one that would shadow a method) is refused."""
+
+    def __setstate__(self, state):
+        if not (isinstance(state, dict) and set(state) <= {"_metadata"}):
+            raise CheckpointError("its pickle sets attributes on a dict; refused")
 
 
 class _Storage:
@@ -65,9 +96,11 @@ def _int_tuple(value, what):
     return value
 
 
-def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad=False, backward_hooks=None,
+def _rebuild_tensor_v2(budget, storage, storage_offset, size, stride, requires_grad=False, backward_hooks=None,
                        metadata=None):
-    """The tensor as a new numpy array, after checking that every element lies in the storage."""
+    """The tensor as a new numpy array, after checking that every element lies in the storage and that
+    the tensors so far hold no more elements than the storages read plus MAX_TENSOR_ELEMENTS (budget,
+    a one-element list, is what is left)."""
     del requires_grad, backward_hooks, metadata  # inference: no autograd state
     if not isinstance(storage, _Storage):
         raise CheckpointError("a tensor is rebuilt from something other than a storage")
@@ -76,9 +109,11 @@ def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad=Fals
         raise CheckpointError(f"a tensor has offset {storage_offset!r}, size {size} and stride {stride}")
     if any(s < 0 for s in size) or any(s < 0 for s in stride):
         raise CheckpointError(f"a tensor has a negative size or stride ({size}, {stride})")
-    n = len(storage.array)
-    if int(np.prod(size, dtype=object)) > max(n, MAX_TENSOR_ELEMENTS):  # a stride-0 view may repeat, within reason
-        raise CheckpointError(f"a tensor of size {size} has more elements than its storage of {n} allows")
+    n, count = len(storage.array), int(np.prod(size, dtype=object))
+    if count > budget[0]:  # stride-0 views may repeat elements, within reason
+        raise CheckpointError(f"a tensor of size {size} takes the checkpoint past its storages' elements "
+                              f"(plus {MAX_TENSOR_ELEMENTS}); refused")
+    budget[0] -= count
     if 0 not in size:
         last = storage_offset + sum((s - 1) * st for s, st in zip(size, stride))
         if last >= n:
@@ -100,22 +135,24 @@ def _rebuild_parameter(data, requires_grad=False, backward_hooks=None, state=Non
     return data
 
 
-ALLOWED = {
-    ("collections", "OrderedDict"): collections.OrderedDict,
-    ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor_v2,
-    ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
-    ("torch._utils", "_rebuild_parameter_with_state"): _rebuild_parameter,
-}
-ALLOWED.update({("torch", name): _StorageType(name) for name in STORAGE_DTYPES})
+STORAGE_TYPES = tuple(STORAGE_DTYPES)
 
 
 class _Unpickler(pickle.Unpickler):
     def __init__(self, data, zf, prefix):
         super().__init__(io.BytesIO(data))
         self.zf, self.prefix, self.storages = zf, prefix, {}
+        self.budget = [MAX_TENSOR_ELEMENTS]  # grows by each storage's elements as it is read
+        rebuild = _Callable("torch._utils._rebuild_tensor_v2", lambda *a: _rebuild_tensor_v2(self.budget, *a))
+        parameter = _Callable("torch._utils._rebuild_parameter", _rebuild_parameter)
+        # Fresh stand-ins for every load: nothing one file does can reach the next.
+        self.allowed = {("collections", "OrderedDict"): _StateDict, ("torch._utils", "_rebuild_tensor_v2"): rebuild,
+                        ("torch._utils", "_rebuild_parameter"): parameter,
+                        ("torch._utils", "_rebuild_parameter_with_state"): parameter}
+        self.allowed.update({("torch", name): _StorageType(name) for name in STORAGE_TYPES})
 
     def find_class(self, module, name):
-        found = ALLOWED.get((module, name))
+        found = self.allowed.get((module, name))
         if found is None:
             raise CheckpointError(f"its pickle names {module}.{name}, which a checkpoint of tensors does not "
                                   "need; refused, nothing was run")
@@ -141,36 +178,51 @@ class _Unpickler(pickle.Unpickler):
         if numel < 0 or info.file_size != want:
             raise CheckpointError(f"storage {key} holds {info.file_size} bytes; {numel} elements of "
                                   f"{storage_type.name} are {want}")
+        _stored(info)
+        self.budget[0] += numel
         return np.frombuffer(self.zf.read(info), dtype=storage_type.dtype)
 
 
-def load(path):
-    """The checkpoint's object: dicts, lists, tuples, numbers, strings and numpy arrays."""
+def _stored(info):
+    """torch.save stores its entries uncompressed; anything else (a deflated bomb) is refused."""
+    if info.compress_type != zipfile.ZIP_STORED or info.flag_bits & 0x1:
+        raise CheckpointError(f"entry {info.filename} is compressed or encrypted; torch.save writes neither")
+
+
+def load(path, data=None):
+    """The checkpoint's object: dicts, lists, tuples, numbers, strings and numpy arrays. data: the
+    file's bytes, when the caller has read them already (path then only names it)."""
     try:
-        zf = zipfile.ZipFile(path)
+        zf = zipfile.ZipFile(io.BytesIO(data) if data is not None else path)
     except zipfile.BadZipFile:
         raise CheckpointError(f"{path}: not a zip-format PyTorch checkpoint (torch.save writes one since "
                               "PyTorch 1.6; re-save an older one with a current PyTorch)")
     except OSError as e:
         raise CheckpointError(f"{path}: cannot read: {e.strerror or e}")
     with zf:
-        pickles = [n for n in zf.namelist() if n.endswith("/data.pkl") and n.count("/") == 1]
-        if len(pickles) != 1:
-            raise CheckpointError(f"{path}: a zip, but not a PyTorch checkpoint (no single <name>/data.pkl)")
-        prefix = pickles[0][:-len("data.pkl")]
-        if prefix + "byteorder" in zf.namelist() and zf.read(prefix + "byteorder").strip() != b"little":
-            raise CheckpointError(f"{path}: a big-endian checkpoint; only little-endian ones are read")
-        info = zf.getinfo(pickles[0])
-        if info.file_size > MAX_PICKLE_BYTES:
-            raise CheckpointError(f"{path}: data.pkl is {info.file_size} bytes, more than the limit of "
-                                  f"{MAX_PICKLE_BYTES}")
         try:
-            return _Unpickler(zf.read(info), zf, prefix).load()
+            return _load_zip(zf)
         except CheckpointError as e:
             raise CheckpointError(f"{path}: {e}")
-        except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, IndexError, KeyError,
-                MemoryError, OverflowError, RecursionError, zipfile.BadZipFile, OSError) as e:
+        except Exception as e:  # noqa: BLE001 - whatever a malformed file raises becomes one line
             raise CheckpointError(f"{path}: not a readable checkpoint: {type(e).__name__}: {str(e)[:120]}")
+
+
+def _load_zip(zf):
+    pickles = [n for n in zf.namelist() if n.endswith("/data.pkl") and n.count("/") == 1]
+    if len(pickles) != 1:
+        raise CheckpointError("a zip, but not a PyTorch checkpoint (no single <name>/data.pkl)")
+    prefix = pickles[0][:-len("data.pkl")]
+    if prefix + "byteorder" in zf.namelist():
+        order = zf.getinfo(prefix + "byteorder")
+        _stored(order)
+        if order.file_size > 16 or zf.read(order).strip() != b"little":
+            raise CheckpointError("a big-endian checkpoint; only little-endian ones are read")
+    info = zf.getinfo(pickles[0])
+    _stored(info)
+    if info.file_size > MAX_PICKLE_BYTES:
+        raise CheckpointError(f"data.pkl is {info.file_size} bytes, more than the limit of {MAX_PICKLE_BYTES}")
+    return _Unpickler(zf.read(info), zf, prefix).load()
 
 
 class _PlainUnpickler(pickle.Unpickler):
