@@ -36,8 +36,10 @@ run_case() {
     [ "$name" != profile-table ] || [ -s "$D/ref/stdout" ] || bad "$name: unfaulted run" "no table on stdout"
     (cd "$D/ref" && FAULT_COUNT="$D/counts" LD_PRELOAD="$shim" "$bin" "$@" > /dev/null 2>&1)
     n_files=$(echo $kinds | wc -w) synced=$(sed -n 's/^fsync //p' "$D/counts")
-    [ "$synced" -ge $((2 * n_files)) ] && ok "$name: $synced fsyncs for $n_files file(s): each file and its directory" \
-        || bad "$name: fsync" "$synced fsync calls for $n_files output file(s)"
+    dirs=$(sed -n 's/^fsync_dir //p' "$D/counts")
+    [ "$dirs" -ge "$n_files" ] && [ $((synced - dirs)) -ge "$n_files" ] \
+        && ok "$name: $((synced - dirs)) file and $dirs directory fsyncs for $n_files file(s)" \
+        || bad "$name: fsync" "$synced fsync calls, $dirs of directories, for $n_files output file(s)"
     for call in write close rename fsync open; do
         count=$(sed -n "s/^$call //p" "$D/counts")
         n=1
@@ -83,6 +85,32 @@ run_case info "F:exact" info -m "$M" --json -o F
 run_case list "F:exact" list --json -o F
 run_case logits "F:exact" logits -m "$M" -p abab -o F
 run_case generate "F:exact" generate -m "$M" -p ab -n 20 --seed 3 -o F
+
+# Two new outputs (no old file): a failed rename leaves neither, never one alone.
+for case in "compare F G" "profile F G"; do
+    set -- $case
+    W="$TMP/new-$1"
+    for n in 1 2; do
+        rm -rf "$W"; mkdir -p "$W"
+        if [ "$1" = compare ]; then
+            args="compare $M $FIX/rms-post-bias.json --text $TMP/text.txt --repeats 1 --json -o F --csv G"
+        else args="profile -m $M -p ab -n 5 --json -o F --trace G"; fi
+        (cd "$W" && FAULT_CALL=rename FAULT_N=$n LD_PRELOAD="$shim" "$bin" $args > /dev/null 2>&1); rc=$?
+        [ "$rc" -ne 0 ] && [ -z "$(ls -A "$W")" ] && ok "$1, both outputs new: rename #$n fails: exit $rc, neither left" \
+            || bad "$1 new outputs, rename #$n" "exit $rc, left: $(ls -A "$W")"
+    done
+done
+
+# No hard links (FAULT_NO_LINKS) and the second rename fails: the first output renamed (profile renames
+# its --trace first) cannot be put back, so it keeps its whole new content and is named; no output is
+# lost, no temporary file is left.
+W="$TMP/nolinks"; mkdir -p "$W"; printf 'old F\n' > "$W/F"; printf 'old G\n' > "$W/G"
+(cd "$W" && FAULT_NO_LINKS=1 FAULT_CALL=rename FAULT_N=2 LD_PRELOAD="$shim" "$bin" profile -m "$M" -p ab -n 5 \
+    --json -o F --trace G > /dev/null 2> "$TMP/nolinks.err"); rc=$?
+[ "$rc" -ne 0 ] && whole json "$W/G" && [ "$(cat "$W/F")" = "old F" ] && [ "$(ls -A "$W" | wc -l)" -eq 2 ] \
+    && grep -q "G: keeps its new content" "$TMP/nolinks.err" \
+    && ok "no hard links, rename #2 fails: G stays new and whole and is named, F old, nothing lost or left" \
+    || bad "no hard links" "exit $rc: $(ls -A "$W"); $(cat "$TMP/nolinks.err")"
 
 # compare's plots are renamed in with its other outputs: a failure at any of the renames leaves all
 # seven files (-o, --csv and the five plots) as they were.

@@ -348,12 +348,18 @@ static int sync_dir(const OutFile *o) {
 }
 
 // Undoes the renames of outs[0..k): each replaced file comes back from its hard link; a new one goes.
+// One that existed but has no link (no hard links here) stays new, whole, and is named; a link that
+// cannot be renamed back is kept, and named, rather than lose the old content.
 static void undo_renames(OutFile *const *outs, size_t k) {
     for (size_t j = 0; j < k; j++) {
         OutFile *o = outs[j];
         if (!o->dest[0] || o->tmp[0]) continue;  // not renamed
-        if (o->old[0] ? rename(o->old, o->dest) != 0 : unlink(o->dest) != 0)
-            msg_error("%s: could not be put back as it was: %s", o->path, strerror(errno));
+        if (o->old[0] && rename(o->old, o->dest) != 0)
+            msg_error("%s: could not be put back: its old content is in %s (%s)", o->path, o->old, strerror(errno));
+        else if (!o->old[0] && o->existed)
+            msg_error("%s: keeps its new content: no hard link of the old one could be made here", o->path);
+        else if (!o->old[0] && unlink(o->dest) != 0)
+            msg_error("%s: could not be removed again: %s", o->path, strerror(errno));
         o->old[0] = '\0';
     }
 }
@@ -366,9 +372,11 @@ static int commit_all(OutFile *const *outs, size_t n) {
         OutFile *o = outs[i];
         if (!o->tmp[0]) continue;
         o->old[0] = '\0';  // keep what a later failure would need back; not needed for a lone output
-        if (renamed_files > 1 && (size_t)snprintf(o->old, sizeof o->old, "%s.old", o->tmp) < sizeof o->old &&
-            link(o->dest, o->old) != 0)
-            o->old[0] = '\0';  // no old file (a new output), or no hard links here: see README
+        struct stat st;
+        o->existed = lstat(o->dest, &st) == 0;
+        if (renamed_files > 1 && o->existed &&
+            ((size_t)snprintf(o->old, sizeof o->old, "%s.old", o->tmp) >= sizeof o->old || link(o->dest, o->old) != 0))
+            o->old[0] = '\0';  // no hard links here: see undo_renames and README
         if (rename(o->tmp, o->dest) != 0) {
             msg_error("%s: cannot replace: %s", o->path, strerror(errno));
             if (o->old[0]) unlink(o->old);

@@ -26,6 +26,7 @@ typedef struct {
     char dest[PATH_MAX];  // where it lands (symlinks resolved), "" for standard output
     char tmp[PATH_MAX];  // the temporary file until renamed, "" when written directly
     char old[PATH_MAX];  // while several outputs are renamed: a hard link to the replaced file, or ""
+    int existed;  // while renamed: the destination existed before
     FILE *f;
     int fd;  // the temporary file's descriptor (for fsync), -1 otherwise
     int direct;  // 1: written in place (stdout, a device, a FIFO)

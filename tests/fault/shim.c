@@ -6,7 +6,9 @@
 // The Nth call of FAULT_CALL that touches an output fails with FAULT_ERRNO: write and close on a
 // descriptor open for writing (other than 0-2), fsync on any, open and openat for writing or creating,
 // and every rename. (close closes the descriptor all the same, as Linux does.) Reads are never failed.
-// FAULT_N=0 fails nothing; with FAULT_COUNT=FILE the shim writes each kind's count there at exit.
+// FAULT_N=0 fails nothing; with FAULT_COUNT=FILE the shim writes each kind's count there at exit, and
+// "fsync_dir", the fsyncs of directories. FAULT_NO_LINKS=1 makes every link() fail with EPERM, as on
+// a file system without hard links.
 // The counters are process-wide statics: a preloaded shim has no handle to hang them on.
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -16,11 +18,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
 
-enum { K_WRITE, K_CLOSE, K_RENAME, K_FSYNC, K_OPEN, N_KINDS };
-static const char *const KIND_NAMES[N_KINDS] = {"write", "close", "rename", "fsync", "open"};
+enum { K_WRITE, K_CLOSE, K_RENAME, K_FSYNC, K_OPEN, K_FSYNC_DIR, N_KINDS };
+static const char *const KIND_NAMES[N_KINDS] = {"write", "close", "rename", "fsync", "open", "fsync_dir"};
 static long counts[N_KINDS];
 
 // Whether this call is the one to fail (and counts it).
@@ -65,6 +68,8 @@ int close(int fd) {
 
 int fsync(int fd) {
     int (*f)(int) = real("fsync");
+    struct stat st;
+    if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) __atomic_add_fetch(&counts[K_FSYNC_DIR], 1, __ATOMIC_SEQ_CST);
     if (should_fail(K_FSYNC)) {
         errno = fault_errno();
         return -1;
@@ -76,6 +81,16 @@ int rename(const char *from, const char *to) {
     int (*f)(const char *, const char *) = real("rename");
     if (should_fail(K_RENAME)) {
         errno = fault_errno();
+        return -1;
+    }
+    return f(from, to);
+}
+
+int link(const char *from, const char *to) {
+    int (*f)(const char *, const char *) = real("link");
+    const char *off = getenv("FAULT_NO_LINKS");
+    if (off && strcmp(off, "1") == 0) {
+        errno = EPERM;
         return -1;
     }
     return f(from, to);
