@@ -18,9 +18,14 @@ violations() {
     for f in $(cd "$root" && ls engine/*.[ch] engine/lab/*.[ch] engine/cli/*.[ch] tokenizer/*.[ch] 2>/dev/null); do
         case $f in engine/lab/*) layer=lab ;; engine/cli/*) layer=cli ;; *) layer=core ;; esac
         for h in $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$root/$f"); do
-            if [ -f "$root/engine/cli/$h" ]; then owner=cli
-            elif [ -f "$root/engine/lab/$h" ]; then owner=lab
-            else owner=core; fi
+            owner=core  # where the compiler finds it: beside the file, then the -I folders, in order
+            for d in "$(dirname "$f")" engine engine/lab engine/cli tokenizer; do
+                [ -f "$root/$d/$h" ] || continue
+                case $(realpath -m --relative-to="$root" "$root/$d/$h") in
+                    engine/cli/*) owner=cli ;; engine/lab/*) owner=lab ;; *) owner=core ;;
+                esac
+                break
+            done
             case $layer:$owner in
                 core:lab | core:cli | lab:cli) echo "$f includes $h ($owner's)" ;;
                 cli:cli) ;;
@@ -52,5 +57,7 @@ plant "the core includes the command line" engine/model.c report.h
 plant "the lab includes the command line" engine/lab/stats.c cli.h
 plant "the command line includes a private core header" engine/cli/common.c model.h
 plant "the command line includes a private lab-adjacent header" engine/cli/report.c kernels.h
+plant "the core includes the lab by a path" engine/transformer.c lab/normlab_lab.h
+plant "the command line includes a core header by a path" engine/cli/common.c ../model.h
 echo "layers_test: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
