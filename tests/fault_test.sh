@@ -96,7 +96,8 @@ for case in "compare F G" "profile F G"; do
             args="compare $M $FIX/rms-post-bias.json --text $TMP/text.txt --repeats 1 --json -o F --csv G"
         else args="profile -m $M -p ab -n 5 --json -o F --trace G"; fi
         (cd "$W" && FAULT_CALL=rename FAULT_N=$n LD_PRELOAD="$shim" "$bin" $args > /dev/null 2>&1); rc=$?
-        [ "$rc" -ne 0 ] && [ -z "$(ls -A "$W")" ] && ok "$1, both outputs new: rename #$n fails: exit $rc, neither left" \
+        [ "$rc" -ne 0 ] && [ -z "$(ls -A "$W")" ] \
+            && ok "$1, both outputs new: rename #$n fails: exit $rc, neither left" \
             || bad "$1 new outputs, rename #$n" "exit $rc, left: $(ls -A "$W")"
     done
 done
