@@ -119,6 +119,13 @@ def main():
         check(r.returncode == 0 and open(old, "rb").read()[:4] != b"an e" and not [
             n for n in os.listdir(tmp) if n.endswith(".tmp") or n.startswith(".old.onnx")],
             "a good model is exported over an existing file, whole, with no temporary file left", r.stderr)
+        elsewhere = os.path.join(tmp, "elsewhere.onnx")
+        open(elsewhere, "wb").write(b"an earlier export\n")
+        via = os.path.join(tmp, "via.onnx")
+        os.symlink(elsewhere, via)
+        r = export(inline, via)
+        check(r.returncode == 0 and os.path.islink(via) and open(elsewhere, "rb").read()[:4] != b"an e",
+              "--out through a symlink replaces the file it points to and keeps the link", r.stderr)
     return check.summary()
 
 
