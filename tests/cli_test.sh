@@ -735,18 +735,23 @@ mkdir -p "$TMP/badname" && cp $FIX/ln-pre-bias.json "$TMP/badname/$BADN.json"
 NORMLAB_MODELS="$TMP/badname" "$BIN" list --json > "$TMP/j.json" 2>/dev/null
 why=$(strict_json "$TMP/j.json" "d[0]['name'] + '.json' == $FFFD and d[0]['path'].endswith('/' + $FFFD)") \
     && ok "list --json writes each byte that is not UTF-8 as U+FFFD" || bad "list --json utf-8" "$why"
-"$BIN" info -m "$TMP/badname/$BADN.json" --json > "$TMP/j.json" 2>/dev/null
-why=$(strict_json "$TMP/j.json" "d['model'].endswith('/' + $FFFD)") \
-    && ok "info --json writes each byte that is not UTF-8 as U+FFFD" || bad "info --json utf-8" "$why"
-"$BIN" profile -m "$TMP/badname/$BADN.json" -n 2 --trace "$TMP/j.json" > /dev/null 2>&1
-why=$(strict_json "$TMP/j.json" "d['otherData']['model'].endswith('/' + $FFFD)") \
-    && ok "profile --trace writes each byte that is not UTF-8 as U+FFFD" || bad "trace utf-8" "$why"
-"$BIN" profile -m "$TMP/badname/$BADN.json" -n 2 --json > "$TMP/j.json" 2>/dev/null
-why=$(strict_json "$TMP/j.json" "d['model'].endswith('/' + $FFFD)") \
-    && ok "profile --json writes each byte that is not UTF-8 as U+FFFD" || bad "profile --json utf-8" "$why"
-"$BIN" compare "$TMP/badname/$BADN.json" -f "$TMP/short.txt" --repeats 1 --json > "$TMP/j.json" 2>/dev/null
-why=$(strict_json "$TMP/j.json" "d[0]['model'].endswith('/' + $FFFD)") \
-    && ok "compare --json writes each byte that is not UTF-8 as U+FFFD" || bad "compare --json utf-8" "$why"
+# utf8_json LABEL EXPR COMMAND...: COMMAND writes "$TMP/j.json" (an OUT in its arguments), which must
+# parse as strict UTF-8 JSON with EXPR true.
+utf8_json() {
+    label=$1 expr=$2; shift 2
+    "$@" > "$TMP/j.out" 2>/dev/null
+    [ -s "$TMP/j.json" ] || cp "$TMP/j.out" "$TMP/j.json"
+    why=$(strict_json "$TMP/j.json" "$expr") && ok "$label writes each byte that is not UTF-8 as U+FFFD" \
+        || bad "$label utf-8" "$why"
+    rm -f "$TMP/j.json"
+}
+rm -f "$TMP/j.json"
+utf8_json "info --json" "d['model'].endswith('/' + $FFFD)" "$BIN" info -m "$TMP/badname/$BADN.json" --json
+utf8_json "profile --trace" "d['otherData']['model'].endswith('/' + $FFFD)" \
+    "$BIN" profile -m "$TMP/badname/$BADN.json" -n 2 --trace "$TMP/j.json"
+utf8_json "profile --json" "d['model'].endswith('/' + $FFFD)" "$BIN" profile -m "$TMP/badname/$BADN.json" -n 2 --json
+utf8_json "compare --json" "d[0]['model'].endswith('/' + $FFFD)" \
+    "$BIN" compare "$TMP/badname/$BADN.json" -f "$TMP/short.txt" --repeats 1 --json
 
 # A directory model whose metadata has both losses (train.py's final_val_loss, nanoGPT's
 # best_val_loss) and a value that is not UTF-8.
