@@ -181,7 +181,7 @@ static int parse_rnn_config(NlConfig *c, const cJSON *root, NlArch arch, int ver
     *c = (NlConfig){.arch = arch,
                     .vocab_size = (int)v,
                     .n_layer = (int)l,
-                    .n_embd = (int)e,
+                    .n_input = (int)e,
                     .n_hidden = (int)h,
                     .norm = norm == 0 ? NL_NORM_LAYERNORM : NL_NORM_NONE,
                     .norm_eps = eps,

@@ -12,7 +12,7 @@
 #pragma GCC visibility push(hidden)
 
 typedef struct {
-    const char *name;
+    const NlFamilyInfo *info;  // nl_family_info's answer
     // A state of `batch` sequences of model, run as cfg (the model's config with the run's norm and
     // placement; the family refuses what it cannot run, as NL_ERR_ARG). cfg and obs are the NlState's,
     // borrowed for the state's life.
@@ -27,11 +27,18 @@ typedef struct {
     size_t (*window)(const NlConfig *cfg);
     // nl_model_state_bytes's contract: the bytes one sequence's state takes.
     size_t (*state_bytes)(const NlConfig *cfg);
+    // nl_config_describe's and nl_config_has_component's contracts.
+    size_t (*describe)(const NlConfig *cfg, NlConfigField *fields);
+    int (*has_component)(const NlConfig *cfg, NlComponent comp);
+    // nl_profile_cost's contract (normlab_lab.h) for the family's components; 0 for any other.
+    void (*cost)(const NlConfig *cfg, NlComponent comp, size_t batch, size_t n, size_t ctx, double *flops,
+                 double *bytes);
 } NlFamily;
 
 // Each family's table (functions, not variables: no global symbol but the nl_ functions).
 const NlFamily *nl_family_transformer(void);
-const NlFamily *nl_family_recurrent(void);
+const NlFamily *nl_family_lstm(void);
+const NlFamily *nl_family_gru(void);
 
 // The family that runs models of arch (chosen once, when a state is made).
 const NlFamily *nl_family_of(NlArch arch);

@@ -158,7 +158,7 @@ static int take_rnn_norm(Binder *b, int layer, const char *norm, size_t n, NlNor
 // bias_hh (3S); with layernorm, the LSTM's ln_ih, ln_hh (4S) and ln_cell (S), the GRU's ln_ih,
 // ln_hh (2S), ln_ih_cand and ln_hh_cand (S).
 static int bind_rnn_layer(Binder *b, const NlConfig *c, int i, NlRnnLayerWeights *lw) {
-    size_t S = (size_t)c->n_hidden, in = i == 0 ? (size_t)c->n_embd : S;
+    size_t S = (size_t)c->n_hidden, in = i == 0 ? (size_t)c->n_input : S;
     int lstm = c->arch == NL_ARCH_LSTM, ln = c->norm == NL_NORM_LAYERNORM;
     size_t G = lstm ? 4 : 3, gates = lstm ? 4 * S : 2 * S;
     char name[64];
@@ -188,7 +188,7 @@ static int bind_rnn(Binder *b, NlModel *m) {
     const NlConfig *c = &m->config;
     NlRecurrentWeights *w = &m->recurrent;
     size_t V = (size_t)c->vocab_size;
-    if (take(b, "wte.weight", V, (size_t)c->n_embd, 1, &w->wte) != 0) return -1;
+    if (take(b, "wte.weight", V, (size_t)c->n_input, 1, &w->wte) != 0) return -1;
     w->layers = calloc((size_t)c->n_layer, sizeof *w->layers);
     if (!w->layers) {
         nl_error(b->err, NL_ERR_NOMEM, "%s: out of memory", b->what);

@@ -22,7 +22,7 @@
 //
 // Dimension letters, used in every comment: V vocabulary, T context (block_size), D width (n_embd),
 // H heads, Dh head width (D/H), F MLP width, L layers, n positions in one forward call; recurrent
-// models: E embedding width (n_embd), S state width (n_hidden), G gate blocks (4 LSTM, 3 GRU).
+// models: E embedding width (n_input), S state width (n_hidden), G gate blocks (4 LSTM, 3 GRU).
 #ifndef NORMLAB_H
 #define NORMLAB_H
 
@@ -50,26 +50,28 @@ typedef enum { NL_ACT_GELU, NL_ACT_GELU_TANH, NL_ACT_RELU } NlActivation;
 // layer-normalised (Ba, Kiros & Hinton 2016) or plain, with no context window.
 typedef enum { NL_ARCH_TRANSFORMER, NL_ARCH_LSTM, NL_ARCH_GRU } NlArch;
 
-// A recurrent model has arch lstm or gru, vocab_size, n_layer, n_embd (E, the embedding width),
-// n_hidden (S, the state width), norm (layernorm or none) and norm_eps; its n_head, block_size and
-// n_inner are 0 (no context window: nl_forward takes any number of positions) and its placement
-// NL_PLACE_AS_CONFIGURED.
+// Every family has arch, vocab_size, n_layer, norm and norm_eps; the other fields are one family's,
+// and 0 in a model of the other (residual_scale 1). A recurrent model has n_input (E) and n_hidden (S), no context
+// window (nl_forward takes any number of positions) and placement NL_PLACE_AS_CONFIGURED.
 typedef struct {
     NlArch arch;
     int vocab_size;  // V
     int n_layer;  // L
+    NlNormType norm;
+    double norm_eps;
+    // the transformer's
     int n_head;  // H
     int n_embd;  // D
     int block_size;  // T
     int n_inner;  // F (from n_inner, or mlp_ratio * D)
-    NlNormType norm;
     NlPlacement placement;
     double residual_scale;  // alpha of post placement, x = N(alpha*x + Sublayer(x)); 1 but for DeepNorm
-    double norm_eps;
     NlActivation activation;
     int bias;  // linears have biases
     int tie_embeddings;  // lm_head is wte
-    int n_hidden;  // S: the state width of a recurrent model; 0 for a transformer
+    // the recurrent models'
+    int n_input;  // E: the embedding width, config.json's "n_embd"
+    int n_hidden;  // S: the state width
 } NlConfig;
 
 // The most logits one call on a recurrent model returns per sequence (n_logits <= this).
@@ -139,7 +141,7 @@ int nl_blas_is_generic(const char *family);  // 1 for the SSE-only families
 // else "SkylakeX" for a CPU with AVX-512 F/BW/VL/DQ, "Haswell" for one with AVX2 and FMA.
 const char *nl_blas_choose_core(const char *reported, NlCpuFeatures cpu, const char *env_coretype, int opt_out);
 
-// ---- state and forward pass (forward.c)
+// ---- state and forward pass (state.c, through the family tables)
 
 typedef struct {
     NlNormType norm;  // run the norms as this type; NL_NORM_AS_CONFIGURED (0): the model's
@@ -226,7 +228,7 @@ typedef struct {
 // - timer: begin() returns a timestamp; record() adds one call of comp in layer (-1: the model's
 //   own components) over `batch` sequences of n positions, ctx keys or features (see NlComponent);
 //   record_layer() a whole layer; add_wall() wall time of a phase; set_phase() what follows.
-// - watcher: the hidden states, layer by layer (rows of D; layer L is after the last layer); with
+// - watcher: the hidden states, layer by layer (layer L is after the last layer); with
 //   a watcher a forward pass computes every row of its last layer, not just those it returns.
 typedef struct {
     void *timer;
@@ -236,7 +238,8 @@ typedef struct {
     void (*add_wall)(void *timer, double begin);
     void (*set_phase)(void *timer, NlPhase phase);
     void *watcher;
-    void (*residual)(void *watcher, int layer, const float *x, size_t rows);  // the stream entering layer
+    // the stream entering layer: rows of width (D; a recurrent model's embeddings, layer 0: E)
+    void (*residual)(void *watcher, int layer, const float *x, size_t rows, size_t width);
     // a norm's input and output (post: peri's output norms ln_1_post, ln_2_post)
     void (*norm)(void *watcher, int layer, int post, const float *in, const float *out, NlNormWeights w, size_t rows);
     void (*branch)(void *watcher, int layer, const float *branch, size_t rows);  // a sublayer entering the stream
@@ -247,6 +250,37 @@ typedef struct {
 // Copies *obs into the state (NULL detaches everything); the objects it names stay the caller's.
 void nl_state_set_observer(NlState *state, const NlObserver *obs);
 const NlObserver *nl_state_observer(const NlState *state);  // never NULL: all-NULL when none
+
+// ---- model families (state.c; each family's table in its own file: transformer.c, rnn.c)
+//
+// What a family has, from its table: the command line, reports and the lab ask this, and never
+// which arch a model is.
+typedef struct {
+    const char *name;  // nl_config_arch_name of its arch
+    int has_placement;  // its norms sit pre, post or peri (a recurrent cell's have one place)
+    int has_blocks;  // attention and MLP sublayers on a residual stream: branch RMS, norm outputs, invariance
+    int state_vectors;  // vectors a layer carries from one position to the next: 0 (a KV cache), 1 or 2
+    const char *state_names[2];  // their names: "h", and the LSTM's "c"
+    const char *state_bytes_key;  // what nl_model_state_bytes counts: "kv_cache_bytes", "state_bytes"
+    unsigned norms;  // the norm types it runs: bit (1u << t) for each NlNormType t
+    int trace_events_per_layer;  // the most profiler events one layer records in a forward call
+} NlFamilyInfo;
+const NlFamilyInfo *nl_family_info(NlArch arch);
+
+// One config field as `info` shows it, named by its config.json key.
+typedef enum { NL_FIELD_NUMBER, NL_FIELD_STRING, NL_FIELD_BOOL } NlFieldType;
+typedef struct {
+    const char *key;
+    NlFieldType type;
+    double number;  // NL_FIELD_NUMBER; NL_FIELD_BOOL: 0 or 1
+    const char *string;  // NL_FIELD_STRING: a static name
+} NlConfigField;
+#define NL_CONFIG_FIELDS_MAX 16
+// The fields of cfg's own family (every family's arch, vocab_size and n_layer aside), in the order
+// info shows them, into fields[0..NL_CONFIG_FIELDS_MAX); returns their count.
+size_t nl_config_describe(const NlConfig *cfg, NlConfigField *fields);
+// Whether a run of cfg has component comp (peri's output norms, a recurrent layer's own four).
+int nl_config_has_component(const NlConfig *cfg, NlComponent comp);
 
 // ---- sampler (sampler.c)
 

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cost.h"
 #include "family.h"
 #include "kernels.h"
 #include "model.h"
@@ -60,7 +61,7 @@ static int rnn_build(NlRnn **out, const NlModel *model, NlNormType norm, size_t 
     *out = NULL;
     NlRnn *r = calloc(1, sizeof *r);
     const NlConfig *mc = nl_model_config(model);
-    size_t L = (size_t)mc->n_layer, S = (size_t)mc->n_hidden, E = (size_t)mc->n_embd, V = (size_t)mc->vocab_size;
+    size_t L = (size_t)mc->n_layer, S = (size_t)mc->n_hidden, E = (size_t)mc->n_input, V = (size_t)mc->vocab_size;
     size_t G = mc->arch == NL_ARCH_LSTM ? 4 : 3, in_max = E > S ? E : S, B = batch ? batch : 1;
     if (r) {
         r->norms = calloc(L, sizeof *r->norms);
@@ -201,7 +202,7 @@ static void step(NlRnn *r, int l, size_t B, size_t nc, size_t t, const NlObserve
 static void layer(NlRnn *r, int l, size_t B, size_t nc, const NlObserver *obs) {
     double t_layer = nl_obs_begin(obs);
     const NlRnnLayerWeights *lw = &r->w->layers[l];
-    size_t S = r->S, GS = r->G * S, in = l == 0 ? (size_t)r->cfg.n_embd : S, rows = B * nc;
+    size_t S = r->S, GS = r->G * S, in = l == 0 ? (size_t)r->cfg.n_input : S, rows = B * nc;
     TIMED(obs, l, NL_COMP_RNN_INPUT, B, nc, in, nl_linear(r->px, r->xin, lw->w_ih, NULL, rows, GS, in, r->threads));
     if (r->ln || lw->bias || lw->bias_ih)
         TIMED(obs, l, NL_COMP_RNN_NORM, B, nc, normed_features(r), norm_products(r, &r->norms[l], lw, r->px, rows, 1));
@@ -211,7 +212,7 @@ static void layer(NlRnn *r, int l, size_t B, size_t nc, const NlObserver *obs) {
 
 // xin (B*nc, E) = the embeddings of tokens (B rows of `stride`, nc each).
 static void embed(NlRnn *r, const int *tokens, size_t stride, size_t B, size_t nc) {
-    size_t E = (size_t)r->cfg.n_embd;
+    size_t E = (size_t)r->cfg.n_input;
     for (size_t b = 0; b < B; b++)
         for (size_t t = 0; t < nc; t++)
             memcpy(r->xin + (b * nc + t) * E, r->w->wte + (size_t)tokens[b * stride + t] * E, E * sizeof(float));
@@ -246,7 +247,7 @@ static const float *rnn_forward(void *impl, const int *tokens, size_t B, size_t 
     for (size_t p0 = 0; p0 < n; p0 += CHUNK) {
         size_t nc = n - p0 < CHUNK ? n - p0 : CHUNK;
         TIMED(obs, -1, NL_COMP_EMBED, B, nc, 0, embed(r, tokens + p0, n, B, nc));
-        if (obs->watcher) obs->residual(obs->watcher, 0, r->xin, B * nc);
+        if (obs->watcher) obs->residual(obs->watcher, 0, r->xin, B * nc, (size_t)r->cfg.n_input);
         for (size_t l = 0; l < L; l++) {
             layer(r, (int)l, B, nc, obs);
             float *swap = r->xin;
@@ -294,8 +295,87 @@ static size_t rnn_state_bytes(const NlConfig *c) {
     return (size_t)c->n_layer * (size_t)c->n_hidden * (c->arch == NL_ARCH_LSTM ? 2 : 1) * sizeof(float);
 }
 
-const NlFamily *nl_family_recurrent(void) {
-    static const NlFamily TABLE = {"recurrent", rnn_create, rnn_destroy,    rnn_forward,
-                                   rnn_copy,    rnn_window, rnn_state_bytes};
+// ---- what the families are, for info, reports and the profiler
+
+// info's fields: config.json's n_embd is E.
+static size_t rnn_describe(const NlConfig *c, NlConfigField *f) {
+    size_t k = 0;
+    f[k++] = (NlConfigField){"n_embd", NL_FIELD_NUMBER, c->n_input, NULL};
+    f[k++] = (NlConfigField){"n_hidden", NL_FIELD_NUMBER, c->n_hidden, NULL};
+    f[k++] = (NlConfigField){"norm", NL_FIELD_STRING, 0, nl_config_norm_name(c->norm)};
+    f[k++] = (NlConfigField){"norm_eps", NL_FIELD_NUMBER, c->norm_eps, NULL};
+    return k;
+}
+
+// The embedding, a layer's four components, the head and sampling.
+static int rnn_has_component(const NlConfig *c, NlComponent comp) {
+    (void)c;
+    return (comp >= NL_COMP_RNN_INPUT && comp <= NL_COMP_RNN_GATES) || comp == NL_COMP_EMBED ||
+           comp == NL_COMP_LM_HEAD || comp == NL_COMP_SAMPLING;
+}
+
+// cost.h's rules for one call of comp on `batch` sequences of n positions; ctx as NlComponent says.
+static void rnn_cost(const NlConfig *c, NlComponent comp, size_t batch, size_t n_, size_t ctx, double *flops,
+                     double *bytes) {
+    int lstm = c->arch == NL_ARCH_LSTM;
+    double E = c->n_input, S = c->n_hidden, G = lstm ? 4 : 3, V = c->vocab_size, n = (double)batch * (double)n_;
+    *flops = *bytes = 0;
+    switch (comp) {
+    case NL_COMP_EMBED:
+        *flops = n * E;
+        *bytes = 4 * 3 * n * E;
+        break;
+    case NL_COMP_RNN_INPUT: nl_cost_linear(0, n, (double)ctx, G * S, flops, bytes); break;
+    case NL_COMP_RNN_RECURRENT: nl_cost_linear(0, n, S, G * S, flops, bytes); break;
+    case NL_COMP_RNN_NORM:  // ctx features a row: LayerNorm 8 FLOPs each; plain cells only add biases
+        *flops = n * (double)ctx * (c->norm == NL_NORM_LAYERNORM ? 8 : 1);
+        *bytes = 4 * (2 * n * (double)ctx + 2 * (double)ctx);
+        break;
+    case NL_COMP_RNN_GATES:  // per unit. LSTM: update of c (ctx 0) 4 adds, 3 sigmoid/tanh, 3 products and
+        // sums; h (ctx 1) 2 sigmoid/tanh and a product. GRU: 2 adds, 3 sigmoid/tanh, 5 products and sums
+        if (lstm && ctx == 1) {
+            *flops = n * S * 3;
+            *bytes = 4 * n * 3 * S;  // o and the normalised cell in, h out
+        } else {
+            *flops = n * S * 10;
+            *bytes = 4 * n * (2 * G * S + 2 * S);  // both projections in, the state in and out
+        }
+        break;
+    case NL_COMP_LM_HEAD:  // reads h and adds a bias
+        nl_cost_linear(1, n, S, V, flops, bytes);
+        break;
+    case NL_COMP_SAMPLING: *bytes = 4 * (double)batch * V; break;
+    default: break;  // another family's
+    }
+}
+
+// The LSTM and the GRU share every operation; their tables differ in what they are.
+#define RNN_OPS                                                                                                   \
+    rnn_create, rnn_destroy, rnn_forward, rnn_copy, rnn_window, rnn_state_bytes, rnn_describe, rnn_has_component, \
+        rnn_cost
+
+const NlFamily *nl_family_lstm(void) {
+    static const NlFamilyInfo INFO = {
+        .name = "lstm",
+        .state_vectors = 2,
+        .state_names = {"h", "c"},
+        .state_bytes_key = "state_bytes",
+        .norms = 1u << NL_NORM_LAYERNORM | 1u << NL_NORM_NONE,
+        .trace_events_per_layer = 8,  // at most 5 a position, 3 more a chunk
+    };
+    static const NlFamily TABLE = {&INFO, RNN_OPS};
+    return &TABLE;
+}
+
+const NlFamily *nl_family_gru(void) {
+    static const NlFamilyInfo INFO = {
+        .name = "gru",
+        .state_vectors = 1,
+        .state_names = {"h"},
+        .state_bytes_key = "state_bytes",
+        .norms = 1u << NL_NORM_LAYERNORM | 1u << NL_NORM_NONE,
+        .trace_events_per_layer = 8,
+    };
+    static const NlFamily TABLE = {&INFO, RNN_OPS};
     return &TABLE;
 }

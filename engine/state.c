@@ -17,10 +17,20 @@ struct NlState {
 
 const NlFamily *nl_family_of(NlArch arch) {
     switch (arch) {
-    case NL_ARCH_LSTM:
-    case NL_ARCH_GRU: return nl_family_recurrent();
+    case NL_ARCH_LSTM: return nl_family_lstm();
+    case NL_ARCH_GRU: return nl_family_gru();
     default: return nl_family_transformer();
     }
+}
+
+const NlFamilyInfo *nl_family_info(NlArch arch) { return nl_family_of(arch)->info; }
+
+size_t nl_config_describe(const NlConfig *c, NlConfigField *fields) {
+    return nl_family_of(c->arch)->describe(c, fields);
+}
+
+int nl_config_has_component(const NlConfig *c, NlComponent comp) {
+    return nl_family_of(c->arch)->has_component(c, comp);
 }
 
 size_t nl_model_window(const NlModel *model) {

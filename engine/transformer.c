@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "cost.h"
 #include "family.h"
 #include "kernels.h"
 #include "model.h"
@@ -314,7 +315,7 @@ static void block(Transformer *s, size_t l, size_t B, size_t n, size_t pos, size
     const LayerNorms *w = &s->norms[l];
     size_t D = (size_t)s->cfg->n_embd, len = pos + n, rows = B * keep;
     double t_layer = nl_obs_begin(s->obs);
-    if (s->obs->watcher) s->obs->residual(s->obs->watcher, (int)l, s->x, B * n);
+    if (s->obs->watcher) s->obs->residual(s->obs->watcher, (int)l, s->x, B * n, (size_t)s->cfg->n_embd);
     if (s->cfg->placement == NL_PLACE_POST) {  // x = N1(a*x + Attn(x)); x = N2(a*x + MLP(x)); xn becomes x
         attn_block(s, s->tmp, s->x, l, B, n, pos, keep);
         keep_last_rows(s->x, B, n, keep, D);
@@ -374,7 +375,7 @@ static const float *transformer_forward(void *impl, const int *tokens, size_t B,
     int all_rows = s->obs->watcher || (s->cfg->norm == NL_NORM_BATCHNORM && s->bn_stats == NL_BN_BATCH);
     size_t keep = all_rows ? n : n_logits;
     for (size_t l = 0; l < L; l++) block(s, l, B, n, pos, l + 1 == L ? keep : n);
-    if (s->obs->watcher) s->obs->residual(s->obs->watcher, (int)L, s->x, B * keep);
+    if (s->obs->watcher) s->obs->residual(s->obs->watcher, (int)L, s->x, B * keep, D);
     head_input(s, B, keep, n_logits, len);
     TIMED(s, -1, NL_COMP_LM_HEAD, B, n_logits, len,
           nl_linear(s->logits, s->xn, w->lm_head, NULL, B * n_logits, V, D, s->threads));
@@ -388,8 +389,103 @@ static size_t transformer_state_bytes(const NlConfig *c) {
     return 2 * (size_t)c->n_layer * nl_tiles((size_t)c->block_size) * NL_TILE * (size_t)c->n_embd * sizeof(float);
 }
 
+// ---- what the family is, for info, reports and the profiler
+
+// info's fields: the width and window, then the norm as placed (residual_scale for post only).
+static size_t transformer_describe(const NlConfig *c, NlConfigField *f) {
+    size_t k = 0;
+    f[k++] = (NlConfigField){"n_head", NL_FIELD_NUMBER, c->n_head, NULL};
+    f[k++] = (NlConfigField){"n_embd", NL_FIELD_NUMBER, c->n_embd, NULL};
+    f[k++] = (NlConfigField){"block_size", NL_FIELD_NUMBER, c->block_size, NULL};
+    f[k++] = (NlConfigField){"n_inner", NL_FIELD_NUMBER, c->n_inner, NULL};
+    f[k++] = (NlConfigField){"norm", NL_FIELD_STRING, 0, nl_config_norm_name(c->norm)};
+    f[k++] = (NlConfigField){"placement", NL_FIELD_STRING, 0, nl_config_placement_name(c->placement)};
+    if (c->placement == NL_PLACE_POST)
+        f[k++] = (NlConfigField){"residual_scale", NL_FIELD_NUMBER, c->residual_scale, NULL};
+    f[k++] = (NlConfigField){"norm_eps", NL_FIELD_NUMBER, c->norm_eps, NULL};
+    f[k++] = (NlConfigField){"activation", NL_FIELD_STRING, 0, nl_config_activation_name(c->activation)};
+    f[k++] = (NlConfigField){"bias", NL_FIELD_BOOL, c->bias, NULL};
+    f[k++] = (NlConfigField){"tie_embeddings", NL_FIELD_BOOL, c->tie_embeddings, NULL};
+    return k;
+}
+
+// The output norms only in peri placement; none of a recurrent layer's components.
+static int transformer_has_component(const NlConfig *c, NlComponent comp) {
+    if (comp >= NL_COMP_RNN_INPUT && comp <= NL_COMP_RNN_GATES) return 0;
+    return c->placement == NL_PLACE_PERI || (comp != NL_COMP_NORM1_POST && comp != NL_COMP_NORM2_POST);
+}
+
+static double act_flops(NlActivation a) { return a == NL_ACT_GELU ? 5 : a == NL_ACT_GELU_TANH ? 9 : 1; }
+
+// Attention of one sequence: n queries against ctx keys.
+static void attention_cost(const NlConfig *c, double n, double ctx, double *flops, double *bytes) {
+    double D = c->n_embd;
+    // The fused kernel computes only the unmasked (query, key) pairs: q k^T and p v, 2 Dh FLOPs
+    // each per head, so 4 D per pair in all; softmax (max, subtract + exp, sum, scale) 4 per score.
+    double unmasked = n * (ctx - n) + n * (n + 1) / 2;
+    *flops = 4 * unmasked * D + 4 * unmasked * c->n_head;
+    *bytes = 4 * (n * 3 * D + 2 * n * D + 2 * ctx * D + n * D);  // qkv in, K/V appended, K/V read, out
+}
+
+// cost.h's rules for one call of comp on `batch` sequences of n positions against ctx keys.
+static void transformer_cost(const NlConfig *c, NlComponent comp, size_t batch, size_t n_, size_t ctx, double *flops,
+                             double *bytes) {
+    double D = c->n_embd, F = c->n_inner, V = c->vocab_size, n = (double)batch * (double)n_;  // rows
+    *flops = *bytes = 0;
+    switch (comp) {
+    case NL_COMP_EMBED:
+    case NL_COMP_RESIDUAL:
+        *flops = n * D;
+        *bytes = 4 * 3 * n * D;
+        break;
+    case NL_COMP_NORM1:
+    case NL_COMP_NORM2:
+    case NL_COMP_NORM1_POST:
+    case NL_COMP_NORM2_POST:
+    case NL_COMP_FINAL_NORM:
+        *flops = n * nl_cost_norm_flops(c->norm, D);
+        *bytes = 4 * (2 * n * D + 2 * D);
+        break;
+    case NL_COMP_QKV: nl_cost_linear(c->bias, n, D, 3 * D, flops, bytes); break;
+    case NL_COMP_ATTN_PROJ: nl_cost_linear(c->bias, n, D, D, flops, bytes); break;
+    case NL_COMP_MLP_UP: nl_cost_linear(c->bias, n, D, F, flops, bytes); break;
+    case NL_COMP_MLP_DOWN: nl_cost_linear(c->bias, n, F, D, flops, bytes); break;
+    case NL_COMP_ATTENTION:
+        attention_cost(c, (double)n_, (double)ctx, flops, bytes);
+        *flops *= (double)batch;
+        *bytes *= (double)batch;
+        break;
+    case NL_COMP_ACTIVATION:
+        *flops = n * F * act_flops(c->activation);
+        *bytes = 4 * 2 * n * F;
+        break;
+    case NL_COMP_LM_HEAD:
+        *flops = 2 * n * D * V;
+        *bytes = 4 * (V * D + n * D + n * V);
+        break;
+    case NL_COMP_SAMPLING: *bytes = 4 * (double)batch * V; break;
+    default: break;  // another family's
+    }
+}
+
 const NlFamily *nl_family_transformer(void) {
-    static const NlFamily TABLE = {"transformer",    transformer_create, transformer_destroy,    transformer_forward,
-                                   transformer_copy, transformer_window, transformer_state_bytes};
+    static const NlFamilyInfo INFO = {
+        .name = "transformer",
+        .has_placement = 1,
+        .has_blocks = 1,
+        .state_bytes_key = "kv_cache_bytes",
+        .norms = 1u << NL_NORM_LAYERNORM | 1u << NL_NORM_RMSNORM | 1u << NL_NORM_BATCHNORM | 1u << NL_NORM_NONE,
+        .trace_events_per_layer = 14,  // peri: 11 components and the layer itself, and slack
+    };
+    static const NlFamily TABLE = {&INFO,
+                                   transformer_create,
+                                   transformer_destroy,
+                                   transformer_forward,
+                                   transformer_copy,
+                                   transformer_window,
+                                   transformer_state_bytes,
+                                   transformer_describe,
+                                   transformer_has_component,
+                                   transformer_cost};
     return &TABLE;
 }

@@ -5,6 +5,9 @@
 #   lab (engine/lab/*)            includes no header of the command line (engine/cli/);
 #   command line (engine/cli/*)   includes only the public headers (normlab.h, normlab_lab.h,
 #                                 nl_error.h, tokenizer.h) and its own, like any embedder.
+# And no file outside the loader (model.c, config.c), the family files (transformer.c, rnn.c; state.c
+# picks the family) and the enum's own header (normlab.h) names an arch (NL_ARCH_*): the command line
+# and the lab ask the family's table (nl_family_info, nl_config_describe, ...) instead.
 # It also plants one violation of each rule in a scratch copy and checks that each is caught.
 cd "$(dirname "$0")/.." || exit 1
 passed=0 failed=0
@@ -35,6 +38,12 @@ violations() {
     done
 }
 
+# arch_tests ROOT: "FILE:LINE" of each arch named outside the files that may.
+arch_tests() {
+    (cd "$1" && grep -n 'NL_ARCH_[A-Z]' engine/*.[ch] engine/lab/*.[ch] engine/cli/*.[ch] tokenizer/*.[ch]) |
+        grep -v -E '^engine/(model|config|transformer|rnn|state)\.c:|^engine/normlab\.h:' | cut -d: -f1,2
+}
+
 found=$(violations .)
 [ -z "$found" ] && ok "every #include follows the layers: core <- lab <- command line" \
     || bad "layers" "$(echo "$found" | tr '\n' ';')"
@@ -59,5 +68,15 @@ plant "the command line includes a private core header" engine/cli/common.c mode
 plant "the command line includes a private lab-adjacent header" engine/cli/report.c kernels.h
 plant "the core includes the lab by a path" engine/transformer.c lab/normlab_lab.h
 plant "the command line includes a core header by a path" engine/cli/common.c ../model.h
+found=$(arch_tests .)
+[ -z "$found" ] && ok "no arch is tested outside the loader and the family files" \
+    || bad "arch tests" "$(echo "$found" | tr '\n' ' ')"
+for f in engine/cli/report.c engine/lab/profile.c; do  # planted: a test of the arch in the CLI, in the lab
+    rm -rf "$TMP/tree"; mkdir -p "$TMP/tree"
+    cp -r engine tokenizer "$TMP/tree/"
+    printf 'int planted(const NlConfig *c) { return c->arch == NL_ARCH_LSTM; }\n' >> "$TMP/tree/$f"
+    arch_tests "$TMP/tree" | grep -q "^$f:" && ok "a planted arch test is caught: $f" \
+        || bad "planted arch test" "$f testing NL_ARCH_LSTM went unreported"
+done
 echo "layers_test: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -299,7 +299,7 @@ static void rnn_step(const NlConfig *c, const NlRnnLayerWeights *lw, const doubl
 
 int ref_rnn_forward(double *logits, const NlConfig *c, const NlRecurrentWeights *w, const int *tokens, size_t n,
                     double *h_norm, double *c_norm) {
-    size_t L = (size_t)c->n_layer, S = (size_t)c->n_hidden, E = (size_t)c->n_embd, V = (size_t)c->vocab_size;
+    size_t L = (size_t)c->n_layer, S = (size_t)c->n_hidden, E = (size_t)c->n_input, V = (size_t)c->vocab_size;
     size_t in_max = E > S ? E : S;
     double *h = calloc(L * S, sizeof *h), *cell = calloc(L * S, sizeof *cell), *x = malloc(in_max * sizeof *x);
     double *p = malloc(4 * S * sizeof *p), *q = malloc(4 * S * sizeof *q);

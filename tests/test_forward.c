@@ -403,8 +403,47 @@ static void batched_streams_match_single_streams(void) {
     }
 }
 
+// The transformer's table (nl_family_info, nl_config_describe, nl_config_has_component): info's
+// fields in order, residual_scale with post placement only, the output norms with peri only.
+static void the_table_describes_the_transformer(void) {
+    for (size_t i = 0; i < N_FIXTURES; i++) {
+        NlModel *m = NULL;
+        NlError err;
+        if (nl_model_load(&m, fixture(FIXTURES[i]), &err) != 0) {
+            CHECK(0, "%s", err.msg);
+            continue;
+        }
+        const NlConfig *c = nl_model_config(m);
+        const NlFamilyInfo *f = nl_family_info(c->arch);
+        CHECK(strcmp(f->name, "transformer") == 0 && f->has_placement && f->has_blocks && f->state_vectors == 0 &&
+                  strcmp(f->state_bytes_key, "kv_cache_bytes") == 0 && f->norms == 0x1e,
+              "%s: %s", FIXTURES[i], f->name);
+        NlConfigField fl[NL_CONFIG_FIELDS_MAX];
+        size_t k = nl_config_describe(c, fl), post = c->placement == NL_PLACE_POST;
+        static const char *const KEYS[] = {"n_head",    "n_embd",   "block_size", "n_inner", "norm",
+                                           "placement", "norm_eps", "activation", "bias",    "tie_embeddings"};
+        int keys_ok = k == 10 + post;
+        for (size_t j = 0, at = 0; keys_ok && j < k; j++) {
+            if (post && j == 6) {
+                keys_ok = strcmp(fl[j].key, "residual_scale") == 0 && fl[j].number == c->residual_scale;
+                continue;
+            }
+            keys_ok = strcmp(fl[j].key, KEYS[at++]) == 0;
+        }
+        CHECK(keys_ok && fl[1].number == c->n_embd && fl[2].number == c->block_size &&
+                  fl[8 + post].type == NL_FIELD_BOOL && fl[8 + post].number == c->bias,
+              "%s: info's fields (%zu)", FIXTURES[i], k);
+        int peri = c->placement == NL_PLACE_PERI;
+        CHECK(nl_config_has_component(c, NL_COMP_NORM1_POST) == peri && nl_config_has_component(c, NL_COMP_QKV) &&
+                  !nl_config_has_component(c, NL_COMP_RNN_INPUT),
+              "%s: components", FIXTURES[i]);
+        nl_model_free(m);
+    }
+}
+
 int main(void) {
     RUN(forward_matches_naive_reference_on_every_fixture);
+    RUN(the_table_describes_the_transformer);
     RUN(overrides_run_every_norm_and_placement);
     RUN(batch_statistics_couple_the_rows_of_a_call);
     RUN(zero_run_options_keep_the_models_config);

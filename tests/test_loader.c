@@ -548,6 +548,7 @@ static int config_has(const NlConfig *c, const char *want) {
                  : strcmp(field, "arch") == 0           ? (double)c->arch
                  : strcmp(field, "activation") == 0     ? (double)c->activation
                  : strcmp(field, "n_hidden") == 0       ? c->n_hidden
+                 : strcmp(field, "n_input") == 0        ? c->n_input
                  : strcmp(field, "vocab_size") == 0     ? c->vocab_size
                  : strcmp(field, "n_layer") == 0        ? c->n_layer
                  : strcmp(field, "n_head") == 0         ? c->n_head

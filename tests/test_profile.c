@@ -70,7 +70,7 @@ static void recurrent_costs_match_hand_computed_formulas(void) {
     NlConfig lstm = {.arch = NL_ARCH_LSTM,
                      .vocab_size = 11,
                      .n_layer = 2,
-                     .n_embd = 7,
+                     .n_input = 7,
                      .n_hidden = 5,
                      .norm = NL_NORM_LAYERNORM,
                      .norm_eps = 1e-5};

@@ -284,8 +284,44 @@ static void transformer_options_are_refused(void) {
     nl_model_free(m);
 }
 
+// The family's table (nl_family_info, nl_config_describe, nl_config_has_component): what the
+// command line and the lab print and count from, instead of testing the arch.
+static void the_tables_describe_the_lstm_and_the_gru(void) {
+    for (size_t i = 0; i < N_FIXTURES; i++) {
+        NlModel *m = NULL;
+        NlError err;
+        if (nl_model_load(&m, fixture(FIXTURES[i]), &err) != 0) {
+            CHECK(0, "%s", err.msg);
+            continue;
+        }
+        const NlConfig *c = nl_model_config(m);
+        const NlFamilyInfo *f = nl_family_info(c->arch);
+        int lstm = c->arch == NL_ARCH_LSTM;
+        CHECK(strcmp(f->name, lstm ? "lstm" : "gru") == 0 && !f->has_placement && !f->has_blocks, "%s: %s", FIXTURES[i],
+              f->name);
+        CHECK(f->state_vectors == (lstm ? 2 : 1) && strcmp(f->state_names[0], "h") == 0 &&
+                  (!lstm || strcmp(f->state_names[1], "c") == 0),
+              "%s: %d state vectors", FIXTURES[i], f->state_vectors);
+        CHECK(f->norms == (1u << NL_NORM_LAYERNORM | 1u << NL_NORM_NONE), "%s: runs LayerNorm or none", FIXTURES[i]);
+        CHECK(nl_model_state_bytes(m) == (size_t)(c->n_layer * c->n_hidden * f->state_vectors) * sizeof(float),
+              "%s: state bytes are its vectors'", FIXTURES[i]);
+        NlConfigField fields[NL_CONFIG_FIELDS_MAX];
+        size_t k = nl_config_describe(c, fields);
+        CHECK(k == 4 && strcmp(fields[0].key, "n_embd") == 0 && fields[0].number == c->n_input && c->n_input > 0 &&
+                  c->n_embd == 0 && strcmp(fields[1].key, "n_hidden") == 0 && fields[1].number == c->n_hidden &&
+                  strcmp(fields[2].string, nl_config_norm_name(c->norm)) == 0 && fields[3].number == c->norm_eps,
+              "%s: info's fields are config.json's (%zu)", FIXTURES[i], k);
+        int comps = 0;
+        for (int comp = 0; comp < NL_COMP_COUNT; comp++) comps += nl_config_has_component(c, (NlComponent)comp);
+        CHECK(comps == 7 && nl_config_has_component(c, NL_COMP_RNN_GATES) && !nl_config_has_component(c, NL_COMP_NORM1),
+              "%s: embed, the four rnn components, head and sampling (%d)", FIXTURES[i], comps);
+        nl_model_free(m);
+    }
+}
+
 int main(void) {
     RUN(forward_matches_naive_reference);
+    RUN(the_tables_describe_the_lstm_and_the_gru);
     RUN(batches_keep_sequences_apart);
     RUN(eval_follows_the_segment_policy);
     RUN(generation_has_no_window);

@@ -16,24 +16,23 @@
 
 // The runs of one model (returns their count): as trained; with also_swap, the other norm type
 // (LayerNorm and RMSNorm each other's, BatchNorm's LayerNorm), the other placement (pre and post each
-// other's, peri's pre) and no norm at all; a norm-free model has no swaps; a recurrent model with
-// LayerNorm runs without it. BatchNorm runs with
-// bn_stats, or each twice (running, then batch) with BN_STATS_BOTH; a BatchNorm post model run as
-// pre has no running statistics for its ln_f, so that row runs with batch statistics only.
+// other's, peri's pre) and no norm at all, of these the ones its family runs (an LN-RNN: only without
+// its LNs); a norm-free model has no swaps. BatchNorm runs with bn_stats, or each twice (running,
+// then batch) with BN_STATS_BOTH; a BatchNorm post model run as pre has no running statistics for
+// its ln_f, so that row runs with batch statistics only.
 static int compare_runs(const NlConfig *c, int also_swap, int bn_stats, NlRunOptions *runs) {
     NlBnStats first = bn_stats == BN_STATS_BOTH ? NL_BN_RUNNING : (NlBnStats)bn_stats;
     NlRunOptions as = {c->norm, c->placement, 1, 1, first};
     int n = 0, lacks_ln_f = c->norm == NL_NORM_BATCHNORM && c->placement == NL_PLACE_POST;
     runs[n++] = as;
-    if (also_swap && c->arch != NL_ARCH_TRANSFORMER && c->norm != NL_NORM_NONE) {  // an LN-RNN: without its LNs
-        runs[n] = as;
-        runs[n++].norm = NL_NORM_NONE;
-        return n;
-    }
-    if (also_swap && c->norm != NL_NORM_NONE) {
-        runs[n] = as;
-        runs[n++].norm = c->norm == NL_NORM_LAYERNORM ? NL_NORM_RMSNORM : NL_NORM_LAYERNORM;
-        if (!lacks_ln_f || bn_stats != NL_BN_RUNNING) {
+    const NlFamilyInfo *fam = nl_family_info(c->arch);
+    if (also_swap && c->norm != NL_NORM_NONE) {  // the swaps the family runs
+        NlNormType other = c->norm == NL_NORM_LAYERNORM ? NL_NORM_RMSNORM : NL_NORM_LAYERNORM;
+        if (fam->norms & 1u << other) {
+            runs[n] = as;
+            runs[n++].norm = other;
+        }
+        if (fam->has_placement && (!lacks_ln_f || bn_stats != NL_BN_RUNNING)) {
             runs[n] = as;
             runs[n].placement = c->placement == NL_PLACE_PRE ? NL_PLACE_POST : NL_PLACE_PRE;
             if (lacks_ln_f) runs[n].bn_stats = NL_BN_BATCH;

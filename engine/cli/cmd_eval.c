@@ -52,15 +52,15 @@ static void eval_stats(const NlEvalResult *r, double *mean, double *se) {
 
 // The options that apply to one kind of model only: --stride and --batch to a transformer's windows,
 // --segments to a recurrent model.
-static int check_eval_options(const Options *o, int recurrent) {
-    const char *wrong = recurrent && o->stride      ? "--stride applies to transformers' windows"
-                        : recurrent && o->batch     ? "--batch applies to transformers' windows"
-                        : !recurrent && o->segments ? "--segments applies to recurrent (lstm, gru) models"
-                                                    : NULL;
+static int check_eval_options(const Options *o, int windowless) {
+    const char *wrong = windowless && o->stride      ? "--stride applies to transformers' windows"
+                        : windowless && o->batch     ? "--batch applies to transformers' windows"
+                        : !windowless && o->segments ? "--segments applies to recurrent (lstm, gru) models"
+                                                     : NULL;
     if (!wrong) return 0;
     msg_usage(o->cmd, "%s; %s", wrong,
-              recurrent ? "a recurrent model scores the text through one unbroken state (or --segments N)"
-                        : "a transformer scores windows of its context");
+              windowless ? "a recurrent model scores the text through one unbroken state (or --segments N)"
+                         : "a transformer scores windows of its context");
     return EXIT_USAGE;
 }
 
@@ -101,10 +101,10 @@ int cmd_eval(Options *o) {
     if (!rc) rc = read_text(o->text_file, &text, &len);  // (eval)
     if (!rc) rc = encode(model, o->text_file, text, len, o->skip_unknown, &ids, &n, &skipped);
     if (rc) goto cleanup;
-    int recurrent = nl_model_config(model)->arch != NL_ARCH_TRANSFORMER;
-    if ((rc = check_eval_options(o, recurrent)) != 0) goto cleanup;
+    int windowless = nl_model_window(model) == SIZE_MAX;  // no window: the text goes through one state
+    if ((rc = check_eval_options(o, windowless)) != 0) goto cleanup;
     size_t T = (size_t)nl_model_config(model)->block_size, segments = o->segments ? (size_t)o->segments : 1;
-    if (!recurrent && (size_t)o->stride > T) {
+    if (!windowless && (size_t)o->stride > T) {
         msg_usage(o->cmd, "--stride %ld is larger than the model's context (block_size %zu)", o->stride, T);
         rc = EXIT_USAGE;
         goto cleanup;
@@ -112,25 +112,25 @@ int cmd_eval(Options *o) {
     size_t stride = o->stride ? (size_t)o->stride : (T / 2 ? T / 2 : 1);
     // One state per worker thread, each running whole windows with one OpenBLAS thread per product.
     // A recurrent model: one state, its segments (one unless asked) run together.
-    int batch = recurrent ? (int)segments : o->batch ? o->batch : (int)(EVAL_ROWS / T > 0 ? EVAL_ROWS / T : 1);
-    size_t windows = recurrent ? 1 : nl_eval_windows(n, T, stride);
+    int batch = windowless ? (int)segments : o->batch ? o->batch : (int)(EVAL_ROWS / T > 0 ? EVAL_ROWS / T : 1);
+    size_t windows = windowless ? 1 : nl_eval_windows(n, T, stride);
     size_t groups = (windows + (size_t)batch - 1) / (size_t)batch, calls = groups;  // a forward call a group
     if (groups < 1) groups = 1;  // a text too short to score: eval says so, from one state
     if ((size_t)workers > groups) workers = (int)groups;  // no state for a worker without a window
-    if (recurrent && segments > (n > 1 ? n - 1 : 1)) {
+    if (windowless && segments > (n > 1 ? n - 1 : 1)) {
         msg_usage(o->cmd, "--segments %zu: the text has %zu characters to score", segments, n > 1 ? n - 1 : 0);
         rc = EXIT_USAGE;
         goto cleanup;
     }
-    if (recurrent) calls = n / segments + 2;  // the positions of each segment (profile --trace budget)
+    if (windowless) calls = n / segments + 2;  // the positions of each segment (profile --trace budget)
     // a recurrent model's sgemv of 1M weights or more may use the --threads (one engine thread runs)
-    rc = workers_create(&wk, o, model, workers, batch, recurrent ? o->threads : 1, o->profile, calls);
+    rc = workers_create(&wk, o, model, workers, batch, windowless ? o->threads : 1, o->profile, calls);
     if (!rc) rc = open_main_output(o, &out);
     if (rc) goto cleanup;
     NlEvalResult r;
     Progress prog = {now(), 0.0, 0};
     int show = isatty(STDERR_FILENO);
-    int failed = recurrent
+    int failed = windowless
                      ? nl_eval_recurrent(wk.states[0], ids, n, segments, &r, show ? eval_progress : NULL, &prog, &err)
                      : nl_eval_parallel(wk.states, (size_t)workers, ids, n, stride, &r, show ? eval_progress : NULL,
                                         &prog, &err);
@@ -145,8 +145,8 @@ int cmd_eval(Options *o) {
     eval_stats(&r, &nats, &se);
     fprintf(stderr, "normlab: scored %zu characters in %.2f s (%.0f chars/s) on %d thread%s\n", r.count, seconds,
             (double)r.count / (seconds > 0 ? seconds : 1e-9), workers, plural((size_t)workers));
-    int ok = print_eval(out.f, o->json, &r, nats, se, skipped, recurrent ? "segments" : "stride",
-                        recurrent ? segments : stride);
+    int ok = print_eval(out.f, o->json, &r, nats, se, skipped, windowless ? "segments" : "stride",
+                        windowless ? segments : stride);
     if (!ok || fflush(out.f) == EOF) {
         msg_error("cannot write %s: %s", o->output ? o->output : "to stdout", strerror(errno));
         rc = EXIT_DATA;

@@ -14,32 +14,21 @@ static cJSON *info_json(const NlModel *m, const char *path, const BlasChoice *b)
     const NlConfig *c = nl_model_config(m);
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "model", path);
-    cJSON_AddStringToObject(j, "arch", nl_config_arch_name(c->arch));
+    const NlFamilyInfo *fam = nl_family_info(c->arch);
+    cJSON_AddStringToObject(j, "arch", fam->name);
     cJSON_AddNumberToObject(j, "vocab_size", c->vocab_size);
     cJSON_AddNumberToObject(j, "n_layer", c->n_layer);
-    int recurrent = c->arch != NL_ARCH_TRANSFORMER;
-    if (recurrent) {
-        cJSON_AddNumberToObject(j, "n_embd", c->n_embd);
-        cJSON_AddNumberToObject(j, "n_hidden", c->n_hidden);
-        cJSON_AddStringToObject(j, "norm", nl_config_norm_name(c->norm));
-        cJSON_AddNumberToObject(j, "norm_eps", c->norm_eps);
-    } else {
-        cJSON_AddNumberToObject(j, "n_head", c->n_head);
-        cJSON_AddNumberToObject(j, "n_embd", c->n_embd);
-        cJSON_AddNumberToObject(j, "block_size", c->block_size);
-        cJSON_AddNumberToObject(j, "n_inner", c->n_inner);
-        cJSON_AddStringToObject(j, "norm", nl_config_norm_name(c->norm));
-        cJSON_AddStringToObject(j, "placement", nl_config_placement_name(c->placement));
-        if (c->placement == NL_PLACE_POST) cJSON_AddNumberToObject(j, "residual_scale", c->residual_scale);
-        cJSON_AddNumberToObject(j, "norm_eps", c->norm_eps);
-        cJSON_AddStringToObject(j, "activation", nl_config_activation_name(c->activation));
-        cJSON_AddBoolToObject(j, "bias", c->bias);
-        cJSON_AddBoolToObject(j, "tie_embeddings", c->tie_embeddings);
+    NlConfigField f[NL_CONFIG_FIELDS_MAX];
+    size_t n_fields = nl_config_describe(c, f);  // the family's own fields
+    for (size_t i = 0; i < n_fields; i++) {
+        if (f[i].type == NL_FIELD_STRING) cJSON_AddStringToObject(j, f[i].key, f[i].string);
+        else if (f[i].type == NL_FIELD_BOOL) cJSON_AddBoolToObject(j, f[i].key, f[i].number != 0);
+        else cJSON_AddNumberToObject(j, f[i].key, f[i].number);
     }
     cJSON_AddNumberToObject(j, "parameters", (double)nl_model_parameters(m));
     cJSON_AddNumberToObject(j, "weight_bytes", (double)nl_model_weight_bytes(m));
-    // per sequence: a recurrent model's h of every layer (and the LSTM's c), or a transformer's KV cache
-    cJSON_AddNumberToObject(j, recurrent ? "state_bytes" : "kv_cache_bytes", (double)nl_model_state_bytes(m));
+    // per sequence: a transformer's KV cache, a recurrent model's state vectors of every layer
+    cJSON_AddNumberToObject(j, fam->state_bytes_key, (double)nl_model_state_bytes(m));
     cJSON_AddStringToObject(j, "blas_core", nl_blas_core());
     cJSON_AddStringToObject(j, "blas_core_source", b->source);
     cJSON_AddStringToObject(j, "blas_core_openblas", b->reported);  // what OpenBLAS picked by itself
@@ -165,9 +154,9 @@ static cJSON *list_entry(const Options *o, const ModelEntry *e) {
         const NlConfig *c = nl_model_config(model);
         cJSON_AddStringToObject(m, "norm", nl_config_norm_name(c->norm));
         cJSON_AddStringToObject(m, "arch", nl_config_arch_name(c->arch));
-        if (c->arch == NL_ARCH_TRANSFORMER)
+        if (nl_family_info(c->arch)->has_placement)
             cJSON_AddStringToObject(m, "placement", nl_config_placement_name(c->placement));
-        else cJSON_AddNullToObject(m, "placement");  // a recurrent model has none: the text shows its arch
+        else cJSON_AddNullToObject(m, "placement");  // a family with none: the text shows its arch
         cJSON_AddNumberToObject(m, "parameters", (double)nl_model_parameters(model));
         double loss = stored_val_loss(model);
         if (!isnan(loss)) cJSON_AddNumberToObject(m, "val_loss", loss);

@@ -267,7 +267,8 @@ int make_state_as(const Options *o, const NlModel *model, int batch, int blas_th
     if (nl_state_create(state, model, &run, &err) != 0) {
         if (err.code != NL_ERR_ARG) return fail(&err);
         // an override this model cannot run (BatchNorm's running statistics it lacks, a recurrent model's norm)
-        msg_usage(o->cmd, "%s%s", err.msg, c->arch == NL_ARCH_TRANSFORMER ? " (--bn-stats batch)" : "");
+        int bn = (nl_family_info(c->arch)->norms & 1u << NL_NORM_BATCHNORM) != 0;
+        msg_usage(o->cmd, "%s%s", err.msg, bn ? " (--bn-stats batch)" : "");
         return EXIT_USAGE;
     }
     char trained[64], as_run[64];
@@ -283,7 +284,7 @@ int make_state_as(const Options *o, const NlModel *model, int batch, int blas_th
 size_t model_context(const NlModel *model) { return nl_model_window(model); }
 
 const char *run_name(char *buf, size_t size, const NlConfig *model, NlNormType norm, NlPlacement placement) {
-    if (model->arch != NL_ARCH_TRANSFORMER)
+    if (!nl_family_info(model->arch)->has_placement)
         snprintf(buf, size, "%s/%s", nl_config_arch_name(model->arch), nl_config_norm_name(norm));
     else snprintf(buf, size, "%s/%s", nl_config_norm_name(norm), nl_config_placement_name(placement));
     return buf;
@@ -353,11 +354,8 @@ int read_text(const char *path, char **buf, size_t *len) {
 static int attach_profiler(const Options *o, const NlModel *model, NlState *state, size_t n_forward,
                            NlProfiler **prof) {
     const NlConfig *c = nl_model_config(model);
-    // a peri layer records 11 components and the layer itself; 4 model-level ones (14 and 6: slack);
-    // a recurrent layer at most 5 a position, and 3 more a chunk
-    size_t per_forward = !o->trace_out                    ? 0
-                         : c->arch == NL_ARCH_TRANSFORMER ? (size_t)c->n_layer * 14 + 6
-                                                          : (size_t)c->n_layer * 8 + 6;
+    // each layer as its family says, and 4 model-level components (6: slack)
+    size_t per_forward = o->trace_out ? (size_t)c->n_layer * nl_family_info(c->arch)->trace_events_per_layer + 6 : 0;
     NlError err;
     if (nl_profiler_create(prof, nl_state_config(state), n_forward * per_forward, o->counters, &err) != 0) {
         return fail(&err);

@@ -14,15 +14,9 @@ static int is_model_level(int comp) {
     return comp == NL_COMP_EMBED || comp == NL_COMP_FINAL_NORM || comp == NL_COMP_LM_HEAD || comp == NL_COMP_SAMPLING;
 }
 
-// Whether a run of cfg has component comp: the output norms only in peri placement, the rnn
-// components only in recurrent models. The JSON report lists exactly these, called or not.
-static int has_component(const NlConfig *cfg, int comp) {
-    int rnn_comp = comp >= NL_COMP_RNN_INPUT && comp <= NL_COMP_RNN_GATES;
-    if (cfg->arch != NL_ARCH_TRANSFORMER)
-        return rnn_comp || comp == NL_COMP_EMBED || comp == NL_COMP_LM_HEAD || comp == NL_COMP_SAMPLING;
-    if (rnn_comp) return 0;
-    return cfg->placement == NL_PLACE_PERI || (comp != NL_COMP_NORM1_POST && comp != NL_COMP_NORM2_POST);
-}
+// Whether a run of cfg has component comp (its family says): the JSON report lists exactly these,
+// called or not.
+static int has_component(const NlConfig *cfg, int comp) { return nl_config_has_component(cfg, (NlComponent)comp); }
 
 static double rows_seconds(const NlProfiler *p, NlPhase ph, int L) {
     double s = 0.0;
@@ -299,7 +293,7 @@ int nl_report_trace(FILE *f, const NlProfiler *p, const NlReportInfo *info) {
 // "layernorm*/pre": the norm and placement a row ran as, * where not as trained; BatchNorm with
 // its statistics ("batchnorm:batch").
 static void run_as(char *buf, size_t len, const NlCompareRow *r) {
-    if (r->arch != NL_ARCH_TRANSFORMER) {  // "lstm/none*"
+    if (!nl_family_info(r->arch)->has_placement) {  // "lstm/none*"
         snprintf(buf, len, "%s/%s%s", nl_config_arch_name(r->arch), nl_config_norm_name(r->norm),
                  r->swapped_norm ? "*" : "");
         return;
@@ -333,15 +327,17 @@ static int state_buckets(const NlCompareRow *r) {
 }
 
 // A recurrent row's hidden states: the RMS of the embeddings and of each layer's h, and the last
-// layer's ||h_t|| (and the LSTM's ||c_t||) over time.
+// layer's norm of each state vector (h_t, the LSTM's c_t) over time.
 static void state_text(FILE *f, const NlCompareRow *r) {
-    char a[512], h[1024], c[1024];
+    const NlFamilyInfo *fam = nl_family_info(r->arch);
+    char a[512], v[1024];
     int K = state_buckets(r);
     join(a, sizeof a, r->residual_rms, r->n_layer + 1, "%.3g");
-    join(h, sizeof h, r->state_norm[0], K, "%.3g");
-    join(c, sizeof c, r->state_norm[1], K, "%.3g");
-    fprintf(f, "    state rms     %s (embeddings, then h of each layer)\n    |h_t| by t    %s\n", a, h);
-    if (r->arch == NL_ARCH_LSTM) fprintf(f, "    |c_t| by t    %s\n", c);
+    fprintf(f, "    state rms     %s (embeddings, then %s of each layer)\n", a, fam->state_names[0]);
+    for (int i = 0; i < fam->state_vectors && i < 2; i++) {
+        join(v, sizeof v, r->state_norm[i], K, "%.3g");
+        fprintf(f, "    |%s_t| by t    %s\n", fam->state_names[i], v);
+    }
 }
 
 int nl_report_compare_text(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n,
@@ -372,7 +368,7 @@ int nl_report_compare_text(FILE *f, const NlCompareRow *rows, const char *const 
         const NlCompareRow *r = &rows[i];
         char a[512], b[512], c[512], d[512], as[48];
         int L = r->n_layer;
-        if (r->arch != NL_ARCH_TRANSFORMER) {
+        if (!nl_family_info(r->arch)->has_blocks) {
             run_as(as, sizeof as, r);
             fprintf(f, "%-34s %s\n", labels[i], as);
             state_text(f, r);
@@ -392,16 +388,16 @@ int nl_report_compare_text(FILE *f, const NlCompareRow *rows, const char *const 
             fprintf(f, "    post out std  %s\n", c);
         }
     }
-    int transformers = 0;
-    for (size_t i = 0; i < n; i++) transformers += rows[i].arch == NL_ARCH_TRANSFORMER;
-    if (info->invariance && transformers) {
+    int with_blocks = 0;  // rows whose norms see a residual stream: the invariance experiment's
+    for (size_t i = 0; i < n; i++) with_blocks += nl_family_info(rows[i].arch)->has_blocks;
+    if (info->invariance && with_blocks) {
         fprintf(f, "\ninvariance: largest |N(x') - N(x)| over every norm input of the text, with the model's gains\n"
                    "and eps (scale_2_eps0: x' = 2x with eps = 0)\n");
         fprintf(f, "%-34s %-24s %-10s", "model", "run as", "norm");
         for (int k = 0; k < NL_INV_COUNT; k++) fprintf(f, " %11s", nl_invariance_name((NlInvarianceCase)k));
         fputc('\n', f);
         for (size_t i = 0; i < n; i++)
-            for (int t = 0; t < 2 && rows[i].arch == NL_ARCH_TRANSFORMER; t++) {
+            for (int t = 0; t < 2 && nl_family_info(rows[i].arch)->has_blocks; t++) {
                 char as[48];
                 run_as(as, sizeof as, &rows[i]);
                 fprintf(f, "%-34s %-24s %-10s", labels[i], as,
@@ -421,11 +417,11 @@ static cJSON *numbers(const double *v, int count) {
 
 static cJSON *compare_row_json(const NlCompareRow *r, const char *label, const NlCompareInfo *info) {
     cJSON *o = cJSON_CreateObject();
-    int recurrent = r->arch != NL_ARCH_TRANSFORMER;
+    const NlFamilyInfo *fam = nl_family_info(r->arch);
     cJSON_AddStringToObject(o, "model", label);
-    cJSON_AddStringToObject(o, "arch", nl_config_arch_name(r->arch));
+    cJSON_AddStringToObject(o, "arch", fam->name);
     cJSON_AddStringToObject(o, "norm", nl_config_norm_name(r->norm));
-    if (recurrent) cJSON_AddNullToObject(o, "placement");
+    if (!fam->has_placement) cJSON_AddNullToObject(o, "placement");
     else cJSON_AddStringToObject(o, "placement", nl_config_placement_name(r->placement));
     cJSON_AddStringToObject(o, "override", override_name(r));
     if (r->norm == NL_NORM_BATCHNORM) cJSON_AddStringToObject(o, "bn_stats", nl_config_bn_stats_name(r->bn_stats));
@@ -451,22 +447,26 @@ static cJSON *compare_row_json(const NlCompareRow *r, const char *label, const N
         if (k != NL_COMP_SAMPLING) cJSON_AddNumberToObject(share, nl_component_name((NlComponent)k), r->time_share[k]);
     cJSON_AddItemToObject(o, "residual_rms", numbers(r->residual_rms, r->n_layer + 1));
     cJSON_AddItemToObject(o, "residual_abs_mean", numbers(r->residual_abs_mean, r->n_layer + 1));
-    if (recurrent) {  // the last layer's state norms over time: bucket k holds t in [2^k - 1, 2^(k+1) - 1)
+    if (fam->state_vectors) {  // the last layer's state norms over time: bucket k holds t in [2^k - 1, 2^(k+1) - 1)
         int K = state_buckets(r);
         double starts[NL_STATE_BUCKETS];
         for (int k = 0; k < K; k++) starts[k] = (double)((1ull << k) - 1);
         cJSON_AddItemToObject(o, "state_bucket_start", numbers(starts, K));
-        cJSON_AddItemToObject(o, "state_norm_h", numbers(r->state_norm[0], K));
-        if (r->arch == NL_ARCH_LSTM) cJSON_AddItemToObject(o, "state_norm_c", numbers(r->state_norm[1], K));
+        for (int i = 0; i < fam->state_vectors && i < 2; i++) {
+            char key[32];
+            snprintf(key, sizeof key, "state_norm_%s", fam->state_names[i]);
+            cJSON_AddItemToObject(o, key, numbers(r->state_norm[i], K));
+        }
     }
-    cJSON_AddItemToObject(o, "branch_rms", numbers(r->branch_rms, recurrent ? 0 : r->n_layer));
+    int blocks = fam->has_blocks;
+    cJSON_AddItemToObject(o, "branch_rms", numbers(r->branch_rms, blocks ? r->n_layer : 0));
     cJSON_AddItemToObject(
-        o, "norm_std", numbers(r->norm_std, r->norm == NL_NORM_NONE || recurrent ? 0 : r->n_layer + r->has_final_norm));
+        o, "norm_std", numbers(r->norm_std, r->norm == NL_NORM_NONE || !blocks ? 0 : r->n_layer + r->has_final_norm));
     if (r->placement == NL_PLACE_PERI && r->norm != NL_NORM_NONE)
         cJSON_AddItemToObject(o, "norm_post_std", numbers(r->norm_post_std, r->n_layer));
     cJSON_AddNumberToObject(o, "batch16_max_logit_diff", r->batch_diff);
     cJSON_AddNumberToObject(o, "cache_max_logit_diff", r->cache_diff);
-    if (info->invariance && !recurrent) {
+    if (info->invariance && blocks) {
         cJSON *inv = cJSON_AddObjectToObject(o, "invariance");
         for (int t = 0; t < 2; t++) {
             cJSON *per = cJSON_AddObjectToObject(inv, nl_config_norm_name(t ? NL_NORM_RMSNORM : NL_NORM_LAYERNORM));
@@ -526,9 +526,9 @@ int nl_report_compare_csv(FILE *f, const NlCompareRow *rows, const char *const *
     for (size_t i = 0; i < n; i++) {
         const NlCompareRow *r = &rows[i];
         csv_field(f, labels[i]);
-        int recurrent = r->arch != NL_ARCH_TRANSFORMER;
+        const NlFamilyInfo *fam = nl_family_info(r->arch);
         fprintf(f, ",%s,%s,%s,%s,%.6g,%zu,%zu,", nl_config_norm_name(r->norm),
-                recurrent ? "" : nl_config_placement_name(r->placement), override_name(r),
+                fam->has_placement ? nl_config_placement_name(r->placement) : "", override_name(r),
                 r->norm == NL_NORM_BATCHNORM ? nl_config_bn_stats_name(r->bn_stats) : "", r->residual_scale,
                 r->parameters, r->weight_bytes);
         csv_field(f, info->text);
@@ -536,19 +536,19 @@ int nl_report_compare_csv(FILE *f, const NlCompareRow *rows, const char *const *
                 r->bits_per_char, r->perplexity, info->threads, info->repeats, r->prefill_tok_s, r->prefill_tok_s_min,
                 r->prefill_tok_s_max, r->decode_tok_s, r->decode_tok_s_min, r->decode_tok_s_max, r->norm_share,
                 r->batch_diff, r->cache_diff);
-        fprintf(f, ",%s", nl_config_arch_name(r->arch));
-        int nstd = r->norm == NL_NORM_NONE || recurrent ? 0 : r->n_layer + r->has_final_norm;
+        fprintf(f, ",%s", fam->name);
+        int nstd = r->norm == NL_NORM_NONE || !fam->has_blocks ? 0 : r->n_layer + r->has_final_norm;
         int npost = r->placement == NL_PLACE_PERI && r->norm != NL_NORM_NONE ? r->n_layer : 0;
         for (int l = 0; l <= L; l++) l <= r->n_layer ? fprintf(f, ",%.6g", r->residual_rms[l]) : fputs(",", f);
         for (int l = 0; l <= L; l++) l <= r->n_layer ? fprintf(f, ",%.6g", r->residual_abs_mean[l]) : fputs(",", f);
         for (int l = 0; l < L; l++)
-            l < r->n_layer && !recurrent ? fprintf(f, ",%.6g", r->branch_rms[l]) : fputs(",", f);
+            l < r->n_layer && fam->has_blocks ? fprintf(f, ",%.6g", r->branch_rms[l]) : fputs(",", f);
         for (int l = 0; l <= L; l++) l < nstd ? fprintf(f, ",%.6g", r->norm_std[l]) : fputs(",", f);
         for (int l = 0; l < L; l++) l < npost ? fprintf(f, ",%.6g", r->norm_post_std[l]) : fputs(",", f);
         if (info->invariance)
             for (int t = 0; t < 2; t++)
                 for (int k = 0; k < NL_INV_COUNT; k++)
-                    recurrent ? fputs(",", f) : fprintf(f, ",%.6g", r->invariance[t][k]);
+                    fam->has_blocks ? fprintf(f, ",%.6g", r->invariance[t][k]) : fputs(",", f);
         fputc('\n', f);
     }
     return ferror(f) ? -1 : 0;

@@ -37,8 +37,8 @@ static int measure_eval(NlState *s, const NlConfig *c, const int *ids, size_t n,
     NlStats *st = NULL;
     NlProfiler *prof = NULL;
     size_t T = (size_t)c->block_size, stride = T / 2 ? T / 2 : 1;  // (a recurrent model ignores stride)
-    int rc = -1, windowless = nl_state_window(s) == SIZE_MAX;  // a recurrent model
-    if (windowless) invariance = 0;  // an experiment on a transformer's norms of D features
+    int rc = -1, blocks = nl_family_info(c->arch)->has_blocks;
+    if (!blocks) invariance = 0;  // an experiment on the norms of a residual stream
     if (nl_stats_create(&st, c, T, invariance, err) != 0 || nl_profiler_create(&prof, c, 0, 0, err) != 0) goto cleanup;
     nl_state_set_stats(s, st);
     nl_state_set_profiler(s, prof);
@@ -59,7 +59,7 @@ static int measure_eval(NlState *s, const NlConfig *c, const int *ids, size_t n,
     for (size_t k = 0; k < sizeof NORMS / sizeof NORMS[0]; k++) row->norm_share += row->time_share[NORMS[k]];
     if (c->norm == NL_NORM_LAYERNORM) row->norm_share += row->time_share[NL_COMP_RNN_NORM];  // (else: bias adds)
     row->n_layer = c->n_layer;
-    row->has_final_norm = !windowless && c->placement != NL_PLACE_POST && c->norm != NL_NORM_NONE;
+    row->has_final_norm = blocks && c->placement != NL_PLACE_POST && c->norm != NL_NORM_NONE;
     for (int k = 0; k < NL_STATE_BUCKETS; k++)
         for (int cell = 0; cell < 2; cell++)
             row->state_norm[cell][k] = nl_stats_state_norm(st, c->n_layer - 1, cell, k);

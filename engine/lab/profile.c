@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "family.h"
 #include "normlab_lab.h"
 
 struct NlProfiler {
@@ -279,104 +280,9 @@ size_t nl_profiler_events(const NlProfiler *p, const NlProfileEvent **events, si
     return p->n_events;
 }
 
-// ---- counting rules (README "Profiling"): a multiply-add is 2 FLOPs, every other arithmetic
-// operation or transcendental 1; bytes are the tensors read and written (weights, activations,
-// KV cache), 4 bytes per float, scratch excluded.
+// ---- counting rules (README "Profiling"): each family's, in its own file (engine/cost.h)
 
-static double norm_flops(const NlConfig *c) {
-    double D = c->n_embd;
-    // LayerNorm: sum (D), centre + square + accumulate (3D), centre + scale + gain + bias (4D).
-    // RMSNorm: square + accumulate (2D), scale + gain + bias (3D). Bias assumed present.
-    // BatchNorm: centre, add eps, square root, divide, gain, bias (6D) per row; the batch
-    // statistics' passes are not counted. None: no norm runs.
-    switch (c->norm) {
-    case NL_NORM_LAYERNORM: return 8 * D;
-    case NL_NORM_BATCHNORM: return 6 * D;
-    case NL_NORM_NONE: return 0;
-    default: return 5 * D;
-    }
-}
-
-static double act_flops(NlActivation a) { return a == NL_ACT_GELU ? 5 : a == NL_ACT_GELU_TANH ? 9 : 1; }
-
-// A linear (n, in) -> (n, out): 2 n in out FLOPs (+ n out for the bias); weights read once.
-static void linear_cost(const NlConfig *c, double n, double in, double out, double *flops, double *bytes) {
-    *flops = 2 * n * in * out + (c->bias ? n * out : 0);
-    *bytes = 4 * (in * out + (c->bias ? out : 0) + n * in + n * out);
-}
-
-// Attention of one sequence: n queries against ctx keys.
-static void attention_cost(const NlConfig *c, double n, double ctx, double *flops, double *bytes) {
-    double D = c->n_embd;
-    // The fused kernel computes only the unmasked (query, key) pairs: q k^T and p v, 2 Dh FLOPs
-    // each per head, so 4 D per pair in all; softmax (max, subtract + exp, sum, scale) 4 per score.
-    double unmasked = n * (ctx - n) + n * (n + 1) / 2;
-    *flops = 4 * unmasked * D + 4 * unmasked * c->n_head;
-    *bytes = 4 * (n * 3 * D + 2 * n * D + 2 * ctx * D + n * D);  // qkv in, K/V appended, K/V read, out
-}
-
-void nl_profile_cost(const NlConfig *c, NlComponent comp, size_t batch, size_t n_, size_t ctx_, double *flops,
+void nl_profile_cost(const NlConfig *c, NlComponent comp, size_t batch, size_t n, size_t ctx, double *flops,
                      double *bytes) {
-    double B = (double)batch, ctx = (double)ctx_, D = c->n_embd, F = c->n_inner, V = c->vocab_size;
-    double S = c->n_hidden, G = c->arch == NL_ARCH_LSTM ? 4 : 3;
-    double n = B * (double)n_;  // rows through the row-wise components and the linears
-    *flops = 0;
-    *bytes = 0;
-    switch (comp) {
-    case NL_COMP_EMBED:
-        *flops = n * D;
-        *bytes = 4 * 3 * n * D;
-        break;
-    case NL_COMP_NORM1:
-    case NL_COMP_NORM2:
-    case NL_COMP_NORM1_POST:
-    case NL_COMP_NORM2_POST:
-    case NL_COMP_FINAL_NORM:
-        *flops = n * norm_flops(c);
-        *bytes = 4 * (2 * n * D + 2 * D);
-        break;
-    case NL_COMP_QKV: linear_cost(c, n, D, 3 * D, flops, bytes); break;
-    case NL_COMP_ATTN_PROJ: linear_cost(c, n, D, D, flops, bytes); break;
-    case NL_COMP_MLP_UP: linear_cost(c, n, D, F, flops, bytes); break;
-    case NL_COMP_MLP_DOWN: linear_cost(c, n, F, D, flops, bytes); break;
-    case NL_COMP_ATTENTION:
-        attention_cost(c, (double)n_, ctx, flops, bytes);
-        *flops *= B;
-        *bytes *= B;
-        break;
-    case NL_COMP_RESIDUAL:
-        *flops = n * D;
-        *bytes = 4 * 3 * n * D;
-        break;
-    case NL_COMP_ACTIVATION:
-        *flops = n * F * act_flops(c->activation);
-        *bytes = 4 * 2 * n * F;
-        break;
-    case NL_COMP_RNN_INPUT: linear_cost(c, n, ctx, G * S, flops, bytes); break;
-    case NL_COMP_RNN_RECURRENT: linear_cost(c, n, S, G * S, flops, bytes); break;
-    case NL_COMP_RNN_NORM:  // ctx features a row: LayerNorm 8 FLOPs each; plain cells only add biases
-        *flops = n * ctx * (c->norm == NL_NORM_LAYERNORM ? 8 : 1);
-        *bytes = 4 * (2 * n * ctx + 2 * ctx);
-        break;
-    case NL_COMP_RNN_GATES:  // per unit. LSTM: update of c (ctx 0) 4 adds, 3 sigmoid/tanh, 3 products and
-        // sums; h (ctx 1) 2 sigmoid/tanh and a product. GRU: 2 adds, 3 sigmoid/tanh, 5 products and sums
-        if (c->arch == NL_ARCH_LSTM && ctx_ == 1) {
-            *flops = n * S * 3;
-            *bytes = 4 * n * 3 * S;  // o and the normalised cell in, h out
-        } else {
-            *flops = n * S * 10;
-            *bytes = 4 * n * (2 * G * S + 2 * S);  // both projections in, the state in and out
-        }
-        break;
-    case NL_COMP_LM_HEAD:
-        if (S > 0) D = S;  // a recurrent model's head reads h and adds a bias
-        *flops = 2 * n * D * V + (S > 0 ? n * V : 0);
-        *bytes = 4 * (V * D + n * D + n * V + (S > 0 ? V : 0));
-        break;
-    case NL_COMP_SAMPLING:
-        *flops = 0;
-        *bytes = 4 * B * V;
-        break;
-    case NL_COMP_COUNT: break;
-    }
+    nl_family_of(c->arch)->cost(c, comp, batch, n, ctx, flops, bytes);
 }

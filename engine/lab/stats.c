@@ -39,6 +39,7 @@ int nl_stats_create(NlStats **out, const NlConfig *cfg, size_t max_rows, int inv
     NlStats *s = calloc(1, sizeof *s);
     if (s) {
         s->layers = calloc((size_t)cfg->n_layer + 1, sizeof *s->layers);
+        invariance = invariance && nl_family_info(cfg->arch)->has_blocks;  // the norms of a stream of D
         if (invariance) s->scratch = malloc(3 * max_rows * (size_t)cfg->n_embd * sizeof(float));
     }
     if (!s || !s->layers || (invariance && !s->scratch)) {
@@ -73,9 +74,9 @@ static void add_rows(const float *x, size_t rows, size_t D, double *rms_sum, dou
     }
 }
 
-static void nl_stats_residual(NlStats *s, int layer, const float *x, size_t rows) {
+static void nl_stats_residual(NlStats *s, int layer, const float *x, size_t rows, size_t width) {
     LayerStats *ls = &s->layers[layer];
-    add_rows(x, rows, (size_t)s->cfg.n_embd, &ls->rms, &ls->abs_mean);
+    add_rows(x, rows, width, &ls->rms, &ls->abs_mean);
     ls->positions += rows;
 }
 
@@ -113,7 +114,7 @@ static void nl_stats_state(NlStats *s, int layer, size_t t, const float *h, cons
 double nl_stats_state_norm(const NlStats *s, int layer, int cell, int bucket) {
     const LayerStats *ls = &s->layers[layer];
     if (bucket < 0 || bucket >= NL_STATE_BUCKETS || !ls->state_positions[bucket]) return NAN;
-    if (cell && s->cfg.arch != NL_ARCH_LSTM) return NAN;
+    if (cell && nl_family_info(s->cfg.arch)->state_vectors < 2) return NAN;
     return ls->state_norm[cell != 0][bucket] / (double)ls->state_positions[bucket];
 }
 
@@ -176,7 +177,9 @@ double nl_stats_invariance(const NlStats *s, NlNormType t, NlInvarianceCase c) {
 }
 
 // The statistics as a state's watcher (normlab.h NlObserver).
-static void watch_residual(void *s, int layer, const float *x, size_t rows) { nl_stats_residual(s, layer, x, rows); }
+static void watch_residual(void *s, int layer, const float *x, size_t rows, size_t width) {
+    nl_stats_residual(s, layer, x, rows, width);
+}
 static void watch_norm(void *s, int layer, int post, const float *in, const float *out, NlNormWeights w, size_t rows) {
     nl_stats_norm(s, layer, post, in, out, w, rows);
 }
