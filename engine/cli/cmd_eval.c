@@ -83,6 +83,63 @@ static int print_eval(FILE *out, int json, const NlEvalResult *r, double nats, d
                    r->count, nats, se, bits, se / log(2.0), ppl, ppl * se, how, cut) > 0;
 }
 
+// How eval cuts the text: windows of a transformer's context at a stride, in batches of windows
+// a forward call; or a windowless model's segments, run together through one state.
+typedef struct {
+    int windowless;
+    size_t stride, segments;
+    int batch, workers;  // sequences a forward call; engine threads (one state each)
+    size_t calls;  // forward calls a worker makes, at most (profile --trace budget)
+} EvalPlan;
+
+// The plan for n ids through model, or a usage error for options that do not fit it.
+static int plan_eval(const Options *o, const NlModel *model, size_t n, EvalPlan *p) {
+    p->windowless = nl_model_window(model) == SIZE_MAX;  // no window: the text goes through one state
+    int rc = check_eval_options(o, p->windowless);
+    if (rc) return rc;
+    size_t T = (size_t)nl_model_config(model)->block_size;
+    p->segments = o->segments ? (size_t)o->segments : 1;
+    if (!p->windowless && (size_t)o->stride > T) {
+        msg_usage(o->cmd, "--stride %ld is larger than the model's context (block_size %zu)", o->stride, T);
+        return EXIT_USAGE;
+    }
+    p->stride = o->stride ? (size_t)o->stride : (T / 2 ? T / 2 : 1);
+    // One state per worker thread, each running whole windows with one OpenBLAS thread per product.
+    // A recurrent model: one state, its segments (one unless asked) run together.
+    p->batch = p->windowless ? (int)p->segments : o->batch ? o->batch : (int)(EVAL_ROWS / T > 0 ? EVAL_ROWS / T : 1);
+    size_t windows = p->windowless ? 1 : nl_eval_windows(n, T, p->stride);
+    size_t groups = (windows + (size_t)p->batch - 1) / (size_t)p->batch;  // a forward call a group
+    p->calls = groups;
+    if (groups < 1) groups = 1;  // a text too short to score: eval says so, from one state
+    p->workers = o->counters ? 1 : o->threads;  // counters: one thread (see generate)
+    if ((size_t)p->workers > groups) p->workers = (int)groups;  // no state for a worker without a window
+    if (p->windowless && p->segments > (n > 1 ? n - 1 : 1)) {
+        msg_usage(o->cmd, "--segments %zu: the text has %zu characters to score", p->segments, n > 1 ? n - 1 : 0);
+        return EXIT_USAGE;
+    }
+    if (p->windowless) p->calls = n / p->segments + 2;  // the positions of each segment
+    return 0;
+}
+
+// Scores ids[0..n) as planned (with a progress line on a terminal) into *r; the seconds it took.
+static int score(const Options *o, const Workers *wk, const EvalPlan *p, const int *ids, size_t n, NlEvalResult *r,
+                 double *seconds) {
+    NlError err;
+    Progress prog = {now(), 0.0, 0};
+    NlProgressFn show = isatty(STDERR_FILENO) ? eval_progress : NULL;
+    int failed = p->windowless
+                     ? nl_eval_recurrent(wk->states[0], ids, n, p->segments, r, show, &prog, &err)
+                     : nl_eval_parallel(wk->states, (size_t)p->workers, ids, n, p->stride, r, show, &prog, &err);
+    if (failed) {
+        if (prog.shown) fprintf(stderr, "\n");
+        msg_error("%s: %s", o->text_file, err.msg);
+        return exit_code(&err);
+    }
+    *seconds = now() - prog.start;
+    if (prog.shown) fprintf(stderr, "\r%80s\r", "");
+    return 0;
+}
+
 int cmd_eval(Options *o) {
     if (!o->text_file) {
         msg_usage(o->cmd, "%s", "give the text with -f FILE (or --text FILE)");
@@ -91,62 +148,28 @@ int cmd_eval(Options *o) {
     NlModel *model = NULL;
     Workers wk = {0};
     OutFile out = {0};
-    int *ids = NULL, workers = o->counters ? 1 : o->threads;  // counters: one thread (see generate)
+    int *ids = NULL;
     char *text = NULL;
     size_t n = 0, len = 0, skipped = 0;
-    NlError err;
+    EvalPlan p;
     const char *outs[1] = {o->output};
     int rc = o->output ? check_outputs(o, outs, 1) : 0;
     if (!rc) rc = load_model(o, &model);
     if (!rc) rc = read_text(o->text_file, &text, &len);  // (eval)
     if (!rc) rc = encode(model, o->text_file, text, len, o->skip_unknown, &ids, &n, &skipped);
-    if (rc) goto cleanup;
-    int windowless = nl_model_window(model) == SIZE_MAX;  // no window: the text goes through one state
-    if ((rc = check_eval_options(o, windowless)) != 0) goto cleanup;
-    size_t T = (size_t)nl_model_config(model)->block_size, segments = o->segments ? (size_t)o->segments : 1;
-    if (!windowless && (size_t)o->stride > T) {
-        msg_usage(o->cmd, "--stride %ld is larger than the model's context (block_size %zu)", o->stride, T);
-        rc = EXIT_USAGE;
-        goto cleanup;
-    }
-    size_t stride = o->stride ? (size_t)o->stride : (T / 2 ? T / 2 : 1);
-    // One state per worker thread, each running whole windows with one OpenBLAS thread per product.
-    // A recurrent model: one state, its segments (one unless asked) run together.
-    int batch = windowless ? (int)segments : o->batch ? o->batch : (int)(EVAL_ROWS / T > 0 ? EVAL_ROWS / T : 1);
-    size_t windows = windowless ? 1 : nl_eval_windows(n, T, stride);
-    size_t groups = (windows + (size_t)batch - 1) / (size_t)batch, calls = groups;  // a forward call a group
-    if (groups < 1) groups = 1;  // a text too short to score: eval says so, from one state
-    if ((size_t)workers > groups) workers = (int)groups;  // no state for a worker without a window
-    if (windowless && segments > (n > 1 ? n - 1 : 1)) {
-        msg_usage(o->cmd, "--segments %zu: the text has %zu characters to score", segments, n > 1 ? n - 1 : 0);
-        rc = EXIT_USAGE;
-        goto cleanup;
-    }
-    if (windowless) calls = n / segments + 2;  // the positions of each segment (profile --trace budget)
+    if (!rc) rc = plan_eval(o, model, n, &p);
     // a recurrent model's sgemv of 1M weights or more may use the --threads (one engine thread runs)
-    rc = workers_create(&wk, o, model, workers, batch, windowless ? o->threads : 1, o->profile, calls);
+    if (!rc) rc = workers_create(&wk, o, model, p.workers, p.batch, p.windowless ? o->threads : 1, o->profile, p.calls);
     if (!rc) rc = open_main_output(o, &out);
-    if (rc) goto cleanup;
     NlEvalResult r;
-    Progress prog = {now(), 0.0, 0};
-    int show = isatty(STDERR_FILENO);
-    int failed = windowless
-                     ? nl_eval_recurrent(wk.states[0], ids, n, segments, &r, show ? eval_progress : NULL, &prog, &err)
-                     : nl_eval_parallel(wk.states, (size_t)workers, ids, n, stride, &r, show ? eval_progress : NULL,
-                                        &prog, &err);
-    if (failed) {
-        if (prog.shown) fprintf(stderr, "\n");
-        msg_error("%s: %s", o->text_file, err.msg);
-        rc = exit_code(&err);
-        goto cleanup;
-    }
-    double seconds = now() - prog.start, nats, se;
-    if (prog.shown) fprintf(stderr, "\r%80s\r", "");
+    double seconds = 0.0, nats, se;
+    if (!rc) rc = score(o, &wk, &p, ids, n, &r, &seconds);
+    if (rc) goto cleanup;
     eval_stats(&r, &nats, &se);
     fprintf(stderr, "normlab: scored %zu characters in %.2f s (%.0f chars/s) on %d thread%s\n", r.count, seconds,
-            (double)r.count / (seconds > 0 ? seconds : 1e-9), workers, plural((size_t)workers));
-    int ok = print_eval(out.f, o->json, &r, nats, se, skipped, windowless ? "segments" : "stride",
-                        windowless ? segments : stride);
+            (double)r.count / (seconds > 0 ? seconds : 1e-9), p.workers, plural((size_t)p.workers));
+    int ok = print_eval(out.f, o->json, &r, nats, se, skipped, p.windowless ? "segments" : "stride",
+                        p.windowless ? p.segments : p.stride);
     if (!ok || fflush(out.f) == EOF) {
         msg_error("cannot write %s: %s", o->output ? o->output : "to stdout", strerror(errno));
         rc = EXIT_DATA;
@@ -154,7 +177,7 @@ int cmd_eval(Options *o) {
     NlProfiler *prof = rc ? NULL : workers_profile(&wk);
     if (prof) {
         char buf[4400], shown[1024];
-        NlReportInfo info = {msg_escape(shown, sizeof shown, model_path(o, buf, sizeof buf)), 1, workers,
+        NlReportInfo info = {msg_escape(shown, sizeof shown, model_path(o, buf, sizeof buf)), 1, p.workers,
                              nl_blas_core(), o->blas.source};
         if (nl_report_text(stderr, prof, &info) != 0) rc = EXIT_DATA;
     }

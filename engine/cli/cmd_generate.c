@@ -204,89 +204,115 @@ static void collect_free(Collect *c, int n) {
     free(c->cap);
 }
 
-int generate_run(Options *o) {
-    int profile_cmd = o->profile_cmd, collect = o->samples > 1 || o->json;
-    int group = o->batch ? o->batch : SAMPLE_GROUP;
-    if (group > o->samples) group = o->samples;
-    // Hardware counters are opened per thread by the profiler's creator: with --counters, one worker.
-    int n_groups = (o->samples + group - 1) / group, threads = o->counters ? 1 : o->threads;
-    int workers = threads < n_groups ? threads : n_groups, rounds = (n_groups + workers - 1) / workers;
-    NlModel *model = NULL;
-    Workers wk = {0};
-    NlSampler **samplers = calloc((size_t)o->samples, sizeof *samplers);
-    OutFile out = {0}, trace_o = {0};
-    int *ids = NULL;
-    char *text = NULL, *prompt = NULL;
-    size_t n = 0, len = 0;
-    Collect col = {NULL, calloc((size_t)o->samples, sizeof(char *)), calloc((size_t)o->samples, sizeof(size_t)),
-                   calloc((size_t)o->samples, sizeof(size_t)), 0};
-    NlError err;
-    int rc = samplers && col.text && col.len && col.cap ? 0 : EXIT_DATA;
+// One generate or profile run: what it holds, from setup to cleanup.
+typedef struct {
+    int group, workers, rounds;  // streams per forward call, engine threads, groups per thread
+    NlModel *model;
+    Workers wk;
+    NlSampler **samplers;  // (samples)
+    OutFile out, trace_o;
+    int *ids;  // (n) the prompt's ids
+    char *text, *prompt;  // the prompt as read, and as the model saw it (for echoing)
+    size_t n, len;
+    uint64_t seed;
+    Collect col;  // the texts, with several samples or --json
+} GenRun;
+
+// Sizes the run's groups and threads. Hardware counters are opened per thread by the profiler's
+// creator: with --counters, one worker.
+static void plan_groups(const Options *o, GenRun *r) {
+    r->group = o->batch ? o->batch : SAMPLE_GROUP;
+    if (r->group > o->samples) r->group = o->samples;
+    int n_groups = (o->samples + r->group - 1) / r->group, threads = o->counters ? 1 : o->threads;
+    r->workers = threads < n_groups ? threads : n_groups;
+    r->rounds = (n_groups + r->workers - 1) / r->workers;
+}
+
+// Everything the run needs before its first forward pass: outputs checked, the model, the prompt,
+// the engine states, the open outputs and the samplers.
+static int setup_run(const Options *o, GenRun *r) {
+    size_t k = (size_t)o->samples;
+    r->samplers = calloc(k, sizeof *r->samplers);
+    r->col = (Collect){NULL, calloc(k, sizeof(char *)), calloc(k, sizeof(size_t)), calloc(k, sizeof(size_t)), 0};
+    int rc = r->samplers && r->col.text && r->col.len && r->col.cap ? 0 : EXIT_DATA;
     if (rc) msg_error("out of memory");
     const char *outs[2] = {o->output ? o->output : "-", o->trace_out};  // the main output is stdout when not given
     if (!rc) rc = check_outputs(o, outs, o->trace_out ? 2 : 1);
-    if (!rc) rc = load_model(o, &model);
-    if (!rc) rc = prompt_ids(o, model, &ids, &n, &text, &len);
+    if (!rc) rc = load_model(o, &r->model);
+    if (!rc) rc = prompt_ids(o, r->model, &r->ids, &r->n, &r->text, &r->len);
     // Workers share OpenBLAS's process-wide thread count: one thread per product when there are several.
     // the trace's budget: forward passes, or a recurrent model's positions (the prompt's count)
-    size_t passes = (size_t)o->n_new + 2 + (rc == 0 && model_context(model) == SIZE_MAX ? n : 0);
+    size_t passes = (size_t)o->n_new + 2 + (rc == 0 && model_context(r->model) == SIZE_MAX ? r->n : 0);
     if (!rc)
-        rc = workers_create(&wk, o, model, workers, group, workers > 1 ? 1 : o->threads, o->profile || profile_cmd,
-                            (size_t)rounds * passes);
+        rc = workers_create(&r->wk, o, r->model, r->workers, r->group, r->workers > 1 ? 1 : o->threads,
+                            o->profile || o->profile_cmd, (size_t)r->rounds * passes);
     // With a trace, the table (on stdout) is held until the trace file is in place.
-    if (!rc) rc = o->trace_out ? out_open_held(&out, o->output ? o->output : "-") : open_main_output(o, &out);
-    if (!rc && o->trace_out) rc = out_open(&trace_o, o->trace_out);
-    uint64_t seed = o->has_seed ? o->seed : profile_cmd ? 0 : seed_from_os();
-    if (!rc) rc = make_samplers(o, model, seed, samplers);
-    if (!rc && !(prompt = prompt_text(model, ids, n))) {
+    if (!rc) rc = o->trace_out ? out_open_held(&r->out, o->output ? o->output : "-") : open_main_output(o, &r->out);
+    if (!rc && o->trace_out) rc = out_open(&r->trace_o, o->trace_out);
+    r->seed = o->has_seed ? o->seed : o->profile_cmd ? 0 : seed_from_os();
+    if (!rc) rc = make_samplers(o, r->model, r->seed, r->samplers);
+    if (!rc && !(r->prompt = prompt_text(r->model, r->ids, r->n))) {
         msg_error("out of memory");
         rc = EXIT_DATA;
     }
-    if (rc) goto cleanup;
-    size_t T = model_context(model);  // SIZE_MAX: a recurrent model takes the whole prompt
-    if ((rc = check_run(o, T, n, seed)) != 0) goto cleanup;
-    EmitCtx ectx = {nl_model_tokenizer(model), out.f, 0};
-    if (o->echo && !collect && !profile_cmd && (fputs(prompt, out.f) == EOF || fflush(out.f) == EOF))
+    return rc;
+}
+
+// Decodes every stream: streamed as it comes, or collected and printed whole; then the timing
+// line and the profile. write_failed: an errno once a write of the text failed.
+static int decode_run(const Options *o, GenRun *r, int *write_failed) {
+    int collect = o->samples > 1 || o->json;
+    size_t T = model_context(r->model), n = r->n;  // SIZE_MAX: a recurrent model takes the whole prompt
+    EmitCtx ectx = {nl_model_tokenizer(r->model), r->out.f, 0};
+    if (o->echo && !collect && !o->profile_cmd && (fputs(r->prompt, r->out.f) == EOF || fflush(r->out.f) == EOF))
         ectx.write_failed = errno;
-    col.tok = nl_model_tokenizer(model);
-    if (o->warmup) nl_forward(wk.states[0], ids + (n > T ? n - T : 0), n > T ? T : n, 0, 1);
+    r->col.tok = nl_model_tokenizer(r->model);
+    if (o->warmup) nl_forward(r->wk.states[0], r->ids + (n > T ? n - T : 0), n > T ? T : n, 0, 1);
     NlGenerateOptions gopts = {(size_t)o->n_new, o->exact_window};
     NlGenerateStats st;
-    NlBatchEmitFn emit = profile_cmd ? stream_nothing : collect ? collect_token : stream_token;
-    int g = ectx.write_failed ? 1
-                              : nl_generate_parallel(wk.states, (size_t)workers, samplers, (size_t)o->samples, ids, n,
-                                                     &gopts, emit, collect ? (void *)&col : (void *)&ectx, &st, &err);
-    if (g < 0) {
-        rc = fail(&err);
-        goto cleanup;
-    }
-    if (col.failed) {
+    NlError err;
+    NlBatchEmitFn emit = o->profile_cmd ? stream_nothing : collect ? collect_token : stream_token;
+    int g = ectx.write_failed
+                ? 1
+                : nl_generate_parallel(r->wk.states, (size_t)r->workers, r->samplers, (size_t)o->samples, r->ids, n,
+                                       &gopts, emit, collect ? (void *)&r->col : (void *)&ectx, &st, &err);
+    if (g < 0) return fail(&err);
+    if (r->col.failed) {
         msg_error("out of memory for the samples");
-        rc = EXIT_DATA;
-        goto cleanup;
+        return EXIT_DATA;
     }
-    if (collect && !profile_cmd && print_samples(out.f, &col, o->samples, seed, o, prompt, &st) != 0)
+    if (collect && !o->profile_cmd && print_samples(r->out.f, &r->col, o->samples, r->seed, o, r->prompt, &st) != 0)
         ectx.write_failed = errno ? errno : EIO;
-    if (ectx.write_failed) {
-        msg_error("cannot write %s: %s", o->output ? o->output : "to stdout", strerror(ectx.write_failed));
-        rc = EXIT_DATA;
-        goto cleanup;
-    }
+    if ((*write_failed = ectx.write_failed) != 0) return EXIT_DATA;
     print_timing(&st, (size_t)o->n_new, o->samples);
-    NlProfiler *prof = workers_profile(&wk);
-    if (prof)
-        rc = profile_write(o, prof, workers, workers > 1 ? 1 : o->threads, profile_cmd ? out.f : stderr,
-                           profile_cmd && o->json, trace_o.f);
-cleanup:
-    OutFile *const outputs[2] = {&trace_o, &out};
+    NlProfiler *prof = workers_profile(&r->wk);
+    if (!prof) return 0;
+    return profile_write(o, prof, r->workers, r->workers > 1 ? 1 : o->threads, o->profile_cmd ? r->out.f : stderr,
+                         o->profile_cmd && o->json, r->trace_o.f);
+}
+
+// Puts the outputs in place (all or none) and frees what the run held; returns rc, or EXIT_DATA
+// when the outputs could not be put in place.
+static int finish_run(const Options *o, GenRun *r, int rc) {
+    OutFile *const outputs[2] = {&r->trace_o, &r->out};
     if (out_finish_all(outputs, 2, rc == 0) != 0) rc = EXIT_DATA;
-    free(ids);
-    free(text);
-    free(prompt);
-    workers_free(&wk);
-    for (int i = 0; samplers && i < o->samples; i++) nl_sampler_free(samplers[i]);
-    free(samplers);
-    collect_free(&col, o->samples);
-    nl_model_free(model);
+    free(r->ids);
+    free(r->text);
+    free(r->prompt);
+    workers_free(&r->wk);
+    for (int i = 0; r->samplers && i < o->samples; i++) nl_sampler_free(r->samplers[i]);
+    free(r->samplers);
+    collect_free(&r->col, o->samples);
+    nl_model_free(r->model);
     return rc;
+}
+
+int generate_run(Options *o) {
+    GenRun r = {0};
+    plan_groups(o, &r);
+    int rc = setup_run(o, &r), write_failed = 0;
+    if (!rc) rc = check_run(o, model_context(r.model), r.n, r.seed);
+    if (!rc) rc = decode_run(o, &r, &write_failed);
+    if (write_failed) msg_error("cannot write %s: %s", o->output ? o->output : "to stdout", strerror(write_failed));
+    return finish_run(o, &r, rc);
 }
