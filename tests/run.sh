@@ -3,6 +3,7 @@
 # fuzz corpus replays, CLI tests, and for the plain build valgrind) and prints one summary line.
 # Each test program ends with "NAME: N passed, M failed"; a program that does not, or that exits
 # non-zero with no failure counted, counts as one failure. Exits non-zero when anything failed.
+# NORMLAB_FAIL_FAST=1 (tests/mutate.sh) stops at the first program with a failure.
 variant=$1 build=$2 bin=$3
 passed=0 failed=0 broken=""
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1
@@ -21,6 +22,12 @@ tally() {
     else
         passed=$((passed + p)); failed=$((failed + f))
     fi
+    stop_if_failed "$name"
+}
+stop_if_failed() {
+    [ "${NORMLAB_FAIL_FAST:-0}" = 1 ] && [ "$failed" -gt 0 ] || return 0
+    echo "$variant: stopped at the first failure ($1)"
+    exit 1
 }
 
 for t in "$build"/tests/test_*; do
@@ -34,6 +41,7 @@ for r in "$build"/tests/replay_*; do
     else
         failed=$((failed + 1)); echo "FAIL fuzz corpus replay $h: $(printf '%s' "$out" | tail -5)"
     fi
+    stop_if_failed "replay_$h"
 done
 tally cli_test tests/cli_test.sh "$bin"
 tally options_test tests/options_test.sh "$bin"
