@@ -106,9 +106,9 @@ test-san: build/san/normlab $(addprefix build/san/tests/,$(TESTS)) $(addprefix b
 
 parity: all
 	@tools/install-deps.sh --python
-	/usr/bin/python3 tools/parity.py
+	/usr/bin/python3 tools/reference/parity.py
 	@if command -v node >/dev/null 2>&1 && [ -d build/ort/node_modules/onnxruntime-node ]; then \
-	    /usr/bin/python3 tools/onnx_parity.py; \
+	    /usr/bin/python3 tools/interop/onnx_parity.py; \
 	else echo "note: Node.js or onnxruntime-node missing; the ONNX export is not checked"; fi
 
 clean:
@@ -117,7 +117,7 @@ clean:
 # Validation loss of the shipped models, measured by the C engine over the whole validation split.
 CORPUS ?= ../shared/data/tinyshakespeare.txt
 eval-models: all
-	@/usr/bin/python3 tools/split.py $(CORPUS) build/val.txt
+	@/usr/bin/python3 tools/train/split.py $(CORPUS) build/val.txt
 	@for m in weights/shakespeare-*/; do \
 	    printf '%-32s ' "$$m"; ./normlab eval -m "$$m" --text build/val.txt --json; \
 	done
@@ -152,7 +152,7 @@ fuzz: deps fuzz-deps $(addprefix build/fuzz/fuzz_,$(FUZZERS))
 
 # The README's comparison of the shipped models, on the validation split (held out from training).
 compare-models: all
-	@/usr/bin/python3 tools/split.py $(CORPUS) build/val.txt
+	@/usr/bin/python3 tools/train/split.py $(CORPUS) build/val.txt
 	./normlab compare weights/shakespeare-pre-ln weights/shakespeare-post-ln weights/shakespeare-pre-rms \
 	    weights/shakespeare-post-rms weights/shakespeare-pre-bn weights/shakespeare-post-bn \
 	    weights/shakespeare-peri-ln weights/shakespeare-deepnorm weights/shakespeare-nonorm \
@@ -164,18 +164,20 @@ compare-models: all
 # each (about 35-45 min each on this project's 2-core machines with two running at once).
 RNN_RECIPE = --n-layer 2 --n-embd 64 --n-hidden 128 --steps 2000 --threads 1 --no-progress
 rnn-models: all
-	/usr/bin/python3 tools/train.py --data $(CORPUS) --arch lstm --norm layernorm $(RNN_RECIPE) \
+	/usr/bin/python3 tools/train/train.py --data $(CORPUS) --arch lstm --norm layernorm $(RNN_RECIPE) \
 	    --out weights/shakespeare-lstm-ln
-	/usr/bin/python3 tools/train.py --data $(CORPUS) --arch lstm --norm none $(RNN_RECIPE) --out weights/shakespeare-lstm
-	/usr/bin/python3 tools/train.py --data $(CORPUS) --arch gru --norm layernorm $(RNN_RECIPE) \
+	/usr/bin/python3 tools/train/train.py --data $(CORPUS) --arch lstm --norm none $(RNN_RECIPE) \
+	    --out weights/shakespeare-lstm
+	/usr/bin/python3 tools/train/train.py --data $(CORPUS) --arch gru --norm layernorm $(RNN_RECIPE) \
 	    --out weights/shakespeare-gru-ln
-	/usr/bin/python3 tools/train.py --data $(CORPUS) --arch gru --norm none $(RNN_RECIPE) --out weights/shakespeare-gru
+	/usr/bin/python3 tools/train/train.py --data $(CORPUS) --arch gru --norm none $(RNN_RECIPE) \
+	    --out weights/shakespeare-gru
 
 # The recurrent models beside the transformers: normlab eval over the validation split, the curves'
 # losses at equal steps, eval segments, and the loss curves (docs/rnn/).
 rnn-report: all
-	@/usr/bin/python3 tools/split.py $(CORPUS) build/val.txt
-	/usr/bin/python3 tools/rnn_report.py build/val.txt docs/rnn
+	@/usr/bin/python3 tools/train/split.py $(CORPUS) build/val.txt
+	/usr/bin/python3 tools/lab/rnn_report.py build/val.txt docs/rnn
 
 # Every generated document: docs/compare/ and docs/profile/ from the current build, then the README
 # tables that quote them (tools/docs.py; make test checks that they agree).
@@ -185,18 +187,18 @@ docs: compare-models
 	/usr/bin/python3 tools/docs.py --write
 
 # The depth and warm-up study (README "Depth and warm-up"): curves of every run, and compare of the
-# final models, from weights/depth/ (tools/depth_study.py train makes the runs: about an hour).
+# final models, from weights/depth/ (tools/lab/depth_study.py train makes the runs: about an hour).
 depth-study: all
-	/usr/bin/python3 tools/depth_study.py plot
+	/usr/bin/python3 tools/lab/depth_study.py plot
 
-# ---- benchmark: normlab against nanoGPT-style PyTorch and PyTorch with a KV cache (tools/bench.py)
-build/blasbench: tools/blasbench.c
+# ---- benchmark: normlab against nanoGPT-style PyTorch and PyTorch with a KV cache (tools/bench/bench.py)
+build/blasbench: tools/bench/blasbench.c
 	@mkdir -p build
 	$(CC) -std=c11 -O2 -Wall -Wextra -Werror $(PKG_CFLAGS) $< $(PKG_LIBS) -o $@
 
 bench: all build/blasbench
 	@tools/install-deps.sh --python
-	/usr/bin/python3 tools/bench.py --out build/bench.json
+	/usr/bin/python3 tools/bench/bench.py --out build/bench.json
 
 # ---- install: make install PREFIX=/usr/local DESTDIR=  (make uninstall reverses it)
 PREFIX ?= /usr/local
@@ -207,13 +209,13 @@ DATADIR = $(PREFIX)/share
 MODELS = $(patsubst weights/%/config.json,%,$(wildcard weights/*/config.json))
 VERSION = $(shell sed -n 's/^#define NL_VERSION "\(.*\)"/\1/p' engine/normlab.h)
 
-build/normlab.1: normlab tools/make_man.sh
+build/normlab.1: normlab tools/dev/make_man.sh
 	@mkdir -p build
-	tools/make_man.sh ./normlab > $@
+	tools/dev/make_man.sh ./normlab > $@
 
-build/normlab.bash: normlab tools/make_completion.sh
+build/normlab.bash: normlab tools/dev/make_completion.sh
 	@mkdir -p build
-	tools/make_completion.sh ./normlab > $@
+	tools/dev/make_completion.sh ./normlab > $@
 
 # The PREFIX of the last build, rewritten only when it changes: normlab.pc, which embeds it, is remade
 # then (and only then), so that `make install PREFIX=B` after PREFIX=A installs B's file.
@@ -241,7 +243,7 @@ install: all build/libnormlab.a build/normlab.1 build/normlab.bash build/normlab
 	install -m 644 build/normlab.pc $(DESTDIR)$(LIBDIR)/pkgconfig/normlab.pc
 	install -m 644 build/normlab.1 $(DESTDIR)$(DATADIR)/man/man1/normlab.1
 	install -m 644 build/normlab.bash $(DESTDIR)$(DATADIR)/bash-completion/completions/normlab
-	install -m 644 tools/plot_compare.py $(DESTDIR)$(DATADIR)/normlab/plot_compare.py
+	install -m 644 tools/lab/plot_compare.py $(DESTDIR)$(DATADIR)/normlab/plot_compare.py
 	for m in $(MODELS); do \
 	    install -d $(DESTDIR)$(DATADIR)/normlab/models/$$m && \
 	    install -m 644 weights/$$m/config.json weights/$$m/tokenizer.json weights/$$m/model.safetensors \

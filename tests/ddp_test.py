@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""tools/train.py under PyTorch's distributed data parallel (torchrun, gloo on CPUs) against one
+"""tools/train/train.py under PyTorch's distributed data parallel (torchrun, gloo on CPUs) against one
 process: 3 steps of 2 processes x 4 sequences must give the losses of 1 process x 8 (within 1e-5
 relative: the same global batch, data order and initial weights; only the order of the float sums
 differs), and the same weights (the written models' logits within 1e-4 through normlab). --resume
@@ -86,7 +86,7 @@ def train(out, procs, *extra, env=None, dist_timeout=DIST_TIMEOUT):
     """One training run in a session of its own: killed whole (os.killpg) when it runs past
     RUN_TIMEOUT, and in any case when it ends; Run.left lists what outlived torchrun or train.py."""
     if procs == 1:
-        cmd = ["/usr/bin/python3", os.path.join(ROOT, "tools", "train.py")]
+        cmd = ["/usr/bin/python3", os.path.join(ROOT, "tools", "train", "train.py")]
     else:
         # --redirects 1 --tee 1: Debian 12's torchrun (PyTorch 1.13 on Python 3.11) parses the default
         # "0" as None and fails; 1 sends the workers' stdout to its logs and to ours. Not --standalone:
@@ -97,7 +97,7 @@ def train(out, procs, *extra, env=None, dist_timeout=DIST_TIMEOUT):
                "--rdzv_endpoint", "localhost:0", "--rdzv_id", os.path.basename(out),
                "--rdzv_conf", f"join_timeout={DIST_TIMEOUT}", "--monitor_interval", "1",
                "--nproc_per_node", str(procs), "--redirects", "1", "--tee", "1",
-               os.path.join(ROOT, "tools", "train.py")]
+               os.path.join(ROOT, "tools", "train", "train.py")]
     env = dict(os.environ, OMP_NUM_THREADS="1", **(env or {}))
     args = TRAIN + ["--out", out, "--dist-timeout", str(dist_timeout), *extra]
     t0 = time.time()
@@ -126,7 +126,7 @@ def fails_fast(tmp, how):
     r = train(os.path.join(tmp, f"fault-{how}"), 2, env={"NORMLAB_TEST_FAULT": f"1:2:{how}"}, dist_timeout=timeout)
     said = ("train.py: rank 0 of 2: the all_reduce of the loss (this run's step 2) failed after at most "
             f"--dist-timeout {timeout} s") in r.stderr
-    traceback = 'tools/train.py", line' in r.stderr
+    traceback = 'tools/train/train.py", line' in r.stderr
     when = r.seconds < timeout if how == "exit" else timeout <= r.seconds
     name = ("rank 1 leaving at step 2 (exit 0): rank 0 fails before --dist-timeout" if how == "exit" else
             f"rank 1 hanging at step 2: rank 0 fails after --dist-timeout {timeout} s")

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""tools/export_onnx.py refuses what normlab refuses, never writes over its input, and fails in one line.
+"""tools/interop/export_onnx.py refuses what normlab refuses, never writes over its input, and fails in one line.
 
 Each refusal: exit 1 (2 for usage), one line on stderr with no traceback, naming the problem; the input
 model and the --out path as they were; no temporary file left beside --out. The models refused are the
@@ -15,7 +15,7 @@ import sys
 import tempfile
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-sys.path.insert(0, os.path.join(ROOT, "tools"))
+sys.path.insert(0, os.path.join(ROOT, "tools", "lib"))
 import nlformat  # noqa: E402
 
 sys.path.insert(0, os.path.join(ROOT, "tests"))
@@ -23,7 +23,7 @@ from tooltest import Checks, make_read_only, snapshot, undo_read_only  # noqa: E
 
 BIN = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "normlab"))
 os.environ["NORMLAB_BIN"] = BIN
-TOOL = os.path.join(ROOT, "tools", "export_onnx.py")
+TOOL = os.path.join(ROOT, "tools", "interop", "export_onnx.py")
 FIX = os.path.join(ROOT, "tests", "fixtures")
 check = Checks("export_test")
 

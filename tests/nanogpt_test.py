@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""tools/import_nanogpt.py against checkpoints written in nanoGPT's exact format by a small GPT that
+"""tools/interop/import_nanogpt.py against checkpoints written in nanoGPT's exact format by a small GPT that
 follows nanoGPT's model.py formulas (written here, not imported: pre-LN blocks, LayerNorm eps 1e-5
 with an optional bias, exact GELU, MLP 4x, tied lm_head/wte, a causal-mask buffer attn.bias).
 
@@ -22,7 +22,7 @@ import tempfile
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 BIN = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "normlab"))
 os.environ["NORMLAB_BIN"] = BIN  # the binary whose loader checks what the importer writes
-TOOL = os.path.join(ROOT, "tools", "import_nanogpt.py")
+TOOL = os.path.join(ROOT, "tools", "interop", "import_nanogpt.py")
 TEXT = os.path.join(ROOT, "tests", "data", "held_out.txt")
 LOGIT_ATOL, EVAL_RTOL = 1e-4, 1e-5
 sys.path.insert(0, os.path.join(ROOT, "tests"))

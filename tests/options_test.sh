@@ -18,8 +18,8 @@ bad() { failed=$((failed + 1)); echo "FAIL $1: $2"; }
 
 "$BIN" help --options-table > "$TMP/table" || { echo "options_test: 0 passed, 1 failed"; exit 1; }
 grep -v '^#' "$TMP/table" > "$TMP/rows"
-tools/make_man.sh "$BIN" > "$TMP/man"
-tools/make_completion.sh "$BIN" > "$TMP/completion"
+tools/dev/make_man.sh "$BIN" > "$TMP/man"
+tools/dev/make_completion.sh "$BIN" > "$TMP/completion"
 "$BIN" help --markdown > "$TMP/cli.md"
 cmp -s "$TMP/cli.md" docs/cli.md && ok "docs/cli.md is normlab help --markdown" \
     || bad "docs/cli.md" "differs from '$BIN help --markdown' (regenerate it: $BIN help --markdown > docs/cli.md)"

@@ -1,11 +1,11 @@
 #!/usr/bin/python3
-"""Readers during a rewrite: `normlab eval` in a loop while tools/import_nanogpt.py, then
-tools/train.py, rewrite the very model it reads, again and again, alternating two different models.
+"""Readers during a rewrite: `normlab eval` in a loop while tools/interop/import_nanogpt.py, then
+tools/train/train.py, rewrite the very model it reads, again and again, alternating two different models.
 
 Every eval must exit 0 and give exactly the bits/char of one of the two models (each measured alone
 first): a reader that saw a mix (one model's config or tokenizer with the other's weights, or a
 file half written) would fail or give a third number. Both writers replace a model directory by
-building a new one and swapping the two in one step (tools/nlformat.py write_model_dir), and
+building a new one and swapping the two in one step (tools/lib/nlformat.py write_model_dir), and
 normlab opens a model's files through one descriptor of its directory.
 
     /usr/bin/python3 tests/readers_test.py [NORMLAB_BINARY]      (make test runs it when torch is installed)
@@ -79,7 +79,7 @@ def importer_case(tmp):
         torch.manual_seed(seed)
         ckpts.append(os.path.join(tmp, f"ckpt{seed}.pt"))
         ng.write_checkpoint(ckpts[-1], ng.GPT(args).eval(), args)
-    tool = os.path.join(ROOT, "tools", "import_nanogpt.py")
+    tool = os.path.join(ROOT, "tools", "interop", "import_nanogpt.py")
     allowed = []
     for i, c in enumerate(ckpts):
         run("/usr/bin/python3", tool, c, "--out", os.path.join(tmp, f"alone{i}"), "--meta", meta)
@@ -94,7 +94,7 @@ def importer_case(tmp):
 
 
 def train_case(tmp):
-    tool = os.path.join(ROOT, "tools", "train.py")
+    tool = os.path.join(ROOT, "tools", "train", "train.py")
     env = dict(os.environ, OMP_NUM_THREADS="1")
 
     def train(out, seed):

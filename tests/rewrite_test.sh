@@ -1,6 +1,6 @@
 #!/bin/bash
 # tests/rewrite_test.sh BINARY — a model rewritten by the tools under running readers (issue: models
-# are replaced, never rewritten in place). A reader decoding from the model while tools/nlformat.py
+# are replaced, never rewritten in place). A reader decoding from the model while tools/lib/nlformat.py
 # rewrites it twenty times must finish normally (a file rewritten in place under its mapping would
 # kill it with SIGBUS), and readers that load the model while it is being replaced must load it or
 # fail with a message, never die of a signal. Needs /usr/bin/python3 with numpy; skipped without.
@@ -20,7 +20,7 @@ trap 'rm -rf "$TMP"' EXIT
 rewrite() {
     /usr/bin/python3 - "$TMP/m" "$1" <<'PY'
 import sys
-sys.path.insert(0, "tools")
+sys.path.insert(0, "tools/lib")
 import nlformat
 cfg, vocab, arrays = nlformat.load_model("tests/fixtures/ln-pre-bias.json")
 cfg = {k: v for k, v in cfg.items() if k != "format"}
@@ -53,7 +53,7 @@ ln -s m "$TMP/alias"
 mkdir -p "$TMP/m/notes" && echo kept > "$TMP/m/notes/a.txt"
 /usr/bin/python3 - "$TMP/alias" <<'PY'
 import sys
-sys.path.insert(0, "tools")
+sys.path.insert(0, "tools/lib")
 import nlformat
 cfg, vocab, arrays = nlformat.load_model("tests/fixtures/ln-pre-bias.json")
 nlformat.write_model_dir(sys.argv[1], {k: v for k, v in cfg.items() if k != "format"}, vocab, arrays,

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-"""tools/reference.py's recurrent models (RecurrentReference, float64) against tools/train.py's Recurrent,
-two implementations written apart: random-weight LSTM and GRU models, with LayerNorm and without, their
-logits from the zero state, the --norm none and --norm layernorm overrides (each against a Recurrent built
+"""tools/reference/reference.py's recurrent models (RecurrentReference, float64) against
+tools/train/train.py's Recurrent, two implementations written apart: random-weight LSTM and GRU models,
+with LayerNorm and without, their logits from the zero state, the --norm none and --norm layernorm overrides (each against a Recurrent built
 to compute the same function) and eval's --segments parts. Each check runs Recurrent in float32 (tolerance
 1e-5) and in float64 (1e-10: any difference in the formulas shows far above that). Exits 1 on a failure.
 
@@ -20,7 +20,7 @@ except ImportError:
     sys.exit(0)
 
 TOOLS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools")
-sys.path.insert(0, TOOLS)
+sys.path[:0] = [os.path.join(TOOLS, d) for d in ("lib", "reference", "train")]
 import nlformat  # noqa: E402
 from reference import RecurrentReference, load_reference  # noqa: E402
 from train import Recurrent  # noqa: E402

@@ -1,5 +1,6 @@
 // test_golden.c — the shipped models against golden logits and eval losses written by the
-// independent PyTorch reference (tools/reference.py golden, float64) into tests/reference/pytorch_float64.json.
+// independent PyTorch reference (tools/reference/reference.py golden, float64) into
+// tests/reference/pytorch_float64.json.
 // Tolerances: max |delta logit| <= 1e-4 at every position; eval nats/char within 1e-5 relative.
 #include <math.h>
 #include <stdio.h>

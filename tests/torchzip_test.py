@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""tools/torchzip.py against torch.load itself, and against archives made to break it.
+"""tools/lib/torchzip.py against torch.load itself, and against archives made to break it.
 
 Reference: torch.load of checkpoints that torch.save wrote (our own, so safe to load): every tensor
 equal exactly (float32, float16, bfloat16 widened to float32, int64, bool; views with an offset and
@@ -17,7 +17,7 @@ import tempfile
 import zipfile
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-sys.path.insert(0, os.path.join(ROOT, "tools"))
+sys.path.insert(0, os.path.join(ROOT, "tools", "lib"))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 import torchzip  # noqa: E402
 from tooltest import Checks  # noqa: E402

@@ -81,9 +81,9 @@ static const char *const PLOTS[] = {"bits_per_char.png", "residual_rms.png", "br
 
 #define N_PLOTS (sizeof PLOTS / sizeof PLOTS[0])
 
-// The plot script: tools/plot_compare.py in the source tree, share/normlab/plot_compare.py installed.
+// The plot script: tools/lab/plot_compare.py in the source tree, share/normlab/plot_compare.py installed.
 static const char *plot_script(char *buf, size_t len) {
-    const char *p = beside_binary("tools/plot_compare.py", buf, len);
+    const char *p = beside_binary("tools/lab/plot_compare.py", buf, len);
     return p == buf ? p : beside_binary("share/normlab/plot_compare.py", buf, len);
 }
 
@@ -92,7 +92,7 @@ static int check_plot_tool(const char *cmd) {
     char script[4400];
     char *argv[] = {"/usr/bin/python3", "-c", "import matplotlib", NULL};
     if (access(plot_script(script, sizeof script), R_OK) != 0 || spawn_wait(argv) != 0) {
-        msg_usage(cmd, "--plot-dir needs /usr/bin/python3 with matplotlib and tools/plot_compare.py "
+        msg_usage(cmd, "--plot-dir needs /usr/bin/python3 with matplotlib and tools/lab/plot_compare.py "
                        "(tools/install-deps.sh --python)");
         return EXIT_USAGE;
     }
@@ -130,7 +130,7 @@ static int run_plots(const Options *o, const NlCompareRow *rows, const char *con
     if (!ok) msg_error("%s: cannot write the rows for the plots", o->plot_dir);
     char *argv[] = {"/usr/bin/python3", (char *)plot_script(script, sizeof script), json, plots->tmp, NULL};
     if (ok && spawn_wait(argv) != 0) {
-        msg_error("tools/plot_compare.py failed; no plot was written");
+        msg_error("tools/lab/plot_compare.py failed; no plot was written");
         ok = 0;
     }
     for (size_t i = 0; ok && i < N_PLOTS; i++) {

@@ -9,17 +9,17 @@ overflow to infinity at run time, and "ln-pre-t70": a context of 70 (more than o
 32, the last one partial); and lstm-ln, lstm-none, gru-ln, gru-none: recurrent models (format version
 3) with the embedding narrower and wider than the state. Deterministic: the same seed writes the same files.
 
-    /usr/bin/python3 tools/make_fixtures.py            # writes tests/fixtures/*.json
+    /usr/bin/python3 tools/dev/make_fixtures.py            # writes tests/fixtures/*.json
 """
 import os
 import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # tools/lib
 import nlformat  # noqa: E402
 
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures")
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "fixtures")
 ASCII_VOCAB = list("\n !,.:?abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")[:11]
 UTF8_VOCAB = ["\n", " ", "a", "b", "é", "ß", "☃", "€", "你", "😀", "z"]
 

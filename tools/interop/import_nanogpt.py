@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """Convert a nanoGPT checkpoint (the ckpt.pt its train.py writes) into a normlab model directory.
 
-    /usr/bin/python3 tools/import_nanogpt.py out-shakespeare-char/ckpt.pt --out weights/nanogpt-char
-    /usr/bin/python3 tools/import_nanogpt.py ckpt.pt --out MODEL_DIR --meta data/shakespeare_char/meta.pkl
+    /usr/bin/python3 tools/interop/import_nanogpt.py out-shakespeare-char/ckpt.pt --out weights/nanogpt-char
+    /usr/bin/python3 tools/interop/import_nanogpt.py ckpt.pt --out MODEL_DIR --meta data/shakespeare_char/meta.pkl
 
 The checkpoint is a dict with "model" (the state dict), "model_args" (n_layer, n_head, n_embd,
 block_size, bias, vocab_size, dropout), "iter_num", "best_val_loss" and "config". The vocabulary
@@ -19,7 +19,7 @@ buffers (attn.bias) that older PyTorch versions save are removed.
 
 Both files are pickles, and unpickling an untrusted pickle can run any code its author chose. So
 neither goes through torch.load or pickle's own class lookup: the checkpoint is read by
-tools/torchzip.py, whose unpickler resolves only the few names a checkpoint of tensors needs (to
+tools/lib/torchzip.py, whose unpickler resolves only the few names a checkpoint of tensors needs (to
 stand-ins of its own) and refuses every other, and meta.pkl by one that resolves no name at all
 (dicts, lists, strings and numbers). Nothing from either file runs, on any PyTorch version; torch is
 not even imported.
@@ -37,7 +37,7 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # tools/lib
 import nlformat  # noqa: E402
 import nltool  # noqa: E402
 import torchzip  # noqa: E402
@@ -184,7 +184,7 @@ def config_text(config):
 def provenance(ckpt, ckpt_path, raw, meta_path):
     """What the model came from, for the safetensors metadata (normlab info shows it)."""
     return {
-        "source": "nanoGPT checkpoint (tools/import_nanogpt.py)",
+        "source": "nanoGPT checkpoint (tools/interop/import_nanogpt.py)",
         "source_file": os.path.basename(ckpt_path),
         "source_sha256": hashlib.sha256(raw).hexdigest(),
         "iter_num": plain_value(ckpt.get("iter_num")),

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""Every model exported by tools/export_onnx.py, run by ONNX Runtime (onnxruntime-node, through
-tools/ort_logits.js), against `normlab logits` on the same text: the shipped models and the test
+"""Every model exported by tools/interop/export_onnx.py, run by ONNX Runtime (onnxruntime-node, through
+tools/interop/ort_logits.js), against `normlab logits` on the same text: the shipped models and the test
 fixtures of every norm type x placement (with and without biases, DeepNorm, no norm). Two sequences
 run as one ONNX batch (B = 2), one a full window and one shorter run as its own batch (T dynamic).
 Tolerance, as make parity's: max |logit difference| <= 1e-4 where the logits stay within 10 in
@@ -8,7 +8,7 @@ magnitude, 1e-5 of the largest |logit| beyond (both sides run in float32). Print
 model; exits 1 on any failure.
 
     make parity        (runs this when Node.js and onnxruntime-node are installed)
-    /usr/bin/python3 tools/onnx_parity.py [MODEL ...]
+    /usr/bin/python3 tools/interop/onnx_parity.py [MODEL ...]
 """
 import glob
 import json
@@ -20,10 +20,10 @@ import tempfile
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # tools/lib
 import nlformat  # noqa: E402
 
-ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 BIN = os.path.join(ROOT, "normlab")
 NODE_PATH = os.path.join(ROOT, "build", "ort", "node_modules")
 ATOL = 1e-4
@@ -38,7 +38,7 @@ def engine_logits(model, text):
 
 def ort_logits(onnx_path, seqs):
     env = dict(os.environ, NODE_PATH=NODE_PATH)
-    out = subprocess.run(["node", os.path.join(ROOT, "tools", "ort_logits.js"), onnx_path]
+    out = subprocess.run(["node", os.path.join(ROOT, "tools", "interop", "ort_logits.js"), onnx_path]
                          + [",".join(map(str, s)) for s in seqs], check=True, capture_output=True, text=True, env=env)
     rows = np.array([json.loads(line) for line in out.stdout.splitlines()])
     return rows.reshape(len(seqs), len(seqs[0]), -1)
@@ -48,8 +48,8 @@ def check(model, tmp, rng):
     config, vocab, _ = nlformat.load_model(model)
     T = config["block_size"]
     onnx_path = os.path.join(tmp, "model.onnx")
-    subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "tools", "export_onnx.py"), model, "--out", onnx_path],
-                   check=True, capture_output=True, text=True)
+    tool = os.path.join(ROOT, "tools", "interop", "export_onnx.py")
+    subprocess.run(["/usr/bin/python3", tool, model, "--out", onnx_path], check=True, capture_output=True, text=True)
     stoi = {ch: i for i, ch in enumerate(vocab)}
     held = [c for c in open(os.path.join(ROOT, "tests", "data", "held_out.txt"), encoding="utf-8").read() if c in stoi]
     pick = held if len(held) >= 2 * T else vocab
@@ -68,7 +68,7 @@ def check(model, tmp, rng):
 def main(argv):
     shipped = sorted(os.path.dirname(p) for p in glob.glob(os.path.join(ROOT, "weights", "*", "model.safetensors"))
                      if nlformat.load_model(os.path.dirname(p))[0].get("arch", "transformer") == "transformer")
-    # (recurrent models are not exported to ONNX: tools/export_onnx.py takes transformers only)
+    # (recurrent models are not exported to ONNX: tools/interop/export_onnx.py takes transformers only)
     models = argv or shipped + \
         [os.path.join(ROOT, "tests", "fixtures", f + ".json") for f in FIXTURES]
     if not os.path.isdir(os.path.join(NODE_PATH, "onnxruntime-node")):

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Live parity check: the C engine (./normlab logits / eval) against tools/reference.py (PyTorch,
+"""Live parity check: the C engine (./normlab logits / eval) against tools/reference/reference.py (PyTorch,
 float64) on random prompts, for the shipped models, random-weight models of every
 norm x placement x bias combination and DeepNorm (written as safetensors directories), and the
 --norm/--placement/--bn-stats overrides; and for the recurrent models (LSTM and GRU, LayerNorm or
@@ -7,7 +7,7 @@ none: the shipped ones that exist and random-weight ones) as configured and with
 eval with one unbroken state and with --segments 4. Prints the worst |logit difference| per model;
 exits 1 if any exceeds the tolerance.
 
-    make parity          (or: /usr/bin/python3 tools/parity.py [--seed S] [--prompts N])
+    make parity          (or: /usr/bin/python3 tools/reference/parity.py [--seed S] [--prompts N])
 """
 import argparse
 import json
@@ -19,7 +19,7 @@ import tempfile
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # tools/lib
 import nlformat  # noqa: E402
 from reference import RECURRENT, ROOT, SHIPPED, Reference, is_recurrent, load_reference  # noqa: E402
 
@@ -75,7 +75,7 @@ def random_model(out_dir, norm, placement, bias, rng, residual_scale=None):
         tensors[name] = (base + (0.3 if is_norm else 0.15) * rng.standard_normal(shape)).astype(np.float32)
         if name.endswith(".running_var"):  # a variance: positive, around 1
             tensors[name] = np.exp(0.5 * rng.standard_normal(shape)).astype(np.float32)
-    nlformat.write_model_dir(out_dir, config, vocab, tensors, metadata={"source": "tools/parity.py random"})
+    nlformat.write_model_dir(out_dir, config, vocab, tensors, metadata={"source": "tools/reference/parity.py random"})
     if norm == "batchnorm":  # running statistics as training would leave them: those of a batch of text
         ref = Reference(out_dir, bn_stats="batch")
         ref.record = {}
@@ -84,7 +84,8 @@ def random_model(out_dir, norm, placement, bias, rng, residual_scale=None):
         for prefix, (mu, var) in ref.record.items():
             tensors[prefix + ".running_mean"] = mu.numpy().astype(np.float32)
             tensors[prefix + ".running_var"] = var.numpy().astype(np.float32)
-        nlformat.write_model_dir(out_dir, config, vocab, tensors, metadata={"source": "tools/parity.py random"})
+        nlformat.write_model_dir(out_dir, config, vocab, tensors,
+                                 metadata={"source": "tools/reference/parity.py random"})
     return out_dir
 
 
@@ -98,7 +99,7 @@ def random_recurrent(out_dir, arch, norm, n_layer, rng):
         gain = ".ln_" in name and name.endswith(".weight")
         scale = 0.3 if len(shape) == 1 else 0.5  # vectors (biases, LN gains around 1), matrices
         tensors[name] = ((1.0 if gain else 0.0) + scale * rng.standard_normal(shape)).astype(np.float32)
-    nlformat.write_model_dir(out_dir, config, VOCAB, tensors, metadata={"source": "tools/parity.py random"})
+    nlformat.write_model_dir(out_dir, config, VOCAB, tensors, metadata={"source": "tools/reference/parity.py random"})
     return out_dir
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-"""Write the validation split of a corpus: its last 10% of characters (the split tools/train.py uses).
+"""Write the validation split of a corpus: its last 10% of characters (the split tools/train/train.py uses).
 
-    /usr/bin/python3 tools/split.py ../shared/data/tinyshakespeare.txt /tmp/val.txt
+    /usr/bin/python3 tools/train/split.py ../shared/data/tinyshakespeare.txt /tmp/val.txt
 """
 import sys
 

@@ -1,5 +1,5 @@
 #!/bin/sh
-# tools/make_man.sh BINARY — writes the normlab(1) man page to stdout, from the binary's own help
+# tools/dev/make_man.sh BINARY — writes the normlab(1) man page to stdout, from the binary's own help
 # texts (`normlab --help` and `normlab help CMD` for every command of `normlab help --options-table`),
 # all generated from the option table, so that it cannot drift.
 set -eu

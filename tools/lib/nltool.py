@@ -23,7 +23,7 @@ import shutil
 import subprocess
 import sys
 
-ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 CHECK_TIMEOUT_S = 300
 
 

@@ -4,8 +4,8 @@ shipped recipe's 100 warm-up steps and with none, at the shipped peak learning r
 it (6e-3, the floor of the cosine scaled with it). Everything else is equal: width 64, 4 heads,
 context 64, batches of 32, 1,500 steps, data order and seed 1337.
 
-    /usr/bin/python3 tools/depth_study.py train [--seed S] [RUN ...]   trains the missing runs, two at a time
-    /usr/bin/python3 tools/depth_study.py plot                         make depth-study: docs/depth/*.png, summary.json
+    /usr/bin/python3 tools/lab/depth_study.py train [--seed S] [RUN ...]   trains the missing runs, two at a time
+    /usr/bin/python3 tools/lab/depth_study.py plot        make depth-study: docs/depth/*.png, summary.json
 
 Runs go to weights/depth/NAME (NAME = {pre,post}-L{4,8}-{warm,nowarm}-lr{1,3}x, with -seedS for a
 second seed), each with its whole loss curve in train_log.json. A run whose loss becomes non-finite
@@ -24,7 +24,7 @@ import subprocess
 import sys
 import time
 
-ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 OUT = os.path.join(ROOT, "weights", "depth")
 DOCS = os.path.join(ROOT, "docs", "depth")
 CORPUS = os.path.join(ROOT, "..", "shared", "data", "tinyshakespeare.txt")
@@ -64,7 +64,7 @@ def train(a):
             name, args = todo.pop(0)
             os.makedirs(os.path.join(ROOT, "build", "depth-logs"), exist_ok=True)
             log = open(os.path.join(ROOT, "build", "depth-logs", f"{name}.log"), "w")
-            cmd = ["/usr/bin/python3", os.path.join(ROOT, "tools", "train.py"), "--data", a.data,
+            cmd = ["/usr/bin/python3", os.path.join(ROOT, "tools", "train", "train.py"), "--data", a.data,
                    "--out", os.path.join(OUT, name), "--resume"] + args
             live.append((name, subprocess.Popen(cmd, stdout=log, stderr=log), time.time()))
             print(f"started {name}", flush=True)
@@ -104,7 +104,7 @@ def plot(a):
     os.makedirs(DOCS, exist_ok=True)
     found = load_runs()
     val_text = os.path.join(ROOT, "build", "val.txt")
-    subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "tools", "split.py"), a.data, val_text], check=True)
+    subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "tools", "train", "split.py"), a.data, val_text], check=True)
     fig, axes = plt.subplots(1, 2, figsize=(13, 5), sharey=True)
     for ax, mult in zip(axes, (1, 3)):
         for name, r in found.items():

@@ -1,7 +1,7 @@
-// ort_bench.js — ONNX Runtime as a contestant in make bench (tools/bench.py), on a graph from
-// tools/export_onnx.py:
-//   NODE_PATH=build/ort/node_modules node tools/ort_bench.js MODEL.onnx eval THREADS IDS_FILE BLOCK_SIZE
-//   NODE_PATH=build/ort/node_modules node tools/ort_bench.js MODEL.onnx decode THREADS IDS_FILE BLOCK_SIZE N
+// ort_bench.js — ONNX Runtime as a contestant in make bench (tools/bench/bench.py), on a graph from
+// tools/interop/export_onnx.py:
+//   NODE_PATH=build/ort/node_modules node tools/bench/ort_bench.js MODEL.onnx eval THREADS IDS_FILE BLOCK_SIZE
+//   NODE_PATH=build/ort/node_modules node tools/bench/ort_bench.js MODEL.onnx decode THREADS IDS_FILE BLOCK_SIZE N
 // IDS_FILE holds token ids, comma-separated. eval scores them with normlab's windows (the first
 // BLOCK_SIZE inputs, then every BLOCK_SIZE/2 new ones with the context before them), 32 windows a
 // call, as a user batching a text would; decode generates N tokens after the ids nanoGPT's way

@@ -2,7 +2,7 @@
 // call at 1 and 2 threads for the shipped models' and GPT-2-small's linear shapes, from 1 to 128 rows
 // (1 row = sgemv, more = sgemm), best of 6.
 //
-//   cc -O2 tools/blaspolicy.c $(pkg-config --cflags --libs openblas) -o build/blaspolicy && build/blaspolicy
+//   cc -O2 tools/bench/blaspolicy.c $(pkg-config --cflags --libs openblas) -o build/blaspolicy && build/blaspolicy
 #define _POSIX_C_SOURCE 200809L
 #include <cblas.h>
 #include <stdio.h>

@@ -4,7 +4,7 @@
 segments cost a recurrent model, generate's decode speed against the 4x128 transformer's (medians
 of rounds taken in turn; run it on a quiet machine), and the loss curves as a plot.
 
-    /usr/bin/python3 tools/rnn_report.py VAL_TEXT OUT_DIR      (make rnn-report)
+    /usr/bin/python3 tools/lab/rnn_report.py VAL_TEXT OUT_DIR      (make rnn-report)
 
 Writes OUT_DIR/rnn.json (which tools/docs.py turns into the README's table) and
 OUT_DIR/loss_curves.png. Runs ./normlab from the repository root; needs python3-matplotlib.
@@ -19,7 +19,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 RECURRENT = ["shakespeare-lstm-ln", "shakespeare-lstm", "shakespeare-gru-ln", "shakespeare-gru"]
 TRANSFORMERS = ["shakespeare-pre-ln", "shakespeare-post-ln", "shakespeare-pre-rms", "shakespeare-post-rms",
                 "shakespeare-pre-bn", "shakespeare-post-bn", "shakespeare-peri-ln", "shakespeare-deepnorm",

@@ -4,7 +4,7 @@ of what each sublayer adds to the stream by layer (transformers), the share of f
 component, and the recurrent models' state norms ||h_t|| and ||c_t|| over time. Writes five PNG files
 into OUT_DIR (the last one says so when no row is recurrent).
 
-    /usr/bin/python3 tools/plot_compare.py compare.json OUT_DIR      (needs python3-matplotlib)
+    /usr/bin/python3 tools/lab/plot_compare.py compare.json OUT_DIR      (needs python3-matplotlib)
 """
 import json
 import os

@@ -3,7 +3,7 @@
 Prints the median generation time of each (prefill + decode as normlab reports them, so process
 start and model load are left out), their ratio, and whether the generated text is byte-identical.
 
-    /usr/bin/python3 tools/overhead.py [-m MODEL] [-n 256] [--runs 15] [--threads 1]
+    /usr/bin/python3 tools/bench/overhead.py [-m MODEL] [-n 256] [--runs 15] [--threads 1]
 """
 import argparse
 import os
@@ -12,7 +12,7 @@ import statistics
 import subprocess
 import sys
 
-ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 
 
 def run(cmd):

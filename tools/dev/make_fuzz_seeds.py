@@ -3,7 +3,7 @@
 shipped models' small files (configs, tokenizers), plus small safetensors files converted from the
 fixtures (one with an unaligned data section) and a few prompts of our own.
 
-    /usr/bin/python3 tools/make_fuzz_seeds.py
+    /usr/bin/python3 tools/dev/make_fuzz_seeds.py
 """
 import glob
 import json
@@ -11,10 +11,10 @@ import os
 import shutil
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # tools/lib
 import nlformat  # noqa: E402
 
-ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 OUT = os.path.join(ROOT, "tests", "fuzz", "corpus")
 PROMPTS = ["ROMEO:\n", "", "é€你😀", "abc\n\n", "A b c. d? e!", b"\xc3\x28 invalid",
            "KING:\nNow speak, good friend."]

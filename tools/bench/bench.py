@@ -14,7 +14,7 @@ model's shapes (build/blasbench) as the practical limit. Then random-weight mode
 (up to GPT-2-small shape) for scaling, the time per token against position, and the memory-bandwidth
 bound of the largest.
 
-    make bench                       (or: /usr/bin/python3 tools/bench.py [--quick] [--out FILE])
+    make bench                       (or: /usr/bin/python3 tools/bench/bench.py [--quick] [--out FILE])
 """
 import argparse
 import ctypes
@@ -37,10 +37,10 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import torch  # noqa: E402
 import torch.nn.functional as Fn  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # tools/lib
 import nlformat  # noqa: E402
 
-ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 BIN = os.path.join(ROOT, "normlab")
 BLASBENCH = os.path.join(ROOT, "build", "blasbench")
 PROMPT = "ROMEO:\n"
@@ -385,7 +385,7 @@ def kernels(args, out, text_path, chars):
 
 
 # ---- ONNX Runtime (onnxruntime-node 1.30, tools/install-deps.sh --python), on the model exported by
-# tools/export_onnx.py: batched eval, and nanoGPT-style decode (the graph has no KV cache, so every
+# tools/interop/export_onnx.py: batched eval, and nanoGPT-style decode (the graph has no KV cache, so every
 # step recomputes the last block_size positions, as nanoGPT's sample.py does)
 
 ORT_NODE_PATH = os.path.join(ROOT, "build", "ort", "node_modules")
@@ -396,7 +396,7 @@ def ort_prepare(model, text_path):
     if not os.path.isdir(os.path.join(ORT_NODE_PATH, "onnxruntime-node")) or not shutil.which("node"):
         return None
     onnx_path = os.path.join(ROOT, "build", "bench-model.onnx")
-    run(["/usr/bin/python3", os.path.join(ROOT, "tools", "export_onnx.py"), model, "--out", onnx_path])
+    run(["/usr/bin/python3", os.path.join(ROOT, "tools", "interop", "export_onnx.py"), model, "--out", onnx_path])
     _, vocab, _ = nlformat.load_model(model)
     stoi = {ch: i for i, ch in enumerate(vocab)}
     files = []
@@ -409,7 +409,7 @@ def ort_prepare(model, text_path):
 
 def ort_run(ort, mode, threads, block_size, n=0):
     onnx_path, text_ids, prompt_ids = ort
-    cmd = ["node", os.path.join(ROOT, "tools", "ort_bench.js"), onnx_path, mode, str(threads),
+    cmd = ["node", os.path.join(ROOT, "tools", "bench", "ort_bench.js"), onnx_path, mode, str(threads),
            text_ids if mode == "eval" else prompt_ids, str(block_size)] + ([str(n)] if mode == "decode" else [])
     return json.loads(run(cmd, {"NODE_PATH": ORT_NODE_PATH})[0])
 
@@ -512,7 +512,8 @@ def make_model(path, L, D, H, T, V, shipped):
     for name, shape in nlformat.tensor_shapes(cfg).items():
         base = 1.0 if name.endswith(".weight") and (".ln_" in name or name.startswith("ln_f")) else 0.0
         tensors[name] = (base + 0.02 * rng.standard_normal(shape, dtype=np.float32)).astype(np.float32)
-    nlformat.write_model_dir(path, cfg, vocabulary(V, shipped), tensors, {"source": "tools/bench.py random weights"})
+    nlformat.write_model_dir(path, cfg, vocabulary(V, shipped), tensors,
+                             {"source": "tools/bench/bench.py random weights"})
 
 
 def per_position(model_path, n):
@@ -586,7 +587,7 @@ def scaling(args, out, shipped, all_cpus):
 
 def eval_text():
     """The text every eval here scores: the first 30,000 characters of the validation split (the last
-    10% of the corpus, tools/split.py) when the corpus is at ../shared/data, else the held-out test
+    10% of the corpus, tools/train/split.py) when the corpus is at ../shared/data, else the held-out test
     text repeated to that length."""
     corpus = os.path.join(ROOT, "..", "shared", "data", "tinyshakespeare.txt")
     if os.path.exists(corpus):

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Train a character-level normlab model on a UTF-8 text file and write it in the engine's format.
 
-    /usr/bin/python3 tools/train.py --data ../shared/data/tinyshakespeare.txt \
+    /usr/bin/python3 tools/train/train.py --data ../shared/data/tinyshakespeare.txt \
         --norm layernorm --placement pre --out weights/shakespeare-pre-ln
 
 Recurrent models (format version 3): --arch lstm|gru --norm layernorm|none with --n-embd E (the
@@ -18,9 +18,9 @@ Interrupted runs resume from OUT/ckpt.pt with --resume; the checkpoint is delete
 Distributed data parallel: the same command under torchrun, on any number of processes and nodes,
 with the gloo backend for --device cpu and nccl for --device cuda:
 
-    /usr/bin/python3 -m torch.distributed.run --standalone --nproc_per_node 2 tools/train.py ...
+    /usr/bin/python3 -m torch.distributed.run --standalone --nproc_per_node 2 tools/train/train.py ...
     /usr/bin/python3 -m torch.distributed.run --nnodes 2 --node_rank 0 --nproc_per_node 8 \
-        --rdzv_backend c10d --rdzv_endpoint HOST:29500 --rdzv_id run1 tools/train.py --device cuda ...
+        --rdzv_backend c10d --rdzv_endpoint HOST:29500 --rdzv_id run1 tools/train/train.py --device cuda ...
 
 Every process draws the same global batch of --batch-size sequences from the same generator and
 trains on its own contiguous share (batch_size / world size of them), so the data order and the
@@ -45,7 +45,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as Fn
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # tools/lib
 import nlformat  # noqa: E402
 import torchzip  # noqa: E402
 

@@ -4,7 +4,7 @@
 // M = 24, whether one sgemv per row equals sgemm, and whether 2 OpenBLAS threads change sgemv or
 // sgemm. '.' same bits, 'x' different.
 //
-//   cc -O2 tools/blasrows.c $(pkg-config --cflags --libs openblas) -o build/blasrows && build/blasrows
+//   cc -O2 tools/bench/blasrows.c $(pkg-config --cflags --libs openblas) -o build/blasrows && build/blasrows
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>

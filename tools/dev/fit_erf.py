@@ -6,7 +6,7 @@
 by iteratively reweighted linear least squares on 40,001 points (a Lawson-style push towards
 equal-ripple error). Prints the coefficients and the maximum error in double and in float32.
 
-    /usr/bin/python3 tools/fit_erf.py
+    /usr/bin/python3 tools/dev/fit_erf.py
 """
 from math import erf
 

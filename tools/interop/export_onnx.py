@@ -7,8 +7,8 @@ BatchNorm exports with its running statistics (the inference function; batch sta
 property of a call, not of the graph). The vocabulary (JSON list, token id = index) and the config
 go into the model's metadata properties as normlab_vocab and normlab_config.
 
-    /usr/bin/python3 tools/export_onnx.py weights/shakespeare-pre-ln --out pre-ln.onnx
-    NODE_PATH=build/ort/node_modules node tools/ort_logits.js pre-ln.onnx 1,2,3     # ONNX Runtime's logits
+    /usr/bin/python3 tools/interop/export_onnx.py weights/shakespeare-pre-ln --out pre-ln.onnx
+    NODE_PATH=build/ort/node_modules node tools/interop/ort_logits.js pre-ln.onnx 1,2,3     # ONNX Runtime's logits
 
 Needs python3-torch and python3-onnx (tools/install-deps.sh --python). Dimension letters: B batch,
 T positions, D width, H heads, V vocabulary.
@@ -24,7 +24,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # tools/lib
 import nlformat  # noqa: E402
 import nltool  # noqa: E402
 
@@ -129,7 +129,7 @@ def export(model_path, out):
                            ("normlab_source", os.path.basename(os.path.normpath(model_path)))):
             p = m.metadata_props.add()
             p.key, p.value = key, value
-        m.producer_name = "normlab tools/export_onnx.py"
+        m.producer_name = "normlab tools/interop/export_onnx.py"
         onnx.checker.check_model(m)
         nlformat.atomic_write(out, m.SerializeToString())
     return config, vocab

@@ -1,13 +1,13 @@
 #!/usr/bin/python3
 """An independent PyTorch forward pass of a normlab model, written from the formulas in README.md
 ("Forward pass"; for the recurrent models, arch lstm and gru, the LayerNorm LSTM and GRU of Ba et al.
-2016, format version 3), in float64. It shares nothing with tools/train.py or the C engine except the
+2016, format version 3), in float64. It shares nothing with tools/train/train.py or the C engine except the
 file format (read through nlformat).
 
-    /usr/bin/python3 tools/reference.py logits -m weights/shakespeare-pre-ln -p "ROMEO:"
-    /usr/bin/python3 tools/reference.py eval -m weights/shakespeare-pre-ln --text FILE
-    /usr/bin/python3 tools/reference.py eval -m weights/shakespeare-lstm-ln --text FILE --segments 4
-    /usr/bin/python3 tools/reference.py golden           # rewrites tests/reference/pytorch_float64.json
+    /usr/bin/python3 tools/reference/reference.py logits -m weights/shakespeare-pre-ln -p "ROMEO:"
+    /usr/bin/python3 tools/reference/reference.py eval -m weights/shakespeare-pre-ln --text FILE
+    /usr/bin/python3 tools/reference/reference.py eval -m weights/shakespeare-lstm-ln --text FILE --segments 4
+    /usr/bin/python3 tools/reference/reference.py golden           # rewrites tests/reference/pytorch_float64.json
 
 Dimension letters: B sequences in one forward call, n positions, V vocabulary, D width, H heads,
 Dh head width, F MLP width; recurrent models: S state width (n_hidden), E embedding width (n_embd),
@@ -21,10 +21,10 @@ import sys
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # tools/lib
 import nlformat  # noqa: E402
 
-ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 SHIPPED = ["shakespeare-pre-ln", "shakespeare-post-ln", "shakespeare-pre-rms", "shakespeare-post-rms",
            "shakespeare-pre-bn", "shakespeare-post-bn", "shakespeare-peri-ln", "shakespeare-deepnorm",
            "shakespeare-nonorm"]
@@ -300,7 +300,7 @@ def write_golden(path):
         models.append({"model": f"weights/{name}", "prompts": prompts,
                        "eval": {"text": "tests/data/held_out.txt", "chars": count, "nats_per_char": nll / count}})
         print(f"{name}: eval {nll / count:.6f} nats/char over {count} characters", file=sys.stderr)
-    doc = {"source": "tools/reference.py golden (PyTorch, float64)", "models": models}
+    doc = {"source": "tools/reference/reference.py golden (PyTorch, float64)", "models": models}
     with open(path, "w") as f:
         json.dump(doc, f, separators=(",", ":"))
         f.write("\n")

@@ -1,5 +1,5 @@
-// ort_logits.js — ONNX Runtime's logits for token ids, to check tools/export_onnx.py's graphs:
-//   NODE_PATH=build/ort/node_modules node tools/ort_logits.js MODEL.onnx IDS [IDS ...]
+// ort_logits.js — ONNX Runtime's logits for token ids, to check tools/interop/export_onnx.py's graphs:
+//   NODE_PATH=build/ort/node_modules node tools/interop/ort_logits.js MODEL.onnx IDS [IDS ...]
 // IDS is one sequence, comma-separated; several sequences (of one length) run as one batch (B, T).
 // Prints the logits of every position of every sequence, one JSON array per line (like normlab
 // logits), sequences one after another. onnxruntime-node comes from tools/install-deps.sh --python.
