@@ -101,6 +101,10 @@ expect_fail "prompt and file" 2 "give -p or -f, not both" generate $M -p a -f /e
 expect_fail "stray argument" 2 "unexpected argument 'extra'" generate $M extra
 expect_fail "option of another command" 2 "option '--seed' does not apply to this command" info $M --seed 1
 expect_fail "short option of another command" 2 "option '-n' does not apply to this command" info $M -n 3
+# a message names an option as it was typed (one dash, a prefix), not by its table name
+expect_fail "one-dash spelling in a message" 2 "-temp must be 0 or a number" generate $M -temp -1
+expect_fail "a prefix's spelling in a message" 2 "'--temp' needs a value" generate $M --temp
+expect_fail "one-dash option of another command" 2 "option '-seed' does not apply to this command" info $M -seed 1
 expect_fail "counters without profile" 2 "--counters needs --profile" generate $M --counters
 expect_fail "two outputs, one file" 2 "are the same file" profile $M -n 3 -o "$TMP/same" --trace "$TMP/same"
 expect_fail "eval without text" 2 "give the text with -f FILE" eval $M
@@ -164,6 +168,10 @@ NORMLAB_MODELS="$TMP/models" run generate -m nosuch -n 1
     && ok "no such model: names in order" || bad "no such model: names in order" "exit $rc: $(cat "$TMP/err")"
 expect_ok "--version" --version && grep -qE '^normlab [0-9]+\.[0-9]+\.[0-9]+$' "$TMP/out" \
     && ok "version format" || bad "version format" "$(cat "$TMP/out")"
+cp "$TMP/out" "$TMP/version"
+expect_ok "version, as a command" version && cmp -s "$TMP/out" "$TMP/version" \
+    && ok "'normlab version' prints what --version does" || bad "version command" "$(cat "$TMP/out")"
+expect_fail "version takes no arguments" 2 "version takes no arguments, got 'x'" version x
 
 # ---- generation
 expect_ok "greedy" generate $M -p "ab" -n 40 --temperature 0 --no-echo
@@ -762,17 +770,28 @@ import json, struct, sys
 raw = open(sys.argv[1], "rb").read()
 n = struct.unpack("<Q", raw[:8])[0]
 head = json.loads(raw[8:8 + n])
-head["__metadata__"].update({"final_val_loss": "1.5", "best_val_loss": "1.25", "note": "@"})
+head["__metadata__"].update({"final_val_loss": "1.5", "best_val_loss": "1.25", "note": "@", "neg": "-0.5e3",
+                             "zeros": "007", "hash": "1234abcd", "cut": "1e", "big": "123456789012345678901234567890"})
 text = json.dumps(head).encode().replace(b'"@"', b'"\xff\xfe"')
 text += b" " * (-len(text) % 8)
 open(sys.argv[2], "wb").write(struct.pack("<Q", len(text)) + text + raw[8 + n:])
 PY
 NORMLAB_MODELS="$TMP/losses" "$BIN" list --json > "$TMP/j.json" 2>/dev/null
-why=$(strict_json "$TMP/j.json" "d[0]['name'] == 'both' and d[0]['val_loss'] == 1.5") \
+why=$(strict_json "$TMP/j.json" "d[0]['name'] == 'both' and d[0]['val_loss'] == 1.5 and \
+d[0]['val_loss_by'] == 'train.py'") \
     && ok "list --json: one val_loss (train.py's) when the metadata has both" || bad "list unique keys" "$why"
+NORMLAB_MODELS="$TMP/losses" "$BIN" list > "$TMP/out" 2>/dev/null
+head -1 "$TMP/out" | grep -q "val nats/char (by)" && grep -q "^both .* 1.5000 (train.py) " "$TMP/out" \
+    && ok "list: the loss column says its unit and whose estimate each value is" \
+    || bad "list header" "$(cat "$TMP/out")"
 "$BIN" info -m "$TMP/losses/both" --json > "$TMP/j.json" 2>/dev/null
 why=$(strict_json "$TMP/j.json" "d['metadata']['note'] == '\ufffd\ufffd'") \
     && ok "info --json: a metadata value that is not UTF-8 comes out as U+FFFD" || bad "info metadata utf-8" "$why"
+why=$(strict_json "$TMP/j.json" "d['metadata']['neg'] == -500 and d['metadata']['final_val_loss'] == 1.5 and \
+d['metadata']['big'] == 123456789012345678901234567890 and \
+[d['metadata'][k] for k in ('zeros', 'hash', 'cut')] == ['007', '1234abcd', '1e']") \
+    && ok "info --json: metadata numbers are numbers, digit for digit; other values stay strings" \
+    || bad "info metadata numbers" "$why"
 
 # More entries in one folder than any fixed buffer would hold: 1,101 that do not load, then a model
 # named to sort last.

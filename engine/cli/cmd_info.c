@@ -1,5 +1,6 @@
 // cmd_info.c — info (one model) and list (every model found by name).
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -9,6 +10,26 @@
 
 #include "cli.h"
 #include "jsonout.h"
+
+// Whether s is a number as JSON writes one (-?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?): such
+// metadata values go into info's JSON as numbers, digit for digit; any other ("007", "1e", a hash)
+// stays a string.
+static int is_json_number(const char *s) {
+    if (*s == '-') s++;
+    if (*s == '0') s++;
+    else if (*s >= '1' && *s <= '9') s += strspn(s, "0123456789");
+    else return 0;
+    if (*s == '.') {
+        if (!isdigit((unsigned char)s[1])) return 0;
+        s += 1 + strspn(s + 1, "0123456789");
+    }
+    if (*s == 'e' || *s == 'E') {
+        s += s[1] == '+' || s[1] == '-' ? 2 : 1;
+        if (!isdigit((unsigned char)*s)) return 0;
+        s += strspn(s, "0123456789");
+    }
+    return *s == '\0';
+}
 
 static cJSON *info_json(const NlModel *m, const char *path, const BlasChoice *b) {
     const NlConfig *c = nl_model_config(m);
@@ -36,7 +57,9 @@ static cJSON *info_json(const NlModel *m, const char *path, const BlasChoice *b)
     const char *const *keys, *const *values;
     size_t n = nl_model_metadata(m, &keys, &values);
     cJSON *meta = cJSON_AddObjectToObject(j, "metadata");
-    for (size_t i = 0; i < n; i++) cJSON_AddStringToObject(meta, keys[i], values[i]);
+    for (size_t i = 0; i < n; i++)
+        cJSON_AddItemToObject(meta, keys[i],
+                              is_json_number(values[i]) ? cJSON_CreateRaw(values[i]) : cJSON_CreateString(values[i]));
     return j;
 }
 
@@ -104,18 +127,20 @@ static const char *place_or_arch(const cJSON *m) {
     return cJSON_IsString(p) ? p->valuestring : cJSON_GetObjectItem(m, "arch")->valuestring;
 }
 
+// The loss column: the validation loss stored with the model, in nats per character, and whose
+// estimate it is (train.py's or nanoGPT's, on sampled batches; `normlab eval` scores a whole text).
 static int print_list_text(FILE *out, const cJSON *j) {
-    int ok =
-        fprintf(out, "%-24s %-10s %-5s %10s %10s  %s\n", "name", "norm", "place", "params", "train val", "path") > 0;
+    int ok = fprintf(out, "%-24s %-10s %-5s %10s  %-19s  %s\n", "name", "norm", "place", "params", "val nats/char (by)",
+                     "path") > 0;
     for (const cJSON *m = j->child; m && ok; m = m->next) {
-        const cJSON *loss = cJSON_GetObjectItem(m, "val_loss");
-        char l[32] = "-";
-        if (cJSON_IsNumber(loss)) snprintf(l, sizeof l, "%.4f", loss->valuedouble);
+        const cJSON *loss = cJSON_GetObjectItem(m, "val_loss"), *by = cJSON_GetObjectItem(m, "val_loss_by");
+        char l[48] = "-";
+        if (cJSON_IsNumber(loss)) snprintf(l, sizeof l, "%.4f (%s)", loss->valuedouble, by->valuestring);
         const cJSON *err = cJSON_GetObjectItem(m, "error");
         char name[256], path[1024];  // file names: escaped like every message
         msg_escape(name, sizeof name, cJSON_GetObjectItem(m, "name")->valuestring);
         msg_escape(path, sizeof path, cJSON_GetObjectItem(m, "path")->valuestring);
-        ok = fprintf(out, "%-24s %-10s %-5s %10.0f %10s  %s%s%s\n", name,
+        ok = fprintf(out, "%-24s %-10s %-5s %10.0f  %-19s  %s%s%s\n", name,
                      err ? "-" : cJSON_GetObjectItem(m, "norm")->valuestring, err ? "-" : place_or_arch(m),
                      err ? 0.0 : cJSON_GetObjectItem(m, "parameters")->valuedouble, l, path,
                      cJSON_IsTrue(cJSON_GetObjectItem(m, "shadowed")) ? " (shadowed)" : "",
@@ -124,10 +149,11 @@ static int print_list_text(FILE *out, const cJSON *j) {
     return ok;
 }
 
-// The validation loss stored in the model's metadata: train.py's final_val_loss, else nanoGPT's
-// best_val_loss (a model may carry both), each only when it is a number; NAN when neither is.
-static double stored_val_loss(const NlModel *model) {
-    static const char *const KEYS[2] = {"final_val_loss", "best_val_loss"};
+// The validation loss stored in the model's metadata (nats per character): train.py's
+// final_val_loss, else nanoGPT's best_val_loss (a model may carry both), each only when it is a
+// number, with *by naming whose estimate it is; NAN when neither is.
+static double stored_val_loss(const NlModel *model, const char **by) {
+    static const char *const KEYS[2] = {"final_val_loss", "best_val_loss"}, *const BY[2] = {"train.py", "nanoGPT"};
     const char *const *keys, *const *values;
     size_t n = nl_model_metadata(model, &keys, &values);
     for (int k = 0; k < 2; k++)
@@ -135,6 +161,7 @@ static double stored_val_loss(const NlModel *model) {
             if (strcmp(keys[i], KEYS[k]) != 0) continue;
             char *end;
             double v = strtod(values[i], &end);
+            *by = BY[k];
             if (end != values[i] && *end == '\0' && isfinite(v)) return v;
         }
     return NAN;
@@ -158,8 +185,12 @@ static cJSON *list_entry(const Options *o, const ModelEntry *e) {
             cJSON_AddStringToObject(m, "placement", nl_config_placement_name(c->placement));
         else cJSON_AddNullToObject(m, "placement");  // a family with none: the text shows its arch
         cJSON_AddNumberToObject(m, "parameters", (double)nl_model_parameters(model));
-        double loss = stored_val_loss(model);
-        if (!isnan(loss)) cJSON_AddNumberToObject(m, "val_loss", loss);
+        const char *by = NULL;
+        double loss = stored_val_loss(model, &by);
+        if (!isnan(loss)) {
+            cJSON_AddNumberToObject(m, "val_loss", loss);
+            cJSON_AddStringToObject(m, "val_loss_by", by);  // whose estimate: "train.py" or "nanoGPT"
+        }
         nl_model_free(model);
     }
     cJSON_AddBoolToObject(m, "shadowed", e->shadowed);

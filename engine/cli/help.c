@@ -53,12 +53,12 @@ static void option_left(char *buf, size_t cap, const OptSpec *s) {
 int help_main(FILE *f) {
     int ok = fprintf(f, "usage: normlab COMMAND [options]\n\ncommands:\n") > 0;
     for (size_t i = 0; i < N_COMMANDS; i++) ok &= fprintf(f, "  %-10s %s\n", COMMANDS[i].name, COMMANDS[i].summary) > 0;
-    ok &= fprintf(f, "  %-10s %s\n\n", "help CMD", "the options of one command") > 0;
+    ok &= fprintf(f, "  %-10s %s\n", "help CMD", "the options of one command") > 0;
+    ok &= fprintf(f, "  %-10s %s\n\n", "version", "the version (also --version)") > 0;
     ok &= fprintf(f, "Models are named by path or by name (-m shakespeare-post-rms), looked up in $NORMLAB_MODELS,\n"
                      "weights/ beside the binary, and the installed share/normlab/models ('normlab list'). A name\n"
                      "with a '/' is a path; a bare name found in none of those folders is one in the working folder.\n"
-                     "normlab --version prints the version. Exit status: 0 ok, 1 runtime or data error, 2 usage "
-                     "error.\n") > 0;
+                     "Exit status: 0 ok, 1 runtime or data error, 2 usage error.\n") > 0;
     return ok ? 0 : -1;
 }
 

@@ -113,12 +113,12 @@ int main(int argc, char **argv) {
     }
     const char *name = argv[1];
     if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) return print_help(closed, NULL);
-    if (strcmp(name, "--version") == 0 && argc > 2) {
-        msg_error("--version takes no arguments, got '%s'", argv[2]);
+    int version = strcmp(name, "--version") == 0 || strcmp(name, "version") == 0;  // as git: both
+    if (version && argc > 2) {
+        msg_error("%s takes no arguments, got '%s'", name, argv[2]);
         return EXIT_USAGE;
     }
-    if (strcmp(name, "--version") == 0)
-        return closed & CLOSED_STDOUT ? stdout_closed() : check_stdout(printf("normlab %s\n", NL_VERSION) > 0);
+    if (version) return closed & CLOSED_STDOUT ? stdout_closed() : check_stdout(printf("normlab %s\n", NL_VERSION) > 0);
     if (strcmp(name, "help") == 0) {
         if (argc < 3 || strcmp(argv[2], "help") == 0) return print_help(closed, NULL);
         return help(closed, argv[2]);

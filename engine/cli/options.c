@@ -177,9 +177,9 @@ static const OptSpec *resolve(const Command *cmd, const char *a, char *shown, si
         msg_usage(cmd->name, "ambiguous option '%s' (%s)", given, list);
         return NULL;
     }
-    if (s) {
+    if (s) {  // messages name the option as it was typed: "-n", "-temp", "--temp"
         if (letter) snprintf(shown, cap, "-%c", s->letter);
-        else snprintf(shown, cap, "--%s", s->name);
+        else snprintf(shown, cap, "%s", given);
         return s;
     }
     int single = !two && len == 1;
@@ -188,7 +188,7 @@ static const OptSpec *resolve(const Command *cmd, const char *a, char *shown, si
              prefixed(CMD_ALL, name, len, &other, list, sizeof list) != 1)
         other = NULL;
     if (other && single) msg_usage(cmd->name, "option '-%c' does not apply to this command", a[1]);
-    else if (other) msg_usage(cmd->name, "option '--%s' does not apply to this command", other->name);
+    else if (other) msg_usage(cmd->name, "option '%s' does not apply to this command", given);
     else {
         char bare[64];
         snprintf(bare, sizeof bare, "%.*s", (int)len, name);

@@ -26,10 +26,10 @@ const Command COMMANDS[] = {
      "[-m NAME] [--json] [-o FILE]",
      "Every model found by name, folder by folder in search order: $NORMLAB_MODELS (':'-separated), weights/ "
      "beside the normlab binary, and the installed share/normlab/models. For each: its name, path, norm, "
-     "placement, parameters and the validation loss stored in its metadata ('train val': train.py's "
-     "final_val_loss, an estimate on sampled batches, else a nanoGPT checkpoint's best_val_loss; 'normlab eval' "
-     "over the whole split is the measured one). A name found again in a later folder is marked shadowed: "
-     "-m NAME loads the first.",
+     "placement, parameters and the validation loss stored in its metadata, in nats per character, with whose "
+     "estimate it is ('val nats/char (by)': train.py's final_val_loss, on sampled batches, else a nanoGPT "
+     "checkpoint's best_val_loss; 'normlab eval -f' over the whole split is the measured one). A name found "
+     "again in a later folder is marked shadowed: -m NAME loads the first.",
      NULL, NULL, cmd_list},
     {"logits", CMD_LOGITS, "the logits of every position of a text, as JSON lines",
      "[-m MODEL] (-p TEXT | -f FILE) [options]",
@@ -251,7 +251,8 @@ const OptSpec OPTIONS[] = {
      .commands = CMD_LIST,
      .field = F(json),
      .value = 1,
-     .help = "a JSON array of {name, path, norm, arch, placement, parameters, val_loss, shadowed} ({name, path, "
+     .help = "a JSON array of {name, path, norm, arch, placement, parameters, val_loss (nats/char), val_loss_by "
+             "(\"train.py\" or \"nanoGPT\"), shadowed} (val_loss and val_loss_by only when stored; {name, path, "
              "error, shadowed} for a model that does not load)"},
     {.name = "json",
      .type = OT_FLAG,
