@@ -379,7 +379,7 @@ def main():
         check(r.returncode == 0, "--meta names the vocabulary", r.stderr.strip())
         r = run(BIN, "info", "-m", os.path.join(tmp, "m3"), "--json")
         meta = json.loads(r.stdout).get("metadata", {}) if r.returncode == 0 else {}
-        check(meta.get("iter_num") == "250" and meta.get("best_val_loss", "").startswith("1.469")
+        check(meta.get("iter_num") == 250 and str(meta.get("best_val_loss", "")).startswith("1.469")
               and len(meta.get("source_sha256", "")) == 64 and "shakespeare_char" in meta.get("nanogpt_config", ""),
               "normlab info shows the provenance (iter_num, best_val_loss, source hash, nanoGPT config)", str(meta))
         r = run(BIN, "info", "-m", os.path.join(tmp, "m3"))
