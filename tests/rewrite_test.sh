@@ -45,7 +45,7 @@ worst=0
 for p in $loads; do wait "$p"; r=$?; [ "$r" -gt "$worst" ] && worst=$r; done
 [ "$worst" -le 1 ] && ok "loads racing the rewrites load or fail with a message (worst exit $worst)" \
     || bad "racing loads" "exit $worst: $(tail -2 "$TMP/loads.err")"
-"$BIN" info -m "$TMP/m" --json | grep -q '"generation":"9"' && ok "the last rewrite is the model in place" \
+"$BIN" info -m "$TMP/m" --json | grep -qE '"generation":9[,}]' && ok "the last rewrite is the model in place" \
     || bad "final model" "$("$BIN" info -m "$TMP/m" 2>&1 | tail -2)"
 [ -z "$(find "$TMP" -maxdepth 1 -name '.m.*')" ] && ok "no temporary directory left beside the model" \
     || bad "leftovers" "$(ls -a "$TMP")"
