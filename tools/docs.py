@@ -1,25 +1,46 @@
 #!/usr/bin/python3
-"""The README's generated tables, from the files in docs/ (never typed by hand).
+"""The documentation's generated tables, from the data files in docs/ (never typed by hand).
 
-Each table sits between markers in README.md:
+Each table sits between markers, at the start of their lines, in README.md or a docs/*.md file:
 
     <!-- generated: NAME -->
     ...
     <!-- end generated: NAME -->
 
     tools/docs.py --write     rewrite every marked table from docs/ (make docs runs it last)
-    tools/docs.py --check     exit 1, naming the table, when README.md differs from docs/ (make test)
+    tools/docs.py --check     exit 1, naming the file and table, when a table differs from docs/ (make test)
 
-NAME is one of: compare (docs/compare/compare.json, from make compare-models), profile
-(docs/profile/profile.json, from make docs), rnn, rnn_segments and rnn_decode (docs/rnn/rnn.json,
-from make rnn-report). Standard library only.
+NAME is one of: models (the shipped models, docs/rnn/rnn.json and docs/compare/compare.json),
+compare (docs/compare/compare.json, from make compare-models), profile (docs/profile/profile.json,
+from make docs), rnn, rnn_segments and rnn_decode (docs/rnn/rnn.json, from make rnn-report). Each
+must appear at least once, wherever it lives; a marker with an unknown NAME is an error.
+Standard library only.
 """
+import glob
 import json
 import os
 import re
 import sys
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+
+def models_table():
+    """The shipped models in one short table: what each is, and its validation bits/char by normlab eval
+    over the whole validation split (rnn.json); DeepNorm's residual scale from its compare row."""
+    rows = json.load(open(os.path.join(ROOT, "docs", "rnn", "rnn.json"), encoding="utf-8"))
+    scale = {os.path.basename(os.path.normpath(r["model"])): r.get("residual_scale", 1)
+             for r in json.load(open(os.path.join(ROOT, "docs", "compare", "compare.json"), encoding="utf-8"))
+             if r["override"] == "none"}
+    out = ["| model | family | norm | placement | parameters | bits/char |", "|---|---|---|---|---|---|"]
+    for r in sorted(rows, key=lambda r: r["placement"] is None):  # the transformers first
+        name = f"`{r['model']}`" + (" (default)" if r["model"] == "shakespeare-pre-ln" else "")
+        placement = r["placement"] or "-"
+        if scale.get(r["model"], 1) != 1:
+            placement += f", residual x{scale[r['model']]:.3f} (DeepNorm)"
+        out.append(f"| {name} | {r['arch']} | {r['norm']} | {placement} | {r['parameters']:,} | "
+                   f"{r['eval_bits_per_char']:.4f} |")
+    return "\n".join(out)
 
 
 def compare_table():
@@ -102,37 +123,56 @@ def rnn_decode_table():
     return "\n".join(out)
 
 
-TABLES = {"compare": compare_table, "profile": profile_table, "rnn": rnn_table, "rnn_segments": rnn_segments_table,
+TABLES = {"models": models_table, "compare": compare_table, "profile": profile_table, "rnn": rnn_table,
+          "rnn_segments": rnn_segments_table,
           "rnn_decode": rnn_decode_table}
-MARK = re.compile(r"(<!-- generated: (\w+) -->\n)(.*?)(\n<!-- end generated: \2 -->)", re.S)
+MARK = re.compile(r"^(<!-- generated: (\w+) -->\n)(.*?)(\n<!-- end generated: \2 -->)$", re.S | re.M)
+
+
+def documents():
+    """README.md and every docs/*.md (docs/cli.md included: it has no markers), in a fixed order."""
+    return [os.path.join(ROOT, "README.md")] + sorted(glob.glob(os.path.join(ROOT, "docs", "*.md")))
 
 
 def main(argv):
     if argv not in (["--write"], ["--check"]):
         sys.exit(__doc__)
-    path = os.path.join(ROOT, "README.md")
-    text = open(path, encoding="utf-8").read()
-    found, stale = set(), []
+    found, stale, unknown, checked = set(), [], [], 0
+    for path in documents():
+        rel = os.path.relpath(path, ROOT)
+        text = open(path, encoding="utf-8").read()
 
-    def fill(m):
-        found.add(m.group(2))
-        table = TABLES[m.group(2)]()
-        if m.group(3) != table:
-            stale.append(m.group(2))
-        return m.group(1) + table + m.group(4)
+        def fill(m):
+            nonlocal checked
+            name = m.group(2)
+            if name not in TABLES:
+                unknown.append(f"{rel}: {name}")
+                return m.group(0)
+            found.add(name)
+            checked += 1
+            table = TABLES[name]()
+            if m.group(3) != table:
+                stale.append(f"{rel}: {name}")
+            return m.group(1) + table + m.group(4)
 
-    new = MARK.sub(fill, text)
+        new = MARK.sub(fill, text)
+        if argv == ["--write"] and new != text:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(new)
     missing = set(TABLES) - found
-    if missing:
-        sys.exit(f"docs.py: README.md has no markers for: {', '.join(sorted(missing))}")
+    if missing or unknown:
+        for name in sorted(missing):
+            print(f"FAIL no document has the markers of table '{name}' (README.md or docs/*.md)")
+        for what in unknown:
+            print(f"FAIL unknown generated table {what}")
+        print(f"docs_test: {checked - len(stale)} passed, {len(missing) + len(unknown) + len(stale)} failed")
+        sys.exit(1)
     if argv == ["--write"]:
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(new)
         print(f"docs.py: rewrote {', '.join(stale) or 'nothing (up to date)'}", file=sys.stderr)
         return
-    for name in stale:
-        print(f"FAIL README table '{name}' differs from docs/ (run: tools/docs.py --write)")
-    print(f"docs_test: {len(TABLES) - len(stale)} passed, {len(stale)} failed")
+    for what in stale:
+        print(f"FAIL table {what} differs from docs/ (run: tools/docs.py --write)")
+    print(f"docs_test: {checked - len(stale)} passed, {len(stale)} failed")
     sys.exit(1 if stale else 0)
 
 
