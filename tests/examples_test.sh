@@ -1,5 +1,6 @@
 #!/bin/bash
-# tests/examples_test.sh [--long] [--list] [BINARY] — runs every example of README.md and docs/*.md
+# tests/examples_test.sh [--long] [--list] [BINARY] [DOC.md ...] — runs every example of README.md and
+# docs/*.md (or of the DOCs named)
 # (docs/testing.md "How examples are marked" is the rule a writer follows):
 #   - an example is a line "$ COMMAND" in a fenced block whose info string is sh; a line ending in
 #     "\" continues the command; the block's other lines are the output shown to the reader, and each
@@ -17,12 +18,13 @@
 set -u
 cd "$(dirname "$0")/.." || exit 1
 root=$(pwd)
-long=0 list=0 bin=./normlab
+long=0 list=0 bin=./normlab docs=""
 for a in "$@"; do
     case $a in
         --long) long=1 ;;
         --list) list=1 ;;
-        -*) echo "usage: tests/examples_test.sh [--long] [--list] [BINARY]" >&2; exit 2 ;;
+        -*) echo "usage: tests/examples_test.sh [--long] [--list] [BINARY] [DOC.md ...]" >&2; exit 2 ;;
+        *.md) docs="$docs $a" ;;
         *) bin=$a ;;
     esac
 done
@@ -129,8 +131,8 @@ run_block() {
     done
 }
 
-for doc in README.md docs/*.md; do
-    [ -f "$doc" ] || continue
+for doc in ${docs:-README.md docs/*.md}; do
+    [ -f "$doc" ] || { [ -n "$docs" ] && bad "$doc" "no such document"; continue; }
     plan "$doc" > "$TMP/plan"
     grep -q "^[BE]$tab" "$TMP/plan" || continue
     kind="" ncmd=0
