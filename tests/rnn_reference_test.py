@@ -1,9 +1,12 @@
 #!/usr/bin/python3
-"""tools/reference/reference.py's recurrent models (RecurrentReference, float64) against
-tools/train/train.py's Recurrent, two implementations written apart: random-weight LSTM and GRU models,
-with LayerNorm and without, their logits from the zero state, the --norm none and --norm layernorm overrides (each against a Recurrent built
-to compute the same function) and eval's --segments parts. Each check runs Recurrent in float32 (tolerance
-1e-5) and in float64 (1e-10: any difference in the formulas shows far above that). Exits 1 on a failure.
+"""tools/reference/reference.py's recurrent models (tools/lib/nlmodel.py's Recurrent in float64) against
+PyTorch's own nn.LSTM and nn.GRU, written apart from it: random-weight LSTM and GRU models without norms,
+their logits from the zero state (1e-10: any difference in the formulas shows far above that) and eval's
+--segments parts. With LayerNorm, which PyTorch's cells lack: the --norm none override against the built-in
+cell on the model's weights less its norms, the --norm layernorm override against a LayerNorm model of
+unit gains, the float32 model against the float64 one (1e-5), and the segments against each part run
+alone. The engine's own check of the same cells is tests/test_rnn.c (against tests/ref_forward.c).
+Exits 1 on a failure.
 
     /usr/bin/python3 tests/rnn_reference_test.py
 """
@@ -20,66 +23,71 @@ except ImportError:
     sys.exit(0)
 
 TOOLS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools")
-sys.path[:0] = [os.path.join(TOOLS, d) for d in ("lib", "reference", "train")]
+sys.path[:0] = [os.path.join(TOOLS, d) for d in ("lib", "reference")]
 import nlformat  # noqa: E402
+import nlmodel  # noqa: E402
 from reference import RecurrentReference, load_reference  # noqa: E402
-from train import Recurrent  # noqa: E402
 
-TOL = {torch.float32: 1e-5, torch.float64: 1e-10}
+E, S, L = 6, 5, 2
 VOCAB = list("abcdefghijk")
 failures = []
 passes = []
 
 
 def config(arch, norm):
-    return {"arch": arch, "vocab_size": len(VOCAB), "n_layer": 2, "n_embd": 6, "n_hidden": 5, "norm": norm,
+    return {"arch": arch, "vocab_size": len(VOCAB), "n_layer": L, "n_embd": E, "n_hidden": S, "norm": norm,
             "norm_eps": 1e-5}
 
 
-def random_recurrent(arch, norm):
-    model = Recurrent(config(arch, norm))
+def random_tensors(arch, norm):
+    """A random model's tensors (file names); LayerNorm gains around 1."""
+    model = nlmodel.Recurrent(config(arch, norm))
     with torch.no_grad():
         for name, p in model.named_parameters():
             p.copy_(torch.randn_like(p) * 0.5 + (1.0 if "_ln_" in name and name.endswith("_weight") else 0.0))
-    return model
+    return model.export_tensors()
 
 
-def load_into(model, tensors):
-    """Set a Recurrent's parameters from nlformat tensors (name -> array): the inverse of export_tensors."""
-    own = {"wte.weight": model.wte.weight, "lm_head.weight": model.lm_head.weight, "lm_head.bias": model.lm_head.bias}
+def builtin_logits(arch, tensors, ids):
+    """(n, V) float64 logits of ids through torch.nn.LSTM / torch.nn.GRU on a norm-free model's tensors.
+    Their rows are i|f|g|o and r|z|n where ours are f|i|o|g and z|r|candidate, the LSTM's one bias is
+    their b_ih (b_hh 0), and their z keeps the old state where ours takes the candidate: z -> -z."""
+    t = {k: torch.from_numpy(v).double() for k, v in tensors.items()}
+    rnn = (torch.nn.LSTM if arch == "lstm" else torch.nn.GRU)(E, S, num_layers=L, batch_first=True).double()
+    order = [(1, 1), (0, 1), (3, 1), (2, 1)] if arch == "lstm" else [(1, 1), (0, -1), (2, 1)]
     with torch.no_grad():
-        for name, a in tensors.items():
-            (own.get(name) if name in own else model.params[name.replace(".", "_")]).copy_(torch.from_numpy(a))
-    return model
-
-
-def forward(model, ids, dtype):
-    """Recurrent's (n, V) logits of ids from the zero state, in dtype, as float64."""
-    m = model.to(dtype).eval()
-    with torch.no_grad():
-        state = [tuple(t.to(dtype) for t in s) for s in m.zero_state(1, "cpu")]  # it makes float32 zeros
-        out = m(torch.tensor([ids]), state)[0][0].double()
-    model.float()
-    return out
+        for i in range(L):
+            p = f"rnn.{i}."
+            biases = (t[p + "bias"], torch.zeros(4 * S)) if arch == "lstm" else (t[p + "bias_ih"], t[p + "bias_hh"])
+            for name, m in zip(("weight_ih", "weight_hh", "bias_ih", "bias_hh"),
+                               (t[p + "weight_ih"], t[p + "weight_hh"]) + biases):
+                getattr(rnn, f"{name}_l{i}").copy_(torch.cat([sign * m[k * S:(k + 1) * S] for k, sign in order]))
+        out, _ = rnn(t["wte.weight"][torch.tensor([ids])])
+    return (out @ t["lm_head.weight"].T + t["lm_head.bias"])[0]
 
 
 def check(label, got, want, tol):
     d = float((got - want).abs().max()) if torch.is_tensor(got) else abs(got - want)
     ok = d <= tol
-    print(f"{'ok  ' if ok else 'FAIL'} {label:<70} worst {d:.3g}  tolerance {tol:g}")
+    print(f"{'ok  ' if ok else 'FAIL'} {label:<72} worst {d:.3g}  tolerance {tol:g}")
     (passes if ok else failures).append(label)
 
 
-def segment_nll(model, ids, K, dtype):
-    """Sum of -ln p over the spec's K parts of the n-1 inputs, each run by Recurrent from the zero state."""
+def segment_nll(logits_of, ids, K):
+    """Sum of -ln p over the spec's K parts of the n-1 inputs, each part's logits from logits_of(part)."""
     n = len(ids) - 1
     total = 0.0
     for k in range(K):
         lo, hi = k * n // K, (k + 1) * n // K
         if hi > lo:
-            logits = forward(model, ids[lo:hi], dtype)
-            total += float(Fn.cross_entropy(logits, torch.tensor(ids[lo + 1:hi + 1]), reduction="sum"))
+            total += float(Fn.cross_entropy(logits_of(ids[lo:hi]), torch.tensor(ids[lo + 1:hi + 1]), reduction="sum"))
     return total
+
+
+def write(tmp, name, arch, norm, tensors):
+    path = os.path.join(tmp, name)
+    nlformat.write_model_dir(path, config(arch, norm), VOCAB, tensors)
+    return path
 
 
 def main():
@@ -95,68 +103,61 @@ def main():
 
 def run(ids, tmp):
     for arch in ("lstm", "gru"):
-        models = {}
+        paths = {}
         for norm in ("layernorm", "none"):
-            model = random_recurrent(arch, norm)
-            path = os.path.join(tmp, f"{arch}-{norm}")
-            nlformat.write_model_dir(path, config(arch, norm), VOCAB, model.export_tensors())
-            models[norm] = (model, path)
+            tensors = random_tensors(arch, norm)
+            paths[norm] = path = write(tmp, f"{arch}-{norm}", arch, norm, tensors)
             ref = load_reference(path)
             assert isinstance(ref, RecurrentReference)
             want = ref.logits(ids)
-            for dtype in TOL:
-                check(f"{arch}/{norm} logits, {len(ids)} positions, Recurrent {dtype}", forward(model, ids, dtype),
-                      want, TOL[dtype])
+            if norm == "none":
+                check(f"{arch}/none logits, {len(ids)} positions, against torch.nn.{arch.upper()}",
+                      builtin_logits(arch, tensors, ids), want, 1e-10)
+            f32 = nlmodel.build(config(arch, norm), tensors)
+            with torch.no_grad():
+                check(f"{arch}/{norm} logits, float32 model against the float64 one",
+                      f32(torch.tensor([ids]))[0][0].double(), want, 1e-5)
             # eval: parts of unequal length, K > 1 parts of 1, K > n-1 (empty parts); count n-1 always
-            for K in (1, 4, 7):
-                nll, count = ref.eval_nll(ids, K)
-                assert count == len(ids) - 1, count
-                for dtype in TOL:
-                    check(f"{arch}/{norm} eval_nll segments={K}, Recurrent {dtype} (relative)",
-                          abs(nll - segment_nll(model, ids, K, dtype)) / nll, 0.0, TOL[dtype])
-            nll, count = ref.eval_nll(ids[:4], 5)
-            check(f"{arch}/{norm} eval_nll 4 ids, segments=5 (relative)",
-                  abs(nll - segment_nll(model, ids[:4], 5, torch.float64)) / nll, 0.0, TOL[torch.float64])
+            alone = (lambda part: builtin_logits(arch, tensors, part)) if norm == "none" else ref.logits
+            for K, text in ((1, ids), (4, ids), (7, ids), (5, ids[:4])):
+                nll, count = ref.eval_nll(text, K)
+                assert count == len(text) - 1, count
+                check(f"{arch}/{norm} eval_nll segments={K} over {len(text)} ids, each part alone (relative)",
+                      abs(nll - segment_nll(alone, text, K)) / nll, 0.0, 1e-10)
             # logits_batch pads shorter sequences at the end: their rows must be those of a lone run
             rows = ref.logits_batch([ids[:7], ids, ids[3:20]])
             check(f"{arch}/{norm} logits_batch of 3 lengths vs one at a time",
                   max(float((rows[b, :len(s)] - ref.logits(s)).abs().max())
                       for b, s in enumerate([ids[:7], ids, ids[3:20]])), 0.0, 1e-12)
 
-        # --norm none on the LN model: the LN model's tensors less its norms (its GRU has no biases: zero)
-        ln_model, ln_path = models["layernorm"]
-        tensors = {k: v for k, v in nlformat.load_model(ln_path)[2].items() if ".ln_" not in k}
+        # --norm none on the LN model: its tensors less its norms (its GRU has no biases: zero)
+        tensors = {k: v for k, v in nlformat.load_model(paths["layernorm"])[2].items() if ".ln_" not in k}
         if arch == "gru":
-            for i in range(2):
-                tensors[f"rnn.{i}.bias_ih"] = tensors[f"rnn.{i}.bias_hh"] = torch.zeros(15).numpy()
-        stripped = os.path.join(tmp, f"{arch}-layernorm-stripped")
-        nlformat.write_model_dir(stripped, config(arch, "none"), VOCAB, tensors)
-        want = load_reference(ln_path, norm="none").logits(ids)
-        check(f"{arch}/layernorm --norm none vs reference of the stripped copy",
-              load_reference(stripped).logits(ids), want, 1e-12)
-        plain = load_into(Recurrent(config(arch, "none")), tensors)
-        for dtype in TOL:
-            check(f"{arch}/layernorm --norm none vs Recurrent none of its weights, {dtype}",
-                  forward(plain, ids, dtype), want, TOL[dtype])
+            for i in range(L):
+                tensors[f"rnn.{i}.bias_ih"] = tensors[f"rnn.{i}.bias_hh"] = torch.zeros(3 * S).numpy()
+        want = load_reference(paths["layernorm"], norm="none").logits(ids)
+        check(f"{arch}/layernorm --norm none against torch.nn.{arch.upper()} of its weights less the norms",
+              builtin_logits(arch, tensors, ids), want, 1e-10)
 
-        # --norm layernorm on the plain model: a Recurrent LN with unit gains; the LSTM keeps its bias, the
+        # --norm layernorm on the plain model: an LN model of unit gains; the LSTM keeps its bias, the
         # GRU's biases (added right after each norm) become the LN biases
-        _, plain_path = models["none"]
-        tensors = dict(nlformat.load_model(plain_path)[2])
-        lifted = Recurrent(config(arch, "layernorm"))  # LN gains 1, biases 0 as initialised
-        if arch == "gru":
-            S = 5
-            for i in range(2):
-                b_ih, b_hh = tensors.pop(f"rnn.{i}.bias_ih"), tensors.pop(f"rnn.{i}.bias_hh")
-                tensors.update({f"rnn.{i}.ln_ih.bias": b_ih[:2 * S], f"rnn.{i}.ln_ih_cand.bias": b_ih[2 * S:],
-                                f"rnn.{i}.ln_hh.bias": b_hh[:2 * S], f"rnn.{i}.ln_hh_cand.bias": b_hh[2 * S:]})
-        load_into(lifted, tensors)
-        want = load_reference(plain_path, norm="layernorm").logits(ids)
-        for dtype in TOL:
-            check(f"{arch}/none --norm layernorm vs Recurrent LN of unit gain, {dtype}",
-                  forward(lifted, ids, dtype), want, TOL[dtype])
+        tensors = dict(nlformat.load_model(paths["none"])[2])
+        for i in range(L):
+            p = f"rnn.{i}."
+            if arch == "lstm":
+                widths = {"ln_ih": 4 * S, "ln_hh": 4 * S, "ln_cell": S}
+                tensors.update({p + n + ".bias": torch.zeros(w).numpy() for n, w in widths.items()})
+            else:
+                b_ih, b_hh = tensors.pop(p + "bias_ih"), tensors.pop(p + "bias_hh")
+                widths = {"ln_ih": 2 * S, "ln_hh": 2 * S, "ln_ih_cand": S, "ln_hh_cand": S}
+                tensors.update({p + "ln_ih.bias": b_ih[:2 * S], p + "ln_ih_cand.bias": b_ih[2 * S:],
+                                p + "ln_hh.bias": b_hh[:2 * S], p + "ln_hh_cand.bias": b_hh[2 * S:]})
+            tensors.update({p + n + ".weight": torch.ones(w).numpy() for n, w in widths.items()})
+        lifted = write(tmp, f"{arch}-lifted", arch, "layernorm", tensors)
+        check(f"{arch}/none --norm layernorm against a LayerNorm model of unit gain",
+              load_reference(lifted).logits(ids), load_reference(paths["none"], norm="layernorm").logits(ids), 1e-12)
 
-    for bad in ({"norm": "rmsnorm"}, {"norm": "batchnorm"}, {"placement": "pre"}):
+    for bad in ({"norm": "rmsnorm"}, {"norm": "batchnorm"}, {"placement": "pre"}, {"bn_stats": "batch"}):
         try:
             load_reference(os.path.join(tmp, "lstm-none"), **bad)
             refused = False

@@ -19,7 +19,6 @@ bound of the largest.
 import argparse
 import ctypes
 import json
-import math
 import os
 import re
 import shutil
@@ -35,10 +34,11 @@ import numpy as np
 # 2-thread prefill at 23k instead of 51k tok/s). Passive threads sleep instead. Set before torch loads.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import torch  # noqa: E402
-import torch.nn.functional as Fn  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # tools/lib
 import nlformat  # noqa: E402
+import nlmodel  # noqa: E402
+import nltool  # noqa: E402
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 BIN = os.path.join(ROOT, "normlab")
@@ -50,76 +50,32 @@ TEXT = open(os.path.join(ROOT, "tests", "data", "held_out.txt"), encoding="utf-8
 # ---- PyTorch baselines (float32, eager, no autograd)
 
 class TorchModel:
-    """The forward pass from README "Forward pass" in float32 PyTorch, with and without a KV cache."""
+    """tools/lib/nlmodel.py's model in float32 PyTorch, with and without a KV cache."""
 
     def __init__(self, path):
-        self.c, self.vocab, arrays = nlformat.load_model(path)
-        self.t = {k: torch.from_numpy(v.copy()) for k, v in arrays.items()}
+        if not os.path.exists(path):
+            raise nltool.ToolError(f"{path}: no such model")
+        self.model, self.vocab = nlmodel.load(path)
+        self.c = self.model.c
+        if nlmodel.is_recurrent(self.c):
+            raise nltool.ToolError(f"{path}: a recurrent model; the benchmark runs transformers")
         self.stoi = {ch: i for i, ch in enumerate(self.vocab)}
-        self.T, self.D, self.H = self.c["block_size"], self.c["n_embd"], self.c["n_head"]
-
-    def norm(self, x, p):
-        g, b = self.t.get(p + ".weight", torch.ones(self.D)), self.t.get(p + ".bias")
-        if self.c["norm"] == "layernorm":
-            return Fn.layer_norm(x, (self.D,), g, b, self.c["norm_eps"])
-        y = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.c["norm_eps"]) * g
-        return y if b is None else y + b
-
-    def linear(self, x, p):
-        return Fn.linear(x, self.t[p + ".weight"], self.t.get(p + ".bias"))
-
-    def act(self, x):
-        a = self.c["activation"]
-        return Fn.gelu(x) if a == "gelu" else Fn.gelu(x, approximate="tanh") if a == "gelu_tanh" else Fn.relu(x)
-
-    def attend(self, q, k, v, causal):
-        s = (q @ k.transpose(-2, -1)) / math.sqrt(self.D // self.H)
-        if causal:
-            n = s.shape[-1]
-            s = s.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), float("-inf"))
-        return torch.softmax(s, -1) @ v
-
-    def block(self, x, i, cache, pos):
-        """x (n, D) at positions pos..; cache: None (no cache) or a dict of this layer's K, V."""
-        n, D, H = x.shape[0], self.D, self.H
-        pre = self.c["placement"] == "pre"
-        h = self.norm(x, f"h.{i}.ln_1") if pre else x
-        q, k, v = self.linear(h, f"h.{i}.attn.c_attn").split(D, -1)
-        q, k, v = (z.view(n, H, D // H).transpose(0, 1) for z in (q, k, v))
-        if cache is not None:
-            if pos > 0:
-                k, v = torch.cat([cache["k"], k], 1), torch.cat([cache["v"], v], 1)
-            cache["k"], cache["v"] = k, v
-        y = self.attend(q, k, v, causal=n > 1).transpose(0, 1).reshape(n, D)
-        a = self.linear(y, f"h.{i}.attn.c_proj")
-        if pre:
-            x = x + a
-            return x + self.linear(self.act(self.linear(self.norm(x, f"h.{i}.ln_2"), f"h.{i}.mlp.c_fc")),
-                                   f"h.{i}.mlp.c_proj")
-        x = self.norm(x + a, f"h.{i}.ln_1")
-        return self.norm(x + self.linear(self.act(self.linear(x, f"h.{i}.mlp.c_fc")), f"h.{i}.mlp.c_proj"),
-                         f"h.{i}.ln_2")
+        self.T = self.c["block_size"]
 
     @torch.no_grad()
-    def forward(self, ids, caches=None, pos=0, last_only=True):
-        x = self.t["wte.weight"][ids] + self.t["wpe.weight"][pos:pos + len(ids)]
-        for i in range(self.c["n_layer"]):
-            x = self.block(x, i, None if caches is None else caches[i], pos)
-        if last_only:
-            x = x[-1:]
-        if self.c["placement"] == "pre":
-            x = self.norm(x, "ln_f")
-        return x @ self.t.get("lm_head.weight", self.t["wte.weight"]).T
+    def forward(self, ids, cache=None):
+        """The logits (V,) of the last of ids (a list), at the positions after the cache's (or from 0)."""
+        return self.model.head(self.model.stream(torch.tensor([ids]), cache)[:, -1:])[0, -1]
 
     def sample(self, logits, gen):
-        return int(torch.multinomial(torch.softmax(logits[-1], -1), 1, generator=gen))
+        return int(torch.multinomial(torch.softmax(logits, -1), 1, generator=gen))
 
     def generate_nanogpt(self, prompt, n, seed):
         """(a): the whole cropped context recomputed for every token. Returns (first-token s, decode tok/s)."""
         gen, ids = torch.Generator().manual_seed(seed), self.encode(prompt)
         t0 = time.perf_counter()
         for i in range(n):
-            ids.append(self.sample(self.forward(torch.tensor(ids[-self.T:])), gen))
+            ids.append(self.sample(self.forward(ids[-self.T:]), gen))
             if i == 0:
                 t1 = time.perf_counter()
         return t1 - t0, (n - 1) / (time.perf_counter() - t1)
@@ -127,9 +83,9 @@ class TorchModel:
     def generate_cached(self, prompt, n, seed):
         """(b): prefill, then one position per step against a KV cache (context shift when full)."""
         gen, ids = torch.Generator().manual_seed(seed), self.encode(prompt)[-self.T:]
-        caches = [dict() for _ in range(self.c["n_layer"])]
+        cache = self.model.new_cache()
         t0 = time.perf_counter()
-        logits, pos = self.forward(torch.tensor(ids), caches), len(ids)
+        logits, pos = self.forward(ids, cache), len(ids)
         for i in range(n):
             tok = self.sample(logits, gen)
             if i == 0:
@@ -137,45 +93,19 @@ class TorchModel:
             ids.append(tok)
             if pos == self.T:  # keep the most recent half, as normlab does
                 ids = ids[-(self.T // 2):]
-                caches = [dict() for _ in range(self.c["n_layer"])]
-                logits, pos = self.forward(torch.tensor(ids), caches), len(ids)
+                cache = self.model.new_cache()
+                logits, pos = self.forward(ids, cache), len(ids)
             else:
-                logits, pos = self.forward(torch.tensor([tok]), caches, pos), pos + 1
+                logits, pos = self.forward([tok], cache), pos + 1
         return t1 - t0, (n - 1) / (time.perf_counter() - t1)
 
     def prefill_rate(self, text):
-        ids = torch.tensor(self.encode(text))
+        ids = self.encode(text)
         t0 = time.perf_counter()
         self.forward(ids)
         return len(ids) / (time.perf_counter() - t0)
 
     @torch.no_grad()
-    def forward_windows(self, idx):
-        """Logits (B, n, V) of B windows (B, n) at positions 0..n-1, every position: batched eval."""
-        B, n = idx.shape
-        D, H = self.D, self.H
-        pre = self.c["placement"] == "pre"
-        x = self.t["wte.weight"][idx] + self.t["wpe.weight"][:n]
-        mask = torch.ones(n, n, dtype=torch.bool).triu(1)
-        for i in range(self.c["n_layer"]):
-            h = self.norm(x, f"h.{i}.ln_1") if pre else x
-            q, k, v = (z.view(B, n, H, D // H).transpose(1, 2)
-                       for z in self.linear(h, f"h.{i}.attn.c_attn").split(D, -1))
-            s = (q @ k.transpose(-2, -1)) / math.sqrt(D // H)
-            y = (torch.softmax(s.masked_fill(mask, float("-inf")), -1) @ v).transpose(1, 2).reshape(B, n, D)
-            a = self.linear(y, f"h.{i}.attn.c_proj")
-            if pre:
-                x = x + a
-                x = x + self.linear(self.act(self.linear(self.norm(x, f"h.{i}.ln_2"), f"h.{i}.mlp.c_fc")),
-                                    f"h.{i}.mlp.c_proj")
-            else:
-                x = self.norm(x + a, f"h.{i}.ln_1")
-                x = self.norm(x + self.linear(self.act(self.linear(x, f"h.{i}.mlp.c_fc")), f"h.{i}.mlp.c_proj"),
-                              f"h.{i}.ln_2")
-        if pre:
-            x = self.norm(x, "ln_f")
-        return x @ self.t.get("lm_head.weight", self.t["wte.weight"]).T
-
     def eval_batched(self, text, batch=32):
         """(characters scored per second, nats/char) with normlab's windows (stride T/2), `batch`
         windows per call, as a user scoring a text with PyTorch would batch them."""
@@ -188,7 +118,7 @@ class TorchModel:
         t0, nll = time.perf_counter(), 0.0
         for g in range(0, len(wins), batch):
             group = wins[g:g + batch]
-            logp = torch.log_softmax(self.forward_windows(torch.tensor([ids[s:e] for s, _, e in group])), -1)
+            logp = torch.log_softmax(self.model(torch.tensor([ids[s:e] for s, _, e in group])), -1)
             for j, (s, b, e) in enumerate(group):
                 nll -= float(logp[j, b - s:e - s].gather(1, torch.tensor(ids[b + 1:e + 1])[:, None]).sum())
         return n_in / (time.perf_counter() - t0), nll / n_in
@@ -669,4 +599,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    nltool.run("bench.py", main, sys.argv[1:])

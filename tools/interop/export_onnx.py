@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """Export a normlab model to ONNX (opset 17): the full-window forward pass, token ids (B, T) int64 ->
 logits (B, T, V) float32, B and T dynamic (T at most block_size), for every norm type and placement
-the engine runs, from the formulas in README "Forward pass". The model is first loaded by the engine
-(normlab info), so only what normlab runs is exported; --out may not be the model or lie inside it.
+the engine runs: tools/lib/nlmodel.py's model (README "Forward pass"), traced. The model is first
+loaded by the engine (normlab info), so only what normlab runs is exported; --out may not be the model
+or lie inside it.
 BatchNorm exports with its running statistics (the inference function; batch statistics are a
 property of a call, not of the graph). The vocabulary (JSON list, token id = index) and the config
 go into the model's metadata properties as normlab_vocab and normlab_config.
@@ -15,105 +16,25 @@ T positions, D width, H heads, V vocabulary.
 """
 import argparse
 import json
-import math
 import os
 import sys
 import tempfile
 
 import torch
-import torch.nn as nn
-import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # tools/lib
 import nlformat  # noqa: E402
+import nlmodel  # noqa: E402
 import nltool  # noqa: E402
 
 OPSET = 17
-
-
-class Forward(nn.Module):
-    """The model as a torch module over its own tensors (float32 buffers)."""
-
-    def __init__(self, config, tensors):
-        super().__init__()
-        self.c = config
-        self.placement = config.get("placement", "pre")
-        self.alpha = config.get("residual_scale", 1.0) if self.placement == "post" else 1.0
-        self.names = {}
-        for name, arr in tensors.items():
-            key = name.replace(".", "__")
-            self.register_buffer(key, torch.from_numpy(arr.copy()).float())
-            self.names[name] = key
-        T = config["block_size"]
-        self.register_buffer("causal", torch.tril(torch.ones(T, T, dtype=torch.bool)))
-
-    def t(self, name):
-        return getattr(self, self.names[name]) if name in self.names else None
-
-    def norm(self, x, prefix):
-        kind, eps = self.c["norm"], self.c["norm_eps"]
-        if kind == "none":
-            return x
-        g, b = self.t(prefix + ".weight"), self.t(prefix + ".bias")
-        if kind == "layernorm":
-            return F.layer_norm(x, (self.c["n_embd"],), g, b, eps)
-        if kind == "rmsnorm":
-            y = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * g
-        else:  # batchnorm, running statistics
-            y = (x - self.t(prefix + ".running_mean")) / torch.sqrt(self.t(prefix + ".running_var") + eps) * g
-        return y if b is None else y + b
-
-    def linear(self, x, prefix):
-        y = x @ self.t(prefix + ".weight").t()
-        b = self.t(prefix + ".bias")
-        return y if b is None else y + b
-
-    def act(self, x):
-        a = self.c["activation"]
-        if a == "gelu":
-            return 0.5 * x * (1.0 + torch.erf(x / math.sqrt(2.0)))
-        if a == "gelu_tanh":
-            return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x * x * x)))
-        return torch.relu(x)
-
-    def attn(self, x, i):  # (B, T, D)
-        B, T = x.shape[0], x.shape[1]
-        D, H = self.c["n_embd"], self.c["n_head"]  # static: only B and T vary
-        q, k, v = self.linear(x, f"h.{i}.attn.c_attn").split(D, dim=2)
-        q, k, v = (z.reshape(B, T, H, D // H).transpose(1, 2) for z in (q, k, v))
-        s = (q @ k.transpose(-2, -1)) / math.sqrt(D // H)  # (B, H, T, T)
-        s = s.masked_fill(~self.causal[:T, :T], float("-inf"))
-        y = (torch.softmax(s, dim=-1) @ v).transpose(1, 2).reshape(B, T, D)
-        return self.linear(y, f"h.{i}.attn.c_proj")
-
-    def mlp(self, x, i):
-        return self.linear(self.act(self.linear(x, f"h.{i}.mlp.c_fc")), f"h.{i}.mlp.c_proj")
-
-    def forward(self, ids):  # (B, T) int64 -> (B, T, V)
-        T = ids.shape[1]
-        x = self.t("wte.weight")[ids] + self.t("wpe.weight")[:T]
-        for i in range(self.c["n_layer"]):
-            n1, n2 = f"h.{i}.ln_1", f"h.{i}.ln_2"
-            if self.placement == "pre":
-                x = x + self.attn(self.norm(x, n1), i)
-                x = x + self.mlp(self.norm(x, n2), i)
-            elif self.placement == "peri":
-                x = x + self.norm(self.attn(self.norm(x, n1), i), n1 + "_post")
-                x = x + self.norm(self.mlp(self.norm(x, n2), i), n2 + "_post")
-            else:
-                x = self.norm(self.alpha * x + self.attn(x, i), n1)
-                x = self.norm(self.alpha * x + self.mlp(x, i), n2)
-        if self.placement != "post":
-            x = self.norm(x, "ln_f")
-        head = self.t("lm_head.weight")
-        return x @ (self.t("wte.weight") if head is None else head).t()
 
 
 def export(model_path, out):
     import onnx  # python3-onnx
 
     config, vocab, tensors = nlformat.load_model(model_path)
-    module = Forward(config, tensors).eval()
+    module = nlmodel.build(config, tensors)  # float32, eval mode: BatchNorm on its running statistics
     T = min(8, config["block_size"])
     dummy = torch.zeros(2, T, dtype=torch.long)
     d = os.path.dirname(os.path.abspath(out))

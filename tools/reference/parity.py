@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""Live parity check: the C engine (./normlab logits / eval) against tools/reference/reference.py (PyTorch,
-float64) on random prompts, for the shipped models, random-weight models of every
+"""Live parity check: the C engine (./normlab logits / eval) against tools/reference/reference.py
+(PyTorch, float64) on random prompts, for the shipped models, random-weight models of every
 norm x placement x bias combination and DeepNorm (written as safetensors directories), and the
 --norm/--placement/--bn-stats overrides; and for the recurrent models (LSTM and GRU, LayerNorm or
 none: the shipped ones that exist and random-weight ones) as configured and with the other --norm,
@@ -77,11 +77,9 @@ def random_model(out_dir, norm, placement, bias, rng, residual_scale=None):
             tensors[name] = np.exp(0.5 * rng.standard_normal(shape)).astype(np.float32)
     nlformat.write_model_dir(out_dir, config, vocab, tensors, metadata={"source": "tools/reference/parity.py random"})
     if norm == "batchnorm":  # running statistics as training would leave them: those of a batch of text
-        ref = Reference(out_dir, bn_stats="batch")
-        ref.record = {}
         T = config["block_size"]
-        ref.logits_batch([[int(rng.integers(len(vocab))) for _ in range(T)] for _ in range(8)])
-        for prefix, (mu, var) in ref.record.items():
+        batch = [[int(rng.integers(len(vocab))) for _ in range(T)] for _ in range(8)]
+        for prefix, (mu, var) in Reference(out_dir, bn_stats="batch").batch_statistics(batch).items():
             tensors[prefix + ".running_mean"] = mu.numpy().astype(np.float32)
             tensors[prefix + ".running_var"] = var.numpy().astype(np.float32)
         nlformat.write_model_dir(out_dir, config, vocab, tensors,

@@ -1,21 +1,20 @@
 #!/usr/bin/python3
-"""An independent PyTorch forward pass of a normlab model, written from the formulas in README.md
-("Forward pass"; for the recurrent models, arch lstm and gru, the LayerNorm LSTM and GRU of Ba et al.
-2016, format version 3), in float64. It shares nothing with tools/train/train.py or the C engine except the
-file format (read through nlformat).
+"""The reference: a normlab model run by tools/lib/nlmodel.py in float64, the golden logits and eval
+losses of tests/reference/ and the other side of make parity. nlmodel follows README "Forward pass" (for
+the recurrent models, arch lstm and gru, the LayerNorm LSTM and GRU of Ba et al. 2016, format version 3);
+the C engine shares nothing with it but the file format, and its own twin, tests/ref_forward.c, is
+written apart from both.
 
     /usr/bin/python3 tools/reference/reference.py logits -m weights/shakespeare-pre-ln -p "ROMEO:"
     /usr/bin/python3 tools/reference/reference.py eval -m weights/shakespeare-pre-ln --text FILE
     /usr/bin/python3 tools/reference/reference.py eval -m weights/shakespeare-lstm-ln --text FILE --segments 4
     /usr/bin/python3 tools/reference/reference.py golden           # rewrites tests/reference/pytorch_float64.json
 
-Dimension letters: B sequences in one forward call, n positions, V vocabulary, D width, H heads,
-Dh head width, F MLP width; recurrent models: S state width (n_hidden), E embedding width (n_embd),
-L layers.
+Dimension letters: B sequences in one forward call, n positions, V vocabulary, D width; recurrent
+models: S state width (n_hidden).
 """
 import argparse
 import json
-import math
 import os
 import sys
 
@@ -23,6 +22,8 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # tools/lib
 import nlformat  # noqa: E402
+import nlmodel  # noqa: E402
+import nltool  # noqa: E402
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 SHIPPED = ["shakespeare-pre-ln", "shakespeare-post-ln", "shakespeare-pre-rms", "shakespeare-post-rms",
@@ -30,8 +31,6 @@ SHIPPED = ["shakespeare-pre-ln", "shakespeare-post-ln", "shakespeare-pre-rms", "
            "shakespeare-nonorm"]
 RECURRENT = ["shakespeare-lstm-ln", "shakespeare-lstm", "shakespeare-gru-ln", "shakespeare-gru"]
 GOLDEN = SHIPPED + RECURRENT  # the models tests/reference/pytorch_float64.json holds, when present
-NORMS = ["layernorm", "rmsnorm", "batchnorm", "none"]
-PLACEMENTS = ["pre", "post", "peri"]
 GOLDEN_PROMPTS = [
     "ROMEO:\nWhat light is this upon the eastern wall?",
     # cut to a full context window of 128 characters, so every position of wpe is exercised
@@ -39,109 +38,63 @@ GOLDEN_PROMPTS = [
     "Is he in health, or doth he keep his bed?")[:128],
 ]
 EVAL_TEXT = os.path.join(ROOT, "tests", "data", "held_out.txt")
+is_recurrent = nlmodel.is_recurrent
 
 
-class Reference:
-    """A loaded model with the run options (norm type, placement, BatchNorm statistics) applied."""
+class _Loaded:
+    """The model at path in float64, with the run options (norm, placement, BatchNorm statistics)."""
 
     def __init__(self, path, norm=None, placement=None, bn_stats="running"):
-        self.config, self.vocab, arrays = nlformat.load_model(path)
-        self.t = {k: torch.from_numpy(v).double() for k, v in arrays.items()}
-        self.norm = norm or self.config["norm"]
-        self.placement = placement or self.config.get("placement", "pre")
-        self.alpha = self.config.get("residual_scale", 1.0) if self.placement == "post" else 1.0
-        self.bn_stats = bn_stats
-        self.record = None  # a dict: batch statistics of every BatchNorm run go in it, by norm name
-        self.max_rms = 0.0  # the largest RMS of one position of the residual stream seen, after any block
-        self.F = nlformat.mlp_width(self.config)
+        self.config, self.vocab, tensors = nlformat.load_model(path)
+        self.model = nlmodel.build(self.config, tensors, norm, placement, bn_stats, torch.float64)
+        self.norm = self.model.norm
         self.stoi = {ch: i for i, ch in enumerate(self.vocab)}
 
     def encode(self, text):
+        unknown = sorted(set(text) - set(self.stoi))
+        if unknown:
+            raise ValueError(f"the model's vocabulary has no {unknown[0]!r}")
         return [self.stoi[ch] for ch in text]
 
-    def _norm(self, x, prefix):
-        """x: (B, n, D). A norm the model lacks has unit gain and no bias; none is the identity."""
-        D = x.shape[-1]
-        if self.norm == "none":
-            return x
-        g = self.t.get(prefix + ".weight", torch.ones(D, dtype=torch.float64))
-        b = self.t.get(prefix + ".bias")
-        eps = self.config["norm_eps"]
-        if self.norm == "layernorm":
-            mu = x.mean(-1, keepdim=True)
-            var = ((x - mu) ** 2).mean(-1, keepdim=True)  # biased, 1/D
-            y = (x - mu) / torch.sqrt(var + eps) * g
-        elif self.norm == "rmsnorm":
-            y = x / torch.sqrt((x * x).mean(-1, keepdim=True) + eps) * g
-        else:  # batchnorm: per feature, over every position of every sequence of the call, or running
-            if self.bn_stats == "batch":
-                rows = x.reshape(-1, D)
-                mu = rows.mean(0)
-                var = ((rows - mu) ** 2).mean(0)  # biased, as PyTorch normalises in training
-                if self.record is not None:
-                    self.record[prefix] = (mu, var)
-            else:
-                if prefix + ".running_mean" not in self.t:
-                    raise ValueError(f"batchnorm with running statistics needs {prefix}.running_mean")
-                mu, var = self.t[prefix + ".running_mean"], self.t[prefix + ".running_var"]
-            y = (x - mu) / torch.sqrt(var + eps) * g
-        return y if b is None else y + b
+    def logits(self, ids):
+        """(n, V) float64 logits for ids at positions 0..n-1."""
+        return self.logits_batch([ids])[0]
 
-    def _linear(self, x, prefix):
-        y = x @ self.t[prefix + ".weight"].T  # weight is (out, in)
-        b = self.t.get(prefix + ".bias")
-        return y if b is None else y + b
 
-    def _act(self, x):
-        a = self.config["activation"]
-        if a == "gelu":
-            return 0.5 * x * (1 + torch.erf(x / math.sqrt(2)))
-        if a == "gelu_tanh":
-            return 0.5 * x * (1 + torch.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
-        return torch.clamp(x, min=0)
+class Reference(_Loaded):
+    """A transformer. max_rms: the largest RMS of one position of the residual stream seen, after any block."""
 
-    def _attn(self, x, i):  # x: (B, n, D)
-        B, n, D = x.shape
-        H = self.config["n_head"]
-        Dh = D // H
-        qkv = self._linear(x, f"h.{i}.attn.c_attn")  # (B, n, 3D): q | k | v
-        q, k, v = (qkv[..., j * D:(j + 1) * D].reshape(B, n, H, Dh).transpose(1, 2) for j in range(3))
-        s = q @ k.transpose(-2, -1) / math.sqrt(Dh)  # (B, H, n, n)
-        causal = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
-        p = torch.softmax(s.masked_fill(causal, float("-inf")), dim=-1)
-        y = (p @ v).transpose(1, 2).reshape(B, n, D)
-        return self._linear(y, f"h.{i}.attn.c_proj")
+    def __init__(self, path, norm=None, placement=None, bn_stats="running"):
+        super().__init__(path, norm, placement, bn_stats)
+        self.max_rms = 0.0
+        for block in self.model.h:
+            block.register_forward_hook(self._watch)
 
-    def _mlp(self, x, i):
-        return self._linear(self._act(self._linear(x, f"h.{i}.mlp.c_fc")), f"h.{i}.mlp.c_proj")
+    def _watch(self, block, inputs, x):
+        self.max_rms = max(self.max_rms, float(x.pow(2).mean(-1).sqrt().max()))
 
     @torch.no_grad()
     def logits_batch(self, batch):
         """(B, n, V) float64 logits of B sequences of n ids, run in one call (which only BatchNorm's
         batch statistics can tell from B calls)."""
-        n = len(batch[0])
-        x = self.t["wte.weight"][torch.tensor(batch)] + self.t["wpe.weight"][:n]  # (B, n, D)
-        a = self.alpha
-        for i in range(self.config["n_layer"]):
-            n1, n2 = f"h.{i}.ln_1", f"h.{i}.ln_2"
-            if self.placement == "pre":
-                x = x + self._attn(self._norm(x, n1), i)
-                x = x + self._mlp(self._norm(x, n2), i)
-            elif self.placement == "peri":
-                x = x + self._norm(self._attn(self._norm(x, n1), i), n1 + "_post")
-                x = x + self._norm(self._mlp(self._norm(x, n2), i), n2 + "_post")
-            else:
-                x = self._norm(a * x + self._attn(x, i), n1)
-                x = self._norm(a * x + self._mlp(x, i), n2)
-            self.max_rms = max(self.max_rms, float(x.pow(2).mean(-1).sqrt().max()))
-        if self.placement != "post":
-            x = self._norm(x, "ln_f")  # unit gain when the model has no ln_f
-        head = self.t.get("lm_head.weight", self.t["wte.weight"])
-        return x @ head.T
+        return self.model(torch.tensor(batch))
 
-    def logits(self, ids):
-        """(n, V) float64 logits for ids at positions 0..n-1."""
-        return self.logits_batch([ids])[0]
+    def batch_statistics(self, batch):
+        """{norm name: (mean, biased variance)} of the rows every BatchNorm normalises in one call on batch."""
+        record = {}
+
+        def watch(name):
+            def hook(norm, inputs, _):
+                rows = inputs[0].reshape(-1, inputs[0].shape[-1])
+                mu = rows.mean(0)
+                record[name] = (mu, ((rows - mu) ** 2).mean(0))
+            return hook
+        hooks = [m.register_forward_hook(watch(name)) for name, m in self.model.named_modules()
+                 if isinstance(m, nlmodel.Norm) and m.kind == "batchnorm"]
+        self.logits_batch(batch)
+        for h in hooks:
+            h.remove()
+        return record
 
     def eval_nll(self, ids, stride=None, batch=None):
         """(sum of -ln p, count) over ids[1:], with the engine's documented sliding windows, `batch`
@@ -165,56 +118,9 @@ class Reference:
         return total, n_inputs
 
 
-class RecurrentReference:
-    """A loaded recurrent model (arch lstm or gru) with the run's norm (layernorm or none) applied.
-    Every sequence starts from the zero state; a step reads one token and the state of every layer."""
-
-    def __init__(self, path, norm=None):
-        self.config, self.vocab, arrays = nlformat.load_model(path)
-        self.t = {k: torch.from_numpy(v).double() for k, v in arrays.items()}
-        self.arch = self.config["arch"]
-        if self.arch not in ("lstm", "gru"):
-            raise ValueError(f"unknown arch {self.arch!r}")
-        self.norm = norm or self.config["norm"]
-        if self.norm not in ("layernorm", "none"):
-            raise ValueError(f"a recurrent model runs with norm layernorm or none, not {self.norm}")
-        self.S, self.L = self.config["n_hidden"], self.config["n_layer"]
-        self.stoi = {ch: i for i, ch in enumerate(self.vocab)}
-
-    def encode(self, text):
-        return [self.stoi[ch] for ch in text]
-
-    def _get(self, name, n, fill=0.0):
-        """A tensor, or where the model lacks it a vector of n times fill (bias 0, gain 1)."""
-        return self.t.get(name, torch.full((n,), fill, dtype=torch.float64))
-
-    def _norm(self, v, i, name):
-        """v: (B, m). LayerNorm over the whole vector of each row, or the identity for norm none."""
-        if self.norm == "none":
-            return v
-        m, p = v.shape[-1], f"rnn.{i}.{name}"
-        mu = v.mean(-1, keepdim=True)
-        var = ((v - mu) ** 2).mean(-1, keepdim=True)  # biased, 1/m
-        return (v - mu) / torch.sqrt(var + self.config["norm_eps"]) * self._get(p + ".weight", m, 1.0) + \
-            self._get(p + ".bias", m)
-
-    def _lstm(self, x, h, c, i):  # x: (B, in), h and c: (B, S) -> h', c'
-        S, p = self.S, f"rnn.{i}."
-        a = self._norm(h @ self.t[p + "weight_hh"].T, i, "ln_hh") + \
-            self._norm(x @ self.t[p + "weight_ih"].T, i, "ln_ih") + self._get(p + "bias", 4 * S)
-        f, ig, o, g = a[:, :S], a[:, S:2 * S], a[:, 2 * S:3 * S], a[:, 3 * S:]
-        c = torch.sigmoid(f) * c + torch.sigmoid(ig) * torch.tanh(g)
-        return torch.sigmoid(o) * torch.tanh(self._norm(c, i, "ln_cell")), c
-
-    def _gru(self, x, h, i):  # x: (B, in), h: (B, S) -> h'
-        S, p = self.S, f"rnn.{i}."
-        P, Q = x @ self.t[p + "weight_ih"].T, h @ self.t[p + "weight_hh"].T  # (B, 3S): z | r | candidate
-        b_ih, b_hh = self._get(p + "bias_ih", 3 * S), self._get(p + "bias_hh", 3 * S)
-        zr = self._norm(P[:, :2 * S], i, "ln_ih") + b_ih[:2 * S] + self._norm(Q[:, :2 * S], i, "ln_hh") + b_hh[:2 * S]
-        z, r = torch.sigmoid(zr[:, :S]), torch.sigmoid(zr[:, S:])
-        cand = torch.tanh(self._norm(P[:, 2 * S:], i, "ln_ih_cand") + b_ih[2 * S:]
-                          + r * (self._norm(Q[:, 2 * S:], i, "ln_hh_cand") + b_hh[2 * S:]))
-        return (1 - z) * h + z * cand
+class RecurrentReference(_Loaded):
+    """A recurrent model (arch lstm or gru), which takes no placement and no BatchNorm statistics (a
+    ValueError). Every sequence starts from the zero state."""
 
     @torch.no_grad()
     def logits_batch(self, batch):
@@ -225,23 +131,7 @@ class RecurrentReference:
         ids = torch.zeros(B, n, dtype=torch.long)
         for b, s in enumerate(batch):
             ids[b, :len(s)] = torch.tensor(s, dtype=torch.long)
-        h = [torch.zeros(B, self.S, dtype=torch.float64) for _ in range(self.L)]
-        c = [torch.zeros(B, self.S, dtype=torch.float64) for _ in range(self.L)]  # LSTM only
-        top = []
-        for t in range(n):
-            x = self.t["wte.weight"][ids[:, t]]  # (B, E)
-            for i in range(self.L):
-                if self.arch == "lstm":
-                    h[i], c[i] = self._lstm(x, h[i], c[i], i)
-                else:
-                    h[i] = self._gru(x, h[i], i)
-                x = h[i]
-            top.append(x)
-        return torch.stack(top, 1) @ self.t["lm_head.weight"].T + self.t["lm_head.bias"]
-
-    def logits(self, ids):
-        """(n, V) float64 logits for ids at positions 0..n-1, from the zero state."""
-        return self.logits_batch([ids])[0]
+        return self.model(ids)[0]
 
     def eval_nll(self, ids, segments=1):
         """(sum of -ln p, count) over targets ids[1:]: the n-1 inputs split into `segments` contiguous
@@ -262,25 +152,15 @@ class RecurrentReference:
         return total, n_inputs
 
 
-def is_recurrent(config):
-    return config.get("arch", "transformer") != "transformer"
-
-
 def load_reference(path, norm=None, placement=None, bn_stats="running"):
-    """The reference for the model at path: RecurrentReference for arch lstm/gru (which takes no
-    placement and no BatchNorm statistics: a ValueError), else Reference."""
+    """The reference for the model at path: RecurrentReference for arch lstm/gru, else Reference. An
+    option the model cannot run is a ValueError."""
     if os.path.isdir(path):  # read config.json alone: the tensors are loaded once, by the class chosen
         with open(os.path.join(path, "config.json")) as f:
             config = json.load(f)
     else:
         config = nlformat.load_model(path)[0]
-    if not is_recurrent(config):
-        return Reference(path, norm, placement, bn_stats)
-    if placement is not None:
-        raise ValueError(f"a recurrent model has no placement (got {placement})")
-    if bn_stats != "running":
-        raise ValueError("a recurrent model has no BatchNorm statistics to choose")
-    return RecurrentReference(path, norm)
+    return (RecurrentReference if is_recurrent(config) else Reference)(path, norm, placement, bn_stats)
 
 
 def write_golden(path):
@@ -307,14 +187,15 @@ def write_golden(path):
 
 
 def main(argv):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = nltool.ArgumentParser(prog="reference.py", description=__doc__,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
     for name in ("logits", "eval"):
         s = sub.add_parser(name)
         s.add_argument("-m", "--model", required=True)
-        s.add_argument("--norm", choices=NORMS)
-        s.add_argument("--placement", choices=PLACEMENTS)
-        s.add_argument("--bn-stats", choices=["running", "batch"], default="running")
+        s.add_argument("--norm", choices=nlmodel.NORMS)
+        s.add_argument("--placement", choices=nlmodel.PLACEMENTS)
+        s.add_argument("--bn-stats", choices=nlmodel.BN_STATS, default="running")
         if name == "logits":
             s.add_argument("-p", "--prompt", required=True)
         else:
@@ -327,25 +208,34 @@ def main(argv):
     if a.cmd == "golden":
         write_golden(a.out)
         return
+    if not os.path.exists(a.model):
+        raise nltool.ToolError(f"{a.model}: no such model")
     try:
         ref = load_reference(a.model, a.norm, a.placement, a.bn_stats)
     except ValueError as e:
         p.error(str(e))
+    kw = {}
+    if a.cmd == "eval" and a.segments is not None:
+        if not isinstance(ref, RecurrentReference):
+            p.error("--segments is for recurrent models (a transformer scores through sliding windows)")
+        if a.segments < 1:
+            p.error("--segments takes K >= 1")
+        kw = {"segments": a.segments}
+    text = a.prompt if a.cmd == "logits" else open(a.text, encoding="utf-8").read()
+    where = "-p" if a.cmd == "logits" else a.text
+    try:
+        ids = ref.encode(text)
+    except ValueError as e:
+        raise nltool.ToolError(f"{where}: {e}")
+    if len(ids) < (1 if a.cmd == "logits" else 2):
+        raise nltool.ToolError(f"{where}: too short (logits needs 1 character, eval 2)")
     if a.cmd == "logits":
-        for row in ref.logits(ref.encode(a.prompt)).tolist():
+        for row in ref.logits(ids).tolist():
             print(json.dumps(row))
     else:
-        kw = {}
-        if a.segments is not None:
-            if not isinstance(ref, RecurrentReference):
-                p.error("--segments is for recurrent models (a transformer scores through sliding windows)")
-            if a.segments < 1:
-                p.error("--segments takes K >= 1")
-            kw = {"segments": a.segments}
-        with open(a.text, encoding="utf-8") as f:
-            nll, count = ref.eval_nll(ref.encode(f.read()), **kw)
+        nll, count = ref.eval_nll(ids, **kw)
         print(json.dumps({"chars": count, "nats_per_char": nll / count}))
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    nltool.run("reference.py", main, sys.argv[1:])

@@ -28,6 +28,8 @@ global batch are those of one process: 2 processes of 16 sequences reproduce 1 p
 float rounding. Rank 0 alone evaluates, writes the checkpoint, the log and the model directory (on
 several nodes OUT must be on a filesystem every node sees, for --resume). BatchNorm's batch
 statistics are each process's own share, as PyTorch's BatchNorm without SyncBatchNorm.
+The model is tools/lib/nlmodel.py's Transformer or Recurrent (its initialisation included); a
+checkpoint holds its state_dict, under its module names.
 Dimension letters: B batch, T context, D width, H heads, F MLP width, V vocabulary; recurrent models:
 E embedding width, S state width.
 """
@@ -42,248 +44,12 @@ import time
 
 import numpy as np
 import torch
-import torch.nn as nn
 import torch.nn.functional as Fn
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # tools/lib
 import nlformat  # noqa: E402
+import nlmodel  # noqa: E402
 import torchzip  # noqa: E402
-
-
-class Norm(nn.Module):
-    """LayerNorm (biased variance) or RMSNorm over the last dimension, or BatchNorm over all positions.
-
-    BatchNorm follows torch.nn.BatchNorm1d on the (B*T, D) rows: in training it normalises with the
-    statistics of every position of every sequence of the batch (so a position sees the later positions
-    of its own sequence, and the other sequences, through its mean and variance) and updates running
-    averages (momentum 0.1, the variance unbiased); in eval mode it uses the running averages."""
-
-    def __init__(self, kind, D, eps, rms_bias):
-        super().__init__()
-        self.kind, self.eps = kind, eps
-        self.weight = nn.Parameter(torch.ones(D))
-        self.bias = nn.Parameter(torch.zeros(D)) if kind in ("layernorm", "batchnorm") or rms_bias else None
-        if kind == "batchnorm":
-            self.register_buffer("running_mean", torch.zeros(D))
-            self.register_buffer("running_var", torch.ones(D))
-
-    def forward(self, x):
-        if self.kind == "layernorm":
-            return Fn.layer_norm(x, x.shape[-1:], self.weight, self.bias, self.eps)
-        if self.kind == "batchnorm":
-            rows = x.reshape(-1, x.shape[-1])  # (B*T, D)
-            y = Fn.batch_norm(rows, self.running_mean, self.running_var, self.weight, self.bias,
-                              training=self.training, momentum=0.1, eps=self.eps)
-            return y.view_as(x)
-        y = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
-        return y if self.bias is None else y + self.bias
-
-
-ACTIVATIONS = {
-    "gelu": lambda x: Fn.gelu(x),
-    "gelu_tanh": lambda x: Fn.gelu(x, approximate="tanh"),
-    "relu": Fn.relu,
-}
-
-
-def make_norm(c):
-    """The config's norm over n_embd features, or the identity for norm none."""
-    if c["norm"] == "none":
-        return nn.Identity()
-    return Norm(c["norm"], c["n_embd"], c["norm_eps"], c.get("rms_bias", False))
-
-
-class Block(nn.Module):
-    def __init__(self, c):
-        super().__init__()
-        D, F, b = c["n_embd"], nlformat.mlp_width(c), c["bias"]
-        self.c, self.H = c, c["n_head"]
-        self.alpha = c.get("residual_scale", 1.0)
-        self.ln_1 = make_norm(c)
-        self.ln_2 = make_norm(c)
-        if c["placement"] == "peri":
-            self.ln_1_post = make_norm(c)
-            self.ln_2_post = make_norm(c)
-        self.c_attn = nn.Linear(D, 3 * D, bias=b)
-        self.attn_proj = nn.Linear(D, D, bias=b)
-        self.c_fc = nn.Linear(D, F, bias=b)
-        self.mlp_proj = nn.Linear(F, D, bias=b)
-        self.act = ACTIVATIONS[c["activation"]]
-
-    def attn(self, x):  # x: (B, T, D)
-        B, T, D = x.shape
-        q, k, v = self.c_attn(x).split(D, dim=2)
-        q, k, v = (t.view(B, T, self.H, D // self.H).transpose(1, 2) for t in (q, k, v))
-        att = (q @ k.transpose(-2, -1)) / math.sqrt(D // self.H)  # (B, H, T, T)
-        mask = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
-        att = att.masked_fill(~mask, float("-inf")).softmax(-1)
-        y = (att @ v).transpose(1, 2).reshape(B, T, D)
-        return self.attn_proj(y)
-
-    def mlp(self, x):
-        return self.mlp_proj(self.act(self.c_fc(x)))
-
-    def forward(self, x):
-        if self.c["placement"] == "pre":
-            x = x + self.attn(self.ln_1(x))
-            return x + self.mlp(self.ln_2(x))
-        if self.c["placement"] == "peri":
-            x = x + self.ln_1_post(self.attn(self.ln_1(x)))
-            return x + self.ln_2_post(self.mlp(self.ln_2(x)))
-        x = self.ln_1(self.alpha * x + self.attn(x))
-        return self.ln_2(self.alpha * x + self.mlp(x))
-
-
-class Model(nn.Module):
-    def __init__(self, c):
-        super().__init__()
-        self.c = c
-        self.wte = nn.Embedding(c["vocab_size"], c["n_embd"])
-        self.wpe = nn.Embedding(c["block_size"], c["n_embd"])
-        self.h = nn.ModuleList(Block(c) for _ in range(c["n_layer"]))
-        self.ln_f = make_norm(c) if c["placement"] in ("pre", "peri") else None
-        self.lm_head = None if c["tie_embeddings"] else nn.Linear(c["n_embd"], c["vocab_size"], bias=False)
-        self.apply(self._init)
-        for name, p in self.named_parameters():  # GPT-2's scaled init of residual projections
-            if name.endswith("attn_proj.weight") or name.endswith("mlp_proj.weight"):
-                nn.init.normal_(p, 0.0, 0.02 / math.sqrt(2 * c["n_layer"]))
-        if c.get("deepnorm_init"):
-            self._deepnorm_init(c)
-
-    def _deepnorm_init(self, c):
-        """DeepNet (Wang et al. 2022) for a decoder-only stack of N layers: Xavier-normal weights,
-        scaled by beta = (8N)^(-1/4) in the MLP and the attention's value and output projections,
-        by 1 in its query and key projections."""
-        beta = (8 * c["n_layer"]) ** -0.25
-        D = c["n_embd"]
-        with torch.no_grad():
-            for block in self.h:
-                w = block.c_attn.weight  # (3D, D): q | k | v rows
-                for j, gain in enumerate((1.0, 1.0, beta)):
-                    nn.init.xavier_normal_(w[j * D:(j + 1) * D], gain=gain)
-                for lin in (block.attn_proj, block.c_fc, block.mlp_proj):
-                    nn.init.xavier_normal_(lin.weight, gain=beta)
-
-    @staticmethod
-    def _init(m):
-        if isinstance(m, (nn.Linear, nn.Embedding)):
-            nn.init.normal_(m.weight, 0.0, 0.02)
-        if isinstance(m, nn.Linear) and m.bias is not None:
-            nn.init.zeros_(m.bias)
-
-    def forward(self, idx):  # idx: (B, T) -> logits (B, T, V)
-        T = idx.shape[1]
-        x = self.wte(idx) + self.wpe(torch.arange(T, device=idx.device))
-        for block in self.h:
-            x = block(x)
-        if self.ln_f is not None:
-            x = self.ln_f(x)
-        return x @ self.wte.weight.t() if self.lm_head is None else self.lm_head(x)
-
-    def export_tensors(self):
-        """Tensors under the engine's GPT-2 names, in the order nlformat.tensor_shapes lists them."""
-        own = {name: b.detach().cpu().numpy().astype(np.float32) for name, b in self.named_buffers()}
-        rename = {"attn_proj": "attn.c_proj", "c_attn": "attn.c_attn", "c_fc": "mlp.c_fc",
-                  "mlp_proj": "mlp.c_proj"}
-        for name, p in self.named_parameters():
-            parts = name.split(".")
-            if parts[0] == "h" and parts[2] in rename:
-                name = ".".join(parts[:2] + [rename[parts[2]]] + parts[3:])
-            own[name] = p.detach().cpu().numpy().astype(np.float32)
-        order = nlformat.tensor_shapes(self.c, self.c.get("rms_bias", False))
-        assert set(order) == set(own), (set(order) ^ set(own))
-        return {n: own[n] for n in order}
-
-
-class Recurrent(nn.Module):
-    """A stacked LSTM or GRU, with LayerNorm (Ba et al. 2016, sections 6-7) or plain sums with biases,
-    an embedding in and a linear head out. Each layer runs its input projection for a whole window at
-    once (and its LayerNorm: it is per position), then steps the recurrence. The tensors are those
-    nlformat.rnn_tensor_shapes names; the state, (h, c) per layer for the LSTM and h for the GRU,
-    carries across windows (truncated back-propagation through time)."""
-
-    def __init__(self, c):
-        super().__init__()
-        self.c = c
-        V, E, H, L = c["vocab_size"], c["n_embd"], c["n_hidden"], c["n_layer"]
-        self.H, self.ln, self.eps = H, c["norm"] == "layernorm", c["norm_eps"]
-        self.wte = nn.Embedding(V, E)
-        shapes = nlformat.rnn_tensor_shapes(c)
-        self.params = nn.ParameterDict()
-        bound = 1 / math.sqrt(H)  # PyTorch's nn.LSTM/nn.GRU initialisation
-        for name, shape in shapes.items():
-            if name.startswith("rnn."):
-                if ".ln_" in name:
-                    t = torch.ones(shape) if name.endswith(".weight") else torch.zeros(shape)
-                else:
-                    t = torch.empty(shape).uniform_(-bound, bound)
-                if c["arch"] == "lstm" and name.endswith(".bias") and ".ln_" not in name:
-                    t = torch.zeros(shape)
-                    t[:H] = 1.0  # forget-gate bias 1 (Jozefowicz et al. 2015), LN or not
-                self.params[name.replace(".", "_")] = nn.Parameter(t)
-        self.lm_head = nn.Linear(H, V)
-
-    def p(self, i, name):
-        return self.params.get(f"rnn_{i}_{name}".replace(".", "_"))
-
-    def norm(self, x, i, name):
-        if not self.ln:
-            return x
-        return Fn.layer_norm(x, x.shape[-1:], self.p(i, name + ".weight"), self.p(i, name + ".bias"), self.eps)
-
-    def lstm_layer(self, x, i, state):  # x: (B, T, in) -> (B, T, H)
-        h, c = state
-        xp = self.norm(x @ self.p(i, "weight_ih").t(), i, "ln_ih") + self.p(i, "bias")  # (B, T, 4H)
-        w_hh, out = self.p(i, "weight_hh").t(), []
-        for t in range(x.shape[1]):
-            f, ig, o, g = (xp[:, t] + self.norm(h @ w_hh, i, "ln_hh")).chunk(4, dim=-1)
-            c = torch.sigmoid(f) * c + torch.sigmoid(ig) * torch.tanh(g)
-            h = torch.sigmoid(o) * torch.tanh(self.norm(c, i, "ln_cell"))
-            out.append(h)
-        return torch.stack(out, 1), (h, c)
-
-    def gru_layer(self, x, i, state):
-        h, H = state[0], self.H
-        xp = x @ self.p(i, "weight_ih").t()  # (B, T, 3H): z | r | candidate
-        xzr, xc = self.norm(xp[..., :2 * H], i, "ln_ih"), self.norm(xp[..., 2 * H:], i, "ln_ih_cand")
-        if not self.ln:
-            xzr, xc = xzr + self.p(i, "bias_ih")[:2 * H], xc + self.p(i, "bias_ih")[2 * H:]
-        w_hh, out = self.p(i, "weight_hh").t(), []
-        for t in range(x.shape[1]):
-            hp = h @ w_hh
-            hzr, hc = self.norm(hp[:, :2 * H], i, "ln_hh"), self.norm(hp[:, 2 * H:], i, "ln_hh_cand")
-            if not self.ln:
-                hzr, hc = hzr + self.p(i, "bias_hh")[:2 * H], hc + self.p(i, "bias_hh")[2 * H:]
-            z, r = (xzr[:, t] + hzr).chunk(2, dim=-1)
-            cand = torch.tanh(xc[:, t] + torch.sigmoid(r) * hc)
-            z = torch.sigmoid(z)
-            h = (1 - z) * h + z * cand
-            out.append(h)
-        return torch.stack(out, 1), (h,)
-
-    def zero_state(self, B, device):
-        n = 2 if self.c["arch"] == "lstm" else 1
-        return [tuple(torch.zeros(B, self.H, device=device) for _ in range(n)) for _ in range(self.c["n_layer"])]
-
-    def forward(self, idx, state=None):  # idx: (B, T) -> logits (B, T, V), the state after the window
-        x = self.wte(idx)
-        state = state or self.zero_state(idx.shape[0], idx.device)
-        layer = self.lstm_layer if self.c["arch"] == "lstm" else self.gru_layer
-        new_state = []
-        for i in range(self.c["n_layer"]):
-            x, s = layer(x, i, state[i])
-            new_state.append(s)
-        return self.lm_head(x), new_state
-
-    def export_tensors(self):
-        own = {"wte.weight": self.wte.weight, "lm_head.weight": self.lm_head.weight,
-               "lm_head.bias": self.lm_head.bias}
-        order = nlformat.rnn_tensor_shapes(self.c)
-        for name in order:
-            if name.startswith("rnn."):
-                own[name] = self.params[name.replace(".", "_")]
-        assert set(order) == set(own), (set(order) ^ set(own))
-        return {n: own[n].detach().cpu().numpy().astype(np.float32) for n in order}
 
 
 def parse_args(argv):
@@ -303,7 +69,7 @@ def parse_args(argv):
     p.add_argument("--block-size", type=int, default=128,
                    help="context (transformer) or truncated back-propagation window (lstm/gru)")
     p.add_argument("--mlp-ratio", type=int, default=4)
-    p.add_argument("--activation", choices=sorted(ACTIVATIONS), default="gelu")
+    p.add_argument("--activation", choices=sorted(nlmodel.ACTIVATIONS), default="gelu")
     p.add_argument("--no-bias", action="store_true", help="linears without biases")
     p.add_argument("--untied", action="store_true", help="separate lm_head instead of tied embeddings")
     p.add_argument("--norm-eps", type=float, default=1e-5)
@@ -503,8 +269,12 @@ def main(argv):
         sys.exit(f"train.py: --arch {a.arch} takes --norm layernorm or none")
     torch.set_num_threads(a.threads)
     dist = Dist(a)
-    raw = open(a.data, "rb").read()
-    text = raw.decode("utf-8")
+    try:
+        with open(a.data, "rb") as f:
+            raw = f.read()
+        text = raw.decode("utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        sys.exit(f"train.py: --data {a.data}: {getattr(e, 'strerror', None) or e}")
     vocab = sorted(set(text))
     stoi = {ch: i for i, ch in enumerate(vocab)}
     data = torch.tensor([stoi[ch] for ch in text], dtype=torch.long)
@@ -528,7 +298,7 @@ def main(argv):
 
     torch.manual_seed(a.seed)
     # the same initial weights in every process (the same seed)
-    model = (Recurrent(config) if recurrent else Model(config)).to(a.device)
+    model = (nlmodel.Recurrent(config) if recurrent else nlmodel.Transformer(config)).to(a.device)
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": a.weight_decay},

@@ -1,0 +1,379 @@
+"""The one PyTorch model of a normlab model, for every tool that runs one: training (tools/train/train.py),
+the reference (tools/reference/reference.py, in float64), the benchmark's PyTorch contestant
+(tools/bench/bench.py) and the ONNX export (tools/interop/export_onnx.py). README "Forward pass" is the
+specification; the engine's own twin, tests/ref_forward.c (C, double), is written apart from it.
+
+    import nlmodel
+    model = nlmodel.load("weights/shakespeare-pre-ln", dtype=torch.float64)  # eval mode, no autograd needed
+    logits = model(torch.tensor([ids]))                                      # (B, n, V)
+    model = nlmodel.Transformer(config)                                      # fresh weights, to train
+
+Run options, as the engine's --norm, --placement and --bn-stats: a model built with a norm or placement
+other than its config's computes that function on the tensors it has. A norm it lacks has unit gain and
+no bias; BatchNorm on running statistics needs them (ValueError). Module names are train.py's checkpoint
+keys (h.0.c_attn.weight); the model file's GPT-2 names (h.0.attn.c_attn.weight) go in and out through
+load_tensors and export_tensors.
+
+Dimension letters: B sequences, n positions, T context, D width, H heads, Dh head width, F MLP width,
+V vocabulary; recurrent models: E embedding width, S state width, L layers.
+"""
+import math
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as Fn
+
+import nlformat
+
+NORMS = ("layernorm", "rmsnorm", "batchnorm", "none")
+PLACEMENTS = ("pre", "post", "peri")
+BN_STATS = ("running", "batch")
+ACTIVATIONS = {
+    "gelu": Fn.gelu,
+    "gelu_tanh": lambda x: Fn.gelu(x, approximate="tanh"),
+    "relu": Fn.relu,
+}
+# module name -> file name, inside a block (h.{i}.c_attn.weight is h.{i}.attn.c_attn.weight in the file)
+FILE_NAMES = {"c_attn": "attn.c_attn", "attn_proj": "attn.c_proj", "c_fc": "mlp.c_fc", "mlp_proj": "mlp.c_proj"}
+
+
+class Norm(nn.Module):
+    """LayerNorm (biased variance) or RMSNorm over the last dimension, or BatchNorm over every row.
+
+    BatchNorm follows torch.nn.BatchNorm1d on the (B*n, D) rows: in training it normalises with the
+    statistics of every position of every sequence of the call (so a position sees the later positions
+    of its own sequence, and the other sequences) and updates the running averages (momentum 0.1, the
+    variance unbiased); out of training it uses the running averages, or with stats "batch" the mean and
+    biased variance of the call's rows, as the engine's --bn-stats batch."""
+
+    def __init__(self, kind, D, eps, bias, stats="running"):
+        super().__init__()
+        self.kind, self.D, self.eps, self.stats = kind, D, eps, stats  # D static: the ONNX graph's shapes
+        self.weight = nn.Parameter(torch.ones(D))
+        self.bias = nn.Parameter(torch.zeros(D)) if bias else None
+        if kind == "batchnorm":
+            self.register_buffer("running_mean", torch.zeros(D))
+            self.register_buffer("running_var", torch.ones(D))
+
+    def forward(self, x):
+        if self.kind == "layernorm":
+            return Fn.layer_norm(x, (self.D,), self.weight, self.bias, self.eps)
+        if self.kind == "batchnorm":
+            rows = x.reshape(-1, self.D)  # (B*n, D)
+            if self.training:
+                return Fn.batch_norm(rows, self.running_mean, self.running_var, self.weight, self.bias,
+                                     training=True, momentum=0.1, eps=self.eps).reshape(x.shape)
+            if self.stats == "batch":  # one row is exact: every output is the bias
+                mu = rows.mean(0)
+                var = ((rows - mu) ** 2).mean(0)
+            else:
+                mu, var = self.running_mean, self.running_var
+            y = ((rows - mu) / torch.sqrt(var + self.eps) * self.weight).reshape(x.shape)
+            return y if self.bias is None else y + self.bias
+        y = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+        return y if self.bias is None else y + self.bias
+
+
+class Block(nn.Module):
+    """One layer: attention and MLP, with their norms where the placement puts them."""
+
+    def __init__(self, c, placement, make_norm):
+        super().__init__()
+        D, F, b = c["n_embd"], nlformat.mlp_width(c), c["bias"]
+        self.placement, self.D, self.H = placement, D, c["n_head"]  # static: only B and n vary in a graph
+        self.alpha = c.get("residual_scale", 1.0)  # DeepNorm's a; only post placement has it in its formula
+        self.ln_1 = make_norm()
+        self.ln_2 = make_norm()
+        if placement == "peri":
+            self.ln_1_post = make_norm()
+            self.ln_2_post = make_norm()
+        self.c_attn = nn.Linear(D, 3 * D, bias=b)
+        self.attn_proj = nn.Linear(D, D, bias=b)
+        self.c_fc = nn.Linear(D, F, bias=b)
+        self.mlp_proj = nn.Linear(F, D, bias=b)
+        self.act = ACTIVATIONS[c["activation"]]
+
+    def attn(self, x, future, cache):
+        """x (B, n, D); future (n, m) True where key j lies after query i; cache: this layer's keys and
+        values of the m - n positions before x (a dict, extended in place), or None."""
+        B, n, D = x.shape[0], x.shape[1], self.D
+        q, k, v = (t.reshape(B, n, self.H, D // self.H).transpose(1, 2) for t in self.c_attn(x).split(D, dim=2))
+        if cache is not None:
+            if cache:
+                k, v = torch.cat([cache["k"], k], 2), torch.cat([cache["v"], v], 2)
+            cache["k"], cache["v"] = k, v
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(D // self.H)  # (B, H, n, m)
+        att = att.masked_fill(future, float("-inf")).softmax(-1)
+        return self.attn_proj((att @ v).transpose(1, 2).reshape(B, n, D))
+
+    def mlp(self, x):
+        return self.mlp_proj(self.act(self.c_fc(x)))
+
+    def forward(self, x, future, cache=None):
+        if self.placement == "pre":
+            x = x + self.attn(self.ln_1(x), future, cache)
+            return x + self.mlp(self.ln_2(x))
+        if self.placement == "peri":
+            x = x + self.ln_1_post(self.attn(self.ln_1(x), future, cache))
+            return x + self.ln_2_post(self.mlp(self.ln_2(x)))
+        x = self.ln_1(self.alpha * x + self.attn(x, future, cache))
+        return self.ln_2(self.alpha * x + self.mlp(x))
+
+
+class Transformer(nn.Module):
+    """The transformer of config c, run with norm and placement (default: c's) and, outside training,
+    BatchNorm's bn_stats ("running" or "batch"), its parameters in dtype. Fresh weights are GPT-2's
+    initialisation (DeepNet's with c["deepnorm_init"]); c["rms_bias"] gives RMSNorm a bias."""
+
+    def __init__(self, c, norm=None, placement=None, bn_stats="running", dtype=torch.float32):
+        super().__init__()
+        self.c = c
+        self.norm = norm or c["norm"]
+        self.placement = placement or c.get("placement", "pre")
+        D, L = c["n_embd"], c["n_layer"]
+        bias = self.norm in ("layernorm", "batchnorm") or c.get("rms_bias", False)
+
+        def make_norm():
+            return nn.Identity() if self.norm == "none" else Norm(self.norm, D, c["norm_eps"], bias, bn_stats)
+
+        self.wte = nn.Embedding(c["vocab_size"], D)
+        self.wpe = nn.Embedding(c["block_size"], D)
+        self.h = nn.ModuleList(Block(c, self.placement, make_norm) for _ in range(L))
+        self.ln_f = make_norm() if self.placement in ("pre", "peri") else None
+        self.lm_head = None if c["tie_embeddings"] else nn.Linear(D, c["vocab_size"], bias=False)
+        self.apply(self._init)
+        for name, p in self.named_parameters():  # GPT-2's scaled init of residual projections
+            if name.endswith("attn_proj.weight") or name.endswith("mlp_proj.weight"):
+                nn.init.normal_(p, 0.0, 0.02 / math.sqrt(2 * L))
+        if c.get("deepnorm_init"):
+            self._deepnorm_init()
+        self.to(dtype)
+
+    def _deepnorm_init(self):
+        """DeepNet (Wang et al. 2022) for a decoder-only stack of N layers: Xavier-normal weights,
+        scaled by beta = (8N)^(-1/4) in the MLP and the attention's value and output projections,
+        by 1 in its query and key projections."""
+        beta = (8 * self.c["n_layer"]) ** -0.25
+        D = self.c["n_embd"]
+        with torch.no_grad():
+            for block in self.h:
+                w = block.c_attn.weight  # (3D, D): q | k | v rows
+                for j, gain in enumerate((1.0, 1.0, beta)):
+                    nn.init.xavier_normal_(w[j * D:(j + 1) * D], gain=gain)
+                for lin in (block.attn_proj, block.c_fc, block.mlp_proj):
+                    nn.init.xavier_normal_(lin.weight, gain=beta)
+
+    @staticmethod
+    def _init(m):
+        if isinstance(m, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(m.weight, 0.0, 0.02)
+        if isinstance(m, nn.Linear) and m.bias is not None:
+            nn.init.zeros_(m.bias)
+
+    def forward(self, idx, cache=None):
+        """idx (B, n) token ids -> logits (B, n, V): head(stream(idx, cache))."""
+        return self.head(self.stream(idx, cache))
+
+    def stream(self, idx, cache=None):
+        """The residual stream (B, n, D) after the last block. cache: None (idx at positions 0..n-1), or
+        new_cache()'s list, which holds the keys and values of the positions before idx and is extended
+        by these."""
+        n = idx.shape[1]
+        pos = cache[0]["k"].shape[2] if cache and cache[0] else 0  # positions before idx
+        at = torch.arange(n, device=idx.device) + pos
+        future = torch.arange(pos + n, device=idx.device)[None, :] > at[:, None]  # (n, pos + n)
+        x = self.wte(idx) + self.wpe(at)
+        for i, block in enumerate(self.h):
+            x = block(x, future, None if cache is None else cache[i])
+        return x
+
+    def head(self, x):
+        """Logits (B, n, V) of stream rows x (B, n, D): the final norm where the placement has one, and
+        lm_head (the embedding, tied). Generation passes the last row alone."""
+        if self.ln_f is not None:
+            x = self.ln_f(x)
+        return x @ self.wte.weight.t() if self.lm_head is None else self.lm_head(x)
+
+    def new_cache(self):
+        """An empty KV cache for forward: one dict per layer."""
+        return [{} for _ in self.h]
+
+    def _file_name(self, key):
+        parts = key.split(".")
+        if parts[0] == "h" and parts[2] in FILE_NAMES:
+            parts[2] = FILE_NAMES[parts[2]]
+        return ".".join(parts)
+
+    def load_tensors(self, tensors):
+        """Sets every parameter and buffer from a model file's tensors (file name -> numpy array). A norm
+        tensor the file lacks keeps unit gain and zero bias (a model run with another norm or placement);
+        a missing running statistic, or any other tensor, is a ValueError."""
+        with torch.no_grad():
+            for key, t in self.state_dict().items():
+                name, owner = self._file_name(key), self.get_submodule(key.rsplit(".", 1)[0])
+                if name in tensors:
+                    t.copy_(torch.from_numpy(np.asarray(tensors[name])))
+                elif not isinstance(owner, Norm):
+                    raise ValueError(f"the model has no tensor {name}")
+                elif "running_" in name and owner.stats == "running":
+                    raise ValueError(f"batchnorm with running statistics needs {name}")
+        return self
+
+    def export_tensors(self):
+        """Float32 tensors under the file's names, in the order nlformat.tensor_shapes lists them."""
+        own = {self._file_name(k): t.detach().cpu().numpy().astype(np.float32) for k, t in self.state_dict().items()}
+        order = nlformat.tensor_shapes(self.c, self.c.get("rms_bias", False))
+        assert set(order) == set(own), (set(order) ^ set(own))
+        return {n: own[n] for n in order}
+
+
+class Recurrent(nn.Module):
+    """A stacked LSTM or GRU (README "Recurrent models"), LayerNorm or plain sums with biases, an embedding
+    in and a linear head out, run with norm ("layernorm" or "none"; default c's), its parameters in dtype.
+    Each layer projects its input for a whole window at once (and normalises it: LayerNorm is per
+    position), then steps the recurrence. The parameters are the tensors nlformat.rnn_tensor_shapes names
+    for c; a bias the model lacks is 0, a LayerNorm it lacks has unit gain. The state, (h, c) per layer
+    for the LSTM and (h,) for the GRU, carries across windows (truncated back-propagation through time).
+    Fresh weights are PyTorch's nn.LSTM/nn.GRU initialisation, the LSTM's forget-gate bias 1."""
+
+    def __init__(self, c, norm=None, dtype=torch.float32):
+        super().__init__()
+        self.c = c
+        self.norm = norm or c["norm"]
+        V, E, S = c["vocab_size"], c["n_embd"], c["n_hidden"]
+        self.S, self.eps = S, c["norm_eps"]
+        self.wte = nn.Embedding(V, E)
+        self.params = nn.ParameterDict()
+        bound = 1 / math.sqrt(S)
+        for name, shape in nlformat.rnn_tensor_shapes(c).items():
+            if name.startswith("rnn."):
+                if ".ln_" in name:
+                    t = torch.ones(shape) if name.endswith(".weight") else torch.zeros(shape)
+                else:
+                    t = torch.empty(shape).uniform_(-bound, bound)
+                if c["arch"] == "lstm" and name.endswith(".bias") and ".ln_" not in name:
+                    t = torch.zeros(shape)
+                    t[:S] = 1.0  # forget-gate bias 1 (Jozefowicz et al. 2015), LN or not
+                self.params[name.replace(".", "_")] = nn.Parameter(t)
+        self.lm_head = nn.Linear(S, V)
+        self.to(dtype)
+
+    def p(self, i, name):
+        """Layer i's tensor `name` (file name less "rnn.{i}."), or None where the model lacks it."""
+        return self.params.get(f"rnn_{i}_{name}".replace(".", "_"))
+
+    def ln(self, x, i, name):
+        """LayerNorm over the whole vector of each row (unit gain, no bias where the model lacks them),
+        or the identity for norm none."""
+        if self.norm == "none":
+            return x
+        return Fn.layer_norm(x, x.shape[-1:], self.p(i, name + ".weight"), self.p(i, name + ".bias"), self.eps)
+
+    @staticmethod
+    def _plus(x, b):
+        return x if b is None else x + b
+
+    def lstm_layer(self, x, i, state):  # x (B, n, in) -> (B, n, S)
+        """[f i o g] = N_hh(W_h h) + N_ih(W_x x) + b;  c = s(f) c + s(i) tanh(g);  h = s(o) tanh(N_cell(c))"""
+        h, c = state
+        xp = self._plus(self.ln(x @ self.p(i, "weight_ih").t(), i, "ln_ih"), self.p(i, "bias"))  # (B, n, 4S)
+        w_hh, out = self.p(i, "weight_hh").t(), []
+        for t in range(x.shape[1]):
+            f, ig, o, g = (xp[:, t] + self.ln(h @ w_hh, i, "ln_hh")).chunk(4, dim=-1)
+            c = torch.sigmoid(f) * c + torch.sigmoid(ig) * torch.tanh(g)
+            h = torch.sigmoid(o) * torch.tanh(self.ln(c, i, "ln_cell"))
+            out.append(h)
+        return torch.stack(out, 1), (h, c)
+
+    def gru_layer(self, x, i, state):
+        """[z r] = N_hh(W_h h) + b_hh + N_ih(W_x x) + b_ih;  h = (1 - s(z)) h + s(z) cand, with
+        cand = tanh(N_ih_cand(W_xc x) + b_ih + s(r) (N_hh_cand(U h) + b_hh))"""
+        h, S = state[0], self.S
+        b_ih, b_hh = self.p(i, "bias_ih"), self.p(i, "bias_hh")
+        xp = x @ self.p(i, "weight_ih").t()  # (B, n, 3S): z | r | candidate
+        xzr = self._plus(self.ln(xp[..., :2 * S], i, "ln_ih"), None if b_ih is None else b_ih[:2 * S])
+        xc = self._plus(self.ln(xp[..., 2 * S:], i, "ln_ih_cand"), None if b_ih is None else b_ih[2 * S:])
+        w_hh, out = self.p(i, "weight_hh").t(), []
+        for t in range(x.shape[1]):
+            hp = h @ w_hh
+            hzr = self._plus(self.ln(hp[:, :2 * S], i, "ln_hh"), None if b_hh is None else b_hh[:2 * S])
+            hc = self._plus(self.ln(hp[:, 2 * S:], i, "ln_hh_cand"), None if b_hh is None else b_hh[2 * S:])
+            z, r = (xzr[:, t] + hzr).chunk(2, dim=-1)
+            cand = torch.tanh(xc[:, t] + torch.sigmoid(r) * hc)
+            z = torch.sigmoid(z)
+            h = (1 - z) * h + z * cand
+            out.append(h)
+        return torch.stack(out, 1), (h,)
+
+    def zero_state(self, B):
+        """The state every sequence starts from, in the model's dtype and device."""
+        w = self.wte.weight
+        n = 2 if self.c["arch"] == "lstm" else 1
+        return [tuple(w.new_zeros(B, self.S) for _ in range(n)) for _ in range(self.c["n_layer"])]
+
+    def forward(self, idx, state=None):
+        """idx (B, n) -> (logits (B, n, V), the state after the window); state None: the zero state."""
+        x = self.wte(idx)
+        state = state or self.zero_state(idx.shape[0])
+        layer = self.lstm_layer if self.c["arch"] == "lstm" else self.gru_layer
+        new_state = []
+        for i in range(self.c["n_layer"]):
+            x, s = layer(x, i, state[i])
+            new_state.append(s)
+        return self.lm_head(x), new_state
+
+    def _own(self):
+        """File name -> parameter, in the order nlformat.rnn_tensor_shapes lists them."""
+        top = {"wte.weight": self.wte.weight, "lm_head.weight": self.lm_head.weight, "lm_head.bias": self.lm_head.bias}
+        return {name: top[name] if name in top else self.params[name.replace(".", "_")]
+                for name in nlformat.rnn_tensor_shapes(self.c)}
+
+    def load_tensors(self, tensors):
+        """Sets every parameter from a model file's tensors (file name -> numpy array)."""
+        with torch.no_grad():
+            for name, p in self._own().items():
+                if name not in tensors:
+                    raise ValueError(f"the model has no tensor {name}")
+                p.copy_(torch.from_numpy(np.asarray(tensors[name])))
+        return self
+
+    def export_tensors(self):
+        """Float32 tensors under the file's names."""
+        return {n: t.detach().cpu().numpy().astype(np.float32) for n, t in self._own().items()}
+
+
+def is_recurrent(config):
+    return config.get("arch", "transformer") != "transformer"
+
+
+def build(config, tensors, norm=None, placement=None, bn_stats="running", dtype=torch.float32):
+    """The model of config with the file's tensors, in eval mode, run with norm, placement and bn_stats
+    (the engine's --norm, --placement, --bn-stats). An option the model cannot run is a ValueError."""
+    if norm is not None and norm not in NORMS:
+        raise ValueError(f"unknown norm {norm!r}")
+    if bn_stats not in BN_STATS:
+        raise ValueError(f"unknown BatchNorm statistics {bn_stats!r}")
+    if is_recurrent(config):
+        if config["arch"] not in ("lstm", "gru"):
+            raise ValueError(f"unknown arch {config['arch']!r}")
+        if (norm or config["norm"]) not in ("layernorm", "none"):
+            raise ValueError(f"a recurrent model runs with norm layernorm or none, not {norm}")
+        if placement is not None:
+            raise ValueError(f"a recurrent model has no placement (got {placement})")
+        if bn_stats != "running":
+            raise ValueError("a recurrent model has no BatchNorm statistics to choose")
+        model = Recurrent(config, norm, dtype)
+    else:
+        if placement is not None and placement not in PLACEMENTS:
+            raise ValueError(f"unknown placement {placement!r}")
+        # every norm gets a bias, zero where the file has none: RMSNorm's is optional, and a model run
+        # with another norm takes the bias its own norms have
+        model = Transformer(dict(config, rms_bias=True), norm, placement, bn_stats, dtype)
+    return model.load_tensors(tensors).eval()
+
+
+def load(path, norm=None, placement=None, bn_stats="running", dtype=torch.float32):
+    """(model, vocab) of the model directory or .json file at path: build() on its files."""
+    config, vocab, tensors = nlformat.load_model(path)
+    return build(config, tensors, norm, placement, bn_stats, dtype), vocab
