@@ -29,7 +29,7 @@ FUZZERS = safetensors config tokenizer inline prompt
 RUN_ARGS ?= -n 500
 
 .PHONY: all deps fuzz-deps run test test-plain test-san test-install format-check parity eval-models compare-models \
-        docs depth-study fuzz bench clean install uninstall rnn-models rnn-report
+        docs cli-doc depth-study fuzz bench clean install uninstall rnn-models rnn-report
 
 all: deps normlab
 
@@ -178,6 +178,11 @@ rnn-models: all
 rnn-report: all
 	@/usr/bin/python3 tools/train/split.py $(CORPUS) build/val.txt
 	/usr/bin/python3 tools/lab/rnn_report.py build/val.txt docs/rnn
+
+# docs/cli.md comes from the option table, as the man page and the completion do (tests/options_test.sh
+# checks that they agree): remake it after changing a command's or an option's help.
+cli-doc: normlab
+	./normlab help --markdown > docs/cli.md
 
 # Every generated document: docs/compare/ and docs/profile/ from the current build, then the README
 # tables that quote them (tools/docs.py; make test checks that they agree).
