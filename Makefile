@@ -185,11 +185,11 @@ cli-doc: normlab
 	./normlab help --markdown > docs/cli.md
 
 # Every generated document: docs/compare/ and docs/profile/ from the current build, then the README
-# tables that quote them (tools/docs.py; make test checks that they agree).
+# tables that quote them (tools/dev/docs.py; make test checks that they agree).
 docs: compare-models
 	taskset -c 1 ./normlab profile -m weights/shakespeare-pre-ln -n 256 --threads 1 -o docs/profile/profile.txt
 	taskset -c 1 ./normlab profile -m weights/shakespeare-pre-ln -n 256 --threads 1 --json -o docs/profile/profile.json
-	/usr/bin/python3 tools/docs.py --write
+	/usr/bin/python3 tools/dev/docs.py --write
 
 # The depth and warm-up study (README "Depth and warm-up"): curves of every run, and compare of the
 # final models, from weights/depth/ (tools/lab/depth_study.py train makes the runs: about an hour).

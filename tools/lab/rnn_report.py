@@ -6,7 +6,7 @@ of rounds taken in turn; run it on a quiet machine), and the loss curves as a pl
 
     /usr/bin/python3 tools/lab/rnn_report.py VAL_TEXT OUT_DIR      (make rnn-report)
 
-Writes OUT_DIR/rnn.json (which tools/docs.py turns into the README's table) and
+Writes OUT_DIR/rnn.json (which tools/dev/docs.py turns into the README's table) and
 OUT_DIR/loss_curves.png. Runs ./normlab from the repository root; needs python3-matplotlib.
 """
 import json

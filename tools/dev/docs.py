@@ -7,8 +7,8 @@ Each table sits between markers, at the start of their lines, in README.md or a 
     ...
     <!-- end generated: NAME -->
 
-    tools/docs.py --write     rewrite every marked table from docs/ (make docs runs it last)
-    tools/docs.py --check     exit 1, naming the file and table, when a table differs from docs/ (make test)
+    tools/dev/docs.py --write     rewrite every marked table from docs/ (make docs runs it last)
+    tools/dev/docs.py --check     exit 1, naming the file and table, when a table differs from docs/ (make test)
 
 NAME is one of: models (the shipped models, docs/rnn/rnn.json and docs/compare/compare.json),
 compare (docs/compare/compare.json, from make compare-models), profile (docs/profile/profile.json,
@@ -22,7 +22,7 @@ import os
 import re
 import sys
 
-ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 
 
 def models_table():
@@ -171,7 +171,7 @@ def main(argv):
         print(f"docs.py: rewrote {', '.join(stale) or 'nothing (up to date)'}", file=sys.stderr)
         return
     for what in stale:
-        print(f"FAIL table {what} differs from docs/ (run: tools/docs.py --write)")
+        print(f"FAIL table {what} differs from docs/ (run: tools/dev/docs.py --write)")
     print(f"docs_test: {checked - len(stale)} passed, {len(stale)} failed")
     sys.exit(1 if stale else 0)
 
