@@ -3,6 +3,7 @@
 #   make run      install what is missing, build, and generate from the default model
 #   make test     the whole suite, plain and under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make parity   the C engine against the independent PyTorch reference (needs python3-torch)
+#   make docs-check  every example of README.md and docs/ (the long ones too) and their links
 
 CC ?= cc
 # snprintf into fixed message buffers truncates on purpose, so that warning is off.
@@ -29,7 +30,7 @@ FUZZERS = safetensors config tokenizer inline prompt
 RUN_ARGS ?= -n 500
 
 .PHONY: all deps fuzz-deps run test test-plain test-san test-install format-check parity eval-models compare-models \
-        docs cli-doc depth-study fuzz bench clean install uninstall rnn-models rnn-report
+        docs cli-doc docs-check depth-study fuzz bench clean install uninstall rnn-models rnn-report
 
 all: deps normlab
 
@@ -103,6 +104,12 @@ format-check:
 test-san: build/san/normlab $(addprefix build/san/tests/,$(TESTS)) $(addprefix build/san/tests/replay_,$(FUZZERS)) \
           build/rel/tests/ref_logits
 	@tests/run.sh sanitizers build/san build/san/normlab
+
+# Every example of README.md and docs/*.md, the long ones too (training, bench, parity, install), and
+# their links; make test runs the short ones (tests/examples_test.sh, docs/testing.md).
+docs-check: all build/libnormlab.a
+	tests/examples_test.sh --long ./normlab
+	tests/links_test.sh
 
 parity: all
 	@tools/install-deps.sh --python

@@ -47,6 +47,8 @@ tally cli_test tests/cli_test.sh "$bin"
 tally options_test tests/options_test.sh "$bin"
 tally symbols_test tests/symbols_test.sh "$build/libnormlab.a"
 [ "$variant" = plain ] && [ -x /usr/bin/python3 ] && tally docs_test /usr/bin/python3 tools/dev/docs.py --check
+[ "$variant" = plain ] && tally examples_test tests/examples_test.sh "$bin"  # the short $ examples of the docs
+[ "$variant" = plain ] && tally links_test tests/links_test.sh
 [ "$variant" = plain ] && [ -x /usr/bin/python3 ] && tally nanogpt_test /usr/bin/python3 tests/nanogpt_test.py "$bin"
 [ "$variant" = plain ] && [ -x /usr/bin/python3 ] && tally export_test /usr/bin/python3 tests/export_test.py "$bin"
 [ "$variant" = plain ] && [ -x /usr/bin/python3 ] && tally torchzip_test /usr/bin/python3 tests/torchzip_test.py
