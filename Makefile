@@ -82,7 +82,7 @@ run: all
 	@if [ -f weights/shakespeare-pre-ln/model.safetensors ]; then \
 	    ./normlab generate -m weights/shakespeare-pre-ln -p "ROMEO:" --echo $(RUN_ARGS); \
 	else \
-	    echo "normlab: no trained model is present yet (weights/shakespeare-pre-ln); see README 'The shipped models'"; \
+	    echo "normlab: no trained model is present yet (weights/shakespeare-pre-ln); see docs/training.md"; \
 	fi
 
 test: deps
@@ -157,7 +157,7 @@ fuzz: deps fuzz-deps $(addprefix build/fuzz/fuzz_,$(FUZZERS))
 	        | grep -E '^(#[0-9]+ *DONE|stat::number_of_executed_units|stat::peak_rss|==.*ERROR|SUMMARY)' ; \
 	done
 
-# The README's comparison of the shipped models, on the validation split (held out from training).
+# docs/findings-norms.md's comparison of the shipped models, on the validation split (held out from training).
 compare-models: all
 	@/usr/bin/python3 tools/train/split.py $(CORPUS) build/val.txt
 	./normlab compare weights/shakespeare-pre-ln weights/shakespeare-post-ln weights/shakespeare-pre-rms \
@@ -167,7 +167,7 @@ compare-models: all
 	    -f build/val.txt --also-swap --invariance --bn-stats both --threads 1 \
 	    --json -o docs/compare/compare.json --csv docs/compare/compare.csv --plot-dir docs/compare
 
-# The four recurrent models (README "Recurrent models"): the same size and steps for all, one thread
+# The four recurrent models (docs/forward.md): the same size and steps for all, one thread
 # each (about 35-45 min each on this project's 2-core machines with two running at once).
 RNN_RECIPE = --n-layer 2 --n-embd 64 --n-hidden 128 --steps 2000 --threads 1 --no-progress
 rnn-models: all
@@ -191,14 +191,14 @@ rnn-report: all
 cli-doc: normlab
 	./normlab help --markdown > docs/cli.md
 
-# Every generated document: docs/compare/ and docs/profile/ from the current build, then the README
-# tables that quote them (tools/dev/docs.py; make test checks that they agree).
+# Every generated document: docs/compare/ and docs/profile/ from the current build, then the tables
+# of README.md and docs/ that quote them (tools/dev/docs.py; make test checks that they agree).
 docs: compare-models
 	taskset -c 1 ./normlab profile -m weights/shakespeare-pre-ln -n 256 --threads 1 -o docs/profile/profile.txt
 	taskset -c 1 ./normlab profile -m weights/shakespeare-pre-ln -n 256 --threads 1 --json -o docs/profile/profile.json
 	/usr/bin/python3 tools/dev/docs.py --write
 
-# The depth and warm-up study (README "Depth and warm-up"): curves of every run, and compare of the
+# The depth and warm-up study (docs/findings-depth.md): curves of every run, and compare of the
 # final models, from weights/depth/ (tools/lab/depth_study.py train makes the runs: about an hour).
 depth-study: all
 	/usr/bin/python3 tools/lab/depth_study.py plot

@@ -29,7 +29,7 @@ static const Family FAMILIES[] = {
 };
 
 // What each tier asks of the CPU, and the family normlab picks for it (make parity passes under
-// both; on an AVX-512 CPU SkylakeX measured within 2% of Haswell and Cooperlake, README).
+// both; on an AVX-512 CPU SkylakeX measured within 2% of Haswell and Cooperlake, docs/performance.md).
 static const char *const BEST[4] = {NULL, NULL, "Haswell", "SkylakeX"};
 
 static int tier_of(const char *name) {

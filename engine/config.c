@@ -1,5 +1,5 @@
 // config.c — config.json and tokenizer.json: every key checked, named in its error, against the
-// format's rules (README "Model format"); the one table of names for each choice in config.json.
+// format's rules (docs/format.md); the one table of names for each choice in config.json.
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-// cost.h — the counting rules the families' cost operations share (README "Profiling"): a
+// cost.h — the counting rules the families' cost operations share (docs/profiling.md): a
 // multiply-add is 2 FLOPs, every other arithmetic operation or transcendental 1; bytes are the
 // tensors read and written (weights, activations, KV cache), 4 bytes per float, scratch excluded.
 #ifndef NL_COST_H

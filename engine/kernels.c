@@ -90,7 +90,7 @@ void nl_norm(float *out, const float *x, NlNormWeights w, NlNormType type, size_
 }
 
 // When a product is worth OpenBLAS's threads, and when sgemm is worth it over one sgemv per row:
-// measured with tools/blaspolicy.c (OpenBLAS 0.3.21, Haswell kernels, 2 vCPUs). With 2 threads a
+// measured with tools/bench/blaspolicy.c (OpenBLAS 0.3.21, Haswell kernels, 2 vCPUs). With 2 threads a
 // 384x128 sgemv takes 5.0 us against 2.5 us on one, and sgemm at 2 to 12 rows is slower threaded at
 // every shape tried (0.5-0.8x); sgemv at 2304x768 and sgemm from 16 rows up gain 1.3-1.9x. sgemm
 // at 4 rows costs 12.3 us against 4 x 2.5 us of sgemv (425 against 4 x 89 us at 2304x768): while
@@ -107,7 +107,7 @@ static size_t sgemm_min_rows(size_t n_out, size_t n_in) {
 // OpenBLAS threads only for matrix-vector products of 1M weights or more: there they gain
 // (2304x768: 1.3-1.9x) and each output is still one thread's dot product, so the result is the same
 // bit for bit at any thread count. Threaded sgemm splits the rows, and OpenBLAS 0.3.21's Haswell
-// kernels then round differently (tools/blasrows.c checks both); matrix-matrix products therefore
+// kernels then round differently (tools/bench/blasrows.c checks both); matrix-matrix products therefore
 // run on one OpenBLAS thread, and their parallelism comes from the engine's own threads.
 static int threads_for(size_t n, size_t n_out, size_t n_in, int max_threads) {
     int worth = n < sgemm_min_rows(n_out, n_in) && n_out * n_in >= ((size_t)1 << 20);
@@ -141,7 +141,7 @@ void nl_linear_naive(float *y, const float *x, const float *w, const float *b, s
 }
 
 // erf(x) as x P(x^2) / Q(x^2) on |x| <= 3.92 (beyond, erf rounds to +-1 in float): a rational
-// least-squares fit made for normlab (tools/fit_erf.py; max error 2e-8 in double, 3.5e-7 evaluated in
+// least-squares fit made for normlab (tools/dev/fit_erf.py; max error 2e-8 in double, 3.5e-7 evaluated in
 // float, against ~1e-7 for libm's erff). Branch-free, so the GELU loop vectorises; libm's erff made
 // GELU the costliest component of decoding (27% of decode time, 0.47 GFLOP/s).
 static inline float erf_rational(float x) {

@@ -264,6 +264,7 @@ typedef struct {
     const char *state_bytes_key;  // what nl_model_state_bytes counts: "kv_cache_bytes", "state_bytes"
     unsigned norms;  // the norm types it runs: bit (1u << t) for each NlNormType t
     int trace_events_per_layer;  // the most profiler events one layer records in a forward call
+    int prunes_rows;  // its last layer goes on with only the rows a logit reads (the profile marks them)
 } NlFamilyInfo;
 const NlFamilyInfo *nl_family_info(NlArch arch);
 

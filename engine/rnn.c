@@ -1,6 +1,6 @@
-// rnn.c — the recurrent models' forward pass, mirroring tools/reference.py (README "Recurrent
-// models"). N is LayerNorm over the whole vector it is written over, or the identity (norm none);
-// a bias the model lacks is zero. For each layer, x its input and (h, c) its state:
+// rnn.c — the recurrent models' forward pass, as docs/forward.md specifies it (the reference:
+// tools/lib/nlmodel.py in float64). N is LayerNorm over the whole vector it is written over, or the
+// identity (norm none); a bias the model lacks is zero. For each layer, x its input and (h, c) its state:
 //   LSTM: a = N_hh(W_hh h) + N_ih(W_ih x) + b (4S: f i o g); c = s(f) c + s(i) tanh(g); h = s(o) tanh(N_cell(c))
 //   GRU:  [z r] = N_ih(W_ih x)[zr] + b_ih + N_hh(W_hh h)[zr] + b_hh
 //         h = (1 - s(z)) h + s(z) tanh(N_ih_cand(W_ih x)[cand] + b_ih + s(r) (N_hh_cand(U h) + b_hh))

@@ -1,4 +1,5 @@
-// transformer.c — the transformer forward pass over a KV cache, mirroring tools/reference.py:
+// transformer.c — the transformer forward pass over a KV cache (docs/forward.md; the reference:
+// tools/lib/nlmodel.py in float64):
 //   x = wte[tok] + wpe[pos]
 //   pre:  x = x + Attn(N1(x)); x = x + MLP(N2(x))                  ... then ln_f
 //   post: x = N1(a*x + Attn(x)); x = N2(a*x + MLP(x))              (a = residual_scale, DeepNorm)
@@ -476,6 +477,7 @@ const NlFamily *nl_family_transformer(void) {
         .state_bytes_key = "kv_cache_bytes",
         .norms = 1u << NL_NORM_LAYERNORM | 1u << NL_NORM_RMSNORM | 1u << NL_NORM_BATCHNORM | 1u << NL_NORM_NONE,
         .trace_events_per_layer = 14,  // peri: 11 components and the layer itself, and slack
+        .prunes_rows = 1,  // after the last layer's attention (transformer_forward)
     };
     static const NlFamily TABLE = {&INFO,
                                    transformer_create,

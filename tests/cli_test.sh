@@ -361,6 +361,10 @@ grep -q "^    0 norm1 " "$TMP/out" && grep -q "^-- per layer$" "$TMP/out" \
     && grep -q "^   1\* (all) " "$TMP/out" && ! grep -q "^   0\*" "$TMP/out" \
     && grep -q '^\* layer 1: ' "$TMP/out" && ok "profile --layers prints the full table, the pruned rows marked" \
     || bad "profile --layers" "$(grep -E '^ +1|^\*' "$TMP/out" | head)"
+expect_ok "profile of a recurrent model" profile -m $FIX/lstm-ln.json -p "abab" -n 3 --layers
+! grep -q '^\*' "$TMP/out" && ! grep -q '^ *[0-9]\*' "$TMP/out" && grep -q "^    0 recurrent_proj " "$TMP/out" \
+    && ok "a recurrent prefill prunes nothing: no row marked, no footnote" \
+    || bad "recurrent profile" "$(grep -E '^\*|^ +[0-9]' "$TMP/out" | head)"
 expect_ok "profile of one position" profile $M -p "" -n 3 --layers
 ! grep -q '^\*' "$TMP/out" && ! grep -q '^ *[0-9]\*' "$TMP/out" \
     && grep -qxF 'prompt: "\n" (1 character: -p gave an empty prompt)' "$TMP/out" \
@@ -436,7 +440,7 @@ else
 fi
 
 # ---- --norm and --placement reach the engine: logits against the naive double reference
-# (tests/ref_logits.c, from README "Forward pass"), every combination on two fixtures, 1e-4
+# (tests/ref_logits.c, from docs/forward.md), every combination on two fixtures, 1e-4
 REF=$(dirname "$(dirname "$BIN")")/build/rel/tests/ref_logits
 [ -x "$REF" ] || REF=build/rel/tests/ref_logits
 maxdiff() {
@@ -676,7 +680,7 @@ d["tensors"].update({k.replace("h.0.", "h.2.").replace("h.1.", "h.3."): v for k,
 expect_ok "profile --trace of a 4-layer peri model" profile -m "$TMP/peri4.json" -p ab -n 200 --trace "$TMP/peri.json"
 grep -q '"norm2_post"' "$TMP/peri.json" && ok "the trace holds peri's output norms" || bad "peri trace" "no norm2_post"
 
-# ---- OpenBLAS kernel family (README "Kernels")
+# ---- OpenBLAS kernel family (docs/performance.md)
 expect_ok "info json" info $M --json
 blas_re='"blas_core":"[A-Za-z0-9_]+","blas_core_source":"(openblas|environment)",'
 blas_re=$blas_re'"blas_core_openblas":"[A-Za-z0-9_]+"'

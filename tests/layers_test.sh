@@ -1,5 +1,5 @@
 #!/bin/sh
-# tests/layers_test.sh — the three layers depend one way (README "Layout"), read from the sources'
+# tests/layers_test.sh — the three layers depend one way (README "Layout", docs/layout.md), read from the sources'
 # #include "..." lines:
 #   core (engine/*, tokenizer/*)  includes no header of the lab (engine/lab/) or the command line;
 #   lab (engine/lab/*)            includes no header of the command line (engine/cli/);

@@ -237,7 +237,7 @@ int ref_forward_stats(double *logits, const NlConfig *cfg, const NlTransformerWe
     return rc;
 }
 
-// ---- recurrent models (README "Recurrent models"), one position at a time, in double
+// ---- recurrent models (docs/forward.md), one position at a time, in double
 
 static double sigmoid(double v) { return 1.0 / (1.0 + exp(-v)); }
 

@@ -1,5 +1,5 @@
 // ref_forward.h — an independent double-precision forward pass in plain loops (no BLAS, no KV
-// cache, no engine kernels), written from the formulas in README "Forward pass". Tests compare
+// cache, no engine kernels), written from the formulas in docs/forward.md. Tests compare
 // the engine against it.
 #ifndef NL_REF_FORWARD_H
 #define NL_REF_FORWARD_H

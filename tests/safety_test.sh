@@ -1,6 +1,6 @@
 #!/bin/bash
 # tests/safety_test.sh BINARY — the catalogue of ways a command line could destroy a user's files
-# or lie in its messages (README "Files normlab writes"), one case or more per class. Each case
+# or lie in its messages (docs/files.md), one case or more per class. Each case
 # checks the exit status, that stdout is empty on an error, how many lines stderr has, and the
 # SHA-256 of every file that must survive, before and after.
 set -u

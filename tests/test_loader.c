@@ -472,7 +472,7 @@ static void errors_carry_codes(void) {
           err.code);
 }
 
-// ---- every documented bound and "only with" rule of config.json (README "Model format")
+// ---- every documented bound and "only with" rule of config.json (docs/format.md)
 
 // A buffer that grows: the generated configs and inline models.
 typedef struct {
@@ -590,7 +590,7 @@ static void config_keys_at_every_bound_and_only_with_rule(void) {
     CHECK(cases >= 90, "config_bounds.txt: %d cases read", cases);
 }
 
-// ---- which tensors each combination needs (README "Model format", the tensor tables)
+// ---- which tensors each combination needs (docs/format.md, the tensor tables)
 
 typedef struct {
     char name[48];

@@ -1,6 +1,6 @@
 // test_parallel.c — engine threads give the same bytes as one thread (eval, sample streams), each
 // worker really ran (its profiler counted positions), and the OpenBLAS kernel choice is the table
-// README "Kernels" gives.
+// docs/performance.md gives.
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -62,8 +62,8 @@ static void costs_match_hand_computed_formulas(void) {
     CHECK(f == 300, "RMSNorm of 5 rows: 5 FLOPs per element, got %g", f);
 }
 
-// A recurrent model's components (E 7, S 5; the LSTM's 4 gate blocks, the GRU's 3), by README
-// "Profiling": products 2 FLOPs a multiply-add and no bias (the norms add the biases); rnn_norm 8
+// A recurrent model's components (E 7, S 5; the LSTM's 4 gate blocks, the GRU's 3), by
+// docs/profiling.md: products 2 FLOPs a multiply-add and no bias (the norms add the biases); rnn_norm 8
 // FLOPs per normalised feature (`ctx` of them a row), 1 without LayerNorm; gates 10 per state unit
 // (the LSTM's cell update, ctx 0, or the GRU's), 3 for the LSTM's h (ctx 1); the head adds its bias.
 static void recurrent_costs_match_hand_computed_formulas(void) {

@@ -156,7 +156,7 @@ int check_std_streams(const Options *o);
 int print_text(const char *text);
 int available_cpus(void);
 const char *beside_binary(const char *rel, char *buf, size_t len);
-// The model the options name, resolved (README "Models by name"), into buf; the name itself when
+// The model the options name, resolved (docs/usage.md), into buf; the name itself when
 // it is found nowhere (loading will say so). A buffer of 4400 bytes holds every path that loads.
 const char *model_path(const Options *o, char *buf, size_t len);
 // The path -m NAME loads, into buf; NULL when it is found nowhere or its path does not fit buf.

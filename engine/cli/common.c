@@ -116,7 +116,7 @@ static int model_entry(const char *dir, const char *entry, char **path) {
     return found;
 }
 
-// The path -m NAME names (README "Models by name"): a name with a '/' is that path; a bare name is
+// The path -m NAME names (docs/usage.md): a name with a '/' is that path; a bare name is
 // the search path's first model of that name (NAME, then NAME.json, in each folder), or else what
 // the working folder has under that name. 0 with *path (a new string), 1 found nowhere, -1 out of
 // memory.

@@ -1,6 +1,6 @@
 // options_table.c — the command table and the option table: every command and every option is
 // declared once here. The parser (options.c), `normlab help CMD`, the man page and the bash
-// completion (tools/make_man.sh, tools/make_completion.sh, from `normlab help --options-table`) and
+// completion (tools/dev/make_man.sh, tools/dev/make_completion.sh, from `normlab help --options-table`) and
 // docs/cli.md (`normlab help --markdown`) all read these rows; tests/options_test.sh checks that
 // they agree and runs every numeric option at the edges of its range.
 #define _GNU_SOURCE
@@ -35,7 +35,7 @@ const Command COMMANDS[] = {
      "[-m MODEL] (-p TEXT | -f FILE) [options]",
      "Prints the logits of every position of the text (at most block_size characters; any length for a "
      "recurrent model) as one JSON array of V numbers per line, from one batched prefill. For checking the "
-     "engine against other implementations (tools/parity.py). A non-finite logit is an error.",
+     "engine against other implementations (tools/reference/parity.py). A non-finite logit is an error.",
      NULL, NULL, cmd_logits},
     {"profile", CMD_PROFILE, "where the time and FLOPs of a forward pass go, layer by layer",
      "[-m MODEL] [-p TEXT | -f FILE] [-n N] [--json] [-o FILE] [--trace FILE]",

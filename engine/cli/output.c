@@ -376,7 +376,7 @@ static int commit_all(OutFile *const *outs, size_t n) {
         o->existed = lstat(o->dest, &st) == 0;
         if (renamed_files > 1 && o->existed &&
             ((size_t)snprintf(o->old, sizeof o->old, "%s.old", o->tmp) >= sizeof o->old || link(o->dest, o->old) != 0))
-            o->old[0] = '\0';  // no hard links here: see undo_renames and README
+            o->old[0] = '\0';  // no hard links here: see undo_renames and docs/files.md
         if (rename(o->tmp, o->dest) != 0) {
             msg_error("%s: cannot replace: %s", o->path, strerror(errno));
             if (o->old[0]) unlink(o->old);

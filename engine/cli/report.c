@@ -39,8 +39,10 @@ static int print_row(FILE *f, const char *layer, const char *name, const NlProfi
 }
 
 // The cell of layer l that saw the most positions per call: the rows every position goes through.
+// NULL for a family that prunes no rows (a recurrent layer's step sees one position a call by design).
 static const NlProfileCell *fullest_cell(const NlProfiler *p, NlPhase ph, int l) {
     const NlProfileCell *best = NULL;
+    if (!nl_family_info(nl_profiler_config(p)->arch)->prunes_rows) return NULL;
     for (int c = 0; c < NL_COMP_COUNT; c++) {
         const NlProfileCell *x = nl_profiler_cell(p, ph, l, (NlComponent)c);
         if (x->calls && (!best || x->tokens * best->calls > best->tokens * x->calls)) best = x;

@@ -280,7 +280,7 @@ size_t nl_profiler_events(const NlProfiler *p, const NlProfileEvent **events, si
     return p->n_events;
 }
 
-// ---- counting rules (README "Profiling"): each family's, in its own file (engine/cost.h)
+// ---- counting rules (docs/profiling.md): each family's, in its own file (engine/cost.h)
 
 void nl_profile_cost(const NlConfig *c, NlComponent comp, size_t batch, size_t n, size_t ctx, double *flops,
                      double *bytes) {

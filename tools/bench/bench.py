@@ -264,7 +264,7 @@ def limits(model_path, threads, cfg, decode_tok_s, prefill_tok_s):
             "sweep_decode_tok_s": sweep, "sweep_fraction": decode_tok_s / sweep}
 
 
-# ---- kernel families and engine threads (README "Kernels", "Threads")
+# ---- kernel families and engine threads (docs/performance.md)
 
 def torch_eval(model, text_path, threads, family):
     """PyTorch's batched eval (chars/s, nats/char) in a child process whose OpenBLAS runs `family`:

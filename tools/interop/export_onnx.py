@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Export a normlab model to ONNX (opset 17): the full-window forward pass, token ids (B, T) int64 ->
 logits (B, T, V) float32, B and T dynamic (T at most block_size), for every norm type and placement
-the engine runs: tools/lib/nlmodel.py's model (README "Forward pass"), traced. The model is first
+the engine runs: tools/lib/nlmodel.py's model (docs/forward.md), traced. The model is first
 loaded by the engine (normlab info), so only what normlab runs is exported; --out may not be the model
 or lie inside it.
 BatchNorm exports with its running statistics (the inference function; batch statistics are a

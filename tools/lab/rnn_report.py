@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The recurrent models beside the transformers (README "Recurrent models"): validation loss by
+"""The recurrent models beside the transformers (docs/forward.md): validation loss by
 `normlab eval` over the whole split, the training curves' validation loss at equal steps, what eval
 segments cost a recurrent model, generate's decode speed against the 4x128 transformer's (medians
 of rounds taken in turn; run it on a quiet machine), and the loss curves as a plot.

@@ -1,6 +1,6 @@
 """Read and write normlab model directories (config.json, tokenizer.json, model.safetensors).
 
-The format is documented in README.md ("Model format"). This module needs only the standard
+The format is documented in docs/format.md. This module needs only the standard
 library and numpy, so the export, reference and fixture tools share one reader and one writer.
 
 Dimension letters: V vocabulary, T context (block_size), D width (n_embd), F MLP width, L layers.

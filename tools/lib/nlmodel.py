@@ -1,6 +1,6 @@
 """The one PyTorch model of a normlab model, for every tool that runs one: training (tools/train/train.py),
 the reference (tools/reference/reference.py, in float64), the benchmark's PyTorch contestant
-(tools/bench/bench.py) and the ONNX export (tools/interop/export_onnx.py). README "Forward pass" is the
+(tools/bench/bench.py) and the ONNX export (tools/interop/export_onnx.py). docs/forward.md is the
 specification; the engine's own twin, tests/ref_forward.c (C, double), is written apart from it.
 
     import nlmodel
@@ -229,7 +229,7 @@ class Transformer(nn.Module):
 
 
 class Recurrent(nn.Module):
-    """A stacked LSTM or GRU (README "Recurrent models"), LayerNorm or plain sums with biases, an embedding
+    """A stacked LSTM or GRU (docs/forward.md), LayerNorm or plain sums with biases, an embedding
     in and a linear head out, run with norm ("layernorm" or "none"; default c's), its parameters in dtype.
     Each layer projects its input for a whole window at once (and normalises it: LayerNorm is per
     position), then steps the recurrence. The parameters are the tensors nlformat.rnn_tensor_shapes names

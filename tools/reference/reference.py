@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """The reference: a normlab model run by tools/lib/nlmodel.py in float64, the golden logits and eval
-losses of tests/reference/ and the other side of make parity. nlmodel follows README "Forward pass" (for
+losses of tests/reference/ and the other side of make parity. nlmodel follows docs/forward.md (for
 the recurrent models, arch lstm and gru, the LayerNorm LSTM and GRU of Ba et al. 2016, format version 3);
 the C engine shares nothing with it but the file format, and its own twin, tests/ref_forward.c, is
 written apart from both.
