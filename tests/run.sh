@@ -52,6 +52,7 @@ tally symbols_test tests/symbols_test.sh "$build/libnormlab.a"
 [ "$variant" = plain ] && [ -x /usr/bin/python3 ] && tally nanogpt_test /usr/bin/python3 tests/nanogpt_test.py "$bin"
 [ "$variant" = plain ] && [ -x /usr/bin/python3 ] && tally export_test /usr/bin/python3 tests/export_test.py "$bin"
 [ "$variant" = plain ] && [ -x /usr/bin/python3 ] && tally torchzip_test /usr/bin/python3 tests/torchzip_test.py
+[ "$variant" = plain ] && [ -x /usr/bin/python3 ] && tally split_test /usr/bin/python3 tests/split_test.py
 [ "$variant" = plain ] && [ -x /usr/bin/python3 ] && tally readers_test /usr/bin/python3 tests/readers_test.py "$bin"
 [ "$variant" = plain ] && [ -x /usr/bin/python3 ] && tally ddp_test /usr/bin/python3 tests/ddp_test.py "$bin"
 [ "$variant" = plain ] && [ -x /usr/bin/python3 ] \
