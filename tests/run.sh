@@ -53,6 +53,8 @@ tally symbols_test tests/symbols_test.sh "$build/libnormlab.a"
 [ "$variant" = plain ] && [ -x /usr/bin/python3 ] && tally export_test /usr/bin/python3 tests/export_test.py "$bin"
 [ "$variant" = plain ] && [ -x /usr/bin/python3 ] && tally torchzip_test /usr/bin/python3 tests/torchzip_test.py
 [ "$variant" = plain ] && [ -x /usr/bin/python3 ] && tally split_test /usr/bin/python3 tests/split_test.py
+[ "$variant" = plain ] && [ -x /usr/bin/python3 ] \
+    && tally tool_errors_test /usr/bin/python3 tests/tool_errors_test.py "$bin"
 [ "$variant" = plain ] && [ -x /usr/bin/python3 ] && tally readers_test /usr/bin/python3 tests/readers_test.py "$bin"
 [ "$variant" = plain ] && [ -x /usr/bin/python3 ] && tally ddp_test /usr/bin/python3 tests/ddp_test.py "$bin"
 [ "$variant" = plain ] && [ -x /usr/bin/python3 ] \

@@ -527,7 +527,7 @@ def eval_text():
 
 
 def main(argv):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = nltool.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("-m", "--model", default=os.path.join(ROOT, "weights", "shakespeare-pre-ln"))
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--tokens", type=int, default=256)

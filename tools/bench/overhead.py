@@ -12,24 +12,32 @@ import statistics
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # tools/lib
+import nltool  # noqa: E402
+
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 
 
 def run(cmd):
     """(seconds of prefill + decode as normlab reports them on stderr, stdout bytes)."""
-    p = subprocess.run(cmd, capture_output=True, check=True)
+    p = subprocess.run(cmd, capture_output=True)
+    if p.returncode != 0:
+        raise nltool.ToolError(p.stderr.decode("utf-8", "replace").strip()[-300:])
     m = re.search(rb"prefill \d+ tokens in ([0-9.]+) ms .* decode \d+ tokens in ([0-9.]+) ms", p.stderr)
     return (float(m.group(1)) + float(m.group(2))) / 1e3, p.stdout
 
 
 def main(argv):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = nltool.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("-m", "--model", default=os.path.join(ROOT, "weights", "shakespeare-pre-ln"))
     ap.add_argument("-n", type=int, default=256)
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--cpu", type=int, help="pin both to this CPU (taskset), so both see the same core")
     a = ap.parse_args(argv)
+    if a.n < 1 or a.runs < 1 or a.threads < 1:
+        ap.error("-n, --runs and --threads must be at least 1")
+    nltool.check_model(a.model)
     pin = ["taskset", "-c", str(a.cpu)] if a.cpu is not None else []
     base = pin + [os.path.join(ROOT, "normlab"), "generate", "-m", a.model, "-p", "ROMEO:", "-n", str(a.n),
                   "--seed", "7", "--threads", str(a.threads)]
@@ -52,4 +60,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    nltool.run("overhead.py", lambda argv: sys.exit(main(argv)), sys.argv[1:])

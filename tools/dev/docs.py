@@ -136,7 +136,8 @@ def documents():
 
 def main(argv):
     if argv not in (["--write"], ["--check"]):
-        sys.exit(__doc__)
+        print("usage: docs.py --write | --check  (see its docstring)", file=sys.stderr)
+        sys.exit(2)
     found, stale, unknown, checked = set(), [], [], 0
     for path in documents():
         rel = os.path.relpath(path, ROOT)

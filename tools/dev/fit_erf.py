@@ -10,6 +10,8 @@ equal-ripple error). Prints the coefficients and the maximum error in double and
 """
 from math import erf
 
+import sys
+
 import numpy as np
 
 LIMIT = 3.92  # erf(3.92) = 1 - 2e-8: beyond it float32 erf is 1
@@ -47,6 +49,8 @@ def float32_error(p, q):
 
 
 if __name__ == "__main__":
+    if len(sys.argv) > 1:
+        sys.exit("usage: fit_erf.py (takes no arguments)")
     p, q, e = fit()
     print("P (x^0 .. x^10 in x^2):", ", ".join(f"{v:.9g}" for v in p))
     print("Q:", ", ".join(f"{v:.9g}" for v in q))

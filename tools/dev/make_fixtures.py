@@ -107,4 +107,6 @@ def main():
 
 
 if __name__ == "__main__":
+    if len(sys.argv) > 1:
+        sys.exit("usage: make_fixtures.py (takes no arguments; rewrites its files deterministically)")
     main()

@@ -55,4 +55,6 @@ def main():
 
 
 if __name__ == "__main__":
+    if len(sys.argv) > 1:
+        sys.exit("usage: make_fuzz_seeds.py (takes no arguments; rewrites its files deterministically)")
     main()

@@ -21,6 +21,7 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # tools/lib
+import nltool  # noqa: E402
 import nlformat  # noqa: E402
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
@@ -66,6 +67,10 @@ def check(model, tmp, rng):
 
 
 def main(argv):
+    for model in argv:  # the engine's loader judges each model named (an option is no model)
+        if model.startswith("-"):
+            raise nltool.ToolError(f"unknown option {model} (usage: onnx_parity.py [MODEL ...])")
+        nltool.check_model(model)
     shipped = sorted(os.path.dirname(p) for p in glob.glob(os.path.join(ROOT, "weights", "*", "model.safetensors"))
                      if nlformat.load_model(os.path.dirname(p))[0].get("arch", "transformer") == "transformer")
     # (recurrent models are not exported to ONNX: tools/interop/export_onnx.py takes transformers only)
@@ -93,4 +98,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    nltool.run("onnx_parity.py", lambda argv: sys.exit(main(argv)), sys.argv[1:])

@@ -15,6 +15,9 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # tools/lib
+import nltool  # noqa: E402
+
 COMPONENTS = ["embed", "norm1", "qkv", "attention", "attn_proj", "norm1_post", "residual", "norm2", "mlp_up",
               "activation", "mlp_down", "norm2_post", "input_proj", "recurrent_proj", "rnn_norm", "gates",
               "final_norm", "lm_head"]
@@ -146,10 +149,13 @@ def state_norm(rows, path):
 def main(argv):
     if len(argv) != 2:
         sys.exit("usage: plot_compare.py COMPARE_JSON OUT_DIR")
-    with open(argv[0]) as f:
-        rows = json.load(f)
-    if not rows:
-        sys.exit("plot_compare.py: no rows")
+    try:
+        with open(argv[0], encoding="utf-8") as f:
+            rows = json.load(f)
+    except ValueError as e:
+        raise nltool.ToolError(f"{argv[0]}: not compare --json output ({e})")
+    if not isinstance(rows, list) or not rows or not all(isinstance(r, dict) and "model" in r for r in rows):
+        raise nltool.ToolError(f"{argv[0]}: no rows of compare --json (a JSON array of objects with \"model\")")
     os.makedirs(argv[1], exist_ok=True)
     outputs = {"bits_per_char.png": bits_per_char, "residual_rms.png": residual_rms, "branch_rms.png": branch_rms,
                "time_share.png": time_share, "state_norm.png": state_norm}
@@ -159,4 +165,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    nltool.run("plot_compare.py", main, sys.argv[1:])

@@ -19,6 +19,9 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # tools/lib
+import nltool  # noqa: E402
+
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 RECURRENT = ["shakespeare-lstm-ln", "shakespeare-lstm", "shakespeare-gru-ln", "shakespeare-gru"]
 TRANSFORMERS = ["shakespeare-pre-ln", "shakespeare-post-ln", "shakespeare-pre-rms", "shakespeare-post-rms",
@@ -34,7 +37,9 @@ def normlab_eval(model, text, segments=None):
     cmd = [os.path.join(ROOT, "normlab"), "eval", "-m", model, "--text", text, "--json", "--threads", "1"]
     if segments:
         cmd += ["--segments", str(segments)]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise nltool.ToolError(f"normlab eval -m {model}: {out.stderr.strip()[-300:]}")
     seconds = float(out.stderr.split(" in ")[1].split(" s ")[0])  # "scored N characters in S s (...)"
     return json.loads(out.stdout), seconds
 
@@ -71,7 +76,10 @@ def decode_speeds():
         for m in DECODE:
             cmd = [os.path.join(ROOT, "normlab"), "generate", "-m", os.path.join(ROOT, "weights", m), "-p", "ROMEO:",
                    "-n", str(NEW), "--temperature", "0", "--threads", "1", "--json"]
-            out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            if r.returncode != 0:
+                raise nltool.ToolError(f"normlab generate -m {m}: {r.stderr.strip()[-300:]}")
+            out = r.stdout
             runs[m].append(json.loads(out)["decode_tok_s"])
     med = {m: sorted(v)[len(v) // 2] for m, v in runs.items()}
     base = med[DECODE[0]]
@@ -106,6 +114,8 @@ def main(argv):
     if len(argv) != 2:
         sys.exit("usage: rnn_report.py VAL_TEXT OUT_DIR")
     text, out = argv
+    if not os.path.isfile(text):
+        raise nltool.ToolError(f"{text}: no such file (the validation split: make rnn-report writes build/val.txt)")
     os.makedirs(out, exist_ok=True)
     rows, logs = [], []
     for name in RECURRENT + TRANSFORMERS:
@@ -125,4 +135,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    nltool.run("rnn_report.py", main, sys.argv[1:])

@@ -21,6 +21,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # tools/lib
 import nlformat  # noqa: E402
+import nltool  # noqa: E402
 from reference import RECURRENT, ROOT, SHIPPED, Reference, is_recurrent, load_reference  # noqa: E402
 
 LOGIT_ATOL = 1e-4   # max |engine - reference| per logit (float32 engine vs float64 reference) where the logits
@@ -151,7 +152,7 @@ def check_model(label, path, prompts, overrides, report):
 
 
 def main(argv):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = nltool.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--seed", type=int, default=20261130)
     p.add_argument("--prompts", type=int, default=4, help="random prompts per model and override")
     a = p.parse_args(argv)

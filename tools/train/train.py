@@ -49,11 +49,12 @@ import torch.nn.functional as Fn
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # tools/lib
 import nlformat  # noqa: E402
 import nlmodel  # noqa: E402
+import nltool  # noqa: E402
 import torchzip  # noqa: E402
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = nltool.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data", required=True, help="UTF-8 text file to train on")
     p.add_argument("--out", required=True, help="model directory to write")
     p.add_argument("--arch", choices=["transformer", "lstm", "gru"], default="transformer")

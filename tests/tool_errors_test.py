@@ -1,0 +1,57 @@
+#!/usr/bin/python3
+"""Every Python tool, given a bad input or flag, says so in one line and exits non-zero: never a
+traceback, never a silent run that ignores what it was told. One case or more per tool; the
+tools' own suites (nanogpt_test, export_test, split_test, ...) test their rules in depth.
+
+    /usr/bin/python3 tests/tool_errors_test.py [NORMLAB_BINARY]      (make test runs it)
+"""
+import os
+import subprocess
+import sys
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+from tooltest import Checks  # noqa: E402
+
+os.environ["NORMLAB_BIN"] = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "normlab"))
+check = Checks("tool_errors_test")
+NONE = "/nonexistent/model"
+TEXT = os.path.join(ROOT, "tests", "data", "held_out.txt")
+CASES = [  # (tool, arguments, a word the line must hold)
+    ("lab/plot_compare.py", [NONE, "/tmp/x"], "No such file"),
+    ("lab/plot_compare.py", [TEXT, "/tmp/x"], "not compare --json output"),
+    ("lab/rnn_report.py", [NONE, "/tmp/x"], "no such file"),
+    ("lab/depth_study.py", ["bogus"], "invalid choice"),
+    ("interop/onnx_parity.py", ["--bogus"], "unknown option"),
+    ("interop/onnx_parity.py", [NONE], "no such model"),
+    ("interop/import_nanogpt.py", [NONE, "--out", "/tmp/x"], "no such file"),
+    ("interop/export_onnx.py", [NONE, "--out", "/tmp/x.onnx"], "no such model"),
+    ("bench/overhead.py", ["-m", NONE], "no such model"),
+    ("bench/overhead.py", ["--runs", "0"], "at least 1"),
+    ("bench/bench.py", ["-m", os.path.join(ROOT, "weights", "shakespeare-lstm-ln")], "recurrent"),
+    ("reference/reference.py", ["logits", "-m", NONE, "-p", "ab"], "no such model"),
+    ("reference/parity.py", ["--bogus"], "unrecognized arguments"),
+    ("train/train.py", ["--data", NONE, "--out", "/tmp/x"], "No such file"),
+    ("train/split.py", [NONE, "/tmp/x"], "No such file"),
+    ("train/train.py", ["--data", TEXT, "--out", "/tmp/x", "--bogus"], "unrecognized arguments"),
+    ("bench/bench.py", ["--bogus"], "unrecognized arguments"),
+    ("dev/make_fixtures.py", ["--bogus"], "takes no arguments"),
+    ("dev/make_fuzz_seeds.py", ["--bogus"], "takes no arguments"),
+    ("dev/fit_erf.py", ["--bogus"], "takes no arguments"),
+    ("dev/docs.py", ["--bogus"], "usage"),
+]
+
+
+def main():
+    for tool, args, word in CASES:
+        r = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "tools", tool), *args], capture_output=True,
+                           text=True, timeout=300)
+        err = r.stderr.strip()
+        check(r.returncode != 0 and err.count("\n") == 0 and word in err and "Traceback" not in err,
+              f"{tool} {' '.join(a.replace(ROOT + '/', '') for a in args)}: one line, exit {r.returncode}",
+              f"exit {r.returncode}, stderr: {err[-400:]}")
+    return check.summary()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
