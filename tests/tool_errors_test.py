@@ -6,8 +6,10 @@ tools' own suites (nanogpt_test, export_test, split_test, ...) test their rules 
     /usr/bin/python3 tests/tool_errors_test.py [NORMLAB_BINARY]      (make test runs it)
 """
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
@@ -16,24 +18,26 @@ from tooltest import Checks  # noqa: E402
 os.environ["NORMLAB_BIN"] = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "normlab"))
 check = Checks("tool_errors_test")
 NONE = "/nonexistent/model"
+SCRATCH = tempfile.mkdtemp(prefix="normlab-tool-errors-")  # outputs the cases name (none is written)
+OUT = os.path.join(SCRATCH, "out")
 TEXT = os.path.join(ROOT, "tests", "data", "held_out.txt")
 CASES = [  # (tool, arguments, a word the line must hold)
-    ("lab/plot_compare.py", [NONE, "/tmp/x"], "No such file"),
-    ("lab/plot_compare.py", [TEXT, "/tmp/x"], "not compare --json output"),
-    ("lab/rnn_report.py", [NONE, "/tmp/x"], "no such file"),
+    ("lab/plot_compare.py", [NONE, OUT], "No such file"),
+    ("lab/plot_compare.py", [TEXT, OUT], "not compare --json output"),
+    ("lab/rnn_report.py", [NONE, OUT], "no such file"),
     ("lab/depth_study.py", ["bogus"], "invalid choice"),
     ("interop/onnx_parity.py", ["--bogus"], "unknown option"),
     ("interop/onnx_parity.py", [NONE], "no such model"),
-    ("interop/import_nanogpt.py", [NONE, "--out", "/tmp/x"], "no such file"),
-    ("interop/export_onnx.py", [NONE, "--out", "/tmp/x.onnx"], "no such model"),
+    ("interop/import_nanogpt.py", [NONE, "--out", OUT], "no such file"),
+    ("interop/export_onnx.py", [NONE, "--out", OUT + ".onnx"], "no such model"),
     ("bench/overhead.py", ["-m", NONE], "no such model"),
     ("bench/overhead.py", ["--runs", "0"], "at least 1"),
     ("bench/bench.py", ["-m", os.path.join(ROOT, "weights", "shakespeare-lstm-ln")], "recurrent"),
     ("reference/reference.py", ["logits", "-m", NONE, "-p", "ab"], "no such model"),
     ("reference/parity.py", ["--bogus"], "unrecognized arguments"),
-    ("train/train.py", ["--data", NONE, "--out", "/tmp/x"], "No such file"),
-    ("train/split.py", [NONE, "/tmp/x"], "No such file"),
-    ("train/train.py", ["--data", TEXT, "--out", "/tmp/x", "--bogus"], "unrecognized arguments"),
+    ("train/train.py", ["--data", NONE, "--out", OUT], "No such file"),
+    ("train/split.py", [NONE, OUT], "No such file"),
+    ("train/train.py", ["--data", TEXT, "--out", OUT, "--bogus"], "unrecognized arguments"),
     ("bench/bench.py", ["--bogus"], "unrecognized arguments"),
     ("dev/make_fixtures.py", ["--bogus"], "takes no arguments"),
     ("dev/make_fuzz_seeds.py", ["--bogus"], "takes no arguments"),
@@ -50,6 +54,8 @@ def main():
         check(r.returncode != 0 and err.count("\n") == 0 and word in err and "Traceback" not in err,
               f"{tool} {' '.join(a.replace(ROOT + '/', '') for a in args)}: one line, exit {r.returncode}",
               f"exit {r.returncode}, stderr: {err[-400:]}")
+    check(os.listdir(SCRATCH) == [], "no case wrote an output", str(os.listdir(SCRATCH)))
+    shutil.rmtree(SCRATCH)
     return check.summary()
 
 
