@@ -70,8 +70,14 @@ plan() {
 scratch() {
     if [ ! -d "$TMP/pristine" ]; then
         mkdir -p "$TMP/pristine/build"
-        git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf - 2>/dev/null \
-            | tar -xf - -C "$TMP/pristine"
+        # the files git knows (tracked, or untracked and not ignored); outside a git checkout (a
+        # copy such as this test's own scratch, where README's `make test` runs it again) every
+        # file but build/
+        if git rev-parse --is-inside-work-tree > /dev/null 2>&1; then
+            git ls-files -z --cached --others --exclude-standard
+        else
+            find . -path ./build -prune -o -type f -print0
+        fi | tar --null -T - -cf - 2>/dev/null | tar -xf - -C "$TMP/pristine"
         cp -p "$bin" "$TMP/pristine/normlab"
         [ -f build/libnormlab.a ] && cp -p build/libnormlab.a "$TMP/pristine/build/"
         if [ "$long" = 1 ]; then  # what make and the tools find built: the plain objects, ONNX Runtime
