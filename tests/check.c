@@ -5,6 +5,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "normlab.h"
+
 static int passed, failed;  // the harness's counters: test binaries only
 static const char *current = "?";
 
@@ -59,4 +61,12 @@ const char *fixture(const char *name) {
     static char buf[512];
     snprintf(buf, sizeof buf, "tests/fixtures/%s", name);
     return buf;
+}
+
+NlModel *load_fixture(const char *name) {
+    NlModel *m = NULL;
+    NlError err;
+    if (nl_model_load(&m, fixture(name), &err) == 0) return m;
+    CHECK(0, "%s: %s", name, err.msg);
+    return NULL;
 }

@@ -21,5 +21,7 @@ int check_close(const char *what, const float *got, const double *want, size_t n
 int check_summary(const char *suite);
 // Path of a file in tests/fixtures (tests run from the repository root).
 const char *fixture(const char *name);
+// The fixture model name, loaded; NULL after a failed check naming the loader's message.
+struct NlModel *load_fixture(const char *name);
 
 #endif

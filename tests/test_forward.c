@@ -407,12 +407,8 @@ static void batched_streams_match_single_streams(void) {
 // fields in order, residual_scale with post placement only, the output norms with peri only.
 static void the_table_describes_the_transformer(void) {
     for (size_t i = 0; i < N_FIXTURES; i++) {
-        NlModel *m = NULL;
-        NlError err;
-        if (nl_model_load(&m, fixture(FIXTURES[i]), &err) != 0) {
-            CHECK(0, "%s", err.msg);
-            continue;
-        }
+        NlModel *m = load_fixture(FIXTURES[i]);
+        if (!m) continue;
         const NlConfig *c = nl_model_config(m);
         const NlFamilyInfo *f = nl_family_info(c->arch);
         CHECK(strcmp(f->name, "transformer") == 0 && f->has_placement && f->has_blocks && f->state_vectors == 0 &&

@@ -288,12 +288,8 @@ static void transformer_options_are_refused(void) {
 // command line and the lab print and count from, instead of testing the arch.
 static void the_tables_describe_the_lstm_and_the_gru(void) {
     for (size_t i = 0; i < N_FIXTURES; i++) {
-        NlModel *m = NULL;
-        NlError err;
-        if (nl_model_load(&m, fixture(FIXTURES[i]), &err) != 0) {
-            CHECK(0, "%s", err.msg);
-            continue;
-        }
+        NlModel *m = load_fixture(FIXTURES[i]);
+        if (!m) continue;
         const NlConfig *c = nl_model_config(m);
         const NlFamilyInfo *f = nl_family_info(c->arch);
         int lstm = c->arch == NL_ARCH_LSTM;
