@@ -290,9 +290,10 @@ static size_t rnn_window(const NlConfig *cfg) {
     return SIZE_MAX;  // the state carries any length
 }
 
-// h of every layer, and the LSTM's c
+// the state vectors of every layer: h, and the LSTM's c (as its table's info counts them)
 static size_t rnn_state_bytes(const NlConfig *c) {
-    return (size_t)c->n_layer * (size_t)c->n_hidden * (c->arch == NL_ARCH_LSTM ? 2 : 1) * sizeof(float);
+    size_t vectors = (size_t)nl_family_of(c->arch)->info->state_vectors;
+    return (size_t)c->n_layer * (size_t)c->n_hidden * vectors * sizeof(float);
 }
 
 // ---- what the families are, for info, reports and the profiler
