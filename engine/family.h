@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "normlab.h"
+#include "parallel.h"
 
 #pragma GCC visibility push(hidden)
 
@@ -16,8 +17,9 @@ typedef struct {
     // A state of `batch` sequences of model, run as cfg (the model's config with the run's norm and
     // placement; the family refuses what it cannot run, as NL_ERR_ARG). cfg and obs are the NlState's,
     // borrowed for the state's life.
+    // pool (NULL: one thread) is the NlState's too, for the products of one forward call.
     int (*create)(void **impl, const NlModel *model, const NlConfig *cfg, const NlRunOptions *opts, size_t batch,
-                  int threads, const NlObserver *obs, NlError *err);
+                  NlPool *pool, const NlObserver *obs, NlError *err);
     void (*destroy)(void *impl);  // NULL-safe
     // nl_forward_batch's contract (normlab.h): the logits (B, n_logits, V) of the last n_logits positions.
     const float *(*forward)(void *impl, const int *tokens, size_t B, size_t n, size_t pos, size_t n_logits);

@@ -8,6 +8,7 @@
 
 #include "model.h"
 #include "normlab.h"
+#include "parallel.h"
 
 // Internal: hidden from the symbols a shared object built from these files would export.
 #pragma GCC visibility push(hidden)
@@ -29,13 +30,12 @@ void nl_batch_stats(float *mean, float *var, const float *x, size_t n, size_t D)
 void nl_norm(float *out, const float *x, NlNormWeights w, NlNormType type, size_t n, size_t D, float eps);
 
 // y (n, n_out) = x (n, n_in) @ w^T (w is (n_out, n_in)) + b (b may be NULL). Under 6 rows (3 for
-// a matrix over 16 MiB) one sgemv per row, else sgemm; up to max_threads OpenBLAS threads for an
-// sgemv of 1M weights or more, else one (so results do not depend on max_threads). It sets
-// OpenBLAS's thread count, which is process-wide, before each product and leaves it there: a
-// program making its own BLAS calls sets its own count again, and states used from several threads
-// at once must agree on it.
+// a matrix over 16 MiB) one sgemv per row, its output rows split over the pool's workers (pool may
+// be NULL: the caller alone), else one sgemm; the same bits at any worker count. It sets OpenBLAS's
+// thread count, which is process-wide, to 1 before each product and leaves it there: a program
+// making its own BLAS calls sets its own count again.
 void nl_linear(float *y, const float *x, const float *w, const float *b, size_t n, size_t n_out, size_t n_in,
-               int max_threads);
+               NlPool *pool);
 void nl_linear_naive(float *y, const float *x, const float *w, const float *b, size_t n, size_t n_out, size_t n_in);
 
 // In place over count values. GELU uses nl_erf.

@@ -13,7 +13,7 @@
 // *_free accepts NULL. Pointers returned by accessors are borrowed and stay valid until the owning
 // object is freed. A state borrows its model (free the state first); a sampler owns itself; a
 // profiler or statistics object attached to a state (normlab_lab.h) is borrowed by it.
-// Process-wide state the library touches: OpenBLAS's thread count (openblas_set_num_threads, set
+// Process-wide state the library touches: OpenBLAS's thread count (openblas_set_num_threads(1), set
 // before each product, see NlRunOptions.threads) and nothing else; it has no globals of its own, so
 // states may run on different threads at once (nl_eval_parallel, nl_generate_parallel do).
 // The lab — profiler, hidden-state statistics, compare — is in normlab_lab.h. Functions that can
@@ -147,8 +147,8 @@ typedef struct {
     NlNormType norm;  // run the norms as this type; NL_NORM_AS_CONFIGURED (0): the model's
     NlPlacement placement;  // run the blocks with this placement; NL_PLACE_AS_CONFIGURED (0): the model's
     int batch;  // independent sequences per forward call, at most (0 means 1)
-    int threads;  // most OpenBLAS threads for an sgemv of 1M weights or more (0 means 1); every
-        // other product uses 1, so that results do not depend on it
+    int threads;  // threads a matrix-vector product's output rows are split over (0 means 1): the
+        // state keeps them for its life; each row is one OpenBLAS call, so results do not depend on it
     NlBnStats bn_stats;  // BatchNorm's statistics (NL_BN_RUNNING: the model's running averages)
 } NlRunOptions;
 // Every default spelled out: the model's norm and placement, one sequence, one OpenBLAS thread,
@@ -376,8 +376,8 @@ int nl_eval(NlState *state, const int *ids, size_t n, size_t stride, NlEvalResul
 // The same on n_states worker threads, one state each (every state with the same batch B; a
 // profiler or statistics attached to a state see that thread's share). The calls are the same as
 // nl_eval's on states[0], so the result is the same bit for bit whatever n_states is. progress is
-// called from the calling thread only. Set OpenBLAS to one thread per product for these states
-// (NlRunOptions.threads 1): workers share OpenBLAS's process-wide thread count.
+// called from the calling thread only. Give these states NlRunOptions.threads 1: the workers are
+// the threads.
 int nl_eval_parallel(NlState *const *states, size_t n_states, const int *ids, size_t n, size_t stride,
                      NlEvalResult *out, NlProgressFn progress, void *ctx, NlError *err);
 // A recurrent model (nl_eval and nl_eval_parallel call this with segments 1, on states[0], and

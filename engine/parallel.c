@@ -71,3 +71,152 @@ int nl_parallel_run(int n_workers, NlWorkerFn fn, void *ctx) {
     free(jobs);
     return started + 1;
 }
+
+// ---- a pool kept for a state's life
+//
+// A run bumps `generation`; each worker waits for a generation it has not seen, runs its share and
+// counts itself out of `pending`. Waiting spins first (a decode step's next product comes within
+// microseconds), then sleeps on the condition variable. A worker counts itself in `sleepers` before
+// its last look at `generation`, and a run reads `sleepers` after its bump (both sequentially
+// consistent): either the worker sees the bump or the run sees the sleeper and wakes it, under the
+// mutex. A run with no sleeper touches neither mutex nor condition variable.
+struct NlPool {
+    int n_workers;  // the caller (worker 0) and n_workers - 1 threads
+    pthread_t *tids;  // (n_workers - 1)
+    pthread_mutex_t mu;
+    pthread_cond_t wake;
+    atomic_uint generation;
+    atomic_int pending;  // workers still running the current generation
+    atomic_int sleepers;  // workers asleep on `wake`, or about to be
+    NlWorkerFn fn;  // NULL tells the workers to exit
+    void *ctx;
+    int bound;  // 1: each worker bound to a CPU of its own, the caller to the first (mask: its own before)
+    pthread_t caller;
+    cpu_set_t mask;  // the process's CPUs, when bound
+};
+
+typedef struct {
+    NlPool *pool;
+    int worker;
+} PoolWorker;
+
+// ~1 ms of pause instructions before an idle worker sleeps; a caller waiting on its workers spins
+// this long between yields, in case the scheduler put a worker on its own CPU.
+enum { SPIN_CHECKS = 20000, WAIT_SPINS = 2000 };
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+static unsigned wait_for_run(NlPool *p, unsigned seen) {
+    for (int i = 0; i < SPIN_CHECKS; i++) {
+        unsigned g = atomic_load_explicit(&p->generation, memory_order_acquire);
+        if (g != seen) return g;
+        cpu_relax();
+    }
+    pthread_mutex_lock(&p->mu);
+    atomic_fetch_add(&p->sleepers, 1);
+    unsigned g;
+    while ((g = atomic_load(&p->generation)) == seen) pthread_cond_wait(&p->wake, &p->mu);
+    atomic_fetch_sub(&p->sleepers, 1);
+    pthread_mutex_unlock(&p->mu);
+    return g;
+}
+
+static void *pool_main(void *arg) {
+    PoolWorker *pw = arg;
+    NlPool *p = pw->pool;
+    int worker = pw->worker;
+    free(pw);
+    if (p->bound) bind_to(&p->mask, worker);
+    for (unsigned seen = 0;;) {
+        seen = wait_for_run(p, seen);
+        NlWorkerFn fn = p->fn;
+        if (fn) fn(p->ctx, worker);
+        atomic_fetch_sub_explicit(&p->pending, 1, memory_order_release);
+        if (!fn) return NULL;
+    }
+}
+
+// Publishes (fn, ctx) to the workers and returns once they have all counted out.
+static void pool_broadcast(NlPool *p, NlWorkerFn fn, void *ctx) {
+    p->fn = fn;
+    p->ctx = ctx;
+    atomic_store_explicit(&p->pending, p->n_workers - 1, memory_order_relaxed);
+    atomic_fetch_add(&p->generation, 1);
+    if (atomic_load(&p->sleepers) > 0) {
+        pthread_mutex_lock(&p->mu);
+        pthread_cond_broadcast(&p->wake);
+        pthread_mutex_unlock(&p->mu);
+    }
+    if (fn) fn(ctx, 0);
+    for (int i = 1; atomic_load_explicit(&p->pending, memory_order_acquire) > 0; i++) {
+        cpu_relax();
+        if (i % WAIT_SPINS == 0) sched_yield();
+    }
+}
+
+int nl_cpus_available(void) {
+    cpu_set_t cpus;
+    return pthread_getaffinity_np(pthread_self(), sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+}
+
+NlPool *nl_pool_create(int n_workers) {
+    if (n_workers < 2) return NULL;
+    NlPool *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    p->tids = malloc((size_t)(n_workers - 1) * sizeof *p->tids);
+    if (!p->tids || pthread_mutex_init(&p->mu, NULL) != 0) {
+        free(p->tids);
+        free(p);
+        return NULL;
+    }
+    pthread_cond_init(&p->wake, NULL);
+    atomic_init(&p->generation, 0);
+    atomic_init(&p->pending, 0);
+    atomic_init(&p->sleepers, 0);
+    // As in nl_parallel_run: with a worker for every CPU the process may use, each gets its own, so
+    // that its share of the weights stays in that core's cache, and no two spin on one CPU.
+    p->caller = pthread_self();
+    p->bound = pthread_getaffinity_np(p->caller, sizeof p->mask, &p->mask) == 0 && CPU_COUNT(&p->mask) == n_workers;
+    if (p->bound) bind_to(&p->mask, 0);
+    int started = 0;  // threads run workers 1..started: a refused thread ends the list
+    for (int w = 1; w < n_workers; w++, started++) {
+        PoolWorker *pw = malloc(sizeof *pw);
+        if (pw) *pw = (PoolWorker){p, w};
+        if (!pw || pthread_create(&p->tids[started], NULL, pool_main, pw) != 0) {
+            free(pw);
+            break;
+        }
+    }
+    p->n_workers = started + 1;
+    if (started == 0) {  // not one thread: the caller alone, without a pool
+        nl_pool_free(p);
+        return NULL;
+    }
+    return p;
+}
+
+void nl_pool_free(NlPool *p) {
+    if (!p) return;
+    if (p->n_workers > 1) pool_broadcast(p, NULL, NULL);
+    for (int i = 0; i < p->n_workers - 1; i++) pthread_join(p->tids[i], NULL);
+    if (p->bound && pthread_equal(p->caller, pthread_self()))
+        (void)pthread_setaffinity_np(p->caller, sizeof p->mask, &p->mask);
+    pthread_cond_destroy(&p->wake);
+    pthread_mutex_destroy(&p->mu);
+    free(p->tids);
+    free(p);
+}
+
+int nl_pool_workers(const NlPool *p) { return p ? p->n_workers : 1; }
+
+void nl_pool_run(NlPool *p, NlWorkerFn fn, void *ctx) {
+    if (!p) {
+        fn(ctx, 0);
+        return;
+    }
+    pool_broadcast(p, fn, ctx);
+}

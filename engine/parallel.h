@@ -19,6 +19,20 @@ void nl_atomic_lower(atomic_size_t *v, size_t x);
 // Returns the number of threads that ran workers (>= 1).
 int nl_parallel_run(int n_workers, NlWorkerFn fn, void *ctx);
 
+// A pool of threads kept for a state's life, for work too fine for nl_parallel_run: a decode step's
+// products, each a few microseconds. nl_pool_run(p, fn, ctx) runs fn(ctx, w) for w in [0, n_workers)
+// and returns when all are done; the caller runs worker 0. Idle workers spin for about a
+// millisecond, then sleep until the next run. NULL is a pool of one worker (the caller alone).
+typedef struct NlPool NlPool;
+
+// NULL when n_workers < 2, or when a thread or memory is refused (then work runs on the caller).
+// Workers beyond the CPUs only spin against each other: callers keep n_workers <= nl_cpus_available().
+NlPool *nl_pool_create(int n_workers);
+int nl_cpus_available(void);  // the CPUs the calling thread may run on (1 if unknown)
+void nl_pool_free(NlPool *p);  // NULL-safe
+int nl_pool_workers(const NlPool *p);  // 1 for NULL
+void nl_pool_run(NlPool *p, NlWorkerFn fn, void *ctx);
+
 #pragma GCC visibility pop
 
 #endif

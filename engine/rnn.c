@@ -30,7 +30,7 @@ typedef struct {
     const NlRecurrentWeights *w;
     RnnNorms *norms;  // (L)
     size_t batch;  // B at most
-    int threads;
+    NlPool *pool;  // the NlState's workers for a product's rows, or NULL
     size_t pos;  // positions the states have taken in
     int lstm, ln;
     size_t S, G;  // state width, gate blocks
@@ -57,7 +57,7 @@ static NlNormWeights as_run(const NlRnn *r, NlNormWeights w) {
 static void rnn_destroy(void *impl);
 
 // The state of `batch` sequences of model run with norm (layernorm or none, checked by rnn_create).
-static int rnn_build(NlRnn **out, const NlModel *model, NlNormType norm, size_t batch, int threads, NlError *err) {
+static int rnn_build(NlRnn **out, const NlModel *model, NlNormType norm, size_t batch, NlPool *pool, NlError *err) {
     *out = NULL;
     NlRnn *r = calloc(1, sizeof *r);
     const NlConfig *mc = nl_model_config(model);
@@ -85,7 +85,7 @@ static int rnn_build(NlRnn **out, const NlModel *model, NlNormType norm, size_t 
     r->cfg.norm = norm;
     r->w = nl_model_recurrent_weights(model);
     r->batch = B;
-    r->threads = threads;
+    r->pool = pool;
     r->lstm = mc->arch == NL_ARCH_LSTM;
     r->ln = norm == NL_NORM_LAYERNORM;
     r->S = S;
@@ -174,7 +174,7 @@ static void step(NlRnn *r, int l, size_t B, size_t nc, size_t t, const NlObserve
     const RnnNorms *n = &r->norms[l];
     size_t S = r->S, GS = r->G * S;
     float *h = r->h + (size_t)l * r->batch * S, *c = r->c + (size_t)l * r->batch * S;
-    TIMED(obs, l, NL_COMP_RNN_RECURRENT, B, 1, S, nl_linear(r->ph, h, lw->w_hh, NULL, B, GS, S, r->threads));
+    TIMED(obs, l, NL_COMP_RNN_RECURRENT, B, 1, S, nl_linear(r->ph, h, lw->w_hh, NULL, B, GS, S, r->pool));
     if (r->ln || lw->bias_hh)  // else nothing to normalise or add: no record, so no cost counted
         TIMED(obs, l, NL_COMP_RNN_NORM, B, 1, normed_features(r), norm_products(r, n, lw, r->ph, B, 0));
     double t0 = nl_obs_begin(obs);
@@ -203,7 +203,7 @@ static void layer(NlRnn *r, int l, size_t B, size_t nc, const NlObserver *obs) {
     double t_layer = nl_obs_begin(obs);
     const NlRnnLayerWeights *lw = &r->w->layers[l];
     size_t S = r->S, GS = r->G * S, in = l == 0 ? (size_t)r->cfg.n_input : S, rows = B * nc;
-    TIMED(obs, l, NL_COMP_RNN_INPUT, B, nc, in, nl_linear(r->px, r->xin, lw->w_ih, NULL, rows, GS, in, r->threads));
+    TIMED(obs, l, NL_COMP_RNN_INPUT, B, nc, in, nl_linear(r->px, r->xin, lw->w_ih, NULL, rows, GS, in, r->pool));
     if (r->ln || lw->bias || lw->bias_ih)
         TIMED(obs, l, NL_COMP_RNN_NORM, B, nc, normed_features(r), norm_products(r, &r->norms[l], lw, r->px, rows, 1));
     for (size_t t = 0; t < nc; t++) step(r, l, B, nc, t, obs);
@@ -224,7 +224,7 @@ static void head(NlRnn *r, size_t B, size_t nc, size_t t0, size_t k, size_t n_lo
     size_t S = r->S, V = (size_t)r->cfg.vocab_size;
     for (size_t b = 0; b < B; b++)
         nl_linear(r->logits + (b * n_logits + at) * V, r->xin + (b * nc + t0) * S, r->w->lm_head, r->w->lm_head_b, k, V,
-                  S, r->threads);
+                  S, r->pool);
 }
 
 // tokens (B, n): pos 0 starts the first B sequences from the zero state; any other pos must be where the
@@ -265,7 +265,7 @@ static const float *rnn_forward(void *impl, const int *tokens, size_t B, size_t 
 // A recurrent model's state: its norm may be run as layernorm or none; the transformer's other
 // options (a placement, another norm) are refused; BatchNorm statistics do not apply.
 static int rnn_create(void **impl, const NlModel *model, const NlConfig *cfg, const NlRunOptions *opts, size_t batch,
-                      int threads, const NlObserver *obs, NlError *err) {
+                      NlPool *pool, const NlObserver *obs, NlError *err) {
     *impl = NULL;
     const NlRunOptions o = opts ? *opts : NL_RUN_DEFAULTS;
     const char *arch = nl_config_arch_name(cfg->arch);
@@ -279,7 +279,7 @@ static int rnn_create(void **impl, const NlModel *model, const NlConfig *cfg, co
         return -1;
     }
     NlRnn *r = NULL;
-    if (rnn_build(&r, model, cfg->norm, batch, threads, err) != 0) return -1;
+    if (rnn_build(&r, model, cfg->norm, batch, pool, err) != 0) return -1;
     r->obs = obs;
     *impl = r;
     return 0;

@@ -5,6 +5,7 @@
 
 #include "family.h"
 #include "normlab.h"
+#include "parallel.h"
 
 struct NlState {
     const NlModel *model;
@@ -13,6 +14,7 @@ struct NlState {
     NlObserver obs;  // the lab's (or an embedder's) callbacks; all-NULL: none, and no clock reads
     const NlFamily *family;
     void *impl;  // the family's state
+    NlPool *pool;  // threads for the products of one call (NULL: the caller alone)
 };
 
 const NlFamily *nl_family_of(NlArch arch) {
@@ -61,7 +63,10 @@ int nl_state_create(NlState **out, const NlModel *model, const NlRunOptions *opt
         threads = opts->threads > 0 ? opts->threads : 1;
     }
     s->family = nl_family_of(s->cfg.arch);
-    if (s->family->create(&s->impl, model, &s->cfg, opts, s->batch, threads, &s->obs, err) != 0) {
+    int cpus = nl_cpus_available();
+    s->pool = nl_pool_create(threads < cpus ? threads : cpus);  // NULL when refused: the same results on one thread
+    if (s->family->create(&s->impl, model, &s->cfg, opts, s->batch, s->pool, &s->obs, err) != 0) {
+        nl_pool_free(s->pool);
         free(s);
         return -1;
     }
@@ -72,6 +77,7 @@ int nl_state_create(NlState **out, const NlModel *model, const NlRunOptions *opt
 void nl_state_free(NlState *s) {
     if (!s) return;
     s->family->destroy(s->impl);
+    nl_pool_free(s->pool);
     free(s);
 }
 

@@ -41,14 +41,14 @@ typedef struct {
     LayerNorms *norms;  // (L) the norms as run: the model's, or unit gain where it has none
     NlNormWeights ln_f;  // final norm (unit gain when forced onto a model without one)
     size_t batch;  // B: sequences per call, at most
-    int threads;  // most OpenBLAS threads per product
+    NlPool *pool;  // the NlState's workers for a product's rows, or NULL
     float *x;  // (B*T, D) residual stream
     float *xn;  // (B*T, D) normalised sublayer input
     float *qkv;  // (B*T, 3*D)
     float *att;  // (B*T, D) attention output, heads concatenated
     float *tmp;  // (B*T, D) sublayer output
     float *hid;  // (B*T, F) MLP hidden
-    float *scores;  // (T rounded up to whole tiles) attention probabilities of one query of one head
+    float *scores;  // (workers, T rounded up to whole tiles) each worker's probabilities of one query
     float *logits;  // (B*T, V)
     float *k_cache;  // (B, T/32, L, H, Dh, 32) keys in tiles of 32 positions (kernels.h), T rounded up
     float *v_cache;  // (B, T/32, L, H, 32, Dh) values, the same tiles
@@ -154,14 +154,14 @@ static void transformer_destroy(void *impl) {
 }
 
 static int transformer_create(void **impl, const NlModel *model, const NlConfig *cfg, const NlRunOptions *opts,
-                              size_t batch, int threads, const NlObserver *obs, NlError *err) {
+                              size_t batch, NlPool *pool, const NlObserver *obs, NlError *err) {
     *impl = NULL;
     Transformer *s = calloc(1, sizeof *s);
     if (!s) {
         nl_error(err, NL_ERR_NOMEM, "out of memory");
         return -1;
     }
-    *s = (Transformer){.model = model, .cfg = cfg, .obs = obs, .batch = batch, .threads = threads};
+    *s = (Transformer){.model = model, .cfg = cfg, .obs = obs, .batch = batch, .pool = pool};
     s->bn_stats = opts ? opts->bn_stats : NL_BN_RUNNING;
     size_t T = (size_t)cfg->block_size, D = (size_t)cfg->n_embd, F = (size_t)cfg->n_inner;
     size_t V = (size_t)cfg->vocab_size, BT = batch * T;
@@ -173,7 +173,7 @@ static int transformer_create(void **impl, const NlModel *model, const NlConfig 
         {&s->att, BT * D},
         {&s->tmp, BT * D},
         {&s->hid, BT * F},
-        {&s->scores, nl_tiles(T) * NL_TILE},
+        {&s->scores, (size_t)nl_pool_workers(pool) * nl_tiles(T) * NL_TILE},
         {&s->logits, BT * V},
         {&s->k_cache, KV},
         {&s->v_cache, KV},
@@ -212,16 +212,18 @@ static void transformer_copy(void *impl, size_t from, size_t to, size_t n) {
     memcpy(s->v_cache + to * per_seq, s->v_cache + from * per_seq, count * sizeof(float));
 }
 
-// Causal self-attention of n new positions (pos..pos+n-1) of sequence b in layer l, per head.
+// Causal self-attention of n new positions (pos..pos+n-1) of sequence b in layer l, heads h0..h1-1.
 // Appends their keys and values to the cache, then att (keep, D) = softmax(q K^T / sqrt(Dh)) V for
-// the last `keep` of them (all n, except in a last layer whose other rows nobody reads).
-static void attention_one(Transformer *s, size_t b, size_t l, size_t n, size_t pos, size_t keep) {
+// the last `keep` of them (all n, except in a last layer whose other rows nobody reads). scores is
+// the caller's scratch, one query's probabilities.
+static void attention_heads(Transformer *s, size_t b, size_t l, size_t n, size_t pos, size_t keep, size_t h0, size_t h1,
+                            float *scores) {
     size_t D = (size_t)s->cfg->n_embd, H = (size_t)s->cfg->n_head;
     size_t Dh = D / H, stride = tile_floats(s);  // between a head's consecutive tiles
     float scale = 1.0f / sqrtf((float)Dh);
     const float *qkv = s->qkv + b * n * 3 * D;  // (n, 3D) of this sequence
     float *att = s->att + b * keep * D;  // (keep, D)
-    for (size_t h = 0; h < H; h++) {
+    for (size_t h = h0; h < h1; h++) {
         size_t head = b * seq_floats(s) + (l * H + h) * Dh * NL_TILE;  // its first tile
         float *K = s->k_cache + head, *V = s->v_cache + head;
         const float *q = qkv + h * Dh;  // row i at q + i * 3D
@@ -233,12 +235,30 @@ static void attention_one(Transformer *s, size_t b, size_t l, size_t n, size_t p
         // Row i sees keys 0..pos+i: one fused pass over the cache per query.
         for (size_t i = n - keep; i < n; i++)
             nl_attend_one(att + (i - (n - keep)) * D + h * Dh, q + i * 3 * D, K, V, stride, pos + i + 1, Dh, scale,
-                          s->scores);
+                          scores);
     }
 }
 
+typedef struct {
+    Transformer *s;
+    size_t B, l, n, pos, keep, heads;  // heads: how many each worker takes (the last takes the rest)
+} AttentionJob;
+
+static void attention_share(void *ctx, int worker) {
+    const AttentionJob *j = ctx;
+    size_t H = (size_t)j->s->cfg->n_head, h0 = (size_t)worker * j->heads;
+    size_t h1 = h0 + j->heads < H ? h0 + j->heads : H;
+    float *scores = j->s->scores + (size_t)worker * nl_tiles((size_t)j->s->cfg->block_size) * NL_TILE;
+    for (size_t b = 0; h0 < h1 && b < j->B; b++) attention_heads(j->s, b, j->l, j->n, j->pos, j->keep, h0, h1, scores);
+}
+
+// Heads are independent (each writes its own cache rows and output columns), so the pool's workers
+// take a share of them each: the same bits as one thread.
 static void attention(Transformer *s, size_t B, size_t l, size_t n, size_t pos, size_t keep) {
-    for (size_t b = 0; b < B; b++) attention_one(s, b, l, n, pos, keep);
+    size_t H = (size_t)s->cfg->n_head, workers = (size_t)nl_pool_workers(s->pool);
+    AttentionJob j = {s, B, l, n, pos, keep, (H + workers - 1) / workers};
+    if (workers < 2 || H < 2) attention_share(&j, 0);
+    else nl_pool_run(s->pool, attention_share, &j);
 }
 
 // x (B*n, D) -> (B*keep, D): the last keep rows of each sequence, in place.
@@ -253,19 +273,18 @@ static void attn_block(Transformer *s, float *out, const float *in, size_t l, si
                        size_t keep) {
     const NlLayerWeights *w = &nl_model_transformer_weights(s->model)->layers[l];
     size_t D = (size_t)s->cfg->n_embd, len = pos + n, rows = B * n;
-    TIMED(s, l, NL_COMP_QKV, B, n, len, nl_linear(s->qkv, in, w->attn_w, w->attn_b, rows, 3 * D, D, s->threads));
+    TIMED(s, l, NL_COMP_QKV, B, n, len, nl_linear(s->qkv, in, w->attn_w, w->attn_b, rows, 3 * D, D, s->pool));
     TIMED(s, l, NL_COMP_ATTENTION, B, keep, len, attention(s, B, l, n, pos, keep));
-    TIMED(s, l, NL_COMP_ATTN_PROJ, B, keep, len,
-          nl_linear(out, s->att, w->proj_w, w->proj_b, B * keep, D, D, s->threads));
+    TIMED(s, l, NL_COMP_ATTN_PROJ, B, keep, len, nl_linear(out, s->att, w->proj_w, w->proj_b, B * keep, D, D, s->pool));
 }
 
 // out (B*n, D) = c_proj(act(c_fc(in))) for layer l.
 static void mlp_block(Transformer *s, float *out, const float *in, size_t l, size_t B, size_t n, size_t len) {
     const NlLayerWeights *w = &nl_model_transformer_weights(s->model)->layers[l];
     size_t D = (size_t)s->cfg->n_embd, F = (size_t)s->cfg->n_inner, rows = B * n;
-    TIMED(s, l, NL_COMP_MLP_UP, B, n, len, nl_linear(s->hid, in, w->fc_w, w->fc_b, rows, F, D, s->threads));
+    TIMED(s, l, NL_COMP_MLP_UP, B, n, len, nl_linear(s->hid, in, w->fc_w, w->fc_b, rows, F, D, s->pool));
     TIMED(s, l, NL_COMP_ACTIVATION, B, n, len, nl_activation(s->hid, rows * F, s->cfg->activation));
-    TIMED(s, l, NL_COMP_MLP_DOWN, B, n, len, nl_linear(out, s->hid, w->out_w, w->out_b, rows, D, F, s->threads));
+    TIMED(s, l, NL_COMP_MLP_DOWN, B, n, len, nl_linear(out, s->hid, w->out_w, w->out_b, rows, D, F, s->pool));
 }
 
 // out = N(in) over rows; BatchNorm with batch statistics computes them from these rows first and
@@ -379,7 +398,7 @@ static const float *transformer_forward(void *impl, const int *tokens, size_t B,
     if (s->obs->watcher) s->obs->residual(s->obs->watcher, (int)L, s->x, B * keep, D);
     head_input(s, B, keep, n_logits, len);
     TIMED(s, -1, NL_COMP_LM_HEAD, B, n_logits, len,
-          nl_linear(s->logits, s->xn, w->lm_head, NULL, B * n_logits, V, D, s->threads));
+          nl_linear(s->logits, s->xn, w->lm_head, NULL, B * n_logits, V, D, s->pool));
     return s->logits;
 }
 

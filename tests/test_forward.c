@@ -310,8 +310,8 @@ static void generation_matches_reference_past_the_window(void) {
 
 // 16 sequences through one batched state give each sequence's logits alone (LN/RMS statistics are
 // per position, so a batch cannot leak between sequences), in prefill and in KV-cache decoding.
-// The 70-position model spans three cache tiles per sequence, and its 16-stream prefill (1,104 rows,
-// 6.8 MFLOP for qkv) is big enough for nl_linear to give OpenBLAS the 2 threads allowed.
+// The 70-position model spans three cache tiles per sequence; the batched state has a pool of 2
+// workers (where the machine has 2 CPUs), which share its attention heads.
 static void batch_of_16_matches_each_sequence_alone(void) {
     const char *names[] = {"ln-post-bias.json", "rms-pre-nobias.json", "ln-pre-t70.json"};
     for (int f = 0; f < 3; f++) {
@@ -437,6 +437,47 @@ static void the_table_describes_the_transformer(void) {
     }
 }
 
+// One stream's logits are the same bits at 1, 2 and 3 threads: the pool splits a decode step's
+// matrix-vector products by output rows and the attention by heads, never a sum (kernels.c,
+// transformer.c). The shipped model's products (49K to 65K weights) are big enough to be split; the
+// fixtures' only by heads. Threads beyond the machine's CPUs are capped (then the run compares fewer).
+static void one_stream_is_bitwise_the_same_at_any_thread_count(void) {
+    const char *paths[] = {"weights/shakespeare-pre-ln", "tests/fixtures/ln-pre-t70.json",
+                           "tests/fixtures/rms-peri-nobias.json", "tests/fixtures/lstm-ln.json"};
+    for (size_t f = 0; f < sizeof paths / sizeof paths[0]; f++) {
+        NlModel *m = NULL;
+        NlError err;
+        if (nl_model_load(&m, paths[f], &err) != 0) {
+            CHECK(0, "%s: %s", paths[f], err.msg);
+            continue;
+        }
+        size_t V = (size_t)nl_model_config(m)->vocab_size, T = nl_model_window(m) == SIZE_MAX ? 64 : nl_model_window(m);
+        size_t n_prompt = T / 4 + 1, steps = T - n_prompt;  // decode to the end of the window
+        int *ids = malloc((n_prompt + steps) * sizeof *ids);
+        random_tokens(ids, n_prompt + steps, (int)V, 29);
+        float *want = malloc((steps + 1) * V * sizeof *want), *got = malloc((steps + 1) * V * sizeof *got);
+        for (int threads = 1; threads <= 3; threads++) {
+            NlRunOptions o = NL_RUN_DEFAULTS;
+            o.threads = threads;
+            NlState *s = NULL;
+            CHECK(nl_state_create(&s, m, &o, &err) == 0, "%s: %s", paths[f], err.msg);
+            if (!s) break;
+            float *out = threads == 1 ? want : got;
+            memcpy(out, nl_forward(s, ids, n_prompt, 0, 1), V * sizeof *out);
+            for (size_t t = 0; t < steps; t++)
+                memcpy(out + (t + 1) * V, nl_forward(s, ids + n_prompt + t, 1, n_prompt + t, 1), V * sizeof *out);
+            if (threads > 1)
+                CHECK(memcmp(want, got, (steps + 1) * V * sizeof *got) == 0, "%s: %d threads change the logits",
+                      paths[f], threads);
+            nl_state_free(s);
+        }
+        free(ids);
+        free(want);
+        free(got);
+        nl_model_free(m);
+    }
+}
+
 int main(void) {
     RUN(forward_matches_naive_reference_on_every_fixture);
     RUN(the_table_describes_the_transformer);
@@ -448,5 +489,6 @@ int main(void) {
     RUN(generation_matches_reference_past_the_window);
     RUN(batch_of_16_matches_each_sequence_alone);
     RUN(batched_streams_match_single_streams);
+    RUN(one_stream_is_bitwise_the_same_at_any_thread_count);
     return check_summary("test_forward");
 }

@@ -1,10 +1,12 @@
 // test_kernels.c — norms against a double-precision reference on adversarial inputs, the
 // invariances of LayerNorm and RMSNorm, and each BLAS kernel against its naive twin.
+#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "check.h"
 #include "kernels.h"
@@ -95,11 +97,13 @@ static void layernorm_invariant_to_scale_and_shift_rmsnorm_to_scale_only(void) {
 
 static void linear_blas_matches_naive_on_odd_shapes(void) {
     // Rows below and above the sgemv/sgemm switch (6 rows; 3 for a matrix over 16 MiB, the 4100 x
-    // 1025 one) and the threaded ones (16 rows and 4 MFLOP; sgemv from 1M weights). Shapes at odd k
-    // are allowed 2 threads, the others 1: 64 x 256 x 129 and 1 x 1024 x 1025 get both threads.
+    // 1025 one). Shapes at odd k run with a pool of 2 workers, the others on the caller alone: the
+    // sgemv of 1 x 1024 x 1025 and 4 x 4100 x 1025 are split by rows.
     const size_t shapes[][3] = {{1, 7, 5},   {3, 13, 17},    {9, 1, 33},  {1, 65, 128},    {31, 29, 23},   {5, 40, 24},
                                 {6, 40, 24}, {64, 256, 129}, {2, 30, 20}, {1, 1024, 1025}, {4, 4100, 1025}};
     unsigned s = 5;
+    NlPool *pool = nl_pool_create(2);
+    CHECK(nl_pool_workers(pool) == 2, "a pool of 2 has %d workers", nl_pool_workers(pool));
     for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
         size_t n = shapes[k][0], o = shapes[k][1], in = shapes[k][2];
         float *x = malloc(n * in * sizeof *x), *w = malloc(o * in * sizeof *w), *b = malloc(o * sizeof *b);
@@ -108,7 +112,7 @@ static void linear_blas_matches_naive_on_odd_shapes(void) {
         for (size_t i = 0; i < n * in; i++) x[i] = (float)uniform(&s);
         for (size_t i = 0; i < o * in; i++) w[i] = (float)uniform(&s);
         for (size_t i = 0; i < o; i++) b[i] = (float)uniform(&s);
-        nl_linear(y, x, w, k % 2 ? b : NULL, n, o, in, k % 2 ? 2 : 1);
+        nl_linear(y, x, w, k % 2 ? b : NULL, n, o, in, k % 2 ? pool : NULL);
         nl_linear_naive(yn, x, w, k % 2 ? b : NULL, n, o, in);
         for (size_t i = 0; i < n * o; i++) want[i] = yn[i];
         // Both sum the same float products (each below 1 in size) in a different order: the worst case
@@ -121,6 +125,65 @@ static void linear_blas_matches_naive_on_odd_shapes(void) {
         free(yn);
         free(want);
     }
+    nl_pool_free(pool);
+}
+
+// A matrix-vector product split by output rows over a pool's workers gives each row the bits of one
+// unsplit call, at every worker count: byte identity across --threads (kernels.c). The shapes are
+// every linear of the shipped models (D 128), nanoGPT's shakespeare_char (D 384) and GPT-2 small
+// (D 768; the 50257-row head aside), plus odd row counts that leave a short last share.
+static void split_linear_is_bitwise_unsplit(void) {
+    const size_t shapes[][2] = {{384, 128},  {128, 128},  {512, 128},  {128, 512}, {65, 128},   {1152, 384},
+                                {384, 384},  {1536, 384}, {384, 1536}, {65, 384},  {2304, 768}, {768, 768},
+                                {3072, 768}, {768, 3072}, {1001, 129}, {4099, 33}, {129, 4097}};
+    NlPool *pools[3] = {nl_pool_create(2), nl_pool_create(3), nl_pool_create(4)};
+    unsigned s = 11;
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        size_t o = shapes[k][0], in = shapes[k][1], n = 1 + k % 3;  // 1 to 3 rows: the sgemv path
+        float *x = malloc(n * in * sizeof *x), *w = malloc(o * in * sizeof *w), *b = malloc(o * sizeof *b);
+        float *whole = malloc(n * o * sizeof *whole), *split = malloc(n * o * sizeof *split);
+        for (size_t i = 0; i < n * in; i++) x[i] = (float)uniform(&s);
+        for (size_t i = 0; i < o * in; i++) w[i] = (float)uniform(&s);
+        for (size_t i = 0; i < o; i++) b[i] = (float)uniform(&s);
+        nl_linear(whole, x, w, b, n, o, in, NULL);
+        for (int p = 0; p < 3; p++) {
+            CHECK(nl_pool_workers(pools[p]) == p + 2, "pool of %d workers", nl_pool_workers(pools[p]));
+            memset(split, 0xff, n * o * sizeof *split);
+            nl_linear(split, x, w, b, n, o, in, pools[p]);
+            CHECK(memcmp(whole, split, n * o * sizeof *split) == 0, "%zu x %zu x %zu split over %d workers differs", n,
+                  o, in, p + 2);
+        }
+        free(x);
+        free(w);
+        free(b);
+        free(whole);
+        free(split);
+    }
+    for (int p = 0; p < 3; p++) nl_pool_free(pools[p]);
+}
+
+// Every worker of a pool runs once per call, on a thread of its own, call after call.
+typedef struct {
+    atomic_int runs[4];
+} PoolCount;
+
+static void count_run(void *ctx, int worker) { atomic_fetch_add(&((PoolCount *)ctx)->runs[worker], 1); }
+
+static void pool_runs_every_worker_once_per_call(void) {
+    NlPool *pool = nl_pool_create(4);
+    PoolCount c;
+    for (int w = 0; w < 4; w++) atomic_init(&c.runs[w], 0);
+    for (int call = 0; call < 2000; call++) {
+        if (call % 500 == 0) nanosleep(&(struct timespec){0, 5000000}, NULL);  // 5 ms: the workers go to sleep
+        nl_pool_run(pool, count_run, &c);
+    }
+    for (int w = 0; w < 4; w++)
+        CHECK(atomic_load(&c.runs[w]) == 2000, "worker %d ran %d times", w, atomic_load(&c.runs[w]));
+    nl_pool_free(pool);
+    CHECK(nl_pool_create(1) == NULL && nl_pool_workers(NULL) == 1, "a pool of one is the caller alone");
+    atomic_init(&c.runs[0], 0);
+    nl_pool_run(NULL, count_run, &c);
+    CHECK(atomic_load(&c.runs[0]) == 1, "a NULL pool runs worker 0 on the caller");
 }
 
 // Scores of +-1000 overflow a naive softmax: the fused kernel subtracts the maximum first, so the
@@ -316,6 +379,8 @@ int main(void) {
     RUN(norms_match_double_reference_on_adversarial_inputs);
     RUN(layernorm_invariant_to_scale_and_shift_rmsnorm_to_scale_only);
     RUN(linear_blas_matches_naive_on_odd_shapes);
+    RUN(split_linear_is_bitwise_unsplit);
+    RUN(pool_runs_every_worker_once_per_call);
     RUN(attention_softmax_is_stable);
     RUN(activations_match_their_formulas);
     RUN(erf_matches_libm_double_within_4e7);

@@ -316,8 +316,8 @@ const OptSpec OPTIONS[] = {
      .def_text = "every CPU this process may use",
      .commands = GEN,
      .field = F(threads),
-     .help = "engine threads: sample groups run side by side; OpenBLAS may use N threads for matrix-vector "
-             "products of 1M weights or more. The text is the same at any N"},
+     .help = "engine threads: sample groups run side by side; one stream's matrix-vector products and "
+             "attention heads are split over N threads (at most the CPUs). The text is the same at any N"},
     {.name = "threads",
      .letter = 't',
      .type = OT_INT,
@@ -339,8 +339,8 @@ const OptSpec OPTIONS[] = {
      .def_text = "every CPU this process may use",
      .commands = CMD_EVAL,
      .field = F(threads),
-     .help = "engine threads, each scoring its share of the windows (a recurrent model: OpenBLAS threads); "
-             "the result is the same at any N"},
+     .help = "engine threads, each scoring its share of the windows (a recurrent model: its products split "
+             "by rows); the result is the same at any N"},
     {.name = "threads",
      .letter = 't',
      .type = OT_INT,
