@@ -1,6 +1,6 @@
-// kernels.h — the numeric building blocks of the forward pass. Outputs first, then inputs,
-// weights, sizes. Matrices are row-major; weights are in torch.nn.Linear layout (out, in).
-// None of these allocate. Every BLAS-backed kernel has a plain-loop twin (*_naive) for tests.
+// kernels.h — the numeric building blocks of the forward pass but its products (linear.h). Outputs
+// first, then inputs, weights, sizes. Matrices are row-major; weights are in torch.nn.Linear layout
+// (out, in). None of these allocate.
 #ifndef NL_KERNELS_H
 #define NL_KERNELS_H
 
@@ -8,7 +8,6 @@
 
 #include "model.h"
 #include "normlab.h"
-#include "parallel.h"
 
 // Internal: hidden from the symbols a shared object built from these files would export.
 #pragma GCC visibility push(hidden)
@@ -28,15 +27,6 @@ void nl_batchnorm(float *out, const float *x, const float *gain, const float *bi
 void nl_batch_stats(float *mean, float *var, const float *x, size_t n, size_t D);
 // Dispatches on type; BatchNorm reads w.mean and w.var; NL_NORM_NONE copies x (out may equal x).
 void nl_norm(float *out, const float *x, NlNormWeights w, NlNormType type, size_t n, size_t D, float eps);
-
-// y (n, n_out) = x (n, n_in) @ w^T (w is (n_out, n_in)) + b (b may be NULL). Under 6 rows (3 for
-// a matrix over 16 MiB) one sgemv per row, its output rows split over the pool's workers (pool may
-// be NULL: the caller alone), else one sgemm; the same bits at any worker count. It sets OpenBLAS's
-// thread count, which is process-wide, to 1 before each product and leaves it there: a program
-// making its own BLAS calls sets its own count again.
-void nl_linear(float *y, const float *x, const float *w, const float *b, size_t n, size_t n_out, size_t n_in,
-               NlPool *pool);
-void nl_linear_naive(float *y, const float *x, const float *w, const float *b, size_t n, size_t n_out, size_t n_in);
 
 // In place over count values. GELU uses nl_erf.
 void nl_activation(float *x, size_t count, NlActivation act);

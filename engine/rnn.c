@@ -16,6 +16,7 @@
 #include "cost.h"
 #include "family.h"
 #include "kernels.h"
+#include "linear.h"
 #include "model.h"
 #include "observe.h"
 

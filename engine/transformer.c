@@ -17,6 +17,7 @@
 #include "cost.h"
 #include "family.h"
 #include "kernels.h"
+#include "linear.h"
 #include "model.h"
 #include "normlab.h"
 #include "observe.h"

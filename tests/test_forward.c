@@ -438,7 +438,7 @@ static void the_table_describes_the_transformer(void) {
 }
 
 // One stream's logits are the same bits at 1, 2 and 3 threads: the pool splits a decode step's
-// matrix-vector products by output rows and the attention by heads, never a sum (kernels.c,
+// matrix-vector products by output rows and the attention by heads, never a sum (linear.c,
 // transformer.c). The shipped model's products (49K to 65K weights) are big enough to be split; the
 // fixtures' only by heads. Threads beyond the machine's CPUs are capped (then the run compares fewer).
 static void one_stream_is_bitwise_the_same_at_any_thread_count(void) {

@@ -10,6 +10,7 @@
 
 #include "check.h"
 #include "kernels.h"
+#include "linear.h"
 #include "ref_forward.h"
 
 #define D 96
@@ -129,7 +130,7 @@ static void linear_blas_matches_naive_on_odd_shapes(void) {
 }
 
 // A matrix-vector product split by output rows over a pool's workers gives each row the bits of one
-// unsplit call, at every worker count: byte identity across --threads (kernels.c). The shapes are
+// unsplit call, at every worker count: byte identity across --threads (linear.c). The shapes are
 // every linear of the shipped models (D 128), nanoGPT's shakespeare_char (D 384) and GPT-2 small
 // (D 768; the 50257-row head aside), plus odd row counts that leave a short last share.
 static void split_linear_is_bitwise_unsplit(void) {

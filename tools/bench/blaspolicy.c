@@ -1,4 +1,4 @@
-// blaspolicy.c — the measurements behind nl_linear's choices (engine/kernels.c): OpenBLAS time per
+// blaspolicy.c — the measurements behind nl_linear's choices (engine/linear.c): OpenBLAS time per
 // call at 1 and 2 threads for the shipped models' and GPT-2-small's linear shapes, from 1 to 128 rows
 // (1 row = sgemv, more = sgemm), best of 6.
 //

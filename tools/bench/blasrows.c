@@ -1,5 +1,5 @@
 // blasrows.c — does an OpenBLAS product give a row the same bits whatever else is computed with it?
-// The facts behind nl_linear's thread policy and the engine's fixed batches (engine/kernels.c):
+// The facts behind nl_linear's thread policy and the engine's fixed batches (engine/linear.c):
 // for each of the model's shapes, whether sgemm's rows at M = 1..24 equal those of one call with
 // M = 24, whether one sgemv per row equals sgemm, and whether 2 OpenBLAS threads change sgemv or
 // sgemm. '.' same bits, 'x' different.
