@@ -208,7 +208,12 @@ build/blasbench: tools/bench/blasbench.c
 	@mkdir -p build
 	$(CC) -std=c11 -O2 -Wall -Wextra -Werror $(PKG_CFLAGS) $< $(PKG_LIBS) -o $@
 
-bench: all build/blasbench
+# the table behind nl_linear's plan: it calls the plan itself, so it links the library
+build/blaslayout: tools/bench/blaslayout.c build/rel/libnormlab.a $(HEADERS)
+	@mkdir -p build
+	$(CC) $(BASE_CFLAGS) $(PKG_CFLAGS) $< build/rel/libnormlab.a $(PKG_LIBS) -o $@
+
+bench: all build/blasbench build/blaslayout
 	@tools/install-deps.sh --python
 	/usr/bin/python3 tools/bench/bench.py --out build/bench.json
 

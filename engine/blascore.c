@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "linear.h"
 #include "normlab.h"
 
 // The families of OpenBLAS 0.3.21's x86-64 DYNAMIC_ARCH build (its corename table), by the widest
@@ -32,7 +33,7 @@ static const Family FAMILIES[] = {
 // both; on an AVX-512 CPU SkylakeX measured within 2% of Haswell and Cooperlake, docs/performance.md).
 static const char *const BEST[4] = {NULL, NULL, "Haswell", "SkylakeX"};
 
-static int tier_of(const char *name) {
+int nl_blas_tier(const char *name) {
     for (size_t i = 0; name && i < sizeof FAMILIES / sizeof FAMILIES[0]; i++)
         if (strcasecmp(name, FAMILIES[i].name) == 0) return FAMILIES[i].tier;
     return -1;  // a name this table does not know: a newer OpenBLAS, left alone
@@ -46,12 +47,12 @@ static int cpu_tier(NlCpuFeatures f) {
 
 const char *nl_blas_choose_core(const char *reported, NlCpuFeatures cpu, const char *env_coretype, int opt_out) {
     if (opt_out || (env_coretype && *env_coretype)) return NULL;  // never override the user or the environment
-    int have = tier_of(reported), best = cpu_tier(cpu);
+    int have = nl_blas_tier(reported), best = cpu_tier(cpu);
     if (have < 0 || have >= best || !BEST[best]) return NULL;
     return BEST[best];
 }
 
-int nl_blas_is_generic(const char *name) { return tier_of(name) == 0; }
+int nl_blas_is_generic(const char *name) { return nl_blas_tier(name) == 0; }
 
 const char *nl_blas_core(void) { return openblas_get_corename(); }
 

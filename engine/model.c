@@ -39,6 +39,8 @@ struct NlModel {
     size_t map_len;
     int map_read;  // 1: map was read into memory (free), 0: mapped (munmap)
     float *owned;  // inline tensors, or an aligned copy of an unaligned data section
+    float *transposed;  // the transformer's transposed weights nl_linear_plan uses (linear.h), or NULL
+    size_t transposed_bytes;
     size_t n_params;
 };
 
@@ -112,14 +114,14 @@ static int take_norm(Binder *b, const NlConfig *c, const char *prefix, NlNormWei
     return 0;
 }
 
-static int take_linear(Binder *b, const NlConfig *c, const char *prefix, size_t n_out, size_t n_in, const float **w,
-                       const float **bias) {
+static int take_linear(Binder *b, const NlConfig *c, const char *prefix, size_t n_out, size_t n_in, NlLinear *lin) {
     char name[64];
+    *lin = (NlLinear){.n_out = n_out, .n_in = n_in, .tier = -1};
     snprintf(name, sizeof name, "%s.weight", prefix);
-    if (take(b, name, n_out, n_in, 1, w) != 0) return -1;
+    if (take(b, name, n_out, n_in, 1, &lin->w) != 0) return -1;
     snprintf(name, sizeof name, "%s.bias", prefix);
     if (!c->bias) return 0;
-    return take(b, name, n_out, 0, 1, bias);
+    return take(b, name, n_out, 0, 1, &lin->b);
 }
 
 static int bind_layer(Binder *b, const NlConfig *c, int i, NlLayerWeights *lw) {
@@ -128,15 +130,15 @@ static int bind_layer(Binder *b, const NlConfig *c, int i, NlLayerWeights *lw) {
     snprintf(p, sizeof p, "h.%d.ln_1", i);
     if (take_norm(b, c, p, &lw->ln_1) != 0) return -1;
     snprintf(p, sizeof p, "h.%d.attn.c_attn", i);
-    if (take_linear(b, c, p, 3 * D, D, &lw->attn_w, &lw->attn_b) != 0) return -1;
+    if (take_linear(b, c, p, 3 * D, D, &lw->attn) != 0) return -1;
     snprintf(p, sizeof p, "h.%d.attn.c_proj", i);
-    if (take_linear(b, c, p, D, D, &lw->proj_w, &lw->proj_b) != 0) return -1;
+    if (take_linear(b, c, p, D, D, &lw->proj) != 0) return -1;
     snprintf(p, sizeof p, "h.%d.ln_2", i);
     if (take_norm(b, c, p, &lw->ln_2) != 0) return -1;
     snprintf(p, sizeof p, "h.%d.mlp.c_fc", i);
-    if (take_linear(b, c, p, F, D, &lw->fc_w, &lw->fc_b) != 0) return -1;
+    if (take_linear(b, c, p, F, D, &lw->fc) != 0) return -1;
     snprintf(p, sizeof p, "h.%d.mlp.c_proj", i);
-    if (take_linear(b, c, p, D, F, &lw->out_w, &lw->out_b) != 0) return -1;
+    if (take_linear(b, c, p, D, F, &lw->out) != 0) return -1;
     if (c->placement != NL_PLACE_PERI) return 0;
     snprintf(p, sizeof p, "h.%d.ln_1_post", i);
     if (take_norm(b, c, p, &lw->ln_1_post) != 0) return -1;
@@ -214,8 +216,8 @@ static int bind_transformer(Binder *b, NlModel *m) {
     for (int i = 0; i < c->n_layer; i++)
         if (bind_layer(b, c, i, &w->layers[i]) != 0) return -1;
     if (c->placement != NL_PLACE_POST && take_norm(b, c, "ln_f", &w->ln_f) != 0) return -1;
-    w->lm_head = w->wte;
-    if (!c->tie_embeddings && take(b, "lm_head.weight", V, D, 1, &w->lm_head) != 0) return -1;
+    w->lm_head = (NlLinear){.w = w->wte, .n_out = V, .n_in = D, .tier = -1};
+    if (!c->tie_embeddings && take(b, "lm_head.weight", V, D, 1, &w->lm_head.w) != 0) return -1;
     return 0;
 }
 
@@ -223,6 +225,46 @@ static size_t ref_elems(const TensorRef *r) {
     size_t n = 1;
     for (int k = 0; k < r->ndim; k++) n *= r->shape[k];  // products were overflow-checked at parse time
     return n;
+}
+
+// The k-th of a transformer's 4L + 1 linears: each layer's attn, proj, fc, out, then the head.
+static NlLinear *linear_at(NlTransformerWeights *w, size_t k, size_t L) {
+    if (k == 4 * L) return &w->lm_head;
+    NlLayerWeights *lw = &w->layers[k / 4];
+    NlLinear *four[4] = {&lw->attn, &lw->proj, &lw->fc, &lw->out};
+    return four[k % 4];
+}
+
+// Sets every linear's plan to the OpenBLAS kernels in use and makes the transposed copies the plan
+// asks for (nl_linear_wants_transposed), in one allocation the model owns: the file's tensors stay
+// as they are, mapped or read.
+static int make_transposed(NlModel *m, NlError *err) {
+    if (m->config.arch != NL_ARCH_TRANSFORMER) return 0;
+    NlTransformerWeights *w = &m->transformer;
+    size_t L = (size_t)m->config.n_layer, floats = 0;
+    int tier = nl_blas_tier(nl_blas_core());
+    for (size_t k = 0; k <= 4 * L; k++) {
+        NlLinear *lin = linear_at(w, k, L);
+        lin->tier = tier;
+        if (nl_linear_wants_transposed(lin->n_out, lin->n_in, tier)) floats += lin->n_out * lin->n_in;
+    }
+    if (floats == 0) return 0;
+    if (posix_memalign((void **)&m->transposed, 64, floats * sizeof(float)) != 0) {
+        m->transposed = NULL;
+        nl_error(err, NL_ERR_NOMEM, "out of memory for %zu bytes of transposed weights", floats * sizeof(float));
+        return -1;
+    }
+    m->transposed_bytes = floats * sizeof(float);
+    float *at = m->transposed;
+    for (size_t k = 0; k <= 4 * L; k++) {
+        NlLinear *lin = linear_at(w, k, L);
+        if (!nl_linear_wants_transposed(lin->n_out, lin->n_in, tier)) continue;
+        for (size_t o = 0; o < lin->n_out; o++)
+            for (size_t i = 0; i < lin->n_in; i++) at[i * lin->n_out + o] = lin->w[o * lin->n_in + i];
+        lin->wt = at;
+        at += lin->n_out * lin->n_in;
+    }
+    return 0;
 }
 
 // Binds every tensor the config needs, then rejects leftovers and non-finite values.
@@ -256,7 +298,7 @@ static int bind_weights(NlModel *m, TensorRef *refs, size_t n, const char *what,
         }
         m->n_params += count;
     }
-    return 0;
+    return make_transposed(m, err);
 }
 
 // ---- directory models
@@ -520,6 +562,7 @@ void nl_model_free(NlModel *m) {
     if (m->map_read) free((void *)m->map);
     else nl_file_unmap(m->map, m->map_len);
     free(m->owned);
+    free(m->transposed);
     free(m);
 }
 
@@ -534,6 +577,7 @@ const NlRecurrentWeights *nl_model_recurrent_weights(const NlModel *m) {
 const NlTokenizer *nl_model_tokenizer(const NlModel *m) { return m->tok; }
 size_t nl_model_parameters(const NlModel *m) { return m->n_params; }
 size_t nl_model_weight_bytes(const NlModel *m) { return m->n_params * sizeof(float); }
+size_t nl_model_transposed_bytes(const NlModel *m) { return m->transposed_bytes; }
 
 size_t nl_model_metadata(const NlModel *m, const char *const **keys, const char *const **values) {
     *keys = (const char *const *)m->st.meta_keys;

@@ -8,6 +8,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "linear.h"
 #include "normlab.h"
 
 // Internal: hidden from the symbols a shared object built from these files would export.
@@ -16,14 +17,10 @@
 typedef struct {
     NlNormWeights ln_1, ln_2;  // all-NULL for a norm-free model
     NlNormWeights ln_1_post, ln_2_post;  // peri placement only, else all-NULL
-    const float *attn_w;  // (3*D, D) rows: q, k, v; torch.nn.Linear layout
-    const float *attn_b;  // (3*D) or NULL
-    const float *proj_w;  // (D, D)
-    const float *proj_b;  // (D) or NULL
-    const float *fc_w;  // (F, D)
-    const float *fc_b;  // (F) or NULL
-    const float *out_w;  // (D, F)
-    const float *out_b;  // (D) or NULL
+    NlLinear attn;  // w (3*D, D) rows: q, k, v; b (3*D) or NULL
+    NlLinear proj;  // (D, D)
+    NlLinear fc;  // (F, D)
+    NlLinear out;  // (D, F)
 } NlLayerWeights;
 
 // One recurrent layer; in = E for layer 0, else S. A norm is all-NULL in a plain (norm none) model.
@@ -43,7 +40,7 @@ typedef struct {
     const float *wpe;  // (T, D)
     NlLayerWeights *layers;  // (L)
     NlNormWeights ln_f;  // gain is NULL when the model has no final norm (post, or no norms)
-    const float *lm_head;  // (V, D); equals wte when embeddings are tied
+    NlLinear lm_head;  // w (V, D), no bias; w equals wte when embeddings are tied
 } NlTransformerWeights;
 
 typedef struct {

@@ -273,19 +273,19 @@ static void keep_last_rows(float *x, size_t B, size_t n, size_t keep, size_t D) 
 static void attn_block(Transformer *s, float *out, const float *in, size_t l, size_t B, size_t n, size_t pos,
                        size_t keep) {
     const NlLayerWeights *w = &nl_model_transformer_weights(s->model)->layers[l];
-    size_t D = (size_t)s->cfg->n_embd, len = pos + n, rows = B * n;
-    TIMED(s, l, NL_COMP_QKV, B, n, len, nl_linear(s->qkv, in, w->attn_w, w->attn_b, rows, 3 * D, D, s->pool));
+    size_t len = pos + n, rows = B * n;
+    TIMED(s, l, NL_COMP_QKV, B, n, len, nl_linear(s->qkv, in, rows, &w->attn, s->pool));
     TIMED(s, l, NL_COMP_ATTENTION, B, keep, len, attention(s, B, l, n, pos, keep));
-    TIMED(s, l, NL_COMP_ATTN_PROJ, B, keep, len, nl_linear(out, s->att, w->proj_w, w->proj_b, B * keep, D, D, s->pool));
+    TIMED(s, l, NL_COMP_ATTN_PROJ, B, keep, len, nl_linear(out, s->att, B * keep, &w->proj, s->pool));
 }
 
 // out (B*n, D) = c_proj(act(c_fc(in))) for layer l.
 static void mlp_block(Transformer *s, float *out, const float *in, size_t l, size_t B, size_t n, size_t len) {
     const NlLayerWeights *w = &nl_model_transformer_weights(s->model)->layers[l];
-    size_t D = (size_t)s->cfg->n_embd, F = (size_t)s->cfg->n_inner, rows = B * n;
-    TIMED(s, l, NL_COMP_MLP_UP, B, n, len, nl_linear(s->hid, in, w->fc_w, w->fc_b, rows, F, D, s->pool));
+    size_t F = (size_t)s->cfg->n_inner, rows = B * n;
+    TIMED(s, l, NL_COMP_MLP_UP, B, n, len, nl_linear(s->hid, in, rows, &w->fc, s->pool));
     TIMED(s, l, NL_COMP_ACTIVATION, B, n, len, nl_activation(s->hid, rows * F, s->cfg->activation));
-    TIMED(s, l, NL_COMP_MLP_DOWN, B, n, len, nl_linear(out, s->hid, w->out_w, w->out_b, rows, D, F, s->pool));
+    TIMED(s, l, NL_COMP_MLP_DOWN, B, n, len, nl_linear(out, s->hid, rows, &w->out, s->pool));
 }
 
 // out = N(in) over rows; BatchNorm with batch statistics computes them from these rows first and
@@ -386,7 +386,7 @@ static const float *transformer_forward(void *impl, const int *tokens, size_t B,
                                         size_t n_logits) {
     Transformer *s = impl;
     const NlTransformerWeights *w = nl_model_transformer_weights(s->model);
-    size_t D = (size_t)s->cfg->n_embd, V = (size_t)s->cfg->vocab_size, L = (size_t)s->cfg->n_layer, len = pos + n;
+    size_t D = (size_t)s->cfg->n_embd, L = (size_t)s->cfg->n_layer, len = pos + n;
     assert(B >= 1 && B <= s->batch && n >= 1 && len <= (size_t)s->cfg->block_size && n_logits >= 1 && n_logits <= n);
     TIMED(s, -1, NL_COMP_EMBED, B, n, len, embed(s, tokens, B, n, pos));
     // Only the last n_logits positions of each sequence reach the head, so after the last layer's
@@ -398,8 +398,7 @@ static const float *transformer_forward(void *impl, const int *tokens, size_t B,
     for (size_t l = 0; l < L; l++) block(s, l, B, n, pos, l + 1 == L ? keep : n);
     if (s->obs->watcher) s->obs->residual(s->obs->watcher, (int)L, s->x, B * keep, D);
     head_input(s, B, keep, n_logits, len);
-    TIMED(s, -1, NL_COMP_LM_HEAD, B, n_logits, len,
-          nl_linear(s->logits, s->xn, w->lm_head, NULL, B * n_logits, V, D, s->pool));
+    TIMED(s, -1, NL_COMP_LM_HEAD, B, n_logits, len, nl_linear(s->logits, s->xn, B * n_logits, &w->lm_head, s->pool));
     return s->logits;
 }
 

@@ -186,9 +186,18 @@ expect_ok "two threads" generate $M -p "a b" -n 60 --seed 7 --top-k 5 --top-p 0.
 cmp -s "$TMP/out" "$TMP/first" && ok "same bytes with 2 threads" || bad "same bytes with 2 threads" "outputs differ"
 expect_ok "--no-mmap" generate $M -p "a b" -n 60 --seed 7 --top-k 5 --top-p 0.9 --temperature 0.8 --no-mmap --no-echo
 cmp -s "$TMP/out" "$TMP/first" && ok "--no-mmap prints the same text" || bad "--no-mmap" "outputs differ"
+# 8-stream groups run sgemm on the loader's transposed copies where the kernels have them (linear.c)
+expect_ok "samples, mapped" generate -m weights/shakespeare-pre-ln -p "ab" -n 30 --seed 5 --samples 9 --no-echo
+cp "$TMP/out" "$TMP/samples_mapped"
+expect_ok "samples, --no-mmap" generate -m weights/shakespeare-pre-ln -p "ab" -n 30 --seed 5 --samples 9 --no-echo \
+    --no-mmap
+cmp -s "$TMP/out" "$TMP/samples_mapped" && ok "--no-mmap samples the same text" || bad "--no-mmap samples" "differ"
 expect_ok "--no-mmap directory model" info -m weights/shakespeare-pre-ln --no-mmap --json
 grep -q '"parameters":818048' "$TMP/out" \
     && ok "--no-mmap loads a directory model" || bad "--no-mmap dir" "$(head -c 200 "$TMP/out")"
+# the copies: every linear of the shipped model (3,179,008 bytes) with AVX2 or AVX-512 kernels, else none
+grep -qE '"transposed_bytes":(3179008|0),' "$TMP/out" \
+    && ok "info reports the transposed copies" || bad "transposed_bytes" "$(grep -o '"transposed[^,]*' "$TMP/out")"
 expect_ok "other seed" generate $M -p "a b" -n 60 --seed 8 --top-k 5 --top-p 0.9 --temperature 0.8 --no-echo
 cmp -s "$TMP/out" "$TMP/first" && bad "other seed, other bytes" "identical" || ok "other seed, other bytes"
 expect_ok "echo by default" generate $M -p "a b" -n 60 --seed 7 --top-k 5 --top-p 0.9

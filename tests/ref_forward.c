@@ -130,7 +130,7 @@ static double act(double v, NlActivation a) {
 static void attn(double *out, const double *in, const NlLayerWeights *w, const NlConfig *c, size_t n, double *qkv,
                  double *y) {
     size_t D = (size_t)c->n_embd, H = (size_t)c->n_head, Dh = D / H;
-    linear(qkv, in, w->attn_w, w->attn_b, n, 3 * D, D);
+    linear(qkv, in, w->attn.w, w->attn.b, n, 3 * D, D);
     for (size_t h = 0; h < H; h++)
         for (size_t i = 0; i < n; i++) {
             double p[1024], max = -INFINITY, sum = 0.0;  // T <= 1024 in the fixtures
@@ -147,14 +147,14 @@ static void attn(double *out, const double *in, const NlLayerWeights *w, const N
                 y[i * D + h * Dh + k] = acc;
             }
         }
-    linear(out, y, w->proj_w, w->proj_b, n, D, D);
+    linear(out, y, w->proj.w, w->proj.b, n, D, D);
 }
 
 static void mlp(double *out, const double *in, const NlLayerWeights *w, const NlConfig *c, size_t n, double *hid) {
     size_t D = (size_t)c->n_embd, F = (size_t)c->n_inner;
-    linear(hid, in, w->fc_w, w->fc_b, n, F, D);
+    linear(hid, in, w->fc.w, w->fc.b, n, F, D);
     for (size_t i = 0; i < n * F; i++) hid[i] = act(hid[i], c->activation);
-    linear(out, hid, w->out_w, w->out_b, n, D, F);
+    linear(out, hid, w->out.w, w->out.b, n, D, F);
 }
 
 int ref_forward_bn(double *logits, const NlConfig *c, const NlTransformerWeights *w, const int *tokens, size_t n,
@@ -208,7 +208,7 @@ int ref_forward(double *logits, const NlConfig *c, const NlTransformerWeights *w
             norm_rows(xn, x, w->ln_f, c, n, c->n_layer, 0, ones);
             last = xn;
         }
-        linear(logits, last, w->lm_head, NULL, n, V, D);
+        linear(logits, last, w->lm_head.w, NULL, n, V, D);
     }
     free(x);
     free(xn);

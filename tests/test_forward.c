@@ -478,6 +478,63 @@ static void one_stream_is_bitwise_the_same_at_any_thread_count(void) {
     }
 }
 
+// The loader's transposed copies (linear.h) are the file's weights transposed, bit for bit, made
+// where the plan asks for one and counted in nl_model_transposed_bytes; a mapped and a read file
+// give the same copies, and the same logits for 8 rows (a sample group: the NN call where copies exist).
+static void transposed_copies_are_exact_mapped_or_read(void) {
+    NlModel *mapped = NULL, *read = NULL;
+    NlError err;
+    NlLoadOptions no_mmap = {1};
+    if (nl_model_load(&mapped, "weights/shakespeare-pre-ln", &err) != 0 ||
+        nl_model_load_with(&read, "weights/shakespeare-pre-ln", &no_mmap, &err) != 0) {
+        CHECK(0, "%s", err.msg);
+        nl_model_free(mapped);
+        return;
+    }
+    const NlTransformerWeights *wm = nl_model_transformer_weights(mapped), *wr = nl_model_transformer_weights(read);
+    size_t L = (size_t)nl_model_config(mapped)->n_layer, bytes = 0, exact = 1;
+    for (size_t k = 0; k <= 4 * L; k++) {
+        const NlLayerWeights *a = &wm->layers[k / 4 < L ? k / 4 : 0], *b = &wr->layers[k / 4 < L ? k / 4 : 0];
+        const NlLinear *la =
+            k == 4 * L ? &wm->lm_head : (const NlLinear *[]){&a->attn, &a->proj, &a->fc, &a->out}[k % 4];
+        const NlLinear *lb =
+            k == 4 * L ? &wr->lm_head : (const NlLinear *[]){&b->attn, &b->proj, &b->fc, &b->out}[k % 4];
+        int want = nl_linear_wants_transposed(la->n_out, la->n_in, la->tier);
+        CHECK((la->wt != NULL) == want && (lb->wt != NULL) == want,
+              "linear %zu: a copy exactly where the plan wants one", k);
+        CHECK(la->tier == nl_blas_tier(nl_blas_core()), "linear %zu is planned for the kernels in use", k);
+        if (!la->wt || !lb->wt) continue;
+        bytes += la->n_out * la->n_in * sizeof(float);
+        for (size_t o = 0; o < la->n_out; o++)
+            for (size_t i = 0; i < la->n_in; i++)
+                exact &= memcmp(&la->wt[i * la->n_out + o], &la->w[o * la->n_in + i], sizeof(float)) == 0 &&
+                         memcmp(&lb->wt[i * la->n_out + o], &la->w[o * la->n_in + i], sizeof(float)) == 0;
+    }
+    CHECK(exact, "every copy is its weight transposed, bit for bit");
+    CHECK(nl_model_transposed_bytes(mapped) == bytes && nl_model_transposed_bytes(read) == bytes,
+          "transposed bytes %zu and %zu, counted %zu", nl_model_transposed_bytes(mapped),
+          nl_model_transposed_bytes(read), bytes);
+    NlRunOptions o = NL_RUN_DEFAULTS;
+    o.batch = 8;
+    NlState *sm = NULL, *sr = NULL;
+    if (nl_state_create(&sm, mapped, &o, &err) == 0 && nl_state_create(&sr, read, &o, &err) == 0) {
+        int ids[8 * 20];
+        random_tokens(ids, 8 * 20, nl_model_config(mapped)->vocab_size, 41);
+        size_t V = (size_t)nl_model_config(mapped)->vocab_size;
+        float *lm = malloc(8 * 20 * V * sizeof *lm);
+        memcpy(lm, nl_forward_batch(sm, ids, 8, 20, 0, 20), 8 * 20 * V * sizeof *lm);
+        CHECK(memcmp(lm, nl_forward_batch(sr, ids, 8, 20, 0, 20), 8 * 20 * V * sizeof *lm) == 0,
+              "mapped and read models give the same logits");
+        free(lm);
+    } else {
+        CHECK(0, "%s", err.msg);
+    }
+    nl_state_free(sm);
+    nl_state_free(sr);
+    nl_model_free(mapped);
+    nl_model_free(read);
+}
+
 int main(void) {
     RUN(forward_matches_naive_reference_on_every_fixture);
     RUN(the_table_describes_the_transformer);
@@ -490,5 +547,6 @@ int main(void) {
     RUN(batch_of_16_matches_each_sequence_alone);
     RUN(batched_streams_match_single_streams);
     RUN(one_stream_is_bitwise_the_same_at_any_thread_count);
+    RUN(transposed_copies_are_exact_mapped_or_read);
     return check_summary("test_forward");
 }

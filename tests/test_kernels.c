@@ -113,12 +113,20 @@ static void linear_blas_matches_naive_on_odd_shapes(void) {
         for (size_t i = 0; i < n * in; i++) x[i] = (float)uniform(&s);
         for (size_t i = 0; i < o * in; i++) w[i] = (float)uniform(&s);
         for (size_t i = 0; i < o; i++) b[i] = (float)uniform(&s);
-        nl_linear(y, x, w, k % 2 ? b : NULL, n, o, in, k % 2 ? pool : NULL);
+        float *wt = malloc(o * in * sizeof *wt);
+        for (size_t r = 0; r < o; r++)
+            for (size_t i = 0; i < in; i++) wt[i * o + r] = w[r * in + i];
         nl_linear_naive(yn, x, w, k % 2 ? b : NULL, n, o, in);
         for (size_t i = 0; i < n * o; i++) want[i] = yn[i];
-        // Both sum the same float products (each below 1 in size) in a different order: the worst case
-        // grows as n_in^2 * 2^-24; 1e-5 + 2e-6 n_in absolute allows the 1e-5 seen at n_in = 1025.
-        check_close("sgemm/sgemv vs naive", y, want, n * o, 1e-5 + 2e-6 * (double)in, 1e-5);
+        // Every tier's plan, so every call (sgemv rows, sgemm NT, sgemm NN on the copy) meets the naive loop.
+        for (int tier = -1; tier <= 3; tier++) {
+            NlLinear lin = {w, wt, k % 2 ? b : NULL, o, in, tier};
+            nl_linear(y, x, n, &lin, k % 2 ? pool : NULL);
+            // Both sum the same float products (each below 1 in size) in a different order: the worst
+            // case grows as n_in^2 * 2^-24; 1e-5 + 2e-6 n_in absolute allows the 1e-5 seen at n_in = 1025.
+            check_close("sgemm/sgemv vs naive", y, want, n * o, 1e-5 + 2e-6 * (double)in, 1e-5);
+        }
+        free(wt);
         free(x);
         free(w);
         free(b);
@@ -146,11 +154,12 @@ static void split_linear_is_bitwise_unsplit(void) {
         for (size_t i = 0; i < n * in; i++) x[i] = (float)uniform(&s);
         for (size_t i = 0; i < o * in; i++) w[i] = (float)uniform(&s);
         for (size_t i = 0; i < o; i++) b[i] = (float)uniform(&s);
-        nl_linear(whole, x, w, b, n, o, in, NULL);
+        NlLinear lin = {w, NULL, b, o, in, 2};
+        nl_linear(whole, x, n, &lin, NULL);
         for (int p = 0; p < 3; p++) {
             CHECK(nl_pool_workers(pools[p]) == p + 2, "pool of %d workers", nl_pool_workers(pools[p]));
             memset(split, 0xff, n * o * sizeof *split);
-            nl_linear(split, x, w, b, n, o, in, pools[p]);
+            nl_linear(split, x, n, &lin, pools[p]);
             CHECK(memcmp(whole, split, n * o * sizeof *split) == 0, "%zu x %zu x %zu split over %d workers differs", n,
                   o, in, p + 2);
         }
@@ -161,6 +170,45 @@ static void split_linear_is_bitwise_unsplit(void) {
         free(split);
     }
     for (int p = 0; p < 3; p++) nl_pool_free(pools[p]);
+}
+
+// The plan's rules (linear.c), row by row: sgemv per row below 6 rows (3 for a matrix over 16 MiB),
+// split over the workers from 32K weights; with AVX2 the transposed copy (NN) for 4 to 63 rows of a
+// weight up to 1M elements; with AVX-512 NN also from 2 rows wherever M*N*K <= 1e6; the plain rule
+// for older tiers and unknown kernels.
+static void plan_follows_its_rules(void) {
+    const NlCall R = NL_CALL_SGEMV_ROWS, NT = NL_CALL_SGEMM_NT, NN = NL_CALL_SGEMM_NN;
+    const struct {
+        size_t rows, n_out, n_in;
+        int tier, workers;
+        NlCall call;
+        int split;
+    } cases[] = {
+        {1, 384, 128, 2, 1, R, 1},    {1, 384, 128, 2, 2, R, 2},    {3, 384, 128, 2, 2, R, 2},
+        {1, 128, 128, 2, 2, R, 1},    {1, 128, 256, 2, 2, R, 2},    {4, 384, 128, 2, 1, NN, 1},
+        {8, 384, 128, 2, 2, NN, 1},   {63, 384, 128, 2, 1, NN, 1},  {64, 384, 128, 2, 1, NT, 1},
+        {128, 384, 128, 2, 1, NT, 1}, {8, 1536, 384, 2, 1, NN, 1},  {5, 2304, 768, 2, 2, R, 2},
+        {8, 1024, 1024, 2, 1, NN, 1}, {8, 1025, 1024, 2, 1, NT, 1}, {8, 2304, 768, 2, 1, NT, 1},
+        {2, 50257, 768, 2, 1, R, 1},  {3, 50257, 768, 2, 1, NT, 1}, {8, 384, 128, 1, 1, NT, 1},
+        {5, 384, 128, 1, 1, R, 1},    {8, 384, 128, -1, 1, NT, 1},  {8, 384, 128, 0, 1, NT, 1},
+        {1, 384, 128, 3, 2, R, 2},    {2, 384, 128, 3, 2, NN, 1},   {16, 384, 128, 3, 1, NN, 1},
+        {21, 384, 128, 3, 1, NN, 1},  {64, 384, 128, 3, 1, NT, 1},  {2, 1152, 384, 3, 1, NN, 1},
+        {3, 1152, 384, 3, 2, R, 2},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        NlLinearPlan p = nl_linear_plan(cases[k].rows, cases[k].n_out, cases[k].n_in, cases[k].tier, cases[k].workers);
+        CHECK(p.call == cases[k].call && p.split == cases[k].split,
+              "%zu rows of %zu x %zu, tier %d, %d workers: call %d split %d, want %d %d", cases[k].rows, cases[k].n_out,
+              cases[k].n_in, cases[k].tier, cases[k].workers, (int)p.call, p.split, (int)cases[k].call, cases[k].split);
+    }
+    CHECK(nl_linear_wants_transposed(384, 128, 2) && nl_linear_wants_transposed(1024, 1024, 3),
+          "small weights get a copy with AVX2 and AVX-512");
+    CHECK(!nl_linear_wants_transposed(2304, 768, 2) && !nl_linear_wants_transposed(50257, 768, 3) &&
+              !nl_linear_wants_transposed(384, 128, 1) && !nl_linear_wants_transposed(384, 128, -1),
+          "no copy of a large weight, nor for older or unknown kernels");
+    CHECK(nl_blas_tier("Zen") == 2 && nl_blas_tier("cooperlake") == 3 && nl_blas_tier("Prescott") == 0 &&
+              nl_blas_tier("Neoverse") == -1,
+          "kernel tiers");
 }
 
 // Every worker of a pool runs once per call, on a thread of its own, call after call.
@@ -381,6 +429,7 @@ int main(void) {
     RUN(layernorm_invariant_to_scale_and_shift_rmsnorm_to_scale_only);
     RUN(linear_blas_matches_naive_on_odd_shapes);
     RUN(split_linear_is_bitwise_unsplit);
+    RUN(plan_follows_its_rules);
     RUN(pool_runs_every_worker_once_per_call);
     RUN(attention_softmax_is_stable);
     RUN(activations_match_their_formulas);

@@ -48,6 +48,8 @@ static cJSON *info_json(const NlModel *m, const char *path, const BlasChoice *b)
     }
     cJSON_AddNumberToObject(j, "parameters", (double)nl_model_parameters(m));
     cJSON_AddNumberToObject(j, "weight_bytes", (double)nl_model_weight_bytes(m));
+    // copies of small weights, transposed, which few-row products run faster on (linear.h)
+    cJSON_AddNumberToObject(j, "transposed_bytes", (double)nl_model_transposed_bytes(m));
     // per sequence: a transformer's KV cache, a recurrent model's state vectors of every layer
     cJSON_AddNumberToObject(j, fam->state_bytes_key, (double)nl_model_state_bytes(m));
     cJSON_AddStringToObject(j, "blas_core", nl_blas_core());

@@ -10,9 +10,11 @@ Runs are interleaved (a, b, normlab, a, b, normlab, ...) and repeated; medians w
 ratios are printed, and everything goes to a JSON file. Measured for 1 and 2 threads: decode tokens/s
 at batch 1 and first-token latency, prefill tokens/s of a 128-character prompt, eval characters/s,
 batched sampling (--samples 1, 4, 16), load time and peak RSS, and OpenBLAS's own GFLOP/s on the
-model's shapes (build/blasbench) as the practical limit. Then random-weight models of growing size
-(up to GPT-2-small shape) for scaling, the time per token against position, and the memory-bandwidth
-bound of the largest.
+model's shapes (build/blasbench) as the practical limit. Then the table behind nl_linear's plan
+(build/blaslayout: sgemv per row, sgemm NT and NN per shape and row count, and what the plan picks)
+and the bandwidth sgemv reaches on a matrix in memory; random-weight models of growing size (up to
+GPT-2-small shape, nanoGPT's shakespeare_char among them) for scaling at 1 and 2 threads, the time
+per token against position, and the memory-bandwidth bound of the largest.
 
     make bench                       (or: /usr/bin/python3 tools/bench/bench.py [--quick] [--out FILE])
 """
@@ -43,6 +45,7 @@ import nltool  # noqa: E402
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 BIN = os.path.join(ROOT, "normlab")
 BLASBENCH = os.path.join(ROOT, "build", "blasbench")
+BLASLAYOUT = os.path.join(ROOT, "build", "blaslayout")
 PROMPT = "ROMEO:\n"
 TEXT = open(os.path.join(ROOT, "tests", "data", "held_out.txt"), encoding="utf-8").read()
 
@@ -314,6 +317,18 @@ def kernels(args, out, text_path, chars):
     out["kernels"] = {"forced": forced, "rows": rows, "best_forced": best}
 
 
+# ---- the plan's table (engine/linear.c)
+
+def layout(out, shapes):
+    """build/blaslayout's table for each (name, D, F, V), one thread (the caller pins it)."""
+    out["layout"] = {}
+    for name, D, F, V in shapes:
+        text = run([BLASLAYOUT, str(D), str(F), str(V)])[0]
+        print(f"\n== the products' plan (engine/linear.c) on {name}'s shapes: D {D}, F {F}, V {V}")
+        print(text.rstrip())
+        out["layout"][name] = text.splitlines()
+
+
 # ---- ONNX Runtime (onnxruntime-node 1.30, tools/install-deps.sh --python), on the model exported by
 # tools/interop/export_onnx.py: batched eval, and nanoGPT-style decode (the graph has no KV cache, so every
 # step recomputes the last block_size positions, as nanoGPT's sample.py does)
@@ -417,11 +432,12 @@ def threads(args, out, text_path, chars):
 
 # ---- scaling
 
-SIZES = [  # name, layers, width, heads, context, vocabulary
-    ("L4-D128-T128", 4, 128, 4, 128, 65),
-    ("L6-D256-T256", 6, 256, 8, 256, 65),
-    ("L8-D512-T512", 8, 512, 8, 512, 65),
-    ("L12-D768-T1024-gpt2small", 12, 768, 12, 1024, 50257),
+SIZES = [  # name, layers, width, heads, context, vocabulary, biases
+    ("L4-D128-T128", 4, 128, 4, 128, 65, True),
+    ("L6-D256-T256", 6, 256, 8, 256, 65, True),
+    ("L6-D384-T256-nanogpt", 6, 384, 6, 256, 65, False),  # nanoGPT's shakespeare_char config
+    ("L8-D512-T512", 8, 512, 8, 512, 65, True),
+    ("L12-D768-T1024-gpt2small", 12, 768, 12, 1024, 50257, True),
 ]
 
 
@@ -431,12 +447,12 @@ def vocabulary(n, shipped):
     return (list(shipped) + [chr(0x10000 + i) for i in range(max(0, n - len(shipped)))])[:n]
 
 
-def make_model(path, L, D, H, T, V, shipped):
+def make_model(path, L, D, H, T, V, bias, shipped):
     if os.path.exists(os.path.join(path, "model.safetensors")):
         return
     rng = np.random.default_rng(L * 1000 + D)
     cfg = {"vocab_size": V, "n_layer": L, "n_head": H, "n_embd": D, "block_size": T, "mlp_ratio": 4,
-           "norm": "layernorm", "placement": "pre", "norm_eps": 1e-5, "activation": "gelu", "bias": True,
+           "norm": "layernorm", "placement": "pre", "norm_eps": 1e-5, "activation": "gelu", "bias": bias,
            "tie_embeddings": True}
     tensors = {}
     for name, shape in nlformat.tensor_shapes(cfg).items():
@@ -457,15 +473,20 @@ def per_position(model_path, n):
 
 
 def scaling(args, out, shipped, all_cpus):
-    print("\n== scaling: random-weight models, 1 thread (decode: 128 tokens after a newline; prefill: 128 characters)")
+    print("\n== scaling: random-weight models, 1 thread but for decode at 2 (decode: 128 tokens after a newline; "
+          "prefill: 128 characters)")
     rows, bw = [], None
-    for name, L, D, H, T, V in SIZES[: 2 if args.quick else None]:
+    for name, L, D, H, T, V, bias in SIZES[: 2 if args.quick else None]:
         path = os.path.join(ROOT, "build", "scaling", name)
-        make_model(path, L, D, H, T, V, shipped)
+        make_model(path, L, D, H, T, V, bias, shipped)
         info = json.loads(run([BIN, "info", "-m", path, "--json"])[0])
         loads = [run([BIN, "info", "-m", path, "--json"])[2] for _ in range(3)]
         rss = peak_rss([BIN, "generate", "-m", path, "-p", "\n", "-n", "64", "--seed", "1"])
         dec = [normlab_generate(path, "\n", 128, r, 1)["decode_tok_s"] for r in range(3)]
+        pinned = os.sched_getaffinity(0)
+        os.sched_setaffinity(0, all_cpus)  # both cores for this one
+        dec2 = [normlab_generate(path, "\n", 128, r, 2)["decode_tok_s"] for r in range(3)]
+        os.sched_setaffinity(0, pinned)
         pre = [normlab_generate(path, TEXT[200:328], 1, r, 1, warmup=True)["prefill_tok_s"] for r in range(3)]
         # eval over 4 windows' worth of text; each window re-reads T positions for T/2 new characters,
         # so the GFLOP/s fraction counts positions processed, not characters scored
@@ -481,7 +502,8 @@ def scaling(args, out, shipped, all_cpus):
         bw = lim["blas"]["copy_gb_per_s"]
         row = {"model": name, "parameters": info["parameters"], "weight_bytes": info["weight_bytes"],
                "kv_cache_bytes": info["kv_cache_bytes"], "load_s": min(loads), "peak_rss_bytes": rss,
-               "decode_tok_s": summary(dec), "prefill_tok_s": summary(pre), "eval_chars_s": summary(ev),
+               "decode_tok_s": summary(dec), "decode_2_threads_tok_s": summary(dec2),
+               "prefill_tok_s": summary(pre), "eval_chars_s": summary(ev),
                "eval_fraction_of_sgemm": statistics.median(ev) * positions / n_scored / lim["prefill_limit_tok_s"],
                "limits": lim,
                "bandwidth_bound_tok_s": bw * 1e9 / info["weight_bytes"]}
@@ -489,7 +511,9 @@ def scaling(args, out, shipped, all_cpus):
         budget = info["weight_bytes"] + info["kv_cache_bytes"] + 16 * 2 ** 20
         print(f"{name:<26} {info['parameters'] / 1e6:7.1f}M params  decode {row['decode_tok_s']['median']:8.1f} tok/s "
               f"(bandwidth bound {row['bandwidth_bound_tok_s']:8.1f}, "
-              f"{row['decode_tok_s']['median'] / row['bandwidth_bound_tok_s']:.2f}x of it)  "
+              f"{row['decode_tok_s']['median'] / row['bandwidth_bound_tok_s']:.2f}x of it; 2 threads "
+              f"{row['decode_2_threads_tok_s']['median']:8.1f}, "
+              f"{row['decode_2_threads_tok_s']['median'] / row['decode_tok_s']['median']:.2f}x)  "
               f"prefill {row['prefill_tok_s']['median']:8.1f} tok/s ({100 * lim['prefill_fraction']:.0f}% of sgemm)  "
               f"eval {row['eval_chars_s']['median']:8.1f} chars/s "
               f"({100 * row['eval_fraction_of_sgemm']:.0f}% of sgemm)  "
@@ -499,10 +523,7 @@ def scaling(args, out, shipped, all_cpus):
     out["copy_gb_per_s"] = bw
     big = os.path.join(ROOT, "build", "scaling", SIZES[-1 if not args.quick else 1][0])
     T = SIZES[-1 if not args.quick else 1][4]
-    pinned = os.sched_getaffinity(0)
-    os.sched_setaffinity(0, all_cpus)  # both cores for this one
-    dec2 = summary([normlab_generate(big, "\n", 128, r, 2)["decode_tok_s"] for r in range(3)])
-    os.sched_setaffinity(0, pinned)
+    dec2 = rows[-1]["decode_2_threads_tok_s"]
     out["largest_decode_2_threads"] = dec2
     bound = rows[-1]["bandwidth_bound_tok_s"]
     print(f"{os.path.basename(big)} with 2 threads: decode {fmt(dec2)} tok/s, {dec2['median'] / bound:.2f}x of the "
@@ -587,6 +608,9 @@ def main(argv):
           f"{out['peak_rss_bytes'] / 2 ** 20:.1f} MiB")
     os.sched_setaffinity(0, pin)
     kernels(args, out, long_text, long_chars)
+    D = tm.c["n_embd"]
+    layout(out, [(os.path.basename(args.model), D, tm.c.get("n_inner") or tm.c.get("mlp_ratio", 4) * D,
+                  tm.c["vocab_size"]), ("L6-D384-T256-nanogpt", 384, 1536, 65)])
     os.sched_setaffinity(0, all_cpus)
     threads(args, out, long_text, long_chars)
     os.sched_setaffinity(0, pin)  # the scaling runs are 1-thread

@@ -1,0 +1,173 @@
+// blaslayout.c — the table behind nl_linear_plan (engine/linear.c), measured on this machine, and
+// the bandwidth a matrix-vector product reaches on a matrix in memory.
+//
+//   build/blaslayout D F V   (make bench builds it against build/rel/libnormlab.a)
+//
+// For each linear of a model of width D, MLP width F and vocabulary V, at row counts from 1 to 64
+// (1: decode; 8: a sample group; more: prefill and eval), one thread: the time of one sgemv per row,
+// of sgemm on the weight as stored, (out, in) (NT), and of sgemm on its transposed copy (NN), best
+// of several repeats; the fastest; and the call the plan picks, with its time against the fastest.
+// Then, on a 256 MiB matrix (in memory, not cache): sgemv's GB/s and a plain read's (a float sum),
+// at 1 and 2 threads (2 threads: nl_linear's split by rows over a pool; the sum over halves).
+#define _POSIX_C_SOURCE 200809L
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "linear.h"
+#include "normlab.h"
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static float *random_floats(size_t n) {
+    float *p = malloc(n * sizeof *p);
+    for (size_t i = 0; p && i < n; i++) p[i] = (float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
+    return p;
+}
+
+// Best seconds of one product of `rows` rows by call (0 sgemv rows, 1 NT, 2 NN), over ~0.1 s.
+static double time_call(int call, int rows, int n_out, int n_in, const float *w, const float *wt, const float *x,
+                        float *y) {
+    double best = 1e30, spent = 0.0;
+    int inner = 1 + (int)(1e6 / (2.0 * rows * n_out * n_in));
+    for (int r = 0; r < 200 && (spent < 0.1 || r < 3); r++) {
+        double t0 = now();
+        for (int k = 0; k < inner; k++) {
+            if (call == 0)
+                for (int i = 0; i < rows; i++)
+                    cblas_sgemv(CblasRowMajor, CblasNoTrans, n_out, n_in, 1.0f, w, n_in, x + (size_t)i * n_in, 1, 0.0f,
+                                y + (size_t)i * n_out, 1);
+            else if (call == 1)
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, n_out, n_in, 1.0f, x, n_in, w, n_in, 0.0f, y,
+                            n_out);
+            else
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, n_out, n_in, 1.0f, x, n_in, wt, n_out,
+                            0.0f, y, n_out);
+        }
+        double dt = (now() - t0) / inner;
+        spent += dt * inner;
+        if (dt < best) best = dt;
+    }
+    return best;
+}
+
+static int plan_call(NlLinearPlan p) { return p.call == NL_CALL_SGEMV_ROWS ? 0 : p.call == NL_CALL_SGEMM_NT ? 1 : 2; }
+
+static void layout_table(int D, int F, int V, int tier) {
+    const char *names[5] = {"qkv", "attn_proj", "mlp_up", "mlp_down", "lm_head"};
+    const int shapes[5][2] = {{3 * D, D}, {D, D}, {F, D}, {D, F}, {V, D}};
+    const int rows_list[] = {1, 2, 4, 6, 8, 16, 32, 64};
+    const char *call_names[3] = {"sgemv", "NT", "NN"};
+    printf("%-9s %11s %4s %11s %11s %11s  %-7s %-7s %s\n", "linear", "shape", "rows", "sgemv us", "NT us", "NN us",
+           "fastest", "plan", "plan/fastest");
+    for (int s = 0; s < 5; s++) {
+        int n_out = shapes[s][0], n_in = shapes[s][1];
+        size_t weights = (size_t)n_out * n_in;
+        if (weights > ((size_t)64 << 20) / sizeof(float)) continue;  // the GPT-2 head: sgemv only, below
+        float *w = random_floats(weights), *wt = random_floats(weights), *x = random_floats((size_t)64 * n_in);
+        float *y = random_floats((size_t)64 * n_out);
+        for (int r = 0; w && wt && x && y && r < (int)(sizeof rows_list / sizeof rows_list[0]); r++) {
+            int rows = rows_list[r];
+            double t[3];
+            for (int c = 0; c < 3; c++) t[c] = time_call(c, rows, n_out, n_in, w, wt, x, y);
+            int fastest = t[0] <= t[1] && t[0] <= t[2] ? 0 : t[1] <= t[2] ? 1 : 2;
+            int planned = plan_call(nl_linear_plan((size_t)rows, (size_t)n_out, (size_t)n_in, tier, 1));
+            printf("%-9s %5dx%-5d %4d %11.2f %11.2f %11.2f  %-7s %-7s %.2f\n", names[s], n_out, n_in, rows, t[0] * 1e6,
+                   t[1] * 1e6, t[2] * 1e6, call_names[fastest], call_names[planned], t[planned] / t[fastest]);
+        }
+        free(w);
+        free(wt);
+        free(x);
+        free(y);
+    }
+}
+
+// ---- a matrix in memory
+
+typedef struct {
+    const float *p;
+    size_t n;
+    float sums[2];
+} ReadJob;
+
+// A plain streaming read: a float sum over a half, in 8 independent lanes (vector adds).
+static float sum_floats(const float *p, size_t n) {
+    float acc[8] = {0};
+    for (size_t i = 0; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++) acc[k] += p[i + k];
+    return acc[0] + acc[1] + acc[2] + acc[3] + acc[4] + acc[5] + acc[6] + acc[7];
+}
+
+static void read_share(void *ctx, int worker) {
+    ReadJob *j = ctx;
+    size_t half = j->n / 2;
+    j->sums[worker] = sum_floats(j->p + (worker ? half : 0), worker ? j->n - half : half);
+}
+
+static void read_all(void *ctx, int worker) {
+    ReadJob *j = ctx;
+    if (worker == 0) j->sums[0] = sum_floats(j->p, j->n);
+}
+
+static void dram_table(void) {
+    const size_t n_out = 16384, n_in = 4096, bytes = n_out * n_in * sizeof(float);  // 256 MiB
+    float *w = random_floats(n_out * n_in), *x = random_floats(n_in), *y = random_floats(n_out);
+    NlPool *pool = nl_pool_create(2);
+    if (!w || !x || !y) {
+        printf("(no memory for the 256 MiB matrix)\n");
+        free(w);
+        free(x);
+        free(y);
+        nl_pool_free(pool);
+        return;
+    }
+    NlLinear lin = {w, NULL, NULL, n_out, n_in, -1};
+    ReadJob rj = {w, n_out * n_in, {0, 0}};
+    double best[4] = {1e30, 1e30, 1e30, 1e30};
+    for (int r = 0; r < 5; r++) {
+        double t0 = now();
+        nl_linear(y, x, 1, &lin, NULL);
+        double t1 = now();
+        nl_linear(y, x, 1, &lin, pool);
+        double t2 = now();
+        nl_pool_run(NULL, read_all, &rj);
+        double t3 = now();
+        nl_pool_run(pool, read_share, &rj);
+        double t4 = now();
+        double dt[4] = {t1 - t0, t2 - t1, t3 - t2, t4 - t3};
+        for (int k = 0; k < 4; k++)
+            if (dt[k] < best[k]) best[k] = dt[k];
+    }
+    printf("256 MiB matrix in memory: sgemv %.1f GB/s at 1 thread, %.1f at 2 (split by rows); a plain read %.1f "
+           "GB/s at 1 thread, %.1f at 2\n",
+           bytes / best[0] / 1e9, nl_pool_workers(pool) > 1 ? bytes / best[1] / 1e9 : 0.0, bytes / best[2] / 1e9,
+           nl_pool_workers(pool) > 1 ? bytes / best[3] / 1e9 : 0.0);
+    free(w);
+    free(x);
+    free(y);
+    nl_pool_free(pool);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 4) {
+        fprintf(stderr, "usage: blaslayout D F V\n");
+        return 2;
+    }
+    int D = atoi(argv[1]), F = atoi(argv[2]), V = atoi(argv[3]);
+    if (D < 1 || F < 1 || V < 1 || D > 8192 || F > 32768 || V > 1 << 20) {
+        fprintf(stderr, "blaslayout: bad sizes\n");
+        return 2;
+    }
+    openblas_set_num_threads(1);
+    int tier = nl_blas_tier(nl_blas_core());
+    printf("OpenBLAS %s kernels (tier %d), 1 thread; times are the best of repeats\n", nl_blas_core(), tier);
+    layout_table(D, F, V, tier);
+    dram_table();
+    return 0;
+}
