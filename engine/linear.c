@@ -17,9 +17,11 @@
 //   NoTrans, "NN") beats NT by 1.05-1.5x from 4 to 63 rows on every linear of the shipped models
 //   (8 rows of qkv, 384 x 128: 18.9 against 23.5 us; 4 rows: 12.0, against 17.1 for 4 sgemv), of
 //   nanoGPT's (D 384: mlp_up at 8 rows 198 against 252 us) and mostly of GPT-2's; from 64 rows on
-//   the two are within noise. A copy costs the weight's memory again, so it is made for weights up
-//   to TRANSPOSED_MAX_WEIGHTS only: never more than the model's own bytes. Where the plan is off the
-//   fastest (6 rows of a 128-row weight: sgemv; 4 rows of mlp_down), it costs 1.03-1.23x.
+//   the two are within noise. A copy costs the weight's memory again and its transposition at load
+//   (copying every weight of a 25M-parameter model took its load from 9 to 218 ms and its peak RSS
+//   from 120 to 217 MiB), so it is made for weights up to TRANSPOSED_MAX_WEIGHTS only, which gives
+//   up NN's 1.2-1.4x on nanoGPT's mlp_up and mlp_down (590K weights each). Where the plan is off
+//   the fastest (6 rows of a 128-row weight: sgemv; 4 rows of mlp_down), it costs 1.03-1.23x.
 // - With AVX-512 (SkylakeX, Cooperlake kernels) OpenBLAS's small-matrix kernels skip packing when
 //   M*N*K <= 100^3, but for a transposed A (what NT is, column-major) only when the output has at
 //   most 1200 elements: NN at 8 rows of 384 x 128 ran 6.8 us against 17.2 NT and 23.1 for 8 sgemv
@@ -44,8 +46,8 @@ enum {
     SPLIT_ALIGN = 16,
 };
 #define CACHED_MATRIX_BYTES ((size_t)16 << 20)
-// 4 MiB a copy: the shipped and nanoGPT models whole; of GPT-2 small, attn_proj
-#define TRANSPOSED_MAX_WEIGHTS ((size_t)1 << 20)
+// 2 MiB a copy: the shipped models whole, a third of nanoGPT's shape, none of GPT-2 small
+#define TRANSPOSED_MAX_WEIGHTS ((size_t)1 << 19)
 #define SMALL_KERNEL_MAX_MNK 1e6  // OpenBLAS 0.3.21's permit for its AVX-512 small-matrix kernels
 
 NlLinearPlan nl_linear_plan(size_t rows, size_t n_out, size_t n_in, int tier, int workers) {

@@ -235,6 +235,14 @@ static NlLinear *linear_at(NlTransformerWeights *w, size_t k, size_t L) {
     return four[k % 4];
 }
 
+// dst (cols, rows) = src (rows, cols) transposed, in 32 x 32 blocks (both sides stay in cache).
+static void transpose(float *dst, const float *src, size_t rows, size_t cols) {
+    for (size_t r0 = 0; r0 < rows; r0 += 32)
+        for (size_t c0 = 0; c0 < cols; c0 += 32)
+            for (size_t r = r0; r < rows && r < r0 + 32; r++)
+                for (size_t c = c0; c < cols && c < c0 + 32; c++) dst[c * rows + r] = src[r * cols + c];
+}
+
 // Sets every linear's plan to the OpenBLAS kernels in use and makes the transposed copies the plan
 // asks for (nl_linear_wants_transposed), in one allocation the model owns: the file's tensors stay
 // as they are, mapped or read.
@@ -259,8 +267,7 @@ static int make_transposed(NlModel *m, NlError *err) {
     for (size_t k = 0; k <= 4 * L; k++) {
         NlLinear *lin = linear_at(w, k, L);
         if (!nl_linear_wants_transposed(lin->n_out, lin->n_in, tier)) continue;
-        for (size_t o = 0; o < lin->n_out; o++)
-            for (size_t i = 0; i < lin->n_in; i++) at[i * lin->n_out + o] = lin->w[o * lin->n_in + i];
+        transpose(at, lin->w, lin->n_out, lin->n_in);
         lin->wt = at;
         at += lin->n_out * lin->n_in;
     }

@@ -105,7 +105,7 @@ const NlTokenizer *nl_model_tokenizer(const NlModel *model);
 size_t nl_model_parameters(const NlModel *model);  // number of distinct weights (tied counted once)
 size_t nl_model_weight_bytes(const NlModel *model);  // bytes of tensor data
 // Bytes of the transposed copies of small weights the loader makes where the OpenBLAS kernels in use
-// run a few-row product faster on them (weights of at most 1M elements, 4 MiB; none for recurrent
+// run a few-row product faster on them (weights of at most 512K elements, 2 MiB; none for recurrent
 // models, nor where OpenBLAS's kernels are older than AVX2).
 size_t nl_model_transposed_bytes(const NlModel *model);
 // Provenance from safetensors __metadata__ (may be empty): n pairs of borrowed strings.

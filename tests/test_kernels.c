@@ -174,7 +174,7 @@ static void split_linear_is_bitwise_unsplit(void) {
 
 // The plan's rules (linear.c), row by row: sgemv per row below 6 rows (3 for a matrix over 16 MiB),
 // split over the workers from 32K weights; with AVX2 the transposed copy (NN) for 4 to 63 rows of a
-// weight up to 1M elements; with AVX-512 NN also from 2 rows wherever M*N*K <= 1e6; the plain rule
+// weight up to 512K elements; with AVX-512 NN also from 2 rows wherever M*N*K <= 1e6; the plain rule
 // for older tiers and unknown kernels.
 static void plan_follows_its_rules(void) {
     const NlCall R = NL_CALL_SGEMV_ROWS, NT = NL_CALL_SGEMM_NT, NN = NL_CALL_SGEMM_NN;
@@ -187,8 +187,8 @@ static void plan_follows_its_rules(void) {
         {1, 384, 128, 2, 1, R, 1},    {1, 384, 128, 2, 2, R, 2},    {3, 384, 128, 2, 2, R, 2},
         {1, 128, 128, 2, 2, R, 1},    {1, 128, 256, 2, 2, R, 2},    {4, 384, 128, 2, 1, NN, 1},
         {8, 384, 128, 2, 2, NN, 1},   {63, 384, 128, 2, 1, NN, 1},  {64, 384, 128, 2, 1, NT, 1},
-        {128, 384, 128, 2, 1, NT, 1}, {8, 1536, 384, 2, 1, NN, 1},  {5, 2304, 768, 2, 2, R, 2},
-        {8, 1024, 1024, 2, 1, NN, 1}, {8, 1025, 1024, 2, 1, NT, 1}, {8, 2304, 768, 2, 1, NT, 1},
+        {128, 384, 128, 2, 1, NT, 1}, {8, 1536, 384, 2, 1, NT, 1},  {5, 2304, 768, 2, 2, R, 2},
+        {8, 1024, 512, 2, 1, NN, 1},  {8, 1025, 512, 2, 1, NT, 1},  {8, 2304, 768, 2, 1, NT, 1},
         {2, 50257, 768, 2, 1, R, 1},  {3, 50257, 768, 2, 1, NT, 1}, {8, 384, 128, 1, 1, NT, 1},
         {5, 384, 128, 1, 1, R, 1},    {8, 384, 128, -1, 1, NT, 1},  {8, 384, 128, 0, 1, NT, 1},
         {1, 384, 128, 3, 2, R, 2},    {2, 384, 128, 3, 2, NN, 1},   {16, 384, 128, 3, 1, NN, 1},
@@ -201,9 +201,9 @@ static void plan_follows_its_rules(void) {
               "%zu rows of %zu x %zu, tier %d, %d workers: call %d split %d, want %d %d", cases[k].rows, cases[k].n_out,
               cases[k].n_in, cases[k].tier, cases[k].workers, (int)p.call, p.split, (int)cases[k].call, cases[k].split);
     }
-    CHECK(nl_linear_wants_transposed(384, 128, 2) && nl_linear_wants_transposed(1024, 1024, 3),
+    CHECK(nl_linear_wants_transposed(384, 128, 2) && nl_linear_wants_transposed(1024, 512, 3),
           "small weights get a copy with AVX2 and AVX-512");
-    CHECK(!nl_linear_wants_transposed(2304, 768, 2) && !nl_linear_wants_transposed(50257, 768, 3) &&
+    CHECK(!nl_linear_wants_transposed(1536, 384, 2) && !nl_linear_wants_transposed(50257, 768, 3) &&
               !nl_linear_wants_transposed(384, 128, 1) && !nl_linear_wants_transposed(384, 128, -1),
           "no copy of a large weight, nor for older or unknown kernels");
     CHECK(nl_blas_tier("Zen") == 2 && nl_blas_tier("cooperlake") == 3 && nl_blas_tier("Prescott") == 0 &&

@@ -323,7 +323,7 @@ def layout(out, shapes):
     """build/blaslayout's table for each (name, D, F, V), one thread (the caller pins it)."""
     out["layout"] = {}
     for name, D, F, V in shapes:
-        text = run([BLASLAYOUT, str(D), str(F), str(V)])[0]
+        text = run([BLASLAYOUT, str(D), str(F), str(V)])[0].decode()
         print(f"\n== the products' plan (engine/linear.c) on {name}'s shapes: D {D}, F {F}, V {V}")
         print(text.rstrip())
         out["layout"][name] = text.splitlines()
@@ -421,10 +421,11 @@ def threads(args, out, text_path, chars):
                                               "--samples", "16", "--seed", "1"], min(t, groups))):
         rss = peak_rss(cmd + ["--threads", str(t)])
         # every live state (one per worker) holds 8 windows or streams of KV cache; 16 MiB per thread besides
-        budget = info["weight_bytes"] + live * 8 * info["kv_cache_bytes"] + t * 16 * 2 ** 20
+        budget = (info["weight_bytes"] + info["transposed_bytes"] + live * 8 * info["kv_cache_bytes"]
+                  + t * 16 * 2 ** 20)
         out["threads"][f"peak_rss_{what}"] = {"bytes": rss, "budget": budget}
         print(f"peak RSS, {what} at {t} threads: {rss / 2 ** 20:.1f} MiB "
-              "(weights + KV caches of the live states + 16 MiB a thread: "
+              "(weights and their transposed copies + KV caches of the live states + 16 MiB a thread: "
               f"{budget / 2 ** 20:.1f})")
     if 2 in counts:
         print(f"--samples 16 against 1 stream, both at 2 threads: {m(2, 'samples16') / m(2, 'decode'):.2f}x")
@@ -508,7 +509,7 @@ def scaling(args, out, shipped, all_cpus):
                "limits": lim,
                "bandwidth_bound_tok_s": bw * 1e9 / info["weight_bytes"]}
         rows.append(row)
-        budget = info["weight_bytes"] + info["kv_cache_bytes"] + 16 * 2 ** 20
+        budget = info["weight_bytes"] + info["transposed_bytes"] + info["kv_cache_bytes"] + 16 * 2 ** 20
         print(f"{name:<26} {info['parameters'] / 1e6:7.1f}M params  decode {row['decode_tok_s']['median']:8.1f} tok/s "
               f"(bandwidth bound {row['bandwidth_bound_tok_s']:8.1f}, "
               f"{row['decode_tok_s']['median'] / row['bandwidth_bound_tok_s']:.2f}x of it; 2 threads "
@@ -518,7 +519,7 @@ def scaling(args, out, shipped, all_cpus):
               f"eval {row['eval_chars_s']['median']:8.1f} chars/s "
               f"({100 * row['eval_fraction_of_sgemm']:.0f}% of sgemm)  "
               f"load {1e3 * row['load_s']:.1f} ms (process)  peak RSS {rss / 2 ** 20:.1f} MiB "
-              f"(weights + KV + 16 MiB = {budget / 2 ** 20:.1f})")
+              f"(weights + copies + KV + 16 MiB = {budget / 2 ** 20:.1f})")
     out["scaling"] = rows
     out["copy_gb_per_s"] = bw
     big = os.path.join(ROOT, "build", "scaling", SIZES[-1 if not args.quick else 1][0])
