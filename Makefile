@@ -204,12 +204,12 @@ depth-study: all
 	/usr/bin/python3 tools/lab/depth_study.py plot
 
 # ---- benchmark: normlab against nanoGPT-style PyTorch and PyTorch with a KV cache (tools/bench/bench.py)
-build/blasbench: tools/bench/blasbench.c
+build/blasbench: tools/bench/blasbench.c tools/bench/benchutil.h
 	@mkdir -p build
 	$(CC) -std=c11 -O2 -Wall -Wextra -Werror $(PKG_CFLAGS) $< $(PKG_LIBS) -o $@
 
 # the table behind nl_linear's plan: it calls the plan itself, so it links the library
-build/blaslayout: tools/bench/blaslayout.c build/rel/libnormlab.a $(HEADERS)
+build/blaslayout: tools/bench/blaslayout.c tools/bench/benchutil.h build/rel/libnormlab.a $(HEADERS)
 	@mkdir -p build
 	$(CC) $(BASE_CFLAGS) $(PKG_CFLAGS) $< build/rel/libnormlab.a $(PKG_LIBS) -o $@
 

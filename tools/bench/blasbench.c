@@ -16,17 +16,7 @@
 #include <string.h>
 #include <time.h>
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static float *random_floats(size_t n) {
-    float *p = malloc(n * sizeof *p);
-    for (size_t i = 0; p && i < n; i++) p[i] = (float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
-    return p;
-}
+#include "benchutil.h"
 
 // Best GFLOP/s of y (M, out) = x (M, in) W^T over repeats lasting ~0.2 s in all.
 static double gflops(int M, int out, int in) {

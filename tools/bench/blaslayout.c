@@ -16,20 +16,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "benchutil.h"
 #include "linear.h"
 #include "normlab.h"
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static float *random_floats(size_t n) {
-    float *p = malloc(n * sizeof *p);
-    for (size_t i = 0; p && i < n; i++) p[i] = (float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
-    return p;
-}
 
 // Best seconds of one product of `rows` rows by call (0 sgemv rows, 1 NT, 2 NN), over ~0.1 s.
 static double time_call(int call, int rows, int n_out, int n_in, const float *w, const float *wt, const float *x,
