@@ -82,7 +82,7 @@ int nl_linear_wants_transposed(size_t n_out, size_t n_in, int tier) {
 typedef struct {
     float *y;  // (n, n_out)
     const float *x, *w, *b;  // x (n, n_in), w (n_out, n_in), b (n_out) or NULL
-    size_t n, n_out, n_in, share;  // share: rows of w each worker takes (the last takes the rest)
+    size_t n, n_out, n_in, rows_each;  // rows of w in each share (the last takes the rest)
 } GemvSplit;
 
 static void gemv_rows(float *y, const float *x, const float *w, const float *b, size_t n, size_t n_out, size_t n_in,
@@ -94,11 +94,11 @@ static void gemv_rows(float *y, const float *x, const float *w, const float *b, 
     }
 }
 
-static void gemv_share(void *ctx, int worker) {
+static void gemv_share(void *ctx, int share) {
     const GemvSplit *j = ctx;
-    size_t lo = (size_t)worker * j->share;
+    size_t lo = (size_t)share * j->rows_each;
     if (lo >= j->n_out) return;
-    size_t rows = j->n_out - lo < j->share ? j->n_out - lo : j->share;
+    size_t rows = j->n_out - lo < j->rows_each ? j->n_out - lo : j->rows_each;
     gemv_rows(j->y + lo, j->x, j->w + lo * j->n_in, j->b ? j->b + lo : NULL, j->n, rows, j->n_in, j->n_out);
 }
 
@@ -118,8 +118,8 @@ void nl_linear(float *y, const float *x, size_t n, const NlLinear *lin, NlPool *
     } else if (p.split < 2) {
         gemv_rows(y, x, lin->w, lin->b, n, n_out, n_in, n_out);
     } else {
-        size_t share = (n_out + (size_t)p.split - 1) / (size_t)p.split;
-        GemvSplit j = {y, x, lin->w, lin->b, n, n_out, n_in, (share + SPLIT_ALIGN - 1) / SPLIT_ALIGN * SPLIT_ALIGN};
+        size_t rows_each = (n_out + (size_t)p.split - 1) / (size_t)p.split;
+        GemvSplit j = {y, x, lin->w, lin->b, n, n_out, n_in, (rows_each + SPLIT_ALIGN - 1) / SPLIT_ALIGN * SPLIT_ALIGN};
         nl_pool_run(pool, gemv_share, &j);
     }
 }

@@ -151,8 +151,9 @@ typedef struct {
     NlNormType norm;  // run the norms as this type; NL_NORM_AS_CONFIGURED (0): the model's
     NlPlacement placement;  // run the blocks with this placement; NL_PLACE_AS_CONFIGURED (0): the model's
     int batch;  // independent sequences per forward call, at most (0 means 1)
-    int threads;  // threads a matrix-vector product's output rows are split over (0 means 1): the
-        // state keeps them for its life; each row is one OpenBLAS call, so results do not depend on it
+    int threads;  // threads a matrix-vector product's output rows are split over (0 means 1; at most
+        // the CPUs): the state keeps them for its life, and with one a CPU binds them and the creating
+        // thread (until nl_state_free); each row is one OpenBLAS call, so results do not depend on it
     NlBnStats bn_stats;  // BatchNorm's statistics (NL_BN_RUNNING: the model's running averages)
 } NlRunOptions;
 // Every default spelled out: the model's norm and placement, one sequence, one OpenBLAS thread,

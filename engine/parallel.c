@@ -74,21 +74,28 @@ int nl_parallel_run(int n_workers, NlWorkerFn fn, void *ctx) {
 
 // ---- a pool kept for a state's life
 //
-// A run bumps `generation`; each worker waits for a generation it has not seen, runs its share and
-// counts itself out of `pending`. Waiting spins first (a decode step's next product comes within
-// microseconds), then sleeps on the condition variable. A worker counts itself in `sleepers` before
-// its last look at `generation`, and a run reads `sleepers` after its bump (both sequentially
-// consistent): either the worker sees the bump or the run sees the sleeper and wakes it, under the
-// mutex. A run with no sleeper touches neither mutex nor condition variable.
+// A run publishes (fn, ctx) and bumps `generation`; its n_workers shares are then claimed one by
+// one, each exactly once: a share s is free in generation g while claimed[s] is g - 1, and taken by
+// the compare-and-swap to g. Every participant tries its own share first (worker w: share w, so
+// that a core keeps meeting the same rows of every weight), then any left. The caller does the
+// same, so a worker the scheduler has not run yet delays nothing: its share is done by whoever is
+// free, with the same arithmetic. The caller returns when `done` counts every share.
+// Waiting workers spin first (a decode step's next product comes within microseconds), then sleep
+// on the condition variable. A worker counts itself in `sleepers` before its last look at
+// `generation`, and a run reads `sleepers` after its bump (both sequentially consistent): either
+// the worker sees the bump or the run sees the sleeper and wakes it, under the mutex. A run with no
+// sleeper touches neither mutex nor condition variable.
 struct NlPool {
     int n_workers;  // the caller (worker 0) and n_workers - 1 threads
     pthread_t *tids;  // (n_workers - 1)
+    atomic_uint *claimed;  // (n_workers * CLAIM_STRIDE) the generation that took each share, a cache line each
     pthread_mutex_t mu;
     pthread_cond_t wake;
     atomic_uint generation;
-    atomic_int pending;  // workers still running the current generation
+    atomic_int done;  // shares finished in the current generation
     atomic_int sleepers;  // workers asleep on `wake`, or about to be
-    NlWorkerFn fn;  // NULL tells the workers to exit
+    atomic_int stop;  // 1: the workers exit at the next generation
+    NlWorkerFn fn;
     void *ctx;
     int bound;  // 1: each worker bound to a CPU of its own, the caller to the first (mask: its own before)
     pthread_t caller;
@@ -100,9 +107,9 @@ typedef struct {
     int worker;
 } PoolWorker;
 
-// ~1 ms of pause instructions before an idle worker sleeps; a caller waiting on its workers spins
-// this long between yields, in case the scheduler put a worker on its own CPU.
-enum { SPIN_CHECKS = 20000, WAIT_SPINS = 2000 };
+// ~1 ms of pause instructions before an idle worker sleeps; a caller waiting on a share taken by a
+// worker spins this long between yields, in case that worker was preempted.
+enum { SPIN_CHECKS = 20000, WAIT_SPINS = 2000, CLAIM_STRIDE = 64 / sizeof(atomic_uint) };
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -125,6 +132,21 @@ static unsigned wait_for_run(NlPool *p, unsigned seen) {
     return g;
 }
 
+static int claim(NlPool *p, int share, unsigned g) {
+    unsigned free_mark = g - 1;
+    return atomic_compare_exchange_strong(&p->claimed[share * CLAIM_STRIDE], &free_mark, g);
+}
+
+// Runs every share of generation g that participant `self` can still claim, its own first.
+static void run_shares(NlPool *p, unsigned g, int self) {
+    for (int k = 0; k < p->n_workers; k++) {
+        int share = (self + k) % p->n_workers;
+        if (!claim(p, share, g)) continue;
+        p->fn(p->ctx, share);
+        atomic_fetch_add_explicit(&p->done, 1, memory_order_release);
+    }
+}
+
 static void *pool_main(void *arg) {
     PoolWorker *pw = arg;
     NlPool *p = pw->pool;
@@ -133,26 +155,24 @@ static void *pool_main(void *arg) {
     if (p->bound) bind_to(&p->mask, worker);
     for (unsigned seen = 0;;) {
         seen = wait_for_run(p, seen);
-        NlWorkerFn fn = p->fn;
-        if (fn) fn(p->ctx, worker);
-        atomic_fetch_sub_explicit(&p->pending, 1, memory_order_release);
-        if (!fn) return NULL;
+        if (atomic_load(&p->stop)) return NULL;
+        run_shares(p, seen, worker);
     }
 }
 
-// Publishes (fn, ctx) to the workers and returns once they have all counted out.
-static void pool_broadcast(NlPool *p, NlWorkerFn fn, void *ctx) {
+// Publishes (fn, ctx), runs shares beside the workers, and returns once every share is done.
+static void pool_run_all(NlPool *p, NlWorkerFn fn, void *ctx) {
     p->fn = fn;
     p->ctx = ctx;
-    atomic_store_explicit(&p->pending, p->n_workers - 1, memory_order_relaxed);
-    atomic_fetch_add(&p->generation, 1);
+    atomic_store_explicit(&p->done, 0, memory_order_relaxed);
+    unsigned g = atomic_fetch_add(&p->generation, 1) + 1;
     if (atomic_load(&p->sleepers) > 0) {
         pthread_mutex_lock(&p->mu);
         pthread_cond_broadcast(&p->wake);
         pthread_mutex_unlock(&p->mu);
     }
-    if (fn) fn(ctx, 0);
-    for (int i = 1; atomic_load_explicit(&p->pending, memory_order_acquire) > 0; i++) {
+    run_shares(p, g, 0);
+    for (int i = 1; atomic_load_explicit(&p->done, memory_order_acquire) < p->n_workers; i++) {
         cpu_relax();
         if (i % WAIT_SPINS == 0) sched_yield();
     }
@@ -168,15 +188,19 @@ NlPool *nl_pool_create(int n_workers) {
     NlPool *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     p->tids = malloc((size_t)(n_workers - 1) * sizeof *p->tids);
-    if (!p->tids || pthread_mutex_init(&p->mu, NULL) != 0) {
+    p->claimed = malloc((size_t)n_workers * CLAIM_STRIDE * sizeof *p->claimed);
+    if (!p->tids || !p->claimed || pthread_mutex_init(&p->mu, NULL) != 0) {
         free(p->tids);
+        free(p->claimed);
         free(p);
         return NULL;
     }
     pthread_cond_init(&p->wake, NULL);
     atomic_init(&p->generation, 0);
-    atomic_init(&p->pending, 0);
+    for (int w = 0; w < n_workers; w++) atomic_init(&p->claimed[w * CLAIM_STRIDE], 0);  // free in generation 1
+    atomic_init(&p->done, 0);
     atomic_init(&p->sleepers, 0);
+    atomic_init(&p->stop, 0);
     // As in nl_parallel_run: with a worker for every CPU the process may use, each gets its own, so
     // that its share of the weights stays in that core's cache, and no two spin on one CPU.
     p->caller = pthread_self();
@@ -201,13 +225,20 @@ NlPool *nl_pool_create(int n_workers) {
 
 void nl_pool_free(NlPool *p) {
     if (!p) return;
-    if (p->n_workers > 1) pool_broadcast(p, NULL, NULL);
+    if (p->n_workers > 1) {  // the workers see `stop` at the bump, and exit
+        atomic_store(&p->stop, 1);
+        pthread_mutex_lock(&p->mu);
+        atomic_fetch_add(&p->generation, 1);
+        pthread_cond_broadcast(&p->wake);
+        pthread_mutex_unlock(&p->mu);
+    }
     for (int i = 0; i < p->n_workers - 1; i++) pthread_join(p->tids[i], NULL);
     if (p->bound && pthread_equal(p->caller, pthread_self()))
         (void)pthread_setaffinity_np(p->caller, sizeof p->mask, &p->mask);
     pthread_cond_destroy(&p->wake);
     pthread_mutex_destroy(&p->mu);
     free(p->tids);
+    free(p->claimed);
     free(p);
 }
 
@@ -218,5 +249,5 @@ void nl_pool_run(NlPool *p, NlWorkerFn fn, void *ctx) {
         fn(ctx, 0);
         return;
     }
-    pool_broadcast(p, fn, ctx);
+    pool_run_all(p, fn, ctx);
 }

@@ -20,9 +20,11 @@ void nl_atomic_lower(atomic_size_t *v, size_t x);
 int nl_parallel_run(int n_workers, NlWorkerFn fn, void *ctx);
 
 // A pool of threads kept for a state's life, for work too fine for nl_parallel_run: a decode step's
-// products, each a few microseconds. nl_pool_run(p, fn, ctx) runs fn(ctx, w) for w in [0, n_workers)
-// and returns when all are done; the caller runs worker 0. Idle workers spin for about a
-// millisecond, then sleep until the next run. NULL is a pool of one worker (the caller alone).
+// products, each a few microseconds. nl_pool_run(p, fn, ctx) runs fn(ctx, s) once for every share s
+// in [0, n_workers) and returns when all are done. A share is not tied to a thread: each worker
+// (the caller is worker 0) runs its own share first and then any left, so fn must depend on s
+// only. Idle workers spin for about a millisecond, then sleep until the next run. NULL is a pool of
+// one worker (the caller alone).
 typedef struct NlPool NlPool;
 
 // NULL when n_workers < 2, or when a thread or memory is refused (then work runs on the caller).

@@ -242,14 +242,14 @@ static void attention_heads(Transformer *s, size_t b, size_t l, size_t n, size_t
 
 typedef struct {
     Transformer *s;
-    size_t B, l, n, pos, keep, heads;  // heads: how many each worker takes (the last takes the rest)
+    size_t B, l, n, pos, keep, heads;  // heads: how many each share takes (the last takes the rest)
 } AttentionJob;
 
-static void attention_share(void *ctx, int worker) {
+static void attention_share(void *ctx, int share) {
     const AttentionJob *j = ctx;
-    size_t H = (size_t)j->s->cfg->n_head, h0 = (size_t)worker * j->heads;
+    size_t H = (size_t)j->s->cfg->n_head, h0 = (size_t)share * j->heads;
     size_t h1 = h0 + j->heads < H ? h0 + j->heads : H;
-    float *scores = j->s->scores + (size_t)worker * nl_tiles((size_t)j->s->cfg->block_size) * NL_TILE;
+    float *scores = j->s->scores + (size_t)share * nl_tiles((size_t)j->s->cfg->block_size) * NL_TILE;
     for (size_t b = 0; h0 < h1 && b < j->B; b++) attention_heads(j->s, b, j->l, j->n, j->pos, j->keep, h0, h1, scores);
 }
 
@@ -257,7 +257,7 @@ static void attention_share(void *ctx, int worker) {
 // take a share of them each: the same bits as one thread.
 static void attention(Transformer *s, size_t B, size_t l, size_t n, size_t pos, size_t keep) {
     size_t H = (size_t)s->cfg->n_head, workers = (size_t)nl_pool_workers(s->pool);
-    AttentionJob j = {s, B, l, n, pos, keep, (H + workers - 1) / workers};
+    AttentionJob j = {s, B, l, n, pos, keep, (H + workers - 1) / workers};  // scores: one slot a share
     if (workers < 2 || H < 2) attention_share(&j, 0);
     else nl_pool_run(s->pool, attention_share, &j);
 }
