@@ -8,7 +8,7 @@
 // ---- the plan: which OpenBLAS call each shape and row count gets
 //
 // Measured with tools/bench/blaslayout.c, whose table `make bench` prints (one thread, OpenBLAS
-// 0.3.21's Zen kernels on a Zen 3 EPYC; docs/performance.md has the whole table):
+// 0.3.21's Zen kernels on a Zen 3 EPYC; docs/bench.txt has the whole table):
 // - One sgemv per row beats sgemm on the weight as stored (NoTrans/Trans, "NT") below 6 rows while
 //   the matrix stays in cache (384 x 128: 4.0 us a row; NT costs 17.8-27.4 us at 4 to 6 rows). A
 //   matrix too big for the cache (the 154 MB GPT-2 head) is read from memory again for every row:

@@ -164,10 +164,13 @@ static int bind_rnn_layer(Binder *b, const NlConfig *c, int i, NlRnnLayerWeights
     int lstm = c->arch == NL_ARCH_LSTM, ln = c->norm == NL_NORM_LAYERNORM;
     size_t G = lstm ? 4 : 3, gates = lstm ? 4 * S : 2 * S;
     char name[64];
+    // the recurrent products keep the plain rule (tier -1): the loader makes no copies for them
+    lw->ih = (NlLinear){.n_out = G * S, .n_in = in, .tier = -1};
+    lw->hh = (NlLinear){.n_out = G * S, .n_in = S, .tier = -1};
     snprintf(name, sizeof name, "rnn.%d.weight_ih", i);
-    if (take(b, name, G * S, in, 1, &lw->w_ih) != 0) return -1;
+    if (take(b, name, G * S, in, 1, &lw->ih.w) != 0) return -1;
     snprintf(name, sizeof name, "rnn.%d.weight_hh", i);
-    if (take(b, name, G * S, S, 1, &lw->w_hh) != 0) return -1;
+    if (take(b, name, G * S, S, 1, &lw->hh.w) != 0) return -1;
     if (lstm) {
         snprintf(name, sizeof name, "rnn.%d.bias", i);
         if (take(b, name, 4 * S, 0, 1, &lw->bias) != 0) return -1;
@@ -198,8 +201,9 @@ static int bind_rnn(Binder *b, NlModel *m) {
     }
     for (int i = 0; i < c->n_layer; i++)
         if (bind_rnn_layer(b, c, i, &w->layers[i]) != 0) return -1;
-    if (take(b, "lm_head.weight", V, (size_t)c->n_hidden, 1, &w->lm_head) != 0) return -1;
-    return take(b, "lm_head.bias", V, 0, 1, &w->lm_head_b);
+    w->lm_head = (NlLinear){.n_out = V, .n_in = (size_t)c->n_hidden, .tier = -1};
+    if (take(b, "lm_head.weight", V, (size_t)c->n_hidden, 1, &w->lm_head.w) != 0) return -1;
+    return take(b, "lm_head.bias", V, 0, 1, &w->lm_head.b);
 }
 
 // A transformer: wte, wpe, its blocks, ln_f (pre and peri) and lm_head when untied.

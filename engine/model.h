@@ -25,8 +25,8 @@ typedef struct {
 
 // One recurrent layer; in = E for layer 0, else S. A norm is all-NULL in a plain (norm none) model.
 typedef struct {
-    const float *w_ih;  // (G*S, in) rows: LSTM f, i, o, g; GRU z, r, candidate
-    const float *w_hh;  // (G*S, S) the same rows (the GRU's candidate rows are U)
+    NlLinear ih;  // w (G*S, in) rows: LSTM f, i, o, g; GRU z, r, candidate; no bias (below)
+    NlLinear hh;  // w (G*S, S) the same rows (the GRU's candidate rows are U)
     const float *bias;  // LSTM (4*S); NULL for the GRU
     const float *bias_ih, *bias_hh;  // plain GRU (3*S) each; else NULL
     NlNormWeights ln_ih, ln_hh;  // LSTM (4*S) over all gates; GRU (2*S) over z, r
@@ -46,8 +46,7 @@ typedef struct {
 typedef struct {
     const float *wte;  // (V, E)
     NlRnnLayerWeights *layers;  // (L)
-    const float *lm_head;  // (V, S)
-    const float *lm_head_b;  // (V)
+    NlLinear lm_head;  // w (V, S), b (V)
 } NlRecurrentWeights;
 
 // Borrowed for the model's lifetime; NULL when the model is of the other family.

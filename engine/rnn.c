@@ -169,20 +169,13 @@ static void lstm_output(NlRnn *r, float *h, const float *cn, size_t B) {
     for (size_t b = 0; b < B; b++) nl_lstm_output(h + b * r->S, r->ph + b * r->G * r->S, cn + b * r->S, r->S);
 }
 
-// A recurrent product as nl_linear takes it: the file's weight, planned by the plain rule (the
-// loader makes transposed copies for the transformer's weights only).
-static NlLinear plain_linear(const float *w, const float *b, size_t n_out, size_t n_in) {
-    return (NlLinear){.w = w, .b = b, .n_out = n_out, .n_in = n_in, .tier = -1};
-}
-
 // One position t (of nc in the chunk) of layer l for B sequences: the recurrence.
 static void step(NlRnn *r, int l, size_t B, size_t nc, size_t t, const NlObserver *obs) {
     const NlRnnLayerWeights *lw = &r->w->layers[l];
     const RnnNorms *n = &r->norms[l];
     size_t S = r->S, GS = r->G * S;
     float *h = r->h + (size_t)l * r->batch * S, *c = r->c + (size_t)l * r->batch * S;
-    NlLinear hh = plain_linear(lw->w_hh, NULL, GS, S);
-    TIMED(obs, l, NL_COMP_RNN_RECURRENT, B, 1, S, nl_linear(r->ph, h, B, &hh, r->pool));
+    TIMED(obs, l, NL_COMP_RNN_RECURRENT, B, 1, S, nl_linear(r->ph, h, B, &lw->hh, r->pool));
     if (r->ln || lw->bias_hh)  // else nothing to normalise or add: no record, so no cost counted
         TIMED(obs, l, NL_COMP_RNN_NORM, B, 1, normed_features(r), norm_products(r, n, lw, r->ph, B, 0));
     double t0 = nl_obs_begin(obs);
@@ -210,9 +203,8 @@ static void step(NlRnn *r, int l, size_t B, size_t nc, size_t t, const NlObserve
 static void layer(NlRnn *r, int l, size_t B, size_t nc, const NlObserver *obs) {
     double t_layer = nl_obs_begin(obs);
     const NlRnnLayerWeights *lw = &r->w->layers[l];
-    size_t S = r->S, GS = r->G * S, in = l == 0 ? (size_t)r->cfg.n_input : S, rows = B * nc;
-    NlLinear ih = plain_linear(lw->w_ih, NULL, GS, in);
-    TIMED(obs, l, NL_COMP_RNN_INPUT, B, nc, in, nl_linear(r->px, r->xin, rows, &ih, r->pool));
+    size_t S = r->S, in = l == 0 ? (size_t)r->cfg.n_input : S, rows = B * nc;
+    TIMED(obs, l, NL_COMP_RNN_INPUT, B, nc, in, nl_linear(r->px, r->xin, rows, &lw->ih, r->pool));
     if (r->ln || lw->bias || lw->bias_ih)
         TIMED(obs, l, NL_COMP_RNN_NORM, B, nc, normed_features(r), norm_products(r, &r->norms[l], lw, r->px, rows, 1));
     for (size_t t = 0; t < nc; t++) step(r, l, B, nc, t, obs);
@@ -231,9 +223,8 @@ static void embed(NlRnn *r, const int *tokens, size_t stride, size_t B, size_t n
 // the output rows from `at` of each sequence's n_logits.
 static void head(NlRnn *r, size_t B, size_t nc, size_t t0, size_t k, size_t n_logits, size_t at) {
     size_t S = r->S, V = (size_t)r->cfg.vocab_size;
-    NlLinear lm_head = plain_linear(r->w->lm_head, r->w->lm_head_b, V, S);
     for (size_t b = 0; b < B; b++)
-        nl_linear(r->logits + (b * n_logits + at) * V, r->xin + (b * nc + t0) * S, k, &lm_head, r->pool);
+        nl_linear(r->logits + (b * n_logits + at) * V, r->xin + (b * nc + t0) * S, k, &r->w->lm_head, r->pool);
 }
 
 // tokens (B, n): pos 0 starts the first B sequences from the zero state; any other pos must be where the

@@ -272,8 +272,8 @@ static void rnn_step(const NlConfig *c, const NlRnnLayerWeights *lw, const doubl
     int ln = c->norm == NL_NORM_LAYERNORM;
     double eps = c->norm_eps;
     if (c->arch == NL_ARCH_LSTM) {
-        matvec(p, lw->w_ih, x, 4 * S, in);
-        matvec(q, lw->w_hh, h, 4 * S, S);
+        matvec(p, lw->ih.w, x, 4 * S, in);
+        matvec(q, lw->hh.w, h, 4 * S, S);
         rnn_norm(pn, p, lw->ln_ih, ln, 4 * S, eps);
         rnn_norm(qn, q, lw->ln_hh, ln, 4 * S, eps);
         for (size_t k = 0; k < 4 * S; k++) pn[k] += qn[k] + bias_at(lw->bias, k);  // f | i | o | g
@@ -282,8 +282,8 @@ static void rnn_step(const NlConfig *c, const NlRnnLayerWeights *lw, const doubl
         for (size_t k = 0; k < S; k++) h[k] = sigmoid(pn[2 * S + k]) * tanh(qn[k]);
         return;
     }
-    matvec(p, lw->w_ih, x, 3 * S, in);  // z | r | candidate
-    matvec(q, lw->w_hh, h, 3 * S, S);
+    matvec(p, lw->ih.w, x, 3 * S, in);  // z | r | candidate
+    matvec(q, lw->hh.w, h, 3 * S, S);
     rnn_norm(pn, p, lw->ln_ih, ln, 2 * S, eps);
     rnn_norm(pn + 2 * S, p + 2 * S, lw->ln_ih_cand, ln, S, eps);
     rnn_norm(qn, q, lw->ln_hh, ln, 2 * S, eps);
@@ -311,8 +311,8 @@ int ref_rnn_forward(double *logits, const NlConfig *c, const NlRecurrentWeights 
             rnn_step(c, &w->layers[l], x, l == 0 ? E : S, h + l * S, cell + l * S, p, q, pn, qn);
             memcpy(x, h + l * S, S * sizeof *x);
         }
-        matvec(logits + t * V, w->lm_head, x, V, S);
-        for (size_t v = 0; v < V; v++) logits[t * V + v] += w->lm_head_b[v];
+        matvec(logits + t * V, w->lm_head.w, x, V, S);
+        for (size_t v = 0; v < V; v++) logits[t * V + v] += w->lm_head.b[v];
         double hh = 0.0, cc = 0.0;
         for (size_t k = 0; k < S; k++) {
             hh += x[k] * x[k];
