@@ -11,8 +11,7 @@
 #include "observe.h"
 #include "parallel.h"
 
-// -ln softmax(logits)[target], in double.
-static double nll(const float *logits, size_t V, int target) {
+double nl_nll(const float *logits, size_t V, int target) {
     double max = logits[0], sum = 0.0;
     for (size_t i = 1; i < V; i++) max = logits[i] > max ? logits[i] : max;
     for (size_t i = 0; i < V; i++) sum += exp((double)logits[i] - max);
@@ -71,7 +70,7 @@ static double eval_group(EvalJob *j, size_t worker, size_t g, size_t *bad, doubl
         size_t k = win.end - win.begin;
         const float *rows = logits + (b * n_logits + n_logits - k) * j->V;  // its last k positions
         for (size_t i = 0; i < k; i++) {
-            double v = nll(rows + i * j->V, j->V, j->ids[win.begin + i + 1]);
+            double v = nl_nll(rows + i * j->V, j->V, j->ids[win.begin + i + 1]);
             if (!isfinite(v) && *bad == SIZE_MAX) *bad = win.begin + i + 2;  // 1-based character
             sum += v;
             *sq += v * v;
@@ -120,7 +119,7 @@ static size_t recurrent_chunk(NlState *s, const int *ids, const size_t *start, i
     for (size_t b = 0; b < B; b++)
         for (size_t t = 0; t < nc; t++) {
             size_t at = start[b] + p + t;  // the input; it predicts ids[at + 1]
-            double v = nll(logits + (b * nc + t) * V, V, ids[at + 1]);
+            double v = nl_nll(logits + (b * nc + t) * V, V, ids[at + 1]);
             if (!isfinite(v) && at + 2 < bad) bad = at + 2;  // 1-based character
             out->nll_sum += v;
             out->nll_sq_sum += v * v;
@@ -166,6 +165,14 @@ int nl_eval_recurrent(NlState *s, const int *ids, size_t n, size_t segments, NlE
     out->count = N;
     if (progress) progress(N, N, ctx);
     return 0;
+}
+
+void nl_eval_window(size_t n, size_t block_size, size_t stride, size_t w, size_t *start, size_t *begin, size_t *end) {
+    EvalJob j = {.n_inputs = n - 1, .T = block_size, .stride = stride};
+    Window win = window_at(&j, w);
+    *start = win.start;
+    *begin = win.begin;
+    *end = win.end;
 }
 
 size_t nl_eval_windows(size_t n, size_t block_size, size_t stride) {

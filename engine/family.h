@@ -35,6 +35,8 @@ typedef struct {
     // nl_profile_cost's contract (normlab_lab.h) for the family's components; 0 for any other.
     void (*cost)(const NlConfig *cfg, NlComponent comp, size_t batch, size_t n, size_t ctx, double *flops,
                  double *bytes);
+    // nl_state_readout's contract; NULL for a family without a residual stream.
+    const float *(*readout)(void *impl, const float *x, size_t B, size_t n, size_t n_logits);
 } NlFamily;
 
 // Each family's table (functions, not variables: no global symbol but the nl_ functions).

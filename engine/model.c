@@ -18,6 +18,7 @@
 #include "kernels.h"
 #include "model.h"
 #include "normlab.h"
+#include "quantize.h"
 #include "safetensors.h"
 
 #define CONFIG_CAP ((size_t)1 << 20)
@@ -41,6 +42,9 @@ struct NlModel {
     float *owned;  // inline tensors, or an aligned copy of an unaligned data section
     float *transposed;  // the transformer's transposed weights nl_linear_plan uses (linear.h), or NULL
     size_t transposed_bytes;
+    float *quantized;  // the rounded copies of the matrices --quantize picked, or NULL
+    NlQuant quant;
+    unsigned quant_classes;  // NL_QUANT_* of the matrices rounded
     size_t n_params;
 };
 
@@ -278,8 +282,100 @@ static int make_transposed(NlModel *m, NlError *err) {
     return 0;
 }
 
+// ---- simulated quantization of the matrices (quantize.h)
+
+// A matrix the quantizer may round: the pointer the weights hold, its shape (rows, cols) as the file
+// stores it, and its class (NL_QUANT_*).
+typedef struct {
+    const float **w;
+    size_t rows, cols;
+    unsigned cls;
+} QuantTarget;
+
+// The model's matrices into t (room for 4L + 3); returns their count. A tied head is wte's.
+static size_t quant_targets(NlModel *m, QuantTarget *t) {
+    const NlConfig *c = &m->config;
+    size_t V = (size_t)c->vocab_size, n = 0;
+    if (c->arch != NL_ARCH_TRANSFORMER) {
+        NlRecurrentWeights *w = &m->recurrent;
+        t[n++] = (QuantTarget){&w->wte, V, (size_t)c->n_input, NL_QUANT_EMBED};
+        for (int l = 0; l < c->n_layer; l++) {
+            NlLinear *ih = &w->layers[l].ih, *hh = &w->layers[l].hh;
+            t[n++] = (QuantTarget){&ih->w, ih->n_out, ih->n_in, NL_QUANT_RECURRENT};
+            t[n++] = (QuantTarget){&hh->w, hh->n_out, hh->n_in, NL_QUANT_RECURRENT};
+        }
+        t[n++] = (QuantTarget){&w->lm_head.w, V, (size_t)c->n_hidden, NL_QUANT_HEAD};
+        return n;
+    }
+    NlTransformerWeights *w = &m->transformer;
+    size_t D = (size_t)c->n_embd;
+    t[n++] = (QuantTarget){&w->wte, V, D, NL_QUANT_EMBED | (c->tie_embeddings ? NL_QUANT_HEAD : 0u)};
+    t[n++] = (QuantTarget){&w->wpe, (size_t)c->block_size, D, NL_QUANT_EMBED};
+    for (int l = 0; l < c->n_layer; l++) {
+        NlLayerWeights *lw = &w->layers[l];
+        NlLinear *four[4] = {&lw->attn, &lw->proj, &lw->fc, &lw->out};
+        for (int k = 0; k < 4; k++)
+            t[n++] = (QuantTarget){&four[k]->w, four[k]->n_out, four[k]->n_in, k < 2 ? NL_QUANT_ATTN : NL_QUANT_MLP};
+    }
+    if (!c->tie_embeddings) t[n++] = (QuantTarget){&w->lm_head.w, V, D, NL_QUANT_HEAD};
+    return n;
+}
+
+// Rounds the matrices opts picks into one allocation the model owns (the file's tensors stay as
+// they are) and points the weights at the copies; a tied head follows wte.
+static int quantize_weights(NlModel *m, const NlLoadOptions *opts, const char *what, NlError *err) {
+    if (!opts || opts->quantize == NL_QUANT_NONE) return 0;
+    unsigned all = NL_QUANT_ATTN | NL_QUANT_MLP | NL_QUANT_HEAD | NL_QUANT_EMBED | NL_QUANT_RECURRENT;
+    unsigned pick = opts->quantize_only ? opts->quantize_only : all;
+    if (opts->quantize != NL_QUANT_Q8 && opts->quantize != NL_QUANT_Q4) {
+        nl_error(err, NL_ERR_ARG, "%s: unknown quantization %d", what, (int)opts->quantize);
+        return -1;
+    }
+    if (pick & ~all) {
+        nl_error(err, NL_ERR_ARG, "%s: unknown quantization classes 0x%x", what, pick & ~all);
+        return -1;
+    }
+    QuantTarget *t = calloc(4 * (size_t)m->config.n_layer + 3, sizeof *t);
+    if (!t) {
+        nl_error(err, NL_ERR_NOMEM, "%s: out of memory", what);
+        return -1;
+    }
+    size_t n = quant_targets(m, t), floats = 0;
+    for (size_t i = 0; i < n; i++)
+        if (t[i].cls & pick) floats += t[i].rows * t[i].cols;
+    int rc = -1;
+    if (floats == 0) {
+        nl_error(err, NL_ERR_ARG, "%s: this %s has no matrix of the classes to quantize", what,
+                 nl_config_arch_name(m->config.arch));
+        goto cleanup;
+    }
+    if (!(m->quantized = malloc(floats * sizeof(float)))) {
+        nl_error(err, NL_ERR_NOMEM, "%s: out of memory for %zu bytes of quantized weights", what,
+                 floats * sizeof(float));
+        goto cleanup;
+    }
+    float *at = m->quantized;
+    for (size_t i = 0; i < n; i++) {
+        if (!(t[i].cls & pick)) continue;
+        nl_quantize_rows(at, *t[i].w, t[i].rows, t[i].cols, opts->quantize);
+        *t[i].w = at;
+        at += t[i].rows * t[i].cols;
+        m->quant_classes |= t[i].cls & pick;
+    }
+    if (m->config.arch == NL_ARCH_TRANSFORMER && m->config.tie_embeddings) {
+        m->transformer.lm_head.w = m->transformer.wte;
+        if (m->quant_classes & (NL_QUANT_EMBED | NL_QUANT_HEAD)) m->quant_classes |= NL_QUANT_EMBED | NL_QUANT_HEAD;
+    }
+    m->quant = opts->quantize;
+    rc = 0;
+cleanup:
+    free(t);
+    return rc;
+}
+
 // Binds every tensor the config needs, then rejects leftovers and non-finite values.
-static int bind_weights(NlModel *m, TensorRef *refs, size_t n, const char *what, NlError *err) {
+static int bind_weights(NlModel *m, TensorRef *refs, size_t n, const NlLoadOptions *opts, const char *what,
+                        NlError *err) {
     const NlConfig *c = &m->config;
     Binder b = {refs, n, what, err};
     size_t V = (size_t)c->vocab_size, wte_rows = 0;
@@ -309,6 +405,7 @@ static int bind_weights(NlModel *m, TensorRef *refs, size_t n, const char *what,
         }
         m->n_params += count;
     }
+    if (quantize_weights(m, opts, what, err) != 0) return -1;
     return make_transposed(m, err);
 }
 
@@ -340,7 +437,7 @@ static int load_weights_file(NlModel *m, int dirfd, const char *what, int no_mma
 // A model directory: its three files are opened through one descriptor of the directory, so they
 // come from one directory even when it is replaced while they are read (tools rename a new
 // directory into place).
-static int load_dir(NlModel *m, const char *dir, int no_mmap, NlError *err) {
+static int load_dir(NlModel *m, const char *dir, const NlLoadOptions *opts, NlError *err) {
     cJSON *cfg = NULL, *tok = NULL;
     TensorRef *refs = NULL;
     char path[512], cut[NL_CUT_BUF];
@@ -354,7 +451,8 @@ static int load_dir(NlModel *m, const char *dir, int no_mmap, NlError *err) {
         nl_tokenizer_from_json(&m->tok, tok, path, err) != 0)
         goto cleanup;
     snprintf(path, sizeof path, "%s/model.safetensors", name);
-    if (load_weights_file(m, dirfd, path, no_mmap, err) != 0 || nl_st_parse(&m->st, m->map, m->map_len, path, err) != 0)
+    if (load_weights_file(m, dirfd, path, opts && opts->no_mmap, err) != 0 ||
+        nl_st_parse(&m->st, m->map, m->map_len, path, err) != 0)
         goto cleanup;
     refs = calloc(m->st.n + 1, sizeof *refs);
     if (!refs) FAIL("%s: out of memory", path);
@@ -379,7 +477,7 @@ static int load_dir(NlModel *m, const char *dir, int no_mmap, NlError *err) {
         refs[i].data = m->owned ? (const float *)((const unsigned char *)m->owned + (t->data - base))
                                 : (const float *)(const void *)t->data;
     }
-    if (bind_weights(m, refs, m->st.n, path, err) != 0) goto cleanup;
+    if (bind_weights(m, refs, m->st.n, opts, path, err) != 0) goto cleanup;
     rc = 0;
 cleanup:
     if (dirfd >= 0) close(dirfd);
@@ -457,7 +555,8 @@ static size_t inline_count(const cJSON *tensors) {
     return total;
 }
 
-static int parse_inline(NlModel *m, const char *buf, size_t len, const char *what, NlError *err) {
+static int parse_inline(NlModel *m, const char *buf, size_t len, const NlLoadOptions *opts, const char *what,
+                        NlError *err) {
     static const char *const KEYS[] = {"config", "tokenizer", "tensors", NULL};
     cJSON *root = NULL;
     TensorRef *refs = NULL;
@@ -482,7 +581,7 @@ static int parse_inline(NlModel *m, const char *buf, size_t len, const char *wha
         if (read_inline_tensor(&refs[i], e, m->owned + at, room - at, &used, what, err) != 0) goto cleanup;
         at += used;
     }
-    if (bind_weights(m, refs, n, what, err) != 0) goto cleanup;
+    if (bind_weights(m, refs, n, opts, what, err) != 0) goto cleanup;
     rc = 0;
 cleanup:
     cJSON_Delete(root);
@@ -490,12 +589,12 @@ cleanup:
     return rc;
 }
 
-static int load_inline(NlModel *m, const char *path, NlError *err) {
+static int load_inline(NlModel *m, const char *path, const NlLoadOptions *opts, NlError *err) {
     char *buf = NULL, cut[NL_CUT_BUF];
     size_t len;
     const char *what = nl_cut(cut, path);
     if (nl_file_read_all(AT_FDCWD, path, what, INLINE_CAP, &buf, &len, err) != 0) return -1;
-    int rc = parse_inline(m, buf, len, what, err);
+    int rc = parse_inline(m, buf, len, opts, what, err);
     free(buf);
     return rc;
 }
@@ -509,7 +608,7 @@ int nl_model_load_inline(NlModel **out, const char *buf, size_t len, const char 
         nl_error(err, NL_ERR_NOMEM, "out of memory");
         return -1;
     }
-    if (parse_inline(m, buf, len, what, err) != 0) {
+    if (parse_inline(m, buf, len, NULL, what, err) != 0) {
         nl_model_free(m);
         return -1;
     }
@@ -553,7 +652,7 @@ int nl_model_load_with(NlModel **out, const char *path, const NlLoadOptions *opt
         nl_error(err, NL_ERR_NOMEM, "out of memory");
         return -1;
     }
-    int rc = S_ISDIR(st.st_mode) ? load_dir(m, path, opts && opts->no_mmap, err) : load_inline(m, path, err);
+    int rc = S_ISDIR(st.st_mode) ? load_dir(m, path, opts, err) : load_inline(m, path, opts, err);
     if (rc != 0) {
         nl_model_free(m);
         return -1;
@@ -574,6 +673,7 @@ void nl_model_free(NlModel *m) {
     else nl_file_unmap(m->map, m->map_len);
     free(m->owned);
     free(m->transposed);
+    free(m->quantized);
     free(m);
 }
 
@@ -589,6 +689,11 @@ const NlTokenizer *nl_model_tokenizer(const NlModel *m) { return m->tok; }
 size_t nl_model_parameters(const NlModel *m) { return m->n_params; }
 size_t nl_model_weight_bytes(const NlModel *m) { return m->n_params * sizeof(float); }
 size_t nl_model_transposed_bytes(const NlModel *m) { return m->transposed_bytes; }
+
+NlQuant nl_model_quantization(const NlModel *m, unsigned *classes) {
+    if (classes) *classes = m->quant_classes;
+    return m->quant;
+}
 
 size_t nl_model_metadata(const NlModel *m, const char *const **keys, const char *const **values) {
     *keys = (const char *const *)m->st.meta_keys;

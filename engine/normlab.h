@@ -85,8 +85,21 @@ typedef struct NlState NlState;
 // Loads a model directory (config.json, tokenizer.json, model.safetensors; the weights are
 // memory-mapped, not copied) or a single .json file with inline tensors. Every file is validated.
 int nl_model_load(NlModel **out, const char *path, NlError *err);
+// Simulated quantization (quantize.c): weights rounded once at load, activations before each
+// product, and stored back as float32, so the products run as fast as ever: this measures what the
+// rounding costs in quality, not what it saves in time. q8: a float32 scale per row, max |x| / 127,
+// x / scale rounded half away from zero (roundf) and clamped to [-127, 127]; q4: the same per group
+// of 32 consecutive columns of a row, with 7 levels.
+typedef enum { NL_QUANT_NONE, NL_QUANT_Q8, NL_QUANT_Q4 } NlQuant;
+// The matrices --quantize-only picks, as bits (0: every one): the attention's c_attn and c_proj,
+// the MLP's c_fc and c_proj, the head (lm_head), the embeddings (wte, wpe), and a recurrent model's
+// weight_ih and weight_hh. A tied head is wte: it is rounded once, by rows of wte, when either of
+// head and embed is picked. Norm gains, biases and running statistics stay float32.
+enum { NL_QUANT_ATTN = 1, NL_QUANT_MLP = 2, NL_QUANT_HEAD = 4, NL_QUANT_EMBED = 8, NL_QUANT_RECURRENT = 16 };
 typedef struct {
     int no_mmap;  // 1: read model.safetensors into memory instead of mapping it (llama.cpp's --no-mmap)
+    NlQuant quantize;  // round the weights (NL_QUANT_NONE: as stored)
+    unsigned quantize_only;  // NL_QUANT_ATTN | ...: the matrices rounded; 0: all of them
 } NlLoadOptions;
 // nl_model_load with options (NULL: the defaults above). A mapped file that another program
 // truncates or rewrites in place while it is mapped kills the process (SIGBUS); normlab's own
@@ -108,6 +121,15 @@ size_t nl_model_weight_bytes(const NlModel *model);  // bytes of tensor data
 // run a few-row product faster on them (weights of at most 512K elements, 2 MiB; none for recurrent
 // models, nor where OpenBLAS's kernels are older than AVX2).
 size_t nl_model_transposed_bytes(const NlModel *model);
+// The quantization the model was loaded with, and the NL_QUANT_* bits of the matrices it rounded
+// (0 with NL_QUANT_NONE).
+NlQuant nl_model_quantization(const NlModel *model, unsigned *classes);
+const char *nl_quant_name(NlQuant q);  // "none", "q8", "q4"
+int nl_quant_parse(const char *name, NlQuant *out);  // any case; -1 when none
+// "attn,mlp": the names of the NL_QUANT_* classes set, comma-separated, into buf ("" for none).
+const char *nl_quant_classes_name(unsigned classes, char *buf, size_t len);
+// The classes of a comma-separated list of those names (any case); -1 for an unknown or empty one.
+int nl_quant_classes_parse(const char *list, unsigned *out);
 // Provenance from safetensors __metadata__ (may be empty): n pairs of borrowed strings.
 size_t nl_model_metadata(const NlModel *model, const char *const **keys, const char *const **values);
 const char *nl_config_norm_name(NlNormType norm);
@@ -155,10 +177,12 @@ typedef struct {
         // the CPUs): the state keeps them for its life, and with one a CPU binds them and the creating
         // thread (until nl_state_free); each row is one OpenBLAS call, so results do not depend on it
     NlBnStats bn_stats;  // BatchNorm's statistics (NL_BN_RUNNING: the model's running averages)
+    NlQuant quantize_act;  // round every linear's input rows (one per position) before the product
 } NlRunOptions;
 // Every default spelled out: the model's norm and placement, one sequence, one OpenBLAS thread,
-// BatchNorm with running statistics. A zero-initialised NlRunOptions means the same.
-#define NL_RUN_DEFAULTS ((NlRunOptions){NL_NORM_AS_CONFIGURED, NL_PLACE_AS_CONFIGURED, 1, 1, NL_BN_RUNNING})
+// BatchNorm with running statistics, activations unrounded. A zero-initialised NlRunOptions means the same.
+#define NL_RUN_DEFAULTS \
+    ((NlRunOptions){NL_NORM_AS_CONFIGURED, NL_PLACE_AS_CONFIGURED, 1, 1, NL_BN_RUNNING, NL_QUANT_NONE})
 
 // Allocates activations and the KV cache for `batch` sequences of T positions. opts NULL runs the
 // model as configured, one sequence at a time. A norm the run needs and the model lacks (ln_f of
@@ -193,6 +217,13 @@ const float *nl_forward_batch(NlState *state, const int *tokens, size_t B, size_
 // so positions n.. up to the next multiple of 32 in `to` are overwritten too.
 void nl_state_copy_cache(NlState *state, size_t from, size_t to, size_t n);
 
+// The logits (B, n_logits, V) of the last n_logits of n rows per sequence of a residual stream x
+// (B*n, D), read out as a forward pass reads the stream leaving its last layer: the final norm as run
+// (none in post placement; BatchNorm's batch statistics from all B*n rows), then the head. The logit
+// lens (normlab_lab.h). The stream's rows replace the state's; its cache is untouched. NULL for a
+// family without a residual stream (the recurrent models). Valid until the next call.
+const float *nl_state_readout(NlState *state, const float *x, size_t B, size_t n, size_t n_logits);
+
 // ---- observing a forward pass (the lab's profiler and statistics attach here)
 
 // The components of a forward pass, in the order they run in a peri-LN block (pre-LN without the
@@ -220,6 +251,25 @@ typedef enum {
     NL_COMP_COUNT
 } NlComponent;
 typedef enum { NL_PHASE_PREFILL, NL_PHASE_DECODE, NL_PHASE_COUNT } NlPhase;
+
+// The places a watcher's site callback sees (the outlier statistics): a transformer's residual stream
+// entering layer l (layer L: leaving the last one) and the input of each linear as it enters the
+// product (before --quantize-act rounds it): c_attn's, c_proj's, c_fc's, the MLP c_proj's, and the
+// head's (layer L); a recurrent layer's h and the LSTM's c after each step. The gain passed is that
+// of the norm whose output the rows are (pre and peri: ln_1 for c_attn, ln_2 for c_fc, ln_f for the
+// head; post: the previous layer's ln_2 for c_attn and the head, ln_1 for c_fc), and for the stream
+// that of the norm it last passed through (post) or is about to (pre, peri: ln_1, at L ln_f).
+typedef enum {
+    NL_SITE_RESIDUAL,
+    NL_SITE_QKV,
+    NL_SITE_PROJ,
+    NL_SITE_FC,
+    NL_SITE_OUT,
+    NL_SITE_HEAD,
+    NL_SITE_H,
+    NL_SITE_C,
+    NL_SITE_COUNT
+} NlSite;
 
 // A norm's parameters as a forward pass runs it: gain and bias (D), BatchNorm's mean and var (D).
 typedef struct {
@@ -250,6 +300,9 @@ typedef struct {
     void (*branch)(void *watcher, int layer, const float *branch, size_t rows);  // a sublayer entering the stream
     // a recurrent layer's new state at position t for B sequences: h (B, S), the LSTM's c (B, S) or NULL
     void (*state)(void *watcher, int layer, size_t t, const float *h, const float *c, size_t B);
+    // rows of width at one of NlSite's places in layer (NULL: not called); gain (width) is that of the
+    // norm NlSite names for the place, or NULL where there is none
+    void (*site)(void *watcher, int layer, NlSite site, const float *x, size_t rows, size_t width, const float *gain);
 } NlObserver;
 
 // Copies *obs into the state (NULL detaches everything); the objects it names stay the caller's.
@@ -396,5 +449,9 @@ int nl_eval_recurrent(NlState *state, const int *ids, size_t n, size_t segments,
 // The number of windows nl_eval scores a text of n characters in (0 when n < 2): a caller sizing
 // states or profilers for it divides by the batch B to get the forward calls.
 size_t nl_eval_windows(size_t n, size_t block_size, size_t stride);
+// Window w of those: it runs inputs [*start, *end) and scores the targets of inputs [*begin, *end).
+void nl_eval_window(size_t n, size_t block_size, size_t stride, size_t w, size_t *start, size_t *begin, size_t *end);
+// -ln softmax(logits)[target] in double: the loss nl_eval sums.
+double nl_nll(const float *logits, size_t V, int target);
 
 #endif

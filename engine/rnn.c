@@ -19,6 +19,7 @@
 #include "linear.h"
 #include "model.h"
 #include "observe.h"
+#include "quantize.h"
 
 typedef struct {
     NlNormWeights ih, hh, cell, ih_cand, hh_cand;  // as run: unit gain where the model has none
@@ -43,6 +44,8 @@ typedef struct {
     float *cn;  // (B, S) the LSTM's normalised cell
     float *logits;  // (B*CHUNK, V)
     float *ones;  // (G*S) unit gain
+    NlQuant quant_act;  // rounding of every product's input rows (NL_QUANT_NONE: none)
+    float *qin;  // (B*CHUNK, max(E, S)) a product's rounded input, with quant_act
 } NlRnn;
 
 #define CHUNK NL_RNN_LOGITS  // positions a layer projects at once
@@ -114,6 +117,7 @@ static void rnn_destroy(void *impl) {
     free(r->cn);
     free(r->logits);
     free(r->ones);
+    free(r->qin);
     free(r);
 }
 
@@ -158,6 +162,15 @@ static void norm_products(const NlRnn *r, const RnnNorms *n, const NlRnnLayerWei
 // Features each row of norm_products normalises (the profile's cost of rnn_norm).
 static size_t normed_features(const NlRnn *r) { return r->lstm ? 4 * r->S : 3 * r->S; }
 
+// y (rows, n_out) = x @ lin^T + b, x rounded first under --quantize-act.
+static void product(NlRnn *r, float *y, const float *x, size_t rows, const NlLinear *lin) {
+    if (r->quant_act) {
+        nl_quantize_rows(r->qin, x, rows, lin->n_in, r->quant_act);
+        x = r->qin;
+    }
+    nl_linear(y, x, rows, lin, r->pool);
+}
+
 // cn (B, S) = N_cell(c), the LSTM's cell as its output reads it.
 static void norm_cell(NlRnn *r, const RnnNorms *n, const float *c, size_t B) {
     memcpy(r->cn, c, B * r->S * sizeof(float));
@@ -175,7 +188,7 @@ static void step(NlRnn *r, int l, size_t B, size_t nc, size_t t, const NlObserve
     const RnnNorms *n = &r->norms[l];
     size_t S = r->S, GS = r->G * S;
     float *h = r->h + (size_t)l * r->batch * S, *c = r->c + (size_t)l * r->batch * S;
-    TIMED(obs, l, NL_COMP_RNN_RECURRENT, B, 1, S, nl_linear(r->ph, h, B, &lw->hh, r->pool));
+    TIMED(obs, l, NL_COMP_RNN_RECURRENT, B, 1, S, product(r, r->ph, h, B, &lw->hh));
     if (r->ln || lw->bias_hh)  // else nothing to normalise or add: no record, so no cost counted
         TIMED(obs, l, NL_COMP_RNN_NORM, B, 1, normed_features(r), norm_products(r, n, lw, r->ph, B, 0));
     double t0 = nl_obs_begin(obs);
@@ -197,6 +210,8 @@ static void step(NlRnn *r, int l, size_t B, size_t nc, size_t t, const NlObserve
     }
     for (size_t b = 0; b < B; b++) memcpy(r->xout + (b * nc + t) * S, h + b * S, S * sizeof(float));
     if (obs->watcher) obs->state(obs->watcher, l, r->pos + t, h, r->lstm ? c : NULL, B);
+    if (obs->watcher && obs->site) obs->site(obs->watcher, l, NL_SITE_H, h, B, S, NULL);
+    if (obs->watcher && obs->site && r->lstm) obs->site(obs->watcher, l, NL_SITE_C, c, B, S, NULL);
 }
 
 // Layer l over a chunk of nc positions of B sequences: rows xin (B*nc, in) -> xout (B*nc, S).
@@ -204,7 +219,7 @@ static void layer(NlRnn *r, int l, size_t B, size_t nc, const NlObserver *obs) {
     double t_layer = nl_obs_begin(obs);
     const NlRnnLayerWeights *lw = &r->w->layers[l];
     size_t S = r->S, in = l == 0 ? (size_t)r->cfg.n_input : S, rows = B * nc;
-    TIMED(obs, l, NL_COMP_RNN_INPUT, B, nc, in, nl_linear(r->px, r->xin, rows, &lw->ih, r->pool));
+    TIMED(obs, l, NL_COMP_RNN_INPUT, B, nc, in, product(r, r->px, r->xin, rows, &lw->ih));
     if (r->ln || lw->bias || lw->bias_ih)
         TIMED(obs, l, NL_COMP_RNN_NORM, B, nc, normed_features(r), norm_products(r, &r->norms[l], lw, r->px, rows, 1));
     for (size_t t = 0; t < nc; t++) step(r, l, B, nc, t, obs);
@@ -224,7 +239,7 @@ static void embed(NlRnn *r, const int *tokens, size_t stride, size_t B, size_t n
 static void head(NlRnn *r, size_t B, size_t nc, size_t t0, size_t k, size_t n_logits, size_t at) {
     size_t S = r->S, V = (size_t)r->cfg.vocab_size;
     for (size_t b = 0; b < B; b++)
-        nl_linear(r->logits + (b * n_logits + at) * V, r->xin + (b * nc + t0) * S, k, &r->w->lm_head, r->pool);
+        product(r, r->logits + (b * n_logits + at) * V, r->xin + (b * nc + t0) * S, k, &r->w->lm_head);
 }
 
 // tokens (B, n): pos 0 starts the first B sequences from the zero state; any other pos must be where the
@@ -281,6 +296,13 @@ static int rnn_create(void **impl, const NlModel *model, const NlConfig *cfg, co
     NlRnn *r = NULL;
     if (rnn_build(&r, model, cfg->norm, batch, pool, err) != 0) return -1;
     r->obs = obs;
+    r->quant_act = o.quantize_act;
+    size_t in_max = cfg->n_input > cfg->n_hidden ? (size_t)cfg->n_input : (size_t)cfg->n_hidden;
+    if (r->quant_act && !(r->qin = malloc(r->batch * CHUNK * in_max * sizeof(float)))) {
+        rnn_destroy(r);
+        nl_error(err, NL_ERR_NOMEM, "out of memory for the recurrent state");
+        return -1;
+    }
     *impl = r;
     return 0;
 }
@@ -353,7 +375,7 @@ static void rnn_cost(const NlConfig *c, NlComponent comp, size_t batch, size_t n
 // The LSTM and the GRU share every operation; their tables differ in what they are.
 #define RNN_OPS                                                                                                   \
     rnn_create, rnn_destroy, rnn_forward, rnn_copy, rnn_window, rnn_state_bytes, rnn_describe, rnn_has_component, \
-        rnn_cost
+        rnn_cost, NULL  // no residual stream to read out
 
 const NlFamily *nl_family_lstm(void) {
     static const NlFamilyInfo INFO = {

@@ -96,3 +96,7 @@ const float *nl_forward(NlState *s, const int *tokens, size_t n, size_t pos, siz
 }
 
 void nl_state_copy_cache(NlState *s, size_t from, size_t to, size_t n) { s->family->copy(s->impl, from, to, n); }
+
+const float *nl_state_readout(NlState *s, const float *x, size_t B, size_t n, size_t n_logits) {
+    return s->family->readout ? s->family->readout(s->impl, x, B, n, n_logits) : NULL;
+}

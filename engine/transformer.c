@@ -21,6 +21,7 @@
 #include "model.h"
 #include "normlab.h"
 #include "observe.h"
+#include "quantize.h"
 
 #ifdef __SANITIZE_ADDRESS__
 #include <sanitizer/asan_interface.h>
@@ -55,6 +56,8 @@ typedef struct {
     float *v_cache;  // (B, T/32, L, H, 32, Dh) values, the same tiles
     float *ones;  // (D) unit gain
     float *bn_mean, *bn_var;  // (D) BatchNorm's statistics of the current call (batch statistics)
+    NlQuant quant_act;  // rounding of every linear's input rows (NL_QUANT_NONE: none)
+    float *qin;  // (B*T, max(D, F)) a linear's rounded input, with quant_act
     void *arena;  // every buffer above, in one mapping
     size_t arena_bytes;
 } Transformer;
@@ -164,6 +167,7 @@ static int transformer_create(void **impl, const NlModel *model, const NlConfig 
     }
     *s = (Transformer){.model = model, .cfg = cfg, .obs = obs, .batch = batch, .pool = pool};
     s->bn_stats = opts ? opts->bn_stats : NL_BN_RUNNING;
+    s->quant_act = opts ? opts->quantize_act : NL_QUANT_NONE;
     size_t T = (size_t)cfg->block_size, D = (size_t)cfg->n_embd, F = (size_t)cfg->n_inner;
     size_t V = (size_t)cfg->vocab_size, BT = batch * T;
     size_t KV = batch * nl_state_kv_bytes(model) / (2 * sizeof(float));  // floats in each of K and V
@@ -181,6 +185,7 @@ static int transformer_create(void **impl, const NlModel *model, const NlConfig 
         {&s->ones, D},
         {&s->bn_mean, D},
         {&s->bn_var, D},
+        {&s->qin, s->quant_act ? BT * (D > F ? D : F) : 0},
     };
     if (arena_create(s, bufs, sizeof bufs / sizeof bufs[0]) != 0) {
         nl_error(err, NL_ERR_NOMEM, "out of memory for activations and KV cache (%zu bytes of cache)",
@@ -268,24 +273,55 @@ static void keep_last_rows(float *x, size_t B, size_t n, size_t keep, size_t D) 
     for (size_t b = 0; b < B; b++) memmove(x + b * keep * D, x + (b * n + n - keep) * D, keep * D * sizeof(float));
 }
 
-// out (B*keep, D) = c_proj(Attn(c_attn(in))) for layer l, in (B*n, D): keys and values of all n
-// positions, the output for the last keep of each sequence.
-static void attn_block(Transformer *s, float *out, const float *in, size_t l, size_t B, size_t n, size_t pos,
-                       size_t keep) {
-    const NlLayerWeights *w = &nl_model_transformer_weights(s->model)->layers[l];
-    size_t len = pos + n, rows = B * n;
-    TIMED(s, l, NL_COMP_QKV, B, n, len, nl_linear(s->qkv, in, rows, &w->attn, s->pool));
-    TIMED(s, l, NL_COMP_ATTENTION, B, keep, len, attention(s, B, l, n, pos, keep));
-    TIMED(s, l, NL_COMP_ATTN_PROJ, B, keep, len, nl_linear(out, s->att, B * keep, &w->proj, s->pool));
+// The gain of a norm as run, or NULL when the run has no norms (what the watcher's site is told).
+static const float *gain_of(const Transformer *s, const NlNormWeights *w) {
+    return s->cfg->norm == NL_NORM_NONE ? NULL : w->gain;
 }
 
-// out (B*n, D) = c_proj(act(c_fc(in))) for layer l.
-static void mlp_block(Transformer *s, float *out, const float *in, size_t l, size_t B, size_t n, size_t len) {
+// The gain NlSite names for the stream entering layer l (l = L: leaving the last): post, the
+// previous layer's ln_2 (none for the embeddings); pre and peri, ln_1 (at L, ln_f).
+static const float *stream_gain(const Transformer *s, size_t l) {
+    if (s->cfg->placement == NL_PLACE_POST) return l ? gain_of(s, &s->norms[l - 1].ln_2) : NULL;
+    return gain_of(s, l < (size_t)s->cfg->n_layer ? &s->norms[l].ln_1 : &s->ln_f);
+}
+
+static void watch_site(const Transformer *s, size_t l, NlSite site, const float *x, size_t rows, size_t width,
+                       const float *gain) {
+    if (s->obs->watcher && s->obs->site) s->obs->site(s->obs->watcher, (int)l, site, x, rows, width, gain);
+}
+
+// y (rows, n_out) = x @ lin^T + b, x rounded first under --quantize-act.
+static void linear(Transformer *s, float *y, const float *x, size_t rows, const NlLinear *lin) {
+    if (s->quant_act) {
+        nl_quantize_rows(s->qin, x, rows, lin->n_in, s->quant_act);
+        x = s->qin;
+    }
+    nl_linear(y, x, rows, lin, s->pool);
+}
+
+// out (B*keep, D) = c_proj(Attn(c_attn(in))) for layer l, in (B*n, D) the output of the norm of
+// gain in_gain: keys and values of all n positions, the output for the last keep of each sequence.
+static void attn_block(Transformer *s, float *out, const float *in, const float *in_gain, size_t l, size_t B, size_t n,
+                       size_t pos, size_t keep) {
+    const NlLayerWeights *w = &nl_model_transformer_weights(s->model)->layers[l];
+    size_t len = pos + n, rows = B * n;
+    watch_site(s, l, NL_SITE_QKV, in, rows, w->attn.n_in, in_gain);
+    TIMED(s, l, NL_COMP_QKV, B, n, len, linear(s, s->qkv, in, rows, &w->attn));
+    TIMED(s, l, NL_COMP_ATTENTION, B, keep, len, attention(s, B, l, n, pos, keep));
+    watch_site(s, l, NL_SITE_PROJ, s->att, B * keep, w->proj.n_in, NULL);
+    TIMED(s, l, NL_COMP_ATTN_PROJ, B, keep, len, linear(s, out, s->att, B * keep, &w->proj));
+}
+
+// out (B*n, D) = c_proj(act(c_fc(in))) for layer l, in the output of the norm of gain in_gain.
+static void mlp_block(Transformer *s, float *out, const float *in, const float *in_gain, size_t l, size_t B, size_t n,
+                      size_t len) {
     const NlLayerWeights *w = &nl_model_transformer_weights(s->model)->layers[l];
     size_t F = (size_t)s->cfg->n_inner, rows = B * n;
-    TIMED(s, l, NL_COMP_MLP_UP, B, n, len, nl_linear(s->hid, in, rows, &w->fc, s->pool));
+    watch_site(s, l, NL_SITE_FC, in, rows, w->fc.n_in, in_gain);
+    TIMED(s, l, NL_COMP_MLP_UP, B, n, len, linear(s, s->hid, in, rows, &w->fc));
     TIMED(s, l, NL_COMP_ACTIVATION, B, n, len, nl_activation(s->hid, rows * F, s->cfg->activation));
-    TIMED(s, l, NL_COMP_MLP_DOWN, B, n, len, nl_linear(out, s->hid, rows, &w->out, s->pool));
+    watch_site(s, l, NL_SITE_OUT, s->hid, rows, w->out.n_in, NULL);
+    TIMED(s, l, NL_COMP_MLP_DOWN, B, n, len, linear(s, out, s->hid, rows, &w->out));
 }
 
 // out = N(in) over rows; BatchNorm with batch statistics computes them from these rows first and
@@ -337,25 +373,26 @@ static void block(Transformer *s, size_t l, size_t B, size_t n, size_t pos, size
     size_t D = (size_t)s->cfg->n_embd, len = pos + n, rows = B * keep;
     double t_layer = nl_obs_begin(s->obs);
     if (s->obs->watcher) s->obs->residual(s->obs->watcher, (int)l, s->x, B * n, (size_t)s->cfg->n_embd);
+    watch_site(s, l, NL_SITE_RESIDUAL, s->x, B * n, D, stream_gain(s, l));
     if (s->cfg->placement == NL_PLACE_POST) {  // x = N1(a*x + Attn(x)); x = N2(a*x + MLP(x)); xn becomes x
-        attn_block(s, s->tmp, s->x, l, B, n, pos, keep);
+        attn_block(s, s->tmp, s->x, stream_gain(s, l), l, B, n, pos, keep);
         keep_last_rows(s->x, B, n, keep, D);
         residual(s, s->tmp, l, B, keep, len);
         normalize(s, s->xn, s->x, w->ln_1, (int)l, NL_COMP_NORM1, B, keep, rows, len);
         swap_stream(s);
-        mlp_block(s, s->tmp, s->x, l, B, keep, len);
+        mlp_block(s, s->tmp, s->x, gain_of(s, &w->ln_1), l, B, keep, len);
         residual(s, s->tmp, l, B, keep, len);
         normalize(s, s->xn, s->x, w->ln_2, (int)l, NL_COMP_NORM2, B, keep, rows, len);
         swap_stream(s);
     } else {  // pre: x = x + Attn(N1(x)); x = x + MLP(N2(x)); peri also normalises each branch
         int peri = s->cfg->placement == NL_PLACE_PERI;
         normalize(s, s->xn, s->x, w->ln_1, (int)l, NL_COMP_NORM1, B, n, B * n, len);
-        attn_block(s, s->tmp, s->xn, l, B, n, pos, keep);
+        attn_block(s, s->tmp, s->xn, gain_of(s, &w->ln_1), l, B, n, pos, keep);
         keep_last_rows(s->x, B, n, keep, D);
         if (peri) normalize(s, s->xn, s->tmp, w->ln_1_post, (int)l, NL_COMP_NORM1_POST, B, keep, rows, len);
         residual(s, peri ? s->xn : s->tmp, l, B, keep, len);
         normalize(s, s->xn, s->x, w->ln_2, (int)l, NL_COMP_NORM2, B, keep, rows, len);
-        mlp_block(s, s->tmp, s->xn, l, B, keep, len);
+        mlp_block(s, s->tmp, s->xn, gain_of(s, &w->ln_2), l, B, keep, len);
         if (peri) normalize(s, s->xn, s->tmp, w->ln_2_post, (int)l, NL_COMP_NORM2_POST, B, keep, rows, len);
         residual(s, peri ? s->xn : s->tmp, l, B, keep, len);
     }
@@ -382,10 +419,20 @@ static void head_input(Transformer *s, size_t B, size_t n, size_t k, size_t len)
     keep_last_rows(s->xn, B, n, k, D);
 }
 
+// The logits (B*k, V) of the last k of the n rows of each sequence in x (the stream after the last
+// layer): through the final norm unless post, then the head.
+static const float *readout(Transformer *s, size_t B, size_t n, size_t k, size_t len) {
+    const NlLinear *head = &nl_model_transformer_weights(s->model)->lm_head;
+    size_t L = (size_t)s->cfg->n_layer;
+    head_input(s, B, n, k, len);
+    watch_site(s, L, NL_SITE_HEAD, s->xn, B * k, head->n_in, stream_gain(s, L));
+    TIMED(s, -1, NL_COMP_LM_HEAD, B, k, len, linear(s, s->logits, s->xn, B * k, head));
+    return s->logits;
+}
+
 static const float *transformer_forward(void *impl, const int *tokens, size_t B, size_t n, size_t pos,
                                         size_t n_logits) {
     Transformer *s = impl;
-    const NlTransformerWeights *w = nl_model_transformer_weights(s->model);
     size_t D = (size_t)s->cfg->n_embd, L = (size_t)s->cfg->n_layer, len = pos + n;
     assert(B >= 1 && B <= s->batch && n >= 1 && len <= (size_t)s->cfg->block_size && n_logits >= 1 && n_logits <= n);
     TIMED(s, -1, NL_COMP_EMBED, B, n, len, embed(s, tokens, B, n, pos));
@@ -397,9 +444,16 @@ static const float *transformer_forward(void *impl, const int *tokens, size_t B,
     size_t keep = all_rows ? n : n_logits;
     for (size_t l = 0; l < L; l++) block(s, l, B, n, pos, l + 1 == L ? keep : n);
     if (s->obs->watcher) s->obs->residual(s->obs->watcher, (int)L, s->x, B * keep, D);
-    head_input(s, B, keep, n_logits, len);
-    TIMED(s, -1, NL_COMP_LM_HEAD, B, n_logits, len, nl_linear(s->logits, s->xn, B * n_logits, &w->lm_head, s->pool));
-    return s->logits;
+    watch_site(s, L, NL_SITE_RESIDUAL, s->x, B * keep, D, stream_gain(s, L));
+    return readout(s, B, keep, n_logits, len);
+}
+
+// x (B*n, D) as if it left the last layer: into the stream, then out as transformer_forward reads it.
+static const float *transformer_readout(void *impl, const float *x, size_t B, size_t n, size_t n_logits) {
+    Transformer *s = impl;
+    assert(B >= 1 && B <= s->batch && n >= 1 && n <= (size_t)s->cfg->block_size && n_logits >= 1 && n_logits <= n);
+    memcpy(s->x, x, B * n * (size_t)s->cfg->n_embd * sizeof(float));
+    return readout(s, B, n, n_logits, n);
 }
 
 static size_t transformer_window(const NlConfig *cfg) { return (size_t)cfg->block_size; }
@@ -507,6 +561,7 @@ const NlFamily *nl_family_transformer(void) {
                                    transformer_state_bytes,
                                    transformer_describe,
                                    transformer_has_component,
-                                   transformer_cost};
+                                   transformer_cost,
+                                   transformer_readout};
     return &TABLE;
 }

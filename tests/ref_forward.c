@@ -36,6 +36,23 @@ static NlBnStats bn_stats;
 
 // The statistics observer, NULL when off; `layer` is the layer a norm belongs to (L: the final one).
 static RefStats *observe;
+// The trace of ref_forward_trace, NULL when off; trace_failed when a copy could not be allocated.
+static RefTrace *trace;
+static int trace_failed;
+
+// Keeps a copy of the n rows of width at (layer, site) in the trace.
+static void trace_rows(int layer, NlSite site, const double *x, size_t n, size_t width) {
+    if (!trace) return;
+    double *copy = malloc(n * width * sizeof *copy);
+    if (!copy) {
+        trace_failed = 1;
+        return;
+    }
+    memcpy(copy, x, n * width * sizeof *copy);
+    free(trace->rows[layer][site]);
+    trace->rows[layer][site] = copy;
+    trace->width[layer][site] = width;
+}
 
 static void observe_residual(const double *x, size_t n, size_t D, int layer) {
     for (size_t r = 0; observe && r < n; r++) {
@@ -128,7 +145,7 @@ static double act(double v, NlActivation a) {
 
 // out (n, D) = c_proj(causal multi-head attention of in (n, D))
 static void attn(double *out, const double *in, const NlLayerWeights *w, const NlConfig *c, size_t n, double *qkv,
-                 double *y) {
+                 double *y, int layer) {
     size_t D = (size_t)c->n_embd, H = (size_t)c->n_head, Dh = D / H;
     linear(qkv, in, w->attn.w, w->attn.b, n, 3 * D, D);
     for (size_t h = 0; h < H; h++)
@@ -147,14 +164,44 @@ static void attn(double *out, const double *in, const NlLayerWeights *w, const N
                 y[i * D + h * Dh + k] = acc;
             }
         }
+    trace_rows(layer, NL_SITE_QKV, in, n, D);
+    trace_rows(layer, NL_SITE_PROJ, y, n, D);
     linear(out, y, w->proj.w, w->proj.b, n, D, D);
 }
 
-static void mlp(double *out, const double *in, const NlLayerWeights *w, const NlConfig *c, size_t n, double *hid) {
+static void mlp(double *out, const double *in, const NlLayerWeights *w, const NlConfig *c, size_t n, double *hid,
+                int layer) {
     size_t D = (size_t)c->n_embd, F = (size_t)c->n_inner;
     linear(hid, in, w->fc.w, w->fc.b, n, F, D);
     for (size_t i = 0; i < n * F; i++) hid[i] = act(hid[i], c->activation);
+    trace_rows(layer, NL_SITE_FC, in, n, D);
+    trace_rows(layer, NL_SITE_OUT, hid, n, F);
     linear(out, hid, w->out.w, w->out.b, n, D, F);
+}
+
+// logits (n, V) of the stream x (n, D) read out as after the last layer: through the final norm
+// (none in post placement), then the head; xn is scratch (n, D). Keeps the head's input in the trace
+// as layer `layer`'s when head_site.
+static void readout(double *logits, const double *x, double *xn, const NlConfig *c, const NlTransformerWeights *w,
+                    size_t n, const float *ones, int head_site) {
+    size_t D = (size_t)c->n_embd, V = (size_t)c->vocab_size;
+    const double *last = x;
+    if (c->placement != NL_PLACE_POST) {
+        norm_rows(xn, x, w->ln_f, c, n, c->n_layer, 0, ones);
+        last = xn;
+    }
+    if (head_site) trace_rows(c->n_layer, NL_SITE_HEAD, last, n, D);
+    linear(logits, last, w->lm_head.w, NULL, n, V, D);
+}
+
+// The lens's logits of the stream entering layer l (when tracing; the final norm is not observed).
+static void trace_lens(const double *x, double *xn, const NlConfig *c, const NlTransformerWeights *w, size_t n,
+                       const float *ones, int layer) {
+    if (!trace) return;
+    RefStats *saved = observe;
+    observe = NULL;
+    readout(trace->lens + (size_t)layer * n * (size_t)c->vocab_size, x, xn, c, w, n, ones, 0);
+    observe = saved;
 }
 
 int ref_forward_bn(double *logits, const NlConfig *c, const NlTransformerWeights *w, const int *tokens, size_t n,
@@ -166,7 +213,7 @@ int ref_forward_bn(double *logits, const NlConfig *c, const NlTransformerWeights
 }
 
 int ref_forward(double *logits, const NlConfig *c, const NlTransformerWeights *w, const int *tokens, size_t n) {
-    size_t D = (size_t)c->n_embd, F = (size_t)c->n_inner, V = (size_t)c->vocab_size;
+    size_t D = (size_t)c->n_embd, F = (size_t)c->n_inner;
     double *x = malloc(n * D * sizeof *x), *xn = malloc(n * D * sizeof *xn), *t = malloc(n * D * sizeof *t);
     double *qkv = malloc(n * 3 * D * sizeof *qkv), *y = malloc(n * D * sizeof *y), *hid = malloc(n * F * sizeof *hid);
     float *ones = malloc(D * sizeof *ones);
@@ -178,38 +225,35 @@ int ref_forward(double *logits, const NlConfig *c, const NlTransformerWeights *w
     for (int l = 0; rc == 0 && l < c->n_layer; l++) {
         const NlLayerWeights *lw = &w->layers[l];
         observe_residual(x, n, D, l);
+        trace_rows(l, NL_SITE_RESIDUAL, x, n, D);
+        trace_lens(x, xn, c, w, n, ones, l);
         if (c->placement != NL_PLACE_POST) {  // pre; peri also normalises each sublayer's output
             int peri = c->placement == NL_PLACE_PERI;
             norm_rows(xn, x, lw->ln_1, c, n, l, 0, ones);
-            attn(t, xn, lw, c, n, qkv, y);
+            attn(t, xn, lw, c, n, qkv, y, l);
             if (peri) norm_rows(xn, t, lw->ln_1_post, c, n, l, 1, ones);
             observe_branch(peri ? xn : t, n, D, l);
             for (size_t i = 0; i < n * D; i++) x[i] += peri ? xn[i] : t[i];
             norm_rows(xn, x, lw->ln_2, c, n, l, 0, ones);
-            mlp(t, xn, lw, c, n, hid);
+            mlp(t, xn, lw, c, n, hid, l);
             if (peri) norm_rows(xn, t, lw->ln_2_post, c, n, l, 1, ones);
             observe_branch(peri ? xn : t, n, D, l);
             for (size_t i = 0; i < n * D; i++) x[i] += peri ? xn[i] : t[i];
         } else {  // x = N(a x + Sublayer(x))
-            attn(t, x, lw, c, n, qkv, y);
+            attn(t, x, lw, c, n, qkv, y, l);
             observe_branch(t, n, D, l);
             for (size_t i = 0; i < n * D; i++) t[i] += a * x[i];
             norm_rows(x, t, lw->ln_1, c, n, l, 0, ones);
-            mlp(t, x, lw, c, n, hid);
+            mlp(t, x, lw, c, n, hid, l);
             observe_branch(t, n, D, l);
             for (size_t i = 0; i < n * D; i++) t[i] += a * x[i];
             norm_rows(x, t, lw->ln_2, c, n, l, 0, ones);
         }
     }
     if (rc == 0) observe_residual(x, n, D, c->n_layer);
-    if (rc == 0) {
-        const double *last = x;
-        if (c->placement != NL_PLACE_POST) {
-            norm_rows(xn, x, w->ln_f, c, n, c->n_layer, 0, ones);
-            last = xn;
-        }
-        linear(logits, last, w->lm_head.w, NULL, n, V, D);
-    }
+    if (rc == 0) trace_rows(c->n_layer, NL_SITE_RESIDUAL, x, n, D);
+    if (rc == 0) trace_lens(x, xn, c, w, n, ones, c->n_layer);
+    if (rc == 0) readout(logits, x, xn, c, w, n, ones, 1);
     free(x);
     free(xn);
     free(t);
@@ -235,6 +279,26 @@ int ref_forward_stats(double *logits, const NlConfig *cfg, const NlTransformerWe
         if (stats->branch_positions[l] > 0) stats->branch_rms[l] /= stats->branch_positions[l];
     }
     return rc;
+}
+
+int ref_forward_trace(double *logits, const NlConfig *cfg, const NlTransformerWeights *w, const int *tokens, size_t n,
+                      RefTrace *t) {
+    memset(t, 0, sizeof *t);
+    if (cfg->n_layer > REF_MAX_LAYERS) return -1;
+    t->lens = malloc(((size_t)cfg->n_layer + 1) * n * (size_t)cfg->vocab_size * sizeof *t->lens);
+    if (!t->lens) return -1;
+    trace = t;
+    trace_failed = 0;
+    int rc = ref_forward(logits, cfg, w, tokens, n);
+    trace = NULL;
+    return rc || trace_failed ? -1 : 0;
+}
+
+void ref_trace_free(RefTrace *t) {
+    for (int l = 0; l <= REF_MAX_LAYERS; l++)
+        for (int k = 0; k < NL_SITE_COUNT; k++) free(t->rows[l][k]);
+    free(t->lens);
+    memset(t, 0, sizeof *t);
 }
 
 // ---- recurrent models (docs/forward.md), one position at a time, in double

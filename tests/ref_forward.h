@@ -36,6 +36,20 @@ typedef struct {
 int ref_forward_stats(double *logits, const NlConfig *cfg, const NlTransformerWeights *w, const int *tokens, size_t n,
                       RefStats *stats);
 
+// The rows every place NlSite names saw in one ref_forward call (double), and the logit lens: the
+// logits when the stream entering layer l (l = L: leaving the last) is read out through the final
+// norm (pre, peri; none in post) and the head. rows[l][site] is (n, width[l][site]), NULL where the
+// place does not exist; lens (L + 1, n, V). Free with ref_trace_free.
+typedef struct {
+    double *rows[REF_MAX_LAYERS + 1][NL_SITE_COUNT];
+    size_t width[REF_MAX_LAYERS + 1][NL_SITE_COUNT];
+    double *lens;
+} RefTrace;
+// As ref_forward, filling *trace. Returns 0, or -1 when out of memory or L > REF_MAX_LAYERS.
+int ref_forward_trace(double *logits, const NlConfig *cfg, const NlTransformerWeights *w, const int *tokens, size_t n,
+                      RefTrace *trace);
+void ref_trace_free(RefTrace *trace);
+
 // One row of width D, double precision: LayerNorm (biased variance) and RMSNorm. bias may be NULL.
 void ref_layernorm(double *out, const double *x, const float *gain, const float *bias, size_t D, double eps);
 void ref_rmsnorm(double *out, const double *x, const float *gain, const float *bias, size_t D, double eps);

@@ -135,7 +135,7 @@ static void overrides_run_every_norm_and_placement(void) {
         for (int k = 0; k < 4; k++)
             for (int p = 0; p < 3; p++) {
                 if (norms[k] == NL_NORM_BATCHNORM && strncmp(names[f], "bn-", 3) != 0) continue;
-                NlRunOptions o = {norms[k], places[p], 1, 1, NL_BN_RUNNING};
+                NlRunOptions o = {norms[k], places[p], 1, 1, NL_BN_RUNNING, NL_QUANT_NONE};
                 if (norms[k] == NL_NORM_BATCHNORM && places[p] == NL_PLACE_PERI) {  // no running stats for ln_*_post
                     NlModel *m = NULL;
                     NlState *st = NULL;
@@ -156,7 +156,7 @@ static void overrides_run_every_norm_and_placement(void) {
 // in one call gets other logits; a call of one row normalises every feature to its bias, so its
 // logits do not depend on the token. Running statistics on a model without them are refused.
 static void batch_statistics_couple_the_rows_of_a_call(void) {
-    NlRunOptions batch = {NL_NORM_BATCHNORM, NL_PLACE_AS_CONFIGURED, 2, 1, NL_BN_BATCH};
+    NlRunOptions batch = {NL_NORM_BATCHNORM, NL_PLACE_AS_CONFIGURED, 2, 1, NL_BN_BATCH, NL_QUANT_NONE};
     const char *names[] = {"bn-pre-bias.json", "bn-post-nobias.json", "bn-peri-bias.json", "ln-pre-bias.json"};
     for (size_t f = 0; f < sizeof names / sizeof names[0]; f++) {
         Setup s;
@@ -188,7 +188,7 @@ static void batch_statistics_couple_the_rows_of_a_call(void) {
     NlModel *m = NULL;
     NlState *st = NULL;
     NlError err;
-    NlRunOptions running = {NL_NORM_BATCHNORM, NL_PLACE_AS_CONFIGURED, 1, 1, NL_BN_RUNNING};
+    NlRunOptions running = {NL_NORM_BATCHNORM, NL_PLACE_AS_CONFIGURED, 1, 1, NL_BN_RUNNING, NL_QUANT_NONE};
     if (nl_model_load(&m, fixture("ln-pre-bias.json"), &err) != 0) {
         CHECK(0, "%s", err.msg);
         return;
@@ -317,7 +317,7 @@ static void batch_of_16_matches_each_sequence_alone(void) {
     for (int f = 0; f < 3; f++) {
         Setup one, many;
         if (setup(&one, names[f], NULL) != 0) return;
-        NlRunOptions o = {one.cfg.norm, one.cfg.placement, 16, 2, NL_BN_RUNNING};
+        NlRunOptions o = {one.cfg.norm, one.cfg.placement, 16, 2, NL_BN_RUNNING, NL_QUANT_NONE};
         NlError err;
         many = one;
         CHECK(nl_state_create(&many.state, one.model, &o, &err) == 0, "%s", err.msg);
@@ -372,7 +372,7 @@ static void batched_streams_match_single_streams(void) {
     for (int c = 0; c < 2; c++) {
         Setup one, many;
         if (setup(&one, cases[c].name, NULL) != 0) return;
-        NlRunOptions o = {one.cfg.norm, one.cfg.placement, 4, 1, NL_BN_RUNNING};
+        NlRunOptions o = {one.cfg.norm, one.cfg.placement, 4, 1, NL_BN_RUNNING, NL_QUANT_NONE};
         NlError err;
         many = one;
         CHECK(nl_state_create(&many.state, one.model, &o, &err) == 0, "%s", err.msg);
@@ -484,7 +484,7 @@ static void one_stream_is_bitwise_the_same_at_any_thread_count(void) {
 static void transposed_copies_are_exact_mapped_or_read(void) {
     NlModel *mapped = NULL, *read = NULL;
     NlError err;
-    NlLoadOptions no_mmap = {1};
+    NlLoadOptions no_mmap = {1, NL_QUANT_NONE, 0};
     if (nl_model_load(&mapped, "weights/shakespeare-pre-ln", &err) != 0 ||
         nl_model_load_with(&read, "weights/shakespeare-pre-ln", &no_mmap, &err) != 0) {
         CHECK(0, "%s", err.msg);

@@ -31,7 +31,7 @@ static int eval_on(const NlModel *m, int workers, int batch, const int *ids, siz
     NlProfiler *profs[MAX_WORKERS] = {0};
     NlError err;
     const NlConfig *c = nl_model_config(m);
-    NlRunOptions run = {c->norm, c->placement, batch, 1, NL_BN_RUNNING};
+    NlRunOptions run = {c->norm, c->placement, batch, 1, NL_BN_RUNNING, NL_QUANT_NONE};
     int rc = 0;
     for (int i = 0; i < workers && rc == 0; i++) {
         rc = nl_state_create(&states[i], m, &run, &err);
@@ -96,7 +96,8 @@ static void eval_reports_the_first_non_finite_loss_whatever_the_threads(void) {
     char first[sizeof err.msg] = "";
     for (int w = 1; w <= 3; w++) {
         NlState *states[3] = {0};
-        NlRunOptions run = {nl_model_config(m)->norm, nl_model_config(m)->placement, 2, 1, NL_BN_RUNNING};
+        NlRunOptions run = {
+            nl_model_config(m)->norm, nl_model_config(m)->placement, 2, 1, NL_BN_RUNNING, NL_QUANT_NONE};
         for (int i = 0; i < w; i++) nl_state_create(&states[i], m, &run, &err);
         NlEvalResult r;
         int rc = nl_eval_parallel(states, (size_t)w, ids, 400, 4, &r, NULL, NULL, &err);
@@ -127,7 +128,7 @@ static int generate_on(const NlModel *m, int workers, Streams *out, uint64_t *po
     NlSampler *samplers[7] = {0};
     NlError err;
     const NlConfig *c = nl_model_config(m);
-    NlRunOptions run = {c->norm, c->placement, 3, 1, NL_BN_RUNNING};
+    NlRunOptions run = {c->norm, c->placement, 3, 1, NL_BN_RUNNING, NL_QUANT_NONE};
     int rc = 0;
     for (int i = 0; i < workers && rc == 0; i++) {
         rc = nl_state_create(&states[i], m, &run, &err);

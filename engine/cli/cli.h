@@ -49,6 +49,12 @@ typedef struct {
     int batch;  // eval: windows per call; generate: streams per group (0: default)
     int no_mmap;  // read the weights into memory instead of mapping them
     int warmup;  // generate: one untimed pass over the prompt first
+    int quantize;  // NlQuant of the weights at load (compare: the float32 rows only, see quantize_rows)
+    int quantize_only;  // NL_QUANT_* bits of the matrices rounded (0: all)
+    int quantize_act;  // NlQuant of every linear's input rows (compare: adds a row per model)
+    int quantize_rows;  // compare: bits (1 << NlQuant) of the weight quantizations to add rows for
+    int lens;  // compare: the logit lens
+    int outliers;  // compare: the outlier statistics
     const char **models;  // compare: the models, -m and positional, in the order given
     int n_models;
     int profile_cmd;  // the profile command: the run's result is its profile

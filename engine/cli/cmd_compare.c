@@ -12,7 +12,8 @@
 #include "cli.h"
 #include "report.h"
 
-#define MAX_RUNS 8  // rows of one model, at most: 4 runs, each BatchNorm one with both statistics
+#define MAX_RUNS 11  // rows of one model, at most: 4 runs, each BatchNorm one with both statistics; q8, q4, a8
+#define MAX_QUANT 2  // quantized copies of one model: q8 and q4
 
 // The runs of one model (returns their count): as trained; with also_swap, the other norm type
 // (LayerNorm and RMSNorm each other's, BatchNorm's LayerNorm), the other placement (pre and post each
@@ -22,7 +23,7 @@
 // its ln_f, so that row runs with batch statistics only.
 static int compare_runs(const NlConfig *c, int also_swap, int bn_stats, NlRunOptions *runs) {
     NlBnStats first = bn_stats == BN_STATS_BOTH ? NL_BN_RUNNING : (NlBnStats)bn_stats;
-    NlRunOptions as = {c->norm, c->placement, 1, 1, first};
+    NlRunOptions as = {c->norm, c->placement, 1, 1, first, NL_QUANT_NONE};
     int n = 0, lacks_ln_f = c->norm == NL_NORM_BATCHNORM && c->placement == NL_PLACE_POST;
     runs[n++] = as;
     const NlFamilyInfo *fam = nl_family_info(c->arch);
@@ -49,13 +50,38 @@ static int compare_runs(const NlConfig *c, int also_swap, int bn_stats, NlRunOpt
     return n;
 }
 
+// The rows of a model's quantized runs: with --quantize, the model loaded again with its weights
+// rounded (into quant[], run as trained); with --quantize-act, the float32 model with its linears'
+// inputs rounded. Each row is measured against the float32 row as trained.
+static int compare_quantized(const Options *o, const char *path, const NlModel *model, const int *ids, size_t n,
+                             NlRunOptions as, NlModel **quant, NlCompareJob *jobs, const char **labels,
+                             size_t *n_jobs) {
+    for (int q = NL_QUANT_Q8, k = 0; q <= NL_QUANT_Q4; q++) {
+        if (!(o->quantize_rows & 1 << q)) continue;
+        Options with = *o;
+        with.model = path;
+        with.quantize = q;
+        int rc = load_model(&with, &quant[k]);
+        if (rc) return rc;
+        labels[*n_jobs] = path;
+        jobs[(*n_jobs)++] = (NlCompareJob){quant[k++], as, ids, n};
+    }
+    if (o->quantize_act) {
+        as.quantize_act = (NlQuant)o->quantize_act;
+        labels[*n_jobs] = path;
+        jobs[(*n_jobs)++] = (NlCompareJob){model, as, ids, n};
+    }
+    return 0;
+}
+
 // Loads one compare model and encodes the text for it; appends its rows (as trained, then with
-// --also-swap the other norm and the other placement) to jobs.
-static int compare_load(const Options *o, const char *path, const char *text, size_t len, NlModel **model, int **ids,
-                        NlCompareJob *jobs, const char **labels, size_t *n_jobs) {
+// --also-swap the other norm and the other placement, then the quantized ones) to jobs.
+static int compare_load(const Options *o, const char *path, const char *text, size_t len, NlModel **model,
+                        NlModel **quant, int **ids, NlCompareJob *jobs, const char **labels, size_t *n_jobs) {
     size_t n = 0, skipped = 0;
     Options with = *o;
     with.model = path;
+    with.quantize_only = 0;  // the float32 model: --quantize-only is for the quantized rows
     int rc = load_model(&with, model);
     if (!rc) {
         char what[4400];
@@ -73,13 +99,18 @@ static int compare_load(const Options *o, const char *path, const char *text, si
         labels[*n_jobs] = path;
         jobs[(*n_jobs)++] = (NlCompareJob){*model, runs[r], *ids, n};
     }
-    return 0;
+    return compare_quantized(o, path, *model, *ids, n, runs[0], quant, jobs, labels, n_jobs);
 }
 
 static const char *const PLOTS[] = {"bits_per_char.png", "residual_rms.png", "branch_rms.png", "time_share.png",
-                                    "state_norm.png"};
+                                    "state_norm.png",    "lens.png",         "outliers.png",   "quantization.png"};
 
 #define N_PLOTS (sizeof PLOTS / sizeof PLOTS[0])
+
+// Whether the run draws PLOTS[i]: the first five always, the others with their experiment.
+static int plot_drawn(const Options *o, size_t i) {
+    return i < 5 || (i == 5 && o->lens) || (i == 6 && o->outliers) || (i == 7 && (o->quantize_rows || o->quantize_act));
+}
 
 // The plot script: tools/lab/plot_compare.py in the source tree, share/normlab/plot_compare.py installed.
 static const char *plot_script(char *buf, size_t len) {
@@ -134,6 +165,7 @@ static int run_plots(const Options *o, const NlCompareRow *rows, const char *con
         ok = 0;
     }
     for (size_t i = 0; ok && i < N_PLOTS; i++) {
+        if (!plot_drawn(o, i)) continue;
         snprintf(from, sizeof from, "%s/%s", plots->tmp, PLOTS[i]);
         snprintf(to, sizeof to, "%s/%s", o->plot_dir, PLOTS[i]);
         ok = out_adopt(&plots->files[i], from, to) == 0;
@@ -168,6 +200,7 @@ static int check_compare_outputs(const Options *o) {
     outs[n_outs++] = o->output ? o->output : "-";  // the table or rows: stdout when not given
     if (o->csv_out) outs[n_outs++] = o->csv_out;
     for (size_t i = 0; plot_dir_exists && i < N_PLOTS; i++) {
+        if (!plot_drawn(o, i)) continue;
         snprintf(plot_paths[i], sizeof plot_paths[i], "%s/%s", o->plot_dir, PLOTS[i]);
         outs[n_outs++] = plot_paths[i];
     }
@@ -213,17 +246,19 @@ int cmd_compare(Options *o) {
     NlCompareRow *rows = calloc(cap, sizeof *rows);
     NlCompareJob *jobs = calloc(cap, sizeof *jobs);
     NlModel **models = calloc((size_t)o->n_models, sizeof *models);
+    NlModel **quant = calloc((size_t)o->n_models * MAX_QUANT, sizeof *quant);
     int **ids = calloc((size_t)o->n_models, sizeof *ids);
-    int rc = labels && rows && jobs && models && ids ? 0 : EXIT_DATA;
+    int rc = labels && rows && jobs && models && quant && ids ? 0 : EXIT_DATA;
     if (!rc) rc = read_text(o->text_file, &text, &len);
     if (!rc) rc = out_open_held(&out, o->output ? o->output : "-");  // stdout once the files are in place
     if (!rc && o->csv_out) rc = out_open(&csv_o, o->csv_out);
     for (int i = 0; !rc && i < o->n_models; i++)
-        rc = compare_load(o, o->models[i], text, len, &models[i], &ids[i], jobs, labels, &n_rows);
+        rc =
+            compare_load(o, o->models[i], text, len, &models[i], &quant[i * MAX_QUANT], &ids[i], jobs, labels, &n_rows);
     if (rc) goto cleanup;
     if (isatty(STDERR_FILENO))
         fprintf(stderr, "compare: %zu rows on %d thread%s ...", n_rows, o->threads, plural((size_t)o->threads));
-    NlCompareOptions copts = {o->repeats, o->invariance, NL_FAULT_NONE};
+    NlCompareOptions copts = {o->repeats, o->invariance, NL_FAULT_NONE, o->lens, o->outliers};
     NlError err;
     size_t failed;
     if (nl_compare_models(jobs, n_rows, o->threads, &copts, rows, &failed, &err) != 0) {
@@ -235,8 +270,13 @@ int cmd_compare(Options *o) {
     if (isatty(STDERR_FILENO)) fprintf(stderr, "\r%60s\r", "");
     // Paths from the command line shown in the table, escaped like every message.
     char text_shown[512];
-    NlCompareInfo info = {o->json ? o->text_file : msg_escape(text_shown, sizeof text_shown, o->text_file), o->threads,
-                          o->repeats, o->invariance};
+    NlCompareInfo info = {o->json ? o->text_file : msg_escape(text_shown, sizeof text_shown, o->text_file),
+                          o->threads,
+                          o->repeats,
+                          o->invariance,
+                          o->quantize_rows || o->quantize_act,
+                          o->lens,
+                          o->outliers};
     shown = o->json ? NULL : calloc(n_rows ? n_rows : 1, sizeof *shown);
     for (size_t i = 0; shown && i < n_rows; i++) labels[i] = msg_escape(shown[i], sizeof shown[i], labels[i]);
     // The files, the plots and held stdout are finished together at the end: all in place or none.
@@ -252,6 +292,8 @@ cleanup:
     if (out_finish_all(outputs, 2 + N_PLOTS, rc == 0) != 0) rc = EXIT_DATA;
     plots_cleanup(o, &plots, rc == 0);
     for (int i = 0; models && i < o->n_models; i++) nl_model_free(models[i]);
+    for (int i = 0; quant && i < o->n_models * MAX_QUANT; i++) nl_model_free(quant[i]);
+    free(quant);
     for (int i = 0; ids && i < o->n_models; i++) free(ids[i]);
     free(models);
     free(ids);

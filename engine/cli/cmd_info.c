@@ -50,6 +50,13 @@ static cJSON *info_json(const NlModel *m, const char *path, const BlasChoice *b)
     cJSON_AddNumberToObject(j, "weight_bytes", (double)nl_model_weight_bytes(m));
     // copies of small weights, transposed, which few-row products run faster on (linear.h)
     cJSON_AddNumberToObject(j, "transposed_bytes", (double)nl_model_transposed_bytes(m));
+    unsigned classes = 0;
+    NlQuant q = nl_model_quantization(m, &classes);
+    if (q != NL_QUANT_NONE) {  // --quantize: what the load rounded (simulated, docs/lab.md)
+        char list[64];
+        cJSON_AddStringToObject(j, "quantize", nl_quant_name(q));
+        cJSON_AddStringToObject(j, "quantized", nl_quant_classes_name(classes, list, sizeof list));
+    }
     // per sequence: a transformer's KV cache, a recurrent model's state vectors of every layer
     cJSON_AddNumberToObject(j, fam->state_bytes_key, (double)nl_model_state_bytes(m));
     cJSON_AddStringToObject(j, "blas_core", nl_blas_core());
@@ -176,7 +183,7 @@ static cJSON *list_entry(const Options *o, const ModelEntry *e) {
     cJSON_AddStringToObject(m, "path", e->path);
     NlModel *model = NULL;
     NlError err;
-    NlLoadOptions lo = {o->no_mmap};
+    NlLoadOptions lo = {o->no_mmap, NL_QUANT_NONE, 0};
     if (nl_model_load_with(&model, e->path, &lo, &err) != 0) {
         cJSON_AddStringToObject(m, "error", err.msg);
     } else {

@@ -241,5 +241,9 @@ int options_parse(Options *o, const Command *cmd, int argc, char **argv) {
         msg_usage(o->cmd, "unexpected argument '%s'", stray);
         return EXIT_USAGE;
     }
+    if (o->quantize_only && !o->quantize && !o->quantize_rows) {
+        msg_usage(o->cmd, "--quantize-only picks what --quantize rounds: give --quantize too");
+        return EXIT_USAGE;
+    }
     return 0;
 }

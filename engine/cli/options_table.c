@@ -6,6 +6,8 @@
 #define _GNU_SOURCE
 #include <limits.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "cli.h"
 
@@ -86,6 +88,39 @@ static int choose_bn_or_both(const char *w, int *out) {
         return 0;
     }
     return choose_bn(w, out);
+}
+
+static int choose_quant(const char *w, int *out) {
+    NlQuant v;
+    if (nl_quant_parse(w, &v) != 0) return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static int choose_act_quant(const char *w, int *out) {
+    return choose_quant(w, out) != 0 || *out == NL_QUANT_Q4 ? -1 : 0;  // q4 activations: not offered
+}
+
+// q8, q4 or both, comma-separated, into bits (1 << NlQuant); "none" is the float32 row itself.
+static int choose_quant_rows(const char *w, int *out) {
+    *out = 0;
+    for (const char *at = w;; at++) {
+        size_t len = strcspn(at, ",");
+        char word[8];
+        NlQuant q;
+        snprintf(word, sizeof word, "%.*s", (int)(len < 7 ? len : 7), at);
+        if (len > 7 || nl_quant_parse(word, &q) != 0 || q == NL_QUANT_NONE) return -1;
+        *out |= 1 << q;
+        at += len;
+        if (!*at) return 0;
+    }
+}
+
+static int choose_quant_only(const char *w, int *out) {
+    unsigned classes;
+    if (nl_quant_classes_parse(w, &classes) != 0) return -1;
+    *out = (int)classes;
+    return 0;
 }
 
 #define F(x) offsetof(Options, x)
@@ -506,6 +541,75 @@ const OptSpec OPTIONS[] = {
      .commands = CMD_COMPARE,
      .field = F(plot_dir),
      .help = "PNG charts via tools/lab/plot_compare.py (needs python3-matplotlib)"},
+    {.name = "quantize",
+     .type = OT_CHOICE,
+     .arg = "Q",
+     .range = "none, q8 or q4 (any case)",
+     .def_text = "none",
+     .commands = RUNS | CMD_INFO,
+     .field = F(quantize),
+     .choose = choose_quant,
+     .choices = "none q8 q4",
+     .help = "round the weight matrices once at load (simulated: stored back as float32, so this measures "
+             "quality, not speed): q8 per row to 127 levels a side of max|w|/127, q4 per 32 columns of a row to "
+             "7; norms and biases stay float32 (docs/lab.md)"},
+    {.name = "quantize",
+     .type = OT_CHOICE,
+     .arg = "LIST",
+     .range = "q8, q4 or q8,q4 (any case)",
+     .commands = CMD_COMPARE,
+     .field = F(quantize_rows),
+     .choose = choose_quant_rows,
+     .choices = "q8 q4 q8,q4",
+     .help = "add, per model, a row with its weights rounded so (simulated, as for eval), with the bits/char it "
+             "costs against the float32 row"},
+    {.name = "quantize-only",
+     .type = OT_CHOICE,
+     .arg = "CLASSES",
+     .range = "attn, mlp, head, embed or recurrent, or several joined by commas (any case)",
+     .def_text = "every matrix",
+     .commands = RUNS | CMD_INFO | CMD_COMPARE,
+     .field = F(quantize_only),
+     .choose = choose_quant_only,
+     .choices = "attn mlp head embed recurrent",
+     .help = "with --quantize: round only these matrices (attn: c_attn, c_proj; mlp: c_fc, c_proj; head: "
+             "lm_head; embed: wte, wpe; recurrent: weight_ih, weight_hh), so that the loss can be attributed; a "
+             "tied head is wte, rounded when either head or embed is named"},
+    {.name = "quantize-act",
+     .type = OT_CHOICE,
+     .arg = "Q",
+     .range = "none or q8 (any case)",
+     .def_text = "none",
+     .commands = RUNS,
+     .field = F(quantize_act),
+     .choose = choose_act_quant,
+     .choices = "none q8",
+     .help = "round every linear's input rows (one per position) as q8 rounds a weight row, before each "
+             "product (simulated)"},
+    {.name = "quantize-act",
+     .type = OT_CHOICE,
+     .arg = "Q",
+     .range = "none or q8 (any case)",
+     .def_text = "none",
+     .commands = CMD_COMPARE,
+     .field = F(quantize_act),
+     .choose = choose_act_quant,
+     .choices = "none q8",
+     .help = "add, per model, a row with every linear's input rows rounded (q8 per row), weights float32"},
+    {.name = "lens",
+     .type = OT_FLAG,
+     .commands = CMD_COMPARE,
+     .field = F(lens),
+     .value = 1,
+     .help = "the logit lens: bits/char of the text read after each layer through the model's own final norm "
+             "and head (docs/lab.md)"},
+    {.name = "outliers",
+     .type = OT_FLAG,
+     .commands = CMD_COMPARE,
+     .field = F(outliers),
+     .value = 1,
+     .help = "outlier statistics per layer of the residual stream and of every linear's input: max |x| / RMS, "
+             "the share of |x| >= 6 and >= 6 RMS, kurtosis, the top channels and the norm gains' (docs/lab.md)"},
     {.name = "no-mmap",
      .type = OT_FLAG,
      .commands = CMD_ALL,

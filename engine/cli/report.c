@@ -305,6 +305,41 @@ static void run_as(char *buf, size_t len, const NlCompareRow *r) {
              nl_config_placement_name(r->placement), r->swapped_placement ? "*" : "");
 }
 
+// " w:q8" / " w:q4[attn,mlp]" / " a:q8": a quantized row's rounding ([the classes] when not all the
+// family's); "" for a float32 one.
+static void quant_text(char *buf, size_t len, const NlCompareRow *r) {
+    unsigned all = nl_family_info(r->arch)->has_blocks ? NL_QUANT_ATTN | NL_QUANT_MLP | NL_QUANT_HEAD | NL_QUANT_EMBED
+                                                       : NL_QUANT_HEAD | NL_QUANT_EMBED | NL_QUANT_RECURRENT;
+    char classes[64];
+    buf[0] = '\0';
+    if (r->quant && (r->quant_classes & all) == all) snprintf(buf, len, " w:%s", nl_quant_name(r->quant));
+    else if (r->quant)
+        snprintf(buf, len, " w:%s[%s]", nl_quant_name(r->quant),
+                 nl_quant_classes_name(r->quant_classes, classes, sizeof classes));
+    if (r->quant_act) snprintf(buf + strlen(buf), len - strlen(buf), " a:%s", nl_quant_name(r->quant_act));
+}
+
+// run_as with a quantized row's rounding after it ("layernorm/pre w:q8").
+static void run_as_quant(char *buf, size_t len, const NlCompareRow *r) {
+    char q[96];
+    run_as(buf, len, r);
+    quant_text(q, sizeof q, r);
+    snprintf(buf + strlen(buf), len - strlen(buf), "%s", q);
+}
+
+// The float32 row rows[i] is measured against: the same model (label) and run, nothing rounded; -1
+// when there is none.
+static long float_row(const NlCompareRow *rows, const char *const *labels, size_t n, size_t i) {
+    const NlCompareRow *q = &rows[i];
+    for (size_t j = 0; j < n; j++) {
+        const NlCompareRow *r = &rows[j];
+        if (!r->quant && !r->quant_act && strcmp(labels[j], labels[i]) == 0 && r->norm == q->norm &&
+            r->placement == q->placement && r->bn_stats == q->bn_stats)
+            return (long)j;
+    }
+    return -1;
+}
+
 static const char *override_name(const NlCompareRow *r) {
     if (r->swapped_norm && r->swapped_placement) return "norm+placement";
     return r->swapped_norm ? "norm" : r->swapped_placement ? "placement" : "none";
@@ -342,6 +377,70 @@ static void state_text(FILE *f, const NlCompareRow *r) {
     }
 }
 
+// The quantized rows against their float32 rows.
+static int quant_text_section(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n) {
+    fprintf(f, "\nquantization (simulated: values rounded, products still float32): w = weights, a = every linear's\n"
+               "input rows; q8 = per row to 127 levels of max|x|/127, q4 = per 32 columns to 7; cost = bits/char\n"
+               "minus the float32 row's\n");
+    fprintf(f, "%-34s %-24s %-24s %9s %9s\n", "model", "run as", "rounded", "bits/char", "cost");
+    for (size_t i = 0; i < n; i++) {
+        const NlCompareRow *r = &rows[i];
+        if (!r->quant && !r->quant_act) continue;
+        char as[48], q[96];
+        run_as(as, sizeof as, r);
+        quant_text(q, sizeof q, r);
+        long j = float_row(rows, labels, n, i);
+        fprintf(f, "%-34s %-24s %-24s %9.4f ", labels[i], as, q + 1, r->bits_per_char);
+        if (j >= 0) fprintf(f, "%+9.4f\n", r->bits_per_char - rows[j].bits_per_char);
+        else fprintf(f, "%9s\n", "-");
+    }
+    return ferror(f) ? -1 : 0;
+}
+
+static void lens_text_section(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n) {
+    fprintf(f, "\nlogit lens: bits/char with the prediction read after layer 0 (the embeddings), 1, ..., L through\n"
+               "the model's own final norm and head (post, DeepNorm: the head alone; no norm: raw); L is the row's\n"
+               "bits/char\n");
+    for (size_t i = 0; i < n; i++) {
+        const NlCompareRow *r = &rows[i];
+        char as[160], v[2048];
+        run_as_quant(as, sizeof as, r);
+        if (!r->has_lens) {
+            fprintf(f, "%-34s %s  - (no residual stream)\n", labels[i], as);
+            continue;
+        }
+        join(v, sizeof v, r->lens_bits_per_char, r->n_layer + 1, "%.3f");
+        fprintf(f, "%-34s %s\n    %s\n", labels[i], as, v);
+    }
+}
+
+static void outliers_text_section(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n) {
+    fprintf(f, "\noutliers per layer and place (residual: the stream entering the layer, L: leaving the last; X_in:\n"
+               "the input of linear X; RMS per position): max|x|/RMS, the share of |x| >= 6 and of |x| >= 6 RMS,\n"
+               "kurtosis (3: Gaussian), the 3 channels of largest mean |x| (with it), and how many of them are\n"
+               "among the 3 of largest |gain| of the norm that made or reads the rows (- without one)\n");
+    for (size_t i = 0; i < n; i++) {
+        const NlCompareRow *r = &rows[i];
+        char as[160];
+        run_as_quant(as, sizeof as, r);
+        fprintf(f, "%-34s %s\n", labels[i], as);
+        fprintf(f, "    %5s %-8s %8s %9s %9s %9s  %-34s %s\n", "layer", "place", "max/rms", ">=6", ">=6rms", "kurtosis",
+                "top channels (mean |x|)", "gains");
+        for (int l = 0; l <= r->n_layer; l++)
+            for (int k = 0; k < NL_SITE_COUNT; k++) {
+                const NlOutlierStats *o = &r->outliers[l][k];
+                if (!o->rows) continue;
+                char top[96] = "", gains[8] = "-";
+                for (int t = 0; t < 3 && o->top[t] >= 0; t++)
+                    snprintf(top + strlen(top), sizeof top - strlen(top), "%s%d (%.3g)", t ? " " : "", o->top[t],
+                             o->top_mean_abs[t]);
+                if (o->has_gain) snprintf(gains, sizeof gains, "%d/3", o->gain_overlap);
+                fprintf(f, "    %5d %-8s %8.2f %9.2e %9.2e %9.2f  %-34s %s\n", l, nl_site_name((NlSite)k), o->max_ratio,
+                        o->share_6, o->share_6rms, o->kurtosis, top, gains);
+            }
+    }
+}
+
 int nl_report_compare_text(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n,
                            const NlCompareInfo *info) {
     fprintf(f, "normlab compare: %s (%zu characters scored); rows measured %s; speeds are medians of %d run%s\n",
@@ -351,8 +450,8 @@ int nl_report_compare_text(FILE *f, const NlCompareRow *rows, const char *const 
             "ppl", "prefill/s", "decode/s", "norm%", "batch16 d", "cache d");
     for (size_t i = 0; i < n; i++) {
         const NlCompareRow *r = &rows[i];
-        char as[48];
-        run_as(as, sizeof as, r);
+        char as[160];
+        run_as_quant(as, sizeof as, r);
         fprintf(f, "%-34s %-24s %9zu %8.3f %9.4f %8.3f %10.0f %10.0f %6.1f%% %11.3g %11.3g\n", labels[i], as,
                 r->parameters, r->weight_bytes / 1e6, r->bits_per_char, r->perplexity, r->prefill_tok_s,
                 r->decode_tok_s, 100 * r->norm_share, r->batch_diff, r->cache_diff);
@@ -368,10 +467,10 @@ int nl_report_compare_text(FILE *f, const NlCompareRow *rows, const char *const 
                "(doubling buckets) of one unbroken pass over the text\n");
     for (size_t i = 0; i < n; i++) {
         const NlCompareRow *r = &rows[i];
-        char a[512], b[512], c[512], d[512], as[48];
+        char a[512], b[512], c[512], d[512], as[160];
         int L = r->n_layer;
         if (!nl_family_info(r->arch)->has_blocks) {
-            run_as(as, sizeof as, r);
+            run_as_quant(as, sizeof as, r);
             fprintf(f, "%-34s %s\n", labels[i], as);
             state_text(f, r);
             continue;
@@ -380,7 +479,7 @@ int nl_report_compare_text(FILE *f, const NlCompareRow *rows, const char *const 
         join(b, sizeof b, r->residual_abs_mean, L + 1, "%.3g");
         join(c, sizeof c, r->norm_std, r->norm == NL_NORM_NONE ? 0 : L + r->has_final_norm, "%.3g");
         join(d, sizeof d, r->branch_rms, L, "%.3g");
-        run_as(as, sizeof as, r);
+        run_as_quant(as, sizeof as, r);
         fprintf(f, "%-34s %s", labels[i], as);
         if (r->residual_scale != 1.0) fprintf(f, ", residual scale %.4g", r->residual_scale);
         fprintf(f, "\n    residual rms  %s\n    |mean|        %s\n    branch rms    %s\n    norm out std  %s\n", a, b,
@@ -390,6 +489,9 @@ int nl_report_compare_text(FILE *f, const NlCompareRow *rows, const char *const 
             fprintf(f, "    post out std  %s\n", c);
         }
     }
+    if (info->quantize && quant_text_section(f, rows, labels, n) != 0) return -1;
+    if (info->lens) lens_text_section(f, rows, labels, n);
+    if (info->outliers) outliers_text_section(f, rows, labels, n);
     int with_blocks = 0;  // rows whose norms see a residual stream: the invariance experiment's
     for (size_t i = 0; i < n; i++) with_blocks += nl_family_info(rows[i].arch)->has_blocks;
     if (info->invariance && with_blocks) {
@@ -400,8 +502,8 @@ int nl_report_compare_text(FILE *f, const NlCompareRow *rows, const char *const 
         fputc('\n', f);
         for (size_t i = 0; i < n; i++)
             for (int t = 0; t < 2 && nl_family_info(rows[i].arch)->has_blocks; t++) {
-                char as[48];
-                run_as(as, sizeof as, &rows[i]);
+                char as[160];
+                run_as_quant(as, sizeof as, &rows[i]);
                 fprintf(f, "%-34s %-24s %-10s", labels[i], as,
                         nl_config_norm_name(t ? NL_NORM_RMSNORM : NL_NORM_LAYERNORM));
                 for (int k = 0; k < NL_INV_COUNT; k++) fprintf(f, " %11.3g", rows[i].invariance[t][k]);
@@ -414,6 +516,53 @@ int nl_report_compare_text(FILE *f, const NlCompareRow *rows, const char *const 
 static cJSON *numbers(const double *v, int count) {
     cJSON *a = cJSON_CreateArray();
     for (int i = 0; i < count; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(v[i]));
+    return a;
+}
+
+static cJSON *ints(const int *v, int count) {
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; i < count && v[i] >= 0; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(v[i]));
+    return a;
+}
+
+static void quant_json(cJSON *o, const NlCompareRow *r) {
+    cJSON_AddStringToObject(o, "quantize", nl_quant_name(r->quant));
+    cJSON *classes = cJSON_AddArrayToObject(o, "quantized");
+    for (unsigned bit = 1; bit <= NL_QUANT_RECURRENT; bit <<= 1) {
+        char name[16];
+        if (r->quant_classes & bit)
+            cJSON_AddItemToArray(classes, cJSON_CreateString(nl_quant_classes_name(bit, name, sizeof name)));
+    }
+    cJSON_AddStringToObject(o, "quantize_act", nl_quant_name(r->quant_act));
+}
+
+// The places seen, layer by layer: [{layer, site, rows, max_ratio, ...}].
+static cJSON *outliers_json(const NlCompareRow *r) {
+    cJSON *a = cJSON_CreateArray();
+    for (int l = 0; l <= r->n_layer; l++)
+        for (int k = 0; k < NL_SITE_COUNT; k++) {
+            const NlOutlierStats *s = &r->outliers[l][k];
+            if (!s->rows) continue;
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddNumberToObject(e, "layer", l);
+            cJSON_AddStringToObject(e, "site", nl_site_name((NlSite)k));
+            cJSON_AddNumberToObject(e, "rows", (double)s->rows);
+            cJSON_AddNumberToObject(e, "max_abs_over_rms", s->max_ratio);
+            cJSON_AddNumberToObject(e, "share_abs_ge_6", s->share_6);
+            cJSON_AddNumberToObject(e, "share_abs_ge_6rms", s->share_6rms);
+            if (isfinite(s->kurtosis)) cJSON_AddNumberToObject(e, "kurtosis", s->kurtosis);
+            else cJSON_AddNullToObject(e, "kurtosis");
+            cJSON_AddItemToObject(e, "top_channels", ints(s->top, 3));
+            cJSON_AddItemToObject(e, "top_mean_abs",
+                                  numbers(s->top_mean_abs, s->top[2] >= 0   ? 3
+                                                           : s->top[1] >= 0 ? 2
+                                                                            : 1));
+            if (s->has_gain) {
+                cJSON_AddItemToObject(e, "gain_top_channels", ints(s->gain_top, 3));
+                cJSON_AddNumberToObject(e, "gain_overlap", s->gain_overlap);
+            }
+            cJSON_AddItemToArray(a, e);
+        }
     return a;
 }
 
@@ -468,6 +617,11 @@ static cJSON *compare_row_json(const NlCompareRow *r, const char *label, const N
         cJSON_AddItemToObject(o, "norm_post_std", numbers(r->norm_post_std, r->n_layer));
     cJSON_AddNumberToObject(o, "batch16_max_logit_diff", r->batch_diff);
     cJSON_AddNumberToObject(o, "cache_max_logit_diff", r->cache_diff);
+    if (info->quantize) quant_json(o, r);
+    if (info->lens && r->has_lens)
+        cJSON_AddItemToObject(o, "lens_bits_per_char", numbers(r->lens_bits_per_char, r->n_layer + 1));
+    else if (info->lens) cJSON_AddNullToObject(o, "lens_bits_per_char");
+    if (info->outliers) cJSON_AddItemToObject(o, "outliers", outliers_json(r));
     if (info->invariance && blocks) {
         cJSON *inv = cJSON_AddObjectToObject(o, "invariance");
         for (int t = 0; t < 2; t++) {
@@ -504,6 +658,32 @@ static void csv_field(FILE *f, const char *s) {
     fputc('"', f);
 }
 
+static const char *const OUTLIER_CSV[] = {"max_abs_over_rms", "share_abs_ge_6", "share_abs_ge_6rms",
+                                          "kurtosis",         "top_channel",    "gain_overlap"};
+#define N_OUTLIER_CSV (int)(sizeof OUTLIER_CSV / sizeof OUTLIER_CSV[0])
+
+// One place's OUTLIER_CSV fields, empty where it saw nothing (s NULL or no rows) or has no gain.
+static void outlier_csv(FILE *f, const NlOutlierStats *s) {
+    if (!s || !s->rows) {
+        for (int c = 0; c < N_OUTLIER_CSV; c++) fputc(',', f);
+        return;
+    }
+    fprintf(f, ",%.6g,%.6g,%.6g,", s->max_ratio, s->share_6, s->share_6rms);
+    if (isfinite(s->kurtosis)) fprintf(f, "%.6g", s->kurtosis);
+    fprintf(f, ",%d,", s->top[0]);
+    if (s->has_gain) fprintf(f, "%d", s->gain_overlap);
+}
+
+static void quant_csv(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n, size_t i) {
+    const NlCompareRow *r = &rows[i];
+    char classes[64];
+    long j = float_row(rows, labels, n, i);
+    nl_quant_classes_name(r->quant_classes, classes, sizeof classes);
+    for (char *c = classes; *c; c++) *c = *c == ',' ? ' ' : *c;  // one CSV field
+    fprintf(f, ",%s,%s,%s,", nl_quant_name(r->quant), classes, nl_quant_name(r->quant_act));
+    if (j >= 0 && (r->quant || r->quant_act)) fprintf(f, "%.9g", r->bits_per_char - rows[j].bits_per_char);
+}
+
 int nl_report_compare_csv(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n,
                           const NlCompareInfo *info) {
     int L = 0;
@@ -524,6 +704,12 @@ int nl_report_compare_csv(FILE *f, const NlCompareRow *rows, const char *const *
             for (int k = 0; k < NL_INV_COUNT; k++)
                 fprintf(f, ",invariance_%s_%s", nl_config_norm_name(t ? NL_NORM_RMSNORM : NL_NORM_LAYERNORM),
                         nl_invariance_name((NlInvarianceCase)k));
+    if (info->quantize) fputs(",quantize,quantized,quantize_act,bits_per_char_cost", f);
+    for (int l = 0; info->lens && l <= L; l++) fprintf(f, ",lens_bits_per_char_%d", l);
+    for (int l = 0; info->outliers && l <= L; l++)
+        for (int k = 0; k < NL_SITE_COUNT; k++)
+            for (int c = 0; c < N_OUTLIER_CSV; c++)
+                fprintf(f, ",outlier_%d_%s_%s", l, nl_site_name((NlSite)k), OUTLIER_CSV[c]);
     fputc('\n', f);
     for (size_t i = 0; i < n; i++) {
         const NlCompareRow *r = &rows[i];
@@ -551,6 +737,11 @@ int nl_report_compare_csv(FILE *f, const NlCompareRow *rows, const char *const *
             for (int t = 0; t < 2; t++)
                 for (int k = 0; k < NL_INV_COUNT; k++)
                     fam->has_blocks ? fprintf(f, ",%.6g", r->invariance[t][k]) : fputs(",", f);
+        if (info->quantize) quant_csv(f, rows, labels, n, i);
+        for (int l = 0; info->lens && l <= L; l++)
+            r->has_lens &&l <= r->n_layer ? fprintf(f, ",%.6g", r->lens_bits_per_char[l]) : fputs(",", f);
+        for (int l = 0; info->outliers && l <= L; l++)
+            for (int k = 0; k < NL_SITE_COUNT; k++) outlier_csv(f, l <= r->n_layer ? &r->outliers[l][k] : NULL);
         fputc('\n', f);
     }
     return ferror(f) ? -1 : 0;

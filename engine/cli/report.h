@@ -37,6 +37,9 @@ typedef struct {
     int threads;  // worker threads measuring rows (1: one row at a time)
     int repeats;
     int invariance;  // rows carry the invariance experiment
+    int quantize;  // some rows are quantized (--quantize, --quantize-act): the quantization section
+    int lens;  // rows carry the logit lens
+    int outliers;  // rows carry the outlier statistics
 } NlCompareInfo;
 
 int nl_report_compare_text(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n,

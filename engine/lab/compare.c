@@ -32,14 +32,15 @@ static void summarize(double *v, int n, double *median, double *min, double *max
 }
 
 // Eval with statistics and a profile attached: quality, hidden states, time per component.
-static int measure_eval(NlState *s, const NlConfig *c, const int *ids, size_t n, int invariance, NlCompareRow *row,
-                        NlError *err) {
+static int measure_eval(NlState *s, const NlConfig *c, const int *ids, size_t n, const NlCompareOptions *opts,
+                        NlCompareRow *row, NlError *err) {
     NlStats *st = NULL;
     NlProfiler *prof = NULL;
     size_t T = (size_t)c->block_size, stride = T / 2 ? T / 2 : 1;  // (a recurrent model ignores stride)
     int rc = -1, blocks = nl_family_info(c->arch)->has_blocks;
-    if (!blocks) invariance = 0;  // an experiment on the norms of a residual stream
-    if (nl_stats_create(&st, c, T, invariance, err) != 0 || nl_profiler_create(&prof, c, 0, 0, err) != 0) goto cleanup;
+    int invariance = opts->invariance && blocks;  // an experiment on the norms of a residual stream
+    int what = (invariance ? NL_STATS_INVARIANCE : 0) | (opts->outliers ? NL_STATS_OUTLIERS : 0);
+    if (nl_stats_create(&st, c, T, what, err) != 0 || nl_profiler_create(&prof, c, 0, 0, err) != 0) goto cleanup;
     nl_state_set_stats(s, st);
     nl_state_set_profiler(s, prof);
     NlEvalResult r;
@@ -75,6 +76,9 @@ static int measure_eval(NlState *s, const NlConfig *c, const int *ids, size_t n,
         for (int k = 0; k < NL_INV_COUNT; k++)
             row->invariance[t][k] =
                 nl_stats_invariance(st, t ? NL_NORM_RMSNORM : NL_NORM_LAYERNORM, (NlInvarianceCase)k);
+    row->has_outliers = opts->outliers;
+    for (int l = 0; opts->outliers && l <= c->n_layer; l++)
+        for (int k = 0; k < NL_SITE_COUNT; k++) nl_stats_outliers(st, l, (NlSite)k, &row->outliers[l][k]);
     rc = 0;
 cleanup:
     nl_state_set_stats(s, NULL);
@@ -173,6 +177,8 @@ int nl_compare_model(const NlModel *model, NlRunOptions run, const int *ids, siz
     row->bn_stats = run.bn_stats;
     row->swapped_norm = run.norm != trained->norm;
     row->swapped_placement = run.placement != trained->placement;
+    row->quant = nl_model_quantization(model, &row->quant_classes);
+    row->quant_act = run.quantize_act;
     row->parameters = nl_model_parameters(model);
     row->weight_bytes = nl_model_weight_bytes(model);
     run.batch = 1;
@@ -187,7 +193,10 @@ int nl_compare_model(const NlModel *model, NlRunOptions run, const int *ids, siz
     }
     if (nl_state_create(&s, model, &run, err) != 0) goto cleanup;
     row->residual_scale = nl_state_config(s)->placement == NL_PLACE_POST ? nl_state_config(s)->residual_scale : 1.0;
-    if (measure_eval(s, nl_state_config(s), ids, n, opts->invariance, row, err) != 0) goto cleanup;
+    if (measure_eval(s, nl_state_config(s), ids, n, opts, row, err) != 0) goto cleanup;
+    row->has_lens = opts->lens && nl_family_info(trained->arch)->has_blocks;
+    if (row->has_lens && nl_lens(s, ids, n, window / 2 ? window / 2 : 1, row->lens_bits_per_char, err) != 0)
+        goto cleanup;
     if (measure_speed(s, ids, m, opts->repeats, row, err) != 0) goto cleanup;
     row->cache_diff = cache_consistency(s, ids, m, V, full, opts->fault);
     if (batch_consistency(model, run, s, ids, n, m, V, opts->fault, &row->batch_diff, err) != 0) goto cleanup;

@@ -83,14 +83,37 @@ typedef enum {
     NL_INV_COUNT
 } NlInvarianceCase;
 
+// What the statistics collect (nl_stats_create's `what`, bits).
+enum { NL_STATS_INVARIANCE = 1, NL_STATS_OUTLIERS = 2 };
+
+// The outlier statistics of the rows one place (NlSite) of one layer saw over a run (LLM.int8()'s
+// questions): RMS is each row's (one position's) sqrt(mean x^2).
+typedef struct {
+    uint64_t rows, values;
+    double max_ratio;  // the largest max |x| / RMS of a row
+    double share_6;  // the share of values with |x| >= 6 (LLM.int8()'s threshold)
+    double share_6rms;  // the share of values with |x| >= 6 RMS of their row
+    double kurtosis;  // of all the values seen together: E(x - mean)^4 / var^2 (3 for a Gaussian)
+    int top[3];  // the channels of largest mean |x|, largest first (ties: the lower channel)
+    double top_mean_abs[3];  // their mean |x|
+    int has_gain;  // a norm's gain goes with the place (NlSite says which)
+    int gain_top[3];  // the channels of largest |gain|, largest first
+    int gain_overlap;  // how many of top are among gain_top (0 to 3), when has_gain
+} NlOutlierStats;
+
 typedef struct NlStats NlStats;
 // Collects, over every position a forward pass runs: the RMS and the |mean| of the residual stream
 // entering each block (layer L: leaving the last one), the std of each norm's output and the RMS of
 // each sublayer's output as it joins the stream. With
-// invariance set, every norm input x is also normalised as x*0.5, x*2, x*10 and x+1 by both
-// LayerNorm and RMSNorm (with the model's gains), recording the largest change of the output; and
-// once more as x*2 with eps = 0 on both sides.
-int nl_stats_create(NlStats **out, const NlConfig *cfg, size_t max_rows, int invariance, NlError *err);
+// NL_STATS_INVARIANCE in `what`, every norm input x is also normalised as x*0.5, x*2, x*10 and x+1 by
+// both LayerNorm and RMSNorm (with the model's gains), recording the largest change of the output;
+// and once more as x*2 with eps = 0 on both sides. With NL_STATS_OUTLIERS, the outlier statistics of
+// every place NlSite names.
+int nl_stats_create(NlStats **out, const NlConfig *cfg, size_t max_rows, int what, NlError *err);
+// The outlier statistics of one place of layer (0..L; the head and the stream leaving the last layer
+// are layer L); -1 when it saw no rows or outliers were not collected.
+int nl_stats_outliers(const NlStats *stats, int layer, NlSite site, NlOutlierStats *out);
+const char *nl_site_name(NlSite site);  // "residual", "qkv_in", ...
 void nl_stats_free(NlStats *stats);
 void nl_state_set_stats(NlState *state, NlStats *stats);
 double nl_stats_residual_rms(const NlStats *stats, int layer);  // mean over positions, layer 0..L
@@ -109,6 +132,18 @@ double nl_stats_invariance(const NlStats *stats, NlNormType type, NlInvarianceCa
 double nl_stats_state_norm(const NlStats *stats, int layer, int cell, int bucket);
 const char *nl_invariance_name(NlInvarianceCase c);
 
+// ---- the logit lens (lens.c)
+
+// Bits per character of ids[0..n) when the prediction is read after each layer: bits[l] (l = 0..L;
+// 0 is the embeddings) from the stream entering layer l (L: leaving the last) through the model's
+// own final norm and head (nl_state_readout: ln_f as run in pre and peri, the head alone in post
+// and DeepNorm, whose stream is already normalised, and raw without norms; a BatchNorm ln_f with
+// the run's statistics). Windows as nl_eval's, one at a time. bits[L] is bit for bit the result of
+// nl_eval on a state of batch 1 with statistics attached (compare's eval), which computes every row
+// of the last layer as the lens does; a plain eval computes only the rows a logit needs, and its
+// products of fewer rows may round differently in the last bits. Transformers only.
+int nl_lens(NlState *state, const int *ids, size_t n, size_t stride, double *bits, NlError *err);
+
 // ---- comparing norm placements (compare.c)
 
 #define NL_MAX_LAYERS 256
@@ -117,6 +152,8 @@ typedef struct {
     int repeats;  // timing repeats; medians are reported
     int invariance;  // run the invariance experiment
     int fault;  // tests only, to show the checks can fail: NL_FAULT_* (0: none)
+    int lens;  // the logit lens (transformers)
+    int outliers;  // the outlier statistics
 } NlCompareOptions;
 // A wrong value slipped into one consistency check: one decoded position's input token changed
 // (the cache check must then report a difference), or one token of one window in the batch of 16.
@@ -150,6 +187,13 @@ typedef struct {
     double batch_diff;  // max |logit alone - logit in a batch of 16|
     double cache_diff;  // max |logit of full prefill - logit of KV-cache decoding|
     double invariance[2][NL_INV_COUNT];  // [LayerNorm, RMSNorm][case], when asked
+    NlQuant quant;  // the model's weights (nl_model_quantization)
+    unsigned quant_classes;  // the matrices rounded
+    NlQuant quant_act;  // the run's activations
+    int has_lens;  // lens_bits_per_char is set (asked, and a transformer)
+    double lens_bits_per_char[NL_MAX_LAYERS + 1];  // nl_lens: [l] read after l layers; [L] = bits_per_char
+    int has_outliers;  // outliers is set
+    NlOutlierStats outliers[NL_MAX_LAYERS + 1][NL_SITE_COUNT];  // over eval's positions; rows 0: not seen
 } NlCompareRow;
 
 // Measures one model run as `run` on the text ids[0..n) (n >= 2): eval (with statistics and a

@@ -22,9 +22,23 @@ typedef struct {
     uint64_t state_positions[NL_STATE_BUCKETS];
 } LayerStats;
 
+// One place's sums for the outlier statistics (NlOutlierStats).
+typedef struct {
+    uint64_t rows, values, over_6, over_6rms;
+    double max_ratio;
+    double sum[4];  // of x, x^2, x^3, x^4 over every value
+    double *chan_abs;  // (width) sums of |x| per channel; width is the place's
+    size_t width;
+    int has_gain;
+    int gain_top[3];
+} SiteStats;
+
 struct NlStats {
     NlConfig cfg;
     LayerStats *layers;  // (L + 1)
+    SiteStats *sites;  // ((L + 1) * NL_SITE_COUNT) with NL_STATS_OUTLIERS, else NULL
+    double *chan_abs;  // every place's channel sums, max_width each
+    size_t max_width;
     int invariance;
     double max_change[2][NL_INV_COUNT];  // [norm type][case]
     float *scratch;  // (3, max_rows, D) perturbed input, reference and perturbed outputs
@@ -34,20 +48,37 @@ struct NlStats {
 static const char *const INV_NAMES[NL_INV_COUNT] = {"scale_0.5", "scale_2", "scale_10", "shift_1", "scale_2_eps0"};
 const char *nl_invariance_name(NlInvarianceCase c) { return INV_NAMES[c]; }
 
-int nl_stats_create(NlStats **out, const NlConfig *cfg, size_t max_rows, int invariance, NlError *err) {
+static const char *const SITE_NAMES[NL_SITE_COUNT] = {"residual", "qkv_in",  "proj_in", "fc_in",
+                                                      "out_in",   "head_in", "h",       "c"};
+const char *nl_site_name(NlSite site) { return site < NL_SITE_COUNT ? SITE_NAMES[site] : "?"; }
+
+static size_t max4(size_t a, size_t b, size_t c, size_t d) {
+    size_t m = a > b ? a : b;
+    m = m > c ? m : c;
+    return m > d ? m : d;
+}
+
+int nl_stats_create(NlStats **out, const NlConfig *cfg, size_t max_rows, int what, NlError *err) {
     *out = NULL;
     NlStats *s = calloc(1, sizeof *s);
+    int invariance = (what & NL_STATS_INVARIANCE) && nl_family_info(cfg->arch)->has_blocks;  // norms of a stream
+    int outliers = (what & NL_STATS_OUTLIERS) != 0;
+    size_t n_sites = ((size_t)cfg->n_layer + 1) * NL_SITE_COUNT;
+    size_t width = max4((size_t)cfg->n_embd, (size_t)cfg->n_inner, (size_t)cfg->n_hidden, (size_t)cfg->n_input);
     if (s) {
         s->layers = calloc((size_t)cfg->n_layer + 1, sizeof *s->layers);
-        invariance = invariance && nl_family_info(cfg->arch)->has_blocks;  // the norms of a stream of D
         if (invariance) s->scratch = malloc(3 * max_rows * (size_t)cfg->n_embd * sizeof(float));
+        if (outliers) s->sites = calloc(n_sites, sizeof *s->sites);
+        if (outliers) s->chan_abs = calloc(n_sites * width, sizeof *s->chan_abs);
     }
-    if (!s || !s->layers || (invariance && !s->scratch)) {
+    if (!s || !s->layers || (invariance && !s->scratch) || (outliers && (!s->sites || !s->chan_abs))) {
         nl_stats_free(s);
         nl_error(err, NL_ERR_NOMEM, "out of memory for hidden-state statistics");
         return -1;
     }
     s->cfg = *cfg;
+    s->max_width = width;
+    for (size_t i = 0; outliers && i < n_sites; i++) s->sites[i].chan_abs = s->chan_abs + i * width;
     s->invariance = invariance;
     s->max_rows = max_rows;
     *out = s;
@@ -57,6 +88,8 @@ int nl_stats_create(NlStats **out, const NlConfig *cfg, size_t max_rows, int inv
 void nl_stats_free(NlStats *s) {
     if (!s) return;
     free(s->layers);
+    free(s->sites);
+    free(s->chan_abs);
     free(s->scratch);
     free(s);
 }
@@ -155,6 +188,81 @@ static void nl_stats_norm(NlStats *s, int layer, int post, const float *in, cons
         }
 }
 
+// ---- outliers
+
+// Puts channel i of value v into top (3 channels, largest value first, the lower channel on ties:
+// channels come in increasing order) and their values topv.
+static void insert_top(int *top, double *topv, int i, double v) {
+    int at = 3;
+    while (at > 0 && (top[at - 1] < 0 || v > topv[at - 1])) at--;
+    for (int k = 2; k > at; k--) {
+        top[k] = top[k - 1];
+        topv[k] = topv[k - 1];
+    }
+    if (at < 3) top[at] = i, topv[at] = v;
+}
+
+static void gain_top3(const float *gain, size_t width, int *top) {
+    double topv[3];
+    for (int k = 0; k < 3; k++) top[k] = -1;
+    for (size_t i = 0; i < width; i++) insert_top(top, topv, (int)i, fabs((double)gain[i]));
+}
+
+static void nl_stats_site(NlStats *s, int layer, NlSite site, const float *x, size_t rows, size_t width,
+                          const float *gain) {
+    if (!s->sites || layer < 0 || layer > s->cfg.n_layer || site >= NL_SITE_COUNT || width > s->max_width) return;
+    SiteStats *st = &s->sites[(size_t)layer * NL_SITE_COUNT + site];
+    if (!st->rows && gain) {
+        st->has_gain = 1;
+        gain_top3(gain, width, st->gain_top);
+    }
+    st->width = width;
+    for (size_t r = 0; r < rows; r++, x += width) {
+        double sq = 0.0, amax = 0.0;
+        for (size_t i = 0; i < width; i++) {
+            double v = x[i], v2 = v * v;
+            sq += v2;
+            amax = fmax(amax, fabs(v));
+            st->sum[0] += v;
+            st->sum[1] += v2;
+            st->sum[2] += v2 * v;
+            st->sum[3] += v2 * v2;
+            st->chan_abs[i] += fabs(v);
+        }
+        double rms = sqrt(sq / (double)width);
+        for (size_t i = 0; i < width; i++) {
+            st->over_6 += fabs((double)x[i]) >= 6.0;
+            st->over_6rms += rms > 0 && fabs((double)x[i]) >= 6.0 * rms;
+        }
+        if (rms > 0) st->max_ratio = fmax(st->max_ratio, amax / rms);
+    }
+    st->rows += rows;
+    st->values += rows * width;
+}
+
+int nl_stats_outliers(const NlStats *s, int layer, NlSite site, NlOutlierStats *out) {
+    *out = (NlOutlierStats){.top = {-1, -1, -1}, .gain_top = {-1, -1, -1}};
+    if (!s->sites || layer < 0 || layer > s->cfg.n_layer || site >= NL_SITE_COUNT) return -1;
+    const SiteStats *st = &s->sites[(size_t)layer * NL_SITE_COUNT + site];
+    if (!st->rows) return -1;
+    double n = (double)st->values, mean = st->sum[0] / n, ex2 = st->sum[1] / n, ex3 = st->sum[2] / n;
+    double var = ex2 - mean * mean;
+    double m4 = st->sum[3] / n - 4 * mean * ex3 + 6 * mean * mean * ex2 - 3 * mean * mean * mean * mean;
+    out->rows = st->rows;
+    out->values = st->values;
+    out->max_ratio = st->max_ratio;
+    out->share_6 = (double)st->over_6 / n;
+    out->share_6rms = (double)st->over_6rms / n;
+    out->kurtosis = var > 0 ? m4 / (var * var) : NAN;
+    for (size_t i = 0; i < st->width; i++) insert_top(out->top, out->top_mean_abs, (int)i, st->chan_abs[i]);
+    for (int k = 0; k < 3; k++) out->top_mean_abs[k] = out->top[k] >= 0 ? out->top_mean_abs[k] / (double)st->rows : 0;
+    out->has_gain = st->has_gain;
+    for (int k = 0; k < 3; k++) out->gain_top[k] = st->has_gain ? st->gain_top[k] : -1;
+    for (int a = 0; a < 3 && st->has_gain; a++)
+        for (int b = 0; b < 3; b++) out->gain_overlap += out->top[a] >= 0 && out->top[a] == out->gain_top[b];
+    return 0;
+}
+
 static double per(double sum, uint64_t n) { return n ? sum / (double)n : 0.0; }
 
 double nl_stats_residual_rms(const NlStats *s, int layer) {
@@ -187,6 +295,9 @@ static void watch_branch(void *s, int layer, const float *x, size_t rows) { nl_s
 static void watch_state(void *s, int layer, size_t t, const float *h, const float *c, size_t B) {
     nl_stats_state(s, layer, t, h, c, B);
 }
+static void watch_site(void *s, int layer, NlSite site, const float *x, size_t rows, size_t width, const float *gain) {
+    nl_stats_site(s, layer, site, x, rows, width, gain);
+}
 
 void nl_state_set_stats(NlState *state, NlStats *stats) {
     NlObserver obs = *nl_state_observer(state);  // the profiler's half stays as it is
@@ -195,5 +306,6 @@ void nl_state_set_stats(NlState *state, NlStats *stats) {
     obs.norm = stats ? watch_norm : NULL;
     obs.branch = stats ? watch_branch : NULL;
     obs.state = stats ? watch_state : NULL;
+    obs.site = stats && stats->sites ? watch_site : NULL;
     nl_state_set_observer(state, &obs);
 }

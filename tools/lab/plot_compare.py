@@ -1,8 +1,11 @@
 #!/usr/bin/python3
 """Charts for `normlab compare --json` rows: bits/char per row, residual-stream RMS by layer, the RMS
 of what each sublayer adds to the stream by layer (transformers), the share of forward time per
-component, and the recurrent models' state norms ||h_t|| and ||c_t|| over time. Writes five PNG files
-into OUT_DIR (the last one says so when no row is recurrent).
+component, and the recurrent models' state norms ||h_t|| and ||c_t|| over time: five PNG files
+into OUT_DIR (the last one says so when no row is recurrent). Rows of compare --lens add lens.png
+(bits/char against the layer the prediction is read after), rows of --outliers outliers.png (max
+|x| / RMS and kurtosis by layer), and quantized rows (--quantize, --quantize-act) quantization.png
+(the bits/char each rounding costs).
 
     /usr/bin/python3 tools/lab/plot_compare.py compare.json OUT_DIR      (needs python3-matplotlib)
 """
@@ -146,6 +149,80 @@ def state_norm(rows, path):
     fig.savefig(path, dpi=110)
 
 
+def float_rows(rows):
+    """The rows as trained with nothing rounded (a compare run's quantized rows carry "quantize")."""
+    return [r for r in as_trained(rows)
+            if r.get("quantize", "none") == "none" and r.get("quantize_act", "none") == "none"]
+
+
+def lens(rows, path):
+    """Bits/char when the prediction is read after layer 0 (the embeddings), 1, ..., L: one line per
+    transformer as trained."""
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for r in float_rows(rows):
+        if r.get("lens_bits_per_char"):
+            v = r["lens_bits_per_char"]
+            ax.plot(range(len(v)), v, marker="o", label=label(r))
+    ax.set_yscale("log")
+    ax.set_xlabel("layers the stream has passed (0: the embeddings)")
+    ax.set_ylabel("bits per character (log scale)")
+    ax.set_title("Logit lens: the prediction read through the final norm and head after each layer")
+    ax.legend(fontsize=7, bbox_to_anchor=(1.01, 1), loc="upper left")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def outliers(rows, path):
+    """Two panels, one line per model as trained: the largest |x| / RMS of the residual stream by
+    layer, and the kurtosis of the MLP's c_proj input (the sharpest place in these models) by layer."""
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4.8))
+    for r in float_rows(rows):
+        for ax, site, key in ((axes[0], "residual", "max_abs_over_rms"), (axes[1], "out_in", "kurtosis")):
+            pts = [(e["layer"], e[key]) for e in r.get("outliers", []) if e["site"] == site and e[key] is not None]
+            if not pts and site == "out_in":  # a recurrent model: its h
+                pts = [(e["layer"], e[key]) for e in r.get("outliers", []) if e["site"] == "h" and e[key] is not None]
+            if pts:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label(r))
+    axes[0].set_title("residual stream: largest |x| / RMS of a position")
+    axes[1].set_title("kurtosis of the MLP c_proj input (recurrent: of h)")
+    for ax in axes:
+        ax.set_xlabel("layer (L: the stream leaving the last)")
+        ax.set_yscale("log")
+    axes[1].axhline(3.0, color="gray", ls=":", lw=1)
+    axes[1].legend(fontsize=7, bbox_to_anchor=(1.01, 1), loc="upper left")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def quantization(rows, path):
+    """Grouped horizontal bars: the bits/char each quantized row costs against its model's float32 row."""
+    base = {(r["model"], r["norm"], r.get("placement"), r.get("bn_stats")): r["bits_per_char"] for r in rows
+            if r.get("quantize", "none") == "none" and r.get("quantize_act", "none") == "none"}
+    kinds, cost = [], {}
+    for r in rows:
+        kind = ("w:" + r["quantize"] if r.get("quantize", "none") != "none" else "") + \
+            (" a:" + r["quantize_act"] if r.get("quantize_act", "none") != "none" else "")
+        key = (r["model"], r["norm"], r.get("placement"), r.get("bn_stats"))
+        if kind and key in base:
+            kinds += [kind] if kind not in kinds else []
+            cost.setdefault(label(r), {})[kind] = r["bits_per_char"] - base[key]
+    fig, ax = plt.subplots(figsize=(9, 0.5 * max(len(cost), 1) * max(len(kinds), 1) + 1.8))
+    names = list(cost)
+    h = 0.8 / max(len(kinds), 1)
+    for k, kind in enumerate(kinds):
+        vals = [cost[n].get(kind, 0.0) for n in names]
+        bars = ax.barh([i + k * h for i in range(len(names))], vals, height=h, label=kind)
+        ax.bar_label(bars, fmt="%+.4f", fontsize=7, padding=2)
+    ax.set_yticks([i + 0.4 - h / 2 for i in range(len(names))], names, fontsize=8)
+    ax.invert_yaxis()
+    ax.axvline(0.0, color="black", lw=0.8)
+    ax.set_xlabel("bits/char minus the float32 row's (simulated rounding)")
+    ax.set_title("What rounding the weights (w) or the linears' inputs (a) costs")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
 def main(argv):
     if len(argv) != 2:
         sys.exit("usage: plot_compare.py COMPARE_JSON OUT_DIR")
@@ -159,6 +236,12 @@ def main(argv):
     os.makedirs(argv[1], exist_ok=True)
     outputs = {"bits_per_char.png": bits_per_char, "residual_rms.png": residual_rms, "branch_rms.png": branch_rms,
                "time_share.png": time_share, "state_norm.png": state_norm}
+    if any("lens_bits_per_char" in r for r in rows):
+        outputs["lens.png"] = lens
+    if any("outliers" in r for r in rows):
+        outputs["outliers.png"] = outliers
+    if any("quantize" in r for r in rows):
+        outputs["quantization.png"] = quantization
     for name, draw in outputs.items():
         draw(rows, os.path.join(argv[1], name))
         print(f"wrote {os.path.join(argv[1], name)}", file=sys.stderr)

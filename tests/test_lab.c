@@ -1,0 +1,438 @@
+// test_lab.c — the outlier statistics and the logit lens against independent double-precision
+// recomputations: the statistics on planted rows and on the fixtures' activations (the reference
+// forward pass's, ref_forward_trace), the lens per layer against the reference's readout of each
+// layer, and the lens's last layer against the model's own eval, bit for bit.
+#define _GNU_SOURCE
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "check.h"
+#include "normlab_lab.h"
+#include "ref_forward.h"
+#include "report.h"
+
+static const int TEXT[] = {2, 3, 1,  3, 2, 4, 1, 5, 2, 3, 6, 1, 7, 2, 8, 3,
+                           0, 9, 10, 2, 3, 1, 4, 5, 6, 7, 8, 9, 2, 2, 3};
+#define N_TEXT (sizeof TEXT / sizeof TEXT[0])
+
+// ---- the statistics' definitions, recomputed in double, two passes (normlab_lab.h NlOutlierStats)
+
+typedef struct {
+    double *x;  // (rows, width) every row a place saw
+    size_t rows, width, cap;
+} Rows;
+
+static void rows_add(Rows *r, const double *x, size_t n, size_t width) {
+    if (r->rows + n > r->cap) {
+        r->cap = 2 * (r->rows + n);
+        r->x = realloc(r->x, r->cap * width * sizeof *r->x);
+    }
+    memcpy(r->x + r->rows * width, x, n * width * sizeof *x);
+    r->rows += n;
+    r->width = width;
+}
+
+static NlOutlierStats ref_outliers(const Rows *r, const float *gain) {
+    NlOutlierStats o = {.top = {-1, -1, -1}, .gain_top = {-1, -1, -1}};
+    size_t W = r->width, N = r->rows * W;
+    double mean = 0.0, m2 = 0.0, m4 = 0.0, over6 = 0, over6rms = 0, *chan = calloc(W, sizeof *chan);
+    for (size_t i = 0; i < N; i++) mean += r->x[i] / (double)N;
+    for (size_t i = 0; i < N; i++) {
+        double d = r->x[i] - mean;
+        m2 += d * d / (double)N;
+        m4 += d * d * d * d / (double)N;
+    }
+    for (size_t row = 0; row < r->rows; row++) {
+        const double *x = r->x + row * W;
+        double sq = 0.0, amax = 0.0;
+        for (size_t i = 0; i < W; i++) sq += x[i] * x[i], amax = fmax(amax, fabs(x[i]));
+        double rms = sqrt(sq / (double)W);
+        for (size_t i = 0; i < W; i++) {
+            over6 += fabs(x[i]) >= 6.0;
+            over6rms += fabs(x[i]) >= 6.0 * rms;
+            chan[i] += fabs(x[i]);
+        }
+        o.max_ratio = fmax(o.max_ratio, amax / rms);
+    }
+    o.rows = r->rows;
+    o.values = N;
+    o.share_6 = over6 / (double)N;
+    o.share_6rms = over6rms / (double)N;
+    o.kurtosis = m4 / (m2 * m2);
+    for (int k = 0; k < 3; k++) {  // selection: the largest not yet taken, the lowest channel on ties
+        for (size_t i = 0; i < W; i++) {
+            int taken = 0;
+            for (int j = 0; j < k; j++) taken |= o.top[j] == (int)i;
+            if (!taken && (o.top[k] < 0 || chan[i] > chan[o.top[k]])) o.top[k] = (int)i;
+        }
+        o.top_mean_abs[k] = o.top[k] >= 0 ? chan[o.top[k]] / (double)r->rows : 0.0;
+        for (size_t i = 0; gain && i < W; i++) {
+            int taken = 0;
+            for (int j = 0; j < k; j++) taken |= o.gain_top[j] == (int)i;
+            if (!taken && (o.gain_top[k] < 0 || fabs(gain[i]) > fabs(gain[o.gain_top[k]]))) o.gain_top[k] = (int)i;
+        }
+    }
+    o.has_gain = gain != NULL;
+    for (int a = 0; a < 3 && gain; a++)
+        for (int b = 0; b < 3; b++) o.gain_overlap += o.top[a] == o.gain_top[b];
+    free(chan);
+    return o;
+}
+
+static int close_rel(double got, double want, double rtol) {
+    return fabs(got - want) <= rtol * fmax(fabs(want), 1e-12);
+}
+
+// got (the engine's, from float32 rows) against want (double): values within rtol, shares within
+// `flips` values crossing a threshold, channels exact.
+static void check_outliers(const char *what, const NlOutlierStats *got, const NlOutlierStats *want, double rtol,
+                           double flips) {
+    CHECK(got->rows == want->rows && got->values == want->values, "%s: rows %llu values %llu (want %llu, %llu)", what,
+          (unsigned long long)got->rows, (unsigned long long)got->values, (unsigned long long)want->rows,
+          (unsigned long long)want->values);
+    CHECK(close_rel(got->max_ratio, want->max_ratio, rtol), "%s: max/rms %.9g want %.9g", what, got->max_ratio,
+          want->max_ratio);
+    CHECK(close_rel(got->kurtosis, want->kurtosis, rtol), "%s: kurtosis %.9g want %.9g", what, got->kurtosis,
+          want->kurtosis);
+    double tol = flips / (double)want->values + 1e-15;
+    CHECK(fabs(got->share_6 - want->share_6) <= tol, "%s: share >= 6 %.9g want %.9g", what, got->share_6,
+          want->share_6);
+    CHECK(fabs(got->share_6rms - want->share_6rms) <= tol, "%s: share >= 6 rms %.9g want %.9g", what, got->share_6rms,
+          want->share_6rms);
+    for (int k = 0; k < 3; k++) {
+        CHECK(got->top[k] == want->top[k], "%s: top channel %d is %d, want %d", what, k, got->top[k], want->top[k]);
+        CHECK(close_rel(got->top_mean_abs[k], want->top_mean_abs[k], rtol), "%s: its mean |x| %.9g want %.9g", what,
+              got->top_mean_abs[k], want->top_mean_abs[k]);
+        CHECK(got->gain_top[k] == want->gain_top[k], "%s: gain channel %d is %d, want %d", what, k, got->gain_top[k],
+              want->gain_top[k]);
+    }
+    CHECK(got->has_gain == want->has_gain && got->gain_overlap == want->gain_overlap,
+          "%s: gain overlap %d/%d want %d/%d", what, got->gain_overlap, got->has_gain, want->gain_overlap,
+          want->has_gain);
+}
+
+// Planted rows through the statistics' watcher: 64 channels, channel 7 an outlier of 20-40 x, 3 and 9
+// tied (the lower must rank first), rows of every sign and scale; the gain's largest channels 9, 7, 50.
+static void outliers_of_planted_rows_match_double(void) {
+    enum { R = 40, W = 64 };
+    static float x[R * W];
+    static double xd[R * W];
+    float gain[W];
+    uint64_t s = 12345;
+    for (size_t i = 0; i < R * W; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        double u = (double)(s >> 11) / 9007199254740992.0 - 0.5;
+        size_t r = i / W, c = i % W;
+        x[i] = (float)(u * (1.0 + (double)(r % 5)));
+        if (c == 7) x[i] = (float)((r % 2 ? 1 : -1) * (20.0 + (double)r / 2));
+        if (c == 9) x[i] = x[r * W + 3] = (float)(3.0 + u);
+    }
+    for (size_t i = 0; i < R * W; i++) xd[i] = x[i];
+    for (int i = 0; i < W; i++) gain[i] = 0.5f + 0.01f * (float)i;
+    gain[9] = -3.0f, gain[7] = 2.5f, gain[50] = 2.0f;
+    NlConfig cfg = {.arch = NL_ARCH_TRANSFORMER,
+                    .vocab_size = 3,
+                    .n_layer = 1,
+                    .n_head = 1,
+                    .n_embd = W,
+                    .block_size = 4,
+                    .n_inner = W,
+                    .norm = NL_NORM_LAYERNORM};
+    NlStats *st = NULL;
+    NlError err;
+    if (nl_stats_create(&st, &cfg, 4, NL_STATS_OUTLIERS, &err) != 0) {
+        CHECK(0, "%s", err.msg);
+        return;
+    }
+    NlModel *m = load_fixture("ln-pre-bias.json");  // any state: its observer calls the statistics
+    NlState *state = NULL;
+    if (!m || nl_state_create(&state, m, NULL, &err) != 0) {
+        CHECK(0, "state");
+        nl_stats_free(st);
+        nl_model_free(m);
+        return;
+    }
+    nl_state_set_stats(state, st);
+    const NlObserver *obs = nl_state_observer(state);
+    CHECK(obs->site != NULL, "outliers asked: the site callback is set");
+    obs->site(obs->watcher, 1, NL_SITE_FC, x, 25, W, gain);  // two calls: sums over calls
+    obs->site(obs->watcher, 1, NL_SITE_FC, x + 25 * W, R - 25, W, gain);
+    obs->site(obs->watcher, 0, NL_SITE_PROJ, x, R, W, NULL);
+    NlOutlierStats got, none;
+    Rows rows = {xd, R, W, R};
+    CHECK(nl_stats_outliers(st, 1, NL_SITE_FC, &got) == 0, "seen");
+    NlOutlierStats want = ref_outliers(&rows, gain);
+    check_outliers("planted, with gain", &got, &want, 1e-12, 0);
+    CHECK(got.top[0] == 7 && got.top[1] == 3 && got.top[2] == 9, "the outlier first, then the tie 3 before 9");
+    CHECK(got.gain_top[0] == 9 && got.gain_top[1] == 7 && got.gain_top[2] == 50 && got.gain_overlap == 2,
+          "gains 9, 7, 50 (|gain|): two of the top channels");
+    CHECK(got.share_6 > 0.01 && got.share_6rms > 0.01 && got.kurtosis > 10, "planted outliers are seen: %g %g %g",
+          got.share_6, got.share_6rms, got.kurtosis);
+    CHECK(nl_stats_outliers(st, 0, NL_SITE_PROJ, &got) == 0, "seen");
+    want = ref_outliers(&rows, NULL);
+    check_outliers("planted, no gain", &got, &want, 1e-12, 0);
+    CHECK(nl_stats_outliers(st, 0, NL_SITE_FC, &none) != 0 && none.rows == 0, "a place not seen says so");
+    nl_state_free(state);
+    nl_model_free(m);
+    nl_stats_free(st);
+}
+
+// The gain NlSite names for a place of a fixture run as trained, from the model's own tensors.
+static const float *site_gain(const NlConfig *c, const NlTransformerWeights *w, int l, NlSite site) {
+    int L = c->n_layer, post = c->placement == NL_PLACE_POST;
+    if (c->norm == NL_NORM_NONE) return NULL;
+    const float *before = post    ? (l > 0 ? w->layers[l - 1].ln_2.gain : NULL)
+                          : l < L ? w->layers[l].ln_1.gain
+                                  : w->ln_f.gain;
+    switch (site) {
+    case NL_SITE_RESIDUAL:
+    case NL_SITE_QKV:
+    case NL_SITE_HEAD: return before;
+    case NL_SITE_FC: return post ? w->layers[l].ln_1.gain : w->layers[l].ln_2.gain;
+    default: return NULL;
+    }
+}
+
+typedef struct {
+    Rows rows[REF_MAX_LAYERS + 1][NL_SITE_COUNT];
+    double *lens_nll;  // (L + 1) summed over the scored characters
+} RefRun;
+
+// The reference's traces over compare's eval windows (nl_eval_window, stride T/2, one at a time).
+static int ref_run(const NlModel *m, RefRun *out) {
+    const NlConfig *c = nl_model_config(m);
+    size_t T = (size_t)c->block_size, V = (size_t)c->vocab_size, L = (size_t)c->n_layer;
+    size_t windows = nl_eval_windows(N_TEXT, T, T / 2);
+    memset(out, 0, sizeof *out);
+    out->lens_nll = calloc(L + 1, sizeof *out->lens_nll);
+    double *logits = malloc(T * V * sizeof *logits);
+    int rc = out->lens_nll && logits ? 0 : -1;
+    for (size_t win = 0; rc == 0 && win < windows; win++) {
+        size_t start, begin, end;
+        nl_eval_window(N_TEXT, T, T / 2, win, &start, &begin, &end);
+        RefTrace tr;
+        size_t len = end - start;
+        rc = ref_forward_trace(logits, c, nl_model_transformer_weights(m), TEXT + start, len, &tr);
+        for (size_t l = 0; rc == 0 && l <= L; l++) {
+            for (int k = 0; k < NL_SITE_COUNT; k++)
+                if (tr.rows[l][k]) {
+                    size_t rows = k == NL_SITE_HEAD ? end - begin : len;  // the head sees the scored rows
+                    rows_add(&out->rows[l][k], tr.rows[l][k] + (len - rows) * tr.width[l][k], rows, tr.width[l][k]);
+                }
+            for (size_t p = begin; p < end; p++) {  // -ln softmax[target]
+                const double *z = tr.lens + (l * len + (p - start)) * V;
+                double max = z[0], sum = 0.0;
+                for (size_t v = 1; v < V; v++) max = fmax(max, z[v]);
+                for (size_t v = 0; v < V; v++) sum += exp(z[v] - max);
+                out->lens_nll[l] += log(sum) - (z[TEXT[p + 1]] - max);
+            }
+        }
+        ref_trace_free(&tr);
+    }
+    free(logits);
+    return rc;
+}
+
+static void ref_run_free(RefRun *r) {
+    for (int l = 0; l <= REF_MAX_LAYERS; l++)
+        for (int k = 0; k < NL_SITE_COUNT; k++) free(r->rows[l][k].x);
+    free(r->lens_nll);
+}
+
+static const char *const FIXTURES[] = {"ln-pre-bias.json",  "ln-post-nobias.json", "ln-peri-bias.json",
+                                       "rms-pre-bias.json", "deepnorm.json",       "nonorm.json",
+                                       "bn-pre-bias.json",  "ln-pre-untied.json"};
+#define N_FIXTURES (sizeof FIXTURES / sizeof FIXTURES[0])
+
+static int compare_row(const NlModel *m, NlBnStats bn, NlCompareRow *row) {
+    const NlConfig *c = nl_model_config(m);
+    NlCompareOptions o = {1, 0, NL_FAULT_NONE, 1, 1};
+    NlRunOptions run = {c->norm, c->placement, 1, 1, bn, NL_QUANT_NONE};
+    NlError err;
+    int rc = nl_compare_model(m, run, TEXT, N_TEXT, &o, row, &err);
+    CHECK(rc == 0, "compare: %s", err.msg);
+    return rc;
+}
+
+// Every place of every layer of compare's eval against the reference's activations: float32 against
+// float64 (1e-4 relative; a share may differ by a value on its threshold).
+static void outliers_of_fixtures_match_reference(void) {
+    NlCompareRow *row = malloc(sizeof *row);
+    for (size_t f = 0; row && f < N_FIXTURES; f++) {
+        NlModel *m = load_fixture(FIXTURES[f]);
+        RefRun ref = {0};
+        if (!m) continue;
+        const NlConfig *c = nl_model_config(m);
+        if (compare_row(m, NL_BN_RUNNING, row) == 0 && ref_run(m, &ref) == 0) {
+            CHECK(row->has_outliers, "%s: outliers set", FIXTURES[f]);
+            int seen = 0;
+            for (int l = 0; l <= c->n_layer; l++)
+                for (int k = 0; k < NL_SITE_COUNT; k++) {
+                    char what[96];
+                    snprintf(what, sizeof what, "%s layer %d %s", FIXTURES[f], l, nl_site_name((NlSite)k));
+                    const Rows *r = &ref.rows[l][k];
+                    CHECK((r->rows > 0) == (row->outliers[l][k].rows > 0), "%s: seen by both or neither", what);
+                    if (!r->rows) continue;
+                    NlOutlierStats want = ref_outliers(r, site_gain(c, nl_model_transformer_weights(m), l, k));
+                    check_outliers(what, &row->outliers[l][k], &want, 1e-4, 1);
+                    seen++;
+                }
+            CHECK(seen == 5 * c->n_layer + 2, "%s: 5 places a layer, the stream out and the head (%d)", FIXTURES[f],
+                  seen);
+        }
+        ref_run_free(&ref);
+        nl_model_free(m);
+    }
+    free(row);
+}
+
+// The lens after each layer against the reference's readout of that layer's stream (1e-5 relative),
+// its last layer the row's own bits/char exactly, and that the row's eval is nl_eval's on its own.
+static void lens_matches_reference_and_ends_at_eval(void) {
+    NlCompareRow *row = malloc(sizeof *row);
+    for (size_t f = 0; row && f < N_FIXTURES; f++) {
+        NlModel *m = load_fixture(FIXTURES[f]);
+        RefRun ref = {0};
+        if (!m) continue;
+        const NlConfig *c = nl_model_config(m);
+        int L = c->n_layer;
+        if (compare_row(m, NL_BN_RUNNING, row) == 0 && ref_run(m, &ref) == 0) {
+            CHECK(row->has_lens, "%s: lens set", FIXTURES[f]);
+            for (int l = 0; l <= L; l++) {
+                double want = ref.lens_nll[l] / (double)(N_TEXT - 1) / log(2.0);
+                CHECK(close_rel(row->lens_bits_per_char[l], want, 1e-5), "%s: lens after layer %d %.9g want %.9g",
+                      FIXTURES[f], l, row->lens_bits_per_char[l], want);
+            }
+            CHECK(row->lens_bits_per_char[L] == row->bits_per_char, "%s: the lens's last layer %.17g is eval's %.17g",
+                  FIXTURES[f], row->lens_bits_per_char[L], row->bits_per_char);
+            CHECK(fabs(row->lens_bits_per_char[0] - row->lens_bits_per_char[L]) > 1e-3, "%s: the layers are read apart",
+                  FIXTURES[f]);
+        }
+        // On its own, at another stride: with statistics attached eval computes every row of the last
+        // layer, as the lens does, and agrees bit for bit; without, it prunes the rows no logit needs,
+        // and products of fewer rows round differently in the last bits.
+        NlState *s = NULL;
+        NlStats *st = NULL;
+        NlError err;
+        NlEvalResult watched, plain;
+        double *bits = calloc((size_t)L + 1, sizeof *bits);
+        int ok = bits && nl_state_create(&s, m, NULL, &err) == 0 && nl_lens(s, TEXT, N_TEXT, 3, bits, &err) == 0 &&
+                 nl_eval(s, TEXT, N_TEXT, 3, &plain, NULL, NULL, &err) == 0 &&
+                 nl_stats_create(&st, c, (size_t)c->block_size, 0, &err) == 0;
+        if (ok) nl_state_set_stats(s, st);
+        if (ok && nl_eval(s, TEXT, N_TEXT, 3, &watched, NULL, NULL, &err) == 0) {
+            double w = watched.nll_sum / (double)watched.count / log(2.0),
+                   p = plain.nll_sum / (double)plain.count / log(2.0);
+            CHECK(bits[L] == w, "%s: stride 3: lens %.17g, eval with statistics %.17g", FIXTURES[f], bits[L], w);
+            CHECK(close_rel(bits[L], p, 1e-6), "%s: stride 3: lens %.17g, plain eval %.17g", FIXTURES[f], bits[L], p);
+        } else CHECK(0, "%s: lens and eval ran", FIXTURES[f]);
+        free(bits);
+        nl_state_free(s);
+        nl_stats_free(st);
+        ref_run_free(&ref);
+        nl_model_free(m);
+    }
+    free(row);
+}
+
+// BatchNorm with the statistics of each call: the readout normalises all the call's rows, as eval.
+static void lens_with_batch_statistics_ends_at_eval(void) {
+    NlModel *m = load_fixture("bn-pre-bias.json");
+    NlCompareRow *row = malloc(sizeof *row);
+    if (m && row && compare_row(m, NL_BN_BATCH, row) == 0) {
+        int L = nl_model_config(m)->n_layer;
+        CHECK(row->lens_bits_per_char[L] == row->bits_per_char, "batch statistics: lens %.17g eval %.17g",
+              row->lens_bits_per_char[L], row->bits_per_char);
+    }
+    free(row);
+    nl_model_free(m);
+}
+
+static void lens_refuses_a_recurrent_model(void) {
+    NlModel *m = load_fixture("lstm-ln.json");
+    NlState *s = NULL;
+    NlError err;
+    double bits[8];
+    if (!m || nl_state_create(&s, m, NULL, &err) != 0) {
+        CHECK(0, "state");
+        nl_model_free(m);
+        return;
+    }
+    CHECK(nl_lens(s, TEXT, N_TEXT, 4, bits, &err) != 0 && err.code == NL_ERR_ARG && strstr(err.msg, "residual"),
+          "refused: %s", err.msg);
+    CHECK(nl_state_readout(s, NULL, 1, 1, 1) == NULL, "no readout for a recurrent model");
+    NlCompareRow *row = malloc(sizeof *row);
+    NlCompareOptions o = {1, 0, NL_FAULT_NONE, 1, 1};
+    if (row && nl_compare_model(m, NL_RUN_DEFAULTS, TEXT, N_TEXT, &o, row, &err) == 0) {
+        CHECK(!row->has_lens, "a recurrent row has no lens");
+        CHECK(row->outliers[0][NL_SITE_H].rows > 0 && row->outliers[0][NL_SITE_C].rows > 0, "but h and c outliers");
+    } else CHECK(0, "compare: %s", err.msg);
+    free(row);
+    nl_state_free(s);
+    nl_model_free(m);
+}
+
+// The JSON rows carry the new fields, and the text and CSV name them.
+static void reports_carry_lens_outliers_and_quantization(void) {
+    NlModel *m = load_fixture("ln-pre-bias.json");
+    NlCompareRow *rows = calloc(2, sizeof *rows);
+    NlError err;
+    NlLoadOptions q8 = {0, NL_QUANT_Q8, 0};
+    NlModel *mq = NULL;
+    if (!m || !rows || nl_model_load_with(&mq, fixture("ln-pre-bias.json"), &q8, &err) != 0 ||
+        compare_row(m, NL_BN_RUNNING, &rows[0]) || compare_row(mq, NL_BN_RUNNING, &rows[1])) {
+        CHECK(0, "rows");
+        goto done;
+    }
+    const char *labels[2] = {"a", "a"};
+    NlCompareInfo info = {"text", 1, 1, 0, 1, 1, 1};
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    CHECK(nl_report_compare_json(f, rows, labels, 2, &info) == 0, "written");
+    fclose(f);
+    cJSON *a = cJSON_Parse(buf);
+    cJSON *r1 = cJSON_GetArrayItem(a, 1), *lens = cJSON_GetObjectItem(r1, "lens_bits_per_char");
+    cJSON *out = cJSON_GetObjectItem(r1, "outliers");
+    CHECK(cJSON_GetArraySize(lens) == 3 && cJSON_GetArrayItem(lens, 2)->valuedouble == rows[1].bits_per_char,
+          "lens: L + 1 values, the last the row's bits/char");
+    CHECK(cJSON_GetArraySize(out) == 12, "outliers: 5 places x 2 layers + the stream out + the head");
+    CHECK(strcmp(cJSON_GetObjectItem(r1, "quantize")->valuestring, "q8") == 0, "quantize q8");
+    free(buf);
+    cJSON_Delete(a);
+    buf = NULL;
+    f = open_memstream(&buf, &len);
+    CHECK(nl_report_compare_text(f, rows, labels, 2, &info) == 0, "text written");
+    fclose(f);
+    char cost[64];
+    snprintf(cost, sizeof cost, "%+9.4f", rows[1].bits_per_char - rows[0].bits_per_char);
+    CHECK(strstr(buf, "logit lens") && strstr(buf, "outliers per layer") && strstr(buf, "w:q8") && strstr(buf, cost),
+          "text: the three sections and the cost %s", cost);
+    free(buf);
+    buf = NULL;
+    f = open_memstream(&buf, &len);
+    CHECK(nl_report_compare_csv(f, rows, labels, 2, &info) == 0, "csv written");
+    fclose(f);
+    CHECK(strstr(buf, ",lens_bits_per_char_2") && strstr(buf, ",outlier_1_out_in_kurtosis") &&
+              strstr(buf, ",bits_per_char_cost"),
+          "csv: the new columns");
+    free(buf);
+done:
+    free(rows);
+    nl_model_free(m);
+    nl_model_free(mq);
+}
+
+int main(void) {
+    RUN(outliers_of_planted_rows_match_double);
+    RUN(outliers_of_fixtures_match_reference);
+    RUN(lens_matches_reference_and_ends_at_eval);
+    RUN(lens_with_batch_statistics_ends_at_eval);
+    RUN(lens_refuses_a_recurrent_model);
+    RUN(reports_carry_lens_outliers_and_quantization);
+    return check_summary("test_lab");
+}
