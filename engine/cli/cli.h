@@ -190,6 +190,14 @@ const char *run_name(char *buf, size_t size, const NlConfig *model, NlNormType n
 int encode(const NlModel *model, const char *what, const char *text, size_t len, int skip_unknown, int **ids, size_t *n,
            size_t *skipped);
 int read_text(const char *path, char **buf, size_t *len);
+// The prompt as given (-p, or -f's file read whole) into a new buffer *text of *len bytes.
+int prompt_read(const Options *o, char **text, size_t *len);
+// Encodes *text (*len bytes, owned: it may be replaced) for model into a new *ids of *n: an empty
+// prompt, or one with nothing known left after --skip-unknown, becomes "\n". Messages name it `what`.
+int prompt_encode(const Options *o, const NlModel *model, const char *what, char **text, size_t *len, int **ids,
+                  size_t *n);
+// Reads the prompt (from -p or -f, else the command's default prompt when the vocabulary has its
+// characters) and encodes it: prompt_read, then prompt_encode.
 int prompt_ids(const Options *o, const NlModel *model, int **ids, size_t *n, char **text, size_t *len);
 int check_outputs(const Options *o, const char *const *outputs, size_t n_out);
 

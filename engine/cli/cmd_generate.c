@@ -101,13 +101,16 @@ static int print_json(FILE *out, cJSON *o) {
 
 // The collected texts: JSON lines ({"sample", "seed", "prompt", "text"}, and the timings for one
 // stream), or one block per sample under a '--- sample i, seed S ---' line, each echoing the prompt.
+// With several models each JSON line starts with "model" (as given) and "run" (its run_name); NULL: one model.
 static int print_samples(FILE *out, const Collect *c, int n, uint64_t seed, const Options *o, const char *prompt,
-                         const NlGenerateStats *st) {
+                         const NlGenerateStats *st, const char *model, const char *run) {
     int ok = 1;
     for (int i = 0; i < n && ok; i++) {
         const char *text = c->text[i] ? c->text[i] : "";
         if (o->json) {
             cJSON *j = cJSON_CreateObject();
+            if (model) cJSON_AddStringToObject(j, "model", model);
+            if (model) cJSON_AddStringToObject(j, "run", run);
             if (n > 1) cJSON_AddNumberToObject(j, "sample", i);
             add_u64(j, "seed", seed + (uint64_t)i);
             cJSON_AddStringToObject(j, "prompt", prompt);
@@ -133,19 +136,22 @@ static int same_destination(void) {
 
 // Timing on stderr; a newline first when the generated text went to the same place. It counts the
 // new characters as -n does: the first comes from the prefill's logits, each later one from a decode
-// step ("-n 100": 100 new characters, 99 decode steps).
-static void print_timing(const NlGenerateStats *st, size_t n_new, int streams) {
+// step ("-n 100": 100 new characters, 99 decode steps). With several models, label names the model
+// ("normlab: MODEL: prefill ..."), and the text, which then ends in a newline, needs none; NULL: one model.
+static void print_timing(const NlGenerateStats *st, size_t n_new, int streams, const char *label) {
     size_t tokens = st->decode_tokens * (size_t)streams;
-    char per[64] = "", chars[96];
+    char per[64] = "", chars[96], esc[1024], named[1040] = "";
+    if (label) snprintf(named, sizeof named, "%s: ", msg_escape(esc, sizeof esc, label));
     if (streams > 1) snprintf(per, sizeof per, " (%zu steps x %d streams)", st->decode_tokens, streams);
     snprintf(chars, sizeof chars, "%zu new character%s%s%s", n_new, plural(n_new), streams > 1 ? " per stream" : "",
              n_new ? " (the first from the prefill's logits)" : "");
-    fprintf(stderr,
-            "%snormlab: prefill %zu token%s in %.2f ms (%.0f tok/s); %s; decode %zu token%s%s in %.2f ms (%.0f tok/s)",
-            same_destination() ? "\n" : "", st->prompt_used, plural(st->prompt_used), st->prefill_seconds * 1e3,
-            st->prompt_used / (st->prefill_seconds > 0 ? st->prefill_seconds : 1e-9), chars, tokens, plural(tokens),
-            per, st->decode_seconds * 1e3,
-            tokens ? (double)tokens / (st->decode_seconds > 0 ? st->decode_seconds : 1e-9) : 0.0);
+    fprintf(
+        stderr,
+        "%snormlab: %sprefill %zu token%s in %.2f ms (%.0f tok/s); %s; decode %zu token%s%s in %.2f ms (%.0f tok/s)",
+        !label && same_destination() ? "\n" : "", named, st->prompt_used, plural(st->prompt_used),
+        st->prefill_seconds * 1e3, st->prompt_used / (st->prefill_seconds > 0 ? st->prefill_seconds : 1e-9), chars,
+        tokens, plural(tokens), per, st->decode_seconds * 1e3,
+        tokens ? (double)tokens / (st->decode_seconds > 0 ? st->decode_seconds : 1e-9) : 0.0);
     if (st->context_shifts) fprintf(stderr, "; %zu context shift%s", st->context_shifts, plural(st->context_shifts));
     fprintf(stderr, "\n");
 }
@@ -180,20 +186,36 @@ static char *prompt_text(const NlModel *model, const int *ids, size_t n) {
 // 5% of one batch of 16 on one thread, and leave groups for a second thread from 16 streams up.
 #define SAMPLE_GROUP 8
 
-int cmd_generate(Options *o) { return generate_run(o); }
+// --exact-window needs a window: a usage error for a recurrent model (named when label is).
+static int check_window(const Options *o, size_t T, const char *label) {
+    if (T != SIZE_MAX || !o->exact_window) return 0;
+    if (label) msg_usage(o->cmd, "--exact-window applies to transformers; %s is a recurrent model (no window)", label);
+    else msg_usage(o->cmd, "--exact-window applies to transformers; a recurrent model has no window");
+    return EXIT_USAGE;
+}
+
+// A seed drawn from the OS is said (greedy needs none): once, however many models share it.
+static void say_seed(const Options *o, uint64_t seed) {
+    if (!o->has_seed && !o->profile_cmd && o->sampling.temperature > 0)
+        msg_error("seed %llu", (unsigned long long)seed);
+}
+
+// A prompt of n characters longer than the context T is cut, with a warning (naming label's model).
+static void warn_long_prompt(const char *label, size_t n, size_t T) {
+    if (n <= T) return;
+    if (label) msg_error("warning: %s: the prompt has %zu characters; only the last %zu fit the context", label, n, T);
+    else msg_error("warning: the prompt has %zu characters; only the last %zu fit the context", n, T);
+}
 
 // generate, and profile (the same run with the text discarded and the profile as the result).
 // Several samples run in groups of --batch streams, the groups spread over the engine threads.
 // Before decoding: --exact-window needs a window; a random seed is said (greedy needs none); a
 // prompt longer than the context is cut, with a warning.
 static int check_run(const Options *o, size_t T, size_t n, uint64_t seed) {
-    if (T == SIZE_MAX && o->exact_window) {
-        msg_usage(o->cmd, "--exact-window applies to transformers; a recurrent model has no window");
-        return EXIT_USAGE;
-    }
-    if (!o->has_seed && !o->profile_cmd && o->sampling.temperature > 0)
-        msg_error("seed %llu", (unsigned long long)seed);
-    if (n > T) msg_error("warning: the prompt has %zu characters; only the last %zu fit the context", n, T);
+    int rc = check_window(o, T, NULL);
+    if (rc) return rc;
+    say_seed(o, seed);
+    warn_long_prompt(NULL, n, T);
     return 0;
 }
 
@@ -204,18 +226,21 @@ static void collect_free(Collect *c, int n) {
     free(c->cap);
 }
 
-// One generate or profile run: what it holds, from setup to cleanup.
+// One generate or profile run of one model: what it holds, from setup to cleanup.
 typedef struct {
     int group, workers, rounds;  // streams per forward call, engine threads, groups per thread
+    const char *name;  // with several models: the model as -m gave it; NULL: one model (-m or the default)
+    char run[64];  // with several models: its run_name ("layernorm/pre")
     NlModel *model;
     Workers wk;
     NlSampler **samplers;  // (samples)
-    OutFile out, trace_o;
+    OutFile out, trace_o;  // one model's outputs (several share theirs)
     int *ids;  // (n) the prompt's ids
     char *text, *prompt;  // the prompt as read, and as the model saw it (for echoing)
     size_t n, len;
     uint64_t seed;
     Collect col;  // the texts, with several samples or --json
+    NlGenerateStats st;
 } GenRun;
 
 // Sizes the run's groups and threads. Hardware counters are opened per thread by the profiler's
@@ -228,29 +253,50 @@ static void plan_groups(const Options *o, GenRun *r) {
     r->rounds = (n_groups + r->workers - 1) / r->workers;
 }
 
-// Everything the run needs before its first forward pass: outputs checked, the model, the prompt,
-// the engine states, the open outputs and the samplers.
-static int setup_run(const Options *o, GenRun *r) {
+// With several models: the prompt as read (given, len bytes), encoded for r's model; its messages
+// name the model ("prompt (for MODEL): character ...").
+static int prompt_for(const Options *o, GenRun *r, const char *given, size_t len) {
+    char what[8400];
+    if (!(r->text = malloc(len + 1))) {
+        msg_error("out of memory");
+        return EXIT_DATA;
+    }
+    memcpy(r->text, given, len);
+    r->text[len] = '\0';
+    r->len = len;
+    snprintf(what, sizeof what, "%s (for %s)", o->prompt_file ? o->prompt_file : "prompt", r->name);
+    return prompt_encode(o, r->model, what, &r->text, &r->len, &r->ids, &r->n);
+}
+
+// The model of r, its prompt and its engine states: for one model, -m's (or the default) and
+// prompt_ids; with several, r->name and the prompt as read (given, len bytes), encoded for it.
+static int setup_model(const Options *o, GenRun *r, const char *given, size_t len) {
     size_t k = (size_t)o->samples;
     r->samplers = calloc(k, sizeof *r->samplers);
     r->col = (Collect){NULL, calloc(k, sizeof(char *)), calloc(k, sizeof(size_t)), calloc(k, sizeof(size_t)), 0};
     int rc = r->samplers && r->col.text && r->col.len && r->col.cap ? 0 : EXIT_DATA;
     if (rc) msg_error("out of memory");
-    const char *outs[2] = {o->output ? o->output : "-", o->trace_out};  // the main output is stdout when not given
-    if (!rc) rc = check_outputs(o, outs, o->trace_out ? 2 : 1);
-    if (!rc) rc = load_model(o, &r->model);
-    if (!rc) rc = prompt_ids(o, r->model, &r->ids, &r->n, &r->text, &r->len);
+    Options with = *o;
+    if (r->name) with.model = r->name;
+    if (!rc) rc = load_model(&with, &r->model);
+    if (!rc) rc = r->name ? prompt_for(o, r, given, len) : prompt_ids(o, r->model, &r->ids, &r->n, &r->text, &r->len);
     // Workers share OpenBLAS's process-wide thread count: one thread per product when there are several.
     // the trace's budget: forward passes, or a recurrent model's positions (the prompt's count)
     size_t passes = (size_t)o->n_new + 2 + (rc == 0 && model_context(r->model) == SIZE_MAX ? r->n : 0);
     if (!rc)
         rc = workers_create(&r->wk, o, r->model, r->workers, r->group, r->workers > 1 ? 1 : o->threads,
                             o->profile || o->profile_cmd, (size_t)r->rounds * passes);
-    // With a trace, the table (on stdout) is held until the trace file is in place.
-    if (!rc) rc = o->trace_out ? out_open_held(&r->out, o->output ? o->output : "-") : open_main_output(o, &r->out);
-    if (!rc && o->trace_out) rc = out_open(&r->trace_o, o->trace_out);
-    r->seed = o->has_seed ? o->seed : o->profile_cmd ? 0 : seed_from_os();
-    if (!rc) rc = make_samplers(o, r->model, r->seed, r->samplers);
+    if (!rc && r->name) {
+        const NlConfig *c = nl_model_config(r->model);
+        run_name(r->run, sizeof r->run, c, o->norm >= 0 ? (NlNormType)o->norm : c->norm,
+                 o->placement >= 0 ? (NlPlacement)o->placement : c->placement);
+    }
+    return rc;
+}
+
+// r's samplers, seeded from r->seed, and the prompt as the model saw it (for echoing).
+static int setup_streams(const Options *o, GenRun *r) {
+    int rc = make_samplers(o, r->model, r->seed, r->samplers);
     if (!rc && !(r->prompt = prompt_text(r->model, r->ids, r->n))) {
         msg_error("out of memory");
         rc = EXIT_DATA;
@@ -258,44 +304,64 @@ static int setup_run(const Options *o, GenRun *r) {
     return rc;
 }
 
-// Decodes every stream: streamed as it comes, or collected and printed whole; then the timing
-// line and the profile. write_failed: an errno once a write of the text failed.
-static int decode_run(const Options *o, GenRun *r, int *write_failed) {
+// Everything the run needs before its first forward pass: outputs checked, the model, the prompt,
+// the engine states, the open outputs and the samplers.
+static int setup_run(const Options *o, GenRun *r) {
+    const char *outs[2] = {o->output ? o->output : "-", o->trace_out};  // the main output is stdout when not given
+    int rc = check_outputs(o, outs, o->trace_out ? 2 : 1);
+    if (!rc) rc = setup_model(o, r, NULL, 0);
+    // With a trace, the table (on stdout) is held until the trace file is in place.
+    if (!rc) rc = o->trace_out ? out_open_held(&r->out, o->output ? o->output : "-") : open_main_output(o, &r->out);
+    if (!rc && o->trace_out) rc = out_open(&r->trace_o, o->trace_out);
+    r->seed = o->has_seed ? o->seed : o->profile_cmd ? 0 : seed_from_os();
+    if (!rc) rc = setup_streams(o, r);
+    return rc;
+}
+
+// Decodes every stream of r: streamed to out as it comes (after the prompt, when echoed), or
+// collected in r->col; the timings in r->st. *write_failed: an errno once a write of the text failed.
+static int decode_streams(const Options *o, GenRun *r, FILE *out, int *write_failed) {
     int collect = o->samples > 1 || o->json;
     size_t T = model_context(r->model), n = r->n;  // SIZE_MAX: a recurrent model takes the whole prompt
-    EmitCtx ectx = {nl_model_tokenizer(r->model), r->out.f, 0};
-    if (o->echo && !collect && !o->profile_cmd && (fputs(r->prompt, r->out.f) == EOF || fflush(r->out.f) == EOF))
+    EmitCtx ectx = {nl_model_tokenizer(r->model), out, 0};
+    if (o->echo && !collect && !o->profile_cmd && (fputs(r->prompt, out) == EOF || fflush(out) == EOF))
         ectx.write_failed = errno;
     r->col.tok = nl_model_tokenizer(r->model);
     if (o->warmup) nl_forward(r->wk.states[0], r->ids + (n > T ? n - T : 0), n > T ? T : n, 0, 1);
     NlGenerateOptions gopts = {(size_t)o->n_new, o->exact_window};
-    NlGenerateStats st;
     NlError err;
     NlBatchEmitFn emit = o->profile_cmd ? stream_nothing : collect ? collect_token : stream_token;
     int g = ectx.write_failed
                 ? 1
                 : nl_generate_parallel(r->wk.states, (size_t)r->workers, r->samplers, (size_t)o->samples, r->ids, n,
-                                       &gopts, emit, collect ? (void *)&r->col : (void *)&ectx, &st, &err);
+                                       &gopts, emit, collect ? (void *)&r->col : (void *)&ectx, &r->st, &err);
     if (g < 0) return fail(&err);
     if (r->col.failed) {
         msg_error("out of memory for the samples");
         return EXIT_DATA;
     }
-    if (collect && !o->profile_cmd && print_samples(r->out.f, &r->col, o->samples, r->seed, o, r->prompt, &st) != 0)
-        ectx.write_failed = errno ? errno : EIO;
-    if ((*write_failed = ectx.write_failed) != 0) return EXIT_DATA;
-    print_timing(&st, (size_t)o->n_new, o->samples);
+    *write_failed = ectx.write_failed;
+    return 0;
+}
+
+// Decodes every stream: streamed as it comes, or collected and printed whole; then the timing
+// line and the profile. write_failed: an errno once a write of the text failed.
+static int decode_run(const Options *o, GenRun *r, int *write_failed) {
+    int collect = o->samples > 1 || o->json, rc = decode_streams(o, r, r->out.f, write_failed);
+    if (rc) return rc;
+    if (collect && !o->profile_cmd &&
+        print_samples(r->out.f, &r->col, o->samples, r->seed, o, r->prompt, &r->st, NULL, NULL) != 0)
+        *write_failed = errno ? errno : EIO;
+    if (*write_failed) return EXIT_DATA;
+    print_timing(&r->st, (size_t)o->n_new, o->samples, NULL);
     NlProfiler *prof = workers_profile(&r->wk);
     if (!prof) return 0;
     return profile_write(o, prof, r->workers, r->workers > 1 ? 1 : o->threads, o->profile_cmd ? r->out.f : stderr,
                          o->profile_cmd && o->json, r->trace_o.f);
 }
 
-// Puts the outputs in place (all or none) and frees what the run held; returns rc, or EXIT_DATA
-// when the outputs could not be put in place.
-static int finish_run(const Options *o, GenRun *r, int rc) {
-    OutFile *const outputs[2] = {&r->trace_o, &r->out};
-    if (out_finish_all(outputs, 2, rc == 0) != 0) rc = EXIT_DATA;
+// Frees what a run held (not its outputs).
+static void run_free(const Options *o, GenRun *r) {
     free(r->ids);
     free(r->text);
     free(r->prompt);
@@ -304,6 +370,14 @@ static int finish_run(const Options *o, GenRun *r, int rc) {
     free(r->samplers);
     collect_free(&r->col, o->samples);
     nl_model_free(r->model);
+}
+
+// Puts the outputs in place (all or none) and frees what the run held; returns rc, or EXIT_DATA
+// when the outputs could not be put in place.
+static int finish_run(const Options *o, GenRun *r, int rc) {
+    OutFile *const outputs[2] = {&r->trace_o, &r->out};
+    if (out_finish_all(outputs, 2, rc == 0) != 0) rc = EXIT_DATA;
+    run_free(o, r);
     return rc;
 }
 
@@ -315,4 +389,96 @@ int generate_run(Options *o) {
     if (!rc) rc = decode_run(o, &r, &write_failed);
     if (write_failed) msg_error("cannot write %s: %s", o->output ? o->output : "to stdout", strerror(write_failed));
     return finish_run(o, &r, rc);
+}
+
+// generate with several -m: one run per model in the order given, all with one seed, every one set
+// up (model loaded, prompt encoded for it, states and samplers made) before anything is printed.
+typedef struct {
+    int n;
+    GenRun *runs;  // (n)
+    OutFile out;  // the models' blocks, one after another
+    char *text;  // the prompt as read, once ("-f -" reads standard input once)
+    size_t len;
+} ManyRun;
+
+static int many_setup(const Options *o, ManyRun *m) {
+    const char *outs[1] = {o->output ? o->output : "-"};
+    m->runs = calloc((size_t)o->n_models, sizeof *m->runs);
+    m->n = m->runs ? o->n_models : 0;
+    int rc = m->runs ? 0 : EXIT_DATA;
+    if (rc) msg_error("out of memory");
+    if (!rc) rc = check_outputs(o, outs, 1);
+    if (!rc) rc = prompt_read(o, &m->text, &m->len);
+    uint64_t seed = o->has_seed ? o->seed : seed_from_os();  // every model's samplers draw the same numbers
+    for (int i = 0; !rc && i < m->n; i++) {
+        GenRun *r = &m->runs[i];
+        r->name = o->models[i];
+        r->seed = seed;
+        plan_groups(o, r);
+        rc = setup_model(o, r, m->text, m->len);
+        if (!rc) rc = check_window(o, model_context(r->model), r->name);
+    }
+    if (!rc) say_seed(o, seed);
+    for (int i = 0; !rc && i < m->n; i++)
+        warn_long_prompt(m->runs[i].name, m->runs[i].n, model_context(m->runs[i].model));
+    if (!rc) rc = open_main_output(o, &m->out);
+    for (int i = 0; !rc && i < m->n; i++) rc = setup_streams(o, &m->runs[i]);
+    return rc;
+}
+
+static int print_header(FILE *out, const GenRun *r) { return fprintf(out, "=== %s (%s) ===\n", r->name, r->run) > 0; }
+
+// Each model's block in turn: its header line, then its text streamed as it comes and a newline;
+// with --samples or --json, every model's streams collected first and then printed whole (JSON lines
+// with "model" and "run"). Then each model's timing line.
+static int many_decode(const Options *o, ManyRun *m, int *write_failed) {
+    int collect = o->samples > 1 || o->json;
+    FILE *out = m->out.f;
+    for (int i = 0; i < m->n; i++) {
+        GenRun *r = &m->runs[i];
+        if (!collect && !print_header(out, r)) *write_failed = errno ? errno : EIO;
+        int rc = *write_failed ? 0 : decode_streams(o, r, out, write_failed);
+        if (rc) return rc;
+        if (!*write_failed && !collect && (fputc('\n', out) == EOF || fflush(out) == EOF))
+            *write_failed = errno ? errno : EIO;
+        if (*write_failed) return EXIT_DATA;
+    }
+    for (int i = 0; collect && i < m->n; i++) {
+        GenRun *r = &m->runs[i];
+        if ((!o->json && !print_header(out, r)) ||
+            print_samples(out, &r->col, o->samples, r->seed, o, r->prompt, &r->st, r->name, r->run) != 0) {
+            *write_failed = errno ? errno : EIO;
+            return EXIT_DATA;
+        }
+    }
+    for (int i = 0; i < m->n; i++) print_timing(&m->runs[i].st, (size_t)o->n_new, o->samples, m->runs[i].name);
+    return 0;
+}
+
+static int many_finish(const Options *o, ManyRun *m, int rc) {
+    if (out_finish(&m->out, rc == 0) != 0) rc = EXIT_DATA;
+    for (int i = 0; i < m->n; i++) run_free(o, &m->runs[i]);
+    free(m->runs);
+    free(m->text);
+    return rc;
+}
+
+static int generate_many(const Options *o) {
+    ManyRun m = {0};
+    int rc = many_setup(o, &m), write_failed = 0;
+    if (!rc) rc = many_decode(o, &m, &write_failed);
+    if (write_failed) msg_error("cannot write %s: %s", o->output ? o->output : "to stdout", strerror(write_failed));
+    return many_finish(o, &m, rc);
+}
+
+// One model (-m once, or the default) is generate_run; several run one after another (generate_many),
+// --profile refused: its report is one model's.
+int cmd_generate(Options *o) {
+    if (o->n_models == 1) o->model = o->models[0];
+    if (o->n_models < 2) return generate_run(o);
+    if (o->profile) {
+        msg_usage(o->cmd, "--profile takes one model, got %d (-m)", o->n_models);
+        return EXIT_USAGE;
+    }
+    return generate_many(o);
 }

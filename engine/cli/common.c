@@ -451,8 +451,6 @@ uint64_t seed_from_os(void) {
     return seed;
 }
 
-// Reads the prompt (from -p or -f) into ids; an empty prompt becomes "\n".
-
 static int encodable(const NlModel *model, const char *text) {
     size_t len = strlen(text), n, skipped;
     int *ids = malloc((len + 1) * sizeof *ids);
@@ -462,20 +460,15 @@ static int encodable(const NlModel *model, const char *text) {
     return ok;
 }
 
-int prompt_ids(const Options *o, const NlModel *model, int **ids, size_t *n, char **text, size_t *len) {
-    if (!o->prompt && !o->prompt_file && o->default_prompt && encodable(model, o->default_prompt)) {
-        Options with = *o;
-        with.prompt = o->default_prompt;
-        return prompt_ids(&with, model, ids, n, text, len);
-    }
-    if (o->prompt_file) {
-        int rc = read_text(o->prompt_file, text, len);
-        if (rc) return rc;
-    } else {
-        *text = strdup(o->prompt ? o->prompt : "");
-        *len = *text ? strlen(*text) : 0;
-        if (!*text) return EXIT_DATA;
-    }
+int prompt_read(const Options *o, char **text, size_t *len) {
+    if (o->prompt_file) return read_text(o->prompt_file, text, len);
+    *text = strdup(o->prompt ? o->prompt : "");
+    *len = *text ? strlen(*text) : 0;
+    return *text ? 0 : EXIT_DATA;
+}
+
+int prompt_encode(const Options *o, const NlModel *model, const char *what, char **text, size_t *len, int **ids,
+                  size_t *n) {
     if (*len == 0) {
         free(*text);
         *text = strdup("\n");
@@ -483,19 +476,28 @@ int prompt_ids(const Options *o, const NlModel *model, int **ids, size_t *n, cha
         if (!*text) return EXIT_DATA;
     }
     size_t skipped = 0;
-    char what[4200];
-    snprintf(what, sizeof what, "%s", o->prompt_file ? o->prompt_file : "prompt");
     int rc = encode(model, what, *text, *len, o->skip_unknown, ids, n, &skipped);
     if (rc) return rc;
     if (*n == 0) {  // nothing known was left: start from a newline, as an empty prompt does
-        Options with = *o;
-        with.prompt = "";
-        with.prompt_file = NULL;
-        free(*text);
         free(*ids);
-        return prompt_ids(&with, model, ids, n, text, len);
+        *ids = NULL;
+        *len = 0;
+        return prompt_encode(o, model, "prompt", text, len, ids, n);
     }
     return 0;
+}
+
+int prompt_ids(const Options *o, const NlModel *model, int **ids, size_t *n, char **text, size_t *len) {
+    if (!o->prompt && !o->prompt_file && o->default_prompt && encodable(model, o->default_prompt)) {
+        Options with = *o;
+        with.prompt = o->default_prompt;
+        return prompt_ids(&with, model, ids, n, text, len);
+    }
+    int rc = prompt_read(o, text, len);
+    if (rc) return rc;
+    char what[4200];
+    snprintf(what, sizeof what, "%s", o->prompt_file ? o->prompt_file : "prompt");
+    return prompt_encode(o, model, what, text, len, ids, n);
 }
 
 // Runs argv[0] (a path) with argv, stdout sent to stderr, and waits: no shell. Returns its status.

@@ -13,8 +13,10 @@
 
 const Command COMMANDS[] = {
     {"generate", CMD_GENERATE, "sample text from a model, streamed to stdout",
-     "[-m MODEL] [-p TEXT | -f FILE] [-n N] [options]",
-     "Streams the prompt and N sampled characters to stdout (timing goes to stderr).", NULL, NULL, cmd_generate},
+     "[-m MODEL]... [-p TEXT | -f FILE] [-n N] [options]",
+     "Streams the prompt and N sampled characters to stdout (timing goes to stderr). With several -m, the same "
+     "prompt, seed and sampling run through each model in turn, one block per model.",
+     NULL, NULL, cmd_generate},
     {"eval", CMD_EVAL, "bits per character of a model on a text file", "[-m MODEL] -f FILE [options]",
      "Average negative log-likelihood of every character of FILE after the first, given those before it within "
      "the context window, as nats/char, bits/char and perplexity, each with its standard error; progress (rate, "
@@ -136,9 +138,20 @@ const OptSpec OPTIONS[] = {
      .type = OT_STRING,
      .arg = "NAME|PATH",
      .def_text = "$NORMLAB_MODEL, else shakespeare-pre-ln",
-     .commands = RUNS | CMD_INFO,
+     .commands = (RUNS & ~GEN) | CMD_INFO,
      .field = F(model),
      .help = "a model by name ('normlab list') or path (a directory or a .json file)"},
+    {.name = "model",
+     .letter = 'm',
+     .type = OT_MODELS,
+     .arg = "NAME|PATH",
+     .def_text = "$NORMLAB_MODEL, else shakespeare-pre-ln",
+     .commands = GEN,
+     .help = "a model by name ('normlab list') or path (a directory or a .json file). Repeatable: the same "
+             "prompt, seed and sampling through each model in the order given, each block under a line "
+             "'=== MODEL (RUN) ===' (RUN: norm/placement, or family/norm for a recurrent model) and ending in a "
+             "newline; every model must know the prompt's characters (checked before any output); one model "
+             "with --profile"},
     {.name = "model",
      .letter = 'm',
      .type = OT_STRING,
@@ -238,7 +251,8 @@ const OptSpec OPTIONS[] = {
      .range = "-1 (random) or an integer in [0, 2^64-1]",
      .def = "-1",
      .commands = GEN,
-     .help = "-1 draws a seed from the system and prints it to stderr; a given seed is not printed"},
+     .help = "-1 draws a seed from the system and prints it to stderr; a given seed is not printed. With several -m, "
+             "one seed for all (printed once): every model's sampler draws the same random numbers"},
     {.name = "seed",
      .letter = 's',
      .type = OT_SEED,
@@ -266,7 +280,8 @@ const OptSpec OPTIONS[] = {
      .value = 1,
      .help = "one JSON object: {seed, prompt, text, prompt_tokens, prefill_seconds, decode_tokens, "
              "decode_seconds, decode_tok_s, context_shifts}; with --samples N > 1, one line per sample: "
-             "{sample, seed, prompt, text}"},
+             "{sample, seed, prompt, text}; with several -m, those lines for each model in turn, each starting with "
+             "{model (as given), run (as in the text's header)}, all printed once every model is done"},
     {.name = "json",
      .type = OT_FLAG,
      .commands = PROF,
@@ -318,7 +333,8 @@ const OptSpec OPTIONS[] = {
      .commands = GEN | PROF,
      .field = F(samples),
      .help = "N continuations decoded together; stream i samples with seed S+i; printed one after another "
-             "under '--- sample i, seed S+i ---', each echoing the prompt, or as JSON lines with --json"},
+             "under '--- sample i, seed S+i ---', each echoing the prompt, or as JSON lines with --json; with several "
+             "-m, each model's under its header line, all printed once every model is done"},
     {.name = "batch",
      .type = OT_INT,
      .arg = "N",
@@ -463,7 +479,8 @@ const OptSpec OPTIONS[] = {
      .commands = GEN | CMD_EVAL,
      .field = F(profile),
      .value = 1,
-     .help = "print the per-layer profile (see 'normlab help profile') to stderr"},
+     .help = "print the per-layer profile (see 'normlab help profile') to stderr (generate: of one model, so not "
+             "with several -m)"},
     {.name = "layers",
      .type = OT_FLAG,
      .commands = PROF,
