@@ -397,10 +397,11 @@ static void reports_carry_lens_outliers_and_quantization(void) {
     fclose(f);
     cJSON *a = cJSON_Parse(buf);
     cJSON *r1 = cJSON_GetArrayItem(a, 1), *lens = cJSON_GetObjectItem(r1, "lens_bits_per_char");
-    cJSON *out = cJSON_GetObjectItem(r1, "outliers");
+    cJSON *out = cJSON_GetObjectItem(cJSON_GetArrayItem(a, 0), "outliers");
     CHECK(cJSON_GetArraySize(lens) == 3 && cJSON_GetArrayItem(lens, 2)->valuedouble == rows[1].bits_per_char,
           "lens: L + 1 values, the last the row's bits/char");
     CHECK(cJSON_GetArraySize(out) == 12, "outliers: 5 places x 2 layers + the stream out + the head");
+    CHECK(cJSON_IsNull(cJSON_GetObjectItem(r1, "outliers")), "none for a quantized row");
     CHECK(strcmp(cJSON_GetObjectItem(r1, "quantize")->valuestring, "q8") == 0, "quantize q8");
     free(buf);
     cJSON_Delete(a);

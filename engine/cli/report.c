@@ -415,13 +415,15 @@ static void lens_text_section(FILE *f, const NlCompareRow *rows, const char *con
 }
 
 static void outliers_text_section(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n) {
-    fprintf(f, "\noutliers per layer and place (residual: the stream entering the layer, L: leaving the last; X_in:\n"
-               "the input of linear X; RMS per position): max|x|/RMS, the share of |x| >= 6 and of |x| >= 6 RMS,\n"
-               "kurtosis (3: Gaussian), the 3 channels of largest mean |x| (with it), and how many of them are\n"
-               "among the 3 of largest |gain| of the norm that made or reads the rows (- without one)\n");
+    fprintf(f,
+            "\noutliers per layer and place, of the float32 rows (residual: the stream entering the layer, L:\n"
+            "leaving the last; X_in: the input of linear X; RMS per position): max|x|/RMS, the share of |x| >= 6\n"
+            "and of |x| >= 6 RMS, kurtosis (3: Gaussian), the 3 channels of largest mean |x| (with it), and\n"
+            "how many of them are among the 3 of largest |gain| of the norm that made or reads the rows (-: none)\n");
     for (size_t i = 0; i < n; i++) {
         const NlCompareRow *r = &rows[i];
         char as[160];
+        if (!r->has_outliers) continue;  // a quantized row: its activations are the float32 row's, rounded
         run_as_quant(as, sizeof as, r);
         fprintf(f, "%-34s %s\n", labels[i], as);
         fprintf(f, "    %5s %-8s %8s %9s %9s %9s  %-34s %s\n", "layer", "place", "max/rms", ">=6", ">=6rms", "kurtosis",
@@ -621,7 +623,8 @@ static cJSON *compare_row_json(const NlCompareRow *r, const char *label, const N
     if (info->lens && r->has_lens)
         cJSON_AddItemToObject(o, "lens_bits_per_char", numbers(r->lens_bits_per_char, r->n_layer + 1));
     else if (info->lens) cJSON_AddNullToObject(o, "lens_bits_per_char");
-    if (info->outliers) cJSON_AddItemToObject(o, "outliers", outliers_json(r));
+    if (info->outliers && r->has_outliers) cJSON_AddItemToObject(o, "outliers", outliers_json(r));
+    else if (info->outliers) cJSON_AddNullToObject(o, "outliers");
     if (info->invariance && blocks) {
         cJSON *inv = cJSON_AddObjectToObject(o, "invariance");
         for (int t = 0; t < 2; t++) {
@@ -741,7 +744,8 @@ int nl_report_compare_csv(FILE *f, const NlCompareRow *rows, const char *const *
         for (int l = 0; info->lens && l <= L; l++)
             r->has_lens &&l <= r->n_layer ? fprintf(f, ",%.6g", r->lens_bits_per_char[l]) : fputs(",", f);
         for (int l = 0; info->outliers && l <= L; l++)
-            for (int k = 0; k < NL_SITE_COUNT; k++) outlier_csv(f, l <= r->n_layer ? &r->outliers[l][k] : NULL);
+            for (int k = 0; k < NL_SITE_COUNT; k++)
+                outlier_csv(f, r->has_outliers && l <= r->n_layer ? &r->outliers[l][k] : NULL);
         fputc('\n', f);
     }
     return ferror(f) ? -1 : 0;

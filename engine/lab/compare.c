@@ -39,7 +39,8 @@ static int measure_eval(NlState *s, const NlConfig *c, const int *ids, size_t n,
     size_t T = (size_t)c->block_size, stride = T / 2 ? T / 2 : 1;  // (a recurrent model ignores stride)
     int rc = -1, blocks = nl_family_info(c->arch)->has_blocks;
     int invariance = opts->invariance && blocks;  // an experiment on the norms of a residual stream
-    int what = (invariance ? NL_STATS_INVARIANCE : 0) | (opts->outliers ? NL_STATS_OUTLIERS : 0);
+    int outliers = opts->outliers && !row->quant && !row->quant_act;  // of the float32 model's activations
+    int what = (invariance ? NL_STATS_INVARIANCE : 0) | (outliers ? NL_STATS_OUTLIERS : 0);
     if (nl_stats_create(&st, c, T, what, err) != 0 || nl_profiler_create(&prof, c, 0, 0, err) != 0) goto cleanup;
     nl_state_set_stats(s, st);
     nl_state_set_profiler(s, prof);
@@ -76,8 +77,8 @@ static int measure_eval(NlState *s, const NlConfig *c, const int *ids, size_t n,
         for (int k = 0; k < NL_INV_COUNT; k++)
             row->invariance[t][k] =
                 nl_stats_invariance(st, t ? NL_NORM_RMSNORM : NL_NORM_LAYERNORM, (NlInvarianceCase)k);
-    row->has_outliers = opts->outliers;
-    for (int l = 0; opts->outliers && l <= c->n_layer; l++)
+    row->has_outliers = outliers;
+    for (int l = 0; outliers && l <= c->n_layer; l++)
         for (int k = 0; k < NL_SITE_COUNT; k++) nl_stats_outliers(st, l, (NlSite)k, &row->outliers[l][k]);
     rc = 0;
 cleanup:

@@ -153,7 +153,7 @@ typedef struct {
     int invariance;  // run the invariance experiment
     int fault;  // tests only, to show the checks can fail: NL_FAULT_* (0: none)
     int lens;  // the logit lens (transformers)
-    int outliers;  // the outlier statistics
+    int outliers;  // the outlier statistics (of rows whose weights and activations are float32)
 } NlCompareOptions;
 // A wrong value slipped into one consistency check: one decoded position's input token changed
 // (the cache check must then report a difference), or one token of one window in the batch of 16.
@@ -192,7 +192,7 @@ typedef struct {
     NlQuant quant_act;  // the run's activations
     int has_lens;  // lens_bits_per_char is set (asked, and a transformer)
     double lens_bits_per_char[NL_MAX_LAYERS + 1];  // nl_lens: [l] read after l layers; [L] = bits_per_char
-    int has_outliers;  // outliers is set
+    int has_outliers;  // outliers is set (asked, and nothing rounded)
     NlOutlierStats outliers[NL_MAX_LAYERS + 1][NL_SITE_COUNT];  // over eval's positions; rows 0: not seen
 } NlCompareRow;
 
