@@ -31,7 +31,7 @@ FUZZERS = safetensors config tokenizer inline prompt
 RUN_ARGS ?= -n 500
 
 .PHONY: all deps fuzz-deps run test test-plain test-san test-install format-check parity eval-models compare-models \
-        docs cli-doc docs-check depth-study fuzz bench clean install uninstall rnn-models rnn-report
+        docs cli-doc docs-check depth-study fuzz bench clean install uninstall rnn-models rnn-report lab-models
 
 all: deps normlab
 
@@ -161,14 +161,35 @@ fuzz: deps fuzz-deps $(addprefix build/fuzz/fuzz_,$(FUZZERS))
 	done
 
 # docs/findings-norms.md's comparison of the shipped models, on the validation split (held out from training).
+SHIPPED_MODELS = weights/shakespeare-pre-ln weights/shakespeare-post-ln weights/shakespeare-pre-rms \
+    weights/shakespeare-post-rms weights/shakespeare-pre-bn weights/shakespeare-post-bn \
+    weights/shakespeare-peri-ln weights/shakespeare-deepnorm weights/shakespeare-nonorm \
+    weights/shakespeare-lstm-ln weights/shakespeare-lstm weights/shakespeare-gru-ln weights/shakespeare-gru
 compare-models: all
 	@/usr/bin/python3 tools/train/split.py $(CORPUS) build/val.txt
-	./normlab compare weights/shakespeare-pre-ln weights/shakespeare-post-ln weights/shakespeare-pre-rms \
-	    weights/shakespeare-post-rms weights/shakespeare-pre-bn weights/shakespeare-post-bn \
-	    weights/shakespeare-peri-ln weights/shakespeare-deepnorm weights/shakespeare-nonorm \
-	    weights/shakespeare-lstm-ln weights/shakespeare-lstm weights/shakespeare-gru-ln weights/shakespeare-gru \
-	    -f build/val.txt --also-swap --invariance --bn-stats both --threads 1 \
+	./normlab compare $(SHIPPED_MODELS) -f build/val.txt --also-swap --invariance --bn-stats both --threads 1 \
 	    --json -o docs/compare/compare.json --csv docs/compare/compare.csv --plot-dir docs/compare
+
+# The lab's experiments (docs/lab.md) on the shipped models over the validation split, into docs/lab/:
+# compare's rows with the lens, the outliers and the q8, q4 and a8 rows as text (lab.txt), CSV and
+# plots; and attribution.txt, eval with q4 on one class of matrices at a time. Speeds are not the
+# point here (two rows run side by side). About 15 minutes on 2 cores.
+LAB = --lens --outliers --quantize q8,q4 --quantize-act q8 --repeats 1 --threads 2
+BPC = sed -n 's/.*"bits_per_char": *\([0-9.e+-]*\).*/\1/p'
+lab-models: all
+	@/usr/bin/python3 tools/train/split.py $(CORPUS) build/val.txt
+	@mkdir -p docs/lab
+	./normlab compare $(SHIPPED_MODELS) -f build/val.txt $(LAB) -o docs/lab/lab.txt --csv docs/lab/lab.csv \
+	    --plot-dir docs/lab
+	@{ printf '%-28s %-10s %9s %9s\n' model q4-only bits/char cost; \
+	  for m in $(SHIPPED_MODELS); do \
+	    base=$$(./normlab eval -m $$m -f build/val.txt --json | $(BPC)); \
+	    for c in attn mlp head embed recurrent; do \
+	      b=$$(./normlab eval -m $$m -f build/val.txt --json --quantize q4 --quantize-only $$c 2>/dev/null | $(BPC)); \
+	      if [ -n "$$b" ]; then awk -v m=$${m#weights/} -v c=$$c -v b=$$b -v a=$$base \
+	          'BEGIN { printf "%-28s %-10s %9.4f %+9.4f\n", m, c, b, b - a }'; fi; \
+	    done; \
+	  done; } > build/attribution.txt && mv build/attribution.txt docs/lab/attribution.txt
 
 # The four recurrent models (docs/forward.md): the same size and steps for all, one thread
 # each (about 35-45 min each on this project's 2-core machines with two running at once).
