@@ -1,13 +1,14 @@
 #!/bin/bash
-# tests/mutate.sh [N] — mutation testing by hand (too slow for CI: a build and a test run each).
-# For each line of tests/mutants.txt (or only the N-th), copies the tracked tree to a scratch
-# folder, applies the mutant (the text must occur exactly once), runs `make test-plain` there, and
+# tests/mutate.sh [N | N-M] — mutation testing by hand (too slow for CI: a build and a test run each).
+# For each line of tests/mutants.txt (or only the N-th, or the N-th to the M-th), copies the tracked
+# tree to a scratch folder, applies the mutant (the text must occur exactly once), runs `make test-plain` there, and
 # counts the mutant killed when that fails. Prints one line per mutant and the score. Reuses this
 # checkout's plain build (build/rel), so that each mutant rebuilds only what it touches.
 set -u
 cd "$(dirname "$0")/.."
 root=$(pwd)
-killed=0 total=0 i=0
+killed=0 total=0 i=0 sel=${1:-}
+case "$sel" in ''|[0-9]*) ;; *) echo "usage: tests/mutate.sh [N | N-M]"; exit 2 ;; esac
 # scratch: a copy of the tracked files and the plain build with their times kept, so that make
 # rebuilds only what a mutant touches (run `make test-plain` here first)
 scratch() {
@@ -25,7 +26,7 @@ rm -rf "$work" "$work.log"
 while IFS='|' read -r file from to what; do
     case "$file" in ''|'#'*) continue ;; esac
     i=$((i + 1))
-    [ -n "${1:-}" ] && [ "$1" != "$i" ] && continue
+    [ -n "$sel" ] && { [ "$i" -lt "${sel%-*}" ] || [ "$i" -gt "${sel#*-}" ]; } && continue  # N or N-M
     total=$((total + 1))
     scratch
     if ! /usr/bin/python3 - "$work/$file" "$from" "$to" <<'PY'
