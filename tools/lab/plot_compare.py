@@ -17,6 +17,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # tools/lib
 import nltool  # noqa: E402
@@ -164,6 +165,7 @@ def lens(rows, path):
             v = r["lens_bits_per_char"]
             ax.plot(range(len(v)), v, marker="o", label=label(r))
     ax.set_yscale("log")
+    ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     ax.set_xlabel("layers the stream has passed (0: the embeddings)")
     ax.set_ylabel("bits per character (log scale)")
     ax.set_title("Logit lens: the prediction read through the final norm and head after each layer")
@@ -186,6 +188,7 @@ def outliers(rows, path):
     axes[0].set_title("residual stream: largest |x| / RMS of a position")
     axes[1].set_title("kurtosis of the MLP c_proj input (recurrent: of h)")
     for ax in axes:
+        ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
         ax.set_xlabel("layer (L: the stream leaving the last)")
         ax.set_yscale("log")
     axes[1].axhline(3.0, color="gray", ls=":", lw=1)
@@ -206,7 +209,7 @@ def quantization(rows, path):
         if kind and key in base:
             kinds += [kind] if kind not in kinds else []
             cost.setdefault(label(r), {})[kind] = r["bits_per_char"] - base[key]
-    fig, ax = plt.subplots(figsize=(9, 0.5 * max(len(cost), 1) * max(len(kinds), 1) + 1.8))
+    fig, ax = plt.subplots(figsize=(9, 0.18 * max(len(cost), 1) * max(len(kinds), 1) + 1.8))
     names = list(cost)
     h = 0.8 / max(len(kinds), 1)
     for k, kind in enumerate(kinds):
