@@ -1,7 +1,8 @@
-// test_lab.c — the outlier statistics and the logit lens against independent double-precision
-// recomputations: the statistics on planted rows and on the fixtures' activations (the reference
-// forward pass's, ref_forward_trace), the lens per layer against the reference's readout of each
-// layer, and the lens's last layer against the model's own eval, bit for bit.
+// test_lab.c — the outlier statistics and the logit lens against independent
+// double-precision recomputations: the statistics on planted rows and on the
+// fixtures' activations (the reference forward pass's, ref_forward_trace), the
+// lens per layer against the reference's readout of each layer, and the lens's
+// last layer against the model's own eval, bit for bit.
 #define _GNU_SOURCE
 #include <math.h>
 #include <stdio.h>
@@ -19,7 +20,8 @@ static const int TEXT[] = {2, 3, 1,  3, 2, 4, 1, 5, 2, 3, 6, 1, 7, 2, 8, 3,
                            0, 9, 10, 2, 3, 1, 4, 5, 6, 7, 8, 9, 2, 2, 3};
 #define N_TEXT (sizeof TEXT / sizeof TEXT[0])
 
-// ---- the statistics' definitions, recomputed in double, two passes (normlab_lab.h NlOutlierStats)
+// ---- the statistics' definitions, recomputed in double, two passes
+// (normlab_lab.h NlOutlierStats)
 
 typedef struct {
     double *x;  // (rows, width) every row a place saw
@@ -63,7 +65,8 @@ static NlOutlierStats ref_outliers(const Rows *r, const float *gain) {
     o.share_6 = over6 / (double)N;
     o.share_6rms = over6rms / (double)N;
     o.kurtosis = m4 / (m2 * m2);
-    for (int k = 0; k < 3; k++) {  // selection: the largest not yet taken, the lowest channel on ties
+    for (int k = 0; k < 3; k++) {  // selection: the largest not yet taken, the
+        // lowest channel on ties
         for (size_t i = 0; i < W; i++) {
             int taken = 0;
             for (int j = 0; j < k; j++) taken |= o.top[j] == (int)i;
@@ -87,8 +90,8 @@ static int close_rel(double got, double want, double rtol) {
     return fabs(got - want) <= rtol * fmax(fabs(want), 1e-12);
 }
 
-// got (the engine's, from float32 rows) against want (double): values within rtol, shares within
-// `flips` values crossing a threshold, channels exact.
+// got (the engine's, from float32 rows) against want (double): values within
+// rtol, shares within `flips` values crossing a threshold, channels exact.
 static void check_outliers(const char *what, const NlOutlierStats *got, const NlOutlierStats *want, double rtol,
                            double flips) {
     CHECK(got->rows == want->rows && got->values == want->values, "%s: rows %llu values %llu (want %llu, %llu)", what,
@@ -115,8 +118,9 @@ static void check_outliers(const char *what, const NlOutlierStats *got, const Nl
           want->has_gain);
 }
 
-// Planted rows through the statistics' watcher: 64 channels, channel 7 an outlier of 20-40 x, 3 and 9
-// tied (the lower must rank first), rows of every sign and scale; the gain's largest channels 9, 7, 50.
+// Planted rows through the statistics' watcher: 64 channels, channel 7 an
+// outlier of 20-40 x, 3 and 9 tied (the lower must rank first), rows of every
+// sign and scale; the gain's largest channels 9, 7, 50.
 static void outliers_of_planted_rows_match_double(void) {
     enum { R = 40, W = 64 };
     static float x[R * W];
@@ -159,7 +163,8 @@ static void outliers_of_planted_rows_match_double(void) {
     nl_state_set_stats(state, st);
     const NlObserver *obs = nl_state_observer(state);
     CHECK(obs->site != NULL, "outliers asked: the site callback is set");
-    obs->site(obs->watcher, 1, NL_SITE_FC, x, 25, W, gain);  // two calls: sums over calls
+    obs->site(obs->watcher, 1, NL_SITE_FC, x, 25, W,
+              gain);  // two calls: sums over calls
     obs->site(obs->watcher, 1, NL_SITE_FC, x + 25 * W, R - 25, W, gain);
     obs->site(obs->watcher, 0, NL_SITE_PROJ, x, R, W, NULL);
     NlOutlierStats got, none;
@@ -181,7 +186,8 @@ static void outliers_of_planted_rows_match_double(void) {
     nl_stats_free(st);
 }
 
-// The gain NlSite names for a place of a fixture run as trained, from the model's own tensors.
+// The gain NlSite names for a place of a fixture run as trained, from the
+// model's own tensors.
 static const float *site_gain(const NlConfig *c, const NlTransformerWeights *w, int l, NlSite site) {
     int L = c->n_layer, post = c->placement == NL_PLACE_POST;
     if (c->norm == NL_NORM_NONE) return NULL;
@@ -202,7 +208,8 @@ typedef struct {
     double *lens_nll;  // (L + 1) summed over the scored characters
 } RefRun;
 
-// The reference's traces over compare's eval windows (nl_eval_window, stride T/2, one at a time).
+// The reference's traces over compare's eval windows (nl_eval_window, stride
+// T/2, one at a time).
 static int ref_run(const NlModel *m, RefRun *out) {
     const NlConfig *c = nl_model_config(m);
     size_t T = (size_t)c->block_size, V = (size_t)c->vocab_size, L = (size_t)c->n_layer;
@@ -258,88 +265,88 @@ static int compare_row(const NlModel *m, NlBnStats bn, NlCompareRow *row) {
     return rc;
 }
 
-// Every place of every layer of compare's eval against the reference's activations: float32 against
-// float64 (1e-4 relative; a share may differ by a value on its threshold).
-static void outliers_of_fixtures_match_reference(void) {
+// Every place of every layer of compare's eval against the reference's
+// activations: float32 against float64 (1e-4 relative; a share may differ by a
+// value on its threshold).
+static void check_fixture_outliers(const char *name, const NlModel *m, const NlCompareRow *row, const RefRun *ref) {
+    const NlConfig *c = nl_model_config(m);
+    int seen = 0;
+    CHECK(row->has_outliers, "%s: outliers set", name);
+    for (int l = 0; l <= c->n_layer; l++)
+        for (int k = 0; k < NL_SITE_COUNT; k++) {
+            char what[96];
+            snprintf(what, sizeof what, "%s layer %d %s", name, l, nl_site_name((NlSite)k));
+            const Rows *r = &ref->rows[l][k];
+            CHECK((r->rows > 0) == (row->outliers[l][k].rows > 0), "%s: seen by both or neither", what);
+            if (!r->rows) continue;
+            NlOutlierStats want = ref_outliers(r, site_gain(c, nl_model_transformer_weights(m), l, (NlSite)k));
+            check_outliers(what, &row->outliers[l][k], &want, 1e-4, 1);
+            seen++;
+        }
+    CHECK(seen == 5 * c->n_layer + 2, "%s: 5 places a layer, the stream out and the head (%d)", name, seen);
+}
+
+// The lens after each layer against the reference's readout of that layer's
+// stream (1e-5 relative), and its last layer the row's own bits/char exactly.
+static void check_fixture_lens(const char *name, const NlModel *m, const NlCompareRow *row, const RefRun *ref) {
+    int L = nl_model_config(m)->n_layer;
+    CHECK(row->has_lens, "%s: lens set", name);
+    for (int l = 0; l <= L; l++) {
+        double want = ref->lens_nll[l] / (double)(N_TEXT - 1) / log(2.0);
+        CHECK(close_rel(row->lens_bits_per_char[l], want, 1e-5), "%s: lens after layer %d %.9g want %.9g", name, l,
+              row->lens_bits_per_char[l], want);
+    }
+    CHECK(row->lens_bits_per_char[L] == row->bits_per_char, "%s: the lens's last layer %.17g is eval's %.17g", name,
+          row->lens_bits_per_char[L], row->bits_per_char);
+    CHECK(fabs(row->lens_bits_per_char[0] - row->lens_bits_per_char[L]) > 1e-3, "%s: the layers are read apart", name);
+}
+
+// On its own, at another stride: with statistics attached eval computes every
+// row of the last layer, as the lens does, and agrees bit for bit; without, it
+// prunes the rows no logit needs, and products of fewer rows round differently
+// in the last bits.
+static void check_lens_alone(const char *name, const NlModel *m) {
+    const NlConfig *c = nl_model_config(m);
+    NlState *s = NULL;
+    NlStats *st = NULL;
+    NlError err;
+    NlEvalResult watched, plain;
+    double *bits = calloc((size_t)c->n_layer + 1, sizeof *bits);
+    int ok = bits && nl_state_create(&s, m, NULL, &err) == 0 && nl_lens(s, TEXT, N_TEXT, 3, bits, &err) == 0 &&
+             nl_eval(s, TEXT, N_TEXT, 3, &plain, NULL, NULL, &err) == 0 &&
+             nl_stats_create(&st, c, (size_t)c->block_size, 0, &err) == 0;
+    if (ok) nl_state_set_stats(s, st);
+    if (ok && nl_eval(s, TEXT, N_TEXT, 3, &watched, NULL, NULL, &err) == 0) {
+        double w = watched.nll_sum / (double)watched.count / log(2.0),
+               p = plain.nll_sum / (double)plain.count / log(2.0);
+        CHECK(bits[c->n_layer] == w, "%s: stride 3: lens %.17g, eval with statistics %.17g", name, bits[c->n_layer], w);
+        CHECK(close_rel(bits[c->n_layer], p, 1e-6), "%s: stride 3: lens %.17g, plain eval %.17g", name,
+              bits[c->n_layer], p);
+    } else CHECK(0, "%s: lens and eval ran", name);
+    free(bits);
+    nl_state_free(s);
+    nl_stats_free(st);
+}
+
+static void fixtures_match_reference(void) {
     NlCompareRow *row = malloc(sizeof *row);
     for (size_t f = 0; row && f < N_FIXTURES; f++) {
         NlModel *m = load_fixture(FIXTURES[f]);
         RefRun ref = {0};
         if (!m) continue;
-        const NlConfig *c = nl_model_config(m);
         if (compare_row(m, NL_BN_RUNNING, row) == 0 && ref_run(m, &ref) == 0) {
-            CHECK(row->has_outliers, "%s: outliers set", FIXTURES[f]);
-            int seen = 0;
-            for (int l = 0; l <= c->n_layer; l++)
-                for (int k = 0; k < NL_SITE_COUNT; k++) {
-                    char what[96];
-                    snprintf(what, sizeof what, "%s layer %d %s", FIXTURES[f], l, nl_site_name((NlSite)k));
-                    const Rows *r = &ref.rows[l][k];
-                    CHECK((r->rows > 0) == (row->outliers[l][k].rows > 0), "%s: seen by both or neither", what);
-                    if (!r->rows) continue;
-                    NlOutlierStats want = ref_outliers(r, site_gain(c, nl_model_transformer_weights(m), l, k));
-                    check_outliers(what, &row->outliers[l][k], &want, 1e-4, 1);
-                    seen++;
-                }
-            CHECK(seen == 5 * c->n_layer + 2, "%s: 5 places a layer, the stream out and the head (%d)", FIXTURES[f],
-                  seen);
-        }
+            check_fixture_outliers(FIXTURES[f], m, row, &ref);
+            check_fixture_lens(FIXTURES[f], m, row, &ref);
+        } else CHECK(0, "%s: compare and the reference ran", FIXTURES[f]);
+        check_lens_alone(FIXTURES[f], m);
         ref_run_free(&ref);
         nl_model_free(m);
     }
     free(row);
 }
 
-// The lens after each layer against the reference's readout of that layer's stream (1e-5 relative),
-// its last layer the row's own bits/char exactly, and that the row's eval is nl_eval's on its own.
-static void lens_matches_reference_and_ends_at_eval(void) {
-    NlCompareRow *row = malloc(sizeof *row);
-    for (size_t f = 0; row && f < N_FIXTURES; f++) {
-        NlModel *m = load_fixture(FIXTURES[f]);
-        RefRun ref = {0};
-        if (!m) continue;
-        const NlConfig *c = nl_model_config(m);
-        int L = c->n_layer;
-        if (compare_row(m, NL_BN_RUNNING, row) == 0 && ref_run(m, &ref) == 0) {
-            CHECK(row->has_lens, "%s: lens set", FIXTURES[f]);
-            for (int l = 0; l <= L; l++) {
-                double want = ref.lens_nll[l] / (double)(N_TEXT - 1) / log(2.0);
-                CHECK(close_rel(row->lens_bits_per_char[l], want, 1e-5), "%s: lens after layer %d %.9g want %.9g",
-                      FIXTURES[f], l, row->lens_bits_per_char[l], want);
-            }
-            CHECK(row->lens_bits_per_char[L] == row->bits_per_char, "%s: the lens's last layer %.17g is eval's %.17g",
-                  FIXTURES[f], row->lens_bits_per_char[L], row->bits_per_char);
-            CHECK(fabs(row->lens_bits_per_char[0] - row->lens_bits_per_char[L]) > 1e-3, "%s: the layers are read apart",
-                  FIXTURES[f]);
-        }
-        // On its own, at another stride: with statistics attached eval computes every row of the last
-        // layer, as the lens does, and agrees bit for bit; without, it prunes the rows no logit needs,
-        // and products of fewer rows round differently in the last bits.
-        NlState *s = NULL;
-        NlStats *st = NULL;
-        NlError err;
-        NlEvalResult watched, plain;
-        double *bits = calloc((size_t)L + 1, sizeof *bits);
-        int ok = bits && nl_state_create(&s, m, NULL, &err) == 0 && nl_lens(s, TEXT, N_TEXT, 3, bits, &err) == 0 &&
-                 nl_eval(s, TEXT, N_TEXT, 3, &plain, NULL, NULL, &err) == 0 &&
-                 nl_stats_create(&st, c, (size_t)c->block_size, 0, &err) == 0;
-        if (ok) nl_state_set_stats(s, st);
-        if (ok && nl_eval(s, TEXT, N_TEXT, 3, &watched, NULL, NULL, &err) == 0) {
-            double w = watched.nll_sum / (double)watched.count / log(2.0),
-                   p = plain.nll_sum / (double)plain.count / log(2.0);
-            CHECK(bits[L] == w, "%s: stride 3: lens %.17g, eval with statistics %.17g", FIXTURES[f], bits[L], w);
-            CHECK(close_rel(bits[L], p, 1e-6), "%s: stride 3: lens %.17g, plain eval %.17g", FIXTURES[f], bits[L], p);
-        } else CHECK(0, "%s: lens and eval ran", FIXTURES[f]);
-        free(bits);
-        nl_state_free(s);
-        nl_stats_free(st);
-        ref_run_free(&ref);
-        nl_model_free(m);
-    }
-    free(row);
-}
-
-// BatchNorm with the statistics of each call: the readout normalises all the call's rows, as eval.
+// BatchNorm with the statistics of each call: the readout normalises all the
+// call's rows, as eval.
 static void lens_with_batch_statistics_ends_at_eval(void) {
     NlModel *m = load_fixture("bn-pre-bias.json");
     NlCompareRow *row = malloc(sizeof *row);
@@ -430,8 +437,7 @@ done:
 
 int main(void) {
     RUN(outliers_of_planted_rows_match_double);
-    RUN(outliers_of_fixtures_match_reference);
-    RUN(lens_matches_reference_and_ends_at_eval);
+    RUN(fixtures_match_reference);
     RUN(lens_with_batch_statistics_ends_at_eval);
     RUN(lens_refuses_a_recurrent_model);
     RUN(reports_carry_lens_outliers_and_quantization);
