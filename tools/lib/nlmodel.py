@@ -14,6 +14,11 @@ no bias; BatchNorm on running statistics needs them (ValueError). Module names a
 keys (h.0.c_attn.weight); the model file's GPT-2 names (h.0.attn.c_attn.weight) go in and out through
 load_tensors and export_tensors.
 
+Simulated quantization, as the engine's --quantize, --quantize-only and --quantize-act
+(engine/quantize.c): build(..., quantize="q8", quantize_only=("mlp",)) rounds the file's float32
+matrices with the engine's float32 arithmetic (quantize_tensors), so both run the same rounded weights;
+quantize_act="q8" rounds every linear's input rows in the model's dtype (round_rows) before the product.
+
 Dimension letters: B sequences, n positions, T context, D width, H heads, Dh head width, F MLP width,
 V vocabulary; recurrent models: E embedding width, S state width, L layers.
 """
@@ -36,6 +41,98 @@ ACTIVATIONS = {
 }
 # module name -> file name, inside a block (h.{i}.c_attn.weight is h.{i}.attn.c_attn.weight in the file)
 FILE_NAMES = {"c_attn": "attn.c_attn", "attn_proj": "attn.c_proj", "c_fc": "mlp.c_fc", "mlp_proj": "mlp.c_proj"}
+# the engine's NlQuant: levels each side of 0, and columns per group (None: the whole row)
+QUANTS = {"q8": (127, None), "q4": (7, 32)}
+QUANT_CLASSES = ("attn", "mlp", "head", "embed", "recurrent")  # --quantize-only's names, as the engine's
+
+
+def _round_half_away(a):
+    """roundf: the nearest integer, halves away from zero, exact in a's own dtype (numpy or torch):
+    |a| - floor(|a|) is exact, where floor(|a| + 0.5) may round the sum up (float32 0.49999997 + 0.5 is 1)."""
+    lib = torch if isinstance(a, torch.Tensor) else np
+    m = lib.abs(a)
+    whole = lib.floor(m)
+    return lib.sign(a) * (whole + (m - whole >= 0.5))
+
+
+def quantize_matrix(w, q):
+    """The engine's nl_quantize_rows on a float32 matrix w (rows, cols) as stored, in float32
+    arithmetic, so that the result is the engine's to the bit: per row (q8) or per group of 32 columns
+    of a row (q4, the last one shorter), scale = max |w| / levels, w / scale rounded half away from zero,
+    clamped to [-levels, levels], times scale; a zero group stays zero."""
+    levels, group = QUANTS[q]
+    w = np.asarray(w, dtype=np.float32)
+    out = np.zeros_like(w)
+    step = group or w.shape[1]
+    lim = np.float32(levels)
+    for c in range(0, w.shape[1], step):
+        part = w[:, c:c + step]
+        amax = np.abs(part).max(axis=1, keepdims=True)
+        scale = amax / lim  # float32 / float32: the engine's division
+        live = (amax != 0)[:, 0]
+        quot = part[live] / scale[live]
+        out[live, c:c + step] = np.clip(_round_half_away(quot), -lim, lim).astype(np.float32) * scale[live]
+    return out
+
+
+def quant_classes(config):
+    """File name -> --quantize-only class of every matrix the engine rounds (a tied head is wte's)."""
+    if is_recurrent(config):
+        names = {f"rnn.{i}.weight_{k}": "recurrent" for i in range(config["n_layer"]) for k in ("ih", "hh")}
+    else:
+        names = {f"h.{i}.{part}.weight": cls for i in range(config["n_layer"])
+                 for part, cls in (("attn.c_attn", "attn"), ("attn.c_proj", "attn"), ("mlp.c_fc", "mlp"),
+                                   ("mlp.c_proj", "mlp"))}
+        names["wpe.weight"] = "embed"
+    names["wte.weight"] = "embed"
+    if is_recurrent(config) or not config["tie_embeddings"]:
+        names["lm_head.weight"] = "head"
+    return names
+
+
+def quantize_tensors(config, tensors, q, only=None):
+    """A copy of the file's tensors with the matrices of the classes `only` (default all of
+    QUANT_CLASSES) rounded by quantize_matrix, as the engine's --quantize q --quantize-only. A tied
+    head is wte: rounded once, when either head or embed is picked. Norm gains, biases and running
+    statistics stay as they are. An unknown q or class, or no matrix of the classes, is a ValueError."""
+    if q not in QUANTS:
+        raise ValueError(f"unknown quantization {q!r}")
+    pick = set(QUANT_CLASSES if only is None else only)
+    if pick - set(QUANT_CLASSES):
+        raise ValueError(f"unknown quantization class {sorted(pick - set(QUANT_CLASSES))[0]!r}")
+    tied = not is_recurrent(config) and config["tie_embeddings"]
+    chosen = [n for n, cls in quant_classes(config).items()
+              if cls in pick or (tied and n == "wte.weight" and "head" in pick)]
+    if not chosen:
+        raise ValueError(f"this model has no matrix of the classes {','.join(sorted(pick))} to quantize")
+    out = dict(tensors)
+    for name in chosen:
+        out[name] = quantize_matrix(tensors[name], q)
+    return out
+
+
+def round_rows(x, q):
+    """x (..., in) with every row (the last dimension) rounded by the rule of quantize_matrix, in x's own
+    dtype: the engine's --quantize-act on a linear's input, one row per position."""
+    levels, group = QUANTS[q]
+    if group is not None:
+        return torch.cat([_round_rows(x[..., c:c + group], levels) for c in range(0, x.shape[-1], group)], -1)
+    return _round_rows(x, levels)
+
+
+def _round_rows(x, levels):
+    amax = x.abs().amax(-1, keepdim=True)
+    scale = amax / levels
+    quot = x / torch.where(amax == 0, torch.ones_like(scale), scale)
+    return _round_half_away(quot).clamp(-levels, levels) * scale
+
+
+class _ActRounding:
+    """quant_act: None, or the QUANTS name every linear's input rows are rounded with (build sets it)."""
+    quant_act = None
+
+    def _qa(self, x):
+        return x if self.quant_act is None else round_rows(x, self.quant_act)
 
 
 class Norm(nn.Module):
@@ -75,7 +172,7 @@ class Norm(nn.Module):
         return y if self.bias is None else y + self.bias
 
 
-class Block(nn.Module):
+class Block(_ActRounding, nn.Module):
     """One layer: attention and MLP, with their norms where the placement puts them."""
 
     def __init__(self, c, placement, make_norm):
@@ -98,17 +195,18 @@ class Block(nn.Module):
         """x (B, n, D); future (n, m) True where key j lies after query i; cache: this layer's keys and
         values of the m - n positions before x (a dict, extended in place), or None."""
         B, n, D = x.shape[0], x.shape[1], self.D
-        q, k, v = (t.reshape(B, n, self.H, D // self.H).transpose(1, 2) for t in self.c_attn(x).split(D, dim=2))
+        qkv = self.c_attn(self._qa(x)).split(D, dim=2)
+        q, k, v = (t.reshape(B, n, self.H, D // self.H).transpose(1, 2) for t in qkv)
         if cache is not None:
             if cache:
                 k, v = torch.cat([cache["k"], k], 2), torch.cat([cache["v"], v], 2)
             cache["k"], cache["v"] = k, v
         att = (q @ k.transpose(-2, -1)) / math.sqrt(D // self.H)  # (B, H, n, m)
         att = att.masked_fill(future, float("-inf")).softmax(-1)
-        return self.attn_proj((att @ v).transpose(1, 2).reshape(B, n, D))
+        return self.attn_proj(self._qa((att @ v).transpose(1, 2).reshape(B, n, D)))
 
     def mlp(self, x):
-        return self.mlp_proj(self.act(self.c_fc(x)))
+        return self.mlp_proj(self._qa(self.act(self.c_fc(self._qa(x)))))
 
     def forward(self, x, future, cache=None):
         if self.placement == "pre":
@@ -121,7 +219,7 @@ class Block(nn.Module):
         return self.ln_2(self.alpha * x + self.mlp(x))
 
 
-class Transformer(nn.Module):
+class Transformer(_ActRounding, nn.Module):
     """The transformer of config c, run with norm and placement (default: c's) and, outside training,
     BatchNorm's bn_stats ("running" or "batch"), its parameters in dtype. Fresh weights are GPT-2's
     initialisation (DeepNet's with c["deepnorm_init"]); c["rms_bias"] gives RMSNorm a bias."""
@@ -193,6 +291,7 @@ class Transformer(nn.Module):
         lm_head (the embedding, tied). Generation passes the last row alone."""
         if self.ln_f is not None:
             x = self.ln_f(x)
+        x = self._qa(x)
         return x @ self.wte.weight.t() if self.lm_head is None else self.lm_head(x)
 
     def new_cache(self):
@@ -228,7 +327,7 @@ class Transformer(nn.Module):
         return {n: own[n] for n in order}
 
 
-class Recurrent(nn.Module):
+class Recurrent(_ActRounding, nn.Module):
     """A stacked LSTM or GRU (docs/forward.md), LayerNorm or plain sums with biases, an embedding
     in and a linear head out, run with norm ("layernorm" or "none"; default c's), its parameters in dtype.
     Each layer projects its input for a whole window at once (and normalises it: LayerNorm is per
@@ -277,10 +376,11 @@ class Recurrent(nn.Module):
     def lstm_layer(self, x, i, state):  # x (B, n, in) -> (B, n, S)
         """[f i o g] = N_hh(W_h h) + N_ih(W_x x) + b;  c = s(f) c + s(i) tanh(g);  h = s(o) tanh(N_cell(c))"""
         h, c = state
-        xp = self._plus(self.ln(x @ self.p(i, "weight_ih").t(), i, "ln_ih"), self.p(i, "bias"))  # (B, n, 4S)
+        xp = self.ln(self._qa(x) @ self.p(i, "weight_ih").t(), i, "ln_ih")  # (B, n, 4S)
+        xp = self._plus(xp, self.p(i, "bias"))
         w_hh, out = self.p(i, "weight_hh").t(), []
         for t in range(x.shape[1]):
-            f, ig, o, g = (xp[:, t] + self.ln(h @ w_hh, i, "ln_hh")).chunk(4, dim=-1)
+            f, ig, o, g = (xp[:, t] + self.ln(self._qa(h) @ w_hh, i, "ln_hh")).chunk(4, dim=-1)
             c = torch.sigmoid(f) * c + torch.sigmoid(ig) * torch.tanh(g)
             h = torch.sigmoid(o) * torch.tanh(self.ln(c, i, "ln_cell"))
             out.append(h)
@@ -291,12 +391,12 @@ class Recurrent(nn.Module):
         cand = tanh(N_ih_cand(W_xc x) + b_ih + s(r) (N_hh_cand(U h) + b_hh))"""
         h, S = state[0], self.S
         b_ih, b_hh = self.p(i, "bias_ih"), self.p(i, "bias_hh")
-        xp = x @ self.p(i, "weight_ih").t()  # (B, n, 3S): z | r | candidate
+        xp = self._qa(x) @ self.p(i, "weight_ih").t()  # (B, n, 3S): z | r | candidate
         xzr = self._plus(self.ln(xp[..., :2 * S], i, "ln_ih"), None if b_ih is None else b_ih[:2 * S])
         xc = self._plus(self.ln(xp[..., 2 * S:], i, "ln_ih_cand"), None if b_ih is None else b_ih[2 * S:])
         w_hh, out = self.p(i, "weight_hh").t(), []
         for t in range(x.shape[1]):
-            hp = h @ w_hh
+            hp = self._qa(h) @ w_hh
             hzr = self._plus(self.ln(hp[:, :2 * S], i, "ln_hh"), None if b_hh is None else b_hh[:2 * S])
             hc = self._plus(self.ln(hp[:, 2 * S:], i, "ln_hh_cand"), None if b_hh is None else b_hh[2 * S:])
             z, r = (xzr[:, t] + hzr).chunk(2, dim=-1)
@@ -321,7 +421,7 @@ class Recurrent(nn.Module):
         for i in range(self.c["n_layer"]):
             x, s = layer(x, i, state[i])
             new_state.append(s)
-        return self.lm_head(x), new_state
+        return self.lm_head(self._qa(x)), new_state
 
     def _own(self):
         """File name -> parameter, in the order nlformat.rnn_tensor_shapes lists them."""
@@ -347,9 +447,18 @@ def is_recurrent(config):
     return config.get("arch", "transformer") != "transformer"
 
 
-def build(config, tensors, norm=None, placement=None, bn_stats="running", dtype=torch.float32):
+def build(config, tensors, norm=None, placement=None, bn_stats="running", dtype=torch.float32, quantize=None,
+          quantize_only=None, quantize_act=None):
     """The model of config with the file's tensors, in eval mode, run with norm, placement and bn_stats
-    (the engine's --norm, --placement, --bn-stats). An option the model cannot run is a ValueError."""
+    (the engine's --norm, --placement, --bn-stats), the tensors rounded by quantize_tensors(quantize,
+    quantize_only) (--quantize, --quantize-only; None: as stored) and every linear's input by
+    round_rows(quantize_act) (--quantize-act). An option the model cannot run is a ValueError."""
+    if quantize is not None:
+        tensors = quantize_tensors(config, tensors, quantize, quantize_only)
+    elif quantize_only is not None:
+        raise ValueError("quantize_only needs quantize")
+    if quantize_act is not None and quantize_act not in QUANTS:
+        raise ValueError(f"unknown activation quantization {quantize_act!r}")
     if norm is not None and norm not in NORMS:
         raise ValueError(f"unknown norm {norm!r}")
     if bn_stats not in BN_STATS:
@@ -370,6 +479,9 @@ def build(config, tensors, norm=None, placement=None, bn_stats="running", dtype=
         # every norm gets a bias, zero where the file has none: RMSNorm's is optional, and a model run
         # with another norm takes the bias its own norms have
         model = Transformer(dict(config, rms_bias=True), norm, placement, bn_stats, dtype)
+    for m in model.modules():
+        if isinstance(m, _ActRounding):
+            m.quant_act = quantize_act
     return model.load_tensors(tensors).eval()
 
 

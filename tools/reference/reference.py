@@ -8,7 +8,11 @@ written apart from both.
     /usr/bin/python3 tools/reference/reference.py logits -m weights/shakespeare-pre-ln -p "ROMEO:"
     /usr/bin/python3 tools/reference/reference.py eval -m weights/shakespeare-pre-ln --text FILE
     /usr/bin/python3 tools/reference/reference.py eval -m weights/shakespeare-lstm-ln --text FILE --segments 4
+    /usr/bin/python3 tools/reference/reference.py logits -m weights/shakespeare-pre-ln -p "ROMEO:" --quantize q4
     /usr/bin/python3 tools/reference/reference.py golden           # rewrites tests/reference/pytorch_float64.json
+
+--quantize, --quantize-only and --quantize-act round as the engine's (nlmodel.build): the weights
+with float32 arithmetic, to the engine's bits, then run in float64; the activations in float64.
 
 Dimension letters: B sequences in one forward call, n positions, V vocabulary, D width; recurrent
 models: S state width (n_hidden).
@@ -42,11 +46,12 @@ is_recurrent = nlmodel.is_recurrent
 
 
 class _Loaded:
-    """The model at path in float64, with the run options (norm, placement, BatchNorm statistics)."""
+    """The model at path in float64, with the run options (norm, placement, BatchNorm statistics) and
+    quant: nlmodel.build's quantize, quantize_only and quantize_act, by name."""
 
-    def __init__(self, path, norm=None, placement=None, bn_stats="running"):
+    def __init__(self, path, norm=None, placement=None, bn_stats="running", **quant):
         self.config, self.vocab, tensors = nlformat.load_model(path)
-        self.model = nlmodel.build(self.config, tensors, norm, placement, bn_stats, torch.float64)
+        self.model = nlmodel.build(self.config, tensors, norm, placement, bn_stats, torch.float64, **quant)
         self.norm = self.model.norm
         self.stoi = {ch: i for i, ch in enumerate(self.vocab)}
 
@@ -64,8 +69,8 @@ class _Loaded:
 class Reference(_Loaded):
     """A transformer. max_rms: the largest RMS of one position of the residual stream seen, after any block."""
 
-    def __init__(self, path, norm=None, placement=None, bn_stats="running"):
-        super().__init__(path, norm, placement, bn_stats)
+    def __init__(self, path, norm=None, placement=None, bn_stats="running", **quant):
+        super().__init__(path, norm, placement, bn_stats, **quant)
         self.max_rms = 0.0
         for block in self.model.h:
             block.register_forward_hook(self._watch)
@@ -152,15 +157,15 @@ class RecurrentReference(_Loaded):
         return total, n_inputs
 
 
-def load_reference(path, norm=None, placement=None, bn_stats="running"):
-    """The reference for the model at path: RecurrentReference for arch lstm/gru, else Reference. An
-    option the model cannot run is a ValueError."""
+def load_reference(path, norm=None, placement=None, bn_stats="running", **quant):
+    """The reference for the model at path: RecurrentReference for arch lstm/gru, else Reference; quant
+    as _Loaded's. An option the model cannot run is a ValueError."""
     if os.path.isdir(path):  # read config.json alone: the tensors are loaded once, by the class chosen
         with open(os.path.join(path, "config.json")) as f:
             config = json.load(f)
     else:
         config = nlformat.load_model(path)[0]
-    return (RecurrentReference if is_recurrent(config) else Reference)(path, norm, placement, bn_stats)
+    return (RecurrentReference if is_recurrent(config) else Reference)(path, norm, placement, bn_stats, **quant)
 
 
 def write_golden(path):
@@ -196,6 +201,10 @@ def main(argv):
         s.add_argument("--norm", choices=nlmodel.NORMS)
         s.add_argument("--placement", choices=nlmodel.PLACEMENTS)
         s.add_argument("--bn-stats", choices=nlmodel.BN_STATS, default="running")
+        s.add_argument("--quantize", choices=sorted(nlmodel.QUANTS), help="round the weights, as the engine's")
+        s.add_argument("--quantize-only", metavar="CLASSES",
+                       help="with --quantize: these matrices, comma-separated: " + ",".join(nlmodel.QUANT_CLASSES))
+        s.add_argument("--quantize-act", choices=["q8"], help="round every linear's input rows")
         if name == "logits":
             s.add_argument("-p", "--prompt", required=True)
         else:
@@ -210,8 +219,12 @@ def main(argv):
         return
     if not os.path.exists(a.model):
         raise nltool.ToolError(f"{a.model}: no such model")
+    if a.quantize_only is not None and a.quantize is None:
+        p.error("--quantize-only needs --quantize")
+    only = None if a.quantize_only is None else a.quantize_only.split(",")
     try:
-        ref = load_reference(a.model, a.norm, a.placement, a.bn_stats)
+        ref = load_reference(a.model, a.norm, a.placement, a.bn_stats, quantize=a.quantize, quantize_only=only,
+                             quantize_act=a.quantize_act)
     except ValueError as e:
         p.error(str(e))
     kw = {}
