@@ -21,6 +21,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # tools/lib
 import nlformat  # noqa: E402
+import nlmodel  # noqa: E402
 import nltool  # noqa: E402
 from reference import RECURRENT, ROOT, SHIPPED, Reference, is_recurrent, load_reference  # noqa: E402
 
@@ -35,11 +36,32 @@ UNBOUNDED = 20      # a run whose residual stream reaches an RMS above this is a
                     # 2..FEW_ROWS-1 rows: a feature's variance over a few rows can be near 0, and 1/sqrt(var +
                     # eps) then amplifies float32 rounding up to 300x (1 row is exact: every output is the bias)
 FEW_ROWS = 16
+# --quantize-act: the engine rounds its float32 activations, the reference its float64 ones, so a value within
+# float32 noise of a rounding boundary lands on the neighbouring level in one of them (a flip). Positions match
+# to 1e-5 or differ by 1e-2 and more: a flip moves its row by a level (0.1 of a logit through the head), and
+# every later position too, for attention reads it and a recurrence carries it, where the moved values flip
+# others. From the first flip on, the difference is the size of the rounding itself (the q8 activations move
+# the logits of the shipped models by 0.2-0.5), so no tolerance there tells a right rule from a wrong one;
+# before it, the rounding is the same in both and LOGIT_ATOL holds. Measured over 30 prompts per model,
+# the shipped transformers flip first at a median of position ~10 (at position 0 in up to 3 of 30), the
+# recurrent models in few prompts, the random models in about 1 in 50.
+ACT_PREFIX = 2      # some prompt of 2 or more positions (of twice the usual number) agrees on its first 2
+                    # positions: a rule error (levels, per column, a linear left out) moves position 0, or
+                    # position 1 for a recurrent weight_hh product (h = 0 at step 0); a flip so early in all
+                    # of them is ~1e-6 likely (0.1^6)
+FLIP_ATOL = 1.0     # from the first flip on: ~3x the largest difference measured (0.3 scaled); catches only a
+                    # blow-up (a NaN is infinite)
 EVAL_RTOL = 1e-5    # relative difference of nats/char
 RNN_PROMPT = 48     # the longest random prompt for a recurrent model (no context window; long enough that the
                     # state carries through many steps)
 VOCAB = list("\n abcdefghijklmnopqrstuvwxyzé,.!?")[:23]  # of the random models
 BIN = os.path.join(ROOT, "normlab")
+# the models checked quantized (a few: each costs four runs), with the classes of the --quantize-only case
+QUANT_SHIPPED = {"shakespeare-pre-ln": "mlp", "shakespeare-post-rms": "attn", "shakespeare-peri-ln": "head",
+                 "shakespeare-lstm-ln": "recurrent", "shakespeare-gru": "head,embed"}  # tied heads: head is wte
+QUANT_RANDOM = {("layernorm", "pre", True): "attn", ("rmsnorm", "post", False): "mlp,head",
+                ("batchnorm", "peri", True): "embed", ("none", "pre", False): "head",
+                ("lstm", "layernorm"): "recurrent", ("gru", "none"): "head"}
 
 
 def run_flags(norm=None, placement=None, bn_stats="running"):
@@ -47,8 +69,8 @@ def run_flags(norm=None, placement=None, bn_stats="running"):
         (["--bn-stats", bn_stats] if bn_stats != "running" else [])
 
 
-def engine_logits(model, text, norm=None, placement=None, bn_stats="running"):
-    cmd = [BIN, "logits", "-m", model, "-p", text] + run_flags(norm, placement, bn_stats)
+def engine_logits(model, text, norm=None, placement=None, bn_stats="running", extra=()):
+    cmd = [BIN, "logits", "-m", model, "-p", text] + run_flags(norm, placement, bn_stats) + list(extra)
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return np.array([json.loads(line) for line in out.splitlines()])
 
@@ -102,6 +124,38 @@ def random_recurrent(out_dir, arch, norm, n_layer, rng):
     return out_dir
 
 
+def tied_rounding(w):
+    """w (rows, cols) moved onto exact ties of the rounding: even rows for q8 (the row's largest |w| is 127 u,
+    u a power of two, so the scale is u exactly, and every other value an odd multiple of u / 2), odd rows
+    for q4 (the same per group of 32 columns, with 7 u). Rounding half to even instead of away from zero,
+    or any other level count, then moves about half of the values."""
+    out = w.astype(np.float64)
+    for r in range(w.shape[0]):
+        levels, step = (127, w.shape[1]) if r % 2 == 0 else (7, 32)
+        for c in range(0, w.shape[1], step):
+            seg = out[r, c:c + step]
+            amax = float(np.max(np.abs(seg)))
+            if amax == 0.0:
+                continue
+            u = 2.0 ** np.floor(np.log2(amax / levels))
+            big = int(np.argmax(np.abs(seg)))
+            sign = 1.0 if seg[big] > 0 else -1.0
+            seg[:] = (np.clip(np.floor(seg / u), -levels, levels - 1) + 0.5) * u
+            seg[big] = sign * levels * u
+    return out.astype(np.float32)
+
+
+def tie_model(out_dir, rng):
+    """A random layernorm/pre model (random_model) whose rounded matrices lie on ties (tied_rounding)."""
+    random_model(out_dir, "layernorm", "pre", True, rng)
+    config, vocab, tensors = nlformat.load_model(out_dir)
+    tensors = dict(tensors)
+    for name in nlmodel.quant_classes(config):
+        tensors[name] = tied_rounding(tensors[name])
+    nlformat.write_model_dir(out_dir, config, vocab, tensors, metadata={"source": "tools/reference/parity.py ties"})
+    return out_dir
+
+
 def overrides_for(config):
     """As configured, then every norm x placement the engine can run the model as: BatchNorm with
     batch statistics always, with running statistics where the model has them. A recurrent model:
@@ -151,6 +205,51 @@ def check_model(label, path, prompts, overrides, report):
     return every <= LOGIT_ATOL
 
 
+def quant_cases(only, with_act=True):
+    """(engine flags, the reference's nlmodel.build keywords) of each quantized run: q8 and q4 weights,
+    q4 on the classes `only` alone, and (with_act) q8 activations."""
+    return [(["--quantize", "q8"], {"quantize": "q8"}), (["--quantize", "q4"], {"quantize": "q4"}),
+            (["--quantize", "q4", "--quantize-only", only], {"quantize": "q4", "quantize_only": only.split(",")})] + \
+        ([(["--quantize-act", "q8"], {"quantize_act": "q8"})] if with_act else [])
+
+
+def check_quant(path, prompts, only, results, with_act=True):
+    """Each of quant_cases(only, with_act), as configured, one line each. Rounded weights are the same bits in
+    both, so those runs are held to LOGIT_ATOL (scaled as check_model's). With --quantize-act, the
+    positions before a prompt's first rounding flip (FLIP_ATOL) are held to LOGIT_ATOL; at least one
+    prompt of 2 or more positions must agree on its first ACT_PREFIX, and every position within FLIP_ATOL."""
+    ok = True
+    for flags, quant in quant_cases(only, with_act):
+        ref = load_reference(path, **quant)
+        worst = after = 0.0
+        prefixes = []  # (positions agreeing before the first beyond LOGIT_ATOL, positions)
+        act = "quantize_act" in quant
+        for text in prompts(ref) + (prompts(ref) if act else []):  # twice the prompts: see ACT_PREFIX
+            got = engine_logits(path, text, extra=flags)
+            want = ref.logits(ref.encode(text)).numpy()
+            d = np.max(np.abs(got - want), axis=1) / max(1.0, float(np.max(np.abs(want))) / 10)  # (n,)
+            d[~np.isfinite(d)] = np.inf
+            k = int(np.argmax(d > LOGIT_ATOL)) if np.any(d > LOGIT_ATOL) else len(d)
+            prefixes.append((k, len(d)))
+            worst = max(worst, float(np.max(d[:k], initial=0.0)))
+            after = max(after, float(np.max(d[k:], initial=0.0)))
+        label = "  " + " ".join(flags)
+        if not act:
+            passed = max(worst, after) <= LOGIT_ATOL
+            print(f"{label:<48} worst |delta logit| = {max(worst, after):.3g} (scaled)  "
+                  f"({'ok' if passed else 'FAIL'})")
+        else:
+            start = max((k for k, n in prefixes if n >= 2), default=ACT_PREFIX)
+            passed = start >= ACT_PREFIX and after <= FLIP_ATOL
+            agree = sum(k for k, _ in prefixes)
+            print(f"{label:<48} worst |delta logit| = {worst:.3g} (scaled) before the first flip, {after:.3g} from "
+                  f"it on; {agree} of {sum(n for _, n in prefixes)} positions before it, longest "
+                  f"{max(k for k, _ in prefixes)}  ({'ok' if passed else 'FAIL'})")
+        results.append(passed)
+        ok &= passed
+    return ok
+
+
 def main(argv):
     p = nltool.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--seed", type=int, default=20261130)
@@ -158,7 +257,13 @@ def main(argv):
     a = p.parse_args(argv)
     rng = np.random.default_rng(a.seed)
     pyrng = random.Random(a.seed)
-    ok, report, evals = True, [], []
+    ok, report, evals, quant = True, [], [], []
+    qrng = random.Random(a.seed + 1)  # the quantized runs' prompts: the others' stay as they were
+
+    def quant_prompts(ref):
+        T = ref.config.get("block_size", RNN_PROMPT)
+        lengths = [1, T] + [qrng.randint(2, T) for _ in range(max(0, a.prompts - 2))]
+        return ["".join(qrng.choice(ref.vocab) for _ in range(n)) for n in lengths]
 
     def random_prompts(ref):
         T = ref.config.get("block_size", RNN_PROMPT)
@@ -190,6 +295,8 @@ def main(argv):
         ok &= check_model(f"weights/{name} (+ overrides)", path, random_prompts, overrides_for(config), report)
         for bn_stats in ("running", "batch") if config["norm"] == "batchnorm" else ("running",):
             ok &= check_eval(path, held_out, bn_stats)
+        if name in QUANT_SHIPPED:
+            ok &= check_quant(path, quant_prompts, QUANT_SHIPPED[name], quant)
     with tempfile.TemporaryDirectory() as tmp:
         combos = [(n, p, None) for n in ("layernorm", "rmsnorm", "batchnorm") for p in ("pre", "post", "peri")]
         combos += [("none", "pre", None), ("layernorm", "post", (2 * 3) ** 0.25)]  # no norm; DeepNorm, L = 3
@@ -205,6 +312,8 @@ def main(argv):
                 ok &= check_model(label, d, random_prompts, overrides_for(nlformat.load_model(d)[0]), report)
                 for bn_stats in ("running", "batch") if norm == "batchnorm" else ("running",):
                     ok &= check_eval(d, text_path, bn_stats)
+                if (norm, placement, bias) in QUANT_RANDOM and not alpha:
+                    ok &= check_quant(d, quant_prompts, QUANT_RANDOM[norm, placement, bias], quant)
         for name in RECURRENT:  # after the transformers, so their prompts (pyrng) stay the same; absent: skipped
             path = os.path.join(ROOT, "weights", name)
             if os.path.isfile(os.path.join(path, "model.safetensors")):
@@ -212,6 +321,8 @@ def main(argv):
                 ok &= check_model(f"weights/{name} (+ --norm)", path, random_prompts, overrides_for(config), report)
                 for segments in (1, 4):
                     ok &= check_eval(path, held_out, segments=segments)
+                if name in QUANT_SHIPPED:
+                    ok &= check_quant(path, quant_prompts, QUANT_SHIPPED[name], quant)
         # 89 inputs: --segments 4 makes parts of 22, 22, 22 and 23
         for arch, norm, n_layer in (("lstm", "layernorm", 3), ("lstm", "none", 2), ("gru", "layernorm", 2),
                                     ("gru", "none", 3)):
@@ -220,9 +331,16 @@ def main(argv):
             ok &= check_model(label, d, random_prompts, overrides_for(nlformat.load_model(d)[0]), report)
             for segments in (1, 4):
                 ok &= check_eval(d, text_path, segments=segments)
-    print(f"tolerance {LOGIT_ATOL:g} per logit, {EVAL_RTOL:g} relative for eval")
-    n_pass = sum(w <= LOGIT_ATOL for _, w in report) + sum(evals)
-    n_fail = sum(w > LOGIT_ATOL for _, w in report) + len(evals) - sum(evals)
+            if (arch, norm) in QUANT_RANDOM:
+                ok &= check_quant(d, quant_prompts, QUANT_RANDOM[arch, norm], quant)
+        # last, with its own generator, so that the models before it stay the same
+        d = tie_model(os.path.join(tmp, "ties"), np.random.default_rng(a.seed + 1))
+        print("random layernorm/pre, its matrices on rounding ties")
+        ok &= check_quant(d, quant_prompts, "attn,head", quant, with_act=False)
+    print(f"tolerance {LOGIT_ATOL:g} per logit (--quantize-act: before the first rounding flip, and {FLIP_ATOL:g} "
+          f"after it), {EVAL_RTOL:g} relative for eval")
+    n_pass = sum(w <= LOGIT_ATOL for _, w in report) + sum(evals) + sum(quant)
+    n_fail = sum(w > LOGIT_ATOL for _, w in report) + len(evals) - sum(evals) + len(quant) - sum(quant)
     print(f"parity: {n_pass} passed, {n_fail} failed")
     return 0 if ok else 1
 
