@@ -50,12 +50,13 @@ const Command COMMANDS[] = {
      NULL, NULL, cmd_profile},
     {"compare", CMD_COMPARE, "models that differ in normalization, side by side on one text",
      "MODEL... -f FILE [--json] [-o FILE] [--csv FILE] [--plot-dir DIR] [--also-swap] [--invariance] "
-     "[--repeats N] [--threads N]",
+     "[--lens] [--outliers] [--quantize LIST] [--quantize-act Q] [--repeats N] [--threads N]",
      "The same text through every model: one row per model with norm type, placement, parameters, bits/char "
      "and perplexity, prefill and decode tokens/s (medians), the share of forward time in normalization, "
      "per-layer hidden-state statistics, and the largest logit difference between a sequence alone and in a "
      "batch of 16, and between prefill and KV-cache decoding. Recurrent models (lstm, gru) share the table; "
-     "their hidden states are the norms of h_t (and the LSTM's c_t) over the text, from one unbroken pass.",
+     "their hidden states are the norms of h_t (and the LSTM's c_t) over the text, from one unbroken pass. "
+     "The lab's options add the logit lens, outlier statistics and quantized rows (docs/lab.md).",
      "MODEL", "a model by name ('normlab list') or path; -m MODEL is the same", cmd_compare},
 };
 const size_t N_COMMANDS = sizeof COMMANDS / sizeof COMMANDS[0];
