@@ -173,7 +173,7 @@ compare-models: all
 # The lab's experiments (docs/lab.md) on the shipped models over the validation split, into docs/lab/:
 # compare's rows with the lens, the outliers and the q8, q4 and a8 rows as text (lab.txt), CSV and
 # plots; and attribution.txt, eval with q4 on one class of matrices at a time. Speeds are not the
-# point here (two rows run side by side). About 15 minutes on 2 cores.
+# point here (two rows run side by side). About 30 minutes on 2 cores: 20 for compare, 10 for eval.
 LAB = --lens --outliers --quantize q8,q4 --quantize-act q8 --repeats 1 --threads 2
 BPC = sed -n 's/.*"bits_per_char": *\([0-9.e+-]*\).*/\1/p'
 lab-models: all
