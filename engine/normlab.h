@@ -283,8 +283,9 @@ typedef struct {
 // - timer: begin() returns a timestamp; record() adds one call of comp in layer (-1: the model's
 //   own components) over `batch` sequences of n positions, ctx keys or features (see NlComponent);
 //   record_layer() a whole layer; add_wall() wall time of a phase; set_phase() what follows.
-// - watcher: the hidden states, layer by layer (layer L is after the last layer); with
-//   a watcher a forward pass computes every row of its last layer, not just those it returns.
+// - watcher: the hidden states, layer by layer (layer L is after the last layer), through whichever
+//   of its callbacks are set (a NULL one is not called); with a watcher a forward pass computes
+//   every row of its last layer, not just those it returns.
 typedef struct {
     void *timer;
     double (*begin)(void *timer);
@@ -300,7 +301,7 @@ typedef struct {
     void (*branch)(void *watcher, int layer, const float *branch, size_t rows);  // a sublayer entering the stream
     // a recurrent layer's new state at position t for B sequences: h (B, S), the LSTM's c (B, S) or NULL
     void (*state)(void *watcher, int layer, size_t t, const float *h, const float *c, size_t B);
-    // rows of width at one of NlSite's places in layer (NULL: not called); gain (width) is that of the
+    // rows of width at one of NlSite's places in layer; gain (width) is that of the
     // norm NlSite names for the place, or NULL where there is none
     void (*site)(void *watcher, int layer, NlSite site, const float *x, size_t rows, size_t width, const float *gain);
 } NlObserver;

@@ -209,9 +209,9 @@ static void step(NlRnn *r, int l, size_t B, size_t nc, size_t t, const NlObserve
         TIMED(obs, l, NL_COMP_RNN_GATES, B, 1, 1, lstm_output(r, h, r->ln ? r->cn : c, B));  // ctx 1: h
     }
     for (size_t b = 0; b < B; b++) memcpy(r->xout + (b * nc + t) * S, h + b * S, S * sizeof(float));
-    if (obs->watcher) obs->state(obs->watcher, l, r->pos + t, h, r->lstm ? c : NULL, B);
-    if (obs->watcher && obs->site) obs->site(obs->watcher, l, NL_SITE_H, h, B, S, NULL);
-    if (obs->watcher && obs->site && r->lstm) obs->site(obs->watcher, l, NL_SITE_C, c, B, S, NULL);
+    if (obs->state) obs->state(obs->watcher, l, r->pos + t, h, r->lstm ? c : NULL, B);
+    if (obs->site) obs->site(obs->watcher, l, NL_SITE_H, h, B, S, NULL);
+    if (obs->site && r->lstm) obs->site(obs->watcher, l, NL_SITE_C, c, B, S, NULL);
 }
 
 // Layer l over a chunk of nc positions of B sequences: rows xin (B*nc, in) -> xout (B*nc, S).
@@ -262,7 +262,7 @@ static const float *rnn_forward(void *impl, const int *tokens, size_t B, size_t 
     for (size_t p0 = 0; p0 < n; p0 += CHUNK) {
         size_t nc = n - p0 < CHUNK ? n - p0 : CHUNK;
         TIMED(obs, -1, NL_COMP_EMBED, B, nc, 0, embed(r, tokens + p0, n, B, nc));
-        if (obs->watcher) obs->residual(obs->watcher, 0, r->xin, B * nc, (size_t)r->cfg.n_input);
+        if (obs->residual) obs->residual(obs->watcher, 0, r->xin, B * nc, (size_t)r->cfg.n_input);
         for (size_t l = 0; l < L; l++) {
             layer(r, (int)l, B, nc, obs);
             float *swap = r->xin;

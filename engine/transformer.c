@@ -287,7 +287,7 @@ static const float *stream_gain(const Transformer *s, size_t l) {
 
 static void watch_site(const Transformer *s, size_t l, NlSite site, const float *x, size_t rows, size_t width,
                        const float *gain) {
-    if (s->obs->watcher && s->obs->site) s->obs->site(s->obs->watcher, (int)l, site, x, rows, width, gain);
+    if (s->obs->site) s->obs->site(s->obs->watcher, (int)l, site, x, rows, width, gain);
 }
 
 // y (rows, n_out) = x @ lin^T + b, x rounded first under --quantize-act.
@@ -346,7 +346,7 @@ static void normalize(Transformer *s, float *out, const float *in, NlNormWeights
         return;
     }
     TIMED(s, layer, comp, B, n, len, norm_rows(s, out, in, &w, rows));
-    if (!s->obs->watcher) return;
+    if (!s->obs->norm) return;
     int post = comp == NL_COMP_NORM1_POST || comp == NL_COMP_NORM2_POST;
     s->obs->norm(s->obs->watcher, comp == NL_COMP_FINAL_NORM ? s->cfg->n_layer : layer, post, in, out, w, rows);
 }
@@ -361,7 +361,7 @@ static void swap_stream(Transformer *s) {
 static void residual(Transformer *s, const float *branch, size_t l, size_t B, size_t n, size_t len) {
     size_t rows = B * n, D = (size_t)s->cfg->n_embd;
     float a = s->cfg->placement == NL_PLACE_POST ? (float)s->cfg->residual_scale : 1.0f;
-    if (s->obs->watcher) s->obs->branch(s->obs->watcher, (int)l, branch, rows);
+    if (s->obs->branch) s->obs->branch(s->obs->watcher, (int)l, branch, rows);
     TIMED(s, l, NL_COMP_RESIDUAL, B, n, len,
           a == 1.0f ? nl_add(s->x, branch, rows * D) : nl_add_scaled(s->x, a, branch, rows * D));
 }
@@ -372,7 +372,7 @@ static void block(Transformer *s, size_t l, size_t B, size_t n, size_t pos, size
     const LayerNorms *w = &s->norms[l];
     size_t D = (size_t)s->cfg->n_embd, len = pos + n, rows = B * keep;
     double t_layer = nl_obs_begin(s->obs);
-    if (s->obs->watcher) s->obs->residual(s->obs->watcher, (int)l, s->x, B * n, (size_t)s->cfg->n_embd);
+    if (s->obs->residual) s->obs->residual(s->obs->watcher, (int)l, s->x, B * n, (size_t)s->cfg->n_embd);
     watch_site(s, l, NL_SITE_RESIDUAL, s->x, B * n, D, stream_gain(s, l));
     if (s->cfg->placement == NL_PLACE_POST) {  // x = N1(a*x + Attn(x)); x = N2(a*x + MLP(x)); xn becomes x
         attn_block(s, s->tmp, s->x, stream_gain(s, l), l, B, n, pos, keep);
@@ -443,7 +443,7 @@ static const float *transformer_forward(void *impl, const int *tokens, size_t B,
     int all_rows = s->obs->watcher || (s->cfg->norm == NL_NORM_BATCHNORM && s->bn_stats == NL_BN_BATCH);
     size_t keep = all_rows ? n : n_logits;
     for (size_t l = 0; l < L; l++) block(s, l, B, n, pos, l + 1 == L ? keep : n);
-    if (s->obs->watcher) s->obs->residual(s->obs->watcher, (int)L, s->x, B * keep, D);
+    if (s->obs->residual) s->obs->residual(s->obs->watcher, (int)L, s->x, B * keep, D);
     watch_site(s, L, NL_SITE_RESIDUAL, s->x, B * keep, D, stream_gain(s, L));
     return readout(s, B, keep, n_logits, len);
 }

@@ -17,16 +17,6 @@ static void capture_residual(void *c, int layer, const float *x, size_t rows, si
     if (layer < 0 || (size_t)layer > cap->n_layer || rows > cap->T || width != cap->D) return;
     memcpy(cap->rows + (size_t)layer * cap->T * cap->D, x, rows * width * sizeof(float));
 }
-static void ignore_norm(void *c, int layer, int post, const float *in, const float *out, NlNormWeights w, size_t rows) {
-    (void)c, (void)layer, (void)post, (void)in, (void)out, (void)w, (void)rows;
-}
-static void ignore_branch(void *c, int layer, const float *x, size_t rows) {
-    (void)c, (void)layer, (void)x, (void)rows;
-}
-static void ignore_state(void *c, int layer, size_t t, const float *h, const float *cell, size_t B) {
-    (void)c, (void)layer, (void)t, (void)h, (void)cell, (void)B;
-}
-
 // Scores window w's targets from each captured layer into sums[0..L].
 static void score_window(NlState *s, const Capture *cap, const int *ids, size_t n, size_t stride, size_t w,
                          double *sums) {
@@ -64,10 +54,10 @@ int nl_lens(NlState *s, const int *ids, size_t n, size_t stride, double *bits, N
     }
     NlObserver saved = *nl_state_observer(s), obs = saved;
     obs.watcher = &cap;
-    obs.residual = capture_residual;
-    obs.norm = ignore_norm;
-    obs.branch = ignore_branch;
-    obs.state = ignore_state;
+    obs.residual = capture_residual;  // the statistics' other callbacks stay off
+    obs.norm = NULL;
+    obs.branch = NULL;
+    obs.state = NULL;
     obs.site = NULL;
     nl_state_set_observer(s, &obs);
     for (size_t w = 0; w < windows; w++) score_window(s, &cap, ids, n, stride, w, sums);
