@@ -308,16 +308,14 @@ static size_t quant_targets(NlModel *m, QuantTarget *t) {
         return n;
     }
     NlTransformerWeights *w = &m->transformer;
-    size_t D = (size_t)c->n_embd;
+    size_t D = (size_t)c->n_embd, L = (size_t)c->n_layer;
     t[n++] = (QuantTarget){&w->wte, V, D, NL_QUANT_EMBED | (c->tie_embeddings ? NL_QUANT_HEAD : 0u)};
     t[n++] = (QuantTarget){&w->wpe, (size_t)c->block_size, D, NL_QUANT_EMBED};
-    for (int l = 0; l < c->n_layer; l++) {
-        NlLayerWeights *lw = &w->layers[l];
-        NlLinear *four[4] = {&lw->attn, &lw->proj, &lw->fc, &lw->out};
-        for (int k = 0; k < 4; k++)
-            t[n++] = (QuantTarget){&four[k]->w, four[k]->n_out, four[k]->n_in, k < 2 ? NL_QUANT_ATTN : NL_QUANT_MLP};
+    for (size_t k = 0; k < 4 * L + !c->tie_embeddings; k++) {  // attn, proj, fc, out per layer; an untied head
+        NlLinear *lin = linear_at(w, k, L);
+        unsigned cls = k == 4 * L ? NL_QUANT_HEAD : k % 4 < 2 ? NL_QUANT_ATTN : NL_QUANT_MLP;
+        t[n++] = (QuantTarget){&lin->w, lin->n_out, lin->n_in, cls};
     }
-    if (!c->tie_embeddings) t[n++] = (QuantTarget){&w->lm_head.w, V, D, NL_QUANT_HEAD};
     return n;
 }
 
