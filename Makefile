@@ -2,6 +2,7 @@
 #   make          build ./normlab and build/libnormlab.a
 #   make run      install what is missing, build, and generate from the default model
 #   make test     the whole suite, plain and under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make test-bare   make test as on a machine without the Python packages (root: a private mount namespace)
 #   make parity   the C engine against the independent PyTorch reference (needs python3-torch)
 #   make docs-check  every example of README.md and docs/ (the long ones too) and their links
 
@@ -31,7 +32,8 @@ FUZZERS = safetensors config tokenizer inline prompt
 RUN_ARGS ?= -n 500
 
 .PHONY: all deps fuzz-deps run test test-plain test-san test-install format-check parity eval-models compare-models \
-        docs cli-doc docs-check depth-study fuzz bench clean install uninstall rnn-models rnn-report lab-models
+        docs cli-doc docs-check depth-study fuzz bench clean install uninstall rnn-models rnn-report lab-models \
+        test-bare
 
 all: deps normlab
 
@@ -88,8 +90,18 @@ run: all
 	    echo "normlab: no trained model is present yet (weights/shakespeare-pre-ln); see docs/training.md"; \
 	fi
 
+# The last line adds up the four parts (tests/total.sh): "N passed, M failed", and ", K skipped (...)"
+# naming the packages whose checks could not run.
 test: deps
-	@$(MAKE) --no-print-directory -k test-plain test-san test-install format-check
+	@rm -rf build/counts
+	@$(MAKE) --no-print-directory -k test-plain test-san test-install format-check; \
+	    tests/total.sh plain sanitizers install format
+
+# make test where only `make run` has installed: Debian's Python package folders hidden by empty
+# bind mounts in a private mount namespace (tests/bare_test.sh; needs root, as CI has). It fails on a
+# traceback, on a failure, or if nothing was skipped (the packages were not hidden).
+test-bare: deps
+	@tests/bare_test.sh $(MAKE) --no-print-directory test
 
 test-plain: normlab build/libnormlab.a $(addprefix build/rel/tests/,$(TESTS)) \
             $(addprefix build/rel/tests/replay_,$(FUZZERS)) build/rel/tests/ref_logits build/fault_shim.so
@@ -102,7 +114,7 @@ build/fault_shim.so: tests/fault/shim.c
 
 # Checks only: C as .clang-format leaves it, no source line over 120 characters (tests/format_check.sh).
 format-check:
-	@tests/format_check.sh
+	@tests/total.sh --count format tests/format_check.sh
 
 test-san: build/san/normlab $(addprefix build/san/tests/,$(TESTS)) $(addprefix build/san/tests/replay_,$(FUZZERS)) \
           build/rel/tests/ref_logits
@@ -302,8 +314,10 @@ uninstall:
 test-install:
 	@tmp=$$(mktemp -d /tmp/normlab-install-XXXXXX); \
 	$(MAKE) --no-print-directory -s install DESTDIR=$$tmp PREFIX=/opt/normlab > $$tmp.log 2>&1 \
-	    || { cat $$tmp.log; echo "install: 0 passed, 1 failed"; rm -rf $$tmp $$tmp.log; exit 1; }; \
-	tests/install_test.sh $$tmp /opt/normlab; rc=$$?; \
+	    || { cat $$tmp.log; echo "install: 0 passed, 1 failed"; tests/total.sh --record install 0 1 0 ""; \
+	         rm -rf $$tmp $$tmp.log; exit 1; }; \
+	tests/total.sh --count install tests/install_test.sh $$tmp /opt/normlab; rc=$$?; \
 	$(MAKE) --no-print-directory -s uninstall DESTDIR=$$tmp PREFIX=/opt/normlab; \
 	left=$$(find $$tmp -type f | wc -l); rm -rf $$tmp $$tmp.log; \
-	[ "$$left" -eq 0 ] || { echo "uninstall left $$left files"; exit 1; }; exit $$rc
+	[ "$$left" -eq 0 ] || { echo "uninstall left $$left files"; tests/total.sh --record install 0 1 0 ""; exit 1; }; \
+	exit $$rc

@@ -11,6 +11,7 @@ GOLD=tests/regression
 TMP=$(mktemp -d /tmp/normlab-cli-XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 passed=0 failed=0
+. "$(dirname "$0")/skips.sh"
 export LC_ALL=C.UTF-8
 
 ok() { passed=$((passed + 1)); echo "ok   $1"; }
@@ -1032,5 +1033,5 @@ expect_ok "the other commands keep one -m: the last wins" info -m $FIX/ln-pre-bi
 grep -q '"norm":"rmsnorm"' "$TMP/out" && ! grep -q '"norm":"layernorm"' "$TMP/out" \
     && ok "info -m A -m B shows B" || bad "info -m -m" "$(head -c 200 "$TMP/out")"
 
-echo "cli_test: $passed passed, $failed failed"
+closing cli_test
 [ "$failed" -eq 0 ]

@@ -27,6 +27,9 @@ import tempfile
 import time
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+from tooltest import skip_unless  # noqa: E402
+
 BIN = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "normlab"))
 CORPUS = os.path.join(ROOT, "tests", "data", "held_out.txt")  # a small text: 3 steps need little
 RTOL, LOGIT_ATOL = 1e-5, 1e-4
@@ -45,16 +48,12 @@ def check(cond, name, why=""):
         print(f"FAIL {name}: {why}")
 
 
-try:
-    import torch  # noqa: F401
-    import torch.distributed  # noqa: F401
-    have = torch.distributed.is_available() and torch.distributed.is_gloo_available()
-except ImportError:
-    have = False
-if not have:
-    print("note: python3-torch with gloo missing; distributed training is not tested here "
-          "(tools/install-deps.sh --python)")
-    print("ddp_test: 0 passed, 0 failed")
+skip_unless("ddp_test", "torch", "numpy", "tqdm")
+import torch  # noqa: E402
+import torch.distributed  # noqa: E402
+
+if not (torch.distributed.is_available() and torch.distributed.is_gloo_available()):
+    print("ddp_test: 0 passed, 0 failed, 1 skipped (python3-torch with gloo missing: tools/install-deps.sh --python)")
     sys.exit(0)
 
 TRAIN = ["--data", CORPUS, "--n-layer", "2", "--n-head", "2", "--n-embd", "16", "--block-size", "16",

@@ -9,6 +9,7 @@ bin=$root$prefix/bin/normlab
 passed=0 failed=0
 ok() { passed=$((passed + 1)); echo "ok   $1"; }
 bad() { failed=$((failed + 1)); echo "FAIL $1: $2"; }
+. "$here/skips.sh"
 work=$(mktemp -d /tmp/normlab-installed-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
@@ -48,5 +49,5 @@ if make -C "$here/.." --no-print-directory -s install PREFIX="$second" > second.
 else
     bad "second install" "$(tail -5 second.log)"
 fi
-echo "install_test: $passed passed, $failed failed"
+closing install_test
 [ "$failed" -eq 0 ]

@@ -26,7 +26,7 @@ TOOL = os.path.join(ROOT, "tools", "interop", "import_nanogpt.py")
 TEXT = os.path.join(ROOT, "tests", "data", "held_out.txt")
 LOGIT_ATOL, EVAL_RTOL = 1e-4, 1e-5
 sys.path.insert(0, os.path.join(ROOT, "tests"))
-from tooltest import Checks, make_read_only, snapshot, undo_read_only  # noqa: E402
+from tooltest import Checks, make_read_only, skip_unless, snapshot, undo_read_only  # noqa: E402
 
 check = Checks("nanogpt_test")
 
@@ -39,14 +39,10 @@ def bad(name, why):
     check(False, name, why)
 
 
-try:
-    import torch
-    import torch.nn as nn
-    import torch.nn.functional as F
-except ImportError:
-    print("note: python3-torch missing; the nanoGPT import is not tested here (tools/install-deps.sh --python)")
-    print("nanogpt_test: 0 passed, 0 failed")
-    sys.exit(0)
+skip_unless("nanogpt_test", "torch", "numpy")
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 
 
 class LayerNorm(nn.Module):

@@ -9,9 +9,9 @@ BIN=${1:-./normlab}
 passed=0 failed=0
 ok() { passed=$((passed + 1)); echo "ok   $1"; }
 bad() { failed=$((failed + 1)); echo "FAIL $1: $2"; }
-if ! /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
-    echo "skipped: /usr/bin/python3 with numpy is missing (tools/install-deps.sh --python)"
-    echo "rewrite_test: 0 passed, 0 failed"
+. "$(dirname "$0")/skips.sh"
+if ! have_python 1 numpy; then
+    closing rewrite_test
     exit 0
 fi
 TMP=$(mktemp -d /tmp/normlab-rewrite-XXXXXX)
@@ -63,5 +63,5 @@ PY
     && "$BIN" info -m "$TMP/alias" --json | grep -q '"generation":"via-link"' \
     && ok "a model rewritten through a symlink: the link kept, the folder's subfolder too" \
     || bad "symlinked model" "$(ls -la "$TMP")"
-echo "rewrite_test: $passed passed, $failed failed"
+closing rewrite_test
 [ "$failed" -eq 0 ]

@@ -14,13 +14,12 @@ import os
 import sys
 import tempfile
 
-try:
-    import torch
-    import torch.nn.functional as Fn
-except ImportError:
-    print("note: python3-torch missing; the recurrent reference is not tested here (tools/install-deps.sh --python)")
-    print("rnn_reference_test: 0 passed, 0 failed")
-    sys.exit(0)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__))))  # tests/
+from tooltest import skip_unless  # noqa: E402
+
+skip_unless("rnn_reference_test", "torch", "numpy")
+import torch  # noqa: E402
+import torch.nn.functional as Fn  # noqa: E402
 
 TOOLS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools")
 sys.path[:0] = [os.path.join(TOOLS, d) for d in ("lib", "reference")]

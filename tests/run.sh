@@ -5,11 +5,13 @@
 # non-zero with no failure counted, counts as one failure. Exits non-zero when anything failed.
 # NORMLAB_FAIL_FAST=1 (tests/mutate.sh) stops at the first program with a failure.
 variant=$1 build=$2 bin=$3
-passed=0 failed=0 broken=""
+passed=0 failed=0 skipped=0 absent="" broken=""
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1
 export NORMLAB_BIN="$bin"  # test_loader runs each malformed model through the CLI too
 
-# tally NAME COMMAND...: runs it, shows all but its "ok" lines, adds its counts.
+# tally NAME COMMAND...: runs it, shows all but its "ok" lines, adds its counts. Its closing line is
+# "NAME: N passed, M failed", with ", K skipped (PACKAGES missing: ...)" where it could not run some
+# checks. A program that checks nothing without counting a skip, or prints a Python traceback, is broken.
 tally() {
     name=$1; shift
     out=$("$@" 2>&1); rc=$?
@@ -17,12 +19,32 @@ tally() {
     line=$(printf '%s\n' "$out" | tail -n 1)
     p=$(printf '%s' "$line" | sed -n 's/.*: \([0-9]*\) passed, \([0-9]*\) failed.*$/\1/p')
     f=$(printf '%s' "$line" | sed -n 's/.*: \([0-9]*\) passed, \([0-9]*\) failed.*$/\2/p')
-    if [ -z "$p" ] || { [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; }; then
+    s=$(printf '%s' "$line" | sed -n 's/.* failed, \([0-9]*\) skipped.*$/\1/p')
+    if [ -z "$p" ] || { [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; } || [ "$p$f${s:-0}" = 000 ] \
+        || printf '%s' "$out" | grep -q '^Traceback (most recent call last)'; then
         broken="$broken $name(rc=$rc)"; failed=$((failed + 1))
     else
-        passed=$((passed + p)); failed=$((failed + f))
+        passed=$((passed + p)); failed=$((failed + f)); note_skips "${s:-0}" "$line"
     fi
     stop_if_failed "$name"
+}
+# note_skips COUNT LINE: adds COUNT skipped checks and the packages LINE names as missing.
+note_skips() {
+    [ "$1" -gt 0 ] || return 0
+    skipped=$((skipped + $1))
+    pkgs=$(printf '%s' "$2" | sed -n 's/.* skipped (\(.*\) missing.*/\1/p' | sed 's/, /\n/g')
+    while IFS= read -r pkg; do
+        [ -n "$pkg" ] || continue
+        case ", $absent, " in *", $pkg, "*) ;; *) absent="${absent:+$absent, }$pkg" ;; esac
+    done <<EOF
+$pkgs
+EOF
+}
+# py_tally NAME ARGS...: a Python suite, run by Debian's /usr/bin/python3; skipped without it.
+py_tally() {
+    name=$1; shift
+    if [ -x /usr/bin/python3 ]; then tally "$name" /usr/bin/python3 "$@"
+    else echo "skip $name: python3 missing"; note_skips 1 "x skipped (python3 missing)"; fi
 }
 stop_if_failed() {
     [ "${NORMLAB_FAIL_FAST:-0}" = 1 ] && [ "$failed" -gt 0 ] || return 0
@@ -46,19 +68,17 @@ done
 tally cli_test tests/cli_test.sh "$bin"
 tally options_test tests/options_test.sh "$bin"
 tally symbols_test tests/symbols_test.sh "$build/libnormlab.a"
-[ "$variant" = plain ] && [ -x /usr/bin/python3 ] && tally docs_test /usr/bin/python3 tools/dev/docs.py --check
+[ "$variant" = plain ] && py_tally docs_test tools/dev/docs.py --check
 [ "$variant" = plain ] && tally examples_test tests/examples_test.sh "$bin"  # the short $ examples of the docs
 [ "$variant" = plain ] && tally links_test tests/links_test.sh
-[ "$variant" = plain ] && [ -x /usr/bin/python3 ] && tally nanogpt_test /usr/bin/python3 tests/nanogpt_test.py "$bin"
-[ "$variant" = plain ] && [ -x /usr/bin/python3 ] && tally export_test /usr/bin/python3 tests/export_test.py "$bin"
-[ "$variant" = plain ] && [ -x /usr/bin/python3 ] && tally torchzip_test /usr/bin/python3 tests/torchzip_test.py
-[ "$variant" = plain ] && [ -x /usr/bin/python3 ] && tally split_test /usr/bin/python3 tests/split_test.py
-[ "$variant" = plain ] && [ -x /usr/bin/python3 ] \
-    && tally tool_errors_test /usr/bin/python3 tests/tool_errors_test.py "$bin"
-[ "$variant" = plain ] && [ -x /usr/bin/python3 ] && tally readers_test /usr/bin/python3 tests/readers_test.py "$bin"
-[ "$variant" = plain ] && [ -x /usr/bin/python3 ] && tally ddp_test /usr/bin/python3 tests/ddp_test.py "$bin"
-[ "$variant" = plain ] && [ -x /usr/bin/python3 ] \
-    && tally rnn_reference_test /usr/bin/python3 tests/rnn_reference_test.py
+[ "$variant" = plain ] && py_tally nanogpt_test tests/nanogpt_test.py "$bin"
+[ "$variant" = plain ] && py_tally export_test tests/export_test.py "$bin"
+[ "$variant" = plain ] && py_tally torchzip_test tests/torchzip_test.py
+[ "$variant" = plain ] && py_tally split_test tests/split_test.py
+[ "$variant" = plain ] && py_tally tool_errors_test tests/tool_errors_test.py "$bin"
+py_tally readers_test tests/readers_test.py "$bin"  # both builds: 10,000 reads under rewrites
+[ "$variant" = plain ] && py_tally ddp_test tests/ddp_test.py "$bin"
+[ "$variant" = plain ] && py_tally rnn_reference_test tests/rnn_reference_test.py
 tally safety_test tests/safety_test.sh "$bin"
 # the shim is preloaded into the plain build only: AddressSanitizer must be the first library loaded
 [ "$variant" = plain ] && tally layers_test tests/layers_test.sh
@@ -66,5 +86,8 @@ tally safety_test tests/safety_test.sh "$bin"
 [ "$variant" = plain ] && tally rewrite_test tests/rewrite_test.sh "$bin"  # a long decode: too slow sanitized
 [ "$variant" = plain ] && tally valgrind tests/valgrind.sh "$bin"  # valgrind cannot run the sanitizer build
 [ -n "$broken" ] && echo "broken test programs:$broken"
-echo "$variant: $passed passed, $failed failed"
+summary="$passed passed, $failed failed"
+[ "$skipped" -gt 0 ] && summary="$summary, $skipped skipped ($absent missing: tools/install-deps.sh --python)"
+echo "$variant: $summary"
+tests/total.sh --record "$variant" "$passed" "$failed" "$skipped" "$absent"  # for make test's last line
 [ "$failed" -eq 0 ]

@@ -11,6 +11,7 @@ FIX=$ROOT/tests/fixtures
 TMP=$(mktemp -d /tmp/normlab-safety-XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 passed=0 failed=0
+. "$(dirname "$0")/skips.sh"
 export LC_ALL=C.UTF-8
 ok() { passed=$((passed + 1)); echo "ok   $1"; }
 bad() { failed=$((failed + 1)); echo "FAIL $1: $2"; }
@@ -190,7 +191,7 @@ cp -r "$M" "$TMP/$(printf 'esc\033[31mdir')/m"
 ! grep -q "$(printf '\033')" "$TMP/err" && grep -q 'esc\\u001b\[31mdir' "$TMP/err" \
     && ok "the profile header escapes the model path" \
     || bad "profile header" "$(head -c 300 "$TMP/err" | od -c | head -3)"
-if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
+if have_python 2 matplotlib; then
     mkdir -p "$TMP/plots"
     for f in bits_per_char residual_rms branch_rms time_share; do echo "old $f" > "$TMP/plots/$f.png"; done
     plots=$(sums "$TMP"/plots/*.png)
@@ -210,5 +211,5 @@ timeout 2 "$BIN" profile -m "$FIX/ln-pre-bias.json" -n 1000000000 --trace "$TMP/
     || bad "trace size" "exit $rc: $(head -2 "$TMP/err")"
 rm -f "$TMP"/.big-trace.json.normlab-*
 
-echo "safety_test: $passed passed, $failed failed"
+closing safety_test
 [ "$failed" -eq 0 ]

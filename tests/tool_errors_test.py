@@ -6,6 +6,7 @@ tools' own suites (nanogpt_test, export_test, split_test, ...) test their rules 
     /usr/bin/python3 tests/tool_errors_test.py [NORMLAB_BINARY]      (make test runs it)
 """
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import tempfile
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 from tooltest import Checks  # noqa: E402
+import needs  # noqa: E402  (tools/lib, on the path through tooltest)
 
 os.environ["NORMLAB_BIN"] = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "normlab"))
 check = Checks("tool_errors_test")
@@ -46,17 +48,54 @@ CASES = [  # (tool, arguments, a word the line must hold)
 ]
 
 
+def declared_needs(tool, top_only):
+    """The modules tool asks needs.packages for: at its top (before any argument is read), or anywhere."""
+    src = open(os.path.join(ROOT, "tools", tool)).read()
+    calls = re.findall(r"^needs\.packages\((.*)\)$" if top_only else r"needs\.packages\((.*)\)$", src, re.M)
+    return [m for call in calls for m in re.findall(r'"(\w+)"', call)]
+
+
+def run(tool, args, env=None):
+    r = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "tools", tool), *args], capture_output=True,
+                       text=True, timeout=300, env=env)
+    return r.returncode, r.stderr.strip()
+RUN_TO_NEEDS = {"lab/depth_study.py": ["plot"]}  # arguments that reach a need asked for below the top
+
+
 def main():
     for tool, args, word in CASES:
-        r = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "tools", tool), *args], capture_output=True,
-                           text=True, timeout=300)
-        err = r.stderr.strip()
-        check(r.returncode != 0 and err.count("\n") == 0 and word in err and "Traceback" not in err,
-              f"{tool} {' '.join(a.replace(ROOT + '/', '') for a in args)}: one line, exit {r.returncode}",
-              f"exit {r.returncode}, stderr: {err[-400:]}")
+        absent = needs.missing(*declared_needs(tool, top_only=True))
+        rc, err = run(tool, args)
+        want = f"{', '.join(absent)}, which is not installed: run {needs.INSTALL}" if absent else word
+        check(rc != 0 and err.count("\n") == 0 and want in err and "Traceback" not in err and (rc == 1 or not absent),
+              f"{tool} {' '.join(a.replace(ROOT + '/', '') for a in args)}: one line, exit {rc}"
+              + (f" ({', '.join(absent)} missing)" if absent else ""), f"exit {rc}, stderr: {err[-400:]}")
+    hidden_packages()
     check(os.listdir(SCRATCH) == [], "no case wrote an output", str(os.listdir(SCRATCH)))
     shutil.rmtree(SCRATCH)
     return check.summary()
+
+
+def hidden_packages():
+    """Each tool that needs a package, run where that package cannot be imported (a folder on
+    PYTHONPATH whose module of that name raises ImportError), says which Debian package to install
+    and how, in one line, exit 1: on every machine, not only on one without the packages."""
+    with tempfile.TemporaryDirectory() as stubs:
+        for module in needs.DEBIAN:
+            os.makedirs(os.path.join(stubs, module))
+            with open(os.path.join(stubs, module, "__init__.py"), "w") as f:
+                f.write("raise ImportError('hidden by tool_errors_test')\n")
+        env = {**os.environ, "PYTHONPATH": stubs}
+        tools = sorted({tool for tool, _, _ in CASES})
+        for tool in tools:
+            modules = declared_needs(tool, top_only=False)
+            if not modules:
+                continue
+            rc, err = run(tool, RUN_TO_NEEDS.get(tool, []), env)
+            named = all(needs.DEBIAN[m] in err for m in modules)
+            check(rc == 1 and err.count("\n") == 0 and named and needs.INSTALL in err and "Traceback" not in err,
+                  f"{tool} without {', '.join(needs.DEBIAN[m] for m in modules)}: one line naming them, exit 1",
+                  f"exit {rc}, stderr: {err[-400:]}")
 
 
 if __name__ == "__main__":

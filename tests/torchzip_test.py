@@ -19,8 +19,10 @@ import zipfile
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.join(ROOT, "tools", "lib"))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
+from tooltest import Checks, skip_unless  # noqa: E402
+
+skip_unless("torchzip_test", "numpy")
 import torchzip  # noqa: E402
-from tooltest import Checks  # noqa: E402
 
 check = Checks("torchzip_test")
 

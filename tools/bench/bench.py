@@ -29,7 +29,12 @@ import subprocess
 import sys
 import time
 
-import numpy as np
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # tools/lib
+import needs  # noqa: E402
+
+needs.packages("numpy", "torch")
+
+import numpy as np  # noqa: E402
 
 # PyTorch's OpenMP threads spin for a while after each parallel region; runs of normlab interleaved
 # with PyTorch's in this process tree then share their cores with spinning threads (seen: normlab's
@@ -37,7 +42,6 @@ import numpy as np
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import torch  # noqa: E402
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # tools/lib
 import nlformat  # noqa: E402
 import nlmodel  # noqa: E402
 import nltool  # noqa: E402

@@ -10,9 +10,15 @@ equal-ripple error). Prints the coefficients and the maximum error in double and
 """
 from math import erf
 
+import os
 import sys
 
-import numpy as np
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # tools/lib
+import needs  # noqa: E402
+
+needs.packages("numpy")
+
+import numpy as np  # noqa: E402
 
 LIMIT = 3.92  # erf(3.92) = 1 - 2e-8: beyond it float32 erf is 1
 

@@ -14,9 +14,13 @@ overflow to infinity at run time, and "ln-pre-t70": a context of 70 (more than o
 import os
 import sys
 
-import numpy as np
-
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # tools/lib
+import needs  # noqa: E402
+
+needs.packages("numpy")
+
+import numpy as np  # noqa: E402
+
 import nlformat  # noqa: E402
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "fixtures")

@@ -35,9 +35,13 @@ import math
 import os
 import sys
 
-import numpy as np
-
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # tools/lib
+import needs  # noqa: E402
+
+needs.packages("numpy")
+
+import numpy as np  # noqa: E402
+
 import nlformat  # noqa: E402
 import nltool  # noqa: E402
 import torchzip  # noqa: E402

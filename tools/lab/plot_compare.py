@@ -13,13 +13,17 @@ import json
 import os
 import sys
 
-import matplotlib
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # tools/lib
+import needs  # noqa: E402
+
+needs.packages("matplotlib")
+
+import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker  # noqa: E402
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # tools/lib
 import nltool  # noqa: E402
 
 COMPONENTS = ["embed", "norm1", "qkv", "attention", "attn_proj", "norm1_post", "residual", "norm2", "mlp_up",

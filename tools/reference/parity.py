@@ -20,9 +20,13 @@ import subprocess
 import sys
 import tempfile
 
-import numpy as np
-
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # tools/lib
+import needs  # noqa: E402
+
+needs.packages("numpy", "torch")
+
+import numpy as np  # noqa: E402
+
 import nlformat  # noqa: E402
 import nlmodel  # noqa: E402
 import nltool  # noqa: E402

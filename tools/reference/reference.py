@@ -22,9 +22,13 @@ import json
 import os
 import sys
 
-import torch
-
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # tools/lib
+import needs  # noqa: E402
+
+needs.packages("numpy", "torch")
+
+import torch  # noqa: E402
+
 import nlformat  # noqa: E402
 import nlmodel  # noqa: E402
 import nltool  # noqa: E402

@@ -42,11 +42,15 @@ import os
 import sys
 import time
 
-import numpy as np
-import torch
-import torch.nn.functional as Fn
-
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # tools/lib
+import needs  # noqa: E402
+
+needs.packages("numpy", "torch", "tqdm")
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.nn.functional as Fn  # noqa: E402
+
 import nlformat  # noqa: E402
 import nlmodel  # noqa: E402
 import nltool  # noqa: E402
