@@ -24,6 +24,10 @@
 #define CONFIG_CAP ((size_t)1 << 20)
 #define TOKENIZER_CAP ((size_t)16 << 20)
 #define INLINE_CAP ((size_t)1 << 30)
+// Loads of a model folder that was replaced while it was read (a writer rewriting it faster than
+// this can be tried again is told so by the last attempt's error).
+#define LOAD_ATTEMPTS 16
+
 #define FAIL(...)                                  \
     do {                                           \
         nl_error(err, NL_ERR_FORMAT, __VA_ARGS__); \
@@ -432,10 +436,19 @@ static int load_weights_file(NlModel *m, int dirfd, const char *what, int no_mma
     return 0;
 }
 
+// Whether the directory open as dirfd is no longer the one at path: a writer has swapped a new model
+// in (tools/lib/nlformat.py write_model_dir) and may be deleting this one's files as they are read.
+static int dir_replaced(int dirfd, const char *path) {
+    struct stat held, now;
+    if (fstat(dirfd, &held) != 0) return 0;
+    return stat(path, &now) != 0 || now.st_dev != held.st_dev || now.st_ino != held.st_ino;
+}
+
 // A model directory: its three files are opened through one descriptor of the directory, so they
 // come from one directory even when it is replaced while they are read (tools rename a new
-// directory into place).
-static int load_dir(NlModel *m, const char *dir, const NlLoadOptions *opts, NlError *err) {
+// directory into place). On a failure, *replaced says whether that directory was swapped away
+// meanwhile, so that the caller reads the model again from the path.
+static int load_dir(NlModel *m, const char *dir, const NlLoadOptions *opts, int *replaced, NlError *err) {
     cJSON *cfg = NULL, *tok = NULL;
     TensorRef *refs = NULL;
     char path[512], cut[NL_CUT_BUF];
@@ -478,6 +491,7 @@ static int load_dir(NlModel *m, const char *dir, const NlLoadOptions *opts, NlEr
     if (bind_weights(m, refs, m->st.n, opts, path, err) != 0) goto cleanup;
     rc = 0;
 cleanup:
+    *replaced = rc != 0 && dirfd >= 0 && dir_replaced(dirfd, dir);
     if (dirfd >= 0) close(dirfd);
     cJSON_Delete(cfg);
     cJSON_Delete(tok);
@@ -645,18 +659,23 @@ int nl_model_load_with(NlModel **out, const char *path, const NlLoadOptions *opt
             return -1;
         }
     }
-    NlModel *m = calloc(1, sizeof *m);
-    if (!m) {
-        nl_error(err, NL_ERR_NOMEM, "out of memory");
-        return -1;
-    }
-    int rc = S_ISDIR(st.st_mode) ? load_dir(m, path, opts, err) : load_inline(m, path, opts, err);
-    if (rc != 0) {
+    // A folder swapped for a new model while it was read is read again from its path, so a reader
+    // gets the old model or the new one, never a failure the swap caused (docs/files.md).
+    for (int attempt = 1;; attempt++) {
+        NlModel *m = calloc(1, sizeof *m);
+        if (!m) {
+            nl_error(err, NL_ERR_NOMEM, "out of memory");
+            return -1;
+        }
+        int replaced = 0;
+        int rc = S_ISDIR(st.st_mode) ? load_dir(m, path, opts, &replaced, err) : load_inline(m, path, opts, err);
+        if (rc == 0) {
+            *out = m;
+            return 0;
+        }
         nl_model_free(m);
-        return -1;
+        if (!replaced || attempt == LOAD_ATTEMPTS) return -1;
     }
-    *out = m;
-    return 0;
 }
 
 int nl_model_load(NlModel **out, const char *path, NlError *err) { return nl_model_load_with(out, path, NULL, err); }
