@@ -35,7 +35,7 @@ RUN_ARGS ?= -n 500
         docs cli-doc docs-check depth-study fuzz bench clean install uninstall rnn-models rnn-report lab-models \
         test-bare
 
-all: deps normlab
+all: deps normlab build/libnormlab.a
 
 deps:
 	@tools/install-deps.sh

@@ -79,15 +79,25 @@ scratch() {
             find . -path ./build -prune -o -type f -print0
         fi | tar --null -T - -cf - 2>/dev/null | tar -xf - -C "$TMP/pristine"
         cp -p "$bin" "$TMP/pristine/normlab"
-        [ -f build/libnormlab.a ] && cp -p build/libnormlab.a "$TMP/pristine/build/"
-        if [ "$long" = 1 ]; then  # what make and the tools find built: the plain objects, ONNX Runtime
-            [ -d build/rel ] && cp -a build/rel "$TMP/pristine/build/"
+        # The plain objects, so that make there compiles nothing, but no library: a document that
+        # uses build/libnormlab.a gets it from a plain `make` in its copy (make_library).
+        [ -d build/rel ] && cp -a build/rel "$TMP/pristine/build/" && rm -rf "$TMP/pristine/build/rel/tests" \
+            && rm -f "$TMP/pristine/build/rel/libnormlab.a"
+        if [ "$long" = 1 ]; then  # what the tools find built: ONNX Runtime
             [ -d build/ort ] && ln -s "$root/build/ort" "$TMP/pristine/build/ort"
         fi
         [ -d ../shared ] && ln -s "$(cd .. && pwd)/shared" "$TMP/shared"
     fi
     rm -rf "$TMP/main"
     cp -a "$TMP/pristine" "$TMP/main"
+}
+
+# make_library DOC: a plain `make` in the document's copy, which must leave build/libnormlab.a there
+# (README.md and docs/embedding.md promise it).
+make_library() {
+    (cd "$TMP/main" && timeout 600 make -s > "$TMP/make.log" 2>&1)
+    [ -f "$TMP/main/build/libnormlab.a" ] && ok "$1: a plain make builds build/libnormlab.a for its examples" \
+        || bad "$1: make" "no build/libnormlab.a after a plain make: $(tail -n 3 "$TMP/make.log" | tr '\n' ' ')"
 }
 
 # found WANT FILE: WANT's pieces between "..." occur, in order, within one line of FILE.
@@ -145,6 +155,7 @@ for doc in ${docs:-README.md docs/*.md}; do
     # first the files the document's examples use, then its blocks in order
     if [ "$list" = 0 ] && { [ "$long" = 1 ] || grep -q "^B$tab[0-9]*${tab}short" "$TMP/plan"; }; then
         scratch
+        grep -q "libnormlab\.a" "$TMP/plan" && make_library "$doc"
         awk -F'\t' -v dir="$TMP/main" '$1 == "F" { out = dir "/" $3; printf "" > out; next }
             $1 == "T" && out != "" { print substr($0, 3) >> out; next } $1 == "X" { out = "" }' "$TMP/plan"
     fi
