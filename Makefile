@@ -296,7 +296,9 @@ install: all build/libnormlab.a build/normlab.1 build/normlab.bash build/normlab
 	install -m 644 build/normlab.pc $(DESTDIR)$(LIBDIR)/pkgconfig/normlab.pc
 	install -m 644 build/normlab.1 $(DESTDIR)$(DATADIR)/man/man1/normlab.1
 	install -m 644 build/normlab.bash $(DESTDIR)$(DATADIR)/bash-completion/completions/normlab
-	install -m 644 tools/lab/plot_compare.py $(DESTDIR)$(DATADIR)/normlab/plot_compare.py
+	install -d $(DESTDIR)$(DATADIR)/normlab/lab $(DESTDIR)$(DATADIR)/normlab/lib
+	install -m 644 tools/lab/plot_compare.py $(DESTDIR)$(DATADIR)/normlab/lab/plot_compare.py
+	install -m 644 tools/lib/nltool.py tools/lib/needs.py $(DESTDIR)$(DATADIR)/normlab/lib/
 	for m in $(MODELS); do \
 	    install -d $(DESTDIR)$(DATADIR)/normlab/models/$$m && \
 	    install -m 644 weights/$$m/config.json weights/$$m/tokenizer.json weights/$$m/model.safetensors \

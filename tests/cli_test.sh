@@ -853,6 +853,18 @@ grep -q '"model":"twin"' "$TMP/out" && grep -q '"n_layer":4,' "$TMP/out" \
 (cd "$TMP/cwd" && NORMLAB_MODELS="$TMP/search" "$BINABS" info -m here.json --json) > "$TMP/out" 2>"$TMP/err"
 grep -q '"model":"here.json","arch":"lstm"' "$TMP/out" && ok "-m FILE.json in the working folder still loads" \
     || bad "-m FILE.json" "$(head -c 200 "$TMP/out") $(cat "$TMP/err")"
+# The default model is never taken from the working folder: a binary with no weights/ beside it, run
+# where a folder shakespeare-pre-ln is, finds no default; naming that folder loads it.
+mkdir -p "$TMP/lonely/bin" && cp "$BINABS" "$TMP/lonely/bin/normlab" && cp -r "$TMP/cwd" "$TMP/lonely/cwd"
+cp $FIX/lstm-ln.json "$TMP/lonely/cwd/shakespeare-pre-ln.json"
+(cd "$TMP/lonely/cwd" && env -u NORMLAB_MODEL NORMLAB_MODELS="$TMP/badname" ../bin/normlab info --json) \
+    > "$TMP/out" 2> "$TMP/err"; rc=$?
+[ "$rc" -eq 1 ] && [ ! -s "$TMP/out" ] && grep -q "shakespeare-pre-ln: no such model" "$TMP/err" \
+    && ok "the default model is not looked for in the working folder" \
+    || bad "default from the working folder" "exit $rc: $(head -c 200 "$TMP/out") $(cat "$TMP/err")"
+(cd "$TMP/lonely/cwd" && NORMLAB_MODELS="$TMP/badname" ../bin/normlab info -m shakespeare-pre-ln.json --json) \
+    > "$TMP/out" 2> "$TMP/err"
+grep -q '"arch":"lstm"' "$TMP/out" && ok "...but a name the user gives is" || bad "given name" "$(cat "$TMP/err")"
 
 # Closed standard streams: a result meant for a closed stdout, or a text read from a closed stdin,
 # is an error before any work, not a silent success.

@@ -22,6 +22,27 @@ env -u NORMLAB_MODELS "$bin" list > list.txt 2>&1
 grep -q "^shakespeare-post-rms .*$root$prefix/share/normlab/models/shakespeare-post-rms" list.txt \
     && ok "list shows the installed models" \
     || bad "list" "$(cat list.txt)"
+# A working folder whose weights/ holds a decoy of the same name (a GRU): the installed binary must not
+# look there (docs/usage.md); only an explicit path reaches the working folder.
+mkdir -p decoy/weights && cp -r "$here/../weights/shakespeare-gru" decoy/weights/shakespeare-pre-ln
+info=$(cd decoy && env -u NORMLAB_MODEL -u NORMLAB_MODELS "$bin" info 2>&1)
+by_name=$(cd decoy && env -u NORMLAB_MODEL -u NORMLAB_MODELS "$bin" info -m shakespeare-pre-ln 2>&1)
+by_path=$(cd decoy && env -u NORMLAB_MODEL -u NORMLAB_MODELS "$bin" info -m weights/shakespeare-pre-ln 2>&1)
+printf '%s\n%s\n' "$info" "$by_name" | grep -q "arch.*gru" \
+    && bad "decoy weights/" "the working folder's weights/ was used: $info" \
+    || { printf '%s' "$info" | grep -q "share/normlab/models/shakespeare-pre-ln" \
+         && printf '%s' "$by_name" | grep -q "share/normlab/models/shakespeare-pre-ln" \
+         && printf '%s' "$by_path" | grep -q "gru" \
+         && ok "a decoy weights/ here: the default and -m NAME load the installed model, a path the decoy" \
+         || bad "decoy weights/" "info: $info; -m name: $by_name; -m path: $by_path"; }
+if have_python 1 matplotlib; then
+    printf 'ab ba ab\n' > text.txt
+    "$bin" compare -m "$root$prefix/share/normlab/models/shakespeare-pre-ln" -f text.txt --repeats 1 \
+        --plot-dir plots > compare.out 2> compare.err \
+        && [ "$(head -c 4 plots/bits_per_char.png | od -An -c | tr -d ' ')" = "211PNG" ] \
+        && ok "the installed compare --plot-dir draws with the installed plot script" \
+        || bad "installed plots" "$(cat compare.err)"
+fi
 man -l "$root$prefix/share/man/man1/normlab.1" 2>/dev/null | grep -q "normlab generate" \
     && ok "man -l renders the page" || bad "man" "does not render"
 bash -n "$root$prefix/share/bash-completion/completions/normlab" \

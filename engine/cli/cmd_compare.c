@@ -112,17 +112,19 @@ static int plot_drawn(const Options *o, size_t i) {
     return i < 5 || (i == 5 && o->lens) || (i == 6 && o->outliers) || (i == 7 && (o->quantize_rows || o->quantize_act));
 }
 
-// The plot script: tools/lab/plot_compare.py in the source tree, share/normlab/plot_compare.py installed.
+// The plot script: tools/lab/plot_compare.py in the source tree, share/normlab/lab/plot_compare.py
+// installed (beside share/normlab/lib/, the tools' library it imports); NULL where neither is.
 static const char *plot_script(char *buf, size_t len) {
     const char *p = beside_binary("tools/lab/plot_compare.py", buf, len);
-    return p == buf ? p : beside_binary("share/normlab/plot_compare.py", buf, len);
+    return p ? p : beside_binary("share/normlab/lab/plot_compare.py", buf, len);
 }
 
 // Before any work: the plotting tool runs here (python3 with matplotlib) and its script is found.
 static int check_plot_tool(const char *cmd) {
     char script[4400];
     char *argv[] = {"/usr/bin/python3", "-c", "import matplotlib", NULL};
-    if (access(plot_script(script, sizeof script), R_OK) != 0 || spawn_wait(argv) != 0) {
+    const char *found = plot_script(script, sizeof script);
+    if (!found || access(found, R_OK) != 0 || spawn_wait(argv) != 0) {
         msg_usage(cmd, "--plot-dir needs /usr/bin/python3 with matplotlib and tools/lab/plot_compare.py "
                        "(tools/install-deps.sh --python)");
         return EXIT_USAGE;

@@ -66,13 +66,14 @@ int available_cpus(void) {
 }
 
 // Finds `rel` (a path inside the repository) beside the running binary, or one or two folders up
-// (the sanitizer build lives in build/san/). Falls back to `rel` relative to the working folder.
+// (the sanitizer build lives in build/san/); NULL where none has it. Never the working folder's: what
+// normlab finds must not depend on where it is run from.
 // buf holds more than PATH_MAX + strlen(rel) bytes, so that no candidate is ever cut.
 const char *beside_binary(const char *rel, char *buf, size_t len) {
     char exe[PATH_MAX];
     assert(len > sizeof exe + strlen(rel));
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0 || n == (ssize_t)sizeof exe - 1) return rel;  // (a link that long may have been cut)
+    if (n <= 0 || n == (ssize_t)sizeof exe - 1) return NULL;  // (a link that long may have been cut)
     exe[n] = '\0';
     for (int up = 0; up < 3; up++) {
         char *slash = strrchr(exe, '/');
@@ -81,7 +82,7 @@ const char *beside_binary(const char *rel, char *buf, size_t len) {
         snprintf(buf, len, "%s/%s", exe, rel);
         if (access(buf, F_OK) == 0) return buf;
     }
-    return rel;
+    return NULL;
 }
 
 char *model_search_path(void) {
@@ -89,9 +90,9 @@ char *model_search_path(void) {
     const char *env = getenv("NORMLAB_MODELS");
     const char *w = beside_binary("weights", weights, sizeof weights);
     const char *sh = beside_binary("share/normlab/models", share, sizeof share);
-    int has_env = env && *env, has_share = sh == share;  // share/ counts only where found: installed
-    if (asprintf(&path, "%s%s%s%s%s", has_env ? env : "", has_env ? ":" : "", w, has_share ? ":" : "",
-                 has_share ? sh : "") < 0)
+    int has_env = env && *env;
+    if (asprintf(&path, "%s%s%s%s%s", has_env ? env : "", has_env && w ? ":" : "", w ? w : "",
+                 (has_env || w) && sh ? ":" : "", sh ? sh : "") < 0)
         return NULL;
     return path;
 }
@@ -117,10 +118,10 @@ static int model_entry(const char *dir, const char *entry, char **path) {
 }
 
 // The path -m NAME names (docs/usage.md): a name with a '/' is that path; a bare name is
-// the search path's first model of that name (NAME, then NAME.json, in each folder), or else what
-// the working folder has under that name. 0 with *path (a new string), 1 found nowhere, -1 out of
-// memory.
-static int find_model(const char *name, char **path) {
+// the search path's first model of that name (NAME, then NAME.json, in each folder), or else, when
+// the user gave the name (given), what the working folder has under that name: the default model is
+// never looked for there. 0 with *path (a new string), 1 found nowhere, -1 out of memory.
+static int find_model(const char *name, int given, char **path) {
     *path = NULL;
     if (strchr(name, '/')) return (*path = strdup(name)) ? 0 : -1;
     char *search = model_search_path(), *json = NULL, *save = NULL;
@@ -134,26 +135,35 @@ static int find_model(const char *name, char **path) {
     free(json);
     if (got) return got > 0 ? 0 : -1;
     struct stat st;
-    if (stat(name, &st) != 0 && errno == ENOENT) return 1;  // other failures (a name too long) are the loader's
+    if (!given || (stat(name, &st) != 0 && errno == ENOENT))
+        return 1;  // other failures (a name too long) are the loader's
     return (*path = strdup(name)) ? 0 : -1;
 }
 
-const char *resolve_model(const char *name, char *buf, size_t len) {
+// find_model's path copied into buf; NULL when it found none or it does not fit.
+static const char *resolve(const char *name, int given, char *buf, size_t len) {
     char *path = NULL;
     const char *out = NULL;
-    if (find_model(name, &path) == 0 && strlen(path) < len) out = memcpy(buf, path, strlen(path) + 1);
+    if (find_model(name, given, &path) == 0 && strlen(path) < len) out = memcpy(buf, path, strlen(path) + 1);
     free(path);
     return out;
 }
 
+const char *resolve_model(const char *name, char *buf, size_t len) { return resolve(name, 1, buf, len); }
+
+// Whether the user named the model (-m or $NORMLAB_MODEL) rather than left the default.
+static int model_given(const Options *o) {
+    const char *env = getenv("NORMLAB_MODEL");
+    return o->model || (env && *env);
+}
+
 // -m, else $NORMLAB_MODEL, else shakespeare-pre-ln by name.
 static const char *model_name(const Options *o) {
-    const char *env = getenv("NORMLAB_MODEL");
-    return o->model ? o->model : env && *env ? env : DEFAULT_MODEL;
+    return o->model ? o->model : model_given(o) ? getenv("NORMLAB_MODEL") : DEFAULT_MODEL;
 }
 
 const char *model_path(const Options *o, char *buf, size_t len) {
-    const char *path = resolve_model(model_name(o), buf, len);
+    const char *path = resolve(model_name(o), model_given(o), buf, len);
     return path ? path : model_name(o);
 }
 
@@ -227,7 +237,9 @@ static int no_such_model(const char *from_env, const char *name) {
         if (!e[i].shadowed) at += sprintf(at, "%s%s", at == names ? "" : ", ", e[i].name);
     if (names) *at = '\0';
     msg_error("%s%s: no such model (models found: %s; searched %s)", from_env, name, names && *names ? names : "none",
-              search ? search : "(out of memory)");
+              !search   ? "(out of memory)"
+              : *search ? search
+                        : "no folder: no weights/ beside the binary, no installed models, no $NORMLAB_MODELS");
     model_entries_free(e, n);
     free(names);
     free(search);
@@ -238,7 +250,7 @@ int load_model(const Options *o, NlModel **model) {
     const char *env = getenv("NORMLAB_MODEL"), *name = model_name(o);
     const char *from_env = !o->model && env && *env ? "NORMLAB_MODEL=" : "";
     char *path = NULL;
-    int found = find_model(name, &path), rc = 0;
+    int found = find_model(name, model_given(o), &path), rc = 0;
     struct stat st;
     if (found < 0) msg_error("out of memory");
     if (found) return found > 0 ? no_such_model(from_env, name) : EXIT_DATA;
