@@ -438,15 +438,26 @@ expect_fail "compare bad model" 1 "/nonexistent: no such model" \
 expect_fail "compare unknown characters" 1 "U+0009 at position 3" compare $FIX/ln-pre-bias.json --text "$TMP/tab.txt"
 expect_fail "compare unwritable json" 2 "output /nonexistent/x.json: its directory cannot be used" \
     compare $FIX/ln-pre-bias.json --text "$TMP/text.txt" --json -o /nonexistent/x.json
-if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
+# An output whose folder is a regular file, executable or not, is refused before any work.
+printf '#!/bin/sh\n' > "$TMP/exe" && chmod +x "$TMP/exe" && printf 'x\n' > "$TMP/plain"
+NOT_DIR="its directory cannot be used: Not a directory"
+expect_fail "output inside an executable file" 2 "output $TMP/exe/x.json: $NOT_DIR" \
+    info $M --json -o "$TMP/exe/x.json"
+expect_fail "output inside a plain file" 2 "output $TMP/plain/x.txt: $NOT_DIR" \
+    generate $M -p ab -n 2 -s 1 -o "$TMP/plain/x.txt"
+if have_python 7 matplotlib; then
     expect_ok "compare --plot-dir" compare $FIX/ln-pre-bias.json $FIX/rms-pre-bias.json --text "$TMP/text.txt" \
         --repeats 1 --plot-dir "$TMP/plots"
+    want=""
     for png in bits_per_char residual_rms branch_rms time_share state_norm; do
         [ "$(head -c 4 "$TMP/plots/$png.png" | od -An -c | tr -d ' ')" = "211PNG" ] \
             && ok "$png.png is a PNG" || bad "$png.png" "missing or not PNG"
+        want="${want}normlab: wrote $TMP/plots/$png.png
+"
     done
-else
-    echo "note: python3-matplotlib missing; compare --plot-dir not tested here (tools/install-deps.sh --python)"
+    [ "$(cat "$TMP/err")
+" = "$want" ] && ok "compare --plot-dir names each plot where it is, on normlab's lines, once in place" \
+        || bad "plot lines" "$(cat "$TMP/err")"
 fi
 
 # ---- --norm and --placement reach the engine: logits against the naive double reference
@@ -898,6 +909,16 @@ closed "logits -f -, stdin closed" "$CLOSED_IN" in logits $M -f -
 closed "profile -f -, stdin closed" "$CLOSED_IN" in profile $M -f - -n 2
 closed "eval --text -, stdin closed" "$CLOSED_IN" in eval $M --text -
 closed "compare -f -, stdin closed" "$CLOSED_IN" in compare $FIX/ln-pre-bias.json -f - --repeats 1
+# A standard input that cannot be read (a directory; a descriptor open only for writing) is named with
+# the system's reason.
+NO_STDIN="normlab: -: cannot read standard input"
+mkdir -p "$TMP/stdin-dir"
+"$BIN" generate $M -f - -n 2 -s 1 < "$TMP/stdin-dir" > "$TMP/out" 2> "$TMP/err"; rc=$?
+[ "$rc" -eq 1 ] && [ ! -s "$TMP/out" ] && [ "$(cat "$TMP/err")" = "$NO_STDIN: Is a directory" ] \
+    && ok "-f - with a directory on stdin: the reason, exit 1" || bad "stdin a directory" "exit $rc: $(cat "$TMP/err")"
+"$BIN" eval $M --text - 0> "$TMP/write-only" > "$TMP/out" 2> "$TMP/err"; rc=$?
+[ "$rc" -eq 1 ] && [ ! -s "$TMP/out" ] && [ "$(cat "$TMP/err")" = "$NO_STDIN: Bad file descriptor" ] \
+    && ok "--text - with a write-only stdin: the reason, exit 1" || bad "stdin write-only" "exit $rc: $(cat "$TMP/err")"
 NORMLAB_BLAS_PRETEND=Prescott "$BIN" info $M >&- 2>"$TMP/err"; rc=$?  # restarts on wider kernels where it can
 [ "$rc" -eq 1 ] && [ "$(cat "$TMP/err")" = "$CLOSED_OUT" ] \
     && ok "a closed stdout is still known after normlab restarts itself" \

@@ -31,6 +31,7 @@ CASES = [  # (tool, arguments, a word the line must hold)
     ("interop/onnx_parity.py", ["--bogus"], "unknown option"),
     ("interop/onnx_parity.py", [NONE], "no such model"),
     ("interop/import_nanogpt.py", [NONE, "--out", OUT], "no such file"),
+    ("interop/import_nanogpt.py", [os.path.join(ROOT, "tests"), "--out", OUT], "is a directory; give the checkpoint"),
     ("interop/export_onnx.py", [NONE, "--out", OUT + ".onnx"], "no such model"),
     ("bench/overhead.py", ["-m", NONE], "no such model"),
     ("bench/overhead.py", ["--runs", "0"], "at least 1"),

@@ -161,7 +161,7 @@ static int run_plots(const Options *o, const NlCompareRow *rows, const char *con
     int ok = f && nl_report_compare_json(f, rows, labels, n, info) == 0;
     if (f && fclose(f) != 0) ok = 0;
     if (!ok) msg_error("%s: cannot write the rows for the plots", o->plot_dir);
-    char *argv[] = {"/usr/bin/python3", (char *)plot_script(script, sizeof script), json, plots->tmp, NULL};
+    char *argv[] = {"/usr/bin/python3", (char *)plot_script(script, sizeof script), "--quiet", json, plots->tmp, NULL};
     if (ok && spawn_wait(argv) != 0) {
         msg_error("tools/lab/plot_compare.py failed; no plot was written");
         ok = 0;
@@ -293,6 +293,8 @@ cleanup:
     for (size_t i = 0; i < N_PLOTS; i++) outputs[2 + i] = &plots.files[i];
     if (out_finish_all(outputs, 2 + N_PLOTS, rc == 0) != 0) rc = EXIT_DATA;
     plots_cleanup(o, &plots, rc == 0);
+    for (size_t i = 0; rc == 0 && o->plot_dir && i < N_PLOTS; i++)  // named once they are in place
+        if (plot_drawn(o, i)) msg_error("wrote %s/%s", o->plot_dir, PLOTS[i]);
     for (int i = 0; models && i < o->n_models; i++) nl_model_free(models[i]);
     for (int i = 0; quant && i < o->n_models * MAX_QUANT; i++) nl_model_free(quant[i]);
     free(quant);

@@ -347,7 +347,8 @@ static int read_stdin(char **buf, size_t *len) {
         }
     }
     if (!data || ferror(stdin)) {
-        msg_error("-: cannot read standard input%s", data ? "" : " (too large or out of memory)");
+        int why = errno;  // fread's: EISDIR for a directory, EBADF for a descriptor open only for writing
+        msg_error("-: cannot read standard input: %s", data ? strerror(why) : "too large or out of memory");
         free(data);
         return EXIT_DATA;
     }

@@ -71,7 +71,8 @@ static int split_resolved(const char *path, char *dir, char *name, char *err, si
         snprintf(err, errlen, "%s: not a file name", path);
         return -1;
     }
-    if (!realpath(dirname(copy), dir)) {
+    struct stat st;
+    if (!realpath(dirname(copy), dir) || (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode) && (errno = ENOTDIR))) {
         snprintf(err, errlen, "%s: its directory cannot be used: %s", path, strerror(errno));
         return -1;
     }

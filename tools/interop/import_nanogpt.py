@@ -65,7 +65,8 @@ def find_meta(ckpt, ckpt_path, meta_arg):
     """The meta.pkl path: --meta, else where sample.py looks, else beside the checkpoint."""
     if meta_arg:
         if not os.path.isfile(meta_arg):
-            raise ToolError(f"--meta {meta_arg}: no such file")
+            raise ToolError(f"--meta {meta_arg}: " + ("is a directory; give the meta.pkl file in it"
+                                                      if os.path.isdir(meta_arg) else "no such file"))
         return meta_arg
     config = ckpt.get("config") if isinstance(ckpt.get("config"), dict) else {}
     tried = []
@@ -205,6 +206,8 @@ def main(argv):
     p.add_argument("--out", required=True, help="normlab model directory to write (replaced whole if it is one)")
     p.add_argument("--meta", help="the vocabulary's meta.pkl (default: where nanoGPT's sample.py looks)")
     a = p.parse_args(argv)
+    if os.path.isdir(a.ckpt):
+        raise ToolError(f"{a.ckpt}: is a directory; give the checkpoint file in it (nanoGPT's out_dir/ckpt.pt)")
     if not os.path.isfile(a.ckpt):
         raise ToolError(f"{a.ckpt}: no such file")
     raw = open(a.ckpt, "rb").read()  # read once: the hash describes the bytes parsed

@@ -231,8 +231,10 @@ def quantization(rows, path):
 
 
 def main(argv):
+    quiet = argv[:1] == ["--quiet"]  # normlab compare --plot-dir: it names the plots where it puts them
+    argv = argv[1:] if quiet else argv
     if len(argv) != 2:
-        sys.exit("usage: plot_compare.py COMPARE_JSON OUT_DIR")
+        sys.exit("usage: plot_compare.py [--quiet] COMPARE_JSON OUT_DIR")
     try:
         with open(argv[0], encoding="utf-8") as f:
             rows = json.load(f)
@@ -251,7 +253,8 @@ def main(argv):
         outputs["quantization.png"] = quantization
     for name, draw in outputs.items():
         draw(rows, os.path.join(argv[1], name))
-        print(f"wrote {os.path.join(argv[1], name)}", file=sys.stderr)
+        if not quiet:
+            print(f"wrote {os.path.join(argv[1], name)}", file=sys.stderr)
 
 
 if __name__ == "__main__":
