@@ -186,6 +186,44 @@ static void outliers_of_planted_rows_match_double(void) {
     nl_stats_free(st);
 }
 
+// The documented shares count |x| >= 6 and |x| >= 6 RMS, boundaries included (docs/lab.md): a row with
+// 6, -6 and the float just below 6, and a row whose one nonzero value 6 is exactly 6 times its RMS
+// (36 channels: RMS = sqrt(36 / 36) = 1, every step exact in double).
+static void outlier_shares_count_exactly_6(void) {
+    enum { W = 36 };
+    float x[2 * W] = {0};
+    x[0] = 6.0f, x[1] = -6.0f, x[2] = nextafterf(6.0f, 0.0f), x[W] = 6.0f;
+    NlConfig cfg = {.arch = NL_ARCH_TRANSFORMER,
+                    .vocab_size = 3,
+                    .n_layer = 1,
+                    .n_head = 1,
+                    .n_embd = W,
+                    .block_size = 4,
+                    .n_inner = W,
+                    .norm = NL_NORM_LAYERNORM};
+    NlStats *st = NULL;
+    NlState *state = NULL;
+    NlError err;
+    NlModel *m = load_fixture("ln-pre-bias.json");
+    if (!m || nl_stats_create(&st, &cfg, 4, NL_STATS_OUTLIERS, &err) != 0 ||
+        nl_state_create(&state, m, NULL, &err) != 0) {
+        CHECK(0, "set-up");
+    } else {
+        nl_state_set_stats(state, st);
+        const NlObserver *obs = nl_state_observer(state);
+        obs->site(obs->watcher, 0, NL_SITE_RESIDUAL, x, 2, W, NULL);
+        NlOutlierStats got;
+        CHECK(nl_stats_outliers(st, 0, NL_SITE_RESIDUAL, &got) == 0, "seen");
+        CHECK(got.share_6 == 3.0 / 72, "|x| >= 6: 6, -6 and the second row's 6 of 72 values, not 5.9999995: %.9g",
+              got.share_6);
+        CHECK(got.share_6rms == 1.0 / 72, "|x| >= 6 RMS: the value exactly 6 times its row's RMS: %.9g",
+              got.share_6rms);
+    }
+    nl_state_free(state);
+    nl_model_free(m);
+    nl_stats_free(st);
+}
+
 // The gain NlSite names for a place of a fixture run as trained, from the
 // model's own tensors.
 static const float *site_gain(const NlConfig *c, const NlTransformerWeights *w, int l, NlSite site) {
@@ -437,6 +475,7 @@ done:
 
 int main(void) {
     RUN(outliers_of_planted_rows_match_double);
+    RUN(outlier_shares_count_exactly_6);
     RUN(fixtures_match_reference);
     RUN(lens_with_batch_statistics_ends_at_eval);
     RUN(lens_refuses_a_recurrent_model);

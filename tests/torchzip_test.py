@@ -92,12 +92,45 @@ def archive(obj, storages, pid_type=None):
     return out.getvalue()
 
 
+# The names torchzip's docstring lists, and no others (tests/torchzip_test.py pins them: a name added
+# to the allow-list, such as builtins.getattr, which reaches any attribute of anything built, fails here).
+DOCUMENTED = {("collections", "OrderedDict"), ("torch._utils", "_rebuild_tensor_v2"),
+              ("torch._utils", "_rebuild_parameter"), ("torch._utils", "_rebuild_parameter_with_state")} | {
+    ("torch", t + "Storage") for t in ("Float", "Double", "Half", "BFloat16", "Long", "Int", "Short", "Char",
+                                       "Byte", "Bool", "Untyped")}
+
+
+def allow_list_is_the_documented_one():
+    got = set(torchzip._Unpickler(b"", None, "").allowed)
+    check(got == DOCUMENTED, "the allow-list is exactly the documented names",
+          f"added {sorted(got - DOCUMENTED)}, missing {sorted(DOCUMENTED - got)}")
+    for module, name in sorted(DOCUMENTED):
+        check(module in torchzip.__doc__ and name in torchzip.__doc__, f"{module}.{name} is in the docstring")
+
+
+def getattr_gadget_is_refused():
+    """getattr(__import__("os"), "system")("touch MARK"): plain pickle runs it; torchzip refuses it
+    at its first name, and the command never runs."""
+    def s(text):
+        return pickle.dumps(text, protocol=2)[2:-1]
+    with tempfile.TemporaryDirectory() as tmp:
+        mark = os.path.join(tmp, "ran")
+        body = (b"\x80\x02cbuiltins\ngetattr\n(cbuiltins\n__import__\n(" + s("os") + b"tR" + s("system") + b"tR("
+                + s(f"touch {mark}") + b"tR.")
+        pickle.loads(body)  # the gadget is real: the plain unpickler runs the command
+        check(os.path.exists(mark), "the getattr gadget runs a command under plain pickle")
+        os.remove(mark)
+        refused("a pickle reaching os.system through builtins.getattr", zip_of({"archive/data.pkl": body}),
+                ["builtins.getattr", "refused, nothing was run"])
+        check(not os.path.exists(mark), "torchzip ran nothing of it")
+
+
 def main():
-    try:
-        import torch
-    except ImportError:
-        print("note: python3-torch missing; torchzip is not compared with torch.load here")
+    allow_list_is_the_documented_one()
+    getattr_gadget_is_refused()
+    if not check.unless_missing("torch", what="torchzip against torch.load"):
         return check.summary()
+    import torch
     base = torch.arange(24, dtype=torch.float32).reshape(4, 6) / 7
     obj = {"f32": base, "view": base[1:, ::2], "t": base.t(), "f16": base.half(), "bf16": base.bfloat16(),
            "i64": torch.arange(5), "bool": torch.tensor([True, False]), "scalar": torch.tensor(1.4697),

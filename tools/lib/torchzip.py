@@ -13,7 +13,9 @@ the names a checkpoint of tensors and plain containers needs, to stand-ins of it
 - collections.OrderedDict (the state dicts' type: an OrderedDict that takes items, no attributes),
 - torch._utils._rebuild_tensor_v2, _rebuild_parameter and _rebuild_parameter_with_state (rebuild a
   tensor as a numpy array from its storage, offset, size and stride, checked against the storage),
-- torch.<Type>Storage and torch.UntypedStorage (markers for the storages' element types).
+- torch.FloatStorage, DoubleStorage, HalfStorage, BFloat16Storage, LongStorage, IntStorage,
+  ShortStorage, CharStorage, ByteStorage, BoolStorage and UntypedStorage (markers for the storages'
+  element types).
 
 Any other name is refused before anything is built (CheckpointError naming it), so nothing from
 the file runs. The stand-ins are made afresh for each load and refuse to be changed (pickle's BUILD),
