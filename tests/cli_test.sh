@@ -322,6 +322,16 @@ nats=$(sed -n 's/.*"nats_per_char": \([^,]*\),.*/\1/p' "$TMP/out")
 bits=$(sed -n 's/.*"bits_per_char": \([^,]*\),.*/\1/p' "$TMP/out")
 awk -v n="$nats" -v b="$bits" 'BEGIN { exit !(b > 0 && (n / b - log(2)) ^ 2 < 1e-12) }' \
     && ok "bits = nats / ln 2" || bad "bits = nats / ln 2" "$nats $bits"
+# README's table of the shipped models gives each the parameters that list (and info) count.
+env -u NORMLAB_MODELS "$BIN" list > "$TMP/list.txt" 2> /dev/null
+rows=0 odd=""
+for m in $(sed -n 's/^| `\(shakespeare-[a-z-]*\)`.*/\1/p' README.md); do
+    readme=$(grep "^| \`$m\`" README.md | awk -F'|' '{ gsub(/[ ,]/, "", $6); print $6 }')
+    listed=$(awk -v m="$m" '$1 == m { print $4 }' "$TMP/list.txt")
+    rows=$((rows + 1)); [ "$readme" = "$listed" ] || odd="$odd $m (README $readme, list $listed)"
+done
+[ "$rows" -eq 13 ] && [ -z "$odd" ] && ok "README's 13 models have the parameters list counts" \
+    || bad "README parameters" "$rows rows:$odd"
 
 # ---- profile
 expect_ok "profile" profile $M -p "ab" -n 20 --trace "$TMP/trace.json"
@@ -806,7 +816,7 @@ why=$(strict_json "$TMP/j.json" "d[0]['name'] == 'both' and d[0]['val_loss'] == 
 d[0]['val_loss_by'] == 'train.py'") \
     && ok "list --json: one val_loss (train.py's) when the metadata has both" || bad "list unique keys" "$why"
 NORMLAB_MODELS="$TMP/losses" "$BIN" list > "$TMP/out" 2>/dev/null
-head -1 "$TMP/out" | grep -q "val nats/char (by)" && grep -q "^both .* 1.5000 (train.py) " "$TMP/out" \
+head -1 "$TMP/out" | grep -q "est. val bits/char (by)" && grep -q "^both .* 2.1640 (train.py) " "$TMP/out" \
     && ok "list: the loss column says its unit and whose estimate each value is" \
     || bad "list header" "$(cat "$TMP/out")"
 "$BIN" info -m "$TMP/losses/both" --json > "$TMP/j.json" 2>/dev/null

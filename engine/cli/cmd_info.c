@@ -136,20 +136,21 @@ static const char *place_or_arch(const cJSON *m) {
     return cJSON_IsString(p) ? p->valuestring : cJSON_GetObjectItem(m, "arch")->valuestring;
 }
 
-// The loss column: the validation loss stored with the model, in nats per character, and whose
-// estimate it is (train.py's or nanoGPT's, on sampled batches; `normlab eval` scores a whole text).
+// The loss column: the validation loss stored with the model, in bits per character (the unit of
+// `normlab eval` and the README's table), and whose estimate it is (train.py's or nanoGPT's, on
+// sampled batches; `normlab eval` scores a whole text).
 static int print_list_text(FILE *out, const cJSON *j) {
-    int ok = fprintf(out, "%-24s %-10s %-5s %10s  %-19s  %s\n", "name", "norm", "place", "params", "val nats/char (by)",
-                     "path") > 0;
+    int ok = fprintf(out, "%-24s %-10s %-5s %10s  %-23s  %s\n", "name", "norm", "place", "params",
+                     "est. val bits/char (by)", "path") > 0;
     for (const cJSON *m = j->child; m && ok; m = m->next) {
         const cJSON *loss = cJSON_GetObjectItem(m, "val_loss"), *by = cJSON_GetObjectItem(m, "val_loss_by");
         char l[48] = "-";
-        if (cJSON_IsNumber(loss)) snprintf(l, sizeof l, "%.4f (%s)", loss->valuedouble, by->valuestring);
+        if (cJSON_IsNumber(loss)) snprintf(l, sizeof l, "%.4f (%s)", loss->valuedouble / M_LN2, by->valuestring);
         const cJSON *err = cJSON_GetObjectItem(m, "error");
         char name[256], path[1024];  // file names: escaped like every message
         msg_escape(name, sizeof name, cJSON_GetObjectItem(m, "name")->valuestring);
         msg_escape(path, sizeof path, cJSON_GetObjectItem(m, "path")->valuestring);
-        ok = fprintf(out, "%-24s %-10s %-5s %10.0f  %-19s  %s%s%s\n", name,
+        ok = fprintf(out, "%-24s %-10s %-5s %10.0f  %-23s  %s%s%s\n", name,
                      err ? "-" : cJSON_GetObjectItem(m, "norm")->valuestring, err ? "-" : place_or_arch(m),
                      err ? 0.0 : cJSON_GetObjectItem(m, "parameters")->valuedouble, l, path,
                      cJSON_IsTrue(cJSON_GetObjectItem(m, "shadowed")) ? " (shadowed)" : "",

@@ -30,10 +30,11 @@ const Command COMMANDS[] = {
      "[-m NAME] [--json] [-o FILE]",
      "Every model found by name, folder by folder in search order: $NORMLAB_MODELS (':'-separated), weights/ "
      "beside the normlab binary, and the installed share/normlab/models. For each: its name, path, norm, "
-     "placement, parameters and the validation loss stored in its metadata, in nats per character, with whose "
-     "estimate it is ('val nats/char (by)': train.py's final_val_loss, on sampled batches, else a nanoGPT "
-     "checkpoint's best_val_loss; 'normlab eval -f' over the whole split is the measured one). A name found "
-     "again in a later folder is marked shadowed: -m NAME loads the first.",
+     "placement, parameters and the validation loss stored in its metadata, shown in bits per character "
+     "(--json: val_loss in nats) with whose estimate it is ('est. val bits/char (by)': train.py's "
+     "final_val_loss, else a nanoGPT checkpoint's best_val_loss, both on sampled batches; 'normlab eval -f' "
+     "over the whole validation split is the measured figure the README's table gives). A name found again "
+     "in a later folder is marked shadowed: -m NAME loads the first.",
      NULL, NULL, cmd_list},
     {"logits", CMD_LOGITS, "the logits of every position of a text, as JSON lines",
      "[-m MODEL] (-p TEXT | -f FILE) [options]",

@@ -27,18 +27,21 @@ ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
 
 def models_table():
     """The shipped models in one short table: what each is, and its validation bits/char by normlab eval
-    over the whole validation split (rnn.json); DeepNorm's residual scale from its compare row."""
+    over the whole validation split (rnn.json); the parameters as normlab counts them (list, info and
+    compare: every number of the file, BatchNorm's running statistics included) and DeepNorm's
+    residual scale from their compare rows."""
     rows = json.load(open(os.path.join(ROOT, "docs", "rnn", "rnn.json"), encoding="utf-8"))
-    scale = {os.path.basename(os.path.normpath(r["model"])): r.get("residual_scale", 1)
-             for r in json.load(open(os.path.join(ROOT, "docs", "compare", "compare.json"), encoding="utf-8"))
-             if r["override"] == "none"}
+    trained = {os.path.basename(os.path.normpath(r["model"])): r
+               for r in json.load(open(os.path.join(ROOT, "docs", "compare", "compare.json"), encoding="utf-8"))
+               if r["override"] == "none" and r.get("bn_stats", "running") == "running"}
+    scale = {name: r.get("residual_scale", 1) for name, r in trained.items()}
     out = ["| model | family | norm | placement | parameters | bits/char |", "|---|---|---|---|---|---|"]
     for r in sorted(rows, key=lambda r: r["placement"] is None):  # the transformers first
         name = f"`{r['model']}`" + (" (default)" if r["model"] == "shakespeare-pre-ln" else "")
         placement = r["placement"] or "-"
         if scale.get(r["model"], 1) != 1:
             placement += f", residual x{scale[r['model']]:.3f} (DeepNorm)"
-        out.append(f"| {name} | {r['arch']} | {r['norm']} | {placement} | {r['parameters']:,} | "
+        out.append(f"| {name} | {r['arch']} | {r['norm']} | {placement} | {trained[r['model']]['parameters']:,} | "
                    f"{r['eval_bits_per_char']:.4f} |")
     return "\n".join(out)
 
