@@ -15,7 +15,8 @@ if [ "${NORMLAB_BARE_INSIDE:-}" != 1 ]; then
     fail=""
     [ "$rc" = 0 ] || fail="$fail; the tests exited ${rc:-without a status}"
     grep -q '^Traceback (most recent call last)' "$log" && fail="$fail; a Python traceback was printed"
-    printf '%s' "$last" | grep -Eq '^[0-9]+ passed, 0 failed, [0-9]+ skipped \(.* missing: tools/install-deps.sh --python\)$' \
+    want='^[0-9]+ passed, 0 failed, [0-9]+ skipped \(.* missing: tools/install-deps.sh --python\)$'
+    printf '%s' "$last" | grep -Eq "$want" \
         || fail="$fail; the total does not count skips and name the missing packages: $last"
     rm -f "$log"
     if [ -n "$fail" ]; then echo "bare: FAIL${fail}"; exit 1; fi
