@@ -249,9 +249,11 @@ build/blaslayout: tools/bench/blaslayout.c tools/bench/benchutil.h build/rel/lib
 	@mkdir -p build
 	$(CC) $(BASE_CFLAGS) $(PKG_CFLAGS) $< build/rel/libnormlab.a $(PKG_LIBS) -o $@
 
+# docs/bench.json is the one measured file every speed and share of README.md and docs/ comes from
+# (tools/dev/docs.py); docs/bench.txt is what the run printed. Each is replaced only by a whole run.
 bench: all build/blasbench build/blaslayout
 	@tools/install-deps.sh --python
-	/usr/bin/python3 tools/bench/bench.py --out build/bench.json
+	/usr/bin/python3 tools/bench/bench.py --out docs/bench.json --log docs/bench.txt
 
 # ---- install: make install PREFIX=/usr/local DESTDIR=  (make uninstall reverses it)
 PREFIX ?= /usr/local

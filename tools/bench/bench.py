@@ -14,12 +14,18 @@ model's shapes (build/blasbench) as the practical limit. Then the table behind n
 (build/blaslayout: sgemv per row, sgemm NT and NN per shape and row count, and what the plan picks)
 and the bandwidth sgemv reaches on a matrix in memory; random-weight models of growing size (up to
 GPT-2-small shape, nanoGPT's shakespeare_char among them) for scaling at 1 and 2 threads, the time
-per token against position, and the memory-bandwidth bound of the largest.
+per token against position, and the memory-bandwidth bound of the largest. Besides: the default
+model's profile and `normlab compare` of every shipped model, so that every speed and share the
+documents quote comes from this one run, with the machine, CPU, kernel family and date beside it.
 
     make bench                       (or: /usr/bin/python3 tools/bench/bench.py [--quick] [--out FILE])
+
+make bench writes docs/bench.json (tools/dev/docs.py fills the documents' figures from it) and what
+it prints to docs/bench.txt; run it on a quiet machine.
 """
 import argparse
 import ctypes
+import io
 import json
 import os
 import re
@@ -541,6 +547,67 @@ def scaling(args, out, shipped, all_cpus):
           + ", ".join(f"{p:.2f} ms" for p in parts) + "  (linear growth: equal steps between quarters)")
 
 
+class Tee:
+    """stdout that also keeps what it printed (--log)."""
+
+    def __init__(self, stream):
+        self.stream, self.text = stream, io.StringIO()
+
+    def write(self, s):
+        self.text.write(s)
+        return self.stream.write(s)
+
+    def flush(self):
+        self.stream.flush()
+
+
+# ---- the machine, the default model's profile, and the shipped models side by side
+
+def machine():
+    """What every figure was measured on: the CPU as /proc/cpuinfo names it (with its family and model
+    numbers, which tell AMD's generations apart where the name does not), the CPUs this process may
+    use, the kernel, OpenBLAS as it describes itself, and the day (UTC)."""
+    cpu = {}
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            cpu.setdefault(key.strip(), value.strip())
+    try:
+        lib = ctypes.CDLL("libopenblas.so.0")
+        lib.openblas_get_config.restype = ctypes.c_char_p
+        openblas = lib.openblas_get_config().decode()
+    except (OSError, AttributeError):
+        openblas = None
+    return {"cpu_model": cpu.get("model name"), "cpu_family": cpu.get("cpu family"),
+            "cpu_model_number": cpu.get("model"), "cpus": len(os.sched_getaffinity(0)), "arch": os.uname().machine,
+            "kernel": os.uname().release, "openblas": openblas, "date": time.strftime("%Y-%m-%d", time.gmtime())}
+
+
+def profile(args, out):
+    """normlab profile of the default model, 256 tokens on one thread (the caller pins it): the shares
+    docs/profiling.md quotes."""
+    text, _, _ = run([BIN, "profile", "-m", args.model, "-n", "256", "--threads", "1", "--seed", "1", "--json"])
+    out["profile"] = json.loads(text)
+    print("\n== profile of the default model, 256 tokens, 1 thread, pinned (the whole report: bench.json's profile)")
+    for ph in out["profile"]["phases"]:
+        top = sorted(ph["component_totals"], key=lambda c: -c["share"])[:4]
+        print(f"{ph['phase']}: " + ", ".join(f"{c['component']} {100 * c['share']:.1f}%" for c in top))
+
+
+def shipped(args, out):
+    """normlab compare of every shipped model as trained, one thread (the caller pins it), on the
+    held-out test text: decode and prefill speed and the share of forward time in the norms."""
+    models = sorted(os.path.join(ROOT, "weights", m) for m in os.listdir(os.path.join(ROOT, "weights"))
+                    if m.startswith("shakespeare-"))
+    text, _, _ = run([BIN, "compare", *models, "-f", os.path.join(ROOT, "tests", "data", "held_out.txt"),
+                      "--threads", "1", "--repeats", str(args.repeats), "--json"])
+    out["shipped"] = json.loads(text)
+    print(f"\n== the shipped models as trained, normlab compare, 1 thread, pinned (medians of {args.repeats})")
+    for r in out["shipped"]:
+        print(f"{os.path.basename(r['model']):<24} decode {r['decode_tok_s']:9.0f} tok/s  prefill "
+              f"{r['prefill_tok_s']:9.0f} tok/s  norms {100 * r['norm_time_share']:.1f}% of forward time")
+
+
 def eval_text():
     """The text every eval here scores: the first 30,000 characters of the validation split (the last
     10% of the corpus, tools/train/split.py) when the corpus is at ../shared/data, else the held-out test
@@ -559,7 +626,8 @@ def main(argv):
     ap.add_argument("--tokens", type=int, default=256)
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--quick", action="store_true", help="fewer repeats and only the two smallest scaling models")
-    ap.add_argument("--out", default=os.path.join(ROOT, "build", "bench.json"))
+    ap.add_argument("--out", default=os.path.join(ROOT, "docs", "bench.json"))
+    ap.add_argument("--log", help="also write what it prints to this file (at the end, whole)")
     ap.add_argument("--torch-eval", nargs=3, metavar=("MODEL", "TEXT", "THREADS"),
                     help="(internal) PyTorch's batched eval of TEXT, as JSON; run by the benchmark in a child process")
     args = ap.parse_args(argv)
@@ -571,6 +639,8 @@ def main(argv):
         return
     if args.quick:
         args.repeats = 3
+    if args.log:
+        sys.stdout = Tee(sys.stdout)
     t_start = time.time()
     tm = TorchModel(args.model)
     long_text = os.path.join(ROOT, "build", "bench-text.txt")
@@ -579,10 +649,12 @@ def main(argv):
         f.write(eval_text())
     long_chars = len(open(long_text, encoding="utf-8").read()) - 1
     info = json.loads(run([BIN, "info", "-m", args.model, "--json"])[0])
-    out = {"model": args.model, "machine": f"{os.cpu_count()} cores, {os.uname().machine}",
+    out = {"model": os.path.relpath(args.model, ROOT), **machine(),
            "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE"), "torch": torch.__version__,
            "normlab_blas_core": info["blas_core"], "normlab_blas_core_source": info["blas_core_source"],
            "eval_text": long_text, "eval_chars": long_chars}
+    print(f"{out['date']}, {out['cpu_model']} (family {out['cpu_family']}, model {out['cpu_model_number']}), "
+          f"{out['cpus']} CPUs, Linux {out['kernel']}, {out['openblas']}")
     print(f"normlab runs OpenBLAS's {info['blas_core']} kernels (chosen by {info['blas_core_source']}; "
           f"OPENBLAS_CORETYPE {os.environ.get('OPENBLAS_CORETYPE', 'unset')}); "
           "PyTorch runs the same in every comparison")
@@ -612,6 +684,8 @@ def main(argv):
     print(f"\nload + info, whole process: median {1e3 * out['load_s']['median']:.1f} ms; peak RSS of generate -n 256: "
           f"{out['peak_rss_bytes'] / 2 ** 20:.1f} MiB")
     os.sched_setaffinity(0, pin)
+    profile(args, out)
+    shipped(args, out)
     kernels(args, out, long_text, long_chars)
     D = tm.c["n_embd"]
     layout(out, [(os.path.basename(args.model), D, tm.c.get("n_inner") or tm.c.get("mlp_ratio", 4) * D,
@@ -622,8 +696,10 @@ def main(argv):
     scaling(args, out, tm.vocab, all_cpus)
     os.sched_setaffinity(0, all_cpus)
     out["seconds"] = time.time() - t_start
-    with open(args.out, "w") as f:
-        json.dump(out, f, indent=1)
+    nlformat.atomic_write(args.out, json.dumps(out, indent=1) + "\n", "w")  # whole or not at all
+    if args.log:
+        nlformat.atomic_write(args.log, f"/usr/bin/python3 tools/bench/bench.py {' '.join(argv)}\n"
+                              + sys.stdout.text.getvalue(), "w")
     print(f"\nwrote {os.path.relpath(args.out, ROOT)} ({out['seconds']:.0f} s in all)")
 
 
