@@ -9,7 +9,17 @@
 CC ?= cc
 # snprintf into fixed message buffers truncates on purpose, so that warning is off.
 WARN = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-format-truncation
-BASE_CFLAGS = -std=c11 -O2 -g $(WARN) -Iengine -Iengine/lab -Iengine/cli -Itokenizer
+# Each layer compiles with its own folder and the lower ones only, so that the compiler refuses a
+# wrong-way #include: the core (engine/, tokenizer/) <- the lab (engine/lab/) <- the command line
+# (engine/cli/). Tests and tools see every layer.
+CORE_INC = -Iengine -Itokenizer
+LAB_INC = $(CORE_INC) -Iengine/lab
+CLI_INC = $(LAB_INC) -Iengine/cli
+INC = $(CLI_INC)
+build/rel/engine/%.o build/san/engine/%.o build/rel/tokenizer/%.o build/san/tokenizer/%.o: INC = $(CORE_INC)
+build/rel/engine/lab/%.o build/san/engine/lab/%.o: INC = $(LAB_INC)
+build/rel/engine/cli/%.o build/san/engine/cli/%.o: INC = $(CLI_INC)
+BASE_CFLAGS = -std=c11 -O2 -g $(WARN) $(INC)
 SAN_FLAGS = -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all -fno-omit-frame-pointer
 # Evaluated in recipes only, after `deps` has installed pkg-config and the libraries.
 PKG_CFLAGS = $(shell pkg-config --cflags openblas libcjson)

@@ -78,5 +78,22 @@ for f in engine/cli/report.c engine/lab/profile.c; do  # planted: a test of the 
     arch_tests "$TMP/tree" | grep -q "^$f:" && ok "a planted arch test is caught: $f" \
         || bad "planted arch test" "$f testing NL_ARCH_LSTM went unreported"
 done
+# The compiler keeps the layers too (the Makefile's per-layer -I): in a copy of the tree, a file of a
+# layer that includes a header of a higher one does not build; including a lower layer's does.
+compiles() {  # compiles FILE HEADER: 0 when FILE, holding only #include "HEADER", builds with make
+    rm -rf "$TMP/tree"; mkdir -p "$TMP/tree"
+    cp -r Makefile engine tokenizer tests "$TMP/tree/"
+    printf '#include "%s"\nint planted_%s(void);\n' "$2" "$(echo "$2" | tr -c 'a-z\n' _)" > "$TMP/tree/$1"
+    make -C "$TMP/tree" --no-print-directory -s "build/rel/${1%.c}.o" > "$TMP/cc.log" 2>&1
+}
+for case in "engine/planted.c normlab_lab.h" "engine/planted.c report.h" "tokenizer/planted.c normlab_lab.h" \
+            "engine/lab/planted.c cli.h"; do
+    set -- $case
+    compiles "$1" "$2" && bad "compiler: $1 including $2" "it built" \
+        || { grep -q "$2: No such file" "$TMP/cc.log" && ok "the compiler refuses $1 including $2" \
+             || bad "compiler: $1 including $2" "$(head -c 200 "$TMP/cc.log")"; }
+done
+compiles engine/cli/planted.c normlab_lab.h && compiles engine/lab/planted.c normlab.h \
+    && ok "...and builds a layer including a lower one's header" || bad "compiler, lower" "$(head -c 200 "$TMP/cc.log")"
 echo "layers_test: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
