@@ -1,6 +1,8 @@
-// parallel.c — worker threads for the engine: plain pthreads, started per call. Calls are coarse
-// (one per eval, per batch of sample streams), so a pool would save ~30 us of thread creation a
-// command and cost a lifetime to manage.
+// parallel.c — the engine's worker threads, in two forms for two grains of work:
+//   nl_parallel_run: plain pthreads started per call, for coarse calls (one per eval, per group of
+//     sample streams), where ~30 us of thread creation a command is nothing;
+//   NlPool: workers a state keeps for its life, for the products of one decode step (1-50 us each on
+//     the shipped and nanoGPT models), far too short for threads started per call.
 //
 // When the workers are exactly as many as the CPUs the process may run on, worker w is bound to the
 // w-th of them for the call (the calling thread gets its own mask back afterwards). Left to the

@@ -50,8 +50,6 @@ typedef struct {
 
 #define CHUNK NL_RNN_LOGITS  // positions a layer projects at once
 
-#define TIMED(obs, l, comp, B, n, ctx, stmt) NL_TIMED(obs, l, comp, B, n, ctx, stmt)
-
 // The norm as run: none has no gain (the identity); layernorm uses the model's, or unit gain.
 static NlNormWeights as_run(const NlRnn *r, NlNormWeights w) {
     if (!r->ln) return (NlNormWeights){0};
@@ -136,8 +134,8 @@ static void rnn_copy(void *impl, size_t from, size_t to, size_t n) {
 }
 
 // x (rows, width at stride `stride`) = N(x) + bias, in place, on `width` features of each row.
-static void norm_rows(const NlRnn *r, float *x, size_t rows, size_t stride, size_t width, NlNormWeights n,
-                      const float *bias) {
+static void norm_in_place(const NlRnn *r, float *x, size_t rows, size_t stride, size_t width, NlNormWeights n,
+                          const float *bias) {
     for (size_t i = 0; i < rows; i++) {
         float *row = x + i * stride;
         if (n.gain) nl_layernorm(row, row, n.gain, n.bias, 1, width, (float)r->cfg.norm_eps);
@@ -151,12 +149,12 @@ static void norm_products(const NlRnn *r, const RnnNorms *n, const NlRnnLayerWei
                           int input) {
     size_t S = r->S, GS = r->G * S;
     if (r->lstm) {
-        norm_rows(r, p, rows, GS, GS, input ? n->ih : n->hh, input ? lw->bias : NULL);
+        norm_in_place(r, p, rows, GS, GS, input ? n->ih : n->hh, input ? lw->bias : NULL);
         return;
     }
     const float *b = input ? lw->bias_ih : lw->bias_hh;
-    norm_rows(r, p, rows, GS, 2 * S, input ? n->ih : n->hh, b);
-    norm_rows(r, p + 2 * S, rows, GS, S, input ? n->ih_cand : n->hh_cand, b ? b + 2 * S : NULL);
+    norm_in_place(r, p, rows, GS, 2 * S, input ? n->ih : n->hh, b);
+    norm_in_place(r, p + 2 * S, rows, GS, S, input ? n->ih_cand : n->hh_cand, b ? b + 2 * S : NULL);
 }
 
 // Features each row of norm_products normalises (the profile's cost of rnn_norm).
@@ -174,7 +172,7 @@ static void product(NlRnn *r, float *y, const float *x, size_t rows, const NlLin
 // cn (B, S) = N_cell(c), the LSTM's cell as its output reads it.
 static void norm_cell(NlRnn *r, const RnnNorms *n, const float *c, size_t B) {
     memcpy(r->cn, c, B * r->S * sizeof(float));
-    norm_rows(r, r->cn, B, r->S, r->S, n->cell, NULL);
+    norm_in_place(r, r->cn, B, r->S, r->S, n->cell, NULL);
 }
 
 // h = sigmoid(o) tanh(cn) for B sequences, cn the (normalised) cells (B, S).
@@ -188,9 +186,9 @@ static void step(NlRnn *r, int l, size_t B, size_t nc, size_t t, const NlObserve
     const RnnNorms *n = &r->norms[l];
     size_t S = r->S, GS = r->G * S;
     float *h = r->h + (size_t)l * r->batch * S, *c = r->c + (size_t)l * r->batch * S;
-    TIMED(obs, l, NL_COMP_RNN_RECURRENT, B, 1, S, product(r, r->ph, h, B, &lw->hh));
+    NL_TIMED(obs, l, NL_COMP_RNN_RECURRENT, B, 1, S, product(r, r->ph, h, B, &lw->hh));
     if (r->ln || lw->bias_hh)  // else nothing to normalise or add: no record, so no cost counted
-        TIMED(obs, l, NL_COMP_RNN_NORM, B, 1, normed_features(r), norm_products(r, n, lw, r->ph, B, 0));
+        NL_TIMED(obs, l, NL_COMP_RNN_NORM, B, 1, normed_features(r), norm_products(r, n, lw, r->ph, B, 0));
     double t0 = nl_obs_begin(obs);
     for (size_t b = 0; b < B; b++) {
         const float *px = r->px + (b * nc + t) * GS;
@@ -205,8 +203,8 @@ static void step(NlRnn *r, int l, size_t B, size_t nc, size_t t, const NlObserve
     }
     nl_obs_record(obs, t0, l, NL_COMP_RNN_GATES, B, 1, 0);  // ctx 0: the update (LSTM: of c)
     if (r->lstm) {
-        if (r->ln) TIMED(obs, l, NL_COMP_RNN_NORM, B, 1, S, norm_cell(r, n, c, B));
-        TIMED(obs, l, NL_COMP_RNN_GATES, B, 1, 1, lstm_output(r, h, r->ln ? r->cn : c, B));  // ctx 1: h
+        if (r->ln) NL_TIMED(obs, l, NL_COMP_RNN_NORM, B, 1, S, norm_cell(r, n, c, B));
+        NL_TIMED(obs, l, NL_COMP_RNN_GATES, B, 1, 1, lstm_output(r, h, r->ln ? r->cn : c, B));  // ctx 1: h
     }
     for (size_t b = 0; b < B; b++) memcpy(r->xout + (b * nc + t) * S, h + b * S, S * sizeof(float));
     if (obs->state) obs->state(obs->watcher, l, r->pos + t, h, r->lstm ? c : NULL, B);
@@ -219,9 +217,10 @@ static void layer(NlRnn *r, int l, size_t B, size_t nc, const NlObserver *obs) {
     double t_layer = nl_obs_begin(obs);
     const NlRnnLayerWeights *lw = &r->w->layers[l];
     size_t S = r->S, in = l == 0 ? (size_t)r->cfg.n_input : S, rows = B * nc;
-    TIMED(obs, l, NL_COMP_RNN_INPUT, B, nc, in, product(r, r->px, r->xin, rows, &lw->ih));
+    NL_TIMED(obs, l, NL_COMP_RNN_INPUT, B, nc, in, product(r, r->px, r->xin, rows, &lw->ih));
     if (r->ln || lw->bias || lw->bias_ih)
-        TIMED(obs, l, NL_COMP_RNN_NORM, B, nc, normed_features(r), norm_products(r, &r->norms[l], lw, r->px, rows, 1));
+        NL_TIMED(obs, l, NL_COMP_RNN_NORM, B, nc, normed_features(r),
+                 norm_products(r, &r->norms[l], lw, r->px, rows, 1));
     for (size_t t = 0; t < nc; t++) step(r, l, B, nc, t, obs);
     nl_obs_record_layer(obs, t_layer, l);
 }
@@ -261,7 +260,7 @@ static const float *rnn_forward(void *impl, const int *tokens, size_t B, size_t 
     size_t first_logit = n - n_logits;
     for (size_t p0 = 0; p0 < n; p0 += CHUNK) {
         size_t nc = n - p0 < CHUNK ? n - p0 : CHUNK;
-        TIMED(obs, -1, NL_COMP_EMBED, B, nc, 0, embed(r, tokens + p0, n, B, nc));
+        NL_TIMED(obs, -1, NL_COMP_EMBED, B, nc, 0, embed(r, tokens + p0, n, B, nc));
         if (obs->residual) obs->residual(obs->watcher, 0, r->xin, B * nc, (size_t)r->cfg.n_input);
         for (size_t l = 0; l < L; l++) {
             layer(r, (int)l, B, nc, obs);
@@ -272,7 +271,7 @@ static const float *rnn_forward(void *impl, const int *tokens, size_t B, size_t 
         r->pos += nc;
         if (p0 + nc <= first_logit) continue;
         size_t from = p0 > first_logit ? p0 : first_logit, k = p0 + nc - from;  // logits rows in this chunk
-        TIMED(obs, -1, NL_COMP_LM_HEAD, B, k, 0, head(r, B, nc, from - p0, k, n_logits, from - first_logit));
+        NL_TIMED(obs, -1, NL_COMP_LM_HEAD, B, k, 0, head(r, B, nc, from - p0, k, n_logits, from - first_logit));
     }
     return r->logits;
 }

@@ -62,9 +62,6 @@ typedef struct {
     size_t arena_bytes;
 } Transformer;
 
-// Runs stmt as one call of component comp (layer l, B sequences of n positions, ctx keys).
-#define TIMED(s, l, comp, B, n, ctx, stmt) NL_TIMED((s)->obs, l, comp, B, n, ctx, stmt)
-
 static size_t transformer_state_bytes(const NlConfig *c);
 
 size_t nl_state_kv_bytes(const NlModel *model) { return transformer_state_bytes(nl_model_config(model)); }
@@ -306,10 +303,10 @@ static void attn_block(Transformer *s, float *out, const float *in, const float 
     const NlLayerWeights *w = &nl_model_transformer_weights(s->model)->layers[l];
     size_t len = pos + n, rows = B * n;
     watch_site(s, l, NL_SITE_QKV, in, rows, w->attn.n_in, in_gain);
-    TIMED(s, l, NL_COMP_QKV, B, n, len, linear(s, s->qkv, in, rows, &w->attn));
-    TIMED(s, l, NL_COMP_ATTENTION, B, keep, len, attention(s, B, l, n, pos, keep));
+    NL_TIMED(s->obs, l, NL_COMP_QKV, B, n, len, linear(s, s->qkv, in, rows, &w->attn));
+    NL_TIMED(s->obs, l, NL_COMP_ATTENTION, B, keep, len, attention(s, B, l, n, pos, keep));
     watch_site(s, l, NL_SITE_PROJ, s->att, B * keep, w->proj.n_in, NULL);
-    TIMED(s, l, NL_COMP_ATTN_PROJ, B, keep, len, linear(s, out, s->att, B * keep, &w->proj));
+    NL_TIMED(s->obs, l, NL_COMP_ATTN_PROJ, B, keep, len, linear(s, out, s->att, B * keep, &w->proj));
 }
 
 // out (B*n, D) = c_proj(act(c_fc(in))) for layer l, in the output of the norm of gain in_gain.
@@ -318,10 +315,10 @@ static void mlp_block(Transformer *s, float *out, const float *in, const float *
     const NlLayerWeights *w = &nl_model_transformer_weights(s->model)->layers[l];
     size_t F = (size_t)s->cfg->n_inner, rows = B * n;
     watch_site(s, l, NL_SITE_FC, in, rows, w->fc.n_in, in_gain);
-    TIMED(s, l, NL_COMP_MLP_UP, B, n, len, linear(s, s->hid, in, rows, &w->fc));
-    TIMED(s, l, NL_COMP_ACTIVATION, B, n, len, nl_activation(s->hid, rows * F, s->cfg->activation));
+    NL_TIMED(s->obs, l, NL_COMP_MLP_UP, B, n, len, linear(s, s->hid, in, rows, &w->fc));
+    NL_TIMED(s->obs, l, NL_COMP_ACTIVATION, B, n, len, nl_activation(s->hid, rows * F, s->cfg->activation));
     watch_site(s, l, NL_SITE_OUT, s->hid, rows, w->out.n_in, NULL);
-    TIMED(s, l, NL_COMP_MLP_DOWN, B, n, len, linear(s, out, s->hid, rows, &w->out));
+    NL_TIMED(s->obs, l, NL_COMP_MLP_DOWN, B, n, len, linear(s, out, s->hid, rows, &w->out));
 }
 
 // out = N(in) over rows; BatchNorm with batch statistics computes them from these rows first and
@@ -345,7 +342,7 @@ static void normalize(Transformer *s, float *out, const float *in, NlNormWeights
         memcpy(out, in, rows * D * sizeof(float));
         return;
     }
-    TIMED(s, layer, comp, B, n, len, norm_rows(s, out, in, &w, rows));
+    NL_TIMED(s->obs, layer, comp, B, n, len, norm_rows(s, out, in, &w, rows));
     if (!s->obs->norm) return;
     int post = comp == NL_COMP_NORM1_POST || comp == NL_COMP_NORM2_POST;
     s->obs->norm(s->obs->watcher, comp == NL_COMP_FINAL_NORM ? s->cfg->n_layer : layer, post, in, out, w, rows);
@@ -362,8 +359,8 @@ static void residual(Transformer *s, const float *branch, size_t l, size_t B, si
     size_t rows = B * n, D = (size_t)s->cfg->n_embd;
     float a = s->cfg->placement == NL_PLACE_POST ? (float)s->cfg->residual_scale : 1.0f;
     if (s->obs->branch) s->obs->branch(s->obs->watcher, (int)l, branch, rows);
-    TIMED(s, l, NL_COMP_RESIDUAL, B, n, len,
-          a == 1.0f ? nl_add(s->x, branch, rows * D) : nl_add_scaled(s->x, a, branch, rows * D));
+    NL_TIMED(s->obs, l, NL_COMP_RESIDUAL, B, n, len,
+             a == 1.0f ? nl_add(s->x, branch, rows * D) : nl_add_scaled(s->x, a, branch, rows * D));
 }
 
 // Layer l over B sequences of n new positions. Only the last `keep` rows of each sequence leave it
@@ -426,7 +423,7 @@ static const float *readout(Transformer *s, size_t B, size_t n, size_t k, size_t
     size_t L = (size_t)s->cfg->n_layer;
     head_input(s, B, n, k, len);
     watch_site(s, L, NL_SITE_HEAD, s->xn, B * k, head->n_in, stream_gain(s, L));
-    TIMED(s, -1, NL_COMP_LM_HEAD, B, k, len, linear(s, s->logits, s->xn, B * k, head));
+    NL_TIMED(s->obs, -1, NL_COMP_LM_HEAD, B, k, len, linear(s, s->logits, s->xn, B * k, head));
     return s->logits;
 }
 
@@ -435,7 +432,7 @@ static const float *transformer_forward(void *impl, const int *tokens, size_t B,
     Transformer *s = impl;
     size_t D = (size_t)s->cfg->n_embd, L = (size_t)s->cfg->n_layer, len = pos + n;
     assert(B >= 1 && B <= s->batch && n >= 1 && len <= (size_t)s->cfg->block_size && n_logits >= 1 && n_logits <= n);
-    TIMED(s, -1, NL_COMP_EMBED, B, n, len, embed(s, tokens, B, n, pos));
+    NL_TIMED(s->obs, -1, NL_COMP_EMBED, B, n, len, embed(s, tokens, B, n, pos));
     // Only the last n_logits positions of each sequence reach the head, so after the last layer's
     // attention only they are computed on (llama.cpp does the same). With statistics attached every
     // position is, so that they describe the whole stream; so with BatchNorm's batch statistics,

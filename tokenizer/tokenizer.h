@@ -1,16 +1,16 @@
 // tokenizer.h — character-level tokenizer over Unicode code points, UTF-8 in and out.
 //
 //   NlTokenizer *tok;
-//   char err[256];
-//   if (nl_tokenizer_create(&tok, pieces, n, err, sizeof err) != 0) { puts(err); ... }
+//   NlError err;
+//   if (nl_tokenizer_create(&tok, pieces, n, &err) != 0) { puts(err.msg); ... }
 //   size_t n_ids, n_skipped;
-//   nl_tokenizer_encode(tok, "To be", 5, 0, ids, &n_ids, &n_skipped, err, sizeof err);
+//   nl_tokenizer_encode(tok, "To be", 5, 0, ids, &n_ids, &n_skipped, &err);
 //   fputs(nl_tokenizer_piece(tok, ids[0]), stdout);
 //   nl_tokenizer_free(tok);
 //
 // Ownership: nl_tokenizer_create copies the pieces; the tokenizer owns them until
 // nl_tokenizer_free. Pieces returned by nl_tokenizer_piece are borrowed for the tokenizer's
-// lifetime. Functions return 0 on success and -1 with a one-line message in err on failure.
+// lifetime. Functions return 0 on success and -1 with a one-line message in err->msg on failure.
 #ifndef NL_TOKENIZER_H
 #define NL_TOKENIZER_H
 

@@ -13,8 +13,6 @@
 #include "normlab_lab.h"
 #include "output.h"
 
-#define EXIT_DATA 1
-#define EXIT_USAGE 2
 #define TEXT_CAP ((size_t)1 << 30)
 #define DEFAULT_MODEL "shakespeare-pre-ln"
 

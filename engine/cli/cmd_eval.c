@@ -177,8 +177,8 @@ int cmd_eval(Options *o) {
     NlProfiler *prof = rc ? NULL : workers_profile(&wk);
     if (prof) {
         char buf[4400], shown[1024];
-        NlReportInfo info = {msg_escape(shown, sizeof shown, model_path(o, buf, sizeof buf)), 1, p.workers,
-                             nl_blas_core(), o->blas.source};
+        NlReportInfo info = {msg_escape(shown, sizeof shown, model_path(o, buf, sizeof buf)),
+                             p.windowless ? o->threads : 1, p.workers, nl_blas_core(), o->blas.source};
         if (nl_report_text(stderr, prof, &info) != 0) rc = EXIT_DATA;
     }
 cleanup:

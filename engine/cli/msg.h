@@ -7,6 +7,9 @@
 
 #include <stddef.h>
 
+// The exit statuses (docs/files.md): 0 ok, 1 a runtime or data error, 2 a usage error.
+enum { EXIT_DATA = 1, EXIT_USAGE = 2 };
+
 // Writes s escaped into out (cap bytes, NUL-terminated); when it does not fit, the middle of the
 // escaped text is replaced by "…". Returns out.
 char *msg_escape(char *out, size_t cap, const char *s);

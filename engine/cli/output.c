@@ -14,8 +14,6 @@
 
 #include "msg.h"
 
-enum { EXIT_DATA = 1, EXIT_USAGE = 2 };
-
 static int is_stdout(const char *path) { return strcmp(path, "-") == 0; }
 
 // A character device (/dev/null, a terminal) may take several outputs.
