@@ -34,8 +34,8 @@ LIB_SRC = engine/nl_error.c engine/model.c engine/config.c engine/safetensors.c 
 HEADERS = $(wildcard engine/*.h engine/lab/*.h engine/cli/*.h tokenizer/*.h tests/*.h)
 CLI_SRC = engine/cli/main.c engine/cli/options.c engine/cli/common.c engine/cli/cmd_generate.c engine/cli/cmd_eval.c \
           engine/cli/cmd_compare.c engine/cli/cmd_info.c engine/cli/cmd_profile.c engine/cli/options_table.c \
-          engine/cli/help.c engine/cli/output.c engine/cli/msg.c engine/cli/report.c \
-          engine/cli/jsonout.c
+          engine/cli/help.c engine/cli/output.c engine/cli/msg.c engine/cli/report_profile.c \
+          engine/cli/report_compare.c engine/cli/jsonout.c
 TESTS = test_tokenizer test_kernels test_sampler test_loader test_forward test_golden test_profile test_compare \
         test_parallel test_rnn test_quant test_lab
 FUZZERS = safetensors config tokenizer inline prompt
@@ -86,10 +86,9 @@ build/san/tests/%: build/san/tests/%.o build/san/tests/check.o build/san/tests/r
 	$(CC) $(SAN_FLAGS) $(filter %.o,$^) $(filter %.a,$^) $(PKG_LIBS) -o $@
 
 # The report writers are the command line's (presentation); the tests of the reports link them too.
-build/rel/tests/test_profile build/rel/tests/test_compare build/rel/tests/test_lab: build/rel/engine/cli/report.o \
-    build/rel/engine/cli/jsonout.o
-build/san/tests/test_profile build/san/tests/test_compare build/san/tests/test_lab: build/san/engine/cli/report.o \
-    build/san/engine/cli/jsonout.o
+REPORT_OBJ = engine/cli/report_profile.o engine/cli/report_compare.o engine/cli/jsonout.o engine/cli/msg.o
+build/rel/tests/test_profile build/rel/tests/test_compare build/rel/tests/test_lab: $(REPORT_OBJ:%=build/rel/%)
+build/san/tests/test_profile build/san/tests/test_compare build/san/tests/test_lab: $(REPORT_OBJ:%=build/san/%)
 
 .SECONDARY:
 

@@ -311,10 +311,11 @@ static size_t rnn_window(const NlConfig *cfg) {
     return SIZE_MAX;  // the state carries any length
 }
 
-// the state vectors of every layer: h, and the LSTM's c (as its table's info counts them)
+// the state vectors of every layer: h, and the LSTM's c (as its table's info counts them; asked of
+// the table here, not through the registry, which would make state.c and this file call each other)
 static size_t rnn_state_bytes(const NlConfig *c) {
-    size_t vectors = (size_t)nl_family_of(c->arch)->info->state_vectors;
-    return (size_t)c->n_layer * (size_t)c->n_hidden * vectors * sizeof(float);
+    const NlFamily *family = c->arch == NL_ARCH_LSTM ? nl_family_lstm() : nl_family_gru();
+    return (size_t)c->n_layer * (size_t)c->n_hidden * (size_t)family->info->state_vectors * sizeof(float);
 }
 
 // ---- what the families are, for info, reports and the profiler

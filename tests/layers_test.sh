@@ -62,16 +62,16 @@ plant() {  # plant LABEL FILE HEADER
         || bad "planted: $1" "$2 including $3 went unreported"
 }
 plant "the core includes the lab" engine/transformer.c normlab_lab.h
-plant "the core includes the command line" engine/model.c report.h
+plant "the core includes the command line" engine/model.c report_profile.h
 plant "the lab includes the command line" engine/lab/stats.c cli.h
 plant "the command line includes a private core header" engine/cli/common.c model.h
-plant "the command line includes a private lab-adjacent header" engine/cli/report.c kernels.h
+plant "the command line includes a private lab-adjacent header" engine/cli/report_compare.c kernels.h
 plant "the core includes the lab by a path" engine/transformer.c lab/normlab_lab.h
 plant "the command line includes a core header by a path" engine/cli/common.c ../model.h
 found=$(arch_tests .)
 [ -z "$found" ] && ok "no arch is tested outside the loader and the family files" \
     || bad "arch tests" "$(echo "$found" | tr '\n' ' ')"
-for f in engine/cli/report.c engine/lab/profile.c; do  # planted: a test of the arch in the CLI, in the lab
+for f in engine/cli/report_profile.c engine/lab/profile.c; do  # planted: a test of the arch in the CLI, in the lab
     rm -rf "$TMP/tree"; mkdir -p "$TMP/tree"
     cp -r engine tokenizer "$TMP/tree/"
     printf 'int planted(const NlConfig *c) { return c->arch == NL_ARCH_LSTM; }\n' >> "$TMP/tree/$f"
@@ -86,7 +86,7 @@ compiles() {  # compiles FILE HEADER: 0 when FILE, holding only #include "HEADER
     printf '#include "%s"\nint planted_%s(void);\n' "$2" "$(echo "$2" | tr -c 'a-z\n' _)" > "$TMP/tree/$1"
     make -C "$TMP/tree" --no-print-directory -s "build/rel/${1%.c}.o" > "$TMP/cc.log" 2>&1
 }
-for case in "engine/planted.c normlab_lab.h" "engine/planted.c report.h" "tokenizer/planted.c normlab_lab.h" \
+for case in "engine/planted.c normlab_lab.h" "engine/planted.c report_profile.h" "tokenizer/planted.c normlab_lab.h" \
             "engine/lab/planted.c cli.h"; do
     set -- $case
     compiles "$1" "$2" && bad "compiler: $1 including $2" "it built" \

@@ -12,7 +12,7 @@
 #include "check.h"
 #include "ref_forward.h"
 #include "normlab_lab.h"
-#include "report.h"
+#include "report_compare.h"
 
 static const int TEXT[] = {2, 3, 1,  3, 2, 4, 1, 5, 2, 3, 6, 1, 7, 2, 8, 3,
                            0, 9, 10, 2, 3, 1, 4, 5, 6, 7, 8, 9, 2, 2, 3};
@@ -111,11 +111,11 @@ static void json_rows_parse_with_stable_fields(void) {
         row("ln-pre-bias.json", NL_NORM_RMSNORM, NL_PLACE_PRE, 1, &rows[1], NULL))
         return;
     const char *labels[2] = {"a", "a"};
-    NlCompareInfo info = {"text", 1, 2, 1, 0, 0, 0};
+    CompareInfo info = {"text", 1, 2, 1, 0, 0, 0};
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    CHECK(nl_report_compare_json(f, rows, labels, 2, &info) == 0, "written");
+    CHECK(report_compare_json(f, rows, labels, 2, &info) == 0, "written");
     fclose(f);
     cJSON *root = cJSON_Parse(buf);
     CHECK(cJSON_GetArraySize(root) == 2, "one object per row");

@@ -14,7 +14,7 @@
 #include "check.h"
 #include "normlab_lab.h"
 #include "ref_forward.h"
-#include "report.h"
+#include "report_compare.h"
 
 static const int TEXT[] = {2, 3, 1,  3, 2, 4, 1, 5, 2, 3, 6, 1, 7, 2, 8, 3,
                            0, 9, 10, 2, 3, 1, 4, 5, 6, 7, 8, 9, 2, 2, 3};
@@ -434,11 +434,11 @@ static void reports_carry_lens_outliers_and_quantization(void) {
         goto done;
     }
     const char *labels[2] = {"a", "a"};
-    NlCompareInfo info = {"text", 1, 1, 0, 1, 1, 1};
+    CompareInfo info = {"text", 1, 1, 0, 1, 1, 1};
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    CHECK(nl_report_compare_json(f, rows, labels, 2, &info) == 0, "written");
+    CHECK(report_compare_json(f, rows, labels, 2, &info) == 0, "written");
     fclose(f);
     cJSON *a = cJSON_Parse(buf);
     cJSON *r1 = cJSON_GetArrayItem(a, 1), *lens = cJSON_GetObjectItem(r1, "lens_bits_per_char");
@@ -452,7 +452,7 @@ static void reports_carry_lens_outliers_and_quantization(void) {
     cJSON_Delete(a);
     buf = NULL;
     f = open_memstream(&buf, &len);
-    CHECK(nl_report_compare_text(f, rows, labels, 2, &info) == 0, "text written");
+    CHECK(report_compare_text(f, rows, labels, 2, &info) == 0, "text written");
     fclose(f);
     char cost[64];
     snprintf(cost, sizeof cost, "%+9.4f", rows[1].bits_per_char - rows[0].bits_per_char);
@@ -461,7 +461,7 @@ static void reports_carry_lens_outliers_and_quantization(void) {
     free(buf);
     buf = NULL;
     f = open_memstream(&buf, &len);
-    CHECK(nl_report_compare_csv(f, rows, labels, 2, &info) == 0, "csv written");
+    CHECK(report_compare_csv(f, rows, labels, 2, &info) == 0, "csv written");
     fclose(f);
     CHECK(strstr(buf, ",lens_bits_per_char_2") && strstr(buf, ",outlier_1_out_in_kurtosis") &&
               strstr(buf, ",bits_per_char_cost"),

@@ -12,7 +12,7 @@
 
 #include "check.h"
 #include "normlab_lab.h"
-#include "report.h"
+#include "report_profile.h"
 
 // ln-pre-bias.json: V=11, D=12, H=3, F=20, T=9, L=2, LayerNorm, biases, gelu.
 static const NlConfig CFG = {.vocab_size = 11,
@@ -150,8 +150,8 @@ static cJSON *report_json(const NlProfiler *p, int trace) {
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    NlReportInfo info = {"fixture \"quoted\"", 1, 1, "Haswell", "openblas"};
-    int rc = trace ? nl_report_trace(f, p, &info) : nl_report_json(f, p, &info);
+    ReportInfo info = {"fixture \"quoted\"", 1, 1, "Haswell", "openblas"};
+    int rc = trace ? report_profile_trace(f, p, &info) : report_profile_json(f, p, &info);
     fclose(f);
     CHECK(rc == 0, "report written");
     cJSON *root = cJSON_Parse(buf);
@@ -246,8 +246,8 @@ static char *report_text(const NlProfiler *p, const char *prompt, int summary) {
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    NlReportInfo info = {"fixture", 1, 1, "Haswell", "openblas"};
-    CHECK(nl_report_text_view(f, p, &info, prompt, summary) == 0, "text report written");
+    ReportInfo info = {"fixture", 1, 1, "Haswell", "openblas"};
+    CHECK(report_profile_view(f, p, &info, prompt, summary) == 0, "text report written");
     fclose(f);
     return buf;
 }
@@ -267,10 +267,10 @@ static void text_summary_is_drawn_from_the_table(void) {
     char *table = report_text(p, NULL, 0), *sum = report_text(p, "\"ab\" (2 characters, -p)", 1), *plain = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&plain, &len);
-    NlReportInfo info = {"fixture", 1, 1, "Haswell", "openblas"};
-    CHECK(nl_report_text(f, p, &info) == 0, "nl_report_text written");
+    ReportInfo info = {"fixture", 1, 1, "Haswell", "openblas"};
+    CHECK(report_profile_text(f, p, &info) == 0, "report_profile_text written");
     fclose(f);
-    CHECK(table && plain && strcmp(table, plain) == 0, "nl_report_text is the full table with no prompt line");
+    CHECK(table && plain && strcmp(table, plain) == 0, "report_profile_text is the full table with no prompt line");
     CHECK(sum && strstr(sum, "\nprompt: \"ab\" (2 characters, -p)\n") && !strstr(table, "\nprompt: "),
           "the prompt line only where given");
     int comps = 0, layers = 0, ordered = 1, walls = 0, notes = 0;

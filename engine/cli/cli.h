@@ -55,8 +55,7 @@ typedef struct {
     int outliers;  // compare: the outlier statistics
     const char **models;  // compare: the models, -m and positional, in the order given
     int n_models;
-    int profile_cmd;  // the profile command: the run's result is its profile
-    const char *default_prompt;  // the prompt when none is given and the vocabulary has its characters
+    int layers;  // profile --layers: the full layer x component table instead of the summary
     int closed_std;  // CLOSED_STDIN | CLOSED_STDOUT | CLOSED_STDERR: closed at start (now /dev/null)
 } Options;
 
@@ -196,7 +195,10 @@ int prompt_encode(const Options *o, const NlModel *model, const char *what, char
                   size_t *n);
 // Reads the prompt (from -p or -f, else the command's default prompt when the vocabulary has its
 // characters) and encodes it: prompt_read, then prompt_encode.
-int prompt_ids(const Options *o, const NlModel *model, int **ids, size_t *n, char **text, size_t *len);
+// With neither -p nor -f, default_prompt (when not NULL) is the prompt where the vocabulary has its
+// characters; *fell_back (when not NULL) says when it did not, and the run starts from a newline.
+int prompt_ids(const Options *o, const NlModel *model, const char *default_prompt, int **ids, size_t *n, char **text,
+               size_t *len, int *fell_back);
 int check_outputs(const Options *o, const char *const *outputs, size_t n_out);
 
 // One run state per engine worker thread, and with profiling one profiler per state.
@@ -227,12 +229,16 @@ int cmd_compare(Options *o);
 int cmd_info(Options *o);
 int cmd_list(Options *o);
 int cmd_profile(Options *o);
-// generate's run; profile's too, which discards the text and prints the profile.
-int generate_run(Options *o);
-// Writes the profile of a run on `workers` engine threads with up to blas_threads OpenBLAS threads:
-// the trace file (when trace_f) first, so that a failed write leaves the output empty, then the
-// report to out (JSON or text).
-int profile_write(const Options *o, const NlProfiler *prof, int workers, int blas_threads, FILE *out, int json,
-                  FILE *trace_f);
+// How a run of generate's path presents itself. generate: its text is the result, a seed drawn from
+// the OS is said, --profile reports on stderr. profile: the text is decoded and dropped, the seed is
+// 0 unless given, and the profile is the result, after a "prompt:" line saying where the prompt
+// came from (the default_prompt when none is given and the vocabulary has its characters).
+typedef struct {
+    int keep_text;  // the generated text goes to the output (0: decoded, then dropped)
+    int draw_seed;  // without --seed, a seed from the OS, said on stderr (0: seed 0)
+    int profile_result;  // the profile is the result, on the main output (0: on stderr with --profile)
+    const char *default_prompt;  // the prompt when -p and -f are not given (NULL: a newline)
+} RunMode;
+int generate_run(Options *o, const RunMode *mode);
 
 #endif

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "report.h"
+#include "report_compare.h"
 
 #define MAX_RUNS 11  // rows of one model, at most: 4 runs, each BatchNorm one with both statistics; q8, q4, a8
 #define MAX_QUANT 2  // quantized copies of one model: q8 and q4
@@ -143,7 +143,7 @@ typedef struct {
 // Draws the plots of the rows into plots->tmp (made now inside the plot directory, which is made if
 // missing), from a JSON file of the rows written there, and adopts each as an output.
 static int run_plots(const Options *o, const NlCompareRow *rows, const char *const *labels, size_t n,
-                     const NlCompareInfo *info, Plots *plots) {
+                     const CompareInfo *info, Plots *plots) {
     char script[4400], json[PATH_MAX + 32], from[PATH_MAX + 32], to[PATH_MAX + 32];
     plots->made = mkdir(o->plot_dir, 0777) == 0;
     if (!plots->made && errno != EEXIST) {
@@ -158,7 +158,7 @@ static int run_plots(const Options *o, const NlCompareRow *rows, const char *con
     }
     snprintf(json, sizeof json, "%s/rows.json", plots->tmp);
     FILE *f = fopen(json, "w");
-    int ok = f && nl_report_compare_json(f, rows, labels, n, info) == 0;
+    int ok = f && report_compare_json(f, rows, labels, n, info) == 0;
     if (f && fclose(f) != 0) ok = 0;
     if (!ok) msg_error("%s: cannot write the rows for the plots", o->plot_dir);
     char *argv[] = {"/usr/bin/python3", (char *)plot_script(script, sizeof script), "--quiet", json, plots->tmp, NULL};
@@ -217,10 +217,10 @@ static int check_compare_outputs(const Options *o) {
 
 // The table or JSON rows into out (-o, or held stdout; csv: the CSV of --csv). 0, or EXIT_DATA.
 static int write_report(const Options *o, OutFile *out, int csv, const NlCompareRow *rows, const char *const *labels,
-                        size_t n, const NlCompareInfo *info) {
-    int bad = csv       ? nl_report_compare_csv(out->f, rows, labels, n, info)
-              : o->json ? nl_report_compare_json(out->f, rows, labels, n, info)
-                        : nl_report_compare_text(out->f, rows, labels, n, info);
+                        size_t n, const CompareInfo *info) {
+    int bad = csv       ? report_compare_csv(out->f, rows, labels, n, info)
+              : o->json ? report_compare_json(out->f, rows, labels, n, info)
+                        : report_compare_text(out->f, rows, labels, n, info);
     if (bad == 0 && fflush(out->f) != EOF) return 0;
     if (csv) msg_error("%s: write failed: %s", o->csv_out, strerror(errno));
     else msg_error("cannot write %s: %s", o->output ? o->output : "to stdout", strerror(errno));
@@ -272,13 +272,13 @@ int cmd_compare(Options *o) {
     if (isatty(STDERR_FILENO)) fprintf(stderr, "\r%60s\r", "");
     // Paths from the command line shown in the table, escaped like every message.
     char text_shown[512];
-    NlCompareInfo info = {o->json ? o->text_file : msg_escape(text_shown, sizeof text_shown, o->text_file),
-                          o->threads,
-                          o->repeats,
-                          o->invariance,
-                          o->quantize_rows || o->quantize_act,
-                          o->lens,
-                          o->outliers};
+    CompareInfo info = {o->json ? o->text_file : msg_escape(text_shown, sizeof text_shown, o->text_file),
+                        o->threads,
+                        o->repeats,
+                        o->invariance,
+                        o->quantize_rows || o->quantize_act,
+                        o->lens,
+                        o->outliers};
     shown = o->json ? NULL : calloc(n_rows ? n_rows : 1, sizeof *shown);
     for (size_t i = 0; shown && i < n_rows; i++) labels[i] = msg_escape(shown[i], sizeof shown[i], labels[i]);
     // The files, the plots and held stdout are finished together at the end: all in place or none.

@@ -12,7 +12,7 @@
 #include <time.h>
 
 #include "cli.h"
-#include "report.h"
+#include "report_profile.h"
 
 static double now(void) {
     struct timespec ts;
@@ -177,9 +177,9 @@ int cmd_eval(Options *o) {
     NlProfiler *prof = rc ? NULL : workers_profile(&wk);
     if (prof) {
         char buf[4400], shown[1024];
-        NlReportInfo info = {msg_escape(shown, sizeof shown, model_path(o, buf, sizeof buf)),
-                             p.windowless ? o->threads : 1, p.workers, nl_blas_core(), o->blas.source};
-        if (nl_report_text(stderr, prof, &info) != 0) rc = EXIT_DATA;
+        ReportInfo info = {msg_escape(shown, sizeof shown, model_path(o, buf, sizeof buf)),
+                           p.windowless ? o->threads : 1, p.workers, nl_blas_core(), o->blas.source};
+        if (report_profile_text(stderr, prof, &info) != 0) rc = EXIT_DATA;
     }
 cleanup:
     if (out_finish(&out, rc == 0) != 0) rc = EXIT_DATA;
@@ -205,7 +205,7 @@ int cmd_logits(Options *o) {
     const char *outs[1] = {o->output};
     int rc = o->output ? check_outputs(o, outs, 1) : 0;
     if (!rc) rc = load_model(o, &model);
-    if (!rc) rc = prompt_ids(o, model, &ids, &n, &text, &len);
+    if (!rc) rc = prompt_ids(o, model, NULL, &ids, &n, &text, &len, NULL);
     if (!rc) rc = make_state_as(o, model, 1, o->threads, 1, &state);
     if (!rc) rc = open_main_output(o, &out);
     if (rc) goto cleanup;

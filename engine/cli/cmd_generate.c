@@ -1,5 +1,5 @@
-// cmd_generate.c — generate, and the run profile shares (cmd_profile.c): the text discarded and the
-// profile as the result.
+// cmd_generate.c — generate, and the run profile shares (cmd_profile.c): one path, which a RunMode
+// (cli.h) tells what to show: the text, the seed, the profile where.
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -16,7 +16,7 @@
 
 #include "cli.h"
 #include "jsonout.h"
-#include "report.h"
+#include "report_profile.h"
 
 typedef struct {
     const NlTokenizer *tok;
@@ -194,10 +194,9 @@ static int check_window(const Options *o, size_t T, const char *label) {
     return EXIT_USAGE;
 }
 
-// A seed drawn from the OS is said (greedy needs none): once, however many models share it.
-static void say_seed(const Options *o, uint64_t seed) {
-    if (!o->has_seed && !o->profile_cmd && o->sampling.temperature > 0)
-        msg_error("seed %llu", (unsigned long long)seed);
+// A seed drawn from the OS (drawn) is said (greedy needs none): once, however many models share it.
+static void say_seed(const Options *o, int drawn, uint64_t seed) {
+    if (!o->has_seed && drawn && o->sampling.temperature > 0) msg_error("seed %llu", (unsigned long long)seed);
 }
 
 // A prompt of n characters longer than the context T is cut, with a warning (naming label's model).
@@ -211,10 +210,10 @@ static void warn_long_prompt(const char *label, size_t n, size_t T) {
 // Several samples run in groups of --batch streams, the groups spread over the engine threads.
 // Before decoding: --exact-window needs a window; a random seed is said (greedy needs none); a
 // prompt longer than the context is cut, with a warning.
-static int check_run(const Options *o, size_t T, size_t n, uint64_t seed) {
+static int check_run(const Options *o, const RunMode *mode, size_t T, size_t n, uint64_t seed) {
     int rc = check_window(o, T, NULL);
     if (rc) return rc;
-    say_seed(o, seed);
+    say_seed(o, mode->draw_seed, seed);
     warn_long_prompt(NULL, n, T);
     return 0;
 }
@@ -228,6 +227,7 @@ static void collect_free(Collect *c, int n) {
 
 // One generate or profile run of one model: what it holds, from setup to cleanup.
 typedef struct {
+    const RunMode *mode;
     int group, workers, rounds;  // streams per forward call, engine threads, groups per thread
     const char *name;  // with several models: the model as -m gave it; NULL: one model (-m or the default)
     char run[64];  // with several models: its run_name ("layernorm/pre")
@@ -238,6 +238,7 @@ typedef struct {
     int *ids;  // (n) the prompt's ids
     char *text, *prompt;  // the prompt as read, and as the model saw it (for echoing)
     size_t n, len;
+    int fell_back;  // the mode's default prompt could not be encoded: the run starts from a newline
     uint64_t seed;
     Collect col;  // the texts, with several samples or --json
     NlGenerateStats st;
@@ -279,13 +280,16 @@ static int setup_model(const Options *o, GenRun *r, const char *given, size_t le
     Options with = *o;
     if (r->name) with.model = r->name;
     if (!rc) rc = load_model(&with, &r->model);
-    if (!rc) rc = r->name ? prompt_for(o, r, given, len) : prompt_ids(o, r->model, &r->ids, &r->n, &r->text, &r->len);
+    if (!rc)
+        rc = r->name
+                 ? prompt_for(o, r, given, len)
+                 : prompt_ids(o, r->model, r->mode->default_prompt, &r->ids, &r->n, &r->text, &r->len, &r->fell_back);
     // Workers share OpenBLAS's process-wide thread count: one thread per product when there are several.
     // the trace's budget: forward passes, or a recurrent model's positions (the prompt's count)
     size_t passes = (size_t)o->n_new + 2 + (rc == 0 && model_context(r->model) == SIZE_MAX ? r->n : 0);
     if (!rc)
         rc = workers_create(&r->wk, o, r->model, r->workers, r->group, r->workers > 1 ? 1 : o->threads,
-                            o->profile || o->profile_cmd, (size_t)r->rounds * passes);
+                            o->profile || r->mode->profile_result, (size_t)r->rounds * passes);
     if (!rc && r->name) {
         const NlConfig *c = nl_model_config(r->model);
         run_name(r->run, sizeof r->run, c, o->norm >= 0 ? (NlNormType)o->norm : c->norm,
@@ -313,7 +317,7 @@ static int setup_run(const Options *o, GenRun *r) {
     // With a trace, the table (on stdout) is held until the trace file is in place.
     if (!rc) rc = o->trace_out ? out_open_held(&r->out, o->output ? o->output : "-") : open_main_output(o, &r->out);
     if (!rc && o->trace_out) rc = out_open(&r->trace_o, o->trace_out);
-    r->seed = o->has_seed ? o->seed : o->profile_cmd ? 0 : seed_from_os();
+    r->seed = o->has_seed ? o->seed : r->mode->draw_seed ? seed_from_os() : 0;
     if (!rc) rc = setup_streams(o, r);
     return rc;
 }
@@ -324,13 +328,13 @@ static int decode_streams(const Options *o, GenRun *r, FILE *out, int *write_fai
     int collect = o->samples > 1 || o->json;
     size_t T = model_context(r->model), n = r->n;  // SIZE_MAX: a recurrent model takes the whole prompt
     EmitCtx ectx = {nl_model_tokenizer(r->model), out, 0};
-    if (o->echo && !collect && !o->profile_cmd && (fputs(r->prompt, out) == EOF || fflush(out) == EOF))
+    if (o->echo && !collect && r->mode->keep_text && (fputs(r->prompt, out) == EOF || fflush(out) == EOF))
         ectx.write_failed = errno;
     r->col.tok = nl_model_tokenizer(r->model);
     if (o->warmup) nl_forward(r->wk.states[0], r->ids + (n > T ? n - T : 0), n > T ? T : n, 0, 1);
     NlGenerateOptions gopts = {(size_t)o->n_new, o->exact_window};
     NlError err;
-    NlBatchEmitFn emit = o->profile_cmd ? stream_nothing : collect ? collect_token : stream_token;
+    NlBatchEmitFn emit = !r->mode->keep_text ? stream_nothing : collect ? collect_token : stream_token;
     int g = ectx.write_failed
                 ? 1
                 : nl_generate_parallel(r->wk.states, (size_t)r->workers, r->samplers, (size_t)o->samples, r->ids, n,
@@ -344,20 +348,44 @@ static int decode_streams(const Options *o, GenRun *r, FILE *out, int *write_fai
     return 0;
 }
 
+// The run's profile: the result on the main output (profile), or with --profile the full table on
+// stderr; a trace (--trace) first. One model's: its engine threads, and OpenBLAS's (one per product
+// with several workers).
+static int write_profile(const Options *o, const GenRun *r, const NlProfiler *prof) {
+    char buf[4400], shown[1024], said[256];
+    const char *path = model_path(o, buf, sizeof buf);
+    const RunMode *mode = r->mode;
+    int json = mode->profile_result && o->json;
+    ReportInfo info = {json ? path : msg_escape(shown, sizeof shown, path), r->workers > 1 ? 1 : o->threads, r->workers,
+                       nl_blas_core(), o->blas.source};
+    if (!json) info.model = path;  // the trace is JSON: escaped by its writer
+    const char *prompt = mode->profile_result ? report_prompt_line(said, sizeof said, o->prompt_file, o->prompt,
+                                                                   mode->default_prompt, r->fell_back)
+                                              : NULL;
+    size_t held, made;
+    switch (report_profile_write(mode->profile_result ? r->out.f : stderr, r->trace_o.f, prof, &info, shown, json,
+                                 prompt, mode->profile_result && !o->layers, &held, &made)) {
+    case REPORT_OK: return 0;
+    case REPORT_TRACE_FULL:
+        msg_error("the trace holds at most %zu events and this run made %zu; profile fewer tokens (-n)", held, made);
+        return EXIT_DATA;
+    case REPORT_TRACE_FAILED: msg_error("%s: write failed: %s", o->trace_out, strerror(errno)); return EXIT_DATA;
+    default: msg_error("cannot write the profile: %s", strerror(errno)); return EXIT_DATA;
+    }
+}
+
 // Decodes every stream: streamed as it comes, or collected and printed whole; then the timing
 // line and the profile. write_failed: an errno once a write of the text failed.
 static int decode_run(const Options *o, GenRun *r, int *write_failed) {
     int collect = o->samples > 1 || o->json, rc = decode_streams(o, r, r->out.f, write_failed);
     if (rc) return rc;
-    if (collect && !o->profile_cmd &&
+    if (collect && r->mode->keep_text &&
         print_samples(r->out.f, &r->col, o->samples, r->seed, o, r->prompt, &r->st, NULL, NULL) != 0)
         *write_failed = errno ? errno : EIO;
     if (*write_failed) return EXIT_DATA;
     print_timing(&r->st, (size_t)o->n_new, o->samples, NULL);
     NlProfiler *prof = workers_profile(&r->wk);
-    if (!prof) return 0;
-    return profile_write(o, prof, r->workers, r->workers > 1 ? 1 : o->threads, o->profile_cmd ? r->out.f : stderr,
-                         o->profile_cmd && o->json, r->trace_o.f);
+    return prof ? write_profile(o, r, prof) : 0;
 }
 
 // Frees what a run held (not its outputs).
@@ -381,11 +409,14 @@ static int finish_run(const Options *o, GenRun *r, int rc) {
     return rc;
 }
 
-int generate_run(Options *o) {
-    GenRun r = {0};
+// generate's own mode: the text is the result, the seed is said, --profile goes to stderr.
+static const RunMode GENERATE = {.keep_text = 1, .draw_seed = 1, .profile_result = 0, .default_prompt = NULL};
+
+int generate_run(Options *o, const RunMode *mode) {
+    GenRun r = {.mode = mode};
     plan_groups(o, &r);
     int rc = setup_run(o, &r), write_failed = 0;
-    if (!rc) rc = check_run(o, model_context(r.model), r.n, r.seed);
+    if (!rc) rc = check_run(o, mode, model_context(r.model), r.n, r.seed);
     if (!rc) rc = decode_run(o, &r, &write_failed);
     if (write_failed) msg_error("cannot write %s: %s", o->output ? o->output : "to stdout", strerror(write_failed));
     return finish_run(o, &r, rc);
@@ -412,13 +443,14 @@ static int many_setup(const Options *o, ManyRun *m) {
     uint64_t seed = o->has_seed ? o->seed : seed_from_os();  // every model's samplers draw the same numbers
     for (int i = 0; !rc && i < m->n; i++) {
         GenRun *r = &m->runs[i];
+        r->mode = &GENERATE;
         r->name = o->models[i];
         r->seed = seed;
         plan_groups(o, r);
         rc = setup_model(o, r, m->text, m->len);
         if (!rc) rc = check_window(o, model_context(r->model), r->name);
     }
-    if (!rc) say_seed(o, seed);
+    if (!rc) say_seed(o, 1, seed);
     for (int i = 0; !rc && i < m->n; i++)
         warn_long_prompt(m->runs[i].name, m->runs[i].n, model_context(m->runs[i].model));
     if (!rc) rc = open_main_output(o, &m->out);
@@ -475,7 +507,7 @@ static int generate_many(const Options *o) {
 // --profile refused: its report is one model's.
 int cmd_generate(Options *o) {
     if (o->n_models == 1) o->model = o->models[0];
-    if (o->n_models < 2) return generate_run(o);
+    if (o->n_models < 2) return generate_run(o, &GENERATE);
     if (o->profile) {
         msg_usage(o->cmd, "--profile takes one model, got %d (-m)", o->n_models);
         return EXIT_USAGE;

@@ -500,11 +500,14 @@ int prompt_encode(const Options *o, const NlModel *model, const char *what, char
     return 0;
 }
 
-int prompt_ids(const Options *o, const NlModel *model, int **ids, size_t *n, char **text, size_t *len) {
-    if (!o->prompt && !o->prompt_file && o->default_prompt && encodable(model, o->default_prompt)) {
+int prompt_ids(const Options *o, const NlModel *model, const char *default_prompt, int **ids, size_t *n, char **text,
+               size_t *len, int *fell_back) {
+    int use_default = !o->prompt && !o->prompt_file && default_prompt;
+    if (fell_back) *fell_back = use_default && !encodable(model, default_prompt);
+    if (use_default && encodable(model, default_prompt)) {
         Options with = *o;
-        with.prompt = o->default_prompt;
-        return prompt_ids(&with, model, ids, n, text, len);
+        with.prompt = default_prompt;
+        return prompt_ids(&with, model, NULL, ids, n, text, len, NULL);
     }
     int rc = prompt_read(o, text, len);
     if (rc) return rc;

@@ -1,5 +1,5 @@
-// report.c — text, JSON and Chrome-trace views of a profiler (see report.h).
-#include "report.h"
+// report_profile.c — text, JSON and Chrome-trace views of a profiler (see report_profile.h).
+#include "report_profile.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -8,6 +8,7 @@
 #include <cjson/cJSON.h>
 
 #include "jsonout.h"
+#include "msg.h"
 
 // The layer-less components (layer -1) and the per-layer ones.
 static int is_model_level(int comp) {
@@ -152,7 +153,7 @@ static int text_phase(FILE *f, const NlProfiler *p, NlPhase ph, int L, int hw) {
 static int summary_phase(FILE *f, const NlProfiler *p, NlPhase ph, int L, int hw) {
     double wall = nl_profiler_wall(p, ph), last = INFINITY;
     uint64_t tokens = nl_profiler_tokens(p, ph);
-    int rc = phase_head(f, p, ph, hw), K = L < NL_REPORT_TOP ? L : NL_REPORT_TOP, prev = -1;
+    int rc = phase_head(f, p, ph, hw), K = L < REPORT_TOP ? L : REPORT_TOP, prev = -1;
     rc |= component_totals(f, p, ph, L, hw);
     if (L > K) rc |= fprintf(f, "-- the %d slowest of %d layers (all of them: --layers)\n", K, L) < 0 ? -1 : 0;
     else rc |= fprintf(f, "-- per layer, slowest first\n") < 0 ? -1 : 0;
@@ -174,7 +175,7 @@ static int summary_phase(FILE *f, const NlProfiler *p, NlPhase ph, int L, int hw
     return rc | phase_foot(f, p, ph, L);
 }
 
-static void header(FILE *f, const NlProfiler *p, const NlReportInfo *info, const char *prompt) {
+static void header(FILE *f, const NlProfiler *p, const ReportInfo *info, const char *prompt) {
     fprintf(f,
             "normlab profile: %s; OpenBLAS %s kernels (chosen by %s), threads up to %d; engine threads %d; "
             "hardware counters %s\n",
@@ -183,7 +184,7 @@ static void header(FILE *f, const NlProfiler *p, const NlReportInfo *info, const
     if (prompt) fprintf(f, "prompt: %s\n", prompt);
 }
 
-int nl_report_text_view(FILE *f, const NlProfiler *p, const NlReportInfo *info, const char *prompt, int summary) {
+int report_profile_view(FILE *f, const NlProfiler *p, const ReportInfo *info, const char *prompt, int summary) {
     int L = nl_profiler_config(p)->n_layer, hw = nl_profiler_hw_available(p), rc = 0;
     header(f, p, info, prompt);
     for (int ph = 0; ph < NL_PHASE_COUNT; ph++)
@@ -192,8 +193,8 @@ int nl_report_text_view(FILE *f, const NlProfiler *p, const NlReportInfo *info, 
     return rc || ferror(f) ? -1 : 0;
 }
 
-int nl_report_text(FILE *f, const NlProfiler *p, const NlReportInfo *info) {
-    return nl_report_text_view(f, p, info, NULL, 0);
+int report_profile_text(FILE *f, const NlProfiler *p, const ReportInfo *info) {
+    return report_profile_view(f, p, info, NULL, 0);
 }
 
 static cJSON *cell_json(int layer, const char *name, const NlProfileCell *c, double wall, uint64_t tokens, int hw) {
@@ -245,7 +246,7 @@ static cJSON *phase_json(const NlProfiler *p, NlPhase ph, int L, int hw) {
     return o;
 }
 
-int nl_report_json(FILE *f, const NlProfiler *p, const NlReportInfo *info) {
+int report_profile_json(FILE *f, const NlProfiler *p, const ReportInfo *info) {
     int L = nl_profiler_config(p)->n_layer, hw = nl_profiler_hw_available(p);
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "model", info->model);
@@ -264,7 +265,7 @@ int nl_report_json(FILE *f, const NlProfiler *p, const NlReportInfo *info) {
     return rc || ferror(f) ? -1 : 0;
 }
 
-int nl_report_trace(FILE *f, const NlProfiler *p, const NlReportInfo *info) {
+int report_profile_trace(FILE *f, const NlProfiler *p, const ReportInfo *info) {
     const NlProfileEvent *ev;
     size_t dropped, n = nl_profiler_events(p, &ev, &dropped);
     cJSON *model = cJSON_CreateString(info->model);
@@ -290,463 +291,43 @@ int nl_report_trace(FILE *f, const NlProfiler *p, const NlReportInfo *info) {
     return ferror(f) ? -1 : 0;
 }
 
-// ---- compare
+// The characters (UTF-8 code points) of s.
+static size_t chars(const char *s) {
+    size_t n = 0;
+    for (; *s; s++) n += ((unsigned char)*s & 0xC0) != 0x80;
+    return n;
+}
 
-// "layernorm*/pre": the norm and placement a row ran as, * where not as trained; BatchNorm with
-// its statistics ("batchnorm:batch").
-static void run_as(char *buf, size_t len, const NlCompareRow *r) {
-    if (!nl_family_info(r->arch)->has_placement) {  // "lstm/none*"
-        snprintf(buf, len, "%s/%s%s", nl_config_arch_name(r->arch), nl_config_norm_name(r->norm),
-                 r->swapped_norm ? "*" : "");
-        return;
+const char *report_prompt_line(char *buf, size_t cap, const char *prompt_file, const char *prompt,
+                               const char *default_prompt, int fell_back) {
+    char esc[80];
+    if (prompt_file) {
+        if (strcmp(prompt_file, "-") == 0) snprintf(buf, cap, "standard input (-f -)");
+        else snprintf(buf, cap, "the file \"%s\" (-f)", msg_escape(esc, sizeof esc, prompt_file));
+        return buf;
     }
-    snprintf(buf, len, "%s%s%s/%s%s", nl_config_norm_name(r->norm), r->swapped_norm ? "*" : "",
-             r->norm == NL_NORM_BATCHNORM ? (r->bn_stats == NL_BN_BATCH ? ":batch" : ":running") : "",
-             nl_config_placement_name(r->placement), r->swapped_placement ? "*" : "");
+    const char *text = prompt ? prompt : default_prompt ? default_prompt : "";
+    if (!text[0] || fell_back)
+        snprintf(buf, cap, "\"\\n\" (1 character: %s)",
+                 fell_back ? "the default's characters are not all in this vocabulary" : "-p gave an empty prompt");
+    else
+        snprintf(buf, cap, "\"%s\" (%zu characters, %s)", msg_escape(esc, sizeof esc, text), chars(text),
+                 prompt ? "-p" : "the default");
+    return buf;
 }
 
-// " w:q8" / " w:q4[attn,mlp]" / " a:q8": a quantized row's rounding ([the classes] when not all the
-// family's); "" for a float32 one.
-static void quant_text(char *buf, size_t len, const NlCompareRow *r) {
-    unsigned all = nl_family_info(r->arch)->has_blocks ? NL_QUANT_ATTN | NL_QUANT_MLP | NL_QUANT_HEAD | NL_QUANT_EMBED
-                                                       : NL_QUANT_HEAD | NL_QUANT_EMBED | NL_QUANT_RECURRENT;
-    char classes[64];
-    buf[0] = '\0';
-    if (r->quant && (r->quant_classes & all) == all) snprintf(buf, len, " w:%s", nl_quant_name(r->quant));
-    else if (r->quant)
-        snprintf(buf, len, " w:%s[%s]", nl_quant_name(r->quant),
-                 nl_quant_classes_name(r->quant_classes, classes, sizeof classes));
-    if (r->quant_act) snprintf(buf + strlen(buf), len - strlen(buf), " a:%s", nl_quant_name(r->quant_act));
-}
-
-// run_as with a quantized row's rounding after it ("layernorm/pre w:q8").
-static void run_as_quant(char *buf, size_t len, const NlCompareRow *r) {
-    char q[96];
-    run_as(buf, len, r);
-    quant_text(q, sizeof q, r);
-    snprintf(buf + strlen(buf), len - strlen(buf), "%s", q);
-}
-
-// The float32 row rows[i] is measured against: the same model (label) and run, nothing rounded; -1
-// when there is none.
-static long float_row(const NlCompareRow *rows, const char *const *labels, size_t n, size_t i) {
-    const NlCompareRow *q = &rows[i];
-    for (size_t j = 0; j < n; j++) {
-        const NlCompareRow *r = &rows[j];
-        if (!r->quant && !r->quant_act && strcmp(labels[j], labels[i]) == 0 && r->norm == q->norm &&
-            r->placement == q->placement && r->bn_stats == q->bn_stats)
-            return (long)j;
-    }
-    return -1;
-}
-
-static const char *override_name(const NlCompareRow *r) {
-    if (r->swapped_norm && r->swapped_placement) return "norm+placement";
-    return r->swapped_norm ? "norm" : r->swapped_placement ? "placement" : "none";
-}
-
-// "a/b/c" of count values.
-static void join(char *buf, size_t len, const double *v, int count, const char *fmt) {
-    buf[0] = '\0';
-    for (int i = 0; i < count; i++) {
-        size_t used = strlen(buf);
-        snprintf(buf + used, len - used, i ? "/" : "");
-        used = strlen(buf);
-        snprintf(buf + used, len - used, fmt, v[i]);
-    }
-}
-
-// The time buckets of a recurrent row's state norms that saw positions (a prefix of them).
-static int state_buckets(const NlCompareRow *r) {
-    int k = 0;
-    while (k < NL_STATE_BUCKETS && !isnan(r->state_norm[0][k])) k++;
-    return k;
-}
-
-// A recurrent row's hidden states: the RMS of the embeddings and of each layer's h, and the last
-// layer's norm of each state vector (h_t, the LSTM's c_t) over time.
-static void state_text(FILE *f, const NlCompareRow *r) {
-    const NlFamilyInfo *fam = nl_family_info(r->arch);
-    char a[512], v[1024];
-    int K = state_buckets(r);
-    join(a, sizeof a, r->residual_rms, r->n_layer + 1, "%.3g");
-    fprintf(f, "    state rms     %s (embeddings, then %s of each layer)\n", a, fam->state_names[0]);
-    for (int i = 0; i < fam->state_vectors && i < 2; i++) {
-        join(v, sizeof v, r->state_norm[i], K, "%.3g");
-        fprintf(f, "    |%s_t| by t    %s\n", fam->state_names[i], v);
-    }
-}
-
-// The quantized rows against their float32 rows.
-static int quant_text_section(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n) {
-    fprintf(f, "\nquantization (simulated: values rounded, products still float32): w = weights, a = every linear's\n"
-               "input rows; q8 = per row to 127 levels of max|x|/127, q4 = per 32 columns to 7; cost = bits/char\n"
-               "minus the float32 row's\n");
-    fprintf(f, "%-34s %-24s %-24s %9s %9s\n", "model", "run as", "rounded", "bits/char", "cost");
-    for (size_t i = 0; i < n; i++) {
-        const NlCompareRow *r = &rows[i];
-        if (!r->quant && !r->quant_act) continue;
-        char as[48], q[96];
-        run_as(as, sizeof as, r);
-        quant_text(q, sizeof q, r);
-        long j = float_row(rows, labels, n, i);
-        fprintf(f, "%-34s %-24s %-24s %9.4f ", labels[i], as, q + 1, r->bits_per_char);
-        if (j >= 0) fprintf(f, "%+9.4f\n", r->bits_per_char - rows[j].bits_per_char);
-        else fprintf(f, "%9s\n", "-");
-    }
-    return ferror(f) ? -1 : 0;
-}
-
-static void lens_text_section(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n) {
-    fprintf(f, "\nlogit lens: bits/char with the prediction read after layer 0 (the embeddings), 1, ..., L through\n"
-               "the model's own final norm and head (post, DeepNorm: the head alone; no norm: raw); L is the row's\n"
-               "bits/char\n");
-    for (size_t i = 0; i < n; i++) {
-        const NlCompareRow *r = &rows[i];
-        char as[160], v[2048];
-        run_as_quant(as, sizeof as, r);
-        if (!r->has_lens) {
-            fprintf(f, "%-34s %s  - (no residual stream)\n", labels[i], as);
-            continue;
-        }
-        join(v, sizeof v, r->lens_bits_per_char, r->n_layer + 1, "%.3f");
-        fprintf(f, "%-34s %s\n    %s\n", labels[i], as, v);
-    }
-}
-
-static void outliers_text_section(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n) {
-    fprintf(f,
-            "\noutliers per layer and place, of the float32 rows (residual: the stream entering the layer, L:\n"
-            "leaving the last; X_in: the input of linear X; RMS per position): max|x|/RMS, the share of |x| >= 6\n"
-            "and of |x| >= 6 RMS, kurtosis (3: Gaussian), the 3 channels of largest mean |x| (with it), and\n"
-            "how many of them are among the 3 of largest |gain| of the norm that made or reads the rows (-: none)\n");
-    for (size_t i = 0; i < n; i++) {
-        const NlCompareRow *r = &rows[i];
-        char as[160];
-        if (!r->has_outliers) continue;  // a quantized row: its activations are the float32 row's, rounded
-        run_as_quant(as, sizeof as, r);
-        fprintf(f, "%-34s %s\n", labels[i], as);
-        fprintf(f, "    %5s %-8s %8s %9s %9s %9s  %-34s %s\n", "layer", "place", "max/rms", ">=6", ">=6rms", "kurtosis",
-                "top channels (mean |x|)", "gains");
-        for (int l = 0; l <= r->n_layer; l++)
-            for (int k = 0; k < NL_SITE_COUNT; k++) {
-                const NlOutlierStats *o = &r->outliers[l][k];
-                if (!o->rows) continue;
-                char top[96] = "", gains[8] = "-";
-                for (int t = 0; t < 3 && o->top[t] >= 0; t++)
-                    snprintf(top + strlen(top), sizeof top - strlen(top), "%s%d (%.3g)", t ? " " : "", o->top[t],
-                             o->top_mean_abs[t]);
-                if (o->has_gain) snprintf(gains, sizeof gains, "%d/3", o->gain_overlap);
-                fprintf(f, "    %5d %-8s %8.2f %9.2e %9.2e %9.2f  %-34s %s\n", l, nl_site_name((NlSite)k), o->max_ratio,
-                        o->share_6, o->share_6rms, o->kurtosis, top, gains);
-            }
-    }
-}
-
-int nl_report_compare_text(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n,
-                           const NlCompareInfo *info) {
-    fprintf(f, "normlab compare: %s (%zu characters scored); rows measured %s; speeds are medians of %d run%s\n",
-            info->text, n ? rows[0].chars : 0, info->threads > 1 ? "side by side on several threads" : "one at a time",
-            info->repeats, info->repeats == 1 ? "" : "s");
-    fprintf(f, "%-34s %-24s %9s %8s %9s %8s %10s %10s %7s %11s %11s\n", "model", "run as", "params", "MB", "bits/char",
-            "ppl", "prefill/s", "decode/s", "norm%", "batch16 d", "cache d");
-    for (size_t i = 0; i < n; i++) {
-        const NlCompareRow *r = &rows[i];
-        char as[160];
-        run_as_quant(as, sizeof as, r);
-        fprintf(f, "%-34s %-24s %9zu %8.3f %9.4f %8.3f %10.0f %10.0f %6.1f%% %11.3g %11.3g\n", labels[i], as,
-                r->parameters, r->weight_bytes / 1e6, r->bits_per_char, r->perplexity, r->prefill_tok_s,
-                r->decode_tok_s, 100 * r->norm_share, r->batch_diff, r->cache_diff);
-    }
-    fprintf(f, "(* run otherwise than trained; batchnorm:running/:batch = BatchNorm with running or batch\n"
-               " statistics; d = largest |logit difference|: batch16 = alone vs in a batch of 16, cache = full\n"
-               " prefill vs KV-cache decoding; 0 means bit-identical)\n");
-    fprintf(f, "\nhidden states, means over positions: residual RMS entering blocks 0..L-1 and leaving the last;\n"
-               "|per-position mean| of the same; RMS of the sublayers' outputs as they join the stream (peri: after\n"
-               "the output norm); std of each input norm's output per layer (pre, peri: then ln_f); peri: of each\n"
-               "output norm's. Recurrent models: the RMS of the embeddings and of each layer's h, and the last\n"
-               "layer's mean Euclidean norm of h_t (LSTM: and of c_t) over positions t in 0, 1-2, 3-6, 7-14, ...\n"
-               "(doubling buckets) of one unbroken pass over the text\n");
-    for (size_t i = 0; i < n; i++) {
-        const NlCompareRow *r = &rows[i];
-        char a[512], b[512], c[512], d[512], as[160];
-        int L = r->n_layer;
-        if (!nl_family_info(r->arch)->has_blocks) {
-            run_as_quant(as, sizeof as, r);
-            fprintf(f, "%-34s %s\n", labels[i], as);
-            state_text(f, r);
-            continue;
-        }
-        join(a, sizeof a, r->residual_rms, L + 1, "%.3g");
-        join(b, sizeof b, r->residual_abs_mean, L + 1, "%.3g");
-        join(c, sizeof c, r->norm_std, r->norm == NL_NORM_NONE ? 0 : L + r->has_final_norm, "%.3g");
-        join(d, sizeof d, r->branch_rms, L, "%.3g");
-        run_as_quant(as, sizeof as, r);
-        fprintf(f, "%-34s %s", labels[i], as);
-        if (r->residual_scale != 1.0) fprintf(f, ", residual scale %.4g", r->residual_scale);
-        fprintf(f, "\n    residual rms  %s\n    |mean|        %s\n    branch rms    %s\n    norm out std  %s\n", a, b,
-                d, r->norm == NL_NORM_NONE ? "-" : c);
-        if (r->placement == NL_PLACE_PERI && r->norm != NL_NORM_NONE) {
-            join(c, sizeof c, r->norm_post_std, L, "%.3g");
-            fprintf(f, "    post out std  %s\n", c);
-        }
-    }
-    if (info->quantize && quant_text_section(f, rows, labels, n) != 0) return -1;
-    if (info->lens) lens_text_section(f, rows, labels, n);
-    if (info->outliers) outliers_text_section(f, rows, labels, n);
-    int with_blocks = 0;  // rows whose norms see a residual stream: the invariance experiment's
-    for (size_t i = 0; i < n; i++) with_blocks += nl_family_info(rows[i].arch)->has_blocks;
-    if (info->invariance && with_blocks) {
-        fprintf(f, "\ninvariance: largest |N(x') - N(x)| over every norm input of the text, with the model's gains\n"
-                   "and eps (scale_2_eps0: x' = 2x with eps = 0)\n");
-        fprintf(f, "%-34s %-24s %-10s", "model", "run as", "norm");
-        for (int k = 0; k < NL_INV_COUNT; k++) fprintf(f, " %11s", nl_invariance_name((NlInvarianceCase)k));
-        fputc('\n', f);
-        for (size_t i = 0; i < n; i++)
-            for (int t = 0; t < 2 && nl_family_info(rows[i].arch)->has_blocks; t++) {
-                char as[160];
-                run_as_quant(as, sizeof as, &rows[i]);
-                fprintf(f, "%-34s %-24s %-10s", labels[i], as,
-                        nl_config_norm_name(t ? NL_NORM_RMSNORM : NL_NORM_LAYERNORM));
-                for (int k = 0; k < NL_INV_COUNT; k++) fprintf(f, " %11.3g", rows[i].invariance[t][k]);
-                fputc('\n', f);
-            }
-    }
-    return ferror(f) ? -1 : 0;
-}
-
-static cJSON *numbers(const double *v, int count) {
-    cJSON *a = cJSON_CreateArray();
-    for (int i = 0; i < count; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(v[i]));
-    return a;
-}
-
-static cJSON *ints(const int *v, int count) {
-    cJSON *a = cJSON_CreateArray();
-    for (int i = 0; i < count && v[i] >= 0; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(v[i]));
-    return a;
-}
-
-static void quant_json(cJSON *o, const NlCompareRow *r) {
-    cJSON_AddStringToObject(o, "quantize", nl_quant_name(r->quant));
-    cJSON *classes = cJSON_AddArrayToObject(o, "quantized");
-    for (unsigned bit = 1; bit <= NL_QUANT_RECURRENT; bit <<= 1) {
-        char name[16];
-        if (r->quant_classes & bit)
-            cJSON_AddItemToArray(classes, cJSON_CreateString(nl_quant_classes_name(bit, name, sizeof name)));
-    }
-    cJSON_AddStringToObject(o, "quantize_act", nl_quant_name(r->quant_act));
-}
-
-// The places seen, layer by layer: [{layer, site, rows, max_ratio, ...}].
-static cJSON *outliers_json(const NlCompareRow *r) {
-    cJSON *a = cJSON_CreateArray();
-    for (int l = 0; l <= r->n_layer; l++)
-        for (int k = 0; k < NL_SITE_COUNT; k++) {
-            const NlOutlierStats *s = &r->outliers[l][k];
-            if (!s->rows) continue;
-            cJSON *e = cJSON_CreateObject();
-            cJSON_AddNumberToObject(e, "layer", l);
-            cJSON_AddStringToObject(e, "site", nl_site_name((NlSite)k));
-            cJSON_AddNumberToObject(e, "rows", (double)s->rows);
-            cJSON_AddNumberToObject(e, "max_abs_over_rms", s->max_ratio);
-            cJSON_AddNumberToObject(e, "share_abs_ge_6", s->share_6);
-            cJSON_AddNumberToObject(e, "share_abs_ge_6rms", s->share_6rms);
-            if (isfinite(s->kurtosis)) cJSON_AddNumberToObject(e, "kurtosis", s->kurtosis);
-            else cJSON_AddNullToObject(e, "kurtosis");
-            cJSON_AddItemToObject(e, "top_channels", ints(s->top, 3));
-            cJSON_AddItemToObject(e, "top_mean_abs",
-                                  numbers(s->top_mean_abs, s->top[2] >= 0   ? 3
-                                                           : s->top[1] >= 0 ? 2
-                                                                            : 1));
-            if (s->has_gain) {
-                cJSON_AddItemToObject(e, "gain_top_channels", ints(s->gain_top, 3));
-                cJSON_AddNumberToObject(e, "gain_overlap", s->gain_overlap);
-            }
-            cJSON_AddItemToArray(a, e);
-        }
-    return a;
-}
-
-static cJSON *compare_row_json(const NlCompareRow *r, const char *label, const NlCompareInfo *info) {
-    cJSON *o = cJSON_CreateObject();
-    const NlFamilyInfo *fam = nl_family_info(r->arch);
-    cJSON_AddStringToObject(o, "model", label);
-    cJSON_AddStringToObject(o, "arch", fam->name);
-    cJSON_AddStringToObject(o, "norm", nl_config_norm_name(r->norm));
-    if (!fam->has_placement) cJSON_AddNullToObject(o, "placement");
-    else cJSON_AddStringToObject(o, "placement", nl_config_placement_name(r->placement));
-    cJSON_AddStringToObject(o, "override", override_name(r));
-    if (r->norm == NL_NORM_BATCHNORM) cJSON_AddStringToObject(o, "bn_stats", nl_config_bn_stats_name(r->bn_stats));
-    cJSON_AddNumberToObject(o, "residual_scale", r->residual_scale);
-    cJSON_AddNumberToObject(o, "parameters", (double)r->parameters);
-    cJSON_AddNumberToObject(o, "weight_bytes", (double)r->weight_bytes);
-    cJSON_AddStringToObject(o, "text", info->text);
-    cJSON_AddNumberToObject(o, "chars", (double)r->chars);
-    cJSON_AddNumberToObject(o, "nats_per_char", r->nats_per_char);
-    cJSON_AddNumberToObject(o, "bits_per_char", r->bits_per_char);
-    cJSON_AddNumberToObject(o, "perplexity", r->perplexity);
-    cJSON_AddNumberToObject(o, "threads", info->threads);
-    cJSON_AddNumberToObject(o, "repeats", info->repeats);
-    cJSON_AddNumberToObject(o, "prefill_tok_s", r->prefill_tok_s);
-    cJSON_AddNumberToObject(o, "prefill_tok_s_min", r->prefill_tok_s_min);
-    cJSON_AddNumberToObject(o, "prefill_tok_s_max", r->prefill_tok_s_max);
-    cJSON_AddNumberToObject(o, "decode_tok_s", r->decode_tok_s);
-    cJSON_AddNumberToObject(o, "decode_tok_s_min", r->decode_tok_s_min);
-    cJSON_AddNumberToObject(o, "decode_tok_s_max", r->decode_tok_s_max);
-    cJSON_AddNumberToObject(o, "norm_time_share", r->norm_share);
-    cJSON *share = cJSON_AddObjectToObject(o, "time_share");
-    for (int k = 0; k < NL_COMP_COUNT; k++)
-        if (k != NL_COMP_SAMPLING) cJSON_AddNumberToObject(share, nl_component_name((NlComponent)k), r->time_share[k]);
-    cJSON_AddItemToObject(o, "residual_rms", numbers(r->residual_rms, r->n_layer + 1));
-    cJSON_AddItemToObject(o, "residual_abs_mean", numbers(r->residual_abs_mean, r->n_layer + 1));
-    if (fam->state_vectors) {  // the last layer's state norms over time: bucket k holds t in [2^k - 1, 2^(k+1) - 1)
-        int K = state_buckets(r);
-        double starts[NL_STATE_BUCKETS];
-        for (int k = 0; k < K; k++) starts[k] = (double)((1ull << k) - 1);
-        cJSON_AddItemToObject(o, "state_bucket_start", numbers(starts, K));
-        for (int i = 0; i < fam->state_vectors && i < 2; i++) {
-            char key[32];
-            snprintf(key, sizeof key, "state_norm_%s", fam->state_names[i]);
-            cJSON_AddItemToObject(o, key, numbers(r->state_norm[i], K));
-        }
-    }
-    int blocks = fam->has_blocks;
-    cJSON_AddItemToObject(o, "branch_rms", numbers(r->branch_rms, blocks ? r->n_layer : 0));
-    cJSON_AddItemToObject(
-        o, "norm_std", numbers(r->norm_std, r->norm == NL_NORM_NONE || !blocks ? 0 : r->n_layer + r->has_final_norm));
-    if (r->placement == NL_PLACE_PERI && r->norm != NL_NORM_NONE)
-        cJSON_AddItemToObject(o, "norm_post_std", numbers(r->norm_post_std, r->n_layer));
-    cJSON_AddNumberToObject(o, "batch16_max_logit_diff", r->batch_diff);
-    cJSON_AddNumberToObject(o, "cache_max_logit_diff", r->cache_diff);
-    if (info->quantize) quant_json(o, r);
-    if (info->lens && r->has_lens)
-        cJSON_AddItemToObject(o, "lens_bits_per_char", numbers(r->lens_bits_per_char, r->n_layer + 1));
-    else if (info->lens) cJSON_AddNullToObject(o, "lens_bits_per_char");
-    if (info->outliers && r->has_outliers) cJSON_AddItemToObject(o, "outliers", outliers_json(r));
-    else if (info->outliers) cJSON_AddNullToObject(o, "outliers");
-    if (info->invariance && blocks) {
-        cJSON *inv = cJSON_AddObjectToObject(o, "invariance");
-        for (int t = 0; t < 2; t++) {
-            cJSON *per = cJSON_AddObjectToObject(inv, nl_config_norm_name(t ? NL_NORM_RMSNORM : NL_NORM_LAYERNORM));
-            for (int k = 0; k < NL_INV_COUNT; k++)
-                cJSON_AddNumberToObject(per, nl_invariance_name((NlInvarianceCase)k), r->invariance[t][k]);
-        }
-    }
-    return o;
-}
-
-int nl_report_compare_json(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n,
-                           const NlCompareInfo *info) {
-    cJSON *a = cJSON_CreateArray();
-    for (size_t i = 0; i < n; i++) cJSON_AddItemToArray(a, compare_row_json(&rows[i], labels[i], info));
-    char *text = nl_jsonx_print(a, 1);
-    int rc = text && fputs(text, f) != EOF && fputc('\n', f) != EOF ? 0 : -1;
-    free(text);
-    cJSON_Delete(a);
-    return rc || ferror(f) ? -1 : 0;
-}
-
-// CSV field: quoted when it holds a comma, quote or newline.
-static void csv_field(FILE *f, const char *s) {
-    if (!strpbrk(s, ",\"\n")) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"') fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
-static const char *const OUTLIER_CSV[] = {"max_abs_over_rms", "share_abs_ge_6", "share_abs_ge_6rms",
-                                          "kurtosis",         "top_channel",    "gain_overlap"};
-#define N_OUTLIER_CSV (int)(sizeof OUTLIER_CSV / sizeof OUTLIER_CSV[0])
-
-// One place's OUTLIER_CSV fields, empty where it saw nothing (s NULL or no rows) or has no gain.
-static void outlier_csv(FILE *f, const NlOutlierStats *s) {
-    if (!s || !s->rows) {
-        for (int c = 0; c < N_OUTLIER_CSV; c++) fputc(',', f);
-        return;
-    }
-    fprintf(f, ",%.6g,%.6g,%.6g,", s->max_ratio, s->share_6, s->share_6rms);
-    if (isfinite(s->kurtosis)) fprintf(f, "%.6g", s->kurtosis);
-    fprintf(f, ",%d,", s->top[0]);
-    if (s->has_gain) fprintf(f, "%d", s->gain_overlap);
-}
-
-static void quant_csv(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n, size_t i) {
-    const NlCompareRow *r = &rows[i];
-    char classes[64];
-    long j = float_row(rows, labels, n, i);
-    nl_quant_classes_name(r->quant_classes, classes, sizeof classes);
-    for (char *c = classes; *c; c++) *c = *c == ',' ? ' ' : *c;  // one CSV field
-    fprintf(f, ",%s,%s,%s,", nl_quant_name(r->quant), classes, nl_quant_name(r->quant_act));
-    if (j >= 0 && (r->quant || r->quant_act)) fprintf(f, "%.9g", r->bits_per_char - rows[j].bits_per_char);
-}
-
-int nl_report_compare_csv(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n,
-                          const NlCompareInfo *info) {
-    int L = 0;
-    for (size_t i = 0; i < n; i++) L = rows[i].n_layer > L ? rows[i].n_layer : L;
-    fputs("model,norm,placement,override,bn_stats,residual_scale,parameters,weight_bytes,text,chars,nats_per_char,bits_"
-          "per_char,perplexity,"
-          "threads,repeats,"
-          "prefill_tok_s,prefill_tok_s_min,prefill_tok_s_max,decode_tok_s,decode_tok_s_min,decode_tok_s_max,"
-          "norm_time_share,batch16_max_logit_diff,cache_max_logit_diff,arch",
-          f);
-    for (int l = 0; l <= L; l++) fprintf(f, ",residual_rms_%d", l);
-    for (int l = 0; l <= L; l++) fprintf(f, ",residual_abs_mean_%d", l);
-    for (int l = 0; l < L; l++) fprintf(f, ",branch_rms_%d", l);
-    for (int l = 0; l <= L; l++) fprintf(f, ",norm_std_%d", l);
-    for (int l = 0; l < L; l++) fprintf(f, ",norm_post_std_%d", l);
-    if (info->invariance)
-        for (int t = 0; t < 2; t++)
-            for (int k = 0; k < NL_INV_COUNT; k++)
-                fprintf(f, ",invariance_%s_%s", nl_config_norm_name(t ? NL_NORM_RMSNORM : NL_NORM_LAYERNORM),
-                        nl_invariance_name((NlInvarianceCase)k));
-    if (info->quantize) fputs(",quantize,quantized,quantize_act,bits_per_char_cost", f);
-    for (int l = 0; info->lens && l <= L; l++) fprintf(f, ",lens_bits_per_char_%d", l);
-    for (int l = 0; info->outliers && l <= L; l++)
-        for (int k = 0; k < NL_SITE_COUNT; k++)
-            for (int c = 0; c < N_OUTLIER_CSV; c++)
-                fprintf(f, ",outlier_%d_%s_%s", l, nl_site_name((NlSite)k), OUTLIER_CSV[c]);
-    fputc('\n', f);
-    for (size_t i = 0; i < n; i++) {
-        const NlCompareRow *r = &rows[i];
-        csv_field(f, labels[i]);
-        const NlFamilyInfo *fam = nl_family_info(r->arch);
-        fprintf(f, ",%s,%s,%s,%s,%.6g,%zu,%zu,", nl_config_norm_name(r->norm),
-                fam->has_placement ? nl_config_placement_name(r->placement) : "", override_name(r),
-                r->norm == NL_NORM_BATCHNORM ? nl_config_bn_stats_name(r->bn_stats) : "", r->residual_scale,
-                r->parameters, r->weight_bytes);
-        csv_field(f, info->text);
-        fprintf(f, ",%zu,%.9g,%.9g,%.9g,%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g", r->chars, r->nats_per_char,
-                r->bits_per_char, r->perplexity, info->threads, info->repeats, r->prefill_tok_s, r->prefill_tok_s_min,
-                r->prefill_tok_s_max, r->decode_tok_s, r->decode_tok_s_min, r->decode_tok_s_max, r->norm_share,
-                r->batch_diff, r->cache_diff);
-        fprintf(f, ",%s", fam->name);
-        int nstd = r->norm == NL_NORM_NONE || !fam->has_blocks ? 0 : r->n_layer + r->has_final_norm;
-        int npost = r->placement == NL_PLACE_PERI && r->norm != NL_NORM_NONE ? r->n_layer : 0;
-        for (int l = 0; l <= L; l++) l <= r->n_layer ? fprintf(f, ",%.6g", r->residual_rms[l]) : fputs(",", f);
-        for (int l = 0; l <= L; l++) l <= r->n_layer ? fprintf(f, ",%.6g", r->residual_abs_mean[l]) : fputs(",", f);
-        for (int l = 0; l < L; l++)
-            l < r->n_layer && fam->has_blocks ? fprintf(f, ",%.6g", r->branch_rms[l]) : fputs(",", f);
-        for (int l = 0; l <= L; l++) l < nstd ? fprintf(f, ",%.6g", r->norm_std[l]) : fputs(",", f);
-        for (int l = 0; l < L; l++) l < npost ? fprintf(f, ",%.6g", r->norm_post_std[l]) : fputs(",", f);
-        if (info->invariance)
-            for (int t = 0; t < 2; t++)
-                for (int k = 0; k < NL_INV_COUNT; k++)
-                    fam->has_blocks ? fprintf(f, ",%.6g", r->invariance[t][k]) : fputs(",", f);
-        if (info->quantize) quant_csv(f, rows, labels, n, i);
-        for (int l = 0; info->lens && l <= L; l++)
-            r->has_lens &&l <= r->n_layer ? fprintf(f, ",%.6g", r->lens_bits_per_char[l]) : fputs(",", f);
-        for (int l = 0; info->outliers && l <= L; l++)
-            for (int k = 0; k < NL_SITE_COUNT; k++)
-                outlier_csv(f, r->has_outliers && l <= r->n_layer ? &r->outliers[l][k] : NULL);
-        fputc('\n', f);
-    }
-    return ferror(f) ? -1 : 0;
+ReportStatus report_profile_write(FILE *out, FILE *trace_f, const NlProfiler *prof, const ReportInfo *info,
+                                  const char *shown, int json, const char *prompt, int summary, size_t *events,
+                                  size_t *made) {
+    const NlProfileEvent *ev;
+    size_t dropped;
+    *events = nl_profiler_events(prof, &ev, &dropped);
+    *made = *events + dropped;
+    if (trace_f && dropped) return REPORT_TRACE_FULL;
+    if (trace_f && (report_profile_trace(trace_f, prof, info) != 0 || fflush(trace_f) == EOF))
+        return REPORT_TRACE_FAILED;
+    ReportInfo as_shown = *info;
+    if (!json) as_shown.model = shown;
+    int bad = json ? report_profile_json(out, prof, info) : report_profile_view(out, prof, &as_shown, prompt, summary);
+    return bad != 0 || fflush(out) == EOF ? REPORT_FAILED : REPORT_OK;
 }
