@@ -1,0 +1,60 @@
+# tests/cli/compare.sh — cli_test.sh's part: compare: its table, JSON, CSV and plots.
+# Sourced by tests/cli_test.sh in order, in its shell: its helpers, $BIN, $TMP and the files earlier parts made.
+
+# ---- compare
+expect_ok "compare" compare $FIX/ln-pre-bias.json $FIX/rms-post-bias.json --text "$TMP/text.txt" --repeats 2 \
+    --csv "$TMP/cmp.csv"
+cp "$TMP/out" "$TMP/cmp.txt"
+run compare $FIX/ln-pre-bias.json $FIX/rms-post-bias.json -f "$TMP/text.txt" --repeats 2 --json -o "$TMP/cmp.json"
+cp "$TMP/cmp.txt" "$TMP/out"
+[ "$(grep -c '^tests/fixtures/' "$TMP/out")" -ge 2 ] && grep -q "bits/char" "$TMP/out" \
+    && ok "compare prints a row per model" || bad "compare table" "$(cat "$TMP/out")"
+[ "$(head -1 "$TMP/cmp.csv" | cut -d, -f1-4)" = "model,norm,placement,override" ] \
+    && [ "$(wc -l < "$TMP/cmp.csv")" -eq 3 ] \
+    && ok "compare --csv has a header and a row per model" || bad "compare csv" "$(cat "$TMP/cmp.csv")"
+cmp_bits=$(grep -m1 '"bits_per_char"' "$TMP/cmp.json" | sed -n 's/.*"bits_per_char":[[:space:]]*\([0-9.eE+-]*\).*/\1/p')
+run eval $M --text "$TMP/text.txt" --json --batch 1  # compare scores one window a call: the same float sums
+eval_bits=$(sed -n 's/.*"bits_per_char": \([^,]*\),.*/\1/p' "$TMP/out")
+awk -v a="$cmp_bits" -v b="$eval_bits" 'BEGIN { d = a - b; exit !(a > 0 && d * d <= 1e-16 * a * a) }' \
+    && ok "compare's bits/char is eval's ($cmp_bits)" || bad "compare bits/char" "compare $cmp_bits eval $eval_bits"
+expect_ok "compare --also-swap" compare $FIX/ln-post-bias.json --text "$TMP/text.txt" --repeats 1 --also-swap \
+    --json -o "$TMP/swap.json"
+[ "$(grep -c '"override":' "$TMP/swap.json")" -eq 4 ] \
+    && [ "$(grep -c '"override":[[:space:]]*"norm"' "$TMP/swap.json")" -eq 2 ] \
+    && grep -q '"override":[[:space:]]*"placement"' "$TMP/swap.json" \
+    && grep -q '"placement":[[:space:]]*"pre"' "$TMP/swap.json" \
+    && grep -q '"norm":[[:space:]]*"none"' "$TMP/swap.json" \
+    && ok "--also-swap adds the other norm, the other placement and no norm" \
+    || bad "--also-swap rows" "$(grep override "$TMP/swap.json")"
+expect_ok "compare --invariance" compare $FIX/ln-pre-bias.json --text "$TMP/text.txt" --repeats 1 --invariance
+grep -q "scale_0.5" "$TMP/out" && grep -q "shift_1" "$TMP/out" \
+    && ok "invariance table printed" || bad "invariance table" "$(tail -4 "$TMP/out")"
+expect_fail "compare without models" 2 "give at least one MODEL" compare --text "$TMP/text.txt"
+expect_fail "compare without text" 2 "give the text with -f FILE" compare $FIX/ln-pre-bias.json
+expect_fail "compare bad model" 1 "/nonexistent: no such model" \
+    compare $FIX/ln-pre-bias.json /nonexistent --text "$TMP/text.txt" --json -o "$TMP/bad.json"
+[ ! -e "$TMP/bad.json" ] && ok "no half-written compare JSON" || bad "half-written compare JSON" "exists"
+expect_fail "compare unknown characters" 1 "U+0009 at position 3" compare $FIX/ln-pre-bias.json --text "$TMP/tab.txt"
+expect_fail "compare unwritable json" 2 "output /nonexistent/x.json: its directory cannot be used" \
+    compare $FIX/ln-pre-bias.json --text "$TMP/text.txt" --json -o /nonexistent/x.json
+# An output whose folder is a regular file, executable or not, is refused before any work.
+printf '#!/bin/sh\n' > "$TMP/exe" && chmod +x "$TMP/exe" && printf 'x\n' > "$TMP/plain"
+NOT_DIR="its directory cannot be used: Not a directory"
+expect_fail "output inside an executable file" 2 "output $TMP/exe/x.json: $NOT_DIR" \
+    info $M --json -o "$TMP/exe/x.json"
+expect_fail "output inside a plain file" 2 "output $TMP/plain/x.txt: $NOT_DIR" \
+    generate $M -p ab -n 2 -s 1 -o "$TMP/plain/x.txt"
+if have_python 7 matplotlib; then
+    expect_ok "compare --plot-dir" compare $FIX/ln-pre-bias.json $FIX/rms-pre-bias.json --text "$TMP/text.txt" \
+        --repeats 1 --plot-dir "$TMP/plots"
+    want=""
+    for png in bits_per_char residual_rms branch_rms time_share state_norm; do
+        [ "$(head -c 4 "$TMP/plots/$png.png" | od -An -c | tr -d ' ')" = "211PNG" ] \
+            && ok "$png.png is a PNG" || bad "$png.png" "missing or not PNG"
+        want="${want}normlab: wrote $TMP/plots/$png.png
+"
+    done
+    [ "$(cat "$TMP/err")
+" = "$want" ] && ok "compare --plot-dir names each plot where it is, on normlab's lines, once in place" \
+        || bad "plot lines" "$(cat "$TMP/err")"
+fi
