@@ -1,4 +1,5 @@
-# tests/cli/engine.sh — cli_test.sh's part: what reaches the engine: --norm and --placement, threads, BatchNorm and the other norms, the recurrent models, OpenBLAS's kernel family.
+# tests/cli/engine.sh — cli_test.sh's part: what reaches the engine: --norm and --placement, threads,
+# BatchNorm and the other norms, the recurrent models, OpenBLAS's kernel family.
 # Sourced by tests/cli_test.sh in order, in its shell: its helpers, $BIN, $TMP and the files earlier parts made.
 
 # ---- --norm and --placement reach the engine: logits against the naive double reference
