@@ -17,6 +17,7 @@
 """
 import argparse
 import contextlib
+import io
 import json
 import os
 import shutil
@@ -128,3 +129,17 @@ def writing(out):
         yield
     except OSError as e:
         raise ToolError(f"--out {out}: cannot write: {e.strerror or e}")
+
+
+class Tee:
+    """A stream that writes through to stream and keeps what it wrote (bench.py --log)."""
+
+    def __init__(self, stream):
+        self.stream, self.text = stream, io.StringIO()
+
+    def write(self, s):
+        self.text.write(s)
+        return self.stream.write(s)
+
+    def flush(self):
+        self.stream.flush()
