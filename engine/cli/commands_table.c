@@ -1,0 +1,59 @@
+// commands_table.c — the command table: every command declared once (name, summary, usage, help,
+// handler). The dispatcher (main.c), `normlab help`, the man page, the completion and docs/cli.md
+// read these rows, as they read options_table.c's options; tests/options_test.sh checks that they
+// agree.
+#define _GNU_SOURCE
+#include <stddef.h>
+
+#include "cli.h"
+
+const Command COMMANDS[] = {
+    {"generate", CMD_GENERATE, "sample text from a model, streamed to stdout",
+     "[-m MODEL]... [-p TEXT | -f FILE] [-n N] [options]",
+     "Streams the prompt and N sampled characters to stdout (timing goes to stderr). With several -m, the same "
+     "prompt, seed and sampling run through each model in turn, one block per model.",
+     NULL, NULL, cmd_generate},
+    {"eval", CMD_EVAL, "bits per character of a model on a text file", "[-m MODEL] -f FILE [options]",
+     "Average negative log-likelihood of every character of FILE after the first, given those before it within "
+     "the context window, as nats/char, bits/char and perplexity, each with its standard error; progress (rate, "
+     "time left) on a terminal and the elapsed time go to stderr.",
+     NULL, NULL, cmd_eval},
+    {"info", CMD_INFO, "a model's configuration, parameters and memory", "[-m MODEL] [--json] [-o FILE]",
+     "Prints the model's configuration, parameter count, bytes of weights and of the KV cache, the OpenBLAS "
+     "kernel family in use, and the provenance stored with the weights.",
+     NULL, NULL, cmd_info},
+    {"list", CMD_LIST, "every model found by name, with its norm, size and validation loss",
+     "[-m NAME] [--json] [-o FILE]",
+     "Every model found by name, folder by folder in search order: $NORMLAB_MODELS (':'-separated), weights/ "
+     "beside the normlab binary, and the installed share/normlab/models. For each: its name, path, norm, "
+     "placement, parameters and the validation loss stored in its metadata, shown in bits per character "
+     "(--json: val_loss in nats) with whose estimate it is ('est. val bits/char (by)': train.py's "
+     "final_val_loss, else a nanoGPT checkpoint's best_val_loss, both on sampled batches; 'normlab eval -f' "
+     "over the whole validation split is the measured figure the README's table gives). A name found again "
+     "in a later folder is marked shadowed: -m NAME loads the first.",
+     NULL, NULL, cmd_list},
+    {"logits", CMD_LOGITS, "the logits of every position of a text, as JSON lines",
+     "[-m MODEL] (-p TEXT | -f FILE) [options]",
+     "Prints the logits of every position of the text (at most block_size characters; any length for a "
+     "recurrent model) as one JSON array of V numbers per line, from one batched prefill. For checking the "
+     "engine against other implementations (tools/reference/parity.py). A non-finite logit is an error.",
+     NULL, NULL, cmd_logits},
+    {"profile", CMD_PROFILE, "where the time and FLOPs of a forward pass go, layer by layer",
+     "[-m MODEL] [-p TEXT | -f FILE] [-n N] [--json] [-o FILE] [--trace FILE]",
+     "Generates N characters after the prompt and prints where the time went: prefill (the prompt, one "
+     "batched pass) and decode (one token at a time) apart, every layer x component, with calls, time, share, "
+     "FLOPs, GFLOP/s, bytes and GB/s, then per-layer and per-component totals and the part of the wall time no "
+     "row covers. The generated text is not printed.",
+     NULL, NULL, cmd_profile},
+    {"compare", CMD_COMPARE, "models that differ in normalization, side by side on one text",
+     "MODEL... -f FILE [--json] [-o FILE] [--csv FILE] [--plot-dir DIR] [--also-swap] [--invariance] "
+     "[--lens] [--outliers] [--quantize LIST] [--quantize-act Q] [--repeats N] [--threads N]",
+     "The same text through every model: one row per model with norm type, placement, parameters, bits/char "
+     "and perplexity, prefill and decode tokens/s (medians), the share of forward time in normalization, "
+     "per-layer hidden-state statistics, and the largest logit difference between a sequence alone and in a "
+     "batch of 16, and between prefill and KV-cache decoding. Recurrent models (lstm, gru) share the table; "
+     "their hidden states are the norms of h_t (and the LSTM's c_t) over the text, from one unbroken pass. "
+     "The lab's options add the logit lens, outlier statistics and quantized rows (docs/lab.md).",
+     "MODEL", "a model by name ('normlab list') or path; -m MODEL is the same", cmd_compare},
+};
+const size_t N_COMMANDS = sizeof COMMANDS / sizeof COMMANDS[0];
