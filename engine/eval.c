@@ -1,5 +1,6 @@
 // eval.c — average negative log-likelihood of a text under the model: windows batched B to a
 // forward call, groups of windows shared among worker threads, losses summed in a fixed order.
+#define _POSIX_C_SOURCE 200809L  // clock_gettime (clock.h)
 #include <math.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -8,6 +9,7 @@
 #include <string.h>
 
 #include "normlab.h"
+#include "clock.h"
 #include "observe.h"
 #include "parallel.h"
 
@@ -37,6 +39,7 @@ typedef struct {
     atomic_size_t first_bad, done_chars;  // the first group with a non-finite loss (SIZE_MAX: none)
     NlProgressFn progress;
     void *ctx;
+    double start;  // nl_clock_seconds() when the call began
 } EvalJob;
 
 static Window window_at(const EvalJob *j, size_t w) {
@@ -89,7 +92,8 @@ static void eval_worker(void *arg, int worker) {
         j->group_nll[g] = eval_group(j, (size_t)worker, g, &j->group_bad[g], &j->group_sq[g]);
         if (j->group_bad[g] != SIZE_MAX) nl_atomic_lower(&j->first_bad, g);
         size_t done = atomic_load(&j->done_chars);
-        if (worker == 0 && j->progress && done < j->n_inputs) j->progress(done, j->n_inputs, j->ctx);
+        if (worker == 0 && j->progress && done < j->n_inputs)
+            j->progress(done, j->n_inputs, nl_clock_seconds() - j->start, j->ctx);
     }
 }
 
@@ -130,6 +134,7 @@ static size_t recurrent_chunk(NlState *s, const int *ids, const size_t *start, i
 int nl_eval_recurrent(NlState *s, const int *ids, size_t n, size_t segments, NlEvalResult *out, NlProgressFn progress,
                       void *ctx, NlError *err) {
     *out = (NlEvalResult){0};
+    double t0 = nl_clock_seconds();
     nl_obs_set_phase(nl_state_observer(s), NL_PHASE_PREFILL);
     if (n < 2) {
         nl_error(err, NL_ERR_FORMAT, "the text needs at least 2 characters to score one");
@@ -153,7 +158,7 @@ int nl_eval_recurrent(NlState *s, const int *ids, size_t n, size_t segments, NlE
     for (size_t p = 0; p < q && bad == SIZE_MAX; p += NL_RNN_LOGITS) {
         size_t nc = q - p < NL_RNN_LOGITS ? q - p : NL_RNN_LOGITS;
         bad = recurrent_chunk(s, ids, start, tokens, K, p, nc, out);
-        if (progress) progress(K * (p + nc), N, ctx);
+        if (progress) progress(K * (p + nc), N, nl_clock_seconds() - t0, ctx);
     }
     if (longer && bad == SIZE_MAX) bad = recurrent_chunk(s, ids, start, tokens, longer, q, 1, out);
     free(start);
@@ -163,7 +168,8 @@ int nl_eval_recurrent(NlState *s, const int *ids, size_t n, size_t segments, NlE
         return -1;
     }
     out->count = N;
-    if (progress) progress(N, N, ctx);
+    out->seconds = nl_clock_seconds() - t0;
+    if (progress) progress(N, N, out->seconds, ctx);
     return 0;
 }
 
@@ -186,9 +192,8 @@ int nl_eval_parallel(NlState *const *states, size_t n_states, const int *ids, si
     const NlConfig *c = nl_state_config(states[0]);
     if (nl_state_window(states[0]) == SIZE_MAX)  // no window: the text through one unbroken state
         return nl_eval_recurrent(states[0], ids, n, 1, out, progress, ctx, err);
-    out->nll_sum = 0.0;
-    out->nll_sq_sum = 0.0;
-    out->count = 0;
+    *out = (NlEvalResult){0};
+    double t0 = nl_clock_seconds();
     for (size_t i = 0; i < n_states; i++) nl_obs_set_phase(nl_state_observer(states[i]), NL_PHASE_PREFILL);
     if (n < 2) {
         nl_error(err, NL_ERR_FORMAT, "the text needs at least 2 characters to score one");
@@ -213,7 +218,8 @@ int nl_eval_parallel(NlState *const *states, size_t n_states, const int *ids, si
                  .stride = stride,
                  .B = nl_state_batch(states[0]),
                  .progress = progress,
-                 .ctx = ctx};
+                 .ctx = ctx,
+                 .start = t0};
     j.n_windows = nl_eval_windows(n, T, stride);
     j.n_groups = (j.n_windows + j.B - 1) / j.B;
     j.n_workers = n_states < j.n_groups ? n_states : j.n_groups;  // no thread without a group
@@ -241,7 +247,8 @@ int nl_eval_parallel(NlState *const *states, size_t n_states, const int *ids, si
     }
     if (rc == 0) {
         out->count = j.n_inputs;
-        if (progress) progress(j.n_inputs, j.n_inputs, ctx);
+        out->seconds = nl_clock_seconds() - t0;
+        if (progress) progress(j.n_inputs, j.n_inputs, out->seconds, ctx);
     }
 cleanup:
     free(j.tokens);

@@ -10,14 +10,9 @@
 #include <stdint.h>
 
 #include "normlab.h"
+#include "clock.h"
 #include "observe.h"
 #include "parallel.h"
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 // The B windows of cached tokens, all of the same length: window b is rows[b * T .. b * T + len).
 // A recurrent model has no window: its T is the prompt's length and len only counts positions.
@@ -108,21 +103,21 @@ int nl_generate_batch(NlState *s, NlSampler *const *samplers, size_t B, const in
     st->prompt_used = w.len;
     nl_obs_set_phase(obs, NL_PHASE_PREFILL);
     // The streams share the prompt: prefill it once, as stream 0, and copy the cache to the others.
-    double pw = nl_obs_begin(obs), t0 = now();
+    double pw = nl_obs_begin(obs), t0 = nl_clock_seconds();
     const float *logits = nl_forward(s, w.rows, w.len, 0, 1);  // (1, V)
     for (size_t b = 0; b < B; b++) {
         if (b > 0) nl_state_copy_cache(s, 0, b, w.len);
         memcpy(first + b * V, logits, V * sizeof *first);
     }
     logits = first;
-    st->prefill_seconds = now() - t0;
+    st->prefill_seconds = nl_clock_seconds() - t0;
     nl_obs_add_wall(obs, pw);
     nl_obs_set_phase(obs, NL_PHASE_DECODE);
     int rc = 0;
     for (size_t i = 0; i < opts->n_new && rc == 0; i++) {
-        t0 = now();
+        t0 = nl_clock_seconds();
         int sampled = sample_all(samplers, logits, B, V, toks, obs);
-        if (i > 0) st->decode_seconds += now() - t0;  // a decoded token's time includes its sampling
+        if (i > 0) st->decode_seconds += nl_clock_seconds() - t0;  // a decoded token's time includes its sampling
         if (!sampled) {
             nl_error(err, NL_ERR_NUMERIC, "the model produced a non-finite logit after %zu generated tokens", i);
             rc = -1;
@@ -131,9 +126,9 @@ int nl_generate_batch(NlState *s, NlSampler *const *samplers, size_t B, const in
         for (size_t b = 0; b < B && rc == 0; b++) rc = emit((int)b, toks[b], ctx) != 0 ? 1 : 0;
         if (rc || i + 1 == opts->n_new) break;  // no logits needed after the last token
         pw = nl_obs_begin(obs);
-        t0 = now();
+        t0 = nl_clock_seconds();
         logits = advance(s, &w, toks, opts->exact_window, st);
-        st->decode_seconds += now() - t0;
+        st->decode_seconds += nl_clock_seconds() - t0;
         nl_obs_add_wall(obs, pw);
         st->decode_tokens++;
     }
@@ -236,9 +231,9 @@ int nl_generate_parallel(NlState *const *states, size_t n_states, NlSampler *con
         nl_error(err, NL_ERR_NOMEM, "out of memory");
         return -1;
     }
-    double t0 = now();
+    double t0 = nl_clock_seconds();
     nl_parallel_run((int)j.n_workers, group_worker, &j);
-    double elapsed = now() - t0;
+    double elapsed = nl_clock_seconds() - t0;
     int rc = 0;
     for (size_t g = 0; g < n_groups; g++) {  // the first error in stream order; else the totals
         if (rc == 0 && j.group_rc[g] != 0) {

@@ -420,9 +420,10 @@ typedef struct {
     double nll_sum;  // sum of -ln p(char | preceding chars), nats
     double nll_sq_sum;  // sum of their squares (for the standard error of the mean)
     size_t count;  // characters scored: every one after the first
+    double seconds;  // the call's wall time (nl_eval* set it)
 } NlEvalResult;
 
-typedef void (*NlProgressFn)(size_t done, size_t total, void *ctx);
+typedef void (*NlProgressFn)(size_t done, size_t total, double seconds, void *ctx);  // seconds since the call began
 
 // Scores ids[1..n) given the characters before each, within the context window: the first window
 // covers inputs 0..T-1; each later window moves `stride` positions (1 <= stride <= T) and scores only

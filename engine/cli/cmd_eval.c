@@ -14,27 +14,20 @@
 #include "cli.h"
 #include "report_profile.h"
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 // Progress on a terminal, as llama-perplexity shows it: from one second in, characters done, rate and
 // time left, redrawn at most 4 times a second.
 typedef struct {
-    double start, last;
+    double last;  // seconds into the call when the line was last drawn
     int shown;
 } Progress;
 
-static void eval_progress(size_t done, size_t total, void *ctx) {
+static void eval_progress(size_t done, size_t total, double el, void *ctx) {
     Progress *p = ctx;
-    double t = now(), el = t - p->start;
-    if (el < 1.0 || (t - p->last < 0.25 && done < total)) return;
+    if (el < 1.0 || (el - p->last < 0.25 && done < total)) return;
     double rate = (double)done / el;
     fprintf(stderr, "\reval: %zu / %zu characters (%.0f%%), %.0f chars/s, %.0f s left   ", done, total,
             100.0 * (double)done / (double)total, rate, rate > 0 ? (double)(total - done) / rate : 0.0);
-    p->last = t;
+    p->last = el;
     p->shown = 1;
 }
 
@@ -125,7 +118,7 @@ static int plan_eval(const Options *o, const NlModel *model, size_t n, EvalPlan 
 static int score(const Options *o, const Workers *wk, const EvalPlan *p, const int *ids, size_t n, NlEvalResult *r,
                  double *seconds) {
     NlError err;
-    Progress prog = {now(), 0.0, 0};
+    Progress prog = {0.0, 0};
     NlProgressFn show = isatty(STDERR_FILENO) ? eval_progress : NULL;
     int failed = p->windowless
                      ? nl_eval_recurrent(wk->states[0], ids, n, p->segments, r, show, &prog, &err)
@@ -135,7 +128,7 @@ static int score(const Options *o, const Workers *wk, const EvalPlan *p, const i
         msg_error("%s: %s", o->text_file, err.msg);
         return exit_code(&err);
     }
-    *seconds = now() - prog.start;
+    *seconds = r->seconds;
     if (prog.shown) fprintf(stderr, "\r%80s\r", "");
     return 0;
 }

@@ -9,15 +9,10 @@
 #include <time.h>
 
 #include "normlab_lab.h"
+#include "clock.h"
 #include "parallel.h"
 
 #define BATCH 16
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -99,13 +94,13 @@ static int measure_speed(NlState *s, const int *ids, size_t m, int repeats, NlCo
         return -1;
     }
     for (int r = 0; r < repeats; r++) {
-        double t0 = now();
+        double t0 = nl_clock_seconds();
         nl_forward(s, ids, m, 0, 1);
-        pre[r] = (double)m / (now() - t0);
+        pre[r] = (double)m / (nl_clock_seconds() - t0);
         nl_forward(s, ids, 1, 0, 1);
-        t0 = now();
+        t0 = nl_clock_seconds();
         for (size_t p = 1; p < m; p++) nl_forward(s, ids + p, 1, p, 1);
-        dec[r] = m > 1 ? (double)(m - 1) / (now() - t0) : 0.0;
+        dec[r] = m > 1 ? (double)(m - 1) / (nl_clock_seconds() - t0) : 0.0;
     }
     summarize(pre, repeats, &row->prefill_tok_s, &row->prefill_tok_s_min, &row->prefill_tok_s_max);
     summarize(dec, repeats, &row->decode_tok_s, &row->decode_tok_s_min, &row->decode_tok_s_max);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "family.h"
+#include "clock.h"
 #include "normlab_lab.h"
 
 struct NlProfiler {
@@ -38,12 +39,6 @@ static const char *const PHASE_NAMES[NL_PHASE_COUNT] = {"prefill", "decode"};
 const char *nl_component_name(NlComponent comp) { return COMP_NAMES[comp]; }
 const char *nl_phase_name(NlPhase phase) { return PHASE_NAMES[phase]; }
 
-static double monotonic(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 // The clock: on x86-64 with an invariant TSC (constant_tsc and nonstop_tsc: monotonic, same rate on
 // every core) the raw time-stamp counter, calibrated against CLOCK_MONOTONIC; it does not serialise
 // the pipeline, which clock_gettime under a hypervisor's clock source does (measured: +14% on a
@@ -64,19 +59,19 @@ static int invariant_tsc(void) {
     return constant && nonstop;
 }
 
-static double ticks(int tsc) { return tsc ? (double)__rdtsc() : monotonic(); }
+static double ticks(int tsc) { return tsc ? (double)__rdtsc() : nl_clock_seconds(); }
 
 // Seconds per TSC tick, measured over 5 ms of CLOCK_MONOTONIC.
 static double calibrate(void) {
-    double t0 = monotonic(), c0 = (double)__rdtsc(), t1;
-    while ((t1 = monotonic()) - t0 < 5e-3) {}
+    double t0 = nl_clock_seconds(), c0 = (double)__rdtsc(), t1;
+    while ((t1 = nl_clock_seconds()) - t0 < 5e-3) {}
     return (t1 - t0) / ((double)__rdtsc() - c0);
 }
 #else
 static int invariant_tsc(void) { return 0; }
 static double ticks(int tsc) {
     (void)tsc;
-    return monotonic();
+    return nl_clock_seconds();
 }
 static double calibrate(void) { return 1.0; }
 #endif
