@@ -190,7 +190,7 @@ size_t nl_eval_windows(size_t n, size_t block_size, size_t stride) {
 int nl_eval_parallel(NlState *const *states, size_t n_states, const int *ids, size_t n, size_t stride,
                      NlEvalResult *out, NlProgressFn progress, void *ctx, NlError *err) {
     const NlConfig *c = nl_state_config(states[0]);
-    if (nl_state_window(states[0]) == SIZE_MAX)  // no window: the text through one unbroken state
+    if (!nl_family_info(c->arch)->windowed)  // no window: the text through one unbroken state
         return nl_eval_recurrent(states[0], ids, n, 1, out, progress, ctx, err);
     *out = (NlEvalResult){0};
     double t0 = nl_clock_seconds();

@@ -80,7 +80,7 @@ int nl_generate_batch(NlState *s, NlSampler *const *samplers, size_t B, const in
     memset(st, 0, sizeof *st);
     const NlConfig *c = nl_state_config(s);
     size_t window = nl_state_window(s);
-    int recurrent = window == SIZE_MAX;  // no window to fill or shift
+    int recurrent = !nl_family_info(c->arch)->windowed;  // no window to fill or shift
     if (recurrent && opts->exact_window) {
         nl_error(err, NL_ERR_ARG, "exact_window applies to transformers; a recurrent model has no window");
         return -1;

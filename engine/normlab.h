@@ -316,6 +316,7 @@ const NlObserver *nl_state_observer(const NlState *state);  // never NULL: all-N
 // which arch a model is.
 typedef struct {
     const char *name;  // nl_config_arch_name of its arch
+    int windowed;  // its context is a window of block_size positions (a KV cache); 0: a state carries any length
     int has_placement;  // its norms sit pre, post or peri (a recurrent cell's have one place)
     int has_blocks;  // attention and MLP sublayers on a residual stream: branch RMS, norm outputs, invariance
     int state_vectors;  // vectors a layer carries from one position to the next: 0 (a KV cache), 1 or 2

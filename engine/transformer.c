@@ -543,6 +543,7 @@ const NlFamily *nl_family_transformer(void) {
     static const NlFamilyInfo INFO = {
         .name = "transformer",
         .has_placement = 1,
+        .windowed = 1,
         .has_blocks = 1,
         .state_bytes_key = "kv_cache_bytes",
         .norms = 1u << NL_NORM_LAYERNORM | 1u << NL_NORM_RMSNORM | 1u << NL_NORM_BATCHNORM | 1u << NL_NORM_NONE,

@@ -68,6 +68,36 @@ plant "the command line includes a private core header" engine/cli/common.c mode
 plant "the command line includes a private lab-adjacent header" engine/cli/report_compare.c kernels.h
 plant "the core includes the lab by a path" engine/transformer.c lab/normlab_lab.h
 plant "the command line includes a core header by a path" engine/cli/common.c ../model.h
+# arch_compares ROOT: "FILE:LINE" of each arch compared or switched on outside the loader and the
+# family files, by any name (c->arch != 0 as well as NL_ARCH_LSTM): the family's table answers.
+arch_compares() {
+    (cd "$1" && grep -nE '(->|\.)arch *[!=]=|[!=]= *[A-Za-z_]*(->|\.)arch\b|switch *\([^)]*arch' \
+        engine/*.[ch] engine/lab/*.[ch] engine/cli/*.[ch] tokenizer/*.[ch]) |
+        grep -v -E '^engine/(model|config|transformer|rnn|state)\.c:' | cut -d: -f1,2
+}
+# window_sentinels ROOT: "FILE:LINE" of a window tested against SIZE_MAX (a recurrent model's) outside
+# the family files: the capability asked by its name is the family's windowed.
+window_sentinels() {
+    (cd "$1" && grep -nE '[!=]= *SIZE_MAX|SIZE_MAX *[!=]=' engine/*.c engine/lab/*.c engine/cli/*.c) |
+        grep -E 'window|context|\bT\b' | grep -v -E '^engine/(transformer|rnn)\.c:' | cut -d: -f1,2
+}
+found=$(arch_compares .)
+[ -z "$found" ] && ok "no arch is compared or switched on outside the loader and the family files" \
+    || bad "arch compared" "$(echo "$found" | tr '\n' ' ')"
+found=$(window_sentinels .)
+[ -z "$found" ] && ok "no window is tested against SIZE_MAX outside the family files" \
+    || bad "window sentinel" "$(echo "$found" | tr '\n' ' ')"
+for planted in "engine/cli/report_compare.c|int planted(const NlConfig *c) { return c->arch != 0; }|arch_compares" \
+               "engine/lab/stats.c|int planted(const NlConfig *c) { switch (c->arch) { default: return 0; } }|\
+arch_compares" \
+               "engine/eval.c|int planted(size_t window) { return window == SIZE_MAX; }|window_sentinels"; do
+    f=${planted%%|*} rest=${planted#*|}; code=${rest%|*} check=${rest##*|}
+    rm -rf "$TMP/tree"; mkdir -p "$TMP/tree"
+    cp -r engine tokenizer "$TMP/tree/"
+    printf '%s\n' "$code" >> "$TMP/tree/$f"
+    $check "$TMP/tree" | grep -q "^$f:" && ok "a planted test is caught ($check): $f" \
+        || bad "planted $check" "$f: '$code' went unreported"
+done
 found=$(arch_tests .)
 [ -z "$found" ] && ok "no arch is tested outside the loader and the family files" \
     || bad "arch tests" "$(echo "$found" | tr '\n' ' ')"

@@ -182,6 +182,8 @@ int load_model(const Options *o, NlModel **model);
 int make_state_as(const Options *o, const NlModel *model, int batch, int blas_threads, int warn, NlState **state);
 // The most positions the model sees at once: block_size, or SIZE_MAX for a recurrent model (no window).
 size_t model_context(const NlModel *model);
+// Whether the model's family reads a window of positions (a transformer); 0: a state carries any length.
+int model_windowed(const NlModel *model);
 // "layernorm/pre" (norm/placement) for a transformer run, "lstm/none" for a recurrent one, into buf.
 const char *run_name(char *buf, size_t size, const NlConfig *model, NlNormType norm, NlPlacement placement);
 int encode(const NlModel *model, const char *what, const char *text, size_t len, int skip_unknown, int **ids, size_t *n,

@@ -87,7 +87,7 @@ typedef struct {
 
 // The plan for n ids through model, or a usage error for options that do not fit it.
 static int plan_eval(const Options *o, const NlModel *model, size_t n, EvalPlan *p) {
-    p->windowless = nl_model_window(model) == SIZE_MAX;  // no window: the text goes through one state
+    p->windowless = !model_windowed(model);  // no window: the text goes through one state
     int rc = check_eval_options(o, p->windowless);
     if (rc) return rc;
     size_t T = (size_t)nl_model_config(model)->block_size;
@@ -211,7 +211,7 @@ int cmd_logits(Options *o) {
     }
     // A transformer's text fits one call; a recurrent model's goes through in chunks of NL_RNN_LOGITS,
     // all checked before any is printed.
-    size_t chunk = T == SIZE_MAX ? NL_RNN_LOGITS : n;
+    size_t chunk = model_windowed(model) ? n : NL_RNN_LOGITS;
     if (!(logits = malloc(n * V * sizeof *logits))) {
         msg_error("out of memory for %zu x %zu logits", n, V);
         rc = EXIT_DATA;

@@ -187,8 +187,8 @@ static char *prompt_text(const NlModel *model, const int *ids, size_t n) {
 #define SAMPLE_GROUP 8
 
 // --exact-window needs a window: a usage error for a recurrent model (named when label is).
-static int check_window(const Options *o, size_t T, const char *label) {
-    if (T != SIZE_MAX || !o->exact_window) return 0;
+static int check_window(const Options *o, const NlModel *model, const char *label) {
+    if (model_windowed(model) || !o->exact_window) return 0;
     if (label) msg_usage(o->cmd, "--exact-window applies to transformers; %s is a recurrent model (no window)", label);
     else msg_usage(o->cmd, "--exact-window applies to transformers; a recurrent model has no window");
     return EXIT_USAGE;
@@ -210,11 +210,11 @@ static void warn_long_prompt(const char *label, size_t n, size_t T) {
 // Several samples run in groups of --batch streams, the groups spread over the engine threads.
 // Before decoding: --exact-window needs a window; a random seed is said (greedy needs none); a
 // prompt longer than the context is cut, with a warning.
-static int check_run(const Options *o, const RunMode *mode, size_t T, size_t n, uint64_t seed) {
-    int rc = check_window(o, T, NULL);
+static int check_run(const Options *o, const RunMode *mode, const NlModel *model, size_t n, uint64_t seed) {
+    int rc = check_window(o, model, NULL);
     if (rc) return rc;
     say_seed(o, mode->draw_seed, seed);
-    warn_long_prompt(NULL, n, T);
+    warn_long_prompt(NULL, n, model_context(model));
     return 0;
 }
 
@@ -286,7 +286,7 @@ static int setup_model(const Options *o, GenRun *r, const char *given, size_t le
                  : prompt_ids(o, r->model, r->mode->default_prompt, &r->ids, &r->n, &r->text, &r->len, &r->fell_back);
     // Workers share OpenBLAS's process-wide thread count: one thread per product when there are several.
     // the trace's budget: forward passes, or a recurrent model's positions (the prompt's count)
-    size_t passes = (size_t)o->n_new + 2 + (rc == 0 && model_context(r->model) == SIZE_MAX ? r->n : 0);
+    size_t passes = (size_t)o->n_new + 2 + (rc == 0 && !model_windowed(r->model) ? r->n : 0);
     if (!rc)
         rc = workers_create(&r->wk, o, r->model, r->workers, r->group, r->workers > 1 ? 1 : o->threads,
                             o->profile || r->mode->profile_result, (size_t)r->rounds * passes);
@@ -326,7 +326,7 @@ static int setup_run(const Options *o, GenRun *r) {
 // collected in r->col; the timings in r->st. *write_failed: an errno once a write of the text failed.
 static int decode_streams(const Options *o, GenRun *r, FILE *out, int *write_failed) {
     int collect = o->samples > 1 || o->json;
-    size_t T = model_context(r->model), n = r->n;  // SIZE_MAX: a recurrent model takes the whole prompt
+    size_t T = model_context(r->model), n = r->n;  // a recurrent model's (SIZE_MAX) takes the whole prompt
     EmitCtx ectx = {nl_model_tokenizer(r->model), out, 0};
     if (o->echo && !collect && r->mode->keep_text && (fputs(r->prompt, out) == EOF || fflush(out) == EOF))
         ectx.write_failed = errno;
@@ -416,7 +416,7 @@ int generate_run(Options *o, const RunMode *mode) {
     GenRun r = {.mode = mode};
     plan_groups(o, &r);
     int rc = setup_run(o, &r), write_failed = 0;
-    if (!rc) rc = check_run(o, mode, model_context(r.model), r.n, r.seed);
+    if (!rc) rc = check_run(o, mode, r.model, r.n, r.seed);
     if (!rc) rc = decode_run(o, &r, &write_failed);
     if (write_failed) msg_error("cannot write %s: %s", o->output ? o->output : "to stdout", strerror(write_failed));
     return finish_run(o, &r, rc);
@@ -448,7 +448,7 @@ static int many_setup(const Options *o, ManyRun *m) {
         r->seed = seed;
         plan_groups(o, r);
         rc = setup_model(o, r, m->text, m->len);
-        if (!rc) rc = check_window(o, model_context(r->model), r->name);
+        if (!rc) rc = check_window(o, r->model, r->name);
     }
     if (!rc) say_seed(o, 1, seed);
     for (int i = 0; !rc && i < m->n; i++)

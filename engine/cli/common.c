@@ -297,6 +297,7 @@ int make_state_as(const Options *o, const NlModel *model, int batch, int blas_th
 }
 
 size_t model_context(const NlModel *model) { return nl_model_window(model); }
+int model_windowed(const NlModel *model) { return nl_family_info(nl_model_config(model)->arch)->windowed; }
 
 const char *run_name(char *buf, size_t size, const NlConfig *model, NlNormType norm, NlPlacement placement) {
     if (!nl_family_info(model->arch)->has_placement)

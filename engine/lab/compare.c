@@ -179,7 +179,7 @@ int nl_compare_model(const NlModel *model, NlRunOptions run, const int *ids, siz
     row->weight_bytes = nl_model_weight_bytes(model);
     run.batch = 1;
     NlState *s = NULL;
-    size_t window = nl_model_window(model), T = window == SIZE_MAX ? NL_RNN_LOGITS : window;  // no window: a chunk
+    size_t T = nl_family_info(trained->arch)->windowed ? nl_model_window(model) : NL_RNN_LOGITS;  // else a chunk
     size_t V = (size_t)trained->vocab_size, m = n < T ? n : T;
     float *full = malloc(m * V * sizeof *full);
     int rc = -1;
@@ -191,8 +191,7 @@ int nl_compare_model(const NlModel *model, NlRunOptions run, const int *ids, siz
     row->residual_scale = nl_state_config(s)->placement == NL_PLACE_POST ? nl_state_config(s)->residual_scale : 1.0;
     if (measure_eval(s, nl_state_config(s), ids, n, opts, row, err) != 0) goto cleanup;
     row->has_lens = opts->lens && nl_family_info(trained->arch)->has_blocks;
-    if (row->has_lens && nl_lens(s, ids, n, window / 2 ? window / 2 : 1, row->lens_bits_per_char, err) != 0)
-        goto cleanup;
+    if (row->has_lens && nl_lens(s, ids, n, T / 2 ? T / 2 : 1, row->lens_bits_per_char, err) != 0) goto cleanup;
     if (measure_speed(s, ids, m, opts->repeats, row, err) != 0) goto cleanup;
     row->cache_diff = cache_consistency(s, ids, m, V, full, opts->fault);
     if (batch_consistency(model, run, s, ids, n, m, V, opts->fault, &row->batch_diff, err) != 0) goto cleanup;
