@@ -181,8 +181,13 @@ typedef struct {
 } NlRunOptions;
 // Every default spelled out: the model's norm and placement, one sequence, one OpenBLAS thread,
 // BatchNorm with running statistics, activations unrounded. A zero-initialised NlRunOptions means the same.
-#define NL_RUN_DEFAULTS \
-    ((NlRunOptions){NL_NORM_AS_CONFIGURED, NL_PLACE_AS_CONFIGURED, 1, 1, NL_BN_RUNNING, NL_QUANT_NONE})
+#define NL_RUN_DEFAULTS                                  \
+    ((NlRunOptions){.norm = NL_NORM_AS_CONFIGURED,       \
+                    .placement = NL_PLACE_AS_CONFIGURED, \
+                    .batch = 1,                          \
+                    .threads = 1,                        \
+                    .bn_stats = NL_BN_RUNNING,           \
+                    .quantize_act = NL_QUANT_NONE})
 
 // Allocates activations and the KV cache for `batch` sequences of T positions. opts NULL runs the
 // model as configured, one sequence at a time. A norm the run needs and the model lacks (ln_f of

@@ -22,11 +22,17 @@ static int row(const char *name, NlNormType norm, NlPlacement place, int invaria
                NlModel **keep) {
     NlModel *m = NULL;
     NlError err;
-    NlCompareOptions o = {2, invariance, NL_FAULT_NONE, 0, 0};
+    NlCompareOptions o = {.repeats = 2, .invariance = invariance, .fault = NL_FAULT_NONE, .lens = 0, .outliers = 0};
     int rc = nl_model_load(&m, fixture(name), &err);
     if (rc == 0)
-        rc = nl_compare_model(m, (NlRunOptions){norm, place, 1, 1, NL_BN_RUNNING, NL_QUANT_NONE}, TEXT, N_TEXT, &o, out,
-                              &err);
+        rc = nl_compare_model(m,
+                              (NlRunOptions){.norm = norm,
+                                             .placement = place,
+                                             .batch = 1,
+                                             .threads = 1,
+                                             .bn_stats = NL_BN_RUNNING,
+                                             .quantize_act = NL_QUANT_NONE},
+                              TEXT, N_TEXT, &o, out, &err);
     CHECK(rc == 0, "%s: %s", name, err.msg);
     if (keep) *keep = m;
     else nl_model_free(m);
@@ -111,7 +117,8 @@ static void json_rows_parse_with_stable_fields(void) {
         row("ln-pre-bias.json", NL_NORM_RMSNORM, NL_PLACE_PRE, 1, &rows[1], NULL))
         return;
     const char *labels[2] = {"a", "a"};
-    CompareInfo info = {"text", 1, 2, 1, 0, 0, 0};
+    CompareInfo info = {
+        .text = "text", .threads = 1, .repeats = 2, .invariance = 1, .quantize = 0, .lens = 0, .outliers = 0};
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
@@ -167,9 +174,15 @@ static void statistics_match_a_double_recomputation(void) {
         const NlConfig *c = nl_model_config(m);
         size_t n = (size_t)c->block_size + 1;  // T inputs: one eval window, every position scored
         NlCompareRow r;
-        NlCompareOptions o = {1, 1, NL_FAULT_NONE, 0, 0};
-        if (nl_compare_model(m, (NlRunOptions){c->norm, c->placement, 1, 1, NL_BN_RUNNING, NL_QUANT_NONE}, TEXT, n, &o,
-                             &r, &err) != 0) {
+        NlCompareOptions o = {.repeats = 1, .invariance = 1, .fault = NL_FAULT_NONE, .lens = 0, .outliers = 0};
+        if (nl_compare_model(m,
+                             (NlRunOptions){.norm = c->norm,
+                                            .placement = c->placement,
+                                            .batch = 1,
+                                            .threads = 1,
+                                            .bn_stats = NL_BN_RUNNING,
+                                            .quantize_act = NL_QUANT_NONE},
+                             TEXT, n, &o, &r, &err) != 0) {
             CHECK(0, "%s: %s", names[f], err.msg);
             nl_model_free(m);
             continue;
@@ -228,9 +241,14 @@ static void consistency_checks_report_injected_faults(void) {
         return;
     }
     const NlConfig *c = nl_model_config(m);
-    NlRunOptions run = {c->norm, c->placement, 1, 1, NL_BN_RUNNING, NL_QUANT_NONE};
+    NlRunOptions run = {.norm = c->norm,
+                        .placement = c->placement,
+                        .batch = 1,
+                        .threads = 1,
+                        .bn_stats = NL_BN_RUNNING,
+                        .quantize_act = NL_QUANT_NONE};
     NlCompareRow clean, cache, batch;
-    NlCompareOptions o = {1, 0, NL_FAULT_NONE, 0, 0};
+    NlCompareOptions o = {.repeats = 1, .invariance = 0, .fault = NL_FAULT_NONE, .lens = 0, .outliers = 0};
     int rc = nl_compare_model(m, run, TEXT, N_TEXT, &o, &clean, &err);
     o.fault = NL_FAULT_CACHE;
     rc |= nl_compare_model(m, run, TEXT, N_TEXT, &o, &cache, &err);

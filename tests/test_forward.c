@@ -135,7 +135,12 @@ static void overrides_run_every_norm_and_placement(void) {
         for (int k = 0; k < 4; k++)
             for (int p = 0; p < 3; p++) {
                 if (norms[k] == NL_NORM_BATCHNORM && strncmp(names[f], "bn-", 3) != 0) continue;
-                NlRunOptions o = {norms[k], places[p], 1, 1, NL_BN_RUNNING, NL_QUANT_NONE};
+                NlRunOptions o = {.norm = norms[k],
+                                  .placement = places[p],
+                                  .batch = 1,
+                                  .threads = 1,
+                                  .bn_stats = NL_BN_RUNNING,
+                                  .quantize_act = NL_QUANT_NONE};
                 if (norms[k] == NL_NORM_BATCHNORM && places[p] == NL_PLACE_PERI) {  // no running stats for ln_*_post
                     NlModel *m = NULL;
                     NlState *st = NULL;
@@ -156,7 +161,12 @@ static void overrides_run_every_norm_and_placement(void) {
 // in one call gets other logits; a call of one row normalises every feature to its bias, so its
 // logits do not depend on the token. Running statistics on a model without them are refused.
 static void batch_statistics_couple_the_rows_of_a_call(void) {
-    NlRunOptions batch = {NL_NORM_BATCHNORM, NL_PLACE_AS_CONFIGURED, 2, 1, NL_BN_BATCH, NL_QUANT_NONE};
+    NlRunOptions batch = {.norm = NL_NORM_BATCHNORM,
+                          .placement = NL_PLACE_AS_CONFIGURED,
+                          .batch = 2,
+                          .threads = 1,
+                          .bn_stats = NL_BN_BATCH,
+                          .quantize_act = NL_QUANT_NONE};
     const char *names[] = {"bn-pre-bias.json", "bn-post-nobias.json", "bn-peri-bias.json", "ln-pre-bias.json"};
     for (size_t f = 0; f < sizeof names / sizeof names[0]; f++) {
         Setup s;
@@ -188,7 +198,12 @@ static void batch_statistics_couple_the_rows_of_a_call(void) {
     NlModel *m = NULL;
     NlState *st = NULL;
     NlError err;
-    NlRunOptions running = {NL_NORM_BATCHNORM, NL_PLACE_AS_CONFIGURED, 1, 1, NL_BN_RUNNING, NL_QUANT_NONE};
+    NlRunOptions running = {.norm = NL_NORM_BATCHNORM,
+                            .placement = NL_PLACE_AS_CONFIGURED,
+                            .batch = 1,
+                            .threads = 1,
+                            .bn_stats = NL_BN_RUNNING,
+                            .quantize_act = NL_QUANT_NONE};
     if (nl_model_load(&m, fixture("ln-pre-bias.json"), &err) != 0) {
         CHECK(0, "%s", err.msg);
         return;
@@ -295,7 +310,7 @@ static void generation_matches_reference_past_the_window(void) {
         nl_sampler_create(&greedy, s.V, (NlSamplerParams){0.0, 0, 1.0}, 1, &err);
         int prompt[3] = {1, 4, 2}, want[30];
         Collected got = {{0}, 0};
-        NlGenerateOptions o = {30, exact};
+        NlGenerateOptions o = {.n_new = 30, .exact_window = exact};
         NlGenerateStats st;
         CHECK(nl_generate(s.state, greedy, prompt, 3, &o, collect, &got, &st, &err) == 0, "%s", err.msg);
         ref_greedy(&s, prompt, 3, 30, exact, want);
@@ -317,7 +332,12 @@ static void batch_of_16_matches_each_sequence_alone(void) {
     for (int f = 0; f < 3; f++) {
         Setup one, many;
         if (setup(&one, names[f], NULL) != 0) return;
-        NlRunOptions o = {one.cfg.norm, one.cfg.placement, 16, 2, NL_BN_RUNNING, NL_QUANT_NONE};
+        NlRunOptions o = {.norm = one.cfg.norm,
+                          .placement = one.cfg.placement,
+                          .batch = 16,
+                          .threads = 2,
+                          .bn_stats = NL_BN_RUNNING,
+                          .quantize_act = NL_QUANT_NONE};
         NlError err;
         many = one;
         CHECK(nl_state_create(&many.state, one.model, &o, &err) == 0, "%s", err.msg);
@@ -372,7 +392,12 @@ static void batched_streams_match_single_streams(void) {
     for (int c = 0; c < 2; c++) {
         Setup one, many;
         if (setup(&one, cases[c].name, NULL) != 0) return;
-        NlRunOptions o = {one.cfg.norm, one.cfg.placement, 4, 1, NL_BN_RUNNING, NL_QUANT_NONE};
+        NlRunOptions o = {.norm = one.cfg.norm,
+                          .placement = one.cfg.placement,
+                          .batch = 4,
+                          .threads = 1,
+                          .bn_stats = NL_BN_RUNNING,
+                          .quantize_act = NL_QUANT_NONE};
         NlError err;
         many = one;
         CHECK(nl_state_create(&many.state, one.model, &o, &err) == 0, "%s", err.msg);
@@ -381,7 +406,7 @@ static void batched_streams_match_single_streams(void) {
             nl_sampler_create(&samplers[i], one.V, (NlSamplerParams){1.0, 0, 1.0}, 40 + (uint64_t)i, &err);
         int prompt[40];
         random_tokens(prompt, cases[c].n_prompt, one.V, 3);
-        NlGenerateOptions g = {cases[c].n_new, 0};
+        NlGenerateOptions g = {.n_new = cases[c].n_new, .exact_window = 0};
         NlGenerateStats st;
         Streams got = {{{0}}, {0}};
         CHECK(nl_generate_batch(many.state, samplers, 4, prompt, cases[c].n_prompt, &g, collect_stream, &got, &st,
@@ -484,7 +509,7 @@ static void one_stream_is_bitwise_the_same_at_any_thread_count(void) {
 static void transposed_copies_are_exact_mapped_or_read(void) {
     NlModel *mapped = NULL, *read = NULL;
     NlError err;
-    NlLoadOptions no_mmap = {1, NL_QUANT_NONE, 0};
+    NlLoadOptions no_mmap = {.no_mmap = 1, .quantize = NL_QUANT_NONE, .quantize_only = 0};
     if (nl_model_load(&mapped, "weights/shakespeare-pre-ln", &err) != 0 ||
         nl_model_load_with(&read, "weights/shakespeare-pre-ln", &no_mmap, &err) != 0) {
         CHECK(0, "%s", err.msg);

@@ -295,8 +295,13 @@ static const char *const FIXTURES[] = {"ln-pre-bias.json",  "ln-post-nobias.json
 
 static int compare_row(const NlModel *m, NlBnStats bn, NlCompareRow *row) {
     const NlConfig *c = nl_model_config(m);
-    NlCompareOptions o = {1, 0, NL_FAULT_NONE, 1, 1};
-    NlRunOptions run = {c->norm, c->placement, 1, 1, bn, NL_QUANT_NONE};
+    NlCompareOptions o = {.repeats = 1, .invariance = 0, .fault = NL_FAULT_NONE, .lens = 1, .outliers = 1};
+    NlRunOptions run = {.norm = c->norm,
+                        .placement = c->placement,
+                        .batch = 1,
+                        .threads = 1,
+                        .bn_stats = bn,
+                        .quantize_act = NL_QUANT_NONE};
     NlError err;
     int rc = nl_compare_model(m, run, TEXT, N_TEXT, &o, row, &err);
     CHECK(rc == 0, "compare: %s", err.msg);
@@ -411,7 +416,7 @@ static void lens_refuses_a_recurrent_model(void) {
           "refused: %s", err.msg);
     CHECK(nl_state_readout(s, NULL, 1, 1, 1) == NULL, "no readout for a recurrent model");
     NlCompareRow *row = malloc(sizeof *row);
-    NlCompareOptions o = {1, 0, NL_FAULT_NONE, 1, 1};
+    NlCompareOptions o = {.repeats = 1, .invariance = 0, .fault = NL_FAULT_NONE, .lens = 1, .outliers = 1};
     if (row && nl_compare_model(m, NL_RUN_DEFAULTS, TEXT, N_TEXT, &o, row, &err) == 0) {
         CHECK(!row->has_lens, "a recurrent row has no lens");
         CHECK(row->outliers[0][NL_SITE_H].rows > 0 && row->outliers[0][NL_SITE_C].rows > 0, "but h and c outliers");
@@ -426,7 +431,7 @@ static void reports_carry_lens_outliers_and_quantization(void) {
     NlModel *m = load_fixture("ln-pre-bias.json");
     NlCompareRow *rows = calloc(2, sizeof *rows);
     NlError err;
-    NlLoadOptions q8 = {0, NL_QUANT_Q8, 0};
+    NlLoadOptions q8 = {.no_mmap = 0, .quantize = NL_QUANT_Q8, .quantize_only = 0};
     NlModel *mq = NULL;
     if (!m || !rows || nl_model_load_with(&mq, fixture("ln-pre-bias.json"), &q8, &err) != 0 ||
         compare_row(m, NL_BN_RUNNING, &rows[0]) || compare_row(mq, NL_BN_RUNNING, &rows[1])) {
@@ -434,7 +439,8 @@ static void reports_carry_lens_outliers_and_quantization(void) {
         goto done;
     }
     const char *labels[2] = {"a", "a"};
-    CompareInfo info = {"text", 1, 1, 0, 1, 1, 1};
+    CompareInfo info = {
+        .text = "text", .threads = 1, .repeats = 1, .invariance = 0, .quantize = 1, .lens = 1, .outliers = 1};
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);

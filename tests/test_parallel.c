@@ -31,7 +31,12 @@ static int eval_on(const NlModel *m, int workers, int batch, const int *ids, siz
     NlProfiler *profs[MAX_WORKERS] = {0};
     NlError err;
     const NlConfig *c = nl_model_config(m);
-    NlRunOptions run = {c->norm, c->placement, batch, 1, NL_BN_RUNNING, NL_QUANT_NONE};
+    NlRunOptions run = {.norm = c->norm,
+                        .placement = c->placement,
+                        .batch = batch,
+                        .threads = 1,
+                        .bn_stats = NL_BN_RUNNING,
+                        .quantize_act = NL_QUANT_NONE};
     int rc = 0;
     for (int i = 0; i < workers && rc == 0; i++) {
         rc = nl_state_create(&states[i], m, &run, &err);
@@ -96,8 +101,12 @@ static void eval_reports_the_first_non_finite_loss_whatever_the_threads(void) {
     char first[sizeof err.msg] = "";
     for (int w = 1; w <= 3; w++) {
         NlState *states[3] = {0};
-        NlRunOptions run = {
-            nl_model_config(m)->norm, nl_model_config(m)->placement, 2, 1, NL_BN_RUNNING, NL_QUANT_NONE};
+        NlRunOptions run = {.norm = nl_model_config(m)->norm,
+                            .placement = nl_model_config(m)->placement,
+                            .batch = 2,
+                            .threads = 1,
+                            .bn_stats = NL_BN_RUNNING,
+                            .quantize_act = NL_QUANT_NONE};
         for (int i = 0; i < w; i++) nl_state_create(&states[i], m, &run, &err);
         NlEvalResult r;
         int rc = nl_eval_parallel(states, (size_t)w, ids, 400, 4, &r, NULL, NULL, &err);
@@ -128,7 +137,12 @@ static int generate_on(const NlModel *m, int workers, Streams *out, uint64_t *po
     NlSampler *samplers[7] = {0};
     NlError err;
     const NlConfig *c = nl_model_config(m);
-    NlRunOptions run = {c->norm, c->placement, 3, 1, NL_BN_RUNNING, NL_QUANT_NONE};
+    NlRunOptions run = {.norm = c->norm,
+                        .placement = c->placement,
+                        .batch = 3,
+                        .threads = 1,
+                        .bn_stats = NL_BN_RUNNING,
+                        .quantize_act = NL_QUANT_NONE};
     int rc = 0;
     for (int i = 0; i < workers && rc == 0; i++) {
         rc = nl_state_create(&states[i], m, &run, &err);
@@ -138,7 +152,7 @@ static int generate_on(const NlModel *m, int workers, Streams *out, uint64_t *po
     for (int i = 0; i < 7 && rc == 0; i++)
         rc = nl_sampler_create(&samplers[i], c->vocab_size, (NlSamplerParams){0.9, 0, 1.0}, 40 + (uint64_t)i, &err);
     const int prompt[] = {1, 2, 3};
-    NlGenerateOptions g = {60, 0};
+    NlGenerateOptions g = {.n_new = 60, .exact_window = 0};
     NlGenerateStats st;
     memset(out, 0, sizeof *out);
     if (rc == 0)

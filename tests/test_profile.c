@@ -121,7 +121,7 @@ static NlProfiler *generate(Collected *out, int profile) {
     } else {
         nl_state_set_profiler(s, p);
         int prompt[3] = {1, 2, 3};
-        NlGenerateOptions o = {30, 0};
+        NlGenerateOptions o = {.n_new = 30, .exact_window = 0};
         NlGenerateStats st;
         CHECK(nl_generate(s, smp, prompt, 3, &o, collect, out, &st, &err) == 0, "%s", err.msg);
     }
@@ -150,7 +150,11 @@ static cJSON *report_json(const NlProfiler *p, int trace) {
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    ReportInfo info = {"fixture \"quoted\"", 1, 1, "Haswell", "openblas"};
+    ReportInfo info = {.model = "fixture \"quoted\"",
+                       .blas_threads = 1,
+                       .engine_threads = 1,
+                       .blas_core = "Haswell",
+                       .blas_core_source = "openblas"};
     int rc = trace ? report_profile_trace(f, p, &info) : report_profile_json(f, p, &info);
     fclose(f);
     CHECK(rc == 0, "report written");
@@ -246,7 +250,11 @@ static char *report_text(const NlProfiler *p, const char *prompt, int summary) {
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    ReportInfo info = {"fixture", 1, 1, "Haswell", "openblas"};
+    ReportInfo info = {.model = "fixture",
+                       .blas_threads = 1,
+                       .engine_threads = 1,
+                       .blas_core = "Haswell",
+                       .blas_core_source = "openblas"};
     CHECK(report_profile_view(f, p, &info, prompt, summary) == 0, "text report written");
     fclose(f);
     return buf;
@@ -267,7 +275,11 @@ static void text_summary_is_drawn_from_the_table(void) {
     char *table = report_text(p, NULL, 0), *sum = report_text(p, "\"ab\" (2 characters, -p)", 1), *plain = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&plain, &len);
-    ReportInfo info = {"fixture", 1, 1, "Haswell", "openblas"};
+    ReportInfo info = {.model = "fixture",
+                       .blas_threads = 1,
+                       .engine_threads = 1,
+                       .blas_core = "Haswell",
+                       .blas_core_source = "openblas"};
     CHECK(report_profile_text(f, p, &info) == 0, "report_profile_text written");
     fclose(f);
     CHECK(table && plain && strcmp(table, plain) == 0, "report_profile_text is the full table with no prompt line");

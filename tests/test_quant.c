@@ -162,7 +162,7 @@ static size_t matrices(const NlModel *m, Matrix *out) {
 static NlModel *load_quantized(const char *name, NlQuant q, unsigned only) {
     NlModel *m = NULL;
     NlError err;
-    NlLoadOptions o = {0, q, only};
+    NlLoadOptions o = {.no_mmap = 0, .quantize = q, .quantize_only = only};
     if (nl_model_load_with(&m, fixture(name), &o, &err) != 0) {
         CHECK(0, "%s %s 0x%x: %s", name, nl_quant_name(q), only, err.msg);
         return NULL;
@@ -230,7 +230,8 @@ static void load_rounds_exactly_the_picked_matrices(void) {
 static void load_refuses_what_it_cannot_round(void) {
     NlModel *m = NULL;
     NlError err;
-    NlLoadOptions recurrent_only = {0, NL_QUANT_Q8, NL_QUANT_RECURRENT}, unknown = {0, (NlQuant)7, 0};
+    NlLoadOptions recurrent_only = {.no_mmap = 0, .quantize = NL_QUANT_Q8, .quantize_only = NL_QUANT_RECURRENT},
+                  unknown = {0, (NlQuant)7, 0};
     CHECK(nl_model_load_with(&m, fixture("ln-pre-bias.json"), &recurrent_only, &err) != 0 && !m &&
               err.code == NL_ERR_ARG && strstr(err.msg, "no matrix of the classes"),
           "a transformer has no recurrent matrices: %s", err.msg);

@@ -197,7 +197,7 @@ static void generation_has_no_window(void) {
     nl_sampler_create(&greedy, (int)s.V, (NlSamplerParams){0.0, 0, 1.0}, 1, &err);
     int seq[205] = {1, 4, 2, 7, 3};
     Collected got = {{0}, 0};
-    NlGenerateOptions o = {200, 0};
+    NlGenerateOptions o = {.n_new = 200, .exact_window = 0};
     NlGenerateStats st;
     CHECK(nl_generate(s.state, greedy, seq, 5, &o, collect, &got, &st, &err) == 0, "%s", err.msg);
     CHECK(st.context_shifts == 0 && st.prompt_used == 5, "no shifts (%zu), the whole prompt used (%zu)",

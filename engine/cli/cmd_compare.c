@@ -23,7 +23,12 @@
 // its ln_f, so that row runs with batch statistics only.
 static int compare_runs(const NlConfig *c, int also_swap, int bn_stats, NlRunOptions *runs) {
     NlBnStats first = bn_stats == BN_STATS_BOTH ? NL_BN_RUNNING : (NlBnStats)bn_stats;
-    NlRunOptions as = {c->norm, c->placement, 1, 1, first, NL_QUANT_NONE};
+    NlRunOptions as = {.norm = c->norm,
+                       .placement = c->placement,
+                       .batch = 1,
+                       .threads = 1,
+                       .bn_stats = first,
+                       .quantize_act = NL_QUANT_NONE};
     int n = 0, lacks_ln_f = c->norm == NL_NORM_BATCHNORM && c->placement == NL_PLACE_POST;
     runs[n++] = as;
     const NlFamilyInfo *fam = nl_family_info(c->arch);
@@ -260,7 +265,11 @@ int cmd_compare(Options *o) {
     if (rc) goto cleanup;
     if (isatty(STDERR_FILENO))
         fprintf(stderr, "compare: %zu rows on %d thread%s ...", n_rows, o->threads, plural((size_t)o->threads));
-    NlCompareOptions copts = {o->repeats, o->invariance, NL_FAULT_NONE, o->lens, o->outliers};
+    NlCompareOptions copts = {.repeats = o->repeats,
+                              .invariance = o->invariance,
+                              .fault = NL_FAULT_NONE,
+                              .lens = o->lens,
+                              .outliers = o->outliers};
     NlError err;
     size_t failed;
     if (nl_compare_models(jobs, n_rows, o->threads, &copts, rows, &failed, &err) != 0) {
@@ -272,13 +281,13 @@ int cmd_compare(Options *o) {
     if (isatty(STDERR_FILENO)) fprintf(stderr, "\r%60s\r", "");
     // Paths from the command line shown in the table, escaped like every message.
     char text_shown[512];
-    CompareInfo info = {o->json ? o->text_file : msg_escape(text_shown, sizeof text_shown, o->text_file),
-                        o->threads,
-                        o->repeats,
-                        o->invariance,
-                        o->quantize_rows || o->quantize_act,
-                        o->lens,
-                        o->outliers};
+    CompareInfo info = {.text = o->json ? o->text_file : msg_escape(text_shown, sizeof text_shown, o->text_file),
+                        .threads = o->threads,
+                        .repeats = o->repeats,
+                        .invariance = o->invariance,
+                        .quantize = o->quantize_rows || o->quantize_act,
+                        .lens = o->lens,
+                        .outliers = o->outliers};
     shown = o->json ? NULL : calloc(n_rows ? n_rows : 1, sizeof *shown);
     for (size_t i = 0; shown && i < n_rows; i++) labels[i] = msg_escape(shown[i], sizeof shown[i], labels[i]);
     // The files, the plots and held stdout are finished together at the end: all in place or none.

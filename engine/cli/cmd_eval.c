@@ -170,8 +170,11 @@ int cmd_eval(Options *o) {
     NlProfiler *prof = rc ? NULL : workers_profile(&wk);
     if (prof) {
         char buf[4400], shown[1024];
-        ReportInfo info = {msg_escape(shown, sizeof shown, model_path(o, buf, sizeof buf)),
-                           p.windowless ? o->threads : 1, p.workers, nl_blas_core(), o->blas.source};
+        ReportInfo info = {.model = msg_escape(shown, sizeof shown, model_path(o, buf, sizeof buf)),
+                           .blas_threads = p.windowless ? o->threads : 1,
+                           .engine_threads = p.workers,
+                           .blas_core = nl_blas_core(),
+                           .blas_core_source = o->blas.source};
         if (report_profile_text(stderr, prof, &info) != 0) rc = EXIT_DATA;
     }
 cleanup:

@@ -332,7 +332,7 @@ static int decode_streams(const Options *o, GenRun *r, FILE *out, int *write_fai
         ectx.write_failed = errno;
     r->col.tok = nl_model_tokenizer(r->model);
     if (o->warmup) nl_forward(r->wk.states[0], r->ids + (n > T ? n - T : 0), n > T ? T : n, 0, 1);
-    NlGenerateOptions gopts = {(size_t)o->n_new, o->exact_window};
+    NlGenerateOptions gopts = {.n_new = (size_t)o->n_new, .exact_window = o->exact_window};
     NlError err;
     NlBatchEmitFn emit = !r->mode->keep_text ? stream_nothing : collect ? collect_token : stream_token;
     int g = ectx.write_failed
@@ -356,8 +356,11 @@ static int write_profile(const Options *o, const GenRun *r, const NlProfiler *pr
     const char *path = model_path(o, buf, sizeof buf);
     const RunMode *mode = r->mode;
     int json = mode->profile_result && o->json;
-    ReportInfo info = {json ? path : msg_escape(shown, sizeof shown, path), r->workers > 1 ? 1 : o->threads, r->workers,
-                       nl_blas_core(), o->blas.source};
+    ReportInfo info = {.model = json ? path : msg_escape(shown, sizeof shown, path),
+                       .blas_threads = r->workers > 1 ? 1 : o->threads,
+                       .engine_threads = r->workers,
+                       .blas_core = nl_blas_core(),
+                       .blas_core_source = o->blas.source};
     if (!json) info.model = path;  // the trace is JSON: escaped by its writer
     const char *prompt = mode->profile_result ? report_prompt_line(said, sizeof said, o->prompt_file, o->prompt,
                                                                    mode->default_prompt, r->fell_back)

@@ -184,7 +184,7 @@ static cJSON *list_entry(const Options *o, const ModelEntry *e) {
     cJSON_AddStringToObject(m, "path", e->path);
     NlModel *model = NULL;
     NlError err;
-    NlLoadOptions lo = {o->no_mmap, NL_QUANT_NONE, 0};
+    NlLoadOptions lo = {.no_mmap = o->no_mmap, .quantize = NL_QUANT_NONE, .quantize_only = 0};
     if (nl_model_load_with(&model, e->path, &lo, &err) != 0) {
         cJSON_AddStringToObject(m, "error", err.msg);
     } else {

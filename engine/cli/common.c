@@ -259,7 +259,8 @@ int load_model(const Options *o, NlModel **model) {
         rc = EXIT_DATA;
     } else {
         NlError err;
-        NlLoadOptions lo = {o->no_mmap, (NlQuant)o->quantize, (unsigned)o->quantize_only};
+        NlLoadOptions lo = {
+            .no_mmap = o->no_mmap, .quantize = (NlQuant)o->quantize, .quantize_only = (unsigned)o->quantize_only};
         if (nl_model_load_with(model, path, &lo, &err) != 0) rc = fail(&err);
     }
     free(path);
@@ -270,12 +271,12 @@ int load_model(const Options *o, NlModel **model) {
 // with warn, says so when the norm or placement differ from the model's training.
 int make_state_as(const Options *o, const NlModel *model, int batch, int blas_threads, int warn, NlState **state) {
     const NlConfig *c = nl_model_config(model);
-    NlRunOptions run = {o->norm >= 0 ? (NlNormType)o->norm : c->norm,
-                        o->placement >= 0 ? (NlPlacement)o->placement : c->placement,
-                        batch,
-                        blas_threads,
-                        (NlBnStats)o->bn_stats,
-                        (NlQuant)o->quantize_act};
+    NlRunOptions run = {.norm = o->norm >= 0 ? (NlNormType)o->norm : c->norm,
+                        .placement = o->placement >= 0 ? (NlPlacement)o->placement : c->placement,
+                        .batch = batch,
+                        .threads = blas_threads,
+                        .bn_stats = (NlBnStats)o->bn_stats,
+                        .quantize_act = (NlQuant)o->quantize_act};
     // (o->norm < 0: not given; the state could take NL_NORM_AS_CONFIGURED, but the warning below
     // compares the two, so the model's own values are filled in here.)
     NlError err;
