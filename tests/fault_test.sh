@@ -140,5 +140,17 @@ if [ "$skipped" -eq 0 ]; then
     [ "$kept" -eq 0 ] && ok "compare --plot-dir unfaulted: all 7 outputs replaced" \
         || bad "compare --plot-dir" "$kept kept"
 fi
+# A model folder swapped for another while it is read (the shim plays the writer at the worst moment:
+# after the folder was opened, before one of its files): the load reads the new model from the path,
+# never fails (docs/files.md).
+for file in config.json tokenizer.json model.safetensors; do
+    rm -rf "$TMP/swap" "$TMP/swap-new"
+    cp -r weights/shakespeare-pre-ln "$TMP/swap" && cp -r weights/shakespeare-gru "$TMP/swap-new"
+    FAULT_SWAP="$file:$TMP/swap:$TMP/swap-new" LD_PRELOAD="$shim" "$bin" info -m "$TMP/swap" --json \
+        > "$TMP/swap.out" 2> "$TMP/swap.err"; rc=$?
+    [ "$rc" -eq 0 ] && grep -q '"arch":"gru"' "$TMP/swap.out" && [ -z "$(ls -A "$TMP/swap-new")" ] \
+        && ok "the folder swapped away before its $file was opened: the new model loads" \
+        || bad "swapped before $file" "exit $rc: $(head -c 200 "$TMP/swap.out") $(cat "$TMP/swap.err")"
+done
 closing fault_test
 [ "$failed" -eq 0 ]

@@ -125,9 +125,11 @@ grep -q '"model":"twin"' "$TMP/out" && grep -q '"n_layer":4,' "$TMP/out" \
 grep -q '"model":"here.json","arch":"lstm"' "$TMP/out" && ok "-m FILE.json in the working folder still loads" \
     || bad "-m FILE.json" "$(head -c 200 "$TMP/out") $(cat "$TMP/err")"
 # The default model is never taken from the working folder: a binary with no weights/ beside it, run
-# where a folder shakespeare-pre-ln is, finds no default; naming that folder loads it.
+# where a model shakespeare-pre-ln is, and a weights/ holding one too, finds no default; naming the
+# working folder's loads it.
 mkdir -p "$TMP/lonely/bin" && cp "$BINABS" "$TMP/lonely/bin/normlab" && cp -r "$TMP/cwd" "$TMP/lonely/cwd"
 cp $FIX/lstm-ln.json "$TMP/lonely/cwd/shakespeare-pre-ln.json"
+mkdir -p "$TMP/lonely/cwd/weights" && cp $FIX/gru-ln.json "$TMP/lonely/cwd/weights/shakespeare-pre-ln.json"
 (cd "$TMP/lonely/cwd" && env -u NORMLAB_MODEL NORMLAB_MODELS="$TMP/badname" ../bin/normlab info --json) \
     > "$TMP/out" 2> "$TMP/err"; rc=$?
 [ "$rc" -eq 1 ] && [ ! -s "$TMP/out" ] && grep -q "shakespeare-pre-ln: no such model" "$TMP/err" \

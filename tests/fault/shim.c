@@ -9,8 +9,13 @@
 // FAULT_N=0 fails nothing; with FAULT_COUNT=FILE the shim writes each kind's count there at exit, and
 // "fsync_dir", the fsyncs of directories. FAULT_NO_LINKS=1 makes every link() fail with EPERM, as on
 // a file system without hard links.
+// FAULT_SWAP=NAME:DIR:OTHER plays the writer of tools/lib/nlformat.py at the worst moment: at the
+// first open for reading of a file called NAME, it swaps the folders DIR and OTHER (renameat2
+// RENAME_EXCHANGE) and deletes the files of the one now at OTHER, then lets the open go on; a
+// reader holding DIR's old descriptor then finds its files gone (tests/fault_test.sh).
 // The counters are process-wide statics: a preloaded shim has no handle to hang them on.
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -113,12 +118,32 @@ int open(const char *path, int flags, ...) {
 
 int open64(const char *path, int flags, ...) __attribute__((alias("open")));
 
+// FAULT_SWAP: swaps the two folders once, at the first read of its file, and empties the old one.
+static void swap_before(const char *path) {
+    static int done;
+    const char *spec = getenv("FAULT_SWAP");
+    char name[256], a[4096], b[4096];
+    if (done || !spec || sscanf(spec, "%255[^:]:%4095[^:]:%4095s", name, a, b) != 3) return;
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    if (strcmp(base, name) != 0) return;
+    done = 1;
+    if (renameat2(AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE) != 0) return;
+    DIR *d = opendir(b);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        char p[8300];
+        snprintf(p, sizeof p, "%s/%s", b, e->d_name);
+        if (e->d_type == DT_REG) unlink(p);
+    }
+    if (d) closedir(d);
+}
+
 int openat(int dirfd, const char *path, int flags, ...) {
     va_list ap;
     va_start(ap, flags);
     mode_t mode = (flags & (O_CREAT | O_TMPFILE)) ? (mode_t)va_arg(ap, int) : 0;
     va_end(ap);
     int (*f)(int, const char *, int, ...) = real("openat");
+    if (!opens_for_writing(flags)) swap_before(path);
     if (opens_for_writing(flags) && should_fail(K_OPEN)) {
         errno = fault_errno();
         return -1;
