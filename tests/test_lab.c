@@ -118,6 +118,19 @@ static void check_outliers(const char *what, const NlOutlierStats *got, const Nl
           want->has_gain);
 }
 
+// The statistics' view of rows W wide: one layer of a LayerNorm transformer (the planted rows below
+// reach them through the site watcher of any state).
+static NlConfig width_config(int W) {
+    return (NlConfig){.arch = NL_ARCH_TRANSFORMER,
+                      .vocab_size = 3,
+                      .n_layer = 1,
+                      .n_head = 1,
+                      .n_embd = W,
+                      .block_size = 4,
+                      .n_inner = W,
+                      .norm = NL_NORM_LAYERNORM};
+}
+
 // Planted rows through the statistics' watcher: 64 channels, channel 7 an
 // outlier of 20-40 x, 3 and 9 tied (the lower must rank first), rows of every
 // sign and scale; the gain's largest channels 9, 7, 50.
@@ -138,14 +151,7 @@ static void outliers_of_planted_rows_match_double(void) {
     for (size_t i = 0; i < R * W; i++) xd[i] = x[i];
     for (int i = 0; i < W; i++) gain[i] = 0.5f + 0.01f * (float)i;
     gain[9] = -3.0f, gain[7] = 2.5f, gain[50] = 2.0f;
-    NlConfig cfg = {.arch = NL_ARCH_TRANSFORMER,
-                    .vocab_size = 3,
-                    .n_layer = 1,
-                    .n_head = 1,
-                    .n_embd = W,
-                    .block_size = 4,
-                    .n_inner = W,
-                    .norm = NL_NORM_LAYERNORM};
+    NlConfig cfg = width_config(W);
     NlStats *st = NULL;
     NlError err;
     if (nl_stats_create(&st, &cfg, 4, NL_STATS_OUTLIERS, &err) != 0) {
@@ -193,14 +199,7 @@ static void outlier_shares_count_exactly_6(void) {
     enum { W = 36 };
     float x[2 * W] = {0};
     x[0] = 6.0f, x[1] = -6.0f, x[2] = nextafterf(6.0f, 0.0f), x[W] = 6.0f;
-    NlConfig cfg = {.arch = NL_ARCH_TRANSFORMER,
-                    .vocab_size = 3,
-                    .n_layer = 1,
-                    .n_head = 1,
-                    .n_embd = W,
-                    .block_size = 4,
-                    .n_inner = W,
-                    .norm = NL_NORM_LAYERNORM};
+    NlConfig cfg = width_config(W);
     NlStats *st = NULL;
     NlState *state = NULL;
     NlError err;
