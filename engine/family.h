@@ -7,13 +7,35 @@
 
 #include <stddef.h>
 
+#include "bind.h"
+#include "linear.h"
 #include "normlab.h"
 #include "parallel.h"
 
 #pragma GCC visibility push(hidden)
 
+// One matrix of a model's weights as its family lists it: the weight pointers that hold it (two for
+// wte when the head is tied to it), the linear whose product the loader plans for it (NULL: the
+// plain rule, no copies), its shape as stored and its classes (NL_QUANT_*). The loader rounds a
+// matrix (--quantize) by pointing every holder at the rounded copy.
 typedef struct {
+    const float **at[2];  // at[1] NULL unless shared
+    NlLinear *lin;
+    size_t rows, cols;
+    unsigned cls;
+} NlMatrixSlot;
+
+typedef struct NlFamily NlFamily;
+struct NlFamily {
     const NlFamilyInfo *info;  // nl_family_info's answer
+    // The model's weights, taken from the loader's tensors (bind.h) into a new struct of the family's
+    // (*weights, freed with free_weights even when bind fails); copy_weights makes a second one that
+    // points at the same tensors (NULL: out of memory).
+    int (*bind)(void **weights, const NlConfig *cfg, NlBinder *b);
+    void *(*copy_weights)(const void *weights, const NlConfig *cfg);
+    void (*free_weights)(void *weights);  // NULL-safe
+    // The weights' matrices into slots (NULL: only their count), in a fixed order; returns the count.
+    size_t (*matrices)(void *weights, const NlConfig *cfg, NlMatrixSlot *slots);
     // A state of `batch` sequences of model, run as cfg (the model's config with the run's norm and
     // placement; the family refuses what it cannot run, as NL_ERR_ARG). cfg and obs are the NlState's,
     // borrowed for the state's life.
@@ -37,7 +59,7 @@ typedef struct {
                  double *bytes);
     // nl_state_readout's contract; NULL for a family without a residual stream.
     const float *(*readout)(void *impl, const float *x, size_t B, size_t n, size_t n_logits);
-} NlFamily;
+};
 
 // Each family's table (functions, not variables: no global symbol but the nl_ functions).
 const NlFamily *nl_family_transformer(void);

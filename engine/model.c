@@ -13,6 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bind.h"
+#include "family.h"
 #include "fileio.h"
 #include "jsonx.h"
 #include "kernels.h"
@@ -36,15 +38,15 @@
 
 struct NlModel {
     NlConfig config;
-    NlTransformerWeights transformer;  // the weights of a transformer (arch transformer), else zero
-    NlRecurrentWeights recurrent;  // those of an LSTM or a GRU, else zero
+    const NlFamily *family;  // binds and runs the model
+    void *weights;  // the family's struct of weights (model.h)
     NlTokenizer *tok;
     StFile st;  // safetensors table (directory models)
     const unsigned char *map;  // model.safetensors mapped (or read, with no_mmap), or NULL
     size_t map_len;
     int map_read;  // 1: map was read into memory (free), 0: mapped (munmap)
     float *owned;  // inline tensors, or an aligned copy of an unaligned data section
-    float *transposed;  // the transformer's transposed weights nl_linear_plan uses (linear.h), or NULL
+    float *transposed;  // the transposed weights nl_linear_plan uses (linear.h), or NULL
     size_t transposed_bytes;
     float *quantized;  // the rounded copies of the matrices --quantize picked, or NULL
     NlQuant quant;
@@ -52,199 +54,10 @@ struct NlModel {
     size_t n_params;
 };
 
-// One tensor from either source, before binding to the weights struct.
-typedef struct {
-    const char *name;
-    int ndim;
-    size_t shape[ST_MAX_DIMS];
-    const float *data;
-    int used;
-} TensorRef;
-
-// ---- binding tensors to the weights struct
-
-typedef struct {
-    TensorRef *refs;
-    size_t n;
-    const char *what;
-    NlError *err;
-} Binder;
-
-// Finds `name` with shape (d0) or (d0, d1) (d1 == 0 means 1-D). A missing optional tensor gives NULL.
-static int take(Binder *b, const char *name, size_t d0, size_t d1, int required, const float **out) {
-    *out = NULL;
-    for (size_t i = 0; i < b->n; i++) {
-        TensorRef *r = &b->refs[i];
-        if (strcmp(r->name, name) != 0) continue;
-        int want_nd = d1 ? 2 : 1;
-        if (r->ndim != want_nd || r->shape[0] != d0 || (d1 && r->shape[1] != d1)) {
-            char got[128] = "";
-            for (int k = 0; k < r->ndim; k++)
-                snprintf(got + strlen(got), sizeof got - strlen(got), "%s%zu", k ? ", " : "", r->shape[k]);
-            if (d1)
-                nl_error(b->err, NL_ERR_FORMAT, "%s: tensor \"%s\" has shape (%s), expected (%zu, %zu)", b->what, name,
-                         got, d0, d1);
-            else
-                nl_error(b->err, NL_ERR_FORMAT, "%s: tensor \"%s\" has shape (%s), expected (%zu)", b->what, name, got,
-                         d0);
-            return -1;
-        }
-        r->used = 1;
-        *out = r->data;
-        return 0;
-    }
-    if (!required) return 0;
-    nl_error(b->err, NL_ERR_FORMAT, "%s: missing tensor \"%s\"", b->what, name);
-    return -1;
-}
-
-// A norm's tensors under the config's type: LayerNorm weight and bias; RMSNorm weight and an
-// optional bias; BatchNorm weight, bias, running_mean and running_var (PyTorch's BatchNorm1d);
-// none for norm none.
-static int take_norm(Binder *b, const NlConfig *c, const char *prefix, NlNormWeights *w) {
-    static const char *const SUFFIX[] = {"weight", "bias", "running_mean", "running_var"};
-    const float **dst[] = {&w->gain, &w->bias, &w->mean, &w->var};
-    int bn = c->norm == NL_NORM_BATCHNORM;
-    int required[] = {1, c->norm != NL_NORM_RMSNORM, bn, bn};
-    int n = c->norm == NL_NORM_NONE ? 0 : bn ? 4 : 2;
-    *w = (NlNormWeights){0};
-    for (int k = 0; k < n; k++) {
-        char name[64];
-        snprintf(name, sizeof name, "%s.%s", prefix, SUFFIX[k]);
-        if (take(b, name, (size_t)c->n_embd, 0, required[k], dst[k]) != 0) return -1;
-    }
-    for (int i = 0; bn && i < c->n_embd; i++)
-        if (w->var[i] < 0.0f) {  // a NaN is caught with the other non-finite weights
-            nl_error(b->err, NL_ERR_NUMERIC, "%s: tensor \"%s.running_var\" has a negative variance (%g) at index %d",
-                     b->what, prefix, w->var[i], i);
-            return -1;
-        }
-    return 0;
-}
-
-static int take_linear(Binder *b, const NlConfig *c, const char *prefix, size_t n_out, size_t n_in, NlLinear *lin) {
-    char name[64];
-    *lin = (NlLinear){.n_out = n_out, .n_in = n_in, .tier = -1};
-    snprintf(name, sizeof name, "%s.weight", prefix);
-    if (take(b, name, n_out, n_in, 1, &lin->w) != 0) return -1;
-    snprintf(name, sizeof name, "%s.bias", prefix);
-    if (!c->bias) return 0;
-    return take(b, name, n_out, 0, 1, &lin->b);
-}
-
-static int bind_layer(Binder *b, const NlConfig *c, int i, NlLayerWeights *lw) {
-    char p[48];
-    size_t D = (size_t)c->n_embd, F = (size_t)c->n_inner;
-    snprintf(p, sizeof p, "h.%d.ln_1", i);
-    if (take_norm(b, c, p, &lw->ln_1) != 0) return -1;
-    snprintf(p, sizeof p, "h.%d.attn.c_attn", i);
-    if (take_linear(b, c, p, 3 * D, D, &lw->attn) != 0) return -1;
-    snprintf(p, sizeof p, "h.%d.attn.c_proj", i);
-    if (take_linear(b, c, p, D, D, &lw->proj) != 0) return -1;
-    snprintf(p, sizeof p, "h.%d.ln_2", i);
-    if (take_norm(b, c, p, &lw->ln_2) != 0) return -1;
-    snprintf(p, sizeof p, "h.%d.mlp.c_fc", i);
-    if (take_linear(b, c, p, F, D, &lw->fc) != 0) return -1;
-    snprintf(p, sizeof p, "h.%d.mlp.c_proj", i);
-    if (take_linear(b, c, p, D, F, &lw->out) != 0) return -1;
-    if (c->placement != NL_PLACE_PERI) return 0;
-    snprintf(p, sizeof p, "h.%d.ln_1_post", i);
-    if (take_norm(b, c, p, &lw->ln_1_post) != 0) return -1;
-    snprintf(p, sizeof p, "h.%d.ln_2_post", i);
-    return take_norm(b, c, p, &lw->ln_2_post);
-}
-
-// A recurrent layer's LayerNorm over n features: weight and bias, both required.
-static int take_rnn_norm(Binder *b, int layer, const char *norm, size_t n, NlNormWeights *w) {
-    char name[64];
-    *w = (NlNormWeights){0};
-    snprintf(name, sizeof name, "rnn.%d.%s.weight", layer, norm);
-    if (take(b, name, n, 0, 1, &w->gain) != 0) return -1;
-    snprintf(name, sizeof name, "rnn.%d.%s.bias", layer, norm);
-    return take(b, name, n, 0, 1, &w->bias);
-}
-
-// rnn.{i}.weight_ih (G*S, in), weight_hh (G*S, S); the LSTM's bias (4S); the plain GRU's bias_ih and
-// bias_hh (3S); with layernorm, the LSTM's ln_ih, ln_hh (4S) and ln_cell (S), the GRU's ln_ih,
-// ln_hh (2S), ln_ih_cand and ln_hh_cand (S).
-static int bind_rnn_layer(Binder *b, const NlConfig *c, int i, NlRnnLayerWeights *lw) {
-    size_t S = (size_t)c->n_hidden, in = i == 0 ? (size_t)c->n_input : S;
-    int lstm = c->arch == NL_ARCH_LSTM, ln = c->norm == NL_NORM_LAYERNORM;
-    size_t G = lstm ? 4 : 3, gates = lstm ? 4 * S : 2 * S;
-    char name[64];
-    // the recurrent products keep the plain rule (tier -1): the loader makes no copies for them
-    lw->ih = (NlLinear){.n_out = G * S, .n_in = in, .tier = -1};
-    lw->hh = (NlLinear){.n_out = G * S, .n_in = S, .tier = -1};
-    snprintf(name, sizeof name, "rnn.%d.weight_ih", i);
-    if (take(b, name, G * S, in, 1, &lw->ih.w) != 0) return -1;
-    snprintf(name, sizeof name, "rnn.%d.weight_hh", i);
-    if (take(b, name, G * S, S, 1, &lw->hh.w) != 0) return -1;
-    if (lstm) {
-        snprintf(name, sizeof name, "rnn.%d.bias", i);
-        if (take(b, name, 4 * S, 0, 1, &lw->bias) != 0) return -1;
-    } else if (!ln) {
-        snprintf(name, sizeof name, "rnn.%d.bias_ih", i);
-        if (take(b, name, 3 * S, 0, 1, &lw->bias_ih) != 0) return -1;
-        snprintf(name, sizeof name, "rnn.%d.bias_hh", i);
-        if (take(b, name, 3 * S, 0, 1, &lw->bias_hh) != 0) return -1;
-    }
-    if (!ln) return 0;
-    if (take_rnn_norm(b, i, "ln_ih", gates, &lw->ln_ih) != 0 || take_rnn_norm(b, i, "ln_hh", gates, &lw->ln_hh) != 0)
-        return -1;
-    if (lstm) return take_rnn_norm(b, i, "ln_cell", S, &lw->ln_cell);
-    if (take_rnn_norm(b, i, "ln_ih_cand", S, &lw->ln_ih_cand) != 0) return -1;
-    return take_rnn_norm(b, i, "ln_hh_cand", S, &lw->ln_hh_cand);
-}
-
-// A recurrent model: wte (V, E), its layers, lm_head.weight (V, S) and lm_head.bias (V).
-static int bind_rnn(Binder *b, NlModel *m) {
-    const NlConfig *c = &m->config;
-    NlRecurrentWeights *w = &m->recurrent;
-    size_t V = (size_t)c->vocab_size;
-    if (take(b, "wte.weight", V, (size_t)c->n_input, 1, &w->wte) != 0) return -1;
-    w->layers = calloc((size_t)c->n_layer, sizeof *w->layers);
-    if (!w->layers) {
-        nl_error(b->err, NL_ERR_NOMEM, "%s: out of memory", b->what);
-        return -1;
-    }
-    for (int i = 0; i < c->n_layer; i++)
-        if (bind_rnn_layer(b, c, i, &w->layers[i]) != 0) return -1;
-    w->lm_head = (NlLinear){.n_out = V, .n_in = (size_t)c->n_hidden, .tier = -1};
-    if (take(b, "lm_head.weight", V, (size_t)c->n_hidden, 1, &w->lm_head.w) != 0) return -1;
-    return take(b, "lm_head.bias", V, 0, 1, &w->lm_head.b);
-}
-
-// A transformer: wte, wpe, its blocks, ln_f (pre and peri) and lm_head when untied.
-static int bind_transformer(Binder *b, NlModel *m) {
-    const NlConfig *c = &m->config;
-    NlTransformerWeights *w = &m->transformer;
-    size_t V = (size_t)c->vocab_size, D = (size_t)c->n_embd, T = (size_t)c->block_size;
-    if (take(b, "wte.weight", V, D, 1, &w->wte) != 0 || take(b, "wpe.weight", T, D, 1, &w->wpe) != 0) return -1;
-    w->layers = calloc((size_t)c->n_layer, sizeof *w->layers);
-    if (!w->layers) {
-        nl_error(b->err, NL_ERR_NOMEM, "%s: out of memory", b->what);
-        return -1;
-    }
-    for (int i = 0; i < c->n_layer; i++)
-        if (bind_layer(b, c, i, &w->layers[i]) != 0) return -1;
-    if (c->placement != NL_PLACE_POST && take_norm(b, c, "ln_f", &w->ln_f) != 0) return -1;
-    w->lm_head = (NlLinear){.w = w->wte, .n_out = V, .n_in = D, .tier = -1};
-    if (!c->tie_embeddings && take(b, "lm_head.weight", V, D, 1, &w->lm_head.w) != 0) return -1;
-    return 0;
-}
-
-static size_t ref_elems(const TensorRef *r) {
+static size_t ref_elems(const NlTensorRef *r) {
     size_t n = 1;
     for (int k = 0; k < r->ndim; k++) n *= r->shape[k];  // products were overflow-checked at parse time
     return n;
-}
-
-// The k-th of a transformer's 4L + 1 linears: each layer's attn, proj, fc, out, then the head.
-static NlLinear *linear_at(NlTransformerWeights *w, size_t k, size_t L) {
-    if (k == 4 * L) return &w->lm_head;
-    NlLayerWeights *lw = &w->layers[k / 4];
-    NlLinear *four[4] = {&lw->attn, &lw->proj, &lw->fc, &lw->out};
-    return four[k % 4];
 }
 
 // dst (cols, rows) = src (rows, cols) transposed, in 32 x 32 blocks (both sides stay in cache).
@@ -255,72 +68,48 @@ static void transpose(float *dst, const float *src, size_t rows, size_t cols) {
                 for (size_t c = c0; c < cols && c < c0 + 32; c++) dst[c * rows + r] = src[r * cols + c];
 }
 
-// Sets every linear's plan to the OpenBLAS kernels in use and makes the transposed copies the plan
-// asks for (nl_linear_wants_transposed), in one allocation the model owns: the file's tensors stay
-// as they are, mapped or read.
+// The family's matrices (family.h) in a new array (*slots, free() it); NULL: out of memory.
+static size_t matrix_slots(NlModel *m, NlMatrixSlot **slots) {
+    size_t n = m->family->matrices(m->weights, &m->config, NULL);
+    *slots = calloc(n ? n : 1, sizeof **slots);
+    return *slots ? m->family->matrices(m->weights, &m->config, *slots) : 0;
+}
+
+// Sets the plan of every matrix the family plans to the OpenBLAS kernels in use and makes the
+// transposed copies the plan asks for (nl_linear_wants_transposed), in one allocation the model
+// owns: the file's tensors stay as they are, mapped or read.
 static int make_transposed(NlModel *m, NlError *err) {
-    if (m->config.arch != NL_ARCH_TRANSFORMER) return 0;
-    NlTransformerWeights *w = &m->transformer;
-    size_t L = (size_t)m->config.n_layer, floats = 0;
-    int tier = nl_blas_tier(nl_blas_core());
-    for (size_t k = 0; k <= 4 * L; k++) {
-        NlLinear *lin = linear_at(w, k, L);
+    NlMatrixSlot *slots;
+    size_t n = matrix_slots(m, &slots), floats = 0;
+    int tier = nl_blas_tier(nl_blas_core()), rc = -1;
+    if (!slots) {
+        nl_error(err, NL_ERR_NOMEM, "out of memory");
+        return -1;
+    }
+    for (size_t k = 0; k < n; k++) {
+        NlLinear *lin = slots[k].lin;
+        if (!lin) continue;
         lin->tier = tier;
         if (nl_linear_wants_transposed(lin->n_out, lin->n_in, tier)) floats += lin->n_out * lin->n_in;
     }
-    if (floats == 0) return 0;
-    if (posix_memalign((void **)&m->transposed, 64, floats * sizeof(float)) != 0) {
+    if (floats && posix_memalign((void **)&m->transposed, 64, floats * sizeof(float)) != 0) {
         m->transposed = NULL;
         nl_error(err, NL_ERR_NOMEM, "out of memory for %zu bytes of transposed weights", floats * sizeof(float));
-        return -1;
+        goto cleanup;
     }
     m->transposed_bytes = floats * sizeof(float);
     float *at = m->transposed;
-    for (size_t k = 0; k <= 4 * L; k++) {
-        NlLinear *lin = linear_at(w, k, L);
-        if (!nl_linear_wants_transposed(lin->n_out, lin->n_in, tier)) continue;
+    for (size_t k = 0; k < n; k++) {
+        NlLinear *lin = slots[k].lin;
+        if (!lin || !nl_linear_wants_transposed(lin->n_out, lin->n_in, tier)) continue;
         transpose(at, lin->w, lin->n_out, lin->n_in);
         lin->wt = at;
         at += lin->n_out * lin->n_in;
     }
-    return 0;
-}
-
-// ---- simulated quantization of the matrices (quantize.h)
-
-// A matrix the quantizer may round: the pointer the weights hold, its shape (rows, cols) as the file
-// stores it, and its class (NL_QUANT_*).
-typedef struct {
-    const float **w;
-    size_t rows, cols;
-    unsigned cls;
-} QuantTarget;
-
-// The model's matrices into t (room for 4L + 3); returns their count. A tied head is wte's.
-static size_t quant_targets(NlModel *m, QuantTarget *t) {
-    const NlConfig *c = &m->config;
-    size_t V = (size_t)c->vocab_size, n = 0;
-    if (c->arch != NL_ARCH_TRANSFORMER) {
-        NlRecurrentWeights *w = &m->recurrent;
-        t[n++] = (QuantTarget){&w->wte, V, (size_t)c->n_input, NL_QUANT_EMBED};
-        for (int l = 0; l < c->n_layer; l++) {
-            NlLinear *ih = &w->layers[l].ih, *hh = &w->layers[l].hh;
-            t[n++] = (QuantTarget){&ih->w, ih->n_out, ih->n_in, NL_QUANT_RECURRENT};
-            t[n++] = (QuantTarget){&hh->w, hh->n_out, hh->n_in, NL_QUANT_RECURRENT};
-        }
-        t[n++] = (QuantTarget){&w->lm_head.w, V, (size_t)c->n_hidden, NL_QUANT_HEAD};
-        return n;
-    }
-    NlTransformerWeights *w = &m->transformer;
-    size_t D = (size_t)c->n_embd, L = (size_t)c->n_layer;
-    t[n++] = (QuantTarget){&w->wte, V, D, NL_QUANT_EMBED | (c->tie_embeddings ? NL_QUANT_HEAD : 0u)};
-    t[n++] = (QuantTarget){&w->wpe, (size_t)c->block_size, D, NL_QUANT_EMBED};
-    for (size_t k = 0; k < 4 * L + !c->tie_embeddings; k++) {  // attn, proj, fc, out per layer; an untied head
-        NlLinear *lin = linear_at(w, k, L);
-        unsigned cls = k == 4 * L ? NL_QUANT_HEAD : k % 4 < 2 ? NL_QUANT_ATTN : NL_QUANT_MLP;
-        t[n++] = (QuantTarget){&lin->w, lin->n_out, lin->n_in, cls};
-    }
-    return n;
+    rc = 0;
+cleanup:
+    free(slots);
+    return rc;
 }
 
 // Rounds the matrices opts picks into one allocation the model owns (the file's tensors stay as
@@ -337,18 +126,17 @@ static int quantize_weights(NlModel *m, const NlLoadOptions *opts, const char *w
         nl_error(err, NL_ERR_ARG, "%s: unknown quantization classes 0x%x", what, pick & ~all);
         return -1;
     }
-    QuantTarget *t = calloc(4 * (size_t)m->config.n_layer + 3, sizeof *t);
+    NlMatrixSlot *t;
+    size_t n = matrix_slots(m, &t), floats = 0;
     if (!t) {
         nl_error(err, NL_ERR_NOMEM, "%s: out of memory", what);
         return -1;
     }
-    size_t n = quant_targets(m, t), floats = 0;
     for (size_t i = 0; i < n; i++)
         if (t[i].cls & pick) floats += t[i].rows * t[i].cols;
     int rc = -1;
     if (floats == 0) {
-        nl_error(err, NL_ERR_ARG, "%s: this %s has no matrix of the classes to quantize", what,
-                 nl_config_arch_name(m->config.arch));
+        nl_error(err, NL_ERR_ARG, "%s: this %s has no matrix of the classes to quantize", what, m->family->info->name);
         goto cleanup;
     }
     if (!(m->quantized = malloc(floats * sizeof(float)))) {
@@ -357,16 +145,12 @@ static int quantize_weights(NlModel *m, const NlLoadOptions *opts, const char *w
         goto cleanup;
     }
     float *at = m->quantized;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++) {  // a matrix rounded counts for each class it serves (a tied wte: two)
         if (!(t[i].cls & pick)) continue;
-        nl_quantize_rows(at, *t[i].w, t[i].rows, t[i].cols, opts->quantize);
-        *t[i].w = at;
+        nl_quantize_rows(at, *t[i].at[0], t[i].rows, t[i].cols, opts->quantize);
+        for (int h = 0; h < 2 && t[i].at[h]; h++) *t[i].at[h] = at;
         at += t[i].rows * t[i].cols;
-        m->quant_classes |= t[i].cls & pick;
-    }
-    if (m->config.arch == NL_ARCH_TRANSFORMER && m->config.tie_embeddings) {
-        m->transformer.lm_head.w = m->transformer.wte;
-        if (m->quant_classes & (NL_QUANT_EMBED | NL_QUANT_HEAD)) m->quant_classes |= NL_QUANT_EMBED | NL_QUANT_HEAD;
+        m->quant_classes |= t[i].cls;
     }
     m->quant = opts->quantize;
     rc = 0;
@@ -376,10 +160,10 @@ cleanup:
 }
 
 // Binds every tensor the config needs, then rejects leftovers and non-finite values.
-static int bind_weights(NlModel *m, TensorRef *refs, size_t n, const NlLoadOptions *opts, const char *what,
+static int bind_weights(NlModel *m, NlTensorRef *refs, size_t n, const NlLoadOptions *opts, const char *what,
                         NlError *err) {
     const NlConfig *c = &m->config;
-    Binder b = {refs, n, what, err};
+    NlBinder b = {refs, n, what, err};
     size_t V = (size_t)c->vocab_size, wte_rows = 0;
     for (size_t i = 0; i < n; i++)
         if (strcmp(refs[i].name, "wte.weight") == 0 && refs[i].ndim >= 1) wte_rows = refs[i].shape[0];
@@ -390,7 +174,8 @@ static int bind_weights(NlModel *m, TensorRef *refs, size_t n, const NlLoadOptio
                  what, nl_tokenizer_size(m->tok), V, wte_rows);
         return -1;
     }
-    if ((c->arch == NL_ARCH_TRANSFORMER ? bind_transformer(&b, m) : bind_rnn(&b, m)) != 0) return -1;
+    m->family = nl_family_of(c->arch);
+    if (m->family->bind(&m->weights, c, &b) != 0) return -1;
     m->n_params = 0;
     for (size_t i = 0; i < n; i++) {
         if (!refs[i].used) {
@@ -450,7 +235,7 @@ static int dir_replaced(int dirfd, const char *path) {
 // meanwhile, so that the caller reads the model again from the path.
 static int load_dir(NlModel *m, const char *dir, const NlLoadOptions *opts, int *replaced, NlError *err) {
     cJSON *cfg = NULL, *tok = NULL;
-    TensorRef *refs = NULL;
+    NlTensorRef *refs = NULL;
     char path[512], cut[NL_CUT_BUF];
     const char *name = nl_cut(cut, dir);
     int rc = -1, dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -502,7 +287,7 @@ cleanup:
 // ---- single-file models with inline tensors
 
 // Reads {"shape": [...], "data": [...]} into ref, copying the numbers to dst (room checked by caller).
-static int read_inline_tensor(TensorRef *ref, const cJSON *e, float *dst, size_t room, size_t *used, const char *what,
+static int read_inline_tensor(NlTensorRef *ref, const cJSON *e, float *dst, size_t room, size_t *used, const char *what,
                               NlError *err) {
     static const char *const KEYS[] = {"shape", "data", NULL};
     char ctx[300];
@@ -571,7 +356,7 @@ static int parse_inline(NlModel *m, const char *buf, size_t len, const NlLoadOpt
                         NlError *err) {
     static const char *const KEYS[] = {"config", "tokenizer", "tensors", NULL};
     cJSON *root = NULL;
-    TensorRef *refs = NULL;
+    NlTensorRef *refs = NULL;
     int rc = -1;
     if (!(root = nl_jsonx_parse(buf, len, what, err))) goto cleanup;
     if (!cJSON_IsObject(root)) FAIL("%s: must be a JSON object with config, tokenizer and tensors", what);
@@ -682,8 +467,7 @@ int nl_model_load(NlModel **out, const char *path, NlError *err) { return nl_mod
 
 void nl_model_free(NlModel *m) {
     if (!m) return;
-    free(m->transformer.layers);
-    free(m->recurrent.layers);
+    if (m->family) m->family->free_weights(m->weights);
     nl_tokenizer_free(m->tok);
     nl_st_free(&m->st);
     if (m->map_read) free((void *)m->map);
@@ -695,13 +479,8 @@ void nl_model_free(NlModel *m) {
 }
 
 const NlConfig *nl_model_config(const NlModel *m) { return &m->config; }
-const NlTransformerWeights *nl_model_transformer_weights(const NlModel *m) {
-    return m->config.arch == NL_ARCH_TRANSFORMER ? &m->transformer : NULL;
-}
-
-const NlRecurrentWeights *nl_model_recurrent_weights(const NlModel *m) {
-    return m->config.arch == NL_ARCH_TRANSFORMER ? NULL : &m->recurrent;
-}
+const NlFamily *nl_model_family(const NlModel *m) { return m->family; }
+const void *nl_model_weights(const NlModel *m) { return m->weights; }
 const NlTokenizer *nl_model_tokenizer(const NlModel *m) { return m->tok; }
 size_t nl_model_parameters(const NlModel *m) { return m->n_params; }
 size_t nl_model_weight_bytes(const NlModel *m) { return m->n_params * sizeof(float); }

@@ -10,6 +10,7 @@
 // the recurrence one position at a time, one product of the B sequences' states (sgemv for one).
 #include <assert.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +20,7 @@
 #include "linear.h"
 #include "model.h"
 #include "observe.h"
+#include "rnn.h"
 #include "quantize.h"
 
 typedef struct {
@@ -372,10 +374,110 @@ static void rnn_cost(const NlConfig *c, NlComponent comp, size_t batch, size_t n
     }
 }
 
+// ---- the weights (bind.h)
+
+// A recurrent layer's LayerNorm over n features: rnn.{layer}.{norm}.weight and .bias, both required.
+static int take_rnn_norm(NlBinder *b, int layer, const char *norm, size_t n, NlNormWeights *w) {
+    char prefix[48];
+    snprintf(prefix, sizeof prefix, "rnn.%d.%s", layer, norm);
+    return nl_bind_norm(b, NL_NORM_LAYERNORM, n, prefix, w);
+}
+
+// rnn.{i}.weight_ih (G*S, in), weight_hh (G*S, S); the LSTM's bias (4S); the plain GRU's bias_ih and
+// bias_hh (3S); with layernorm, the LSTM's ln_ih, ln_hh (4S) and ln_cell (S), the GRU's ln_ih,
+// ln_hh (2S), ln_ih_cand and ln_hh_cand (S).
+static int bind_rnn_layer(NlBinder *b, const NlConfig *c, int i, NlRnnLayerWeights *lw) {
+    size_t S = (size_t)c->n_hidden, in = i == 0 ? (size_t)c->n_input : S;
+    int lstm = c->arch == NL_ARCH_LSTM, ln = c->norm == NL_NORM_LAYERNORM;
+    size_t G = lstm ? 4 : 3, gates = lstm ? 4 * S : 2 * S;
+    char name[64];
+    // the recurrent products keep the plain rule (tier -1): the loader makes no copies for them
+    lw->ih = (NlLinear){.n_out = G * S, .n_in = in, .tier = -1};
+    lw->hh = (NlLinear){.n_out = G * S, .n_in = S, .tier = -1};
+    snprintf(name, sizeof name, "rnn.%d.weight_ih", i);
+    if (nl_bind_tensor(b, name, G * S, in, 1, &lw->ih.w) != 0) return -1;
+    snprintf(name, sizeof name, "rnn.%d.weight_hh", i);
+    if (nl_bind_tensor(b, name, G * S, S, 1, &lw->hh.w) != 0) return -1;
+    if (lstm) {
+        snprintf(name, sizeof name, "rnn.%d.bias", i);
+        if (nl_bind_tensor(b, name, 4 * S, 0, 1, &lw->bias) != 0) return -1;
+    } else if (!ln) {
+        snprintf(name, sizeof name, "rnn.%d.bias_ih", i);
+        if (nl_bind_tensor(b, name, 3 * S, 0, 1, &lw->bias_ih) != 0) return -1;
+        snprintf(name, sizeof name, "rnn.%d.bias_hh", i);
+        if (nl_bind_tensor(b, name, 3 * S, 0, 1, &lw->bias_hh) != 0) return -1;
+    }
+    if (!ln) return 0;
+    if (take_rnn_norm(b, i, "ln_ih", gates, &lw->ln_ih) != 0 || take_rnn_norm(b, i, "ln_hh", gates, &lw->ln_hh) != 0)
+        return -1;
+    if (lstm) return take_rnn_norm(b, i, "ln_cell", S, &lw->ln_cell);
+    if (take_rnn_norm(b, i, "ln_ih_cand", S, &lw->ln_ih_cand) != 0) return -1;
+    return take_rnn_norm(b, i, "ln_hh_cand", S, &lw->ln_hh_cand);
+}
+
+// A recurrent model: wte (V, E), its layers, lm_head.weight (V, S) and lm_head.bias (V).
+static int rnn_bind(void **weights, const NlConfig *c, NlBinder *b) {
+    size_t V = (size_t)c->vocab_size;
+    NlRecurrentWeights *w = nl_bind_alloc(b, 1, sizeof *w);
+    if (!(*weights = w)) return -1;
+    if (nl_bind_tensor(b, "wte.weight", V, (size_t)c->n_input, 1, &w->wte) != 0) return -1;
+    if (!(w->layers = nl_bind_alloc(b, (size_t)c->n_layer, sizeof *w->layers))) return -1;
+    for (int i = 0; i < c->n_layer; i++)
+        if (bind_rnn_layer(b, c, i, &w->layers[i]) != 0) return -1;
+    w->lm_head = (NlLinear){.n_out = V, .n_in = (size_t)c->n_hidden, .tier = -1};
+    if (nl_bind_tensor(b, "lm_head.weight", V, (size_t)c->n_hidden, 1, &w->lm_head.w) != 0) return -1;
+    return nl_bind_tensor(b, "lm_head.bias", V, 0, 1, &w->lm_head.b);
+}
+
+static void *rnn_copy_weights(const void *weights, const NlConfig *c) {
+    const NlRecurrentWeights *from = weights;
+    NlRecurrentWeights *w = malloc(sizeof *w);
+    NlRnnLayerWeights *layers = malloc((size_t)c->n_layer * sizeof *layers);
+    if (!w || !layers) {
+        free(w);
+        free(layers);
+        return NULL;
+    }
+    *w = *from;
+    w->layers = memcpy(layers, from->layers, (size_t)c->n_layer * sizeof *layers);
+    return w;
+}
+
+static void rnn_free_weights(void *weights) {
+    NlRecurrentWeights *w = weights;
+    if (w) free(w->layers);
+    free(w);
+}
+
+// wte, each layer's weight_ih and weight_hh, the head: 2L + 2 slots. The recurrent products keep
+// the plain rule (no linear to plan): the loader makes no copies for them.
+static size_t rnn_matrices(void *weights, const NlConfig *c, NlMatrixSlot *slots) {
+    size_t n = 2 * (size_t)c->n_layer + 2, k = 0;
+    if (!slots) return n;
+    NlRecurrentWeights *w = weights;
+    slots[k++] = (NlMatrixSlot){{&w->wte, NULL}, NULL, (size_t)c->vocab_size, (size_t)c->n_input, NL_QUANT_EMBED};
+    for (int l = 0; l < c->n_layer; l++) {
+        NlLinear *ih = &w->layers[l].ih, *hh = &w->layers[l].hh;
+        slots[k++] = (NlMatrixSlot){{&ih->w, NULL}, NULL, ih->n_out, ih->n_in, NL_QUANT_RECURRENT};
+        slots[k++] = (NlMatrixSlot){{&hh->w, NULL}, NULL, hh->n_out, hh->n_in, NL_QUANT_RECURRENT};
+    }
+    slots[k++] = (NlMatrixSlot){{&w->lm_head.w, NULL}, NULL, w->lm_head.n_out, w->lm_head.n_in, NL_QUANT_HEAD};
+    return k;
+}
+
+const NlRecurrentWeights *nl_model_recurrent_weights(const NlModel *model) {
+    const NlFamily *f = nl_model_family(model);
+    return f == nl_family_lstm() || f == nl_family_gru() ? nl_model_weights(model) : NULL;
+}
+
+// ---- the tables
+
 // The LSTM and the GRU share every operation; their tables differ in what they are.
-#define RNN_OPS                                                                                                   \
-    rnn_create, rnn_destroy, rnn_forward, rnn_copy, rnn_window, rnn_state_bytes, rnn_describe, rnn_has_component, \
-        rnn_cost, NULL  // no residual stream to read out
+#define RNN_OPS                                                                                                     \
+    .bind = rnn_bind, .copy_weights = rnn_copy_weights, .free_weights = rnn_free_weights, .matrices = rnn_matrices, \
+    .create = rnn_create, .destroy = rnn_destroy, .forward = rnn_forward, .copy = rnn_copy, .window = rnn_window,   \
+    .state_bytes = rnn_state_bytes, .describe = rnn_describe, .has_component = rnn_has_component, .cost = rnn_cost, \
+    .readout = NULL  // no residual stream to read out
 
 const NlFamily *nl_family_lstm(void) {
     static const NlFamilyInfo INFO = {
@@ -386,7 +488,7 @@ const NlFamily *nl_family_lstm(void) {
         .norms = 1u << NL_NORM_LAYERNORM | 1u << NL_NORM_NONE,
         .trace_events_per_layer = 8,  // at most 5 a position, 3 more a chunk
     };
-    static const NlFamily TABLE = {&INFO, RNN_OPS};
+    static const NlFamily TABLE = {.info = &INFO, RNN_OPS};
     return &TABLE;
 }
 
@@ -399,6 +501,6 @@ const NlFamily *nl_family_gru(void) {
         .norms = 1u << NL_NORM_LAYERNORM | 1u << NL_NORM_NONE,
         .trace_events_per_layer = 8,
     };
-    static const NlFamily TABLE = {&INFO, RNN_OPS};
+    static const NlFamily TABLE = {.info = &INFO, RNN_OPS};
     return &TABLE;
 }

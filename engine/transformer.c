@@ -22,6 +22,7 @@
 #include "normlab.h"
 #include "observe.h"
 #include "quantize.h"
+#include "transformer_weights.h"
 
 #ifdef __SANITIZE_ADDRESS__
 #include <sanitizer/asan_interface.h>
@@ -550,16 +551,20 @@ const NlFamily *nl_family_transformer(void) {
         .trace_events_per_layer = 14,  // peri: 11 components and the layer itself, and slack
         .prunes_rows = 1,  // after the last layer's attention (transformer_forward)
     };
-    static const NlFamily TABLE = {&INFO,
-                                   transformer_create,
-                                   transformer_destroy,
-                                   transformer_forward,
-                                   transformer_copy,
-                                   transformer_window,
-                                   transformer_state_bytes,
-                                   transformer_describe,
-                                   transformer_has_component,
-                                   transformer_cost,
-                                   transformer_readout};
+    static const NlFamily TABLE = {.info = &INFO,
+                                   .bind = nl_transformer_bind,
+                                   .copy_weights = nl_transformer_copy_weights,
+                                   .free_weights = nl_transformer_free_weights,
+                                   .matrices = nl_transformer_matrices,
+                                   .create = transformer_create,
+                                   .destroy = transformer_destroy,
+                                   .forward = transformer_forward,
+                                   .copy = transformer_copy,
+                                   .window = transformer_window,
+                                   .state_bytes = transformer_state_bytes,
+                                   .describe = transformer_describe,
+                                   .has_component = transformer_has_component,
+                                   .cost = transformer_cost,
+                                   .readout = transformer_readout};
     return &TABLE;
 }

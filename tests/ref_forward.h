@@ -5,6 +5,8 @@
 #define NL_REF_FORWARD_H
 
 #include "model.h"
+#include "rnn.h"
+#include "transformer_weights.h"
 #include "normlab.h"
 
 // logits (n, V) for tokens[0..n) at positions 0..n-1 (n <= T). cfg carries any norm/placement

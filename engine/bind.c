@@ -1,0 +1,70 @@
+// bind.c — taking a family's tensors from the loader's table by name and shape (bind.h).
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bind.h"
+
+int nl_bind_tensor(NlBinder *b, const char *name, size_t d0, size_t d1, int required, const float **out) {
+    *out = NULL;
+    for (size_t i = 0; i < b->n; i++) {
+        NlTensorRef *r = &b->refs[i];
+        if (strcmp(r->name, name) != 0) continue;
+        int want_nd = d1 ? 2 : 1;
+        if (r->ndim != want_nd || r->shape[0] != d0 || (d1 && r->shape[1] != d1)) {
+            char got[128] = "";
+            for (int k = 0; k < r->ndim; k++)
+                snprintf(got + strlen(got), sizeof got - strlen(got), "%s%zu", k ? ", " : "", r->shape[k]);
+            if (d1)
+                nl_error(b->err, NL_ERR_FORMAT, "%s: tensor \"%s\" has shape (%s), expected (%zu, %zu)", b->what, name,
+                         got, d0, d1);
+            else
+                nl_error(b->err, NL_ERR_FORMAT, "%s: tensor \"%s\" has shape (%s), expected (%zu)", b->what, name, got,
+                         d0);
+            return -1;
+        }
+        r->used = 1;
+        *out = r->data;
+        return 0;
+    }
+    if (!required) return 0;
+    nl_error(b->err, NL_ERR_FORMAT, "%s: missing tensor \"%s\"", b->what, name);
+    return -1;
+}
+
+int nl_bind_norm(NlBinder *b, NlNormType norm, size_t width, const char *prefix, NlNormWeights *w) {
+    static const char *const SUFFIX[] = {"weight", "bias", "running_mean", "running_var"};
+    const float **dst[] = {&w->gain, &w->bias, &w->mean, &w->var};
+    int bn = norm == NL_NORM_BATCHNORM;
+    int required[] = {1, norm != NL_NORM_RMSNORM, bn, bn};
+    int n = norm == NL_NORM_NONE ? 0 : bn ? 4 : 2;
+    *w = (NlNormWeights){0};
+    for (int k = 0; k < n; k++) {
+        char name[64];
+        snprintf(name, sizeof name, "%s.%s", prefix, SUFFIX[k]);
+        if (nl_bind_tensor(b, name, width, 0, required[k], dst[k]) != 0) return -1;
+    }
+    for (size_t i = 0; bn && i < width; i++)
+        if (w->var[i] < 0.0f) {  // a NaN is caught with the other non-finite weights
+            nl_error(b->err, NL_ERR_NUMERIC, "%s: tensor \"%s.running_var\" has a negative variance (%g) at index %zu",
+                     b->what, prefix, w->var[i], i);
+            return -1;
+        }
+    return 0;
+}
+
+int nl_bind_linear(NlBinder *b, int bias, const char *prefix, size_t n_out, size_t n_in, NlLinear *lin) {
+    char name[64];
+    *lin = (NlLinear){.n_out = n_out, .n_in = n_in, .tier = -1};
+    snprintf(name, sizeof name, "%s.weight", prefix);
+    if (nl_bind_tensor(b, name, n_out, n_in, 1, &lin->w) != 0) return -1;
+    if (!bias) return 0;
+    snprintf(name, sizeof name, "%s.bias", prefix);
+    return nl_bind_tensor(b, name, n_out, 0, 1, &lin->b);
+}
+
+void *nl_bind_alloc(NlBinder *b, size_t n, size_t size) {
+    void *p = calloc(n ? n : 1, size);
+    if (!p) nl_error(b->err, NL_ERR_NOMEM, "%s: out of memory", b->what);
+    return p;
+}

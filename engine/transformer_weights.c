@@ -1,0 +1,97 @@
+// transformer_weights.c — the transformer's tensors (transformer_weights.h): which ones a config
+// needs, under GPT-2's names (wte, wpe, h.{i}.ln_1, h.{i}.attn.c_attn, ..., ln_f, lm_head), and
+// the matrices among them.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+#include "transformer_weights.h"
+
+static int bind_layer(NlBinder *b, const NlConfig *c, int i, NlLayerWeights *lw) {
+    char p[48];
+    size_t D = (size_t)c->n_embd, F = (size_t)c->n_inner;
+    snprintf(p, sizeof p, "h.%d.ln_1", i);
+    if (nl_bind_norm(b, c->norm, D, p, &lw->ln_1) != 0) return -1;
+    snprintf(p, sizeof p, "h.%d.attn.c_attn", i);
+    if (nl_bind_linear(b, c->bias, p, 3 * D, D, &lw->attn) != 0) return -1;
+    snprintf(p, sizeof p, "h.%d.attn.c_proj", i);
+    if (nl_bind_linear(b, c->bias, p, D, D, &lw->proj) != 0) return -1;
+    snprintf(p, sizeof p, "h.%d.ln_2", i);
+    if (nl_bind_norm(b, c->norm, D, p, &lw->ln_2) != 0) return -1;
+    snprintf(p, sizeof p, "h.%d.mlp.c_fc", i);
+    if (nl_bind_linear(b, c->bias, p, F, D, &lw->fc) != 0) return -1;
+    snprintf(p, sizeof p, "h.%d.mlp.c_proj", i);
+    if (nl_bind_linear(b, c->bias, p, D, F, &lw->out) != 0) return -1;
+    if (c->placement != NL_PLACE_PERI) return 0;
+    snprintf(p, sizeof p, "h.%d.ln_1_post", i);
+    if (nl_bind_norm(b, c->norm, D, p, &lw->ln_1_post) != 0) return -1;
+    snprintf(p, sizeof p, "h.%d.ln_2_post", i);
+    return nl_bind_norm(b, c->norm, D, p, &lw->ln_2_post);
+}
+
+// wte, wpe, its blocks, ln_f (pre and peri) and lm_head when untied.
+int nl_transformer_bind(void **weights, const NlConfig *c, NlBinder *b) {
+    size_t V = (size_t)c->vocab_size, D = (size_t)c->n_embd, T = (size_t)c->block_size;
+    NlTransformerWeights *w = nl_bind_alloc(b, 1, sizeof *w);
+    if (!(*weights = w)) return -1;
+    if (nl_bind_tensor(b, "wte.weight", V, D, 1, &w->wte) != 0 ||
+        nl_bind_tensor(b, "wpe.weight", T, D, 1, &w->wpe) != 0)
+        return -1;
+    if (!(w->layers = nl_bind_alloc(b, (size_t)c->n_layer, sizeof *w->layers))) return -1;
+    for (int i = 0; i < c->n_layer; i++)
+        if (bind_layer(b, c, i, &w->layers[i]) != 0) return -1;
+    if (c->placement != NL_PLACE_POST && nl_bind_norm(b, c->norm, D, "ln_f", &w->ln_f) != 0) return -1;
+    w->lm_head = (NlLinear){.w = w->wte, .n_out = V, .n_in = D, .tier = -1};
+    if (!c->tie_embeddings && nl_bind_tensor(b, "lm_head.weight", V, D, 1, &w->lm_head.w) != 0) return -1;
+    return 0;
+}
+
+void *nl_transformer_copy_weights(const void *weights, const NlConfig *c) {
+    const NlTransformerWeights *from = weights;
+    NlTransformerWeights *w = malloc(sizeof *w);
+    NlLayerWeights *layers = malloc((size_t)c->n_layer * sizeof *layers);
+    if (!w || !layers) {
+        free(w);
+        free(layers);
+        return NULL;
+    }
+    *w = *from;
+    w->layers = memcpy(layers, from->layers, (size_t)c->n_layer * sizeof *layers);
+    return w;
+}
+
+void nl_transformer_free_weights(void *weights) {
+    NlTransformerWeights *w = weights;
+    if (w) free(w->layers);
+    free(w);
+}
+
+// wte (which a tied head shares), wpe, each layer's c_attn, attn.c_proj, c_fc and mlp.c_proj, and
+// an untied head: 4L + 2 or 4L + 3 slots.
+size_t nl_transformer_matrices(void *weights, const NlConfig *c, NlMatrixSlot *slots) {
+    size_t L = (size_t)c->n_layer, n = 4 * L + 2 + !c->tie_embeddings;
+    if (!slots) return n;
+    NlTransformerWeights *w = weights;
+    size_t V = (size_t)c->vocab_size, D = (size_t)c->n_embd, k = 0;
+    int tied = c->tie_embeddings;
+    slots[k++] = (NlMatrixSlot){{&w->wte, tied ? &w->lm_head.w : NULL},
+                                tied ? &w->lm_head : NULL,
+                                V,
+                                D,
+                                NL_QUANT_EMBED | (tied ? NL_QUANT_HEAD : 0u)};
+    slots[k++] = (NlMatrixSlot){{&w->wpe, NULL}, NULL, (size_t)c->block_size, D, NL_QUANT_EMBED};
+    for (size_t l = 0; l < L; l++) {
+        NlLayerWeights *lw = &w->layers[l];
+        NlLinear *four[4] = {&lw->attn, &lw->proj, &lw->fc, &lw->out};
+        for (int j = 0; j < 4; j++)
+            slots[k++] = (NlMatrixSlot){
+                {&four[j]->w, NULL}, four[j], four[j]->n_out, four[j]->n_in, j < 2 ? NL_QUANT_ATTN : NL_QUANT_MLP};
+    }
+    if (!tied) slots[k++] = (NlMatrixSlot){{&w->lm_head.w, NULL}, &w->lm_head, V, D, NL_QUANT_HEAD};
+    return k;
+}
+
+const NlTransformerWeights *nl_model_transformer_weights(const NlModel *model) {
+    return nl_model_family(model) == nl_family_transformer() ? nl_model_weights(model) : NULL;
+}

@@ -1,0 +1,42 @@
+// transformer_weights.h — the transformer family's weights, pointed into the model file, and the
+// family's operations on them (internal; transformer_weights.c). The family's table is in
+// transformer.c; these are its bind, matrices, copy and free.
+#ifndef NL_TRANSFORMER_WEIGHTS_H
+#define NL_TRANSFORMER_WEIGHTS_H
+
+#include "bind.h"
+#include "family.h"
+#include "linear.h"
+#include "normlab.h"
+
+#pragma GCC visibility push(hidden)
+
+typedef struct {
+    NlNormWeights ln_1, ln_2;  // all-NULL for a norm-free model
+    NlNormWeights ln_1_post, ln_2_post;  // peri placement only, else all-NULL
+    NlLinear attn;  // w (3*D, D) rows: q, k, v; b (3*D) or NULL
+    NlLinear proj;  // (D, D)
+    NlLinear fc;  // (F, D)
+    NlLinear out;  // (D, F)
+} NlLayerWeights;
+
+typedef struct {
+    const float *wte;  // (V, D)
+    const float *wpe;  // (T, D)
+    NlLayerWeights *layers;  // (L)
+    NlNormWeights ln_f;  // gain is NULL when the model has no final norm (post, or no norms)
+    NlLinear lm_head;  // w (V, D), no bias; w equals wte when embeddings are tied
+} NlTransformerWeights;
+
+// Borrowed for the model's lifetime; NULL when the model is not a transformer.
+const NlTransformerWeights *nl_model_transformer_weights(const NlModel *model);
+
+// The NlFamily operations of family.h.
+int nl_transformer_bind(void **weights, const NlConfig *cfg, NlBinder *b);
+void *nl_transformer_copy_weights(const void *weights, const NlConfig *cfg);
+void nl_transformer_free_weights(void *weights);
+size_t nl_transformer_matrices(void *weights, const NlConfig *cfg, NlMatrixSlot *slots);
+
+#pragma GCC visibility pop
+
+#endif
