@@ -26,10 +26,11 @@ PKG_CFLAGS = $(shell pkg-config --cflags openblas libcjson)
 PKG_LIBS = $(shell pkg-config --libs openblas libcjson) -lm -pthread
 
 LIB_SRC = engine/nl_error.c engine/model.c engine/config.c engine/safetensors.c engine/jsonx.c engine/fileio.c \
-          engine/kernels.c engine/linear.c engine/quantize.c engine/bind.c engine/transformer_weights.c \
+          engine/kernels.c engine/linear.c engine/bind.c engine/transformer_weights.c \
           engine/transformer.c engine/state.c engine/sampler.c engine/generate.c engine/eval.c engine/parallel.c \
           engine/blascore.c \
-          engine/lab/profile.c engine/lab/stats.c engine/lab/compare.c engine/lab/lens.c engine/rnn.c \
+          engine/lab/profile.c engine/lab/stats.c engine/lab/compare.c engine/lab/lens.c engine/lab/quantize.c \
+          engine/rnn.c \
           tokenizer/tokenizer.c
 HEADERS = $(wildcard engine/*.h engine/lab/*.h engine/cli/*.h tokenizer/*.h tests/*.h)
 CLI_SRC = engine/cli/main.c engine/cli/options.c engine/cli/common.c engine/cli/cmd_generate.c engine/cli/cmd_eval.c \

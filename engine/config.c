@@ -31,7 +31,6 @@ static const Named NORMS[] = {{NL_NORM_LAYERNORM, "layernorm"},
 static const Named PLACEMENTS[] = {{NL_PLACE_PRE, "pre"}, {NL_PLACE_POST, "post"}, {NL_PLACE_PERI, "peri"}};
 static const Named BN_STATS[] = {{NL_BN_RUNNING, "running"}, {NL_BN_BATCH, "batch"}};
 static const Named ARCHS[] = {{NL_ARCH_TRANSFORMER, "transformer"}, {NL_ARCH_LSTM, "lstm"}, {NL_ARCH_GRU, "gru"}};
-static const Named QUANTS[] = {{NL_QUANT_NONE, "none"}, {NL_QUANT_Q8, "q8"}, {NL_QUANT_Q4, "q4"}};
 static const Named ACTIVATIONS[] = {{NL_ACT_GELU, "gelu"}, {NL_ACT_GELU_TANH, "gelu_tanh"}, {NL_ACT_RELU, "relu"}};
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -60,43 +59,6 @@ const char *nl_config_placement_name(NlPlacement p) { return name_of(PLACEMENTS,
 const char *nl_config_activation_name(NlActivation a) { return name_of(ACTIVATIONS, COUNT(ACTIVATIONS), (int)a); }
 const char *nl_config_bn_stats_name(NlBnStats b) { return name_of(BN_STATS, COUNT(BN_STATS), (int)b); }
 const char *nl_config_arch_name(NlArch a) { return name_of(ARCHS, COUNT(ARCHS), (int)a); }
-const char *nl_quant_name(NlQuant q) { return name_of(QUANTS, COUNT(QUANTS), (int)q); }
-
-static const Named QUANT_CLASSES[] = {{NL_QUANT_ATTN, "attn"},
-                                      {NL_QUANT_MLP, "mlp"},
-                                      {NL_QUANT_HEAD, "head"},
-                                      {NL_QUANT_EMBED, "embed"},
-                                      {NL_QUANT_RECURRENT, "recurrent"}};
-
-const char *nl_quant_classes_name(unsigned classes, char *buf, size_t len) {
-    buf[0] = '\0';
-    for (size_t i = 0, at = 0; i < COUNT(QUANT_CLASSES) && at < len; i++)
-        if (classes & (unsigned)QUANT_CLASSES[i].value)
-            at += (size_t)snprintf(buf + at, len - at, "%s%s", at ? "," : "", QUANT_CLASSES[i].name);
-    return buf;
-}
-
-int nl_quant_classes_parse(const char *list, unsigned *out) {
-    unsigned bits = 0;
-    for (const char *at = list;; at++) {
-        size_t len = strcspn(at, ","), i = 0;
-        while (i < COUNT(QUANT_CLASSES) &&
-               !(strlen(QUANT_CLASSES[i].name) == len && strncasecmp(at, QUANT_CLASSES[i].name, len) == 0))
-            i++;
-        if (i == COUNT(QUANT_CLASSES)) return -1;
-        bits |= (unsigned)QUANT_CLASSES[i].value;
-        at += len;
-        if (!*at) break;
-    }
-    *out = bits;
-    return 0;
-}
-
-int nl_quant_parse(const char *name, NlQuant *out) {
-    int v = value_of(QUANTS, COUNT(QUANTS), name);
-    if (v >= 0) *out = (NlQuant)v;
-    return v >= 0 ? 0 : -1;
-}
 
 int nl_config_norm_parse(const char *name, NlNormType *out) {
     int v = value_of(NORMS, COUNT(NORMS), name);

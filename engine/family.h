@@ -10,14 +10,15 @@
 #include "bind.h"
 #include "linear.h"
 #include "normlab.h"
+#include "normlab_ext.h"
 #include "parallel.h"
 
 #pragma GCC visibility push(hidden)
 
 // One matrix of a model's weights as its family lists it: the weight pointers that hold it (two for
 // wte when the head is tied to it), the linear whose product the loader plans for it (NULL: the
-// plain rule, no copies), its shape as stored and its classes (NL_QUANT_*). The loader rounds a
-// matrix (--quantize) by pointing every holder at the rounded copy.
+// plain rule, no copies), its shape as stored and its classes (NL_MATRIX_*). A matrix is replaced
+// (nl_model_set_matrices) by pointing every holder at the new values.
 typedef struct {
     const float **at[2];  // at[1] NULL unless shared
     NlLinear *lin;

@@ -20,7 +20,7 @@
 #include "kernels.h"
 #include "model.h"
 #include "normlab.h"
-#include "quantize.h"
+#include "normlab_ext.h"
 #include "safetensors.h"
 
 #define CONFIG_CAP ((size_t)1 << 20)
@@ -48,9 +48,8 @@ struct NlModel {
     float *owned;  // inline tensors, or an aligned copy of an unaligned data section
     float *transposed;  // the transposed weights nl_linear_plan uses (linear.h), or NULL
     size_t transposed_bytes;
-    float *quantized;  // the rounded copies of the matrices --quantize picked, or NULL
-    NlQuant quant;
-    unsigned quant_classes;  // NL_QUANT_* of the matrices rounded
+    void *matrices;  // replacement matrices the model owns (nl_model_set_matrices), or NULL
+    int borrowed;  // 1: a copy (nl_model_copy) that borrows tok, st and the file from its base
     size_t n_params;
 };
 
@@ -112,56 +111,8 @@ cleanup:
     return rc;
 }
 
-// Rounds the matrices opts picks into one allocation the model owns (the file's tensors stay as
-// they are) and points the weights at the copies; a tied head follows wte.
-static int quantize_weights(NlModel *m, const NlLoadOptions *opts, const char *what, NlError *err) {
-    if (!opts || opts->quantize == NL_QUANT_NONE) return 0;
-    unsigned all = NL_QUANT_ATTN | NL_QUANT_MLP | NL_QUANT_HEAD | NL_QUANT_EMBED | NL_QUANT_RECURRENT;
-    unsigned pick = opts->quantize_only ? opts->quantize_only : all;
-    if (opts->quantize != NL_QUANT_Q8 && opts->quantize != NL_QUANT_Q4) {
-        nl_error(err, NL_ERR_ARG, "%s: unknown quantization %d", what, (int)opts->quantize);
-        return -1;
-    }
-    if (pick & ~all) {
-        nl_error(err, NL_ERR_ARG, "%s: unknown quantization classes 0x%x", what, pick & ~all);
-        return -1;
-    }
-    NlMatrixSlot *t;
-    size_t n = matrix_slots(m, &t), floats = 0;
-    if (!t) {
-        nl_error(err, NL_ERR_NOMEM, "%s: out of memory", what);
-        return -1;
-    }
-    for (size_t i = 0; i < n; i++)
-        if (t[i].cls & pick) floats += t[i].rows * t[i].cols;
-    int rc = -1;
-    if (floats == 0) {
-        nl_error(err, NL_ERR_ARG, "%s: this %s has no matrix of the classes to quantize", what, m->family->info->name);
-        goto cleanup;
-    }
-    if (!(m->quantized = malloc(floats * sizeof(float)))) {
-        nl_error(err, NL_ERR_NOMEM, "%s: out of memory for %zu bytes of quantized weights", what,
-                 floats * sizeof(float));
-        goto cleanup;
-    }
-    float *at = m->quantized;
-    for (size_t i = 0; i < n; i++) {  // a matrix rounded counts for each class it serves (a tied wte: two)
-        if (!(t[i].cls & pick)) continue;
-        nl_quantize_rows(at, *t[i].at[0], t[i].rows, t[i].cols, opts->quantize);
-        for (int h = 0; h < 2 && t[i].at[h]; h++) *t[i].at[h] = at;
-        at += t[i].rows * t[i].cols;
-        m->quant_classes |= t[i].cls;
-    }
-    m->quant = opts->quantize;
-    rc = 0;
-cleanup:
-    free(t);
-    return rc;
-}
-
 // Binds every tensor the config needs, then rejects leftovers and non-finite values.
-static int bind_weights(NlModel *m, NlTensorRef *refs, size_t n, const NlLoadOptions *opts, const char *what,
-                        NlError *err) {
+static int bind_weights(NlModel *m, NlTensorRef *refs, size_t n, const char *what, NlError *err) {
     const NlConfig *c = &m->config;
     NlBinder b = {refs, n, what, err};
     size_t V = (size_t)c->vocab_size, wte_rows = 0;
@@ -192,7 +143,6 @@ static int bind_weights(NlModel *m, NlTensorRef *refs, size_t n, const NlLoadOpt
         }
         m->n_params += count;
     }
-    if (quantize_weights(m, opts, what, err) != 0) return -1;
     return make_transposed(m, err);
 }
 
@@ -273,7 +223,7 @@ static int load_dir(NlModel *m, const char *dir, const NlLoadOptions *opts, int 
         refs[i].data = m->owned ? (const float *)((const unsigned char *)m->owned + (t->data - base))
                                 : (const float *)(const void *)t->data;
     }
-    if (bind_weights(m, refs, m->st.n, opts, path, err) != 0) goto cleanup;
+    if (bind_weights(m, refs, m->st.n, path, err) != 0) goto cleanup;
     rc = 0;
 cleanup:
     *replaced = rc != 0 && dirfd >= 0 && dir_replaced(dirfd, dir);
@@ -352,8 +302,7 @@ static size_t inline_count(const cJSON *tensors) {
     return total;
 }
 
-static int parse_inline(NlModel *m, const char *buf, size_t len, const NlLoadOptions *opts, const char *what,
-                        NlError *err) {
+static int parse_inline(NlModel *m, const char *buf, size_t len, const char *what, NlError *err) {
     static const char *const KEYS[] = {"config", "tokenizer", "tensors", NULL};
     cJSON *root = NULL;
     NlTensorRef *refs = NULL;
@@ -378,7 +327,7 @@ static int parse_inline(NlModel *m, const char *buf, size_t len, const NlLoadOpt
         if (read_inline_tensor(&refs[i], e, m->owned + at, room - at, &used, what, err) != 0) goto cleanup;
         at += used;
     }
-    if (bind_weights(m, refs, n, opts, what, err) != 0) goto cleanup;
+    if (bind_weights(m, refs, n, what, err) != 0) goto cleanup;
     rc = 0;
 cleanup:
     cJSON_Delete(root);
@@ -386,12 +335,12 @@ cleanup:
     return rc;
 }
 
-static int load_inline(NlModel *m, const char *path, const NlLoadOptions *opts, NlError *err) {
+static int load_inline(NlModel *m, const char *path, NlError *err) {
     char *buf = NULL, cut[NL_CUT_BUF];
     size_t len;
     const char *what = nl_cut(cut, path);
     if (nl_file_read_all(AT_FDCWD, path, what, INLINE_CAP, &buf, &len, err) != 0) return -1;
-    int rc = parse_inline(m, buf, len, opts, what, err);
+    int rc = parse_inline(m, buf, len, what, err);
     free(buf);
     return rc;
 }
@@ -405,7 +354,7 @@ int nl_model_load_inline(NlModel **out, const char *buf, size_t len, const char 
         nl_error(err, NL_ERR_NOMEM, "out of memory");
         return -1;
     }
-    if (parse_inline(m, buf, len, NULL, what, err) != 0) {
+    if (parse_inline(m, buf, len, what, err) != 0) {
         nl_model_free(m);
         return -1;
     }
@@ -453,7 +402,7 @@ int nl_model_load_with(NlModel **out, const char *path, const NlLoadOptions *opt
             return -1;
         }
         int replaced = 0;
-        int rc = S_ISDIR(st.st_mode) ? load_dir(m, path, opts, &replaced, err) : load_inline(m, path, opts, err);
+        int rc = S_ISDIR(st.st_mode) ? load_dir(m, path, opts, &replaced, err) : load_inline(m, path, err);
         if (rc == 0) {
             *out = m;
             return 0;
@@ -468,13 +417,15 @@ int nl_model_load(NlModel **out, const char *path, NlError *err) { return nl_mod
 void nl_model_free(NlModel *m) {
     if (!m) return;
     if (m->family) m->family->free_weights(m->weights);
-    nl_tokenizer_free(m->tok);
-    nl_st_free(&m->st);
-    if (m->map_read) free((void *)m->map);
-    else nl_file_unmap(m->map, m->map_len);
-    free(m->owned);
+    if (!m->borrowed) {
+        nl_tokenizer_free(m->tok);
+        nl_st_free(&m->st);
+        if (m->map_read) free((void *)m->map);
+        else nl_file_unmap(m->map, m->map_len);
+        free(m->owned);
+    }
     free(m->transposed);
-    free(m->quantized);
+    free(m->matrices);
     free(m);
 }
 
@@ -486,9 +437,55 @@ size_t nl_model_parameters(const NlModel *m) { return m->n_params; }
 size_t nl_model_weight_bytes(const NlModel *m) { return m->n_params * sizeof(float); }
 size_t nl_model_transposed_bytes(const NlModel *m) { return m->transposed_bytes; }
 
-NlQuant nl_model_quantization(const NlModel *m, unsigned *classes) {
-    if (classes) *classes = m->quant_classes;
-    return m->quant;
+size_t nl_model_matrices(const NlModel *m, NlMatrix *out) {
+    NlMatrixSlot *slots;
+    size_t n = m->family->matrices(m->weights, &m->config, NULL);
+    if (!out) return n;
+    n = matrix_slots((NlModel *)m, &slots);  // (the slots' pointers are only read)
+    if (!slots) return 0;
+    for (size_t k = 0; k < n; k++) out[k] = (NlMatrix){*slots[k].at[0], slots[k].rows, slots[k].cols, slots[k].cls};
+    free(slots);
+    return n;
+}
+
+int nl_model_copy(NlModel **out, const NlModel *base, NlError *err) {
+    NlModel *m = malloc(sizeof *m);
+    *out = NULL;
+    if (!m) {
+        nl_error(err, NL_ERR_NOMEM, "out of memory");
+        return -1;
+    }
+    *m = *base;  // the table of pointers below is the copy's own; the rest is base's
+    m->borrowed = 1;
+    m->transposed = NULL;  // (its linears point at base's copies until nl_model_set_matrices)
+    m->transposed_bytes = 0;
+    m->matrices = NULL;
+    if (!(m->weights = base->family->copy_weights(base->weights, &base->config))) {
+        free(m);
+        nl_error(err, NL_ERR_NOMEM, "out of memory");
+        return -1;
+    }
+    *out = m;
+    return 0;
+}
+
+int nl_model_set_matrices(NlModel *m, const float *const *data, void *owned, NlError *err) {
+    NlMatrixSlot *slots;
+    size_t n = matrix_slots(m, &slots);
+    if (!slots) {
+        free(owned);
+        nl_error(err, NL_ERR_NOMEM, "out of memory");
+        return -1;
+    }
+    for (size_t k = 0; k < n; k++)
+        for (int h = 0; h < 2 && data[k] && slots[k].at[h]; h++) *slots[k].at[h] = data[k];
+    free(slots);
+    free(m->matrices);
+    m->matrices = owned;
+    free(m->transposed);
+    m->transposed = NULL;
+    m->transposed_bytes = 0;
+    return make_transposed(m, err);
 }
 
 size_t nl_model_metadata(const NlModel *m, const char *const **keys, const char *const **values) {

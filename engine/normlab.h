@@ -85,21 +85,8 @@ typedef struct NlState NlState;
 // Loads a model directory (config.json, tokenizer.json, model.safetensors; the weights are
 // memory-mapped, not copied) or a single .json file with inline tensors. Every file is validated.
 int nl_model_load(NlModel **out, const char *path, NlError *err);
-// Simulated quantization (quantize.c): weights rounded once at load, activations before each
-// product, and stored back as float32, so the products run as fast as ever: this measures what the
-// rounding costs in quality, not what it saves in time. q8: a float32 scale per row, max |x| / 127,
-// x / scale rounded half away from zero (roundf) and clamped to [-127, 127]; q4: the same per group
-// of 32 consecutive columns of a row, with 7 levels.
-typedef enum { NL_QUANT_NONE, NL_QUANT_Q8, NL_QUANT_Q4 } NlQuant;
-// The matrices --quantize-only picks, as bits (0: every one): the attention's c_attn and c_proj,
-// the MLP's c_fc and c_proj, the head (lm_head), the embeddings (wte, wpe), and a recurrent model's
-// weight_ih and weight_hh. A tied head is wte: it is rounded once, by rows of wte, when either of
-// head and embed is picked. Norm gains, biases and running statistics stay float32.
-enum { NL_QUANT_ATTN = 1, NL_QUANT_MLP = 2, NL_QUANT_HEAD = 4, NL_QUANT_EMBED = 8, NL_QUANT_RECURRENT = 16 };
 typedef struct {
     int no_mmap;  // 1: read model.safetensors into memory instead of mapping it (llama.cpp's --no-mmap)
-    NlQuant quantize;  // round the weights (NL_QUANT_NONE: as stored)
-    unsigned quantize_only;  // NL_QUANT_ATTN | ...: the matrices rounded; 0: all of them
 } NlLoadOptions;
 // nl_model_load with options (NULL: the defaults above). A mapped file that another program
 // truncates or rewrites in place while it is mapped kills the process (SIGBUS); normlab's own
@@ -121,15 +108,6 @@ size_t nl_model_weight_bytes(const NlModel *model);  // bytes of tensor data
 // run a few-row product faster on them (weights of at most 512K elements, 2 MiB; none for recurrent
 // models, nor where OpenBLAS's kernels are older than AVX2).
 size_t nl_model_transposed_bytes(const NlModel *model);
-// The quantization the model was loaded with, and the NL_QUANT_* bits of the matrices it rounded
-// (0 with NL_QUANT_NONE).
-NlQuant nl_model_quantization(const NlModel *model, unsigned *classes);
-const char *nl_quant_name(NlQuant q);  // "none", "q8", "q4"
-int nl_quant_parse(const char *name, NlQuant *out);  // any case; -1 when none
-// "attn,mlp": the names of the NL_QUANT_* classes set, comma-separated, into buf ("" for none).
-const char *nl_quant_classes_name(unsigned classes, char *buf, size_t len);
-// The classes of a comma-separated list of those names (any case); -1 for an unknown or empty one.
-int nl_quant_classes_parse(const char *list, unsigned *out);
 // Provenance from safetensors __metadata__ (may be empty): n pairs of borrowed strings.
 size_t nl_model_metadata(const NlModel *model, const char *const **keys, const char *const **values);
 const char *nl_config_norm_name(NlNormType norm);
@@ -169,6 +147,13 @@ const char *nl_blas_choose_core(const char *reported, NlCpuFeatures cpu, const c
 
 // ---- state and forward pass (state.c, through the family tables)
 
+// A linear's input rows x (rows, cols), copied where the hook may rewrite them (in place) before they
+// enter the product; called from the thread running the forward call, with the hook's ctx.
+typedef struct {
+    void (*fn)(void *ctx, float *x, size_t rows, size_t cols);
+    void *ctx;  // borrowed for the state's life
+} NlLinearInputHook;
+
 typedef struct {
     NlNormType norm;  // run the norms as this type; NL_NORM_AS_CONFIGURED (0): the model's
     NlPlacement placement;  // run the blocks with this placement; NL_PLACE_AS_CONFIGURED (0): the model's
@@ -177,17 +162,18 @@ typedef struct {
         // the CPUs): the state keeps them for its life, and with one a CPU binds them and the creating
         // thread (until nl_state_free); each row is one OpenBLAS call, so results do not depend on it
     NlBnStats bn_stats;  // BatchNorm's statistics (NL_BN_RUNNING: the model's running averages)
-    NlQuant quantize_act;  // round every linear's input rows (one per position) before the product
+    NlLinearInputHook linear_input;  // called on every linear's input rows before the product (the lab's
+        // --quantize-act); fn NULL: none, and no copy
 } NlRunOptions;
 // Every default spelled out: the model's norm and placement, one sequence, one OpenBLAS thread,
-// BatchNorm with running statistics, activations unrounded. A zero-initialised NlRunOptions means the same.
+// BatchNorm with running statistics, no input hook. A zero-initialised NlRunOptions means the same.
 #define NL_RUN_DEFAULTS                                  \
     ((NlRunOptions){.norm = NL_NORM_AS_CONFIGURED,       \
                     .placement = NL_PLACE_AS_CONFIGURED, \
                     .batch = 1,                          \
                     .threads = 1,                        \
                     .bn_stats = NL_BN_RUNNING,           \
-                    .quantize_act = NL_QUANT_NONE})
+                    .linear_input = {NULL, NULL}})
 
 // Allocates activations and the KV cache for `batch` sequences of T positions. opts NULL runs the
 // model as configured, one sequence at a time. A norm the run needs and the model lacks (ln_f of
@@ -330,6 +316,7 @@ typedef struct {
     unsigned norms;  // the norm types it runs: bit (1u << t) for each NlNormType t
     int trace_events_per_layer;  // the most profiler events one layer records in a forward call
     int prunes_rows;  // its last layer goes on with only the rows a logit reads (the profile marks them)
+    unsigned matrix_classes;  // the NL_MATRIX_* classes its matrices have (normlab_ext.h)
 } NlFamilyInfo;
 const NlFamilyInfo *nl_family_info(NlArch arch);
 

@@ -21,7 +21,6 @@
 #include "model.h"
 #include "observe.h"
 #include "rnn.h"
-#include "quantize.h"
 
 typedef struct {
     NlNormWeights ih, hh, cell, ih_cand, hh_cand;  // as run: unit gain where the model has none
@@ -46,8 +45,8 @@ typedef struct {
     float *cn;  // (B, S) the LSTM's normalised cell
     float *logits;  // (B*CHUNK, V)
     float *ones;  // (G*S) unit gain
-    NlQuant quant_act;  // rounding of every product's input rows (NL_QUANT_NONE: none)
-    float *qin;  // (B*CHUNK, max(E, S)) a product's rounded input, with quant_act
+    NlLinearInputHook input_hook;  // the run's hook on every product's input rows (fn NULL: none)
+    float *qin;  // (B*CHUNK, max(E, S)) a product's input as the hook rewrote it
 } NlRnn;
 
 #define CHUNK NL_RNN_LOGITS  // positions a layer projects at once
@@ -162,10 +161,11 @@ static void norm_products(const NlRnn *r, const RnnNorms *n, const NlRnnLayerWei
 // Features each row of norm_products normalises (the profile's cost of rnn_norm).
 static size_t normed_features(const NlRnn *r) { return r->lstm ? 4 * r->S : 3 * r->S; }
 
-// y (rows, n_out) = x @ lin^T + b, x rounded first under --quantize-act.
+// y (rows, n_out) = x @ lin^T + b, x first copied for the run's input hook to rewrite (--quantize-act).
 static void product(NlRnn *r, float *y, const float *x, size_t rows, const NlLinear *lin) {
-    if (r->quant_act) {
-        nl_quantize_rows(r->qin, x, rows, lin->n_in, r->quant_act);
+    if (r->input_hook.fn) {
+        memcpy(r->qin, x, rows * lin->n_in * sizeof(float));
+        r->input_hook.fn(r->input_hook.ctx, r->qin, rows, lin->n_in);
         x = r->qin;
     }
     nl_linear(y, x, rows, lin, r->pool);
@@ -297,9 +297,9 @@ static int rnn_create(void **impl, const NlModel *model, const NlConfig *cfg, co
     NlRnn *r = NULL;
     if (rnn_build(&r, model, cfg->norm, batch, pool, err) != 0) return -1;
     r->obs = obs;
-    r->quant_act = o.quantize_act;
+    r->input_hook = o.linear_input;
     size_t in_max = cfg->n_input > cfg->n_hidden ? (size_t)cfg->n_input : (size_t)cfg->n_hidden;
-    if (r->quant_act && !(r->qin = malloc(r->batch * CHUNK * in_max * sizeof(float)))) {
+    if (r->input_hook.fn && !(r->qin = malloc(r->batch * CHUNK * in_max * sizeof(float)))) {
         rnn_destroy(r);
         nl_error(err, NL_ERR_NOMEM, "out of memory for the recurrent state");
         return -1;
@@ -455,13 +455,13 @@ static size_t rnn_matrices(void *weights, const NlConfig *c, NlMatrixSlot *slots
     size_t n = 2 * (size_t)c->n_layer + 2, k = 0;
     if (!slots) return n;
     NlRecurrentWeights *w = weights;
-    slots[k++] = (NlMatrixSlot){{&w->wte, NULL}, NULL, (size_t)c->vocab_size, (size_t)c->n_input, NL_QUANT_EMBED};
+    slots[k++] = (NlMatrixSlot){{&w->wte, NULL}, NULL, (size_t)c->vocab_size, (size_t)c->n_input, NL_MATRIX_EMBED};
     for (int l = 0; l < c->n_layer; l++) {
         NlLinear *ih = &w->layers[l].ih, *hh = &w->layers[l].hh;
-        slots[k++] = (NlMatrixSlot){{&ih->w, NULL}, NULL, ih->n_out, ih->n_in, NL_QUANT_RECURRENT};
-        slots[k++] = (NlMatrixSlot){{&hh->w, NULL}, NULL, hh->n_out, hh->n_in, NL_QUANT_RECURRENT};
+        slots[k++] = (NlMatrixSlot){{&ih->w, NULL}, NULL, ih->n_out, ih->n_in, NL_MATRIX_RECURRENT};
+        slots[k++] = (NlMatrixSlot){{&hh->w, NULL}, NULL, hh->n_out, hh->n_in, NL_MATRIX_RECURRENT};
     }
-    slots[k++] = (NlMatrixSlot){{&w->lm_head.w, NULL}, NULL, w->lm_head.n_out, w->lm_head.n_in, NL_QUANT_HEAD};
+    slots[k++] = (NlMatrixSlot){{&w->lm_head.w, NULL}, NULL, w->lm_head.n_out, w->lm_head.n_in, NL_MATRIX_HEAD};
     return k;
 }
 
@@ -487,6 +487,7 @@ const NlFamily *nl_family_lstm(void) {
         .state_bytes_key = "state_bytes",
         .norms = 1u << NL_NORM_LAYERNORM | 1u << NL_NORM_NONE,
         .trace_events_per_layer = 8,  // at most 5 a position, 3 more a chunk
+        .matrix_classes = NL_MATRIX_HEAD | NL_MATRIX_EMBED | NL_MATRIX_RECURRENT,
     };
     static const NlFamily TABLE = {.info = &INFO, RNN_OPS};
     return &TABLE;
@@ -500,6 +501,7 @@ const NlFamily *nl_family_gru(void) {
         .state_bytes_key = "state_bytes",
         .norms = 1u << NL_NORM_LAYERNORM | 1u << NL_NORM_NONE,
         .trace_events_per_layer = 8,
+        .matrix_classes = NL_MATRIX_HEAD | NL_MATRIX_EMBED | NL_MATRIX_RECURRENT,
     };
     static const NlFamily TABLE = {.info = &INFO, RNN_OPS};
     return &TABLE;

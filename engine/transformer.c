@@ -21,7 +21,6 @@
 #include "model.h"
 #include "normlab.h"
 #include "observe.h"
-#include "quantize.h"
 #include "transformer_weights.h"
 
 #ifdef __SANITIZE_ADDRESS__
@@ -57,8 +56,8 @@ typedef struct {
     float *v_cache;  // (B, T/32, L, H, 32, Dh) values, the same tiles
     float *ones;  // (D) unit gain
     float *bn_mean, *bn_var;  // (D) BatchNorm's statistics of the current call (batch statistics)
-    NlQuant quant_act;  // rounding of every linear's input rows (NL_QUANT_NONE: none)
-    float *qin;  // (B*T, max(D, F)) a linear's rounded input, with quant_act
+    NlLinearInputHook input_hook;  // the run's hook on every linear's input rows (fn NULL: none)
+    float *qin;  // (B*T, max(D, F)) a linear's input as the hook rewrote it
     void *arena;  // every buffer above, in one mapping
     size_t arena_bytes;
 } Transformer;
@@ -165,7 +164,7 @@ static int transformer_create(void **impl, const NlModel *model, const NlConfig 
     }
     *s = (Transformer){.model = model, .cfg = cfg, .obs = obs, .batch = batch, .pool = pool};
     s->bn_stats = opts ? opts->bn_stats : NL_BN_RUNNING;
-    s->quant_act = opts ? opts->quantize_act : NL_QUANT_NONE;
+    if (opts) s->input_hook = opts->linear_input;
     size_t T = (size_t)cfg->block_size, D = (size_t)cfg->n_embd, F = (size_t)cfg->n_inner;
     size_t V = (size_t)cfg->vocab_size, BT = batch * T;
     size_t KV = batch * nl_state_kv_bytes(model) / (2 * sizeof(float));  // floats in each of K and V
@@ -183,7 +182,7 @@ static int transformer_create(void **impl, const NlModel *model, const NlConfig 
         {&s->ones, D},
         {&s->bn_mean, D},
         {&s->bn_var, D},
-        {&s->qin, s->quant_act ? BT * (D > F ? D : F) : 0},
+        {&s->qin, s->input_hook.fn ? BT * (D > F ? D : F) : 0},
     };
     if (arena_create(s, bufs, sizeof bufs / sizeof bufs[0]) != 0) {
         nl_error(err, NL_ERR_NOMEM, "out of memory for activations and KV cache (%zu bytes of cache)",
@@ -288,10 +287,11 @@ static void watch_site(const Transformer *s, size_t l, NlSite site, const float 
     if (s->obs->site) s->obs->site(s->obs->watcher, (int)l, site, x, rows, width, gain);
 }
 
-// y (rows, n_out) = x @ lin^T + b, x rounded first under --quantize-act.
+// y (rows, n_out) = x @ lin^T + b, x first copied for the run's input hook to rewrite (--quantize-act).
 static void linear(Transformer *s, float *y, const float *x, size_t rows, const NlLinear *lin) {
-    if (s->quant_act) {
-        nl_quantize_rows(s->qin, x, rows, lin->n_in, s->quant_act);
+    if (s->input_hook.fn) {
+        memcpy(s->qin, x, rows * lin->n_in * sizeof(float));
+        s->input_hook.fn(s->input_hook.ctx, s->qin, rows, lin->n_in);
         x = s->qin;
     }
     nl_linear(y, x, rows, lin, s->pool);
@@ -550,6 +550,7 @@ const NlFamily *nl_family_transformer(void) {
         .norms = 1u << NL_NORM_LAYERNORM | 1u << NL_NORM_RMSNORM | 1u << NL_NORM_BATCHNORM | 1u << NL_NORM_NONE,
         .trace_events_per_layer = 14,  // peri: 11 components and the layer itself, and slack
         .prunes_rows = 1,  // after the last layer's attention (transformer_forward)
+        .matrix_classes = NL_MATRIX_ATTN | NL_MATRIX_MLP | NL_MATRIX_HEAD | NL_MATRIX_EMBED,
     };
     static const NlFamily TABLE = {.info = &INFO,
                                    .bind = nl_transformer_bind,

@@ -79,16 +79,16 @@ size_t nl_transformer_matrices(void *weights, const NlConfig *c, NlMatrixSlot *s
                                 tied ? &w->lm_head : NULL,
                                 V,
                                 D,
-                                NL_QUANT_EMBED | (tied ? NL_QUANT_HEAD : 0u)};
-    slots[k++] = (NlMatrixSlot){{&w->wpe, NULL}, NULL, (size_t)c->block_size, D, NL_QUANT_EMBED};
+                                NL_MATRIX_EMBED | (tied ? NL_MATRIX_HEAD : 0u)};
+    slots[k++] = (NlMatrixSlot){{&w->wpe, NULL}, NULL, (size_t)c->block_size, D, NL_MATRIX_EMBED};
     for (size_t l = 0; l < L; l++) {
         NlLayerWeights *lw = &w->layers[l];
         NlLinear *four[4] = {&lw->attn, &lw->proj, &lw->fc, &lw->out};
         for (int j = 0; j < 4; j++)
             slots[k++] = (NlMatrixSlot){
-                {&four[j]->w, NULL}, four[j], four[j]->n_out, four[j]->n_in, j < 2 ? NL_QUANT_ATTN : NL_QUANT_MLP};
+                {&four[j]->w, NULL}, four[j], four[j]->n_out, four[j]->n_in, j < 2 ? NL_MATRIX_ATTN : NL_MATRIX_MLP};
     }
-    if (!tied) slots[k++] = (NlMatrixSlot){{&w->lm_head.w, NULL}, &w->lm_head, V, D, NL_QUANT_HEAD};
+    if (!tied) slots[k++] = (NlMatrixSlot){{&w->lm_head.w, NULL}, &w->lm_head, V, D, NL_MATRIX_HEAD};
     return k;
 }
 

@@ -3,7 +3,7 @@
 # #include "..." lines:
 #   core (engine/*, tokenizer/*)  includes no header of the lab (engine/lab/) or the command line;
 #   lab (engine/lab/*)            includes no header of the command line (engine/cli/);
-#   command line (engine/cli/*)   includes only the public headers (normlab.h, normlab_lab.h,
+#   command line (engine/cli/*)   includes only the public headers (normlab.h, normlab_ext.h, normlab_lab.h,
 #                                 nl_error.h, tokenizer.h) and its own, like any embedder.
 # And no file outside the config parser (config.c), the family files (transformer.c,
 # transformer_weights.c, rnn.c; state.c picks the family) and the enum's own header (normlab.h)
@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.." || exit 1
 passed=0 failed=0
 ok() { passed=$((passed + 1)); echo "ok   $1"; }
 bad() { failed=$((failed + 1)); echo "FAIL $1: $2"; }
-PUBLIC="normlab.h normlab_lab.h nl_error.h tokenizer.h"
+PUBLIC="normlab.h normlab_ext.h normlab_lab.h nl_error.h tokenizer.h"
 
 # violations ROOT: one line per include that breaks a rule, "FILE includes HEADER (LAYER's)".
 violations() {

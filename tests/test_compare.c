@@ -25,14 +25,16 @@ static int row(const char *name, NlNormType norm, NlPlacement place, int invaria
     NlCompareOptions o = {.repeats = 2, .invariance = invariance, .fault = NL_FAULT_NONE, .lens = 0, .outliers = 0};
     int rc = nl_model_load(&m, fixture(name), &err);
     if (rc == 0)
-        rc = nl_compare_model(m,
-                              (NlRunOptions){.norm = norm,
-                                             .placement = place,
-                                             .batch = 1,
-                                             .threads = 1,
-                                             .bn_stats = NL_BN_RUNNING,
-                                             .quantize_act = NL_QUANT_NONE},
-                              TEXT, N_TEXT, &o, out, &err);
+        rc = nl_compare_model(&(NlCompareJob){.model = m,
+                                              .run = (NlRunOptions){.norm = norm,
+                                                                    .placement = place,
+                                                                    .batch = 1,
+                                                                    .threads = 1,
+                                                                    .bn_stats = NL_BN_RUNNING},
+                                              .ids = TEXT,
+                                              .n = N_TEXT,
+                                              .reference = -1},
+                              &o, out, &err);
     CHECK(rc == 0, "%s: %s", name, err.msg);
     if (keep) *keep = m;
     else nl_model_free(m);
@@ -175,14 +177,16 @@ static void statistics_match_a_double_recomputation(void) {
         size_t n = (size_t)c->block_size + 1;  // T inputs: one eval window, every position scored
         NlCompareRow r;
         NlCompareOptions o = {.repeats = 1, .invariance = 1, .fault = NL_FAULT_NONE, .lens = 0, .outliers = 0};
-        if (nl_compare_model(m,
-                             (NlRunOptions){.norm = c->norm,
-                                            .placement = c->placement,
-                                            .batch = 1,
-                                            .threads = 1,
-                                            .bn_stats = NL_BN_RUNNING,
-                                            .quantize_act = NL_QUANT_NONE},
-                             TEXT, n, &o, &r, &err) != 0) {
+        if (nl_compare_model(&(NlCompareJob){.model = m,
+                                             .run = (NlRunOptions){.norm = c->norm,
+                                                                   .placement = c->placement,
+                                                                   .batch = 1,
+                                                                   .threads = 1,
+                                                                   .bn_stats = NL_BN_RUNNING},
+                                             .ids = TEXT,
+                                             .n = n,
+                                             .reference = -1},
+                             &o, &r, &err) != 0) {
             CHECK(0, "%s: %s", names[f], err.msg);
             nl_model_free(m);
             continue;
@@ -241,19 +245,18 @@ static void consistency_checks_report_injected_faults(void) {
         return;
     }
     const NlConfig *c = nl_model_config(m);
-    NlRunOptions run = {.norm = c->norm,
-                        .placement = c->placement,
-                        .batch = 1,
-                        .threads = 1,
-                        .bn_stats = NL_BN_RUNNING,
-                        .quantize_act = NL_QUANT_NONE};
+    NlRunOptions run = {
+        .norm = c->norm, .placement = c->placement, .batch = 1, .threads = 1, .bn_stats = NL_BN_RUNNING};
     NlCompareRow clean, cache, batch;
     NlCompareOptions o = {.repeats = 1, .invariance = 0, .fault = NL_FAULT_NONE, .lens = 0, .outliers = 0};
-    int rc = nl_compare_model(m, run, TEXT, N_TEXT, &o, &clean, &err);
+    int rc = nl_compare_model(&(NlCompareJob){.model = m, .run = run, .ids = TEXT, .n = N_TEXT, .reference = -1}, &o,
+                              &clean, &err);
     o.fault = NL_FAULT_CACHE;
-    rc |= nl_compare_model(m, run, TEXT, N_TEXT, &o, &cache, &err);
+    rc |= nl_compare_model(&(NlCompareJob){.model = m, .run = run, .ids = TEXT, .n = N_TEXT, .reference = -1}, &o,
+                           &cache, &err);
     o.fault = NL_FAULT_BATCH;
-    rc |= nl_compare_model(m, run, TEXT, N_TEXT, &o, &batch, &err);
+    rc |= nl_compare_model(&(NlCompareJob){.model = m, .run = run, .ids = TEXT, .n = N_TEXT, .reference = -1}, &o,
+                           &batch, &err);
     CHECK(rc == 0, "%s", err.msg);
     CHECK(clean.cache_diff < 1e-5 && clean.batch_diff < 1e-5, "clean: cache %g batch %g", clean.cache_diff,
           clean.batch_diff);

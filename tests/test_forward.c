@@ -135,12 +135,8 @@ static void overrides_run_every_norm_and_placement(void) {
         for (int k = 0; k < 4; k++)
             for (int p = 0; p < 3; p++) {
                 if (norms[k] == NL_NORM_BATCHNORM && strncmp(names[f], "bn-", 3) != 0) continue;
-                NlRunOptions o = {.norm = norms[k],
-                                  .placement = places[p],
-                                  .batch = 1,
-                                  .threads = 1,
-                                  .bn_stats = NL_BN_RUNNING,
-                                  .quantize_act = NL_QUANT_NONE};
+                NlRunOptions o = {
+                    .norm = norms[k], .placement = places[p], .batch = 1, .threads = 1, .bn_stats = NL_BN_RUNNING};
                 if (norms[k] == NL_NORM_BATCHNORM && places[p] == NL_PLACE_PERI) {  // no running stats for ln_*_post
                     NlModel *m = NULL;
                     NlState *st = NULL;
@@ -165,8 +161,7 @@ static void batch_statistics_couple_the_rows_of_a_call(void) {
                           .placement = NL_PLACE_AS_CONFIGURED,
                           .batch = 2,
                           .threads = 1,
-                          .bn_stats = NL_BN_BATCH,
-                          .quantize_act = NL_QUANT_NONE};
+                          .bn_stats = NL_BN_BATCH};
     const char *names[] = {"bn-pre-bias.json", "bn-post-nobias.json", "bn-peri-bias.json", "ln-pre-bias.json"};
     for (size_t f = 0; f < sizeof names / sizeof names[0]; f++) {
         Setup s;
@@ -202,8 +197,7 @@ static void batch_statistics_couple_the_rows_of_a_call(void) {
                             .placement = NL_PLACE_AS_CONFIGURED,
                             .batch = 1,
                             .threads = 1,
-                            .bn_stats = NL_BN_RUNNING,
-                            .quantize_act = NL_QUANT_NONE};
+                            .bn_stats = NL_BN_RUNNING};
     if (nl_model_load(&m, fixture("ln-pre-bias.json"), &err) != 0) {
         CHECK(0, "%s", err.msg);
         return;
@@ -332,12 +326,8 @@ static void batch_of_16_matches_each_sequence_alone(void) {
     for (int f = 0; f < 3; f++) {
         Setup one, many;
         if (setup(&one, names[f], NULL) != 0) return;
-        NlRunOptions o = {.norm = one.cfg.norm,
-                          .placement = one.cfg.placement,
-                          .batch = 16,
-                          .threads = 2,
-                          .bn_stats = NL_BN_RUNNING,
-                          .quantize_act = NL_QUANT_NONE};
+        NlRunOptions o = {
+            .norm = one.cfg.norm, .placement = one.cfg.placement, .batch = 16, .threads = 2, .bn_stats = NL_BN_RUNNING};
         NlError err;
         many = one;
         CHECK(nl_state_create(&many.state, one.model, &o, &err) == 0, "%s", err.msg);
@@ -392,12 +382,8 @@ static void batched_streams_match_single_streams(void) {
     for (int c = 0; c < 2; c++) {
         Setup one, many;
         if (setup(&one, cases[c].name, NULL) != 0) return;
-        NlRunOptions o = {.norm = one.cfg.norm,
-                          .placement = one.cfg.placement,
-                          .batch = 4,
-                          .threads = 1,
-                          .bn_stats = NL_BN_RUNNING,
-                          .quantize_act = NL_QUANT_NONE};
+        NlRunOptions o = {
+            .norm = one.cfg.norm, .placement = one.cfg.placement, .batch = 4, .threads = 1, .bn_stats = NL_BN_RUNNING};
         NlError err;
         many = one;
         CHECK(nl_state_create(&many.state, one.model, &o, &err) == 0, "%s", err.msg);
@@ -509,7 +495,7 @@ static void one_stream_is_bitwise_the_same_at_any_thread_count(void) {
 static void transposed_copies_are_exact_mapped_or_read(void) {
     NlModel *mapped = NULL, *read = NULL;
     NlError err;
-    NlLoadOptions no_mmap = {.no_mmap = 1, .quantize = NL_QUANT_NONE, .quantize_only = 0};
+    NlLoadOptions no_mmap = {.no_mmap = 1};
     if (nl_model_load(&mapped, "weights/shakespeare-pre-ln", &err) != 0 ||
         nl_model_load_with(&read, "weights/shakespeare-pre-ln", &no_mmap, &err) != 0) {
         CHECK(0, "%s", err.msg);

@@ -31,12 +31,8 @@ static int eval_on(const NlModel *m, int workers, int batch, const int *ids, siz
     NlProfiler *profs[MAX_WORKERS] = {0};
     NlError err;
     const NlConfig *c = nl_model_config(m);
-    NlRunOptions run = {.norm = c->norm,
-                        .placement = c->placement,
-                        .batch = batch,
-                        .threads = 1,
-                        .bn_stats = NL_BN_RUNNING,
-                        .quantize_act = NL_QUANT_NONE};
+    NlRunOptions run = {
+        .norm = c->norm, .placement = c->placement, .batch = batch, .threads = 1, .bn_stats = NL_BN_RUNNING};
     int rc = 0;
     for (int i = 0; i < workers && rc == 0; i++) {
         rc = nl_state_create(&states[i], m, &run, &err);
@@ -105,8 +101,7 @@ static void eval_reports_the_first_non_finite_loss_whatever_the_threads(void) {
                             .placement = nl_model_config(m)->placement,
                             .batch = 2,
                             .threads = 1,
-                            .bn_stats = NL_BN_RUNNING,
-                            .quantize_act = NL_QUANT_NONE};
+                            .bn_stats = NL_BN_RUNNING};
         for (int i = 0; i < w; i++) nl_state_create(&states[i], m, &run, &err);
         NlEvalResult r;
         int rc = nl_eval_parallel(states, (size_t)w, ids, 400, 4, &r, NULL, NULL, &err);
@@ -137,12 +132,8 @@ static int generate_on(const NlModel *m, int workers, Streams *out, uint64_t *po
     NlSampler *samplers[7] = {0};
     NlError err;
     const NlConfig *c = nl_model_config(m);
-    NlRunOptions run = {.norm = c->norm,
-                        .placement = c->placement,
-                        .batch = 3,
-                        .threads = 1,
-                        .bn_stats = NL_BN_RUNNING,
-                        .quantize_act = NL_QUANT_NONE};
+    NlRunOptions run = {
+        .norm = c->norm, .placement = c->placement, .batch = 3, .threads = 1, .bn_stats = NL_BN_RUNNING};
     int rc = 0;
     for (int i = 0; i < workers && rc == 0; i++) {
         rc = nl_state_create(&states[i], m, &run, &err);

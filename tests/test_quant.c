@@ -8,6 +8,7 @@
 
 #include "check.h"
 #include "model.h"
+#include "normlab_lab.h"
 #include "quantize.h"
 #include "ref_forward.h"
 
@@ -129,16 +130,16 @@ static size_t transformer_matrices(const NlModel *m, Matrix *out) {
     const NlConfig *c = nl_model_config(m);
     const NlTransformerWeights *w = nl_model_transformer_weights(m);
     size_t V = (size_t)c->vocab_size, D = (size_t)c->n_embd, k = 0;
-    out[k++] = (Matrix){w->wte, V, D, NL_QUANT_EMBED | (c->tie_embeddings ? NL_QUANT_HEAD : 0u)};
-    out[k++] = (Matrix){w->wpe, (size_t)c->block_size, D, NL_QUANT_EMBED};
+    out[k++] = (Matrix){w->wte, V, D, NL_MATRIX_EMBED | (c->tie_embeddings ? NL_MATRIX_HEAD : 0u)};
+    out[k++] = (Matrix){w->wpe, (size_t)c->block_size, D, NL_MATRIX_EMBED};
     for (int l = 0; l < c->n_layer; l++) {
         const NlLayerWeights *lw = &w->layers[l];
-        out[k++] = (Matrix){lw->attn.w, lw->attn.n_out, lw->attn.n_in, NL_QUANT_ATTN};
-        out[k++] = (Matrix){lw->proj.w, lw->proj.n_out, lw->proj.n_in, NL_QUANT_ATTN};
-        out[k++] = (Matrix){lw->fc.w, lw->fc.n_out, lw->fc.n_in, NL_QUANT_MLP};
-        out[k++] = (Matrix){lw->out.w, lw->out.n_out, lw->out.n_in, NL_QUANT_MLP};
+        out[k++] = (Matrix){lw->attn.w, lw->attn.n_out, lw->attn.n_in, NL_MATRIX_ATTN};
+        out[k++] = (Matrix){lw->proj.w, lw->proj.n_out, lw->proj.n_in, NL_MATRIX_ATTN};
+        out[k++] = (Matrix){lw->fc.w, lw->fc.n_out, lw->fc.n_in, NL_MATRIX_MLP};
+        out[k++] = (Matrix){lw->out.w, lw->out.n_out, lw->out.n_in, NL_MATRIX_MLP};
     }
-    out[k++] = (Matrix){w->lm_head.w, V, D, NL_QUANT_HEAD | (c->tie_embeddings ? NL_QUANT_EMBED : 0u)};
+    out[k++] = (Matrix){w->lm_head.w, V, D, NL_MATRIX_HEAD | (c->tie_embeddings ? NL_MATRIX_EMBED : 0u)};
     return k;
 }
 
@@ -146,12 +147,12 @@ static size_t recurrent_matrices(const NlModel *m, Matrix *out) {
     const NlConfig *c = nl_model_config(m);
     const NlRecurrentWeights *w = nl_model_recurrent_weights(m);
     size_t k = 0;
-    out[k++] = (Matrix){w->wte, (size_t)c->vocab_size, (size_t)c->n_input, NL_QUANT_EMBED};
+    out[k++] = (Matrix){w->wte, (size_t)c->vocab_size, (size_t)c->n_input, NL_MATRIX_EMBED};
     for (int l = 0; l < c->n_layer; l++) {
-        out[k++] = (Matrix){w->layers[l].ih.w, w->layers[l].ih.n_out, w->layers[l].ih.n_in, NL_QUANT_RECURRENT};
-        out[k++] = (Matrix){w->layers[l].hh.w, w->layers[l].hh.n_out, w->layers[l].hh.n_in, NL_QUANT_RECURRENT};
+        out[k++] = (Matrix){w->layers[l].ih.w, w->layers[l].ih.n_out, w->layers[l].ih.n_in, NL_MATRIX_RECURRENT};
+        out[k++] = (Matrix){w->layers[l].hh.w, w->layers[l].hh.n_out, w->layers[l].hh.n_in, NL_MATRIX_RECURRENT};
     }
-    out[k++] = (Matrix){w->lm_head.w, (size_t)c->vocab_size, (size_t)c->n_hidden, NL_QUANT_HEAD};
+    out[k++] = (Matrix){w->lm_head.w, (size_t)c->vocab_size, (size_t)c->n_hidden, NL_MATRIX_HEAD};
     return k;
 }
 
@@ -159,25 +160,58 @@ static size_t matrices(const NlModel *m, Matrix *out) {
     return nl_model_config(m)->arch == NL_ARCH_TRANSFORMER ? transformer_matrices(m, out) : recurrent_matrices(m, out);
 }
 
-static NlModel *load_quantized(const char *name, NlQuant q, unsigned only) {
+// A copy of base (nl_model_copy) with the matrices of `only` rounded; *rounded: the classes it reports.
+static NlModel *quantized_copy(const NlModel *base, const char *name, NlQuant q, unsigned only, unsigned *rounded) {
     NlModel *m = NULL;
     NlError err;
-    NlLoadOptions o = {.no_mmap = 0, .quantize = q, .quantize_only = only};
-    if (nl_model_load_with(&m, fixture(name), &o, &err) != 0) {
+    if (nl_model_copy(&m, base, &err) != 0 || nl_quantize_model(m, q, only, rounded, &err) != 0) {
         CHECK(0, "%s %s 0x%x: %s", name, nl_quant_name(q), only, err.msg);
+        nl_model_free(m);
         return NULL;
     }
     return m;
 }
 
+// The fixture loaded and rounded in place, as the command line's --quantize does.
+static NlModel *load_quantized(const char *name, NlQuant q, unsigned only) {
+    NlModel *m = load_fixture(name);
+    NlError err;
+    unsigned rounded;
+    if (m && nl_quantize_model(m, q, only, &rounded, &err) != 0) {
+        CHECK(0, "%s %s 0x%x: %s", name, nl_quant_name(q), only, err.msg);
+        nl_model_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+// nl_model_matrices lists what the test's own walk of the weights finds: each with its shape, its
+// classes and its data (a tied head is wte's entry, of both classes).
+static void check_listed(const NlModel *m, const Matrix *mine, size_t n_mine, const char *name) {
+    NlMatrix listed[64];
+    size_t n = nl_model_matrices(m, NULL);
+    CHECK(n <= 64 && nl_model_matrices(m, listed) == n, "%s: %zu matrices listed", name, n);
+    size_t tied = nl_model_config(m)->arch == NL_ARCH_TRANSFORMER && nl_model_config(m)->tie_embeddings;
+    CHECK(n + tied == n_mine, "%s: %zu listed, %zu walked", name, n, n_mine);
+    for (size_t i = 0; i < n && i < n_mine; i++)
+        CHECK(listed[i].data == mine[i].w && listed[i].rows == mine[i].rows && listed[i].cols == mine[i].cols &&
+                  listed[i].classes == mine[i].cls,
+              "%s: matrix %zu as walked", name, i);
+}
+
 // Every matrix of the picked classes is the float64 recomputation of its rounding, every other one
 // (and every norm and bias) is the file's; what the model reports matches.
 static void check_load(const char *name, NlQuant q, unsigned only) {
-    NlModel *plain = load_fixture(name), *quant = load_quantized(name, q, only);
-    Matrix a[64], b[64];
-    if (!plain || !quant) goto done;
+    NlModel *fresh = load_fixture(name), *plain = load_fixture(name), *quant = NULL;
+    Matrix a[64], b[64], f[64];
+    unsigned reported = 0;
+    if (!fresh || !plain || !(quant = quantized_copy(plain, name, q, only, &reported))) goto done;
     size_t n = matrices(plain, a), picked = 0;
-    CHECK(matrices(quant, b) == n, "same matrices");
+    CHECK(matrices(quant, b) == n && matrices(fresh, f) == n, "same matrices");
+    for (size_t i = 0; i < n; i++)
+        CHECK(memcmp(a[i].w, f[i].w, a[i].rows * a[i].cols * sizeof(float)) == 0,
+              "%s: matrix %zu of the copied model is untouched", name, i);
+    check_listed(plain, a, n, name);
     unsigned pick = only ? only : ~0u, classes = 0;
     for (size_t i = 0; i < n; i++) {
         size_t count = a[i].rows * a[i].cols;
@@ -195,9 +229,7 @@ static void check_load(const char *name, NlQuant q, unsigned only) {
         }
         free(want);
     }
-    unsigned reported = 0;
-    CHECK(nl_model_quantization(quant, &reported) == q && reported == classes, "%s: reports %s 0x%x (0x%x)", name,
-          nl_quant_name(q), reported, classes);
+    CHECK(reported == classes, "%s: reports %s 0x%x (0x%x)", name, nl_quant_name(q), reported, classes);
     CHECK(picked > 0, "%s 0x%x: something was rounded", name, only);
     if (nl_model_config(plain)->arch == NL_ARCH_TRANSFORMER) {
         const NlTransformerWeights *wp = nl_model_transformer_weights(plain), *wq = nl_model_transformer_weights(quant);
@@ -208,36 +240,39 @@ static void check_load(const char *name, NlQuant q, unsigned only) {
         if (nl_model_config(plain)->tie_embeddings) CHECK(wq->lm_head.w == wq->wte, "a tied head stays wte");
     }
 done:
+    nl_model_free(quant);  // (it borrows plain's tensors)
     nl_model_free(plain);
-    nl_model_free(quant);
+    nl_model_free(fresh);
 }
 
 static void load_rounds_exactly_the_picked_matrices(void) {
     const char *transformers[] = {"ln-pre-untied.json", "ln-pre-bias.json"};
     const unsigned classes[] = {
-        0, NL_QUANT_ATTN, NL_QUANT_MLP, NL_QUANT_HEAD, NL_QUANT_EMBED, NL_QUANT_ATTN | NL_QUANT_MLP};
+        0, NL_MATRIX_ATTN, NL_MATRIX_MLP, NL_MATRIX_HEAD, NL_MATRIX_EMBED, NL_MATRIX_ATTN | NL_MATRIX_MLP};
     for (int f = 0; f < 2; f++)
         for (int k = 0; k < 6; k++) {
             check_load(transformers[f], NL_QUANT_Q8, classes[k]);
             check_load(transformers[f], NL_QUANT_Q4, classes[k]);
         }
     const char *recurrent[] = {"lstm-ln.json", "gru-none.json"};
-    const unsigned rclasses[] = {0, NL_QUANT_RECURRENT, NL_QUANT_HEAD, NL_QUANT_EMBED};
+    const unsigned rclasses[] = {0, NL_MATRIX_RECURRENT, NL_MATRIX_HEAD, NL_MATRIX_EMBED};
     for (int f = 0; f < 2; f++)
         for (int k = 0; k < 4; k++) check_load(recurrent[f], NL_QUANT_Q8, rclasses[k]);
 }
 
 static void load_refuses_what_it_cannot_round(void) {
-    NlModel *m = NULL;
+    NlModel *m = load_fixture("ln-pre-bias.json");
     NlError err;
-    NlLoadOptions recurrent_only = {.no_mmap = 0, .quantize = NL_QUANT_Q8, .quantize_only = NL_QUANT_RECURRENT},
-                  unknown = {0, (NlQuant)7, 0};
-    CHECK(nl_model_load_with(&m, fixture("ln-pre-bias.json"), &recurrent_only, &err) != 0 && !m &&
+    unsigned rounded = 1;
+    if (!m) return;
+    CHECK(nl_quantize_model(m, NL_QUANT_Q8, NL_MATRIX_RECURRENT, &rounded, &err) != 0 && rounded == 0 &&
               err.code == NL_ERR_ARG && strstr(err.msg, "no matrix of the classes"),
           "a transformer has no recurrent matrices: %s", err.msg);
-    CHECK(nl_model_load_with(&m, fixture("ln-pre-bias.json"), &unknown, &err) != 0 && !m &&
-              strstr(err.msg, "unknown quantization"),
+    CHECK(nl_quantize_model(m, (NlQuant)7, 0, &rounded, &err) != 0 && strstr(err.msg, "unknown quantization"),
           "an unknown scheme: %s", err.msg);
+    CHECK(nl_quantize_model(m, NL_QUANT_Q8, 64, &rounded, &err) != 0 && strstr(err.msg, "unknown quantization classes"),
+          "an unknown class: %s", err.msg);
+    nl_model_free(m);
 }
 
 // The quantized model's forward pass is the double reference's on the rounded weights (which the
@@ -282,7 +317,7 @@ static void activation_rounding_moves_logits_a_little(void) {
         if (!m) continue;
         size_t V = (size_t)nl_model_config(m)->vocab_size, n = 8;
         CHECK(nl_state_create(&plain, m, NULL, &err) == 0 && nl_state_create(&none, m, &o, &err) == 0, "states");
-        o.quantize_act = NL_QUANT_Q8;
+        o.linear_input = nl_quant_input_hook(NL_QUANT_Q8);
         CHECK(nl_state_create(&q8, m, &o, &err) == 0, "q8 state: %s", err.msg);
         if (plain && none && q8) {
             float *a = malloc(n * V * sizeof *a);
@@ -307,6 +342,15 @@ static void names_parse_both_ways(void) {
     CHECK(nl_quant_parse("Q8", &q) == 0 && q == NL_QUANT_Q8 && strcmp(nl_quant_name(q), "q8") == 0, "q8");
     CHECK(nl_quant_parse("q4", &q) == 0 && q == NL_QUANT_Q4, "q4");
     CHECK(nl_quant_parse("q2", &q) != 0 && q == NL_QUANT_Q4, "q2 is refused and leaves the value");
+    unsigned classes = 0;
+    char buf[64];
+    CHECK(nl_quant_classes_parse("MLP,head", &classes) == 0 && classes == (NL_MATRIX_MLP | NL_MATRIX_HEAD) &&
+              strcmp(nl_quant_classes_name(classes, buf, sizeof buf), "mlp,head") == 0,
+          "classes both ways: %s", buf);
+    CHECK(nl_quant_classes_parse("attn,", &classes) != 0 && nl_quant_classes_parse("bias", &classes) != 0,
+          "an empty or unknown class is refused");
+    CHECK(nl_quant_input_hook(NL_QUANT_NONE).fn == NULL && nl_quant_input_hook(NL_QUANT_Q4).fn != NULL,
+          "no hook without rounding");
 }
 
 int main(void) {

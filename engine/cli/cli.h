@@ -48,7 +48,7 @@ typedef struct {
     int no_mmap;  // read the weights into memory instead of mapping them
     int warmup;  // generate: one untimed pass over the prompt first
     int quantize;  // NlQuant of the weights at load (compare: the float32 rows only, see quantize_rows)
-    int quantize_only;  // NL_QUANT_* bits of the matrices rounded (0: all)
+    int quantize_only;  // NL_MATRIX_* bits of the matrices rounded (0: all)
     int quantize_act;  // NlQuant of every linear's input rows (compare: adds a row per model)
     int quantize_rows;  // compare: bits (1 << NlQuant) of the weight quantizations to add rows for
     int lens;  // compare: the logit lens
@@ -179,6 +179,8 @@ typedef struct {
 int model_entries(ModelEntry **e, size_t *n);
 void model_entries_free(ModelEntry *e, size_t n);
 int load_model(const Options *o, NlModel **model);
+// The same, with the NL_MATRIX_* classes --quantize rounded into *rounded (may be NULL).
+int load_model_rounded(const Options *o, NlModel **model, unsigned *rounded);
 int make_state_as(const Options *o, const NlModel *model, int batch, int blas_threads, int warn, NlState **state);
 // The most positions the model sees at once: block_size, or SIZE_MAX for a recurrent model (no window).
 size_t model_context(const NlModel *model);

@@ -23,12 +23,7 @@
 // its ln_f, so that row runs with batch statistics only.
 static int compare_runs(const NlConfig *c, int also_swap, int bn_stats, NlRunOptions *runs) {
     NlBnStats first = bn_stats == BN_STATS_BOTH ? NL_BN_RUNNING : (NlBnStats)bn_stats;
-    NlRunOptions as = {.norm = c->norm,
-                       .placement = c->placement,
-                       .batch = 1,
-                       .threads = 1,
-                       .bn_stats = first,
-                       .quantize_act = NL_QUANT_NONE};
+    NlRunOptions as = {.norm = c->norm, .placement = c->placement, .batch = 1, .threads = 1, .bn_stats = first};
     int n = 0, lacks_ln_f = c->norm == NL_NORM_BATCHNORM && c->placement == NL_PLACE_POST;
     runs[n++] = as;
     const NlFamilyInfo *fam = nl_family_info(c->arch);
@@ -55,26 +50,38 @@ static int compare_runs(const NlConfig *c, int also_swap, int bn_stats, NlRunOpt
     return n;
 }
 
-// The rows of a model's quantized runs: with --quantize, the model loaded again with its weights
-// rounded (into quant[], run as trained); with --quantize-act, the float32 model with its linears'
-// inputs rounded. Each row is measured against the float32 row as trained.
+// The rows of a model's quantized runs, each measured against the float32 row as trained
+// (jobs[reference]): with --quantize, a copy of the loaded model with its weights rounded (into
+// quant[], run as trained); with --quantize-act, the float32 model with its linears' inputs rounded.
 static int compare_quantized(const Options *o, const char *path, const NlModel *model, const int *ids, size_t n,
-                             NlRunOptions as, NlModel **quant, NlCompareJob *jobs, const char **labels,
+                             NlRunOptions as, int reference, NlModel **quant, NlCompareJob *jobs, const char **labels,
                              size_t *n_jobs) {
     for (int q = NL_QUANT_Q8, k = 0; q <= NL_QUANT_Q4; q++) {
         if (!(o->quantize_rows & 1 << q)) continue;
-        Options with = *o;
-        with.model = path;
-        with.quantize = q;
-        int rc = load_model(&with, &quant[k]);
-        if (rc) return rc;
+        NlError err;
+        unsigned rounded = 0;
+        if (nl_model_copy(&quant[k], model, &err) != 0) return fail(&err);
+        if (nl_quantize_model(quant[k], (NlQuant)q, (unsigned)o->quantize_only, &rounded, &err) != 0) {
+            msg_error("%s: %s", path, err.msg);
+            return EXIT_DATA;
+        }
         labels[*n_jobs] = path;
-        jobs[(*n_jobs)++] = (NlCompareJob){quant[k++], as, ids, n};
+        jobs[(*n_jobs)++] = (NlCompareJob){.model = quant[k++],
+                                           .run = as,
+                                           .ids = ids,
+                                           .n = n,
+                                           .quant = (NlQuant)q,
+                                           .quant_classes = rounded,
+                                           .reference = reference};
     }
     if (o->quantize_act) {
-        as.quantize_act = (NlQuant)o->quantize_act;
         labels[*n_jobs] = path;
-        jobs[(*n_jobs)++] = (NlCompareJob){model, as, ids, n};
+        jobs[(*n_jobs)++] = (NlCompareJob){.model = model,
+                                           .run = as,
+                                           .ids = ids,
+                                           .n = n,
+                                           .quant_act = (NlQuant)o->quantize_act,
+                                           .reference = reference};
     }
     return 0;
 }
@@ -86,7 +93,7 @@ static int compare_load(const Options *o, const char *path, const char *text, si
     size_t n = 0, skipped = 0;
     Options with = *o;
     with.model = path;
-    with.quantize_only = 0;  // the float32 model: --quantize-only is for the quantized rows
+    with.quantize = NL_QUANT_NONE;  // the float32 model: --quantize adds rows of copies
     int rc = load_model(&with, model);
     if (!rc) {
         char what[4400];
@@ -99,12 +106,12 @@ static int compare_load(const Options *o, const char *path, const char *text, si
     }
     if (rc) return rc;
     NlRunOptions runs[MAX_RUNS];
-    int n_runs = compare_runs(nl_model_config(*model), o->also_swap, o->bn_stats, runs);
+    int n_runs = compare_runs(nl_model_config(*model), o->also_swap, o->bn_stats, runs), first = (int)*n_jobs;
     for (int r = 0; r < n_runs; r++) {
         labels[*n_jobs] = path;
-        jobs[(*n_jobs)++] = (NlCompareJob){*model, runs[r], *ids, n};
+        jobs[(*n_jobs)++] = (NlCompareJob){.model = *model, .run = runs[r], .ids = *ids, .n = n, .reference = -1};
     }
-    return compare_quantized(o, path, *model, *ids, n, runs[0], quant, jobs, labels, n_jobs);
+    return compare_quantized(o, path, *model, *ids, n, runs[0], first, quant, jobs, labels, n_jobs);
 }
 
 static const char *const PLOTS[] = {"bits_per_char.png", "residual_rms.png", "branch_rms.png", "time_share.png",

@@ -31,7 +31,7 @@ static int is_json_number(const char *s) {
     return *s == '\0';
 }
 
-static cJSON *info_json(const NlModel *m, const char *path, const BlasChoice *b) {
+static cJSON *info_json(const NlModel *m, NlQuant q, unsigned classes, const char *path, const BlasChoice *b) {
     const NlConfig *c = nl_model_config(m);
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "model", path);
@@ -50,8 +50,6 @@ static cJSON *info_json(const NlModel *m, const char *path, const BlasChoice *b)
     cJSON_AddNumberToObject(j, "weight_bytes", (double)nl_model_weight_bytes(m));
     // copies of small weights, transposed, which few-row products run faster on (linear.h)
     cJSON_AddNumberToObject(j, "transposed_bytes", (double)nl_model_transposed_bytes(m));
-    unsigned classes = 0;
-    NlQuant q = nl_model_quantization(m, &classes);
     if (q != NL_QUANT_NONE) {  // --quantize: what the load rounded (simulated, docs/lab.md)
         char list[64];
         cJSON_AddStringToObject(j, "quantize", nl_quant_name(q));
@@ -120,10 +118,12 @@ int cmd_info(Options *o) {
     NlModel *model = NULL;
     const char *outs[1] = {o->output};
     int rc = o->output ? check_outputs(o, outs, 1) : 0;
-    if (!rc) rc = load_model(o, &model);
+    unsigned rounded = 0;
+    if (!rc) rc = load_model_rounded(o, &model, &rounded);
     if (rc) return rc;
     char buf[4400];
-    rc = write_result(o, info_json(model, model_path(o, buf, sizeof buf), &o->blas), print_info_text);
+    rc = write_result(o, info_json(model, (NlQuant)o->quantize, rounded, model_path(o, buf, sizeof buf), &o->blas),
+                      print_info_text);
     nl_model_free(model);
     return rc;
 }
@@ -184,7 +184,7 @@ static cJSON *list_entry(const Options *o, const ModelEntry *e) {
     cJSON_AddStringToObject(m, "path", e->path);
     NlModel *model = NULL;
     NlError err;
-    NlLoadOptions lo = {.no_mmap = o->no_mmap, .quantize = NL_QUANT_NONE, .quantize_only = 0};
+    NlLoadOptions lo = {.no_mmap = o->no_mmap};
     if (nl_model_load_with(&model, e->path, &lo, &err) != 0) {
         cJSON_AddStringToObject(m, "error", err.msg);
     } else {

@@ -246,7 +246,24 @@ static int no_such_model(const char *from_env, const char *name) {
     return EXIT_DATA;
 }
 
-int load_model(const Options *o, NlModel **model) {
+// With --quantize, rounds the model's matrices in place (the lab's nl_quantize_model); *rounded
+// (may be NULL) gets the classes rounded.
+static int quantize_loaded(const Options *o, const char *path, NlModel *model, unsigned *rounded) {
+    unsigned classes = 0;
+    NlError err;
+    if (rounded) *rounded = 0;
+    if (o->quantize == NL_QUANT_NONE) return 0;
+    if (nl_quantize_model(model, (NlQuant)o->quantize, (unsigned)o->quantize_only, &classes, &err) != 0) {
+        msg_error("%s: %s", path, err.msg);
+        return EXIT_DATA;
+    }
+    if (rounded) *rounded = classes;
+    return 0;
+}
+
+int load_model(const Options *o, NlModel **model) { return load_model_rounded(o, model, NULL); }
+
+int load_model_rounded(const Options *o, NlModel **model, unsigned *rounded) {
     const char *env = getenv("NORMLAB_MODEL"), *name = model_name(o);
     const char *from_env = !o->model && env && *env ? "NORMLAB_MODEL=" : "";
     char *path = NULL;
@@ -259,9 +276,12 @@ int load_model(const Options *o, NlModel **model) {
         rc = EXIT_DATA;
     } else {
         NlError err;
-        NlLoadOptions lo = {
-            .no_mmap = o->no_mmap, .quantize = (NlQuant)o->quantize, .quantize_only = (unsigned)o->quantize_only};
+        NlLoadOptions lo = {.no_mmap = o->no_mmap};
         if (nl_model_load_with(model, path, &lo, &err) != 0) rc = fail(&err);
+        else if ((rc = quantize_loaded(o, path, *model, rounded)) != 0) {
+            nl_model_free(*model);
+            *model = NULL;
+        }
     }
     free(path);
     return rc;
@@ -276,7 +296,7 @@ int make_state_as(const Options *o, const NlModel *model, int batch, int blas_th
                         .batch = batch,
                         .threads = blas_threads,
                         .bn_stats = (NlBnStats)o->bn_stats,
-                        .quantize_act = (NlQuant)o->quantize_act};
+                        .linear_input = nl_quant_input_hook((NlQuant)o->quantize_act)};
     // (o->norm < 0: not given; the state could take NL_NORM_AS_CONFIGURED, but the warning below
     // compares the two, so the model's own values are filled in here.)
     NlError err;

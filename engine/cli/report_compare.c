@@ -25,8 +25,7 @@ static void run_as(char *buf, size_t len, const NlCompareRow *r) {
 // " w:q8" / " w:q4[attn,mlp]" / " a:q8": a quantized row's rounding ([the classes] when not all the
 // family's); "" for a float32 one.
 static void quant_text(char *buf, size_t len, const NlCompareRow *r) {
-    unsigned all = nl_family_info(r->arch)->has_blocks ? NL_QUANT_ATTN | NL_QUANT_MLP | NL_QUANT_HEAD | NL_QUANT_EMBED
-                                                       : NL_QUANT_HEAD | NL_QUANT_EMBED | NL_QUANT_RECURRENT;
+    unsigned all = nl_family_info(r->arch)->matrix_classes;
     char classes[64];
     buf[0] = '\0';
     if (r->quant && (r->quant_classes & all) == all) snprintf(buf, len, " w:%s", nl_quant_name(r->quant));
@@ -42,19 +41,6 @@ static void run_as_quant(char *buf, size_t len, const NlCompareRow *r) {
     run_as(buf, len, r);
     quant_text(q, sizeof q, r);
     snprintf(buf + strlen(buf), len - strlen(buf), "%s", q);
-}
-
-// The float32 row rows[i] is measured against: the same model (label) and run, nothing rounded; -1
-// when there is none.
-static long float_row(const NlCompareRow *rows, const char *const *labels, size_t n, size_t i) {
-    const NlCompareRow *q = &rows[i];
-    for (size_t j = 0; j < n; j++) {
-        const NlCompareRow *r = &rows[j];
-        if (!r->quant && !r->quant_act && strcmp(labels[j], labels[i]) == 0 && r->norm == q->norm &&
-            r->placement == q->placement && r->bn_stats == q->bn_stats)
-            return (long)j;
-    }
-    return -1;
 }
 
 static const char *override_name(const NlCompareRow *r) {
@@ -106,7 +92,7 @@ static int quant_text_section(FILE *f, const NlCompareRow *rows, const char *con
         char as[48], q[96];
         run_as(as, sizeof as, r);
         quant_text(q, sizeof q, r);
-        long j = float_row(rows, labels, n, i);
+        long j = rows[i].reference;
         fprintf(f, "%-34s %-24s %-24s %9.4f ", labels[i], as, q + 1, r->bits_per_char);
         if (j >= 0) fprintf(f, "%+9.4f\n", r->bits_per_char - rows[j].bits_per_char);
         else fprintf(f, "%9s\n", "-");
@@ -247,7 +233,7 @@ static cJSON *ints(const int *v, int count) {
 static void quant_json(cJSON *o, const NlCompareRow *r) {
     cJSON_AddStringToObject(o, "quantize", nl_quant_name(r->quant));
     cJSON *classes = cJSON_AddArrayToObject(o, "quantized");
-    for (unsigned bit = 1; bit <= NL_QUANT_RECURRENT; bit <<= 1) {
+    for (unsigned bit = 1; bit <= NL_MATRIX_RECURRENT; bit <<= 1) {
         char name[16];
         if (r->quant_classes & bit)
             cJSON_AddItemToArray(classes, cJSON_CreateString(nl_quant_classes_name(bit, name, sizeof name)));
@@ -394,10 +380,10 @@ static void outlier_csv(FILE *f, const NlOutlierStats *s) {
     if (s->has_gain) fprintf(f, "%d", s->gain_overlap);
 }
 
-static void quant_csv(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n, size_t i) {
+static void quant_csv(FILE *f, const NlCompareRow *rows, size_t i) {
     const NlCompareRow *r = &rows[i];
     char classes[64];
-    long j = float_row(rows, labels, n, i);
+    long j = rows[i].reference;
     nl_quant_classes_name(r->quant_classes, classes, sizeof classes);
     for (char *c = classes; *c; c++) *c = *c == ',' ? ' ' : *c;  // one CSV field
     fprintf(f, ",%s,%s,%s,", nl_quant_name(r->quant), classes, nl_quant_name(r->quant_act));
@@ -457,7 +443,7 @@ int report_compare_csv(FILE *f, const NlCompareRow *rows, const char *const *lab
             for (int t = 0; t < 2; t++)
                 for (int k = 0; k < NL_INV_COUNT; k++)
                     fam->has_blocks ? fprintf(f, ",%.6g", r->invariance[t][k]) : fputs(",", f);
-        if (info->quantize) quant_csv(f, rows, labels, n, i);
+        if (info->quantize) quant_csv(f, rows, i);
         for (int l = 0; info->lens && l <= L; l++) {
             int known = r->has_lens && l <= r->n_layer;  // (apart: clang-format spaced "&& l" as "&&l")
             known ? fprintf(f, ",%.6g", r->lens_bits_per_char[l]) : fputs(",", f);

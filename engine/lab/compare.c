@@ -159,8 +159,11 @@ cleanup:
     return rc;
 }
 
-int nl_compare_model(const NlModel *model, NlRunOptions run, const int *ids, size_t n, const NlCompareOptions *opts,
-                     NlCompareRow *row, NlError *err) {
+int nl_compare_model(const NlCompareJob *job, const NlCompareOptions *opts, NlCompareRow *row, NlError *err) {
+    const NlModel *model = job->model;
+    NlRunOptions run = job->run;
+    const int *ids = job->ids;
+    size_t n = job->n;
     const NlConfig *trained = nl_model_config(model);
     memset(row, 0, sizeof *row);
     if (trained->n_layer > NL_MAX_LAYERS) {
@@ -173,8 +176,11 @@ int nl_compare_model(const NlModel *model, NlRunOptions run, const int *ids, siz
     row->bn_stats = run.bn_stats;
     row->swapped_norm = run.norm != trained->norm;
     row->swapped_placement = run.placement != trained->placement;
-    row->quant = nl_model_quantization(model, &row->quant_classes);
-    row->quant_act = run.quantize_act;
+    row->quant = job->quant;
+    row->quant_classes = job->quant_classes;
+    row->quant_act = job->quant_act;
+    row->reference = job->reference;
+    run.linear_input = nl_quant_input_hook(job->quant_act);
     row->parameters = nl_model_parameters(model);
     row->weight_bytes = nl_model_weight_bytes(model);
     run.batch = 1;
@@ -218,7 +224,7 @@ static void rows_worker(void *arg, int worker) {
     RowsJob *j = arg;
     for (size_t i = (size_t)worker; i < j->n_jobs; i += j->n_workers) {
         const NlCompareJob *job = &j->jobs[i];
-        j->rc[i] = nl_compare_model(job->model, job->run, job->ids, job->n, j->opts, &j->rows[i], &j->errs[i]);
+        j->rc[i] = nl_compare_model(job, j->opts, &j->rows[i], &j->errs[i]);
     }
 }
 

@@ -6,6 +6,30 @@
 #define NORMLAB_LAB_H
 
 #include "normlab.h"
+#include "normlab_ext.h"
+
+// ---- simulated quantization (quantize.c)
+//
+// Weights rounded once (nl_quantize_model), activations before each product (nl_quant_input_hook),
+// and stored back as float32, so the products run as fast as ever: this measures what the rounding
+// costs in quality, not what it saves in time. q8: a float32 scale per row, max |x| / 127, x / scale
+// rounded half away from zero (roundf) and clamped to [-127, 127]; q4: the same per group of 32
+// consecutive columns of a row, with 7 levels.
+typedef enum { NL_QUANT_NONE, NL_QUANT_Q8, NL_QUANT_Q4 } NlQuant;
+const char *nl_quant_name(NlQuant q);  // "none", "q8", "q4"
+int nl_quant_parse(const char *name, NlQuant *out);  // any case; -1 when none
+// "attn,mlp": the names of the NL_MATRIX_* classes set, comma-separated, into buf ("" for none).
+const char *nl_quant_classes_name(unsigned classes, char *buf, size_t len);
+// The classes of a comma-separated list of those names (any case); -1 for an unknown or empty one.
+int nl_quant_classes_parse(const char *list, unsigned *out);
+// Rounds the model's matrices of the classes `only` (NL_MATRIX_* bits; 0: all of them) under q, in
+// place (nl_model_set_matrices: before any state is made from it); a head tied to wte is rounded
+// once, by rows of wte, when either class is picked. Norm gains, biases and running statistics stay
+// float32. *rounded: the classes of the matrices rounded. An error when none has those classes.
+int nl_quantize_model(NlModel *model, NlQuant q, unsigned only, unsigned *rounded, NlError *err);
+// The run option that rounds every linear's input rows (one per position) under q before the
+// product (NL_QUANT_NONE: no hook).
+NlLinearInputHook nl_quant_input_hook(NlQuant q);
 
 // ---- profiling (profile.c)
 
@@ -187,28 +211,34 @@ typedef struct {
     double batch_diff;  // max |logit alone - logit in a batch of 16|
     double cache_diff;  // max |logit of full prefill - logit of KV-cache decoding|
     double invariance[2][NL_INV_COUNT];  // [LayerNorm, RMSNorm][case], when asked
-    NlQuant quant;  // the model's weights (nl_model_quantization)
+    NlQuant quant;  // the model's weights (NlCompareJob)
     unsigned quant_classes;  // the matrices rounded
     NlQuant quant_act;  // the run's activations
+    int reference;  // a quantized row's float32 row: its index among the rows; -1 for none
     int has_lens;  // lens_bits_per_char is set (asked, and a transformer)
     double lens_bits_per_char[NL_MAX_LAYERS + 1];  // nl_lens: [l] read after l layers; [L] = bits_per_char
     int has_outliers;  // outliers is set (asked, and nothing rounded)
     NlOutlierStats outliers[NL_MAX_LAYERS + 1][NL_SITE_COUNT];  // over eval's positions; rows 0: not seen
 } NlCompareRow;
 
-// Measures one model run as `run` on the text ids[0..n) (n >= 2): eval (with statistics and a
-// profile), prefill and decode throughput, batch and cache consistency. The speeds and the two
-// checks use the text's first T positions (a recurrent model: NL_RNN_LOGITS).
-int nl_compare_model(const NlModel *model, NlRunOptions run, const int *ids, size_t n, const NlCompareOptions *opts,
-                     NlCompareRow *row, NlError *err);
-
-// One row to measure: a model, how to run it, and its text.
+// One row to measure: a model, how to run it, and its text; for a quantized row, what was rounded
+// (the model's weights: by nl_quantize_model; the activations: rounded by the row itself) and the
+// index of the float32 row it is measured against.
 typedef struct {
     const NlModel *model;
     NlRunOptions run;
     const int *ids;
     size_t n;
+    NlQuant quant;  // the weights' rounding (NL_QUANT_NONE: float32)
+    unsigned quant_classes;  // the matrices it rounded
+    NlQuant quant_act;  // every linear's input rows rounded so (run.linear_input is set from it)
+    int reference;  // the float32 row's index among the jobs; -1 for a float32 row
 } NlCompareJob;
+
+// Measures one job on the text ids[0..n) (n >= 2): eval (with statistics and a profile), prefill
+// and decode throughput, batch and cache consistency. The speeds and the two checks use the text's
+// first T positions (a recurrent model: NL_RNN_LOGITS).
+int nl_compare_model(const NlCompareJob *job, const NlCompareOptions *opts, NlCompareRow *row, NlError *err);
 
 // Measures rows[i] of jobs[i] for every job, on up to `threads` worker threads (job i on worker
 // i mod threads). Every figure but the timings is the same whatever the thread count; rows measured

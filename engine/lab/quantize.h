@@ -1,12 +1,13 @@
-// quantize.h — simulated weight and activation quantization (internal): values rounded to a few
-// signed levels of a per-row (q8) or per-group (q4) scale and stored back as float32, so that every
-// product stays a float32 OpenBLAS call. It measures what the rounding costs in quality, not speed.
+// quantize.h — the lab's rounding kernel behind nl_quantize_model and the input hook (internal to
+// the lab; normlab_lab.h has the API): values rounded to a few signed levels of a per-row (q8) or
+// per-group (q4) scale and stored back as float32, so that every product stays a float32 OpenBLAS
+// call. It measures what the rounding costs in quality, not speed.
 #ifndef NL_QUANTIZE_H
 #define NL_QUANTIZE_H
 
 #include <stddef.h>
 
-#include "normlab.h"
+#include "normlab_lab.h"
 
 #pragma GCC visibility push(hidden)
 
