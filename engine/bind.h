@@ -8,6 +8,7 @@
 
 #include "linear.h"
 #include "normlab.h"
+#include "normlab_ext.h"
 #include "safetensors.h"
 
 #pragma GCC visibility push(hidden)

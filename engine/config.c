@@ -10,6 +10,7 @@
 #include "jsonx.h"
 #include "model.h"
 #include "normlab.h"
+#include "normlab_ext.h"
 
 #define FAIL(...)                                  \
     do {                                           \

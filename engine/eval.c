@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "normlab.h"
+#include "normlab_ext.h"
 #include "clock.h"
 #include "observe.h"
 #include "parallel.h"
@@ -37,8 +38,7 @@ typedef struct {
     size_t *group_bad;  // (n_groups) first character with a non-finite loss, or SIZE_MAX
     size_t n_workers;
     atomic_size_t first_bad, done_chars;  // the first group with a non-finite loss (SIZE_MAX: none)
-    NlProgressFn progress;
-    void *ctx;
+    const NlEvalOptions *opts;  // progress and the call hook
     double start;  // nl_clock_seconds() when the call began
 } EvalJob;
 
@@ -80,6 +80,7 @@ static double eval_group(EvalJob *j, size_t worker, size_t g, size_t *bad, doubl
         }
     }
     atomic_fetch_add(&j->done_chars, window_at(j, w0 + nb - 1).end - window_at(j, w0).begin);
+    if (j->opts->call_done) j->opts->call_done(j->opts->call_ctx, s, w0, nb);
     return sum;
 }
 
@@ -92,8 +93,8 @@ static void eval_worker(void *arg, int worker) {
         j->group_nll[g] = eval_group(j, (size_t)worker, g, &j->group_bad[g], &j->group_sq[g]);
         if (j->group_bad[g] != SIZE_MAX) nl_atomic_lower(&j->first_bad, g);
         size_t done = atomic_load(&j->done_chars);
-        if (worker == 0 && j->progress && done < j->n_inputs)
-            j->progress(done, j->n_inputs, nl_clock_seconds() - j->start, j->ctx);
+        if (worker == 0 && j->opts->progress && done < j->n_inputs)
+            j->opts->progress(done, j->n_inputs, nl_clock_seconds() - j->start, j->opts->progress_ctx);
     }
 }
 
@@ -131,8 +132,9 @@ static size_t recurrent_chunk(NlState *s, const int *ids, const size_t *start, i
     return bad;
 }
 
-int nl_eval_recurrent(NlState *s, const int *ids, size_t n, size_t segments, NlEvalResult *out, NlProgressFn progress,
-                      void *ctx, NlError *err) {
+// A model without a window: K = segments parts, each through one unbroken state (nl_eval).
+static int eval_recurrent(NlState *s, const int *ids, size_t n, size_t segments, NlEvalResult *out,
+                          NlProgressFn progress, void *ctx, NlError *err) {
     *out = (NlEvalResult){0};
     double t0 = nl_clock_seconds();
     nl_obs_set_phase(nl_state_observer(s), NL_PHASE_PREFILL);
@@ -187,11 +189,15 @@ size_t nl_eval_windows(size_t n, size_t block_size, size_t stride) {
     return 1 + (n_inputs - first + stride - 1) / stride;
 }
 
-int nl_eval_parallel(NlState *const *states, size_t n_states, const int *ids, size_t n, size_t stride,
-                     NlEvalResult *out, NlProgressFn progress, void *ctx, NlError *err) {
+int nl_eval(NlState *const *states, size_t n_states, const int *ids, size_t n, const NlEvalOptions *opts,
+            NlEvalResult *out, NlError *err) {
+    static const NlEvalOptions NONE = {0};
     const NlConfig *c = nl_state_config(states[0]);
-    if (!nl_family_info(c->arch)->windowed)  // no window: the text through one unbroken state
-        return nl_eval_recurrent(states[0], ids, n, 1, out, progress, ctx, err);
+    if (!opts) opts = &NONE;
+    if (!nl_family_info(c->arch)->windowed)  // no window: the text through one unbroken state a segment
+        return eval_recurrent(states[0], ids, n, opts->segments ? opts->segments : 1, out, opts->progress,
+                              opts->progress_ctx, err);
+    size_t stride = opts->stride;
     *out = (NlEvalResult){0};
     double t0 = nl_clock_seconds();
     for (size_t i = 0; i < n_states; i++) nl_obs_set_phase(nl_state_observer(states[i]), NL_PHASE_PREFILL);
@@ -217,8 +223,7 @@ int nl_eval_parallel(NlState *const *states, size_t n_states, const int *ids, si
                  .V = (size_t)c->vocab_size,
                  .stride = stride,
                  .B = nl_state_batch(states[0]),
-                 .progress = progress,
-                 .ctx = ctx,
+                 .opts = opts,
                  .start = t0};
     j.n_windows = nl_eval_windows(n, T, stride);
     j.n_groups = (j.n_windows + j.B - 1) / j.B;
@@ -248,7 +253,7 @@ int nl_eval_parallel(NlState *const *states, size_t n_states, const int *ids, si
     if (rc == 0) {
         out->count = j.n_inputs;
         out->seconds = nl_clock_seconds() - t0;
-        if (progress) progress(j.n_inputs, j.n_inputs, out->seconds, ctx);
+        if (opts->progress) opts->progress(j.n_inputs, j.n_inputs, out->seconds, opts->progress_ctx);
     }
 cleanup:
     free(j.tokens);
@@ -256,9 +261,4 @@ cleanup:
     free(j.group_sq);
     free(j.group_bad);
     return rc;
-}
-
-int nl_eval(NlState *s, const int *ids, size_t n, size_t stride, NlEvalResult *out, NlProgressFn progress, void *ctx,
-            NlError *err) {
-    return nl_eval_parallel(&s, 1, ids, n, stride, out, progress, ctx, err);
 }

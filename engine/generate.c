@@ -11,6 +11,7 @@
 
 #include "normlab.h"
 #include "clock.h"
+#include "family.h"
 #include "observe.h"
 #include "parallel.h"
 
@@ -74,12 +75,13 @@ static int sample_all(NlSampler *const *samplers, const float *logits, size_t B,
     return ok;
 }
 
-int nl_generate_batch(NlState *s, NlSampler *const *samplers, size_t B, const int *prompt, size_t n_prompt,
-                      const NlGenerateOptions *opts, NlBatchEmitFn emit, void *ctx, NlGenerateStats *st, NlError *err) {
+// One group of B streams (B <= the state's batch) on state s; emit gets the group's own stream index.
+static int generate_group(NlState *s, NlSampler *const *samplers, size_t B, const int *prompt, size_t n_prompt,
+                          const NlGenerateOptions *opts, NlEmitFn emit, void *ctx, NlGenerateStats *st, NlError *err) {
     assert(n_prompt >= 1 && B >= 1);
     memset(st, 0, sizeof *st);
     const NlConfig *c = nl_state_config(s);
-    size_t window = nl_state_window(s);
+    size_t window = nl_family_of(c->arch)->window(c);
     int recurrent = !nl_family_info(c->arch)->windowed;  // no window to fill or shift
     if (recurrent && opts->exact_window) {
         nl_error(err, NL_ERR_ARG, "exact_window applies to transformers; a recurrent model has no window");
@@ -139,23 +141,6 @@ int nl_generate_batch(NlState *s, NlSampler *const *samplers, size_t B, const in
     return rc;
 }
 
-typedef struct {
-    NlEmitFn emit;
-    void *ctx;
-} OneStream;
-
-static int emit_one(int stream, int token, void *ctx) {
-    (void)stream;
-    OneStream *o = ctx;
-    return o->emit(token, o->ctx);
-}
-
-int nl_generate(NlState *s, NlSampler *sampler, const int *prompt, size_t n_prompt, const NlGenerateOptions *opts,
-                NlEmitFn emit, void *ctx, NlGenerateStats *st, NlError *err) {
-    OneStream one = {emit, ctx};
-    return nl_generate_batch(s, &sampler, 1, prompt, n_prompt, opts, emit_one, &one, st, err);
-}
-
 // ---- groups of streams on worker threads
 
 typedef struct {
@@ -165,8 +150,6 @@ typedef struct {
     const int *prompt;
     size_t n_prompt;
     const NlGenerateOptions *opts;
-    NlBatchEmitFn emit;
-    void *ctx;
     NlGenerateStats *group_stats;  // (n_groups)
     int *group_rc;  // (n_groups)
     NlError *group_err;  // (n_groups)
@@ -181,7 +164,8 @@ typedef struct {
 
 static int emit_in_group(int stream, int token, void *ctx) {
     GroupEmit *g = ctx;
-    return g->job->emit((int)g->first + stream, token, g->job->ctx);
+    const NlGenerateOptions *o = g->job->opts;
+    return o->emit ? o->emit((int)g->first + stream, token, o->emit_ctx) : 0;
 }
 
 // Worker w of P runs groups w, w + P, ... (with at least P groups, every worker runs). After a group
@@ -192,15 +176,14 @@ static void group_worker(void *arg, int worker) {
     for (size_t g = (size_t)worker; g < j->n_groups && g < atomic_load(&j->first_failed); g += j->n_workers) {
         size_t first = g * j->group, nb = j->B - first < j->group ? j->B - first : j->group;
         GroupEmit ge = {j, first};
-        j->group_rc[g] = nl_generate_batch(j->states[worker], j->samplers + first, nb, j->prompt, j->n_prompt, j->opts,
-                                           emit_in_group, &ge, &j->group_stats[g], &j->group_err[g]);
+        j->group_rc[g] = generate_group(j->states[worker], j->samplers + first, nb, j->prompt, j->n_prompt, j->opts,
+                                        emit_in_group, &ge, &j->group_stats[g], &j->group_err[g]);
         if (j->group_rc[g] != 0) nl_atomic_lower(&j->first_failed, g);
     }
 }
 
-int nl_generate_parallel(NlState *const *states, size_t n_states, NlSampler *const *samplers, size_t B,
-                         const int *prompt, size_t n_prompt, const NlGenerateOptions *opts, NlBatchEmitFn emit,
-                         void *ctx, NlGenerateStats *st, NlError *err) {
+int nl_generate(NlState *const *states, size_t n_states, NlSampler *const *samplers, size_t B, const int *prompt,
+                size_t n_prompt, const NlGenerateOptions *opts, NlGenerateStats *st, NlError *err) {
     size_t group = nl_state_batch(states[0]), n_groups = (B + group - 1) / group;
     for (size_t i = 1; i < n_states; i++)
         if (nl_state_batch(states[i]) != group) {
@@ -216,8 +199,6 @@ int nl_generate_parallel(NlState *const *states, size_t n_states, NlSampler *con
                   .prompt = prompt,
                   .n_prompt = n_prompt,
                   .opts = opts,
-                  .emit = emit,
-                  .ctx = ctx,
                   .group_stats = calloc(n_groups, sizeof(NlGenerateStats)),
                   .group_rc = calloc(n_groups, sizeof(int)),
                   .group_err = calloc(n_groups, sizeof(NlError)),

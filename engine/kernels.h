@@ -8,6 +8,7 @@
 
 #include "model.h"
 #include "normlab.h"
+#include "normlab_ext.h"
 
 // Internal: hidden from the symbols a shared object built from these files would export.
 #pragma GCC visibility push(hidden)

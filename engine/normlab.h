@@ -15,8 +15,9 @@
 // profiler or statistics object attached to a state (normlab_lab.h) is borrowed by it.
 // Process-wide state the library touches: OpenBLAS's thread count (openblas_set_num_threads(1), set
 // before each product, see NlRunOptions.threads) and nothing else; it has no globals of its own, so
-// states may run on different threads at once (nl_eval_parallel, nl_generate_parallel do).
-// The lab — profiler, hidden-state statistics, compare — is in normlab_lab.h. Functions that can
+// states may run on different threads at once (nl_eval and nl_generate do, given several).
+// What a lab or a command line asks beyond running a model (names, observers, matrices) is in
+// normlab_ext.h; the lab — profiler, hidden-state statistics, compare — is in normlab_lab.h. Functions that can
 // fail return 0 on success and -1 on failure, with a one-line message naming the file, key or
 // value in err->msg. The library never prints and never exits.
 //
@@ -98,52 +99,11 @@ const NlConfig *nl_model_config(const NlModel *model);
 // recurrent model, which has no window (its state carries any length). Generation shifts a full
 // window; evaluation scores windows of it, or the whole text through one state when unlimited.
 size_t nl_model_window(const NlModel *model);
-// The bytes one sequence's state takes: a transformer's KV cache (nl_state_kv_bytes), a recurrent
-// model's h of every layer and the LSTM's c.
+// The bytes one sequence's state takes: a transformer's KV cache (block_size rounded up to a multiple
+// of 32), a recurrent model's h of every layer and the LSTM's c.
 size_t nl_model_state_bytes(const NlModel *model);
 const NlTokenizer *nl_model_tokenizer(const NlModel *model);
 size_t nl_model_parameters(const NlModel *model);  // number of distinct weights (tied counted once)
-size_t nl_model_weight_bytes(const NlModel *model);  // bytes of tensor data
-// Bytes of the transposed copies of small weights the loader makes where the OpenBLAS kernels in use
-// run a few-row product faster on them (weights of at most 512K elements, 2 MiB; none for recurrent
-// models, nor where OpenBLAS's kernels are older than AVX2).
-size_t nl_model_transposed_bytes(const NlModel *model);
-// Provenance from safetensors __metadata__ (may be empty): n pairs of borrowed strings.
-size_t nl_model_metadata(const NlModel *model, const char *const **keys, const char *const **values);
-const char *nl_config_norm_name(NlNormType norm);
-const char *nl_config_placement_name(NlPlacement placement);
-const char *nl_config_activation_name(NlActivation activation);
-const char *nl_config_bn_stats_name(NlBnStats bn_stats);
-const char *nl_config_arch_name(NlArch arch);
-// The norm type or placement a name stands for, compared without case ("RMSNorm"); -1 when none.
-int nl_config_norm_parse(const char *name, NlNormType *out);
-int nl_config_placement_parse(const char *name, NlPlacement *out);
-int nl_config_bn_stats_parse(const char *name, NlBnStats *out);
-
-// Reads a whole regular file of at most cap bytes (a text to score, a prompt) into a new
-// NUL-terminated buffer (*buf, free() it). A directory, FIFO or device is refused; errors name path.
-int nl_read_file(const char *path, size_t cap, char **buf, size_t *len, NlError *err);
-
-// ---- OpenBLAS's kernel family (blascore.c)
-//
-// OpenBLAS picks a family of kernels for the CPU when it loads, reading OPENBLAS_CORETYPE if set;
-// Debian's 0.3.21 falls back to generic SSE kernels ("Prescott", 2.5x slower) on CPUs newer than
-// it. The family cannot change once the library is loaded, so an embedder that wants the right one
-// calls nl_blas_choose_core at start and, if it returns a name, sets OPENBLAS_CORETYPE to it and
-// re-executes itself (what the normlab CLI does), or sets the variable in the launching
-// environment.
-
-typedef struct {
-    int avx, avx2, fma, avx512f, avx512bw, avx512vl, avx512dq;
-} NlCpuFeatures;
-NlCpuFeatures nl_cpu_features(void);  // of the CPU running the process (cpuid)
-const char *nl_blas_core(void);  // the family in use, e.g. "Haswell" (openblas_get_corename)
-int nl_blas_is_generic(const char *family);  // 1 for the SSE-only families
-// The family to ask for instead of `reported`, or NULL to keep it. A pure function: NULL when
-// opt_out is set or env_coretype (the value of OPENBLAS_CORETYPE, NULL if unset) is non-empty, when
-// `reported` is not a family of OpenBLAS 0.3.21, or when the CPU offers nothing wider than it;
-// else "SkylakeX" for a CPU with AVX-512 F/BW/VL/DQ, "Haswell" for one with AVX2 and FMA.
-const char *nl_blas_choose_core(const char *reported, NlCpuFeatures cpu, const char *env_coretype, int opt_out);
 
 // ---- state and forward pass (state.c, through the family tables)
 
@@ -183,11 +143,9 @@ typedef struct {
 // on a model without them it fails, naming the tensor (batch statistics need none).
 int nl_state_create(NlState **out, const NlModel *model, const NlRunOptions *opts, NlError *err);
 void nl_state_free(NlState *state);
-size_t nl_state_kv_bytes(const NlModel *model);  // per sequence, block_size rounded up to a multiple of 32
 size_t nl_state_batch(const NlState *state);  // sequences per forward call, at most
 // The config the state runs: the model's, with the run options applied.
 const NlConfig *nl_state_config(const NlState *state);
-size_t nl_state_window(const NlState *state);  // nl_model_window of the state's model
 
 // Runs tokens[0..n) at positions pos..pos+n-1 (requires 1 <= n, pos + n <= T, ids < V), reading
 // keys and values of positions 0..pos-1 from the cache and writing those of the new positions.
@@ -208,142 +166,7 @@ const float *nl_forward_batch(NlState *state, const int *tokens, size_t B, size_
 // so positions n.. up to the next multiple of 32 in `to` are overwritten too.
 void nl_state_copy_cache(NlState *state, size_t from, size_t to, size_t n);
 
-// The logits (B, n_logits, V) of the last n_logits of n rows per sequence of a residual stream x
-// (B*n, D), read out as a forward pass reads the stream leaving its last layer: the final norm as run
-// (none in post placement; BatchNorm's batch statistics from all B*n rows), then the head. The logit
-// lens (normlab_lab.h). The stream's rows replace the state's; its cache is untouched. NULL for a
-// family without a residual stream (the recurrent models). Valid until the next call.
-const float *nl_state_readout(NlState *state, const float *x, size_t B, size_t n, size_t n_logits);
-
-// ---- observing a forward pass (the lab's profiler and statistics attach here)
-
-// The components of a forward pass, in the order they run in a peri-LN block (pre-LN without the
-// two output norms); a recurrent model has embed, its four rnn components per layer and lm_head.
-typedef enum {
-    NL_COMP_EMBED,
-    NL_COMP_NORM1,
-    NL_COMP_QKV,
-    NL_COMP_ATTENTION,
-    NL_COMP_ATTN_PROJ,
-    NL_COMP_NORM1_POST,  // peri placement's output norms
-    NL_COMP_RESIDUAL,
-    NL_COMP_NORM2,
-    NL_COMP_MLP_UP,
-    NL_COMP_ACTIVATION,
-    NL_COMP_MLP_DOWN,
-    NL_COMP_NORM2_POST,
-    NL_COMP_RNN_INPUT,  // recurrent layers: input projections of a chunk (sgemm; `ctx` = input width)
-    NL_COMP_RNN_RECURRENT,  // one step's W_hh h (sgemv for one sequence)
-    NL_COMP_RNN_NORM,  // LayerNorms and bias adds (`ctx` = features normalised per row)
-    NL_COMP_RNN_GATES,  // the cell's element-wise update
-    NL_COMP_FINAL_NORM,
-    NL_COMP_LM_HEAD,
-    NL_COMP_SAMPLING,
-    NL_COMP_COUNT
-} NlComponent;
-typedef enum { NL_PHASE_PREFILL, NL_PHASE_DECODE, NL_PHASE_COUNT } NlPhase;
-
-// The places a watcher's site callback sees (the outlier statistics): a transformer's residual stream
-// entering layer l (layer L: leaving the last one) and the input of each linear as it enters the
-// product (before --quantize-act rounds it): c_attn's, c_proj's, c_fc's, the MLP c_proj's, and the
-// head's (layer L); a recurrent layer's h and the LSTM's c after each step. The gain passed is that
-// of the norm whose output the rows are (pre and peri: ln_1 for c_attn, ln_2 for c_fc, ln_f for the
-// head; post: the previous layer's ln_2 for c_attn and the head, ln_1 for c_fc), and for the stream
-// that of the norm it last passed through (post) or is about to (pre, peri: ln_1, at L ln_f).
-typedef enum {
-    NL_SITE_RESIDUAL,
-    NL_SITE_QKV,
-    NL_SITE_PROJ,
-    NL_SITE_FC,
-    NL_SITE_OUT,
-    NL_SITE_HEAD,
-    NL_SITE_H,
-    NL_SITE_C,
-    NL_SITE_COUNT
-} NlSite;
-
-// A norm's parameters as a forward pass runs it: gain and bias (D), BatchNorm's mean and var (D).
-typedef struct {
-    const float *gain;  // (D)
-    const float *bias;  // (D), or NULL (RMSNorm without bias)
-    const float *mean, *var;  // (D) BatchNorm's statistics (running, or of the call), else NULL
-} NlNormWeights;
-
-// What a forward pass tells an observer: two groups of callbacks, each with its own borrowed object
-// (NULL: that group is off and costs nothing, not even a clock read). A state holds a copy.
-// - timer: begin() returns a timestamp; record() adds one call of comp in layer (-1: the model's
-//   own components) over `batch` sequences of n positions, ctx keys or features (see NlComponent);
-//   record_layer() a whole layer; add_wall() wall time of a phase; set_phase() what follows.
-// - watcher: the hidden states, layer by layer (layer L is after the last layer), through whichever
-//   of its callbacks are set (a NULL one is not called); with a watcher a forward pass computes
-//   every row of its last layer, not just those it returns.
-typedef struct {
-    void *timer;
-    double (*begin)(void *timer);
-    void (*record)(void *timer, double begin, int layer, NlComponent comp, size_t batch, size_t n, size_t ctx);
-    void (*record_layer)(void *timer, double begin, int layer);
-    void (*add_wall)(void *timer, double begin);
-    void (*set_phase)(void *timer, NlPhase phase);
-    void *watcher;
-    // the stream entering layer: rows of width (D; a recurrent model's embeddings, layer 0: E)
-    void (*residual)(void *watcher, int layer, const float *x, size_t rows, size_t width);
-    // a norm's input and output (post: peri's output norms ln_1_post, ln_2_post)
-    void (*norm)(void *watcher, int layer, int post, const float *in, const float *out, NlNormWeights w, size_t rows);
-    void (*branch)(void *watcher, int layer, const float *branch, size_t rows);  // a sublayer entering the stream
-    // a recurrent layer's new state at position t for B sequences: h (B, S), the LSTM's c (B, S) or NULL
-    void (*state)(void *watcher, int layer, size_t t, const float *h, const float *c, size_t B);
-    // rows of width at one of NlSite's places in layer; gain (width) is that of the
-    // norm NlSite names for the place, or NULL where there is none
-    void (*site)(void *watcher, int layer, NlSite site, const float *x, size_t rows, size_t width, const float *gain);
-} NlObserver;
-
-// Copies *obs into the state (NULL detaches everything); the objects it names stay the caller's.
-void nl_state_set_observer(NlState *state, const NlObserver *obs);
-const NlObserver *nl_state_observer(const NlState *state);  // never NULL: all-NULL when none
-
-// ---- model families (state.c; each family's table in its own file: transformer.c, rnn.c)
-//
-// What a family has, from its table: the command line, reports and the lab ask this, and never
-// which arch a model is.
-typedef struct {
-    const char *name;  // nl_config_arch_name of its arch
-    int windowed;  // its context is a window of block_size positions (a KV cache); 0: a state carries any length
-    int has_placement;  // its norms sit pre, post or peri (a recurrent cell's have one place)
-    int has_blocks;  // attention and MLP sublayers on a residual stream: branch RMS, norm outputs, invariance
-    int state_vectors;  // vectors a layer carries from one position to the next: 0 (a KV cache), 1 or 2
-    const char *state_names[2];  // their names: "h", and the LSTM's "c"
-    const char *state_bytes_key;  // what nl_model_state_bytes counts: "kv_cache_bytes", "state_bytes"
-    unsigned norms;  // the norm types it runs: bit (1u << t) for each NlNormType t
-    int trace_events_per_layer;  // the most profiler events one layer records in a forward call
-    int prunes_rows;  // its last layer goes on with only the rows a logit reads (the profile marks them)
-    unsigned matrix_classes;  // the NL_MATRIX_* classes its matrices have (normlab_ext.h)
-} NlFamilyInfo;
-const NlFamilyInfo *nl_family_info(NlArch arch);
-
-// One config field as `info` shows it, named by its config.json key.
-typedef enum { NL_FIELD_NUMBER, NL_FIELD_STRING, NL_FIELD_BOOL } NlFieldType;
-typedef struct {
-    const char *key;
-    NlFieldType type;
-    double number;  // NL_FIELD_NUMBER; NL_FIELD_BOOL: 0 or 1
-    const char *string;  // NL_FIELD_STRING: a static name
-} NlConfigField;
-#define NL_CONFIG_FIELDS_MAX 16
-// The fields of cfg's own family (every family's arch, vocab_size and n_layer aside), in the order
-// info shows them, into fields[0..NL_CONFIG_FIELDS_MAX); returns their count.
-size_t nl_config_describe(const NlConfig *cfg, NlConfigField *fields);
-// Whether a run of cfg has component comp (peri's output norms, a recurrent layer's own four).
-int nl_config_has_component(const NlConfig *cfg, NlComponent comp);
-
 // ---- sampler (sampler.c)
-
-// xoshiro256** seeded through splitmix64: every 64-bit seed, 0 included, gives its own stream.
-typedef struct {
-    uint64_t s[4];
-} NlRng;
-void nl_rng_seed(NlRng *rng, uint64_t seed);
-uint64_t nl_rng_next(NlRng *rng);
-double nl_rng_uniform(NlRng *rng);  // [0, 1) with 53 random bits
 
 typedef struct {
     double temperature;  // 0 = greedy (argmax, lowest id on ties)
@@ -363,49 +186,41 @@ int nl_sampler_sample(NlSampler *sampler, const float *logits);
 
 // ---- generation (generate.c)
 
+// Called with each stream's sampled token; return nonzero to stop generation (a write error, say).
+typedef int (*NlEmitFn)(int stream, int token, void *ctx);
+
 typedef struct {
-    size_t n_new;  // characters to generate
+    size_t n_new;  // tokens to generate per stream
     int exact_window;  // 1: recompute the last T positions for every token (nanoGPT's sampler)
+    NlEmitFn emit;  // every token of every stream, as it is sampled (NULL: none)
+    void *emit_ctx;
 } NlGenerateOptions;
 
 typedef struct {
     size_t prompt_used;  // prompt tokens fed (the last T when the prompt is longer)
     double prefill_seconds;
-    size_t decode_tokens;  // forward passes after the prefill
+    size_t decode_tokens;  // forward passes after the prefill (steps, of each stream)
     double decode_seconds;  // those passes and the sampling of the tokens they produce (not emit)
     size_t context_shifts;
 } NlGenerateStats;
 
-// Called with each sampled token; return nonzero to stop generation (a write error, say).
-typedef int (*NlEmitFn)(int token, void *ctx);
-
-// Generates opts->n_new tokens after prompt[0..n_prompt) (n_prompt >= 1), calling emit for each.
-// When the window of T positions is full, the most recent T/2 tokens are re-processed in one
-// batched pass at positions 0..T/2-1 (a context shift) and decoding goes on; with exact_window,
-// every token recomputes the last T positions instead. Returns 0 when done, 1 when emit asked to
-// stop, -1 on error (non-finite logits).
-int nl_generate(NlState *state, NlSampler *sampler, const int *prompt, size_t n_prompt, const NlGenerateOptions *opts,
-                NlEmitFn emit, void *ctx, NlGenerateStats *stats, NlError *err);
-
-// The same for B streams decoded together (state created with batch >= B): stream b samples with
-// samplers[b] and every stream starts from the same prompt; each step shares every matrix product
-// across the streams. emit gets (stream, token) for every stream after each step.
-typedef int (*NlBatchEmitFn)(int stream, int token, void *ctx);
-int nl_generate_batch(NlState *state, NlSampler *const *samplers, size_t B, const int *prompt, size_t n_prompt,
-                      const NlGenerateOptions *opts, NlBatchEmitFn emit, void *ctx, NlGenerateStats *stats,
-                      NlError *err);
-
-// The same for B streams in groups of G = nl_state_batch(states[0]) (every state the same batch),
-// the groups shared among n_states worker threads, one state each: stream i is in group i / G, and
-// each group runs as nl_generate_batch would run it, so every stream's tokens are the same whatever
-// n_states is. emit is called from the worker threads, with the stream's index among all B, so it
-// must be safe to call concurrently for different streams. decode_tokens counts the steps (of each
-// stream); decode_seconds is the run's wall time less one prefill (the longest). Returns as
-// nl_generate_batch, with the error of the first failed group in stream order. Use one OpenBLAS
-// thread per product for these states, as for nl_eval_parallel.
-int nl_generate_parallel(NlState *const *states, size_t n_states, NlSampler *const *samplers, size_t B,
-                         const int *prompt, size_t n_prompt, const NlGenerateOptions *opts, NlBatchEmitFn emit,
-                         void *ctx, NlGenerateStats *stats, NlError *err);
+// Generates opts->n_new tokens for each of n_streams streams after the same prompt[0..n_prompt)
+// (n_prompt >= 1): stream i samples with samplers[i], and opts->emit gets (i, token) for every
+// stream after each step. The prompt is prefilled once per group of streams and its cache copied;
+// each step shares every matrix product across a group. When the window of T positions is full,
+// the most recent T/2 tokens are re-processed in one batched pass at positions 0..T/2-1 (a context
+// shift) and decoding goes on; with exact_window, every token recomputes the last T positions.
+// The streams go in groups of G = nl_state_batch(states[0]) (every state the same batch), shared
+// among n_states worker threads, one state each: stream i is in group i / G, and each group runs
+// alone on its state, so every stream's tokens are the same whatever n_states is. With several
+// states, emit is called from the worker threads and must be safe to call concurrently for
+// different streams; give those states NlRunOptions.threads 1 (the workers are the threads).
+// decode_seconds is the run's wall time less one prefill (the longest). Returns 0 when done, 1
+// when emit asked to stop, -1 on error (non-finite logits), with the first failed group's error in
+// stream order.
+int nl_generate(NlState *const *states, size_t n_states, NlSampler *const *samplers, size_t n_streams,
+                const int *prompt, size_t n_prompt, const NlGenerateOptions *opts, NlGenerateStats *stats,
+                NlError *err);
 
 // ---- evaluation (eval.c)
 
@@ -413,40 +228,40 @@ typedef struct {
     double nll_sum;  // sum of -ln p(char | preceding chars), nats
     double nll_sq_sum;  // sum of their squares (for the standard error of the mean)
     size_t count;  // characters scored: every one after the first
-    double seconds;  // the call's wall time (nl_eval* set it)
+    double seconds;  // the call's wall time
 } NlEvalResult;
 
 typedef void (*NlProgressFn)(size_t done, size_t total, double seconds, void *ctx);  // seconds since the call began
+// After each forward call of a windowed model: `windows` windows from window `first` on
+// (nl_eval_window, normlab_ext.h) have just run in state, their logits scored; the state may be used
+// (nl_state_readout) until the hook returns. Called from the thread that ran the call.
+typedef void (*NlEvalCallFn)(void *ctx, NlState *state, size_t first, size_t windows);
 
-// Scores ids[1..n) given the characters before each, within the context window: the first window
-// covers inputs 0..T-1; each later window moves `stride` positions (1 <= stride <= T) and scores only
-// its last `stride` targets, so every character is scored once with at least T - stride characters
-// of context (all of them, inside the first window). The last window ends at the text's end, so
-// it may score fewer. Windows go B = nl_state_batch(state) to one forward call; the per-window
-// losses are summed window by window within a call, and calls in text order.
-int nl_eval(NlState *state, const int *ids, size_t n, size_t stride, NlEvalResult *out, NlProgressFn progress,
-            void *ctx, NlError *err);
-// The same on n_states worker threads, one state each (every state with the same batch B; a
-// profiler or statistics attached to a state see that thread's share). The calls are the same as
-// nl_eval's on states[0], so the result is the same bit for bit whatever n_states is. progress is
-// called from the calling thread only. Give these states NlRunOptions.threads 1: the workers are
-// the threads.
-int nl_eval_parallel(NlState *const *states, size_t n_states, const int *ids, size_t n, size_t stride,
-                     NlEvalResult *out, NlProgressFn progress, void *ctx, NlError *err);
-// A recurrent model (nl_eval and nl_eval_parallel call this with segments 1, on states[0], and
-// ignore stride): every character after the first is scored through one unbroken state, from the
-// zero state at the text's start. With segments K > 1 (K <= nl_state_batch(state)) the n - 1
+typedef struct {
+    size_t stride;  // a windowed model's windows move this far (1 <= stride <= T); others ignore it
+    size_t segments;  // a model without a window: parts of the text, each from the zero state (0 means 1)
+    NlProgressFn progress;  // NULL: none; called from the calling thread only
+    void *progress_ctx;
+    NlEvalCallFn call_done;  // NULL: none (the lab's logit lens)
+    void *call_ctx;
+} NlEvalOptions;
+
+// Scores ids[1..n) given the characters before each, on n_states worker threads, one state each
+// (every state with the same batch B; a profiler or statistics attached to a state see that
+// thread's share; give the states NlRunOptions.threads 1 when there are several: the workers are
+// the threads).
+// A windowed model (a transformer), within its context window: the first window covers inputs
+// 0..T-1; each later one moves `stride` positions and scores only its last `stride` targets, so
+// every character is scored once with at least T - stride characters of context (all of them,
+// inside the first window). The last window ends at the text's end, so it may score fewer. Windows
+// go B to a forward call; the losses are summed window by window within a call, and calls in text
+// order, so the result is the same bit for bit whatever n_states is.
+// A model without a window (the recurrent ones), on states[0]: every character after the first is
+// scored through one unbroken state from the zero state. With segments K > 1 (K <= B) the n - 1
 // inputs are cut into K contiguous parts, part k the inputs [k (n-1) / K, (k+1) (n-1) / K), each
 // run from the zero state, all K in the same calls: K times fewer steps, each a product of K rows
 // (sgemm) instead of one (sgemv), at the price of the context lost at every cut.
-int nl_eval_recurrent(NlState *state, const int *ids, size_t n, size_t segments, NlEvalResult *out,
-                      NlProgressFn progress, void *ctx, NlError *err);
-// The number of windows nl_eval scores a text of n characters in (0 when n < 2): a caller sizing
-// states or profilers for it divides by the batch B to get the forward calls.
-size_t nl_eval_windows(size_t n, size_t block_size, size_t stride);
-// Window w of those: it runs inputs [*start, *end) and scores the targets of inputs [*begin, *end).
-void nl_eval_window(size_t n, size_t block_size, size_t stride, size_t w, size_t *start, size_t *begin, size_t *end);
-// -ln softmax(logits)[target] in double: the loss nl_eval sums.
-double nl_nll(const float *logits, size_t V, int target);
+int nl_eval(NlState *const *states, size_t n_states, const int *ids, size_t n, const NlEvalOptions *opts,
+            NlEvalResult *out, NlError *err);
 
 #endif

@@ -4,6 +4,7 @@
 #define NL_OBSERVE_H
 
 #include "normlab.h"
+#include "normlab_ext.h"
 
 static inline double nl_obs_begin(const NlObserver *o) { return o->timer ? o->begin(o->timer) : 0.0; }
 

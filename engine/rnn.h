@@ -5,6 +5,7 @@
 
 #include "linear.h"
 #include "normlab.h"
+#include "normlab_ext.h"
 
 #pragma GCC visibility push(hidden)
 

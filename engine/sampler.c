@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "normlab.h"
+#include "sampler.h"
 
 typedef struct {
     double p;

@@ -5,6 +5,7 @@
 
 #include "family.h"
 #include "normlab.h"
+#include "normlab_ext.h"
 #include "parallel.h"
 
 struct NlState {
@@ -82,7 +83,6 @@ void nl_state_free(NlState *s) {
 }
 
 const NlConfig *nl_state_config(const NlState *s) { return &s->cfg; }
-size_t nl_state_window(const NlState *s) { return s->family->window(&s->cfg); }
 size_t nl_state_batch(const NlState *s) { return s->batch; }
 void nl_state_set_observer(NlState *s, const NlObserver *obs) { s->obs = obs ? *obs : (NlObserver){0}; }
 const NlObserver *nl_state_observer(const NlState *s) { return &s->obs; }

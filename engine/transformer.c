@@ -64,7 +64,8 @@ typedef struct {
 
 static size_t transformer_state_bytes(const NlConfig *c);
 
-size_t nl_state_kv_bytes(const NlModel *model) { return transformer_state_bytes(nl_model_config(model)); }
+// One sequence's KV cache, in bytes (nl_model_state_bytes).
+static size_t kv_bytes(const NlModel *model) { return transformer_state_bytes(nl_model_config(model)); }
 
 // All of a state's buffers live in one anonymous mapping, aligned to 2 MiB and marked for
 // transparent huge pages: the first touch of a 4 KiB page cost 11.6 us on the VM we measure on
@@ -167,7 +168,7 @@ static int transformer_create(void **impl, const NlModel *model, const NlConfig 
     if (opts) s->input_hook = opts->linear_input;
     size_t T = (size_t)cfg->block_size, D = (size_t)cfg->n_embd, F = (size_t)cfg->n_inner;
     size_t V = (size_t)cfg->vocab_size, BT = batch * T;
-    size_t KV = batch * nl_state_kv_bytes(model) / (2 * sizeof(float));  // floats in each of K and V
+    size_t KV = batch * kv_bytes(model) / (2 * sizeof(float));  // floats in each of K and V
     const BufferSpec bufs[] = {
         {&s->x, BT * D},
         {&s->xn, BT * D},
@@ -186,7 +187,7 @@ static int transformer_create(void **impl, const NlModel *model, const NlConfig 
     };
     if (arena_create(s, bufs, sizeof bufs / sizeof bufs[0]) != 0) {
         nl_error(err, NL_ERR_NOMEM, "out of memory for activations and KV cache (%zu bytes of cache)",
-                 batch * nl_state_kv_bytes(model));
+                 batch * kv_bytes(model));
         transformer_destroy(s);
         return -1;
     }
@@ -203,7 +204,7 @@ static int transformer_create(void **impl, const NlModel *model, const NlConfig 
 static size_t tile_floats(const Transformer *s) { return (size_t)s->cfg->n_layer * (size_t)s->cfg->n_embd * NL_TILE; }
 
 // Floats of one sequence in the K cache (and in the V cache): all its tiles.
-static size_t seq_floats(const Transformer *s) { return nl_state_kv_bytes(s->model) / (2 * sizeof(float)); }
+static size_t seq_floats(const Transformer *s) { return kv_bytes(s->model) / (2 * sizeof(float)); }
 
 static void transformer_copy(void *impl, size_t from, size_t to, size_t n) {
     Transformer *s = impl;

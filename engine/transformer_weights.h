@@ -8,6 +8,7 @@
 #include "family.h"
 #include "linear.h"
 #include "normlab.h"
+#include "normlab_ext.h"
 
 #pragma GCC visibility push(hidden)
 

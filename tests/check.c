@@ -70,3 +70,16 @@ NlModel *load_fixture(const char *name) {
     CHECK(0, "%s: %s", name, err.msg);
     return NULL;
 }
+
+int generate_one_state(NlState *s, NlSampler *const *samplers, size_t n, const int *prompt, size_t n_prompt,
+                       const NlGenerateOptions *opts, NlEmitFn emit, void *ctx, NlGenerateStats *st, NlError *err) {
+    NlGenerateOptions o = *opts;
+    o.emit = emit;
+    o.emit_ctx = ctx;
+    return nl_generate(&s, 1, samplers, n, prompt, n_prompt, &o, st, err);
+}
+
+int generate_one(NlState *s, NlSampler *sampler, const int *prompt, size_t n_prompt, const NlGenerateOptions *opts,
+                 NlEmitFn emit, void *ctx, NlGenerateStats *st, NlError *err) {
+    return generate_one_state(s, &sampler, 1, prompt, n_prompt, opts, emit, ctx, st, err);
+}

@@ -10,6 +10,8 @@
 
 #include <stddef.h>
 
+#include "normlab.h"
+
 #define CHECK(cond, ...) check_true((cond) ? 1 : 0, __FILE__, __LINE__, __VA_ARGS__)
 #define RUN(fn) check_run(#fn, fn)
 
@@ -23,5 +25,12 @@ int check_summary(const char *suite);
 const char *fixture(const char *name);
 // The fixture model name, loaded; NULL after a failed check naming the loader's message.
 struct NlModel *load_fixture(const char *name);
+
+// nl_generate on one state, with emit and ctx put into a copy of opts: n streams sampled by
+// samplers[0..n), or one stream by sampler.
+int generate_one_state(NlState *s, NlSampler *const *samplers, size_t n, const int *prompt, size_t n_prompt,
+                       const NlGenerateOptions *opts, NlEmitFn emit, void *ctx, NlGenerateStats *st, NlError *err);
+int generate_one(NlState *s, NlSampler *sampler, const int *prompt, size_t n_prompt, const NlGenerateOptions *opts,
+                 NlEmitFn emit, void *ctx, NlGenerateStats *st, NlError *err);
 
 #endif

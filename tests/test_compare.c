@@ -76,7 +76,7 @@ static void batch_and_cache_agree_with_single_prefill(void) {
         NlError err;
         NlEvalResult e;
         int rc = nl_state_create(&s, m, &NL_RUN_DEFAULTS, &err);
-        if (rc == 0) rc = nl_eval(s, TEXT, N_TEXT, 4, &e, NULL, NULL, &err);
+        if (rc == 0) rc = nl_eval(&(s), 1, TEXT, N_TEXT, &(NlEvalOptions){.stride = 4}, &e, &err);
         CHECK(rc == 0, "%s: eval: %s", names[i], err.msg);
         if (rc != 0) {
             nl_state_free(s);

@@ -228,7 +228,7 @@ static void eval_scores_each_character_once_with_windowed_context(void) {
     const size_t stride = 4;
     NlEvalResult r;
     NlError err;
-    CHECK(nl_eval(s.state, ids, 40, stride, &r, NULL, NULL, &err) == 0, "%s", err.msg);
+    CHECK(nl_eval(&(s.state), 1, ids, 40, &(NlEvalOptions){.stride = stride}, &r, &err) == 0, "%s", err.msg);
     CHECK(r.count == 39, "scores every character after the first: %zu", r.count);
     // The documented policy, restated: target j (input position j-1) is scored in the first window
     // whose end covers it; that window holds inputs [max(0, end - T), end).
@@ -267,7 +267,8 @@ typedef struct {
     size_t n;
 } Collected;
 
-static int collect(int token, void *ctx) {
+static int collect(int stream, int token, void *ctx) {
+    (void)stream;
     Collected *c = ctx;
     c->tokens[c->n++] = token;
     return 0;
@@ -306,7 +307,7 @@ static void generation_matches_reference_past_the_window(void) {
         Collected got = {{0}, 0};
         NlGenerateOptions o = {.n_new = 30, .exact_window = exact};
         NlGenerateStats st;
-        CHECK(nl_generate(s.state, greedy, prompt, 3, &o, collect, &got, &st, &err) == 0, "%s", err.msg);
+        CHECK(generate_one(s.state, greedy, prompt, 3, &o, collect, &got, &st, &err) == 0, "%s", err.msg);
         ref_greedy(&s, prompt, 3, 30, exact, want);
         CHECK(got.n == 30, "30 tokens past a window of %d", s.T);
         CHECK(memcmp(got.tokens, want, sizeof want) == 0, "%s window: greedy tokens differ from the reference",
@@ -395,15 +396,15 @@ static void batched_streams_match_single_streams(void) {
         NlGenerateOptions g = {.n_new = cases[c].n_new, .exact_window = 0};
         NlGenerateStats st;
         Streams got = {{{0}}, {0}};
-        CHECK(nl_generate_batch(many.state, samplers, 4, prompt, cases[c].n_prompt, &g, collect_stream, &got, &st,
-                                &err) == 0,
+        CHECK(generate_one_state(many.state, samplers, 4, prompt, cases[c].n_prompt, &g, collect_stream, &got, &st,
+                                 &err) == 0,
               "%s", err.msg);
         CHECK(st.context_shifts > 0, "%s: no context shift", cases[c].name);
         for (int i = 0; i < 4; i++) {
             NlSampler *alone = NULL;
             nl_sampler_create(&alone, one.V, (NlSamplerParams){1.0, 0, 1.0}, 40 + (uint64_t)i, &err);
             Collected want = {{0}, 0};
-            nl_generate(one.state, alone, prompt, cases[c].n_prompt, &g, collect, &want, &st, &err);
+            generate_one(one.state, alone, prompt, cases[c].n_prompt, &g, collect, &want, &st, &err);
             CHECK(got.n[i] == cases[c].n_new && memcmp(got.tokens[i], want.tokens, cases[c].n_new * sizeof(int)) == 0,
                   "%s: stream %d differs from its single run", cases[c].name, i);
             nl_sampler_free(alone);

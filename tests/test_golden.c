@@ -98,7 +98,7 @@ static void shipped_models_match_pytorch_reference(void) {
               "eval text");
         NlEvalResult r;
         size_t T = (size_t)nl_model_config(m)->block_size;
-        if (nl_eval(st, ids, n, T / 2, &r, NULL, NULL, &err) == 0) {
+        if (nl_eval(&(st), 1, ids, n, &(NlEvalOptions){.stride = T / 2}, &r, &err) == 0) {
             double want = cJSON_GetObjectItem(ev, "nats_per_char")->valuedouble, got = r.nll_sum / (double)r.count;
             printf("     %s: eval %.7f nats/char, PyTorch %.7f (relative %.2g, tolerance 1e-5)\n", path, got, want,
                    fabs(got - want) / want);

@@ -363,10 +363,10 @@ static void check_lens_alone(const char *name, const NlModel *m) {
     NlEvalResult watched, plain;
     double *bits = calloc((size_t)c->n_layer + 1, sizeof *bits);
     int ok = bits && nl_state_create(&s, m, NULL, &err) == 0 && nl_lens(s, TEXT, N_TEXT, 3, bits, &err) == 0 &&
-             nl_eval(s, TEXT, N_TEXT, 3, &plain, NULL, NULL, &err) == 0 &&
+             nl_eval(&(s), 1, TEXT, N_TEXT, &(NlEvalOptions){.stride = 3}, &plain, &err) == 0 &&
              nl_stats_create(&st, c, (size_t)c->block_size, 0, &err) == 0;
     if (ok) nl_state_set_stats(s, st);
-    if (ok && nl_eval(s, TEXT, N_TEXT, 3, &watched, NULL, NULL, &err) == 0) {
+    if (ok && nl_eval(&(s), 1, TEXT, N_TEXT, &(NlEvalOptions){.stride = 3}, &watched, &err) == 0) {
         double w = watched.nll_sum / (double)watched.count / log(2.0),
                p = plain.nll_sum / (double)plain.count / log(2.0);
         CHECK(bits[c->n_layer] == w, "%s: stride 3: lens %.17g, eval with statistics %.17g", name, bits[c->n_layer], w);

@@ -455,8 +455,8 @@ static void errors_carry_codes(void) {
     nl_state_create(&s, m, NULL, &err);
     int ids[] = {1, 2, 3};
     NlEvalResult r;
-    CHECK(nl_eval(s, ids, 3, 999, &r, NULL, NULL, &err) != 0 && err.code == NL_ERR_ARG, "stride: %d %s", err.code,
-          err.msg);
+    CHECK(nl_eval(&(s), 1, ids, 3, &(NlEvalOptions){.stride = 999}, &r, &err) != 0 && err.code == NL_ERR_ARG,
+          "stride: %d %s", err.code, err.msg);
     nl_state_free(s);
     nl_model_free(m);
     if (nl_model_load(&m, fixture("overflow.json"), &err) != 0) {
@@ -464,8 +464,8 @@ static void errors_carry_codes(void) {
         return;
     }
     nl_state_create(&s, m, NULL, &err);
-    CHECK(nl_eval(s, ids, 3, 1, &r, NULL, NULL, &err) != 0 && err.code == NL_ERR_NUMERIC, "overflow: %d %s", err.code,
-          err.msg);
+    CHECK(nl_eval(&(s), 1, ids, 3, &(NlEvalOptions){.stride = 1}, &r, &err) != 0 && err.code == NL_ERR_NUMERIC,
+          "overflow: %d %s", err.code, err.msg);
     nl_state_free(s);
     nl_model_free(m);
     NlSampler *sp = NULL;

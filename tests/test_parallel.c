@@ -39,7 +39,7 @@ static int eval_on(const NlModel *m, int workers, int batch, const int *ids, siz
         if (rc == 0) rc = nl_profiler_create(&profs[i], c, 0, 0, &err);
         if (rc == 0) nl_state_set_profiler(states[i], profs[i]);
     }
-    if (rc == 0) rc = nl_eval_parallel(states, (size_t)workers, ids, n, stride, r, NULL, NULL, &err);
+    if (rc == 0) rc = nl_eval(states, (size_t)workers, ids, n, &(NlEvalOptions){.stride = stride}, r, &err);
     CHECK(rc == 0, "eval on %d workers: %s", workers, err.msg);
     for (int i = 0; i < workers; i++) {
         positions[i] = profs[i] ? nl_profiler_tokens(profs[i], NL_PHASE_PREFILL) : 0;
@@ -104,7 +104,7 @@ static void eval_reports_the_first_non_finite_loss_whatever_the_threads(void) {
                             .bn_stats = NL_BN_RUNNING};
         for (int i = 0; i < w; i++) nl_state_create(&states[i], m, &run, &err);
         NlEvalResult r;
-        int rc = nl_eval_parallel(states, (size_t)w, ids, 400, 4, &r, NULL, NULL, &err);
+        int rc = nl_eval(states, (size_t)w, ids, 400, &(NlEvalOptions){.stride = 4}, &r, &err);
         CHECK(rc != 0 && strstr(err.msg, "non-finite loss at character"), "%d workers: rc %d, '%s'", w, rc, err.msg);
         if (w == 1) snprintf(first, sizeof first, "%s", err.msg);
         else CHECK(strcmp(err.msg, first) == 0, "%d workers say '%s', 1 worker '%s'", w, err.msg, first);
@@ -147,7 +147,10 @@ static int generate_on(const NlModel *m, int workers, Streams *out, uint64_t *po
     NlGenerateStats st;
     memset(out, 0, sizeof *out);
     if (rc == 0)
-        rc = nl_generate_parallel(states, (size_t)workers, samplers, 7, prompt, 3, &g, collect, out, &st, &err);
+        rc = nl_generate(
+            states, (size_t)workers, samplers, 7, prompt, 3,
+            &(NlGenerateOptions){.n_new = g.n_new, .exact_window = g.exact_window, .emit = collect, .emit_ctx = out},
+            &st, &err);
     CHECK(rc == 0, "generate on %d workers: %s", workers, err.msg);
     CHECK(rc != 0 || st.decode_tokens == 59, "%zu decode steps, expected 59", st.decode_tokens);
     for (int i = 0; i < workers; i++) {

@@ -101,7 +101,8 @@ typedef struct {
     size_t n;
 } Collected;
 
-static int collect(int token, void *ctx) {
+static int collect(int stream, int token, void *ctx) {
+    (void)stream;
     Collected *c = ctx;
     if (c->n < 64) c->tokens[c->n++] = token;
     return 0;
@@ -123,7 +124,7 @@ static NlProfiler *generate(Collected *out, int profile) {
         int prompt[3] = {1, 2, 3};
         NlGenerateOptions o = {.n_new = 30, .exact_window = 0};
         NlGenerateStats st;
-        CHECK(nl_generate(s, smp, prompt, 3, &o, collect, out, &st, &err) == 0, "%s", err.msg);
+        CHECK(generate_one(s, smp, prompt, 3, &o, collect, out, &st, &err) == 0, "%s", err.msg);
     }
     nl_sampler_free(smp);
     nl_state_free(s);

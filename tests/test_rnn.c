@@ -153,26 +153,28 @@ static void eval_follows_the_segment_policy(void) {
     NlError err;
     for (size_t K = 1; K <= 4; K += 3) {
         NlEvalResult r;
-        CHECK(nl_eval_recurrent(s.state, ids, n, K, &r, NULL, NULL, &err) == 0, "%s", err.msg);
+        CHECK(nl_eval(&(s.state), 1, ids, n, &(NlEvalOptions){.segments = K}, &r, &err) == 0, "%s", err.msg);
         double want = 0.0;
         for (size_t k = 0; k < K; k++) want += ref_nll_span(&s, ids, k * (n - 1) / K, (k + 1) * (n - 1) / K);
         CHECK(r.count == n - 1, "%zu segments: %zu characters scored", K, r.count);
         CHECK(fabs(r.nll_sum - want) <= 1e-5 * want, "%zu segments: nll %.9g, reference %.9g", K, r.nll_sum, want);
     }
     NlEvalResult one;
-    CHECK(nl_eval(s.state, ids, n, 64, &one, NULL, NULL, &err) == 0, "%s", err.msg);  // stride ignored
+    CHECK(nl_eval(&(s.state), 1, ids, n, &(NlEvalOptions){.stride = 64}, &one, &err) == 0, "%s",
+          err.msg);  // stride ignored
     CHECK(fabs(one.nll_sum - ref_nll_span(&s, ids, 0, n - 1)) <= 1e-5 * one.nll_sum, "nl_eval: one unbroken state");
     teardown(&s);
     // uneven parts (longer ones first in the batch) and more segments than the state's batch
     if (setup(&s, "lstm-none.json", NL_NORM_AS_CONFIGURED, 7) != 0) return;
     NlEvalResult r;
-    CHECK(nl_eval_recurrent(s.state, ids, n, 7, &r, NULL, NULL, &err) == 0, "%s", err.msg);
+    CHECK(nl_eval(&(s.state), 1, ids, n, &(NlEvalOptions){.segments = 7}, &r, &err) == 0, "%s", err.msg);
     double want = 0.0;
     for (size_t k = 0; k < 7; k++) want += ref_nll_span(&s, ids, k * (n - 1) / 7, (k + 1) * (n - 1) / 7);
     CHECK(fabs(r.nll_sum - want) <= 1e-5 * want, "7 uneven segments: nll %.9g, reference %.9g", r.nll_sum, want);
-    CHECK(nl_eval_recurrent(s.state, ids, n, 8, &r, NULL, NULL, &err) != 0 && err.code == NL_ERR_ARG,
+    CHECK(nl_eval(&(s.state), 1, ids, n, &(NlEvalOptions){.segments = 8}, &r, &err) != 0 && err.code == NL_ERR_ARG,
           "8 segments on a state of 7 are refused");
-    CHECK(nl_eval_recurrent(s.state, ids, 4, 5, &r, NULL, NULL, &err) != 0, "more segments than inputs are refused");
+    CHECK(nl_eval(&(s.state), 1, ids, 4, &(NlEvalOptions){.segments = 5}, &r, &err) != 0,
+          "more segments than inputs are refused");
     teardown(&s);
 }
 
@@ -181,7 +183,8 @@ typedef struct {
     size_t n;
 } Collected;
 
-static int collect(int token, void *ctx) {
+static int collect(int stream, int token, void *ctx) {
+    (void)stream;
     Collected *c = ctx;
     c->tokens[c->n++] = token;
     return 0;
@@ -199,7 +202,7 @@ static void generation_has_no_window(void) {
     Collected got = {{0}, 0};
     NlGenerateOptions o = {.n_new = 200, .exact_window = 0};
     NlGenerateStats st;
-    CHECK(nl_generate(s.state, greedy, seq, 5, &o, collect, &got, &st, &err) == 0, "%s", err.msg);
+    CHECK(generate_one(s.state, greedy, seq, 5, &o, collect, &got, &st, &err) == 0, "%s", err.msg);
     CHECK(st.context_shifts == 0 && st.prompt_used == 5, "no shifts (%zu), the whole prompt used (%zu)",
           st.context_shifts, st.prompt_used);
     double *logits = malloc(205 * s.V * sizeof *logits);
@@ -214,7 +217,7 @@ static void generation_has_no_window(void) {
     }
     CHECK(same == 200, "%zu of 200 greedy tokens match the reference", same);
     o.exact_window = 1;
-    CHECK(nl_generate(s.state, greedy, seq, 5, &o, collect, &got, &st, &err) != 0 && err.code == NL_ERR_ARG,
+    CHECK(generate_one(s.state, greedy, seq, 5, &o, collect, &got, &st, &err) != 0 && err.code == NL_ERR_ARG,
           "exact_window is refused: there is no window");
     free(logits);
     nl_sampler_free(greedy);

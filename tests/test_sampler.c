@@ -9,6 +9,7 @@
 
 #include "check.h"
 #include "normlab.h"
+#include "sampler.h"
 
 // Logits whose softmax is exactly-ish {0.5, 0.25, 0.15, 0.1} at ids {2, 0, 3, 1}.
 static const float LOGITS[4] = {-1.3862944f, -2.3025851f, -0.6931472f, -1.8971200f};

@@ -120,9 +120,8 @@ static int score(const Options *o, const Workers *wk, const EvalPlan *p, const i
     NlError err;
     Progress prog = {0.0, 0};
     NlProgressFn show = isatty(STDERR_FILENO) ? eval_progress : NULL;
-    int failed = p->windowless
-                     ? nl_eval_recurrent(wk->states[0], ids, n, p->segments, r, show, &prog, &err)
-                     : nl_eval_parallel(wk->states, (size_t)p->workers, ids, n, p->stride, r, show, &prog, &err);
+    NlEvalOptions eo = {.stride = p->stride, .segments = p->segments, .progress = show, .progress_ctx = &prog};
+    int failed = nl_eval(wk->states, (size_t)p->workers, ids, n, &eo, r, &err);
     if (failed) {
         if (prog.shown) fprintf(stderr, "\n");
         msg_error("%s: %s", o->text_file, err.msg);

@@ -332,13 +332,16 @@ static int decode_streams(const Options *o, GenRun *r, FILE *out, int *write_fai
         ectx.write_failed = errno;
     r->col.tok = nl_model_tokenizer(r->model);
     if (o->warmup) nl_forward(r->wk.states[0], r->ids + (n > T ? n - T : 0), n > T ? T : n, 0, 1);
-    NlGenerateOptions gopts = {.n_new = (size_t)o->n_new, .exact_window = o->exact_window};
+    NlGenerateOptions gopts = {.n_new = (size_t)o->n_new,
+                               .exact_window = o->exact_window,
+                               .emit = !r->mode->keep_text ? stream_nothing
+                                       : collect           ? collect_token
+                                                           : stream_token,
+                               .emit_ctx = collect ? (void *)&r->col : (void *)&ectx};
     NlError err;
-    NlBatchEmitFn emit = !r->mode->keep_text ? stream_nothing : collect ? collect_token : stream_token;
-    int g = ectx.write_failed
-                ? 1
-                : nl_generate_parallel(r->wk.states, (size_t)r->workers, r->samplers, (size_t)o->samples, r->ids, n,
-                                       &gopts, emit, collect ? (void *)&r->col : (void *)&ectx, &r->st, &err);
+    int g = ectx.write_failed ? 1
+                              : nl_generate(r->wk.states, (size_t)r->workers, r->samplers, (size_t)o->samples, r->ids,
+                                            n, &gopts, &r->st, &err);
     if (g < 0) return fail(&err);
     if (r->col.failed) {
         msg_error("out of memory for the samples");

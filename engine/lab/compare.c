@@ -40,7 +40,8 @@ static int measure_eval(NlState *s, const NlConfig *c, const int *ids, size_t n,
     nl_state_set_stats(s, st);
     nl_state_set_profiler(s, prof);
     NlEvalResult r;
-    if (nl_eval(s, ids, n, stride, &r, NULL, NULL, err) != 0) goto cleanup;
+    NlEvalOptions eo = {.stride = stride};
+    if (nl_eval(&s, 1, ids, n, &eo, &r, err) != 0) goto cleanup;
     row->chars = r.count;
     row->nats_per_char = r.nll_sum / (double)r.count;
     row->bits_per_char = row->nats_per_char / log(2.0);
