@@ -378,6 +378,59 @@ static void check_lens_alone(const char *name, const NlModel *m) {
     nl_stats_free(st);
 }
 
+// The lens rides on eval's own pass, over what is attached before it: the statistics see the pass
+// as they do without it (every layer's residual RMS, bit for bit), the profiler counts the same
+// calls of every component (the readouts are not timed), and the lens's own bits/char after the
+// last layer is that eval's.
+static void lens_rides_on_eval_over_statistics_and_profiler(void) {
+    NlModel *m = load_fixture("ln-peri-bias.json");
+    if (!m) return;
+    const NlConfig *c = nl_model_config(m);
+    NlState *s = NULL;
+    NlStats *st[2] = {NULL, NULL};
+    NlProfiler *prof[2] = {NULL, NULL};
+    NlLens *lens = NULL;
+    NlError err;
+    NlEvalResult r[2];
+    double *bits = calloc((size_t)c->n_layer + 1, sizeof *bits);
+    int ok = bits && nl_state_create(&s, m, NULL, &err) == 0;
+    for (int k = 0; ok && k < 2; k++) {  // k = 1: with the lens
+        NlEvalOptions eo = {.stride = 3};
+        ok = nl_stats_create(&st[k], c, (size_t)c->block_size, 0, &err) == 0 &&
+             nl_profiler_create(&prof[k], c, 0, 0, &err) == 0 &&
+             (k == 0 || nl_lens_create(&lens, c, 1, TEXT, N_TEXT, 3, &err) == 0);
+        if (!ok) break;
+        nl_state_set_stats(s, st[k]);
+        nl_state_set_profiler(s, prof[k]);
+        if (k == 1) nl_lens_attach(lens, s, &eo);
+        ok = nl_eval(&s, 1, TEXT, N_TEXT, &eo, &r[k], &err) == 0;
+        if (k == 1) nl_lens_detach(lens, s);
+        CHECK(nl_state_observer(s)->watcher == st[k], "detach puts the statistics back");
+        nl_state_set_stats(s, NULL);
+        nl_state_set_profiler(s, NULL);
+    }
+    CHECK(ok && nl_lens_bits(lens, bits, &err) == 0, "lens ran: %s", ok ? "" : err.msg);
+    if (ok) {
+        CHECK(r[0].nll_sum == r[1].nll_sum, "the same eval with the lens: %.17g %.17g", r[0].nll_sum, r[1].nll_sum);
+        CHECK(bits[c->n_layer] == r[1].nll_sum / (double)r[1].count / log(2.0), "the lens's last layer is eval's");
+        for (int l = 0; l <= c->n_layer; l++)
+            CHECK(nl_stats_residual_rms(st[0], l) == nl_stats_residual_rms(st[1], l), "layer %d's residual RMS", l);
+        for (int l = -1; l < c->n_layer; l++)
+            for (int k = 0; k < NL_COMP_COUNT; k++)
+                CHECK(nl_profiler_cell(prof[0], NL_PHASE_PREFILL, l, (NlComponent)k)->calls ==
+                          nl_profiler_cell(prof[1], NL_PHASE_PREFILL, l, (NlComponent)k)->calls,
+                      "layer %d component %d: the same calls", l, k);
+    }
+    for (int k = 0; k < 2; k++) {
+        nl_stats_free(st[k]);
+        nl_profiler_free(prof[k]);
+    }
+    nl_lens_free(lens);
+    nl_state_free(s);
+    free(bits);
+    nl_model_free(m);
+}
+
 static void fixtures_match_reference(void) {
     NlCompareRow *row = malloc(sizeof *row);
     for (size_t f = 0; row && f < N_FIXTURES; f++) {
@@ -493,6 +546,7 @@ int main(void) {
     RUN(outliers_of_planted_rows_match_double);
     RUN(outlier_shares_count_exactly_6);
     RUN(fixtures_match_reference);
+    RUN(lens_rides_on_eval_over_statistics_and_profiler);
     RUN(lens_with_batch_statistics_ends_at_eval);
     RUN(lens_refuses_a_recurrent_model);
     RUN(reports_carry_lens_outliers_and_quantization);

@@ -26,22 +26,28 @@ static void summarize(double *v, int n, double *median, double *min, double *max
     *max = v[n - 1];
 }
 
-// Eval with statistics and a profile attached: quality, hidden states, time per component.
+// Eval with statistics and a profile attached: quality, hidden states, time per component; and the
+// logit lens read from the same pass, when row->has_lens.
 static int measure_eval(NlState *s, const NlConfig *c, const int *ids, size_t n, const NlCompareOptions *opts,
                         NlCompareRow *row, NlError *err) {
     NlStats *st = NULL;
     NlProfiler *prof = NULL;
+    NlLens *lens = NULL;
     size_t T = (size_t)c->block_size, stride = T / 2 ? T / 2 : 1;  // (a recurrent model ignores stride)
     int rc = -1, blocks = nl_family_info(c->arch)->has_blocks;
     int invariance = opts->invariance && blocks;  // an experiment on the norms of a residual stream
     int outliers = opts->outliers && !row->quant && !row->quant_act;  // of the float32 model's activations
     int what = (invariance ? NL_STATS_INVARIANCE : 0) | (outliers ? NL_STATS_OUTLIERS : 0);
     if (nl_stats_create(&st, c, T, what, err) != 0 || nl_profiler_create(&prof, c, 0, 0, err) != 0) goto cleanup;
+    if (row->has_lens && nl_lens_create(&lens, c, 1, ids, n, stride, err) != 0) goto cleanup;
     nl_state_set_stats(s, st);
     nl_state_set_profiler(s, prof);
     NlEvalResult r;
     NlEvalOptions eo = {.stride = stride};
-    if (nl_eval(&s, 1, ids, n, &eo, &r, err) != 0) goto cleanup;
+    if (lens) nl_lens_attach(lens, s, &eo);
+    int failed = nl_eval(&s, 1, ids, n, &eo, &r, err);
+    if (lens) nl_lens_detach(lens, s);
+    if (failed || (lens && nl_lens_bits(lens, row->lens_bits_per_char, err) != 0)) goto cleanup;
     row->chars = r.count;
     row->nats_per_char = r.nll_sum / (double)r.count;
     row->bits_per_char = row->nats_per_char / log(2.0);
@@ -82,6 +88,7 @@ cleanup:
     nl_state_set_profiler(s, NULL);
     nl_stats_free(st);
     nl_profiler_free(prof);
+    nl_lens_free(lens);
     return rc;
 }
 
@@ -196,9 +203,8 @@ int nl_compare_model(const NlCompareJob *job, const NlCompareOptions *opts, NlCo
     }
     if (nl_state_create(&s, model, &run, err) != 0) goto cleanup;
     row->residual_scale = nl_state_config(s)->placement == NL_PLACE_POST ? nl_state_config(s)->residual_scale : 1.0;
-    if (measure_eval(s, nl_state_config(s), ids, n, opts, row, err) != 0) goto cleanup;
     row->has_lens = opts->lens && nl_family_info(trained->arch)->has_blocks;
-    if (row->has_lens && nl_lens(s, ids, n, T / 2 ? T / 2 : 1, row->lens_bits_per_char, err) != 0) goto cleanup;
+    if (measure_eval(s, nl_state_config(s), ids, n, opts, row, err) != 0) goto cleanup;
     if (measure_speed(s, ids, m, opts->repeats, row, err) != 0) goto cleanup;
     row->cache_diff = cache_consistency(s, ids, m, V, full, opts->fault);
     if (batch_consistency(model, run, s, ids, n, m, V, opts->fault, &row->batch_diff, err) != 0) goto cleanup;

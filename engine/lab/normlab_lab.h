@@ -162,10 +162,24 @@ const char *nl_invariance_name(NlInvarianceCase c);
 // 0 is the embeddings) from the stream entering layer l (L: leaving the last) through the model's
 // own final norm and head (nl_state_readout: ln_f as run in pre and peri, the head alone in post
 // and DeepNorm, whose stream is already normalised, and raw without norms; a BatchNorm ln_f with
-// the run's statistics). Windows as nl_eval's, one at a time. bits[L] is bit for bit the result of
-// nl_eval on a state of batch 1 with statistics attached (compare's eval), which computes every row
-// of the last layer as the lens does; a plain eval computes only the rows a logit needs, and its
-// products of fewer rows may round differently in the last bits. Transformers only.
+// the run's statistics). It reads eval's own pass: attached to a state, it captures each call's
+// stream and reads it out after the call (NlEvalOptions.call_done). bits[L] is bit for bit that
+// eval's bits/char, since with the lens (or statistics) attached a forward pass computes every row
+// of its last layer; a plain eval computes only the rows a logit needs, and its products of fewer
+// rows may round differently in the last bits. Transformers only.
+typedef struct NlLens NlLens;
+// A lens for an eval of ids[0..n) (borrowed) with this stride, on states of cfg with batch B.
+int nl_lens_create(NlLens **out, const NlConfig *cfg, size_t batch, const int *ids, size_t n, size_t stride,
+                   NlError *err);
+void nl_lens_free(NlLens *lens);
+// Attaches the lens to state over the observer it has (statistics and a profiler attached before
+// see the pass as ever; the readouts are not timed) and sets opts' stride and call hook for
+// nl_eval on that one state; nl_lens_detach puts the state's observer back.
+void nl_lens_attach(NlLens *lens, NlState *state, NlEvalOptions *opts);
+void nl_lens_detach(NlLens *lens, NlState *state);
+// bits[0..L] of the eval run attached; -1 naming the layer when one is not finite.
+int nl_lens_bits(const NlLens *lens, double *bits, NlError *err);
+// All of it: an eval of ids on state with the lens attached.
 int nl_lens(NlState *state, const int *ids, size_t n, size_t stride, double *bits, NlError *err);
 
 // ---- comparing norm placements (compare.c)
