@@ -53,11 +53,15 @@ static void centred_stream_makes_layernorm_and_rmsnorm_agree(void) {
     CHECK(fabs(ln.nats_per_char - rms.nats_per_char) <= 1e-6 * ln.nats_per_char, "LN %.9g vs RMS %.9g nats/char",
           ln.nats_per_char, rms.nats_per_char);
     NlCompareRow plain;
+    nl_compare_row_free(&rms);  // measured again below
     if (row("ln-pre-bias.json", NL_NORM_LAYERNORM, NL_PLACE_PRE, 0, &plain, NULL) ||
         row("ln-pre-bias.json", NL_NORM_RMSNORM, NL_PLACE_PRE, 0, &rms, NULL))
         return;
     CHECK(fabs(plain.nats_per_char - rms.nats_per_char) > 1e-3, "an uncentred model does tell them apart: %.9g vs %.9g",
           plain.nats_per_char, rms.nats_per_char);
+    nl_compare_row_free(&ln);
+    nl_compare_row_free(&rms);
+    nl_compare_row_free(&plain);
 }
 
 static void batch_and_cache_agree_with_single_prefill(void) {
@@ -67,6 +71,7 @@ static void batch_and_cache_agree_with_single_prefill(void) {
         NlModel *m = NULL;
         // each fixture as trained: an rms/post model run as layernorm/pre would test another function
         if (row(names[i], NL_NORM_AS_CONFIGURED, NL_PLACE_AS_CONFIGURED, 0, &r, &m)) {
+            nl_compare_row_free(&r);
             nl_model_free(m);
             continue;
         }
@@ -79,6 +84,7 @@ static void batch_and_cache_agree_with_single_prefill(void) {
         if (rc == 0) rc = nl_eval(&(s), 1, TEXT, N_TEXT, &(NlEvalOptions){.stride = 4}, &e, &err);
         CHECK(rc == 0, "%s: eval: %s", names[i], err.msg);
         if (rc != 0) {
+            nl_compare_row_free(&r);
             nl_state_free(s);
             nl_model_free(m);
             continue;
@@ -94,6 +100,7 @@ static void batch_and_cache_agree_with_single_prefill(void) {
         double share = 0.0;
         for (int k = 0; k < NL_COMP_COUNT; k++) share += r.time_share[k];
         CHECK(fabs(share - 1.0) < 1e-9, "component shares sum to 1: %.12g", share);
+        nl_compare_row_free(&r);
         nl_state_free(s);
         nl_model_free(m);
     }
@@ -111,6 +118,7 @@ static void invariance_experiment_separates_the_norms(void) {
     CHECK(r.invariance[0][NL_INV_SCALE_2_EPS0] < 1e-5 && r.invariance[1][NL_INV_SCALE_2_EPS0] < 1e-5,
           "eps = 0: LN %g RMS %g", r.invariance[0][NL_INV_SCALE_2_EPS0], r.invariance[1][NL_INV_SCALE_2_EPS0]);
     CHECK(r.invariance[1][NL_INV_SHIFT_1] > 0.01, "RMSNorm does not: %g", r.invariance[1][NL_INV_SHIFT_1]);
+    nl_compare_row_free(&r);
 }
 
 static void json_rows_parse_with_stable_fields(void) {
@@ -158,6 +166,8 @@ static void json_rows_parse_with_stable_fields(void) {
           "bits/char round-trips exactly");
     CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(second, "residual_rms")) == 3, "L + 1 residual values");
     cJSON_Delete(root);
+    nl_compare_row_free(&rows[0]);
+    nl_compare_row_free(&rows[1]);
     free(buf);
 }
 
@@ -188,6 +198,7 @@ static void statistics_match_a_double_recomputation(void) {
                                              .reference = -1},
                              &o, &r, &err) != 0) {
             CHECK(0, "%s: %s", names[f], err.msg);
+            nl_compare_row_free(&r);
             nl_model_free(m);
             continue;
         }
@@ -230,6 +241,7 @@ static void statistics_match_a_double_recomputation(void) {
                    (r.time_share[NL_COMP_NORM1] + r.time_share[NL_COMP_NORM2] + r.time_share[NL_COMP_NORM1_POST] +
                     r.time_share[NL_COMP_NORM2_POST] + r.time_share[NL_COMP_FINAL_NORM])) < 1e-12,
               "%s: norm share is the norms' shares", names[f]);
+        nl_compare_row_free(&r);
         nl_model_free(m);
     }
 }
@@ -262,6 +274,9 @@ static void consistency_checks_report_injected_faults(void) {
           clean.batch_diff);
     CHECK(cache.cache_diff > 1e-3, "a wrong decoded token shows in the cache check: %g", cache.cache_diff);
     CHECK(batch.batch_diff > 1e-3, "a wrong token in the batch shows in the batch check: %g", batch.batch_diff);
+    nl_compare_row_free(&clean);
+    nl_compare_row_free(&cache);
+    nl_compare_row_free(&batch);
     nl_model_free(m);
 }
 

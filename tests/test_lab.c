@@ -432,7 +432,7 @@ static void lens_rides_on_eval_over_statistics_and_profiler(void) {
 }
 
 static void fixtures_match_reference(void) {
-    NlCompareRow *row = malloc(sizeof *row);
+    NlCompareRow *row = calloc(1, sizeof *row);
     for (size_t f = 0; row && f < N_FIXTURES; f++) {
         NlModel *m = load_fixture(FIXTURES[f]);
         RefRun ref = {0};
@@ -442,6 +442,7 @@ static void fixtures_match_reference(void) {
             check_fixture_lens(FIXTURES[f], m, row, &ref);
         } else CHECK(0, "%s: compare and the reference ran", FIXTURES[f]);
         check_lens_alone(FIXTURES[f], m);
+        nl_compare_row_free(row);
         ref_run_free(&ref);
         nl_model_free(m);
     }
@@ -452,12 +453,13 @@ static void fixtures_match_reference(void) {
 // call's rows, as eval.
 static void lens_with_batch_statistics_ends_at_eval(void) {
     NlModel *m = load_fixture("bn-pre-bias.json");
-    NlCompareRow *row = malloc(sizeof *row);
+    NlCompareRow *row = calloc(1, sizeof *row);
     if (m && row && compare_row(m, NL_BN_BATCH, row) == 0) {
         int L = nl_model_config(m)->n_layer;
         CHECK(row->lens_bits_per_char[L] == row->bits_per_char, "batch statistics: lens %.17g eval %.17g",
               row->lens_bits_per_char[L], row->bits_per_char);
     }
+    nl_compare_row_free(row);
     free(row);
     nl_model_free(m);
 }
@@ -475,7 +477,7 @@ static void lens_refuses_a_recurrent_model(void) {
     CHECK(nl_lens(s, TEXT, N_TEXT, 4, bits, &err) != 0 && err.code == NL_ERR_ARG && strstr(err.msg, "residual"),
           "refused: %s", err.msg);
     CHECK(nl_state_readout(s, NULL, 1, 1, 1) == NULL, "no readout for a recurrent model");
-    NlCompareRow *row = malloc(sizeof *row);
+    NlCompareRow *row = calloc(1, sizeof *row);
     NlCompareOptions o = {.repeats = 1, .invariance = 0, .fault = NL_FAULT_NONE, .lens = 1, .outliers = 1};
     if (row &&
         nl_compare_model(&(NlCompareJob){.model = m, .run = NL_RUN_DEFAULTS, .ids = TEXT, .n = N_TEXT, .reference = -1},
@@ -483,6 +485,7 @@ static void lens_refuses_a_recurrent_model(void) {
         CHECK(!row->has_lens, "a recurrent row has no lens");
         CHECK(row->outliers[0][NL_SITE_H].rows > 0 && row->outliers[0][NL_SITE_C].rows > 0, "but h and c outliers");
     } else CHECK(0, "compare: %s", err.msg);
+    nl_compare_row_free(row);
     free(row);
     nl_state_free(s);
     nl_model_free(m);
@@ -537,6 +540,7 @@ static void reports_carry_lens_outliers_and_quantization(void) {
           "csv: the new columns");
     free(buf);
 done:
+    for (int i = 0; rows && i < 2; i++) nl_compare_row_free(&rows[i]);
     free(rows);
     nl_model_free(mq);  // (it borrows m's tensors)
     nl_model_free(m);

@@ -311,8 +311,9 @@ cleanup:
     plots_cleanup(o, &plots, rc == 0);
     for (size_t i = 0; rc == 0 && o->plot_dir && i < N_PLOTS; i++)  // named once they are in place
         if (plot_drawn(o, i)) msg_error("wrote %s/%s", o->plot_dir, PLOTS[i]);
+    for (size_t i = 0; rows && i < n_rows; i++) nl_compare_row_free(&rows[i]);
+    for (int i = 0; quant && i < o->n_models * MAX_QUANT; i++) nl_model_free(quant[i]);  // before their bases
     for (int i = 0; models && i < o->n_models; i++) nl_model_free(models[i]);
-    for (int i = 0; quant && i < o->n_models * MAX_QUANT; i++) nl_model_free(quant[i]);
     free(quant);
     for (int i = 0; ids && i < o->n_models; i++) free(ids[i]);
     free(models);

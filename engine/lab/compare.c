@@ -167,17 +167,43 @@ cleanup:
     return rc;
 }
 
+// A zeroed row with its per-layer arrays for L layers.
+static int row_create(NlCompareRow *row, size_t L, NlError *err) {
+    memset(row, 0, sizeof *row);
+    double *d = calloc(6 * L + 4, sizeof *d);
+    row->outliers = calloc(L + 1, sizeof *row->outliers);
+    if (!d || !row->outliers) {
+        free(d);
+        free(row->outliers);
+        row->outliers = NULL;
+        nl_error(err, NL_ERR_NOMEM, "out of memory");
+        return -1;
+    }
+    row->residual_rms = d;  // the block owns the arrays after it
+    row->residual_abs_mean = d + (L + 1);
+    row->norm_std = d + 2 * (L + 1);
+    row->lens_bits_per_char = d + 3 * (L + 1);
+    row->norm_post_std = d + 4 * (L + 1);
+    row->branch_rms = d + 4 * (L + 1) + L;
+    return 0;
+}
+
+void nl_compare_row_free(NlCompareRow *row) {
+    if (!row) return;
+    free(row->residual_rms);
+    free(row->outliers);
+    row->residual_rms = row->residual_abs_mean = row->norm_std = row->lens_bits_per_char = NULL;
+    row->norm_post_std = row->branch_rms = NULL;
+    row->outliers = NULL;
+}
+
 int nl_compare_model(const NlCompareJob *job, const NlCompareOptions *opts, NlCompareRow *row, NlError *err) {
     const NlModel *model = job->model;
     NlRunOptions run = job->run;
     const int *ids = job->ids;
     size_t n = job->n;
     const NlConfig *trained = nl_model_config(model);
-    memset(row, 0, sizeof *row);
-    if (trained->n_layer > NL_MAX_LAYERS) {
-        nl_error(err, NL_ERR_ARG, "too many layers");
-        return -1;
-    }
+    if (row_create(row, (size_t)trained->n_layer, err) != 0) return -1;
     row->arch = trained->arch;
     row->norm = run.norm;
     row->placement = run.placement;

@@ -184,8 +184,6 @@ int nl_lens(NlState *state, const int *ids, size_t n, size_t stride, double *bit
 
 // ---- comparing norm placements (compare.c)
 
-#define NL_MAX_LAYERS 256
-
 typedef struct {
     int repeats;  // timing repeats; medians are reported
     int invariance;  // run the invariance experiment
@@ -212,12 +210,13 @@ typedef struct {
     double time_share[NL_COMP_COUNT];  // share of forward time per component, during eval
     double norm_share;  // every norm: norm1, norm2, their _post (peri) and final_norm
     int n_layer;
-    double residual_rms[NL_MAX_LAYERS + 1];  // entering block l; [L] leaving the last
-    double residual_abs_mean[NL_MAX_LAYERS + 1];
-    double norm_std[NL_MAX_LAYERS + 1];  // [L]: the final norm (pre and peri, when there are norms)
+    // The per-layer figures, sized to the model (nl_compare_row_free frees them):
+    double *residual_rms;  // (L + 1) entering block l; [L] leaving the last
+    double *residual_abs_mean;  // (L + 1)
+    double *norm_std;  // (L + 1) [L]: the final norm (pre and peri, when there are norms)
     int has_final_norm;  // norm_std[L] is set
-    double norm_post_std[NL_MAX_LAYERS];  // peri's output norms
-    double branch_rms[NL_MAX_LAYERS];  // sublayer outputs as they join the stream
+    double *norm_post_std;  // (L) peri's output norms
+    double *branch_rms;  // (L) sublayer outputs as they join the stream
     // Recurrent models: the last layer's mean ||h_t|| ([0]) and the LSTM's ||c_t|| ([1]) per time bucket
     // of nl_stats_state_norm (NaN where no position fell); residual_rms[0] is then the embeddings' RMS
     // and residual_rms[l + 1] that of layer l's h. branch_rms, norm_std and invariance do not apply.
@@ -230,10 +229,14 @@ typedef struct {
     NlQuant quant_act;  // the run's activations
     int reference;  // a quantized row's float32 row: its index among the rows; -1 for none
     int has_lens;  // lens_bits_per_char is set (asked, and a transformer)
-    double lens_bits_per_char[NL_MAX_LAYERS + 1];  // nl_lens: [l] read after l layers; [L] = bits_per_char
+    double *lens_bits_per_char;  // (L + 1) nl_lens: [l] read after l layers; [L] = bits_per_char
     int has_outliers;  // outliers is set (asked, and nothing rounded)
-    NlOutlierStats outliers[NL_MAX_LAYERS + 1][NL_SITE_COUNT];  // over eval's positions; rows 0: not seen
+    NlOutlierStats (*outliers)[NL_SITE_COUNT];  // (L + 1) over eval's positions; rows 0: not seen
 } NlCompareRow;
+
+// Frees what nl_compare_model allocated in row (its per-layer arrays) and zeroes them; NULL-safe,
+// and safe on a zeroed row.
+void nl_compare_row_free(NlCompareRow *row);
 
 // One row to measure: a model, how to run it, and its text; for a quantized row, what was rounded
 // (the model's weights: by nl_quantize_model; the activations: rounded by the row itself) and the
@@ -249,15 +252,17 @@ typedef struct {
     int reference;  // the float32 row's index among the jobs; -1 for a float32 row
 } NlCompareJob;
 
-// Measures one job on the text ids[0..n) (n >= 2): eval (with statistics and a profile), prefill
+// Measures one job on the text ids[0..n) (n >= 2) into a new row (free it with
+// nl_compare_row_free, also after a failure): eval (with statistics and a profile), prefill
 // and decode throughput, batch and cache consistency. The speeds and the two checks use the text's
 // first T positions (a recurrent model: NL_RNN_LOGITS).
 int nl_compare_model(const NlCompareJob *job, const NlCompareOptions *opts, NlCompareRow *row, NlError *err);
 
-// Measures rows[i] of jobs[i] for every job, on up to `threads` worker threads (job i on worker
-// i mod threads). Every figure but the timings is the same whatever the thread count; rows measured
-// side by side share the machine, so their speeds are those of a loaded machine. On failure returns
-// -1 with the first failed job's index in *failed and its error.
+// Measures rows[i] of jobs[i] for every job (free each with nl_compare_row_free), on up to
+// `threads` worker threads (job i on worker i mod threads). Every figure but the timings is the
+// same whatever the thread count; rows measured side by side share the machine, so their speeds
+// are those of a loaded machine. On failure returns -1 with the first failed job's index in *failed
+// and its error.
 int nl_compare_models(const NlCompareJob *jobs, size_t n_jobs, int threads, const NlCompareOptions *opts,
                       NlCompareRow *rows, size_t *failed, NlError *err);
 
