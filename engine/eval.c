@@ -1,6 +1,6 @@
 // eval.c — average negative log-likelihood of a text under the model: windows batched B to a
 // forward call, groups of windows shared among worker threads, losses summed in a fixed order.
-#define _POSIX_C_SOURCE 200809L  // clock_gettime (clock.h)
+#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -10,7 +10,6 @@
 
 #include "normlab.h"
 #include "normlab_ext.h"
-#include "clock.h"
 #include "observe.h"
 #include "parallel.h"
 

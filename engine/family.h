@@ -55,11 +55,12 @@ struct NlFamily {
     // nl_config_describe's and nl_config_has_component's contracts.
     size_t (*describe)(const NlConfig *cfg, NlConfigField *fields);
     int (*has_component)(const NlConfig *cfg, NlComponent comp);
-    // nl_profile_cost's contract (normlab_lab.h) for the family's components; 0 for any other.
-    void (*cost)(const NlConfig *cfg, NlComponent comp, size_t batch, size_t n, size_t ctx, double *flops,
-                 double *bytes);
+    // The lab's hooks. nl_profile_cost's contract (normlab_ext.h) for the family's components; 0 for
+    // any other.
+    void (*lab_cost)(const NlConfig *cfg, NlComponent comp, size_t batch, size_t n, size_t ctx, double *flops,
+                     double *bytes);
     // nl_state_readout's contract; NULL for a family without a residual stream.
-    const float *(*readout)(void *impl, const float *x, size_t B, size_t n, size_t n_logits);
+    const float *(*lab_readout)(void *impl, const float *x, size_t B, size_t n, size_t n_logits);
 };
 
 // Each family's table (functions, not variables: no global symbol but the nl_ functions).

@@ -10,7 +10,6 @@
 #include <stdint.h>
 
 #include "normlab.h"
-#include "clock.h"
 #include "family.h"
 #include "observe.h"
 #include "parallel.h"

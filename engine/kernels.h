@@ -26,8 +26,7 @@ void nl_batchnorm(float *out, const float *x, const float *gain, const float *bi
 // mean, var (D): each feature's mean and biased (1/n) variance over the n rows of x (n, D), in
 // double, two passes: BatchNorm's statistics of a batch as PyTorch normalises with them in training.
 void nl_batch_stats(float *mean, float *var, const float *x, size_t n, size_t D);
-// Dispatches on type; BatchNorm reads w.mean and w.var; NL_NORM_NONE copies x (out may equal x).
-void nl_norm(float *out, const float *x, NlNormWeights w, NlNormType type, size_t n, size_t D, float eps);
+// nl_norm (normlab_ext.h) dispatches on type; BatchNorm reads w.mean and w.var.
 
 // In place over count values. GELU uses nl_erf.
 void nl_activation(float *x, size_t count, NlActivation act);

@@ -179,6 +179,26 @@ size_t nl_config_describe(const NlConfig *cfg, NlConfigField *fields);
 // Whether a run of cfg has component comp (peri's output norms, a recurrent layer's own four).
 int nl_config_has_component(const NlConfig *cfg, NlComponent comp);
 
+// ---- the engine's pieces the lab reuses
+
+// FLOPs and bytes of one call of comp on `batch` sequences of n positions whose attention sees ctx
+// keys (pos + n), by the counting rules in docs/profiling.md: each family's own (its lab_cost,
+// family.h). Deterministic: tests check them. (state.c)
+void nl_profile_cost(const NlConfig *cfg, NlComponent comp, size_t batch, size_t n, size_t ctx, double *flops,
+                     double *bytes);
+// out (n, D) = the norm of type `type` over each row of x (n, D) with w's gain, bias and (BatchNorm)
+// statistics, exactly as a forward pass runs it; NL_NORM_NONE copies x (out may equal x). The lab's
+// invariance experiment runs it on perturbed inputs. (kernels.c)
+void nl_norm(float *out, const float *x, NlNormWeights w, NlNormType type, size_t n, size_t D, float eps);
+// Runs fn(ctx, worker) for every worker in [0, n_workers), each on its own thread (the caller's is
+// worker 0), and returns when all are done; a worker whose thread could not be started runs on the
+// caller's thread after worker 0. Returns the number of threads that ran workers (>= 1). (parallel.c)
+typedef void (*NlWorkerFn)(void *ctx, int worker);
+int nl_parallel_run(int n_workers, NlWorkerFn fn, void *ctx);
+// The one clock behind every time normlab reports (generate's and eval's seconds, compare's speeds,
+// the profiler's fallback): CLOCK_MONOTONIC, in seconds. (clock.c)
+double nl_clock_seconds(void);
+
 // ---- evaluation's windows (eval.c)
 
 // The number of windows nl_eval scores a text of n characters in (0 when n < 2): a caller sizing

@@ -8,16 +8,15 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
+#include "normlab_ext.h"
+
 // Internal: hidden from the symbols a shared object built from these files would export.
 #pragma GCC visibility push(hidden)
-
-typedef void (*NlWorkerFn)(void *ctx, int worker);
 
 // *v = min(*v, x), atomically: the first failed group of a run, whichever worker finds it.
 void nl_atomic_lower(atomic_size_t *v, size_t x);
 
-// Returns the number of threads that ran workers (>= 1).
-int nl_parallel_run(int n_workers, NlWorkerFn fn, void *ctx);
+// nl_parallel_run (normlab_ext.h) runs one call's workers.
 
 // A pool of threads kept for a state's life, for work too fine for nl_parallel_run: a decode step's
 // products, each a few microseconds. nl_pool_run(p, fn, ctx) runs fn(ctx, s) once for every share s

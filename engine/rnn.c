@@ -476,8 +476,8 @@ const NlRecurrentWeights *nl_model_recurrent_weights(const NlModel *model) {
 #define RNN_OPS                                                                                                     \
     .bind = rnn_bind, .copy_weights = rnn_copy_weights, .free_weights = rnn_free_weights, .matrices = rnn_matrices, \
     .create = rnn_create, .destroy = rnn_destroy, .forward = rnn_forward, .copy = rnn_copy, .window = rnn_window,   \
-    .state_bytes = rnn_state_bytes, .describe = rnn_describe, .has_component = rnn_has_component, .cost = rnn_cost, \
-    .readout = NULL  // no residual stream to read out
+    .state_bytes = rnn_state_bytes, .describe = rnn_describe, .has_component = rnn_has_component,                   \
+    .lab_cost = rnn_cost, .lab_readout = NULL  // no residual stream to read out
 
 const NlFamily *nl_family_lstm(void) {
     static const NlFamilyInfo INFO = {

@@ -36,6 +36,11 @@ int nl_config_has_component(const NlConfig *c, NlComponent comp) {
     return nl_family_of(c->arch)->has_component(c, comp);
 }
 
+void nl_profile_cost(const NlConfig *c, NlComponent comp, size_t batch, size_t n, size_t ctx, double *flops,
+                     double *bytes) {
+    nl_family_of(c->arch)->lab_cost(c, comp, batch, n, ctx, flops, bytes);
+}
+
 size_t nl_model_window(const NlModel *model) {
     const NlConfig *c = nl_model_config(model);
     return nl_family_of(c->arch)->window(c);
@@ -98,5 +103,5 @@ const float *nl_forward(NlState *s, const int *tokens, size_t n, size_t pos, siz
 void nl_state_copy_cache(NlState *s, size_t from, size_t to, size_t n) { s->family->copy(s->impl, from, to, n); }
 
 const float *nl_state_readout(NlState *s, const float *x, size_t B, size_t n, size_t n_logits) {
-    return s->family->readout ? s->family->readout(s->impl, x, B, n, n_logits) : NULL;
+    return s->family->lab_readout ? s->family->lab_readout(s->impl, x, B, n, n_logits) : NULL;
 }

@@ -566,7 +566,7 @@ const NlFamily *nl_family_transformer(void) {
                                    .state_bytes = transformer_state_bytes,
                                    .describe = transformer_describe,
                                    .has_component = transformer_has_component,
-                                   .cost = transformer_cost,
-                                   .readout = transformer_readout};
+                                   .lab_cost = transformer_cost,
+                                   .lab_readout = transformer_readout};
     return &TABLE;
 }

@@ -9,8 +9,6 @@
 #include <time.h>
 
 #include "normlab_lab.h"
-#include "clock.h"
-#include "parallel.h"
 
 #define BATCH 16
 

@@ -89,11 +89,6 @@ const NlConfig *nl_profiler_config(const NlProfiler *prof);
 const char *nl_component_name(NlComponent comp);
 const char *nl_phase_name(NlPhase phase);
 
-// FLOPs and bytes of one call of comp on `batch` sequences of n positions whose attention sees ctx
-// keys (pos + n), by the counting rules in docs/profiling.md. Deterministic: tests check them.
-void nl_profile_cost(const NlConfig *cfg, NlComponent comp, size_t batch, size_t n, size_t ctx, double *flops,
-                     double *bytes);
-
 // ---- hidden-state statistics and the invariance experiment (stats.c)
 
 // The perturbations of the invariance experiment; the last one runs with eps = 0, which shows

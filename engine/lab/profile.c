@@ -10,8 +10,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "family.h"
-#include "clock.h"
 #include "normlab_lab.h"
 
 struct NlProfiler {
@@ -273,11 +271,4 @@ size_t nl_profiler_events(const NlProfiler *p, const NlProfileEvent **events, si
     *events = p->events;
     *dropped = p->dropped;
     return p->n_events;
-}
-
-// ---- counting rules (docs/profiling.md): each family's, in its own file (engine/cost.h)
-
-void nl_profile_cost(const NlConfig *c, NlComponent comp, size_t batch, size_t n, size_t ctx, double *flops,
-                     double *bytes) {
-    nl_family_of(c->arch)->cost(c, comp, batch, n, ctx, flops, bytes);
 }

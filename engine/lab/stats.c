@@ -4,8 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "kernels.h"
-#include "model.h"
 #include "normlab.h"
 #include "normlab_lab.h"
 
