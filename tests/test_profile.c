@@ -152,7 +152,7 @@ static cJSON *report_json(const NlProfiler *p, int trace) {
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     ReportInfo info = {.model = "fixture \"quoted\"",
-                       .blas_threads = 1,
+                       .product_threads = 1,
                        .engine_threads = 1,
                        .blas_core = "Haswell",
                        .blas_core_source = "openblas"};
@@ -252,7 +252,7 @@ static char *report_text(const NlProfiler *p, const char *prompt, int summary) {
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     ReportInfo info = {.model = "fixture",
-                       .blas_threads = 1,
+                       .product_threads = 1,
                        .engine_threads = 1,
                        .blas_core = "Haswell",
                        .blas_core_source = "openblas"};
@@ -277,7 +277,7 @@ static void text_summary_is_drawn_from_the_table(void) {
     size_t len = 0;
     FILE *f = open_memstream(&plain, &len);
     ReportInfo info = {.model = "fixture",
-                       .blas_threads = 1,
+                       .product_threads = 1,
                        .engine_threads = 1,
                        .blas_core = "Haswell",
                        .blas_core_source = "openblas"};

@@ -181,7 +181,7 @@ void model_entries_free(ModelEntry *e, size_t n);
 int load_model(const Options *o, NlModel **model);
 // The same, with the NL_MATRIX_* classes --quantize rounded into *rounded (may be NULL).
 int load_model_rounded(const Options *o, NlModel **model, unsigned *rounded);
-int make_state_as(const Options *o, const NlModel *model, int batch, int blas_threads, int warn, NlState **state);
+int make_state_as(const Options *o, const NlModel *model, int batch, int product_threads, int warn, NlState **state);
 // The most positions the model sees at once: block_size, or SIZE_MAX for a recurrent model (no window).
 size_t model_context(const NlModel *model);
 // Whether the model's family reads a window of positions (a transformer); 0: a state carries any length.
@@ -211,12 +211,12 @@ typedef struct {
     NlState **states;  // (n)
     NlProfiler **profs;  // (n) NULL entries when not profiling
 } Workers;
-// Creates n states of `batch` sequences with up to blas_threads OpenBLAS threads per product (the
-// first warns when the norm or placement are overridden); with profile, a profiler per state with
-// room for n_forward forward calls each. Returns 0 or an exit status after printing the message;
-// free with workers_free either way.
-int workers_create(Workers *w, const Options *o, const NlModel *model, int n, int batch, int blas_threads, int profile,
-                   size_t n_forward);
+// Creates n states of `batch` sequences, each product's rows split over product_threads threads
+// (NlRunOptions.threads; the first warns when the norm or placement are overridden); with profile,
+// a profiler per state with room for n_forward forward calls each. Returns 0 or an exit status
+// after printing the message; free with workers_free either way.
+int workers_create(Workers *w, const Options *o, const NlModel *model, int n, int batch, int product_threads,
+                   int profile, size_t n_forward);
 // The workers' profiles merged into the first profiler, or NULL when not profiling.
 NlProfiler *workers_profile(Workers *w);
 void workers_free(Workers *w);

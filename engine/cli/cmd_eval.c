@@ -170,7 +170,7 @@ int cmd_eval(Options *o) {
     if (prof) {
         char buf[4400], shown[1024];
         ReportInfo info = {.model = msg_escape(shown, sizeof shown, model_path(o, buf, sizeof buf)),
-                           .blas_threads = p.windowless ? o->threads : 1,
+                           .product_threads = p.windowless ? o->threads : 1,
                            .engine_threads = p.workers,
                            .blas_core = nl_blas_core(),
                            .blas_core_source = o->blas.source};

@@ -360,7 +360,7 @@ static int write_profile(const Options *o, const GenRun *r, const NlProfiler *pr
     const RunMode *mode = r->mode;
     int json = mode->profile_result && o->json;
     ReportInfo info = {.model = json ? path : msg_escape(shown, sizeof shown, path),
-                       .blas_threads = r->workers > 1 ? 1 : o->threads,
+                       .product_threads = r->workers > 1 ? 1 : o->threads,
                        .engine_threads = r->workers,
                        .blas_core = nl_blas_core(),
                        .blas_core_source = o->blas.source};

@@ -287,14 +287,14 @@ int load_model_rounded(const Options *o, NlModel **model, unsigned *rounded) {
     return rc;
 }
 
-// Creates a run state of `batch` sequences and up to blas_threads OpenBLAS threads per product;
-// with warn, says so when the norm or placement differ from the model's training.
-int make_state_as(const Options *o, const NlModel *model, int batch, int blas_threads, int warn, NlState **state) {
+// Creates a run state of `batch` sequences, each product's rows split over product_threads threads
+// (NlRunOptions.threads); with warn, says so when the norm or placement differ from the model's training.
+int make_state_as(const Options *o, const NlModel *model, int batch, int product_threads, int warn, NlState **state) {
     const NlConfig *c = nl_model_config(model);
     NlRunOptions run = {.norm = o->norm >= 0 ? (NlNormType)o->norm : c->norm,
                         .placement = o->placement >= 0 ? (NlPlacement)o->placement : c->placement,
                         .batch = batch,
-                        .threads = blas_threads,
+                        .threads = product_threads,
                         .bn_stats = (NlBnStats)o->bn_stats,
                         .linear_input = nl_quant_input_hook((NlQuant)o->quantize_act)};
     // (o->norm < 0: not given; the state could take NL_NORM_AS_CONFIGURED, but the warning below
@@ -402,8 +402,8 @@ static int attach_profiler(const Options *o, const NlModel *model, NlState *stat
     return 0;
 }
 
-int workers_create(Workers *w, const Options *o, const NlModel *model, int n, int batch, int blas_threads, int profile,
-                   size_t n_forward) {
+int workers_create(Workers *w, const Options *o, const NlModel *model, int n, int batch, int product_threads,
+                   int profile, size_t n_forward) {
     w->n = n;
     w->states = calloc((size_t)n, sizeof *w->states);
     w->profs = calloc((size_t)n, sizeof *w->profs);
@@ -414,7 +414,7 @@ int workers_create(Workers *w, const Options *o, const NlModel *model, int n, in
     }
     int rc = 0;
     for (int i = 0; !rc && i < n; i++) {
-        rc = make_state_as(o, model, batch, blas_threads, i == 0, &w->states[i]);
+        rc = make_state_as(o, model, batch, product_threads, i == 0, &w->states[i]);
         if (!rc && profile) rc = attach_profiler(o, model, w->states[i], n_forward, &w->profs[i]);
     }
     return rc;

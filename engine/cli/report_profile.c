@@ -179,7 +179,7 @@ static void header(FILE *f, const NlProfiler *p, const ReportInfo *info, const c
     fprintf(f,
             "normlab profile: %s; OpenBLAS %s kernels (chosen by %s), threads up to %d; engine threads %d; "
             "hardware counters %s\n",
-            info->model, info->blas_core, info->blas_core_source, info->blas_threads, info->engine_threads,
+            info->model, info->blas_core, info->blas_core_source, info->product_threads, info->engine_threads,
             nl_profiler_hw_available(p) ? "on (IPC column)" : "unavailable (perf_event_open refused or absent)");
     if (prompt) fprintf(f, "prompt: %s\n", prompt);
 }
@@ -250,7 +250,7 @@ int report_profile_json(FILE *f, const NlProfiler *p, const ReportInfo *info) {
     int L = nl_profiler_config(p)->n_layer, hw = nl_profiler_hw_available(p);
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "model", info->model);
-    cJSON_AddNumberToObject(root, "blas_threads", info->blas_threads);
+    cJSON_AddNumberToObject(root, "blas_threads", info->product_threads);
     cJSON_AddNumberToObject(root, "engine_threads", info->engine_threads);
     cJSON_AddStringToObject(root, "blas_core", info->blas_core);
     cJSON_AddStringToObject(root, "blas_core_source", info->blas_core_source);

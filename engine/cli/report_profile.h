@@ -12,7 +12,7 @@
 
 typedef struct {
     const char *model;  // path shown in the header
-    int blas_threads;  // threads OpenBLAS was told to use
+    int product_threads;  // threads a product's rows are split over (NlRunOptions.threads; JSON: blas_threads)
     int engine_threads;  // engine worker threads (each profiled; their times are summed)
     const char *blas_core;  // OpenBLAS's kernel family (nl_blas_core)
     const char *blas_core_source;  // who chose it: "openblas", "environment" or "normlab"
