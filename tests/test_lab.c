@@ -379,9 +379,9 @@ static void check_lens_alone(const char *name, const NlModel *m) {
 }
 
 // The lens rides on eval's own pass, over what is attached before it: the statistics see the pass
-// as they do without it (every layer's residual RMS, bit for bit), the profiler counts the same
-// calls of every component (the readouts are not timed), and the lens's own bits/char after the
-// last layer is that eval's.
+// as they do without it (every layer's residual RMS, norm output std and branch RMS, bit for bit),
+// the profiler counts the same calls of every component (the readouts are not timed), and the
+// lens's own bits/char after the last layer is that eval's.
 static void lens_rides_on_eval_over_statistics_and_profiler(void) {
     NlModel *m = load_fixture("ln-peri-bias.json");
     if (!m) return;
@@ -413,8 +413,15 @@ static void lens_rides_on_eval_over_statistics_and_profiler(void) {
     if (ok) {
         CHECK(r[0].nll_sum == r[1].nll_sum, "the same eval with the lens: %.17g %.17g", r[0].nll_sum, r[1].nll_sum);
         CHECK(bits[c->n_layer] == r[1].nll_sum / (double)r[1].count / log(2.0), "the lens's last layer is eval's");
-        for (int l = 0; l <= c->n_layer; l++)
-            CHECK(nl_stats_residual_rms(st[0], l) == nl_stats_residual_rms(st[1], l), "layer %d's residual RMS", l);
+        for (int l = 0; l <= c->n_layer; l++) {
+            CHECK(nl_stats_residual_rms(st[0], l) == nl_stats_residual_rms(st[1], l) &&
+                      nl_stats_norm_std(st[0], l) == nl_stats_norm_std(st[1], l),
+                  "layer %d's residual RMS and norm std", l);
+            if (l < c->n_layer)
+                CHECK(nl_stats_branch_rms(st[0], l) == nl_stats_branch_rms(st[1], l) &&
+                          nl_stats_branch_rms(st[0], l) > 0,
+                      "layer %d's branch RMS", l);
+        }
         for (int l = -1; l < c->n_layer; l++)
             for (int k = 0; k < NL_COMP_COUNT; k++)
                 CHECK(nl_profiler_cell(prof[0], NL_PHASE_PREFILL, l, (NlComponent)k)->calls ==

@@ -58,3 +58,21 @@ if have_python 7 matplotlib; then
 " = "$want" ] && ok "compare --plot-dir names each plot where it is, on normlab's lines, once in place" \
         || bad "plot lines" "$(cat "$TMP/err")"
 fi
+# Quantized rows: each one's cost is its bits/char less that of its own model's row as trained (the
+# first of the model's rows), whatever the swaps between them; and the q8 row's bits/char is eval's
+# with --quantize q8 (the same rounding of a copy, one window a call).
+expect_ok "compare --quantize --quantize-act" compare $FIX/ln-pre-bias.json $FIX/ln-post-bias.json --also-swap \
+    -f "$TMP/text.txt" --quantize q8 --quantize-act q8 --repeats 1 --csv "$TMP/quant.csv"
+quant_check=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+    { m = $col["model"]; b = $col["bits_per_char"]; q = $col["quantize"]; a = $col["quantize_act"] }
+    q == "none" && a == "none" && !(m in first) { first[m] = b }
+    q != "none" || a != "none" { n++; d = $col["bits_per_char_cost"] - (b - first[m]); if (d * d > 1e-16) bad++ }
+    q == "q8" && m ~ /ln-pre-bias/ { print "q8", b }
+    END { print "rows", n + 0, "bad", bad + 0 }' "$TMP/quant.csv")
+run eval -m $FIX/ln-pre-bias.json --text "$TMP/text.txt" --json --batch 1 --quantize q8
+q8_eval=$(sed -n 's/.*"bits_per_char": \([^,]*\),.*/\1/p' "$TMP/out")
+q8_row=$(echo "$quant_check" | sed -n 's/^q8 //p')
+echo "$quant_check" | grep -qx "rows 4 bad 0" \
+    && awk -v a="$q8_row" -v b="$q8_eval" 'BEGIN { d = a - b; exit !(a > 0 && d * d <= 1e-16 * a * a) }' \
+    && ok "quantized rows: 4, each costed against its own model's float32 row; q8 is eval's ($q8_row)" \
+    || bad "quantized rows" "$quant_check; eval --quantize q8: $q8_eval"
