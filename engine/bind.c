@@ -63,6 +63,18 @@ int nl_bind_linear(NlBinder *b, int bias, const char *prefix, size_t n_out, size
     return nl_bind_tensor(b, name, n_out, 0, 1, &lin->b);
 }
 
+void *nl_bind_copy(const void *w, size_t size, const void *layers, size_t n, size_t layer_size, void **layers_out) {
+    void *copy = malloc(size), *rows = malloc(n ? n * layer_size : 1);
+    if (!copy || !rows) {
+        free(copy);
+        free(rows);
+        return NULL;
+    }
+    memcpy(copy, w, size);
+    *layers_out = memcpy(rows, layers, n * layer_size);
+    return copy;
+}
+
 void *nl_bind_alloc(NlBinder *b, size_t n, size_t size) {
     void *p = calloc(n ? n : 1, size);
     if (!p) nl_error(b->err, NL_ERR_NOMEM, "%s: out of memory", b->what);

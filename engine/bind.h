@@ -39,6 +39,10 @@ int nl_bind_norm(NlBinder *b, NlNormType norm, size_t width, const char *prefix,
 // PREFIX.weight (n_out, n_in), and PREFIX.bias (n_out) when bias; the plan's tier is left unknown
 // (-1) for the loader to set.
 int nl_bind_linear(NlBinder *b, int bias, const char *prefix, size_t n_out, size_t n_in, NlLinear *lin);
+// A copy of a family's weights struct w (size bytes) and, in *layers_out, of its array of n layers
+// (layer_size bytes each), for the family's copy_weights to point the struct at; NULL (and nothing
+// kept) when out of memory.
+void *nl_bind_copy(const void *w, size_t size, const void *layers, size_t n, size_t layer_size, void **layers_out);
 // calloc(n, size), or NULL with an out-of-memory error naming the file.
 void *nl_bind_alloc(NlBinder *b, size_t n, size_t size);
 

@@ -431,15 +431,9 @@ static int rnn_bind(void **weights, const NlConfig *c, NlBinder *b) {
 
 static void *rnn_copy_weights(const void *weights, const NlConfig *c) {
     const NlRecurrentWeights *from = weights;
-    NlRecurrentWeights *w = malloc(sizeof *w);
-    NlRnnLayerWeights *layers = malloc((size_t)c->n_layer * sizeof *layers);
-    if (!w || !layers) {
-        free(w);
-        free(layers);
-        return NULL;
-    }
-    *w = *from;
-    w->layers = memcpy(layers, from->layers, (size_t)c->n_layer * sizeof *layers);
+    void *layers;
+    NlRecurrentWeights *w = nl_bind_copy(from, sizeof *w, from->layers, (size_t)c->n_layer, sizeof *w->layers, &layers);
+    if (w) w->layers = layers;
     return w;
 }
 

@@ -49,15 +49,10 @@ int nl_transformer_bind(void **weights, const NlConfig *c, NlBinder *b) {
 
 void *nl_transformer_copy_weights(const void *weights, const NlConfig *c) {
     const NlTransformerWeights *from = weights;
-    NlTransformerWeights *w = malloc(sizeof *w);
-    NlLayerWeights *layers = malloc((size_t)c->n_layer * sizeof *layers);
-    if (!w || !layers) {
-        free(w);
-        free(layers);
-        return NULL;
-    }
-    *w = *from;
-    w->layers = memcpy(layers, from->layers, (size_t)c->n_layer * sizeof *layers);
+    void *layers;
+    NlTransformerWeights *w =
+        nl_bind_copy(from, sizeof *w, from->layers, (size_t)c->n_layer, sizeof *w->layers, &layers);
+    if (w) w->layers = layers;
     return w;
 }
 
