@@ -31,7 +31,7 @@ LIB_SRC = engine/nl_error.c engine/model.c engine/config.c engine/safetensors.c 
           engine/blascore.c engine/clock.c \
           engine/lab/profile.c engine/lab/stats.c engine/lab/compare.c engine/lab/lens.c engine/lab/quantize.c \
           engine/rnn.c \
-          tokenizer/tokenizer.c
+          tokenizer/tokenizer.c tokenizer/bpe.c tokenizer/unicode.c tokenizer/unicode_tables.c
 HEADERS = $(wildcard engine/*.h engine/lab/*.h engine/cli/*.h tokenizer/*.h tests/*.h)
 CLI_SRC = engine/cli/main.c engine/cli/options.c engine/cli/common.c engine/cli/cmd_generate.c engine/cli/cmd_eval.c \
           engine/cli/cmd_compare.c engine/cli/cmd_info.c engine/cli/cmd_profile.c engine/cli/commands_table.c \
@@ -114,7 +114,8 @@ test-bare: deps
 	@tests/bare_test.sh $(MAKE) --no-print-directory test
 
 test-plain: normlab build/libnormlab.a $(addprefix build/rel/tests/,$(TESTS)) \
-            $(addprefix build/rel/tests/replay_,$(FUZZERS)) build/rel/tests/ref_logits build/fault_shim.so
+            $(addprefix build/rel/tests/replay_,$(FUZZERS)) build/rel/tests/ref_logits build/fault_shim.so \
+            build/rel/tests/bpe_ids
 	@tests/run.sh plain build/rel ./normlab
 
 # tests/fault_test.sh: an LD_PRELOAD library that fails the Nth write/close/rename/fsync/open of an output.
@@ -127,7 +128,7 @@ format-check:
 	@tests/total.sh --count format tests/format_check.sh
 
 test-san: build/san/normlab $(addprefix build/san/tests/,$(TESTS)) $(addprefix build/san/tests/replay_,$(FUZZERS)) \
-          build/rel/tests/ref_logits
+          build/rel/tests/ref_logits build/san/tests/bpe_ids
 	@tests/run.sh sanitizers build/san build/san/normlab
 
 # Every example of README.md and docs/*.md, the long ones too (training, bench, parity, install), and

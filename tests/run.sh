@@ -65,6 +65,7 @@ for r in "$build"/tests/replay_*; do
     fi
     stop_if_failed "replay_$h"
 done
+tally bpe_test tests/bpe_test.sh "$build/tests/bpe_ids"  # GPT-2's BPE against gpt-tokenizer
 tally cli_test tests/cli_test.sh "$bin"
 tally options_test tests/options_test.sh "$bin"
 tally symbols_test tests/symbols_test.sh "$build/libnormlab.a"

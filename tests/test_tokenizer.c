@@ -1,6 +1,7 @@
 // test_tokenizer.c — round trips, unknown characters, multi-byte UTF-8, bad vocabularies.
 #include <string.h>
 
+#include "bpe.h"
 #include "check.h"
 #include "tokenizer.h"
 
@@ -82,7 +83,45 @@ static void tokenizer_rejects_bad_vocabularies(void) {
     CHECK(t == NULL, "no tokenizer on failure");
 }
 
+// GPT-2's pre-tokenizer, piece by piece: each case is a text and the byte lengths of its pieces, as
+// GPT-2's pattern under Python's regex (and Hugging Face's tokenizers) splits it. The last two tell
+// \s from JavaScript's: U+0085 is whitespace and U+FEFF is not.
+static void pretokenizer_splits_as_gpt2s_pattern(void) {
+    static const struct {
+        const char *text;
+        size_t pieces[8];  // 0-terminated
+    } CASES[] = {
+        {"it's", {2, 2}},  // "it", "'s"
+        {"'S", {1, 1}},  // no contraction in capitals: "'", "S"
+        {"they'll've", {4, 3, 3}},
+        {"x  y", {1, 1, 2}},  // "x", " ", " y": the run less its last space
+        {"a   ", {1, 3}},  // trailing spaces: one piece
+        {"\n\n x", {2, 2}},  // "\n\n", " x"
+        {" 123abc", {4, 3}},
+        {"!!'s", {3, 1}},  // the run of others takes the apostrophe
+        {"\xc3\xa9t\xc3\xa9", {5}},  // "été": letters
+        {"\xff\xfe a", {2, 2}},  // invalid bytes: others
+        {" \xc2\x85x", {1, 2, 1}},  // U+0085 is whitespace: " ", NEL, "x"
+        {" \xef\xbb\xbfx", {4, 1}},  // U+FEFF is not: " BOM", "x"
+        {"a\xe3\x80\x80"
+         "b",
+         {1, 3, 1}},  // U+3000 (ideographic space) alone before a letter
+    };
+    for (size_t c = 0; c < sizeof CASES / sizeof CASES[0]; c++) {
+        const char *t = CASES[c].text;
+        size_t len = strlen(t), at = 0, k = 0;
+        int same = 1;
+        for (; at < len && k < 8; k++) {
+            size_t end = nl_bpe_piece_end(t, len, at);
+            same &= CASES[c].pieces[k] == end - at;
+            at = end;
+        }
+        CHECK(same && at == len && (k == 8 || CASES[c].pieces[k] == 0), "case %zu: pieces as GPT-2's pattern", c);
+    }
+}
+
 int main(void) {
+    RUN(pretokenizer_splits_as_gpt2s_pattern);
     RUN(tokenizer_round_trips_multibyte_text);
     RUN(tokenizer_rejects_unknown_char_with_position);
     RUN(tokenizer_skips_unknown_when_asked);

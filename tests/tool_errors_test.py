@@ -46,6 +46,9 @@ CASES = [  # (tool, arguments, a word the line must hold)
     ("dev/make_fuzz_seeds.py", ["--bogus"], "takes no arguments"),
     ("dev/fit_erf.py", ["--bogus"], "takes no arguments"),
     ("dev/docs.py", ["--bogus"], "usage"),
+    ("dev/unicode_tables.py", ["--bogus"], "usage"),
+    ("interop/gpt2_vocab.py", [NONE, "--out", OUT], "No such file"),
+    ("interop/gpt2_vocab.py", [TEXT, "--out", OUT], 'is not "BASE64 RANK"'),
 ]
 
 

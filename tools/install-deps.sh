@@ -5,7 +5,8 @@
 #   tools/install-deps.sh --fuzz     also clang and its libFuzzer runtime (make fuzz)
 #   tools/install-deps.sh --python   also the Python tools: python3-torch, python3-numpy, python3-tqdm,
 #                                    python3-matplotlib, python3-onnx; and Node.js with ONNX Runtime
-#                                    (onnxruntime-node from npm, into build/ort, never globally)
+#                                    (onnxruntime-node from npm, into build/ort, never globally), and
+#                                    gpt-tokenizer (npm, into build/npm): the BPE reference
 set -eu
 missing=""
 have_pc() { command -v pkg-config >/dev/null 2>&1 && pkg-config --exists "$1"; }
@@ -42,12 +43,22 @@ ort() {
     ONNXRUNTIME_NODE_INSTALL=skip npm install --prefix "$dir" --no-audit --no-fund --loglevel=error \
         onnxruntime-node@1.30.0 >&2
 }
-if [ -z "$missing" ]; then ort "${1:-}"; exit $?; fi
+# gpt-tokenizer, pinned, into build/npm: GPT-2's BPE in JavaScript and its ranks (r50k_base), the
+# independent reference tests/bpe_test.sh checks the C tokenizer against.
+bpe_ref() {
+    [ "${1:-}" = "--python" ] || return 0
+    dir="$(cd "$(dirname "$0")/.." && pwd)/build/npm"
+    [ -d "$dir/node_modules/gpt-tokenizer" ] && return 0
+    mkdir -p "$dir"
+    echo "installing: gpt-tokenizer 3.4.0 into build/npm" >&2
+    npm install --prefix "$dir" --no-audit --no-fund --loglevel=error gpt-tokenizer@3.4.0 >&2
+}
+if [ -z "$missing" ]; then ort "${1:-}" && bpe_ref "${1:-}"; exit $?; fi
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "installing:$missing" >&2
     apt-get update -qq >&2
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >&2
-    ort "${1:-}"
+    ort "${1:-}" && bpe_ref "${1:-}"
     exit $?
 fi
 echo "normlab needs:$missing" >&2

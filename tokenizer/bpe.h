@@ -1,0 +1,51 @@
+// bpe.h — GPT-2's byte-level BPE (Radford et al. 2019; openai/gpt-2 encoder.py): text split by
+// GPT-2's pre-tokenizer pattern, each piece's UTF-8 bytes merged by rank, ids from GPT-2's
+// vocab.json and merges.txt (the files Hugging Face's GPT-2 snapshots hold).
+//
+//   NlBpe *bpe;
+//   if (nl_bpe_create(&bpe, vocab, vocab_len, merges, merges_len, "gpt2", &err) != 0) { ... }
+//   nl_bpe_encode(bpe, "Hello world", 11, 0, ids, &n_ids, &err);   // ids: room for 11
+//   const unsigned char *b = nl_bpe_bytes(bpe, ids[0], &len);       // "Hello"
+//   nl_bpe_free(bpe);
+//
+// Text is bytes. Valid UTF-8 is split as GPT-2's Python encoder splits the decoded string; an
+// invalid byte is a character of its own, of none of the pattern's classes (like punctuation), so
+// that every byte string encodes and decodes back to itself.
+#ifndef NL_BPE_H
+#define NL_BPE_H
+
+#include <stddef.h>
+
+#include "nl_error.h"
+
+// Internal until the model's tokenizer interface takes it (issue 35): hidden from a shared object.
+#pragma GCC visibility push(hidden)
+
+typedef struct NlBpe NlBpe;
+
+// vocab_json: {"token": id, ...} with each token written in GPT-2's byte-to-unicode alphabet (or a
+// special token such as "<|endoftext|>"); ids 0..n-1 each once. merges: "#version" line optional,
+// then "A B" per line, rank = line order, each merge of two tokens into a third in the vocabulary.
+// `what` names the files in errors. Every entry is checked.
+int nl_bpe_create(NlBpe **out, const char *vocab_json, size_t vocab_len, const char *merges, size_t merges_len,
+                  const char *what, NlError *err);
+void nl_bpe_free(NlBpe *bpe);
+int nl_bpe_size(const NlBpe *bpe);
+// The id of the special token "<|endoftext|>", or -1 when the vocabulary has none.
+int nl_bpe_eot(const NlBpe *bpe);
+
+// Encodes len bytes of text into ids (room for len ids is always enough: a token has at least one
+// byte). With special, "<|endoftext|>" in the text is the special token (llama.cpp's parse_special);
+// without, it is plain text, as in GPT-2's encoder and tiktoken's encode_ordinary.
+int nl_bpe_encode(const NlBpe *bpe, const char *text, size_t len, int special, int *ids, size_t *n_ids, NlError *err);
+// The bytes of token id (0 <= id < size), *len of them (a token may hold any byte, NUL included).
+const unsigned char *nl_bpe_bytes(const NlBpe *bpe, int id, size_t *len);
+
+// The pre-tokenizer alone: the end of the piece that starts at text[at] (at < len). Pieces: a
+// contraction ('s 't 're 've 'm 'll 'd), an optional space and letters, an optional space and
+// digits, an optional space and a run of others, whitespace not followed by a non-space, whitespace.
+size_t nl_bpe_piece_end(const char *text, size_t len, size_t at);
+
+#pragma GCC visibility pop
+
+#endif
