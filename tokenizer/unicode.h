@@ -14,10 +14,10 @@ typedef struct {
     uint32_t first, last;
 } NlUnicodeRange;
 
-extern const NlUnicodeRange NL_UNICODE_LETTERS[];
-extern const size_t NL_UNICODE_LETTERS_COUNT;
-extern const NlUnicodeRange NL_UNICODE_NUMBERS[];
-extern const size_t NL_UNICODE_NUMBERS_COUNT;
+// The generated ranges (*n of them): functions, not variables, so that no global symbol but the
+// nl_ functions is defined (a sanitizer build would export its own for a global table).
+const NlUnicodeRange *nl_unicode_letters(size_t *n);
+const NlUnicodeRange *nl_unicode_numbers(size_t *n);
 
 int nl_unicode_is_letter(uint32_t cp);
 int nl_unicode_is_number(uint32_t cp);
