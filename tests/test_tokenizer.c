@@ -1,4 +1,5 @@
 // test_tokenizer.c — round trips, unknown characters, multi-byte UTF-8, bad vocabularies.
+#include <stdio.h>
 #include <string.h>
 
 #include "bpe.h"
@@ -120,7 +121,64 @@ static void pretokenizer_splits_as_gpt2s_pattern(void) {
     }
 }
 
+// A byte-level vocabulary of the 256 bytes (ids 0..255, in byte order) and extra entries after them,
+// as vocab.json text, into buf.
+static void byte_vocab(char *buf, size_t cap, const char *extra) {
+    size_t at = (size_t)snprintf(buf, cap, "{");
+    for (int b = 0; b < 256; b++) {
+        int keep = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF), k = 0;
+        for (int x = 0; x < b && !keep; x++) k += !((x >= '!' && x <= '~') || (x >= 0xA1 && x <= 0xAC) || (x >= 0xAE));
+        unsigned cp = keep ? (unsigned)b : 256u + (unsigned)k;
+        char u[8];
+        if (cp == '"' || cp == '\\') snprintf(u, sizeof u, "\\%c", (char)cp);
+        else if (cp < 0x80) snprintf(u, sizeof u, "%c", (char)cp);
+        else snprintf(u, sizeof u, "%c%c", (char)(0xC0 | cp >> 6), (char)(0x80 | (cp & 0x3F)));
+        at += (size_t)snprintf(buf + at, cap - at, "%s\"%s\": %d", b ? ", " : "", u, b);
+    }
+    snprintf(buf + at, cap - at, "%s}", extra);
+}
+
+// Malformed vocabularies and merges are refused with one line naming the entry; a good one encodes.
+static void bpe_refuses_bad_files(void) {
+    static char vocab[8192];
+    NlBpe *bpe = NULL;
+    NlError err;
+    byte_vocab(vocab, sizeof vocab, ", \"\u0120t\": 256, \"<|endoftext|>\": 257");
+    const char *merges = "#version: 0.2\n\u0120 t\n";
+    int ok = nl_bpe_create(&bpe, vocab, strlen(vocab), merges, strlen(merges), "x", &err) == 0;
+    CHECK(ok, "a good vocabulary loads: %s", ok ? "" : err.msg);
+    if (ok) {
+        int ids[4];
+        size_t n = 0;
+        CHECK(nl_bpe_encode(bpe, " t", 2, 0, ids, &n, &err) == 0 && n == 1 && ids[0] == 256 && nl_bpe_eot(bpe) == 257,
+              "\" t\" is its merge, 256");
+    }
+    nl_bpe_free(bpe);
+    static const struct {
+        const char *extra, *merges, *word;
+    } BAD[] = {
+        {", \"\u0120t\": 255", "", "ids are 0 to"},  // a repeated id
+        {", \"\u0120t\": 300", "", "ids are 0 to"},  // out of range
+        {", \"\u0120t\": \"a\"", "", "not a number"},
+        {", \"\u0120t\u4e2d\": 256", "", "not a byte-level token"},
+        {", \"\u0120t\": 256", "\u0120t\n", "merges.txt line"},  // one token
+        {", \"\u0120t\": 256", "\u0120 q z\n", "merges.txt line"},  // three
+        {", \"\u0120t\": 256", "\u0120 x\n", "merges.txt line 1"},  // the join is no token
+        {", \"\u0120t\": 256", "#version: 0.2\n\u0120 t\n\u0120 x\n", "merges.txt line 3"},  // lines counted
+    };
+    for (size_t c = 0; c < sizeof BAD / sizeof BAD[0]; c++) {
+        byte_vocab(vocab, sizeof vocab, BAD[c].extra);
+        int rc = nl_bpe_create(&bpe, vocab, strlen(vocab), BAD[c].merges, strlen(BAD[c].merges), "x", &err);
+        CHECK(rc != 0 && !bpe && strstr(err.msg, BAD[c].word) && !strchr(err.msg, '\n'), "bad case %zu: %s", c,
+              rc ? err.msg : "accepted");
+    }
+    CHECK(nl_bpe_create(&bpe, "[1]", 3, "", 0, "x", &err) != 0 && strstr(err.msg, "JSON object"), "not an object");
+    CHECK(nl_bpe_create(&bpe, "{\"a\": 0}", 8, "", 0, "x", &err) != 0 && strstr(err.msg, "no token for the byte"),
+          "a byte without its token: %s", err.msg);
+}
+
 int main(void) {
+    RUN(bpe_refuses_bad_files);
     RUN(pretokenizer_splits_as_gpt2s_pattern);
     RUN(tokenizer_round_trips_multibyte_text);
     RUN(tokenizer_rejects_unknown_char_with_position);

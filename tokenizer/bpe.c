@@ -217,8 +217,8 @@ cleanup:
 }
 
 // One merges.txt line "A B" (A and B tokens, their concatenation a third): its pair, at rank.
-static int read_merge(NlBpe *b, const Entry *sorted, const char *line, size_t n, int rank, const char *what,
-                      NlError *err) {
+static int read_merge(NlBpe *b, const Entry *sorted, const char *line, size_t n, int rank, int line_no,
+                      const char *what, NlError *err) {
     uint32_t alphabet[256];
     for (int x = 0; x < 256; x++) alphabet[x] = byte_char(x);
     const char *gap = memchr(line, ' ', n);
@@ -244,7 +244,7 @@ static int read_merge(NlBpe *b, const Entry *sorted, const char *line, size_t n,
     }
     if (merged < 0) {
         nl_error(err, NL_ERR_FORMAT, "%s: merges.txt line %d (\"%.*s\") is not two tokens whose join is a token", what,
-                 rank + 2, (int)(n < 60 ? n : 60), line);
+                 line_no, (int)(n < 60 ? n : 60), line);
         return -1;
     }
     PairSlot *slot = pair_slot(b, id[0], id[1]);
@@ -260,7 +260,7 @@ static int read_merges(NlBpe *b, const char *text, size_t len, const char *what,
     Entry *sorted = malloc(((size_t)b->n + 1) * sizeof *sorted);
     b->pairs = calloc(slots, sizeof *b->pairs);
     b->pair_mask = slots - 1;
-    int rc = 0, rank = 0;
+    int rc = 0, rank = 0, line_no = 0;
     if (!sorted || !b->pairs) {
         free(sorted);
         nl_error(err, NL_ERR_NOMEM, "%s: out of memory", what);
@@ -269,11 +269,12 @@ static int read_merges(NlBpe *b, const char *text, size_t len, const char *what,
     for (int i = 0; i < b->n; i++) sorted[i] = (Entry){b->bytes[i], b->len[i], i};
     qsort(sorted, (size_t)b->n, sizeof *sorted, cmp_entries);
     for (size_t at = 0, first = 1; at < len && rc == 0; first = 0) {
+        line_no++;
         const char *nl = memchr(text + at, '\n', len - at);
         size_t end = nl ? (size_t)(nl - text) : len, n = end - at;
         if (n && text[at + n - 1] == '\r') n--;
         if (n && !(first && n >= 8 && memcmp(text + at, "#version", 8) == 0))
-            rc = read_merge(b, sorted, text + at, n, rank++, what, err);
+            rc = read_merge(b, sorted, text + at, n, rank++, line_no, what, err);
         at = end + 1;
     }
     free(sorted);
