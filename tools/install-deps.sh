@@ -32,33 +32,29 @@ if [ "${1:-}" = "--python" ]; then
     command -v npm >/dev/null 2>&1 || missing="$missing npm"
     [ -x /usr/bin/time ] || missing="$missing time"    # make bench: peak RSS
 fi
-# ONNX Runtime for Node.js, pinned, into build/ort (the checkout's own folder; never global). Its
-# install script would download CUDA libraries; the CPU runtime ships in the package.
-ort() {
-    [ "${1:-}" = "--python" ] || return 0
-    dir="$(cd "$(dirname "$0")/.." && pwd)/build/ort"
-    [ -d "$dir/node_modules/onnxruntime-node" ] && return 0
+# npm_into FOLDER PACKAGE VERSION: the npm package, pinned, into build/FOLDER (the checkout's own
+# folder; never global), unless it is there.
+npm_into() {
+    dir="$(cd "$(dirname "$0")/.." && pwd)/build/$1"
+    [ -d "$dir/node_modules/$2" ] && return 0
     mkdir -p "$dir"
-    echo "installing: onnxruntime-node 1.30.0 into build/ort" >&2
-    ONNXRUNTIME_NODE_INSTALL=skip npm install --prefix "$dir" --no-audit --no-fund --loglevel=error \
-        onnxruntime-node@1.30.0 >&2
+    echo "installing: $2 $3 into build/$1" >&2
+    npm install --prefix "$dir" --no-audit --no-fund --loglevel=error "$2@$3" >&2
 }
-# gpt-tokenizer, pinned, into build/npm: GPT-2's BPE in JavaScript and its ranks (r50k_base), the
-# independent reference tests/bpe_test.sh checks the C tokenizer against.
-bpe_ref() {
+# With --python: ONNX Runtime for Node.js (its install script would download CUDA libraries; the
+# CPU runtime ships in the package), and gpt-tokenizer, GPT-2's BPE in JavaScript with its ranks
+# (r50k_base), the independent reference tests/bpe_test.sh checks the C tokenizer against.
+node_packages() {
     [ "${1:-}" = "--python" ] || return 0
-    dir="$(cd "$(dirname "$0")/.." && pwd)/build/npm"
-    [ -d "$dir/node_modules/gpt-tokenizer" ] && return 0
-    mkdir -p "$dir"
-    echo "installing: gpt-tokenizer 3.4.0 into build/npm" >&2
-    npm install --prefix "$dir" --no-audit --no-fund --loglevel=error gpt-tokenizer@3.4.0 >&2
+    export ONNXRUNTIME_NODE_INSTALL=skip  # (read by onnxruntime-node's install script)
+    npm_into ort onnxruntime-node 1.30.0 && npm_into npm gpt-tokenizer 3.4.0
 }
-if [ -z "$missing" ]; then ort "${1:-}" && bpe_ref "${1:-}"; exit $?; fi
+if [ -z "$missing" ]; then node_packages "${1:-}"; exit $?; fi
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "installing:$missing" >&2
     apt-get update -qq >&2
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >&2
-    ort "${1:-}" && bpe_ref "${1:-}"
+    node_packages "${1:-}"
     exit $?
 fi
 echo "normlab needs:$missing" >&2
