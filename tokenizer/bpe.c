@@ -14,6 +14,7 @@
 #include "unicode.h"
 
 #define EOT_TEXT "<|endoftext|>"
+#define ALPHABET (256 + 68)  // GPT-2's byte-to-unicode characters: U+0021 to U+0143
 #define MAX_TOKEN_BYTES 256  // the longest token a vocabulary may hold, in bytes (GPT-2's: 128)
 
 typedef struct {
@@ -29,23 +30,17 @@ struct NlBpe {
     int eot;  // "<|endoftext|>", or -1
     PairSlot *pairs;  // open addressing, a power of two of slots
     size_t pair_mask;
+    short byte_of[ALPHABET];  // the byte each character of GPT-2's alphabet stands for, or -1 (building)
 };
 
-// GPT-2's bytes_to_unicode: the printable Latin-1 bytes stand for themselves; the other 68 bytes,
-// in order, for U+0100 on.
-static uint32_t byte_char(int b) {
-    if ((b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF)) return (uint32_t)b;
-    int k = 0;
-    for (int x = 0; x < b; x++)
-        if (!((x >= '!' && x <= '~') || (x >= 0xA1 && x <= 0xAC) || (x >= 0xAE && x <= 0xFF))) k++;
-    return 256u + (uint32_t)k;
-}
-
-// The byte a character of that alphabet stands for, or -1.
-static int char_byte(uint32_t cp, const uint32_t *table) {
-    for (int b = 0; b < 256; b++)
-        if (table[b] == cp) return b;
-    return -1;
+// GPT-2's bytes_to_unicode, inverted: the printable Latin-1 bytes stand for themselves; the other
+// 68 bytes, in order, for U+0100 on.
+static void invert_alphabet(short *byte_of) {
+    for (int c = 0; c < ALPHABET; c++) byte_of[c] = -1;
+    for (int b = 0, extra = 0; b < 256; b++) {
+        int printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+        byte_of[printable ? b : 256 + extra++] = (short)b;
+    }
 }
 
 // ---- the pre-tokenizer
@@ -146,7 +141,7 @@ static int find_token(const Entry *e, size_t count, const unsigned char *s, size
 
 // A vocabulary entry's bytes: each character of the byte-to-unicode alphabet stands for one byte;
 // "<|endoftext|>" is the one special token taken as it is written.
-static int token_bytes(const char *s, const uint32_t *alphabet, unsigned char *out, size_t *n) {
+static int token_bytes(const char *s, const short *byte_of, unsigned char *out, size_t *n) {
     size_t len = strlen(s);
     *n = 0;
     if (strcmp(s, EOT_TEXT) == 0) {
@@ -157,7 +152,7 @@ static int token_bytes(const char *s, const uint32_t *alphabet, unsigned char *o
     for (size_t at = 0; at < len;) {
         uint32_t cp;
         size_t k = nl_utf8_decode(s + at, len - at, &cp);
-        int b = k ? char_byte(cp, alphabet) : -1;
+        int b = k && cp < ALPHABET ? byte_of[cp] : -1;
         if (b < 0 || *n == MAX_TOKEN_BYTES) return -1;
         out[(*n)++] = (unsigned char)b;
         at += k;
@@ -166,8 +161,6 @@ static int token_bytes(const char *s, const uint32_t *alphabet, unsigned char *o
 }
 
 static int read_vocab(NlBpe *b, const char *json, size_t len, const char *what, NlError *err) {
-    uint32_t alphabet[256];
-    for (int x = 0; x < 256; x++) alphabet[x] = byte_char(x);
     cJSON *root = cJSON_ParseWithLength(json, len);
     int rc = -1;
     if (!cJSON_IsObject(root)) {
@@ -191,7 +184,7 @@ static int read_vocab(NlBpe *b, const char *json, size_t len, const char *what, 
                      e->string, cJSON_IsNumber(e) ? "out of range or repeated" : "that is not a number", b->n - 1);
             goto cleanup;
         }
-        if (token_bytes(e->string, alphabet, buf, &n) != 0) {
+        if (token_bytes(e->string, b->byte_of, buf, &n) != 0) {
             nl_error(err, NL_ERR_FORMAT, "%s: vocab.json: \"%.60s\" is not a byte-level token (GPT-2's alphabet)", what,
                      e->string);
             goto cleanup;
@@ -219,8 +212,6 @@ cleanup:
 // One merges.txt line "A B" (A and B tokens, their concatenation a third): its pair, at rank.
 static int read_merge(NlBpe *b, const Entry *sorted, const char *line, size_t n, int rank, int line_no,
                       const char *what, NlError *err) {
-    uint32_t alphabet[256];
-    for (int x = 0; x < 256; x++) alphabet[x] = byte_char(x);
     const char *gap = memchr(line, ' ', n);
     char part[2][4 * MAX_TOKEN_BYTES + 1];
     unsigned char bytes[2][MAX_TOKEN_BYTES], both[2 * MAX_TOKEN_BYTES];
@@ -231,7 +222,7 @@ static int read_merge(NlBpe *b, const Entry *sorted, const char *line, size_t n,
         else {
             memcpy(part[k], k ? gap + 1 : line, cut[k]);
             part[k][cut[k]] = '\0';
-            if (strchr(part[k], ' ') || token_bytes(part[k], alphabet, bytes[k], &len[k]) != 0 ||
+            if (strchr(part[k], ' ') || token_bytes(part[k], b->byte_of, bytes[k], &len[k]) != 0 ||
                 (id[k] = find_token(sorted, (size_t)b->n, bytes[k], len[k])) < 0)
                 gap = NULL;
         }
@@ -290,6 +281,7 @@ int nl_bpe_create(NlBpe **out, const char *vocab_json, size_t vocab_len, const c
         return -1;
     }
     b->eot = -1;
+    invert_alphabet(b->byte_of);
     for (int x = 0; x < 256; x++) b->byte_token[x] = -1;
     if (read_vocab(b, vocab_json, vocab_len, what, err) != 0 || read_merges(b, merges, merges_len, what, err) != 0) {
         nl_bpe_free(b);
