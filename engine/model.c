@@ -457,8 +457,7 @@ int nl_model_copy(NlModel **out, const NlModel *base, NlError *err) {
     }
     *m = *base;  // the table of pointers below is the copy's own; the rest is base's
     m->borrowed = 1;
-    m->transposed = NULL;  // (its linears point at base's copies until nl_model_set_matrices)
-    m->transposed_bytes = 0;
+    m->transposed = NULL;  // its linears use base's copies (and count their bytes) until nl_model_set_matrices
     m->matrices = NULL;
     if (!(m->weights = base->family->copy_weights(base->weights, &base->config))) {
         free(m);
