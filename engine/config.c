@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "bpe.h"
 #include "jsonx.h"
 #include "model.h"
 #include "normlab.h"
@@ -246,14 +247,22 @@ int nl_config_from_json(NlConfig *c, const cJSON *root, const char *what, NlErro
 
 // ---- tokenizer
 
+// A Hugging Face tokenizer.json (it has a "model"): a byte-level BPE.
+static int bpe_from_json(NlTokenizer **tok, const cJSON *root, const char *what, NlError *err) {
+    NlBpe *bpe;
+    return nl_bpe_from_json(&bpe, root, what, err) != 0 ? -1 : nl_tokenizer_create_bpe(tok, bpe, err);
+}
+
 int nl_tokenizer_from_json(NlTokenizer **tok, const cJSON *root, const char *what, NlError *err) {
     static const char *const KEYS[] = {"type", "vocab", NULL};
     const char **pieces = NULL;
     int rc = -1;
     if (!cJSON_IsObject(root)) FAIL("%s: tokenizer must be a JSON object", what);
+    if (cJSON_GetObjectItemCaseSensitive(root, "model")) return bpe_from_json(tok, root, what, err);
     if (nl_jsonx_only_keys(root, KEYS, what, err) != 0) goto cleanup;
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(root, "type");
-    if (!cJSON_IsString(type) || strcmp(type->valuestring, "char") != 0) FAIL("%s: \"type\" must be \"char\"", what);
+    if (!cJSON_IsString(type) || strcmp(type->valuestring, "char") != 0)
+        FAIL("%s: \"type\" must be \"char\" (or the file a Hugging Face tokenizer.json, with a \"model\")", what);
     const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(root, "vocab");
     if (!cJSON_IsArray(vocab)) FAIL("%s: \"vocab\" must be an array of one-character strings", what);
     int n = cJSON_GetArraySize(vocab), i = 0;

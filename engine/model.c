@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "bind.h"
+#include "bpe.h"
 #include "family.h"
 #include "fileio.h"
 #include "jsonx.h"
@@ -161,6 +162,45 @@ static int load_json_file(cJSON **root, int dirfd, const char *dir, const char *
     return *root ? 0 : -1;
 }
 
+// GPT-2's older pair of tokenizer files: vocab.json and merges.txt.
+static int load_bpe_pair(NlModel *m, int dirfd, const char *dir, NlError *err) {
+    char vocab_path[512], merges_path[512], *vocab = NULL, *merges = NULL;
+    size_t vocab_len, merges_len;
+    NlBpe *bpe = NULL;
+    snprintf(vocab_path, sizeof vocab_path, "%s/vocab.json", dir);
+    snprintf(merges_path, sizeof merges_path, "%s/merges.txt", dir);
+    if (faccessat(dirfd, "merges.txt", F_OK, 0) != 0) {
+        nl_error(err, NL_ERR_FORMAT, "%s: has vocab.json but no merges.txt: a BPE needs its merges", dir);
+        return -1;
+    }
+    int rc =
+        nl_file_read_all(dirfd, "vocab.json", vocab_path, TOKENIZER_CAP, &vocab, &vocab_len, err) != 0 ||
+                nl_file_read_all(dirfd, "merges.txt", merges_path, TOKENIZER_CAP, &merges, &merges_len, err) != 0 ||
+                nl_bpe_create(&bpe, vocab, vocab_len, merges, merges_len, dir, err) != 0 ||
+                nl_tokenizer_create_bpe(&m->tok, bpe, err) != 0
+            ? -1
+            : 0;
+    free(vocab);
+    free(merges);
+    return rc;
+}
+
+// The tokenizer: tokenizer.json (normlab's "char", or Hugging Face's), or else, where there is none,
+// the vocab.json + merges.txt of older GPT-2 snapshots.
+static int load_tokenizer(NlModel *m, int dirfd, const char *dir, NlError *err) {
+    if (faccessat(dirfd, "tokenizer.json", F_OK, 0) != 0 && errno == ENOENT &&
+        faccessat(dirfd, "vocab.json", F_OK, 0) == 0)
+        return load_bpe_pair(m, dirfd, dir, err);
+    cJSON *root = NULL;
+    char path[512];
+    int rc = load_json_file(&root, dirfd, dir, "tokenizer.json", TOKENIZER_CAP, path, sizeof path, err) != 0 ||
+                     nl_tokenizer_from_json(&m->tok, root, path, err) != 0
+                 ? -1
+                 : 0;
+    cJSON_Delete(root);
+    return rc;
+}
+
 // Reads model.safetensors whole into memory (no_mmap) or maps it.
 static int load_weights_file(NlModel *m, int dirfd, const char *what, int no_mmap, NlError *err) {
     if (!no_mmap) return nl_file_map(dirfd, "model.safetensors", what, &m->map, &m->map_len, err);
@@ -184,7 +224,7 @@ static int dir_replaced(int dirfd, const char *path) {
 // directory into place). On a failure, *replaced says whether that directory was swapped away
 // meanwhile, so that the caller reads the model again from the path.
 static int load_dir(NlModel *m, const char *dir, const NlLoadOptions *opts, int *replaced, NlError *err) {
-    cJSON *cfg = NULL, *tok = NULL;
+    cJSON *cfg = NULL;
     NlTensorRef *refs = NULL;
     char path[512], cut[NL_CUT_BUF];
     const char *name = nl_cut(cut, dir);
@@ -193,9 +233,7 @@ static int load_dir(NlModel *m, const char *dir, const NlLoadOptions *opts, int 
     if (load_json_file(&cfg, dirfd, name, "config.json", CONFIG_CAP, path, sizeof path, err) != 0 ||
         nl_config_from_json(&m->config, cfg, path, err) != 0)
         goto cleanup;
-    if (load_json_file(&tok, dirfd, name, "tokenizer.json", TOKENIZER_CAP, path, sizeof path, err) != 0 ||
-        nl_tokenizer_from_json(&m->tok, tok, path, err) != 0)
-        goto cleanup;
+    if (load_tokenizer(m, dirfd, name, err) != 0) goto cleanup;
     snprintf(path, sizeof path, "%s/model.safetensors", name);
     if (load_weights_file(m, dirfd, path, opts && opts->no_mmap, err) != 0 ||
         nl_st_parse(&m->st, m->map, m->map_len, path, err) != 0)
@@ -229,7 +267,6 @@ cleanup:
     *replaced = rc != 0 && dirfd >= 0 && dir_replaced(dirfd, dir);
     if (dirfd >= 0) close(dirfd);
     cJSON_Delete(cfg);
-    cJSON_Delete(tok);
     free(refs);
     return rc;
 }

@@ -4,6 +4,7 @@
 
 #include "bpe.h"
 #include "check.h"
+#include "model.h"
 #include "tokenizer.h"
 
 static const char *const VOCAB[] = {"\n", " ", "a", "b", "é", "ß", "☃", "€", "你", "😀"};
@@ -177,7 +178,79 @@ static void bpe_refuses_bad_files(void) {
           "a byte without its token: %s", err.msg);
 }
 
+// A merges file cut short, or a pair listed twice, is refused: a token no merge makes could never
+// be encoded, and a pair has one rank.
+static void bpe_refuses_missing_and_repeated_merges(void) {
+    static char vocab[8192];
+    NlBpe *bpe = NULL;
+    NlError err;
+    byte_vocab(vocab, sizeof vocab, ", \"\u0120t\": 256, \"he\": 257");
+    const char *cut = "\u0120 t\n", *twice = "\u0120 t\nh e\n\u0120 t\n";
+    CHECK(nl_bpe_create(&bpe, vocab, strlen(vocab), cut, strlen(cut), "x", &err) != 0 && !bpe &&
+              strstr(err.msg, "token 257") && strstr(err.msg, "merges are missing"),
+          "a cut merges.txt: %s", err.msg);
+    CHECK(nl_bpe_create(&bpe, vocab, strlen(vocab), twice, strlen(twice), "x", &err) != 0 && !bpe &&
+              strstr(err.msg, "merges.txt line 3") && strstr(err.msg, "rank 0"),
+          "a pair twice: %s", err.msg);
+}
+
+// The tokenizer's pending bytes: a character's start that more bytes can complete, not an invalid one.
+static void utf8_pending_and_repair(void) {
+    static const struct {
+        const char *s;
+        size_t pending;
+    } CASES[] = {{"ab", 0},       {"a\xc3", 1},    {"\xe2\x82", 2}, {"\xf0\x9f\x98", 3}, {"\xe2\x82\xac", 0},
+                 {"\xe0\x80", 0}, {"\xed\xa0", 0}, {"\xf4\x90", 0}, {"\x80", 0},         {"\xff", 0}};
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++)
+        CHECK(nl_utf8_pending(CASES[i].s, strlen(CASES[i].s)) == CASES[i].pending, "pending case %zu", i);
+    char out[64];
+    size_t n = nl_utf8_repair("a\xe2\x82\xac\xff\xe2\x82", 7, out);
+    CHECK(n == 13 && memcmp(out, "a\xe2\x82\xac\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd", 13) == 0,
+          "repair: each invalid byte as U+FFFD, the valid character kept");
+}
+
+// A Hugging Face tokenizer.json: merges as strings or as pairs; other kinds refused by name.
+static void bpe_reads_hf_tokenizer_json(void) {
+    static char vocab[8192], doc[12000];
+    byte_vocab(vocab, sizeof vocab, ", \"\u0120t\": 256, \"<|endoftext|>\": 257");
+    static const struct {
+        const char *model_type, *merges, *pre, *word;  // word: NULL when it must load
+    } CASES[] = {{"BPE", "[\"\u0120 t\"]", "ByteLevel", NULL},
+                 {"BPE", "[[\"\u0120\", \"t\"]]", "ByteLevel", NULL},
+                 {"WordPiece", "[]", "ByteLevel", "WordPiece"},
+                 {"Unigram", "[]", "ByteLevel", "Unigram"},
+                 {"BPE", "[\"\u0120 t\"]", "Metaspace", "SentencePiece"},
+                 {"BPE", "[]", "ByteLevel", "model.merges is missing"},
+                 {"BPE", "[\"\u0120 t\", \"\u0120 t\"]", "ByteLevel", "model.merges entry 2"}};
+    for (size_t c = 0; c < sizeof CASES / sizeof CASES[0]; c++) {
+        snprintf(doc, sizeof doc,
+                 "{\"added_tokens\": [{\"id\": 257, \"content\": \"<|endoftext|>\", \"special\": true}], "
+                 "\"normalizer\": null, \"pre_tokenizer\": {\"type\": \"%s\", \"add_prefix_space\": false}, "
+                 "\"model\": {\"type\": \"%s\", \"vocab\": %s, \"merges\": %s}}",
+                 CASES[c].pre, CASES[c].model_type, vocab, CASES[c].merges);
+        NlTokenizer *t = NULL;
+        NlError err;
+        int rc = nl_tokenizer_parse(&t, doc, strlen(doc), "t.json", &err);
+        if (!CASES[c].word) {
+            int ids[4];
+            size_t n = 0, skipped = 9;
+            CHECK(rc == 0 && nl_tokenizer_kind(t) == NL_TOKENIZER_BPE && nl_tokenizer_size(t) == 258 &&
+                      nl_tokenizer_eot(t) == 257 &&
+                      nl_tokenizer_encode(t, " t<|endoftext|>", 15, NL_ENCODE_SPECIAL, ids, &n, &skipped, &err) == 0 &&
+                      n == 2 && ids[0] == 256 && ids[1] == 257 && skipped == 0,
+                  "case %zu loads and encodes \" t\" as its merge: %s", c, rc ? err.msg : "");
+        } else {
+            CHECK(rc != 0 && !t && strstr(err.msg, CASES[c].word) && !strchr(err.msg, '\n'), "case %zu: %s", c,
+                  rc ? err.msg : "accepted");
+        }
+        nl_tokenizer_free(t);
+    }
+}
+
 int main(void) {
+    RUN(bpe_refuses_missing_and_repeated_merges);
+    RUN(utf8_pending_and_repair);
+    RUN(bpe_reads_hf_tokenizer_json);
     RUN(bpe_refuses_bad_files);
     RUN(pretokenizer_splits_as_gpt2s_pattern);
     RUN(tokenizer_round_trips_multibyte_text);

@@ -160,58 +160,77 @@ static int token_bytes(const char *s, const short *byte_of, unsigned char *out, 
     return *n ? 0 : -1;
 }
 
-static int read_vocab(NlBpe *b, const char *json, size_t len, const char *what, NlError *err) {
-    cJSON *root = cJSON_ParseWithLength(json, len);
-    int rc = -1;
-    if (!cJSON_IsObject(root)) {
-        nl_error(err, NL_ERR_FORMAT, "%s: vocab.json must be a JSON object of token: id", what);
-        goto cleanup;
+// vocab: {"token": id, ...}, file naming it in errors ("vocab.json", "model.vocab").
+static int read_vocab(NlBpe *b, const cJSON *vocab, const char *file, const char *what, NlError *err) {
+    if (!cJSON_IsObject(vocab)) {
+        nl_error(err, NL_ERR_FORMAT, "%s: %s must be a JSON object of token: id", what, file);
+        return -1;
     }
-    b->n = cJSON_GetArraySize(root);
+    b->n = cJSON_GetArraySize(vocab);
     b->bytes = calloc((size_t)b->n + 1, sizeof *b->bytes);
     b->len = calloc((size_t)b->n + 1, sizeof *b->len);
     if (!b->bytes || !b->len) {
         nl_error(err, NL_ERR_NOMEM, "%s: out of memory", what);
-        goto cleanup;
+        return -1;
     }
-    for (const cJSON *e = root->child; e; e = e->next) {
+    for (const cJSON *e = vocab->child; e; e = e->next) {
         unsigned char buf[MAX_TOKEN_BYTES];
         size_t n;
         double v = cJSON_IsNumber(e) ? e->valuedouble : -1;
         int id = (int)v;
         if (v != (double)id || id < 0 || id >= b->n || b->bytes[id]) {
-            nl_error(err, NL_ERR_FORMAT, "%s: vocab.json: \"%.60s\" has id %.60s (ids are 0 to %d, each once)", what,
+            nl_error(err, NL_ERR_FORMAT, "%s: %s: \"%.60s\" has id %.60s (ids are 0 to %d, each once)", what, file,
                      e->string, cJSON_IsNumber(e) ? "out of range or repeated" : "that is not a number", b->n - 1);
-            goto cleanup;
+            return -1;
         }
         if (token_bytes(e->string, b->byte_of, buf, &n) != 0) {
-            nl_error(err, NL_ERR_FORMAT, "%s: vocab.json: \"%.60s\" is not a byte-level token (GPT-2's alphabet)", what,
+            nl_error(err, NL_ERR_FORMAT, "%s: %s: \"%.60s\" is not a byte-level token (GPT-2's alphabet)", what, file,
                      e->string);
-            goto cleanup;
+            return -1;
         }
-        if (!(b->bytes[id] = malloc(n))) {
+        if (!(b->bytes[id] = malloc(n + 1))) {
             nl_error(err, NL_ERR_NOMEM, "%s: out of memory", what);
-            goto cleanup;
+            return -1;
         }
         memcpy(b->bytes[id], buf, n);
+        b->bytes[id][n] = '\0';  // (nl_tokenizer_piece's terminator)
         b->len[id] = n;
         if (strcmp(e->string, EOT_TEXT) == 0) b->eot = id;
         else if (n == 1) b->byte_token[buf[0]] = id;
     }
     for (int x = 0; x < 256; x++)
         if (b->byte_token[x] < 0) {
-            nl_error(err, NL_ERR_FORMAT, "%s: vocab.json has no token for the byte 0x%02X", what, x);
-            goto cleanup;
+            nl_error(err, NL_ERR_FORMAT, "%s: %s has no token for the byte 0x%02X", what, file, x);
+            return -1;
         }
-    rc = 0;
-cleanup:
-    cJSON_Delete(root);
-    return rc;
+    return 0;
 }
 
-// One merges.txt line "A B" (A and B tokens, their concatenation a third): its pair, at rank.
-static int read_merge(NlBpe *b, const Entry *sorted, const char *line, size_t n, int rank, int line_no,
-                      const char *what, NlError *err) {
+// The merges being read: the tokens sorted by their bytes (to find a merge's parts), and which
+// tokens a merge makes. list names an entry in errors ("merges.txt line", "model.merges entry").
+typedef struct {
+    Entry *sorted;  // (n)
+    unsigned char *made;  // (n)
+    const char *list, *what;
+} Merges;
+
+static int merges_begin(NlBpe *b, Merges *m, size_t count, const char *list, const char *what, NlError *err) {
+    size_t slots = 16;
+    while (slots < 2 * count + 2) slots *= 2;
+    *m = (Merges){malloc(((size_t)b->n + 1) * sizeof *m->sorted), calloc((size_t)b->n + 1, 1), list, what};
+    b->pairs = calloc(slots, sizeof *b->pairs);
+    b->pair_mask = slots - 1;
+    if (!m->sorted || !m->made || !b->pairs) {
+        nl_error(err, NL_ERR_NOMEM, "%s: out of memory", what);
+        return -1;
+    }
+    for (int i = 0; i < b->n; i++) m->sorted[i] = (Entry){b->bytes[i], b->len[i], i};
+    qsort(m->sorted, (size_t)b->n, sizeof *m->sorted, cmp_entries);
+    return 0;
+}
+
+// One merge "A B" (line[0..n): A and B tokens, their concatenation a third): its pair, at rank.
+static int read_merge(NlBpe *b, Merges *m, const char *line, size_t n, int rank, int number, NlError *err) {
     const char *gap = memchr(line, ' ', n);
     char part[2][4 * MAX_TOKEN_BYTES + 1];
     unsigned char bytes[2][MAX_TOKEN_BYTES], both[2 * MAX_TOKEN_BYTES];
@@ -223,7 +242,7 @@ static int read_merge(NlBpe *b, const Entry *sorted, const char *line, size_t n,
             memcpy(part[k], k ? gap + 1 : line, cut[k]);
             part[k][cut[k]] = '\0';
             if (strchr(part[k], ' ') || token_bytes(part[k], b->byte_of, bytes[k], &len[k]) != 0 ||
-                (id[k] = find_token(sorted, (size_t)b->n, bytes[k], len[k])) < 0)
+                (id[k] = find_token(m->sorted, (size_t)b->n, bytes[k], len[k])) < 0)
                 gap = NULL;
         }
     }
@@ -231,59 +250,196 @@ static int read_merge(NlBpe *b, const Entry *sorted, const char *line, size_t n,
     if (gap) {
         memcpy(both, bytes[0], len[0]);
         memcpy(both + len[0], bytes[1], len[1]);
-        merged = find_token(sorted, (size_t)b->n, both, len[0] + len[1]);
+        merged = find_token(m->sorted, (size_t)b->n, both, len[0] + len[1]);
     }
     if (merged < 0) {
-        nl_error(err, NL_ERR_FORMAT, "%s: merges.txt line %d (\"%.*s\") is not two tokens whose join is a token", what,
-                 line_no, (int)(n < 60 ? n : 60), line);
+        nl_error(err, NL_ERR_FORMAT, "%s: %s %d (\"%.*s\") is not two tokens whose join is a token", m->what, m->list,
+                 number, (int)(n < 60 ? n : 60), line);
         return -1;
     }
     PairSlot *slot = pair_slot(b, id[0], id[1]);
-    if (slot->key == 0) *slot = (PairSlot){((uint64_t)(uint32_t)id[0] << 32 | (uint32_t)id[1]) + 1, rank, merged};
-    return 0;  // (a pair listed twice keeps its first, lower rank, as GPT-2's dict of ranks does not)
-}
-
-static int read_merges(NlBpe *b, const char *text, size_t len, const char *what, NlError *err) {
-    size_t lines = 1;
-    for (size_t i = 0; i < len; i++) lines += text[i] == '\n';
-    size_t slots = 16;
-    while (slots < 2 * lines) slots *= 2;
-    Entry *sorted = malloc(((size_t)b->n + 1) * sizeof *sorted);
-    b->pairs = calloc(slots, sizeof *b->pairs);
-    b->pair_mask = slots - 1;
-    int rc = 0, rank = 0, line_no = 0;
-    if (!sorted || !b->pairs) {
-        free(sorted);
-        nl_error(err, NL_ERR_NOMEM, "%s: out of memory", what);
+    if (slot->key) {
+        nl_error(err, NL_ERR_FORMAT, "%s: %s %d (\"%.*s\") repeats the merge of rank %d: each pair has one rank",
+                 m->what, m->list, number, (int)(n < 60 ? n : 60), line, slot->rank);
         return -1;
     }
-    for (int i = 0; i < b->n; i++) sorted[i] = (Entry){b->bytes[i], b->len[i], i};
-    qsort(sorted, (size_t)b->n, sizeof *sorted, cmp_entries);
+    *slot = (PairSlot){((uint64_t)(uint32_t)id[0] << 32 | (uint32_t)id[1]) + 1, rank, merged};
+    m->made[merged] = 1;
+    return 0;
+}
+
+// Every token is a byte, a special token or some merge's result: otherwise merges are missing (a
+// cut merges file), and the token could never be encoded.
+// rc: the reading's so far (on a failure, only the memory is freed).
+static int merges_end(NlBpe *b, Merges *m, const int *special, int n_special, int rc, NlError *err) {
+    for (int i = 0; i < n_special && rc == 0; i++) m->made[special[i]] = 1;
+    for (int i = 0; i < b->n && rc == 0; i++)
+        if (b->len[i] > 1 && !m->made[i] && i != b->eot) {
+            nl_error(err, NL_ERR_FORMAT,
+                     "%s: token %d (%zu bytes) is no byte and no merge makes it: the merges are missing", m->what, i,
+                     b->len[i]);
+            rc = -1;
+        }
+    free(m->sorted);
+    free(m->made);
+    return rc;
+}
+
+static int read_merges_text(NlBpe *b, const char *text, size_t len, const char *what, NlError *err) {
+    size_t lines = 1;
+    for (size_t i = 0; i < len; i++) lines += text[i] == '\n';
+    Merges m;
+    int rc = merges_begin(b, &m, lines, "merges.txt line", what, err), rank = 0, line_no = 0;
     for (size_t at = 0, first = 1; at < len && rc == 0; first = 0) {
         line_no++;
         const char *nl = memchr(text + at, '\n', len - at);
         size_t end = nl ? (size_t)(nl - text) : len, n = end - at;
         if (n && text[at + n - 1] == '\r') n--;
         if (n && !(first && n >= 8 && memcmp(text + at, "#version", 8) == 0))
-            rc = read_merge(b, sorted, text + at, n, rank++, line_no, what, err);
+            rc = read_merge(b, &m, text + at, n, rank++, line_no, err);
         at = end + 1;
     }
-    free(sorted);
-    return rc;
+    return merges_end(b, &m, NULL, 0, rc, err);
+}
+
+static NlBpe *bpe_new(const char *what, NlError *err) {
+    NlBpe *b = calloc(1, sizeof *b);
+    if (!b) {
+        nl_error(err, NL_ERR_NOMEM, "%s: out of memory", what);
+        return NULL;
+    }
+    b->eot = -1;
+    invert_alphabet(b->byte_of);
+    for (int x = 0; x < 256; x++) b->byte_token[x] = -1;
+    return b;
 }
 
 int nl_bpe_create(NlBpe **out, const char *vocab_json, size_t vocab_len, const char *merges, size_t merges_len,
                   const char *what, NlError *err) {
     *out = NULL;
-    NlBpe *b = calloc(1, sizeof *b);
-    if (!b) {
-        nl_error(err, NL_ERR_NOMEM, "%s: out of memory", what);
+    NlBpe *b = bpe_new(what, err);
+    cJSON *vocab = b ? cJSON_ParseWithLength(vocab_json, vocab_len) : NULL;
+    int rc = b ? read_vocab(b, vocab, "vocab.json", what, err) : -1;
+    if (rc == 0) rc = read_merges_text(b, merges, merges_len, what, err);
+    cJSON_Delete(vocab);
+    if (rc != 0) {
+        nl_bpe_free(b);
         return -1;
     }
-    b->eot = -1;
-    invert_alphabet(b->byte_of);
-    for (int x = 0; x < 256; x++) b->byte_token[x] = -1;
-    if (read_vocab(b, vocab_json, vocab_len, what, err) != 0 || read_merges(b, merges, merges_len, what, err) != 0) {
+    *out = b;
+    return 0;
+}
+
+// ---- Hugging Face's tokenizer.json
+
+// A string member of o, or "" when it is absent or null; NULL when it is something else.
+static const char *member_text(const cJSON *o, const char *key) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return !v || cJSON_IsNull(v) ? "" : cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static int member_true(const cJSON *o, const char *key) {
+    return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, key));
+}
+
+// The parts of a tokenizer.json other than the vocabulary: those GPT-2's byte-level BPE has.
+static int check_hf_kind(const cJSON *root, const cJSON *model, const char *what, NlError *err) {
+    const char *type = member_text(model, "type"), *pre = NULL;
+    const cJSON *pt = cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer");
+    const cJSON *norm = cJSON_GetObjectItemCaseSensitive(root, "normalizer");
+    if (cJSON_IsObject(pt)) pre = member_text(pt, "type");
+    if (!type || strcmp(type, "BPE") != 0) {
+        nl_error(err, NL_ERR_FORMAT,
+                 "%s: a %.40s tokenizer (model.type); normlab reads byte-level BPE (GPT-2's) and its own \"char\"",
+                 what, type && *type ? type : "model.type-less");
+        return -1;
+    }
+    if (member_true(model, "byte_fallback") || (pre && strcmp(pre, "Metaspace") == 0)) {
+        nl_error(err, NL_ERR_FORMAT,
+                 "%s: a SentencePiece-style BPE (byte fallback, Metaspace); normlab reads byte-level BPE (GPT-2's)",
+                 what);
+        return -1;
+    }
+    if (!pre || strcmp(pre, "ByteLevel") != 0 || member_true(pt, "add_prefix_space") ||
+        cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(pt, "use_regex"))) {
+        nl_error(err, NL_ERR_FORMAT, "%s: pre_tokenizer must be GPT-2's ByteLevel (no prefix space, its regex)", what);
+        return -1;
+    }
+    const char *prefix = member_text(model, "continuing_subword_prefix"),
+               *suffix = member_text(model, "end_of_word_suffix");
+    if ((norm && !cJSON_IsNull(norm)) || !prefix || *prefix || !suffix || *suffix) {
+        nl_error(err, NL_ERR_FORMAT, "%s: a normalizer, a subword prefix or a word suffix is not GPT-2's BPE", what);
+        return -1;
+    }
+    return 0;
+}
+
+// added_tokens: each in model.vocab under its own id (GPT-2's "<|endoftext|>"); into special.
+static int read_added(const NlBpe *b, const cJSON *root, const cJSON *vocab, int *special, int *n_special,
+                      const char *what, NlError *err) {
+    const cJSON *added = cJSON_GetObjectItemCaseSensitive(root, "added_tokens");
+    *n_special = 0;
+    if (!added || cJSON_IsNull(added)) return 0;
+    if (!cJSON_IsArray(added)) {
+        nl_error(err, NL_ERR_FORMAT, "%s: added_tokens must be an array", what);
+        return -1;
+    }
+    int i = 0;
+    for (const cJSON *e = added->child; e; e = e->next, i++) {
+        const char *content = member_text(e, "content");
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(e, "id"),
+                    *in = content ? cJSON_GetObjectItemCaseSensitive(vocab, content) : NULL;
+        if (!content || !cJSON_IsNumber(id) || !cJSON_IsNumber(in) || in->valuedouble != id->valuedouble ||
+            *n_special == 64) {
+            nl_error(err, NL_ERR_FORMAT, "%s: added_tokens[%d] is not in model.vocab under its id", what, i);
+            return -1;
+        }
+        int k = (int)id->valuedouble;
+        if (k < 0 || k >= b->n) {
+            nl_error(err, NL_ERR_FORMAT, "%s: added_tokens[%d] has id %d, outside the vocabulary", what, i, k);
+            return -1;
+        }
+        special[(*n_special)++] = k;
+    }
+    return 0;
+}
+
+static int read_merges_json(NlBpe *b, const cJSON *merges, const int *special, int n_special, const char *what,
+                            NlError *err) {
+    if (!cJSON_IsArray(merges) || !merges->child) {
+        nl_error(err, NL_ERR_FORMAT, "%s: model.merges is missing or empty: a BPE needs its merges", what);
+        return -1;
+    }
+    Merges m;
+    int rc = merges_begin(b, &m, (size_t)cJSON_GetArraySize(merges), "model.merges entry", what, err), rank = 0;
+    for (const cJSON *e = merges->child; e && rc == 0; e = e->next, rank++) {
+        char line[8 * MAX_TOKEN_BYTES + 2];
+        const cJSON *x = cJSON_IsArray(e) ? e->child : NULL, *y = x ? x->next : NULL;
+        int n = cJSON_IsString(e) ? snprintf(line, sizeof line, "%s", e->valuestring)
+                : cJSON_IsString(x) && cJSON_IsString(y) && !y->next
+                    ? snprintf(line, sizeof line, "%s %s", x->valuestring, y->valuestring)
+                    : snprintf(line, sizeof line, "?");
+        rc = read_merge(b, &m, line, (size_t)(n < (int)sizeof line ? n : (int)sizeof line - 1), rank, rank + 1, err);
+    }
+    return merges_end(b, &m, special, n_special, rc, err);
+}
+
+int nl_bpe_from_json(NlBpe **out, const cJSON *root, const char *what, NlError *err) {
+    *out = NULL;
+    const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
+    if (!cJSON_IsObject(model)) {
+        nl_error(err, NL_ERR_FORMAT, "%s: a Hugging Face tokenizer.json needs a \"model\" object", what);
+        return -1;
+    }
+    if (check_hf_kind(root, model, what, err) != 0) return -1;
+    const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab");
+    int special[64], n_special = 0;
+    NlBpe *b = bpe_new(what, err);
+    int rc = b ? read_vocab(b, vocab, "model.vocab", what, err) : -1;
+    if (rc == 0) rc = read_added(b, root, vocab, special, &n_special, what, err);
+    if (rc == 0)
+        rc = read_merges_json(b, cJSON_GetObjectItemCaseSensitive(model, "merges"), special, n_special, what, err);
+    if (rc != 0) {
         nl_bpe_free(b);
         return -1;
     }

@@ -18,17 +18,24 @@
 
 #include "nl_error.h"
 
-// Internal until the model's tokenizer interface takes it (issue 35): hidden from a shared object.
+// Internal: the model's tokenizer (tokenizer.h) holds one; hidden from a shared object.
 #pragma GCC visibility push(hidden)
 
 typedef struct NlBpe NlBpe;
+struct cJSON;
 
 // vocab_json: {"token": id, ...} with each token written in GPT-2's byte-to-unicode alphabet (or a
 // special token such as "<|endoftext|>"); ids 0..n-1 each once. merges: "#version" line optional,
-// then "A B" per line, rank = line order, each merge of two tokens into a third in the vocabulary.
-// `what` names the files in errors. Every entry is checked.
+// then "A B" per line, rank = line order, each merge of two tokens into a third in the vocabulary,
+// each pair once; every token of two bytes or more but "<|endoftext|>" made by some merge. `what`
+// names the files in errors. Every entry is checked.
 int nl_bpe_create(NlBpe **out, const char *vocab_json, size_t vocab_len, const char *merges, size_t merges_len,
                   const char *what, NlError *err);
+// root: a Hugging Face tokenizer.json of a byte-level BPE (GPT-2's: model.type "BPE", its vocab
+// and merges, as "A B" strings or [A, B] pairs; a ByteLevel pre-tokenizer without a prefix space; no
+// normalizer; added_tokens each in the vocabulary under its id). Other kinds (WordPiece, Unigram,
+// WordLevel, SentencePiece-style BPE) are refused by name.
+int nl_bpe_from_json(NlBpe **out, const struct cJSON *root, const char *what, NlError *err);
 void nl_bpe_free(NlBpe *bpe);
 int nl_bpe_size(const NlBpe *bpe);
 // The id of the special token "<|endoftext|>", or -1 when the vocabulary has none.

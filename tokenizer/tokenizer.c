@@ -1,10 +1,12 @@
-// tokenizer.c — char-level tokenizer: a sorted code-point table, binary-searched, with an ASCII
-// fast path.
+// tokenizer.c — the model's tokenizer (tokenizer.h): the character kind here, a sorted code-point
+// table, binary-searched, with an ASCII fast path; the BPE kind handed to bpe.c.
 #include "tokenizer.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "bpe.h"
 
 typedef struct {
     uint32_t cp;
@@ -12,6 +14,8 @@ typedef struct {
 } CodeEntry;
 
 struct NlTokenizer {
+    NlTokenizerKind kind;
+    NlBpe *bpe;  // the BPE kind's; the rest is the character kind's
     int n;
     char (*pieces)[5];  // (n) NUL-terminated UTF-8, at most 4 bytes each
     CodeEntry *by_cp;  // (n) sorted by code point
@@ -48,6 +52,35 @@ size_t nl_utf8_decode(const char *s, size_t len, uint32_t *cp) {
     if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return 0;
     *cp = c;
     return n;
+}
+
+size_t nl_utf8_pending(const char *s, size_t len) {
+    const unsigned char *u = (const unsigned char *)s;
+    for (size_t k = 1; k <= 3 && k <= len; k++) {
+        unsigned char lead = u[len - k];
+        if ((lead & 0xC0) == 0x80) continue;  // a continuation byte: look further back
+        size_t need = (lead & 0xE0) == 0xC0 ? 2 : (lead & 0xF0) == 0xE0 ? 3 : (lead & 0xF8) == 0xF0 ? 4 : 1;
+        if (need <= k) return 0;  // whole (or not a lead byte)
+        uint32_t cp;  // the bytes so far, padded with the smallest continuation, must start a valid character
+        char probe[4];
+        memcpy(probe, s + len - k, k);
+        for (size_t i = k; i < need; i++)
+            probe[i] = (char)(i == 1 && lead == 0xE0 ? 0xA0 : i == 1 && lead == 0xF0 ? 0x90 : 0x80);
+        return nl_utf8_decode(probe, need, &cp) == need ? k : 0;
+    }
+    return 0;
+}
+
+size_t nl_utf8_repair(const char *s, size_t len, char *out) {
+    size_t at = 0, n;
+    uint32_t cp;
+    for (size_t i = 0; i < len; i += n ? n : 1) {
+        n = nl_utf8_decode(s + i, len - i, &cp);
+        memcpy(out + at, n ? s + i : "\xef\xbf\xbd", n ? n : 3);
+        at += n ? n : 3;
+    }
+    out[at] = '\0';
+    return at;
 }
 
 static int cmp_entry(const void *a, const void *b) {
@@ -100,16 +133,40 @@ int nl_tokenizer_create(NlTokenizer **out, const char *const *pieces, int n, NlE
     return 0;
 }
 
+int nl_tokenizer_create_bpe(NlTokenizer **out, NlBpe *bpe, NlError *err) {
+    *out = calloc(1, sizeof **out);
+    if (!*out) {
+        nl_bpe_free(bpe);
+        nl_error(err, NL_ERR_NOMEM, "out of memory for a tokenizer");
+        return -1;
+    }
+    **out = (NlTokenizer){.kind = NL_TOKENIZER_BPE, .bpe = bpe, .n = nl_bpe_size(bpe)};
+    return 0;
+}
+
 void nl_tokenizer_free(NlTokenizer *tok) {
     if (!tok) return;
+    nl_bpe_free(tok->bpe);
     free(tok->pieces);
     free(tok->by_cp);
     free(tok);
 }
 
 int nl_tokenizer_size(const NlTokenizer *tok) { return tok->n; }
+NlTokenizerKind nl_tokenizer_kind(const NlTokenizer *tok) { return tok->kind; }
+const char *nl_tokenizer_kind_name(const NlTokenizer *tok) { return tok->bpe ? "bpe" : "char"; }
+int nl_tokenizer_eot(const NlTokenizer *tok) { return tok->bpe ? nl_bpe_eot(tok->bpe) : -1; }
 
-const char *nl_tokenizer_piece(const NlTokenizer *tok, int id) { return tok->pieces[id]; }
+const char *nl_tokenizer_bytes(const NlTokenizer *tok, int id, size_t *len) {
+    if (tok->bpe) return (const char *)nl_bpe_bytes(tok->bpe, id, len);
+    *len = strlen(tok->pieces[id]);
+    return tok->pieces[id];
+}
+
+const char *nl_tokenizer_piece(const NlTokenizer *tok, int id) {
+    size_t len;
+    return nl_tokenizer_bytes(tok, id, &len);
+}
 
 static int lookup(const NlTokenizer *t, uint32_t cp) {
     if (cp < 128) return t->ascii[cp];
@@ -128,9 +185,12 @@ static void describe(char *buf, size_t buflen, const char *bytes, size_t n, uint
     else snprintf(buf, buflen, "U+%04X", (unsigned)cp);
 }
 
-int nl_tokenizer_encode(const NlTokenizer *tok, const char *text, size_t len, int skip_unknown, int *ids, size_t *n_ids,
+int nl_tokenizer_encode(const NlTokenizer *tok, const char *text, size_t len, int flags, int *ids, size_t *n_ids,
                         size_t *n_skipped, NlError *err) {
     size_t n = 0, skipped = 0, chars = 0;
+    int skip_unknown = flags & NL_ENCODE_SKIP_UNKNOWN;
+    *n_skipped = 0;
+    if (tok->bpe) return nl_bpe_encode(tok->bpe, text, len, flags & NL_ENCODE_SPECIAL, ids, n_ids, err);
     for (size_t i = 0; i < len;) {
         uint32_t cp;
         size_t used = nl_utf8_decode(text + i, len - i, &cp);
