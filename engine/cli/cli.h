@@ -37,7 +37,7 @@ typedef struct {
     int norm, placement;  // -1: as configured
     int bn_stats;  // NlBnStats; compare also BN_STATS_BOTH (a row with each)
     int threads;  // engine worker threads; OpenBLAS threads for large sgemv
-    int exact_window, skip_unknown, json, echo;
+    int exact_window, skip_unknown, special, json, echo;
     long stride;  // 0: T/2
     long segments;  // eval of a recurrent model: independent parts run together (0: 1)
     int profile, counters;
@@ -71,7 +71,8 @@ enum {
     CMD_LOGITS = 16,
     CMD_PROFILE = 32,
     CMD_COMPARE = 64,
-    CMD_ALL = 127
+    CMD_TOKENIZE = 128,
+    CMD_ALL = 255
 };
 enum { BN_STATS_BOTH = 2 };  // --bn-stats both (compare)
 
@@ -186,9 +187,11 @@ int make_state_as(const Options *o, const NlModel *model, int batch, int product
 size_t model_context(const NlModel *model);
 // Whether the model's family reads a window of positions (a transformer); 0: a state carries any length.
 int model_windowed(const NlModel *model);
+// What the model's tokens are, for messages: "character" (a char tokenizer) or "token" (BPE).
+const char *token_unit(const NlModel *model);
 // "layernorm/pre" (norm/placement) for a transformer run, "lstm/none" for a recurrent one, into buf.
 const char *run_name(char *buf, size_t size, const NlConfig *model, NlNormType norm, NlPlacement placement);
-int encode(const NlModel *model, const char *what, const char *text, size_t len, int skip_unknown, int **ids, size_t *n,
+int encode(const NlModel *model, const char *what, const char *text, size_t len, int flags, int **ids, size_t *n,
            size_t *skipped);
 int read_text(const char *path, char **buf, size_t *len);
 // The prompt as given (-p, or -f's file read whole) into a new buffer *text of *len bytes.
@@ -230,6 +233,9 @@ int cmd_generate(Options *o);
 int cmd_eval(Options *o);
 int cmd_logits(Options *o);
 int cmd_compare(Options *o);
+int cmd_tokenize(Options *o);
+// The tokenizer flags the options ask for (--skip-unknown, --special).
+int encode_flags(const Options *o);
 int cmd_info(Options *o);
 int cmd_list(Options *o);
 int cmd_profile(Options *o);

@@ -98,7 +98,7 @@ static int compare_load(const Options *o, const char *path, const char *text, si
     if (!rc) {
         char what[4400];
         snprintf(what, sizeof what, "%s (for %s)", o->text_file, path);
-        rc = encode(*model, what, text, len, o->skip_unknown, ids, &n, &skipped);
+        rc = encode(*model, what, text, len, encode_flags(o), ids, &n, &skipped);
     }
     if (!rc && n < 2) {
         msg_error("%s: the text needs at least 2 known characters", o->text_file);

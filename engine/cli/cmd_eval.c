@@ -58,22 +58,36 @@ static int check_eval_options(const Options *o, int windowless) {
 }
 
 // The result, as JSON or as text; `how` names the way the text was cut ("stride", or a recurrent
-// model's "segments") and `cut` its value. Returns 0 when a write failed.
+// model's "segments") and `cut` its value. The figures are per token ("char" for a character
+// model, "token" for a BPE one; perplexity too), then per byte of the scored text (bytes: the
+// tokens' after the first), in which models of either kind compare. Returns 0 when a write failed.
 static int print_eval(FILE *out, int json, const NlEvalResult *r, double nats, double se, size_t skipped,
-                      const char *how, size_t cut) {
-    double bits = nats / log(2.0), ppl = exp(nats);
+                      const char *how, size_t cut, const char *unit, size_t bytes) {
+    double bits = nats / log(2.0), ppl = exp(nats), per_byte = bytes ? (double)r->count / (double)bytes : 0.0;
     char ppl_s[32] = "null", ppl_se[32] = "null";  // JSON has no infinity: e^nats overflows past 709 nats/char
+    const char *units = strcmp(unit, "char") == 0 ? "chars" : "tokens";
     if (isfinite(ppl)) snprintf(ppl_s, sizeof ppl_s, "%.9g", ppl);
     if (isfinite(ppl * se)) snprintf(ppl_se, sizeof ppl_se, "%.9g", ppl * se);
     if (json)
         return fprintf(out,
-                       "{\"chars\": %zu, \"nats_per_char\": %.9g, \"nats_per_char_stderr\": %.9g, \"bits_per_char\": "
-                       "%.9g, \"bits_per_char_stderr\": %.9g, \"perplexity\": %s, \"perplexity_stderr\": %s, "
-                       "\"skipped\": %zu, \"%s\": %zu}\n",
-                       r->count, nats, se, bits, se / log(2.0), ppl_s, ppl_se, skipped, how, cut) > 0;
+                       "{\"%s\": %zu, \"nats_per_%s\": %.9g, \"nats_per_%s_stderr\": %.9g, \"bits_per_%s\": "
+                       "%.9g, \"bits_per_%s_stderr\": %.9g, \"perplexity\": %s, \"perplexity_stderr\": %s, "
+                       "\"bytes\": %zu, \"bits_per_byte\": %.9g, \"bits_per_byte_stderr\": %.9g, \"skipped\": %zu, "
+                       "\"%s\": %zu}\n",
+                       units, r->count, unit, nats, unit, se, unit, bits, unit, se / log(2.0), ppl_s, ppl_se, bytes,
+                       bits * per_byte, se / log(2.0) * per_byte, skipped, how, cut) > 0;
     return fprintf(out,
-                   "chars %zu\nnats/char %.6f +/- %.6f\nbits/char %.6f +/- %.6f\nperplexity %.6f +/- %.6f\n%s %zu\n",
-                   r->count, nats, se, bits, se / log(2.0), ppl, ppl * se, how, cut) > 0;
+                   "%s %zu\nnats/%s %.6f +/- %.6f\nbits/%s %.6f +/- %.6f\nperplexity %.6f +/- %.6f\n%s %zu\n"
+                   "bytes %zu\nbits/byte %.6f +/- %.6f\n",
+                   units, r->count, unit, nats, se, unit, bits, se / log(2.0), ppl, ppl * se, how, cut, bytes,
+                   bits * per_byte, se / log(2.0) * per_byte) > 0;
+}
+
+// The bytes of the scored tokens: every one after the first.
+static size_t scored_bytes(const NlModel *model, const int *ids, size_t n) {
+    size_t bytes = 0, len;
+    for (size_t i = 1; i < n; i++) bytes += (nl_tokenizer_bytes(nl_model_tokenizer(model), ids[i], &len), len);
+    return bytes;
 }
 
 // How eval cuts the text: windows of a transformer's context at a stride, in batches of windows
@@ -148,7 +162,7 @@ int cmd_eval(Options *o) {
     int rc = o->output ? check_outputs(o, outs, 1) : 0;
     if (!rc) rc = load_model(o, &model);
     if (!rc) rc = read_text(o->text_file, &text, &len);  // (eval)
-    if (!rc) rc = encode(model, o->text_file, text, len, o->skip_unknown, &ids, &n, &skipped);
+    if (!rc) rc = encode(model, o->text_file, text, len, encode_flags(o), &ids, &n, &skipped);
     if (!rc) rc = plan_eval(o, model, n, &p);
     // a recurrent model's sgemv of 1M weights or more may use the --threads (one engine thread runs)
     if (!rc) rc = workers_create(&wk, o, model, p.workers, p.batch, p.windowless ? o->threads : 1, o->profile, p.calls);
@@ -158,10 +172,12 @@ int cmd_eval(Options *o) {
     if (!rc) rc = score(o, &wk, &p, ids, n, &r, &seconds);
     if (rc) goto cleanup;
     eval_stats(&r, &nats, &se);
-    fprintf(stderr, "normlab: scored %zu characters in %.2f s (%.0f chars/s) on %d thread%s\n", r.count, seconds,
-            (double)r.count / (seconds > 0 ? seconds : 1e-9), p.workers, plural((size_t)p.workers));
+    int chars = nl_tokenizer_kind(nl_model_tokenizer(model)) == NL_TOKENIZER_CHAR;
+    fprintf(stderr, "normlab: scored %zu %ss in %.2f s (%.0f %s/s) on %d thread%s\n", r.count, token_unit(model),
+            seconds, (double)r.count / (seconds > 0 ? seconds : 1e-9), chars ? "chars" : "tok", p.workers,
+            plural((size_t)p.workers));
     int ok = print_eval(out.f, o->json, &r, nats, se, skipped, p.windowless ? "segments" : "stride",
-                        p.windowless ? p.segments : p.stride);
+                        p.windowless ? p.segments : p.stride, chars ? "char" : "token", scored_bytes(model, ids, n));
     if (!ok || fflush(out.f) == EOF) {
         msg_error("cannot write %s: %s", o->output ? o->output : "to stdout", strerror(errno));
         rc = EXIT_DATA;

@@ -22,17 +22,50 @@ typedef struct {
     const NlTokenizer *tok;
     FILE *out;
     int write_failed;
+    char held[4];  // the start of a UTF-8 character that a later token completes (BPE), not yet written
+    size_t n_held;
 } EmitCtx;
 
-// One character to the output, flushed: generation streams.
-static int emit_token(int token, void *ctx) {
-    EmitCtx *e = ctx;
-    const char *piece = nl_tokenizer_piece(e->tok, token);
-    if (fputs(piece, e->out) == EOF || fflush(e->out) == EOF) {
+#define TOKEN_ROOM 300  // the bytes a token is written through at once; a longer one goes in parts
+
+// Text to the output, flushed, each byte that is not part of valid UTF-8 written as U+FFFD.
+static int emit_repaired(EmitCtx *e, const char *s, size_t n) {
+    char fixed[3 * TOKEN_ROOM + 1];
+    size_t k = nl_utf8_repair(s, n, fixed);
+    if (fwrite(fixed, 1, k, e->out) != k || fflush(e->out) == EOF) {
         e->write_failed = errno ? errno : EIO;
         return 1;
     }
     return 0;
+}
+
+// One token to the output, flushed: generation streams. The bytes of a character a token leaves
+// unfinished wait for the next token, so the output never holds a broken character.
+static int emit_token(int token, void *ctx) {
+    EmitCtx *e = ctx;
+    size_t len, n = e->n_held;
+    const char *bytes = nl_tokenizer_bytes(e->tok, token, &len);
+    char joined[TOKEN_ROOM];
+    memcpy(joined, e->held, n);
+    for (size_t at = 0; at < len;) {
+        size_t take = len - at < TOKEN_ROOM - n ? len - at : TOKEN_ROOM - n;
+        memcpy(joined + n, bytes + at, take);
+        n += take;
+        at += take;
+        size_t keep = at == len ? nl_utf8_pending(joined, n) : 0;
+        if (emit_repaired(e, joined, n - keep) != 0) return 1;
+        memcpy(e->held, joined + n - keep, keep);
+        e->n_held = keep;
+        n = 0;
+    }
+    return 0;
+}
+
+// The end of a stream: a character left unfinished is written as U+FFFD.
+static int emit_end(EmitCtx *e) {
+    size_t n = e->n_held;
+    e->n_held = 0;
+    return n && !e->write_failed ? emit_repaired(e, e->held, n) : 0;
 }
 
 // Each stream's text collected, then written whole (--samples, --json).
@@ -45,8 +78,9 @@ typedef struct {
 
 static int collect_token(int stream, int token, void *ctx) {
     Collect *c = ctx;
-    const char *piece = nl_tokenizer_piece(c->tok, token);
-    size_t n = strlen(piece), need = c->len[stream] + n + 1;
+    size_t n, need;
+    const char *piece = nl_tokenizer_bytes(c->tok, token, &n);
+    need = c->len[stream] + n + 1;
     if (need > c->cap[stream]) {
         size_t cap = need * 2;
         char *bigger = realloc(c->text[stream], cap);
@@ -57,8 +91,9 @@ static int collect_token(int stream, int token, void *ctx) {
         c->text[stream] = bigger;
         c->cap[stream] = cap;
     }
-    memcpy(c->text[stream] + c->len[stream], piece, n + 1);
+    memcpy(c->text[stream] + c->len[stream], piece, n);
     c->len[stream] += n;
+    c->text[stream][c->len[stream]] = '\0';
     return 0;
 }
 
@@ -118,8 +153,11 @@ static int print_samples(FILE *out, const Collect *c, int n, uint64_t seed, cons
             if (n == 1) add_timings(j, st, 1);
             ok = print_json(out, j);
         } else {
-            ok = fprintf(out, "--- sample %d, seed %llu ---\n%s%s\n", i, (unsigned long long)(seed + (uint64_t)i),
-                         o->echo ? prompt : "", text) > 0;
+            char *fixed = malloc(3 * c->len[i] + 1);  // a BPE text may end inside a character: U+FFFD
+            if (fixed) nl_utf8_repair(text, c->len[i], fixed);
+            ok = fixed && fprintf(out, "--- sample %d, seed %llu ---\n%s%s\n", i,
+                                  (unsigned long long)(seed + (uint64_t)i), o->echo ? prompt : "", fixed) > 0;
+            free(fixed);
         }
     }
     return ok && fflush(out) != EOF ? 0 : -1;
@@ -138,12 +176,12 @@ static int same_destination(void) {
 // new characters as -n does: the first comes from the prefill's logits, each later one from a decode
 // step ("-n 100": 100 new characters, 99 decode steps). With several models, label names the model
 // ("normlab: MODEL: prefill ..."), and the text, which then ends in a newline, needs none; NULL: one model.
-static void print_timing(const NlGenerateStats *st, size_t n_new, int streams, const char *label) {
+static void print_timing(const NlGenerateStats *st, size_t n_new, int streams, const char *label, const char *unit) {
     size_t tokens = st->decode_tokens * (size_t)streams;
     char per[64] = "", chars[96], esc[1024], named[1040] = "";
     if (label) snprintf(named, sizeof named, "%s: ", msg_escape(esc, sizeof esc, label));
     if (streams > 1) snprintf(per, sizeof per, " (%zu steps x %d streams)", st->decode_tokens, streams);
-    snprintf(chars, sizeof chars, "%zu new character%s%s%s", n_new, plural(n_new), streams > 1 ? " per stream" : "",
+    snprintf(chars, sizeof chars, "%zu new %s%s%s%s", n_new, unit, plural(n_new), streams > 1 ? " per stream" : "",
              n_new ? " (the first from the prefill's logits)" : "");
     fprintf(
         stderr,
@@ -168,15 +206,16 @@ static int make_samplers(const Options *o, const NlModel *model, uint64_t seed, 
     return 0;
 }
 
-// The prompt the model saw (its last block_size characters), for echoing.
+// The prompt the model saw (its last block_size tokens), for echoing.
 static char *prompt_text(const NlModel *model, const int *ids, size_t n) {
-    size_t T = model_context(model), cap = 1, used = 0;
-    for (size_t i = n > T ? n - T : 0; i < n; i++) cap += strlen(nl_tokenizer_piece(nl_model_tokenizer(model), ids[i]));
+    size_t T = model_context(model), cap = 1, used = 0, len;
+    for (size_t i = n > T ? n - T : 0; i < n; i++)
+        cap += (nl_tokenizer_bytes(nl_model_tokenizer(model), ids[i], &len), len);
     char *s = malloc(cap);
     for (size_t i = n > T ? n - T : 0; s && i < n; i++) {
-        const char *p = nl_tokenizer_piece(nl_model_tokenizer(model), ids[i]);
-        memcpy(s + used, p, strlen(p));
-        used += strlen(p);
+        const char *p = nl_tokenizer_bytes(nl_model_tokenizer(model), ids[i], &len);
+        memcpy(s + used, p, len);
+        used += len;
     }
     if (s) s[used] = '\0';
     return s;
@@ -199,11 +238,13 @@ static void say_seed(const Options *o, int drawn, uint64_t seed) {
     if (!o->has_seed && drawn && o->sampling.temperature > 0) msg_error("seed %llu", (unsigned long long)seed);
 }
 
-// A prompt of n characters longer than the context T is cut, with a warning (naming label's model).
-static void warn_long_prompt(const char *label, size_t n, size_t T) {
+// A prompt of n tokens longer than the context T is cut, with a warning (naming label's model).
+static void warn_long_prompt(const char *label, size_t n, const NlModel *model) {
+    size_t T = model_context(model);
+    const char *unit = token_unit(model);
     if (n <= T) return;
-    if (label) msg_error("warning: %s: the prompt has %zu characters; only the last %zu fit the context", label, n, T);
-    else msg_error("warning: the prompt has %zu characters; only the last %zu fit the context", n, T);
+    if (label) msg_error("warning: %s: the prompt has %zu %ss; only the last %zu fit the context", label, n, unit, T);
+    else msg_error("warning: the prompt has %zu %ss; only the last %zu fit the context", n, unit, T);
 }
 
 // generate, and profile (the same run with the text discarded and the profile as the result).
@@ -214,7 +255,7 @@ static int check_run(const Options *o, const RunMode *mode, const NlModel *model
     int rc = check_window(o, model, NULL);
     if (rc) return rc;
     say_seed(o, mode->draw_seed, seed);
-    warn_long_prompt(NULL, n, model_context(model));
+    warn_long_prompt(NULL, n, model);
     return 0;
 }
 
@@ -327,7 +368,7 @@ static int setup_run(const Options *o, GenRun *r) {
 static int decode_streams(const Options *o, GenRun *r, FILE *out, int *write_failed) {
     int collect = o->samples > 1 || o->json;
     size_t T = model_context(r->model), n = r->n;  // a recurrent model's (SIZE_MAX) takes the whole prompt
-    EmitCtx ectx = {nl_model_tokenizer(r->model), out, 0};
+    EmitCtx ectx = {.tok = nl_model_tokenizer(r->model), .out = out};
     if (o->echo && !collect && r->mode->keep_text && (fputs(r->prompt, out) == EOF || fflush(out) == EOF))
         ectx.write_failed = errno;
     r->col.tok = nl_model_tokenizer(r->model);
@@ -343,6 +384,7 @@ static int decode_streams(const Options *o, GenRun *r, FILE *out, int *write_fai
                               : nl_generate(r->wk.states, (size_t)r->workers, r->samplers, (size_t)o->samples, r->ids,
                                             n, &gopts, &r->st, &err);
     if (g < 0) return fail(&err);
+    if (!collect && r->mode->keep_text) emit_end(&ectx);
     if (r->col.failed) {
         msg_error("out of memory for the samples");
         return EXIT_DATA;
@@ -389,7 +431,7 @@ static int decode_run(const Options *o, GenRun *r, int *write_failed) {
         print_samples(r->out.f, &r->col, o->samples, r->seed, o, r->prompt, &r->st, NULL, NULL) != 0)
         *write_failed = errno ? errno : EIO;
     if (*write_failed) return EXIT_DATA;
-    print_timing(&r->st, (size_t)o->n_new, o->samples, NULL);
+    print_timing(&r->st, (size_t)o->n_new, o->samples, NULL, token_unit(r->model));
     NlProfiler *prof = workers_profile(&r->wk);
     return prof ? write_profile(o, r, prof) : 0;
 }
@@ -457,8 +499,7 @@ static int many_setup(const Options *o, ManyRun *m) {
         if (!rc) rc = check_window(o, r->model, r->name);
     }
     if (!rc) say_seed(o, 1, seed);
-    for (int i = 0; !rc && i < m->n; i++)
-        warn_long_prompt(m->runs[i].name, m->runs[i].n, model_context(m->runs[i].model));
+    for (int i = 0; !rc && i < m->n; i++) warn_long_prompt(m->runs[i].name, m->runs[i].n, m->runs[i].model);
     if (!rc) rc = open_main_output(o, &m->out);
     for (int i = 0; !rc && i < m->n; i++) rc = setup_streams(o, &m->runs[i]);
     return rc;
@@ -489,7 +530,8 @@ static int many_decode(const Options *o, ManyRun *m, int *write_failed) {
             return EXIT_DATA;
         }
     }
-    for (int i = 0; i < m->n; i++) print_timing(&m->runs[i].st, (size_t)o->n_new, o->samples, m->runs[i].name);
+    for (int i = 0; i < m->n; i++)
+        print_timing(&m->runs[i].st, (size_t)o->n_new, o->samples, m->runs[i].name, token_unit(m->runs[i].model));
     return 0;
 }
 

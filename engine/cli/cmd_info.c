@@ -38,6 +38,8 @@ static cJSON *info_json(const NlModel *m, NlQuant q, unsigned classes, const cha
     const NlFamilyInfo *fam = nl_family_info(c->arch);
     cJSON_AddStringToObject(j, "arch", fam->name);
     cJSON_AddNumberToObject(j, "vocab_size", c->vocab_size);
+    cJSON_AddStringToObject(j, "tokenizer", nl_tokenizer_kind_name(nl_model_tokenizer(m)));  // "char" or "bpe"
+    cJSON_AddNumberToObject(j, "tokenizer_size", nl_tokenizer_size(nl_model_tokenizer(m)));
     cJSON_AddNumberToObject(j, "n_layer", c->n_layer);
     NlConfigField f[NL_CONFIG_FIELDS_MAX];
     size_t n_fields = nl_config_describe(c, f);  // the family's own fields

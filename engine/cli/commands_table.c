@@ -55,5 +55,10 @@ const Command COMMANDS[] = {
      "their hidden states are the norms of h_t (and the LSTM's c_t) over the text, from one unbroken pass. "
      "The lab's options add the logit lens, outlier statistics and quantized rows (docs/lab.md).",
      "MODEL", "a model by name ('normlab list') or path; -m MODEL is the same", cmd_compare},
+    {"tokenize", CMD_TOKENIZE, "a text's token ids and their pieces", "[-m MODEL] (-p TEXT | -f FILE) [--json]",
+     "Prints the ids the model's tokenizer gives the text, one 'ID -> 'PIECE'' a line (as llama.cpp's "
+     "llama-tokenize does; control characters and bytes that are not valid UTF-8 escaped), for a character "
+     "model or a BPE one (GPT-2's byte-level BPE: a piece may be part of a character).",
+     NULL, NULL, cmd_tokenize},
 };
 const size_t N_COMMANDS = sizeof COMMANDS / sizeof COMMANDS[0];

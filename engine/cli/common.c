@@ -318,6 +318,10 @@ int make_state_as(const Options *o, const NlModel *model, int batch, int product
 }
 
 size_t model_context(const NlModel *model) { return nl_model_window(model); }
+const char *token_unit(const NlModel *model) {
+    return nl_tokenizer_kind(nl_model_tokenizer(model)) == NL_TOKENIZER_CHAR ? "character" : "token";
+}
+
 int model_windowed(const NlModel *model) { return nl_family_info(nl_model_config(model)->arch)->windowed; }
 
 const char *run_name(char *buf, size_t size, const NlConfig *model, NlNormType norm, NlPlacement placement) {
@@ -328,15 +332,20 @@ const char *run_name(char *buf, size_t size, const NlConfig *model, NlNormType n
 }
 
 // Encodes text (len bytes) into a new id array.
-int encode(const NlModel *model, const char *what, const char *text, size_t len, int skip_unknown, int **ids, size_t *n,
+int encode_flags(const Options *o) {
+    return (o->skip_unknown ? NL_ENCODE_SKIP_UNKNOWN : 0) | (o->special ? NL_ENCODE_SPECIAL : 0);
+}
+
+int encode(const NlModel *model, const char *what, const char *text, size_t len, int flags, int **ids, size_t *n,
            size_t *skipped) {
+    int skip_unknown = flags & NL_ENCODE_SKIP_UNKNOWN;
     *ids = malloc((len + 1) * sizeof **ids);
     if (!*ids) {
         msg_error("out of memory for %s", what);
         return EXIT_DATA;
     }
     NlError err;
-    if (nl_tokenizer_encode(nl_model_tokenizer(model), text, len, skip_unknown, *ids, n, skipped, &err) != 0) {
+    if (nl_tokenizer_encode(nl_model_tokenizer(model), text, len, flags, *ids, n, skipped, &err) != 0) {
         // The library does not know the flags; the CLI adds the one that helps.
         msg_error("%s: %s%s", what, err.msg,
                   err.code == NL_ERR_FORMAT && !skip_unknown && strstr(err.msg, "vocabulary")
@@ -511,7 +520,7 @@ int prompt_encode(const Options *o, const NlModel *model, const char *what, char
         if (!*text) return EXIT_DATA;
     }
     size_t skipped = 0;
-    int rc = encode(model, what, *text, *len, o->skip_unknown, ids, n, &skipped);
+    int rc = encode(model, what, *text, *len, encode_flags(o), ids, n, &skipped);
     if (rc) return rc;
     if (*n == 0) {  // nothing known was left: start from a newline, as an empty prompt does
         free(*ids);

@@ -1,0 +1,84 @@
+// cmd_tokenize.c — tokenize: a text's token ids and their pieces, as llama.cpp's llama-tokenize
+// prints them, for either kind of tokenizer.
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "cli.h"
+#include "jsonout.h"
+
+// A token's bytes for a line of text: escaped as messages are (\n, \t, \xHH for a byte that is not
+// part of valid UTF-8), a NUL as \x00.
+static int print_piece(FILE *out, const char *bytes, size_t len) {
+    int ok = 1;
+    for (size_t at = 0; at < len && ok;) {
+        size_t part = strnlen(bytes + at, len - at);
+        char chunk[1024], shown[6 * 1024 + 16];
+        snprintf(chunk, sizeof chunk, "%.*s", (int)(part < sizeof chunk ? part : sizeof chunk - 1), bytes + at);
+        ok = fputs(msg_escape(shown, sizeof shown, chunk), out) != EOF;
+        at += part;
+        if (at < len && ok) ok = fputs("\\x00", out) != EOF;
+        at += at < len;
+    }
+    return ok;
+}
+
+// "ID -> 'PIECE'" a line, or one JSON object {tokenizer, ids, pieces}.
+static int print_tokens(FILE *out, const NlModel *model, const int *ids, size_t n, int json) {
+    const NlTokenizer *tok = nl_model_tokenizer(model);
+    if (!json) {
+        int ok = 1;
+        for (size_t i = 0; i < n && ok; i++) {
+            size_t len;
+            const char *bytes = nl_tokenizer_bytes(tok, ids[i], &len);
+            ok = fprintf(out, "%6d -> '", ids[i]) > 0 && print_piece(out, bytes, len) && fputs("'\n", out) != EOF;
+        }
+        return ok;
+    }
+    cJSON *j = cJSON_CreateObject(), *id_list = cJSON_CreateArray(), *pieces = cJSON_CreateArray();
+    cJSON_AddStringToObject(j, "tokenizer", nl_tokenizer_kind_name(tok));
+    cJSON_AddItemToObject(j, "ids", id_list);
+    cJSON_AddItemToObject(j, "pieces", pieces);
+    for (size_t i = 0; i < n; i++) {
+        size_t len;
+        const char *bytes = nl_tokenizer_bytes(tok, ids[i], &len);
+        cJSON_AddItemToArray(id_list, cJSON_CreateNumber(ids[i]));
+        cJSON_AddItemToArray(pieces, cJSON_CreateString(bytes));  // (the JSON printer repairs a cut character)
+    }
+    char *line = nl_jsonx_print(j, 0);
+    int ok = line && fprintf(out, "%s\n", line) > 0;
+    free(line);
+    cJSON_Delete(j);
+    return ok;
+}
+
+int cmd_tokenize(Options *o) {
+    if (!o->prompt && !o->prompt_file) {
+        msg_usage(o->cmd, "%s", "give the text with -p TEXT or -f FILE");
+        return EXIT_USAGE;
+    }
+    NlModel *model = NULL;
+    OutFile out = {0};
+    int *ids = NULL;
+    char *text = NULL;
+    size_t n = 0, len = 0, skipped = 0;
+    const char *outs[1] = {o->output};
+    int rc = o->output ? check_outputs(o, outs, 1) : 0;
+    if (!rc) rc = load_model(o, &model);
+    if (!rc) rc = prompt_read(o, &text, &len);
+    if (!rc)
+        rc = encode(model, o->prompt_file ? o->prompt_file : "prompt", text, len, encode_flags(o), &ids, &n, &skipped);
+    if (!rc) rc = open_main_output(o, &out);
+    if (!rc && (!print_tokens(out.f, model, ids, n, o->json) || fflush(out.f) == EOF)) {
+        msg_error("cannot write %s: %s", o->output ? o->output : "to stdout", strerror(errno));
+        rc = EXIT_DATA;
+    }
+    if (out_finish(&out, rc == 0) != 0) rc = EXIT_DATA;
+    free(ids);
+    free(text);
+    nl_model_free(model);
+    return rc;
+}
