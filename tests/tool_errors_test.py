@@ -49,6 +49,11 @@ CASES = [  # (tool, arguments, a word the line must hold)
     ("dev/unicode_tables.py", ["--bogus"], "usage"),
     ("interop/gpt2_vocab.py", [NONE, "--out", OUT], "No such file"),
     ("interop/gpt2_vocab.py", [TEXT, "--out", OUT], 'is not "BASE64 RANK"'),
+    ("interop/import_hf_gpt2.py", [NONE, "--out", OUT], "not a folder"),
+    ("interop/import_hf_gpt2.py", [os.path.join(ROOT, "tests"), "--out", OUT], "config.json"),
+    ("reference/hf_gpt2_parity.py", ["--bogus"], "unrecognized arguments"),
+    ("train/train.py", ["--data", TEXT, "--out", OUT, "--tokenizer", NONE], "--tokenizer"),
+    ("lib/gpt2bpe.py", [NONE, TEXT], "No such file"),
 ]
 
 
