@@ -347,6 +347,32 @@ def check_import(label, model, args, chars, out):
           r.stderr.strip())
 
 
+def check_bpe(tmp):
+    """nanoGPT's BPE recipe: no meta.pkl, vocab_size padded to 50304. The import keeps GPT-2's 50257
+    rows and its tokenizer.json; the logits match the GPT's first 50257 at every position."""
+    args = {"n_layer": 1, "n_head": 2, "n_embd": 16, "block_size": 32, "bias": True, "vocab_size": 50304}
+    model = GPT(args)
+    folder = os.path.join(tmp, "bpe-run")
+    os.makedirs(folder)
+    write_checkpoint(os.path.join(folder, "ckpt.pt"), model, args, dataset="shakespeare")
+    out = os.path.join(tmp, "bpe-model")
+    r = import_model(os.path.join(folder, "ckpt.pt"), out, cwd=folder)
+    check(r.returncode == 0 and "GPT-2's BPE (50257 tokens)" in r.stderr, "no meta.pkl: imported with GPT-2's BPE",
+          r.stderr.strip())
+    if r.returncode != 0:
+        return
+    prompt = "ROMEO:\nWhat light"
+    ids = json.loads(run(BIN, "tokenize", "-m", out, "-p", prompt, "--json").stdout)["ids"]
+    r = run(BIN, "logits", "-m", out, "-p", prompt)
+    got = torch.tensor([json.loads(line) for line in r.stdout.splitlines()], dtype=torch.float64)
+    with torch.no_grad():
+        want = model(torch.tensor([ids]))[0, :, :50257].double()
+    d = (got - want).abs().max().item() if got.shape == want.shape else float("inf")
+    check(ids[:3] == [33676, 4720, 25] and d <= LOGIT_ATOL,
+          f"BPE checkpoint: ROMEO: is [33676, 4720, 25] (ROM EO :); logits match nanoGPT's first 50257 to {d:.2g}",
+          f"{ids} {got.shape}")
+
+
 def main():
     torch.manual_seed(1337)
     chars = sorted(set(open(TEXT, encoding="utf-8").read()))
@@ -385,8 +411,10 @@ def main():
         os.makedirs(bare)
         write_checkpoint(os.path.join(bare, "ckpt.pt"), GPT(args), args, dataset="openwebtext")
         r = import_model(os.path.join(bare, "ckpt.pt"), os.path.join(tmp, "m4"), cwd=bare)
-        check(r.returncode != 0 and "normlab is character-level" in r.stderr and not os.path.exists(
-            os.path.join(tmp, "m4")), "a checkpoint without meta.pkl (GPT-2 BPE) is refused", r.stderr.strip())
+        check(r.returncode != 0 and "GPT-2's BPE" in r.stderr and "--meta" in r.stderr and not os.path.exists(
+            os.path.join(tmp, "m4")), "no meta.pkl means GPT-2's BPE: a 65-row vocabulary is refused, naming --meta",
+            r.stderr.strip())
+        check_bpe(tmp)
         evil = os.path.join(tmp, "evil.pkl")
         with open(evil, "wb") as f:
             pickle.dump({"itos": {0: "a"}, "hook": os.system}, f)

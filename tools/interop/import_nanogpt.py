@@ -8,8 +8,12 @@ The checkpoint is a dict with "model" (the state dict), "model_args" (n_layer, n
 block_size, bias, vocab_size, dropout), "iter_num", "best_val_loss" and "config". The vocabulary
 comes from the meta.pkl that nanoGPT's data/*/prepare.py writes ({"vocab_size", "itos", "stoi"}),
 looked up as nanoGPT's sample.py does (data/<config["dataset"]>/meta.pkl under the current
-directory), then beside the checkpoint, or given with --meta. A checkpoint without one (GPT-2's BPE
-vocabulary) is refused: normlab is character-level.
+directory), then beside the checkpoint, or given with --meta. A checkpoint without one has GPT-2's
+BPE vocabulary, as sample.py then assumes (tiktoken's "gpt2"): nanoGPT's `shakespeare` recipe and
+every run from init_from='gpt2*'. The model then gets GPT-2's tokenizer.json (--tokenizer FILE; by
+default the shipped weights/shakespeare-bpe/tokenizer.json, which is GPT-2's). nanoGPT pads a
+from-scratch vocabulary to 50304 rows; the rows past the tokenizer's 50257 are no token's, and are
+dropped (their logits leave the softmax: sample.py could not decode them either).
 
 What a nanoGPT model is in normlab's format: pre-LN, LayerNorm with eps 1e-5, exact GELU, MLP 4x,
 tied embeddings, learned positions. bias False means no biases in the linears and none in the
@@ -47,6 +51,8 @@ import nltool  # noqa: E402
 import torchzip  # noqa: E402
 from nltool import ToolError  # noqa: E402
 
+GPT2_TOKENIZER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "weights", "shakespeare-bpe",
+                              "tokenizer.json")
 ARGS = ("n_layer", "n_head", "n_embd", "block_size", "bias", "vocab_size")
 
 
@@ -76,9 +82,7 @@ def find_meta(ckpt, ckpt_path, meta_arg):
     for p in tried:
         if os.path.isfile(p):
             return p
-    raise ToolError("no meta.pkl (looked for " + ", ".join(tried) + "): without one the checkpoint has "
-                       "GPT-2's BPE vocabulary, and normlab is character-level; give --meta for a "
-                       "character-level model")
+    return None  # GPT-2's BPE, as sample.py assumes without one
 
 
 def load_vocab(meta_path, vocab_size):
@@ -105,6 +109,20 @@ def load_vocab(meta_path, vocab_size):
         raise ToolError(f"{meta_path} has {len(vocab)} characters but the model's vocab_size is {vocab_size}; "
                         "normlab needs them equal")
     return vocab
+
+
+def bpe_tokenizer(path, vocab_size):
+    """GPT-2's tokenizer.json text and its size (the engine checks it whole when it loads the model)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        size = len(json.loads(text)["model"]["vocab"])
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as e:
+        raise ToolError(f"--tokenizer {path}: {getattr(e, 'strerror', None) or e}: not a Hugging Face tokenizer.json")
+    if vocab_size < size:
+        raise ToolError(f"no meta.pkl, so GPT-2's BPE ({size} tokens, {path}); but the checkpoint's vocab_size is "
+                        f"{vocab_size}: give --meta for a character-level model")
+    return text, size
 
 
 def clean_state(state):
@@ -135,9 +153,10 @@ def model_args(ckpt):
     return args
 
 
-def convert(ckpt, vocab):
-    """(config, tensors) in normlab's format."""
-    args = model_args(ckpt)
+def convert(ckpt, rows=None):
+    """(config, tensors) in normlab's format; rows: keep the vocabulary's first rows (GPT-2's 50257
+    of nanoGPT's padded 50304)."""
+    args = dict(model_args(ckpt))
     L, D = args["n_layer"], args["n_embd"]
     config = {"vocab_size": args["vocab_size"], "n_layer": L, "n_head": args["n_head"], "n_embd": D,
               "block_size": args["block_size"], "mlp_ratio": 4, "norm": "layernorm", "placement": "pre",
@@ -146,6 +165,11 @@ def convert(ckpt, vocab):
         raise ToolError("checkpoint lacks the \"model\" state dict")
     src = clean_state(ckpt["model"])
     head = src.pop("lm_head.weight", None)
+    if rows is not None and rows < args["vocab_size"]:
+        config["vocab_size"] = rows
+        head = head[:rows] if head is not None else None
+        if "transformer.wte.weight" in src:
+            src["transformer.wte.weight"] = src["transformer.wte.weight"][:rows]
     if head is not None and not np.array_equal(head, src.get("transformer.wte.weight")):
         config["tie_embeddings"] = False
     tensors = {}
@@ -195,7 +219,7 @@ def provenance(ckpt, ckpt_path, raw, meta_path):
         "iter_num": plain_value(ckpt.get("iter_num")),
         "best_val_loss": plain_value(ckpt.get("best_val_loss")),
         "nanogpt_config": config_text(ckpt.get("config", {})),
-        "meta": os.path.basename(meta_path),
+        "meta": os.path.basename(meta_path) if meta_path else "none: GPT-2's BPE",
     }
 
 
@@ -205,6 +229,8 @@ def main(argv):
     p.add_argument("ckpt", help="nanoGPT's ckpt.pt")
     p.add_argument("--out", required=True, help="normlab model directory to write (replaced whole if it is one)")
     p.add_argument("--meta", help="the vocabulary's meta.pkl (default: where nanoGPT's sample.py looks)")
+    p.add_argument("--tokenizer", default=GPT2_TOKENIZER, metavar="FILE",
+                   help="without meta.pkl: GPT-2's tokenizer.json (default: weights/shakespeare-bpe's)")
     a = p.parse_args(argv)
     if os.path.isdir(a.ckpt):
         raise ToolError(f"{a.ckpt}: is a directory; give the checkpoint file in it (nanoGPT's out_dir/ckpt.pt)")
@@ -213,13 +239,19 @@ def main(argv):
     raw = open(a.ckpt, "rb").read()  # read once: the hash describes the bytes parsed
     ckpt = load_checkpoint(a.ckpt, raw)
     meta_path = find_meta(ckpt, a.ckpt, a.meta)
-    nltool.check_out(a.out, [a.ckpt, meta_path], want_dir=True)
-    vocab = load_vocab(meta_path, model_args(ckpt)["vocab_size"])
-    config, tensors = convert(ckpt, vocab)
+    nltool.check_out(a.out, [a.ckpt, meta_path or a.tokenizer], want_dir=True)
+    if meta_path:
+        vocab = load_vocab(meta_path, model_args(ckpt)["vocab_size"])
+        config, tensors = convert(ckpt)
+        unit = f"{len(vocab)} characters"
+    else:
+        vocab, size = bpe_tokenizer(a.tokenizer, model_args(ckpt)["vocab_size"])
+        config, tensors = convert(ckpt, rows=size)
+        unit = f"GPT-2's BPE ({size} tokens)"
     with nltool.writing(a.out):
         nlformat.write_model_dir(a.out, config, vocab, tensors, metadata=provenance(ckpt, a.ckpt, raw, meta_path),
                                  check=nltool.check_model)
-    print(f"wrote {a.out}: {config['n_layer']} layers x {config['n_embd']}, {len(vocab)} characters, "
+    print(f"wrote {a.out}: {config['n_layer']} layers x {config['n_embd']}, {unit}, "
           f"bias {config['bias']}, iter {plain_value(ckpt.get('iter_num'))}", file=sys.stderr)
 
 
