@@ -6,7 +6,8 @@
 #   tools/install-deps.sh --python   also the Python tools: python3-torch, python3-numpy, python3-tqdm,
 #                                    python3-matplotlib, python3-onnx; and Node.js with ONNX Runtime
 #                                    (onnxruntime-node from npm, into build/ort, never globally), and
-#                                    gpt-tokenizer (npm, into build/npm): the BPE reference
+#                                    gpt-tokenizer (npm, into build/npm) and tokenizers
+#                                    (Hugging Face's, npm, into build/hf): the BPE references
 set -eu
 missing=""
 have_pc() { command -v pkg-config >/dev/null 2>&1 && pkg-config --exists "$1"; }
@@ -42,12 +43,13 @@ npm_into() {
     npm install --prefix "$dir" --no-audit --no-fund --loglevel=error "$2@$3" >&2
 }
 # With --python: ONNX Runtime for Node.js (its install script would download CUDA libraries; the
-# CPU runtime ships in the package), and gpt-tokenizer, GPT-2's BPE in JavaScript with its ranks
-# (r50k_base), the independent reference tests/bpe_test.sh checks the C tokenizer against.
+# CPU runtime ships in the package), and GPT-2's BPE twice, the independent references
+# tests/bpe_test.sh checks the C tokenizer against: gpt-tokenizer (JavaScript, with GPT-2's ranks,
+# r50k_base) and Hugging Face's tokenizers (its Rust library; the binary ships in the package).
 node_packages() {
     [ "${1:-}" = "--python" ] || return 0
     export ONNXRUNTIME_NODE_INSTALL=skip  # (read by onnxruntime-node's install script)
-    npm_into ort onnxruntime-node 1.30.0 && npm_into npm gpt-tokenizer 3.4.0
+    npm_into ort onnxruntime-node 1.30.0 && npm_into npm gpt-tokenizer 3.4.0 && npm_into hf tokenizers 0.23.2
 }
 if [ -z "$missing" ]; then node_packages "${1:-}"; exit $?; fi
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
