@@ -149,14 +149,16 @@ static int print_samples(FILE *out, const Collect *c, int n, uint64_t seed, cons
             if (n > 1) cJSON_AddNumberToObject(j, "sample", i);
             add_u64(j, "seed", seed + (uint64_t)i);
             cJSON_AddStringToObject(j, "prompt", prompt);
-            cJSON_AddStringToObject(j, "text", text);
+            cJSON_AddItemToObject(j, "text", nl_jsonx_bytes(text, c->len[i]));  // (a BPE text may hold a NUL)
             if (n == 1) add_timings(j, st, 1);
             ok = print_json(out, j);
         } else {
             char *fixed = malloc(3 * c->len[i] + 1);  // a BPE text may end inside a character: U+FFFD
-            if (fixed) nl_utf8_repair(text, c->len[i], fixed);
-            ok = fixed && fprintf(out, "--- sample %d, seed %llu ---\n%s%s\n", i,
-                                  (unsigned long long)(seed + (uint64_t)i), o->echo ? prompt : "", fixed) > 0;
+            size_t k = fixed ? nl_utf8_repair(text, c->len[i], fixed) : 0;
+            ok = fixed &&
+                 fprintf(out, "--- sample %d, seed %llu ---\n%s", i, (unsigned long long)(seed + (uint64_t)i),
+                         o->echo ? prompt : "") > 0 &&
+                 fwrite(fixed, 1, k, out) == k && fputc('\n', out) != EOF;
             free(fixed);
         }
     }

@@ -13,4 +13,9 @@
 // string to free with free(), or NULL when memory runs out.
 char *nl_jsonx_print(const cJSON *item, int formatted);
 
+// A JSON string of len bytes that may hold NUL (a BPE model's text: cJSON's strings end at one), as
+// a raw item: quotes, backslashes and control characters escaped (NUL as \u0000), the bytes that are
+// not UTF-8 as U+FFFD. NULL when memory runs out.
+cJSON *nl_jsonx_bytes(const char *s, size_t len);
+
 #endif
