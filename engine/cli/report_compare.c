@@ -148,17 +148,31 @@ static void outliers_text_section(FILE *f, const NlCompareRow *rows, const char 
 
 int report_compare_text(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n,
                         const CompareInfo *info) {
-    fprintf(f, "normlab compare: %s (%zu characters scored); rows measured %s; speeds are medians of %d run%s\n",
-            info->text, n ? rows[0].chars : 0, info->threads > 1 ? "side by side on several threads" : "one at a time",
-            info->repeats, info->repeats == 1 ? "" : "s");
-    fprintf(f, "%-34s %-24s %9s %8s %9s %8s %10s %10s %7s %11s %11s\n", "model", "run as", "params", "MB", "bits/char",
-            "ppl", "prefill/s", "decode/s", "norm%", "batch16 d", "cache d");
+    int bpe = 0;  // a BPE model among the rows: bits/char is per token, and bits/byte joins the table
+    for (size_t i = 0; i < n; i++) bpe |= rows[i].bpe;
+    if (bpe)
+        fprintf(f, "normlab compare: %s (%zu bytes scored; bits/tok: per token, a character or a BPE token; "
+                   "bits/byte: per byte of the text, the same for every model); rows measured %s; speeds are medians of "
+                   "%d run%s\n",
+                info->text, n ? rows[0].bytes : 0,
+                info->threads > 1 ? "side by side on several threads" : "one at a time", info->repeats,
+                info->repeats == 1 ? "" : "s");
+    else
+        fprintf(f, "normlab compare: %s (%zu characters scored); rows measured %s; speeds are medians of %d run%s\n",
+                info->text, n ? rows[0].chars : 0,
+                info->threads > 1 ? "side by side on several threads" : "one at a time", info->repeats,
+                info->repeats == 1 ? "" : "s");
+    fprintf(f, "%-34s %-24s %9s %8s %9s %s%8s %10s %10s %7s %11s %11s\n", "model", "run as", "params", "MB",
+            bpe ? "bits/tok" : "bits/char", bpe ? "bits/byte " : "", "ppl", "prefill/s", "decode/s", "norm%",
+            "batch16 d", "cache d");
     for (size_t i = 0; i < n; i++) {
         const NlCompareRow *r = &rows[i];
         char as[160];
         run_as_quant(as, sizeof as, r);
-        fprintf(f, "%-34s %-24s %9zu %8.3f %9.4f %8.3f %10.0f %10.0f %6.1f%% %11.3g %11.3g\n", labels[i], as,
-                r->parameters, r->weight_bytes / 1e6, r->bits_per_char, r->perplexity, r->prefill_tok_s,
+        char per_byte[16] = "";
+        if (bpe) snprintf(per_byte, sizeof per_byte, "%9.4f ", r->bits_per_byte);
+        fprintf(f, "%-34s %-24s %9zu %8.3f %9.4f %s%8.3f %10.0f %10.0f %6.1f%% %11.3g %11.3g\n", labels[i], as,
+                r->parameters, r->weight_bytes / 1e6, r->bits_per_char, per_byte, r->perplexity, r->prefill_tok_s,
                 r->decode_tok_s, 100 * r->norm_share, r->batch_diff, r->cache_diff);
     }
     fprintf(f, "(* run otherwise than trained; batchnorm:running/:batch = BatchNorm with running or batch\n"
@@ -287,7 +301,10 @@ static cJSON *compare_row_json(const NlCompareRow *r, const char *label, const C
     cJSON_AddStringToObject(o, "text", info->text);
     cJSON_AddNumberToObject(o, "chars", (double)r->chars);
     cJSON_AddNumberToObject(o, "nats_per_char", r->nats_per_char);
-    cJSON_AddNumberToObject(o, "bits_per_char", r->bits_per_char);
+    cJSON_AddNumberToObject(o, "bits_per_char", r->bits_per_char);  // per token
+    cJSON_AddStringToObject(o, "tokenizer", r->bpe ? "bpe" : "char");
+    cJSON_AddNumberToObject(o, "bytes", (double)r->bytes);
+    cJSON_AddNumberToObject(o, "bits_per_byte", r->bits_per_byte);
     cJSON_AddNumberToObject(o, "perplexity", r->perplexity);
     cJSON_AddNumberToObject(o, "threads", info->threads);
     cJSON_AddNumberToObject(o, "repeats", info->repeats);

@@ -49,6 +49,7 @@ static int measure_eval(NlState *s, const NlConfig *c, const int *ids, size_t n,
     row->chars = r.count;
     row->nats_per_char = r.nll_sum / (double)r.count;
     row->bits_per_char = row->nats_per_char / log(2.0);
+    row->bits_per_byte = row->bytes ? row->bits_per_char * (double)r.count / (double)row->bytes : 0.0;
     row->perplexity = exp(row->nats_per_char);
     double total = 0.0, per_comp[NL_COMP_COUNT] = {0};
     for (int l = -1; l < c->n_layer; l++)
@@ -214,6 +215,9 @@ int nl_compare_model(const NlCompareJob *job, const NlCompareOptions *opts, NlCo
     row->reference = job->reference;
     run.linear_input = nl_quant_input_hook(job->quant_act);
     row->parameters = nl_model_parameters(model);
+    const NlTokenizer *tok = nl_model_tokenizer(model);
+    row->bpe = nl_tokenizer_kind(tok) == NL_TOKENIZER_BPE;
+    for (size_t i = 1, len; i < n; i++) row->bytes += (nl_tokenizer_bytes(tok, ids[i], &len), len);
     row->weight_bytes = nl_model_weight_bytes(model);
     run.batch = 1;
     NlState *s = NULL;

@@ -198,8 +198,11 @@ typedef struct {
     double residual_scale;  // as run (post placement)
     int swapped_norm, swapped_placement;  // 1 when run otherwise than trained
     size_t parameters, weight_bytes;
-    size_t chars;  // characters scored
-    double nats_per_char, bits_per_char, perplexity;
+    size_t chars;  // tokens scored: characters (a character model), or BPE tokens (then bpe is set)
+    double nats_per_char, bits_per_char, perplexity;  // per token
+    int bpe;  // the model's tokenizer is GPT-2's byte-level BPE
+    size_t bytes;  // the bytes of the scored tokens (every one after the first)
+    double bits_per_byte;  // the text's bits per byte: what models of either tokenizer share
     double prefill_tok_s, decode_tok_s;  // medians over repeats
     double prefill_tok_s_min, prefill_tok_s_max, decode_tok_s_min, decode_tok_s_max;
     double time_share[NL_COMP_COUNT];  // share of forward time per component, during eval

@@ -5,8 +5,9 @@ the engine runs: tools/lib/nlmodel.py's model (docs/forward.md), traced. The mod
 loaded by the engine (normlab info), so only what normlab runs is exported; --out may not be the model
 or lie inside it.
 BatchNorm exports with its running statistics (the inference function; batch statistics are a
-property of a call, not of the graph). The vocabulary (JSON list, token id = index) and the config
-go into the model's metadata properties as normlab_vocab and normlab_config.
+property of a call, not of the graph). The vocabulary (JSON list, token id = index; a BPE model's:
+its whole tokenizer.json) and the config go into the model's metadata properties as normlab_vocab
+and normlab_config.
 
     /usr/bin/python3 tools/interop/export_onnx.py weights/shakespeare-pre-ln --out pre-ln.onnx
     NODE_PATH=build/ort/node_modules node tools/interop/ort_logits.js pre-ln.onnx 1,2,3     # ONNX Runtime's logits
@@ -80,7 +81,8 @@ def main(argv):
     with nltool.writing(a.out):
         config, vocab = export(a.model, out)
     print(f"wrote {a.out}: opset {OPSET}, {config['norm']}/{config.get('placement', 'pre')}, "
-          f"{config['n_layer']} layers, {len(vocab)} characters", file=sys.stderr)
+          f"{config['n_layer']} layers, " + (f"{len(vocab)} characters" if isinstance(vocab, list) else
+                                              f"GPT-2's BPE ({config['vocab_size']} tokens)"), file=sys.stderr)
 
 
 if __name__ == "__main__":

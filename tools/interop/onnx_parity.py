@@ -55,14 +55,32 @@ def check(model, tmp, rng):
     onnx_path = os.path.join(tmp, "model.onnx")
     tool = os.path.join(ROOT, "tools", "interop", "export_onnx.py")
     subprocess.run(["/usr/bin/python3", tool, model, "--out", onnx_path], check=True, capture_output=True, text=True)
-    stoi = {ch: i for i, ch in enumerate(vocab)}
-    held = [c for c in open(os.path.join(ROOT, "tests", "data", "held_out.txt"), encoding="utf-8").read() if c in stoi]
-    pick = held if len(held) >= 2 * T else vocab
-    texts = ["".join(rng.choice(pick) for _ in range(T)) for _ in range(2)]  # one batch of two full windows
-    texts.append(texts[0][:max(1, T // 3)])  # and a shorter one alone
+    if isinstance(vocab, dict):  # a BPE model: stretches of the held-out text that tokenize to T tokens alone
+        def tokens(text):
+            r = subprocess.run([BIN, "tokenize", "-m", model, "-f", "-", "--json"], input=text, check=True,
+                               capture_output=True, text=True)
+            return json.loads(r.stdout)
+        held = tokens(open(os.path.join(ROOT, "tests", "data", "held_out.txt"), encoding="utf-8").read())
+        texts, seqs = [], []
+        for n in (T, T, max(1, T // 3)):
+            for _ in range(100):  # (a stretch cut inside a character, or merging across its ends, is passed over)
+                at = rng.randrange(0, len(held["ids"]) - n)
+                text = "".join(held["pieces"][at:at + n])
+                if tokens(text)["ids"] == held["ids"][at:at + n]:
+                    break
+            texts.append(text)
+            seqs.append(held["ids"][at:at + n])
+    else:
+        stoi = {ch: i for i, ch in enumerate(vocab)}
+        held = [c for c in open(os.path.join(ROOT, "tests", "data", "held_out.txt"), encoding="utf-8").read()
+                if c in stoi]
+        pick = held if len(held) >= 2 * T else vocab
+        texts = ["".join(rng.choice(pick) for _ in range(T)) for _ in range(2)]  # one batch of two full windows
+        texts.append(texts[0][:max(1, T // 3)])  # and a shorter one alone
+        seqs = [[stoi[c] for c in t] for t in texts]
     worst = scaled = 0.0
-    for group in ([texts[0], texts[1]], [texts[2]]):
-        got = ort_logits(onnx_path, [[stoi[c] for c in t] for t in group])
+    for group, group_ids in (([texts[0], texts[1]], seqs[:2]), ([texts[2]], seqs[2:])):
+        got = ort_logits(onnx_path, group_ids)
         for b, t in enumerate(group):
             want = engine_logits(model, t)
             d = float(np.max(np.abs(got[b] - want)))
