@@ -78,7 +78,14 @@ def snapshot(folder, st, config=None, tokenizer=None, pair=None, prefix=""):
            "n_inner": None, **SHAPE, **(config or {})}
     with open(os.path.join(folder, "config.json"), "w") as f:
         json.dump(cfg, f)
-    nlformat.write_safetensors(os.path.join(folder, "model.safetensors"), {prefix + k: v for k, v in st.items()})
+    tensors = {prefix + k: v for k, v in st.items()}
+    if prefix:  # a GPT2LMHeadModel's names, with the mask buffers old checkpoints carry and the tied head
+        T = SHAPE["n_positions"]
+        for i in range(SHAPE["n_layer"]):
+            tensors[f"{prefix}h.{i}.attn.bias"] = np.tril(np.ones((T, T), np.float32)).reshape(1, 1, T, T)
+            tensors[f"{prefix}h.{i}.attn.masked_bias"] = np.full((), -1e4, np.float32)
+        tensors["lm_head.weight"] = st["wte.weight"]
+    nlformat.write_safetensors(os.path.join(folder, "model.safetensors"), tensors)
     if pair is not None:
         for name, text in pair.items():
             with open(os.path.join(folder, name), "w", encoding="utf-8") as f:
@@ -126,7 +133,7 @@ def imports(snap, out):
 def good_paths(tmp, rng):
     st = weights(rng)
     text = " the theme the\nthe"
-    for label, kw in (("tokenizer.json, no prefix", {}), ("transformer. prefix", {"prefix": "transformer."}),
+    for label, kw in (("tokenizer.json, no prefix", {}), ("transformer. prefix, mask buffers, saved head", {"prefix": "transformer."}),
                       ("vocab.json + merges.txt", {"pair": {"vocab.json": json.dumps(vocab(), ensure_ascii=False),
                                                             "merges.txt": "#version: 0.2\n" + "\n".join(MERGES) + "\n"}})):
         out = os.path.join(tmp, "m-" + str(len(os.listdir(tmp))))

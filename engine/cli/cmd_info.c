@@ -161,21 +161,32 @@ static int print_list_text(FILE *out, const cJSON *j) {
     return ok;
 }
 
-// The validation loss stored in the model's metadata (nats per character): train.py's
-// final_val_loss, else nanoGPT's best_val_loss (a model may carry both), each only when it is a
-// number, with *by naming whose estimate it is; NAN when neither is.
-static double stored_val_loss(const NlModel *model, const char **by) {
-    static const char *const KEYS[2] = {"final_val_loss", "best_val_loss"}, *const BY[2] = {"train.py", "nanoGPT"};
+// The number stored under key in the model's metadata; NAN when there is none.
+static double metadata_number(const NlModel *model, const char *key) {
     const char *const *keys, *const *values;
     size_t n = nl_model_metadata(model, &keys, &values);
-    for (int k = 0; k < 2; k++)
-        for (size_t i = 0; i < n; i++) {
-            if (strcmp(keys[i], KEYS[k]) != 0) continue;
-            char *end;
-            double v = strtod(values[i], &end);
-            *by = BY[k];
-            if (end != values[i] && *end == '\0' && isfinite(v)) return v;
-        }
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(keys[i], key) != 0) continue;
+        char *end;
+        double v = strtod(values[i], &end);
+        if (end != values[i] && *end == '\0' && isfinite(v)) return v;
+    }
+    return NAN;
+}
+
+// The validation loss stored in the model's metadata, in nats per character: train.py's
+// final_val_loss, else nanoGPT's best_val_loss (a model may carry both), each only when it is a
+// number, with *by naming whose estimate it is; NAN when neither is. A BPE model's is per token:
+// converted by the validation split's tokens per character (train.py stores both counts), else NAN.
+static double stored_val_loss(const NlModel *model, const char **by) {
+    static const char *const KEYS[2] = {"final_val_loss", "best_val_loss"}, *const BY[2] = {"train.py", "nanoGPT"};
+    int bpe = nl_tokenizer_kind(nl_model_tokenizer(model)) == NL_TOKENIZER_BPE;
+    double per_char = bpe ? metadata_number(model, "val_tokens") / metadata_number(model, "val_chars") : 1.0;
+    for (int k = 0; k < 2; k++) {
+        double v = metadata_number(model, KEYS[k]) * per_char;
+        *by = BY[k];
+        if (isfinite(v)) return v;
+    }
     return NAN;
 }
 
