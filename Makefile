@@ -42,7 +42,7 @@ TESTS = test_tokenizer test_kernels test_sampler test_loader test_config test_fo
 FUZZERS = safetensors config tokenizer inline prompt
 RUN_ARGS ?= -n 500
 
-.PHONY: all deps fuzz-deps run test test-plain test-san test-install format-check parity eval-models compare-models \
+.PHONY: all deps fuzz-deps run test test-plain test-san test-install format-check parity eval-models bpe-eval compare-models \
         docs cli-doc docs-check depth-study fuzz bench clean install uninstall rnn-models rnn-report lab-models \
         test-bare
 
@@ -155,6 +155,14 @@ eval-models: all
 	@for m in weights/shakespeare-*/; do \
 	    printf '%-32s ' "$$m"; ./normlab eval -m "$$m" --text build/val.txt --json; \
 	done
+
+# The shipped BPE model's figures for the README's table (docs/gpt2/): eval over the same validation
+# text, its bits per byte beside the character models' bits per character (the text is ASCII).
+bpe-eval: all
+	@/usr/bin/python3 tools/train/split.py $(CORPUS) build/val.txt
+	@mkdir -p docs/gpt2
+	./normlab eval -m weights/shakespeare-bpe --text build/val.txt --json -o docs/gpt2/eval.json
+	./normlab info -m weights/shakespeare-bpe --json -o docs/gpt2/info.json
 
 # ---- fuzzing: libFuzzer harnesses (clang), and their corpora replayed by `make test`
 FUZZ_SECONDS ?= 60

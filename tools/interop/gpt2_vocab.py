@@ -26,21 +26,9 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import nltool  # noqa: E402
+from gpt2bpe import byte_alphabet  # noqa: E402  (GPT-2's bytes_to_unicode, one definition)
 
 MAX_RANKS_BYTES = 64 << 20
-
-
-def byte_alphabet():
-    """GPT-2's bytes_to_unicode: printable Latin-1 bytes stand for themselves, the rest for U+0100 on."""
-    keep = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
-    chars, extra = {}, 0
-    for b in range(256):
-        if b in keep:
-            chars[b] = chr(b)
-        else:
-            chars[b] = chr(256 + extra)
-            extra += 1
-    return chars
 
 
 def read_ranks(path):
