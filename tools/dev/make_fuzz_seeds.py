@@ -16,12 +16,27 @@ import needs  # noqa: E402
 
 needs.packages("numpy")
 
+import gpt2bpe  # noqa: E402
 import nlformat  # noqa: E402
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 OUT = os.path.join(ROOT, "tests", "fuzz", "corpus")
 PROMPTS = ["ROMEO:\n", "", "é€你😀", "abc\n\n", "A b c. d? e!", b"\xc3\x28 invalid",
            "KING:\nNow speak, good friend."]
+
+
+def small_bpe():
+    """A Hugging Face byte-level BPE tokenizer.json of GPT-2's form: the 256 bytes, a few merges, <|endoftext|>."""
+    alphabet = gpt2bpe.byte_alphabet()
+    vocab = {alphabet[b]: i for i, b in enumerate(sorted(alphabet))}
+    merges = ["\u0120 t", "h e", "\u0120t he", "i n", "in g", "\u0120 a"]
+    for m in merges:
+        vocab[m.replace(" ", "")] = len(vocab)
+    vocab["<|endoftext|>"] = len(vocab)
+    level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
+    return {"version": "1.0", "added_tokens": [{"id": len(vocab) - 1, "content": "<|endoftext|>", "special": True}],
+            "normalizer": None, "pre_tokenizer": level, "decoder": level,
+            "model": {"type": "BPE", "vocab": vocab, "merges": merges}}
 
 
 def main():
@@ -50,8 +65,13 @@ def main():
     for model in sorted(glob.glob(os.path.join(ROOT, "weights", "*", "config.json"))):
         name = os.path.basename(os.path.dirname(model))
         shutil.copy(model, os.path.join(OUT, "config", name + ".json"))
+        with open(os.path.join(os.path.dirname(model), "tokenizer.json"), encoding="utf-8") as f:
+            if json.load(f).get("type") != "char":
+                continue  # GPT-2's 1.8 MB tokenizer.json: the small BPE seed below stands for it
         shutil.copy(os.path.join(os.path.dirname(model), "tokenizer.json"),
                     os.path.join(OUT, "tokenizer", name + ".json"))
+    with open(os.path.join(OUT, "tokenizer", "bpe-small.json"), "w", encoding="utf-8") as f:
+        json.dump(small_bpe(), f, ensure_ascii=False)
     for i, p in enumerate(PROMPTS):
         with open(os.path.join(OUT, "prompt", f"prompt{i}.txt"), "wb") as f:
             f.write(p.encode("utf-8", "surrogateescape") if isinstance(p, str) else p)
