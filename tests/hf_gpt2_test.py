@@ -172,6 +172,10 @@ def good_paths(tmp, rng):
     check(r.returncode == 0 and streamed == whole and split,
           "generate streams valid UTF-8, equal to --json's text, characters made of several tokens kept whole",
           f"{streamed[:80]!r} vs {whole[:80]!r}")
+    rc, both, err = run(BIN, "generate", "-m", out, "-m", "shakespeare-pre-ln", "-p", "the", "-n", "8", "--seed", "2")
+    check(rc == 0 and both.count("=== ") == 2 and "(layernorm/pre) ===" in both and "8 new tokens" in err and
+          "8 new characters" in err, "generate: a BPE model beside a character model, each counted in its own units",
+          err)
     with open(os.path.join(tmp, "text.txt"), "w") as f:
         f.write(text * 3)
     rc, ev, err = run(BIN, "eval", "-m", out, "-f", os.path.join(tmp, "text.txt"), "--json")
