@@ -133,9 +133,11 @@ def imports(snap, out):
 def good_paths(tmp, rng):
     st = weights(rng)
     text = " the theme the\nthe"
-    for label, kw in (("tokenizer.json, no prefix", {}), ("transformer. prefix, mask buffers, saved head", {"prefix": "transformer."}),
-                      ("vocab.json + merges.txt", {"pair": {"vocab.json": json.dumps(vocab(), ensure_ascii=False),
-                                                            "merges.txt": "#version: 0.2\n" + "\n".join(MERGES) + "\n"}})):
+    pair = {"vocab.json": json.dumps(vocab(), ensure_ascii=False),
+            "merges.txt": "#version: 0.2\n" + "\n".join(MERGES) + "\n"}
+    for label, kw in (("tokenizer.json, no prefix", {}),
+                      ("transformer. prefix, mask buffers, saved head", {"prefix": "transformer."}),
+                      ("vocab.json + merges.txt", {"pair": pair})):
         out = os.path.join(tmp, "m-" + str(len(os.listdir(tmp))))
         rc, _, err = imports(snapshot(out + "-hf", st, **kw), out)
         check(rc == 0, f"{label}: imports", err)

@@ -151,9 +151,10 @@ int report_compare_text(FILE *f, const NlCompareRow *rows, const char *const *la
     int bpe = 0;  // a BPE model among the rows: bits/char is per token, and bits/byte joins the table
     for (size_t i = 0; i < n; i++) bpe |= rows[i].bpe;
     if (bpe)
-        fprintf(f, "normlab compare: %s (%zu bytes scored; bits/tok: per token, a character or a BPE token; "
-                   "bits/byte: per byte of the text, the same for every model); rows measured %s; speeds are medians of "
-                   "%d run%s\n",
+        fprintf(f,
+                "normlab compare: %s (%zu bytes scored; bits/tok: per token, a character or a BPE token; "
+                "bits/byte: per byte of the text, the same for every model); rows measured %s; speeds are medians of "
+                "%d run%s\n",
                 info->text, n ? rows[0].bytes : 0,
                 info->threads > 1 ? "side by side on several threads" : "one at a time", info->repeats,
                 info->repeats == 1 ? "" : "s");
