@@ -10,12 +10,14 @@
 const Command COMMANDS[] = {
     {"generate", CMD_GENERATE, "sample text from a model, streamed to stdout",
      "[-m MODEL]... [-p TEXT | -f FILE] [-n N] [options]",
-     "Streams the prompt and N sampled characters to stdout (timing goes to stderr). With several -m, the same "
+     "Streams the prompt and N sampled tokens (characters, or BPE tokens: a character cut between tokens waits "
+     "for its end) to stdout (timing goes to stderr). With several -m, the same "
      "prompt, seed and sampling run through each model in turn, one block per model.",
      NULL, NULL, cmd_generate},
-    {"eval", CMD_EVAL, "bits per character of a model on a text file", "[-m MODEL] -f FILE [options]",
-     "Average negative log-likelihood of every character of FILE after the first, given those before it within "
-     "the context window, as nats/char, bits/char and perplexity, each with its standard error; progress (rate, "
+    {"eval", CMD_EVAL, "bits per character (and per byte) of a model on a text file", "[-m MODEL] -f FILE [options]",
+     "Average negative log-likelihood of every token of FILE after the first (a character, or a BPE token), given "
+     "those before it within the context window, as nats, bits and perplexity per token, each with its standard "
+     "error, then per byte of the scored tokens (bits/byte, which character and BPE models share); progress (rate, "
      "time left) on a terminal and the elapsed time go to stderr.",
      NULL, NULL, cmd_eval},
     {"info", CMD_INFO, "a model's configuration, parameters and memory", "[-m MODEL] [--json] [-o FILE]",

@@ -161,7 +161,8 @@ const OptSpec OPTIONS[] = {
      .def = "256",
      .commands = GEN | PROF,
      .field = F(n_new),
-     .help = "characters to generate (0 generates nothing; the prompt is still processed and timed)"},
+     .help = "tokens to generate: characters for a character model, BPE tokens for a BPE one (0 generates "
+             "nothing; the prompt is still processed and timed)"},
     {.name = "temperature",
      .alias = "temp",
      .type = OT_DOUBLE,
@@ -245,7 +246,8 @@ const OptSpec OPTIONS[] = {
      .field = F(json),
      .value = 1,
      .help = "one JSON object: {chars, nats_per_char, nats_per_char_stderr, bits_per_char, bits_per_char_stderr, "
-             "perplexity, perplexity_stderr, skipped, stride or segments}"},
+             "perplexity, perplexity_stderr, bytes, bits_per_byte, bits_per_byte_stderr, skipped, stride or segments}; "
+             "a BPE model's per-token keys say token: {tokens, nats_per_token, ..., bits_per_token_stderr, ...}"},
     {.name = "json", .type = OT_FLAG, .commands = CMD_INFO, .field = F(json), .value = 1, .help = "one JSON object"},
     {.name = "json",
      .type = OT_FLAG,
