@@ -180,12 +180,32 @@ def good_paths(tmp, rng):
           err)
     with open(os.path.join(tmp, "text.txt"), "w") as f:
         f.write(text * 3)
+    lab(out, os.path.join(tmp, "text.txt"))
     rc, ev, err = run(BIN, "eval", "-m", out, "-f", os.path.join(tmp, "text.txt"), "--json")
     e = json.loads(ev) if rc == 0 else {}
     per_byte = e.get("bits_per_token", 0) * e.get("tokens", 0) / max(e.get("bytes", 1), 1)
     check(rc == 0 and e.get("bytes") == len((text * 3).encode()) - len(" the") and
           abs(e.get("bits_per_byte", 0) - per_byte) < 1e-6 and "tokens" in e,
           "eval: tokens, bytes (those after the first token) and bits/byte = bits/token x tokens / bytes", ev + err)
+
+
+def lab(model, text):
+    """The lab on a BPE model, beside a character model: lens, outliers, a q8 row, a --norm override."""
+    rc, out, err = run(BIN, "compare", model, "shakespeare-pre-ln", "-f", text, "--lens", "--outliers",
+                       "--quantize", "q8", "--repeats", "1", "--json")
+    rows = json.loads(out) if rc == 0 else []
+    bpe = [r for r in rows if r.get("tokenizer") == "bpe"]
+    char = [r for r in rows if r.get("tokenizer") == "char"]
+    per_byte = all(abs(r["bits_per_byte"] - r["bits_per_char"] * r["chars"] / r["bytes"]) < 1e-9 for r in rows)
+    check(len(bpe) == 2 and len(char) == 2 and per_byte and all(len(r["lens_bits_per_char"]) == 2 for r in bpe)
+          and bpe[0]["bytes"] == char[0]["bytes"] - len(" the") + 1,
+          "compare: a BPE and a character model with the lens, outliers and q8 rows; bits/byte from each one's "
+          "own scored bytes", err[-300:])
+    rc, text_out, err = run(BIN, "compare", model, "shakespeare-pre-ln", "-f", text, "--repeats", "1")
+    check(rc == 0 and "bits/tok bits/byte" in text_out and "bytes scored" in text_out,
+          "compare's table labels bits/tok and adds bits/byte beside a BPE model", text_out[:300] + err)
+    rc, out, err = run(BIN, "eval", "-m", model, "-f", text, "--norm", "rmsnorm", "--json")
+    check(rc == 0 and "rmsnorm" in err and json.loads(out)["tokens"] > 0, "eval --norm rmsnorm runs a BPE model", err)
 
 
 def bad_inputs(tmp, rng):
