@@ -375,8 +375,8 @@ static int check_hf_kind(const cJSON *root, const cJSON *model, const char *what
 }
 
 // added_tokens: each in model.vocab under its own id (GPT-2's "<|endoftext|>"); into special.
-static int read_added(const NlBpe *b, const cJSON *root, const cJSON *vocab, int *special, int *n_special,
-                      const char *what, NlError *err) {
+static int read_added(const cJSON *root, const cJSON *vocab, int *special, int *n_special, const char *what,
+                      NlError *err) {
     const cJSON *added = cJSON_GetObjectItemCaseSensitive(root, "added_tokens");
     *n_special = 0;
     if (!added || cJSON_IsNull(added)) return 0;
@@ -394,12 +394,7 @@ static int read_added(const NlBpe *b, const cJSON *root, const cJSON *vocab, int
             nl_error(err, NL_ERR_FORMAT, "%s: added_tokens[%d] is not in model.vocab under its id", what, i);
             return -1;
         }
-        int k = (int)id->valuedouble;
-        if (k < 0 || k >= b->n) {
-            nl_error(err, NL_ERR_FORMAT, "%s: added_tokens[%d] has id %d, outside the vocabulary", what, i, k);
-            return -1;
-        }
-        special[(*n_special)++] = k;
+        special[(*n_special)++] = (int)id->valuedouble;  // (a vocabulary id: read_vocab checked its range)
     }
     return 0;
 }
@@ -436,7 +431,7 @@ int nl_bpe_from_json(NlBpe **out, const cJSON *root, const char *what, NlError *
     int special[64], n_special = 0;
     NlBpe *b = bpe_new(what, err);
     int rc = b ? read_vocab(b, vocab, "model.vocab", what, err) : -1;
-    if (rc == 0) rc = read_added(b, root, vocab, special, &n_special, what, err);
+    if (rc == 0) rc = read_added(root, vocab, special, &n_special, what, err);
     if (rc == 0)
         rc = read_merges_json(b, cJSON_GetObjectItemCaseSensitive(model, "merges"), special, n_special, what, err);
     if (rc != 0) {

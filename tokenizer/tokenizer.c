@@ -163,6 +163,12 @@ const char *nl_tokenizer_bytes(const NlTokenizer *tok, int id, size_t *len) {
     return tok->pieces[id];
 }
 
+size_t nl_tokenizer_text_bytes(const NlTokenizer *tok, const int *ids, size_t n) {
+    size_t bytes = 0, len;
+    for (size_t i = 0; i < n; i++) bytes += (nl_tokenizer_bytes(tok, ids[i], &len), len);
+    return bytes;
+}
+
 const char *nl_tokenizer_piece(const NlTokenizer *tok, int id) {
     size_t len;
     return nl_tokenizer_bytes(tok, id, &len);

@@ -56,6 +56,8 @@ int nl_tokenizer_encode(const NlTokenizer *tok, const char *text, size_t len, in
 // The bytes of token id (0 <= id < size), *len of them: a BPE token may end inside a UTF-8
 // character, or hold any byte, NUL included. They are followed by a NUL.
 const char *nl_tokenizer_bytes(const NlTokenizer *tok, int id, size_t *len);
+// The bytes of ids[0..n) together: the text they decode to, in bytes.
+size_t nl_tokenizer_text_bytes(const NlTokenizer *tok, const int *ids, size_t n);
 // The same bytes, NUL-terminated (a BPE token holding a NUL reads short: use nl_tokenizer_bytes).
 const char *nl_tokenizer_piece(const NlTokenizer *tok, int id);
 

@@ -83,13 +83,6 @@ static int print_eval(FILE *out, int json, const NlEvalResult *r, double nats, d
                    bits * per_byte, se / log(2.0) * per_byte) > 0;
 }
 
-// The bytes of the scored tokens: every one after the first.
-static size_t scored_bytes(const NlModel *model, const int *ids, size_t n) {
-    size_t bytes = 0, len;
-    for (size_t i = 1; i < n; i++) bytes += (nl_tokenizer_bytes(nl_model_tokenizer(model), ids[i], &len), len);
-    return bytes;
-}
-
 // How eval cuts the text: windows of a transformer's context at a stride, in batches of windows
 // a forward call; or a windowless model's segments, run together through one state.
 typedef struct {
@@ -177,7 +170,9 @@ int cmd_eval(Options *o) {
             seconds, (double)r.count / (seconds > 0 ? seconds : 1e-9), chars ? "chars" : "tok", p.workers,
             plural((size_t)p.workers));
     int ok = print_eval(out.f, o->json, &r, nats, se, skipped, p.windowless ? "segments" : "stride",
-                        p.windowless ? p.segments : p.stride, chars ? "char" : "token", scored_bytes(model, ids, n));
+                        p.windowless ? p.segments : p.stride, chars ? "char" : "token",
+                        n ? nl_tokenizer_text_bytes(nl_model_tokenizer(model), ids + 1, n - 1)
+                          : 0);  // scored: all but the first
     if (!ok || fflush(out.f) == EOF) {
         msg_error("cannot write %s: %s", o->output ? o->output : "to stdout", strerror(errno));
         rc = EXIT_DATA;

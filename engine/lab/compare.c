@@ -217,7 +217,7 @@ int nl_compare_model(const NlCompareJob *job, const NlCompareOptions *opts, NlCo
     row->parameters = nl_model_parameters(model);
     const NlTokenizer *tok = nl_model_tokenizer(model);
     row->bpe = nl_tokenizer_kind(tok) == NL_TOKENIZER_BPE;
-    for (size_t i = 1, len; i < n; i++) row->bytes += (nl_tokenizer_bytes(tok, ids[i], &len), len);
+    row->bytes = n ? nl_tokenizer_text_bytes(tok, ids + 1, n - 1) : 0;  // the scored tokens: all but the first
     row->weight_bytes = nl_model_weight_bytes(model);
     run.batch = 1;
     NlState *s = NULL;
