@@ -15,7 +15,6 @@
 
 #define EOT_TEXT "<|endoftext|>"
 #define ALPHABET (256 + 68)  // GPT-2's byte-to-unicode characters: U+0021 to U+0143
-#define MAX_TOKEN_BYTES 256  // the longest token a vocabulary may hold, in bytes (GPT-2's: 128)
 
 typedef struct {
     uint64_t key;  // (a << 32 | b) + 1 for a pair; 0: empty
@@ -153,7 +152,7 @@ static int token_bytes(const char *s, const short *byte_of, unsigned char *out, 
         uint32_t cp;
         size_t k = nl_utf8_decode(s + at, len - at, &cp);
         int b = k && cp < ALPHABET ? byte_of[cp] : -1;
-        if (b < 0 || *n == MAX_TOKEN_BYTES) return -1;
+        if (b < 0 || *n == NL_TOKEN_MAX_BYTES) return -1;
         out[(*n)++] = (unsigned char)b;
         at += k;
     }
@@ -174,7 +173,7 @@ static int read_vocab(NlBpe *b, const cJSON *vocab, const char *file, const char
         return -1;
     }
     for (const cJSON *e = vocab->child; e; e = e->next) {
-        unsigned char buf[MAX_TOKEN_BYTES];
+        unsigned char buf[NL_TOKEN_MAX_BYTES];
         size_t n;
         double v = cJSON_IsNumber(e) ? e->valuedouble : -1;
         int id = (int)v;
@@ -232,12 +231,12 @@ static int merges_begin(NlBpe *b, Merges *m, size_t count, const char *list, con
 // One merge "A B" (line[0..n): A and B tokens, their concatenation a third): its pair, at rank.
 static int read_merge(NlBpe *b, Merges *m, const char *line, size_t n, int rank, int number, NlError *err) {
     const char *gap = memchr(line, ' ', n);
-    char part[2][4 * MAX_TOKEN_BYTES + 1];
-    unsigned char bytes[2][MAX_TOKEN_BYTES], both[2 * MAX_TOKEN_BYTES];
+    char part[2][4 * NL_TOKEN_MAX_BYTES + 1];
+    unsigned char bytes[2][NL_TOKEN_MAX_BYTES], both[2 * NL_TOKEN_MAX_BYTES];
     size_t len[2], cut[2] = {gap ? (size_t)(gap - line) : 0, gap ? n - (size_t)(gap - line) - 1 : 0};
     int id[2];
     for (int k = 0; k < 2 && gap; k++) {
-        if (cut[k] == 0 || cut[k] > 4 * MAX_TOKEN_BYTES) gap = NULL;
+        if (cut[k] == 0 || cut[k] > 4 * NL_TOKEN_MAX_BYTES) gap = NULL;
         else {
             memcpy(part[k], k ? gap + 1 : line, cut[k]);
             part[k][cut[k]] = '\0';
@@ -408,7 +407,7 @@ static int read_merges_json(NlBpe *b, const cJSON *merges, const int *special, i
     Merges m;
     int rc = merges_begin(b, &m, (size_t)cJSON_GetArraySize(merges), "model.merges entry", what, err), rank = 0;
     for (const cJSON *e = merges->child; e && rc == 0; e = e->next, rank++) {
-        char line[8 * MAX_TOKEN_BYTES + 2];
+        char line[8 * NL_TOKEN_MAX_BYTES + 2];
         const cJSON *x = cJSON_IsArray(e) ? e->child : NULL, *y = x ? x->next : NULL;
         int n = cJSON_IsString(e) ? snprintf(line, sizeof line, "%s", e->valuestring)
                 : cJSON_IsString(x) && cJSON_IsString(y) && !y->next

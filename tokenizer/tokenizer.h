@@ -27,6 +27,10 @@ typedef struct NlBpe NlBpe;
 
 typedef enum { NL_TOKENIZER_CHAR, NL_TOKENIZER_BPE } NlTokenizerKind;
 
+// The most bytes a token holds: a character's 4; a BPE vocabulary's longest (GPT-2's: 128) is
+// refused above this.
+#define NL_TOKEN_MAX_BYTES 256
+
 // nl_tokenizer_encode's flags.
 enum {
     NL_ENCODE_SKIP_UNKNOWN = 1,  // char: drop characters outside the vocabulary (counted) instead of failing

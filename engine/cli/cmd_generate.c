@@ -18,19 +18,19 @@
 #include "jsonout.h"
 #include "report_profile.h"
 
+#define HELD_MAX 3  // the start of a UTF-8 character: at most 3 of its 4 bytes
+
 typedef struct {
     const NlTokenizer *tok;
     FILE *out;
     int write_failed;
-    char held[4];  // the start of a UTF-8 character that a later token completes (BPE), not yet written
+    char held[HELD_MAX];  // the start of a UTF-8 character that a later token completes (BPE), not yet written
     size_t n_held;
 } EmitCtx;
 
-#define TOKEN_ROOM 300  // the bytes a token is written through at once; a longer one goes in parts
-
 // Text to the output, flushed, each byte that is not part of valid UTF-8 written as U+FFFD.
 static int emit_repaired(EmitCtx *e, const char *s, size_t n) {
-    char fixed[3 * TOKEN_ROOM + 1];
+    char fixed[3 * (HELD_MAX + NL_TOKEN_MAX_BYTES) + 1];
     size_t k = nl_utf8_repair(s, n, fixed);
     if (fwrite(fixed, 1, k, e->out) != k || fflush(e->out) == EOF) {
         e->write_failed = errno ? errno : EIO;
@@ -45,19 +45,14 @@ static int emit_token(int token, void *ctx) {
     EmitCtx *e = ctx;
     size_t len, n = e->n_held;
     const char *bytes = nl_tokenizer_bytes(e->tok, token, &len);
-    char joined[TOKEN_ROOM];
+    char joined[HELD_MAX + NL_TOKEN_MAX_BYTES];
     memcpy(joined, e->held, n);
-    for (size_t at = 0; at < len;) {
-        size_t take = len - at < TOKEN_ROOM - n ? len - at : TOKEN_ROOM - n;
-        memcpy(joined + n, bytes + at, take);
-        n += take;
-        at += take;
-        size_t keep = at == len ? nl_utf8_pending(joined, n) : 0;
-        if (emit_repaired(e, joined, n - keep) != 0) return 1;
-        memcpy(e->held, joined + n - keep, keep);
-        e->n_held = keep;
-        n = 0;
-    }
+    memcpy(joined + n, bytes, len);
+    n += len;
+    size_t keep = nl_utf8_pending(joined, n);
+    if (emit_repaired(e, joined, n - keep) != 0) return 1;
+    memcpy(e->held, joined + n - keep, keep);
+    e->n_held = keep;
     return 0;
 }
 
