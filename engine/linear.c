@@ -26,6 +26,21 @@
 //   M*N*K <= 100^3, but for a transposed A (what NT is, column-major) only when the output has at
 //   most 1200 elements: NN at 8 rows of 384 x 128 ran 6.8 us against 17.2 NT and 23.1 for 8 sgemv
 //   (Zen 4, issue 26's table). There NN is used from 2 rows wherever the kernels permit it.
+// - Above TRANSPOSED_MAX_WEIGHTS a matrix is read from memory once per decode step, and the speed
+//   at which sgemv streams it depends on its layout, by shape (blaslayout's streaming table: one
+//   row through distinct matrices, 256 MiB or more a pass). On a Zen 4 EPYC with Cooperlake
+//   kernels (issue 36), stored (in, out) the tall GPT-2 shapes streamed 1.4-1.6x faster (qkv
+//   2304 x 768: 19.1 against 13.3 GB/s; mlp_up 3072 x 768: 22.8 against 14.4) and the wide
+//   mlp_down slower (16.2 against 19.4). On a Zen 5 EPYC (2026-12-02, one thread, three rounds)
+//   the layouts were within noise of each other with either family but for the 50257 x 768 head
+//   (in, out) in two calls (below): Haswell 29.3-30.5 against 26.5-29.6 GB/s; and mlp_up in two
+//   calls ran 24.2-26.8 against 28.7-29.2 (Haswell) and 26.6-26.8 against 26.4-29.8 (Cooperlake).
+//   So a weight above the bound with out >= TALL_RATIO_AVX512 * in (AVX-512), or >= TALL_RATIO_AVX2
+//   * in (AVX2: a head's shape only), is copied (in, out) and read only there: sgemv on the copy
+//   below NN_MIN_ROWS rows (3 above CACHED_MATRIX_BYTES), NN from there (NN ran as fast as NT or
+//   faster on GPT-2's tall shapes at 4 to 64 rows: qkv at 8 rows 388 against 554 us). Its source
+//   pages are handed back as it is copied (model.c), so resident memory stays about the file's
+//   size. --no-repack turns every copy off.
 // - Tiers below AVX2, and kernels this table does not know, keep the plain rule (no copy).
 // A sgemv of SPLIT_MIN_WEIGHTS or more is split by output rows over the pool's workers, each one
 // sgemv on one OpenBLAS thread over its slice of rows; each output is still one sgemv dot product
@@ -35,7 +50,9 @@
 // slower than whole (1.4 against 2.0 us); 384 x 128 1.2-1.7x faster. sgemm runs whole on one
 // OpenBLAS thread: OpenBLAS's threaded sgemm splits the rows and its kernels then round
 // differently (tools/bench/blasrows.c); its parallelism comes from the engine's own threads, over
-// windows and sample groups.
+// windows and sample groups. On a copy (in, out) OpenBLAS's kernel rounds an output differently
+// with the number of outputs in its call (1001 x 129 split at 512: 14 of 1001 differ), so there the
+// calls are always the same T_SHARES halves, run one after the other or on two workers.
 enum {
     SGEMM_MIN_ROWS = 6,
     SGEMM_MIN_ROWS_UNCACHED = 3,
@@ -44,16 +61,32 @@ enum {
     NN_SMALL_MIN_ROWS = 2,  // AVX-512: NN from here, where the small-matrix kernels run
     SPLIT_MIN_WEIGHTS = 1 << 15,
     SPLIT_ALIGN = 16,
+    T_SHARES = 2,  // the sgemv calls on a transposed copy: the outputs in halves, at any worker count
+    TALL_RATIO_AVX512 = 2,  // out >= this * in: a weight that streams faster stored (in, out), AVX-512
+    TALL_RATIO_AVX2 = 16,  // ... and with AVX2: only a head's shape
 };
 #define CACHED_MATRIX_BYTES ((size_t)16 << 20)
 // 2 MiB a copy: the shipped models whole, a third of nanoGPT's shape, none of GPT-2 small
 #define TRANSPOSED_MAX_WEIGHTS ((size_t)1 << 19)
 #define SMALL_KERNEL_MAX_MNK 1e6  // OpenBLAS 0.3.21's permit for its AVX-512 small-matrix kernels
 
+// Whether a weight too big for the cache streams faster stored (in, out) (see the rule above).
+static int streams_transposed(size_t n_out, size_t n_in, int tier) {
+    size_t ratio = tier >= 3 ? TALL_RATIO_AVX512 : TALL_RATIO_AVX2;
+    return tier >= 2 && n_out * n_in > TRANSPOSED_MAX_WEIGHTS && n_out >= ratio * n_in;
+}
+
 NlLinearPlan nl_linear_plan(size_t rows, size_t n_out, size_t n_in, int tier, int workers) {
     size_t weights = n_out * n_in;
     int copy = tier >= 2 && weights <= TRANSPOSED_MAX_WEIGHTS;
     NlLinearPlan p = {NL_CALL_SGEMV_ROWS, 1};
+    size_t min_rows = weights * sizeof(float) <= CACHED_MATRIX_BYTES ? SGEMM_MIN_ROWS : SGEMM_MIN_ROWS_UNCACHED;
+    if (streams_transposed(n_out, n_in, tier)) {  // the copy is the only layout read: NN for many rows
+        size_t nn_rows = weights * sizeof(float) <= CACHED_MATRIX_BYTES ? NN_MIN_ROWS : SGEMM_MIN_ROWS_UNCACHED;
+        p.call = rows >= nn_rows ? NL_CALL_SGEMM_NN : NL_CALL_SGEMV_T_ROWS;
+        if (p.call == NL_CALL_SGEMV_T_ROWS && workers >= 2) p.split = workers;
+        return p;
+    }
     if (copy && tier >= 3 && rows >= NN_SMALL_MIN_ROWS && (double)rows * (double)weights <= SMALL_KERNEL_MAX_MNK) {
         p.call = NL_CALL_SGEMM_NN;
         return p;
@@ -62,7 +95,6 @@ NlLinearPlan nl_linear_plan(size_t rows, size_t n_out, size_t n_in, int tier, in
         p.call = NL_CALL_SGEMM_NN;
         return p;
     }
-    size_t min_rows = weights * sizeof(float) <= CACHED_MATRIX_BYTES ? SGEMM_MIN_ROWS : SGEMM_MIN_ROWS_UNCACHED;
     if (rows >= min_rows) {
         p.call = NL_CALL_SGEMM_NT;
         return p;
@@ -72,8 +104,10 @@ NlLinearPlan nl_linear_plan(size_t rows, size_t n_out, size_t n_in, int tier, in
 }
 
 int nl_linear_wants_transposed(size_t n_out, size_t n_in, int tier) {
-    for (size_t rows = 1; rows < NN_MAX_ROWS; rows++)
-        if (nl_linear_plan(rows, n_out, n_in, tier, 1).call == NL_CALL_SGEMM_NN) return 1;
+    for (size_t rows = 1; rows <= NN_MAX_ROWS; rows++) {
+        NlCall call = nl_linear_plan(rows, n_out, n_in, tier, 1).call;
+        if (call == NL_CALL_SGEMM_NN || call == NL_CALL_SGEMV_T_ROWS) return 1;
+    }
     return 0;
 }
 
@@ -81,47 +115,60 @@ int nl_linear_wants_transposed(size_t n_out, size_t n_in, int tier) {
 
 typedef struct {
     float *y;  // (n, n_out)
-    const float *x, *w, *b;  // x (n, n_in), w (n_out, n_in), b (n_out) or NULL
-    size_t n, n_out, n_in, rows_each;  // rows of w in each share (the last takes the rest)
-} GemvSplit;
+    const float *x, *w, *b;  // x (n, n_in); w (n_out, n_in), or wt (n_in, n_out) when transposed; b (n_out) or NULL
+    size_t n, n_out, n_in, each;  // outputs in each share (the last takes the rest)
+    int transposed;
+} GemvJob;
 
-static void gemv_rows(float *y, const float *x, const float *w, const float *b, size_t n, size_t n_out, size_t n_in,
-                      size_t y_stride) {
-    for (size_t r = 0; r < n; r++) {
-        cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)n_out, (int)n_in, 1.0f, w, (int)n_in, x + r * n_in, 1, 0.0f,
-                    y + r * y_stride, 1);
-        if (b) nl_add(y + r * y_stride, b, n_out);
+// Outputs lo .. lo+outs of every row of x: one sgemv on those rows of w, or those columns of wt.
+static void gemv_outputs(const GemvJob *j, size_t lo, size_t outs) {
+    for (size_t r = 0; r < j->n; r++) {
+        const float *x = j->x + r * j->n_in;
+        float *y = j->y + r * j->n_out + lo;
+        if (j->transposed)
+            cblas_sgemv(CblasRowMajor, CblasTrans, (int)j->n_in, (int)outs, 1.0f, j->w + lo, (int)j->n_out, x, 1, 0.0f,
+                        y, 1);
+        else
+            cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)outs, (int)j->n_in, 1.0f, j->w + lo * j->n_in, (int)j->n_in,
+                        x, 1, 0.0f, y, 1);
+        if (j->b) nl_add(y, j->b + lo, outs);
     }
 }
 
 static void gemv_share(void *ctx, int share) {
-    const GemvSplit *j = ctx;
-    size_t lo = (size_t)share * j->rows_each;
-    if (lo >= j->n_out) return;
-    size_t rows = j->n_out - lo < j->rows_each ? j->n_out - lo : j->rows_each;
-    gemv_rows(j->y + lo, j->x, j->w + lo * j->n_in, j->b ? j->b + lo : NULL, j->n, rows, j->n_in, j->n_out);
+    const GemvJob *j = ctx;
+    size_t lo = (size_t)share * j->each;
+    if (lo < j->n_out) gemv_outputs(j, lo, j->n_out - lo < j->each ? j->n_out - lo : j->each);
+}
+
+void nl_linear_run(float *y, const float *x, size_t n, const NlLinear *lin, NlPool *pool, NlLinearPlan p) {
+    size_t n_out = lin->n_out, n_in = lin->n_in;
+    if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
+    if (p.call == NL_CALL_SGEMM_NN && !lin->wt) p.call = NL_CALL_SGEMM_NT;
+    if (p.call == NL_CALL_SGEMV_T_ROWS && !lin->wt) p.call = NL_CALL_SGEMV_ROWS;
+    if (p.call == NL_CALL_SGEMM_NN || p.call == NL_CALL_SGEMM_NT) {
+        if (p.call == NL_CALL_SGEMM_NN)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n_out, (int)n_in, 1.0f, x, (int)n_in,
+                        lin->wt, (int)n_out, 0.0f, y, (int)n_out);
+        else
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)n_out, (int)n_in, 1.0f, x, (int)n_in,
+                        lin->w, (int)n_in, 0.0f, y, (int)n_out);
+        for (size_t r = 0; lin->b && r < n; r++) nl_add(y + r * n_out, lin->b, n_out);
+        return;
+    }
+    // On wt the shares are always T_SHARES: OpenBLAS's kernel for this layout rounds an output
+    // differently with the number of outputs in the call, so the calls must not depend on the workers.
+    int transposed = p.call == NL_CALL_SGEMV_T_ROWS, shares = transposed ? T_SHARES : p.split;
+    GemvJob j = {y, x, transposed ? lin->wt : lin->w, lin->b, n, n_out, n_in, n_out, transposed};
+    size_t each = (n_out + (size_t)shares - 1) / (size_t)shares;
+    j.each = (each + SPLIT_ALIGN - 1) / SPLIT_ALIGN * SPLIT_ALIGN;
+    if (p.split >= 2 && nl_pool_workers(pool) >= 2) nl_pool_run(pool, gemv_share, &j);
+    else
+        for (int k = 0; k < shares; k++) gemv_share(&j, k);
 }
 
 void nl_linear(float *y, const float *x, size_t n, const NlLinear *lin, NlPool *pool) {
-    size_t n_out = lin->n_out, n_in = lin->n_in;
-    NlLinearPlan p = nl_linear_plan(n, n_out, n_in, lin->tier, nl_pool_workers(pool));
-    if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
-    if (p.call == NL_CALL_SGEMM_NN && !lin->wt) p.call = NL_CALL_SGEMM_NT;
-    if (p.call == NL_CALL_SGEMM_NN)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n_out, (int)n_in, 1.0f, x, (int)n_in,
-                    lin->wt, (int)n_out, 0.0f, y, (int)n_out);
-    else if (p.call == NL_CALL_SGEMM_NT)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)n_out, (int)n_in, 1.0f, x, (int)n_in, lin->w,
-                    (int)n_in, 0.0f, y, (int)n_out);
-    if (p.call != NL_CALL_SGEMV_ROWS) {
-        for (size_t r = 0; lin->b && r < n; r++) nl_add(y + r * n_out, lin->b, n_out);
-    } else if (p.split < 2) {
-        gemv_rows(y, x, lin->w, lin->b, n, n_out, n_in, n_out);
-    } else {
-        size_t rows_each = (n_out + (size_t)p.split - 1) / (size_t)p.split;
-        GemvSplit j = {y, x, lin->w, lin->b, n, n_out, n_in, (rows_each + SPLIT_ALIGN - 1) / SPLIT_ALIGN * SPLIT_ALIGN};
-        nl_pool_run(pool, gemv_share, &j);
-    }
+    nl_linear_run(y, x, n, lin, pool, nl_linear_plan(n, lin->n_out, lin->n_in, lin->tier, nl_pool_workers(pool)));
 }
 
 void nl_linear_naive(float *y, const float *x, const float *w, const float *b, size_t n, size_t n_out, size_t n_in) {

@@ -24,11 +24,12 @@ typedef enum {
     NL_CALL_SGEMV_ROWS,  // one sgemv per row of x, on w
     NL_CALL_SGEMM_NT,  // one sgemm, x (n, n_in) by w^T
     NL_CALL_SGEMM_NN,  // one sgemm, x by wt (n_in, n_out)
+    NL_CALL_SGEMV_T_ROWS,  // one sgemv per row of x, on wt: the layout some shapes stream faster from memory
 } NlCall;
 
 typedef struct {
     NlCall call;
-    int split;  // workers the output rows are split over (sgemv only; 1: none)
+    int split;  // workers the outputs are split over (sgemv only; 1: none)
 } NlLinearPlan;
 
 // The call for a product of `rows` rows by a weight (n_out, n_in) with OpenBLAS kernels of `tier`,
@@ -39,11 +40,14 @@ int nl_linear_wants_transposed(size_t n_out, size_t n_in, int tier);
 // The tier of an OpenBLAS kernel family (blascore.c): 0 SSE, 1 AVX, 2 AVX2 + FMA, 3 AVX-512; -1 unknown.
 int nl_blas_tier(const char *family);
 
-// y (n, n_out) = x (n, n_in) @ lin->w^T + lin->b, as nl_linear_plan says (NN falls back to NT
-// without a copy). pool may be NULL (the caller alone); the bits do not depend on it. It sets
-// OpenBLAS's thread count, which is process-wide, to 1 before each product and leaves it there: a
-// program making its own BLAS calls sets its own count again.
+// y (n, n_out) = x (n, n_in) @ lin->w^T + lin->b, as nl_linear_plan says (a call on wt falls back
+// to its twin on w where there is no copy: NN to NT, SGEMV_T_ROWS to SGEMV_ROWS). pool may be NULL
+// (the caller alone); the bits do not depend on it. It sets OpenBLAS's thread count, which is
+// process-wide, to 1 before each product and leaves it there: a program making its own BLAS calls
+// sets its own count again.
 void nl_linear(float *y, const float *x, size_t n, const NlLinear *lin, NlPool *pool);
+// nl_linear with a plan of the caller's (tools/bench/blaslayout.c measures each one).
+void nl_linear_run(float *y, const float *x, size_t n, const NlLinear *lin, NlPool *pool, NlLinearPlan plan);
 void nl_linear_naive(float *y, const float *x, const float *w, const float *b, size_t n, size_t n_out, size_t n_in);
 
 #pragma GCC visibility pop

@@ -1,6 +1,7 @@
 // model.c — load and validate a model: config, tokenizer and tensors, from a directory
 // (config.json + tokenizer.json + memory-mapped model.safetensors) or one inline .json file.
 #define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE  // madvise
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -10,8 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <cblas.h>
 
 #include "bind.h"
 #include "bpe.h"
@@ -47,8 +51,9 @@ struct NlModel {
     size_t map_len;
     int map_read;  // 1: map was read into memory (free), 0: mapped (munmap)
     float *owned;  // inline tensors, or an aligned copy of an unaligned data section
-    float *transposed;  // the transposed weights nl_linear_plan uses (linear.h), or NULL
+    float *transposed;  // the transposed weights nl_linear_plan uses (linear.h), mapped, or NULL
     size_t transposed_bytes;
+    int no_repack;  // 1: no transposed copies (NlLoadOptions)
     void *matrices;  // replacement matrices the model owns (nl_model_set_matrices), or NULL
     int borrowed;  // 1: a copy (nl_model_copy) that borrows tok, st and the file from its base
     size_t n_params;
@@ -60,12 +65,41 @@ static size_t ref_elems(const NlTensorRef *r) {
     return n;
 }
 
-// dst (cols, rows) = src (rows, cols) transposed, in 32 x 32 blocks (both sides stay in cache).
-static void transpose(float *dst, const float *src, size_t rows, size_t cols) {
-    for (size_t r0 = 0; r0 < rows; r0 += 32)
-        for (size_t c0 = 0; c0 < cols; c0 += 32)
-            for (size_t r = r0; r < rows && r < r0 + 32; r++)
-                for (size_t c = c0; c < cols && c < c0 + 32; c++) dst[c * rows + r] = src[r * cols + c];
+// Source rows transposed at a time: the pages behind each such slice of a mapped file are handed
+// back once it is copied, so a model's resident memory grows by a slice, not by the copies.
+#define TRANSPOSE_SLICE_BYTES ((size_t)8 << 20)
+
+// madvise on the whole pages inside [p, p + bytes): advice only.
+static void advise(const void *p, size_t bytes, int advice) {
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    uintptr_t lo = ((uintptr_t)p + page - 1) / page * page, hi = ((uintptr_t)p + bytes) / page * page;
+    if (hi > lo) (void)madvise((void *)lo, hi - lo, advice);
+}
+
+// dst (cols, rows) = src (rows, cols) transposed (OpenBLAS's out-of-place copy; alpha 1 is exact),
+// a slice of rows at a time, each slice's source pages handed back where they are the mapped file
+// (read again from it if they are used after all). dst takes huge pages where one slice is the
+// whole matrix: a slice of a bigger one writes a little of every row of dst, which would fault in
+// all of its huge pages at once.
+static void transpose(const NlModel *m, float *dst, const float *src, size_t rows, size_t cols) {
+    size_t slice = TRANSPOSE_SLICE_BYTES / (cols * sizeof(float)) + 1;
+    const unsigned char *from = (const unsigned char *)src, *to = from + rows * cols * sizeof(float);
+    int mapped = !m->map_read && m->map && from >= m->map && to <= m->map + m->map_len;
+#if defined(MADV_HUGEPAGE) && defined(MADV_NOHUGEPAGE)
+    advise(dst, rows * cols * sizeof(float), slice >= rows ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+#endif
+    for (size_t r0 = 0; r0 < rows; r0 += slice) {
+        size_t n = rows - r0 < slice ? rows - r0 : slice;
+        cblas_somatcopy(CblasRowMajor, CblasTrans, (int)n, (int)cols, 1.0f, src + r0 * cols, (int)cols, dst + r0,
+                        (int)rows);
+        if (mapped) advise(src + r0 * cols, n * cols * sizeof(float), MADV_DONTNEED);
+    }
+}
+
+static void free_transposed(NlModel *m) {
+    if (m->transposed) munmap(m->transposed, m->transposed_bytes);
+    m->transposed = NULL;
+    m->transposed_bytes = 0;
 }
 
 // The family's matrices (family.h) in a new array (*slots, free() it); NULL: out of memory.
@@ -90,19 +124,23 @@ static int make_transposed(NlModel *m, NlError *err) {
         NlLinear *lin = slots[k].lin;
         if (!lin) continue;
         lin->tier = tier;
-        if (nl_linear_wants_transposed(lin->n_out, lin->n_in, tier)) floats += lin->n_out * lin->n_in;
+        lin->wt = NULL;
+        if (!m->no_repack && nl_linear_wants_transposed(lin->n_out, lin->n_in, tier)) floats += lin->n_out * lin->n_in;
     }
-    if (floats && posix_memalign((void **)&m->transposed, 64, floats * sizeof(float)) != 0) {
-        m->transposed = NULL;
-        nl_error(err, NL_ERR_NOMEM, "out of memory for %zu bytes of transposed weights", floats * sizeof(float));
-        goto cleanup;
+    if (floats) {
+        void *map = mmap(NULL, floats * sizeof(float), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (map == MAP_FAILED) {
+            nl_error(err, NL_ERR_NOMEM, "out of memory for %zu bytes of transposed weights", floats * sizeof(float));
+            goto cleanup;
+        }
+        m->transposed = map;
+        m->transposed_bytes = floats * sizeof(float);
     }
-    m->transposed_bytes = floats * sizeof(float);
     float *at = m->transposed;
     for (size_t k = 0; k < n; k++) {
         NlLinear *lin = slots[k].lin;
-        if (!lin || !nl_linear_wants_transposed(lin->n_out, lin->n_in, tier)) continue;
-        transpose(at, lin->w, lin->n_out, lin->n_in);
+        if (!lin || m->no_repack || !nl_linear_wants_transposed(lin->n_out, lin->n_in, tier)) continue;
+        transpose(m, at, lin->w, lin->n_out, lin->n_in);
         lin->wt = at;
         at += lin->n_out * lin->n_in;
     }
@@ -439,6 +477,7 @@ int nl_model_load_with(NlModel **out, const char *path, const NlLoadOptions *opt
             return -1;
         }
         int replaced = 0;
+        m->no_repack = opts && opts->no_repack;
         int rc = S_ISDIR(st.st_mode) ? load_dir(m, path, opts, &replaced, err) : load_inline(m, path, err);
         if (rc == 0) {
             *out = m;
@@ -461,7 +500,7 @@ void nl_model_free(NlModel *m) {
         else nl_file_unmap(m->map, m->map_len);
         free(m->owned);
     }
-    free(m->transposed);
+    free_transposed(m);
     free(m->matrices);
     free(m);
 }
@@ -518,9 +557,7 @@ int nl_model_set_matrices(NlModel *m, const float *const *data, void *owned, NlE
     free(slots);
     free(m->matrices);
     m->matrices = owned;
-    free(m->transposed);
-    m->transposed = NULL;
-    m->transposed_bytes = 0;
+    free_transposed(m);
     return make_transposed(m, err);
 }
 

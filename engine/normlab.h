@@ -88,6 +88,7 @@ typedef struct NlState NlState;
 int nl_model_load(NlModel **out, const char *path, NlError *err);
 typedef struct {
     int no_mmap;  // 1: read model.safetensors into memory instead of mapping it (llama.cpp's --no-mmap)
+    int no_repack;  // 1: no transposed copies of weights (llama.cpp's --no-repack): memory is the file's
 } NlLoadOptions;
 // nl_model_load with options (NULL: the defaults above). A mapped file that another program
 // truncates or rewrites in place while it is mapped kills the process (SIGBUS); normlab's own

@@ -455,7 +455,8 @@ static void the_table_describes_the_transformer(void) {
 // fixtures' only by heads. Threads beyond the machine's CPUs are capped (then the run compares fewer).
 static void one_stream_is_bitwise_the_same_at_any_thread_count(void) {
     const char *paths[] = {"weights/shakespeare-pre-ln", "tests/fixtures/ln-pre-t70.json",
-                           "tests/fixtures/rms-peri-nobias.json", "tests/fixtures/lstm-ln.json"};
+                           "tests/fixtures/rms-peri-nobias.json", "tests/fixtures/lstm-ln.json",
+                           "weights/shakespeare-bpe"};  // its 50257 x 64 head streams from its copy, in halves
     for (size_t f = 0; f < sizeof paths / sizeof paths[0]; f++) {
         NlModel *m = NULL;
         NlError err;
@@ -547,6 +548,64 @@ static void transposed_copies_are_exact_mapped_or_read(void) {
     nl_model_free(read);
 }
 
+// A tall weight above the copy bound (shakespeare-bpe's 50257 x 64 head, with AVX2 or AVX-512
+// kernels) is read only from its copy (linear.c): the copy is exact, the mapped file's pages it was
+// copied from still read back the file's values once handed back, and --no-repack's model (no
+// copies at all) gives logits within float rounding of it: 1e-5 + 1e-5 |want| on each, a sum of 64
+// products of values below 1 (seen: a few 1e-7), for one row (sgemv on the copy) and 24 (NN).
+static void large_tall_weights_stream_from_their_copy(void) {
+    const char *path = "weights/shakespeare-bpe";
+    NlModel *mapped = NULL, *read = NULL, *plain = NULL;
+    NlError err;
+    NlLoadOptions no_mmap = {.no_mmap = 1}, no_repack = {.no_repack = 1};
+    if (nl_model_load(&mapped, path, &err) != 0 || nl_model_load_with(&read, path, &no_mmap, &err) != 0 ||
+        nl_model_load_with(&plain, path, &no_repack, &err) != 0) {
+        CHECK(0, "%s", err.msg);
+        nl_model_free(mapped);
+        nl_model_free(read);
+        return;
+    }
+    const NlLinear *head = &nl_model_transformer_weights(mapped)->lm_head;
+    const NlLinear *head_read = &nl_model_transformer_weights(read)->lm_head;
+    int tier = nl_blas_tier(nl_blas_core());
+    CHECK(head->n_out == 50257 && head->n_in == 64, "the head is %zu x %zu", head->n_out, head->n_in);
+    CHECK((head->wt != NULL) == (tier >= 2), "the head has a copy exactly with AVX2 or AVX-512 (tier %d)", tier);
+    CHECK(nl_model_transposed_bytes(plain) == 0 && !nl_model_transformer_weights(plain)->lm_head.wt,
+          "no_repack makes no copies (%zu bytes)", nl_model_transposed_bytes(plain));
+    size_t n = head->n_out * head->n_in, same_file = 1, exact = 1;
+    for (size_t k = 0; k < n; k++) same_file &= memcmp(&head->w[k], &head_read->w[k], sizeof(float)) == 0;
+    for (size_t o = 0; head->wt && o < head->n_out; o++)
+        for (size_t i = 0; i < head->n_in; i++)
+            exact &= memcmp(&head->wt[i * head->n_out + o], &head_read->w[o * head->n_in + i], sizeof(float)) == 0;
+    CHECK(same_file, "the mapped head reads the file's values after its pages were handed back");
+    CHECK(exact, "the head's copy is the head transposed, bit for bit");
+    size_t V = (size_t)nl_model_config(mapped)->vocab_size, rows = 24;
+    int ids[24];
+    random_tokens(ids, (int)rows, (int)V, 43);
+    NlState *sm = NULL, *sp = NULL;
+    if (nl_state_create(&sm, mapped, NULL, &err) == 0 && nl_state_create(&sp, plain, NULL, &err) == 0) {
+        float *got = malloc(rows * V * sizeof *got);
+        double *want = malloc(rows * V * sizeof *want);
+        for (int pass = 0; pass < 2; pass++) {  // 24 rows at once, then the last one alone
+            size_t n_rows = pass ? 1 : rows, pos = pass ? rows - 1 : 0;
+            memcpy(got, nl_forward(sm, ids + pos, n_rows, pos, n_rows), n_rows * V * sizeof *got);
+            const float *p = nl_forward(sp, ids + pos, n_rows, pos, n_rows);
+            for (size_t k = 0; k < n_rows * V; k++) want[k] = p[k];
+            check_close(pass ? "head from its copy, 1 row, vs no copies" : "head from its copy, 24 rows, vs no copies",
+                        got, want, n_rows * V, 1e-5, 1e-5);
+        }
+        free(got);
+        free(want);
+    } else {
+        CHECK(0, "%s", err.msg);
+    }
+    nl_state_free(sm);
+    nl_state_free(sp);
+    nl_model_free(mapped);
+    nl_model_free(read);
+    nl_model_free(plain);
+}
+
 int main(void) {
     RUN(forward_matches_naive_reference_on_every_fixture);
     RUN(the_table_describes_the_transformer);
@@ -560,5 +619,6 @@ int main(void) {
     RUN(batched_streams_match_single_streams);
     RUN(one_stream_is_bitwise_the_same_at_any_thread_count);
     RUN(transposed_copies_are_exact_mapped_or_read);
+    RUN(large_tall_weights_stream_from_their_copy);
     return check_summary("test_forward");
 }

@@ -98,10 +98,12 @@ static void layernorm_invariant_to_scale_and_shift_rmsnorm_to_scale_only(void) {
 
 static void linear_blas_matches_naive_on_odd_shapes(void) {
     // Rows below and above the sgemv/sgemm switch (6 rows; 3 for a matrix over 16 MiB, the 4100 x
-    // 1025 one). Shapes at odd k run with a pool of 2 workers, the others on the caller alone: the
-    // sgemv of 1 x 1024 x 1025 and 4 x 4100 x 1025 are split by rows.
-    const size_t shapes[][3] = {{1, 7, 5},   {3, 13, 17},    {9, 1, 33},  {1, 65, 128},    {31, 29, 23},   {5, 40, 24},
-                                {6, 40, 24}, {64, 256, 129}, {2, 30, 20}, {1, 1024, 1025}, {4, 4100, 1025}};
+    // 1025 one, which with AVX2 and AVX-512 streams from its copy: sgemv on wt for 1 and 2 rows, NN
+    // for 4). Shapes at odd k run with a pool of 2 workers, the others on the caller alone: the sgemv
+    // of 1 x 1024 x 1025 is split by rows, that of 2 x 4100 x 1025 by columns of the copy.
+    const size_t shapes[][3] = {{1, 7, 5},       {3, 13, 17},     {9, 1, 33},     {1, 65, 128}, {31, 29, 23},
+                                {5, 40, 24},     {6, 40, 24},     {64, 256, 129}, {2, 30, 20},  {1, 1024, 1025},
+                                {4, 4100, 1025}, {2, 4100, 1025}, {1, 4100, 1025}};
     unsigned s = 5;
     NlPool *pool = nl_pool_create(2);
     CHECK(nl_pool_workers(pool) == 2, "a pool of 2 has %d workers", nl_pool_workers(pool));
@@ -137,34 +139,44 @@ static void linear_blas_matches_naive_on_odd_shapes(void) {
     nl_pool_free(pool);
 }
 
-// A matrix-vector product split by output rows over a pool's workers gives each row the bits of one
-// unsplit call, at every worker count: byte identity across --threads (linear.c). The shapes are
+// A matrix-vector product split by outputs over a pool's workers (rows of w, or columns of its
+// transposed copy) gives each output the bits of one unsplit call in that layout, at every worker
+// count: byte identity across --threads (linear.c). The shapes are
 // every linear of the shipped models (D 128), nanoGPT's shakespeare_char (D 384) and GPT-2 small
-// (D 768; the 50257-row head aside), plus odd row counts that leave a short last share.
+// (D 768; the 50257-row head aside), shakespeare-bpe's head, plus odd row counts that leave a short
+// last share.
 static void split_linear_is_bitwise_unsplit(void) {
     const size_t shapes[][2] = {{384, 128},  {128, 128},  {512, 128},  {128, 512}, {65, 128},   {1152, 384},
                                 {384, 384},  {1536, 384}, {384, 1536}, {65, 384},  {2304, 768}, {768, 768},
-                                {3072, 768}, {768, 3072}, {1001, 129}, {4099, 33}, {129, 4097}};
+                                {3072, 768}, {768, 3072}, {1001, 129}, {4099, 33}, {129, 4097}, {50257, 64}};
     NlPool *pools[3] = {nl_pool_create(2), nl_pool_create(3), nl_pool_create(4)};
     unsigned s = 11;
     for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
         size_t o = shapes[k][0], in = shapes[k][1], n = 1 + k % 3;  // 1 to 3 rows: the sgemv path
         float *x = malloc(n * in * sizeof *x), *w = malloc(o * in * sizeof *w), *b = malloc(o * sizeof *b);
+        float *wt = malloc(o * in * sizeof *wt);
         float *whole = malloc(n * o * sizeof *whole), *split = malloc(n * o * sizeof *split);
         for (size_t i = 0; i < n * in; i++) x[i] = (float)uniform(&s);
         for (size_t i = 0; i < o * in; i++) w[i] = (float)uniform(&s);
         for (size_t i = 0; i < o; i++) b[i] = (float)uniform(&s);
-        NlLinear lin = {w, NULL, b, o, in, 2};
-        nl_linear(whole, x, n, &lin, NULL);
-        for (int p = 0; p < 3; p++) {
-            CHECK(nl_pool_workers(pools[p]) == p + 2, "pool of %d workers", nl_pool_workers(pools[p]));
-            memset(split, 0xff, n * o * sizeof *split);
-            nl_linear(split, x, n, &lin, pools[p]);
-            CHECK(memcmp(whole, split, n * o * sizeof *split) == 0, "%zu x %zu x %zu split over %d workers differs", n,
-                  o, in, p + 2);
+        for (size_t r = 0; r < o; r++)
+            for (size_t i = 0; i < in; i++) wt[i * o + r] = w[r * in + i];
+        NlLinear lin = {w, wt, b, o, in, 2};
+        for (int layout = 0; layout < 2; layout++) {  // w as stored (out, in), then the copy (in, out)
+            NlCall call = layout ? NL_CALL_SGEMV_T_ROWS : NL_CALL_SGEMV_ROWS;
+            nl_linear_run(whole, x, n, &lin, NULL, (NlLinearPlan){call, 1});
+            for (int p = 0; p < 3; p++) {
+                CHECK(nl_pool_workers(pools[p]) == p + 2, "pool of %d workers", nl_pool_workers(pools[p]));
+                memset(split, 0xff, n * o * sizeof *split);
+                nl_linear_run(split, x, n, &lin, pools[p], (NlLinearPlan){call, p + 2});
+                CHECK(memcmp(whole, split, n * o * sizeof *split) == 0,
+                      "%zu x %zu x %zu %s split over %d workers differs", n, o, in, layout ? "(in, out)" : "(out, in)",
+                      p + 2);
+            }
         }
         free(x);
         free(w);
+        free(wt);
         free(b);
         free(whole);
         free(split);
@@ -174,25 +186,31 @@ static void split_linear_is_bitwise_unsplit(void) {
 
 // The plan's rules (linear.c), row by row: sgemv per row below 6 rows (3 for a matrix over 16 MiB),
 // split over the workers from 32K weights; with AVX2 the transposed copy (NN) for 4 to 63 rows of a
-// weight up to 512K elements; with AVX-512 NN also from 2 rows wherever M*N*K <= 1e6; the plain rule
+// weight up to 512K elements; with AVX-512 NN also from 2 rows wherever M*N*K <= 1e6; above 512K
+// elements a tall weight (out >= 2 in with AVX-512, out >= 16 in with AVX2) only from its copy:
+// sgemv on it, split over the workers, below 4 rows (3 over 16 MiB), NN from there; the plain rule
 // for older tiers and unknown kernels.
 static void plan_follows_its_rules(void) {
-    const NlCall R = NL_CALL_SGEMV_ROWS, NT = NL_CALL_SGEMM_NT, NN = NL_CALL_SGEMM_NN;
+    const NlCall R = NL_CALL_SGEMV_ROWS, NT = NL_CALL_SGEMM_NT, NN = NL_CALL_SGEMM_NN, T = NL_CALL_SGEMV_T_ROWS;
     const struct {
         size_t rows, n_out, n_in;
         int tier, workers;
         NlCall call;
         int split;
     } cases[] = {
-        {1, 384, 128, 2, 1, R, 1},    {1, 384, 128, 2, 2, R, 2},    {3, 384, 128, 2, 2, R, 2},
-        {1, 128, 128, 2, 2, R, 1},    {1, 128, 256, 2, 2, R, 2},    {4, 384, 128, 2, 1, NN, 1},
-        {8, 384, 128, 2, 2, NN, 1},   {63, 384, 128, 2, 1, NN, 1},  {64, 384, 128, 2, 1, NT, 1},
-        {128, 384, 128, 2, 1, NT, 1}, {8, 1536, 384, 2, 1, NT, 1},  {5, 2304, 768, 2, 2, R, 2},
-        {8, 1024, 512, 2, 1, NN, 1},  {8, 1025, 512, 2, 1, NT, 1},  {8, 2304, 768, 2, 1, NT, 1},
-        {2, 50257, 768, 2, 1, R, 1},  {3, 50257, 768, 2, 1, NT, 1}, {8, 384, 128, 1, 1, NT, 1},
-        {5, 384, 128, 1, 1, R, 1},    {8, 384, 128, -1, 1, NT, 1},  {8, 384, 128, 0, 1, NT, 1},
-        {1, 384, 128, 3, 2, R, 2},    {2, 384, 128, 3, 2, NN, 1},   {16, 384, 128, 3, 1, NN, 1},
-        {21, 384, 128, 3, 1, NN, 1},  {64, 384, 128, 3, 1, NT, 1},  {2, 1152, 384, 3, 1, NN, 1},
+        {1, 384, 128, 2, 1, R, 1},    {1, 384, 128, 2, 2, R, 2},     {3, 384, 128, 2, 2, R, 2},
+        {1, 128, 128, 2, 2, R, 1},    {1, 128, 256, 2, 2, R, 2},     {4, 384, 128, 2, 1, NN, 1},
+        {8, 384, 128, 2, 2, NN, 1},   {63, 384, 128, 2, 1, NN, 1},   {64, 384, 128, 2, 1, NT, 1},
+        {128, 384, 128, 2, 1, NT, 1}, {8, 1536, 384, 2, 1, NT, 1},   {8, 1536, 384, 3, 1, NN, 1},
+        {3, 2304, 768, 3, 2, T, 2},   {4, 2304, 768, 3, 2, NN, 1},   {5, 2304, 768, 2, 2, R, 2},
+        {8, 1024, 512, 2, 1, NN, 1},  {8, 512, 1025, 2, 1, NT, 1},   {1, 1025, 512, 3, 1, T, 1},
+        {1, 1025, 512, 2, 1, R, 1},   {8, 2304, 768, 2, 1, NT, 1},   {128, 2304, 768, 3, 1, NN, 1},
+        {2, 50257, 768, 2, 1, T, 1},  {1, 50257, 768, 3, 2, T, 2},   {3, 50257, 768, 2, 1, NN, 1},
+        {1, 768, 3072, 2, 2, R, 2},   {5, 768, 3072, 3, 2, R, 2},    {8, 768, 3072, 2, 1, NT, 1},
+        {1, 50257, 768, 1, 2, R, 2},  {3, 50257, 768, -1, 1, NT, 1}, {8, 384, 128, 1, 1, NT, 1},
+        {5, 384, 128, 1, 1, R, 1},    {8, 384, 128, -1, 1, NT, 1},   {8, 384, 128, 0, 1, NT, 1},
+        {1, 384, 128, 3, 2, R, 2},    {2, 384, 128, 3, 2, NN, 1},    {16, 384, 128, 3, 1, NN, 1},
+        {21, 384, 128, 3, 1, NN, 1},  {64, 384, 128, 3, 1, NT, 1},   {2, 1152, 384, 3, 1, NN, 1},
         {3, 1152, 384, 3, 2, R, 2},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
@@ -203,9 +221,14 @@ static void plan_follows_its_rules(void) {
     }
     CHECK(nl_linear_wants_transposed(384, 128, 2) && nl_linear_wants_transposed(1024, 512, 3),
           "small weights get a copy with AVX2 and AVX-512");
-    CHECK(!nl_linear_wants_transposed(1536, 384, 2) && !nl_linear_wants_transposed(50257, 768, 3) &&
-              !nl_linear_wants_transposed(384, 128, 1) && !nl_linear_wants_transposed(384, 128, -1),
-          "no copy of a large weight, nor for older or unknown kernels");
+    CHECK(nl_linear_wants_transposed(1536, 384, 3) && nl_linear_wants_transposed(50257, 768, 3) &&
+              nl_linear_wants_transposed(50257, 768, 2) && nl_linear_wants_transposed(50257, 64, 2),
+          "large tall weights get a copy with AVX-512, a head's shape with AVX2 too");
+    CHECK(!nl_linear_wants_transposed(384, 1536, 2) && !nl_linear_wants_transposed(3072, 768, 2) &&
+              !nl_linear_wants_transposed(768, 3072, 3) && !nl_linear_wants_transposed(1025, 1024, 3) &&
+              !nl_linear_wants_transposed(50257, 768, 1) && !nl_linear_wants_transposed(384, 128, 1) &&
+              !nl_linear_wants_transposed(384, 128, -1),
+          "no copy of a large wide or square weight, nor for older or unknown kernels");
     CHECK(nl_blas_tier("Zen") == 2 && nl_blas_tier("cooperlake") == 3 && nl_blas_tier("Prescott") == 0 &&
               nl_blas_tier("Neoverse") == -1,
           "kernel tiers");

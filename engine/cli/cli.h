@@ -46,6 +46,7 @@ typedef struct {
     int samples;  // generate: streams decoded together
     int batch;  // eval: windows per call; generate: streams per group (0: default)
     int no_mmap;  // read the weights into memory instead of mapping them
+    int no_repack;  // no transposed copies of weights: the file's layout only
     int warmup;  // generate: one untimed pass over the prompt first
     int quantize;  // NlQuant of the weights at load (compare: the float32 rows only, see quantize_rows)
     int quantize_only;  // NL_MATRIX_* bits of the matrices rounded (0: all)

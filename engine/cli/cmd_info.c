@@ -197,7 +197,7 @@ static cJSON *list_entry(const Options *o, const ModelEntry *e) {
     cJSON_AddStringToObject(m, "path", e->path);
     NlModel *model = NULL;
     NlError err;
-    NlLoadOptions lo = {.no_mmap = o->no_mmap};
+    NlLoadOptions lo = {.no_mmap = o->no_mmap, .no_repack = o->no_repack};
     if (nl_model_load_with(&model, e->path, &lo, &err) != 0) {
         cJSON_AddStringToObject(m, "error", err.msg);
     } else {

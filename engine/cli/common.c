@@ -276,7 +276,7 @@ int load_model_rounded(const Options *o, NlModel **model, unsigned *rounded) {
         rc = EXIT_DATA;
     } else {
         NlError err;
-        NlLoadOptions lo = {.no_mmap = o->no_mmap};
+        NlLoadOptions lo = {.no_mmap = o->no_mmap, .no_repack = o->no_repack};
         if (nl_model_load_with(model, path, &lo, &err) != 0) rc = fail(&err);
         else if ((rc = quantize_loaded(o, path, *model, rounded)) != 0) {
             nl_model_free(*model);

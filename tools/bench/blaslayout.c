@@ -1,7 +1,7 @@
 // blaslayout.c — the table behind nl_linear_plan (engine/linear.c), measured on this machine, and
 // the bandwidth a matrix-vector product reaches on a matrix in memory.
 //
-//   build/blaslayout D F V   (make bench builds it against build/rel/libnormlab.a)
+//   build/blaslayout D F V [stream]   (make bench builds it against build/rel/libnormlab.a; stream: that table only)
 //
 // For each linear of a model of width D, MLP width F and vocabulary V, at row counts from 1 to 64
 // (1: decode; 8: a sample group; more: prefill and eval), one thread: the time of one sgemv per row,
@@ -46,7 +46,9 @@ static double time_call(int call, int rows, int n_out, int n_in, const float *w,
     return best;
 }
 
-static int plan_call(NlLinearPlan p) { return p.call == NL_CALL_SGEMV_ROWS ? 0 : p.call == NL_CALL_SGEMM_NT ? 1 : 2; }
+static int plan_call(NlLinearPlan p) {
+    return p.call == NL_CALL_SGEMV_ROWS || p.call == NL_CALL_SGEMV_T_ROWS ? 0 : p.call == NL_CALL_SGEMM_NT ? 1 : 2;
+}
 
 static void layout_table(int D, int F, int V, int tier) {
     const char *names[5] = {"qkv", "attn_proj", "mlp_up", "mlp_down", "lm_head"};
@@ -75,6 +77,66 @@ static void layout_table(int D, int F, int V, int tier) {
         free(x);
         free(y);
     }
+}
+
+// ---- streaming: one row through many distinct matrices, as decode reads a model's weights
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+// GB/s of one sgemv through each of `count` matrices laid end to end in `mats`, by nl_linear_run
+// with plan p (the layout is the plan's: SGEMV_ROWS reads each as (out, in), SGEMV_T_ROWS as (in, out)).
+static double stream_pass(const float *mats, size_t count, size_t n_out, size_t n_in, NlLinearPlan p, NlPool *pool,
+                          const float *x, float *y) {
+    double t0 = now();
+    for (size_t m = 0; m < count; m++) {
+        NlLinear lin = {mats + m * n_out * n_in, mats + m * n_out * n_in, NULL, n_out, n_in, -1};
+        nl_linear_run(y, x, 1, &lin, pool, p);
+    }
+    return (double)count * (double)(n_out * n_in * sizeof(float)) / (now() - t0) / 1e9;
+}
+
+// For each linear above the plan's copy bound: sgemv's GB/s from memory in either layout, at one
+// thread and split over two, medians of interleaved rounds; and the layout the plan picks for a row.
+static void stream_table(int D, int F, int V, int tier) {
+    const char *names[5] = {"qkv", "attn_proj", "mlp_up", "mlp_down", "lm_head"};
+    const int shapes[5][2] = {{3 * D, D}, {D, D}, {F, D}, {D, F}, {V, D}};
+    enum { ROUNDS = 7, RUNS = 4 };
+    NlPool *pool = nl_pool_create(2);
+    int two = nl_pool_workers(pool) > 1;
+    printf("sgemv streaming from memory, one row through distinct matrices (256 MiB or more a pass), GB/s, medians of "
+           "%d interleaved rounds\n%-9s %11s %12s %12s %12s %12s  %-8s %s\n",
+           ROUNDS, "linear", "shape", "(out,in) 1t", "(in,out) 1t", "(out,in) 2t", "(in,out) 2t", "faster", "plan");
+    for (int s = 0; s < 5; s++) {
+        size_t n_out = (size_t)shapes[s][0], n_in = (size_t)shapes[s][1], weights = n_out * n_in;
+        if (weights <= ((size_t)1 << 19) || (s == 4 && n_out <= n_in)) continue;  // cached: the table above
+        size_t count = ((size_t)256 << 20) / (weights * sizeof(float)) + 1;
+        if (count < 2) count = 2;
+        float *mats = random_floats(count * weights), *x = random_floats(n_out + n_in), *y = random_floats(n_out);
+        if (!mats || !x || !y) {
+            printf("%-9s (no memory for %zu matrices)\n", names[s], count);
+        } else {
+            double gb[RUNS][ROUNDS];
+            for (int r = 0; r < ROUNDS; r++)
+                for (int k = 0; k < RUNS; k++) {
+                    NlLinearPlan p = {k % 2 ? NL_CALL_SGEMV_T_ROWS : NL_CALL_SGEMV_ROWS, k >= 2 ? 2 : 1};
+                    gb[k][r] =
+                        k >= 2 && !two ? 0.0 : stream_pass(mats, count, n_out, n_in, p, k >= 2 ? pool : NULL, x, y);
+                }
+            for (int k = 0; k < RUNS; k++) qsort(gb[k], ROUNDS, sizeof(double), cmp_double);
+            NlLinearPlan plan = nl_linear_plan(1, n_out, n_in, tier, 1);
+            printf("%-9s %5zux%-5zu %12.1f %12.1f %12.1f %12.1f  %-8s %s\n", names[s], n_out, n_in, gb[0][ROUNDS / 2],
+                   gb[1][ROUNDS / 2], gb[2][ROUNDS / 2], gb[3][ROUNDS / 2],
+                   gb[1][ROUNDS / 2] > gb[0][ROUNDS / 2] ? "(in,out)" : "(out,in)",
+                   plan.call == NL_CALL_SGEMV_T_ROWS ? "(in,out)" : "(out,in)");
+        }
+        free(mats);
+        free(x);
+        free(y);
+    }
+    nl_pool_free(pool);
 }
 
 // ---- a matrix in memory
@@ -144,8 +206,9 @@ static void dram_table(void) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 4) {
-        fprintf(stderr, "usage: blaslayout D F V\n");
+    int stream_only = argc == 5 && strcmp(argv[4], "stream") == 0;
+    if (argc != 4 && !stream_only) {
+        fprintf(stderr, "usage: blaslayout D F V [stream]\n");
         return 2;
     }
     int D = atoi(argv[1]), F = atoi(argv[2]), V = atoi(argv[3]);
@@ -156,7 +219,8 @@ int main(int argc, char **argv) {
     openblas_set_num_threads(1);
     int tier = nl_blas_tier(nl_blas_core());
     printf("OpenBLAS %s kernels (tier %d), 1 thread; times are the best of repeats\n", nl_blas_core(), tier);
-    layout_table(D, F, V, tier);
-    dram_table();
+    if (!stream_only) layout_table(D, F, V, tier);
+    stream_table(D, F, V, tier);
+    if (!stream_only) dram_table();
     return 0;
 }
