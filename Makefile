@@ -102,8 +102,10 @@ run: all
 
 # The last line adds up the four parts (tests/total.sh): "N passed, M failed", and ", K skipped (...)"
 # naming the packages whose checks could not run.
+# Both variants' programs are built first on two cores (quietly: a failure shows again in its part).
 test: deps
 	@rm -rf build/counts
+	@$(MAKE) --no-print-directory -s -j2 -k $(PLAIN_TEST_BINS) $(SAN_TEST_BINS) > /dev/null 2>&1 || true
 	@$(MAKE) --no-print-directory -k test-plain test-san test-install format-check; \
 	    tests/total.sh plain sanitizers install format
 
@@ -113,9 +115,12 @@ test: deps
 test-bare: deps
 	@tests/bare_test.sh $(MAKE) --no-print-directory test
 
-test-plain: normlab build/libnormlab.a $(addprefix build/rel/tests/,$(TESTS)) \
-            $(addprefix build/rel/tests/replay_,$(FUZZERS)) build/rel/tests/ref_logits build/fault_shim.so \
-            build/rel/tests/bpe_ids
+PLAIN_TEST_BINS = normlab build/libnormlab.a $(addprefix build/rel/tests/,$(TESTS)) \
+                  $(addprefix build/rel/tests/replay_,$(FUZZERS)) build/rel/tests/ref_logits build/fault_shim.so \
+                  build/rel/tests/bpe_ids
+SAN_TEST_BINS = build/san/normlab $(addprefix build/san/tests/,$(TESTS)) \
+                $(addprefix build/san/tests/replay_,$(FUZZERS)) build/rel/tests/ref_logits build/san/tests/bpe_ids
+test-plain: $(PLAIN_TEST_BINS)
 	@tests/run.sh plain build/rel ./normlab
 
 # tests/fault_test.sh: an LD_PRELOAD library that fails the Nth write/close/rename/fsync/open of an output.
@@ -127,8 +132,7 @@ build/fault_shim.so: tests/fault/shim.c
 format-check:
 	@tests/total.sh --count format tests/format_check.sh
 
-test-san: build/san/normlab $(addprefix build/san/tests/,$(TESTS)) $(addprefix build/san/tests/replay_,$(FUZZERS)) \
-          build/rel/tests/ref_logits build/san/tests/bpe_ids
+test-san: $(SAN_TEST_BINS)
 	@tests/run.sh sanitizers build/san build/san/normlab
 
 # Every example of README.md and docs/*.md, the long ones too (training, bench, parity, install), and

@@ -89,9 +89,9 @@ def peak_rss(cmd):
 TIMING = re.compile(r"prefill (\d+) tokens? in ([0-9.]+) ms .*decode (\d+) tokens?(?: \(.*?\))? in ([0-9.]+) ms")
 
 
-def normlab_generate(model, prompt, n, seed, threads, samples=1, warmup=False, env=None):
+def normlab_generate(model, prompt, n, seed, threads, samples=1, warmup=False, env=None, extra=()):
     cmd = [BIN, "generate", "-m", model, "-p", prompt, "-n", str(n), "--seed", str(seed), "--threads", str(threads)]
-    cmd += ["--warmup"] if warmup else []
+    cmd += (["--warmup"] if warmup else []) + list(extra)
     if samples > 1:
         cmd += ["--samples", str(samples), "--json"]
     _, err, _ = run(cmd, env)
@@ -234,10 +234,11 @@ def kernels(args, out, text_path, chars):
 # ---- the plan's table (engine/linear.c)
 
 def layout(out, shapes):
-    """build/blaslayout's table for each (name, D, F, V), one thread (the caller pins it)."""
+    """build/blaslayout's table for each (name, D, F, V[, "stream"]), one thread (the caller pins it);
+    "stream": its streaming table only (the layouts above the copy bound, linear.c)."""
     out["layout"] = {}
-    for name, D, F, V in shapes:
-        text = run([BLASLAYOUT, str(D), str(F), str(V)])[0].decode()
+    for name, D, F, V, *only in shapes:
+        text = run([BLASLAYOUT, str(D), str(F), str(V), *only])[0].decode()
         print(f"\n== the products' plan (engine/linear.c) on {name}'s shapes: D {D}, F {F}, V {V}")
         print(text.rstrip())
         out["layout"][name] = text.splitlines()
@@ -387,6 +388,37 @@ def per_position(model_path, n):
     return [(i + 1, (end - start) / 1e3) for i, (start, end) in enumerate(zip(starts, ends))]
 
 
+def copies(out, path, all_cpus):
+    """What the transposed copies (engine/linear.c) cost and give on the largest model: their bytes,
+    load time and peak RSS with and without them (--no-repack), and greedy decode (the forward pass
+    alone: no sampling over the vocabulary) at 1 and 2 threads, interleaved."""
+    info = json.loads(run([BIN, "info", "-m", path, "--json"])[0])
+    row = {"transposed_bytes": info["transposed_bytes"]}
+    for name, flags in (("copies", []), ("no_repack", ["--no-repack"])):
+        row[name] = {"load_s": min(run([BIN, "info", "-m", path, "--json"] + flags)[2] for _ in range(3)),
+                     "peak_rss_bytes": peak_rss([BIN, "generate", "-m", path, "-p", "\n", "-n", "16"] + flags)}
+    pinned = os.sched_getaffinity(0)
+    for t in (1, 2):
+        os.sched_setaffinity(0, pinned if t == 1 else all_cpus)
+        runs = {"copies": [], "no_repack": []}
+        for r in range(5):
+            for name, flags in (("copies", []), ("no_repack", ["--no-repack"])):
+                greedy = normlab_generate(path, "\n", 64, r, t, extra=["--temperature", "0"] + flags)
+                runs[name].append(greedy["decode_tok_s"])
+        for name in runs:
+            row[name][f"greedy_decode_{t}_threads_tok_s"] = summary(runs[name])
+    os.sched_setaffinity(0, pinned)
+    out["copies"] = row
+    c, n = row["copies"], row["no_repack"]
+    print(f"{os.path.basename(path)}: transposed copies {row['transposed_bytes'] / 2 ** 20:.1f} MiB; "
+          f"load {1e3 * c['load_s']:.0f} ms (process), {1e3 * n['load_s']:.0f} with --no-repack; "
+          f"peak RSS {c['peak_rss_bytes'] / 2 ** 20:.1f} MiB, {n['peak_rss_bytes'] / 2 ** 20:.1f} with --no-repack")
+    for t in (1, 2):
+        a, b = c[f"greedy_decode_{t}_threads_tok_s"], n[f"greedy_decode_{t}_threads_tok_s"]
+        print(f"   greedy decode, {t} thread{'s' if t > 1 else ''}: {fmt(a)} tok/s with the copies, {fmt(b)} without "
+              f"({a['median'] / b['median']:.2f}x)")
+
+
 def scaling(args, out, shipped, all_cpus):
     print("\n== scaling: random-weight models, 1 thread but for decode at 2 (decode: 128 tokens after a newline; "
           "prefill: 128 characters)")
@@ -443,6 +475,7 @@ def scaling(args, out, shipped, all_cpus):
     bound = rows[-1]["bandwidth_bound_tok_s"]
     print(f"{os.path.basename(big)} with 2 threads: decode {fmt(dec2)} tok/s, {dec2['median'] / bound:.2f}x of the "
           f"1-thread copy loop's bandwidth bound ({bound:.1f})")
+    copies(out, big, all_cpus)
     pts = per_position(big, T - 1)
     out["per_position_ms"] = pts
     q = len(pts) // 4
@@ -579,7 +612,8 @@ def main(argv):
     kernels(args, out, long_text, long_chars)
     D = tm.c["n_embd"]
     layout(out, [(os.path.basename(args.model), D, tm.c.get("n_inner") or tm.c.get("mlp_ratio", 4) * D,
-                  tm.c["vocab_size"]), ("L6-D384-T256-nanogpt", 384, 1536, 65)])
+                  tm.c["vocab_size"]), ("L6-D384-T256-nanogpt", 384, 1536, 65),
+                 ("L12-D768-T1024-gpt2small", 768, 3072, 50257, "stream")])
     os.sched_setaffinity(0, all_cpus)
     threads(args, out, long_text, long_chars)
     os.sched_setaffinity(0, pin)  # the scaling runs are 1-thread
