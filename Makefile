@@ -268,6 +268,11 @@ build/blasbench: tools/bench/blasbench.c tools/bench/benchutil.h
 	@mkdir -p build
 	$(CC) -std=c11 -O2 -Wall -Wextra -Werror $(PKG_CFLAGS) $< $(PKG_LIBS) -o $@
 
+# the measurement behind ATTEND_ROWS_MIN (engine/transformer.c): it calls the kernels, so it links the library
+build/attnrows: tools/bench/attnrows.c tools/bench/benchutil.h build/rel/libnormlab.a $(HEADERS)
+	@mkdir -p build
+	$(CC) $(BASE_CFLAGS) $(PKG_CFLAGS) $< build/rel/libnormlab.a $(PKG_LIBS) -lm -o $@
+
 # the table behind nl_linear's plan: it calls the plan itself, so it links the library
 build/blaslayout: tools/bench/blaslayout.c tools/bench/benchutil.h build/rel/libnormlab.a $(HEADERS)
 	@mkdir -p build

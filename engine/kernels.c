@@ -1,6 +1,7 @@
 // kernels.c — norms, activations, softmax and attention (the linears: linear.c).
 #include "kernels.h"
 
+#include <cblas.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -310,6 +311,41 @@ void nl_attend_one(float *out, const float *q, const float *K, const float *V, s
     key_scores(scores, q, K, stride, len, Dh, scale);
     softmax_inline(scores, len);
     weighted_values(out, scores, V, stride, len, Dh);
+}
+
+// One block of queries r0 .. r1 - 1 (rows of scores), in three steps: scores tile by tile (only the
+// rows that see a key of the tile), softmax of each row over its own keys with the rest set to 0,
+// and the weighted values tile by tile into out (tile 0 is seen by every row: it starts the sums).
+static void attend_block(float *out, size_t out_stride, const float *q, size_t q_stride, size_t r0, size_t r1,
+                         size_t first_len, const float *K, const float *V, size_t stride, size_t Dh, float scale,
+                         float *scores, size_t ld) {
+    size_t last = first_len + r1 - 1, tiles = nl_tiles(last);  // the longest row's length
+    for (size_t t = 0; t < tiles; t++) {
+        size_t j0 = t * NL_TILE, rs = j0 + 1 > first_len + r0 ? j0 + 1 - first_len : r0;  // first row that sees j0
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)(r1 - rs), NL_TILE, (int)Dh, scale,
+                    q + rs * q_stride, (int)q_stride, K + t * stride, NL_TILE, 0.0f, scores + (rs - r0) * ld + j0,
+                    (int)ld);
+    }
+    for (size_t r = r0; r < r1; r++) {
+        float *p = scores + (r - r0) * ld;
+        size_t len = first_len + r;
+        softmax_inline(p, len);
+        for (size_t j = len; j < tiles * NL_TILE; j++) p[j] = 0.0f;
+    }
+    for (size_t t = 0; t < tiles; t++) {
+        size_t j0 = t * NL_TILE, rs = j0 + 1 > first_len + r0 ? j0 + 1 - first_len : r0;
+        size_t keys = last - j0 < NL_TILE ? last - j0 : NL_TILE;  // written positions of the tile
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)(r1 - rs), (int)Dh, (int)keys, 1.0f,
+                    scores + (rs - r0) * ld + j0, (int)ld, V + t * stride, (int)Dh, t ? 1.0f : 0.0f,
+                    out + rs * out_stride, (int)out_stride);
+    }
+}
+
+void nl_attend_rows(float *out, size_t out_stride, const float *q, size_t q_stride, size_t n, size_t first_len,
+                    const float *K, const float *V, size_t stride, size_t Dh, float scale, float *scores, size_t ld) {
+    for (size_t r0 = 0; r0 < n; r0 += NL_ATTEND_BLOCK)
+        attend_block(out, out_stride, q, q_stride, r0, r0 + NL_ATTEND_BLOCK < n ? r0 + NL_ATTEND_BLOCK : n, first_len,
+                     K, V, stride, Dh, scale, scores, ld);
 }
 
 size_t nl_first_nonfinite(const float *x, size_t n) {

@@ -70,6 +70,15 @@ static inline size_t nl_value_offset(size_t j, size_t Dh, size_t stride) {  // v
 void nl_attend_one(float *out, const float *q, const float *K, const float *V, size_t stride, size_t len, size_t Dh,
                    float scale, float *scores);
 
+// Many queries of one head as products (OpenBLAS sgemm per cache tile, one thread): query r (q + r *
+// q_stride, r < n) sees keys 0 .. first_len + r - 1, and out + r * out_stride (Dh) = softmax(scale *
+// K q_r) V. Queries go NL_ATTEND_BLOCK at a time; scores (NL_ATTEND_BLOCK * ld floats, ld =
+// nl_tiles of the longest length times NL_TILE, at least) is scratch. The cache's positions up to
+// first_len + n - 1 must be written; its keys past that in the last tile may be anything.
+enum { NL_ATTEND_BLOCK = 64 };
+void nl_attend_rows(float *out, size_t out_stride, const float *q, size_t q_stride, size_t n, size_t first_len,
+                    const float *K, const float *V, size_t stride, size_t Dh, float scale, float *scores, size_t ld);
+
 // Index of the first NaN or infinity in x[0..n), or SIZE_MAX. Vectorised: it scans every weight at load.
 size_t nl_first_nonfinite(const float *x, size_t n);
 

@@ -50,7 +50,7 @@ typedef struct {
     float *att;  // (B*T, D) attention output, heads concatenated
     float *tmp;  // (B*T, D) sublayer output
     float *hid;  // (B*T, F) MLP hidden
-    float *scores;  // (workers, T rounded up to whole tiles) each worker's probabilities of one query
+    float *scores;  // (workers, NL_ATTEND_BLOCK, T rounded up to whole tiles) each worker's probabilities
     float *logits;  // (B*T, V)
     float *k_cache;  // (B, T/32, L, H, Dh, 32) keys in tiles of 32 positions (kernels.h), T rounded up
     float *v_cache;  // (B, T/32, L, H, 32, Dh) values, the same tiles
@@ -176,7 +176,7 @@ static int transformer_create(void **impl, const NlModel *model, const NlConfig 
         {&s->att, BT * D},
         {&s->tmp, BT * D},
         {&s->hid, BT * F},
-        {&s->scores, (size_t)nl_pool_workers(pool) * nl_tiles(T) * NL_TILE},
+        {&s->scores, (size_t)nl_pool_workers(pool) * NL_ATTEND_BLOCK * nl_tiles(T) * NL_TILE},
         {&s->logits, BT * V},
         {&s->k_cache, KV},
         {&s->v_cache, KV},
@@ -216,6 +216,14 @@ static void transformer_copy(void *impl, size_t from, size_t to, size_t n) {
     memcpy(s->v_cache + to * per_seq, s->v_cache + from * per_seq, count * sizeof(float));
 }
 
+// Where attention runs as products (nl_attend_rows) rather than one fused pass per query
+// (nl_attend_one): ATTEND_ROWS_MIN queries of a head in one call or more, heads of ATTEND_HEAD_MIN
+// or more. Measured by tools/bench/attnrows.c (one thread, Zen 5 EPYC, Haswell kernels): at head
+// size 64 products ran 1.04-1.23x the fused kernel from 24 queries (GPT-2 small's shape, prefill and
+// eval's second half; nanoGPT's 1.01-1.21x) and 0.39-0.93x below 12-24; at head size 32 (the shipped
+// models) 0.77x or less in eval and 0.84-1.04x in prefill at any count, so it keeps the fused kernel.
+enum { ATTEND_ROWS_MIN = 24, ATTEND_HEAD_MIN = 64 };
+
 // Causal self-attention of n new positions (pos..pos+n-1) of sequence b in layer l, heads h0..h1-1.
 // Appends their keys and values to the cache, then att (keep, D) = softmax(q K^T / sqrt(Dh)) V for
 // the last `keep` of them (all n, except in a last layer whose other rows nobody reads). scores is
@@ -236,7 +244,12 @@ static void attention_heads(Transformer *s, size_t b, size_t l, size_t n, size_t
             for (size_t d = 0; d < Dh; d++) K[nl_key_offset(pos + i, d, stride)] = k[d];
             memcpy(V + nl_value_offset(pos + i, Dh, stride), qkv + i * 3 * D + 2 * D + h * Dh, Dh * sizeof(float));
         }
-        // Row i sees keys 0..pos+i: one fused pass over the cache per query.
+        // Row i sees keys 0..pos+i: one fused pass over the cache per query, or, for many, products.
+        if (keep >= ATTEND_ROWS_MIN && Dh >= ATTEND_HEAD_MIN) {
+            nl_attend_rows(att + h * Dh, D, q + (n - keep) * 3 * D, 3 * D, keep, pos + (n - keep) + 1, K, V, stride, Dh,
+                           scale, scores, nl_tiles((size_t)s->cfg->block_size) * NL_TILE);
+            continue;
+        }
         for (size_t i = n - keep; i < n; i++)
             nl_attend_one(att + (i - (n - keep)) * D + h * Dh, q + i * 3 * D, K, V, stride, pos + i + 1, Dh, scale,
                           scores);
@@ -252,7 +265,7 @@ static void attention_share(void *ctx, int share) {
     const AttentionJob *j = ctx;
     size_t H = (size_t)j->s->cfg->n_head, h0 = (size_t)share * j->heads;
     size_t h1 = h0 + j->heads < H ? h0 + j->heads : H;
-    float *scores = j->s->scores + (size_t)share * nl_tiles((size_t)j->s->cfg->block_size) * NL_TILE;
+    float *scores = j->s->scores + (size_t)share * NL_ATTEND_BLOCK * nl_tiles((size_t)j->s->cfg->block_size) * NL_TILE;
     for (size_t b = 0; h0 < h1 && b < j->B; b++) attention_heads(j->s, b, j->l, j->n, j->pos, j->keep, h0, h1, scores);
 }
 

@@ -21,7 +21,7 @@ static const char *const FIXTURES[] = {
     "rms-pre-bias.json",    "rms-pre-nobias.json",  "rms-post-bias.json", "rms-post-nobias.json",
     "ln-pre-untied.json",   "rms-pre-rmsbias.json", "utf8.json",          "ln-pre-t70.json",
     "bn-pre-bias.json",     "bn-post-nobias.json",  "bn-peri-bias.json",  "ln-peri-bias.json",
-    "rms-peri-nobias.json", "deepnorm.json",        "nonorm.json"};
+    "rms-peri-nobias.json", "deepnorm.json",        "nonorm.json",        "ln-pre-dh64.json"};
 #define N_FIXTURES (sizeof FIXTURES / sizeof FIXTURES[0])
 
 typedef struct {
@@ -454,9 +454,12 @@ static void the_table_describes_the_transformer(void) {
 // transformer.c). The shipped model's products (49K to 65K weights) are big enough to be split; the
 // fixtures' only by heads. Threads beyond the machine's CPUs are capped (then the run compares fewer).
 static void one_stream_is_bitwise_the_same_at_any_thread_count(void) {
-    const char *paths[] = {"weights/shakespeare-pre-ln", "tests/fixtures/ln-pre-t70.json",
-                           "tests/fixtures/rms-peri-nobias.json", "tests/fixtures/lstm-ln.json",
-                           "weights/shakespeare-bpe"};  // its 50257 x 64 head streams from its copy, in halves
+    const char *paths[] = {"weights/shakespeare-pre-ln",
+                           "tests/fixtures/ln-pre-t70.json",
+                           "tests/fixtures/rms-peri-nobias.json",
+                           "tests/fixtures/lstm-ln.json",
+                           "weights/shakespeare-bpe",
+                           "tests/fixtures/ln-pre-dh64.json"};  // its 50257 x 64 head streams from its copy, in halves
     for (size_t f = 0; f < sizeof paths / sizeof paths[0]; f++) {
         NlModel *m = NULL;
         NlError err;
@@ -606,6 +609,34 @@ static void large_tall_weights_stream_from_their_copy(void) {
     nl_model_free(plain);
 }
 
+// Attention as products (ln-pre-dh64: head size 64, a window of 70 in one call) gives the same bits
+// at 1, 2 and 3 threads: each head's products are whole calls on one worker.
+static void attention_as_products_is_bitwise_the_same_at_any_thread_count(void) {
+    NlModel *m = load_fixture("ln-pre-dh64.json");
+    if (!m) return;
+    size_t V = (size_t)nl_model_config(m)->vocab_size, T = (size_t)nl_model_config(m)->block_size;
+    int *ids = malloc(T * sizeof *ids);
+    float *want = malloc(T * V * sizeof *want);
+    random_tokens(ids, T, (int)V, 31);
+    for (int threads = 1; threads <= 3; threads++) {
+        NlRunOptions o = NL_RUN_DEFAULTS;
+        o.threads = threads;
+        NlState *s = NULL;
+        NlError err;
+        if (nl_state_create(&s, m, &o, &err) != 0) {
+            CHECK(0, "%s", err.msg);
+            break;
+        }
+        const float *got = nl_forward(s, ids, T, 0, T);
+        if (threads == 1) memcpy(want, got, T * V * sizeof *want);
+        else CHECK(memcmp(want, got, T * V * sizeof *want) == 0, "%d threads change the logits of a window", threads);
+        nl_state_free(s);
+    }
+    free(ids);
+    free(want);
+    nl_model_free(m);
+}
+
 int main(void) {
     RUN(forward_matches_naive_reference_on_every_fixture);
     RUN(the_table_describes_the_transformer);
@@ -620,5 +651,6 @@ int main(void) {
     RUN(one_stream_is_bitwise_the_same_at_any_thread_count);
     RUN(transposed_copies_are_exact_mapped_or_read);
     RUN(large_tall_weights_stream_from_their_copy);
+    RUN(attention_as_products_is_bitwise_the_same_at_any_thread_count);
     return check_summary("test_forward");
 }

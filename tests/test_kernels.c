@@ -447,6 +447,48 @@ static void nonfinite_scan_finds_the_first_nan_or_inf(void) {
     free(x);
 }
 
+// Many queries as products (nl_attend_rows): query r sees keys 0 .. first_len + r - 1. Each row
+// against the double reference (1e-6 + 1e-5 |want|, as the fused kernel), blocks of 64 queries and
+// partial tiles on both sides, the cache past the written positions 1e30 as above.
+static void rows_attention_matches_double_reference(void) {
+    const size_t cases[][3] = {{1, 16, 32}, {1, 128, 32}, {50, 70, 64}, {200, 130, 64}, {5, 33, 16}, {1, 64, 48}};
+    unsigned seed = 13;
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        size_t first = cases[c][0], n = cases[c][1], Dh = cases[c][2], len = first + n - 1, qs = 3 * Dh;
+        size_t stride = 4 * Dh * NL_TILE, size = nl_tiles(len) * stride, ld = nl_tiles(len) * NL_TILE;
+        float *q = malloc(n * qs * sizeof *q), *Kc = malloc(size * sizeof *Kc), *Vc = malloc(size * sizeof *Vc);
+        float *K = malloc(len * Dh * sizeof *K), *V = malloc(len * Dh * sizeof *V), *out = malloc(n * 2 * Dh * 4);
+        float *sc = malloc(NL_ATTEND_BLOCK * ld * sizeof *sc);
+        double *want = malloc(n * Dh * sizeof *want), *p = malloc(len * sizeof *p);
+        for (size_t i = 0; i < n * qs; i++) q[i] = (float)(2 * uniform(&seed));
+        for (size_t i = 0; i < len * Dh; i++) K[i] = (float)(2 * uniform(&seed)), V[i] = (float)uniform(&seed);
+        for (size_t i = 0; i < size; i++) Kc[i] = Vc[i] = 1e30f;
+        for (size_t j = 0; j < len; j++)
+            for (size_t i = 0; i < Dh; i++) {
+                Kc[nl_key_offset(j, i, stride)] = K[j * Dh + i];
+                Vc[nl_value_offset(j, Dh, stride) + i] = V[j * Dh + i];
+            }
+        float scale = 1.0f / sqrtf((float)Dh);
+        for (size_t r = 0; r < n; r++) {
+            size_t m = first + r;
+            double max = -INFINITY, sum = 0.0;
+            for (size_t j = 0; j < m; j++) {
+                double d = 0.0;
+                for (size_t i = 0; i < Dh; i++) d += (double)q[r * qs + i] * K[j * Dh + i];
+                max = fmax(max, p[j] = d * scale);
+            }
+            for (size_t j = 0; j < m; j++) sum += (p[j] = exp(p[j] - max));
+            for (size_t i = 0; i < Dh; i++) want[r * Dh + i] = 0.0;
+            for (size_t j = 0; j < m; j++)
+                for (size_t i = 0; i < Dh; i++) want[r * Dh + i] += p[j] / sum * V[j * Dh + i];
+        }
+        nl_attend_rows(out, 2 * Dh, q, qs, n, first, Kc, Vc, stride, Dh, scale, sc, ld);
+        for (size_t r = 0; r < n; r++) memmove(out + r * Dh, out + r * 2 * Dh, Dh * sizeof *out);  // rows 2 Dh apart
+        check_close("attention as products vs double", out, want, n * Dh, 1e-6, 1e-5);
+        free(q), free(Kc), free(Vc), free(K), free(V), free(out), free(sc), free(want), free(p);
+    }
+}
+
 int main(void) {
     RUN(norms_match_double_reference_on_adversarial_inputs);
     RUN(layernorm_invariant_to_scale_and_shift_rmsnorm_to_scale_only);
@@ -461,6 +503,7 @@ int main(void) {
     RUN(sigmoid_and_tanh_within_3e7);
     RUN(cell_kernels_match_their_formulas);
     RUN(fused_attention_matches_double_reference);
+    RUN(rows_attention_matches_double_reference);
     RUN(nonfinite_scan_finds_the_first_nan_or_inf);
     return check_summary("test_kernels");
 }
