@@ -280,7 +280,7 @@ build/blaslayout: tools/bench/blaslayout.c tools/bench/benchutil.h build/rel/lib
 
 # docs/bench.json is the one measured file every speed and share of README.md and docs/ comes from
 # (tools/dev/docs.py); docs/bench.txt is what the run printed. Each is replaced only by a whole run.
-bench: all build/blasbench build/blaslayout
+bench: all build/blasbench build/blaslayout build/attnrows
 	@tools/install-deps.sh --python
 	/usr/bin/python3 tools/bench/bench.py --out docs/bench.json --log docs/bench.txt
 

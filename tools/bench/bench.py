@@ -11,8 +11,10 @@ ratios are printed, and everything goes to a JSON file. Measured for 1 and 2 thr
 at batch 1 and first-token latency, prefill tokens/s of a 128-character prompt, eval characters/s,
 batched sampling (--samples 1, 4, 16), load time and peak RSS, and OpenBLAS's own GFLOP/s on the
 model's shapes (build/blasbench) as the practical limit. Then the table behind nl_linear's plan
-(build/blaslayout: sgemv per row, sgemm NT and NN per shape and row count, and what the plan picks)
-and the bandwidth sgemv reaches on a matrix in memory; random-weight models of growing size (up to
+(build/blaslayout: sgemv per row, sgemm NT and NN per shape and row count, and what the plan picks;
+sgemv streaming from memory in either layout above the copy bound, GPT-2 small's shapes too) and the
+bandwidth sgemv reaches on a matrix in memory; the fused attention pass against products by query
+count (build/attnrows); random-weight models of growing size (up to
 GPT-2-small shape, nanoGPT's shakespeare_char among them) for scaling at 1 and 2 threads, the time
 per token against position, and the memory-bandwidth bound of the largest. Besides: the default
 model's profile and `normlab compare` of every shipped model, so that every speed and share the
@@ -55,6 +57,7 @@ ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
 BIN = os.path.join(ROOT, "normlab")
 BLASBENCH = os.path.join(ROOT, "build", "blasbench")
 BLASLAYOUT = os.path.join(ROOT, "build", "blaslayout")
+ATTNROWS = os.path.join(ROOT, "build", "attnrows")
 PROMPT = "ROMEO:\n"
 TEXT = open(os.path.join(ROOT, "tests", "data", "held_out.txt"), encoding="utf-8").read()
 
@@ -242,6 +245,11 @@ def layout(out, shapes):
         print(f"\n== the products' plan (engine/linear.c) on {name}'s shapes: D {D}, F {F}, V {V}")
         print(text.rstrip())
         out["layout"][name] = text.splitlines()
+    text = run([ATTNROWS])[0].decode()
+    print("\n== attention of n queries of one head: the fused pass against products (engine/transformer.c's "
+          "ATTEND_ROWS_MIN), one thread")
+    print(text.rstrip())
+    out["attention_rows"] = text.splitlines()
 
 
 # ---- ONNX Runtime (onnxruntime-node 1.30, tools/install-deps.sh --python), on the model exported by
