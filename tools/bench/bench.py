@@ -236,15 +236,19 @@ def kernels(args, out, text_path, chars):
 
 # ---- the plan's table (engine/linear.c)
 
-def layout(out, shapes):
-    """build/blaslayout's table for each (name, D, F, V[, "stream"]), one thread (the caller pins it);
-    "stream": its streaming table only (the layouts above the copy bound, linear.c)."""
+def layout(out, shapes, all_cpus):
+    """build/blaslayout's table for each (name, D, F, V[, "stream"]); "stream": its streaming table only
+    (the layouts above the copy bound, linear.c). It runs on all_cpus: it pins its own one-thread
+    measurements to the last CPU and runs its two-thread ones on two. Then build/attnrows, pinned as the caller is."""
     out["layout"] = {}
+    pinned = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, all_cpus)
     for name, D, F, V, *only in shapes:
         text = run([BLASLAYOUT, str(D), str(F), str(V), *only])[0].decode()
         print(f"\n== the products' plan (engine/linear.c) on {name}'s shapes: D {D}, F {F}, V {V}")
         print(text.rstrip())
         out["layout"][name] = text.splitlines()
+    os.sched_setaffinity(0, pinned)
     text = run([ATTNROWS])[0].decode()
     print("\n== attention of n queries of one head: the fused pass against products (engine/transformer.c's "
           "ATTEND_ROWS_MIN), one thread")
@@ -621,7 +625,7 @@ def main(argv):
     D = tm.c["n_embd"]
     layout(out, [(os.path.basename(args.model), D, tm.c.get("n_inner") or tm.c.get("mlp_ratio", 4) * D,
                   tm.c["vocab_size"]), ("L6-D384-T256-nanogpt", 384, 1536, 65),
-                 ("L12-D768-T1024-gpt2small", 768, 3072, 50257, "stream")])
+                 ("L12-D768-T1024-gpt2small", 768, 3072, 50257, "stream")], all_cpus)
     os.sched_setaffinity(0, all_cpus)
     threads(args, out, long_text, long_chars)
     os.sched_setaffinity(0, pin)  # the scaling runs are 1-thread

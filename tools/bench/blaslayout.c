@@ -1,7 +1,8 @@
 // blaslayout.c — the table behind nl_linear_plan (engine/linear.c), measured on this machine, and
 // the bandwidth a matrix-vector product reaches on a matrix in memory.
 //
-//   build/blaslayout D F V [stream]   (make bench builds it against build/rel/libnormlab.a; stream: that table only)
+//   build/blaslayout D F V [stream]   (make bench builds it against build/rel/libnormlab.a; stream: that
+//   table only). It pins itself to the last CPU it may use; its pools' second worker runs on another.
 //
 // For each linear of a model of width D, MLP width F and vocabulary V, at row counts from 1 to 64
 // (1: decode; 8: a sample group; more: prefill and eval), one thread: the time of one sgemv per row,
@@ -9,8 +10,9 @@
 // of several repeats; the fastest; and the call the plan picks, with its time against the fastest.
 // Then, on a 256 MiB matrix (in memory, not cache): sgemv's GB/s and a plain read's (a float sum),
 // at 1 and 2 threads (2 threads: nl_linear's split by rows over a pool; the sum over halves).
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE  // sched_setaffinity
 #include <cblas.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +81,28 @@ static void layout_table(int D, int F, int V, int tier) {
     }
 }
 
+// ---- where it runs: the one-thread measurements on the last CPU this process may use, the pools'
+// workers on any (make bench runs it unpinned)
+
+static void pin_to_last_cpu(const cpu_set_t *all_cpus) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    for (int c = CPU_SETSIZE - 1; c >= 0; c--)
+        if (CPU_ISSET(c, all_cpus)) {
+            CPU_SET(c, &one);
+            break;
+        }
+    (void)sched_setaffinity(0, sizeof one, &one);
+}
+
+// A pool of two whose workers may run on every CPU (they inherit the creating thread's set).
+static NlPool *unpinned_pool(const cpu_set_t *all_cpus) {
+    (void)sched_setaffinity(0, sizeof *all_cpus, all_cpus);
+    NlPool *pool = nl_pool_create(2);
+    pin_to_last_cpu(all_cpus);
+    return pool;
+}
+
 // ---- streaming: one row through many distinct matrices, as decode reads a model's weights
 
 static int cmp_double(const void *a, const void *b) {
@@ -100,11 +124,11 @@ static double stream_pass(const float *mats, size_t count, size_t n_out, size_t 
 
 // For each linear above the plan's copy bound: sgemv's GB/s from memory in either layout, at one
 // thread and split over two, medians of interleaved rounds; and the layout the plan picks for a row.
-static void stream_table(int D, int F, int V, int tier) {
+static void stream_table(int D, int F, int V, int tier, const cpu_set_t *all_cpus) {
     const char *names[5] = {"qkv", "attn_proj", "mlp_up", "mlp_down", "lm_head"};
     const int shapes[5][2] = {{3 * D, D}, {D, D}, {F, D}, {D, F}, {V, D}};
     enum { ROUNDS = 7, RUNS = 4 };
-    NlPool *pool = nl_pool_create(2);
+    NlPool *pool = unpinned_pool(all_cpus);
     int two = nl_pool_workers(pool) > 1;
     printf("sgemv streaming from memory, one row through distinct matrices (256 MiB or more a pass), GB/s, medians of "
            "%d interleaved rounds\n%-9s %11s %12s %12s %12s %12s  %-8s %s\n",
@@ -166,10 +190,10 @@ static void read_all(void *ctx, int worker) {
     if (worker == 0) j->sums[0] = sum_floats(j->p, j->n);
 }
 
-static void dram_table(void) {
+static void dram_table(const cpu_set_t *all_cpus) {
     const size_t n_out = 16384, n_in = 4096, bytes = n_out * n_in * sizeof(float);  // 256 MiB
     float *w = random_floats(n_out * n_in), *x = random_floats(n_in), *y = random_floats(n_out);
-    NlPool *pool = nl_pool_create(2);
+    NlPool *pool = unpinned_pool(all_cpus);
     if (!w || !x || !y) {
         printf("(no memory for the 256 MiB matrix)\n");
         free(w);
@@ -217,10 +241,13 @@ int main(int argc, char **argv) {
         return 2;
     }
     openblas_set_num_threads(1);
+    cpu_set_t all_cpus;
+    if (sched_getaffinity(0, sizeof all_cpus, &all_cpus) != 0) CPU_ZERO(&all_cpus);
+    pin_to_last_cpu(&all_cpus);
     int tier = nl_blas_tier(nl_blas_core());
     printf("OpenBLAS %s kernels (tier %d), 1 thread; times are the best of repeats\n", nl_blas_core(), tier);
     if (!stream_only) layout_table(D, F, V, tier);
-    stream_table(D, F, V, tier);
-    if (!stream_only) dram_table();
+    stream_table(D, F, V, tier, &all_cpus);
+    if (!stream_only) dram_table(&all_cpus);
     return 0;
 }
