@@ -95,12 +95,17 @@ static void pin_to_last_cpu(const cpu_set_t *all_cpus) {
     (void)sched_setaffinity(0, sizeof one, &one);
 }
 
-// A pool of two whose workers may run on every CPU (they inherit the creating thread's set).
+// A pool of two made with every CPU allowed: on two CPUs it binds the caller (worker 0) to the
+// first and its thread to the second (engine/parallel.c), so the tables' one-thread runs go on
+// the first CPU while it lives. pool_done frees it and pins the caller to the last CPU again.
 static NlPool *unpinned_pool(const cpu_set_t *all_cpus) {
     (void)sched_setaffinity(0, sizeof *all_cpus, all_cpus);
-    NlPool *pool = nl_pool_create(2);
+    return nl_pool_create(2);
+}
+
+static void pool_done(NlPool *pool, const cpu_set_t *all_cpus) {
+    nl_pool_free(pool);
     pin_to_last_cpu(all_cpus);
-    return pool;
 }
 
 // ---- streaming: one row through many distinct matrices, as decode reads a model's weights
@@ -160,7 +165,7 @@ static void stream_table(int D, int F, int V, int tier, const cpu_set_t *all_cpu
         free(x);
         free(y);
     }
-    nl_pool_free(pool);
+    pool_done(pool, all_cpus);
 }
 
 // ---- a matrix in memory
@@ -199,7 +204,7 @@ static void dram_table(const cpu_set_t *all_cpus) {
         free(w);
         free(x);
         free(y);
-        nl_pool_free(pool);
+        pool_done(pool, all_cpus);
         return;
     }
     NlLinear lin = {w, NULL, NULL, n_out, n_in, -1};
@@ -226,7 +231,7 @@ static void dram_table(const cpu_set_t *all_cpus) {
     free(w);
     free(x);
     free(y);
-    nl_pool_free(pool);
+    pool_done(pool, all_cpus);
 }
 
 int main(int argc, char **argv) {
