@@ -169,11 +169,21 @@ void nl_state_copy_cache(NlState *state, size_t from, size_t to, size_t n);
 
 // ---- sampler (sampler.c)
 
+// The chain, in order: penalties on the logits (llama.cpp's definitions, in float as llama.cpp
+// computes them: for each token seen c > 0 times in the last repeat_last_n, a logit l becomes
+// l * r if l <= 0 else l / r, then l - c * frequency - presence), then greedy, or temperature,
+// top-k, top-p and min-p. A zero field is off, so {T, K, P} is plain sampling.
 typedef struct {
-    double temperature;  // 0 = greedy (argmax, lowest id on ties)
+    double temperature;  // 0 = greedy (argmax of the penalized logits, lowest id on ties)
     int top_k;  // 0 = off; values above V keep everything
     double top_p;  // in (0, 1]; 1 = off
+    double min_p;  // in [0, 1]: keep the tokens whose probability is at least min_p times the largest (0 = off)
+    double repeat_penalty;  // r > 0 (1 or 0 = off)
+    int repeat_last_n;  // the tokens the penalties look back on (0 = none: penalties off)
+    double presence_penalty, frequency_penalty;  // 0 = off
+    int n_probs;  // in [0, NL_SAMPLER_PROBS_MAX]: each draw records the top n_probs of the model's softmax
 } NlSamplerParams;
+#define NL_SAMPLER_PROBS_MAX 100
 
 typedef struct NlSampler NlSampler;
 int nl_sampler_create(NlSampler **out, int vocab_size, NlSamplerParams params, uint64_t seed, NlError *err);
@@ -182,13 +192,24 @@ void nl_sampler_free(NlSampler *sampler);
 // (ties by id), with probabilities renormalised to sum to 1. Returns their count, or -1 when a
 // logit is NaN or infinite. *ids and *probs are borrowed until the next call.
 int nl_sampler_candidates(NlSampler *sampler, const float *logits, const int **ids, const double **probs);
-// Draws the next token from (V) logits; -1 when a logit is NaN or infinite.
+// Draws the next token from (V) logits and accepts it into the penalties' history; -1 when a logit
+// is NaN or infinite.
 int nl_sampler_sample(NlSampler *sampler, const float *logits);
+// Adds a token to the penalties' history (the prompt's tokens, before the first draw), as llama.cpp's
+// accept does; a token outside [0, V) is ignored.
+void nl_sampler_accept(NlSampler *sampler, int token);
+// With n_probs > 0, what the last draw recorded from its logits before the penalties, at temperature
+// 1: *logprob the drawn token's natural log-probability, and the n_probs most likely tokens (ties by
+// id) with theirs, borrowed until the next draw. Returns their count (0 before any draw, or off).
+int nl_sampler_probs(const NlSampler *sampler, double *logprob, const int **ids, const double **logprobs);
 
 // ---- generation (generate.c)
 
-// Called with each stream's sampled token; return nonzero to stop generation (a write error, say).
+// Called with each stream's sampled token; returns NL_EMIT_CONTINUE, NL_EMIT_STOP to stop the whole
+// generation (a write error, say; any other nonzero value too), or NL_EMIT_DONE to end this stream
+// only: it gets no more tokens, and its group stops once all of its streams are done.
 typedef int (*NlEmitFn)(int stream, int token, void *ctx);
+enum { NL_EMIT_CONTINUE = 0, NL_EMIT_STOP = 1, NL_EMIT_DONE = 2 };
 
 typedef struct {
     size_t n_new;  // tokens to generate per stream

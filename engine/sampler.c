@@ -1,4 +1,5 @@
-// sampler.c — seeded PRNG and the temperature -> top-k -> top-p sampler.
+// sampler.c — seeded PRNG and the sampler's chain: penalties, then greedy or temperature -> top-k ->
+// top-p -> min-p, with the top tokens of each draw recorded on request.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,15 @@ struct NlSampler {
     int n_sorted;
     int *ids;  // (V) kept candidate ids, by descending probability
     double *probs;  // (V) their renormalised probabilities
+    int penalties;  // the penalties are on: history, counts and pen below
+    float *pen;  // (V) the penalized logits
+    int *counts;  // (V) each token's occurrences in the history
+    int *hist;  // (repeat_last_n) ring of the last tokens accepted, oldest at hist_head
+    int hist_head, hist_len;
+    int *top_ids;  // (n_probs) the last draw's most likely tokens, best first
+    double *top_logprobs;  // (n_probs) theirs
+    int n_top;  // recorded so far (0 before any draw)
+    double drawn_logprob;  // the last drawn token's
 };
 
 static uint64_t splitmix64(uint64_t *x) {
@@ -50,29 +60,64 @@ uint64_t nl_rng_next(NlRng *rng) {
 
 double nl_rng_uniform(NlRng *rng) { return (double)(nl_rng_next(rng) >> 11) * 0x1.0p-53; }
 
+// The penalties' bounds keep them finite in float: a repeat penalty in [1e-3, 1e3] (or 0: off),
+// presence and frequency within +-1e3.
+#define PENALTY_MAX 1e3
+
+static int penalty_ok(double r) { return r == 0.0 || (r >= 1.0 / PENALTY_MAX && r <= PENALTY_MAX); }
+
+static int params_ok(int vocab_size, const NlSamplerParams *p) {  // written so that NaN fails too
+    return vocab_size >= 1 && p->temperature >= 0.0 && p->temperature <= 1e300 && p->top_k >= 0 && p->top_p > 0.0 &&
+           p->top_p <= 1.0 && p->min_p >= 0.0 && p->min_p <= 1.0 && penalty_ok(p->repeat_penalty) &&
+           p->repeat_last_n >= 0 && fabs(p->presence_penalty) <= PENALTY_MAX &&
+           fabs(p->frequency_penalty) <= PENALTY_MAX && p->n_probs >= 0 && p->n_probs <= NL_SAMPLER_PROBS_MAX;
+}
+
+static int penalties_on(const NlSamplerParams *p) {
+    return p->repeat_last_n > 0 && ((p->repeat_penalty != 0.0 && p->repeat_penalty != 1.0) ||
+                                    p->presence_penalty != 0.0 || p->frequency_penalty != 0.0);
+}
+
 int nl_sampler_create(NlSampler **out, int vocab_size, NlSamplerParams params, uint64_t seed, NlError *err) {
     *out = NULL;
-    if (vocab_size < 1 || !(params.temperature >= 0.0 && params.temperature <= 1e300) || params.top_k < 0 ||
-        !(params.top_p > 0.0 && params.top_p <= 1.0)) {  // written so that NaN fails too
+    if (!params_ok(vocab_size, &params)) {
         nl_error(err, NL_ERR_ARG,
-                 "sampler: need vocab_size >= 1, a temperature in [0, 1e300], top_k >= 0 and top_p in (0, 1]; "
-                 "got %d, %g, %d, %g",
-                 vocab_size, params.temperature, params.top_k, params.top_p);
+                 "sampler: need vocab_size >= 1, a temperature in [0, 1e300], top_k >= 0, top_p in (0, 1], min_p in "
+                 "[0, 1], a repeat penalty of 0 or in [1e-3, 1e3], repeat_last_n >= 0, presence and frequency "
+                 "penalties in [-1e3, 1e3] and n_probs in [0, %d]; got %d, %g, %d, %g, %g, %g, %d, %g, %g, %d",
+                 NL_SAMPLER_PROBS_MAX, vocab_size, params.temperature, params.top_k, params.top_p, params.min_p,
+                 params.repeat_penalty, params.repeat_last_n, params.presence_penalty, params.frequency_penalty,
+                 params.n_probs);
         return -1;
     }
     NlSampler *s = calloc(1, sizeof *s);
+    size_t V = (size_t)vocab_size, n_hist = (size_t)params.repeat_last_n, n_top = (size_t)params.n_probs;
+    int pen = penalties_on(&params), fail = !s;
     if (s) {
-        s->cands = malloc((size_t)vocab_size * sizeof *s->cands);
-        s->spare = malloc((size_t)vocab_size * sizeof *s->spare);
-        s->ids = malloc((size_t)vocab_size * sizeof *s->ids);
-        s->probs = malloc((size_t)vocab_size * sizeof *s->probs);
+        s->cands = malloc(V * sizeof *s->cands);
+        s->spare = malloc(V * sizeof *s->spare);
+        s->ids = malloc(V * sizeof *s->ids);
+        s->probs = malloc(V * sizeof *s->probs);
+        fail = !s->cands || !s->spare || !s->ids || !s->probs;
     }
-    if (!s || !s->cands || !s->spare || !s->ids || !s->probs) {
+    if (s && pen) {
+        s->pen = malloc(V * sizeof *s->pen);
+        s->counts = calloc(V, sizeof *s->counts);
+        s->hist = malloc(n_hist * sizeof *s->hist);
+        fail |= !s->pen || !s->counts || !s->hist;
+    }
+    if (s && n_top) {
+        s->top_ids = malloc(n_top * sizeof *s->top_ids);
+        s->top_logprobs = malloc(n_top * sizeof *s->top_logprobs);
+        fail |= !s->top_ids || !s->top_logprobs;
+    }
+    if (fail) {
         nl_sampler_free(s);
         nl_error(err, NL_ERR_NOMEM, "out of memory for the sampler");
         return -1;
     }
     s->V = vocab_size;
+    s->penalties = pen;
     s->params = params;
     nl_rng_seed(&s->rng, seed);
     *out = s;
@@ -85,7 +130,44 @@ void nl_sampler_free(NlSampler *s) {
     free(s->spare);
     free(s->ids);
     free(s->probs);
+    free(s->pen);
+    free(s->counts);
+    free(s->hist);
+    free(s->top_ids);
+    free(s->top_logprobs);
     free(s);
+}
+
+void nl_sampler_accept(NlSampler *s, int token) {
+    if (!s->penalties || token < 0 || token >= s->V) return;
+    int cap = s->params.repeat_last_n;
+    if (s->hist_len == cap) {  // full: the oldest leaves
+        s->counts[s->hist[s->hist_head]]--;
+        s->hist[s->hist_head] = token;
+        s->hist_head = (s->hist_head + 1) % cap;
+    } else {
+        s->hist[(s->hist_head + s->hist_len++) % cap] = token;
+    }
+    s->counts[token]++;
+}
+
+// llama.cpp's penalties, in its float arithmetic, into s->pen: for a token seen c > 0 times, the
+// repeat penalty r divides a positive logit and multiplies the others, then c * frequency + presence
+// is subtracted.
+static const float *penalize(NlSampler *s, const float *logits) {
+    if (!s->penalties) return logits;
+    float r = (float)s->params.repeat_penalty, freq = (float)s->params.frequency_penalty,
+          present = (float)s->params.presence_penalty;
+    int repeat = r != 0.0f && r != 1.0f;
+    memcpy(s->pen, logits, (size_t)s->V * sizeof *s->pen);
+    for (int i = 0; i < s->V; i++) {
+        int c = s->counts[i];
+        if (c == 0) continue;
+        float l = s->pen[i];
+        if (repeat) l = l <= 0.0f ? l * r : l / r;
+        s->pen[i] = l - ((float)c * freq + present);
+    }
+    return s->pen;
 }
 
 static int by_prob_desc(const void *a, const void *b) {
@@ -151,10 +233,28 @@ static void sort_through(NlSampler *s, int i) {
     }
 }
 
-// Applies temperature, top-k and top-p: cands[0..n) are the kept candidates (sorted as far as the
-// cuts needed), total their probability mass. Returns n, or -1 on a non-finite logit.
+// Min-p over the n kept candidates: those at least min_p times the most likely (at least one).
+static int min_p_cut(NlSampler *s, int n, double *total) {
+    sort_through(s, 0);
+    double floor = s->params.min_p * s->cands[0].p, sum = s->cands[0].p;
+    int m = 1;
+    for (; m < n; m++) {
+        sort_through(s, m);
+        if (s->cands[m].p < floor) break;
+        sum += s->cands[m].p;
+    }
+    if (m < n) *total = sum;
+    return m;
+}
+
+// Applies the penalties, then temperature, top-k, top-p and min-p: cands[0..n) are the kept
+// candidates (sorted as far as the cuts needed), total their probability mass. Returns n, or -1 on a
+// non-finite logit (before or after the penalties).
 static int keep(NlSampler *s, const float *logits, double *total_out) {
     int V = s->V, best = 0;
+    for (int i = 0; s->penalties && i < V; i++)
+        if (!isfinite(logits[i])) return -1;
+    logits = penalize(s, logits);
     for (int i = 0; i < V; i++) {
         if (!isfinite(logits[i])) return -1;
         if (logits[i] > logits[best]) best = i;
@@ -189,8 +289,65 @@ static int keep(NlSampler *s, const float *logits, double *total_out) {
         n = m > 0 ? m : 1;
         total = cum > 0.0 ? cum : s->cands[0].p;
     }
+    if (s->params.min_p > 0.0) n = min_p_cut(s, n, &total);
     *total_out = total;
     return n;
+}
+
+// Whether token a ranks before token b: the larger logit, ties by the lower id.
+static int ranks_before(const float *l, int a, int b) { return l[a] > l[b] || (l[a] == l[b] && a < b); }
+
+// The heap h[0..n) keeps its worst-ranked token on top: sift h[i] up or down into place.
+static void sift_up(const float *l, int *h, int i) {
+    for (int p; i > 0 && ranks_before(l, h[p = (i - 1) / 2], h[i]); i = p) {
+        int t = h[p];
+        h[p] = h[i], h[i] = t;
+    }
+}
+
+static void sift_down(const float *l, int *h, int n, int i) {
+    for (int c; (c = 2 * i + 1) < n; i = c) {
+        if (c + 1 < n && ranks_before(l, h[c], h[c + 1])) c++;  // the worse child
+        if (!ranks_before(l, h[i], h[c])) return;
+        int t = h[i];
+        h[i] = h[c], h[c] = t;
+    }
+}
+
+// The n_probs most likely tokens of logits, at temperature 1, best first, and the drawn one's
+// log-probability: a heap of the best so far, worst on top (O(V log n)), then sorted.
+static void record_probs(NlSampler *s, const float *logits, int drawn) {
+    int k = s->params.n_probs, n = 0, *h = s->top_ids;
+    float max = logits[0];
+    for (int i = 1; i < s->V; i++)
+        if (logits[i] > max) max = logits[i];
+    double sum = 0.0;
+    for (int i = 0; i < s->V; i++) sum += exp((double)logits[i] - max);
+    double lse = max + log(sum);
+    for (int id = 0; id < s->V; id++) {
+        if (n < k) {
+            h[n] = id;
+            sift_up(logits, h, n++);
+        } else if (ranks_before(logits, id, h[0])) {
+            h[0] = id;
+            sift_down(logits, h, n, 0);
+        }
+    }
+    for (int end = n - 1; end > 0; end--) {  // the worst left goes last each time
+        int t = h[0];
+        h[0] = h[end], h[end] = t;
+        sift_down(logits, h, end, 0);
+    }
+    for (int i = 0; i < n; i++) s->top_logprobs[i] = (double)logits[h[i]] - lse;
+    s->n_top = n;
+    s->drawn_logprob = (double)logits[drawn] - lse;
+}
+
+int nl_sampler_probs(const NlSampler *s, double *logprob, const int **ids, const double **logprobs) {
+    *logprob = s->drawn_logprob;
+    *ids = s->top_ids;
+    *logprobs = s->top_logprobs;
+    return s->n_top;
 }
 
 int nl_sampler_candidates(NlSampler *s, const float *logits, const int **ids, const double **probs) {
@@ -208,10 +365,7 @@ int nl_sampler_candidates(NlSampler *s, const float *logits, const int **ids, co
 }
 
 // Inverse CDF over the kept candidates in sorted order, sorting only as far as the draw reaches.
-int nl_sampler_sample(NlSampler *s, const float *logits) {
-    double total;
-    int n = keep(s, logits, &total);
-    if (n < 0) return -1;
+static int draw(NlSampler *s, int n, double total) {
     if (n == 1) return s->cands[0].id;
     double u = nl_rng_uniform(&s->rng), cum = 0.0;
     for (int i = 0; i < n; i++) {
@@ -220,4 +374,14 @@ int nl_sampler_sample(NlSampler *s, const float *logits) {
         if (u < cum) return s->cands[i].id;
     }
     return s->cands[n - 1].id;  // u within rounding of 1
+}
+
+int nl_sampler_sample(NlSampler *s, const float *logits) {
+    double total;
+    int n = keep(s, logits, &total);
+    if (n < 0) return -1;
+    int id = draw(s, n, total);
+    if (s->params.n_probs > 0) record_probs(s, logits, id);
+    nl_sampler_accept(s, id);
+    return id;
 }

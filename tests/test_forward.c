@@ -302,7 +302,7 @@ static void generation_matches_reference_past_the_window(void) {
         if (setup(&s, "rms-post-bias.json", NULL) != 0) return;
         NlSampler *greedy = NULL;
         NlError err;
-        nl_sampler_create(&greedy, s.V, (NlSamplerParams){0.0, 0, 1.0}, 1, &err);
+        nl_sampler_create(&greedy, s.V, (NlSamplerParams){.temperature = 0.0, .top_k = 0, .top_p = 1.0}, 1, &err);
         int prompt[3] = {1, 4, 2}, want[30];
         Collected got = {{0}, 0};
         NlGenerateOptions o = {.n_new = 30, .exact_window = exact};
@@ -390,7 +390,8 @@ static void batched_streams_match_single_streams(void) {
         CHECK(nl_state_create(&many.state, one.model, &o, &err) == 0, "%s", err.msg);
         NlSampler *samplers[4];
         for (int i = 0; i < 4; i++)
-            nl_sampler_create(&samplers[i], one.V, (NlSamplerParams){1.0, 0, 1.0}, 40 + (uint64_t)i, &err);
+            nl_sampler_create(&samplers[i], one.V, (NlSamplerParams){.temperature = 1.0, .top_k = 0, .top_p = 1.0},
+                              40 + (uint64_t)i, &err);
         int prompt[40];
         random_tokens(prompt, cases[c].n_prompt, one.V, 3);
         NlGenerateOptions g = {.n_new = cases[c].n_new, .exact_window = 0};
@@ -402,7 +403,8 @@ static void batched_streams_match_single_streams(void) {
         CHECK(st.context_shifts > 0, "%s: no context shift", cases[c].name);
         for (int i = 0; i < 4; i++) {
             NlSampler *alone = NULL;
-            nl_sampler_create(&alone, one.V, (NlSamplerParams){1.0, 0, 1.0}, 40 + (uint64_t)i, &err);
+            nl_sampler_create(&alone, one.V, (NlSamplerParams){.temperature = 1.0, .top_k = 0, .top_p = 1.0},
+                              40 + (uint64_t)i, &err);
             Collected want = {{0}, 0};
             generate_one(one.state, alone, prompt, cases[c].n_prompt, &g, collect, &want, &st, &err);
             CHECK(got.n[i] == cases[c].n_new && memcmp(got.tokens[i], want.tokens, cases[c].n_new * sizeof(int)) == 0,

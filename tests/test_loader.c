@@ -469,8 +469,9 @@ static void errors_carry_codes(void) {
     nl_state_free(s);
     nl_model_free(m);
     NlSampler *sp = NULL;
-    CHECK(nl_sampler_create(&sp, 0, (NlSamplerParams){1, 0, 1}, 1, &err) != 0 && err.code == NL_ERR_ARG, "sampler: %d",
-          err.code);
+    CHECK(nl_sampler_create(&sp, 0, (NlSamplerParams){.temperature = 1, .top_k = 0, .top_p = 1}, 1, &err) != 0 &&
+              err.code == NL_ERR_ARG,
+          "sampler: %d", err.code);
 }
 
 int main(void) {

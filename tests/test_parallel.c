@@ -141,7 +141,8 @@ static int generate_on(const NlModel *m, int workers, Streams *out, uint64_t *po
         if (rc == 0) nl_state_set_profiler(states[i], profs[i]);
     }
     for (int i = 0; i < 7 && rc == 0; i++)
-        rc = nl_sampler_create(&samplers[i], c->vocab_size, (NlSamplerParams){0.9, 0, 1.0}, 40 + (uint64_t)i, &err);
+        rc = nl_sampler_create(&samplers[i], c->vocab_size,
+                               (NlSamplerParams){.temperature = 0.9, .top_k = 0, .top_p = 1.0}, 40 + (uint64_t)i, &err);
     const int prompt[] = {1, 2, 3};
     NlGenerateOptions g = {.n_new = 60, .exact_window = 0};
     NlGenerateStats st;

@@ -197,7 +197,7 @@ static void generation_has_no_window(void) {
     if (setup(&s, "lstm-ln.json", NL_NORM_AS_CONFIGURED, 1) != 0) return;
     NlSampler *greedy = NULL;
     NlError err;
-    nl_sampler_create(&greedy, (int)s.V, (NlSamplerParams){0.0, 0, 1.0}, 1, &err);
+    nl_sampler_create(&greedy, (int)s.V, (NlSamplerParams){.temperature = 0.0, .top_k = 0, .top_p = 1.0}, 1, &err);
     int seq[205] = {1, 4, 2, 7, 3};
     Collected got = {{0}, 0};
     NlGenerateOptions o = {.n_new = 200, .exact_window = 0};
