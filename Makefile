@@ -36,7 +36,8 @@ HEADERS = $(wildcard engine/*.h engine/lab/*.h engine/cli/*.h tokenizer/*.h test
 CLI_SRC = engine/cli/main.c engine/cli/options.c engine/cli/common.c engine/cli/cmd_generate.c engine/cli/cmd_eval.c \
           engine/cli/cmd_compare.c engine/cli/cmd_info.c engine/cli/cmd_profile.c engine/cli/cmd_tokenize.c \
           engine/cli/commands_table.c engine/cli/options_table.c engine/cli/help.c engine/cli/output.c \
-          engine/cli/msg.c engine/cli/report_profile.c engine/cli/report_compare.c engine/cli/jsonout.c
+          engine/cli/msg.c engine/cli/report_profile.c engine/cli/report_compare.c engine/cli/jsonout.c \
+          engine/cli/escape.c engine/cli/stops.c
 TESTS = test_tokenizer test_kernels test_sampler test_loader test_config test_forward test_golden test_profile \
         test_compare test_parallel test_rnn test_quant test_lab
 FUZZERS = safetensors config tokenizer inline prompt
@@ -106,7 +107,7 @@ run: all
 test: deps
 	@rm -rf build/counts
 	@$(MAKE) --no-print-directory -s -j2 -k $(PLAIN_TEST_BINS) $(SAN_TEST_BINS) > /dev/null 2>&1 || true
-	@$(MAKE) --no-print-directory -k test-plain test-san test-install format-check; \
+	@$(MAKE) --no-print-directory -k test-plain test-san test-install format-check < /dev/null; \
 	    tests/total.sh plain sanitizers install format
 
 # make test where only `make run` has installed: Debian's Python package folders hidden by empty

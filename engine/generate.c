@@ -91,11 +91,13 @@ static int generate_group(NlState *s, NlSampler *const *samplers, size_t B, cons
     Windows w = {
         malloc(B * T * sizeof(int)), malloc(B * T * sizeof(int)), B, T, n_prompt < T ? n_prompt : T, recurrent};
     int *toks = malloc(B * sizeof *toks);
+    char *done = calloc(B, 1);  // (B) the streams that emit ended (NL_EMIT_DONE)
     float *first = malloc(B * V * sizeof *first);  // (B, V) the prompt's logits, one row per stream
-    if (!w.rows || !w.packed || !toks || !first) {
+    if (!w.rows || !w.packed || !toks || !done || !first) {
         free(w.rows);
         free(w.packed);
         free(toks);
+        free(done);
         free(first);
         nl_error(err, NL_ERR_NOMEM, "out of memory");
         return -1;
@@ -115,6 +117,7 @@ static int generate_group(NlState *s, NlSampler *const *samplers, size_t B, cons
     nl_obs_add_wall(obs, pw);
     nl_obs_set_phase(obs, NL_PHASE_DECODE);
     int rc = 0;
+    size_t n_done = 0;
     for (size_t i = 0; i < opts->n_new && rc == 0; i++) {
         t0 = nl_clock_seconds();
         int sampled = sample_all(samplers, logits, B, V, toks, obs);
@@ -124,8 +127,12 @@ static int generate_group(NlState *s, NlSampler *const *samplers, size_t B, cons
             rc = -1;
             break;
         }
-        for (size_t b = 0; b < B && rc == 0; b++) rc = emit((int)b, toks[b], ctx) != 0 ? 1 : 0;
-        if (rc || i + 1 == opts->n_new) break;  // no logits needed after the last token
+        for (size_t b = 0; b < B && rc == 0; b++) {
+            int said = done[b] ? NL_EMIT_CONTINUE : emit((int)b, toks[b], ctx);
+            if (said == NL_EMIT_DONE) done[b] = 1, n_done++;
+            else if (said != NL_EMIT_CONTINUE) rc = 1;
+        }
+        if (rc || n_done == B || i + 1 == opts->n_new) break;  // no logits needed after the last token
         pw = nl_obs_begin(obs);
         t0 = nl_clock_seconds();
         logits = advance(s, &w, toks, opts->exact_window, st);
@@ -136,6 +143,7 @@ static int generate_group(NlState *s, NlSampler *const *samplers, size_t B, cons
     free(w.rows);
     free(w.packed);
     free(toks);
+    free(done);
     free(first);
     return rc;
 }
@@ -223,8 +231,9 @@ int nl_generate(NlState *const *states, size_t n_states, NlSampler *const *sampl
         NlGenerateStats *s = &j.group_stats[g];
         st->prompt_used = s->prompt_used;
         st->prefill_seconds = s->prefill_seconds > st->prefill_seconds ? s->prefill_seconds : st->prefill_seconds;
-        st->decode_tokens = s->decode_tokens;  // steps: every group takes the same number
-        st->context_shifts = s->context_shifts;
+        // steps: every group takes the same number, but for streams ended early (NL_EMIT_DONE)
+        if (s->decode_tokens > st->decode_tokens) st->decode_tokens = s->decode_tokens;
+        if (s->context_shifts > st->context_shifts) st->context_shifts = s->context_shifts;
     }
     // Groups overlap in time: decoding is the run's wall time less one prefill.
     st->decode_seconds = n_groups == 1 ? j.group_stats[0].decode_seconds : elapsed - st->prefill_seconds;

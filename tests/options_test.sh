@@ -49,6 +49,14 @@ for c in $cmds; do
     [ -z "$miss_comp" ] && ok "completion of $c offers its options" || bad "completion $c" "lacks$miss_comp"
     [ -z "$miss_md" ] && ok "docs/cli.md section $c lists its options" || bad "docs/cli.md $c" "lacks$miss_md"
     [ -z "$miss_parse" ] && ok "the parser takes every option of $c" || bad "parser $c" "refuses$miss_parse"
+    # every alias (llama.cpp's and nanoGPT's names): offered by the completion, taken by the parser
+    miss_alias=""
+    for a in $(awk -F'\t' -v c="$c" '$1 == c && $3 != "-" { print $3 }' "$TMP/rows"); do
+        grep -qE -- "[ \"]--$a[ \"]" "$TMP/comp_$c" || miss_alias="$miss_alias completion:--$a"
+        "$BIN" "$c" "--$a" 1 -h > /dev/null 2> "$TMP/err"
+        grep -qE "unknown option|does not apply" "$TMP/err" && miss_alias="$miss_alias parser:--$a"
+    done
+    [ -z "$miss_alias" ] && ok "the aliases of $c: completed and parsed" || bad "aliases $c" "lack$miss_alias"
     extra=""
     for l in $all_longs; do
         printf '%s\n' $longs | grep -qx -- "$l" && continue
@@ -57,6 +65,21 @@ for c in $cmds; do
     done
     [ -z "$extra" ] && ok "the parser refuses other commands' options for $c" || bad "parser $c" "takes$extra"
 done
+
+# the completion at work: the commands with version, and compare's positional models from 'normlab list'
+complete_words() {  # complete_words WORD...: what the completion offers for the last word
+    bash -c '. "$1"; shift; normlab() { "$BIN" "$@"; }; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _normlab
+        printf "%s\n" "${COMPREPLY[@]}"' _ "$TMP/completion" "$@"
+}
+export BIN
+complete_words normlab vers | grep -qx version && ok "completion: version among the commands" \
+    || bad "completion version" "$(complete_words normlab vers)"
+complete_words normlab compare shakespeare-pre-r | grep -qx shakespeare-pre-rms \
+    && ok "completion: compare's positional models" \
+    || bad "completion compare" "$(complete_words normlab compare shakespeare-pre-r)"
+complete_words normlab generate --max-new | grep -qx -- --max-new-tokens \
+    && ok "completion: an alias (--max-new-tokens)" \
+    || bad "completion alias" "$(complete_words normlab generate --max-new)"
 
 # ---- (2) numeric options at the edges of their ranges
 printf 'ab ba ab' > "$TMP/short.txt"
@@ -68,6 +91,7 @@ base() {  # base CMD OPTION: a cheap run of CMD that the option's value is added
     case "$1 $2" in
         "eval --segments") echo "eval -m $FIX/lstm-none.json --text $TMP/long.txt" ;;
         eval*) echo "eval -m $FIX/ln-pre-bias.json --text $TMP/short.txt" ;;
+        "generate --n-probs") echo "generate -m $FIX/ln-pre-bias.json -p ab $n $seed --json" ;;  # (JSON only)
         generate*) echo "generate -m $FIX/ln-pre-bias.json -p ab $n $seed" ;;
         profile*) echo "profile -m $FIX/ln-pre-bias.json -p ab $n" ;;
         logits*) echo "logits -m $FIX/ln-pre-bias.json -p ab" ;;
@@ -100,7 +124,9 @@ while IFS=$'\t' read -r c long alias short type arg def choices accepted refused
     done
     # the default given explicitly is the default: the same output (commands without timings in it)
     # (not the random seed, -1)
-    if [ "$def" != "-" ] && [ "$def" != "-1" ] && [ "$c" != profile ] && [ "$c" != compare ]; then
+    # (nor --n-probs, whose runs are JSON with their timings)
+    if [ "$def" != "-" ] && [ "$def" != "-1" ] && [ "$c" != profile ] && [ "$c" != compare ] \
+        && [ "$long" != --n-probs ]; then
         "$BIN" $b > "$TMP/plain" 2>/dev/null
         "$BIN" $b "$long" "$def" > "$TMP/out" 2>/dev/null
         cmp -s "$TMP/plain" "$TMP/out" && ok "$c $long $def is the default" || bad "$c $long $def" "output differs"

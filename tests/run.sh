@@ -14,7 +14,7 @@ export NORMLAB_BIN="$bin"  # test_loader runs each malformed model through the C
 # checks. A program that checks nothing without counting a skip, or prints a Python traceback, is broken.
 tally() {
     name=$1; shift
-    out=$("$@" 2>&1); rc=$?
+    out=$("$@" 2>&1 < /dev/null); rc=$?  # (no test reads the runner's stdin: generate would take it as a prompt)
     printf '%s\n' "$out" | grep -v '^ok ' | grep -v '^     ' || true
     line=$(printf '%s\n' "$out" | tail -n 1)
     p=$(printf '%s' "$line" | sed -n 's/.*: \([0-9]*\) passed, \([0-9]*\) failed.*$/\1/p')

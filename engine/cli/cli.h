@@ -22,12 +22,22 @@ typedef struct {
     const char *source;  // "openblas", "environment" (OPENBLAS_CORETYPE was set) or "normlab"
 } BlasChoice;
 
+// A repeatable option's values, in the order given (items: room for every argument).
+typedef struct {
+    const char **items;
+    int n;
+} StrList;
+
 typedef struct {
     const char *cmd;
     BlasChoice blas;
     const char *model;  // -m: a path, or a name looked up in the model search path
     const char *prompt;
     const char *prompt_file;  // -f for generate, profile, logits
+    int escape;  // -e: -p's text and --stop's with escapes (\n, \t, \\, \xHH, \uXXXX) processed
+    StrList stops;  // --stop: a stream ends before the first of these in its new text
+    char **owned;  // the texts -e rewrote (-p's and --stop's), freed by options_free
+    int n_owned;
     const char *text_file;  // -f / --text for eval and compare
     const char *output;  // -o: the main result to this file ("-": stdout)
     long n_new;
@@ -83,6 +93,7 @@ typedef enum {
     OT_FLAG,  // no value: stores OptSpec.value into an int
     OT_STRING,  // a const char *
     OT_MODELS,  // compare's -m: appended to the models, beside the positional ones
+    OT_LIST,  // repeatable: appended to the StrList at field
     OT_INT,  // an int in [lo, hi] (a larger hi is accepted and stored as INT_MAX)
     OT_LONG,  // a long in [lo, hi]
     OT_DOUBLE,  // a double in [dlo, dhi] (OPT_MIN_OPEN: above dlo; OPT_ZERO_OK: 0 too)
@@ -96,7 +107,7 @@ enum { OPT_MIN_OPEN = 1, OPT_ZERO_OK = 2 };
 // commands (-f is the prompt of generate and the text of eval).
 typedef struct {
     const char *name;  // the long name, without "--"
-    const char *alias;  // another exact long name (llama.cpp's "temp"), or NULL
+    const char *alias;  // other exact long names, space-separated (llama.cpp's "temp"), or NULL
     char letter;  // the short option, or 0
     OptType type;
     const char *arg;  // the value's name in help ("N", "FILE"), NULL for flags
@@ -138,6 +149,7 @@ const Command *find_command(const char *name);
 // --help, or EXIT_USAGE with the message printed (with a "did you mean" for a near miss). o->models
 // is a new array (free it) holding compare's models, -m and positional, in the order given.
 int options_parse(Options *o, const Command *cmd, int argc, char **argv);
+void options_free(Options *o);  // what options_parse allocated
 size_t edit_distance(const char *a, const char *b);
 // The row of the long option `name` (exact name or alias) for cmd, or NULL.
 const OptSpec *option_find(unsigned cmd, const char *name, size_t len);
@@ -228,6 +240,18 @@ uint64_t seed_from_os(void);
 int spawn_wait(char *const *argv);
 // Opens -o (or stdout when absent) as *out for the command's main result.
 int open_main_output(const Options *o, OutFile *out);
+
+// escape.c
+// -e's escapes in text (a NUL-terminated argument) into a new *out of *len bytes; EXIT_USAGE with
+// "WHAT: unknown escape ..." printed when one is not known.
+int unescape(const char *what, const char *text, char **out, size_t *len);
+
+// stops.c
+// The start of the first stop text in text[0..len), and in *which its index, or len when there is
+// none; only matches ending after `from` are looked for (text[0..from) held none).
+size_t stop_find(const StrList *stops, const char *text, size_t len, size_t from, int *which);
+// The longest end of text[0..len) that is the start of a stop text, shorter than it (0: none).
+size_t stop_partial(const StrList *stops, const char *text, size_t len);
 
 // The commands (one file per family).
 int cmd_generate(Options *o);

@@ -26,6 +26,9 @@ typedef struct {
     int write_failed;
     char held[HELD_MAX];  // the start of a UTF-8 character that a later token completes (BPE), not yet written
     size_t n_held;
+    const StrList *stops;  // --stop (none: n 0)
+    char *pending;  // new text held back while it may still begin a stop text
+    size_t n_pending, cap_pending;
 } EmitCtx;
 
 // Text to the output, flushed, each byte that is not part of valid UTF-8 written as U+FFFD.
@@ -39,29 +42,72 @@ static int emit_repaired(EmitCtx *e, const char *s, size_t n) {
     return 0;
 }
 
-// One token to the output, flushed: generation streams. The bytes of a character a token leaves
-// unfinished wait for the next token, so the output never holds a broken character.
-static int emit_token(int token, void *ctx) {
-    EmitCtx *e = ctx;
-    size_t len, n = e->n_held;
-    const char *bytes = nl_tokenizer_bytes(e->tok, token, &len);
-    char joined[HELD_MAX + NL_TOKEN_MAX_BYTES];
-    memcpy(joined, e->held, n);
-    memcpy(joined + n, bytes, len);
-    n += len;
-    size_t keep = nl_utf8_pending(joined, n);
-    if (emit_repaired(e, joined, n - keep) != 0) return 1;
-    memcpy(e->held, joined + n - keep, keep);
-    e->n_held = keep;
+// Bytes to the output, flushed: generation streams. The bytes of a character they leave unfinished
+// wait for the next ones, so the output never holds a broken character.
+static int emit_bytes(EmitCtx *e, const char *bytes, size_t len) {
+    for (size_t at = 0; at < len;) {
+        size_t part = len - at < NL_TOKEN_MAX_BYTES ? len - at : NL_TOKEN_MAX_BYTES, n = e->n_held;
+        char joined[HELD_MAX + NL_TOKEN_MAX_BYTES];
+        memcpy(joined, e->held, n);
+        memcpy(joined + n, bytes + at, part);
+        n += part;
+        at += part;
+        size_t keep = nl_utf8_pending(joined, n);
+        if (emit_repaired(e, joined, n - keep) != 0) return 1;
+        memcpy(e->held, joined + n - keep, keep);
+        e->n_held = keep;
+    }
     return 0;
 }
 
-// The end of a stream: a character left unfinished is written as U+FFFD.
+// One token to the output. With --stop the new text passes through pending: the text before a stop
+// text is written and the stream ends (NL_EMIT_DONE); an end that may begin one waits.
+static int emit_token(int token, void *ctx) {
+    EmitCtx *e = ctx;
+    size_t len, from = e->n_pending;
+    const char *bytes = nl_tokenizer_bytes(e->tok, token, &len);
+    if (!e->stops->n) return emit_bytes(e, bytes, len);
+    if (from + len > e->cap_pending) {
+        char *bigger = realloc(e->pending, 2 * (from + len));
+        if (!bigger) {
+            e->write_failed = ENOMEM;
+            return NL_EMIT_STOP;
+        }
+        e->pending = bigger;
+        e->cap_pending = 2 * (from + len);
+    }
+    memcpy(e->pending + from, bytes, len);
+    e->n_pending += len;
+    int which;
+    size_t at = stop_find(e->stops, e->pending, e->n_pending, from, &which);
+    if (at < e->n_pending) {
+        e->n_pending = 0;
+        return emit_bytes(e, e->pending, at) ? NL_EMIT_STOP : NL_EMIT_DONE;
+    }
+    size_t keep = stop_partial(e->stops, e->pending, e->n_pending);
+    if (emit_bytes(e, e->pending, e->n_pending - keep)) return NL_EMIT_STOP;
+    memmove(e->pending, e->pending + e->n_pending - keep, keep);
+    e->n_pending = keep;
+    return NL_EMIT_CONTINUE;
+}
+
+// The end of a stream: text held back for --stop is written, and a character left unfinished as U+FFFD.
 static int emit_end(EmitCtx *e) {
-    size_t n = e->n_held;
+    size_t n = e->n_pending;
+    e->n_pending = 0;
+    if (n && !e->write_failed && emit_bytes(e, e->pending, n)) return 1;
+    n = e->n_held;
     e->n_held = 0;
     return n && !e->write_failed ? emit_repaired(e, e->held, n) : 0;
 }
+
+// --n-probs: one stream's generated tokens, each with its top tokens, as the sampler recorded them.
+typedef struct {
+    int *ids;  // (n, 1 + width): the token, then its top tokens
+    double *logprobs;  // (n, 1 + width): theirs
+    size_t *at;  // (n) where the token's bytes start in the stream's text
+    size_t n, cap;
+} Probs;
 
 // Each stream's text collected, then written whole (--samples, --json).
 typedef struct {
@@ -69,11 +115,45 @@ typedef struct {
     char **text;  // (N) growing NUL-terminated buffers
     size_t *len, *cap;
     atomic_int failed;  // set from any worker thread
+    const StrList *stops;  // --stop (none: n 0)
+    const char **stopped_by;  // (N) the stop text that ended the stream, or NULL
+    NlSampler **samplers;  // (N) with --n-probs: what each stream's last draw recorded
+    int width;  // --n-probs: the top tokens recorded a draw (0: none)
+    Probs *probs;  // (N) with --n-probs
 } Collect;
+
+// The sampler's record of the token just drawn, at the text's offset at.
+static int record_token(Collect *c, int stream, int token, size_t at) {
+    Probs *p = &c->probs[stream];
+    size_t w = (size_t)c->width + 1;
+    if (p->n == p->cap) {
+        size_t cap = p->cap ? 2 * p->cap : 64;
+        int *ids = realloc(p->ids, cap * w * sizeof *ids);
+        if (ids) p->ids = ids;
+        double *lps = realloc(p->logprobs, cap * w * sizeof *lps);
+        if (lps) p->logprobs = lps;
+        size_t *ats = realloc(p->at, cap * sizeof *ats);
+        if (ats) p->at = ats;
+        if (!ids || !lps || !ats) return -1;
+        p->cap = cap;
+    }
+    const int *top;
+    const double *top_lp;
+    double lp;
+    int k = nl_sampler_probs(c->samplers[stream], &lp, &top, &top_lp);
+    p->ids[p->n * w] = token;
+    p->logprobs[p->n * w] = lp;
+    for (int i = 0; i < c->width; i++) {  // (k = width: the vocabulary holds at least width tokens)
+        p->ids[p->n * w + 1 + (size_t)i] = i < k ? top[i] : -1;
+        p->logprobs[p->n * w + 1 + (size_t)i] = i < k ? top_lp[i] : 0.0;
+    }
+    p->at[p->n++] = at;
+    return 0;
+}
 
 static int collect_token(int stream, int token, void *ctx) {
     Collect *c = ctx;
-    size_t n, need;
+    size_t n, need, from = c->len[stream];
     const char *piece = nl_tokenizer_bytes(c->tok, token, &n);
     need = c->len[stream] + n + 1;
     if (need > c->cap[stream]) {
@@ -81,7 +161,7 @@ static int collect_token(int stream, int token, void *ctx) {
         char *bigger = realloc(c->text[stream], cap);
         if (!bigger) {
             c->failed = 1;
-            return 1;
+            return NL_EMIT_STOP;
         }
         c->text[stream] = bigger;
         c->cap[stream] = cap;
@@ -89,7 +169,19 @@ static int collect_token(int stream, int token, void *ctx) {
     memcpy(c->text[stream] + c->len[stream], piece, n);
     c->len[stream] += n;
     c->text[stream][c->len[stream]] = '\0';
-    return 0;
+    if (c->width && record_token(c, stream, token, from) != 0) {
+        c->failed = 1;
+        return NL_EMIT_STOP;
+    }
+    int which;
+    size_t at = c->stops->n ? stop_find(c->stops, c->text[stream], c->len[stream], from, &which) : c->len[stream];
+    if (at == c->len[stream]) return NL_EMIT_CONTINUE;
+    c->len[stream] = at;  // the stop text and what follows it go
+    c->text[stream][at] = '\0';
+    c->stopped_by[stream] = c->stops->items[which];
+    for (Probs *p = c->width ? &c->probs[stream] : NULL; p && p->n && p->at[p->n - 1] >= at;)
+        p->n--;  // the tokens wholly inside it go too (a token it starts within stays)
+    return NL_EMIT_DONE;
 }
 
 static int stream_token(int stream, int token, void *ctx) {
@@ -121,6 +213,41 @@ static void add_timings(cJSON *o, const NlGenerateStats *st, int streams) {
     cJSON_AddNumberToObject(o, "context_shifts", (double)st->context_shifts);
 }
 
+// A token as llama-server shows one: {id, token (its bytes as text), bytes, logprob}.
+static cJSON *token_json(const NlTokenizer *tok, int id, double logprob) {
+    size_t n;
+    const char *piece = nl_tokenizer_bytes(tok, id, &n);
+    cJSON *t = cJSON_CreateObject(), *bytes = cJSON_CreateArray();
+    cJSON_AddNumberToObject(t, "id", id);
+    cJSON_AddItemToObject(t, "token", nl_jsonx_bytes(piece, n));
+    for (size_t i = 0; i < n; i++) cJSON_AddItemToArray(bytes, cJSON_CreateNumber((unsigned char)piece[i]));
+    cJSON_AddItemToObject(t, "bytes", bytes);
+    cJSON_AddNumberToObject(t, "logprob", logprob);
+    return t;
+}
+
+// --n-probs: "completion_probabilities", each generated token with its top_logprobs.
+static cJSON *probs_json(const Collect *c, int stream) {
+    const Probs *p = &c->probs[stream];
+    size_t w = (size_t)c->width + 1;
+    cJSON *all = cJSON_CreateArray();
+    for (size_t i = 0; i < p->n; i++) {
+        cJSON *t = token_json(c->tok, p->ids[i * w], p->logprobs[i * w]), *top = cJSON_CreateArray();
+        for (size_t j = 1; j < w && p->ids[i * w + j] >= 0; j++)
+            cJSON_AddItemToArray(top, token_json(c->tok, p->ids[i * w + j], p->logprobs[i * w + j]));
+        cJSON_AddItemToObject(t, "top_logprobs", top);
+        cJSON_AddItemToArray(all, t);
+    }
+    return all;
+}
+
+// With --stop: why the stream ended, as llama-server says it: "word" (and which) or "limit" (-n).
+static void add_stop(cJSON *j, const Collect *c, int stream) {
+    const char *by = c->stopped_by[stream];
+    cJSON_AddStringToObject(j, "stop_type", by ? "word" : "limit");
+    cJSON_AddItemToObject(j, "stopping_word", nl_jsonx_bytes(by ? by : "", by ? strlen(by) : 0));
+}
+
 static int print_json(FILE *out, cJSON *o) {
     char *line = nl_jsonx_print(o, 0);  // the one JSON printer: bytes that are not UTF-8 become U+FFFD
     int ok = line && fprintf(out, "%s\n", line) > 0;
@@ -145,6 +272,8 @@ static int print_samples(FILE *out, const Collect *c, int n, uint64_t seed, cons
             add_u64(j, "seed", seed + (uint64_t)i);
             cJSON_AddStringToObject(j, "prompt", prompt);
             cJSON_AddItemToObject(j, "text", nl_jsonx_bytes(text, c->len[i]));  // (a BPE text may hold a NUL)
+            if (c->stops->n) add_stop(j, c, i);
+            if (c->width) cJSON_AddItemToObject(j, "completion_probabilities", probs_json(c, i));
             if (n == 1) add_timings(j, st, 1);
             ok = print_json(out, j);
         } else {
@@ -191,14 +320,29 @@ static void print_timing(const NlGenerateStats *st, size_t n_new, int streams, c
     fprintf(stderr, "\n");
 }
 
-// One sampler per stream; stream i is seeded with seed + i.
-static int make_samplers(const Options *o, const NlModel *model, uint64_t seed, NlSampler **samplers) {
+// The most tokens --repeat-last-n -1 looks back on: the model's context, or this many (a recurrent model).
+#define REPEAT_LAST_N_MAX 1048576
+
+// The new tokens of each stream: -n, or fewer when --stop ended every stream sooner.
+static size_t new_tokens(const Options *o, const NlGenerateStats *st) {
+    size_t n = (size_t)o->n_new;
+    return n && st->decode_tokens + 1 < n ? st->decode_tokens + 1 : n;
+}
+
+// One sampler per stream; stream i is seeded with seed + i, and its penalties' history starts with
+// the prompt's ids[0..n) (llama.cpp's accept of the prompt).
+static int make_samplers(const Options *o, const NlModel *model, uint64_t seed, const int *ids, size_t n,
+                         NlSampler **samplers) {
+    NlSamplerParams params = o->sampling;
+    size_t T = model_context(model);
+    if (params.repeat_last_n < 0) params.repeat_last_n = T < REPEAT_LAST_N_MAX ? (int)T : REPEAT_LAST_N_MAX;
     for (int i = 0; i < o->samples; i++) {
         NlError err;
-        if (nl_sampler_create(&samplers[i], nl_model_config(model)->vocab_size, o->sampling, seed + (uint64_t)i,
-                              &err) != 0) {
+        if (nl_sampler_create(&samplers[i], nl_model_config(model)->vocab_size, params, seed + (uint64_t)i, &err) !=
+            0) {
             return fail(&err);
         }
+        for (size_t j = 0; j < n; j++) nl_sampler_accept(samplers[i], ids[j]);
     }
     return 0;
 }
@@ -258,9 +402,16 @@ static int check_run(const Options *o, const RunMode *mode, const NlModel *model
 
 static void collect_free(Collect *c, int n) {
     for (int i = 0; c->text && i < n; i++) free(c->text[i]);
+    for (int i = 0; c->probs && i < n; i++) {
+        free(c->probs[i].ids);
+        free(c->probs[i].logprobs);
+        free(c->probs[i].at);
+    }
     free(c->text);
     free(c->len);
     free(c->cap);
+    free(c->stopped_by);
+    free(c->probs);
 }
 
 // One generate or profile run of one model: what it holds, from setup to cleanup.
@@ -312,8 +463,18 @@ static int prompt_for(const Options *o, GenRun *r, const char *given, size_t len
 static int setup_model(const Options *o, GenRun *r, const char *given, size_t len) {
     size_t k = (size_t)o->samples;
     r->samplers = calloc(k, sizeof *r->samplers);
-    r->col = (Collect){NULL, calloc(k, sizeof(char *)), calloc(k, sizeof(size_t)), calloc(k, sizeof(size_t)), 0};
-    int rc = r->samplers && r->col.text && r->col.len && r->col.cap ? 0 : EXIT_DATA;
+    r->col = (Collect){.text = calloc(k, sizeof(char *)),
+                       .len = calloc(k, sizeof(size_t)),
+                       .cap = calloc(k, sizeof(size_t)),
+                       .stops = &o->stops,
+                       .stopped_by = calloc(k, sizeof(char *)),
+                       .samplers = r->samplers,
+                       .width = o->sampling.n_probs,
+                       .probs = o->sampling.n_probs ? calloc(k, sizeof(Probs)) : NULL};
+    int rc = r->samplers && r->col.text && r->col.len && r->col.cap && r->col.stopped_by &&
+                     (r->col.probs || !o->sampling.n_probs)
+                 ? 0
+                 : EXIT_DATA;
     if (rc) msg_error("out of memory");
     Options with = *o;
     if (r->name) with.model = r->name;
@@ -338,7 +499,7 @@ static int setup_model(const Options *o, GenRun *r, const char *given, size_t le
 
 // r's samplers, seeded from r->seed, and the prompt as the model saw it (for echoing).
 static int setup_streams(const Options *o, GenRun *r) {
-    int rc = make_samplers(o, r->model, r->seed, r->samplers);
+    int rc = make_samplers(o, r->model, r->seed, r->ids, r->n, r->samplers);
     if (!rc && !(r->prompt = prompt_text(r->model, r->ids, r->n))) {
         msg_error("out of memory");
         rc = EXIT_DATA;
@@ -365,7 +526,7 @@ static int setup_run(const Options *o, GenRun *r) {
 static int decode_streams(const Options *o, GenRun *r, FILE *out, int *write_failed) {
     int collect = o->samples > 1 || o->json;
     size_t T = model_context(r->model), n = r->n;  // a recurrent model's (SIZE_MAX) takes the whole prompt
-    EmitCtx ectx = {.tok = nl_model_tokenizer(r->model), .out = out};
+    EmitCtx ectx = {.tok = nl_model_tokenizer(r->model), .out = out, .stops = &o->stops};
     if (o->echo && !collect && r->mode->keep_text && (fputs(r->prompt, out) == EOF || fflush(out) == EOF))
         ectx.write_failed = errno;
     r->col.tok = nl_model_tokenizer(r->model);
@@ -380,8 +541,9 @@ static int decode_streams(const Options *o, GenRun *r, FILE *out, int *write_fai
     int g = ectx.write_failed ? 1
                               : nl_generate(r->wk.states, (size_t)r->workers, r->samplers, (size_t)o->samples, r->ids,
                                             n, &gopts, &r->st, &err);
+    if (!collect && r->mode->keep_text && g >= 0) emit_end(&ectx);
+    free(ectx.pending);
     if (g < 0) return fail(&err);
-    if (!collect && r->mode->keep_text) emit_end(&ectx);
     if (r->col.failed) {
         msg_error("out of memory for the samples");
         return EXIT_DATA;
@@ -428,7 +590,7 @@ static int decode_run(const Options *o, GenRun *r, int *write_failed) {
         print_samples(r->out.f, &r->col, o->samples, r->seed, o, r->prompt, &r->st, NULL, NULL) != 0)
         *write_failed = errno ? errno : EIO;
     if (*write_failed) return EXIT_DATA;
-    print_timing(&r->st, (size_t)o->n_new, o->samples, NULL, token_unit(r->model));
+    print_timing(&r->st, new_tokens(o, &r->st), o->samples, NULL, token_unit(r->model));
     NlProfiler *prof = workers_profile(&r->wk);
     return prof ? write_profile(o, r, prof) : 0;
 }
@@ -528,7 +690,8 @@ static int many_decode(const Options *o, ManyRun *m, int *write_failed) {
         }
     }
     for (int i = 0; i < m->n; i++)
-        print_timing(&m->runs[i].st, (size_t)o->n_new, o->samples, m->runs[i].name, token_unit(m->runs[i].model));
+        print_timing(&m->runs[i].st, new_tokens(o, &m->runs[i].st), o->samples, m->runs[i].name,
+                     token_unit(m->runs[i].model));
     return 0;
 }
 
@@ -551,6 +714,10 @@ static int generate_many(const Options *o) {
 // One model (-m once, or the default) is generate_run; several run one after another (generate_many),
 // --profile refused: its report is one model's.
 int cmd_generate(Options *o) {
+    if (o->sampling.n_probs && !o->json) {
+        msg_usage(o->cmd, "--n-probs goes with --json: the probabilities are written in the JSON lines");
+        return EXIT_USAGE;
+    }
     if (o->n_models == 1) o->model = o->models[0];
     if (o->n_models < 2) return generate_run(o, &GENERATE);
     if (o->profile) {

@@ -226,22 +226,27 @@ void model_entries_free(ModelEntry *e, size_t n) {
     free(e);
 }
 
-// "no such model", with the names -m takes (each once) and the folders searched.
+// "no such model": a did-you-mean when a name -m takes is within a third of the name's length (or
+// starts with it), the count of the others ('normlab list' names them) and the folders searched.
 static int no_such_model(const char *from_env, const char *name) {
     ModelEntry *e = NULL;
-    size_t n = 0, len = 1;
+    size_t n = 0, found = 0, best_d = 2 + strlen(name) / 3;
+    const char *best = NULL;
     int rc = model_entries(&e, &n);
-    for (size_t i = 0; i < n; i++) len += strlen(e[i].name) + 2;
-    char *names = rc ? NULL : malloc(len), *search = model_search_path(), *at = names;
-    for (size_t i = 0; names && i < n; i++)
-        if (!e[i].shadowed) at += sprintf(at, "%s%s", at == names ? "" : ", ", e[i].name);
-    if (names) *at = '\0';
-    msg_error("%s%s: no such model (models found: %s; searched %s)", from_env, name, names && *names ? names : "none",
+    char *search = model_search_path(), hint[300] = "";
+    for (size_t i = 0; !rc && i < n; i++) {
+        if (e[i].shadowed) continue;
+        found++;
+        size_t d = *name && strncmp(e[i].name, name, strlen(name)) == 0 ? 1 : edit_distance(name, e[i].name);
+        if (d < best_d) best_d = d, best = e[i].name;
+    }
+    if (best) snprintf(hint, sizeof hint, "did you mean '%s'? ", best);
+    msg_error("%s%s: no such model (%s%zu model%s found: 'normlab list' shows them; searched %s)", from_env, name, hint,
+              found, plural(found),
               !search   ? "(out of memory)"
               : *search ? search
                         : "no folder: no weights/ beside the binary, no installed models, no $NORMLAB_MODELS");
     model_entries_free(e, n);
-    free(names);
     free(search);
     return EXIT_DATA;
 }
@@ -347,10 +352,13 @@ int encode(const NlModel *model, const char *what, const char *text, size_t len,
     NlError err;
     if (nl_tokenizer_encode(nl_model_tokenizer(model), text, len, flags, *ids, n, skipped, &err) != 0) {
         // The library does not know the flags; the CLI adds the one that helps.
+        int unknown = err.code == NL_ERR_FORMAT && !skip_unknown && strstr(err.msg, "vocabulary");
         msg_error("%s: %s%s", what, err.msg,
-                  err.code == NL_ERR_FORMAT && !skip_unknown && strstr(err.msg, "vocabulary")
-                      ? " (use --skip-unknown to drop such characters)"
-                      : "");
+                  !unknown ? ""
+                  : strstr(err.msg, "'\\' (U+005C)") != NULL
+                      ? " (-e reads escapes such as \\n; --skip-unknown drops such "
+                        "characters)"
+                      : " (use --skip-unknown to drop such characters)");
         return exit_code(&err);
     }
     if (*skipped)

@@ -3,11 +3,24 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli.h"
+
+// Whether standard input holds a prompt: a file, or a pipe with text (or its end) within 100 ms.
+// A pipe that stays silent (a harness that holds it open) is not waited for: -f - waits.
+#define STDIN_WAIT_MS 100
+static int stdin_has_prompt(void) {
+    struct stat st;
+    if (fstat(STDIN_FILENO, &st) != 0) return 0;
+    if (S_ISREG(st.st_mode)) return 1;
+    struct pollfd p = {.fd = STDIN_FILENO, .events = POLLIN};
+    return S_ISFIFO(st.st_mode) && poll(&p, 1, STDIN_WAIT_MS) == 1 && (p.revents & (POLLIN | POLLHUP));
+}
 
 const Command *find_command(const char *name) {
     for (size_t i = 0; i < N_COMMANDS; i++)
@@ -137,15 +150,19 @@ int main(int argc, char **argv) {
     Options o = {.cmd = name, .blas = blas, .norm = -1, .placement = -1, .echo = 1, .closed_std = closed};
     int rc = options_parse(&o, cmd, argc - 1, argv + 1);
     if (rc) {
-        free(o.models);
+        options_free(&o);
         return rc < 0 ? print_help(closed, cmd) : rc;
     }
     // Every command runs on all available CPUs by default but compare, whose table defaults to one
     // thread: its speed columns are measured one row at a time unless --threads asks otherwise.
     if (o.threads == 0) o.threads = available_cpus();
+    // A piped prompt: generate, logits and tokenize read a standard input that holds one, as -f -.
+    if ((cmd->bit & (CMD_GENERATE | CMD_LOGITS | CMD_TOKENIZE)) && !o.prompt && !o.prompt_file &&
+        !(closed & CLOSED_STDIN) && stdin_has_prompt())
+        o.prompt_file = "-";
     if (o.prompt && o.prompt_file) {
         msg_usage(name, "%s", "give -p or -f, not both");
-        free(o.models);
+        options_free(&o);
         return EXIT_USAGE;
     }
     if (o.counters && !o.profile && cmd->bit != CMD_PROFILE) {
@@ -154,6 +171,6 @@ int main(int argc, char **argv) {
     }
     if (!rc) rc = check_std_streams(&o);
     if (!rc) rc = cmd->run(&o);
-    free(o.models);
+    options_free(&o);
     return rc;
 }

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 
@@ -64,6 +65,11 @@ static int apply_option(Options *o, const OptSpec *s, const char *shown, const c
     case OT_FLAG: *(int *)(base + s->field) = s->value; return 0;
     case OT_STRING: *(const char **)(base + s->field) = arg; return 0;
     case OT_MODELS: o->models[o->n_models++] = arg; return 0;
+    case OT_LIST: {
+        StrList *l = (StrList *)(base + s->field);
+        l->items[l->n++] = arg;
+        return 0;
+    }
     case OT_INT:
         if (!(bad = parse_long(arg, s->lo, s->hi, &v) != 0)) *(int *)(base + s->field) = v > INT_MAX ? INT_MAX : (int)v;
         break;  // (a top-k above V keeps everything anyway)
@@ -103,13 +109,32 @@ size_t edit_distance(const char *a, const char *b) {
     return row[m];
 }
 
+// Whether s[0..len) is name[0..len), '_' standing for '-' (nanoGPT's --max_new_tokens).
+static int same_chars(const char *name, const char *s, size_t len) {
+    for (size_t i = 0; i < len; i++)
+        if (name[i] != s[i] && !(name[i] == '-' && s[i] == '_')) return 0;
+    return 1;
+}
+
 static int same(const char *name, const char *s, size_t len) {
-    return name && strlen(name) == len && strncmp(name, s, len) == 0;
+    return name && strlen(name) == len && same_chars(name, s, len);
+}
+
+// Whether s[0..len) is one of the space-separated names of list.
+static int among(const char *list, const char *s, size_t len) {
+    for (const char *at = list; at && *at; at += strspn(at, " ")) {
+        size_t n = strcspn(at, " ");
+        char word[64];
+        snprintf(word, sizeof word, "%.*s", (int)n, at);
+        if (same(word, s, len)) return 1;
+        at += n;
+    }
+    return 0;
 }
 
 const OptSpec *option_find(unsigned cmd, const char *name, size_t len) {
     for (size_t i = 0; i < N_OPTIONS; i++)
-        if ((OPTIONS[i].commands & cmd) && (same(OPTIONS[i].name, name, len) || same(OPTIONS[i].alias, name, len)))
+        if ((OPTIONS[i].commands & cmd) && (same(OPTIONS[i].name, name, len) || among(OPTIONS[i].alias, name, len)))
             return &OPTIONS[i];
     return NULL;
 }
@@ -127,7 +152,8 @@ static int prefixed(unsigned cmd, const char *name, size_t len, const OptSpec **
     list[0] = '\0';
     for (size_t i = 0; i < N_OPTIONS && len; i++) {
         const OptSpec *s = &OPTIONS[i];
-        if (!(s->commands & cmd) || strncmp(s->name, name, len) != 0) continue;  // (a name: one row a command)
+        if (!(s->commands & cmd) || strlen(s->name) < len || !same_chars(s->name, name, len))
+            continue;  // (a name: one row a command)
         snprintf(list + strlen(list), cap - strlen(list), "%s--%s", n ? ", " : "", s->name);
         *one = s;
         n++;
@@ -158,6 +184,23 @@ static void unknown_option(const Command *cmd, const char *given, const char *ba
 
 static int takes_value(const OptSpec *s) { return s->type != OT_HELP && s->type != OT_FLAG; }
 
+// llama.cpp's options that normlab has no counterpart for, with the reason (a plain "unknown" or a
+// near-miss hint would mislead: -c is not --counters, -ngl is not -n).
+static const struct {
+    const char *names;  // space-separated, without dashes
+    const char *why;
+} FOREIGN[] = {
+    {"c ctx-size", "the context is the model's block_size, fixed by its training ('normlab info' shows it)"},
+    {"ngl n-gpu-layers gpu-layers", "normlab runs on the CPU"},
+};
+
+// The reason for a foreign option named s[0..len), or NULL.
+static const char *foreign(const char *s, size_t len) {
+    for (size_t i = 0; i < sizeof FOREIGN / sizeof FOREIGN[0]; i++)
+        if (among(FOREIGN[i].names, s, len)) return FOREIGN[i].why;
+    return NULL;
+}
+
 // The row one argument starting with '-' names for cmd, with its spelling for messages and its
 // value when attached ("--steps=5", "-n5"); NULL after printing why there is none. After one dash:
 // a long option's exact name (or alias), else a short letter with the rest as its value.
@@ -169,6 +212,11 @@ static const OptSpec *resolve(const Command *cmd, const char *a, char *shown, si
     snprintf(given, sizeof given, "%.*s", (int)(len + 1 + two), a);
     *value = name[len] == '=' ? name + len + 1 : NULL;
     const OptSpec *s = two || len > 1 ? option_find(cmd->bit, name, len) : NULL, *other = NULL;
+    const char *why = s ? NULL : foreign(name, len);
+    if (why) {
+        msg_usage(cmd->name, "option '%s' is llama.cpp's and has no counterpart here: %s", given, why);
+        return NULL;
+    }
     int letter = !s && !two && (s = find_letter(cmd->bit, a[1])) != NULL;
     if (letter) *value = a[2] ? a + 2 : NULL;  // "-n5", "-mmodel.json" (getopt: "-n=5" is the value "=5")
     if (letter && *value && !takes_value(s)) s = NULL, letter = 0;
@@ -203,10 +251,67 @@ static void apply_defaults(Options *o, const Command *cmd) {
         if ((OPTIONS[i].commands & cmd->bit) && OPTIONS[i].def) apply_option(o, &OPTIONS[i], "", OPTIONS[i].def);
 }
 
+// What a stray argument may have meant: a model for -m (one -m NAME finds), a file for -f, else a
+// prompt for -p; "" when the command takes none of them.
+static int names_model(const char *arg) {
+    struct stat st;
+    size_t len = strlen(arg), n = 0;
+    if (stat(arg, &st) == 0 && (S_ISDIR(st.st_mode) || (len > 5 && strcmp(arg + len - 5, ".json") == 0))) return 1;
+    ModelEntry *e = NULL;
+    int found = 0;
+    if (model_entries(&e, &n) == 0)
+        for (size_t i = 0; i < n && !found; i++) found = strcmp(e[i].name, arg) == 0;
+    model_entries_free(e, n);
+    return found;
+}
+
+static const char *stray_hint(const Command *cmd, const char *arg, char *buf, size_t cap) {
+    struct stat st;
+    const OptSpec *f = option_find(cmd->bit, "file", 4);
+    if (option_find(cmd->bit, "model", 5) && names_model(arg))
+        snprintf(buf, cap, " (a model is named with -m: -m %s)", arg);
+    else if (f && stat(arg, &st) == 0 && S_ISREG(st.st_mode))
+        snprintf(buf, cap, " (a file is read with -f: -f %s)", arg);
+    else if (option_find(cmd->bit, "prompt", 6)) snprintf(buf, cap, " (a prompt is given with -p: -p '%s')", arg);
+    else buf[0] = '\0';
+    return buf;
+}
+
+void options_free(Options *o) {
+    free(o->models);
+    free(o->stops.items);
+    for (int i = 0; i < o->n_owned; i++) free(o->owned[i]);
+    free(o->owned);
+}
+
+// -e: -p's text and each --stop's with their escapes processed (the new texts owned by o).
+static int apply_escapes(Options *o) {
+    const char **texts[1 + 256];
+    int n = 0, rc = 0;
+    if (o->prompt) texts[n++] = &o->prompt;
+    for (int i = 0; i < o->stops.n && n < 257; i++) texts[n++] = &o->stops.items[i];
+    if (o->stops.n > 256) {
+        msg_usage(o->cmd, "at most 256 --stop texts, got %d", o->stops.n);
+        return EXIT_USAGE;
+    }
+    if (!(o->owned = calloc((size_t)n + 1, sizeof *o->owned))) {
+        msg_error("out of memory");
+        return EXIT_DATA;
+    }
+    for (int i = 0; i < n && !rc; i++) {
+        size_t len;
+        char *out;
+        rc = unescape(o->prompt && i == 0 ? "-p" : "--stop", *texts[i], &out, &len);
+        if (!rc) *texts[i] = o->owned[o->n_owned++] = out;
+    }
+    return rc;
+}
+
 int options_parse(Options *o, const Command *cmd, int argc, char **argv) {
     const char *stray = NULL;
     o->models = calloc((size_t)argc + 1, sizeof *o->models);
-    if (!o->models) {
+    o->stops.items = calloc((size_t)argc + 1, sizeof *o->stops.items);
+    if (!o->models || !o->stops.items) {
         msg_error("out of memory");
         return EXIT_DATA;
     }
@@ -238,12 +343,18 @@ int options_parse(Options *o, const Command *cmd, int argc, char **argv) {
         if (rc) return rc;
     }
     if (stray) {
-        msg_usage(o->cmd, "unexpected argument '%s'", stray);
+        char hint[160];
+        msg_usage(o->cmd, "unexpected argument '%s'%s", stray, stray_hint(cmd, stray, hint, sizeof hint));
         return EXIT_USAGE;
     }
     if (o->quantize_only && !o->quantize && !o->quantize_rows) {
         msg_usage(o->cmd, "--quantize-only picks what --quantize rounds: give --quantize too");
         return EXIT_USAGE;
     }
-    return 0;
+    for (int i = 0; i < o->stops.n; i++)
+        if (!o->stops.items[i][0]) {
+            msg_usage(o->cmd, "--stop needs a text, got an empty one");
+            return EXIT_USAGE;
+        }
+    return o->escape ? apply_escapes(o) : 0;
 }

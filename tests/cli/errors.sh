@@ -9,8 +9,9 @@ run  # bare normlab: the commands, as git lists them, on stderr (a usage error)
 expect_fail "-i is not --invariance's prefix" 2 "unknown option '-i'" generate $M -i
 expect_fail "-b is unknown, with the options it starts" 2 "unknown option '-b' (did you mean --batch, --bn-stats?)" \
     generate $M -b
-expect_fail "-e is unknown, with the options it starts" 2 "unknown option '-e' (did you mean --echo, --exact-window?)" \
-    generate $M -e
+expect_fail "-q is unknown, with the options it starts" 2 \
+    "unknown option '-q' (did you mean --quantize, --quantize-only, --quantize-act?)" \
+    generate $M -q
 expect_fail "one dash, a near miss: did you mean" 2 "unknown option '-jsn' (did you mean '--json'?)" generate $M -jsn
 expect_fail "one dash and a prefix is no long option" 2 "unknown option '-exact' (did you mean --exact-window?)" \
     generate $M -exact
@@ -120,8 +121,17 @@ expect_fail "--version takes no arguments" 2 "--version takes no arguments, got 
 # eight names made out of order: a directory's own order coming out sorted by chance is 1 in 40,320
 mkdir -p "$TMP/models" && for n in h c f a e b g d; do cp "$FIX/ln-pre-bias.json" "$TMP/models/$n.json"; done
 NORMLAB_MODELS="$TMP/models" run generate -m nosuch -n 1
-[ "$rc" -eq 1 ] && grep -qF "models found: a, b, c, d, e, f, g, h, shakespeare" "$TMP/err" \
-    && ok "no such model: names in order" || bad "no such model: names in order" "exit $rc: $(cat "$TMP/err")"
+want="nosuch: no such model \([0-9]+ models found: 'normlab list' shows them; searched $TMP/models:"
+[ "$rc" -eq 1 ] && grep -qE "$want" "$TMP/err" && ! grep -q "did you mean\|shakespeare" "$TMP/err" \
+    && ok "no such model: a count, no list (list names them)" \
+    || bad "no such model: count" "exit $rc: $(cat "$TMP/err")"
+NORMLAB_MODELS="$TMP/models" run generate -m gg -n 1
+[ "$rc" -eq 1 ] && grep -qF "gg: no such model (did you mean 'g'?" "$TMP/err" \
+    && ok "no such model: did you mean the nearest name" \
+    || bad "no such model: did you mean" "exit $rc: $(cat "$TMP/err")"
+NORMLAB_MODELS="$TMP/models" "$BIN" list | awk 'NR > 1 { printf "%s ", $1 }' > "$TMP/names"
+grep -q "^a b c d e f g h shakespeare" "$TMP/names" && ok "list: the names in order" \
+    || bad "list: names in order" "$(cat "$TMP/names")"
 expect_ok "--version" --version && grep -qE '^normlab [0-9]+\.[0-9]+\.[0-9]+$' "$TMP/out" \
     && ok "version format" || bad "version format" "$(cat "$TMP/out")"
 cp "$TMP/out" "$TMP/version"
