@@ -74,6 +74,7 @@ static double eval_group(EvalJob *j, size_t worker, size_t g, size_t *bad, doubl
         for (size_t i = 0; i < k; i++) {
             double v = nl_nll(rows + i * j->V, j->V, j->ids[win.begin + i + 1]);
             if (!isfinite(v) && *bad == SIZE_MAX) *bad = win.begin + i + 2;  // 1-based character
+            if (j->opts->scored) j->opts->scored(j->opts->scored_ctx, win.begin + i, rows + i * j->V, v);
             sum += v;
             *sq += v * v;
         }
@@ -113,7 +114,7 @@ static void order_segments(size_t *start, size_t K, size_t N) {
 
 // Positions p..p+nc-1 of the first B slots in one call; their losses added to *out.
 static size_t recurrent_chunk(NlState *s, const int *ids, const size_t *start, int *tokens, size_t B, size_t p,
-                              size_t nc, NlEvalResult *out) {
+                              size_t nc, const NlEvalOptions *opts, NlEvalResult *out) {
     size_t V = (size_t)nl_state_config(s)->vocab_size, bad = SIZE_MAX;
     for (size_t b = 0; b < B; b++) memcpy(tokens + b * nc, ids + start[b] + p, nc * sizeof *tokens);
     const NlObserver *obs = nl_state_observer(s);
@@ -125,6 +126,7 @@ static size_t recurrent_chunk(NlState *s, const int *ids, const size_t *start, i
             size_t at = start[b] + p + t;  // the input; it predicts ids[at + 1]
             double v = nl_nll(logits + (b * nc + t) * V, V, ids[at + 1]);
             if (!isfinite(v) && at + 2 < bad) bad = at + 2;  // 1-based character
+            if (opts->scored) opts->scored(opts->scored_ctx, at, logits + (b * nc + t) * V, v);
             out->nll_sum += v;
             out->nll_sq_sum += v * v;
         }
@@ -132,8 +134,11 @@ static size_t recurrent_chunk(NlState *s, const int *ids, const size_t *start, i
 }
 
 // A model without a window: K = segments parts, each through one unbroken state (nl_eval).
-static int eval_recurrent(NlState *s, const int *ids, size_t n, size_t segments, NlEvalResult *out,
-                          NlProgressFn progress, void *ctx, NlError *err) {
+static int eval_recurrent(NlState *s, const int *ids, size_t n, const NlEvalOptions *opts, NlEvalResult *out,
+                          NlError *err) {
+    size_t segments = opts->segments ? opts->segments : 1;
+    NlProgressFn progress = opts->progress;
+    void *ctx = opts->progress_ctx;
     *out = (NlEvalResult){0};
     double t0 = nl_clock_seconds();
     nl_obs_set_phase(nl_state_observer(s), NL_PHASE_PREFILL);
@@ -158,10 +163,10 @@ static int eval_recurrent(NlState *s, const int *ids, size_t n, size_t segments,
     order_segments(start, K, N);
     for (size_t p = 0; p < q && bad == SIZE_MAX; p += NL_RNN_LOGITS) {
         size_t nc = q - p < NL_RNN_LOGITS ? q - p : NL_RNN_LOGITS;
-        bad = recurrent_chunk(s, ids, start, tokens, K, p, nc, out);
+        bad = recurrent_chunk(s, ids, start, tokens, K, p, nc, opts, out);
         if (progress) progress(K * (p + nc), N, nl_clock_seconds() - t0, ctx);
     }
-    if (longer && bad == SIZE_MAX) bad = recurrent_chunk(s, ids, start, tokens, longer, q, 1, out);
+    if (longer && bad == SIZE_MAX) bad = recurrent_chunk(s, ids, start, tokens, longer, q, 1, opts, out);
     free(start);
     free(tokens);
     if (bad != SIZE_MAX) {
@@ -194,8 +199,7 @@ int nl_eval(NlState *const *states, size_t n_states, const int *ids, size_t n, c
     const NlConfig *c = nl_state_config(states[0]);
     if (!opts) opts = &NONE;
     if (!nl_family_info(c->arch)->windowed)  // no window: the text through one unbroken state a segment
-        return eval_recurrent(states[0], ids, n, opts->segments ? opts->segments : 1, out, opts->progress,
-                              opts->progress_ctx, err);
+        return eval_recurrent(states[0], ids, n, opts, out, err);
     size_t stride = opts->stride;
     *out = (NlEvalResult){0};
     double t0 = nl_clock_seconds();

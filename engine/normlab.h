@@ -258,6 +258,9 @@ typedef void (*NlProgressFn)(size_t done, size_t total, double seconds, void *ct
 // (nl_eval_window, normlab_ext.h) have just run in state, their logits scored; the state may be used
 // (nl_state_readout) until the hook returns. Called from the thread that ran the call.
 typedef void (*NlEvalCallFn)(void *ctx, NlState *state, size_t first, size_t windows);
+// Each scored input once: input p (it predicts ids[p + 1]) with its logits (V) and its loss, -ln
+// softmax(logits)[ids[p + 1]]. Called from the thread that scored it, in no order across threads.
+typedef void (*NlEvalScoredFn)(void *ctx, size_t input, const float *logits, double nll);
 
 typedef struct {
     size_t stride;  // a windowed model's windows move this far (1 <= stride <= T); others ignore it
@@ -266,6 +269,8 @@ typedef struct {
     void *progress_ctx;
     NlEvalCallFn call_done;  // NULL: none (the lab's logit lens)
     void *call_ctx;
+    NlEvalScoredFn scored;  // NULL: none (eval's per-token losses, its KL divergence)
+    void *scored_ctx;
 } NlEvalOptions;
 
 // Scores ids[1..n) given the characters before each, on n_states worker threads, one state each

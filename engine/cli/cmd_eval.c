@@ -73,7 +73,7 @@ static int print_eval(FILE *out, int json, const NlEvalResult *r, double nats, d
                        "{\"%s\": %zu, \"nats_per_%s\": %.9g, \"nats_per_%s_stderr\": %.9g, \"bits_per_%s\": "
                        "%.9g, \"bits_per_%s_stderr\": %.9g, \"perplexity\": %s, \"perplexity_stderr\": %s, "
                        "\"bytes\": %zu, \"bits_per_byte\": %.9g, \"bits_per_byte_stderr\": %.9g, \"skipped\": %zu, "
-                       "\"%s\": %zu}\n",
+                       "\"%s\": %zu",
                        units, r->count, unit, nats, unit, se, unit, bits, unit, se / log(2.0), ppl_s, ppl_se, bytes,
                        bits * per_byte, se / log(2.0) * per_byte, skipped, how, cut) > 0;
     return fprintf(out,
@@ -81,6 +81,31 @@ static int print_eval(FILE *out, int json, const NlEvalResult *r, double nats, d
                    "bytes %zu\nbits/byte %.6f +/- %.6f\n",
                    units, r->count, unit, nats, se, unit, bits, se / log(2.0), ppl, ppl * se, how, cut, bytes,
                    bits * per_byte, se / log(2.0) * per_byte) > 0;
+}
+
+// After print_eval's JSON: --kl's figures, the per-token losses (--json -o FILE), and the closing brace;
+// as text, --kl's lines. Returns 0 when a write failed.
+static int print_extras(FILE *out, int json, const KlRecord *r, const KlSummary *k) {
+    int ok = 1;
+    if (r->compare && json)
+        ok &= fprintf(out,
+                      ", \"kl_divergence\": %.9g, \"kl_divergence_stderr\": %.9g, \"kl_divergence_median\": %.9g, "
+                      "\"kl_divergence_p99\": %.9g, \"kl_divergence_max\": %.9g, \"same_top\": %.9g, "
+                      "\"same_top_stderr\": %.9g, \"ln_ppl_ratio\": %.9g, \"ln_ppl_ratio_stderr\": %.9g",
+                      k->kl, k->kl_se, k->median, k->p99, k->max, k->same_top, k->same_top_se, k->ln_ratio,
+                      k->ln_ratio_se) > 0;
+    else if (r->compare)
+        ok &= fprintf(out,
+                      "kl_divergence %.6f +/- %.6f\nkl_divergence_median %.6f\nkl_divergence_p99 %.6f\n"
+                      "kl_divergence_max %.6f\nsame_top %.4f%% +/- %.4f%%\nln(PPL/PPL(base)) %.6f +/- %.6f\n",
+                      k->kl, k->kl_se, k->median, k->p99, k->max, 100 * k->same_top, 100 * k->same_top_se, k->ln_ratio,
+                      k->ln_ratio_se) > 0;
+    if (json && r->nll) {
+        ok &= fputs(", \"token_nll\": [", out) != EOF;
+        for (size_t i = 0; i < r->n && ok; i++) ok &= fprintf(out, "%s%.9g", i ? ", " : "", r->nll[i]) > 0;
+        ok &= fputc(']', out) != EOF;
+    }
+    return ok && (!json || fputs("}\n", out) != EOF);
 }
 
 // How eval cuts the text: windows of a transformer's context at a stride, in batches of windows
@@ -122,12 +147,18 @@ static int plan_eval(const Options *o, const NlModel *model, size_t n, EvalPlan 
 }
 
 // Scores ids[0..n) as planned (with a progress line on a terminal) into *r; the seconds it took.
-static int score(const Options *o, const Workers *wk, const EvalPlan *p, const int *ids, size_t n, NlEvalResult *r,
-                 double *seconds) {
+static int score(const Options *o, const Workers *wk, const EvalPlan *p, const int *ids, size_t n, KlRecord *rec,
+                 NlEvalResult *r, double *seconds) {
     NlError err;
     Progress prog = {0.0, 0};
     NlProgressFn show = isatty(STDERR_FILENO) ? eval_progress : NULL;
-    NlEvalOptions eo = {.stride = p->stride, .segments = p->segments, .progress = show, .progress_ctx = &prog};
+    int record = rec->nll || rec->base;
+    NlEvalOptions eo = {.stride = p->stride,
+                        .segments = p->segments,
+                        .progress = show,
+                        .progress_ctx = &prog,
+                        .scored = record ? kl_scored : NULL,
+                        .scored_ctx = rec};
     int failed = nl_eval(wk->states, (size_t)p->workers, ids, n, &eo, r, &err);
     if (failed) {
         if (prog.shown) fprintf(stderr, "\n");
@@ -144,25 +175,41 @@ int cmd_eval(Options *o) {
         msg_usage(o->cmd, "%s", "give the text with -f FILE (or --text FILE)");
         return EXIT_USAGE;
     }
+    if (o->kl && o->kl_base) {
+        msg_usage(o->cmd, "%s", "give --kl-base (write the reference) or --kl (compare with it), not both");
+        return EXIT_USAGE;
+    }
     NlModel *model = NULL;
     Workers wk = {0};
-    OutFile out = {0};
+    OutFile out = {0}, base_out = {0};
+    KlRecord rec = {0};
     int *ids = NULL;
     char *text = NULL;
     size_t n = 0, len = 0, skipped = 0;
     EvalPlan p;
-    const char *outs[1] = {o->output};
-    int rc = o->output ? check_outputs(o, outs, 1) : 0;
+    const char *outs[2] = {o->output ? o->output : "-", o->kl_base};
+    int rc = o->output || o->kl_base ? check_outputs(o, outs, o->kl_base ? 2 : 1) : 0;
     if (!rc) rc = load_model(o, &model);
     if (!rc) rc = read_text(o->text_file, &text, &len);  // (eval)
     if (!rc) rc = encode(model, o->text_file, text, len, encode_flags(o), &ids, &n, &skipped);
     if (!rc) rc = plan_eval(o, model, n, &p);
+    // the per-token losses go to a JSON file (-o FILE, not stdout)
+    int per_token = o->json && o->output && strcmp(o->output, "-") != 0;
+    if (!rc && n >= 2)
+        rc = kl_record_init(&rec, o->kl_base, o->kl, per_token, (size_t)nl_model_config(model)->vocab_size, ids, n);
+    if (!rc && o->kl_base) rc = out_open(&base_out, o->kl_base);
     // a recurrent model's sgemv of 1M weights or more may use the --threads (one engine thread runs)
     if (!rc) rc = workers_create(&wk, o, model, p.workers, p.batch, p.windowless ? o->threads : 1, o->profile, p.calls);
     if (!rc) rc = open_main_output(o, &out);
     NlEvalResult r;
     double seconds = 0.0, nats, se;
-    if (!rc) rc = score(o, &wk, &p, ids, n, &r, &seconds);
+    if (!rc) rc = score(o, &wk, &p, ids, n, &rec, &r, &seconds);
+    KlSummary kls = {0};
+    if (!rc && rec.compare) rc = kl_summary(&rec, &kls);
+    if (!rc && o->kl_base && kl_base_write(base_out.f, &rec) != 0) {
+        msg_error("cannot write %s: %s", o->kl_base, strerror(errno));
+        rc = EXIT_DATA;
+    }
     if (rc) goto cleanup;
     eval_stats(&r, &nats, &se);
     int chars = nl_tokenizer_kind(nl_model_tokenizer(model)) == NL_TOKENIZER_CHAR;
@@ -173,6 +220,7 @@ int cmd_eval(Options *o) {
                         p.windowless ? p.segments : p.stride, chars ? "char" : "token",
                         n ? nl_tokenizer_text_bytes(nl_model_tokenizer(model), ids + 1, n - 1)
                           : 0);  // scored: all but the first
+    ok = ok && print_extras(out.f, o->json, &rec, &kls);
     if (!ok || fflush(out.f) == EOF) {
         msg_error("cannot write %s: %s", o->output ? o->output : "to stdout", strerror(errno));
         rc = EXIT_DATA;
@@ -187,8 +235,10 @@ int cmd_eval(Options *o) {
                            .blas_core_source = o->blas.source};
         if (report_profile_text(stderr, prof, &info) != 0) rc = EXIT_DATA;
     }
-cleanup:
-    if (out_finish(&out, rc == 0) != 0) rc = EXIT_DATA;
+cleanup:;
+    OutFile *const outputs[2] = {&base_out, &out};
+    if (out_finish_all(outputs, 2, rc == 0) != 0) rc = EXIT_DATA;
+    kl_record_free(&rec);
     workers_free(&wk);
     free(ids);
     free(text);

@@ -336,7 +336,10 @@ const OptSpec OPTIONS[] = {
      .value = 1,
      .help = "one JSON object: {chars, nats_per_char, nats_per_char_stderr, bits_per_char, bits_per_char_stderr, "
              "perplexity, perplexity_stderr, bytes, bits_per_byte, bits_per_byte_stderr, skipped, stride or segments}; "
-             "a BPE model's per-token keys say token: {tokens, nats_per_token, ..., bits_per_token_stderr, ...}"},
+             "a BPE model's per-token keys say token: {tokens, nats_per_token, ..., bits_per_token_stderr, ...}; "
+             "with --kl, then {kl_divergence, kl_divergence_stderr, kl_divergence_median, kl_divergence_p99, "
+             "kl_divergence_max, same_top, same_top_stderr, ln_ppl_ratio, ln_ppl_ratio_stderr}; into a file (-o "
+             "FILE), then token_nll: each scored token's -ln p, in nats"},
     {.name = "json", .type = OT_FLAG, .commands = CMD_INFO, .field = F(json), .value = 1, .help = "one JSON object"},
     {.name = "json",
      .type = OT_FLAG,
@@ -365,6 +368,21 @@ const OptSpec OPTIONS[] = {
      .field = F(json),
      .value = 1,
      .help = "the rows as a JSON array instead of the table"},
+    {.name = "kl-base",
+     .type = OT_STRING,
+     .arg = "FILE",
+     .commands = CMD_EVAL,
+     .field = F(kl_base),
+     .help = "write every scored position's log-probabilities to FILE, the reference for --kl (llama-perplexity's "
+             "--kl-divergence-base; float32, V per position, whole or not at all)"},
+    {.name = "kl",
+     .type = OT_STRING,
+     .arg = "FILE",
+     .commands = CMD_EVAL,
+     .field = F(kl),
+     .help = "compare with a --kl-base FILE of the same text and vocabulary: the mean KL divergence from it with its "
+             "error, median, 99th percentile and maximum, the share of positions with the same most likely token, "
+             "and ln(PPL / PPL(base)) (llama-perplexity's --kl-divergence)"},
     {.name = "output",
      .letter = 'o',
      .type = OT_STRING,

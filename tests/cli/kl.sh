@@ -1,0 +1,99 @@
+# tests/cli/kl.sh — cli_test.sh's part: eval's per-token losses (--json -o), its reference file
+# (--kl-base) and the KL divergence from it (--kl), against an independent computation in Python
+# from `normlab logits` (one window: the text is shorter than the context, 128).
+# Sourced by tests/cli_test.sh in order, in its shell: its helpers, $BIN, $TMP and the files earlier parts made.
+
+KM="-m weights/shakespeare-pre-ln"
+printf 'ROMEO:\nI will go to the market and buy some bread for my mother, and then home.\n' > "$TMP/own.txt"
+"$BIN" eval $KM -f "$TMP/own.txt" --kl-base "$TMP/base.kl" -t 1 > /dev/null 2>&1
+"$BIN" eval $KM -f "$TMP/own.txt" --kl-base "$TMP/base2.kl" -t 2 > /dev/null 2>&1
+[ -s "$TMP/base.kl" ] && cmp -s "$TMP/base.kl" "$TMP/base2.kl" && ok "--kl-base: the same bytes at 1 and 2 threads" \
+    || bad "--kl-base threads" "differ or missing"
+"$BIN" logits $KM -f "$TMP/own.txt" > "$TMP/lg_base" 2>/dev/null
+"$BIN" logits $KM -f "$TMP/own.txt" --quantize q4 > "$TMP/lg_q4" 2>/dev/null
+# kl_ref BASE_LOGITS RUN_LOGITS: mean KL(base || run), same top, mean loss difference, each position's loss
+kl_ref() {
+    /usr/bin/python3 -c '
+import json, math, sys
+
+base = [json.loads(l) for l in open(sys.argv[1])]
+run = [json.loads(l) for l in open(sys.argv[2])]
+def logsm(row):
+    m = max(row); lse = m + math.log(sum(math.exp(x - m) for x in row)); return [x - lse for x in row]
+kl, same, dn, nll = [], [], [], []
+ids = [int(t) for t in sys.argv[4].split(",")]
+for p in range(len(ids) - 1):
+    b, r = logsm(base[p]), logsm(run[p])
+    kl.append(sum(math.exp(x) * (x - y) for x, y in zip(b, r)))
+    same.append(max(range(len(b)), key=lambda i: (b[i], -i)) == max(range(len(r)), key=lambda i: (r[i], -i)))
+    dn.append(-r[ids[p + 1]] + b[ids[p + 1]]); nll.append(-r[ids[p + 1]])
+n = len(kl)
+print(json.dumps({"kl": sum(kl) / n, "same": sum(same) / n, "dn": sum(dn) / n, "nll": nll}))' "$@"
+}
+ids=$("$BIN" tokenize $KM -f "$TMP/own.txt" --json 2>/dev/null | /usr/bin/python3 -c '
+import json, sys; print(",".join(map(str, json.load(sys.stdin)["ids"])))')
+kl_ref "$TMP/lg_base" "$TMP/lg_q4" "$TMP/own.txt" "$ids" > "$TMP/ref.json"
+"$BIN" eval $KM -f "$TMP/own.txt" --quantize q4 --kl "$TMP/base.kl" --json -o "$TMP/q4.json" 2>/dev/null
+why=$(/usr/bin/python3 -c '
+import json, sys
+ref, got = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+checks = [("kl_divergence", got["kl_divergence"], ref["kl"], 1e-5), ("same_top", got["same_top"], ref["same"], 1e-8),
+          ("ln_ppl_ratio", got["ln_ppl_ratio"], ref["dn"], 1e-5)]
+checks += [("token_nll[%d]" % i, a, b, 1e-5) for i, (a, b) in enumerate(zip(got["token_nll"], ref["nll"]))]
+bad = [(k, a, b) for k, a, b, tol in checks if abs(a - b) > tol]
+if len(got["token_nll"]) != len(ref["nll"]) or got["kl_divergence"] <= 0 or bad:
+    sys.exit("%r (%d losses, want %d)" % (bad[:3], len(got["token_nll"]), len(ref["nll"])))
+if abs(sum(got["token_nll"]) / got["chars"] - got["nats_per_char"]) > 1e-8:
+    sys.exit("the losses do not average to nats_per_char")' "$TMP/ref.json" "$TMP/q4.json" 2>&1) \
+    && ok "--kl, --quantize q4: KL, same top, ln ratio and each token's loss as computed from logits (1e-5)" \
+    || bad "--kl reference" "$why"
+"$BIN" eval $KM -f "$TMP/own.txt" --kl "$TMP/base.kl" --json > "$TMP/self.json" 2>/dev/null
+why=$(strict_json "$TMP/self.json" "d['kl_divergence'] < 1e-6 and d['same_top'] == 1 and abs(d['ln_ppl_ratio']) < 1e-6 \
+and d['kl_divergence_max'] < 1e-6 and 'token_nll' not in d") \
+    && ok "--kl against its own base: 0, the same top everywhere (float32 rows: 1e-6); no losses on stdout" \
+    || bad "--kl self" "$why"
+"$BIN" eval $KM -f "$TMP/own.txt" --quantize q4 --kl "$TMP/base.kl" > "$TMP/kltext" 2>/dev/null
+grep -qE '^kl_divergence [0-9.]+ \+/- [0-9.]+$' "$TMP/kltext" \
+    && grep -qE '^same_top [0-9.]+% \+/- [0-9.]+%$' "$TMP/kltext" \
+    && grep -qE '^ln\(PPL/PPL\(base\)\) -?[0-9.]+ \+/- [0-9.]+$' "$TMP/kltext" \
+    && ok "--kl as text: kl_divergence, same_top and ln(PPL/PPL(base)) lines" || bad "--kl text" "$(cat "$TMP/kltext")"
+"$BIN" eval $KM -f "$TMP/own.txt" > "$TMP/plain_eval" 2>/dev/null
+head -7 "$TMP/kltext" > "$TMP/kl7" && "$BIN" eval $KM -f "$TMP/own.txt" --quantize q4 > "$TMP/q4_eval" 2>/dev/null
+cmp -s "$TMP/kl7" "$TMP/q4_eval" && ok "--kl adds lines after eval's own, unchanged" \
+    || bad "--kl lines" "eval's part differs"
+# the file: its header and size
+why=$(/usr/bin/python3 -c '
+import struct, sys
+d = open(sys.argv[1], "rb").read()
+magic, ver, V, n = d[:8], *struct.unpack("<IIQ", d[8:24])
+if magic != b"NLKLBASE" or ver != 1 or V != 65 or n != int(sys.argv[2]) - 1 or len(d) != 32 + 4 * V * n:
+    sys.exit("header %r %d %d %d, %d bytes" % (magic, ver, V, n, len(d)))' \
+    "$TMP/base.kl" "$(echo "$ids" | tr ',' '\n' | wc -l)" 2>&1) \
+    && ok "--kl-base: NLKLBASE, version 1, V, positions, 32 + 4 V N bytes" || bad "--kl-base header" "$why"
+# refused: both, another vocabulary, another text, a cut file, no header, a NaN
+expect_fail "--kl and --kl-base together" 2 "give --kl-base (write the reference) or --kl (compare with it), not both" \
+    eval $KM -f "$TMP/own.txt" --kl "$TMP/base.kl" --kl-base "$TMP/x.kl"
+expect_fail "--kl: another vocabulary" 1 "base.kl: written for a vocabulary of 65, this model's has 50257" \
+    eval -m weights/shakespeare-bpe -f "$TMP/own.txt" --kl "$TMP/base.kl"
+sed 's/market/bakery/' "$TMP/own.txt" > "$TMP/other.txt"
+expect_fail "--kl: another text of the same length" 1 "base.kl: written for another text (its tokens differ)" \
+    eval $KM -f "$TMP/other.txt" --kl "$TMP/base.kl"
+head -c 30 "$TMP/own.txt" > "$TMP/short.txt"
+expect_fail "--kl: a text of another length" 1 "holds 79 positions, this text scores 29" \
+    eval $KM -f "$TMP/short.txt" --kl "$TMP/base.kl"
+head -c 1000 "$TMP/base.kl" > "$TMP/cut.kl"
+expect_fail "--kl: a cut file" 1 "cut.kl: 1000 bytes, want 20572 for its header and rows" \
+    eval $KM -f "$TMP/own.txt" --kl "$TMP/cut.kl"
+expect_fail "--kl: not such a file" 1 "own.txt: not a --kl-base file (no NLKLBASE header)" \
+    eval $KM -f "$TMP/own.txt" --kl "$TMP/own.txt"
+/usr/bin/python3 -c '
+import sys
+d = bytearray(open(sys.argv[1], "rb").read()); d[32 + 4 * 65 * 5 + 8:32 + 4 * 65 * 5 + 12] = b"\x00\x00\xc0\x7f"
+open(sys.argv[2], "wb").write(d)' "$TMP/base.kl" "$TMP/nan.kl"
+expect_fail "--kl: a NaN in the file" 1 "nan.kl: position 5 holds a value that is not finite" \
+    eval $KM -f "$TMP/own.txt" --kl "$TMP/nan.kl"
+# whole or not at all: a failing run leaves an existing --kl-base file as it was
+cp "$TMP/base.kl" "$TMP/keep.kl"
+expect_fail "--kl-base: a failing run" 1 "no such model" eval -m nosuch -f "$TMP/own.txt" --kl-base "$TMP/keep.kl"
+cmp -s "$TMP/base.kl" "$TMP/keep.kl" && ok "--kl-base: a failing run leaves the file as it was" \
+    || bad "kl-base whole" "changed"
