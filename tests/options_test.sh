@@ -96,6 +96,7 @@ base() {  # base CMD OPTION: a cheap run of CMD that the option's value is added
         profile*) echo "profile -m $FIX/ln-pre-bias.json -p ab $n" ;;
         logits*) echo "logits -m $FIX/ln-pre-bias.json -p ab" ;;
         compare*) echo "compare $FIX/ln-pre-bias.json --text $TMP/short.txt --repeats 1" ;;
+        bench*) echo "bench -m $FIX/ln-pre-t70.json -p 4 -n 4 -t 1" ;;
     esac
 }
 # Accepted values a fixture cannot run, with the message that says why (still not "must be").
@@ -125,7 +126,7 @@ while IFS=$'\t' read -r c long alias short type arg def choices accepted refused
     # the default given explicitly is the default: the same output (commands without timings in it)
     # (not the random seed, -1)
     # (nor --n-probs, whose runs are JSON with their timings)
-    if [ "$def" != "-" ] && [ "$def" != "-1" ] && [ "$c" != profile ] && [ "$c" != compare ] \
+    if [ "$def" != "-" ] && [ "$def" != "-1" ] && [ "$c" != profile ] && [ "$c" != compare ] && [ "$c" != bench ] \
         && [ "$long" != --n-probs ]; then
         "$BIN" $b > "$TMP/plain" 2>/dev/null
         "$BIN" $b "$long" "$def" > "$TMP/out" 2>/dev/null

@@ -41,6 +41,8 @@ typedef struct {
     const char *text_file;  // -f / --text for eval and compare
     const char *output;  // -o: the main result to this file ("-": stdout)
     const char *kl_base, *kl;  // eval: write the reference log-probabilities; compare with them
+    const char *bench_prompt, *bench_gen, *bench_threads;  // bench: comma-separated lists (NULL: the defaults)
+    int bench_format;  // BENCH_*
     long n_new;
     NlSamplerParams sampling;
     uint64_t seed;
@@ -84,8 +86,10 @@ enum {
     CMD_PROFILE = 32,
     CMD_COMPARE = 64,
     CMD_TOKENIZE = 128,
-    CMD_ALL = 255
+    CMD_BENCH = 256,
+    CMD_ALL = 511
 };
+enum { BENCH_MD, BENCH_TEXT, BENCH_CSV, BENCH_JSON };  // bench --format
 enum { BN_STATS_BOTH = 2 };  // --bn-stats both (compare)
 
 // What an option's value is, and where it goes (OptSpec.field, an offset into Options).
@@ -292,6 +296,7 @@ int encode_flags(const Options *o);
 int cmd_info(Options *o);
 int cmd_list(Options *o);
 int cmd_profile(Options *o);
+int cmd_bench(Options *o);
 // How a run of generate's path presents itself. generate: its text is the result, a seed drawn from
 // the OS is said, --profile reports on stderr. profile: the text is decoded and dropped, the seed is
 // 0 unless given, and the profile is the result, after a "prompt:" line saying where the prompt

@@ -57,6 +57,13 @@ const Command COMMANDS[] = {
      "their hidden states are the norms of h_t (and the LSTM's c_t) over the text, from one unbroken pass. "
      "The lab's options add the logit lens, outlier statistics and quantized rows (docs/lab.md).",
      "MODEL", "a model by name ('normlab list') or path; -m MODEL is the same", cmd_compare},
+    {"bench", CMD_BENCH, "prompt-processing and generation speed, as llama-bench measures it",
+     "[-m MODEL]... [-p N,...] [-n N,...] [-t N,...] [-r N] [--format md|text|csv|json] [-o FILE]",
+     "For every model x thread count: ppN, N random tokens in one forward pass, and tgN, N tokens decoded "
+     "one at a time from an empty context; each test runs once untimed, then -r times, and its row gives the "
+     "mean and standard deviation of the tokens per second. No Python is needed; make bench keeps the "
+     "comparisons with PyTorch and ggml. Speed varies with what else the machine runs: compare rows of one run.",
+     NULL, NULL, cmd_bench},
     {"tokenize", CMD_TOKENIZE, "a text's token ids and their pieces", "[-m MODEL] (-p TEXT | -f FILE) [--json]",
      "Prints the ids the model's tokenizer gives the text, one 'ID -> 'PIECE'' a line (as llama.cpp's "
      "llama-tokenize does; control characters and bytes that are not valid UTF-8 escaped), for a character "

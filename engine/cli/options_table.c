@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cli.h"
 
@@ -69,6 +70,13 @@ static int choose_quant_rows(const char *w, int *out) {
     }
 }
 
+static int choose_format(const char *w, int *out) {
+    static const char *const names[] = {"md", "text", "csv", "json"};
+    for (int i = 0; i < 4; i++)
+        if (strcasecmp(w, names[i]) == 0) return *out = i, 0;
+    return -1;
+}
+
 static int choose_quant_only(const char *w, int *out) {
     unsigned classes;
     if (nl_quant_classes_parse(w, &classes) != 0) return -1;
@@ -116,6 +124,13 @@ const OptSpec OPTIONS[] = {
      .arg = "NAME|PATH",
      .commands = CMD_COMPARE,
      .help = "a model to compare (repeatable; the same as a positional MODEL, in the order given)"},
+    {.name = "model",
+     .letter = 'm',
+     .type = OT_MODELS,
+     .arg = "NAME|PATH",
+     .def_text = "$NORMLAB_MODEL, else shakespeare-pre-ln",
+     .commands = CMD_BENCH,
+     .help = "a model to measure (repeatable: each in the order given)"},
     {.name = "prompt",
      .alias = "start",
      .letter = 'p',
@@ -621,6 +636,53 @@ const OptSpec OPTIONS[] = {
      .commands = CMD_COMPARE,
      .field = F(repeats),
      .help = "timing repeats"},
+    {.name = "n-prompt",
+     .letter = 'p',
+     .type = OT_STRING,
+     .arg = "N,...",
+     .def_text = "512, or the model's context if shorter",
+     .commands = CMD_BENCH,
+     .field = F(bench_prompt),
+     .help = "prompt-processing tests: N tokens in one forward pass each (ppN); comma-separated, 0 for none"},
+    {.name = "n-gen",
+     .letter = 'n',
+     .type = OT_STRING,
+     .arg = "N,...",
+     .def_text = "128, or the model's context if shorter",
+     .commands = CMD_BENCH,
+     .field = F(bench_gen),
+     .help = "text-generation tests: N tokens decoded one at a time from an empty context (tgN); comma-separated, "
+             "0 for none"},
+    {.name = "threads",
+     .letter = 't',
+     .type = OT_STRING,
+     .arg = "N,...",
+     .def_text = "every CPU this process may use",
+     .commands = CMD_BENCH,
+     .field = F(bench_threads),
+     .help = "the thread counts each test runs at (one stream's products split over N threads); comma-separated"},
+    {.name = "repetitions",
+     .letter = 'r',
+     .type = OT_INT,
+     .arg = "N",
+     .lo = 1,
+     .hi = 1000,
+     .range = "an integer in [1, 1000]",
+     .def = "5",
+     .commands = CMD_BENCH,
+     .field = F(repeats),
+     .help = "timed runs of each test, after one untimed warm-up"},
+    {.name = "format",
+     .type = OT_CHOICE,
+     .arg = "F",
+     .range = "md, text, csv or json (any case)",
+     .def = "md",
+     .commands = CMD_BENCH,
+     .field = F(bench_format),
+     .choose = choose_format,
+     .choices = "md text csv json",
+     .help = "the rows as a Markdown table (llama-bench's default), aligned text, CSV or a JSON array with each "
+             "repetition's time (samples_ns)"},
     {.name = "csv",
      .type = OT_STRING,
      .arg = "FILE",

@@ -1,0 +1,44 @@
+# tests/cli/bench.sh — cli_test.sh's part: normlab bench, llama-bench's rows without Python: every
+# model x thread count x test, its repetitions, and the four formats agreeing on them.
+# Sourced by tests/cli_test.sh in order, in its shell: its helpers, $BIN, $TMP and the files earlier parts made.
+
+BM="-m $FIX/ln-pre-t70.json"
+expect_ok "bench --format json" bench $BM -p 8,16 -n 8 -t 1,2 -r 3 --format json
+cp "$TMP/out" "$TMP/bench.json"
+want="[(1, 'pp8'), (1, 'pp16'), (1, 'tg8'), (2, 'pp8'), (2, 'pp16'), (2, 'tg8')]"
+why=$(strict_json "$TMP/bench.json" "[(r['n_threads'], r['test']) for r in d] == $want \
+and all(len(r['samples_ns']) == 3 == r['repetitions'] and r['avg_ts'] > 0 \
+and abs(r['avg_ts'] - sum(r['samples_ts']) / 3) < 1e-9 * r['avg_ts'] \
+and all(abs(t - (r['n_prompt'] + r['n_gen']) / (ns * 1e-9)) < 1e-3 * t \
+for t, ns in zip(r['samples_ts'], r['samples_ns'])) \
+and abs(r['stddev_ts'] - __import__('statistics').stdev(r['samples_ts'])) < 1e-6 * r['avg_ts'] for r in d)") \
+    && ok "bench: a row per thread count x test, 3 repetitions, mean and sd of their tok/s" || bad "bench json" "$why"
+expect_ok "bench --format csv" bench $BM -p 8 -n 8 -t 1 -r 2 --format csv -m "$FIX/lstm-ln.json"
+why=$(/usr/bin/python3 -c '
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+want = [("ln-pre-t70.json", "pp8"), ("ln-pre-t70.json", "tg8"), ("lstm-ln.json", "pp8"), ("lstm-ln.json", "tg8")]
+got = [(r["model_filename"].rsplit("/", 1)[1], r["test"]) for r in rows]
+if got != want or any(float(r["avg_ts"]) <= 0 or r["repetitions"] != "2" for r in rows):
+    sys.exit("%r" % got)' "$TMP/out" 2>&1) \
+    && ok "bench --format csv: the models in the order given, with -m repeated" \
+    || bad "bench csv" "$why"
+expect_ok "bench markdown (the default)" bench $BM -p 8 -n 8 -t 1 -r 1
+[ "$(grep -c '^| ' "$TMP/out")" -eq 4 ] && sed -n 2p "$TMP/out" | grep -q '^| --- |' \
+    && ok "bench: a Markdown table, a header, its rule and two rows" || bad "bench md" "$(cat "$TMP/out")"
+expect_ok "bench --format text" bench $BM -p 8 -n 0 -t 1 -r 1 --format text
+[ "$(wc -l < "$TMP/out")" -eq 2 ] && ! grep -q '|' "$TMP/out" && grep -q ' pp8 ' "$TMP/out" \
+    && ok "bench --format text: aligned columns, -n 0 runs no generation test" || bad "bench text" "$(cat "$TMP/out")"
+"$BIN" bench $BM -p 8 -n 8 -t 1 -r 1 -o "$TMP/bench.md" > "$TMP/out" 2>/dev/null
+[ ! -s "$TMP/out" ] && grep -q ' tg8 ' "$TMP/bench.md" && ok "bench -o FILE: the table in the file" \
+    || bad "bench -o" "missing"
+expect_fail "bench: a test longer than the context" 2 \
+    "ln-pre-t70.json: a test of 200 tokens is longer than the model's context (70)" \
+    bench $BM -p 200
+expect_fail "bench: a list with a word" 2 \
+    "--n-prompt must be a list of at most 32 integers in [0, 1048576], comma-separated, got '8,x'" \
+    bench $BM -p 8,x
+expect_fail "bench: an empty item" 2 "--n-gen must be a list" bench $BM -n 8,,9
+expect_fail "bench: threads 0" 2 "--threads must be a list of at most 32 integers in [1, 1024]" bench $BM -t 0
+expect_fail "bench: nothing to measure" 2 "nothing to measure: every -p and -n is 0" bench $BM -p 0 -n 0
+expect_fail "bench: a bad format" 2 "--format must be md, text, csv or json" bench $BM --format xml
