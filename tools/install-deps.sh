@@ -1,7 +1,7 @@
 #!/bin/sh
 # Installs what normlab needs from Debian packages, or says exactly what to run.
 #   tools/install-deps.sh            C build and tests: OpenBLAS, cJSON, pkg-config, a C compiler, valgrind,
-#                                    clang-format
+#                                    clang-format, tmux
 #   tools/install-deps.sh --fuzz     also clang and its libFuzzer runtime (make fuzz)
 #   tools/install-deps.sh --python   also the Python tools: python3-torch, python3-numpy, python3-tqdm,
 #                                    python3-matplotlib, python3-onnx; and Node.js with ONNX Runtime
@@ -16,6 +16,7 @@ command -v make >/dev/null 2>&1 || missing="$missing make"
 command -v pkg-config >/dev/null 2>&1 || missing="$missing pkg-config"
 command -v valgrind >/dev/null 2>&1 || missing="$missing valgrind"     # make test's memcheck runs
 command -v clang-format >/dev/null 2>&1 || missing="$missing clang-format"  # make test's format-check
+command -v tmux >/dev/null 2>&1 || missing="$missing tmux"  # make test's interactive session (generate -i)
 have_pc openblas || missing="$missing libopenblas-dev"
 have_pc libcjson || missing="$missing libcjson-dev"
 if [ "${1:-}" = "--fuzz" ]; then

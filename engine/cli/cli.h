@@ -34,6 +34,7 @@ typedef struct {
     const char *model;  // -m: a path, or a name looked up in the model search path
     const char *prompt;
     const char *prompt_file;  // -f for generate, profile, logits
+    int interactive;  // generate -i: turns of a line read, then text generated, on one cache
     int escape;  // -e: -p's text and --stop's with escapes (\n, \t, \\, \xHH, \uXXXX) processed
     StrList stops;  // --stop: a stream ends before the first of these in its new text
     char **owned;  // the texts -e rewrote (-p's and --stop's), freed by options_free
@@ -316,6 +317,7 @@ int cmd_info(Options *o);
 int cmd_list(Options *o);
 int cmd_profile(Options *o);
 int cmd_bench(Options *o);
+int generate_interactive(Options *o);  // generate -i (cmd_interactive.c)
 // How a run of generate's path presents itself. generate: its text is the result, a seed drawn from
 // the OS is said, --profile reports on stderr. profile: the text is decoded and dropped, the seed is
 // 0 unless given, and the profile is the result, after a "prompt:" line saying where the prompt

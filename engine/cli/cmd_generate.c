@@ -635,6 +635,7 @@ int cmd_generate(Options *o) {
         msg_usage(o->cmd, "--n-probs goes with --json: the probabilities are written in the JSON lines");
         return EXIT_USAGE;
     }
+    if (o->interactive) return generate_interactive(o);
     if (o->n_models == 1) o->model = o->models[0];
     if (o->n_models < 2) return generate_run(o, &GENERATE);
     if (o->profile) {

@@ -157,7 +157,7 @@ int main(int argc, char **argv) {
     // thread: its speed columns are measured one row at a time unless --threads asks otherwise.
     if (o.threads == 0) o.threads = available_cpus();
     // A piped prompt: generate, logits and tokenize read a standard input that holds one, as -f -.
-    if ((cmd->bit & (CMD_GENERATE | CMD_LOGITS | CMD_TOKENIZE)) && !o.prompt && !o.prompt_file &&
+    if ((cmd->bit & (CMD_GENERATE | CMD_LOGITS | CMD_TOKENIZE)) && !o.interactive && !o.prompt && !o.prompt_file &&
         !(closed & CLOSED_STDIN) && stdin_has_prompt())
         o.prompt_file = "-";
     if (o.prompt && o.prompt_file) {

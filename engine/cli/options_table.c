@@ -292,6 +292,16 @@ const OptSpec OPTIONS[] = {
      .field = F(stops),
      .help = "end a stream where its new text first holds TEXT, found across tokens; TEXT itself is not "
              "printed. Repeatable: the first of them to appear ends it (-r, --reverse-prompt: llama.cpp's names)"},
+    {.name = "interactive",
+     .letter = 'i',
+     .type = OT_FLAG,
+     .commands = GEN,
+     .field = F(interactive),
+     .value = 1,
+     .help = "after the prompt's -n tokens (or a --stop text, which stays in the context unprinted), read a line "
+             "from standard input (asked with '> ' on stderr) and continue the text after it with -n more, turn "
+             "after turn on one KV cache (a full window shifts, keeping its last half); the end of input "
+             "(Ctrl-D) ends it. llama-cli's -i"},
     {.name = "escape",
      .letter = 'e',
      .type = OT_FLAG,

@@ -5,8 +5,8 @@
 run  # bare normlab: the commands, as git lists them, on stderr (a usage error)
 [ "$rc" -eq 2 ] && [ ! -s "$TMP/out" ] && grep -q "^  generate " "$TMP/err" && grep -q "^  compare " "$TMP/err" \
     && ok "bare normlab lists the commands, exit 2" || bad "bare normlab" "exit $rc: $(head -3 "$TMP/err")"
-# one dash: a long option's exact name only, never a prefix; -i and -b are no option of generate
-expect_fail "-i is not --invariance's prefix" 2 "unknown option '-i'" generate $M -i
+# one dash: a long option's exact name only, never a prefix; -b is no option of generate
+expect_fail "-i is generate's, not --invariance's prefix" 2 "option '-i' does not apply to this command" compare $M -i
 expect_fail "-b is unknown, with the options it starts" 2 "unknown option '-b' (did you mean --batch, --bn-stats?)" \
     generate $M -b
 expect_fail "-q is unknown, with the options it starts" 2 \

@@ -1,0 +1,72 @@
+# tests/cli/interactive.sh — cli_test.sh's part: generate -i, turns on one KV cache: from a pipe
+# (each continuation is what a fresh greedy run on the text so far gives) and at a terminal, under
+# tmux with send-keys and capture-pane (Ctrl-D ends it).
+# Sourced by tests/cli_test.sh in order, in its shell: its helpers, $BIN, $TMP and the files earlier parts made.
+
+IM="-m weights/shakespeare-pre-ln"
+printf 'JULIET:\nNURSE:\n' | "$BIN" generate $IM -i -p 'ROMEO:' -n 25 --temperature 0 > "$TMP/i.out" 2> "$TMP/i.err"
+rc=$?
+[ "$rc" -eq 0 ] && [ "$(grep -c '^> ' "$TMP/i.err")" -eq 3 ] \
+    && ok "-i from a pipe: three turns asked with '> ', exit 0" \
+    || bad "-i pipe" "exit $rc: $(cat "$TMP/i.err")"
+# turn k's text is what generate gives for the text before it (greedy; within the context: no shift)
+why=""
+for line in 'JULIET:' 'NURSE:'; do
+    before=$(/usr/bin/python3 -c '
+import sys; t = open(sys.argv[1]).read(); sys.stdout.write(t[:t.index(sys.argv[2] + "\n") + len(sys.argv[2]) + 1])' \
+        "$TMP/i.out" "$line")
+    "$BIN" generate $IM -p "$before" -n 25 --temperature 0 > "$TMP/fresh" 2>/dev/null
+    /usr/bin/python3 -c '
+import sys; t, f = open(sys.argv[1]).read(), open(sys.argv[2]).read(); sys.exit(0 if t.startswith(f) else 1)' \
+        "$TMP/i.out" "$TMP/fresh" || why="$why after $line"
+done
+[ -z "$why" ] && ok "-i: each turn continues the whole text on the cache, as a fresh run on it does" \
+    || bad "-i continuation" "differs$why: $(head -c 200 "$TMP/i.out")"
+printf 'JULIET:\n' | "$BIN" generate $IM -i -p 'ROMEO:' -n 200 --temperature 0 --stop 'the' > "$TMP/is.out" 2>/dev/null
+"$BIN" generate $IM -p 'ROMEO:' -n 200 --temperature 0 --stop 'the' > "$TMP/is1" 2>/dev/null
+/usr/bin/python3 -c '
+import sys; t, f = open(sys.argv[1]).read(), open(sys.argv[2]).read()
+sys.exit(0 if t.startswith(f + "JULIET:\n") and t.count("the") == 0 else 1)' "$TMP/is.out" "$TMP/is1" \
+    && ok "-i --stop: a turn ends before its stop text, and the next line follows" \
+    || bad "-i --stop" "$(cat "$TMP/is.out")"
+expect_fail "-i with --samples" 2 "--samples does not go with it" generate $IM -i --samples 2
+expect_fail "-i with --json" 2 "--json does not go with it" generate $IM -i --json
+expect_fail "-i with -f -" 2 "-f - does not go with it" generate $IM -i -f -
+"$BIN" generate $IM -i -p 'ROMEO:' -n 10 --temperature 0 < /dev/null > "$TMP/i0" 2>/dev/null; rc=$?
+"$BIN" generate $IM -p 'ROMEO:' -n 10 --temperature 0 > "$TMP/i1" 2>/dev/null
+[ "$rc" -eq 0 ] && cmp -s "$TMP/i0" "$TMP/i1" && ok "-i with no input: the prompt's turn, then the end" \
+    || bad "-i eof" "exit $rc"
+
+# at a terminal: tmux, its own server; every wait bounded
+if command -v tmux > /dev/null 2>&1; then
+    sock="normlab-test-$$"
+    pane() { tmux -L "$sock" capture-pane -p -J -t s 2>/dev/null; }
+    wait_prompts() {  # wait_prompts N: until the pane shows N "> " prompts (10 s at most)
+        for _ in $(seq 100); do
+            [ "$(pane | grep -c '^> ')" -ge "$1" ] && return 0
+            sleep 0.1
+        done
+        return 1
+    }
+    tmux -L "$sock" new-session -d -s s -x 200 -y 50 \
+        "$BIN generate $IM -i -p ROMEO: -n 25 --temperature 0; echo \$? > $TMP/tmux.rc; sleep 20"
+    wait_prompts 1 && tmux -L "$sock" send-keys -t s 'JULIET:' Enter && wait_prompts 2 \
+        && tmux -L "$sock" send-keys -t s 'NURSE:' Enter && wait_prompts 3
+    pane > "$TMP/pane"
+    tmux -L "$sock" send-keys -t s C-d
+    for _ in $(seq 100); do [ -s "$TMP/tmux.rc" ] && break; sleep 0.1; done
+    tmux -L "$sock" kill-server 2>/dev/null
+    # the pane: the transcript of the piped session, each typed line after a "> "
+    /usr/bin/python3 -c '
+import sys
+want = open(sys.argv[1]).read().replace("JULIET:\n", "\n> JULIET:\n").replace("NURSE:\n", "\n> NURSE:\n") + "\n> "
+got = open(sys.argv[2]).read().rstrip("\n")
+sys.exit(0 if got == want.rstrip("\n ") + ">" or got.rstrip() == want.rstrip() else "%r\nwant %r" % (got, want))' \
+        "$TMP/i.out" "$TMP/pane" && ok "-i at a terminal (tmux): typed lines continue the text, as from a pipe" \
+        || bad "-i tmux" "$(cat "$TMP/pane")"
+    [ "$(cat "$TMP/tmux.rc" 2>/dev/null)" = 0 ] && ok "-i at a terminal: Ctrl-D ends it, exit 0" \
+        || bad "-i tmux Ctrl-D" "rc '$(cat "$TMP/tmux.rc" 2>/dev/null)'"
+else
+    skipped=$((skipped + 2)); absent="${absent:+$absent, }tmux"
+    echo "skip 2 (of this suite's checks): tmux missing"
+fi
