@@ -199,6 +199,9 @@ typedef struct {
 int model_entries(ModelEntry **e, size_t *n);
 void model_entries_free(ModelEntry *e, size_t n);
 int load_model(const Options *o, NlModel **model);
+// What --quantize and --quantize-act round, in words ("weights q8 (attn,mlp), activations q8") into
+// buf; NULL when nothing is rounded.
+const char *rounding_text(const Options *o, char *buf, size_t cap);
 // The same, with the NL_MATRIX_* classes --quantize rounded into *rounded (may be NULL).
 int load_model_rounded(const Options *o, NlModel **model, unsigned *rounded);
 int make_state_as(const Options *o, const NlModel *model, int batch, int product_threads, int warn, NlState **state);

@@ -227,12 +227,14 @@ int cmd_eval(Options *o) {
     }
     NlProfiler *prof = rc ? NULL : workers_profile(&wk);
     if (prof) {
-        char buf[4400], shown[1024];
+        nl_profiler_set_produced(prof, NL_PHASE_PREFILL, r.count);  // per scored token
+        char buf[4400], shown[1024], rounded[160];
         ReportInfo info = {.model = msg_escape(shown, sizeof shown, model_path(o, buf, sizeof buf)),
                            .product_threads = p.windowless ? o->threads : 1,
                            .engine_threads = p.workers,
                            .blas_core = nl_blas_core(),
-                           .blas_core_source = o->blas.source};
+                           .blas_core_source = o->blas.source,
+                           .rounding = rounding_text(o, rounded, sizeof rounded)};
         if (report_profile_text(stderr, prof, &info) != 0) rc = EXIT_DATA;
     }
 cleanup:;

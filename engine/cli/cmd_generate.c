@@ -473,7 +473,7 @@ static int decode_streams(const Options *o, GenRun *r, FILE *out, int *write_fai
 // stderr; a trace (--trace) first. One model's: its engine threads, and OpenBLAS's (one per product
 // with several workers).
 static int write_profile(const Options *o, const GenRun *r, const NlProfiler *prof) {
-    char buf[4400], shown[1024], said[256];
+    char buf[4400], shown[1024], said[256], rounded[160];
     const char *path = model_path(o, buf, sizeof buf);
     const RunMode *mode = r->mode;
     int json = mode->profile_result && o->json;
@@ -481,7 +481,8 @@ static int write_profile(const Options *o, const GenRun *r, const NlProfiler *pr
                        .product_threads = r->workers > 1 ? 1 : o->threads,
                        .engine_threads = r->workers,
                        .blas_core = nl_blas_core(),
-                       .blas_core_source = o->blas.source};
+                       .blas_core_source = o->blas.source,
+                       .rounding = rounding_text(o, rounded, sizeof rounded)};
     if (!json) info.model = path;  // the trace is JSON: escaped by its writer
     const char *prompt = mode->profile_result ? report_prompt_line(said, sizeof said, o->prompt_file, o->prompt,
                                                                    mode->default_prompt, r->fell_back)
@@ -509,6 +510,10 @@ static int decode_run(const Options *o, GenRun *r, int *write_failed) {
     if (*write_failed) return EXIT_DATA;
     print_timing(&r->st, new_tokens(o, &r->st), o->samples, NULL, token_unit(r->model));
     NlProfiler *prof = workers_profile(&r->wk);
+    if (prof) {  // per-token figures: the prompt's tokens, and the tokens decoded (not re-run after a shift)
+        nl_profiler_set_produced(prof, NL_PHASE_PREFILL, nl_profiler_tokens(prof, NL_PHASE_PREFILL));
+        nl_profiler_set_produced(prof, NL_PHASE_DECODE, r->st.decode_tokens * (uint64_t)o->samples);
+    }
     return prof ? write_profile(o, r, prof) : 0;
 }
 

@@ -573,3 +573,15 @@ int spawn_wait(char *const *argv) {
 int print_text(const char *text) { return check_stdout(fputs(text, stdout) != EOF); }
 
 int open_main_output(const Options *o, OutFile *out) { return out_open(out, o->output ? o->output : "-"); }
+
+const char *rounding_text(const Options *o, char *buf, size_t cap) {
+    char classes[96] = "", only[104] = "";
+    if (!o->quantize && !o->quantize_act) return NULL;
+    if (o->quantize && o->quantize_only)
+        snprintf(only, sizeof only, " (%s)",
+                 nl_quant_classes_name((unsigned)o->quantize_only, classes, sizeof classes));
+    snprintf(buf, cap, "%s%s%s%s%s%s", o->quantize ? "weights " : "",
+             o->quantize ? nl_quant_name((NlQuant)o->quantize) : "", only, o->quantize && o->quantize_act ? ", " : "",
+             o->quantize_act ? "activations " : "", o->quantize_act ? nl_quant_name((NlQuant)o->quantize_act) : "");
+    return buf;
+}

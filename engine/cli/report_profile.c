@@ -76,19 +76,28 @@ static NlProfileCell layer_total(const NlProfiler *p, NlPhase ph, int l) {
     return t;
 }
 
+// What per-token figures divide by: the tokens the phase produced, or its positions when unset.
+static uint64_t per_token(const NlProfiler *p, NlPhase ph) {
+    uint64_t made = nl_profiler_produced(p, ph);
+    return made ? made : nl_profiler_tokens(p, ph);
+}
+
 static int phase_head(FILE *f, const NlProfiler *p, NlPhase ph, int hw) {
-    if (fprintf(f, "\n== %s: %llu positions through the forward pass\n", nl_phase_name(ph),
-                (unsigned long long)nl_profiler_tokens(p, ph)) < 0)
-        return -1;
+    unsigned long long pos = nl_profiler_tokens(p, ph), made = nl_profiler_produced(p, ph);
+    int rc = made && made != pos
+                 ? fprintf(f, "\n== %s: %llu token%s (%llu positions through the forward pass; us/token per token)\n",
+                           nl_phase_name(ph), made, made == 1 ? "" : "s", pos)
+                 : fprintf(f, "\n== %s: %llu positions through the forward pass\n", nl_phase_name(ph), pos);
+    if (rc < 0) return -1;
     return fprintf(f, "%5s %-14s %7s %10s %9s %7s %10s %8s %9s %7s%s\n", "layer", "component", "calls", "total ms",
-                   "us/token", "share", "MFLOP", "GFLOP/s", "MB", "GB/s", hw ? "   IPC" : "") < 0
+                   made ? "us/token" : "us/pos", "share", "MFLOP", "GFLOP/s", "MB", "GB/s", hw ? "   IPC" : "") < 0
                ? -1
                : 0;
 }
 
 static int component_totals(FILE *f, const NlProfiler *p, NlPhase ph, int L, int hw) {
     double wall = nl_profiler_wall(p, ph);
-    uint64_t tokens = nl_profiler_tokens(p, ph);
+    uint64_t tokens = per_token(p, ph);
     int rc = fprintf(f, "-- per component, all layers\n") < 0 ? -1 : 0;
     for (int c = 0; c < NL_COMP_COUNT; c++) {
         NlProfileCell t = {0};
@@ -127,7 +136,7 @@ static int phase_foot(FILE *f, const NlProfiler *p, NlPhase ph, int L) {
 // The full layer x component table.
 static int text_phase(FILE *f, const NlProfiler *p, NlPhase ph, int L, int hw) {
     double wall = nl_profiler_wall(p, ph);
-    uint64_t tokens = nl_profiler_tokens(p, ph);
+    uint64_t tokens = per_token(p, ph);
     int rc = phase_head(f, p, ph, hw);
     char lbuf[16];
     for (int l = -1; l < L; l++) {
@@ -152,7 +161,7 @@ static int text_phase(FILE *f, const NlProfiler *p, NlPhase ph, int L, int hw) {
 // and the unattributed time.
 static int summary_phase(FILE *f, const NlProfiler *p, NlPhase ph, int L, int hw) {
     double wall = nl_profiler_wall(p, ph), last = INFINITY;
-    uint64_t tokens = nl_profiler_tokens(p, ph);
+    uint64_t tokens = per_token(p, ph);
     int rc = phase_head(f, p, ph, hw), K = L < REPORT_TOP ? L : REPORT_TOP, prev = -1;
     rc |= component_totals(f, p, ph, L, hw);
     if (L > K) rc |= fprintf(f, "-- the %d slowest of %d layers (all of them: --layers)\n", K, L) < 0 ? -1 : 0;
@@ -176,10 +185,13 @@ static int summary_phase(FILE *f, const NlProfiler *p, NlPhase ph, int L, int hw
 }
 
 static void header(FILE *f, const NlProfiler *p, const ReportInfo *info, const char *prompt) {
-    fprintf(f,
-            "normlab profile: %s; OpenBLAS %s kernels (chosen by %s), threads up to %d; engine threads %d; "
-            "hardware counters %s\n",
-            info->model, info->blas_core, info->blas_core_source, info->product_threads, info->engine_threads,
+    int e = info->engine_threads, t = info->product_threads;
+    char threads[96], rounded[160] = "";
+    if (e > 1) snprintf(threads, sizeof threads, "threads %d (%d engine threads, each product on %d)", e, e, t);
+    else snprintf(threads, sizeof threads, "threads %d (one engine thread, each product split over up to %d)", t, t);
+    if (info->rounding) snprintf(rounded, sizeof rounded, "; rounded (simulated): %s", info->rounding);
+    fprintf(f, "normlab profile: %s; OpenBLAS %s kernels (chosen by %s), %s%s; hardware counters %s\n", info->model,
+            info->blas_core, info->blas_core_source, threads, rounded,
             nl_profiler_hw_available(p) ? "on (IPC column)" : "unavailable (perf_event_open refused or absent)");
     if (prompt) fprintf(f, "prompt: %s\n", prompt);
 }
@@ -217,10 +229,11 @@ static cJSON *cell_json(int layer, const char *name, const NlProfileCell *c, dou
 
 static cJSON *phase_json(const NlProfiler *p, NlPhase ph, int L, int hw) {
     double wall = nl_profiler_wall(p, ph), rows_s = rows_seconds(p, ph, L);
-    uint64_t tokens = nl_profiler_tokens(p, ph);
+    uint64_t tokens = per_token(p, ph);
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "phase", nl_phase_name(ph));
     cJSON_AddNumberToObject(o, "tokens", (double)tokens);
+    cJSON_AddNumberToObject(o, "positions", (double)nl_profiler_tokens(p, ph));
     cJSON_AddNumberToObject(o, "wall_seconds", wall);
     cJSON_AddNumberToObject(o, "rows_seconds", rows_s);
     cJSON_AddNumberToObject(o, "uncovered_seconds", wall - rows_s);
@@ -256,6 +269,7 @@ int report_profile_json(FILE *f, const NlProfiler *p, const ReportInfo *info) {
     cJSON_AddStringToObject(root, "blas_core_source", info->blas_core_source);
     cJSON_AddNumberToObject(root, "threads_summed", nl_profiler_threads(p));  // wall and cells: summed over these
     cJSON_AddBoolToObject(root, "hw_counters", hw);
+    if (info->rounding) cJSON_AddStringToObject(root, "rounded", info->rounding);
     cJSON *phases = cJSON_AddArrayToObject(root, "phases");
     for (int ph = 0; ph < NL_PHASE_COUNT; ph++) cJSON_AddItemToArray(phases, phase_json(p, (NlPhase)ph, L, hw));
     char *text = nl_jsonx_print(root, 1);

@@ -16,6 +16,7 @@ typedef struct {
     int engine_threads;  // engine worker threads (each profiled; their times are summed)
     const char *blas_core;  // OpenBLAS's kernel family (nl_blas_core)
     const char *blas_core_source;  // who chose it: "openblas", "environment" or "normlab"
+    const char *rounding;  // --quantize, --quantize-act as the header says them ("weights q8"), or NULL
 } ReportInfo;
 
 #define REPORT_TOP 3  // the slowest layers a summary shows

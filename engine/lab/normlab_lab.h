@@ -78,6 +78,10 @@ const NlProfileCell *nl_profiler_cell(const NlProfiler *prof, NlPhase phase, int
 void nl_profile_cell_add(NlProfileCell *sum, const NlProfileCell *cell);  // every field of cell into sum
 double nl_profiler_wall(const NlProfiler *prof, NlPhase phase);
 uint64_t nl_profiler_tokens(const NlProfiler *prof, NlPhase phase);  // positions through the forward pass
+// The tokens a phase produced (generate's decode: the tokens decoded; eval: the tokens scored), which
+// per-token figures divide by; 0 (unset): they divide by the positions.
+void nl_profiler_set_produced(NlProfiler *prof, NlPhase phase, uint64_t tokens);
+uint64_t nl_profiler_produced(const NlProfiler *prof, NlPhase phase);
 size_t nl_profiler_events(const NlProfiler *prof, const NlProfileEvent **events, size_t *dropped);
 int nl_profiler_hw_available(const NlProfiler *prof);
 // Adds other's totals (cells, wall time, positions) into prof, for a run on several engine threads

@@ -19,6 +19,7 @@ struct NlProfiler {
     NlProfileCell *cells;  // (NL_PHASE_COUNT, L + 1, NL_COMP_COUNT); layer -1 stored at index 0
     double wall[NL_PHASE_COUNT];
     uint64_t tokens[NL_PHASE_COUNT];
+    uint64_t produced[NL_PHASE_COUNT];  // the tokens each phase produced (0: unset)
     NlProfileEvent *events;  // (cap_events), grown by doubling up to max_events
     size_t n_events, cap_events, max_events, dropped;
     int use_tsc;  // clock in TSC ticks (else seconds of CLOCK_MONOTONIC)
@@ -263,6 +264,8 @@ const NlProfileCell *nl_profiler_cell(const NlProfiler *p, NlPhase phase, int la
 }
 double nl_profiler_wall(const NlProfiler *p, NlPhase phase) { return p->wall[phase]; }
 uint64_t nl_profiler_tokens(const NlProfiler *p, NlPhase phase) { return p->tokens[phase]; }
+void nl_profiler_set_produced(NlProfiler *p, NlPhase phase, uint64_t tokens) { p->produced[phase] = tokens; }
+uint64_t nl_profiler_produced(const NlProfiler *p, NlPhase phase) { return p->produced[phase]; }
 int nl_profiler_hw_available(const NlProfiler *p) { return p->hw_fd >= 0; }
 int nl_profiler_threads(const NlProfiler *p) { return p->threads; }
 const NlConfig *nl_profiler_config(const NlProfiler *p) { return &p->cfg; }

@@ -35,7 +35,8 @@ for t in 2 3; do
     expect_ok "eval $t threads" eval $M --text "$TMP/long.txt" --json --threads $t --batch 3 --profile
     cmp -s "$TMP/out" "$TMP/eval1" \
         && ok "eval: same bytes with $t threads" || bad "eval $t threads" "$(cat "$TMP/out") vs $(cat "$TMP/eval1")"
-    grep -q "engine threads $t;" "$TMP/err" && grep -q "(each summed over $t threads)" "$TMP/err" \
+    grep -qF "threads $t ($t engine threads, each product on 1)" "$TMP/err" \
+        && grep -q "(each summed over $t threads)" "$TMP/err" \
         && ok "eval --profile sums $t threads" || bad "eval profile threads" "$(grep -E 'engine|summed' "$TMP/err")"
 done
 expect_ok "eval batch 1" eval $M --text "$TMP/long.txt" --json --threads 1 --batch 1
@@ -51,7 +52,7 @@ for t in 2 3; do
         --profile
     cmp -s <(grep '^{' "$TMP/out") "$TMP/s1" \
         && ok "samples: same bytes with $t threads" || bad "samples $t threads" "outputs differ"
-    grep -q "engine threads $t;" "$TMP/err" \
+    grep -qF "threads $t ($t engine threads, each product on 1)" "$TMP/err" \
         && ok "samples run on $t engine threads" || bad "samples threads" "$(grep engine "$TMP/err")"
 done
 expect_ok "compare 1 thread" compare $FIX/ln-pre-bias.json $FIX/rms-post-bias.json --text "$TMP/long.txt" \

@@ -8,7 +8,7 @@ grep -q "^== prefill: 2 positions" "$TMP/out" && grep -q "^== decode: " "$TMP/ou
     && ok "profile prints both phases and the footer" || bad "profile table" "$(head -5 "$TMP/out")"
 core=$("$BIN" info $M --json | sed -n 's/.*"blas_core":"\([^"]*\)".*/\1/p')
 threads_re="OpenBLAS $core kernels \(chosen by (openblas|environment|normlab)\), "
-threads_re=$threads_re"threads up to [0-9]+; engine threads 1;"
+threads_re=$threads_re"threads ([0-9]+) \\(one engine thread, each product split over up to \\2\\);"
 grep -qE "$threads_re" "$TMP/out" \
     && ok "profile reports the kernel family and threads" || bad "profile threads" "$(head -2 "$TMP/out")"
 run profile $M -p "ab" -n 20 --json -o "$TMP/prof.json"
@@ -79,3 +79,13 @@ cmp -s "$TMP/out" "$TMP/first" && ok "--profile leaves stdout byte-identical" ||
 grep -q "^== decode" "$TMP/err" && ok "--profile table on stderr" || bad "--profile table" "$(head -3 "$TMP/err")"
 expect_ok "eval --profile" eval $M --text "$TMP/text.txt" --profile
 grep -q "^== prefill" "$TMP/err" && ok "eval --profile table on stderr" || bad "eval --profile" "$(head -3 "$TMP/err")"
+# after context shifts a decode re-runs positions: us/token divides by the tokens decoded, and says so
+expect_ok "profile with context shifts" profile $M -p "ab" -n 40 --layers
+why=$(awk '/^== decode: 39 tokens \([0-9]+ positions through the forward pass; us\/token per token\)$/ { d = 1; next }
+    d && $1 == "all" && $2 == "qkv" { printf "%.3f %.3f", $5, $4 * 1000 / 39; exit }' "$TMP/out")
+[ -n "$why" ] && awk -v a="${why% *}" -v b="${why#* }" 'BEGIN { exit !(a - b < 0.02 && b - a < 0.02 && a > 0.1) }' \
+    && ok "profile: decode's us/token is per decoded token (39), not per position" \
+    || bad "profile us/token" "'$why' $(grep '^== decode' "$TMP/out")"
+expect_ok "profile --quantize" profile $M -p "ab" -n 5 --quantize q8 --quantize-act q8
+grep -q "; rounded (simulated): weights q8, activations q8; " "$TMP/out" \
+    && ok "profile: a --quantize run says so in its header" || bad "profile quantize" "$(head -1 "$TMP/out")"
