@@ -215,7 +215,8 @@ static int same_destination(void) {
            a.st_ino == b.st_ino;
 }
 
-// Timing on stderr; a newline first when the generated text went to the same place. It counts the
+// Timing on stderr; a newline first when the generated text went to the same place and did not end
+// its line (at a terminal it does). It counts the
 // new characters as -n does: the first comes from the prefill's logits, each later one from a decode
 // step ("-n 100": 100 new characters, 99 decode steps). With several models, label names the model
 // ("normlab: MODEL: prefill ..."), and the text, which then ends in a newline, needs none; NULL: one model.
@@ -229,10 +230,10 @@ static void print_timing(const NlGenerateStats *st, size_t n_new, int streams, c
     fprintf(
         stderr,
         "%snormlab: %sprefill %zu token%s in %.2f ms (%.0f tok/s); %s; decode %zu token%s%s in %.2f ms (%.0f tok/s)",
-        !label && same_destination() ? "\n" : "", named, st->prompt_used, plural(st->prompt_used),
-        st->prefill_seconds * 1e3, st->prompt_used / (st->prefill_seconds > 0 ? st->prefill_seconds : 1e-9), chars,
-        tokens, plural(tokens), per, st->decode_seconds * 1e3,
-        tokens ? (double)tokens / (st->decode_seconds > 0 ? st->decode_seconds : 1e-9) : 0.0);
+        !label && !isatty(STDOUT_FILENO) && same_destination() ? "\n" : "", named, st->prompt_used,
+        plural(st->prompt_used), st->prefill_seconds * 1e3,
+        st->prompt_used / (st->prefill_seconds > 0 ? st->prefill_seconds : 1e-9), chars, tokens, plural(tokens), per,
+        st->decode_seconds * 1e3, tokens ? (double)tokens / (st->decode_seconds > 0 ? st->decode_seconds : 1e-9) : 0.0);
     if (st->context_shifts) fprintf(stderr, "; %zu context shift%s", st->context_shifts, plural(st->context_shifts));
     fprintf(stderr, "\n");
 }
@@ -458,7 +459,11 @@ static int decode_streams(const Options *o, GenRun *r, FILE *out, int *write_fai
     int g = ectx.write_failed ? 1
                               : nl_generate(r->wk.states, (size_t)r->workers, r->samplers, (size_t)o->samples, r->ids,
                                             n, &gopts, &r->st, &err);
-    if (!collect && r->mode->keep_text && g >= 0) emit_end(&ectx);
+    // at a terminal the streamed text ends its line, so that the shell's prompt starts its own (several
+    // -m: each block's newline); a file or pipe gets the text's bytes only, as before
+    if (!collect && r->mode->keep_text && g >= 0 && !emit_end(&ectx) && !r->name && isatty(fileno(out)) &&
+        (fputc('\n', out) == EOF || fflush(out) == EOF))
+        ectx.write_failed = errno ? errno : EIO;
     free(ectx.pending);
     if (g < 0) return fail(&err);
     if (r->col.failed) {
@@ -586,7 +591,12 @@ static int many_setup(const Options *o, ManyRun *m) {
     return rc;
 }
 
-static int print_header(FILE *out, const GenRun *r) { return fprintf(out, "=== %s (%s) ===\n", r->name, r->run) > 0; }
+// "=== MODEL (RUN) ===", with DeepNorm's alpha where the model's residual is scaled.
+static int print_header(FILE *out, const GenRun *r) {
+    double alpha = nl_model_config(r->model)->residual_scale;
+    if (alpha != 1.0) return fprintf(out, "=== %s (%s, DeepNorm alpha %.4g) ===\n", r->name, r->run, alpha) > 0;
+    return fprintf(out, "=== %s (%s) ===\n", r->name, r->run) > 0;
+}
 
 // Each model's block in turn: its header line, then its text streamed as it comes and a newline;
 // with --samples or --json, every model's streams collected first and then printed whole (JSON lines

@@ -117,6 +117,13 @@ static void lens_text_section(FILE *f, const NlCompareRow *rows, const char *con
     }
 }
 
+// A share: "0" when none, else in scientific notation (1.99e-04).
+static const char *share_text(char *buf, size_t cap, double share) {
+    if (share == 0.0) snprintf(buf, cap, "0");
+    else snprintf(buf, cap, "%.2e", share);
+    return buf;
+}
+
 static void outliers_text_section(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n) {
     fprintf(f,
             "\noutliers per layer and place, of the float32 rows (residual: the stream entering the layer, L:\n"
@@ -140,8 +147,10 @@ static void outliers_text_section(FILE *f, const NlCompareRow *rows, const char 
                     snprintf(top + strlen(top), sizeof top - strlen(top), "%s%d (%.3g)", t ? " " : "", o->top[t],
                              o->top_mean_abs[t]);
                 if (o->has_gain) snprintf(gains, sizeof gains, "%d/3", o->gain_overlap);
-                fprintf(f, "    %5d %-8s %8.2f %9.2e %9.2e %9.2f  %-34s %s\n", l, nl_site_name((NlSite)k), o->max_ratio,
-                        o->share_6, o->share_6rms, o->kurtosis, top, gains);
+                char s6[16], s6rms[16];
+                fprintf(f, "    %5d %-8s %8.2f %9s %9s %9.2f  %-34s %s\n", l, nl_site_name((NlSite)k), o->max_ratio,
+                        share_text(s6, sizeof s6, o->share_6), share_text(s6rms, sizeof s6rms, o->share_6rms),
+                        o->kurtosis, top, gains);
             }
     }
 }
@@ -163,28 +172,28 @@ int report_compare_text(FILE *f, const NlCompareRow *rows, const char *const *la
                 info->text, n ? rows[0].chars : 0,
                 info->threads > 1 ? "side by side on several threads" : "one at a time", info->repeats,
                 info->repeats == 1 ? "" : "s");
-    fprintf(f, "%-34s %-24s %9s %8s %9s %s%8s %10s %10s %7s %11s %11s\n", "model", "run as", "params", "MB",
-            bpe ? "bits/tok" : "bits/char", bpe ? "bits/byte " : "", "ppl", "prefill/s", "decode/s", "norm%",
-            "batch16 d", "cache d");
+    fprintf(f, "%-34s %-24s %9s %8s %9s %s%8s %13s %12s %7s %11s %11s\n", "model", "run as", "params", "MB",
+            bpe ? "bits/tok" : "bits/char", bpe ? "bits/byte " : "", "ppl", "prefill tok/s", "decode tok/s", "norm%",
+            "vs batch16", "vs cache");
+    int swapped = 0, bn = 0;  // a row run otherwise than trained; a BatchNorm row: their legends
     for (size_t i = 0; i < n; i++) {
         const NlCompareRow *r = &rows[i];
         char as[160];
         run_as_quant(as, sizeof as, r);
         char per_byte[16] = "";
         if (bpe) snprintf(per_byte, sizeof per_byte, "%9.4f ", r->bits_per_byte);
-        fprintf(f, "%-34s %-24s %9zu %8.3f %9.4f %s%8.3f %10.0f %10.0f %6.1f%% %11.3g %11.3g\n", labels[i], as,
+        fprintf(f, "%-34s %-24s %9zu %8.3f %9.4f %s%8.3f %13.0f %12.0f %6.1f%% %11.3g %11.3g\n", labels[i], as,
                 r->parameters, r->weight_bytes / 1e6, r->bits_per_char, per_byte, r->perplexity, r->prefill_tok_s,
                 r->decode_tok_s, 100 * r->norm_share, r->batch_diff, r->cache_diff);
+        swapped |= r->swapped_norm || r->swapped_placement;
+        bn |= r->norm == NL_NORM_BATCHNORM;
     }
-    fprintf(f, "(* run otherwise than trained; batchnorm:running/:batch = BatchNorm with running or batch\n"
-               " statistics; d = largest |logit difference|: batch16 = alone vs in a batch of 16, cache = full\n"
-               " prefill vs KV-cache decoding; 0 means bit-identical)\n");
-    fprintf(f, "\nhidden states, means over positions: residual RMS entering blocks 0..L-1 and leaving the last;\n"
-               "|per-position mean| of the same; RMS of the sublayers' outputs as they join the stream (peri: after\n"
-               "the output norm); std of each input norm's output per layer (pre, peri: then ln_f); peri: of each\n"
-               "output norm's. Recurrent models: the RMS of the embeddings and of each layer's h, and the last\n"
-               "layer's mean Euclidean norm of h_t (LSTM: and of c_t) over positions t in 0, 1-2, 3-6, 7-14, ...\n"
-               "(doubling buckets) of one unbroken pass over the text\n");
+    fprintf(f,
+            "(vs batch16, vs cache: the largest |logit difference| between a sequence alone and in a batch of 16,\n"
+            " and between a full prefill and KV-cache decoding; 0 means bit-identical%s%s)\n",
+            swapped ? "; * run otherwise than trained" : "",
+            bn ? "; batchnorm:running/:batch = BatchNorm with running or batch statistics" : "");
+    fprintf(f, "\nhidden states, means over positions (docs/lab.md#hidden-states says what each line holds)\n");
     for (size_t i = 0; i < n; i++) {
         const NlCompareRow *r = &rows[i];
         char a[512], b[512], c[512], d[512], as[160];
@@ -226,7 +235,9 @@ int report_compare_text(FILE *f, const NlCompareRow *rows, const char *const *la
                 run_as_quant(as, sizeof as, &rows[i]);
                 fprintf(f, "%-34s %-24s %-10s", labels[i], as,
                         nl_config_norm_name(t ? NL_NORM_RMSNORM : NL_NORM_LAYERNORM));
-                for (int k = 0; k < NL_INV_COUNT; k++) fprintf(f, " %11.3g", rows[i].invariance[t][k]);
+                for (int k = 0; k < NL_INV_COUNT; k++)  // a model without norms has no norm input to test: -
+                    if (rows[i].norm == NL_NORM_NONE) fprintf(f, " %11s", "-");
+                    else fprintf(f, " %11.3g", rows[i].invariance[t][k]);
                 fputc('\n', f);
             }
     }

@@ -76,3 +76,24 @@ echo "$quant_check" | grep -qx "rows 4 bad 0" \
     && awk -v a="$q8_row" -v b="$q8_eval" 'BEGIN { d = a - b; exit !(a > 0 && d * d <= 1e-16 * a * a) }' \
     && ok "quantized rows: 4, each costed against its own model's float32 row; q8 is eval's ($q8_row)" \
     || bad "quantized rows" "$quant_check; eval --quantize q8: $q8_eval"
+# the table's labels say their units; legends only for what the rows show
+printf 'ab ba ab ba ab ba ab ba ab ba ab ba\n' > "$TMP/cmp_labels.txt"
+expect_ok "compare labels" compare $FIX/ln-pre-bias.json $FIX/nonorm.json -f "$TMP/cmp_labels.txt" --repeats 1 \
+    --invariance --outliers
+head -2 "$TMP/out" | tail -1 | grep -q " prefill tok/s decode tok/s   norm%  vs batch16    vs cache$" \
+    && ok "compare: speed columns in tok/s, the differences named vs batch16 and vs cache" \
+    || bad "compare labels" "$(head -2 "$TMP/out" | tail -1)"
+! grep -q "run otherwise than trained\|batchnorm:running" "$TMP/out" \
+    && ok "compare: no legend for a * or a BatchNorm row that is not there" || bad "compare legends" "printed"
+[ "$(grep -c '^hidden states' "$TMP/out")" -eq 1 ] \
+    && grep -q '^hidden states, means over positions (docs/lab.md#hidden-states' "$TMP/out" \
+    && ok "compare: the hidden states' explanation is one line pointing to docs/lab.md" || bad "hidden states line" "-"
+grep -E "nonorm.json +none/pre +(layernorm|rmsnorm) +- +- +- +- +-$" "$TMP/out" | wc -l | grep -qx 2 \
+    && ok "compare --invariance: a model without norms shows - (nothing to test), not 0" \
+    || bad "invariance nonorm" "$(grep nonorm.json "$TMP/out")"
+! grep -q '0\.00e+00' "$TMP/out" && grep -qE '^ +[0-9]+ [a-z_]+ +[0-9.]+ +0 ' "$TMP/out" \
+    && ok "compare --outliers: a share of none is 0, not 0.00e+00" \
+    || bad "outlier shares" "$(grep -m3 'residual' "$TMP/out")"
+expect_ok "compare --also-swap legend" compare $FIX/ln-pre-bias.json -f "$TMP/cmp_labels.txt" --repeats 1 --also-swap
+grep -q "; \* run otherwise than trained" "$TMP/out" && ok "compare: the * legend where a row is swapped" \
+    || bad "swap legend" "$(grep -A1 '^(vs' "$TMP/out")"

@@ -66,7 +66,19 @@ sys.exit(0 if got == want.rstrip("\n ") + ">" or got.rstrip() == want.rstrip() e
         || bad "-i tmux" "$(cat "$TMP/pane")"
     [ "$(cat "$TMP/tmux.rc" 2>/dev/null)" = 0 ] && ok "-i at a terminal: Ctrl-D ends it, exit 0" \
         || bad "-i tmux Ctrl-D" "rc '$(cat "$TMP/tmux.rc" 2>/dev/null)'"
+    # at a terminal generate's text ends its line (the shell's next output starts its own); a pipe gets
+    # the bytes alone (every golden test)
+    tmux -L "$sock" new-session -d -s s -x 200 -y 50 \
+        "$BIN generate $IM -p ROMEO: -n 12 --temperature 0 2>/dev/null; echo END-MARK; sleep 20"
+    for _ in $(seq 100); do pane | grep -q END-MARK && break; sleep 0.1; done
+    pane > "$TMP/pane2"
+    tmux -L "$sock" kill-server 2>/dev/null
+    "$BIN" generate $IM -p ROMEO: -n 12 --temperature 0 2>/dev/null > "$TMP/g12"
+    { cat "$TMP/g12"; printf '\nEND-MARK'; } > "$TMP/want2"
+    [ "$(tail -c 1 "$TMP/g12")" != "" ] && [ "$(grep -v '^$' "$TMP/pane2")" = "$(grep -v '^$' "$TMP/want2")" ] \
+        && ok "generate at a terminal ends its text's line; to a pipe, the text's bytes alone" \
+        || bad "terminal newline" "$(cat "$TMP/pane2")"
 else
-    skipped=$((skipped + 2)); absent="${absent:+$absent, }tmux"
-    echo "skip 2 (of this suite's checks): tmux missing"
+    skipped=$((skipped + 3)); absent="${absent:+$absent, }tmux"
+    echo "skip 3 (of this suite's checks): tmux missing"
 fi

@@ -63,7 +63,7 @@ def compare_table():
     rows = json.load(open(os.path.join(ROOT, "docs", "compare", "compare.json"), encoding="utf-8"))
     """compare's quality columns of every shipped model under every override (the speeds of the same
     models come from docs/bench.json: shipped_speed)."""
-    out = ["| model | run as | bits/char | perplexity | batch16 d | cache d |",
+    out = ["| model | run as | bits/char | perplexity | vs batch16 | vs cache |",
            "|---|---|---|---|---|---|"]
     for r in rows:
         name = os.path.basename(os.path.normpath(r["model"])).replace("shakespeare-", "")
