@@ -32,7 +32,7 @@ for c in $cmds; do
     longs=$(awk -F'\t' -v c="$c" '$1 == c { print $2 }' "$TMP/rows")
     miss_help="" miss_man="" miss_comp="" miss_md="" miss_parse=""
     # the man page's section of c, and the completion's line of c
-    sed -n "/^\\.SH $(echo "$c" | tr a-z A-Z)\$/,/^\\.SH /p" "$TMP/man" > "$TMP/man_$c"
+    sed -n "/^\\.SS $c\$/,/^\\.S[SH] /p" "$TMP/man" | sed 's/\\f[BIR]//g; s/\\-/-/g' > "$TMP/man_$c"
     grep "^        $c) " "$TMP/completion" > "$TMP/comp_$c"
     sed -n "/^## $c\$/,/^## /p" "$TMP/cli.md" > "$TMP/md_$c"
     for l in $longs; do
@@ -65,6 +65,20 @@ for c in $cmds; do
     done
     [ -z "$extra" ] && ok "the parser refuses other commands' options for $c" || bad "parser $c" "takes$extra"
 done
+
+# the man page is real man format: groff renders it without a warning, with its sections
+if command -v groff > /dev/null 2>&1; then
+    groff -man -Tutf8 -ww -z "$TMP/man" > "$TMP/groff.err" 2>&1 && [ ! -s "$TMP/groff.err" ] \
+        && ok "the man page renders without a warning (groff -ww)" || bad "man groff" "$(head -3 "$TMP/groff.err")"
+    groff -man -Tutf8 "$TMP/man" 2>/dev/null | sed 's/.\x08//g' > "$TMP/man.txt"
+    miss=""
+    for sec in NAME SYNOPSIS DESCRIPTION COMMANDS EXAMPLES ENVIRONMENT "EXIT STATUS"; do
+        grep -q "^$sec\$" "$TMP/man.txt" || miss="$miss $sec"
+    done
+    [ "$(grep -c '^\.TP$' "$TMP/man")" -ge "$(grep -c '' "$TMP/rows")" ] && [ -z "$miss" ] \
+        && ok "the man page: its sections, every option of every command a tagged paragraph (.TP)" \
+        || bad "man sections" "lacks$miss"
+fi
 
 # the completion at work: the commands with version, and compare's positional models from 'normlab list'
 complete_words() {  # complete_words WORD...: what the completion offers for the last word

@@ -165,6 +165,7 @@ int help_main(FILE *f);  // `normlab --help`: the commands from the table
 int help_command(FILE *f, const Command *c);  // `normlab help CMD`: its usage, paragraph and rows
 int help_options_table(FILE *f);  // `normlab help --options-table`: every row, tab-separated
 int help_markdown(FILE *f);  // `normlab help --markdown`: docs/cli.md
+int help_man(FILE *f);  // `normlab help --man`: the man page's COMMANDS section, in roff (tools/dev/make_man.sh)
 
 // common.c
 int exit_code(const NlError *err);  // NL_ERR_ARG: 2; every other code: 1

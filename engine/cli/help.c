@@ -136,3 +136,38 @@ int help_markdown(FILE *f) {
     }
     return ok ? 0 : -1;
 }
+
+// Text for roff: a backslash as \e, a dash as \- (an option's, so that it is not a hyphen), and a
+// line's leading . or ' escaped (the texts are one line each, so only their start).
+static int roff(FILE *f, const char *s) {
+    int ok = !(*s == '.' || *s == '\'') || fputs("\\&", f) != EOF;
+    for (; *s && ok; s++)
+        ok = *s == '\\' ? fputs("\\e", f) != EOF : *s == '-' ? fputs("\\-", f) != EOF : fputc(*s, f) != EOF;
+    return ok;
+}
+
+// Each command as a subsection: its usage, its paragraph, then each option as a tagged paragraph
+// (.TP: the option in bold, its value in italics, then its text).
+int help_man(FILE *f) {
+    char text[1024];
+    int ok = fprintf(f, ".SH COMMANDS\n") > 0;
+    for (size_t c = 0; c < N_COMMANDS && ok; c++) {
+        const Command *cmd = &COMMANDS[c];
+        ok &= fprintf(f, ".SS %s\n.B normlab %s\n", cmd->name, cmd->name) > 0 && roff(f, cmd->usage);
+        ok &= fprintf(f, "\n.PP\n") > 0 && roff(f, cmd->about) && fputc('\n', f) != EOF;
+        if (cmd->positional)
+            ok &= fprintf(f, ".TP\n.I %s\n", cmd->positional) > 0 && roff(f, cmd->positional_help) &&
+                  fputc('\n', f) != EOF;
+        for (size_t i = 0; i < N_OPTIONS && ok; i++) {
+            const OptSpec *s = &OPTIONS[i];
+            if (!(s->commands & cmd->bit)) continue;
+            ok &= fputs(".TP\n", f) != EOF;
+            if (s->letter) ok &= fprintf(f, "\\fB\\-%c\\fR, ", s->letter) > 0;
+            ok &= fputs("\\fB", f) != EOF && roff(f, "--") && roff(f, s->name) && fputs("\\fR", f) != EOF;
+            if (s->arg) ok &= fputs(" \\fI", f) != EOF && roff(f, s->arg) && fputs("\\fR", f) != EOF;
+            option_text(text, sizeof text, s);
+            ok &= fputc('\n', f) != EOF && roff(f, text) && fputc('\n', f) != EOF;
+        }
+    }
+    return ok ? 0 : -1;
+}

@@ -106,11 +106,13 @@ static int print_help(int closed, const Command *c) {
 }
 
 // `normlab help WHAT`: a command's help, or the hidden dumps the man page, the completion and
-// docs/cli.md are made from (--options-table, --markdown).
+// docs/cli.md are made from (--options-table, --markdown, --man: the man page's commands and options).
 static int help(int closed, const char *what) {
-    if (strcmp(what, "--options-table") == 0 || strcmp(what, "--markdown") == 0) {
+    int table = strcmp(what, "--options-table") == 0, md = strcmp(what, "--markdown") == 0,
+        man = strcmp(what, "--man") == 0;
+    if (table || md || man) {
         if (closed & CLOSED_STDOUT) return stdout_closed();
-        return check_stdout((what[2] == 'o' ? help_options_table(stdout) : help_markdown(stdout)) == 0);
+        return check_stdout((table ? help_options_table(stdout) : md ? help_markdown(stdout) : help_man(stdout)) == 0);
     }
     const Command *h = find_command(what);
     return h ? print_help(closed, h) : unknown_command(what);

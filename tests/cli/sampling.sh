@@ -206,3 +206,7 @@ expect_fail "a stray model: the hint says -m" 2 "unexpected argument 'shakespear
 expect_fail "a stray file: the hint says -f" 2 \
     "unexpected argument 'README.md' (a file is read with -f: -f README.md)" \
     eval $CH README.md
+"$BIN" generate -m $FIX/deepnorm.json -m $FIX/ln-pre-bias.json -p ab -n 3 --seed 1 > "$TMP/hdr" 2>/dev/null
+grep -qx "=== $FIX/deepnorm.json (layernorm/post, DeepNorm alpha 1.414) ===" "$TMP/hdr" \
+    && grep -qx "=== $FIX/ln-pre-bias.json (layernorm/pre) ===" "$TMP/hdr" \
+    && ok "several -m: a DeepNorm model's header gives its alpha" || bad "deepnorm header" "$(grep '^===' "$TMP/hdr")"
