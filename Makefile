@@ -30,6 +30,7 @@ LIB_SRC = engine/nl_error.c engine/model.c engine/config.c engine/safetensors.c 
           engine/transformer.c engine/state.c engine/sampler.c engine/generate.c engine/eval.c engine/parallel.c \
           engine/blascore.c engine/clock.c \
           engine/lab/profile.c engine/lab/stats.c engine/lab/compare.c engine/lab/lens.c engine/lab/quantize.c \
+          engine/lab/kldiv.c \
           engine/rnn.c \
           tokenizer/tokenizer.c tokenizer/bpe.c tokenizer/unicode.c tokenizer/unicode_tables.c
 HEADERS = $(wildcard engine/*.h engine/lab/*.h engine/cli/*.h tokenizer/*.h tests/*.h)

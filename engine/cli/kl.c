@@ -122,29 +122,16 @@ int kl_base_write(FILE *f, const KlRecord *r) {
 // The NlEvalScoredFn: position `input`'s loss, and its log-softmax stored, or compared with the base's.
 void kl_scored(void *ctx, size_t input, const float *logits, double nll) {
     KlRecord *r = ctx;
-    size_t V = r->V;
     if (r->nll) r->nll[input] = nll;
     if (!r->base) return;
-    double max = logits[0], sum = 0.0;
-    size_t top = 0;
-    for (size_t v = 1; v < V; v++)
-        if (logits[v] > logits[top]) top = v;
-    max = logits[top];
-    for (size_t v = 0; v < V; v++) sum += exp((double)logits[v] - max);
-    double lse = max + log(sum);
-    float *row = r->base + input * V;
+    float *row = r->base + input * r->V;
     if (!r->compare) {
-        for (size_t v = 0; v < V; v++) row[v] = (float)((double)logits[v] - lse);
+        nl_log_softmax(logits, r->V, row);
         return;
     }
-    double kl = 0.0;
-    size_t base_top = 0;
-    for (size_t v = 0; v < V; v++) {
-        kl += exp((double)row[v]) * ((double)row[v] - ((double)logits[v] - lse));
-        if (row[v] > row[base_top]) base_top = v;
-    }
-    r->kl[input] = kl;
-    r->same[input] = base_top == top;
+    int same;
+    r->kl[input] = nl_kl_from_logits(row, logits, r->V, &same);
+    r->same[input] = (unsigned char)same;
     r->dnll[input] = nll + (double)row[r->ids[input + 1]];  // -ln q - (-ln p) of the target
 }
 

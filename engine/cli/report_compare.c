@@ -84,8 +84,11 @@ static void state_text(FILE *f, const NlCompareRow *r) {
 static int quant_text_section(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n) {
     fprintf(f, "\nquantization (simulated: values rounded, products still float32): w = weights, a = every linear's\n"
                "input rows; q8 = per row to 127 levels of max|x|/127, q4 = per 32 columns to 7; cost = bits/char\n"
-               "minus the float32 row's\n");
-    fprintf(f, "%-34s %-24s %-24s %9s %9s\n", "model", "run as", "rounded", "bits/char", "cost");
+               "minus the float32 row's; KL = the mean KL divergence from the float32 row's distribution, position\n"
+               "by position (nats, with its standard error); same top = the positions whose most likely token is\n"
+               "the float32 row's\n");
+    fprintf(f, "%-34s %-24s %-24s %9s %9s %21s %9s\n", "model", "run as", "rounded", "bits/char", "cost", "KL",
+            "same top");
     for (size_t i = 0; i < n; i++) {
         const NlCompareRow *r = &rows[i];
         if (!r->quant && !r->quant_act) continue;
@@ -94,8 +97,15 @@ static int quant_text_section(FILE *f, const NlCompareRow *rows, const char *con
         quant_text(q, sizeof q, r);
         long j = rows[i].reference;
         fprintf(f, "%-34s %-24s %-24s %9.4f ", labels[i], as, q + 1, r->bits_per_char);
-        if (j >= 0) fprintf(f, "%+9.4f\n", r->bits_per_char - rows[j].bits_per_char);
-        else fprintf(f, "%9s\n", "-");
+        if (j >= 0) fprintf(f, "%+9.4f", r->bits_per_char - rows[j].bits_per_char);
+        else fprintf(f, "%9s", "-");
+        if (r->has_kl) {
+            char kl[48];
+            snprintf(kl, sizeof kl, "%.3g ± %.2g", r->kl_divergence, r->kl_divergence_stderr);
+            fprintf(f, " %22s %8.2f%%\n", kl, 100 * r->same_top);  // (± is two bytes, one column)
+        } else {
+            fprintf(f, " %21s %9s\n", "-", "-");
+        }
     }
     return ferror(f) ? -1 : 0;
 }
@@ -265,6 +275,11 @@ static void quant_json(cJSON *o, const NlCompareRow *r) {
             cJSON_AddItemToArray(classes, cJSON_CreateString(nl_quant_classes_name(bit, name, sizeof name)));
     }
     cJSON_AddStringToObject(o, "quantize_act", nl_quant_name(r->quant_act));
+    if (r->has_kl) {
+        cJSON_AddNumberToObject(o, "kl_divergence", r->kl_divergence);
+        cJSON_AddNumberToObject(o, "kl_divergence_stderr", r->kl_divergence_stderr);
+        cJSON_AddNumberToObject(o, "same_top", r->same_top);
+    }
 }
 
 // The places seen, layer by layer: [{layer, site, rows, max_ratio, ...}].

@@ -230,6 +230,9 @@ typedef struct {
     unsigned quant_classes;  // the matrices rounded
     NlQuant quant_act;  // the run's activations
     int reference;  // a quantized row's float32 row: its index among the rows; -1 for none
+    int has_kl;  // a quantized row measured by nl_compare_models: the three below are set
+    double kl_divergence, kl_divergence_stderr;  // mean KL(float32 row || this row) over the positions, nats
+    double same_top;  // the share of positions whose most likely token is the float32 row's
     int has_lens;  // lens_bits_per_char is set (asked, and a transformer)
     double *lens_bits_per_char;  // (L + 1) nl_lens: [l] read after l layers; [L] = bits_per_char
     int has_outliers;  // outliers is set (asked, and nothing rounded)
@@ -263,9 +266,19 @@ int nl_compare_model(const NlCompareJob *job, const NlCompareOptions *opts, NlCo
 // Measures rows[i] of jobs[i] for every job (free each with nl_compare_row_free), on up to
 // `threads` worker threads (job i on worker i mod threads). Every figure but the timings is the
 // same whatever the thread count; rows measured side by side share the machine, so their speeds
-// are those of a loaded machine. On failure returns -1 with the first failed job's index in *failed
+// are those of a loaded machine. A quantized row is also measured against its float32 row's
+// distribution (has_kl: the KL divergence and top-1 agreement, position by position, from one more
+// pass of that row's model). On failure returns -1 with the first failed job's index in *failed
 // and its error.
 int nl_compare_models(const NlCompareJob *jobs, size_t n_jobs, int threads, const NlCompareOptions *opts,
                       NlCompareRow *rows, size_t *failed, NlError *err);
+
+// ---- a distribution against a reference's (kldiv.c)
+
+// The natural log-softmax of logits (V) into out (V); returns the most likely index (ties: the lowest).
+size_t nl_log_softmax(const float *logits, size_t V, float *out);
+// KL(base || softmax(logits)) in nats, from the base's log-probabilities (V), in double; *same is 1
+// when the two most likely tokens (ties: the lowest index) are the same.
+double nl_kl_from_logits(const float *base_logp, const float *logits, size_t V, int *same);
 
 #endif

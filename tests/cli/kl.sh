@@ -97,3 +97,25 @@ cp "$TMP/base.kl" "$TMP/keep.kl"
 expect_fail "--kl-base: a failing run" 1 "no such model" eval -m nosuch -f "$TMP/own.txt" --kl-base "$TMP/keep.kl"
 cmp -s "$TMP/base.kl" "$TMP/keep.kl" && ok "--kl-base: a failing run leaves the file as it was" \
     || bad "kl-base whole" "changed"
+# compare's quantized rows: the same KL divergence and top-1 agreement as eval --kl at one window a call
+"$BIN" eval $KM -f "$TMP/own.txt" --kl-base "$TMP/b1.kl" --batch 1 > /dev/null 2>&1
+"$BIN" eval $KM -f "$TMP/own.txt" --kl "$TMP/b1.kl" --batch 1 --quantize-act q8 --json > "$TMP/ev.json" 2>/dev/null
+"$BIN" compare $KM -f "$TMP/own.txt" --quantize q4 --quantize-act q8 --repeats 1 --json > "$TMP/cq.json" 2>/dev/null
+why=$(/usr/bin/python3 -c '
+import json, sys
+ev, rows = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+ref = json.load(open(sys.argv[3]))
+act = [r for r in rows if r["quantize_act"] == "q8"][0]; w4 = [r for r in rows if r["quantize"] == "q4"][0]
+if "kl_divergence" in rows[0]: sys.exit("the float32 row has a KL")
+if abs(act["kl_divergence"] - ev["kl_divergence"]) > 1e-3 * ev["kl_divergence"] or act["same_top"] != ev["same_top"]:
+    sys.exit("a:q8 %r against eval %r" % ((act["kl_divergence"], act["same_top"]),
+                                          (ev["kl_divergence"], ev["same_top"])))
+if abs(w4["kl_divergence"] - ref["kl"]) > 1e-5 or abs(w4["same_top"] - ref["same"]) > 1e-8:
+    sys.exit("w:q4 %r against the logits reference %r" % (w4["kl_divergence"], ref["kl"]))' \
+    "$TMP/ev.json" "$TMP/cq.json" "$TMP/ref.json" 2>&1) \
+    && ok "compare --quantize: each rounded row's KL and same top, as eval --kl and the Python reference give" \
+    || bad "compare kl" "$why"
+"$BIN" compare $KM -f "$TMP/own.txt" --quantize q8 --repeats 1 > "$TMP/cq.txt" 2>/dev/null
+grep -qE "w:q8 +[0-9.]+ +[-+][0-9.]+ +[0-9.e-]+ ± [0-9.e-]+ +[0-9.]+%$" "$TMP/cq.txt" \
+    && ok "compare's quantization table: KL ± its error and same top" \
+    || bad "compare kl text" "$(grep 'w:q8' "$TMP/cq.txt")"
