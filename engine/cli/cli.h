@@ -34,6 +34,7 @@ typedef struct {
     const char *model;  // -m: a path, or a name looked up in the model search path
     const char *prompt;
     const char *prompt_file;  // -f for generate, profile, logits
+    const char *start;  // --start (nanoGPT's): the prompt, or FILE:PATH its file
     int interactive;  // generate -i: turns of a line read, then text generated, on one cache
     int escape;  // -e: -p's text and --stop's with escapes (\n, \t, \\, \xHH, \uXXXX) processed
     StrList stops;  // --stop: a stream ends before the first of these in its new text
@@ -286,6 +287,8 @@ size_t stop_partial(const StrList *stops, const char *text, size_t len);
 typedef struct {
     size_t n, V;  // the positions scored (the text's tokens but the first), the vocabulary
     uint64_t hash;  // of the text's token ids
+    int segments;  // how the text was cut: 0 windows at a stride, 1 a recurrent model's segments
+    size_t cut;  // that stride, or that count
     const int *ids;  // (n + 1) the text's
     double *nll;  // (n) each position's loss, or NULL
     float *base;  // (n, V) log-softmax: this run's (--kl-base) or the file's (--kl), or NULL
@@ -302,7 +305,7 @@ typedef struct {
 // base_in's rows read and checked (its vocabulary, its text, finite). An exit status, the message
 // printed; free with kl_record_free either way.
 int kl_record_init(KlRecord *r, const char *base_out, const char *base_in, int per_token, size_t V, const int *ids,
-                   size_t n_ids);
+                   size_t n_ids, int segments, size_t cut);
 void kl_record_free(KlRecord *r);
 int kl_base_read(KlRecord *r, const char *path);
 int kl_base_write(FILE *f, const KlRecord *r);  // 0, or -1 when a write failed

@@ -213,6 +213,13 @@ static const char *default_model(void) {
 }
 
 int cmd_bench(Options *o) {
+    static const char *const formats[] = {"md", "text", "csv", "json", "jsonl", "sql"};
+    for (size_t i = 0; o->output && i < sizeof formats / sizeof formats[0]; i++)
+        if (strcmp(o->output, formats[i]) == 0) {  // llama-bench's -o is the format; here it is the file
+            msg_usage(o->cmd, "-o names the output file; the format is --format (md, text, csv or json), got '-o %s'",
+                      o->output);
+            return EXIT_USAGE;
+        }
     long pp[LIST_MAX], tg[LIST_MAX], threads[LIST_MAX];
     int n_pp = 0, n_tg = 0, n_threads = 1;
     threads[0] = o->threads;

@@ -196,7 +196,8 @@ int cmd_eval(Options *o) {
     // the per-token losses go to a JSON file (-o FILE, not stdout)
     int per_token = o->json && o->output && strcmp(o->output, "-") != 0;
     if (!rc && n >= 2)
-        rc = kl_record_init(&rec, o->kl_base, o->kl, per_token, (size_t)nl_model_config(model)->vocab_size, ids, n);
+        rc = kl_record_init(&rec, o->kl_base, o->kl, per_token, (size_t)nl_model_config(model)->vocab_size, ids, n,
+                            p.windowless, p.windowless ? p.segments : p.stride);
     if (!rc && o->kl_base) rc = out_open(&base_out, o->kl_base);
     // a recurrent model's sgemv of 1M weights or more may use the --threads (one engine thread runs)
     if (!rc) rc = workers_create(&wk, o, model, p.workers, p.batch, p.windowless ? o->threads : 1, o->profile, p.calls);

@@ -220,7 +220,8 @@ static int same_destination(void) {
 // new characters as -n does: the first comes from the prefill's logits, each later one from a decode
 // step ("-n 100": 100 new characters, 99 decode steps). With several models, label names the model
 // ("normlab: MODEL: prefill ..."), and the text, which then ends in a newline, needs none; NULL: one model.
-static void print_timing(const NlGenerateStats *st, size_t n_new, int streams, const char *label, const char *unit) {
+static void print_timing(const NlGenerateStats *st, size_t n_new, int streams, const char *label, const char *unit,
+                         int stopped) {
     size_t tokens = st->decode_tokens * (size_t)streams;
     char per[64] = "", chars[96], esc[1024], named[1040] = "";
     if (label) snprintf(named, sizeof named, "%s: ", msg_escape(esc, sizeof esc, label));
@@ -235,6 +236,7 @@ static void print_timing(const NlGenerateStats *st, size_t n_new, int streams, c
         st->prompt_used / (st->prefill_seconds > 0 ? st->prefill_seconds : 1e-9), chars, tokens, plural(tokens), per,
         st->decode_seconds * 1e3, tokens ? (double)tokens / (st->decode_seconds > 0 ? st->decode_seconds : 1e-9) : 0.0);
     if (st->context_shifts) fprintf(stderr, "; %zu context shift%s", st->context_shifts, plural(st->context_shifts));
+    if (stopped) fprintf(stderr, "; ended by --stop (the stop text counted, not printed)");
     fprintf(stderr, "\n");
 }
 
@@ -513,7 +515,8 @@ static int decode_run(const Options *o, GenRun *r, int *write_failed) {
         print_samples(r->out.f, &r->col, o->samples, r->seed, o, r->prompt, &r->st, NULL, NULL) != 0)
         *write_failed = errno ? errno : EIO;
     if (*write_failed) return EXIT_DATA;
-    print_timing(&r->st, new_tokens(o, &r->st), o->samples, NULL, token_unit(r->model));
+    print_timing(&r->st, new_tokens(o, &r->st), o->samples, NULL, token_unit(r->model),
+                 new_tokens(o, &r->st) < (size_t)o->n_new);
     NlProfiler *prof = workers_profile(&r->wk);
     if (prof) {  // per-token figures: the prompt's tokens, and the tokens decoded (not re-run after a shift)
         nl_profiler_set_produced(prof, NL_PHASE_PREFILL, nl_profiler_tokens(prof, NL_PHASE_PREFILL));
@@ -623,7 +626,7 @@ static int many_decode(const Options *o, ManyRun *m, int *write_failed) {
     }
     for (int i = 0; i < m->n; i++)
         print_timing(&m->runs[i].st, new_tokens(o, &m->runs[i].st), o->samples, m->runs[i].name,
-                     token_unit(m->runs[i].model));
+                     token_unit(m->runs[i].model), new_tokens(o, &m->runs[i].st) < (size_t)o->n_new);
     return 0;
 }
 

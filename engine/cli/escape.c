@@ -67,7 +67,7 @@ int unescape(const char *what, const char *text, char **out, size_t *len) {
         }
         size_t used, wrote = one_escape(text + i + 1, buf + k, &used, why, sizeof why);
         if (!wrote) {
-            msg_error("%s: %s at byte %zu (-e)", what, why, i);
+            msg_error("%s: %s at byte %zu (-e)", what, why, i + 1);  // counted from 1, as the tokenizer's are
             free(buf);
             return EXIT_USAGE;
         }

@@ -78,12 +78,14 @@ int help_command(FILE *f, const Command *c) {
         size_t col = strlen(left) + 2 <= INDENT ? INDENT : strlen(left) + 2;
         ok &= fprintf(f, "%-*s", (int)col, left) > 0 && wrap(f, text, col, INDENT);
     }
-    ok &= fprintf(f, "A long option may be shortened to any unambiguous prefix after two dashes (--temp for\n"
-                     "--temperature), and written with one dash by its exact name (-no-echo).\n") > 0;
+    ok &= fprintf(f, "A long option may be shortened to any unambiguous prefix after two dashes, written with one\n"
+                     "dash by its exact name, and with _ for - (--max_new_tokens).\n") > 0;
     return ok ? 0 : -1;
 }
 
-static const char *const TYPE_NAMES[] = {"help", "flag", "string", "models", "int", "long", "double", "seed", "choice"};
+static const char *const TYPE_NAMES[] = {"help", "flag", "string", "models", "list",
+                                         "int",  "long", "double", "seed",   "choice"};
+_Static_assert(sizeof TYPE_NAMES / sizeof TYPE_NAMES[0] == OT_CHOICE + 1, "a name for every OptType");
 
 // The values at the edges of a numeric row's range, space-separated: the smallest and largest
 // accepted (and the default) into acc, the nearest refused ones into ref.

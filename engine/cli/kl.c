@@ -3,8 +3,9 @@
 // (--kl FILE), as llama-perplexity's --kl-divergence-base and --kl-divergence judge a quantization.
 //
 // The file (docs/files.md): "NLKLBASE", then little-endian u32 version (1), u32 V, u64 positions N,
-// u64 the FNV-1a hash of the text's token ids (each a u32), then N rows of V float32: the natural
-// log-softmax of each scored position, in text order.
+// u64 the FNV-1a hash of the text's token ids (each a u32), u32 how the text was cut (0: windows
+// at a stride; 1: a recurrent model's segments) and u32 that stride or count, then N rows of V
+// float32: the natural log-softmax of each scored position, in text order.
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
@@ -16,7 +17,7 @@
 
 #define KL_MAGIC "NLKLBASE"
 #define KL_VERSION 1u
-#define KL_HEADER 32
+#define KL_HEADER 40
 #define KL_MAX_BYTES ((uint64_t)8 << 30)  // a base file's rows, at most (8 GiB)
 
 static uint64_t ids_hash(const int *ids, size_t n) {
@@ -37,8 +38,10 @@ static uint64_t get_le(const unsigned char *p, int bytes) {
 }
 
 int kl_record_init(KlRecord *r, const char *base_out, const char *base_in, int per_token, size_t V, const int *ids,
-                   size_t n_ids) {
+                   size_t n_ids, int segments, size_t cut) {
     memset(r, 0, sizeof *r);
+    r->segments = segments;
+    r->cut = cut;
     r->n = n_ids > 1 ? n_ids - 1 : 0;
     r->V = V;
     r->hash = ids_hash(ids, n_ids);
@@ -91,6 +94,10 @@ int kl_base_read(KlRecord *r, const char *path) {
         snprintf(detail, sizeof detail, "holds %llu positions, this text scores %zu",
                  (unsigned long long)get_le(h + 16, 8), r->n);
     else if (get_le(h + 24, 8) != r->hash) why = "written for another text (its tokens differ)";
+    else if (get_le(h + 32, 4) != (uint64_t)r->segments || get_le(h + 36, 4) != r->cut)
+        snprintf(detail, sizeof detail, "written with --%s %llu, this run has --%s %zu: other contexts",
+                 get_le(h + 32, 4) ? "segments" : "stride", (unsigned long long)get_le(h + 36, 4),
+                 r->segments ? "segments" : "stride", r->cut);
     else if (len != KL_HEADER + rows * sizeof(float))
         snprintf(detail, sizeof detail, "%zu bytes, want %zu for its header and rows", len,
                  KL_HEADER + rows * sizeof(float));
@@ -115,6 +122,8 @@ int kl_base_write(FILE *f, const KlRecord *r) {
     put_le(h + 12, r->V, 4);
     put_le(h + 16, r->n, 8);
     put_le(h + 24, r->hash, 8);
+    put_le(h + 32, (uint64_t)r->segments, 4);
+    put_le(h + 36, r->cut, 4);
     return fwrite(h, 1, sizeof h, f) == sizeof h && fwrite(r->base, sizeof(float), r->n * r->V, f) == r->n * r->V ? 0
                                                                                                                   : -1;
 }

@@ -135,6 +135,10 @@ int main(int argc, char **argv) {
     }
     if (version) return closed & CLOSED_STDOUT ? stdout_closed() : check_stdout(printf("normlab %s\n", NL_VERSION) > 0);
     if (strcmp(name, "help") == 0) {
+        if (argc > 3) {
+            msg_error("help takes one command, got '%s' after '%s'", argv[3], argv[2]);
+            return EXIT_USAGE;
+        }
         if (argc < 3 || strcmp(argv[2], "help") == 0) return print_help(closed, NULL);
         return help(closed, argv[2]);
     }
@@ -162,6 +166,13 @@ int main(int argc, char **argv) {
     if ((cmd->bit & (CMD_GENERATE | CMD_LOGITS | CMD_TOKENIZE)) && !o.interactive && !o.prompt && !o.prompt_file &&
         !(closed & CLOSED_STDIN) && stdin_has_prompt())
         o.prompt_file = "-";
+    if (o.start && (o.prompt || o.prompt_file)) {
+        msg_usage(name, "%s", "give --start, -p or -f, one of them");
+        options_free(&o);
+        return EXIT_USAGE;
+    }
+    if (o.start && strncmp(o.start, "FILE:", 5) == 0) o.prompt_file = o.start + 5;  // nanoGPT's start=FILE:path
+    else if (o.start) o.prompt = o.start;
     if (o.prompt && o.prompt_file) {
         msg_usage(name, "%s", "give -p or -f, not both");
         options_free(&o);

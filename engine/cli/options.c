@@ -161,8 +161,8 @@ static int prefixed(unsigned cmd, const char *name, size_t len, const OptSpec **
     return n;
 }
 
-// "unknown option '--tempreature'": with " (did you mean '--temperature'?)" when one of the
-// command's options is within 2 edits (or a third of the name), or its name starts with the text.
+// "unknown option '--tempreature'": with " (did you mean '--temperature'?)": the command's options
+// whose names start with the text, else one within 2 edits (or a third of the name).
 static void unknown_option(const Command *cmd, const char *given, const char *bare) {
     const char *best = NULL;
     size_t best_d = 3 + strlen(bare) / 3;
@@ -176,9 +176,9 @@ static void unknown_option(const Command *cmd, const char *given, const char *ba
             best = OPTIONS[i].name;
         }
     }
-    if (best) msg_usage(cmd->name, "unknown option '%s' (did you mean '--%s'?)", given, best);
-    else if (prefixed(cmd->bit, bare, strlen(bare), &one, list, sizeof list) > 0)
+    if (prefixed(cmd->bit, bare, strlen(bare), &one, list, sizeof list) > 0)  // the options it starts, first
         msg_usage(cmd->name, "unknown option '%s' (did you mean %s?)", given, list);
+    else if (best) msg_usage(cmd->name, "unknown option '%s' (did you mean '--%s'?)", given, best);
     else msg_usage(cmd->name, "unknown option '%s'", given);
 }
 
@@ -190,8 +190,15 @@ static const struct {
     const char *names;  // space-separated, without dashes
     const char *why;
 } FOREIGN[] = {
-    {"c ctx-size", "the context is the model's block_size, fixed by its training ('normlab info' shows it)"},
-    {"ngl n-gpu-layers gpu-layers", "normlab runs on the CPU"},
+    {"c ctx-size", "llama.cpp's context size; the context is the model's block_size, fixed by its training ('normlab "
+                   "info' shows it)"},
+    {"ngl n-gpu-layers gpu-layers", "llama.cpp's GPU layers; normlab runs on the CPU"},
+    {"cnv no-cnv conversation", "llama.cpp's chat mode; there is no chat template, and -i continues a text turn after "
+                                "turn"},
+    {"pg", "llama-bench's pp+tg test; bench runs ppN and tgN tests apart (-p, -n)"},
+    {"ignore-eos", "llama.cpp's; generate never stops at an end-of-text token: it runs -n tokens, or to a --stop text"},
+    {"device dtype compile", "nanoGPT's: normlab runs float32 on the CPU"},
+    {"out-dir init-from", "nanoGPT's: a model is named with -m (a name from 'normlab list', or a folder)"},
 };
 
 // The reason for a foreign option named s[0..len), or NULL.
@@ -214,7 +221,7 @@ static const OptSpec *resolve(const Command *cmd, const char *a, char *shown, si
     const OptSpec *s = two || len > 1 ? option_find(cmd->bit, name, len) : NULL, *other = NULL;
     const char *why = s ? NULL : foreign(name, len);
     if (why) {
-        msg_usage(cmd->name, "option '%s' is llama.cpp's and has no counterpart here: %s", given, why);
+        msg_usage(cmd->name, "option '%s' has no counterpart here: %s", given, why);
         return NULL;
     }
     int letter = !s && !two && (s = find_letter(cmd->bit, a[1])) != NULL;
@@ -265,14 +272,16 @@ static int names_model(const char *arg) {
     return found;
 }
 
-static const char *stray_hint(const Command *cmd, const char *arg, char *buf, size_t cap) {
+static const char *stray_hint(const Command *cmd, const Options *o, const char *arg, char *buf, size_t cap) {
+    int given_prompt = o->prompt || o->prompt_file || o->start;
     struct stat st;
     const OptSpec *f = option_find(cmd->bit, "file", 4);
     if (option_find(cmd->bit, "model", 5) && names_model(arg))
         snprintf(buf, cap, " (a model is named with -m: -m %s)", arg);
     else if (f && stat(arg, &st) == 0 && S_ISREG(st.st_mode))
         snprintf(buf, cap, " (a file is read with -f: -f %s)", arg);
-    else if (option_find(cmd->bit, "prompt", 6)) snprintf(buf, cap, " (a prompt is given with -p: -p '%s')", arg);
+    else if (option_find(cmd->bit, "prompt", 6) && !given_prompt && !plain_number(arg))
+        snprintf(buf, cap, " (a prompt is given with -p: -p '%s')", arg);
     else buf[0] = '\0';
     return buf;
 }
@@ -344,7 +353,7 @@ int options_parse(Options *o, const Command *cmd, int argc, char **argv) {
     }
     if (stray) {
         char hint[160];
-        msg_usage(o->cmd, "unexpected argument '%s'%s", stray, stray_hint(cmd, stray, hint, sizeof hint));
+        msg_usage(o->cmd, "unexpected argument '%s'%s", stray, stray_hint(cmd, o, stray, hint, sizeof hint));
         return EXIT_USAGE;
     }
     if (o->quantize_only && !o->quantize && !o->quantize_rows) {

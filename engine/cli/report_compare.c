@@ -135,11 +135,12 @@ static const char *share_text(char *buf, size_t cap, double share) {
 }
 
 static void outliers_text_section(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n) {
-    fprintf(f,
-            "\noutliers per layer and place, of the float32 rows (residual: the stream entering the layer, L:\n"
-            "leaving the last; X_in: the input of linear X; RMS per position): max|x|/RMS, the share of |x| >= 6\n"
-            "and of |x| >= 6 RMS, kurtosis (3: Gaussian), the 3 channels of largest mean |x| (with it), and\n"
-            "how many of them are among the 3 of largest |gain| of the norm that made or reads the rows (-: none)\n");
+    fprintf(
+        f,
+        "\noutliers per layer and place, of the float32 rows (residual: the stream entering the layer; at the\n"
+        "layer after the last, leaving it; X_in: the input of linear X; RMS per position): max|x|/RMS, the share of\n"
+        "|x| >= 6 and of |x| >= 6 RMS, kurtosis (3: Gaussian), the 3 channels of largest mean |x| (with it),\n"
+        "and how many of them are among the 3 of largest |gain| of the norm that made or reads the rows (-: none)\n");
     for (size_t i = 0; i < n; i++) {
         const NlCompareRow *r = &rows[i];
         char as[160];

@@ -85,8 +85,8 @@ static uint64_t per_token(const NlProfiler *p, NlPhase ph) {
 static int phase_head(FILE *f, const NlProfiler *p, NlPhase ph, int hw) {
     unsigned long long pos = nl_profiler_tokens(p, ph), made = nl_profiler_produced(p, ph);
     int rc = made && made != pos
-                 ? fprintf(f, "\n== %s: %llu token%s (%llu positions through the forward pass; us/token per token)\n",
-                           nl_phase_name(ph), made, made == 1 ? "" : "s", pos)
+                 ? fprintf(f, "\n== %s: %llu token%s (%llu positions through the forward pass)\n", nl_phase_name(ph),
+                           made, made == 1 ? "" : "s", pos)
                  : fprintf(f, "\n== %s: %llu positions through the forward pass\n", nl_phase_name(ph), pos);
     if (rc < 0) return -1;
     return fprintf(f, "%5s %-14s %7s %10s %9s %7s %10s %8s %9s %7s%s\n", "layer", "component", "calls", "total ms",

@@ -42,3 +42,6 @@ expect_fail "bench: an empty item" 2 "--n-gen must be a list" bench $BM -n 8,,9
 expect_fail "bench: threads 0" 2 "--threads must be a list of at most 32 integers in [1, 1024]" bench $BM -t 0
 expect_fail "bench: nothing to measure" 2 "nothing to measure: every -p and -n is 0" bench $BM -p 0 -n 0
 expect_fail "bench: a bad format" 2 "--format must be md, text, csv or json" bench $BM --format xml
+expect_fail "bench -o json: llama-bench's format flag is --format here" 2 \
+    "-o names the output file; the format is --format (md, text, csv or json), got '-o json'" bench $BM -o json
+[ ! -e json ] && ok "bench -o json: no file named json" || { rm -f json; bad "bench -o json" "wrote ./json"; }

@@ -65,11 +65,12 @@ cmp -s "$TMP/kl7" "$TMP/q4_eval" && ok "--kl adds lines after eval's own, unchan
 why=$(/usr/bin/python3 -c '
 import struct, sys
 d = open(sys.argv[1], "rb").read()
-magic, ver, V, n = d[:8], *struct.unpack("<IIQ", d[8:24])
-if magic != b"NLKLBASE" or ver != 1 or V != 65 or n != int(sys.argv[2]) - 1 or len(d) != 32 + 4 * V * n:
+magic, ver, V, n, cut, stride = d[:8], *struct.unpack("<IIQ", d[8:24]), *struct.unpack("<II", d[32:40])
+if magic != b"NLKLBASE" or ver != 1 or V != 65 or n != int(sys.argv[2]) - 1 or (cut, stride) != (0, 64) \
+        or len(d) != 40 + 4 * V * n:
     sys.exit("header %r %d %d %d, %d bytes" % (magic, ver, V, n, len(d)))' \
     "$TMP/base.kl" "$(echo "$ids" | tr ',' '\n' | wc -l)" 2>&1) \
-    && ok "--kl-base: NLKLBASE, version 1, V, positions, 32 + 4 V N bytes" || bad "--kl-base header" "$why"
+    && ok "--kl-base: NLKLBASE, version 1, V, positions, the stride, 40 + 4 V N bytes" || bad "--kl-base header" "$why"
 # refused: both, another vocabulary, another text, a cut file, no header, a NaN
 expect_fail "--kl and --kl-base together" 2 "give --kl-base (write the reference) or --kl (compare with it), not both" \
     eval $KM -f "$TMP/own.txt" --kl "$TMP/base.kl" --kl-base "$TMP/x.kl"
@@ -81,14 +82,16 @@ expect_fail "--kl: another text of the same length" 1 "base.kl: written for anot
 head -c 30 "$TMP/own.txt" > "$TMP/short.txt"
 expect_fail "--kl: a text of another length" 1 "holds 79 positions, this text scores 29" \
     eval $KM -f "$TMP/short.txt" --kl "$TMP/base.kl"
+expect_fail "--kl: another stride, other contexts" 1 "base.kl: written with --stride 64, this run has --stride 32" \
+    eval $KM -f "$TMP/own.txt" --kl "$TMP/base.kl" --stride 32
 head -c 1000 "$TMP/base.kl" > "$TMP/cut.kl"
-expect_fail "--kl: a cut file" 1 "cut.kl: 1000 bytes, want 20572 for its header and rows" \
+expect_fail "--kl: a cut file" 1 "cut.kl: 1000 bytes, want 20580 for its header and rows" \
     eval $KM -f "$TMP/own.txt" --kl "$TMP/cut.kl"
 expect_fail "--kl: not such a file" 1 "own.txt: not a --kl-base file (no NLKLBASE header)" \
     eval $KM -f "$TMP/own.txt" --kl "$TMP/own.txt"
 /usr/bin/python3 -c '
 import sys
-d = bytearray(open(sys.argv[1], "rb").read()); d[32 + 4 * 65 * 5 + 8:32 + 4 * 65 * 5 + 12] = b"\x00\x00\xc0\x7f"
+d = bytearray(open(sys.argv[1], "rb").read()); d[40 + 4 * 65 * 5 + 8:40 + 4 * 65 * 5 + 12] = b"\x00\x00\xc0\x7f"
 open(sys.argv[2], "wb").write(d)' "$TMP/base.kl" "$TMP/nan.kl"
 expect_fail "--kl: a NaN in the file" 1 "nan.kl: position 5 holds a value that is not finite" \
     eval $KM -f "$TMP/own.txt" --kl "$TMP/nan.kl"

@@ -14,12 +14,12 @@ why=$(strict_json "$TMP/esc.json" "''.join(d['pieces']) == 'AB\u00e9\u20ac\\\\\\
 why=$(strict_json "$TMP/raw.json" "''.join(d['pieces']) == 'a\\\\nb'") \
     && ok "without -e a backslash is a backslash" || bad "no -e" "$why"
 expect_fail "-e: an unknown escape" 2 "-p: unknown escape '\\q' (known:" generate $CH -e -p 'ab\qc' -n 1
-expect_fail "-e: \\x needs two hex digits" 2 "-p: '\\x' needs 2 hex digits at byte 1 (-e)" \
+expect_fail "-e: \\x needs two hex digits" 2 "-p: '\\x' needs 2 hex digits at byte 2 (-e)" \
     generate $CH -e -p 'a\x4' -n 1
 expect_fail "-e: \\u needs four" 2 "'\\u' needs 4 hex digits" generate $CH -e -p '\u12' -n 1
 expect_fail "-e: a NUL is refused" 2 "'\\x00' is a NUL" generate $CH -e -p 'a\x00' -n 1
 expect_fail "-e: a surrogate is refused" 2 "'\\ud800' is a surrogate" generate $CH -e -p '\ud800' -n 1
-expect_fail "-e: a lone backslash at the end" 2 "-p: a lone '\\' at the end at byte 1" generate $CH -e -p 'a\' -n 1
+expect_fail "-e: a lone backslash at the end" 2 "-p: a lone '\\' at the end at byte 2" generate $CH -e -p 'a\' -n 1
 expect_fail "-e: in --stop too" 2 "--stop: unknown escape '\\z'" generate $CH -e -p a --stop 'x\z' -n 1
 expect_fail "a backslash outside the vocabulary: the hint names -e" 1 \
     "(U+005C) at position 6 is not in the model's vocabulary (-e reads escapes such as \\n" \
@@ -194,9 +194,11 @@ done
 "$BIN" generate $CH --start 'ROMEO:' -n 7 --seed 8 --top-k 5 --samples 2 > "$TMP/n2" 2>/dev/null
 cmp -s "$TMP/n0" "$TMP/n2" && ok "--start is the prompt (nanoGPT's)" || bad "--start" "differs"
 expect_fail "-c: llama.cpp's context size has no counterpart" 2 \
-    "option '-c' is llama.cpp's and has no counterpart here: the context is the model's block_size" generate $CH -c 512
-expect_fail "--ctx-size too" 2 "option '--ctx-size' is llama.cpp's" generate $CH --ctx-size=512
-expect_fail "-ngl is not -n" 2 "option '-ngl' is llama.cpp's and has no counterpart here: normlab runs on the CPU" \
+    "option '-c' has no counterpart here: llama.cpp's context size; the context is the model's block_size" \
+    generate $CH -c 512
+expect_fail "--ctx-size too" 2 "option '--ctx-size' has no counterpart here: llama.cpp's" generate $CH --ctx-size=512
+expect_fail "-ngl is not -n" 2 \
+    "option '-ngl' has no counterpart here: llama.cpp's GPU layers; normlab runs on the CPU" \
     generate $CH -ngl 99
 expect_fail "a stray prompt: the hint says -p" 2 \
     "unexpected argument 'ROMEO:' (a prompt is given with -p: -p 'ROMEO:')" \
@@ -210,3 +212,22 @@ expect_fail "a stray file: the hint says -f" 2 \
 grep -qx "=== $FIX/deepnorm.json (layernorm/post, DeepNorm alpha 1.414) ===" "$TMP/hdr" \
     && grep -qx "=== $FIX/ln-pre-bias.json (layernorm/pre) ===" "$TMP/hdr" \
     && ok "several -m: a DeepNorm model's header gives its alpha" || bad "deepnorm header" "$(grep '^===' "$TMP/hdr")"
+expect_fail "-no-cnv: llama-cli's chat mode, not -n" 2 \
+    "option '-no-cnv' has no counterpart here: llama.cpp's chat mode" \
+    generate $CH -no-cnv
+expect_fail "nanoGPT's --device" 2 \
+    "option '--device' has no counterpart here: nanoGPT's: normlab runs float32 on the CPU" \
+    generate $CH --device=cpu
+expect_fail "nanoGPT's --out_dir" 2 "option '--out_dir' has no counterpart here: nanoGPT's: a model is named with -m" \
+    generate $CH --out_dir=out
+expect_fail "-pg: llama-bench's" 2 "option '-pg' has no counterpart here: llama-bench's pp+tg test" bench $CH -pg 16,4
+expect_fail "a stray argument after -p: no -p hint" 2 "unexpected argument 'extra' (see" generate $CH -p ab extra
+expect_fail "a stray number: no -p hint" 2 "unexpected argument '10' (see" generate $CH -n 5 10
+expect_fail "help takes one command" 2 "help takes one command, got 'eval' after 'generate'" help generate eval
+printf 'ROMEO:' > "$TMP/start.txt"
+"$BIN" generate $CH --start="FILE:$TMP/start.txt" -n 12 --seed 8 > "$TMP/st1" 2>/dev/null
+"$BIN" generate $CH --start 'ROMEO:' -n 12 --seed 8 > "$TMP/st2" 2>/dev/null
+"$BIN" generate $CH -p 'ROMEO:' -n 12 --seed 8 > "$TMP/st3" 2>/dev/null
+[ -s "$TMP/st1" ] && cmp -s "$TMP/st1" "$TMP/st3" && cmp -s "$TMP/st2" "$TMP/st3" \
+    && ok "--start TEXT and --start=FILE:PATH are nanoGPT's prompt" || bad "--start" "differs"
+expect_fail "--start with -p" 2 "give --start, -p or -f, one of them" generate $CH --start a -p b
