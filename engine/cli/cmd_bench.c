@@ -227,6 +227,10 @@ int cmd_bench(Options *o) {
     if (o->bench_gen && (n_tg = parse_list(o, "--n-gen", o->bench_gen, 0, 1 << 20, tg)) < 0) return EXIT_USAGE;
     if (o->bench_threads && (n_threads = parse_list(o, "--threads", o->bench_threads, 1, 1024, threads)) < 0)
         return EXIT_USAGE;
+    for (int i = 0; i < n_threads; i++)  // llama-bench runs them too; the rows say it was asked for
+        if (threads[i] > available_cpus())
+            msg_error("warning: --threads %ld: this process may use %d CPUs, so its threads share them", threads[i],
+                      available_cpus());
     int any = 0;
     for (int i = 0; i < (n_pp ? n_pp : 1); i++) any |= !n_pp || pp[i] > 0;
     for (int i = 0; i < (n_tg ? n_tg : 1); i++) any |= !n_tg || tg[i] > 0;

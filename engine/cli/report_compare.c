@@ -433,6 +433,8 @@ static void quant_csv(FILE *f, const NlCompareRow *rows, size_t i) {
     for (char *c = classes; *c; c++) *c = *c == ',' ? ' ' : *c;  // one CSV field
     fprintf(f, ",%s,%s,%s,", nl_quant_name(r->quant), classes, nl_quant_name(r->quant_act));
     if (j >= 0 && (r->quant || r->quant_act)) fprintf(f, "%.9g", r->bits_per_char - rows[j].bits_per_char);
+    if (r->has_kl) fprintf(f, ",%.9g,%.9g,%.9g", r->kl_divergence, r->kl_divergence_stderr, r->same_top);
+    else fputs(",,,", f);
 }
 
 int report_compare_csv(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n,
@@ -455,7 +457,8 @@ int report_compare_csv(FILE *f, const NlCompareRow *rows, const char *const *lab
             for (int k = 0; k < NL_INV_COUNT; k++)
                 fprintf(f, ",invariance_%s_%s", nl_config_norm_name(t ? NL_NORM_RMSNORM : NL_NORM_LAYERNORM),
                         nl_invariance_name((NlInvarianceCase)k));
-    if (info->quantize) fputs(",quantize,quantized,quantize_act,bits_per_char_cost", f);
+    if (info->quantize)
+        fputs(",quantize,quantized,quantize_act,bits_per_char_cost,kl_divergence,kl_divergence_stderr,same_top", f);
     for (int l = 0; info->lens && l <= L; l++) fprintf(f, ",lens_bits_per_char_%d", l);
     for (int l = 0; info->outliers && l <= L; l++)
         for (int k = 0; k < NL_SITE_COUNT; k++)

@@ -45,3 +45,7 @@ expect_fail "bench: a bad format" 2 "--format must be md, text, csv or json" ben
 expect_fail "bench -o json: llama-bench's format flag is --format here" 2 \
     "-o names the output file; the format is --format (md, text, csv or json), got '-o json'" bench $BM -o json
 [ ! -e json ] && ok "bench -o json: no file named json" || { rm -f json; bad "bench -o json" "wrote ./json"; }
+cpus=$("$BIN" info $BM --json 2>/dev/null | sed -n 's/.*"cpus":[[:space:]]*\([0-9]*\).*/\1/p')
+"$BIN" bench $BM -p 4 -n 0 -t "$((cpus + 1))" -r 1 > /dev/null 2> "$TMP/err"
+grep -q "warning: --threads $((cpus + 1)): this process may use $cpus CPUs, so its threads share them" "$TMP/err" \
+    && ok "bench: more threads than CPUs is said" || bad "bench threads warning" "$(cat "$TMP/err")"

@@ -122,3 +122,11 @@ if abs(w4["kl_divergence"] - ref["kl"]) > 1e-5 or abs(w4["same_top"] - ref["same
 grep -qE "w:q8 +[0-9.]+ +[-+][0-9.]+ +[0-9.e-]+ ± [0-9.e-]+ +[0-9.]+%$" "$TMP/cq.txt" \
     && ok "compare's quantization table: KL ± its error and same top" \
     || bad "compare kl text" "$(grep 'w:q8' "$TMP/cq.txt")"
+"$BIN" compare $KM -f "$TMP/own.txt" --quantize q4 --repeats 1 --csv "$TMP/cq.csv" > /dev/null 2>&1
+why=$(/usr/bin/python3 -c '
+import csv, json, sys
+rows = list(csv.DictReader(open(sys.argv[1]))); ref = json.load(open(sys.argv[2]))
+if rows[0]["kl_divergence"] != "" or abs(float(rows[1]["kl_divergence"]) - ref["kl"]) > 1e-5:
+    sys.exit("%r" % [(r["quantize"], r["kl_divergence"]) for r in rows])' "$TMP/cq.csv" "$TMP/ref.json" 2>&1) \
+    && ok "compare --csv: kl_divergence and same_top of the rounded row, empty for the float32 one" \
+    || bad "compare kl csv" "$why"
