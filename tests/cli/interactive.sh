@@ -12,10 +12,10 @@ rc=$?
 # turn k's text is what generate gives for the text before it (greedy; within the context: no shift)
 why=""
 for line in 'JULIET:' 'NURSE:'; do
-    before=$(/usr/bin/python3 -c '
+    /usr/bin/python3 -c '
 import sys; t = open(sys.argv[1]).read(); sys.stdout.write(t[:t.index(sys.argv[2] + "\n") + len(sys.argv[2]) + 1])' \
-        "$TMP/i.out" "$line")
-    "$BIN" generate $IM -p "$before" -n 25 --temperature 0 > "$TMP/fresh" 2>/dev/null
+        "$TMP/i.out" "$line" > "$TMP/before"  # (a file: its last newline is part of the text)
+    "$BIN" generate $IM -f "$TMP/before" -n 25 --temperature 0 > "$TMP/fresh" 2>/dev/null
     /usr/bin/python3 -c '
 import sys; t, f = open(sys.argv[1]).read(), open(sys.argv[2]).read(); sys.exit(0 if t.startswith(f) else 1)' \
         "$TMP/i.out" "$TMP/fresh" || why="$why after $line"
@@ -29,6 +29,15 @@ import sys; t, f = open(sys.argv[1]).read(), open(sys.argv[2]).read()
 sys.exit(0 if t.startswith(f + "JULIET:\n") and t.count("the") == 0 else 1)' "$TMP/is.out" "$TMP/is1" \
     && ok "-i --stop: a turn ends before its stop text, and the next line follows" \
     || bad "-i --stop" "$(cat "$TMP/is.out")"
+# a recurrent model: its state carries the text from turn to turn
+printf 'JULIET:\n' | "$BIN" generate -m weights/shakespeare-lstm-ln -i -p 'ROMEO:' -n 20 --temperature 0 \
+    > "$TMP/il.out" 2>/dev/null
+/usr/bin/python3 -c '
+import sys; t = open(sys.argv[1]).read(); sys.stdout.write(t[:t.index("JULIET:\n") + 8])' \
+    "$TMP/il.out" > "$TMP/il.before"
+"$BIN" generate -m weights/shakespeare-lstm-ln -f "$TMP/il.before" -n 20 --temperature 0 > "$TMP/il1" 2>/dev/null
+[ -s "$TMP/il1" ] && cmp -s "$TMP/il.out" "$TMP/il1" && ok "-i with a recurrent model: the state carries the turns" \
+    || bad "-i lstm" "$(head -c 120 "$TMP/il.out")"
 expect_fail "-i with --samples" 2 "--samples does not go with it" generate $IM -i --samples 2
 expect_fail "-i with --json" 2 "--json does not go with it" generate $IM -i --json
 expect_fail "-i with -f -" 2 "-f - does not go with it" generate $IM -i -f -
