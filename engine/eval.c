@@ -13,11 +13,23 @@
 #include "observe.h"
 #include "parallel.h"
 
-double nl_nll(const float *logits, size_t V, int target) {
+// ln sum exp(logits - max), and the max: the two halves of a log-sum-exp taken apart.
+static double log_sum_below_max(const float *logits, size_t V, double *max_out) {
     double max = logits[0], sum = 0.0;
     for (size_t i = 1; i < V; i++) max = logits[i] > max ? logits[i] : max;
     for (size_t i = 0; i < V; i++) sum += exp((double)logits[i] - max);
-    return log(sum) - ((double)logits[target] - max);
+    *max_out = max;
+    return log(sum);
+}
+
+double nl_nll(const float *logits, size_t V, int target) {
+    double max, ls = log_sum_below_max(logits, V, &max);
+    return ls - ((double)logits[target] - max);
+}
+
+double nl_logsumexp(const float *logits, size_t V) {
+    double max, ls = log_sum_below_max(logits, V, &max);
+    return max + ls;
 }
 
 // Window w scores the inputs [begin, end) (input p predicts ids[p + 1]) from inputs [start, end).

@@ -208,6 +208,8 @@ size_t nl_eval_windows(size_t n, size_t block_size, size_t stride);
 void nl_eval_window(size_t n, size_t block_size, size_t stride, size_t w, size_t *start, size_t *begin, size_t *end);
 // -ln softmax(logits)[target] in double: the loss nl_eval sums.
 double nl_nll(const float *logits, size_t V, int target);
+// ln sum exp(logits) in double (max + ln sum exp(logits - max)): what a log-softmax subtracts.
+double nl_logsumexp(const float *logits, size_t V);
 
 // ---- a model's matrices (model.c; the lab's simulated quantization rounds them)
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "normlab.h"
+#include "normlab_ext.h"
 #include "sampler.h"
 
 typedef struct {
@@ -252,9 +253,7 @@ static int min_p_cut(NlSampler *s, int n, double *total) {
 // non-finite logit (before or after the penalties).
 static int keep(NlSampler *s, const float *logits, double *total_out) {
     int V = s->V, best = 0;
-    for (int i = 0; s->penalties && i < V; i++)
-        if (!isfinite(logits[i])) return -1;
-    logits = penalize(s, logits);
+    logits = penalize(s, logits);  // (a penalty keeps a non-finite logit non-finite: the check below sees it)
     for (int i = 0; i < V; i++) {
         if (!isfinite(logits[i])) return -1;
         if (logits[i] > logits[best]) best = i;
@@ -318,12 +317,7 @@ static void sift_down(const float *l, int *h, int n, int i) {
 // log-probability: a heap of the best so far, worst on top (O(V log n)), then sorted.
 static void record_probs(NlSampler *s, const float *logits, int drawn) {
     int k = s->params.n_probs, n = 0, *h = s->top_ids;
-    float max = logits[0];
-    for (int i = 1; i < s->V; i++)
-        if (logits[i] > max) max = logits[i];
-    double sum = 0.0;
-    for (int i = 0; i < s->V; i++) sum += exp((double)logits[i] - max);
-    double lse = max + log(sum);
+    double lse = nl_logsumexp(logits, (size_t)s->V);
     for (int id = 0; id < s->V; id++) {
         if (n < k) {
             h[n] = id;

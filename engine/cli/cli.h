@@ -201,6 +201,10 @@ typedef struct {
 int model_entries(ModelEntry **e, size_t *n);
 void model_entries_free(ModelEntry *e, size_t n);
 int load_model(const Options *o, NlModel **model);
+// A sampler of the options' parameters for model (--repeat-last-n -1: the model's context, at most
+// 1048576 for a recurrent one), seeded so, its penalties' history starting with the prompt's
+// ids[0..n) (llama.cpp's accept of the prompt). An exit status, the message printed.
+int make_sampler(const Options *o, const NlModel *model, uint64_t seed, const int *ids, size_t n, NlSampler **out);
 // What --quantize and --quantize-act round, in words ("weights q8 (attn,mlp), activations q8") into
 // buf; NULL when nothing is rounded.
 const char *rounding_text(const Options *o, char *buf, size_t cap);

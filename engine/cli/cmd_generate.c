@@ -240,31 +240,18 @@ static void print_timing(const NlGenerateStats *st, size_t n_new, int streams, c
     fprintf(stderr, "\n");
 }
 
-// The most tokens --repeat-last-n -1 looks back on: the model's context, or this many (a recurrent model).
-#define REPEAT_LAST_N_MAX 1048576
-
 // The new tokens of each stream: -n, or fewer when --stop ended every stream sooner.
 static size_t new_tokens(const Options *o, const NlGenerateStats *st) {
     size_t n = (size_t)o->n_new;
     return n && st->decode_tokens + 1 < n ? st->decode_tokens + 1 : n;
 }
 
-// One sampler per stream; stream i is seeded with seed + i, and its penalties' history starts with
-// the prompt's ids[0..n) (llama.cpp's accept of the prompt).
+// One sampler per stream; stream i is seeded with seed + i.
 static int make_samplers(const Options *o, const NlModel *model, uint64_t seed, const int *ids, size_t n,
                          NlSampler **samplers) {
-    NlSamplerParams params = o->sampling;
-    size_t T = model_context(model);
-    if (params.repeat_last_n < 0) params.repeat_last_n = T < REPEAT_LAST_N_MAX ? (int)T : REPEAT_LAST_N_MAX;
-    for (int i = 0; i < o->samples; i++) {
-        NlError err;
-        if (nl_sampler_create(&samplers[i], nl_model_config(model)->vocab_size, params, seed + (uint64_t)i, &err) !=
-            0) {
-            return fail(&err);
-        }
-        for (size_t j = 0; j < n; j++) nl_sampler_accept(samplers[i], ids[j]);
-    }
-    return 0;
+    int rc = 0;
+    for (int i = 0; i < o->samples && !rc; i++) rc = make_sampler(o, model, seed + (uint64_t)i, ids, n, &samplers[i]);
+    return rc;
 }
 
 // The prompt the model saw (its last block_size tokens), for echoing.

@@ -127,11 +127,8 @@ int generate_interactive(Options *o) {
     if (!rc) rc = prompt_ids(o, model, NULL, &ids, &n, &text, &len, NULL);
     if (!rc) rc = make_state_as(o, model, 1, o->threads, 1, &c.state);
     uint64_t seed = o->has_seed ? o->seed : seed_from_os();
-    NlSamplerParams params = o->sampling;
     size_t T = rc ? 0 : model_context(model);
-    if (!rc && params.repeat_last_n < 0) params.repeat_last_n = T < 1048576 ? (int)T : 1048576;
-    NlError err;
-    if (!rc && nl_sampler_create(&smp, nl_model_config(model)->vocab_size, params, seed, &err) != 0) rc = fail(&err);
+    if (!rc) rc = make_sampler(o, model, seed, ids, n, &smp);
     c.windowed = !rc && model_windowed(model);
     c.T = T;
     if (!rc && c.windowed && !(c.window = malloc(T * sizeof *c.window))) {
@@ -139,7 +136,6 @@ int generate_interactive(Options *o) {
         rc = EXIT_DATA;
     }
     if (!rc && !o->has_seed && o->sampling.temperature > 0) msg_error("seed %llu", (unsigned long long)seed);
-    for (size_t i = 0; !rc && i < n; i++) nl_sampler_accept(smp, ids[i]);
     size_t first = c.windowed && n > T ? n - T : 0;  // a prompt longer than the window: its last T
     if (!rc && o->echo && (fwrite(text, 1, len, stdout) != len || fflush(stdout) == EOF)) {
         msg_error("cannot write to stdout: %s", strerror(errno));

@@ -585,3 +585,15 @@ const char *rounding_text(const Options *o, char *buf, size_t cap) {
              o->quantize_act ? "activations " : "", o->quantize_act ? nl_quant_name((NlQuant)o->quantize_act) : "");
     return buf;
 }
+
+#define REPEAT_LAST_N_MAX 1048576  // --repeat-last-n -1 of a model without a window
+
+int make_sampler(const Options *o, const NlModel *model, uint64_t seed, const int *ids, size_t n, NlSampler **out) {
+    NlSamplerParams params = o->sampling;
+    size_t T = model_context(model);
+    NlError err;
+    if (params.repeat_last_n < 0) params.repeat_last_n = T < REPEAT_LAST_N_MAX ? (int)T : REPEAT_LAST_N_MAX;
+    if (nl_sampler_create(out, nl_model_config(model)->vocab_size, params, seed, &err) != 0) return fail(&err);
+    for (size_t i = 0; i < n; i++) nl_sampler_accept(*out, ids[i]);
+    return 0;
+}

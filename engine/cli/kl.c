@@ -149,14 +149,6 @@ static int by_value(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-static void mean_se(const double *x, size_t n, double *mean, double *se) {
-    double s = 0.0, sq = 0.0;
-    for (size_t i = 0; i < n; i++) s += x[i];
-    *mean = n ? s / (double)n : 0.0;
-    for (size_t i = 0; i < n; i++) sq += (x[i] - *mean) * (x[i] - *mean);
-    *se = n > 1 ? sqrt(sq / (double)(n - 1) / (double)n) : 0.0;
-}
-
 int kl_summary(const KlRecord *r, KlSummary *s) {
     double *sorted = malloc((r->n ? r->n : 1) * sizeof *sorted);
     if (!sorted) {
@@ -164,8 +156,8 @@ int kl_summary(const KlRecord *r, KlSummary *s) {
         return EXIT_DATA;
     }
     memset(s, 0, sizeof *s);
-    mean_se(r->kl, r->n, &s->kl, &s->kl_se);
-    mean_se(r->dnll, r->n, &s->ln_ratio, &s->ln_ratio_se);
+    nl_mean_stderr(r->kl, r->n, &s->kl, &s->kl_se);
+    nl_mean_stderr(r->dnll, r->n, &s->ln_ratio, &s->ln_ratio_se);
     memcpy(sorted, r->kl, r->n * sizeof *sorted);
     qsort(sorted, r->n, sizeof *sorted, by_value);
     size_t same = 0;

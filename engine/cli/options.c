@@ -294,25 +294,21 @@ void options_free(Options *o) {
 }
 
 // -e: -p's text and each --stop's with their escapes processed (the new texts owned by o).
+static int escape_one(Options *o, const char *what, const char **text) {
+    size_t len;
+    char *out;
+    int rc = unescape(what, *text, &out, &len);
+    if (!rc) *text = o->owned[o->n_owned++] = out;
+    return rc;
+}
+
 static int apply_escapes(Options *o) {
-    const char **texts[1 + 256];
-    int n = 0, rc = 0;
-    if (o->prompt) texts[n++] = &o->prompt;
-    for (int i = 0; i < o->stops.n && n < 257; i++) texts[n++] = &o->stops.items[i];
-    if (o->stops.n > 256) {
-        msg_usage(o->cmd, "at most 256 --stop texts, got %d", o->stops.n);
-        return EXIT_USAGE;
-    }
-    if (!(o->owned = calloc((size_t)n + 1, sizeof *o->owned))) {
+    if (!(o->owned = calloc((size_t)o->stops.n + 1, sizeof *o->owned))) {
         msg_error("out of memory");
         return EXIT_DATA;
     }
-    for (int i = 0; i < n && !rc; i++) {
-        size_t len;
-        char *out;
-        rc = unescape(o->prompt && i == 0 ? "-p" : "--stop", *texts[i], &out, &len);
-        if (!rc) *texts[i] = o->owned[o->n_owned++] = out;
-    }
+    int rc = o->prompt ? escape_one(o, "-p", &o->prompt) : 0;
+    for (int i = 0; i < o->stops.n && !rc; i++) rc = escape_one(o, "--stop", &o->stops.items[i]);
     return rc;
 }
 

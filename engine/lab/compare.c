@@ -63,13 +63,10 @@ static int kl_reference(const NlCompareJob *ref, size_t stride, KlTrack *k, NlEr
 }
 
 static void kl_summary(const KlTrack *k, size_t n, NlCompareRow *row) {
-    double sum = 0.0, sq = 0.0, same = 0.0;
-    for (size_t i = 0; i < n; i++) sum += k->kl[i], same += k->same[i];
-    double mean = n ? sum / (double)n : 0.0;
-    for (size_t i = 0; i < n; i++) sq += (k->kl[i] - mean) * (k->kl[i] - mean);
+    double same = 0.0;
+    for (size_t i = 0; i < n; i++) same += k->same[i];
     row->has_kl = 1;
-    row->kl_divergence = mean;
-    row->kl_divergence_stderr = n > 1 ? sqrt(sq / (double)(n - 1) / (double)n) : 0.0;
+    nl_mean_stderr(k->kl, n, &row->kl_divergence, &row->kl_divergence_stderr);
     row->same_top = n ? same / (double)n : 0.0;
 }
 

@@ -11,9 +11,7 @@ static size_t top_and_lse(const float *x, size_t V, double *lse) {
     size_t top = 0;
     for (size_t v = 1; v < V; v++)
         if (x[v] > x[top]) top = v;
-    double max = x[top], sum = 0.0;
-    for (size_t v = 0; v < V; v++) sum += exp((double)x[v] - max);
-    *lse = max + log(sum);
+    *lse = nl_logsumexp(x, V);
     return top;
 }
 
@@ -22,6 +20,14 @@ size_t nl_log_softmax(const float *logits, size_t V, float *out) {
     size_t top = top_and_lse(logits, V, &lse);
     for (size_t v = 0; v < V; v++) out[v] = (float)((double)logits[v] - lse);
     return top;
+}
+
+void nl_mean_stderr(const double *x, size_t n, double *mean, double *se) {
+    double s = 0.0, sq = 0.0;
+    for (size_t i = 0; i < n; i++) s += x[i];
+    *mean = n ? s / (double)n : 0.0;
+    for (size_t i = 0; i < n; i++) sq += (x[i] - *mean) * (x[i] - *mean);
+    *se = n > 1 ? sqrt(sq / (double)(n - 1) / (double)n) : 0.0;
 }
 
 double nl_kl_from_logits(const float *base_logp, const float *logits, size_t V, int *same) {

@@ -280,5 +280,7 @@ size_t nl_log_softmax(const float *logits, size_t V, float *out);
 // KL(base || softmax(logits)) in nats, from the base's log-probabilities (V), in double; *same is 1
 // when the two most likely tokens (ties: the lowest index) are the same.
 double nl_kl_from_logits(const float *base_logp, const float *logits, size_t V, int *same);
+// The mean of x (n) and its standard error (the sample standard deviation over sqrt(n); 0 for n < 2).
+void nl_mean_stderr(const double *x, size_t n, double *mean, double *se);
 
 #endif
