@@ -261,14 +261,24 @@ attend_avx2(float *out, const float *q, const float *K, const float *V, size_t s
 }
 #endif
 
-void nl_attend_one(float *out, const float *q, const float *K, const float *V, size_t stride, size_t len, size_t Dh,
-                   float scale, float *scores) {
+int nl_attend_one_lanes(size_t lanes, float *out, const float *q, const float *K, const float *V, size_t stride,
+                        size_t len, size_t Dh, float scale, float *scores) {
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-    if (__builtin_cpu_supports("x86-64-v4")) attend_avx512(out, q, K, V, stride, len, Dh, scale, scores);
-    else attend_avx2(out, q, K, V, stride, len, Dh, scale, scores);
+    if (lanes == 16 && !__builtin_cpu_supports("x86-64-v4")) return -1;
+    if (lanes == 16) attend_avx512(out, q, K, V, stride, len, Dh, scale, scores);
+    else if (lanes == 8) attend_avx2(out, q, K, V, stride, len, Dh, scale, scores);
+    else return -1;
 #else
+    if (lanes != 8) return -1;
     attend_8(out, q, K, V, stride, len, Dh, scale, scores);
 #endif
+    return 0;
+}
+
+void nl_attend_one(float *out, const float *q, const float *K, const float *V, size_t stride, size_t len, size_t Dh,
+                   float scale, float *scores) {
+    if (nl_attend_one_lanes(16, out, q, K, V, stride, len, Dh, scale, scores) != 0)
+        (void)nl_attend_one_lanes(8, out, q, K, V, stride, len, Dh, scale, scores);
 }
 
 // One block of queries r0 .. r1 - 1 (rows of scores), in three steps: scores tile by tile (only the

@@ -69,6 +69,11 @@ static inline size_t nl_value_offset(size_t j, size_t Dh, size_t stride) {  // v
 // At these sizes a BLAS call costs more than the arithmetic.
 void nl_attend_one(float *out, const float *q, const float *K, const float *V, size_t stride, size_t len, size_t Dh,
                    float scale, float *scores);
+// nl_attend_one in vectors of `lanes` floats: 8, or 16 where the CPU has AVX-512 (x86-64-v4), the
+// width nl_attend_one picks there. Returns -1, computing nothing, for a width that cannot run here.
+// For the test that holds both widths to the same bits.
+int nl_attend_one_lanes(size_t lanes, float *out, const float *q, const float *K, const float *V, size_t stride,
+                        size_t len, size_t Dh, float scale, float *scores);
 
 // Many queries of one head as products (OpenBLAS sgemm per cache tile, one thread): query r (q + r *
 // q_stride, r < n) sees keys 0 .. first_len + r - 1, and out + r * out_stride (Dh) = softmax(scale *

@@ -425,6 +425,39 @@ static void fused_attention_matches_double_reference(void) {
     }
 }
 
+// The fused pass in 16-float vectors (AVX-512) and in 8-float ones give the same bits (attend_lanes.h:
+// every lane one chain of operations, in the same order at either width), so a model's outputs do
+// not depend on the CPU's vector width. Where the CPU lacks AVX-512 the 16-float pass must say so
+// (-1), and nl_attend_one must be the 8-float one.
+static void attention_widths_give_the_same_bits(void) {
+    const size_t heads[] = {8, 16, 24, 32, 40, 64};
+    unsigned seed = 17;
+    size_t differing = 0, cases = 0;
+    int wide = 1;
+    for (size_t h = 0; h < sizeof heads / sizeof heads[0]; h++)
+        for (size_t len = 1; len <= 200; len += 1 + len / 8) {
+            size_t Dh = heads[h], stride = 3 * Dh * NL_TILE, size = nl_tiles(len) * stride;
+            float *K = malloc(size * sizeof *K), *V = malloc(size * sizeof *V), *q = malloc(Dh * sizeof *q);
+            float *o8 = malloc(Dh * sizeof *o8), *o16 = malloc(Dh * sizeof *o16), *od = malloc(Dh * sizeof *od);
+            float *sc = malloc(nl_tiles(len) * NL_TILE * sizeof *sc);
+            for (size_t i = 0; i < size; i++) K[i] = (float)(3 * uniform(&seed)), V[i] = (float)uniform(&seed);
+            for (size_t i = 0; i < Dh; i++) q[i] = (float)(2 * uniform(&seed));
+            float scale = 1.0f / sqrtf((float)Dh);
+            CHECK(nl_attend_one_lanes(8, o8, q, K, V, stride, len, Dh, scale, sc) == 0, "8 lanes always run");
+            nl_attend_one(od, q, K, V, stride, len, Dh, scale, sc);
+            if (nl_attend_one_lanes(16, o16, q, K, V, stride, len, Dh, scale, sc) != 0) {
+                wide = 0;
+                memcpy(o16, o8, Dh * sizeof *o16);
+            }
+            differing += memcmp(o8, o16, Dh * sizeof *o8) != 0 || memcmp(od, wide ? o16 : o8, Dh * sizeof *od) != 0;
+            cases++;
+            free(K), free(V), free(q), free(o8), free(o16), free(od), free(sc);
+        }
+    CHECK(nl_attend_one_lanes(4, NULL, NULL, NULL, NULL, 0, 0, 0, 0.0f, NULL) == -1, "4 lanes refused");
+    CHECK(differing == 0, "%zu of %zu queries differ between the widths (%s)", differing, cases,
+          wide ? "8 and 16 lanes" : "no AVX-512 here: nl_attend_one against 8 lanes");
+}
+
 static void nonfinite_scan_finds_the_first_nan_or_inf(void) {
     size_t n = 10000;
     float *x = malloc(n * sizeof *x);
@@ -504,6 +537,7 @@ int main(void) {
     RUN(cell_kernels_match_their_formulas);
     RUN(fused_attention_matches_double_reference);
     RUN(rows_attention_matches_double_reference);
+    RUN(attention_widths_give_the_same_bits);
     RUN(nonfinite_scan_finds_the_first_nan_or_inf);
     return check_summary("test_kernels");
 }
