@@ -243,8 +243,9 @@ static inline __attribute__((always_inline)) void softmax_inline(float *x, size_
 #include "attend_lanes.h"
 #undef ATTEND_LANES
 
-// One query's attention in 16-float vectors where the CPU has AVX-512 (x86-64-v4: 0.75 against 1.21
-// us for 4 heads of 32 over 96 keys in cache, 1.21 against 1.45 out of it; Zen 5, one thread), else
+// One query's attention in 16-float vectors where the CPU has AVX-512 (x86-64-v4: 0.75-1.0 against
+// 1.06-1.30 us for 4 heads of 32 over 96 keys in cache, 1.2-1.8 against 1.5-2.3 out of it, across
+// repeated runs; Zen 5, one thread), else
 // in 8-float ones, built for AVX2 and for the baseline (GCC function multi-versioning). The same
 // bits either way (attend_lanes.h). The 8-float code built for AVX-512 ran slower than for AVX2.
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
