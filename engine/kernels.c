@@ -116,7 +116,7 @@ float nl_erf(float x) { return erf_rational(x); }
 // (GCC function multi-versioning), so the same binary runs everywhere and vectorises where it can.
 // Each element is its own chain of operations, so every build gives the same bits. The AVX-512
 // build ran GELU 1.9x as fast (16 streams of the shipped model, one thread, Zen 5: 1.25 against 0.66
-// us a token); for the norms and attention the AVX-512 builds measured no faster, or slower.
+// us a token); for the norms an AVX-512 build measured no faster (attention has its own wide pass).
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #endif
@@ -243,11 +243,11 @@ static inline __attribute__((always_inline)) void softmax_inline(float *x, size_
 #include "attend_lanes.h"
 #undef ATTEND_LANES
 
-// One query's attention in 16-float vectors where the CPU has AVX-512 (x86-64-v4: 0.75-1.0 against
-// 1.06-1.30 us for 4 heads of 32 over 96 keys in cache, 1.2-1.8 against 1.5-2.3 out of it, across
-// repeated runs; Zen 5, one thread), else
-// in 8-float ones, built for AVX2 and for the baseline (GCC function multi-versioning). The same
-// bits either way (attend_lanes.h). The 8-float code built for AVX-512 ran slower than for AVX2.
+// One query's attention in 16-float vectors where the CPU has AVX-512 (x86-64-v4), else in 8-float
+// ones built for AVX2 and for the baseline (GCC function multi-versioning); the same bits either way
+// (attend_lanes.h). 4 heads of 32 over 96 keys took 0.75-1.0 against 1.06-1.30 us in cache, 1.2-1.8
+// against 1.5-2.3 out of it (Zen 5, one thread, repeated runs). The 8-float code built for AVX-512
+// ran slower than for AVX2, so the wide build has its own pass.
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 __attribute__((target("arch=x86-64-v4"))) static void attend_avx512(float *out, const float *q, const float *K,
                                                                     const float *V, size_t stride, size_t len,
