@@ -89,6 +89,7 @@ def peak_rss(cmd):
     return int(re.findall(r"maxrss_kib (\d+)", p.stderr)[-1]) * 1024
 
 
+SHIFTS = re.compile(r"(\d+) context shifts?")
 TIMING = re.compile(r"prefill (\d+) tokens? in ([0-9.]+) ms .*decode (\d+) tokens?(?: \(.*?\))? in ([0-9.]+) ms")
 
 
@@ -101,7 +102,8 @@ def normlab_generate(model, prompt, n, seed, threads, samples=1, warmup=False, e
     m = TIMING.search(err)
     pre_n, pre_ms, dec_n, dec_ms = int(m.group(1)), float(m.group(2)), int(m.group(3)), float(m.group(4))
     return {"first_token_s": pre_ms / 1e3, "prefill_tok_s": pre_n / (pre_ms / 1e3),
-            "decode_tok_s": dec_n / (dec_ms / 1e3) if dec_ms > 0 else 0.0}  # dec_n counts every stream
+            "decode_tok_s": dec_n / (dec_ms / 1e3) if dec_ms > 0 else 0.0,  # dec_n counts every stream
+            "context_shifts": int((SHIFTS.search(err) or [0, 0])[1])}
 
 
 def normlab_eval_rate(model, path, threads, chars, env=None):
@@ -354,8 +356,29 @@ def threads(args, out, text_path, chars):
         print(f"peak RSS, {what} at {t} threads: {rss / 2 ** 20:.1f} MiB "
               "(weights and their transposed copies + KV caches of the live states + 16 MiB a thread: "
               f"{budget / 2 ** 20:.1f})")
-    if 2 in counts:
-        print(f"--samples 16 against 1 stream, both at 2 threads: {m(2, 'samples16') / m(2, 'decode'):.2f}x")
+    if 2 in counts and T:  # (a recurrent model has no window)
+        window = window_ratio(args, T)
+        out["threads"]["within_window"] = window
+        print(f"--samples 16 against 1 stream, both at 2 threads: {m(2, 'samples16') / m(2, 'decode'):.2f}x "
+              f"({args.tokens} tokens); {window['ratio']:.2f}x over {window['tokens']}, the most that fit one "
+              "window (no context shift)")
+
+
+def window_ratio(args, T):
+    """--samples 16 against 1 stream at 2 threads over the most tokens that fit the window, so that no
+    context shift re-prefills half of it: the shifts are as many for 1 stream as for 16, but 16 streams'
+    decode products already run at sgemm's speed, so the re-prefill costs them a larger share."""
+    ids = json.loads(run([BIN, "tokenize", "-m", args.model, "-p", PROMPT, "--json"])[0])["ids"]
+    n = T - len(ids) + 1  # the last new token is never fed back
+    res = {"samples16": [], "decode": []}
+    for r in range(args.repeats):
+        for key, streams in (("samples16", 16), ("decode", 1)):
+            g = normlab_generate(args.model, PROMPT, n, 300 + r, 2, streams)
+            if g["context_shifts"]:
+                raise RuntimeError(f"{n} tokens after the prompt shifted the context ({g['context_shifts']})")
+            res[key].append(g["decode_tok_s"])
+    table = {k: summary(v) for k, v in res.items()}
+    return dict(table, tokens=n, ratio=table["samples16"]["median"] / table["decode"]["median"])
 
 
 # ---- scaling
