@@ -99,11 +99,11 @@ def normlab_generate(model, prompt, n, seed, threads, samples=1, warmup=False, e
     if samples > 1:
         cmd += ["--samples", str(samples), "--json"]
     _, err, _ = run(cmd, env)
-    m = TIMING.search(err)
+    m, shifts = TIMING.search(err), SHIFTS.search(err)
     pre_n, pre_ms, dec_n, dec_ms = int(m.group(1)), float(m.group(2)), int(m.group(3)), float(m.group(4))
     return {"first_token_s": pre_ms / 1e3, "prefill_tok_s": pre_n / (pre_ms / 1e3),
             "decode_tok_s": dec_n / (dec_ms / 1e3) if dec_ms > 0 else 0.0,  # dec_n counts every stream
-            "context_shifts": int((SHIFTS.search(err) or [0, 0])[1])}
+            "context_shifts": int(shifts.group(1)) if shifts else 0}
 
 
 def normlab_eval_rate(model, path, threads, chars, env=None):
@@ -357,17 +357,17 @@ def threads(args, out, text_path, chars):
               "(weights and their transposed copies + KV caches of the live states + 16 MiB a thread: "
               f"{budget / 2 ** 20:.1f})")
     if 2 in counts and T:  # (a recurrent model has no window)
-        window = window_ratio(args, T)
-        out["threads"]["within_window"] = window
+        window = out["threads"]["within_window"] = window_rates(args, T)
         print(f"--samples 16 against 1 stream, both at 2 threads: {m(2, 'samples16') / m(2, 'decode'):.2f}x "
-              f"({args.tokens} tokens); {window['ratio']:.2f}x over {window['tokens']}, the most that fit one "
-              "window (no context shift)")
+              f"({args.tokens} tokens); {window['samples16']['median'] / window['decode']['median']:.2f}x over "
+              f"{window['tokens']}, the most that fit one window (no context shift)")
 
 
-def window_ratio(args, T):
-    """--samples 16 against 1 stream at 2 threads over the most tokens that fit the window, so that no
-    context shift re-prefills half of it: the shifts are as many for 1 stream as for 16, but 16 streams'
-    decode products already run at sgemm's speed, so the re-prefill costs them a larger share."""
+def window_rates(args, T):
+    """Decode tok/s of --samples 16 and of 1 stream at 2 threads over the most tokens that fit the
+    window, so that no context shift re-prefills half of it: the shifts are as many for 1 stream as
+    for 16, but 16 streams' decode products already run at sgemm's speed, so the re-prefill costs
+    them a larger share."""
     ids = json.loads(run([BIN, "tokenize", "-m", args.model, "-p", PROMPT, "--json"])[0])["ids"]
     n = T - len(ids) + 1  # the last new token is never fed back
     res = {"samples16": [], "decode": []}
@@ -377,8 +377,7 @@ def window_ratio(args, T):
             if g["context_shifts"]:
                 raise RuntimeError(f"{n} tokens after the prompt shifted the context ({g['context_shifts']})")
             res[key].append(g["decode_tok_s"])
-    table = {k: summary(v) for k, v in res.items()}
-    return dict(table, tokens=n, ratio=table["samples16"]["median"] / table["decode"]["median"])
+    return dict({k: summary(v) for k, v in res.items()}, tokens=n)
 
 
 # ---- scaling
