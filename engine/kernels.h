@@ -38,6 +38,23 @@ void nl_add(float *y, const float *x, size_t count);
 void nl_add_scaled(float *y, float alpha, const float *x, size_t count);
 // e^x, vectorisable; within 2 ulp of exp on [-87.3, 88], 0 below, e^88 above (tests/test_kernels.c).
 float nl_exp(float x);
+// The max of x[0..n) (n >= 1); a NaN counts only as x[0].
+float nl_max(const float *x, size_t n);
+// Whether x[0..n) (n >= 1) is all finite; its max in *max (when it is).
+int nl_max_finite(const float *x, size_t n, float *max);
+// e^((x - max) * scale) with the difference and product carried exactly: within 2 ulp of exp's
+// value whatever the arguments, 0 below e^-87.3 (tests/test_kernels.c).
+float nl_exp_scaled(float x, float max, double scale);
+// w[i] = nl_exp_scaled(x[i], max, scale) over n values (w may be NULL: the sum only); returns their
+// sum in double.
+double nl_exp_weights(float *w, const float *x, size_t n, float max, double scale);
+// For thresholds th[0] >= th[1] >= th[2] over n values x with weights w: above[k] and below[k] the
+// sums of the weights of the x >= th[k] and of the x < th[k], count[k] the number of x >= th[k]; each
+// sum from its own weights, 16 at a time in float and those in double: within 9e-7 of itself.
+void nl_mass_split(const float *x, const float *w, size_t n, const float th[3], double above[3], double below[3],
+                   size_t count[3]);
+// The indices of the x[i] in [lo, hi), in order, into ids (at most cap of them); returns their count.
+size_t nl_collect_band(int *ids, size_t cap, const float *x, size_t n, float lo, float hi);
 // sigmoid and tanh through nl_exp, vectorisable; within 3e-7 of libm's, absolute (tests/test_kernels.c).
 float nl_sigmoid(float x);
 float nl_tanh(float x);

@@ -5,9 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels.h"
 #include "normlab.h"
 #include "normlab_ext.h"
 #include "sampler.h"
+#include "sampler_fast.h"
 
 typedef struct {
     double p;
@@ -32,6 +34,7 @@ struct NlSampler {
     double *top_logprobs;  // (n_probs) theirs
     int n_top;  // recorded so far (0 before any draw)
     double drawn_logprob;  // the last drawn token's
+    NlFastSampler *fast;  // the same draws without sorting the vocabulary (sampler_fast.c)
 };
 
 static uint64_t splitmix64(uint64_t *x) {
@@ -99,7 +102,7 @@ int nl_sampler_create(NlSampler **out, int vocab_size, NlSamplerParams params, u
         s->spare = malloc(V * sizeof *s->spare);
         s->ids = malloc(V * sizeof *s->ids);
         s->probs = malloc(V * sizeof *s->probs);
-        fail = !s->cands || !s->spare || !s->ids || !s->probs;
+        fail = !s->cands || !s->spare || !s->ids || !s->probs || nl_fast_sampler_create(&s->fast, vocab_size) != 0;
     }
     if (s && pen) {
         s->pen = malloc(V * sizeof *s->pen);
@@ -136,6 +139,7 @@ void nl_sampler_free(NlSampler *s) {
     free(s->hist);
     free(s->top_ids);
     free(s->top_logprobs);
+    nl_fast_sampler_free(s->fast);
     free(s);
 }
 
@@ -313,11 +317,20 @@ static void sift_down(const float *l, int *h, int n, int i) {
     }
 }
 
+// ln sum exp(logits) with libm's exp in double: the recorded probabilities are printed to 17 digits,
+// which eval's faster nl_logsumexp (within 2.4e-7) would change.
+static double logsumexp_exact(const float *logits, int V) {
+    double max = logits[0], sum = 0.0;
+    for (int i = 1; i < V; i++) max = logits[i] > max ? logits[i] : max;
+    for (int i = 0; i < V; i++) sum += exp((double)logits[i] - max);
+    return max + log(sum);
+}
+
 // The n_probs most likely tokens of logits, at temperature 1, best first, and the drawn one's
 // log-probability: a heap of the best so far, worst on top (O(V log n)), then sorted.
 static void record_probs(NlSampler *s, const float *logits, int drawn) {
     int k = s->params.n_probs, n = 0, *h = s->top_ids;
-    double lse = nl_logsumexp(logits, (size_t)s->V);
+    double lse = logsumexp_exact(logits, s->V);
     for (int id = 0; id < s->V; id++) {
         if (n < k) {
             h[n] = id;
@@ -358,10 +371,12 @@ int nl_sampler_candidates(NlSampler *s, const float *logits, const int **ids, co
     return n;
 }
 
-// Inverse CDF over the kept candidates in sorted order, sorting only as far as the draw reaches.
-static int draw(NlSampler *s, int n, double total) {
+// Inverse CDF over the kept candidates in sorted order, sorting only as far as the draw reaches; u is
+// the number drawn for it, or negative to draw one here.
+static int draw(NlSampler *s, int n, double total, double u) {
     if (n == 1) return s->cands[0].id;
-    double u = nl_rng_uniform(&s->rng), cum = 0.0;
+    if (u < 0.0) u = nl_rng_uniform(&s->rng);
+    double cum = 0.0;
     for (int i = 0; i < n; i++) {
         sort_through(s, i);
         cum += s->cands[i].p / total;
@@ -370,11 +385,28 @@ static int draw(NlSampler *s, int n, double total) {
     return s->cands[n - 1].id;  // u within rounding of 1
 }
 
-int nl_sampler_sample(NlSampler *s, const float *logits) {
-    double total;
+// The chain's token: greedy's argmax, else the fast chain's draw (sampler_fast.c), which is the
+// exact chain's where it can tell and hands back its random number where it cannot. -1 on a
+// non-finite logit.
+static int choose(NlSampler *s, const float *logits) {
+    const float *l = penalize(s, logits);
+    float max;
+    if (!nl_max_finite(l, (size_t)s->V, &max)) return -1;
+    if (s->params.temperature == 0.0) {
+        int best = 0;
+        while (l[best] != max) best++;  // the lowest id of the max
+        return best;
+    }
+    double u, total;
+    int id = nl_fast_sample(s->fast, l, max, &s->params, &s->rng, &u);
+    if (id != NL_FAST_EXACT) return id;
     int n = keep(s, logits, &total);
-    if (n < 0) return -1;
-    int id = draw(s, n, total);
+    return draw(s, n, total, u);
+}
+
+int nl_sampler_sample(NlSampler *s, const float *logits) {
+    int id = choose(s, logits);
+    if (id < 0) return -1;
     if (s->params.n_probs > 0) record_probs(s, logits, id);
     nl_sampler_accept(s, id);
     return id;
