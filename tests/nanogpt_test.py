@@ -7,7 +7,9 @@ Each imported model must give `normlab logits` within 1e-4 of the GPT's own logi
 position, and `normlab eval` within 1e-5 relative of the GPT's loss over the same windows (block_size,
 stride block_size/2). Also: torch.compile's _orig_mod. prefix, meta.pkl found as sample.py finds it,
 beside the checkpoint or with --meta, the provenance in `normlab info`, and clear refusals (no
-meta.pkl, a meta.pkl naming a class, a vocabulary that disagrees with the model).
+meta.pkl, a meta.pkl naming a class, a vocabulary that disagrees with the model). Without meta.pkl, GPT-2's
+BPE: both a from-scratch checkpoint padded to 50304 rows and one fine-tuned from GPT-2 (init_from='gpt2',
+exactly 50257 rows) import with GPT-2's tokenizer and give the GPT's logits over its 50257 tokens.
 
     /usr/bin/python3 tests/nanogpt_test.py [NORMLAB_BINARY]      (make test runs it when torch is installed)
 """
@@ -109,7 +111,7 @@ class GPT(nn.Module):
         return self.lm_head(self.transformer.ln_f(x))
 
 
-def write_checkpoint(path, model, args, compiled=False, dataset="shakespeare_char"):
+def write_checkpoint(path, model, args, compiled=False, dataset="shakespeare_char", init_from="scratch"):
     state = model.state_dict()
     if compiled:
         state = {"_orig_mod." + k: v for k, v in state.items()}
@@ -117,7 +119,7 @@ def write_checkpoint(path, model, args, compiled=False, dataset="shakespeare_cha
     ckpt = {"model": state, "optimizer": opt.state_dict(), "model_args": dict(args, dropout=0.2), "iter_num": 250,
             "best_val_loss": torch.tensor(1.4697),
             "config": {"dataset": dataset, "batch_size": 64, "block_size": args["block_size"], "dropout": 0.2,
-                       "compile": compiled, "learning_rate": 1e-3}}
+                       "compile": compiled, "learning_rate": 1e-3, "init_from": init_from}}
     torch.save(ckpt, path)
 
 
@@ -347,20 +349,26 @@ def check_import(label, model, args, chars, out):
           r.stderr.strip())
 
 
-def check_bpe(tmp):
-    """nanoGPT's BPE recipe: no meta.pkl, vocab_size padded to 50304. The import keeps GPT-2's 50257
-    rows and its tokenizer.json; the logits match the GPT's first 50257 at every position."""
-    args = {"n_layer": 1, "n_head": 2, "n_embd": 16, "block_size": 32, "bias": True, "vocab_size": 50304}
+def check_bpe(tmp, rows, init_from):
+    """A checkpoint without meta.pkl, of rows embedding rows: nanoGPT's BPE recipe from scratch pads
+    vocab_size to 50304; a run from init_from='gpt2' keeps GPT-2's exact 50257. Either imports with
+    GPT-2's 50257 tokens and its tokenizer.json, and the logits match the GPT's first 50257 at every
+    position."""
+    args = {"n_layer": 1, "n_head": 2, "n_embd": 16, "block_size": 32, "bias": True, "vocab_size": rows}
+    label = f"BPE checkpoint of {rows} rows (init_from={init_from!r})"
     model = GPT(args)
-    folder = os.path.join(tmp, "bpe-run")
+    folder = os.path.join(tmp, f"bpe-run-{rows}")
     os.makedirs(folder)
-    write_checkpoint(os.path.join(folder, "ckpt.pt"), model, args, dataset="shakespeare")
-    out = os.path.join(tmp, "bpe-model")
+    write_checkpoint(os.path.join(folder, "ckpt.pt"), model, args, dataset="shakespeare", init_from=init_from)
+    out = os.path.join(tmp, f"bpe-model-{rows}")
     r = import_model(os.path.join(folder, "ckpt.pt"), out, cwd=folder)
-    check(r.returncode == 0 and "GPT-2's BPE (50257 tokens)" in r.stderr, "no meta.pkl: imported with GPT-2's BPE",
-          r.stderr.strip())
+    check(r.returncode == 0 and "GPT-2's BPE (50257 tokens)" in r.stderr,
+          f"{label}, no meta.pkl: imported with GPT-2's BPE", r.stderr.strip())
     if r.returncode != 0:
         return
+    info = json.loads(run(BIN, "info", "-m", out, "--json").stdout or "{}")
+    check(info.get("tokenizer") == "bpe" and info.get("tokenizer_size") == 50257 and info.get("vocab_size") == 50257,
+          f"{label}: info shows a BPE tokenizer of 50257 tokens and vocab_size 50257", str(info)[:300])
     prompt = "ROMEO:\nWhat light"
     ids = json.loads(run(BIN, "tokenize", "-m", out, "-p", prompt, "--json").stdout)["ids"]
     r = run(BIN, "logits", "-m", out, "-p", prompt)
@@ -369,7 +377,7 @@ def check_bpe(tmp):
         want = model(torch.tensor([ids]))[0, :, :50257].double()
     d = (got - want).abs().max().item() if got.shape == want.shape else float("inf")
     check(ids[:3] == [33676, 4720, 25] and d <= LOGIT_ATOL,
-          f"BPE checkpoint: ROMEO: is [33676, 4720, 25] (ROM EO :); logits match nanoGPT's first 50257 to {d:.2g}",
+          f"{label}: ROMEO: is [33676, 4720, 25] (ROM EO :); logits match nanoGPT's first 50257 to {d:.2g}",
           f"{ids} {got.shape}")
 
 
@@ -414,7 +422,8 @@ def main():
         check(r.returncode != 0 and "GPT-2's BPE" in r.stderr and "--meta" in r.stderr and not os.path.exists(
             os.path.join(tmp, "m4")), "no meta.pkl means GPT-2's BPE: a 65-row vocabulary is refused, naming --meta",
             r.stderr.strip())
-        check_bpe(tmp)
+        check_bpe(tmp, 50304, "scratch")
+        check_bpe(tmp, 50257, "gpt2")
         evil = os.path.join(tmp, "evil.pkl")
         with open(evil, "wb") as f:
             pickle.dump({"itos": {0: "a"}, "hook": os.system}, f)
