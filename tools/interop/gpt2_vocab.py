@@ -77,10 +77,15 @@ def merge_of(token, rank_of, limit):
 
 
 def write_atomic(path, text):
+    """A temporary file beside path holding text, with the mode open() would give path (tempfile's
+    are 0o600); the caller renames it into place once every file is written."""
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".gpt2_vocab.")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, nltool.new_file_mode())
         return tmp
     except BaseException:
         os.unlink(tmp)

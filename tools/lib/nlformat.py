@@ -5,6 +5,7 @@ library and numpy, so the export, reference and fixture tools share one reader a
 
 Dimension letters: V vocabulary, T context (block_size), D width (n_embd), F MLP width, L layers.
 """
+import contextlib
 import ctypes
 import json
 import os
@@ -13,6 +14,8 @@ import struct
 import tempfile
 
 import numpy as np
+
+import nltool
 
 FORMAT = {"name": "normlab", "version": 1}
 
@@ -109,24 +112,33 @@ def tensor_shapes(config, rms_bias=False):
     return shapes
 
 
-def atomic_write(path, data, mode="wb"):
-    """Write data to path through a temporary file beside it, renamed over path at the end: a reader
-    sees the old file or the new one, never a mix, and a program that has the old file mapped keeps
-    its pages (rewriting a mapped file in place kills that program with SIGBUS)."""
+@contextlib.contextmanager
+def atomic_file(path, mode="wb"):
+    """A file to write path's new contents into: a temporary file beside it, renamed over path when
+    the block ends, or removed if it raises. A reader sees the old file or the new one, never a mix,
+    and a program that has the old file mapped keeps its pages (rewriting a mapped file in place
+    kills that program with SIGBUS). The file gets the mode open() would give it (0o666 less the
+    umask), not tempfile's 0o600."""
     d = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=d)
     try:
         with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as f:
-            f.write(data)
+            yield f
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
+        os.chmod(tmp, nltool.new_file_mode())
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
     fsync_dir(d)
+
+
+def atomic_write(path, data, mode="wb"):
+    """Write data to path whole or not at all (atomic_file)."""
+    with atomic_file(path, mode) as f:
+        f.write(data)
 
 
 def fsync_dir(path):
@@ -149,27 +161,42 @@ def _exchange(a, b):
     return fn(AT_FDCWD, os.fsencode(a), AT_FDCWD, os.fsencode(b), RENAME_EXCHANGE) == 0
 
 
-def safetensors_bytes(tensors, metadata=None):
-    """The bytes of a safetensors file of F32 tensors (name -> numpy array), contiguous, in order."""
+class Deferred:
+    """A tensor whose values are made when write_safetensors reaches it: its shape now, its values
+    from load() (an array of that shape) then. The writer drops each array once written, so a model
+    of deferred tensors is written holding one tensor at a time (an importer's peak memory)."""
+
+    def __init__(self, shape, load):
+        self.shape, self.load = tuple(int(d) for d in shape), load
+
+
+def safetensors_header(tensors, metadata=None):
+    """The length field and JSON header of a safetensors file of F32 tensors (name -> array or
+    Deferred), contiguous, in order."""
     header = {}
     offset = 0
-    blobs = []
-    for name, arr in tensors.items():
-        a = np.ascontiguousarray(arr, dtype="<f4")
-        header[name] = {"dtype": "F32", "shape": list(a.shape),
-                        "data_offsets": [offset, offset + a.nbytes]}
-        offset += a.nbytes
-        blobs.append(a.tobytes())
+    for name, t in tensors.items():
+        nbytes = 4 * int(np.prod(t.shape, dtype=np.int64))
+        header[name] = {"dtype": "F32", "shape": list(t.shape), "data_offsets": [offset, offset + nbytes]}
+        offset += nbytes
     if metadata:
         header["__metadata__"] = {k: str(v) for k, v in metadata.items()}
     head = json.dumps(header, separators=(",", ":")).encode()
     head += b" " * (-len(head) % 8)  # pad so the data section starts 8-byte aligned
-    return struct.pack("<Q", len(head)) + head + b"".join(blobs)
+    return struct.pack("<Q", len(head)) + head
 
 
 def write_safetensors(path, tensors, metadata=None):
-    """Write F32 tensors (name -> numpy array) contiguously, in the order given, replacing path."""
-    atomic_write(path, safetensors_bytes(tensors, metadata))
+    """Write F32 tensors (name -> numpy array or Deferred) contiguously, in the order given, replacing
+    path; one tensor at a time, so the file is never held in memory whole."""
+    with atomic_file(path) as f:
+        f.write(safetensors_header(tensors, metadata))
+        for name, t in tensors.items():
+            a = np.asarray(t.load() if isinstance(t, Deferred) else t, dtype="<f4", order="C")  # (0-d stays 0-d)
+            if tuple(a.shape) != tuple(t.shape):
+                raise ValueError(f"{name}: load() gave shape {a.shape}, not {t.shape}")
+            f.write(memoryview(a).cast("B"))
+            del a
 
 
 def read_safetensors(path):
@@ -206,7 +233,31 @@ def write_model_dir(out_dir, config, vocab, tensors, metadata=None, extra=None, 
     the engine's loader); whatever it raises leaves out_dir as it was."""
     out_dir = os.path.realpath(out_dir)  # a symlinked model folder: replace where it points, keep the link
     parent = os.path.dirname(out_dir)
-    os.makedirs(parent, exist_ok=True)
+    made = []  # missing parents made here (as save_pretrained does), removed again if the model is not written
+    try:
+        for d in missing_parents(parent):
+            os.mkdir(d)
+            made.append(d)
+            fsync_dir(os.path.dirname(d))
+        write_new_model_dir(out_dir, parent, config, vocab, tensors, metadata, extra, check)
+    except BaseException:
+        for d in reversed(made):
+            with contextlib.suppress(OSError):
+                os.rmdir(d)
+        raise
+
+
+def missing_parents(path):
+    """The folders from the first missing one down to path that mkdir must make, outermost first."""
+    missing = []
+    while not os.path.isdir(path) and path != os.path.dirname(path):
+        missing.append(path)
+        path = os.path.dirname(path)
+    return missing[::-1]
+
+
+def write_new_model_dir(out_dir, parent, config, vocab, tensors, metadata, extra, check):
+    """write_model_dir's work, once out_dir's parent exists."""
     new = tempfile.mkdtemp(prefix="." + os.path.basename(out_dir) + ".", suffix=".new", dir=parent)
     try:
         cfg = {"format": {**FORMAT, "version": format_version(config)}, **config}
@@ -217,7 +268,7 @@ def write_model_dir(out_dir, config, vocab, tensors, metadata=None, extra=None, 
         write_safetensors(os.path.join(new, "model.safetensors"), tensors, metadata)
         for name, text in (extra or {}).items():
             atomic_write(os.path.join(new, name), text, "w")
-        os.chmod(new, 0o755)
+        os.chmod(new, nltool.new_file_mode(directory=True))
         if check:
             check(new, out_dir)
         if not os.path.isdir(out_dir):

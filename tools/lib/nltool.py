@@ -71,9 +71,19 @@ def engine_binary():
     return found
 
 
-def check_model(path, shown_as=None):
+def new_file_mode(directory=False):
+    """The mode open() (or mkdir) would give a new file (directory): 0o666 (0o777) less the umask.
+    tempfile's files are 0o600, so a tool that writes through one gives its output this mode."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return (0o777 if directory else 0o666) & ~mask
+
+
+def check_model(path, shown_as=None, files=None):
     """The engine's verdict on the model at path: its `normlab info --json` (a dict), or ToolError
-    with the loader's one-line reason (naming shown_as where it names path: a model not yet in place)."""
+    with the loader's one-line reason (naming shown_as where it names path: a model not yet in place;
+    files: name in the model -> the path to name instead, for an importer whose model's files come
+    from an input's)."""
     try:
         r = subprocess.run([engine_binary(), "info", "-m", os.path.abspath(path), "--json"], capture_output=True,
                            timeout=CHECK_TIMEOUT_S, stdin=subprocess.DEVNULL)
@@ -82,6 +92,8 @@ def check_model(path, shown_as=None):
     if r.returncode != 0:
         lines = r.stderr.decode("utf-8", "replace").strip().splitlines() or [f"exit status {r.returncode}"]
         reason = lines[-1].removeprefix("normlab: ")
+        for name, shown in (files or {}).items():
+            reason = reason.replace(os.path.join(os.path.abspath(path), name), shown)
         if shown_as:
             reason = reason.replace(os.path.abspath(path), shown_as)
         raise ToolError(f"normlab cannot load it: {reason}")
@@ -96,10 +108,12 @@ def _within(path, top):
     return path == top or path.startswith(top.rstrip("/") + "/")
 
 
-def check_out(out, inputs, want_dir):
+def check_out(out, inputs, want_dir, make_parents=False):
     """Refuses an --out that is empty, is or lies inside one of inputs (files or model directories),
     or is of the wrong kind: want_dir, a model directory (new, empty, or one holding config.json);
-    else a file (new or regular). Returns out's resolved path."""
+    else a file (new or regular). A missing parent is refused, unless make_parents (the writer makes
+    it, as save_pretrained does): then the nearest folder that exists must be writable. Returns out's
+    resolved path."""
     if not out:
         raise ToolError("--out is empty: name the output")
     real = os.path.realpath(out)
@@ -107,8 +121,11 @@ def check_out(out, inputs, want_dir):
         if given and _within(real, os.path.realpath(given)):
             raise ToolError(f"--out {out}: it is the input {given}, or lies inside it; write somewhere else")
     parent = os.path.dirname(real)
+    while make_parents and not os.path.lexists(parent) and parent != os.path.dirname(parent):
+        parent = os.path.dirname(parent)
     if not os.path.isdir(parent):
-        raise ToolError(f"--out {out}: no directory {parent}")
+        raise ToolError(f"--out {out}: no directory {parent}" if not os.path.lexists(parent) else
+                        f"--out {out}: {parent} is not a directory")
     if want_dir and os.path.lexists(real):
         if not os.path.isdir(real):
             raise ToolError(f"--out {out}: exists and is not a directory")

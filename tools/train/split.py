@@ -27,9 +27,7 @@ def main(argv):
     n_train = int(0.9 * len(text))
     with nltool.writing(out):
         fd, tmp = tempfile.mkstemp(dir=os.path.dirname(real), prefix=".split-")
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # as open() would create it
+        os.chmod(tmp, nltool.new_file_mode())  # as open() would create it
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 f.write(text[n_train:])
