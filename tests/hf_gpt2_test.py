@@ -9,13 +9,20 @@ eval's bits per byte, info); its logits match numpy's float64 GPT-2 forward from
 1e-4; and each bad input of issue 35 gets one line, exit 1, and nothing written: a tokenizer.json of
 another kind (WordPiece, Unigram, SentencePiece-style BPE), missing merges (none, a cut merges.txt,
 no merges.txt), a merge naming an unknown token, a pair listed twice, a vocabulary larger than the
-embedding, a config whose activation is not GPT-2's or whose n_positions does not match wpe.
+embedding, a config whose activation is not GPT-2's or whose n_positions does not match wpe, each
+naming the snapshot's file and never --out's. Issue 46: an embedding padded past the tokenizer
+(cropped) and an added token outside model.vocab (kept) import with the right logits; --out's
+missing parents are made (and removed when the import fails); the files get the mode open() gives
+(umask 027: 0640), gpt2_vocab.py's too; a cut model.safetensors is named with the loader's reason;
+and a 72 MB snapshot imports within 1.6x its size + 64 MB of peak memory (it took 5.5x).
 
     /usr/bin/python3 tests/hf_gpt2_test.py [NORMLAB_BINARY]      (make test runs it)
 """
+import base64
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -24,6 +31,7 @@ ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
 BIN = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "normlab"))
 os.environ["NORMLAB_BIN"] = BIN
 TOOL = os.path.join(ROOT, "tools", "interop", "import_hf_gpt2.py")
+VOCAB_TOOL = os.path.join(ROOT, "tools", "interop", "gpt2_vocab.py")
 LOGIT_ATOL = 1e-4
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 from tooltest import Checks, skip_unless  # noqa: E402
@@ -208,6 +216,122 @@ def lab(model, text):
     check(rc == 0 and "rmsnorm" in err and json.loads(out)["tokens"] > 0, "eval --norm rmsnorm runs a BPE model", err)
 
 
+def logits_match(label, out, st, text, ids, V):
+    """normlab's logits for text against the float64 reference's first V columns."""
+    rc, out_text, err = run(BIN, "logits", "-m", out, "-p", text)
+    got = np.array([json.loads(line) for line in out_text.splitlines()]) if rc == 0 else np.zeros(1)
+    diff = np.abs(got - reference(st, ids)[:, :V]).max() if got.shape == (len(ids), V) else math.inf
+    check(diff <= LOGIT_ATOL, f"{label}: logits over its {V} tokens within {LOGIT_ATOL:g} of the reference "
+          f"(max {diff:.2g})", f"{got.shape} {err}")
+
+
+def vocab_shapes(tmp, rng):
+    """What HF runs and normlab now imports: an embedding padded past the tokenizer (rows no token has,
+    cropped), and an added token outside model.vocab (kept as a token, its row kept)."""
+    text, ids = " the theme", [vocab()[t] for t in ("\u0120the", "\u0120the", "m", "e")]
+    st = weights(rng, V=280)
+    out = os.path.join(tmp, "padded")
+    rc, _, err = imports(snapshot(out + "-hf", st, config={"vocab_size": 280}), out)
+    info = json.loads(run(BIN, "info", "-m", out, "--json")[1] or "{}") if rc == 0 else {}
+    check(rc == 0 and "20 padding rows dropped" in err and info.get("vocab_size") == 260 and
+          info.get("tokenizer_size") == 260, "an embedding padded to 280 rows past 260 tokens: imported, the 20 "
+          "padding rows cropped", err)
+    if rc == 0:
+        logits_match("padded embedding", out, st, text, ids, 260)
+    tok = hf_tokenizer()
+    tok["added_tokens"].append({"id": 260, "content": "<|pad|>", "special": True})
+    st = weights(rng, V=261)
+    out = os.path.join(tmp, "added")
+    rc, _, err = imports(snapshot(out + "-hf", st, config={"vocab_size": 261}, tokenizer=tok), out)
+    info = json.loads(run(BIN, "info", "-m", out, "--json")[1] or "{}") if rc == 0 else {}
+    check(rc == 0 and info.get("vocab_size") == 261 and info.get("tokenizer_size") == 261,
+          "an added token outside model.vocab (<|pad|>, id 260) and 261 rows: imported, 261 tokens", err)
+    if rc == 0:
+        logits_match("added token", out, st, text, ids, 261)
+        written = json.load(open(os.path.join(out, "tokenizer.json"), encoding="utf-8"))
+        check(written["model"]["vocab"].get("<|pad|>") == 260 and written["added_tokens"][-1]["content"] == "<|pad|>",
+              "the added token is in the written model.vocab under its id, and still an added token",
+              str(written["added_tokens"]))
+    tok["added_tokens"][-1]["content"] = "<pad> x"
+    snap = snapshot(os.path.join(tmp, "added-space-hf"), st, config={"vocab_size": 261}, tokenizer=tok)
+    rc, _, err = imports(snap, os.path.join(tmp, "added-space"))
+    check(rc == 1 and "'<pad> x'" in err and snap + "/tokenizer.json" in err and
+          not os.path.exists(os.path.join(tmp, "added-space")),
+          "an added token normlab cannot spell (a space in it) is refused by name, nothing written", err)
+
+
+def parents_and_modes(tmp, rng):
+    """--out's missing parents are made (as save_pretrained does), and removed again when the import
+    fails; the files get the mode open() gives (0o666 less the umask), the folder 0o777 less it."""
+    st = weights(rng)
+    snap = snapshot(os.path.join(tmp, "parents-hf"), st)
+    out = os.path.join(tmp, "made", "deeper", "model")
+    r = subprocess.run(["/usr/bin/python3", TOOL, snap, "--out", out], capture_output=True, text=True, umask=0o027)
+    modes = {n: os.stat(os.path.join(out, n)).st_mode & 0o777 for n in os.listdir(out)} if r.returncode == 0 else {}
+    check(r.returncode == 0 and modes == {"config.json": 0o640, "tokenizer.json": 0o640, "model.safetensors": 0o640},
+          "--out in two missing folders: made; under umask 027 the files are 0640", f"{modes} {r.stderr[-200:]}")
+    check(r.returncode == 0 and os.stat(out).st_mode & 0o777 == 0o750, "and the model folder 0750",
+          oct(os.stat(out).st_mode) if os.path.exists(out) else r.stderr[-200:])
+    bad = snapshot(os.path.join(tmp, "parents-bad-hf"), st, config={"n_positions": 32})
+    rc, _, err = imports(bad, os.path.join(tmp, "unmade", "deeper", "model"))
+    check(rc == 1 and not os.path.exists(os.path.join(tmp, "unmade")),
+          "a refused import leaves none of the missing parents it made", err)
+    ranks = os.path.join(tmp, "ranks.tiktoken")
+    with open(ranks, "w") as f:  # the 256 bytes, then "th" and "the" (tiktoken's "BASE64 RANK" lines)
+        for r, t in enumerate([bytes([b]) for b in range(256)] + [b"th", b"the"]):
+            f.write(base64.b64encode(t).decode() + f" {r}\n")
+    for flag in ([], ["--hf"]):
+        vocab_out = os.path.join(tmp, "vocab" + "".join(flag))
+        r = subprocess.run(["/usr/bin/python3", VOCAB_TOOL, ranks, "--out", vocab_out, *flag], capture_output=True,
+                           text=True, umask=0o027)
+        modes = {n: os.stat(os.path.join(vocab_out, n)).st_mode & 0o777 for n in os.listdir(vocab_out)} \
+            if r.returncode == 0 else {}
+        check(modes and set(modes.values()) == {0o640}, f"gpt2_vocab.py {' '.join(flag)}: under umask 027 its files "
+              "are 0640, as open() makes them", f"{modes} {r.stderr[-200:]}")
+
+
+def truncated(tmp, rng):
+    """A cut model.safetensors (a partial download) is named, with the engine loader's reason."""
+    st = weights(rng)
+    for label, keep, words in (("its data", -100, "is past the data section"), ("its header", 40, "header length")):
+        snap = snapshot(os.path.join(tmp, "cut-" + label.split()[-1] + "-hf"), st)
+        path = os.path.join(snap, "model.safetensors")
+        data = open(path, "rb").read()
+        open(path, "wb").write(data[:keep] if keep > 0 else data[:len(data) + keep])
+        out = os.path.join(tmp, "cut-" + label.split()[-1])
+        rc, _, err = imports(snap, out)
+        check(rc == 1 and f"{path}:" in err and words in err and "truncated" in err and err.count("\n") == 0 and
+              not os.path.exists(out), f"model.safetensors cut inside {label}: '{words}', naming the file", err)
+
+
+def peak_memory(tmp, rng):
+    """The importer streams: it reads and writes one tensor at a time, so its peak (and normlab info's,
+    which checks the written model) stays near the snapshot's size, not 4x it as it was."""
+    D, L = 256, 24
+    st = {"wte.weight": rng.standard_normal((260, D), np.float32),
+          "wpe.weight": rng.standard_normal((16, D), np.float32),
+          "ln_f.weight": np.ones(D, np.float32), "ln_f.bias": np.zeros(D, np.float32)}
+    for i in range(L):
+        for name, shape in (("ln_1.weight", (D,)), ("ln_1.bias", (D,)), ("attn.c_attn.weight", (D, 3 * D)),
+                            ("attn.c_attn.bias", (3 * D,)), ("attn.c_proj.weight", (D, D)), ("attn.c_proj.bias", (D,)),
+                            ("ln_2.weight", (D,)), ("ln_2.bias", (D,)), ("mlp.c_fc.weight", (D, 4 * D)),
+                            ("mlp.c_fc.bias", (4 * D,)), ("mlp.c_proj.weight", (4 * D, D)), ("mlp.c_proj.bias", (D,))):
+            st[f"h.{i}.{name}"] = (rng.standard_normal(shape, np.float32) * 0.02 + name.endswith("ln_1.weight")
+                                   + name.endswith("ln_2.weight")).astype(np.float32)
+    snap = snapshot(os.path.join(tmp, "big-hf"), st, config={"n_layer": L, "n_embd": D, "n_head": 4})
+    size = os.path.getsize(os.path.join(snap, "model.safetensors"))
+    measure = "import resource, subprocess, sys; r = subprocess.run(sys.argv[1:]); " \
+              "print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+    rc, out, err = run("/usr/bin/python3", "-c", measure, "/usr/bin/python3", TOOL, snap, "--out",
+                       os.path.join(tmp, "big"))
+    status, peak_kb = (int(x) for x in out.split()) if rc == 0 else (rc, 0)
+    bound = 1.6 * size + (64 << 20)
+    check(status == 0 and 0 < peak_kb * 1024 <= bound, f"a {size >> 20} MB snapshot imports with a peak of "
+          f"{peak_kb >> 10} MB (importer or normlab info; at most 1.6x + 64 MB)", err[-300:])
+    shutil.rmtree(snap)
+    shutil.rmtree(os.path.join(tmp, "big"), ignore_errors=True)
+
+
 def bad_inputs(tmp, rng):
     st = weights(rng)
     v = vocab()
@@ -228,19 +352,25 @@ def bad_inputs(tmp, rng):
         ("n_positions 32 with a wpe of 16 rows", {"config": {"n_positions": 32}}, "wpe"),
     ]
     for label, kw, word in cases:
-        snap = os.path.join(tmp, "bad-" + str(len(os.listdir(tmp))))
-        out = snap + "-out"
+        n = str(len(os.listdir(tmp)))
+        snap, out = os.path.join(tmp, "bad-" + n), os.path.join(tmp, "written-" + n)
         snapshot(snap, kw.pop("st", st), **kw)
         rc, _, err = imports(snap, out)
         check(rc == 1 and err.count("\n") == 0 and word in err and "Traceback" not in err and not os.path.exists(out),
               f"{label}: one line naming it, exit 1, nothing written", f"exit {rc}: {err[-300:]}")
+        check((snap + "/" in err or snap + ":" in err) and out not in err and ".new" not in err,
+              f"{label}: the error names the snapshot's file, not one in --out (never written)", err[-300:])
 
 
 def main():
     rng = np.random.default_rng(35)
     with tempfile.TemporaryDirectory() as tmp:
         good_paths(tmp, rng)
+        vocab_shapes(tmp, rng)
+        parents_and_modes(tmp, rng)
+        truncated(tmp, rng)
         bad_inputs(tmp, rng)
+        peak_memory(tmp, rng)
     return check.summary()
 
 

@@ -24,10 +24,22 @@ transposes them to (out, in), the layout of every linear in normlab's format (nn
 nanoGPT's), so that the format keeps one rule for the loader, the references and the other tools,
 and the engine picks each matrix's layout for its kernels at load time from that one.
 
-The tokenizer files are copied as they are. The written model is checked by the engine's own
-loader (normlab info) before it replaces anything: a config that disagrees with the tensors
-(n_positions and wpe, vocab_size and the tokenizer) is refused there, with the engine's reason.
---out must be a new path, an empty directory or a model directory, and not an input.
+Vocabulary: an embedding with more rows than the tokenizer has tokens (padded, e.g. to 50304) keeps
+the rows of the token ids, and the rest (padding, no token's) are cropped, as the nanoGPT importer
+does. An added token outside model.vocab (a "<|pad|>" with id 50257, say) stays a token: it is put
+into model.vocab under its id, as GPT-2's "<|endoftext|>" is in both, because normlab's loader reads
+every token from model.vocab (one that holds a space or a byte outside GPT-2's alphabet is refused:
+the loader could not spell it). Otherwise the tokenizer files are copied as they are.
+
+The written model is checked by the engine's own loader (normlab info) before it replaces anything:
+a config that disagrees with the tensors (n_positions and wpe, vocab_size and the tokenizer) is
+refused there, with the engine's reason, naming the snapshot's file (the one in --out was never
+written). --out must be a new path, an empty directory or a model directory, and not an input; its
+missing parents are made (as save_pretrained does), and removed again if the import fails.
+
+Memory: tensors are read from model.safetensors and written one at a time, so the importer holds
+the largest tensor (GPT-2's wte, 154 MB), not the snapshot; normlab info, checking the written
+model, maps all of it (docs/gpt2.md has the figures).
 """
 import argparse
 import hashlib
@@ -43,6 +55,7 @@ needs.packages("numpy")
 
 import numpy as np  # noqa: E402
 
+import gpt2bpe  # noqa: E402
 import nlformat  # noqa: E402
 import nltool  # noqa: E402
 import torchzip  # noqa: E402
@@ -62,72 +75,117 @@ def read_json(path, what):
         raise ToolError(f"{what}: {getattr(e, 'strerror', None) or e}")
 
 
-def number(cfg, key, kind, default=None):
+def number(cfg, key, kind, where, default=None):
     v = cfg.get(key, default)
     if kind is int and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
-        raise ToolError(f"config.json: {key} is {v!r}, not a positive integer")
+        raise ToolError(f"{where}: {key} is {v!r}, not a positive integer")
     if kind is float and (not isinstance(v, (int, float)) or isinstance(v, bool) or not 0 < v < 1):
-        raise ToolError(f"config.json: {key} is {v!r}, not a number in (0, 1)")
+        raise ToolError(f"{where}: {key} is {v!r}, not a number in (0, 1)")
     return v
 
 
-def convert_config(cfg):
-    """normlab's config from a GPT2Config (as a dict), every field it depends on checked."""
+def convert_config(cfg, where):
+    """normlab's config from a GPT2Config (as a dict; where: its file), every field it depends on checked."""
     if not isinstance(cfg, dict) or cfg.get("model_type", "gpt2") != "gpt2":
-        raise ToolError("config.json: not a GPT2Config (model_type gpt2)")
+        raise ToolError(f"{where}: not a GPT2Config (model_type gpt2)")
     act = cfg.get("activation_function", "gelu_new")
     if act not in ACTIVATIONS:
-        raise ToolError(f"config.json: activation_function {act!r}: normlab runs " + ", ".join(ACTIVATIONS))
+        raise ToolError(f"{where}: activation_function {act!r}: normlab runs " + ", ".join(ACTIVATIONS))
     for key, want in (("scale_attn_weights", True), ("scale_attn_by_inverse_layer_idx", False),
                       ("add_cross_attention", False)):
         if cfg.get(key, want) != want:
-            raise ToolError(f"config.json: {key} {cfg[key]!r} is not GPT-2's ({want}): normlab does not run it")
-    D = number(cfg, "n_embd", int)
+            raise ToolError(f"{where}: {key} {cfg[key]!r} is not GPT-2's ({want}): normlab does not run it")
+    D = number(cfg, "n_embd", int, where)
     inner = cfg.get("n_inner")
-    config = {"vocab_size": number(cfg, "vocab_size", int), "n_layer": number(cfg, "n_layer", int),
-              "n_head": number(cfg, "n_head", int), "n_embd": D, "block_size": number(cfg, "n_positions", int),
-              "norm": "layernorm", "placement": "pre", "norm_eps": number(cfg, "layer_norm_epsilon", float, 1e-5),
+    config = {"vocab_size": number(cfg, "vocab_size", int, where), "n_layer": number(cfg, "n_layer", int, where),
+              "n_head": number(cfg, "n_head", int, where), "n_embd": D,
+              "block_size": number(cfg, "n_positions", int, where), "norm": "layernorm", "placement": "pre",
+              "norm_eps": number(cfg, "layer_norm_epsilon", float, where, 1e-5),
               "activation": ACTIVATIONS[act], "bias": True, "tie_embeddings": True}
     if inner is None or inner == 4 * D:
         config["mlp_ratio"] = 4
     else:
-        config["n_inner"] = number(cfg, "n_inner", int)
+        config["n_inner"] = number(cfg, "n_inner", int, where)
     return config
 
 
+class Stored:
+    """One tensor of model.safetensors, read from the file when it is wanted (rows [lo, hi) of its
+    first dimension, or all), as float32: the file is never held in memory whole."""
+
+    def __init__(self, path, offset, dtype, shape):
+        self.path, self.offset, self.dtype, self.shape = path, offset, dtype, tuple(shape)
+
+    def load(self, lo=0, hi=None):
+        hi = (self.shape[0] if self.shape else 1) if hi is None else hi
+        row = int(np.prod(self.shape[1:], dtype=np.int64))
+        width = np.dtype(DTYPES[self.dtype]).itemsize
+        with open(self.path, "rb") as f:
+            f.seek(self.offset + lo * row * width)
+            raw = np.fromfile(f, dtype=DTYPES[self.dtype], count=(hi - lo) * row)
+        if raw.size != (hi - lo) * row:
+            raise ToolError(f"{self.path}: ends inside a tensor: the file was cut short while it was read")
+        if self.dtype == "BF16":  # the high half of a float32
+            raw = (raw.astype(np.uint32) << 16).view(np.float32)
+        return raw.astype(np.float32, copy=False).reshape((hi - lo,) + self.shape[1:] if self.shape else ())
+
+
+class InMemory:
+    """A tensor already read (pytorch_model.bin's), with Stored's interface."""
+
+    def __init__(self, array):
+        self.array, self.shape = array, tuple(array.shape)
+
+    def load(self, lo=0, hi=None):
+        return (self.array[lo:hi] if self.shape else self.array).astype(np.float32)
+
+
 def read_safetensors(path):
-    """name -> float32 array, every offset and shape checked (the file is untrusted)."""
+    """name -> Stored, every field, offset and shape checked against the file (which is untrusted),
+    in the engine loader's words, before any tensor is read."""
     size = os.path.getsize(path)
     if size < 8 or size > MAX_FILE:
-        raise ToolError(f"{path}: {size} bytes: not a safetensors file")
+        raise ToolError(f"{path}: file is {size} bytes, " + ("too short for a safetensors header" if size < 8
+                                                             else "larger than any GPT-2"))
     with open(path, "rb") as f:
-        data = f.read(size)
-    (n,) = struct.unpack("<Q", data[:8])
+        (n,) = struct.unpack("<Q", f.read(8))
+        if n < 2 or n > min(size - 8, 100 << 20):
+            raise ToolError(f"{path}: header length {n} is invalid (file has {size - 8} bytes after the length): "
+                            "truncated, or not a safetensors file")
+        text = f.read(n)
     try:
-        header = json.loads(data[8:8 + n].decode("utf-8")) if 8 + n <= len(data) else None
+        header = json.loads(text.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         header = None
     if not isinstance(header, dict):
-        raise ToolError(f"{path}: its header is not a JSON object")
+        raise ToolError(f"{path}: header is not a JSON object")
     header.pop("__metadata__", None)
-    out, base = {}, 8 + n
+    out, base, data_len = {}, 8 + n, size - 8 - n
     for name, e in header.items():
-        ok = isinstance(e, dict) and e.get("dtype") in DTYPES and isinstance(e.get("shape"), list) and \
-            all(isinstance(d, int) and d >= 0 for d in e["shape"]) and isinstance(e.get("data_offsets"), list) and \
-            len(e["data_offsets"]) == 2 and all(isinstance(o, int) for o in e["data_offsets"])
-        lo, hi = e["data_offsets"] if ok else (0, -1)
-        width = np.dtype(DTYPES[e["dtype"]]).itemsize if ok else 0
-        if not ok or not 0 <= lo <= hi <= len(data) - base or hi - lo != width * int(np.prod(e["shape"])):
-            raise ToolError(f"{path}: tensor {name!r} has a bad dtype, shape or data_offsets")
-        raw = np.frombuffer(data[base + lo:base + hi], dtype=DTYPES[e["dtype"]])
-        if e["dtype"] == "BF16":  # the high half of a float32
-            raw = (raw.astype(np.uint32) << 16).view(np.float32)
-        out[name] = raw.astype(np.float32).reshape(e["shape"])
+        what = f"{path}: tensor \"{name}\""
+        if not isinstance(e, dict) or e.get("dtype") not in DTYPES:
+            raise ToolError(f"{what}: dtype {e.get('dtype') if isinstance(e, dict) else None!r} is not one of "
+                            + ", ".join(DTYPES))
+        shape, offsets = e.get("shape"), e.get("data_offsets")
+        if not isinstance(shape, list) or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0
+                                                  for d in shape):
+            raise ToolError(f"{what}: \"shape\" must be a list of sizes")
+        if not isinstance(offsets, list) or len(offsets) != 2 or not all(isinstance(o, int) for o in offsets) \
+                or not 0 <= offsets[0] <= offsets[1]:
+            raise ToolError(f"{what}: \"data_offsets\" must be [begin, end], 0 <= begin <= end")
+        lo, hi = offsets
+        if hi > data_len:
+            raise ToolError(f"{what}: data_offsets end {hi} is past the data section ({data_len} bytes): "
+                            "the file is truncated")
+        want = np.dtype(DTYPES[e["dtype"]]).itemsize * int(np.prod(shape, dtype=np.int64))
+        if hi - lo != want:
+            raise ToolError(f"{what}: data_offsets span {hi - lo} bytes but its shape and dtype need {want}")
+        out[name] = Stored(path, base + lo, e["dtype"], shape)
     return out
 
 
 def read_weights(folder):
-    """(name -> float32 array, the weights file's path)."""
+    """(name -> Stored or InMemory, the weights file's path)."""
     st, pt = os.path.join(folder, "model.safetensors"), os.path.join(folder, "pytorch_model.bin")
     if os.path.isfile(st):
         return read_safetensors(st), st
@@ -140,49 +198,129 @@ def read_weights(folder):
     if not isinstance(state, dict) or not all(isinstance(k, str) and isinstance(v, np.ndarray)
                                               for k, v in state.items()):
         raise ToolError(f"{pt}: not a state dict of tensors")
-    return {k: v.astype(np.float32) for k, v in state.items()}, pt
+    return {k: InMemory(v) for k, v in state.items()}, pt
 
 
-def convert_tensors(src, config):
-    """normlab's tensors from HF's: the prefix dropped, the mask buffers dropped, Conv1D transposed."""
+def same_rows(a, b, rows):
+    """Whether the first rows rows of two tensors are equal, compared a block at a time."""
+    return all(np.array_equal(a.load(i, min(i + 4096, rows)), b.load(i, min(i + 4096, rows)))
+               for i in range(0, rows, 4096))
+
+
+def deferred(name, t, rows, transpose, where):
+    """nlformat.Deferred: t's first rows rows (all when None), transposed for a Conv1D, checked finite."""
+    def load():
+        a = t.load(0, rows) if rows is not None else t.load()
+        a = np.ascontiguousarray(a.T) if transpose else a
+        if not np.all(np.isfinite(a)):
+            raise ToolError(f"{where}: tensor {name} holds a value that is not finite")
+        return a
+    shape = ((rows,) + t.shape[1:]) if rows is not None else t.shape
+    return nlformat.Deferred(shape[::-1] if transpose else shape, load)
+
+
+def convert_tensors(src, config, n_tokens, where):
+    """normlab's tensors (Deferred: read when written) from HF's: the prefix dropped, the mask buffers
+    dropped, Conv1D transposed, and the embedding's rows past the last token's id (padding) cropped."""
     plain = {}
     for k, v in src.items():
         k = k[len("transformer."):] if k.startswith("transformer.") else k
         if k.endswith(".attn.bias") or k.endswith(".attn.masked_bias"):
             continue  # the causal mask, not a weight
-        plain[k] = v.T.copy() if k.endswith(CONV1D) and v.ndim == 2 else v
-    head = plain.pop("lm_head.weight", None)
-    if head is not None and not np.array_equal(head, plain.get("wte.weight")):
+        plain[k] = v
+    V, rows = config["vocab_size"], None
+    wte, head = plain.get("wte.weight"), plain.pop("lm_head.weight", None)
+    if V > n_tokens and wte is not None and wte.shape[:1] == (V,):  # padding rows: no token has them
+        config["vocab_size"] = rows = n_tokens
+    if head is not None and (wte is None or head.shape != wte.shape or not same_rows(head, wte, head.shape[0])):
         config["tie_embeddings"] = False
     tensors = {}
     for name, shape in nlformat.tensor_shapes(config).items():
         t = head if name == "lm_head.weight" else plain.pop(name, None)
         if t is None:
-            raise ToolError(f"the weights lack {name} (or transformer.{name})")
-        if tuple(t.shape) != tuple(shape):
-            hf = tuple(reversed(shape)) if name.endswith(CONV1D) else tuple(shape)
-            raise ToolError(f"{name} has shape {tuple(t.shape)[::-1] if name.endswith(CONV1D) else tuple(t.shape)}, "
-                            f"config.json says {hf}")
-        if not np.all(np.isfinite(t)):
-            raise ToolError(f"{name} holds a value that is not finite")
-        tensors[name] = t
+            raise ToolError(f"{where}: the weights lack {name} (or transformer.{name})")
+        crop = rows if name in ("wte.weight", "lm_head.weight") else None
+        conv = name.endswith(CONV1D) and len(t.shape) == 2
+        got = ((crop,) + t.shape[1:]) if crop is not None else t.shape
+        if tuple(got[::-1] if conv else got) != tuple(shape):
+            hf = tuple(reversed(shape)) if conv else tuple(shape)
+            raise ToolError(f"{where}: {name} has shape {tuple(t.shape)}, config.json says {hf}")
+        tensors[name] = deferred(name, t, crop, conv, where)
     if plain:
-        raise ToolError("the weights hold tensors a GPT-2 does not: " + ", ".join(sorted(plain)[:5]))
+        raise ToolError(f"{where}: the weights hold tensors a GPT-2 does not: " + ", ".join(sorted(plain)[:5]))
     return tensors
 
 
+def fold_added(vocab, added, where):
+    """vocab (token -> id) with the added tokens that are not in it put in, under their ids, as GPT-2's
+    tokenizer.json has "<|endoftext|>" in both: normlab's loader reads a token's text from model.vocab
+    and takes each added token as special there. added: (content, id) pairs. Those outside vocab must
+    take the ids after it (as HF gives them), and each one's text must be its own byte-level spelling
+    (no space, no byte outside GPT-2's printable alphabet), which is how model.vocab spells a token.
+    A model.vocab that is itself not ids 0 to n-1 is left as it is, for the engine's loader to name."""
+    ids = list(vocab.values())
+    if not all(isinstance(i, int) and not isinstance(i, bool) for i in ids) or sorted(ids) != list(range(len(ids))):
+        return vocab
+    vocab, alphabet, n = dict(vocab), gpt2bpe.byte_alphabet(), len(vocab)
+    for k, (content, id_) in enumerate(added):
+        if not isinstance(content, str) or not content or not isinstance(id_, int) or isinstance(id_, bool):
+            raise ToolError(f"{where}: added_tokens[{k}] has no text or no integer id")
+    for content, id_ in sorted(added, key=lambda e: e[1]):  # in the order of their ids, whatever the list's
+        if content in vocab:
+            if vocab[content] != id_:
+                raise ToolError(f"{where}: added token {content!r} has id {id_}, model.vocab gives it {vocab[content]}")
+            continue
+        if id_ != len(vocab):
+            raise ToolError(f"{where}: added token {content!r} has id {id_}: an added token outside model.vocab "
+                            f"({n} tokens) needs the next id, {len(vocab)}")
+        if "".join(alphabet[b] for b in content.encode("utf-8")) != content:
+            raise ToolError(f"{where}: added token {content!r} (id {id_}) holds a space or a character outside "
+                            "GPT-2's byte alphabet: normlab's tokenizer cannot hold it yet")
+        vocab[content] = id_
+    return vocab
+
+
 def tokenizer_files(folder):
-    """(tokenizer.json text or None, the other files to copy: name -> text)."""
+    """(tokenizer.json text or None, the other files to copy: name -> text, the number of tokens, the
+    snapshot's tokenizer file by the name normlab's model gives it). Added tokens outside model.vocab
+    (a pad token, say) are put into it (fold_added), so they stay tokens."""
     def text(name):
         try:
             with open(os.path.join(folder, name), "rb") as f:
                 return f.read(16 << 20).decode("utf-8")
         except (OSError, UnicodeDecodeError) as e:
             raise ToolError(f"{folder}/{name}: {getattr(e, 'strerror', None) or e}")
-    if os.path.isfile(os.path.join(folder, "tokenizer.json")):
-        return text("tokenizer.json"), {}
+    tj = os.path.join(folder, "tokenizer.json")
+    if os.path.isfile(tj):
+        raw = text("tokenizer.json")
+        try:
+            doc = json.loads(raw)
+            vocab, added = doc["model"]["vocab"], doc.get("added_tokens") or []
+            pairs = [(e.get("content"), e.get("id")) for e in added]
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return raw, {}, None, {"tokenizer.json": tj}  # not one normlab reads: its loader says why
+        if not isinstance(vocab, dict):
+            return raw, {}, None, {"tokenizer.json": tj}
+        folded = fold_added(vocab, pairs, tj)
+        if len(folded) != len(vocab):
+            doc["model"]["vocab"] = folded
+            raw = json.dumps(doc, ensure_ascii=False)
+        return raw, {}, len(folded), {"tokenizer.json": tj}
     if os.path.isfile(os.path.join(folder, "vocab.json")) and os.path.isfile(os.path.join(folder, "merges.txt")):
-        return None, {"vocab.json": text("vocab.json"), "merges.txt": text("merges.txt")}
+        files = {"vocab.json": text("vocab.json"), "merges.txt": text("merges.txt")}
+        try:
+            vocab = json.loads(files["vocab.json"])
+        except ValueError:
+            vocab = None
+        added = os.path.join(folder, "added_tokens.json")
+        listed = read_json(added, added) if isinstance(vocab, dict) and os.path.isfile(added) else {}
+        if isinstance(listed, dict):  # (anything else: not a file HF writes; normlab does not read it)
+            extra = [t for t in listed if t not in vocab]
+            if extra:
+                raise ToolError(f"{added}: added tokens beyond vocab.json ({', '.join(sorted(extra)[:3])}): normlab "
+                                "reads added tokens from a tokenizer.json only")
+        where = {n: os.path.join(folder, n) for n in files}
+        return None, files, len(vocab) if isinstance(vocab, dict) else None, where
     raise ToolError(f"{folder}: has no tokenizer.json, nor vocab.json and merges.txt")
 
 
@@ -194,20 +332,25 @@ def main(argv):
     a = p.parse_args(argv)
     if not os.path.isdir(a.snapshot):
         raise ToolError(f"{a.snapshot}: not a folder (give the snapshot folder that holds config.json)")
-    nltool.check_out(a.out, [a.snapshot], want_dir=True)
-    config = convert_config(read_json(os.path.join(a.snapshot, "config.json"), f"{a.snapshot}/config.json"))
+    nltool.check_out(a.out, [a.snapshot], want_dir=True, make_parents=True)
+    config_path = os.path.join(a.snapshot, "config.json")
+    config = convert_config(read_json(config_path, config_path), config_path)
     src, weights_path = read_weights(a.snapshot)
-    tensors = convert_tensors(src, config)
-    tokenizer, extra = tokenizer_files(a.snapshot)
+    tokenizer, extra, n_tokens, shown = tokenizer_files(a.snapshot)
+    padded = config["vocab_size"]
+    tensors = convert_tensors(src, config, n_tokens or padded, weights_path)
+    shown.update({"config.json": config_path, "model.safetensors": weights_path})
     with open(weights_path, "rb") as f:
         digest = hashlib.file_digest(f, "sha256").hexdigest()
     meta = {"source": "Hugging Face GPT-2 snapshot (tools/interop/import_hf_gpt2.py)",
             "source_file": os.path.basename(weights_path), "source_sha256": digest}
     with nltool.writing(a.out):
         nlformat.write_model_dir(a.out, config, tokenizer, tensors, metadata=meta, extra=extra,
-                                 check=nltool.check_model)
-    print(f"wrote {a.out}: {config['n_layer']} layers x {config['n_embd']}, vocabulary {config['vocab_size']}, "
-          f"context {config['block_size']}, head {'tied' if config['tie_embeddings'] else 'untied'}", file=sys.stderr)
+                                 check=lambda new, _: nltool.check_model(new, a.snapshot, shown))
+    cropped = f" ({padded - config['vocab_size']} padding rows dropped)" if padded > config["vocab_size"] else ""
+    print(f"wrote {a.out}: {config['n_layer']} layers x {config['n_embd']}, vocabulary {config['vocab_size']}"
+          f"{cropped}, context {config['block_size']}, head {'tied' if config['tie_embeddings'] else 'untied'}",
+          file=sys.stderr)
 
 
 if __name__ == "__main__":
