@@ -1,6 +1,6 @@
 // bpe.c — GPT-2's byte-level BPE (bpe.h): the pre-tokenizer written out as the pattern's six
-// alternatives, tried in order at each piece's start; merges found by rank through two hash tables
-// (a token's text to its id, a pair of ids to its merge).
+// alternatives, tried in order at each piece's start; merges found by rank through a hash table (a
+// pair of ids to its merge) and taken lowest rank first from a heap over a linked list of symbols.
 #include "bpe.h"
 
 #include <stdint.h>
@@ -460,33 +460,106 @@ const unsigned char *nl_bpe_bytes(const NlBpe *b, int id, size_t *len) {
 
 // ---- encoding
 
-// One piece's bytes merged by rank into ids[0..*n): start from one token per byte; while some
-// adjacent pair has a merge, take the lowest-ranked and merge every occurrence of it, left to
-// right (GPT-2's bpe()).
-static void merge_piece(const NlBpe *b, const unsigned char *s, size_t len, int *ids, size_t *n) {
-    for (size_t i = 0; i < len; i++) ids[i] = b->byte_token[s[i]];
-    *n = len;
-    for (;;) {
-        int best = -1, first = -1, second = -1, merged = -1;
-        for (size_t i = 0; i + 1 < *n; i++) {
-            const PairSlot *p = pair_slot(b, ids[i], ids[i + 1]);
-            if (p->key && (best < 0 || p->rank < best)) {
-                best = p->rank;
-                first = ids[i];
-                second = ids[i + 1];
-                merged = p->merged;
-            }
-        }
-        if (best < 0) return;
-        size_t w = 0;
-        for (size_t i = 0; i < *n; i++) {
-            if (i + 1 < *n && ids[i] == first && ids[i + 1] == second) {
-                ids[w++] = merged;
-                i++;
-            } else ids[w++] = ids[i];
-        }
-        *n = w;
+#define NO_SYMBOL SIZE_MAX
+
+// One symbol of a piece being merged, named by the position of its first byte: a token, linked to
+// its neighbours (a doubly linked list over the piece's bytes).
+typedef struct {
+    int id;  // the token, or -1 once merged into its left neighbour
+    size_t prev, next;  // the neighbours' first bytes, or NO_SYMBOL
+} Symbol;
+
+// A pair that has a merge: the symbol at pos and the one after it, as they were when queued.
+typedef struct {
+    int rank;
+    size_t pos;
+} Candidate;
+
+// Room to merge a piece of up to cap bytes. The candidates hold the heap (the lowest rank first,
+// then the leftmost) at the front and the pairs made in the current round at the back: a merge
+// takes one candidate and makes at most two, so there are never more than 2 * cap.
+typedef struct {
+    Symbol *symbols;  // (cap)
+    Candidate *candidates;  // (2 * cap)
+    size_t cap;
+} MergeRoom;
+
+static int before(Candidate x, Candidate y) { return x.rank < y.rank || (x.rank == y.rank && x.pos < y.pos); }
+
+static void heap_sift_down(Candidate *heap, size_t n, size_t at) {
+    Candidate c = heap[at];
+    for (size_t child; (child = 2 * at + 1) < n; at = child) {
+        if (child + 1 < n && before(heap[child + 1], heap[child])) child++;
+        if (!before(heap[child], c)) break;
+        heap[at] = heap[child];
     }
+    heap[at] = c;
+}
+
+static void heap_push(Candidate *heap, size_t *n, Candidate c) {
+    size_t at = (*n)++;
+    for (; at > 0 && before(c, heap[(at - 1) / 2]); at = (at - 1) / 2) heap[at] = heap[(at - 1) / 2];
+    heap[at] = c;
+}
+
+// The merge of the symbol at pos with the next one, or NULL (no symbol there, none next, no merge).
+static const PairSlot *pair_at(const NlBpe *b, const Symbol *sym, size_t pos) {
+    if (pos == NO_SYMBOL || sym[pos].id < 0 || sym[pos].next == NO_SYMBOL) return NULL;
+    const PairSlot *p = pair_slot(b, sym[pos].id, sym[sym[pos].next].id);
+    return p->key ? p : NULL;
+}
+
+// One piece's bytes merged by rank into ids[0..*n), with GPT-2's bpe() as the rule: start from one
+// token per byte; while some adjacent pair has a merge, take the lowest-ranked and merge every
+// occurrence of it, left to right. Here a round pops that rank's candidates from a heap in position
+// order; one whose symbols have changed since it was queued is stale and skipped (a symbol's token
+// only grows, so the pair is the same exactly when it still has that rank). The pairs a round makes
+// wait at the back until it ends, as GPT-2's sweep does not look at them: O(len log len) in all.
+static void merge_piece(const NlBpe *b, MergeRoom *room, const unsigned char *s, size_t len, int *ids, size_t *n) {
+    Symbol *sym = room->symbols;
+    Candidate *heap = room->candidates;  // the heap: [0, n_heap); the round's new pairs: (last - n_made, last]
+    size_t n_heap = 0, n_made = 0, last = 2 * room->cap - 1;
+    for (size_t i = 0; i < len; i++) {
+        sym[i] = (Symbol){b->byte_token[s[i]], i ? i - 1 : NO_SYMBOL, i + 1 < len ? i + 1 : NO_SYMBOL};
+        const PairSlot *p = i ? pair_at(b, sym, i - 1) : NULL;
+        if (p) heap[n_heap++] = (Candidate){p->rank, i - 1};
+    }
+    for (size_t i = n_heap / 2; i-- > 0;) heap_sift_down(heap, n_heap, i);
+    while (n_heap > 0) {
+        int rank = heap[0].rank;
+        while (n_heap > 0 && heap[0].rank == rank) {
+            size_t pos = heap[0].pos;
+            heap[0] = heap[--n_heap];
+            heap_sift_down(heap, n_heap, 0);
+            const PairSlot *p = pair_at(b, sym, pos);
+            if (!p || p->rank != rank) continue;  // stale
+            size_t gone = sym[pos].next;
+            sym[pos].id = p->merged;
+            sym[pos].next = sym[gone].next;
+            if (sym[gone].next != NO_SYMBOL) sym[sym[gone].next].prev = pos;
+            sym[gone].id = -1;
+            size_t left = sym[pos].prev;
+            const PairSlot *with_left = pair_at(b, sym, left), *with_right = pair_at(b, sym, pos);
+            if (with_left) heap[last - n_made++] = (Candidate){with_left->rank, left};
+            if (with_right) heap[last - n_made++] = (Candidate){with_right->rank, pos};
+        }
+        while (n_made > 0) heap_push(heap, &n_heap, heap[last - --n_made]);
+    }
+    *n = 0;
+    for (size_t at = 0; at != NO_SYMBOL; at = sym[at].next) ids[(*n)++] = sym[at].id;
+}
+
+// Room for a piece of len bytes: grown (doubling) when the piece is longer than any so far.
+static int room_fit(MergeRoom *room, size_t len, NlError *err) {
+    if (len <= room->cap) return 0;
+    size_t cap = len > 2 * room->cap ? len : 2 * room->cap;
+    Symbol *sym = cap < SIZE_MAX / (2 * sizeof(Candidate)) ? realloc(room->symbols, cap * sizeof *sym) : NULL;
+    if (sym) room->symbols = sym;
+    Candidate *c = sym ? realloc(room->candidates, 2 * cap * sizeof *c) : NULL;
+    if (!c) return nl_error(err, NL_ERR_NOMEM, "BPE: out of memory to merge a piece of %zu bytes", len);
+    room->candidates = c;
+    room->cap = cap;
+    return 0;
 }
 
 // The start of the next "<|endoftext|>" in text[at..len), or len.
@@ -500,21 +573,26 @@ static size_t next_eot(const char *text, size_t len, size_t at) {
 // With special, the text is cut at each "<|endoftext|>" first, and each part pre-tokenized alone
 // (as tiktoken does): a piece never looks past the special token.
 int nl_bpe_encode(const NlBpe *b, const char *text, size_t len, int special, int *ids, size_t *n_ids, NlError *err) {
-    (void)err;  // (every byte string encodes)
+    MergeRoom room = {NULL, NULL, 0};
     size_t n = 0;
-    for (size_t at = 0; at < len;) {
+    int rc = 0;
+    for (size_t at = 0; at < len && rc == 0;) {
         size_t part = special && b->eot >= 0 ? next_eot(text, len, at) : len;
-        while (at < part) {
-            size_t end = nl_bpe_piece_end(text, part, at), k;
-            merge_piece(b, (const unsigned char *)text + at, end - at, ids + n, &k);
+        while (at < part && rc == 0) {
+            size_t end = nl_bpe_piece_end(text, part, at), k = 1;
+            if (end - at == 1) ids[n] = b->byte_token[(unsigned char)text[at]];
+            else if ((rc = room_fit(&room, end - at, err)) == 0)
+                merge_piece(b, &room, (const unsigned char *)text + at, end - at, ids + n, &k);
             n += k;
             at = end;
         }
-        if (part < len) {
+        if (part < len && rc == 0) {
             ids[n++] = b->eot;
             at = part + strlen(EOT_TEXT);
         }
     }
-    *n_ids = n;
-    return 0;
+    free(room.symbols);
+    free(room.candidates);
+    *n_ids = rc == 0 ? n : 0;
+    return rc;
 }

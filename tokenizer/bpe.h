@@ -43,7 +43,8 @@ int nl_bpe_eot(const NlBpe *bpe);
 
 // Encodes len bytes of text into ids (room for len ids is always enough: a token has at least one
 // byte). With special, "<|endoftext|>" in the text is the special token (llama.cpp's parse_special);
-// without, it is plain text, as in GPT-2's encoder and tiktoken's encode_ordinary.
+// without, it is plain text, as in GPT-2's encoder and tiktoken's encode_ordinary. Every byte
+// string encodes; the one failure is NL_ERR_NOMEM (room to merge the longest piece, 56 bytes a byte of it).
 int nl_bpe_encode(const NlBpe *bpe, const char *text, size_t len, int special, int *ids, size_t *n_ids, NlError *err);
 // The bytes of token id (0 <= id < size), *len of them (a token may hold any byte, NUL included).
 const unsigned char *nl_bpe_bytes(const NlBpe *bpe, int id, size_t *len);
