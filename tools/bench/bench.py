@@ -17,7 +17,8 @@ bandwidth sgemv reaches on a matrix in memory; the fused attention pass against 
 count (build/attnrows); random-weight models of growing size (up to
 GPT-2-small shape, nanoGPT's shakespeare_char among them) for scaling at 1 and 2 threads, the time
 per token against position, and the memory-bandwidth bound of the largest. Besides: the default
-model's profile and `normlab compare` of every shipped model, so that every speed and share the
+model's profile, `normlab compare` of every shipped model and BPE on 1 MB pieces against Hugging
+Face's tokenizers (tools/bench/tokenize_bench.py), so that every speed and share the
 documents quote comes from this one run, with the machine, CPU, kernel family and date beside it.
 
     make bench                       (or: /usr/bin/python3 tools/bench/bench.py [--quick] [--out FILE])
@@ -51,6 +52,7 @@ import torch  # noqa: E402
 
 import nlformat  # noqa: E402
 import nltool  # noqa: E402
+from tokenize_bench import long_pieces  # noqa: E402  (tools/bench, beside this file)
 from torch_side import TorchModel, set_torch_threads  # noqa: E402  (tools/bench, beside this file)
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
@@ -643,6 +645,7 @@ def main(argv):
     os.sched_setaffinity(0, pin)
     profile(args, out)
     shipped(args, out)
+    long_pieces(args.repeats, out)
     kernels(args, out, long_text, long_chars)
     D = tm.c["n_embd"]
     layout(out, [(os.path.basename(args.model), D, tm.c.get("n_inner") or tm.c.get("mlp_ratio", 4) * D,
