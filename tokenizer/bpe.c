@@ -471,8 +471,8 @@ typedef struct {
 
 // A pair that has a merge: the symbol at pos and the one after it, as they were when queued.
 typedef struct {
-    int rank;
     size_t pos;
+    int rank, merged;  // its merge's rank and the token that merge makes
 } Candidate;
 
 // Room to merge a piece of up to cap bytes. The candidates hold the heap (the lowest rank first,
@@ -502,46 +502,46 @@ static void heap_push(Candidate *heap, size_t *n, Candidate c) {
     heap[at] = c;
 }
 
-// The merge of the symbol at pos with the next one, or NULL (no symbol there, none next, no merge).
-static const PairSlot *pair_at(const NlBpe *b, const Symbol *sym, size_t pos) {
-    if (pos == NO_SYMBOL || sym[pos].id < 0 || sym[pos].next == NO_SYMBOL) return NULL;
+// The pair of the symbol at pos and the next one as a candidate, into *c; 0 when there is no such
+// pair or it has no merge.
+static int pair_at(const NlBpe *b, const Symbol *sym, size_t pos, Candidate *c) {
+    if (pos == NO_SYMBOL || sym[pos].next == NO_SYMBOL) return 0;
     const PairSlot *p = pair_slot(b, sym[pos].id, sym[sym[pos].next].id);
-    return p->key ? p : NULL;
+    *c = (Candidate){pos, p->rank, p->merged};
+    return p->key != 0;
 }
 
 // One piece's bytes merged by rank into ids[0..*n), with GPT-2's bpe() as the rule: start from one
 // token per byte; while some adjacent pair has a merge, take the lowest-ranked and merge every
 // occurrence of it, left to right. Here a round pops that rank's candidates from a heap in position
-// order; one whose symbols have changed since it was queued is stale and skipped (a symbol's token
-// only grows, so the pair is the same exactly when it still has that rank). The pairs a round makes
-// wait at the back until it ends, as GPT-2's sweep does not look at them: O(len log len) in all.
+// order, and the pairs it makes wait at the back until it ends, as GPT-2's sweep does not look at
+// them: O(len log len) in all. A candidate whose symbols have merged since it was queued is stale:
+// a symbol only grows, so the pair is as queued exactly when the second symbol still ends where
+// the merge's token would.
 static void merge_piece(const NlBpe *b, MergeRoom *room, const unsigned char *s, size_t len, int *ids, size_t *n) {
     Symbol *sym = room->symbols;
     Candidate *heap = room->candidates;  // the heap: [0, n_heap); the round's new pairs: (last - n_made, last]
     size_t n_heap = 0, n_made = 0, last = 2 * room->cap - 1;
     for (size_t i = 0; i < len; i++) {
         sym[i] = (Symbol){b->byte_token[s[i]], i ? i - 1 : NO_SYMBOL, i + 1 < len ? i + 1 : NO_SYMBOL};
-        const PairSlot *p = i ? pair_at(b, sym, i - 1) : NULL;
-        if (p) heap[n_heap++] = (Candidate){p->rank, i - 1};
+        if (i && pair_at(b, sym, i - 1, &heap[n_heap])) n_heap++;
     }
     for (size_t i = n_heap / 2; i-- > 0;) heap_sift_down(heap, n_heap, i);
     while (n_heap > 0) {
         int rank = heap[0].rank;
         while (n_heap > 0 && heap[0].rank == rank) {
-            size_t pos = heap[0].pos;
+            Candidate c = heap[0];
             heap[0] = heap[--n_heap];
             heap_sift_down(heap, n_heap, 0);
-            const PairSlot *p = pair_at(b, sym, pos);
-            if (!p || p->rank != rank) continue;  // stale
-            size_t gone = sym[pos].next;
-            sym[pos].id = p->merged;
-            sym[pos].next = sym[gone].next;
-            if (sym[gone].next != NO_SYMBOL) sym[sym[gone].next].prev = pos;
+            size_t pos = c.pos, gone = sym[pos].next, after = gone == NO_SYMBOL ? NO_SYMBOL : sym[gone].next;
+            if (sym[pos].id < 0 || gone == NO_SYMBOL || (after == NO_SYMBOL ? len : after) - pos != b->len[c.merged])
+                continue;  // stale: merged into its left, or either symbol grown
+            sym[pos].id = c.merged;
+            sym[pos].next = after;
+            if (after != NO_SYMBOL) sym[after].prev = pos;
             sym[gone].id = -1;
-            size_t left = sym[pos].prev;
-            const PairSlot *with_left = pair_at(b, sym, left), *with_right = pair_at(b, sym, pos);
-            if (with_left) heap[last - n_made++] = (Candidate){with_left->rank, left};
-            if (with_right) heap[last - n_made++] = (Candidate){with_right->rank, pos};
+            if (pair_at(b, sym, sym[pos].prev, &heap[last - n_made])) n_made++;
+            if (pair_at(b, sym, pos, &heap[last - n_made])) n_made++;
         }
         while (n_made > 0) heap_push(heap, &n_heap, heap[last - --n_made]);
     }
