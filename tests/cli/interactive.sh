@@ -45,6 +45,13 @@ expect_fail "-i with -f -" 2 "-f - does not go with it" generate $IM -i -f -
 "$BIN" generate $IM -p 'ROMEO:' -n 10 --temperature 0 > "$TMP/i1" 2>/dev/null
 [ "$rc" -eq 0 ] && cmp -s "$TMP/i0" "$TMP/i1" && ok "-i with no input: the prompt's turn, then the end" \
     || bad "-i eof" "exit $rc"
+# past a full window: the prompt's turn of 300 tokens shifts the 128-token window four times (at 128,
+# 192, 256 and 320 positions), as generate's own loop does
+"$BIN" generate $IM -i -p 'ROMEO:' -n 300 --temperature 0 < /dev/null > "$TMP/iw0" 2>/dev/null; rc=$?
+"$BIN" generate $IM -p 'ROMEO:' -n 300 --temperature 0 > "$TMP/iw1" 2>/dev/null
+[ "$rc" -eq 0 ] && [ "$(wc -c < "$TMP/iw1")" -ge 306 ] && cmp -s "$TMP/iw0" "$TMP/iw1" \
+    && ok "-i across context shifts: the greedy turn equals generate's, byte for byte" \
+    || bad "-i shift" "exit $rc; $(cmp "$TMP/iw0" "$TMP/iw1" 2>&1)"
 
 # at a terminal: tmux, its own server; every wait bounded
 if command -v tmux > /dev/null 2>&1; then

@@ -10,6 +10,16 @@ CH="-m weights/shakespeare-pre-ln" BPE="-m weights/shakespeare-bpe"
 why=$(strict_json "$TMP/esc.json" "''.join(d['pieces']) == 'AB\u00e9\u20ac\\\\\\n\\t\\r\\'\"'") \
     && ok "-e: \\x, \\u, \\\\, \\n, \\t, \\r, \\' and \\\" become their bytes" \
     || bad "-e escapes" "$why $(cat "$TMP/err")"
+# \u at each UTF-8 length's edges: the bytes the tokenizer sees are the shell's printf of that UTF-8
+why=""
+for pair in '007f:\x7f' '0080:\xc2\x80' '07ff:\xdf\xbf' '0800:\xe0\xa0\x80' 'ffff:\xef\xbf\xbf'; do
+    cp=${pair%%:*} bytes=${pair#*:}
+    got=$("$BIN" tokenize $BPE -e -p "a\\u${cp}b" --json 2>&1)
+    want=$("$BIN" tokenize $BPE -p "$(printf "a${bytes}b")" --json 2>&1)
+    [ -n "$want" ] && [ "$got" = "$want" ] || why="$why U+$cp ($got against $want);"
+done
+[ -z "$why" ] && ok "-e: \\u007f, \\u0080, \\u07ff, \\u0800 and \\uffff are their 1, 2, 2, 3 and 3 UTF-8 bytes" \
+    || bad "-e UTF-8 lengths" "$why"
 "$BIN" tokenize $BPE -p 'a\nb' --json > "$TMP/raw.json" 2>/dev/null
 why=$(strict_json "$TMP/raw.json" "''.join(d['pieces']) == 'a\\\\nb'") \
     && ok "without -e a backslash is a backslash" || bad "no -e" "$why"
@@ -69,6 +79,26 @@ for stops in "e" "the" "ing" "the|,"; do
     && ok "--stop $stops: the text up to the first, the stop not printed" \
         || bad "--stop $stops" "got '$(head -c 80 "$TMP/cut")', want '$(head -c 80 "$TMP/want")'"
 done
+# Several stop texts: the one that starts first in the text wins, whichever was listed first (llama.cpp).
+# "xy" at the first place where y has not appeared before: --stop y alone would print the x.
+pair=$(/usr/bin/python3 -c '
+import sys
+t = open(sys.argv[1], "rb").read().decode()
+p = next(i for i in range(1, len(t) - 1) if t[i].isalpha() and t[i + 1].isalpha() and t[i + 1] not in t[:i + 1])
+print(t[p:p + 2])' "$TMP/full")
+x=${pair%?} y=${pair#?}
+cut_at "$TMP/full" 0 "$pair" > "$TMP/want_xy"
+why=""
+for order in "$pair $y" "$y $pair"; do
+    read -r s1 s2 <<< "$order"
+    "$BIN" generate $CH -p 'ROMEO:' -n 300 --seed 5 --no-echo --stop "$s1" --stop "$s2" > "$TMP/xy" 2>/dev/null
+    cmp -s "$TMP/xy" "$TMP/want_xy" || why="$why streamed, --stop $s1 --stop $s2;"
+    "$BIN" generate $CH -p 'ROMEO:' -n 300 --seed 5 --stop "$s1" --stop "$s2" --json > "$TMP/xy.json" 2>/dev/null
+    strict_json "$TMP/xy.json" "d['text'].encode() == open('$TMP/want_xy', 'rb').read() and d['stopping_word'] == '$pair'" \
+        > /dev/null || why="$why --json, --stop $s1 --stop $s2;"
+done
+[ -s "$TMP/want_xy" ] && [ -z "$why" ] && ok "--stop '$pair' --stop '$y' (either order): the earliest in the text wins" \
+    || bad "--stop earliest" "$why got '$(head -c 80 "$TMP/xy")'"
 n=$(wc -c < "$TMP/want")
 grep -q "; $((n + 3)) new characters" "$TMP/err" && ok "--stop: the timing line counts the characters generated" \
     || bad "--stop count" "$(cat "$TMP/err") (want $((n + 3)): the text, then the stop ',')"
