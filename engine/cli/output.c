@@ -141,6 +141,12 @@ static int check_writable(const char *cmd, const char *path) {
         msg_usage(cmd, "output '%s': cannot write in %s: %s", path, dir, strerror(errno));
         return EXIT_USAGE;
     }
+    // An existing file is replaced only where it could be written, as the shell's > and llama.cpp
+    // refuse a read-only one (root may write any, and so may replace it).
+    if (access(where, F_OK) == 0 && access(where, W_OK) != 0) {
+        msg_usage(cmd, "output '%s': %s", path, strerror(errno));
+        return EXIT_USAGE;
+    }
     return 0;
 }
 

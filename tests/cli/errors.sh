@@ -138,3 +138,24 @@ cp "$TMP/out" "$TMP/version"
 expect_ok "version, as a command" version && cmp -s "$TMP/out" "$TMP/version" \
     && ok "'normlab version' prints what --version does" || bad "version command" "$(cat "$TMP/out")"
 expect_fail "version takes no arguments" 2 "version takes no arguments, got 'x'" version x
+
+# -o onto a read-only file is refused, as the shell's > refuses it ("Permission denied"), and the file
+# keeps its bytes; root runs it without the capability that writes any file (setpriv)
+if [ "$(id -u)" != 0 ]; then as_user() { "$@"; }
+elif command -v setpriv > /dev/null 2>&1; then as_user() { setpriv --bounding-set=-dac_override,-dac_read_search "$@"; }
+else as_user() { return 99; }; fi
+printf 'old\n' > "$TMP/ro.txt" && chmod 444 "$TMP/ro.txt"
+as_user "$BIN" generate $M -p ab -n 5 --seed 1 -o "$TMP/ro.txt" > "$TMP/out" 2> "$TMP/err"; rc=$?
+as_user "$BIN" eval $M -f tests/data/held_out.txt -o "$TMP/ro.txt" > /dev/null 2> "$TMP/err2"; rc2=$?
+if [ "$rc" = 99 ]; then
+    echo "skip -o read-only: root without setpriv"
+else
+    [ "$rc" -eq 2 ] && [ "$rc2" -eq 2 ] && grep -qF "output '$TMP/ro.txt': Permission denied" "$TMP/err" \
+        && [ "$(wc -l < "$TMP/err")" -eq 1 ] && [ "$(cat "$TMP/ro.txt")" = old ] \
+        && ok "-o onto a read-only file: refused (Permission denied), the file unchanged" \
+        || bad "-o read-only" "exit $rc/$rc2: $(cat "$TMP/err" "$TMP/err2")"
+fi
+chmod 644 "$TMP/ro.txt"
+run generate $M -p ab -n 5 --seed 1 -o "$TMP/ro.txt"
+[ "$rc" -eq 0 ] && [ "$(cat "$TMP/ro.txt")" != old ] && ok "-o onto a writable file replaces it" \
+    || bad "-o writable" "exit $rc: $(cat "$TMP/err")"
