@@ -30,6 +30,10 @@ const Command *find_command(const char *name) {
 
 // "unknown command 'genrate' (did you mean 'generate'?)"
 static int unknown_command(const char *name) {
+    if (strcmp(name, "perplexity") == 0) {  // llama-perplexity's job
+        msg_error("unknown command 'perplexity' (normlab's is 'eval': a text's nats, bits and perplexity)");
+        return EXIT_USAGE;
+    }
     const char *best = NULL;
     size_t best_d = 3;
     for (size_t i = 0; i < N_COMMANDS; i++) {

@@ -197,9 +197,26 @@ static const struct {
                                 "turn"},
     {"pg", "llama-bench's pp+tg test; bench runs ppN and tgN tests apart (-p, -n)"},
     {"ignore-eos", "llama.cpp's; generate never stops at an end-of-text token: it runs -n tokens, or to a --stop text"},
+    {"fa flash-attn", "llama.cpp's flash attention; normlab's decode already attends in one fused pass per query "
+                      "(scores, softmax and values), and prefill in tiles"},
     {"device dtype compile", "nanoGPT's: normlab runs float32 on the CPU"},
     {"out-dir init-from", "nanoGPT's: a model is named with -m (a name from 'normlab list', or a folder)"},
 };
+
+// llama.cpp's names for options normlab spells otherwise: the hint names normlab's.
+static const struct {
+    const char *names, *ours;
+} RENAMED[] = {
+    {"no-display-prompt", "--no-echo"},
+    {"prompt-file", "-f FILE"},
+    {"ids", "--json (its \"ids\")"},
+};
+
+static const char *renamed(const char *s, size_t len) {
+    for (size_t i = 0; i < sizeof RENAMED / sizeof RENAMED[0]; i++)
+        if (among(RENAMED[i].names, s, len)) return RENAMED[i].ours;
+    return NULL;
+}
 
 // The reason for a foreign option named s[0..len), or NULL.
 static const char *foreign(const char *s, size_t len) {
@@ -222,6 +239,11 @@ static const OptSpec *resolve(const Command *cmd, const char *a, char *shown, si
     const char *why = s ? NULL : foreign(name, len);
     if (why) {
         msg_usage(cmd->name, "option '%s' has no counterpart here: %s", given, why);
+        return NULL;
+    }
+    const char *ours = s || !two ? NULL : renamed(name, len);
+    if (ours) {
+        msg_usage(cmd->name, "unknown option '%s' (normlab's is %s)", given, ours);
         return NULL;
     }
     int letter = !s && !two && (s = find_letter(cmd->bit, a[1])) != NULL;

@@ -49,3 +49,8 @@ cpus=$("$BIN" info $BM --json 2>/dev/null | sed -n 's/.*"cpus":[[:space:]]*\([0-
 "$BIN" bench $BM -p 4 -n 0 -t "$((cpus + 1))" -r 1 > /dev/null 2> "$TMP/err"
 grep -q "warning: --threads $((cpus + 1)): this process may use $cpus CPUs, so its threads share them" "$TMP/err" \
     && ok "bench: more threads than CPUs is said" || bad "bench threads warning" "$(cat "$TMP/err")"
+# --json, as every other command takes it: --format json's rows
+"$BIN" bench -m weights/shakespeare-pre-ln -p 8 -n 2 -r 1 -t 1 --json > "$TMP/bj.json" 2>/dev/null
+"$BIN" bench -m weights/shakespeare-pre-ln -p 8 -n 2 -r 1 -t 1 --format json > "$TMP/bf.json" 2>/dev/null
+why=$(strict_json "$TMP/bj.json" "[sorted(r) for r in d] == [sorted(r) for r in json.load(open('$TMP/bf.json'))] \
+and [r['test'] for r in d] == ['pp8', 'tg2']") && ok "bench --json: --format json's rows" || bad "bench --json" "$why"

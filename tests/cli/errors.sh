@@ -159,3 +159,13 @@ chmod 644 "$TMP/ro.txt"
 run generate $M -p ab -n 5 --seed 1 -o "$TMP/ro.txt"
 [ "$rc" -eq 0 ] && [ "$(cat "$TMP/ro.txt")" != old ] && ok "-o onto a writable file replaces it" \
     || bad "-o writable" "exit $rc: $(cat "$TMP/err")"
+
+# llama.cpp's flags and names: refused with a reason, or with normlab's name (never read as other flags)
+expect_fail "-fa is not -f a" 2 "option '-fa' has no counterpart here: llama.cpp's flash attention" generate $M -fa
+expect_fail "--flash-attn" 2 "option '--flash-attn' has no counterpart here" generate $M --flash-attn -p ab
+expect_fail "--no-display-prompt names --no-echo" 2 "unknown option '--no-display-prompt' (normlab's is --no-echo)" \
+    generate $M --no-display-prompt -p ab
+expect_fail "--prompt-file names -f" 2 "unknown option '--prompt-file' (normlab's is -f FILE)" \
+    generate $M --prompt-file x
+expect_fail "tokenize --ids names --json" 2 "unknown option '--ids' (normlab's is --json" tokenize $M --ids -p ab
+expect_fail "perplexity names eval" 2 "unknown command 'perplexity' (normlab's is 'eval'" perplexity -m x

@@ -47,6 +47,11 @@ if abs(sum(got["token_nll"]) / got["chars"] - got["nats_per_char"]) > 1e-8:
     sys.exit("the losses do not average to nats_per_char")' "$TMP/ref.json" "$TMP/q4.json" 2>&1) \
     && ok "--kl, --quantize q4: KL, same top, ln ratio and each token's loss as computed from logits (1e-5)" \
     || bad "--kl reference" "$why"
+# llama-perplexity's names: --kl-divergence-base writes the same file, --kl-divergence reads it as --kl does
+"$BIN" eval $KM -f "$TMP/own.txt" --kl-divergence-base "$TMP/base3.kl" -t 1 > /dev/null 2>&1
+"$BIN" eval $KM -f "$TMP/own.txt" --quantize q4 --kl-divergence "$TMP/base.kl" --json -o "$TMP/q4b.json" 2>/dev/null
+cmp -s "$TMP/base.kl" "$TMP/base3.kl" && cmp -s "$TMP/q4.json" "$TMP/q4b.json" \
+    && ok "--kl-divergence-base and --kl-divergence are --kl-base and --kl" || bad "kl aliases" "outputs differ"
 "$BIN" eval $KM -f "$TMP/own.txt" --kl "$TMP/base.kl" --json > "$TMP/self.json" 2>/dev/null
 why=$(strict_json "$TMP/self.json" "d['kl_divergence'] < 1e-6 and d['same_top'] == 1 and abs(d['ln_ppl_ratio']) < 1e-6 \
 and d['kl_divergence_max'] < 1e-6 and 'token_nll' not in d") \
