@@ -177,7 +177,7 @@ static int print_json(FILE *out, cJSON *o) {
 // stream), or one block per sample under a '--- sample i, seed S ---' line, each echoing the prompt.
 // With several models each JSON line starts with "model" (as given) and "run" (its run_name); NULL: one model.
 static int print_samples(FILE *out, const Collect *c, int n, uint64_t seed, const Options *o, const char *prompt,
-                         const NlGenerateStats *st, const char *model, const char *run) {
+                         size_t prompt_len, const NlGenerateStats *st, const char *model, const char *run) {
     int ok = 1;
     for (int i = 0; i < n && ok; i++) {
         const char *text = c->text[i] ? c->text[i] : "";
@@ -187,7 +187,7 @@ static int print_samples(FILE *out, const Collect *c, int n, uint64_t seed, cons
             if (model) cJSON_AddStringToObject(j, "run", run);
             if (n > 1) cJSON_AddNumberToObject(j, "sample", i);
             add_u64(j, "seed", seed + (uint64_t)i);
-            cJSON_AddStringToObject(j, "prompt", prompt);
+            cJSON_AddItemToObject(j, "prompt", nl_jsonx_bytes(prompt, prompt_len));  // (it may hold a NUL)
             cJSON_AddItemToObject(j, "text", nl_jsonx_bytes(text, c->len[i]));  // (a BPE text may hold a NUL)
             if (c->stops->n) add_stop(j, c, i);
             if (c->width) cJSON_AddItemToObject(j, "completion_probabilities", probs_json(c, i));
@@ -196,10 +196,10 @@ static int print_samples(FILE *out, const Collect *c, int n, uint64_t seed, cons
         } else {
             char *fixed = malloc(3 * c->len[i] + 1);  // a BPE text may end inside a character: U+FFFD
             size_t k = fixed ? nl_utf8_repair(text, c->len[i], fixed) : 0;
+            size_t echoed = o->echo ? prompt_len : 0;
             ok = fixed &&
-                 fprintf(out, "--- sample %d, seed %llu ---\n%s", i, (unsigned long long)(seed + (uint64_t)i),
-                         o->echo ? prompt : "") > 0 &&
-                 fwrite(fixed, 1, k, out) == k && fputc('\n', out) != EOF;
+                 fprintf(out, "--- sample %d, seed %llu ---\n", i, (unsigned long long)(seed + (uint64_t)i)) > 0 &&
+                 fwrite(prompt, 1, echoed, out) == echoed && fwrite(fixed, 1, k, out) == k && fputc('\n', out) != EOF;
             free(fixed);
         }
     }
@@ -254,8 +254,9 @@ static int make_samplers(const Options *o, const NlModel *model, uint64_t seed, 
     return rc;
 }
 
-// The prompt the model saw (its last block_size tokens), for echoing.
-static char *prompt_text(const NlModel *model, const int *ids, size_t n) {
+// The prompt the model saw (its last block_size tokens), for echoing, and its length (*len_out: a
+// BPE prompt may hold a NUL byte).
+static char *prompt_text(const NlModel *model, const int *ids, size_t n, size_t *len_out) {
     size_t T = model_context(model), cap = 1, used = 0, len;
     for (size_t i = n > T ? n - T : 0; i < n; i++)
         cap += (nl_tokenizer_bytes(nl_model_tokenizer(model), ids[i], &len), len);
@@ -266,6 +267,7 @@ static char *prompt_text(const NlModel *model, const int *ids, size_t n) {
         used += len;
     }
     if (s) s[used] = '\0';
+    *len_out = used;
     return s;
 }
 
@@ -333,7 +335,7 @@ typedef struct {
     OutFile out, trace_o;  // one model's outputs (several share theirs)
     int *ids;  // (n) the prompt's ids
     char *text, *prompt;  // the prompt as read, and as the model saw it (for echoing)
-    size_t n, len;
+    size_t n, len, prompt_len;  // the prompt's tokens, the text's bytes, the echoed prompt's bytes
     int fell_back;  // the mode's default prompt could not be encoded: the run starts from a newline
     uint64_t seed;
     Collect col;  // the texts, with several samples or --json
@@ -407,7 +409,7 @@ static int setup_model(const Options *o, GenRun *r, const char *given, size_t le
 // r's samplers, seeded from r->seed, and the prompt as the model saw it (for echoing).
 static int setup_streams(const Options *o, GenRun *r) {
     int rc = make_samplers(o, r->model, r->seed, r->ids, r->n, r->samplers);
-    if (!rc && !(r->prompt = prompt_text(r->model, r->ids, r->n))) {
+    if (!rc && !(r->prompt = prompt_text(r->model, r->ids, r->n, &r->prompt_len))) {
         msg_error("out of memory");
         rc = EXIT_DATA;
     }
@@ -434,7 +436,8 @@ static int decode_streams(const Options *o, GenRun *r, FILE *out, int *write_fai
     int collect = o->samples > 1 || o->json;
     size_t T = model_context(r->model), n = r->n;  // a recurrent model's (SIZE_MAX) takes the whole prompt
     EmitCtx ectx = {.tok = nl_model_tokenizer(r->model), .out = out, .stops = &o->stops};
-    if (o->echo && !collect && r->mode->keep_text && (fputs(r->prompt, out) == EOF || fflush(out) == EOF))
+    if (o->echo && !collect && r->mode->keep_text &&
+        (fwrite(r->prompt, 1, r->prompt_len, out) != r->prompt_len || fflush(out) == EOF))
         ectx.write_failed = errno;
     r->col.tok = nl_model_tokenizer(r->model);
     if (o->warmup) nl_forward(r->wk.states[0], r->ids + (n > T ? n - T : 0), n > T ? T : n, 0, 1);
@@ -499,7 +502,7 @@ static int decode_run(const Options *o, GenRun *r, int *write_failed) {
     int collect = o->samples > 1 || o->json, rc = decode_streams(o, r, r->out.f, write_failed);
     if (rc) return rc;
     if (collect && r->mode->keep_text &&
-        print_samples(r->out.f, &r->col, o->samples, r->seed, o, r->prompt, &r->st, NULL, NULL) != 0)
+        print_samples(r->out.f, &r->col, o->samples, r->seed, o, r->prompt, r->prompt_len, &r->st, NULL, NULL) != 0)
         *write_failed = errno ? errno : EIO;
     if (*write_failed) return EXIT_DATA;
     print_timing(&r->st, new_tokens(o, &r->st), o->samples, NULL, token_unit(r->model),
@@ -605,8 +608,8 @@ static int many_decode(const Options *o, ManyRun *m, int *write_failed) {
     }
     for (int i = 0; collect && i < m->n; i++) {
         GenRun *r = &m->runs[i];
-        if ((!o->json && !print_header(out, r)) ||
-            print_samples(out, &r->col, o->samples, r->seed, o, r->prompt, &r->st, r->name, r->run) != 0) {
+        if ((!o->json && !print_header(out, r)) || print_samples(out, &r->col, o->samples, r->seed, o, r->prompt,
+                                                                 r->prompt_len, &r->st, r->name, r->run) != 0) {
             *write_failed = errno ? errno : EIO;
             return EXIT_DATA;
         }

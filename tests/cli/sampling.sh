@@ -261,3 +261,18 @@ printf 'ROMEO:' > "$TMP/start.txt"
 [ -s "$TMP/st1" ] && cmp -s "$TMP/st1" "$TMP/st3" && cmp -s "$TMP/st2" "$TMP/st3" \
     && ok "--start TEXT and --start=FILE:PATH are nanoGPT's prompt" || bad "--start" "differs"
 expect_fail "--start with -p" 2 "give --start, -p or -f, one of them" generate $CH --start a -p b
+
+# a prompt holding a NUL byte (a BPE model has a token for it) is echoed whole: streamed, in
+# --samples' blocks and in --json
+printf 'ROMEO\0: hi' > "$TMP/nul.txt"
+"$BIN" generate $BPE -f "$TMP/nul.txt" -n 3 --temperature 0 > "$TMP/nul.out" 2>/dev/null
+"$BIN" generate $BPE -f "$TMP/nul.txt" -n 3 --temperature 0 --samples 2 > "$TMP/nul2.out" 2>/dev/null
+"$BIN" generate $BPE -f "$TMP/nul.txt" -n 3 --temperature 0 --json > "$TMP/nul.json" 2>/dev/null
+why=$(/usr/bin/python3 -c '
+import json, sys
+p = open(sys.argv[1], "rb").read()
+one, two, d = open(sys.argv[2], "rb").read(), open(sys.argv[3], "rb").read(), json.load(open(sys.argv[4]))
+if not one.startswith(p) or len(one) <= len(p): sys.exit("streamed: %r" % one[:20])
+if two.count(b"---\n" + p) != 2: sys.exit("samples: %r" % two[:80])
+if d["prompt"].encode() != p: sys.exit("json: %r" % d["prompt"])' "$TMP/nul.txt" "$TMP/nul.out" "$TMP/nul2.out" "$TMP/nul.json") \
+    && ok "a prompt with a NUL byte is echoed whole (streamed, --samples, --json)" || bad "NUL prompt" "$why"
