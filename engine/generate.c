@@ -135,8 +135,11 @@ static int generate_group(NlState *s, NlSampler *const *samplers, size_t B, cons
         if (rc || n_done == B || i + 1 == opts->n_new) break;  // no logits needed after the last token
         pw = nl_obs_begin(obs);
         t0 = nl_clock_seconds();
+        size_t shifts = st->context_shifts;
         logits = advance(s, &w, toks, opts->exact_window, st);
-        st->decode_seconds += nl_clock_seconds() - t0;
+        double step = nl_clock_seconds() - t0;
+        st->decode_seconds += step;
+        if (st->context_shifts > shifts) st->shift_seconds += step;
         nl_obs_add_wall(obs, pw);
         st->decode_tokens++;
     }
@@ -234,6 +237,7 @@ int nl_generate(NlState *const *states, size_t n_states, NlSampler *const *sampl
         // steps: every group takes the same number, but for streams ended early (NL_EMIT_DONE)
         if (s->decode_tokens > st->decode_tokens) st->decode_tokens = s->decode_tokens;
         if (s->context_shifts > st->context_shifts) st->context_shifts = s->context_shifts;
+        st->shift_seconds += s->shift_seconds / (double)j.n_workers;  // (each worker's groups run in turn)
     }
     // Groups overlap in time: decoding is the run's wall time less one prefill.
     st->decode_seconds = n_groups == 1 ? j.group_stats[0].decode_seconds : elapsed - st->prefill_seconds;

@@ -224,6 +224,7 @@ typedef struct {
     size_t decode_tokens;  // forward passes after the prefill (steps, of each stream)
     double decode_seconds;  // those passes and the sampling of the tokens they produce (not emit)
     size_t context_shifts;
+    double shift_seconds;  // of decode_seconds, the steps that shifted the context (re-prefilling T/2)
 } NlGenerateStats;
 
 // Generates opts->n_new tokens for each of n_streams streams after the same prompt[0..n_prompt)

@@ -43,6 +43,25 @@ golden() {  # golden NAME FILE: stdout equals the golden file byte for byte
     if cmp -s "$TMP/out" "$GOLD/$2"; then ok "$1"; else bad "$1" "output differs from $GOLD/$2"; fi
 }
 
+# strict_json FILE EXPR: FILE is UTF-8, decoded strictly, and one JSON value whose objects have no
+# repeated key; EXPR, Python of the value d, holds. Prints what failed.
+strict_json() {
+    /usr/bin/python3 -c '
+import json, sys
+def pairs(kv):
+    keys = [k for k, _ in kv]
+    dup = sorted({k for k in keys if keys.count(k) > 1})
+    if dup:
+        sys.exit("repeated keys %s" % dup)
+    return dict(kv)
+try:
+    d = json.loads(open(sys.argv[1], "rb").read().decode("utf-8", "strict"), object_pairs_hook=pairs)
+except ValueError as e:
+    sys.exit("not strict JSON: %s" % e)
+sys.exit(0 if eval(sys.argv[2]) else "%s is false of %r" % (sys.argv[2], d))' "$1" "$2" 2>&1 | head -c 400
+    return "${PIPESTATUS[0]}"
+}
+
 M="-m $FIX/ln-pre-bias.json"
 U="-m $FIX/utf8.json"
 

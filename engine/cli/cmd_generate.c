@@ -128,6 +128,7 @@ static void add_timings(cJSON *o, const NlGenerateStats *st, int streams) {
     cJSON_AddNumberToObject(o, "decode_seconds", st->decode_seconds);
     cJSON_AddNumberToObject(o, "decode_tok_s", st->decode_seconds > 0 ? tokens / st->decode_seconds : 0.0);
     cJSON_AddNumberToObject(o, "context_shifts", (double)st->context_shifts);
+    if (st->context_shifts) cJSON_AddNumberToObject(o, "shift_seconds", st->shift_seconds);
 }
 
 // A token as llama-server shows one: {id, token (its bytes as text), bytes, logprob}.
@@ -222,10 +223,13 @@ static int same_destination(void) {
 // ("normlab: MODEL: prefill ..."), and the text, which then ends in a newline, needs none; NULL: one model.
 static void print_timing(const NlGenerateStats *st, size_t n_new, int streams, const char *label, const char *unit,
                          int stopped) {
-    size_t tokens = st->decode_tokens * (size_t)streams;
+    // decode's rate leaves out the steps that shifted the context: those are said apart
+    size_t plain = st->decode_tokens > st->context_shifts ? st->decode_tokens - st->context_shifts : 0;
+    size_t steps = plain * (size_t)streams;
+    double decode = st->decode_seconds - st->shift_seconds;
     char per[64] = "", chars[96], esc[1024], named[1040] = "";
     if (label) snprintf(named, sizeof named, "%s: ", msg_escape(esc, sizeof esc, label));
-    if (streams > 1) snprintf(per, sizeof per, " (%zu steps x %d streams)", st->decode_tokens, streams);
+    if (streams > 1) snprintf(per, sizeof per, " (%zu steps x %d streams)", plain, streams);
     snprintf(chars, sizeof chars, "%zu new %s%s%s%s", n_new, unit, plural(n_new), streams > 1 ? " per stream" : "",
              n_new ? " (the first from the prefill's logits)" : "");
     fprintf(
@@ -233,9 +237,11 @@ static void print_timing(const NlGenerateStats *st, size_t n_new, int streams, c
         "%snormlab: %sprefill %zu token%s in %.2f ms (%.0f tok/s); %s; decode %zu token%s%s in %.2f ms (%.0f tok/s)",
         !label && !isatty(STDOUT_FILENO) && same_destination() ? "\n" : "", named, st->prompt_used,
         plural(st->prompt_used), st->prefill_seconds * 1e3,
-        st->prompt_used / (st->prefill_seconds > 0 ? st->prefill_seconds : 1e-9), chars, tokens, plural(tokens), per,
-        st->decode_seconds * 1e3, tokens ? (double)tokens / (st->decode_seconds > 0 ? st->decode_seconds : 1e-9) : 0.0);
-    if (st->context_shifts) fprintf(stderr, "; %zu context shift%s", st->context_shifts, plural(st->context_shifts));
+        st->prompt_used / (st->prefill_seconds > 0 ? st->prefill_seconds : 1e-9), chars, steps, plural(steps), per,
+        decode * 1e3, steps ? (double)steps / (decode > 0 ? decode : 1e-9) : 0.0);
+    if (st->context_shifts)
+        fprintf(stderr, "; %zu context shift%s in %.2f ms", st->context_shifts, plural(st->context_shifts),
+                st->shift_seconds * 1e3);
     if (stopped) fprintf(stderr, "; ended by --stop (the stop text counted, not printed)");
     fprintf(stderr, "\n");
 }
@@ -288,24 +294,13 @@ static void say_seed(const Options *o, int drawn, uint64_t seed) {
     if (!o->has_seed && drawn && o->sampling.temperature > 0) msg_error("seed %llu", (unsigned long long)seed);
 }
 
-// A prompt of n tokens longer than the context T is cut, with a warning (naming label's model).
-static void warn_long_prompt(const char *label, size_t n, const NlModel *model) {
-    size_t T = model_context(model);
-    const char *unit = token_unit(model);
-    if (n <= T) return;
-    if (label) msg_error("warning: %s: the prompt has %zu %ss; only the last %zu fit the context", label, n, unit, T);
-    else msg_error("warning: the prompt has %zu %ss; only the last %zu fit the context", n, unit, T);
-}
-
 // generate, and profile (the same run with the text discarded and the profile as the result).
 // Several samples run in groups of --batch streams, the groups spread over the engine threads.
-// Before decoding: --exact-window needs a window; a random seed is said (greedy needs none); a
-// prompt longer than the context is cut, with a warning.
-static int check_run(const Options *o, const RunMode *mode, const NlModel *model, size_t n, uint64_t seed) {
+// Before decoding: --exact-window needs a window; a random seed is said (greedy needs none).
+static int check_run(const Options *o, const RunMode *mode, const NlModel *model, uint64_t seed) {
     int rc = check_window(o, model, NULL);
     if (rc) return rc;
     say_seed(o, mode->draw_seed, seed);
-    warn_long_prompt(NULL, n, model);
     return 0;
 }
 
@@ -406,8 +401,31 @@ static int setup_model(const Options *o, GenRun *r, const char *given, size_t le
     return rc;
 }
 
-// r's samplers, seeded from r->seed, and the prompt as the model saw it (for echoing).
+// A prompt longer than the context T keeps its last T - R tokens, R = min(-n - 1, T/2) the room the
+// new tokens need before a shift (nanoGPT crops to T, and then the first new token forces a shift;
+// --exact-window keeps its T): what is dropped is said, naming r's model when there are several.
+static void crop_prompt(const Options *o, GenRun *r) {
+    size_t T = model_context(r->model), n = r->n, len, bytes = 0;
+    if (!model_windowed(r->model) || n <= T) return;
+    size_t need = o->n_new > 1 && !o->exact_window ? (size_t)o->n_new - 1 : 0, room = need < T / 2 ? need : T / 2;
+    size_t keep = T - room, drop = n - keep;
+    for (size_t i = 0; i < drop; i++) bytes += (nl_tokenizer_bytes(nl_model_tokenizer(r->model), r->ids[i], &len), len);
+    memmove(r->ids, r->ids + drop, keep * sizeof *r->ids);
+    r->n = keep;
+    const char *unit = token_unit(r->model);
+    char esc[1024], named[1040] = "";
+    if (r->name) snprintf(named, sizeof named, "%s: ", msg_escape(esc, sizeof esc, r->name));
+    char left[96] = "";
+    if (room)
+        snprintf(left, sizeof left, ", leaving room for %zu new %s%s before a context shift", room, unit, plural(room));
+    msg_error(
+        "warning: %sthe prompt has %zu %ss, more than the context's %zu: its first %zu (%zu byte%s) are dropped%s",
+        named, n, unit, T, drop, bytes, plural(bytes), left);
+}
+
+// r's prompt cut to fit, its samplers, seeded from r->seed, and the prompt as the model saw it (for echoing).
 static int setup_streams(const Options *o, GenRun *r) {
+    crop_prompt(o, r);
     int rc = make_samplers(o, r->model, r->seed, r->ids, r->n, r->samplers);
     if (!rc && !(r->prompt = prompt_text(r->model, r->ids, r->n, &r->prompt_len))) {
         msg_error("out of memory");
@@ -543,7 +561,7 @@ int generate_run(Options *o, const RunMode *mode) {
     GenRun r = {.mode = mode};
     plan_groups(o, &r);
     int rc = setup_run(o, &r), write_failed = 0;
-    if (!rc) rc = check_run(o, mode, r.model, r.n, r.seed);
+    if (!rc) rc = check_run(o, mode, r.model, r.seed);
     if (!rc) rc = decode_run(o, &r, &write_failed);
     if (write_failed) msg_error("cannot write %s: %s", o->output ? o->output : "to stdout", strerror(write_failed));
     return finish_run(o, &r, rc);
@@ -578,7 +596,6 @@ static int many_setup(const Options *o, ManyRun *m) {
         if (!rc) rc = check_window(o, r->model, r->name);
     }
     if (!rc) say_seed(o, 1, seed);
-    for (int i = 0; !rc && i < m->n; i++) warn_long_prompt(m->runs[i].name, m->runs[i].n, m->runs[i].model);
     if (!rc) rc = open_main_output(o, &m->out);
     for (int i = 0; !rc && i < m->n; i++) rc = setup_streams(o, &m->runs[i]);
     return rc;

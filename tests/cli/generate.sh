@@ -70,11 +70,23 @@ cmp -s "$TMP/stdin" "$TMP/inline" && ok "-f - reads the prompt from stdin" || ba
 expect_ok "past the window" generate $M -p 'ab' -n 100 --seed 4 --no-echo
 [ "$(wc -m < "$TMP/out")" -eq 100 ] && grep -q "context shifts" "$TMP/err" \
     && ok "generation goes on past block_size" || bad "past the window" "$(cat "$TMP/err")"
+"$BIN" generate $M -p 'ab' -n 100 --seed 4 --json > "$TMP/shift.json" 2>/dev/null
+why=$(strict_json "$TMP/shift.json" "d['context_shifts'] > 0 and 0 < d['shift_seconds'] < d['decode_seconds']") \
+    && ok "--json: the context shifts' share of decode_seconds (shift_seconds)" || bad "shift_seconds" "$why"
 expect_ok "exact window" generate $M -p 'ab' -n 100 --seed 4 --exact-window --no-echo
 [ "$(wc -m < "$TMP/out")" -eq 100 ] && ok "--exact-window goes on past block_size" || bad "exact window" "short"
+# a prompt over the context (9) keeps room for -n: 17 characters, -n 3: the last 7, so the 2 fed back
+# need no shift; the warning says what went; the echo is what the model saw
 expect_ok "long prompt" generate $M -p 'ab ab ab ab ab ab' -n 3 --seed 4
-grep -q "only the last 9 fit" "$TMP/err" \
-    && ok "long prompt warns and keeps the last block_size" || bad "long prompt" "$(cat "$TMP/err")"
+grep -qF "the prompt has 17 characters, more than the context's 9: its first 10 (10 bytes) are dropped, leaving \
+room for 2 new characters before a context shift" "$TMP/err" && ! grep -q "context shift in" "$TMP/err" \
+    && [ "$(head -c 7 "$TMP/out")" = "b ab ab" ] \
+    && ok "long prompt: cut to leave room for -n, what was dropped said, no shift" || bad "long prompt" "$(cat "$TMP/err")"
+expect_ok "long prompt, many new" generate $M -p 'ab ab ab ab ab ab' -n 30 --seed 4 --no-echo
+grep -qF "its first 12 (12 bytes) are dropped, leaving room for 4 new characters" "$TMP/err" \
+    && grep -qE "decode [0-9]+ tokens in [0-9.]+ ms \([0-9]+ tok/s\); [0-9]+ context shifts in [0-9.]+ ms" "$TMP/err" \
+    && ok "long prompt, -n past the window: room for half the window; the shifts' time said apart" \
+    || bad "long prompt -n 30" "$(cat "$TMP/err")"
 expect_ok "override" generate $M -p 'ab' -n 5 --seed 4 --norm rmsnorm --placement post
 grep -q "warning: the model was trained as layernorm/pre; running it as rmsnorm/post" "$TMP/err" \
     && ok "override warns" || bad "override warns" "$(cat "$TMP/err")"

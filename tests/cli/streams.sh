@@ -2,24 +2,6 @@
 # Sourced by tests/cli_test.sh in order, in its shell: its helpers, $BIN, $TMP and the files earlier parts made.
 
 # ---- JSON, lookup and standard streams (the command line)
-# strict_json FILE EXPR: FILE is UTF-8, decoded strictly, and one JSON value whose objects have no
-# repeated key; EXPR, Python of the value d, holds. Prints what failed.
-strict_json() {
-    /usr/bin/python3 -c '
-import json, sys
-def pairs(kv):
-    keys = [k for k, _ in kv]
-    dup = sorted({k for k in keys if keys.count(k) > 1})
-    if dup:
-        sys.exit("repeated keys %s" % dup)
-    return dict(kv)
-try:
-    d = json.loads(open(sys.argv[1], "rb").read().decode("utf-8", "strict"), object_pairs_hook=pairs)
-except ValueError as e:
-    sys.exit("not strict JSON: %s" % e)
-sys.exit(0 if eval(sys.argv[2]) else "%s is false of %r" % (sys.argv[2], d))' "$1" "$2" 2>&1 | head -c 400
-    return "${PIPESTATUS[0]}"
-}
 # A name with a stray byte, an overlong '/', a surrogate and a code point above U+10FFFF: ten bytes
 # that are not UTF-8, each one U+FFFD in JSON.
 BADN=$(printf 'm\377\300\257\355\240\200\364\220\200\200')
