@@ -117,6 +117,7 @@ base() {  # base CMD OPTION: a cheap run of CMD that the option's value is added
 model_limit() {
     case "$1 $2 $3" in
         "eval --stride 65536") echo "is larger than the model's context" ;;
+        "generate --steps -1" | "profile --steps -1") echo "goes with" ;;  # (generate -i's)
     esac
 }
 while IFS=$'\t' read -r c long alias short type arg def choices accepted refused; do

@@ -661,6 +661,10 @@ int cmd_generate(Options *o) {
         return EXIT_USAGE;
     }
     if (o->interactive) return generate_interactive(o);
+    if (o->n_new < 0) {
+        msg_usage(o->cmd, "-n -1 (each turn until the window is full) goes with -i; give generate a count");
+        return EXIT_USAGE;
+    }
     if (o->n_models == 1) o->model = o->models[0];
     if (o->n_models < 2) return generate_run(o, &GENERATE);
     if (o->profile) {

@@ -1,14 +1,26 @@
 // cmd_interactive.c — generate -i, as llama-cli's interactive mode: the prompt, then -n tokens (or
 // up to a --stop text), then a line read from standard input continues the text, turn after turn,
-// on one KV cache; end of input (Ctrl-D) ends it. "> " on stderr asks for each line.
+// on one KV cache; end of input (Ctrl-D) ends it. "> " on stderr asks for each line. As in llama-cli,
+// Ctrl-C during a turn ends the turn (back to the prompt), Ctrl-C at the prompt ends the session
+// (exit 130), the session's timings are said at its end, and -n -1 runs each turn until the window
+// is full.
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli.h"
+
+// The one state a signal handler can set (a flag, as C allows): a Ctrl-C not yet acted on.
+static volatile sig_atomic_t ctrl_c;
+
+static void on_ctrl_c(int sig) {
+    (void)sig;
+    ctrl_c = 1;
+}
 
 // The text so far, as the model sees it: a transformer's window of its last T tokens (on the state's
 // cache), or a recurrent model's position count (its state carries the rest).
@@ -17,6 +29,8 @@ typedef struct {
     int *window;  // (T) a transformer's tokens in the cache
     size_t T, len;
     int windowed;
+    size_t fed, made, turns;  // the tokens read (prompt and lines), those generated, the turns
+    double fed_seconds, made_seconds;  // their forward passes (and, for those generated, their sampling)
 } Context;
 
 // Feeds ids[0..n) after the text so far; the logits after the last (V), or NULL on a failed pass.
@@ -44,15 +58,24 @@ static const float *feed(Context *c, const int *ids, size_t n) {
 // One turn: up to -n tokens sampled and streamed, each fed back (the next turn continues after it);
 // a --stop text ends the turn early. Returns the logits after the turn, or NULL (the error said).
 static const float *one_turn(const Options *o, Context *c, NlSampler *smp, EmitCtx *e, const float *logits) {
-    for (long i = 0; i < o->n_new; i++) {
+    c->turns++;
+    for (long i = 0; o->n_new < 0 ? !c->windowed || c->len < c->T : i < o->n_new; i++) {  // -1: to a full window
+        if (ctrl_c) {  // Ctrl-C: this turn ends here
+            ctrl_c = 0;
+            break;
+        }
+        double t0 = nl_clock_seconds();
         int tok = nl_sampler_sample(smp, logits);
+        double sampled = nl_clock_seconds() - t0;
         if (tok < 0) {
             msg_error("the model produced a non-finite logit");
             return NULL;
         }
         int said = emit_token(tok, e);
         if (said == NL_EMIT_STOP) return NULL;
+        double t1 = nl_clock_seconds();
         logits = feed(c, &tok, 1);
+        c->made++, c->made_seconds += sampled + (nl_clock_seconds() - t1);  // (the text's writing aside)
         if (said == NL_EMIT_DONE) break;
     }
     return emit_end(e) ? NULL : logits;
@@ -63,6 +86,23 @@ static ssize_t read_line(char **line, size_t *cap) {
     fputs("\n> ", stderr);
     fflush(stderr);
     return getline(line, cap, stdin);
+}
+
+// The tokens read (the prompt and each line), timed: the logits after them.
+static const float *timed_feed(Context *c, const int *ids, size_t n) {
+    double t0 = nl_clock_seconds();
+    const float *logits = feed(c, ids, n);
+    c->fed += n, c->fed_seconds += nl_clock_seconds() - t0;
+    return logits;
+}
+
+// The session's timings, as llama-cli prints its own at the end.
+static void say_timings(const Context *c, const NlModel *model) {
+    const char *unit = token_unit(model);
+    msg_error("%zu turn%s; %zu token%s read in %.2f ms (%.0f tok/s); %zu new %s%s in %.2f ms (%.0f tok/s)", c->turns,
+              plural(c->turns), c->fed, plural(c->fed), c->fed_seconds * 1e3,
+              c->fed / (c->fed_seconds > 0 ? c->fed_seconds : 1e-9), c->made, unit, plural(c->made),
+              c->made_seconds * 1e3, c->made / (c->made_seconds > 0 ? c->made_seconds : 1e-9));
 }
 
 static int run_turns(const Options *o, const NlModel *model, Context *c, NlSampler *smp, const float *logits) {
@@ -87,12 +127,14 @@ static int run_turns(const Options *o, const NlModel *model, Context *c, NlSampl
             break;
         }
         for (size_t i = 0; i < n; i++) nl_sampler_accept(smp, ids[i]);
-        logits = feed(c, ids, n);
+        logits = timed_feed(c, ids, n);
         free(ids);
     }
     if (!logits) rc = EXIT_DATA;
+    if (!rc && ctrl_c) rc = EXIT_INTERRUPTED;  // Ctrl-C at the prompt
     if (e.write_failed) msg_error("cannot write to stdout: %s", strerror(e.write_failed));
-    if (!rc) fputc('\n', stderr);  // the line after the last "> "
+    if (!rc || rc == EXIT_INTERRUPTED) fputc('\n', stderr);  // the line after the last "> "
+    if (!rc || rc == EXIT_INTERRUPTED) say_timings(c, model);
     free(line);
     free(e.pending);
     return rc;
@@ -124,6 +166,10 @@ int generate_interactive(Options *o) {
     size_t n = 0, len = 0;
     if (o->n_models == 1) o->model = o->models[0];
     rc = load_model(o, &model);
+    if (!rc && o->n_new < 0 && !model_windowed(model)) {
+        msg_usage(o->cmd, "-n -1 runs each turn until the window is full; a recurrent model has none (give -n N)");
+        rc = EXIT_USAGE;
+    }
     if (!rc) rc = prompt_ids(o, model, NULL, &ids, &n, &text, &len, NULL);
     if (!rc) rc = make_state_as(o, model, 1, o->threads, 1, &c.state);
     uint64_t seed = o->has_seed ? o->seed : seed_from_os();
@@ -141,8 +187,14 @@ int generate_interactive(Options *o) {
         msg_error("cannot write to stdout: %s", strerror(errno));
         rc = EXIT_DATA;
     }
-    const float *logits = rc ? NULL : feed(&c, ids + first, n - first);
+    // Ctrl-C ends a turn, or the session at the prompt (no SA_RESTART: it interrupts the line's read)
+    struct sigaction on_int = {.sa_handler = on_ctrl_c}, before;
+    sigemptyset(&on_int.sa_mask);
+    ctrl_c = 0;
+    int caught = !rc && sigaction(SIGINT, &on_int, &before) == 0;
+    const float *logits = rc ? NULL : timed_feed(&c, ids + first, n - first);
     if (!rc) rc = run_turns(o, model, &c, smp, logits);
+    if (caught) sigaction(SIGINT, &before, NULL);
     free(c.window);
     nl_state_free(c.state);
     nl_sampler_free(smp);

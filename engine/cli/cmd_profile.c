@@ -8,5 +8,9 @@ static const char *const PROFILE_PROMPT = "KING:\nNow speak, good friend, and te
 
 int cmd_profile(Options *o) {
     const RunMode profile = {.keep_text = 0, .draw_seed = 0, .profile_result = 1, .default_prompt = PROFILE_PROMPT};
+    if (o->n_new < 0) {
+        msg_usage(o->cmd, "-n -1 goes with generate -i; give profile a count");
+        return EXIT_USAGE;
+    }
     return generate_run(o, &profile);
 }

@@ -8,7 +8,7 @@
 #include <stddef.h>
 
 // The exit statuses (docs/files.md): 0 ok, 1 a runtime or data error, 2 a usage error.
-enum { EXIT_DATA = 1, EXIT_USAGE = 2 };
+enum { EXIT_DATA = 1, EXIT_USAGE = 2, EXIT_INTERRUPTED = 130 };  // (130: 128 + SIGINT, as the shell says)
 
 // Writes s escaped into out (cap bytes, NUL-terminated); when it does not fit, the middle of the
 // escaped text is replaced by "…". Returns out.

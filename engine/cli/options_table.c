@@ -179,15 +179,15 @@ const OptSpec OPTIONS[] = {
      .letter = 'n',
      .type = OT_LONG,
      .arg = "N",
-     .lo = 0,
+     .lo = -1,
      .hi = 1000000000,
-     .range = "an integer in [0, 1000000000]",
+     .range = "an integer in [-1, 1000000000]",
      .def = "256",
      .commands = GEN | PROF,
      .field = F(n_new),
      .help = "tokens to generate: characters for a character model, BPE tokens for a BPE one (0 generates "
-             "nothing; the prompt is still processed and timed; --n-predict: llama.cpp's name, --max-new-tokens: "
-             "nanoGPT's)"},
+             "nothing; the prompt is still processed and timed; with -i, -1 runs each turn until the window is full; "
+             "--n-predict: llama.cpp's name, --max-new-tokens: nanoGPT's)"},
     {.name = "temperature",
      .alias = "temp",
      .type = OT_DOUBLE,

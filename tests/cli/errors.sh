@@ -17,7 +17,7 @@ expect_fail "one dash and a prefix is no long option" 2 "unknown option '-exact'
     generate $M -exact
 expect_fail "a flag takes no value" 2 "option '--json' takes no value" info $M --json=1
 expect_fail "unknown command" 2 "unknown command 'sing'" sing
-expect_fail "negative -n" 2 "-n must be an integer in [0, 1000000000], got '-1'" generate $M -n -1
+expect_fail "negative -n" 2 "-n must be an integer in [-1, 1000000000], got '-2'" generate $M -n -2
 expect_fail "non-numeric -n" 2 "got '12abc'" generate $M -n 12abc
 expect_fail "negative temperature" 2 "--temperature must be 0 or a number in [1e-4, 1e4], got '-0.5'" \
     generate $M --temperature -0.5

@@ -81,7 +81,8 @@ expect_ok "long prompt" generate $M -p 'ab ab ab ab ab ab' -n 3 --seed 4
 grep -qF "the prompt has 17 characters, more than the context's 9: its first 10 (10 bytes) are dropped, leaving \
 room for 2 new characters before a context shift" "$TMP/err" && ! grep -q "context shift in" "$TMP/err" \
     && [ "$(head -c 7 "$TMP/out")" = "b ab ab" ] \
-    && ok "long prompt: cut to leave room for -n, what was dropped said, no shift" || bad "long prompt" "$(cat "$TMP/err")"
+    && ok "long prompt: cut to leave room for -n, what was dropped said, no shift" \
+    || bad "long prompt" "$(cat "$TMP/err")"
 expect_ok "long prompt, many new" generate $M -p 'ab ab ab ab ab ab' -n 30 --seed 4 --no-echo
 grep -qF "its first 12 (12 bytes) are dropped, leaving room for 4 new characters" "$TMP/err" \
     && grep -qE "decode [0-9]+ tokens in [0-9.]+ ms \([0-9]+ tok/s\); [0-9]+ context shifts in [0-9.]+ ms" "$TMP/err" \

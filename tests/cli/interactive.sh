@@ -82,6 +82,28 @@ sys.exit(0 if got == want.rstrip("\n ") + ">" or got.rstrip() == want.rstrip() e
         || bad "-i tmux" "$(cat "$TMP/pane")"
     [ "$(cat "$TMP/tmux.rc" 2>/dev/null)" = 0 ] && ok "-i at a terminal: Ctrl-D ends it, exit 0" \
         || bad "-i tmux Ctrl-D" "rc '$(cat "$TMP/tmux.rc" 2>/dev/null)'"
+    # Ctrl-C, as in llama-cli: during a turn it ends the turn (the next "> " comes), at the prompt it
+    # ends the session, exit 130, with the session's timings
+    : > "$TMP/tmux.rc"
+    tmux -L "$sock" new-session -d -s s -x 200 -y 50 \
+        "$BIN generate -m weights/shakespeare-lstm-ln -i -p ROMEO: -n 100000000 --seed 1 2> $TMP/cc.err; \
+echo \$? > $TMP/tmux.rc; sleep 20"
+    err_prompts() {  # err_prompts N: until cc.err shows N "> " prompts (10 s at most)
+        for _ in $(seq 100); do
+            [ "$(grep -c '^> ' "$TMP/cc.err" 2>/dev/null)" -ge "$1" ] && return 0
+            sleep 0.1
+        done
+        return 1
+    }
+    sleep 0.5 && tmux -L "$sock" send-keys -t s C-c && err_prompts 1 \
+        && tmux -L "$sock" send-keys -t s 'JULIET:' Enter && sleep 0.5 && tmux -L "$sock" send-keys -t s C-c \
+        && err_prompts 2 && tmux -L "$sock" send-keys -t s C-c
+    for _ in $(seq 100); do [ -s "$TMP/tmux.rc" ] && break; sleep 0.1; done
+    tmux -L "$sock" kill-server 2>/dev/null
+    [ "$(cat "$TMP/tmux.rc")" = 130 ] && [ "$(grep -c '^> ' "$TMP/cc.err")" -eq 2 ] \
+        && grep -qE "^normlab: 2 turns; [0-9]+ tokens read in .*; [0-9]+ new characters in " "$TMP/cc.err" \
+        && ok "-i: Ctrl-C ends a turn, then at the prompt the session (exit 130, with its timings)" \
+        || bad "-i Ctrl-C" "rc '$(cat "$TMP/tmux.rc")': $(tail -c 300 "$TMP/cc.err")"
     # at a terminal generate's text ends its line (the shell's next output starts its own); a pipe gets
     # the bytes alone (every golden test)
     tmux -L "$sock" new-session -d -s s -x 200 -y 50 \
@@ -95,6 +117,15 @@ sys.exit(0 if got == want.rstrip("\n ") + ">" or got.rstrip() == want.rstrip() e
         && ok "generate at a terminal ends its text's line; to a pipe, the text's bytes alone" \
         || bad "terminal newline" "$(cat "$TMP/pane2")"
 else
-    skipped=$((skipped + 3)); absent="${absent:+$absent, }tmux"
-    echo "skip 3 (of this suite's checks): tmux missing"
+    skipped=$((skipped + 4)); absent="${absent:+$absent, }tmux"
+    echo "skip 4 (of this suite's checks): tmux missing"
 fi
+# -n -1: each turn until the window is full (128 here): the prompt's turn fills it, with no shift
+printf '' | "$BIN" generate $IM -i -p 'ROMEO:' -n -1 --temperature 0 > "$TMP/im1" 2> "$TMP/im1.err"
+"$BIN" generate $IM -p 'ROMEO:' -n 122 --temperature 0 > "$TMP/im2" 2>/dev/null
+cmp -s "$TMP/im1" "$TMP/im2" && grep -qE "^normlab: 1 turn; 6 tokens read in .*; 122 new characters in" "$TMP/im1.err" \
+    && ok "-i -n -1: a turn runs until the window is full (122 new after a 6-token prompt); the timings at the end" \
+    || bad "-i -n -1" "$(tail -c 300 "$TMP/im1.err")"
+expect_fail "-n -1 without -i" 2 "-n -1 (each turn until the window is full) goes with -i" generate $IM -n -1 -p a
+expect_fail "-i -n -1 with a recurrent model" 2 "a recurrent model has none" \
+    generate -m weights/shakespeare-lstm-ln -i -n -1 -p a

@@ -94,10 +94,12 @@ for order in "$pair $y" "$y $pair"; do
     "$BIN" generate $CH -p 'ROMEO:' -n 300 --seed 5 --no-echo --stop "$s1" --stop "$s2" > "$TMP/xy" 2>/dev/null
     cmp -s "$TMP/xy" "$TMP/want_xy" || why="$why streamed, --stop $s1 --stop $s2;"
     "$BIN" generate $CH -p 'ROMEO:' -n 300 --seed 5 --stop "$s1" --stop "$s2" --json > "$TMP/xy.json" 2>/dev/null
-    strict_json "$TMP/xy.json" "d['text'].encode() == open('$TMP/want_xy', 'rb').read() and d['stopping_word'] == '$pair'" \
+    strict_json "$TMP/xy.json" \
+        "d['text'].encode() == open('$TMP/want_xy', 'rb').read() and d['stopping_word'] == '$pair'" \
         > /dev/null || why="$why --json, --stop $s1 --stop $s2;"
 done
-[ -s "$TMP/want_xy" ] && [ -z "$why" ] && ok "--stop '$pair' --stop '$y' (either order): the earliest in the text wins" \
+[ -s "$TMP/want_xy" ] && [ -z "$why" ] \
+    && ok "--stop '$pair' --stop '$y' (either order): the earliest in the text wins" \
     || bad "--stop earliest" "$why got '$(head -c 80 "$TMP/xy")'"
 n=$(wc -c < "$TMP/want")
 grep -q "; $((n + 3)) new characters" "$TMP/err" && ok "--stop: the timing line counts the characters generated" \
@@ -274,5 +276,6 @@ p = open(sys.argv[1], "rb").read()
 one, two, d = open(sys.argv[2], "rb").read(), open(sys.argv[3], "rb").read(), json.load(open(sys.argv[4]))
 if not one.startswith(p) or len(one) <= len(p): sys.exit("streamed: %r" % one[:20])
 if two.count(b"---\n" + p) != 2: sys.exit("samples: %r" % two[:80])
-if d["prompt"].encode() != p: sys.exit("json: %r" % d["prompt"])' "$TMP/nul.txt" "$TMP/nul.out" "$TMP/nul2.out" "$TMP/nul.json") \
+if d["prompt"].encode() != p: sys.exit("json: %r" % d["prompt"])' \
+    "$TMP/nul.txt" "$TMP/nul.out" "$TMP/nul2.out" "$TMP/nul.json") \
     && ok "a prompt with a NUL byte is echoed whole (streamed, --samples, --json)" || bad "NUL prompt" "$why"
