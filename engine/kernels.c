@@ -367,14 +367,34 @@ float nl_max(const float *x, size_t n) {
 __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #endif
 int nl_max_finite(const float *x, size_t n, float *max_out) {
-    unsigned bad = 0;
-    for (size_t i = 0; i < n; i++) {  // exponent all ones: Inf or NaN
+    typedef float v8f __attribute__((vector_size(32)));
+    typedef int v8i __attribute__((vector_size(32)));
+    v8f m = {x[0], x[0], x[0], x[0], x[0], x[0], x[0], x[0]};
+    v8i bad = {0};
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {  // one pass: the max by a blend, and an exponent all ones (Inf or NaN)
+        v8f v;
+        v8i bits;
+        memcpy(&v, x + i, sizeof v);
+        memcpy(&bits, x + i, sizeof bits);
+        v8i gt = v > m, vi, mi;
+        memcpy(&vi, &v, sizeof vi);
+        memcpy(&mi, &m, sizeof mi);
+        mi = (gt & vi) | (~gt & mi);
+        memcpy(&m, &mi, sizeof m);
+        bad |= (bits & 0x7f800000) == 0x7f800000;
+    }
+    float max = x[0];
+    int any = 0;
+    for (size_t k = 0; k < 8; k++) max = m[k] > max ? m[k] : max, any |= bad[k];
+    for (; i < n; i++) {
         uint32_t u;
         memcpy(&u, &x[i], sizeof u);
-        bad |= (u & 0x7f800000u) == 0x7f800000u;
+        any |= (u & 0x7f800000u) == 0x7f800000u;
+        max = x[i] > max ? x[i] : max;
     }
-    *max_out = max_lanes(x, n);
-    return !bad;
+    *max_out = max;
+    return !any;
 }
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
@@ -441,12 +461,17 @@ __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #endif
 size_t
 nl_collect_band(int *ids, size_t cap, const float *x, size_t n, float lo, float hi) {
+    typedef float v8f __attribute__((vector_size(32)));
+    typedef int v8i __attribute__((vector_size(32)));
     size_t m = 0, i = 0;
-    for (; i + 16 <= n; i += 16) {  // a block is looked into only if it holds one: few do
-        int hit = 0;
-        for (size_t k = 0; k < 16; k++) hit |= (x[i + k] >= lo) & (x[i + k] < hi);
-        if (!hit) continue;
-        for (size_t k = i; k < i + 16; k++)
+    for (; i + 8 <= n; i += 8) {  // a block is looked into only if it holds one: few do
+        v8f v;
+        memcpy(&v, x + i, sizeof v);
+        v8i in = (v >= lo) & (v < hi);
+        uint64_t any[4];
+        memcpy(any, &in, sizeof any);
+        if (!(any[0] | any[1] | any[2] | any[3])) continue;
+        for (size_t k = i; k < i + 8; k++)
             if (x[k] >= lo && x[k] < hi && m < cap) ids[m++] = (int)k;
     }
     for (; i < n; i++)
