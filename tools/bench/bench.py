@@ -52,6 +52,7 @@ import torch  # noqa: E402
 
 import nlformat  # noqa: E402
 import nltool  # noqa: E402
+from sampler_bench import sampler_rows  # noqa: E402  (tools/bench, beside this file)
 from tokenize_bench import long_pieces  # noqa: E402  (tools/bench, beside this file)
 from torch_side import TorchModel, set_torch_threads  # noqa: E402  (tools/bench, beside this file)
 
@@ -646,6 +647,7 @@ def main(argv):
     profile(args, out)
     shipped(args, out)
     long_pieces(args.repeats, out)
+    sampler_rows(args.repeats, out)
     kernels(args, out, long_text, long_chars)
     D = tm.c["n_embd"]
     layout(out, [(os.path.basename(args.model), D, tm.c.get("n_inner") or tm.c.get("mlp_ratio", 4) * D,
