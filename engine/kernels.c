@@ -152,7 +152,7 @@ void nl_add_scaled(float *y, float alpha, const float *x, size_t count) {
 // subnormals), above 88 e^88 (softmax only passes x <= 0); NaN stays NaN. Largest relative error
 // against exp measured in tests/test_kernels.c: 8.3e-8, under 1 ulp (the test allows 2).
 // libm's expf is a call per element: in the decode step's softmax it took half the attention time.
-static inline __attribute__((always_inline)) float exp_poly(float x) {
+static inline __attribute__((always_inline)) float exp_parts(float x, float lo) {  // e^(x + lo), |lo| tiny
     const float shifter = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer in the low bits
     float c = x < -87.3f ? -87.3f : x > 88.0f ? 88.0f : x;  // keeps 2^k a normal float
     float kf = c * 1.44269504088896341f + shifter;
@@ -160,7 +160,7 @@ static inline __attribute__((always_inline)) float exp_poly(float x) {
     memcpy(&kbits, &kf, sizeof kbits);
     kf -= shifter;
     float r = c - kf * 0.693359375f;
-    r = r - kf * -2.12194440e-4f;
+    r = r - kf * -2.12194440e-4f + lo;
     float p = 1.9875691500e-4f;
     p = p * r + 1.3981999507e-3f;
     p = p * r + 8.3334519073e-3f;
@@ -173,6 +173,8 @@ static inline __attribute__((always_inline)) float exp_poly(float x) {
     memcpy(&scale, &bits, sizeof scale);
     return x < -87.3f ? 0.0f : p * scale;
 }
+
+static inline __attribute__((always_inline)) float exp_poly(float x) { return exp_parts(x, 0.0f); }
 
 float nl_exp(float x) { return exp_poly(x); }
 
@@ -319,31 +321,13 @@ void nl_attend_rows(float *out, size_t out_stride, const float *q, size_t q_stri
 
 // e^((x - max) * scale) as exp_poly computes e^y, but with y carried in two floats, y = yh + yl: the
 // difference x - max exactly (TwoSum), its product with scale (also in two floats) exactly by fma,
-// and yl added to the reduced argument. Then the error is the polynomial's alone (8.4e-8 of e^y
+// and yl added to the reduced argument (exp_parts). Then the error is the polynomial's alone (8.4e-8 of e^y
 // measured, tests/test_kernels.c), where rounding y to one float adds |y| 6e-8 of e^y. Below -87.3
 // it returns 0. (Without FMA, in the baseline build, fmaf is a library call: slower, the same bits.)
 static inline __attribute__((always_inline)) float exp_shifted(float x, float neg_max, float sh, float sl) {
     float s = x + neg_max, bb = s - x, err = (x - (s - bb)) + (neg_max - bb);
     float yh = s * sh, yl = fmaf(s, sh, -yh) + (s * sl + err * sh);
-    const float shifter = 12582912.0f;  // 1.5 * 2^23
-    float c = yh < -87.3f ? -87.3f : yh > 88.0f ? 88.0f : yh;
-    float kf = c * 1.44269504088896341f + shifter;
-    uint32_t kbits;
-    memcpy(&kbits, &kf, sizeof kbits);
-    kf -= shifter;
-    float r = c - kf * 0.693359375f;
-    r = r - kf * -2.12194440e-4f + yl;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
-    uint32_t bits = (kbits - 0x4B400000u + 127u) << 23;  // 2^k
-    float scale;
-    memcpy(&scale, &bits, sizeof scale);
-    return yh < -87.3f ? 0.0f : p * scale;
+    return exp_parts(yh, yl);
 }
 
 float nl_exp_scaled(float x, float max, double scale) {
