@@ -325,8 +325,8 @@ install: all build/libnormlab.a build/normlab.1 build/normlab.bash build/normlab
 	    $(DESTDIR)$(DATADIR)/man/man1 $(DESTDIR)$(DATADIR)/bash-completion/completions $(DESTDIR)$(DATADIR)/normlab
 	install -m 755 normlab $(DESTDIR)$(BINDIR)/normlab
 	install -m 644 build/libnormlab.a $(DESTDIR)$(LIBDIR)/libnormlab.a
-	install -m 644 engine/normlab.h engine/lab/normlab_lab.h engine/nl_error.h tokenizer/tokenizer.h \
-	    $(DESTDIR)$(INCLUDEDIR)/
+	install -m 644 engine/normlab.h engine/normlab_ext.h engine/lab/normlab_lab.h engine/nl_error.h \
+	    tokenizer/tokenizer.h $(DESTDIR)$(INCLUDEDIR)/
 	install -m 644 build/normlab.pc $(DESTDIR)$(LIBDIR)/pkgconfig/normlab.pc
 	install -m 644 build/normlab.1 $(DESTDIR)$(DATADIR)/man/man1/normlab.1
 	install -m 644 build/normlab.bash $(DESTDIR)$(DATADIR)/bash-completion/completions/normlab

@@ -1,7 +1,8 @@
 #!/bin/sh
 # tests/install_test.sh DESTDIR PREFIX — the installed normlab as a user meets it, from another
-# folder: a model by bare name, `list`, the man page, a program built against the installed header
-# and library with pkg-config, and a second install at another prefix.
+# folder: a model by bare name, `list`, the man page, every installed header compiled alone, programs
+# built against the installed headers and library with pkg-config (the engine's and the lab's), and a
+# second install at another prefix.
 set -u
 root=$1 prefix=$2
 here=$(cd "$(dirname "$0")" && pwd)
@@ -56,6 +57,56 @@ if cc -std=c11 -Wall -Werror -o embed "$here/embed_example.c" $flags 2> cc.err; 
         && ok "an embedding program builds with pkg-config and runs" || bad "embed run" "$(cat embed.out)"
 else
     bad "embed build" "$(cat cc.err)"
+fi
+# Every installed header compiles alone with pkg-config's flags (as <normlab/X.h> too, the way one
+# under /usr/local/include is reached), and a program on the lab's header builds, links and runs: the
+# profiler counts the positions of one prompt through the forward pass.
+incdir=$root$prefix/include/normlab
+for h in "$incdir"/*.h; do
+    name=${h##*/}
+    printf '#include <%s>\n' "$name" > alone.c
+    printf '#include <normlab/%s>\n' "$name" > nested.c
+    if cc -std=c11 -Wall -Werror -fsyntax-only $flags alone.c 2> cc.err \
+        && cc -std=c11 -Wall -Werror -fsyntax-only -I"$root$prefix/include" nested.c 2>> cc.err; then
+        ok "the installed $name compiles alone"
+    else
+        bad "installed $name alone" "$(cat cc.err)"
+    fi
+done
+cat > lab.c <<'EOF_C'
+#include <stdio.h>
+
+#include <normlab_lab.h>
+
+int main(int argc, char **argv) {
+    NlError err;
+    NlModel *model = NULL;
+    NlState *state = NULL;
+    NlProfiler *prof = NULL;
+    if (argc != 2 || nl_model_load(&model, argv[1], &err) != 0 || nl_state_create(&state, model, NULL, &err) != 0
+        || nl_profiler_create(&prof, nl_model_config(model), 0, 0, &err) != 0) {
+        fprintf(stderr, "lab: %s\n", argc != 2 ? "usage: lab MODEL" : err.msg);
+        return 1;
+    }
+    nl_state_set_profiler(state, prof);
+    nl_profiler_set_phase(prof, NL_PHASE_PREFILL);
+    int ids[3] = {0, 1, 2};
+    nl_forward(state, ids, 3, 0, 1);
+    printf("profiled %llu positions, %s\n", (unsigned long long)nl_profiler_tokens(prof, NL_PHASE_PREFILL),
+           nl_quant_name(NL_QUANT_Q8));
+    nl_state_set_profiler(state, NULL);
+    nl_profiler_free(prof);
+    nl_state_free(state);
+    nl_model_free(model);
+    return 0;
+}
+EOF_C
+if cc -std=c11 -Wall -Werror -o lab lab.c $flags 2> cc.err; then
+    ./lab "$root$prefix/share/normlab/models/shakespeare-pre-ln" > lab.out 2>&1 \
+        && grep -qx "profiled 3 positions, q8" lab.out \
+        && ok "a program on the installed lab header builds, links and runs" || bad "lab run" "$(cat lab.out)"
+else
+    bad "lab build" "$(cat cc.err)"
 fi
 # A second install at another prefix, after the first: every generated file is remade for it, so its
 # normlab.pc names the second prefix. No DESTDIR, so that pkg-config reads the file as installed.
