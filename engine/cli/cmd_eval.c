@@ -14,19 +14,21 @@
 #include "cli.h"
 #include "report_profile.h"
 
-// Progress on a terminal, as llama-perplexity shows it: from one second in, characters done, rate and
-// time left, redrawn at most 4 times a second.
+// Progress on a terminal, as llama-perplexity shows it: from one second in, tokens done (characters
+// for a character model), rate and time left, redrawn at most 4 times a second.
 typedef struct {
     double last;  // seconds into the call when the line was last drawn
     int shown;
+    int chars;  // a character model: its tokens are characters
 } Progress;
 
 static void eval_progress(size_t done, size_t total, double el, void *ctx) {
     Progress *p = ctx;
     if (el < 1.0 || (el - p->last < 0.25 && done < total)) return;
     double rate = (double)done / el;
-    fprintf(stderr, "\reval: %zu / %zu characters (%.0f%%), %.0f chars/s, %.0f s left   ", done, total,
-            100.0 * (double)done / (double)total, rate, rate > 0 ? (double)(total - done) / rate : 0.0);
+    fprintf(stderr, "\reval: %zu / %zu %s (%.0f%%), %.0f %s/s, %.0f s left   ", done, total,
+            p->chars ? "characters" : "tokens", 100.0 * (double)done / (double)total, rate, p->chars ? "chars" : "tok",
+            rate > 0 ? (double)(total - done) / rate : 0.0);
     p->last = el;
     p->shown = 1;
 }
@@ -60,7 +62,10 @@ static int check_eval_options(const Options *o, int windowless) {
 // The result, as JSON or as text; `how` names the way the text was cut ("stride", or a recurrent
 // model's "segments") and `cut` its value. The figures are per token ("char" for a character
 // model, "token" for a BPE one; perplexity too), then per byte of the scored text (bytes: the
-// tokens' after the first), in which models of either kind compare. Returns 0 when a write failed.
+// tokens' after the first), in which models of either kind compare. The JSON names the unit
+// ("unit"), and a character model's adds the per-token keys a BPE model's have (the same values as
+// its per-char ones), so that `tokens`, `bits_per_token` and `bits_per_byte` hold for either kind.
+// Returns 0 when a write failed.
 static int print_eval(FILE *out, int json, const NlEvalResult *r, double nats, double se, size_t skipped,
                       const char *how, size_t cut, const char *unit, size_t bytes) {
     double bits = nats / log(2.0), ppl = exp(nats), per_byte = bytes ? (double)r->count / (double)bytes : 0.0;
@@ -68,14 +73,20 @@ static int print_eval(FILE *out, int json, const NlEvalResult *r, double nats, d
     const char *units = strcmp(unit, "char") == 0 ? "chars" : "tokens";
     if (isfinite(ppl)) snprintf(ppl_s, sizeof ppl_s, "%.9g", ppl);
     if (isfinite(ppl * se)) snprintf(ppl_se, sizeof ppl_se, "%.9g", ppl * se);
-    if (json)
+    if (json && fprintf(out,
+                        "{\"%s\": %zu, \"nats_per_%s\": %.9g, \"nats_per_%s_stderr\": %.9g, \"bits_per_%s\": "
+                        "%.9g, \"bits_per_%s_stderr\": %.9g, \"perplexity\": %s, \"perplexity_stderr\": %s, "
+                        "\"bytes\": %zu, \"bits_per_byte\": %.9g, \"bits_per_byte_stderr\": %.9g, \"skipped\": %zu, "
+                        "\"%s\": %zu, \"unit\": \"%s\"",
+                        units, r->count, unit, nats, unit, se, unit, bits, unit, se / log(2.0), ppl_s, ppl_se, bytes,
+                        bits * per_byte, se / log(2.0) * per_byte, skipped, how, cut, unit) <= 0)
+        return 0;
+    if (json && strcmp(unit, "token") != 0)  // the per-token keys a BPE model's JSON has
         return fprintf(out,
-                       "{\"%s\": %zu, \"nats_per_%s\": %.9g, \"nats_per_%s_stderr\": %.9g, \"bits_per_%s\": "
-                       "%.9g, \"bits_per_%s_stderr\": %.9g, \"perplexity\": %s, \"perplexity_stderr\": %s, "
-                       "\"bytes\": %zu, \"bits_per_byte\": %.9g, \"bits_per_byte_stderr\": %.9g, \"skipped\": %zu, "
-                       "\"%s\": %zu",
-                       units, r->count, unit, nats, unit, se, unit, bits, unit, se / log(2.0), ppl_s, ppl_se, bytes,
-                       bits * per_byte, se / log(2.0) * per_byte, skipped, how, cut) > 0;
+                       ", \"tokens\": %zu, \"nats_per_token\": %.9g, \"nats_per_token_stderr\": %.9g, "
+                       "\"bits_per_token\": %.9g, \"bits_per_token_stderr\": %.9g",
+                       r->count, nats, se, bits, se / log(2.0)) > 0;
+    if (json) return 1;
     return fprintf(out,
                    "%s %zu\nnats/%s %.6f +/- %.6f\nbits/%s %.6f +/- %.6f\nperplexity %.6f +/- %.6f\n%s %zu\n"
                    "bytes %zu\nbits/byte %.6f +/- %.6f\n",
@@ -139,7 +150,8 @@ static int plan_eval(const Options *o, const NlModel *model, size_t n, EvalPlan 
     p->workers = o->counters ? 1 : o->threads;  // counters: one thread (see generate)
     if ((size_t)p->workers > groups) p->workers = (int)groups;  // no state for a worker without a window
     if (p->windowless && p->segments > (n > 1 ? n - 1 : 1)) {
-        msg_usage(o->cmd, "--segments %zu: the text has %zu characters to score", p->segments, n > 1 ? n - 1 : 0);
+        msg_usage(o->cmd, "--segments %zu: the text has %zu %ss to score", p->segments, n > 1 ? n - 1 : 0,
+                  token_unit(model));
         return EXIT_USAGE;
     }
     if (p->windowless) p->calls = n / p->segments + 2;  // the positions of each segment
@@ -147,10 +159,10 @@ static int plan_eval(const Options *o, const NlModel *model, size_t n, EvalPlan 
 }
 
 // Scores ids[0..n) as planned (with a progress line on a terminal) into *r; the seconds it took.
-static int score(const Options *o, const Workers *wk, const EvalPlan *p, const int *ids, size_t n, KlRecord *rec,
-                 NlEvalResult *r, double *seconds) {
+static int score(const Options *o, const NlModel *model, const Workers *wk, const EvalPlan *p, const int *ids, size_t n,
+                 KlRecord *rec, NlEvalResult *r, double *seconds) {
     NlError err;
-    Progress prog = {0.0, 0};
+    Progress prog = {0.0, 0, nl_tokenizer_kind(nl_model_tokenizer(model)) == NL_TOKENIZER_CHAR};
     NlProgressFn show = isatty(STDERR_FILENO) ? eval_progress : NULL;
     int record = rec->nll || rec->base;
     NlEvalOptions eo = {.stride = p->stride,
@@ -193,6 +205,10 @@ int cmd_eval(Options *o) {
     if (!rc) rc = read_text(o->text_file, &text, &len);  // (eval)
     if (!rc) rc = encode(model, o->text_file, text, len, encode_flags(o), &ids, &n, &skipped);
     if (!rc) rc = plan_eval(o, model, n, &p);
+    if (!rc && n < 2) {  // (the engine's own message counts characters: a BPE model's text counts tokens)
+        msg_error("%s: the text needs at least 2 %ss to score one", o->text_file, token_unit(model));
+        rc = EXIT_DATA;
+    }
     // the per-token losses go to a JSON file (-o FILE, not stdout)
     int per_token = o->json && o->output && strcmp(o->output, "-") != 0;
     if (!rc && n >= 2)
@@ -204,7 +220,7 @@ int cmd_eval(Options *o) {
     if (!rc) rc = open_main_output(o, &out);
     NlEvalResult r;
     double seconds = 0.0, nats, se;
-    if (!rc) rc = score(o, &wk, &p, ids, n, &rec, &r, &seconds);
+    if (!rc) rc = score(o, model, &wk, &p, ids, n, &rec, &r, &seconds);
     KlSummary kls = {0};
     if (!rc && rec.compare) rc = kl_summary(&rec, &kls);
     if (!rc && o->kl_base && kl_base_write(base_out.f, &rec) != 0) {
@@ -270,8 +286,8 @@ int cmd_logits(Options *o) {
     if (rc) goto cleanup;
     size_t T = model_context(model), V = (size_t)nl_model_config(model)->vocab_size;
     if (n > T) {
-        msg_error("%s: %zu characters, more than the model's context of %zu",
-                  o->prompt_file ? o->prompt_file : "the text", n, T);
+        msg_error("%s: %zu %ss, more than the model's context of %zu", o->prompt_file ? o->prompt_file : "the text", n,
+                  token_unit(model), T);
         rc = EXIT_DATA;
         goto cleanup;
     }
