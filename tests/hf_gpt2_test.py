@@ -210,8 +210,9 @@ def lab(model, text):
           "compare: a BPE and a character model with the lens, outliers and q8 rows; bits/byte from each one's "
           "own scored bytes", err[-300:])
     rc, text_out, err = run(BIN, "compare", model, "shakespeare-pre-ln", "-f", text, "--repeats", "1")
-    check(rc == 0 and "bits/tok bits/byte" in text_out and "bytes scored" in text_out,
-          "compare's table labels bits/tok and adds bits/byte beside a BPE model", text_out[:300] + err)
+    check(rc == 0 and "bits/tok bits/byte    tokens     bytes" in text_out and "what each row scored" in text_out,
+          "compare's table labels bits/tok and adds bits/byte, tokens and bytes beside a BPE model",
+          text_out[:300] + err)
     rc, out, err = run(BIN, "eval", "-m", model, "-f", text, "--norm", "rmsnorm", "--json")
     check(rc == 0 and "rmsnorm" in err and json.loads(out)["tokens"] > 0, "eval --norm rmsnorm runs a BPE model", err)
 

@@ -165,7 +165,45 @@ static void json_rows_parse_with_stable_fields(void) {
     CHECK(second && cJSON_GetObjectItem(second, "bits_per_char")->valuedouble == rows[1].bits_per_char,
           "bits/char round-trips exactly");
     CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(second, "residual_rms")) == 3, "L + 1 residual values");
+    const cJSON *first = cJSON_GetArrayItem(root, 0);
+    const cJSON *unit = cJSON_GetObjectItem(first, "unit"), *tokens = cJSON_GetObjectItem(first, "tokens");
+    const cJSON *per_token = cJSON_GetObjectItem(first, "bits_per_token");
+    CHECK(cJSON_IsString(unit) && strcmp(unit->valuestring, "char") == 0 && cJSON_IsNumber(tokens) &&
+              tokens->valuedouble == (double)rows[0].chars && cJSON_IsNumber(per_token) &&
+              per_token->valuedouble == rows[0].bits_per_char && cJSON_HasObjectItem(first, "nats_per_token"),
+          "a character row: unit char, tokens and bits_per_token its chars and bits_per_char");
     cJSON_Delete(root);
+    // The same rows as if the second were a BPE model's (its own, smaller counts): its unit is token,
+    // and the table gives each row its own tokens and bytes.
+    rows[1].bpe = 1;
+    rows[1].chars = rows[0].chars / 2;
+    rows[1].bytes = rows[0].bytes - 1;
+    rows[1].bits_per_byte = rows[1].bits_per_char * (double)rows[1].chars / (double)rows[1].bytes;
+    free(buf);
+    f = open_memstream(&buf, &len);
+    CHECK(report_compare_json(f, rows, labels, 2, &info) == 0, "written, with a BPE row");
+    fclose(f);
+    root = cJSON_Parse(buf);
+    second = cJSON_GetArrayItem(root, 1);
+    unit = cJSON_GetObjectItem(second, "unit");
+    CHECK(cJSON_IsString(unit) && strcmp(unit->valuestring, "token") == 0 &&
+              cJSON_GetObjectItem(second, "tokens")->valuedouble == (double)rows[1].chars &&
+              cJSON_GetObjectItem(second, "chars")->valuedouble == (double)rows[1].chars &&
+              fabs(cJSON_GetObjectItem(second, "bits_per_token")->valuedouble *
+                       cJSON_GetObjectItem(second, "tokens")->valuedouble /
+                       cJSON_GetObjectItem(second, "bytes")->valuedouble -
+                   cJSON_GetObjectItem(second, "bits_per_byte")->valuedouble) <= 1e-9,
+          "a BPE row: unit token, tokens (chars kept), bits_per_token x tokens / bytes = bits_per_byte");
+    cJSON_Delete(root);
+    free(buf);
+    f = open_memstream(&buf, &len);
+    CHECK(report_compare_text(f, rows, labels, 2, &info) == 0, "text written, with a BPE row");
+    fclose(f);
+    char want[2][64];
+    for (int i = 0; i < 2; i++) snprintf(want[i], sizeof want[i], " %9zu %9zu ", rows[i].chars, rows[i].bytes);
+    CHECK(strstr(buf, "tokens, bytes: what each row scored") && strstr(buf, "bits/byte    tokens     bytes ") &&
+              strstr(buf, want[0]) && strstr(buf, want[1]) && !strstr(buf, "bytes scored"),
+          "the table: each row's own tokens and bytes (%s|%s)", want[0], want[1]);
     nl_compare_row_free(&rows[0]);
     nl_compare_row_free(&rows[1]);
     free(buf);

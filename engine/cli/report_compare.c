@@ -80,15 +80,25 @@ static void state_text(FILE *f, const NlCompareRow *r) {
     }
 }
 
+// The name of the rows' per-token figure: "bits/tok" with a BPE model among them (a row's tokens are
+// then characters or BPE tokens, as the header says), else "bits/char".
+static const char *per_token_name(const NlCompareRow *rows, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (rows[i].bpe) return "bits/tok";
+    return "bits/char";
+}
+
 // The quantized rows against their float32 rows.
 static int quant_text_section(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n) {
-    fprintf(f, "\nquantization (simulated: values rounded, products still float32): w = weights, a = every linear's\n"
-               "input rows; q8 = per row to 127 levels of max|x|/127, q4 = per 32 columns to 7; cost = bits/char\n"
-               "minus the float32 row's; KL = the mean KL divergence from the float32 row's distribution, position\n"
-               "by position (nats, with its standard error); same top = the positions whose most likely token is\n"
-               "the float32 row's\n");
-    fprintf(f, "%-34s %-24s %-24s %9s %9s %21s %9s\n", "model", "run as", "rounded", "bits/char", "cost", "KL",
-            "same top");
+    const char *per = per_token_name(rows, n);
+    fprintf(f,
+            "\nquantization (simulated: values rounded, products still float32): w = weights, a = every linear's\n"
+            "input rows; q8 = per row to 127 levels of max|x|/127, q4 = per 32 columns to 7; cost = %s\n"
+            "minus the float32 row's; KL = the mean KL divergence from the float32 row's distribution, position\n"
+            "by position (nats, with its standard error); same top = the positions whose most likely token is\n"
+            "the float32 row's\n",
+            per);
+    fprintf(f, "%-34s %-24s %-24s %9s %9s %21s %9s\n", "model", "run as", "rounded", per, "cost", "KL", "same top");
     for (size_t i = 0; i < n; i++) {
         const NlCompareRow *r = &rows[i];
         if (!r->quant && !r->quant_act) continue;
@@ -111,9 +121,12 @@ static int quant_text_section(FILE *f, const NlCompareRow *rows, const char *con
 }
 
 static void lens_text_section(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n) {
-    fprintf(f, "\nlogit lens: bits/char with the prediction read after layer 0 (the embeddings), 1, ..., L through\n"
-               "the model's own final norm and head (post, DeepNorm: the head alone; no norm: raw); L is the row's\n"
-               "bits/char\n");
+    const char *per = per_token_name(rows, n);
+    fprintf(f,
+            "\nlogit lens: %s with the prediction read after layer 0 (the embeddings), 1, ..., L through\n"
+            "the model's own final norm and head (post, DeepNorm: the head alone; no norm: raw); L is the row's\n"
+            "%s\n",
+            per, per);
     for (size_t i = 0; i < n; i++) {
         const NlCompareRow *r = &rows[i];
         char as[160], v[2048];
@@ -170,13 +183,12 @@ int report_compare_text(FILE *f, const NlCompareRow *rows, const char *const *la
                         const CompareInfo *info) {
     int bpe = 0;  // a BPE model among the rows: bits/char is per token, and bits/byte joins the table
     for (size_t i = 0; i < n; i++) bpe |= rows[i].bpe;
-    if (bpe)
+    if (bpe)  // each row's own counts: a BPE row scores fewer tokens and bytes (all but its first token's)
         fprintf(f,
-                "normlab compare: %s (%zu bytes scored; bits/tok: per token, a character or a BPE token; "
-                "bits/byte: per byte of the text, the same for every model); rows measured %s; speeds are medians of "
-                "%d run%s\n",
-                info->text, n ? rows[0].bytes : 0,
-                info->threads > 1 ? "side by side on several threads" : "one at a time", info->repeats,
+                "normlab compare: %s (bits/tok: per token, a character or a BPE token; bits/byte: per byte of the "
+                "text, the same for every model; tokens, bytes: what each row scored); rows measured %s; speeds are "
+                "medians of %d run%s\n",
+                info->text, info->threads > 1 ? "side by side on several threads" : "one at a time", info->repeats,
                 info->repeats == 1 ? "" : "s");
     else
         fprintf(f, "normlab compare: %s (%zu characters scored); rows measured %s; speeds are medians of %d run%s\n",
@@ -184,15 +196,15 @@ int report_compare_text(FILE *f, const NlCompareRow *rows, const char *const *la
                 info->threads > 1 ? "side by side on several threads" : "one at a time", info->repeats,
                 info->repeats == 1 ? "" : "s");
     fprintf(f, "%-34s %-24s %9s %8s %9s %s%8s %13s %12s %7s %11s %11s\n", "model", "run as", "params", "MB",
-            bpe ? "bits/tok" : "bits/char", bpe ? "bits/byte " : "", "ppl", "prefill tok/s", "decode tok/s", "norm%",
-            "vs batch16", "vs cache");
+            bpe ? "bits/tok" : "bits/char", bpe ? "bits/byte    tokens     bytes " : "", "ppl", "prefill tok/s",
+            "decode tok/s", "norm%", "vs batch16", "vs cache");
     int swapped = 0, bn = 0;  // a row run otherwise than trained; a BatchNorm row: their legends
     for (size_t i = 0; i < n; i++) {
         const NlCompareRow *r = &rows[i];
         char as[160];
         run_as_quant(as, sizeof as, r);
-        char per_byte[16] = "";
-        if (bpe) snprintf(per_byte, sizeof per_byte, "%9.4f ", r->bits_per_byte);
+        char per_byte[64] = "";
+        if (bpe) snprintf(per_byte, sizeof per_byte, "%9.4f %9zu %9zu ", r->bits_per_byte, r->chars, r->bytes);
         fprintf(f, "%-34s %-24s %9zu %8.3f %9.4f %s%8.3f %13.0f %12.0f %6.1f%% %11.3g %11.3g\n", labels[i], as,
                 r->parameters, r->weight_bytes / 1e6, r->bits_per_char, per_byte, r->perplexity, r->prefill_tok_s,
                 r->decode_tok_s, 100 * r->norm_share, r->batch_diff, r->cache_diff);
@@ -329,8 +341,13 @@ static cJSON *compare_row_json(const NlCompareRow *r, const char *label, const C
     cJSON_AddStringToObject(o, "text", info->text);
     cJSON_AddNumberToObject(o, "chars", (double)r->chars);
     cJSON_AddNumberToObject(o, "nats_per_char", r->nats_per_char);
-    cJSON_AddNumberToObject(o, "bits_per_char", r->bits_per_char);  // per token
+    cJSON_AddNumberToObject(o, "bits_per_char", r->bits_per_char);  // per token (kept: a BPE row's too)
     cJSON_AddStringToObject(o, "tokenizer", r->bpe ? "bpe" : "char");
+    // The keys that hold for either kind, as eval's JSON has them: the unit, and the same figures per token.
+    cJSON_AddStringToObject(o, "unit", r->bpe ? "token" : "char");
+    cJSON_AddNumberToObject(o, "tokens", (double)r->chars);
+    cJSON_AddNumberToObject(o, "nats_per_token", r->nats_per_char);
+    cJSON_AddNumberToObject(o, "bits_per_token", r->bits_per_char);
     cJSON_AddNumberToObject(o, "bytes", (double)r->bytes);
     cJSON_AddNumberToObject(o, "bits_per_byte", r->bits_per_byte);
     cJSON_AddNumberToObject(o, "perplexity", r->perplexity);
@@ -368,9 +385,13 @@ static cJSON *compare_row_json(const NlCompareRow *r, const char *label, const C
     cJSON_AddNumberToObject(o, "batch16_max_logit_diff", r->batch_diff);
     cJSON_AddNumberToObject(o, "cache_max_logit_diff", r->cache_diff);
     if (info->quantize) quant_json(o, r);
-    if (info->lens && r->has_lens)
+    if (info->lens && r->has_lens) {  // per token, as bits_per_char; lens_bits_per_token says so by name
         cJSON_AddItemToObject(o, "lens_bits_per_char", numbers(r->lens_bits_per_char, r->n_layer + 1));
-    else if (info->lens) cJSON_AddNullToObject(o, "lens_bits_per_char");
+        cJSON_AddItemToObject(o, "lens_bits_per_token", numbers(r->lens_bits_per_char, r->n_layer + 1));
+    } else if (info->lens) {
+        cJSON_AddNullToObject(o, "lens_bits_per_char");
+        cJSON_AddNullToObject(o, "lens_bits_per_token");
+    }
     if (info->outliers && r->has_outliers) cJSON_AddItemToObject(o, "outliers", outliers_json(r));
     else if (info->outliers) cJSON_AddNullToObject(o, "outliers");
     if (info->invariance && blocks) {

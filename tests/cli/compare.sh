@@ -97,3 +97,51 @@ grep -E "nonorm.json +none/pre +(layernorm|rmsnorm) +- +- +- +- +-$" "$TMP/out" 
 expect_ok "compare --also-swap legend" compare $FIX/ln-pre-bias.json -f "$TMP/cmp_labels.txt" --repeats 1 --also-swap
 grep -q "; \* run otherwise than trained" "$TMP/out" && ok "compare: the * legend where a row is swapped" \
     || bad "swap legend" "$(grep -A1 '^(vs' "$TMP/out")"
+# A BPE model beside a character one: each row counts its own tokens and bytes, the per-token figures
+# say bits/tok in every section, and the JSON names each row's unit (units and consistent: eval.sh).
+printf 'ROMEO: ab ba ab, ba ab ba.\nJULIET: ba ab ba ab ba ab ab.\n' > "$TMP/cmp_bpe.txt"
+expect_ok "compare, a BPE and a character model" compare weights/shakespeare-bpe weights/shakespeare-pre-ln \
+    -f "$TMP/cmp_bpe.txt" --repeats 1 --lens --quantize q8 --json -o "$TMP/cmp_bpe.json"
+run compare weights/shakespeare-bpe weights/shakespeare-pre-ln -f "$TMP/cmp_bpe.txt" --repeats 1 --lens --quantize q8
+cp "$TMP/out" "$TMP/cmp_bpe.out"
+rows=$(python3 -c 'import json, sys
+for r in json.load(open(sys.argv[1])):
+    print(r["model"], r["quantize"], r["unit"], r["tokens"], r["chars"], r["bits_per_token"], r["bits_per_char"],
+          r["nats_per_token"], r["bytes"], r["bits_per_byte"], r["lens_bits_per_token"] == r["lens_bits_per_char"])
+' "$TMP/cmp_bpe.json" 2>&1)
+echo "$rows" | awk '{ t = $6 * $4 / $9 - $10; n = $8 / log(2) - $6
+        good += ($2 == "none" || $2 == "q8") && $4 == $5 && $6 == $7 && t * t <= 1e-18 && n * n <= 1e-18 * $6 * $6 &&
+                $11 == "True" && ($1 ~ /bpe/ ? $3 == "token" : $3 == "char") }
+    END { exit good != 4 }' \
+    && ok "compare --json: unit token for the BPE rows, char for the others; tokens, bits_per_token consistent" \
+    || bad "compare json units" "$rows"
+# the table's tokens and bytes columns hold each row's own counts: the JSON's (a BPE row's bytes are fewer:
+# its first token is not scored)
+table=$(awk '/^weights\/shakespeare-(bpe|pre-ln) +layernorm\/pre +[0-9]/ && !seen[$1]++ { print $1, $7, $8 }' \
+    "$TMP/cmp_bpe.out")
+json=$(echo "$rows" | awk '$2 == "none" { print $1, $4, $9 }')
+[ "$table" = "$json" ] && [ "$(echo "$table" | awk '{ print $3 }' | sort -u | wc -l)" -eq 2 ] \
+    && grep -q "^normlab compare: .*tokens, bytes: what each row scored)" "$TMP/cmp_bpe.out" \
+    && ! grep -q "bytes scored" "$TMP/cmp_bpe.out" \
+    && ok "compare: each row's own tokens and bytes, in the table and its JSON" \
+    || bad "compare counts" "table: $table; json: $json; $(head -1 "$TMP/cmp_bpe.out")"
+grep -q "cost = bits/tok$" "$TMP/cmp_bpe.out" && grep -q "^model .* rounded  *bits/tok  *cost " "$TMP/cmp_bpe.out" \
+    && grep -q "^logit lens: bits/tok with" "$TMP/cmp_bpe.out" && ! grep -q "bits/char" "$TMP/cmp_bpe.out" \
+    && ok "compare: the quantization and lens sections say bits/tok beside a BPE model" \
+    || bad "compare bpe sections" "$(grep -n 'bits/' "$TMP/cmp_bpe.out")"
+expect_ok "compare, character models only" compare $FIX/ln-pre-bias.json -f "$TMP/text.txt" --repeats 1 --lens \
+    --quantize q8 --json -o "$TMP/cmp_char.json"
+run compare $FIX/ln-pre-bias.json -f "$TMP/text.txt" --repeats 1 --lens --quantize q8
+grep -q "cost = bits/char$" "$TMP/out" && grep -q "^model .* rounded  *bits/char  *cost " "$TMP/out" \
+    && grep -q "^logit lens: bits/char with" "$TMP/out" && grep -q "(26 characters scored)" "$TMP/out" \
+    && ! grep -q "bits/tok" "$TMP/out" \
+    && ok "compare: the sections say bits/char for character models" || bad "compare char sections" "$(cat "$TMP/out")"
+u=$(units "$TMP/cmp_char.json")
+consistent "$u" char && echo "$u" | awk '{ exit !($2 == $3 && $2 == 26 && $4 == $5) }' \
+    && ok "compare --json of a character model: unit char, tokens = chars" || bad "compare char units" "$u"
+expect_fail "compare: one BPE token counts tokens" 1 "$TMP/one_token.txt: the text needs at least 2 tokens" \
+    compare weights/shakespeare-bpe -f "$TMP/one_token.txt"
+printf 'a' > "$TMP/one_char.txt"
+expect_fail "compare: one character counts characters" 1 \
+    "$TMP/one_char.txt: the text needs at least 2 known characters" \
+    compare $FIX/ln-pre-bias.json -f "$TMP/one_char.txt"
