@@ -323,6 +323,28 @@ static void text_summary_is_drawn_from_the_table(void) {
     nl_profiler_free(p);
 }
 
+// profile's prompt line counts the model's tokens: a character model's characters from the text, a
+// BPE model's tokens as given (one for the newline an empty prompt falls back to).
+static void prompt_line_counts_the_models_tokens(void) {
+    char buf[256];
+    CHECK(strcmp(report_prompt_line(buf, sizeof buf, NULL, "h\xc3\xa9llo", NULL, 0),
+                 "\"h\xc3\xa9llo\" (5 characters, -p)") == 0,
+          "a character model's prompt line counts characters: %s", buf);
+    CHECK(strcmp(report_prompt_line_tokens(buf, sizeof buf, NULL, "h\xc3\xa9llo", NULL, 0, 0),
+                 "\"h\xc3\xa9llo\" (5 characters, -p)") == 0,
+          "tokens 0: the character count, as report_prompt_line: %s", buf);
+    CHECK(strcmp(report_prompt_line_tokens(buf, sizeof buf, NULL, NULL, "KING: hello", 0, 3),
+                 "\"KING: hello\" (3 tokens, the default)") == 0,
+          "a BPE model's prompt line counts its tokens: %s", buf);
+    CHECK(strcmp(report_prompt_line_tokens(buf, sizeof buf, NULL, "hello", NULL, 0, 1), "\"hello\" (1 token, -p)") == 0,
+          "one BPE token, singular: %s", buf);
+    CHECK(strcmp(report_prompt_line_tokens(buf, sizeof buf, NULL, "", NULL, 0, 1),
+                 "\"\\n\" (1 token: -p gave an empty prompt)") == 0,
+          "a BPE model's empty prompt is one token: %s", buf);
+    CHECK(strcmp(report_prompt_line_tokens(buf, sizeof buf, "p.txt", NULL, NULL, 0, 7), "the file \"p.txt\" (-f)") == 0,
+          "a prompt file is named, not counted, for either kind: %s", buf);
+}
+
 int main(void) {
     RUN(costs_match_hand_computed_formulas);
     RUN(recurrent_costs_match_hand_computed_formulas);
@@ -330,5 +352,6 @@ int main(void) {
     RUN(json_report_has_stable_fields_and_covers_the_wall);
     RUN(trace_nests_components_inside_layers);
     RUN(text_summary_is_drawn_from_the_table);
+    RUN(prompt_line_counts_the_models_tokens);
     return check_summary("test_profile");
 }

@@ -314,6 +314,11 @@ static size_t chars(const char *s) {
 
 const char *report_prompt_line(char *buf, size_t cap, const char *prompt_file, const char *prompt,
                                const char *default_prompt, int fell_back) {
+    return report_prompt_line_tokens(buf, cap, prompt_file, prompt, default_prompt, fell_back, 0);
+}
+
+const char *report_prompt_line_tokens(char *buf, size_t cap, const char *prompt_file, const char *prompt,
+                                      const char *default_prompt, int fell_back, size_t tokens) {
     char esc[80];
     if (prompt_file) {
         if (strcmp(prompt_file, "-") == 0) snprintf(buf, cap, "standard input (-f -)");
@@ -322,8 +327,11 @@ const char *report_prompt_line(char *buf, size_t cap, const char *prompt_file, c
     }
     const char *text = prompt ? prompt : default_prompt ? default_prompt : "";
     if (!text[0] || fell_back)
-        snprintf(buf, cap, "\"\\n\" (1 character: %s)",
+        snprintf(buf, cap, "\"\\n\" (1 %s: %s)", tokens ? "token" : "character",
                  fell_back ? "the default's characters are not all in this vocabulary" : "-p gave an empty prompt");
+    else if (tokens)
+        snprintf(buf, cap, "\"%s\" (%zu token%s, %s)", msg_escape(esc, sizeof esc, text), tokens,
+                 tokens == 1 ? "" : "s", prompt ? "-p" : "the default");
     else
         snprintf(buf, cap, "\"%s\" (%zu characters, %s)", msg_escape(esc, sizeof esc, text), chars(text),
                  prompt ? "-p" : "the default");

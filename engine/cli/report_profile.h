@@ -34,6 +34,10 @@ int report_profile_trace(FILE *f, const NlProfiler *prof, const ReportInfo *info
 // -p gave an empty prompt or the default's characters are not all in the vocabulary (fell_back).
 const char *report_prompt_line(char *buf, size_t cap, const char *prompt_file, const char *prompt,
                                const char *default_prompt, int fell_back);
+// The same line for a BPE model's prompt of `tokens` tokens (0: a character model's, whose tokens are
+// its characters, counted from the text as report_prompt_line does): the count is of the tokens.
+const char *report_prompt_line_tokens(char *buf, size_t cap, const char *prompt_file, const char *prompt,
+                                      const char *default_prompt, int fell_back, size_t tokens);
 
 // What report_profile_write could not do.
 typedef enum { REPORT_OK, REPORT_TRACE_FULL, REPORT_TRACE_FAILED, REPORT_FAILED } ReportStatus;
