@@ -73,20 +73,20 @@ static int print_eval(FILE *out, int json, const NlEvalResult *r, double nats, d
     const char *units = strcmp(unit, "char") == 0 ? "chars" : "tokens";
     if (isfinite(ppl)) snprintf(ppl_s, sizeof ppl_s, "%.9g", ppl);
     if (isfinite(ppl * se)) snprintf(ppl_se, sizeof ppl_se, "%.9g", ppl * se);
-    if (json && fprintf(out,
-                        "{\"%s\": %zu, \"nats_per_%s\": %.9g, \"nats_per_%s_stderr\": %.9g, \"bits_per_%s\": "
-                        "%.9g, \"bits_per_%s_stderr\": %.9g, \"perplexity\": %s, \"perplexity_stderr\": %s, "
-                        "\"bytes\": %zu, \"bits_per_byte\": %.9g, \"bits_per_byte_stderr\": %.9g, \"skipped\": %zu, "
-                        "\"%s\": %zu, \"unit\": \"%s\"",
-                        units, r->count, unit, nats, unit, se, unit, bits, unit, se / log(2.0), ppl_s, ppl_se, bytes,
-                        bits * per_byte, se / log(2.0) * per_byte, skipped, how, cut, unit) <= 0)
-        return 0;
-    if (json && strcmp(unit, "token") != 0)  // the per-token keys a BPE model's JSON has
+    char per_token[256] = "";  // a character model's: the per-token keys a BPE model's JSON has
+    if (strcmp(unit, "token") != 0)
+        snprintf(per_token, sizeof per_token,
+                 ", \"tokens\": %zu, \"nats_per_token\": %.9g, \"nats_per_token_stderr\": %.9g, "
+                 "\"bits_per_token\": %.9g, \"bits_per_token_stderr\": %.9g",
+                 r->count, nats, se, bits, se / log(2.0));
+    if (json)  // (the new keys before stride or segments, which stays the last of these)
         return fprintf(out,
-                       ", \"tokens\": %zu, \"nats_per_token\": %.9g, \"nats_per_token_stderr\": %.9g, "
-                       "\"bits_per_token\": %.9g, \"bits_per_token_stderr\": %.9g",
-                       r->count, nats, se, bits, se / log(2.0)) > 0;
-    if (json) return 1;
+                       "{\"%s\": %zu, \"nats_per_%s\": %.9g, \"nats_per_%s_stderr\": %.9g, \"bits_per_%s\": "
+                       "%.9g, \"bits_per_%s_stderr\": %.9g, \"perplexity\": %s, \"perplexity_stderr\": %s, "
+                       "\"bytes\": %zu, \"bits_per_byte\": %.9g, \"bits_per_byte_stderr\": %.9g, \"skipped\": %zu, "
+                       "\"unit\": \"%s\"%s, \"%s\": %zu",
+                       units, r->count, unit, nats, unit, se, unit, bits, unit, se / log(2.0), ppl_s, ppl_se, bytes,
+                       bits * per_byte, se / log(2.0) * per_byte, skipped, unit, per_token, how, cut) > 0;
     return fprintf(out,
                    "%s %zu\nnats/%s %.6f +/- %.6f\nbits/%s %.6f +/- %.6f\nperplexity %.6f +/- %.6f\n%s %zu\n"
                    "bytes %zu\nbits/byte %.6f +/- %.6f\n",
