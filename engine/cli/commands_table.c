@@ -36,9 +36,10 @@ const Command COMMANDS[] = {
      NULL, NULL, cmd_list},
     {"logits", CMD_LOGITS, "the logits of every position of a text, as JSON lines",
      "[-m MODEL] (-p TEXT | -f FILE) [options]",
-     "Prints the logits of every position of the text (at most block_size characters; any length for a "
-     "recurrent model) as one JSON array of V numbers per line, from one batched prefill. For checking the "
-     "engine against other implementations (tools/reference/parity.py). A non-finite logit is an error.",
+     "Prints the logits of every position of the text (at most block_size tokens: characters, or a BPE "
+     "model's tokens; any length for a recurrent model) as one JSON array of V numbers per line, from one "
+     "batched prefill. For checking the engine against other implementations (tools/reference/parity.py). A "
+     "non-finite logit is an error.",
      NULL, NULL, cmd_logits},
     {"profile", CMD_PROFILE, "where the time and FLOPs of a forward pass go, layer by layer",
      "[-m MODEL] [-p TEXT | -f FILE] [-n N] [--json] [-o FILE] [--trace FILE]",

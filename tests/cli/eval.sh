@@ -75,3 +75,6 @@ if command -v script > /dev/null 2>&1; then
         && ok "eval's progress line counts a BPE model's tokens" \
         || bad "eval progress" "$(head -c 300 "$TMP/progress.txt")"
 fi
+run logits --help
+tr '\n' ' ' < "$TMP/out" | grep -q "at most block_size tokens: characters, or a BPE model's tokens" \
+    && ok "logits' help counts the context in tokens" || bad "logits help" "$(head -3 "$TMP/out")"
