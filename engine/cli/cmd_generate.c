@@ -499,9 +499,11 @@ static int write_profile(const Options *o, const GenRun *r, const NlProfiler *pr
                        .blas_core_source = o->blas.source,
                        .rounding = rounding_text(o, rounded, sizeof rounded)};
     if (!json) info.model = path;  // the trace is JSON: escaped by its writer
-    const char *prompt = mode->profile_result ? report_prompt_line(said, sizeof said, o->prompt_file, o->prompt,
-                                                                   mode->default_prompt, r->fell_back)
-                                              : NULL;
+    size_t bpe_tokens = nl_tokenizer_kind(nl_model_tokenizer(r->model)) == NL_TOKENIZER_BPE ? r->n : 0;
+    const char *prompt = mode->profile_result
+                             ? report_prompt_line_tokens(said, sizeof said, o->prompt_file, o->prompt,
+                                                         mode->default_prompt, r->fell_back, bpe_tokens)
+                             : NULL;
     size_t held, made;
     switch (report_profile_write(mode->profile_result ? r->out.f : stderr, r->trace_o.f, prof, &info, shown, json,
                                  prompt, mode->profile_result && !o->layers, &held, &made)) {

@@ -22,6 +22,13 @@ static void on_ctrl_c(int sig) {
     ctrl_c = 1;
 }
 
+// Ctrl-C to on_ctrl_c, with flags SA_RESTART (a write it lands in goes on) or 0 (a read ends).
+static void set_ctrl_c(int flags) {
+    struct sigaction on_int = {.sa_handler = on_ctrl_c, .sa_flags = flags};
+    sigemptyset(&on_int.sa_mask);
+    sigaction(SIGINT, &on_int, NULL);
+}
+
 // The text so far, as the model sees it: a transformer's window of its last T tokens (on the state's
 // cache), or a recurrent model's position count (its state carries the rest).
 typedef struct {
@@ -85,7 +92,10 @@ static const float *one_turn(const Options *o, Context *c, NlSampler *smp, EmitC
 static ssize_t read_line(char **line, size_t *cap) {
     fputs("\n> ", stderr);
     fflush(stderr);
-    return getline(line, cap, stdin);
+    set_ctrl_c(0);  // here a Ctrl-C interrupts the read (the session ends); elsewhere calls go on after it
+    ssize_t got = ctrl_c ? -1 : getline(line, cap, stdin);  // (one that came just before the read counts)
+    set_ctrl_c(SA_RESTART);
+    return got;
 }
 
 // The tokens read (the prompt and each line), timed: the logits after them.
@@ -187,11 +197,11 @@ int generate_interactive(Options *o) {
         msg_error("cannot write to stdout: %s", strerror(errno));
         rc = EXIT_DATA;
     }
-    // Ctrl-C ends a turn, or the session at the prompt (no SA_RESTART: it interrupts the line's read)
-    struct sigaction on_int = {.sa_handler = on_ctrl_c}, before;
-    sigemptyset(&on_int.sa_mask);
+    // Ctrl-C ends a turn, or the session at the prompt (read_line)
+    struct sigaction before;
     ctrl_c = 0;
-    int caught = !rc && sigaction(SIGINT, &on_int, &before) == 0;
+    int caught = !rc && sigaction(SIGINT, NULL, &before) == 0;
+    if (caught) set_ctrl_c(SA_RESTART);
     const float *logits = rc ? NULL : timed_feed(&c, ids + first, n - first);
     if (!rc) rc = run_turns(o, model, &c, smp, logits);
     if (caught) sigaction(SIGINT, &before, NULL);

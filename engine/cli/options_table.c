@@ -364,8 +364,9 @@ const OptSpec OPTIONS[] = {
      .field = F(json),
      .value = 1,
      .help = "one JSON object: {chars, nats_per_char, nats_per_char_stderr, bits_per_char, bits_per_char_stderr, "
-             "perplexity, perplexity_stderr, bytes, bits_per_byte, bits_per_byte_stderr, skipped, stride or segments}; "
-             "a BPE model's per-token keys say token: {tokens, nats_per_token, ..., bits_per_token_stderr, ...}; "
+             "perplexity, perplexity_stderr, bytes, bits_per_byte, bits_per_byte_stderr, skipped, unit (char), tokens, "
+             "nats_per_token, nats_per_token_stderr, bits_per_token, bits_per_token_stderr, stride or segments}; a BPE "
+             "model's has only the per-token keys, with unit token; "
              "with --kl, then {kl_divergence, kl_divergence_stderr, kl_divergence_median, kl_divergence_p99, "
              "kl_divergence_max, same_top, same_top_stderr, ln_ppl_ratio, ln_ppl_ratio_stderr}; into a file (-o "
              "FILE), then token_nll: each scored token's -ln p, in nats"},
@@ -566,7 +567,8 @@ const OptSpec OPTIONS[] = {
      .commands = RUNS | CMD_COMPARE,
      .field = F(skip_unknown),
      .value = 1,
-     .help = "drop characters outside the vocabulary (with a warning that counts them)"},
+     .help = "drop characters outside a character model's vocabulary (with a warning that counts them); a BPE "
+             "model has a token for every byte and drops none"},
     {.name = "special",
      .type = OT_FLAG,
      .commands = RUNS | CMD_COMPARE | CMD_TOKENIZE,

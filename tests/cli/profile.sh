@@ -89,3 +89,9 @@ why=$(awk '/^== decode: 39 tokens \([0-9]+ positions through the forward pass\)$
 expect_ok "profile --quantize" profile $M -p "ab" -n 5 --quantize q8 --quantize-act q8
 grep -q "; rounded (simulated): weights q8, activations q8; " "$TMP/out" \
     && ok "profile: a --quantize run says so in its header" || bad "profile quantize" "$(head -1 "$TMP/out")"
+# the prompt line counts a BPE model's prompt in its tokens, a character model's in characters
+"$BIN" profile -m weights/shakespeare-bpe -p hello -n 2 > "$TMP/pb" 2>/dev/null
+"$BIN" profile -m weights/shakespeare-pre-ln -p hello -n 2 > "$TMP/pc" 2>/dev/null
+grep -qF 'prompt: "hello" (1 token, -p)' "$TMP/pb" && grep -qF 'prompt: "hello" (5 characters, -p)' "$TMP/pc" \
+    && ok "profile's prompt line: a BPE model's tokens, a character model's characters" \
+    || bad "profile prompt unit" "$(grep prompt: "$TMP/pb" "$TMP/pc")"
