@@ -112,39 +112,6 @@ static inline float erf_rational(float x) {
 
 float nl_erf(float x) { return erf_rational(x); }
 
-// Built for x86-64-v4 (AVX-512), x86-64-v3 (AVX2 with FMA) and the baseline, picked at load time
-// (GCC function multi-versioning), so the same binary runs everywhere and vectorises where it can.
-// Each element is its own chain of operations, so every build gives the same bits. The AVX-512
-// build ran GELU 1.9x as fast (16 streams of the shipped model, one thread, Zen 5: 1.25 against 0.66
-// us a token); for the norms an AVX-512 build measured no faster (attention has its own wide pass).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#endif
-void nl_activation(float *x, size_t count, NlActivation act) {
-    switch (act) {
-    case NL_ACT_GELU:  // 0.5 x (1 + erf(x / sqrt 2)), torch.nn.functional.gelu
-        for (size_t i = 0; i < count; i++) x[i] = 0.5f * x[i] * (1.0f + erf_rational(x[i] * 0.70710678118654752f));
-        break;
-    case NL_ACT_GELU_TANH:  // gelu(x, approximate="tanh")
-        for (size_t i = 0; i < count; i++) {
-            float v = x[i];
-            x[i] = 0.5f * v * (1.0f + tanhf(0.79788456080286536f * (v + 0.044715f * v * v * v)));
-        }
-        break;
-    case NL_ACT_RELU:
-        for (size_t i = 0; i < count; i++) x[i] = x[i] > 0.0f ? x[i] : 0.0f;
-        break;
-    }
-}
-
-void nl_add(float *y, const float *x, size_t count) {
-    for (size_t i = 0; i < count; i++) y[i] += x[i];
-}
-
-void nl_add_scaled(float *y, float alpha, const float *x, size_t count) {
-    for (size_t i = 0; i < count; i++) y[i] = alpha * y[i] + x[i];
-}
-
 // e^x for float x, branch-free so that loops over it vectorise: round x / ln 2 to k with the
 // 1.5 * 2^23 trick (no float-to-int conversion), reduce r = x - k ln 2 in two parts (Cody-Waite),
 // a degree-6 polynomial for e^r on |r| <= ln2 / 2 (the Cephes expf coefficients), then scale by
@@ -177,6 +144,46 @@ static inline __attribute__((always_inline)) float exp_parts(float x, float lo) 
 static inline __attribute__((always_inline)) float exp_poly(float x) { return exp_parts(x, 0.0f); }
 
 float nl_exp(float x) { return exp_poly(x); }
+
+// GELU's tanh form as v sigmoid(2z), z = sqrt(2/pi) (v + 0.044715 v^3): 0.5 v (1 + tanh z) = v / (1 + e^-2z),
+// through exp_poly so that the loop vectorises (libm's tanhf per element ran at 0.33 GFLOP/s, 11.7% of
+// GPT-2 small's prefill). Large |v| needs no branch: v^3 may overflow to +-inf, and e^-2z is then 0
+// (v > 0: v itself) or e^88 at most (v < 0: v / 1.7e38, a tiny negative, where torch's float 1 + tanh
+// rounds to 0). Error against the formula in double: tests/test_kernels.c.
+static inline __attribute__((always_inline)) float gelu_tanh_poly(float v) {
+    float z = 0.79788456080286536f * (v + 0.044715f * v * v * v);
+    return v / (1.0f + exp_poly(-2.0f * z));
+}
+
+// Built for x86-64-v4 (AVX-512), x86-64-v3 (AVX2 with FMA) and the baseline, picked at load time
+// (GCC function multi-versioning), so the same binary runs everywhere and vectorises where it can.
+// Each element is its own chain of operations, so every build gives the same bits. The AVX-512
+// build ran GELU 1.9x as fast (16 streams of the shipped model, one thread, Zen 5: 1.25 against 0.66
+// us a token); for the norms an AVX-512 build measured no faster (attention has its own wide pass).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#endif
+void nl_activation(float *x, size_t count, NlActivation act) {
+    switch (act) {
+    case NL_ACT_GELU:  // 0.5 x (1 + erf(x / sqrt 2)), torch.nn.functional.gelu
+        for (size_t i = 0; i < count; i++) x[i] = 0.5f * x[i] * (1.0f + erf_rational(x[i] * 0.70710678118654752f));
+        break;
+    case NL_ACT_GELU_TANH:  // gelu(x, approximate="tanh"): 0.5 v (1 + tanh(z)) = v / (1 + e^-2z)
+        for (size_t i = 0; i < count; i++) x[i] = gelu_tanh_poly(x[i]);
+        break;
+    case NL_ACT_RELU:
+        for (size_t i = 0; i < count; i++) x[i] = x[i] > 0.0f ? x[i] : 0.0f;
+        break;
+    }
+}
+
+void nl_add(float *y, const float *x, size_t count) {
+    for (size_t i = 0; i < count; i++) y[i] += x[i];
+}
+
+void nl_add_scaled(float *y, float alpha, const float *x, size_t count) {
+    for (size_t i = 0; i < count; i++) y[i] = alpha * y[i] + x[i];
+}
 
 // The recurrent cells' nonlinearities through exp_poly, so that their loops vectorise: sigmoid(x) =
 // 1 / (1 + e^-x) and tanh(x) = 2 sigmoid(2x) - 1 (absolute error, not relative, near 0: ~1e-7).

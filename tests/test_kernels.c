@@ -294,6 +294,35 @@ static void activations_match_their_formulas(void) {
     check_close("relu", r, wr, 5, 0, 0);
 }
 
+// GELU's tanh form (through nl_exp) against torch's formula, 0.5 v (1 + tanh(sqrt(2/pi) (v + 0.044715 v^3))),
+// in double. Error relative to max(1, |want|): absolute where the value is small (v < 0: it falls to 0),
+// relative where it is large. The sweep covers [-12, 12] densely and |v| up to 1e30, where v^3 overflows.
+static double gelu_tanh_double(double v) {
+    return 0.5 * v * (1.0 + tanh(sqrt(2.0 / 3.14159265358979323846) * (v + 0.044715 * v * v * v)));
+}
+
+static void gelu_tanh_within_3e7_of_double_formula(void) {
+    enum { N = 2400001 };
+    float *x = malloc(N * sizeof *x);
+    for (int i = 0; i < N; i++) x[i] = (float)((i - N / 2) * 1e-5);  // [-12, 12] in steps of 1e-5
+    nl_activation(x, N, NL_ACT_GELU_TANH);  // the loop as the model runs it, vectorised
+    double worst = 0.0, at = 0.0;
+    for (int i = 0; i < N; i++) {
+        double v = (float)((i - N / 2) * 1e-5), want = gelu_tanh_double(v);
+        double e = fabs((double)x[i] - want) / fmax(1.0, fabs(want));
+        if (e > worst) worst = e, at = v;
+    }
+    free(x);
+    printf("     gelu_tanh vs formula (double) on [-12, 12]: max error %.3g at v = %.5f (tolerance 3e-7)\n", worst, at);
+    CHECK(worst <= 3e-7, "gelu_tanh error %.3g at %g", worst, at);
+    float big[] = {20.0f, 1e4f, 1e13f, 1e30f, -20.0f, -1e4f, -1e13f, -1e30f, INFINITY, NAN};
+    nl_activation(big, 10, NL_ACT_GELU_TANH);
+    CHECK(big[0] == 20.0f && big[1] == 1e4f && big[2] == 1e13f && big[3] == 1e30f, "large v: v itself, %g %g %g %g",
+          big[0], big[1], big[2], big[3]);
+    for (int i = 4; i < 8; i++) CHECK(big[i] <= 0.0f && big[i] > -1e-7f, "large -v: -0 to a tiny negative, %g", big[i]);
+    CHECK(big[8] == INFINITY && isnan(big[9]), "inf stays inf, NaN stays NaN: %g %g", big[8], big[9]);
+}
+
 static void erf_matches_libm_double_within_4e7(void) {
     double worst = 0.0, at = 0.0;
     for (int i = -600000; i <= 600000; i++) {  // [-6, 6] in steps of 1e-5
@@ -528,6 +557,7 @@ int main(void) {
     RUN(pool_runs_every_worker_once_per_call);
     RUN(attention_softmax_is_stable);
     RUN(activations_match_their_formulas);
+    RUN(gelu_tanh_within_3e7_of_double_formula);
     RUN(erf_matches_libm_double_within_4e7);
     RUN(exp_within_2_ulp_of_double_exp);
     RUN(sigmoid_and_tanh_within_3e7);
