@@ -53,6 +53,14 @@
 // windows and sample groups. On a copy (in, out) OpenBLAS's kernel rounds an output differently
 // with the number of outputs in its call (1001 x 129 split at 512: 14 of 1001 differ), so there the
 // calls are always the same T_SHARES halves, run one after the other or on two workers.
+// An sgemm is split by outputs (columns of y) too, over the pool's workers, where that keeps the bits
+// of the whole call: with AVX-512 kernels (SkylakeX, OpenBLAS 0.3.21, Xeon with AVX-512, 2026-12-03,
+// /tmp/colsplit.c in issue 46) two shares starting on a multiple of SPLIT_GEMM_ALIGN columns gave the
+// whole call's bits at 6 to 1024 rows of every model shape above, wherever each share stays off
+// OpenBLAS's small-matrix kernels (M*N*K over SMALL_KERNEL_MAX_MNK) and, for NN, off its direct
+// kernel (M*N*K of DIRECT_KERNEL_MAX_MNK or more), which round differently: 65 x 128 split 64 + 1 and
+// 384 x 128 at 6 rows, on those kernels, did not. With the AVX2 (Haswell) kernels a split changed
+// bits from 24 rows on almost every shape, by columns or by rows: there sgemm stays whole.
 enum {
     SGEMM_MIN_ROWS = 6,
     SGEMM_MIN_ROWS_UNCACHED = 3,
@@ -64,16 +72,36 @@ enum {
     T_SHARES = 2,  // the sgemv calls on a transposed copy: the outputs in halves, at any worker count
     TALL_RATIO_AVX512 = 2,  // out >= this * in: a weight that streams faster stored (in, out), AVX-512
     TALL_RATIO_AVX2 = 16,  // ... and with AVX2: only a head's shape
+    SPLIT_GEMM_ALIGN = 64,  // an sgemm's shares start on multiples of this many outputs
 };
+
 #define CACHED_MATRIX_BYTES ((size_t)16 << 20)
 // 2 MiB a copy: the shipped models whole, a third of nanoGPT's shape, none of GPT-2 small
 #define TRANSPOSED_MAX_WEIGHTS ((size_t)1 << 19)
 #define SMALL_KERNEL_MAX_MNK 1e6  // OpenBLAS 0.3.21's permit for its AVX-512 small-matrix kernels
+#define DIRECT_KERNEL_MAX_MNK (28.0 * 512 * 512)  // ... and for its direct sgemm (NN, alpha 1, beta 0)
 
 // Whether a weight too big for the cache streams faster stored (in, out) (see the rule above).
 static int streams_transposed(size_t n_out, size_t n_in, int tier) {
     size_t ratio = tier >= 3 ? TALL_RATIO_AVX512 : TALL_RATIO_AVX2;
     return tier >= 2 && n_out * n_in > TRANSPOSED_MAX_WEIGHTS && n_out >= ratio * n_in;
+}
+
+// Outputs in each of `shares` shares of n_out, rounded up to whole blocks of `align`.
+static size_t share_outputs(size_t n_out, size_t shares, size_t align) {
+    size_t each = (n_out + shares - 1) / shares;
+    return (each + align - 1) / align * align;
+}
+
+// The workers an sgemm's outputs are split over (1: whole), by the rule above. The last share is
+// the smallest.
+static int gemm_split(NlCall call, size_t rows, size_t n_out, size_t n_in, int tier, int workers) {
+    if (tier < 3 || workers < 2) return 1;
+    size_t each = share_outputs(n_out, (size_t)workers, SPLIT_GEMM_ALIGN), before = each * (size_t)(workers - 1);
+    if (before >= n_out) return 1;  // a share would be empty
+    double mnk = (double)rows * (double)(n_out - before) * (double)n_in;
+    int ok = mnk > SMALL_KERNEL_MAX_MNK && (call != NL_CALL_SGEMM_NN || mnk >= DIRECT_KERNEL_MAX_MNK);
+    return ok ? workers : 1;
 }
 
 NlLinearPlan nl_linear_plan(size_t rows, size_t n_out, size_t n_in, int tier, int workers) {
@@ -85,18 +113,16 @@ NlLinearPlan nl_linear_plan(size_t rows, size_t n_out, size_t n_in, int tier, in
         size_t nn_rows = weights * sizeof(float) <= CACHED_MATRIX_BYTES ? NN_MIN_ROWS : SGEMM_MIN_ROWS_UNCACHED;
         p.call = rows >= nn_rows ? NL_CALL_SGEMM_NN : NL_CALL_SGEMV_T_ROWS;
         if (p.call == NL_CALL_SGEMV_T_ROWS && workers >= 2) p.split = workers;
+        if (p.call == NL_CALL_SGEMM_NN) p.split = gemm_split(p.call, rows, n_out, n_in, tier, workers);
         return p;
     }
     if (copy && tier >= 3 && rows >= NN_SMALL_MIN_ROWS && (double)rows * (double)weights <= SMALL_KERNEL_MAX_MNK) {
         p.call = NL_CALL_SGEMM_NN;
-        return p;
+        return p;  // (whole: below the split's bound)
     }
-    if (copy && rows >= NN_MIN_ROWS && rows < NN_MAX_ROWS) {
-        p.call = NL_CALL_SGEMM_NN;
-        return p;
-    }
-    if (rows >= min_rows) {
-        p.call = NL_CALL_SGEMM_NT;
+    if ((copy && rows >= NN_MIN_ROWS && rows < NN_MAX_ROWS) || rows >= min_rows) {
+        p.call = copy && rows >= NN_MIN_ROWS && rows < NN_MAX_ROWS ? NL_CALL_SGEMM_NN : NL_CALL_SGEMM_NT;
+        p.split = gemm_split(p.call, rows, n_out, n_in, tier, workers);
         return p;
     }
     if (workers >= 2 && weights >= SPLIT_MIN_WEIGHTS) p.split = workers;
@@ -119,6 +145,23 @@ typedef struct {
     size_t n, n_out, n_in, each;  // outputs in each share (the last takes the rest)
     int transposed;
 } GemvJob;
+
+// Outputs lo .. lo+outs of every row: one sgemm on those rows of w (NT) or those columns of wt (NN).
+static void gemm_outputs(const GemvJob *j, size_t lo, size_t outs) {
+    if (j->transposed)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)j->n, (int)outs, (int)j->n_in, 1.0f, j->x,
+                    (int)j->n_in, j->w + lo, (int)j->n_out, 0.0f, j->y + lo, (int)j->n_out);
+    else
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)j->n, (int)outs, (int)j->n_in, 1.0f, j->x,
+                    (int)j->n_in, j->w + lo * j->n_in, (int)j->n_in, 0.0f, j->y + lo, (int)j->n_out);
+    for (size_t r = 0; j->b && r < j->n; r++) nl_add(j->y + r * j->n_out + lo, j->b + lo, outs);
+}
+
+static void gemm_share(void *ctx, int share) {
+    const GemvJob *j = ctx;
+    size_t lo = (size_t)share * j->each;
+    if (lo < j->n_out) gemm_outputs(j, lo, j->n_out - lo < j->each ? j->n_out - lo : j->each);
+}
 
 // Outputs lo .. lo+outs of every row of x: one sgemv on those rows of w, or those columns of wt.
 static void gemv_outputs(const GemvJob *j, size_t lo, size_t outs) {
@@ -146,22 +189,20 @@ void nl_linear_run(float *y, const float *x, size_t n, const NlLinear *lin, NlPo
     if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
     if (p.call == NL_CALL_SGEMM_NN && !lin->wt) p.call = NL_CALL_SGEMM_NT;
     if (p.call == NL_CALL_SGEMV_T_ROWS && !lin->wt) p.call = NL_CALL_SGEMV_ROWS;
-    if (p.call == NL_CALL_SGEMM_NN || p.call == NL_CALL_SGEMM_NT) {
-        if (p.call == NL_CALL_SGEMM_NN)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n_out, (int)n_in, 1.0f, x, (int)n_in,
-                        lin->wt, (int)n_out, 0.0f, y, (int)n_out);
-        else
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)n_out, (int)n_in, 1.0f, x, (int)n_in,
-                        lin->w, (int)n_in, 0.0f, y, (int)n_out);
-        for (size_t r = 0; lin->b && r < n; r++) nl_add(y + r * n_out, lin->b, n_out);
+    if (p.call == NL_CALL_SGEMM_NN || p.call == NL_CALL_SGEMM_NT) {  // whole, or split where the plan says
+        int nn = p.call == NL_CALL_SGEMM_NN;
+        GemvJob j = {y, x, nn ? lin->wt : lin->w, lin->b, n, n_out, n_in, n_out, nn};
+        if (p.split >= 2 && nl_pool_workers(pool) == p.split) {
+            j.each = share_outputs(n_out, (size_t)p.split, SPLIT_GEMM_ALIGN);
+            nl_pool_run(pool, gemm_share, &j);
+        } else gemm_outputs(&j, 0, n_out);
         return;
     }
     // On wt the shares are always T_SHARES: OpenBLAS's kernel for this layout rounds an output
     // differently with the number of outputs in the call, so the calls must not depend on the workers.
     int transposed = p.call == NL_CALL_SGEMV_T_ROWS, shares = transposed ? T_SHARES : p.split;
     GemvJob j = {y, x, transposed ? lin->wt : lin->w, lin->b, n, n_out, n_in, n_out, transposed};
-    size_t each = (n_out + (size_t)shares - 1) / (size_t)shares;
-    j.each = (each + SPLIT_ALIGN - 1) / SPLIT_ALIGN * SPLIT_ALIGN;
+    j.each = share_outputs(n_out, (size_t)shares, SPLIT_ALIGN);
     if (p.split >= 2 && nl_pool_workers(pool) >= 2) nl_pool_run(pool, gemv_share, &j);
     else
         for (int k = 0; k < shares; k++) gemv_share(&j, k);

@@ -29,7 +29,7 @@ typedef enum {
 
 typedef struct {
     NlCall call;
-    int split;  // workers the outputs are split over (sgemv only; 1: none)
+    int split;  // workers the outputs are split over (1: none)
 } NlLinearPlan;
 
 // The call for a product of `rows` rows by a weight (n_out, n_in) with OpenBLAS kernels of `tier`,

@@ -184,6 +184,49 @@ static void split_linear_is_bitwise_unsplit(void) {
     for (int p = 0; p < 3; p++) nl_pool_free(pools[p]);
 }
 
+// An sgemm split by outputs over 2 workers, where the plan splits one (AVX-512 kernels only), gives
+// the bits of the whole call: every linear of the shipped models, nanoGPT's and GPT-2 small's, at
+// eval's and a prompt's row counts (a text shorter than a window: 99 rows; a window of 8: 1024).
+// On other kernels the plan must not split an sgemm at all.
+static void split_sgemm_is_bitwise_whole(void) {
+    const size_t shapes[][2] = {{384, 128},  {128, 128},  {512, 128},  {128, 512},  {65, 128},
+                                {1152, 384}, {384, 384},  {1536, 384}, {384, 1536}, {2304, 768},
+                                {768, 768},  {3072, 768}, {768, 3072}, {1001, 129}, {50257, 64}};
+    const size_t rows[] = {6, 24, 64, 99, 447, 1024};
+    int tier = nl_blas_tier(nl_blas_core()), splits = 0;
+    NlPool *pool = nl_pool_create(2);
+    unsigned s = 5;
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        size_t o = shapes[k][0], in = shapes[k][1], most = 1024;
+        float *x = malloc(most * in * sizeof *x), *w = malloc(o * in * sizeof *w), *b = malloc(o * sizeof *b);
+        float *wt = malloc(o * in * sizeof *wt), *whole = malloc(most * o * 4), *split = malloc(most * o * 4);
+        for (size_t i = 0; i < most * in; i++) x[i] = (float)uniform(&s);
+        for (size_t i = 0; i < o * in; i++) w[i] = (float)uniform(&s);
+        for (size_t i = 0; i < o; i++) b[i] = (float)uniform(&s);
+        for (size_t r = 0; r < o; r++)
+            for (size_t i = 0; i < in; i++) wt[i * o + r] = w[r * in + i];
+        NlLinear lin = {w, wt, b, o, in, tier};
+        for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+            size_t n = rows[r];
+            NlLinearPlan p = nl_linear_plan(n, o, in, tier, 2);
+            if (p.call != NL_CALL_SGEMM_NT && p.call != NL_CALL_SGEMM_NN) continue;
+            CHECK(tier >= 3 || p.split == 1, "%zu x %zu x %zu split on kernels of tier %d", n, o, in, tier);
+            if (p.split < 2) continue;
+            splits++;
+            nl_linear_run(whole, x, n, &lin, NULL, (NlLinearPlan){p.call, 1});
+            memset(split, 0xff, n * o * sizeof *split);
+            nl_linear_run(split, x, n, &lin, pool, p);
+            CHECK(memcmp(whole, split, n * o * sizeof *split) == 0, "%zu x %zu x %zu sgemm %s split over 2 differs", n,
+                  o, in, p.call == NL_CALL_SGEMM_NN ? "NN" : "NT");
+        }
+        free(x), free(w), free(wt), free(b), free(whole), free(split);
+    }
+    printf("     %s kernels (tier %d): %d split sgemm calls, each against the whole call\n", nl_blas_core(), tier,
+           splits);
+    CHECK(tier < 3 || splits >= 40, "AVX-512 kernels: only %d of the calls split", splits);
+    nl_pool_free(pool);
+}
+
 // The plan's rules (linear.c), row by row: sgemv per row below 6 rows (3 for a matrix over 16 MiB),
 // split over the workers from 32K weights; with AVX2 the transposed copy (NN) for 4 to 63 rows of a
 // weight up to 512K elements; with AVX-512 NN also from 2 rows wherever M*N*K <= 1e6; above 512K
@@ -211,7 +254,9 @@ static void plan_follows_its_rules(void) {
         {5, 384, 128, 1, 1, R, 1},    {8, 384, 128, -1, 1, NT, 1},   {8, 384, 128, 0, 1, NT, 1},
         {1, 384, 128, 3, 2, R, 2},    {2, 384, 128, 3, 2, NN, 1},    {16, 384, 128, 3, 1, NN, 1},
         {21, 384, 128, 3, 1, NN, 1},  {64, 384, 128, 3, 1, NT, 1},   {2, 1152, 384, 3, 1, NN, 1},
-        {3, 1152, 384, 3, 2, R, 2},
+        {3, 1152, 384, 3, 2, R, 2},   {99, 384, 128, 3, 2, NT, 2},   {99, 384, 128, 2, 2, NT, 1},
+        {99, 128, 128, 3, 2, NT, 1},  {99, 512, 128, 3, 3, NT, 3},   {1024, 65, 128, 3, 2, NT, 1},
+        {64, 2304, 768, 3, 2, NN, 2}, {8, 2304, 768, 3, 2, NN, 1},   {128, 2304, 768, 2, 2, NT, 1},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         NlLinearPlan p = nl_linear_plan(cases[k].rows, cases[k].n_out, cases[k].n_in, cases[k].tier, cases[k].workers);
@@ -553,6 +598,7 @@ int main(void) {
     RUN(layernorm_invariant_to_scale_and_shift_rmsnorm_to_scale_only);
     RUN(linear_blas_matches_naive_on_odd_shapes);
     RUN(split_linear_is_bitwise_unsplit);
+    RUN(split_sgemm_is_bitwise_whole);
     RUN(plan_follows_its_rules);
     RUN(pool_runs_every_worker_once_per_call);
     RUN(attention_softmax_is_stable);

@@ -125,6 +125,7 @@ typedef struct {
     int windowless;
     size_t stride, segments;
     int batch, workers;  // sequences a forward call; engine threads (one state each)
+    int product_threads;  // threads each state splits its products over (NlRunOptions.threads)
     size_t calls;  // forward calls a worker makes, at most (profile --trace budget)
 } EvalPlan;
 
@@ -149,6 +150,10 @@ static int plan_eval(const Options *o, const NlModel *model, size_t n, EvalPlan 
     if (groups < 1) groups = 1;  // a text too short to score: eval says so, from one state
     p->workers = o->counters ? 1 : o->threads;  // counters: one thread (see generate)
     if ((size_t)p->workers > groups) p->workers = (int)groups;  // no state for a worker without a window
+    // Threads left over (fewer groups than threads: a text shorter than a few windows) split each
+    // state's products, as one stream's are (llama-perplexity's -t); the bits do not change.
+    p->product_threads = o->counters ? 1 : o->threads / p->workers;
+    if (p->windowless) p->product_threads = o->threads;  // (one state; its large sgemv may split)
     if (p->windowless && p->segments > (n > 1 ? n - 1 : 1)) {
         msg_usage(o->cmd, "--segments %zu: the text has %zu %ss to score", p->segments, n > 1 ? n - 1 : 0,
                   token_unit(model));
@@ -215,8 +220,7 @@ int cmd_eval(Options *o) {
         rc = kl_record_init(&rec, o->kl_base, o->kl, per_token, (size_t)nl_model_config(model)->vocab_size, ids, n,
                             p.windowless, p.windowless ? p.segments : p.stride);
     if (!rc && o->kl_base) rc = out_open(&base_out, o->kl_base);
-    // a recurrent model's sgemv of 1M weights or more may use the --threads (one engine thread runs)
-    if (!rc) rc = workers_create(&wk, o, model, p.workers, p.batch, p.windowless ? o->threads : 1, o->profile, p.calls);
+    if (!rc) rc = workers_create(&wk, o, model, p.workers, p.batch, p.product_threads, o->profile, p.calls);
     if (!rc) rc = open_main_output(o, &out);
     NlEvalResult r;
     double seconds = 0.0, nats, se;
@@ -230,9 +234,10 @@ int cmd_eval(Options *o) {
     if (rc) goto cleanup;
     eval_stats(&r, &nats, &se);
     int chars = nl_tokenizer_kind(nl_model_tokenizer(model)) == NL_TOKENIZER_CHAR;
+    int threads = p.windowless ? p.workers : p.workers * p.product_threads;  // (windows' and products')
     fprintf(stderr, "normlab: scored %zu %ss in %.2f s (%.0f %s/s) on %d thread%s\n", r.count, token_unit(model),
-            seconds, (double)r.count / (seconds > 0 ? seconds : 1e-9), chars ? "chars" : "tok", p.workers,
-            plural((size_t)p.workers));
+            seconds, (double)r.count / (seconds > 0 ? seconds : 1e-9), chars ? "chars" : "tok", threads,
+            plural((size_t)threads));
     int ok = print_eval(out.f, o->json, &r, nats, se, skipped, p.windowless ? "segments" : "stride",
                         p.windowless ? p.segments : p.stride, chars ? "char" : "token",
                         n ? nl_tokenizer_text_bytes(nl_model_tokenizer(model), ids + 1, n - 1)
@@ -247,7 +252,7 @@ int cmd_eval(Options *o) {
         nl_profiler_set_produced(prof, NL_PHASE_PREFILL, r.count);  // per scored token
         char buf[4400], shown[1024], rounded[160];
         ReportInfo info = {.model = msg_escape(shown, sizeof shown, model_path(o, buf, sizeof buf)),
-                           .product_threads = p.windowless ? o->threads : 1,
+                           .product_threads = p.product_threads,
                            .engine_threads = p.workers,
                            .blas_core = nl_blas_core(),
                            .blas_core_source = o->blas.source,

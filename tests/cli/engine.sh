@@ -39,6 +39,23 @@ for t in 2 3; do
         && grep -q "(each summed over $t threads)" "$TMP/err" \
         && ok "eval --profile sums $t threads" || bad "eval profile threads" "$(grep -E 'engine|summed' "$TMP/err")"
 done
+# Fewer windows than threads: the threads left split each forward pass's products (with AVX-512
+# kernels the sgemm too, linear.c), and the numbers stay those of one thread. A text shorter than
+# shakespeare-pre-ln's window (99 rows, products of 2.4M multiply-adds a share), and shakespeare-bpe
+# on 2 kB (9 windows, 2 groups: one each), every field of eval --json byte for byte.
+head -c 100 tests/data/held_out.txt > "$TMP/short100.txt"
+cat tests/data/held_out.txt tests/data/held_out.txt | head -c 2000 > "$TMP/bpe2k.txt"
+for case in "shakespeare-pre-ln short100.txt" "shakespeare-bpe bpe2k.txt" "shakespeare-pre-ln long.txt"; do
+    set -- $case
+    expect_ok "eval $1 $2 1 thread" eval -m weights/$1 --text "$TMP/$2" --json --threads 1; cp "$TMP/out" "$TMP/e1"
+    expect_ok "eval $1 $2 2 threads" eval -m weights/$1 --text "$TMP/$2" --json --threads 2 --profile
+    cmp -s "$TMP/out" "$TMP/e1" && [ -s "$TMP/e1" ] && ok "eval $1 on $2: same bytes with 2 threads" \
+        || bad "eval $1 $2 2 threads" "$(cat "$TMP/out") vs $(cat "$TMP/e1")"
+done
+run eval -m weights/shakespeare-pre-ln --text "$TMP/short100.txt" --threads 2 --profile
+grep -qF "threads 2 (one engine thread, each product split over up to 2)" "$TMP/err" \
+    && grep -qF "on 2 threads" "$TMP/err" && ok "eval on a text shorter than a window: its products on 2 threads" \
+    || bad "eval short text threads" "$(grep -E 'engine thread|scored' "$TMP/err")"
 expect_ok "eval batch 1" eval $M --text "$TMP/long.txt" --json --threads 1 --batch 1
 n1=$(sed -n 's/.*"nats_per_char": \([^,]*\),.*/\1/p' "$TMP/out")
 n3=$(sed -n 's/.*"nats_per_char": \([^,]*\),.*/\1/p' "$TMP/eval1")
