@@ -82,14 +82,39 @@ int nl_config_bn_stats_parse(const char *name, NlBnStats *out) {
 
 // ---- config
 
+// A config without "format" but with Hugging Face's "architectures" or "model_type": a snapshot
+// given where a normlab model belongs. The error names it and the importer (GPT-2's: the only one).
+static int reject_hf_snapshot(const cJSON *root, const char *what, NlError *err) {
+    const cJSON *archs = cJSON_GetObjectItemCaseSensitive(root, "architectures");
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(root, "model_type");
+    const cJSON *first = cJSON_IsArray(archs) ? cJSON_GetArrayItem(archs, 0) : NULL;
+    if (!first && !type) return 0;
+    const char *name = cJSON_IsString(first) ? first->valuestring : cJSON_IsString(type) ? type->valuestring : "";
+    size_t n = strlen(what), tail = strlen("/config.json");
+    int dir_len = (int)(n > tail && strcmp(what + n - tail, "/config.json") == 0 ? n - tail : n);
+    if (cJSON_IsString(type) && strcmp(type->valuestring, "gpt2") == 0)
+        nl_error(err, NL_ERR_FORMAT,
+                 "%s: a Hugging Face %.80s snapshot, not a normlab model: import it with "
+                 "tools/interop/import_hf_gpt2.py %.*s --out MODEL_DIR",
+                 what, name, dir_len, what);
+    else
+        nl_error(err, NL_ERR_FORMAT,
+                 "%s: a Hugging Face %.80s snapshot, not a normlab model (tools/interop/import_hf_gpt2.py imports "
+                 "GPT-2 snapshots only)",
+                 what, name);
+    return -1;
+}
+
 // *version = the file's format version (1 to NL_FORMAT_VERSION).
 static int parse_format(const cJSON *root, const char *what, int *version, NlError *err) {
     static const char *const KEYS[] = {"name", "version", NULL};
     const cJSON *f = cJSON_GetObjectItemCaseSensitive(root, "format");
     char ctx[300];
     snprintf(ctx, sizeof ctx, "%s: \"format\"", what);
+    if (!f && reject_hf_snapshot(root, what, err) != 0) return -1;
     if (!cJSON_IsObject(f)) {
-        nl_error(err, NL_ERR_FORMAT, "%s must be {\"name\": \"normlab\", \"version\": %d}", ctx, NL_FORMAT_VERSION);
+        nl_error(err, NL_ERR_FORMAT, "%s must be {\"name\": \"normlab\", \"version\": V}, V 1 to %d", ctx,
+                 NL_FORMAT_VERSION);
         return -1;
     }
     if (nl_jsonx_only_keys(f, KEYS, ctx, err) != 0) return -1;
