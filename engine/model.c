@@ -54,6 +54,7 @@ struct NlModel {
     float *transposed;  // the transposed weights nl_linear_plan uses (linear.h), mapped, or NULL
     size_t transposed_bytes;
     int no_repack;  // 1: no transposed copies (NlLoadOptions)
+    int shapes_only;  // 1: no weight read: no non-finite check, copies counted, not made (NlLoadOptions)
     void *matrices;  // replacement matrices the model owns (nl_model_set_matrices), or NULL
     int borrowed;  // 1: a copy (nl_model_copy) that borrows tok, st and the file from its base
     size_t n_params;
@@ -111,7 +112,7 @@ static size_t matrix_slots(NlModel *m, NlMatrixSlot **slots) {
 
 // Sets the plan of every matrix the family plans to the OpenBLAS kernels in use and makes the
 // transposed copies the plan asks for (nl_linear_wants_transposed), in one allocation the model
-// owns: the file's tensors stay as they are, mapped or read.
+// owns: the file's tensors stay as they are, mapped or read. With shapes_only, only their bytes.
 static int make_transposed(NlModel *m, NlError *err) {
     NlMatrixSlot *slots;
     size_t n = matrix_slots(m, &slots), floats = 0;
@@ -127,6 +128,10 @@ static int make_transposed(NlModel *m, NlError *err) {
         lin->wt = NULL;
         if (!m->no_repack && nl_linear_wants_transposed(lin->n_out, lin->n_in, tier)) floats += lin->n_out * lin->n_in;
     }
+    if (floats && m->shapes_only) {
+        m->transposed_bytes = floats * sizeof(float);
+        floats = 0;
+    }
     if (floats) {
         void *map = mmap(NULL, floats * sizeof(float), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (map == MAP_FAILED) {
@@ -139,7 +144,8 @@ static int make_transposed(NlModel *m, NlError *err) {
     float *at = m->transposed;
     for (size_t k = 0; k < n; k++) {
         NlLinear *lin = slots[k].lin;
-        if (!lin || m->no_repack || !nl_linear_wants_transposed(lin->n_out, lin->n_in, tier)) continue;
+        if (!lin || m->no_repack || m->shapes_only || !nl_linear_wants_transposed(lin->n_out, lin->n_in, tier))
+            continue;
         transpose(m, at, lin->w, lin->n_out, lin->n_in);
         lin->wt = at;
         at += lin->n_out * lin->n_in;
@@ -150,7 +156,7 @@ cleanup:
     return rc;
 }
 
-// Binds every tensor the config needs, then rejects leftovers and non-finite values.
+// Binds every tensor the config needs, then rejects leftovers and (unless shapes_only) non-finite values.
 static int bind_weights(NlModel *m, NlTensorRef *refs, size_t n, const char *what, NlError *err) {
     const NlConfig *c = &m->config;
     NlBinder b = {refs, n, what, err};
@@ -174,7 +180,7 @@ static int bind_weights(NlModel *m, NlTensorRef *refs, size_t n, const char *wha
                      nl_cut(cut, refs[i].name));
             return -1;
         }
-        size_t count = ref_elems(&refs[i]), k = nl_first_nonfinite(refs[i].data, count);
+        size_t count = ref_elems(&refs[i]), k = m->shapes_only ? SIZE_MAX : nl_first_nonfinite(refs[i].data, count);
         if (k != SIZE_MAX) {
             nl_error(err, NL_ERR_NUMERIC, "%s: tensor \"%s\" has a non-finite value (%g) at index %zu", what,
                      refs[i].name, refs[i].data[k], k);
@@ -478,6 +484,7 @@ int nl_model_load_with(NlModel **out, const char *path, const NlLoadOptions *opt
         }
         int replaced = 0;
         m->no_repack = opts && opts->no_repack;
+        m->shapes_only = opts && opts->shapes_only;
         int rc = S_ISDIR(st.st_mode) ? load_dir(m, path, opts, &replaced, err) : load_inline(m, path, err);
         if (rc == 0) {
             *out = m;
@@ -512,6 +519,7 @@ const NlTokenizer *nl_model_tokenizer(const NlModel *m) { return m->tok; }
 size_t nl_model_parameters(const NlModel *m) { return m->n_params; }
 size_t nl_model_weight_bytes(const NlModel *m) { return m->n_params * sizeof(float); }
 size_t nl_model_transposed_bytes(const NlModel *m) { return m->transposed_bytes; }
+int nl_model_shapes_only(const NlModel *m) { return m->shapes_only; }
 
 size_t nl_model_matrices(const NlModel *m, NlMatrix *out) {
     NlMatrixSlot *slots;

@@ -20,6 +20,8 @@ typedef struct NlFamily NlFamily;
 // (NlTransformerWeights, NlRecurrentWeights), borrowed for the model's lifetime.
 const NlFamily *nl_model_family(const NlModel *model);
 const void *nl_model_weights(const NlModel *model);
+// 1: loaded with NlLoadOptions.shapes_only, so no weight was checked: it must not run.
+int nl_model_shapes_only(const NlModel *model);
 
 // A single-file model ({"config", "tokenizer", "tensors"}) from len bytes; `what` names it in errors.
 int nl_model_load_inline(NlModel **out, const char *buf, size_t len, const char *what, NlError *err);

@@ -89,6 +89,11 @@ int nl_model_load(NlModel **out, const char *path, NlError *err);
 typedef struct {
     int no_mmap;  // 1: read model.safetensors into memory instead of mapping it (llama.cpp's --no-mmap)
     int no_repack;  // 1: no transposed copies of weights (llama.cpp's --no-repack): memory is the file's
+    // 1: for a model that is described, not run (normlab info, tokenize, list): the files, names and
+    // shapes are checked as always, but no weight is read: no NaN/Inf check, no copies (so a mapped
+    // file's pages stay on disk). nl_model_transposed_bytes still says what a run's load would copy.
+    // nl_state_create refuses such a model.
+    int shapes_only;
 } NlLoadOptions;
 // nl_model_load with options (NULL: the defaults above). A mapped file that another program
 // truncates or rewrites in place while it is mapped kills the process (SIGBUS); normlab's own

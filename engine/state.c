@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "family.h"
+#include "model.h"
 #include "normlab.h"
 #include "normlab_ext.h"
 #include "parallel.h"
@@ -53,6 +54,10 @@ size_t nl_model_state_bytes(const NlModel *model) {
 
 int nl_state_create(NlState **out, const NlModel *model, const NlRunOptions *opts, NlError *err) {
     *out = NULL;
+    if (nl_model_shapes_only(model)) {  // its weights were never checked for NaN or Inf
+        nl_error(err, NL_ERR_ARG, "the model was loaded with shapes_only: it cannot run");
+        return -1;
+    }
     NlState *s = calloc(1, sizeof *s);
     if (!s) {
         nl_error(err, NL_ERR_NOMEM, "out of memory");

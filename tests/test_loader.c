@@ -15,6 +15,7 @@
 #include "check.h"
 #include "model.h"
 #include "normlab.h"
+#include "normlab_ext.h"
 
 // The smallest valid model: V=3, L=1, H=1, D=2, F=4, T=2, LayerNorm, pre, no linear biases, tied.
 static const char *const CONFIG =
@@ -109,13 +110,14 @@ static int replace(char *s, size_t cap, const char *from, const char *to) {
     return 0;
 }
 
-// The same case through the command line, when NORMLAB_BIN names the binary: `normlab info -m dir`
-// must exit 1 with empty stdout and the message on stderr (or exit 0 for a valid model).
-static void expect_cli(const char *label, const char *expect) {
+// The same case through the command line, when NORMLAB_BIN names the binary: `normlab ARGS -m dir`
+// (ARGS "info" unless a case needs the weights read: info reads no weight) must exit 1 with empty
+// stdout and the message on stderr (or exit 0 for a valid model).
+static void expect_cli(const char *label, const char *expect, const char *args) {
     const char *bin = getenv("NORMLAB_BIN");
     if (!bin) return;
     char cmd[1024], out[4096] = "", err[4096] = "";
-    snprintf(cmd, sizeof cmd, "'%s' info -m '%s' >'%s/out' 2>'%s/err'", bin, dir, dir, dir);
+    snprintf(cmd, sizeof cmd, "'%s' %s -m '%s' >'%s/out' 2>'%s/err'", bin, args, dir, dir, dir);
     int status = system(cmd);
     int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     const char *names[2] = {"out", "err"};
@@ -139,9 +141,10 @@ static void expect_cli(const char *label, const char *expect) {
           "%s (CLI): exit %d, stdout '%.40s', stderr '%s'", label, code, out, err);
 }
 
-// Loads dir and expects failure with `expect` in the message (or success when expect is NULL).
-static void expect_load(const char *label, const char *expect) {
-    expect_cli(label, expect);
+// Loads dir and expects failure with `expect` in the message (or success when expect is NULL), and
+// the same of `normlab args` on it.
+static void expect_load_as(const char *label, const char *expect, const char *args) {
+    expect_cli(label, expect, args);
     NlModel *m = NULL;
     NlError err = {NL_OK, ""};
     int rc = nl_model_load(&m, dir, &err);
@@ -152,6 +155,8 @@ static void expect_load(const char *label, const char *expect) {
     CHECK(strchr(err.msg, '\n') == NULL, "%s: message is one line", label);
     nl_model_free(m);
 }
+
+static void expect_load(const char *label, const char *expect) { expect_load_as(label, expect, "info"); }
 
 typedef struct {
     const char *label;
@@ -290,11 +295,11 @@ static void container_level_faults(void) {
     default_files(&f);
     f.data[5] = NAN;
     write_model(&f);
-    expect_load("NaN weight", "tensor \"wte.weight\" has a non-finite value");
+    expect_load_as("NaN weight", "tensor \"wte.weight\" has a non-finite value", "generate -n 1 -p a");
     default_files(&f);
     f.data[53] = INFINITY;
     write_model(&f);
-    expect_load("Inf weight", "tensor \"ln_f.bias\" has a non-finite value");
+    expect_load_as("Inf weight", "tensor \"ln_f.bias\" has a non-finite value", "eval --text /dev/null");
     default_files(&f);
     replace(f.config, sizeof f.config, "\"pre\"", "\"post\"");
     write_model(&f);
@@ -334,6 +339,42 @@ static void valid_and_unaligned_models_load_and_agree(void) {
     write_model(&f);
     rc |= logits_of_dir(unaligned);
     CHECK(rc == 0 && memcmp(aligned, unaligned, sizeof aligned) == 0, "unaligned data gives bit-identical logits");
+}
+
+// NlLoadOptions.shapes_only (info, tokenize, list): every file and shape is checked, no weight is
+// read, so a NaN weight loads, with the parameters and the transposed bytes a full load counts, and
+// the model cannot run.
+static void shapes_only_reads_no_weight(void) {
+    Files f;
+    default_files(&f);
+    f.data[5] = NAN;
+    write_model(&f);
+    NlLoadOptions shapes = {.shapes_only = 1};
+    NlModel *m = NULL, *full = NULL, *bpe = NULL;
+    NlState *s = NULL;
+    NlError err = {NL_OK, ""};
+    CHECK(nl_model_load_with(&m, dir, &shapes, &err) == 0 && nl_model_parameters(m) == N_FLOATS,
+          "a NaN weight loads with shapes_only: %s", err.msg);
+    CHECK(m && nl_state_create(&s, m, NULL, &err) != 0 && !s && err.code == NL_ERR_ARG && strstr(err.msg, "cannot run"),
+          "its state is refused: '%s'", err.msg);
+    expect_cli("info of a NaN weight", NULL, "info");
+    nl_model_free(m);
+    m = NULL;
+    if (nl_model_load_with(&m, "weights/shakespeare-bpe", &shapes, &err) != 0 ||
+        nl_model_load(&full, "weights/shakespeare-bpe", &err) != 0) {
+        CHECK(0, "%s", err.msg);
+    } else {
+        CHECK(nl_model_transposed_bytes(m) == nl_model_transposed_bytes(full),
+              "transposed bytes %zu, a full load's %zu", nl_model_transposed_bytes(m), nl_model_transposed_bytes(full));
+        CHECK(nl_model_parameters(m) == nl_model_parameters(full), "the same parameters");
+        NlLoadOptions both = {.shapes_only = 1, .no_repack = 1};
+        CHECK(nl_model_load_with(&bpe, "weights/shakespeare-bpe", &both, &err) == 0 &&
+                  nl_model_transposed_bytes(bpe) == 0,
+              "with no_repack too: no transposed bytes");
+    }
+    nl_model_free(m);
+    nl_model_free(full);
+    nl_model_free(bpe);
 }
 
 static void paths_that_are_not_models_are_rejected(void) {
@@ -492,6 +533,7 @@ int main(void) {
     RUN(every_malformed_file_gets_its_own_message);
     RUN(container_level_faults);
     RUN(valid_and_unaligned_models_load_and_agree);
+    RUN(shapes_only_reads_no_weight);
     RUN(paths_that_are_not_models_are_rejected);
     RUN(inline_json_models_are_checked);
     RUN(recurrent_models_are_checked);

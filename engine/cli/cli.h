@@ -210,6 +210,9 @@ int make_sampler(const Options *o, const NlModel *model, uint64_t seed, const in
 const char *rounding_text(const Options *o, char *buf, size_t cap);
 // The same, with the NL_MATRIX_* classes --quantize rounded into *rounded (may be NULL).
 int load_model_rounded(const Options *o, NlModel **model, unsigned *rounded);
+// The same, with shapes_only 1 for a command that describes the model and runs nothing (info,
+// tokenize, list): no weight is read (NlLoadOptions.shapes_only), so a NaN weight is not seen.
+int load_model_as(const Options *o, NlModel **model, unsigned *rounded, int shapes_only);
 int make_state_as(const Options *o, const NlModel *model, int batch, int product_threads, int warn, NlState **state);
 // The most positions the model sees at once: block_size, or SIZE_MAX for a recurrent model (no window).
 size_t model_context(const NlModel *model);

@@ -121,7 +121,8 @@ int cmd_info(Options *o) {
     const char *outs[1] = {o->output};
     int rc = o->output ? check_outputs(o, outs, 1) : 0;
     unsigned rounded = 0;
-    if (!rc) rc = load_model_rounded(o, &model, &rounded);
+    // no weight read, unless --quantize rounds them (and then they are checked as a run's are)
+    if (!rc) rc = load_model_as(o, &model, &rounded, o->quantize == NL_QUANT_NONE);
     if (rc) return rc;
     char buf[4400];
     rc = write_result(o, info_json(model, (NlQuant)o->quantize, rounded, model_path(o, buf, sizeof buf), &o->blas),
@@ -197,7 +198,7 @@ static cJSON *list_entry(const Options *o, const ModelEntry *e) {
     cJSON_AddStringToObject(m, "path", e->path);
     NlModel *model = NULL;
     NlError err;
-    NlLoadOptions lo = {.no_mmap = o->no_mmap, .no_repack = o->no_repack};
+    NlLoadOptions lo = {.no_mmap = o->no_mmap, .no_repack = o->no_repack, .shapes_only = 1};  // no weight read
     if (nl_model_load_with(&model, e->path, &lo, &err) != 0) {
         cJSON_AddStringToObject(m, "error", err.msg);
     } else {

@@ -67,7 +67,7 @@ int cmd_tokenize(Options *o) {
     size_t n = 0, len = 0, skipped = 0;
     const char *outs[1] = {o->output};
     int rc = o->output ? check_outputs(o, outs, 1) : 0;
-    if (!rc) rc = load_model(o, &model);
+    if (!rc) rc = load_model_as(o, &model, NULL, 1);  // the tokenizer only: no weight read
     if (!rc) rc = prompt_read(o, &text, &len);
     if (!rc)
         rc = encode(model, o->prompt_file ? o->prompt_file : "prompt", text, len, encode_flags(o), &ids, &n, &skipped);

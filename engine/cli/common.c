@@ -266,9 +266,13 @@ static int quantize_loaded(const Options *o, const char *path, NlModel *model, u
     return 0;
 }
 
-int load_model(const Options *o, NlModel **model) { return load_model_rounded(o, model, NULL); }
+int load_model(const Options *o, NlModel **model) { return load_model_as(o, model, NULL, 0); }
 
 int load_model_rounded(const Options *o, NlModel **model, unsigned *rounded) {
+    return load_model_as(o, model, rounded, 0);
+}
+
+int load_model_as(const Options *o, NlModel **model, unsigned *rounded, int shapes_only) {
     const char *env = getenv("NORMLAB_MODEL"), *name = model_name(o);
     const char *from_env = !o->model && env && *env ? "NORMLAB_MODEL=" : "";
     char *path = NULL;
@@ -281,7 +285,7 @@ int load_model_rounded(const Options *o, NlModel **model, unsigned *rounded) {
         rc = EXIT_DATA;
     } else {
         NlError err;
-        NlLoadOptions lo = {.no_mmap = o->no_mmap, .no_repack = o->no_repack};
+        NlLoadOptions lo = {.no_mmap = o->no_mmap, .no_repack = o->no_repack, .shapes_only = shapes_only};
         if (nl_model_load_with(model, path, &lo, &err) != 0) rc = fail(&err);
         else if ((rc = quantize_loaded(o, path, *model, rounded)) != 0) {
             nl_model_free(*model);
