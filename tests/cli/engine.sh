@@ -300,3 +300,60 @@ fi
 NORMLAB_BLAS_PRETEND=Prescott "$BIN" generate $M -p "a b" -n 60 --seed 7 --top-k 5 --top-p 0.9 --no-echo \
     > "$TMP/out" 2>/dev/null
 cmp -s "$TMP/out" "$TMP/sampled" && ok "a restarted run prints the same text" || bad "restarted run" "outputs differ"
+
+# ---- commands that run nothing read no weight: info, tokenize and list on a 150 MB model
+# shakespeare-pre-ln's shape 8 times as wide, 3 layers, 150 MB of random finite float32 weights (the
+# top byte of each fixed: |w| in [2^-7, 2^-5)). Their peak RSS must stay under a quarter of the file
+# (they map it and check its headers: seen 7 MB on the 152 MB; reading every weight took 167 MB);
+# generate still runs the model, and refuses it once a weight is NaN.
+BIG="$TMP/big"
+/usr/bin/python3 - weights/shakespeare-pre-ln "$BIG" <<'PY'
+import json, os, struct, sys
+src, dst = sys.argv[1], sys.argv[2]
+os.makedirs(dst)
+cfg = json.load(open(os.path.join(src, "config.json")))
+cfg.update(n_layer=3, n_embd=1024, block_size=1024, n_head=8)
+json.dump(cfg, open(os.path.join(dst, "config.json"), "w"))
+open(os.path.join(dst, "tokenizer.json"), "w").write(open(os.path.join(src, "tokenizer.json")).read())
+b = open(os.path.join(src, "model.safetensors"), "rb").read()
+head = json.loads(b[8:8 + struct.unpack("<Q", b[:8])[0]])
+header, at = {}, 0
+for name, t in head.items():
+    if name == "__metadata__" or name.startswith("h.3."):
+        continue
+    shape = [d * 8 if d % 128 == 0 else d for d in t["shape"]]
+    n = 4
+    for d in shape:
+        n *= d
+    header[name] = {"dtype": "F32", "shape": shape, "data_offsets": [at, at + n]}
+    at += n
+h = json.dumps(header).encode()
+h += b" " * (-len(h) % 8)
+data = bytearray(os.urandom(at))
+data[3::4] = b"\x3c" * (at // 4)
+data[7::8] = b"\xbc" * (at // 8)
+with open(os.path.join(dst, "model.safetensors"), "wb") as f:
+    f.write(struct.pack("<Q", len(h)) + h + data)
+PY
+big_kb=$(( $(stat -c %s "$BIG/model.safetensors") / 1024 ))
+peak_kb() {  # peak_kb ARGS...: the binary's peak RSS in KB on ARGS (stdout to $TMP/out), "" if it failed
+    /usr/bin/time -f "%M" -o "$TMP/rss" "$BIN" "$@" > "$TMP/out" 2>"$TMP/err" && cat "$TMP/rss"
+}
+for args in "info -m $BIG" "info -m $BIG --json" "tokenize -m $BIG -p ROMEO" "list -m big"; do
+    kb=$(NORMLAB_MODELS="$TMP" peak_kb $args)
+    [ -n "$kb" ] && [ "$kb" -lt $((big_kb / 4)) ] && ok "$args: $kb KB peak against a $big_kb KB file" \
+        || bad "$args reads the weights" "peak ${kb:-failed} KB, file $big_kb KB: $(head -c 200 "$TMP/err")"
+done
+grep -qx 'parameters  *38905856' <("$BIN" info -m "$BIG") && ok "info counts the big model's parameters" \
+    || bad "big info" "$("$BIN" info -m "$BIG" 2>&1 | head -c 300)"
+kb=$(peak_kb generate -m "$BIG" -p ROMEO -n 4 --seed 1)
+[ -n "$kb" ] && [ "$(wc -c < "$TMP/out")" -ge 9 ] && [ "$kb" -gt $((big_kb / 2)) ] \
+    && ok "generate runs the big model (it reads every weight: $kb KB)" \
+    || bad "big generate" "peak ${kb:-failed} KB: $(head -c 200 "$TMP/err")"
+/usr/bin/python3 -c 'import sys; f = open(sys.argv[1], "r+b"); f.seek(-4000, 2); f.write(b"\0\0\xc0\x7f")' \
+    "$BIG/model.safetensors"
+expect_fail "generate refuses the big model's NaN weight" 1 "has a non-finite value (nan)" generate -m "$BIG" -p ROMEO
+kb=$(peak_kb info -m "$BIG")
+[ -n "$kb" ] && [ "$kb" -lt $((big_kb / 4)) ] && ok "info describes it without reading it ($kb KB)" \
+    || bad "info of a NaN weight" "peak ${kb:-failed} KB: $(head -c 200 "$TMP/err")"
+rm -rf "$BIG"
