@@ -184,7 +184,7 @@ static int eval_recurrent(NlState *s, const int *ids, size_t n, const NlEvalOpti
     free(start);
     free(tokens);
     if (bad != SIZE_MAX) {
-        nl_error(err, NL_ERR_NUMERIC, "non-finite loss at character %zu", bad);
+        nl_error(err, NL_ERR_NUMERIC, "non-finite loss at token %zu", bad);
         return -1;
     }
     out->count = N;
@@ -261,7 +261,7 @@ int nl_eval(NlState *const *states, size_t n_states, const int *ids, size_t n, c
     nl_parallel_run((int)j.n_workers, eval_worker, &j);
     for (size_t g = 0; g < j.n_groups && rc == 0; g++) {  // in text order, whoever computed them
         if (j.group_bad[g] != SIZE_MAX) {
-            nl_error(err, NL_ERR_NUMERIC, "non-finite loss at character %zu", j.group_bad[g]);
+            nl_error(err, NL_ERR_NUMERIC, "non-finite loss at token %zu", j.group_bad[g]);
             rc = -1;
         }
         out->nll_sum += j.group_nll[g];

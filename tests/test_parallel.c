@@ -105,7 +105,7 @@ static void eval_reports_the_first_non_finite_loss_whatever_the_threads(void) {
         for (int i = 0; i < w; i++) nl_state_create(&states[i], m, &run, &err);
         NlEvalResult r;
         int rc = nl_eval(states, (size_t)w, ids, 400, &(NlEvalOptions){.stride = 4}, &r, &err);
-        CHECK(rc != 0 && strstr(err.msg, "non-finite loss at character"), "%d workers: rc %d, '%s'", w, rc, err.msg);
+        CHECK(rc != 0 && strstr(err.msg, "non-finite loss at token"), "%d workers: rc %d, '%s'", w, rc, err.msg);
         if (w == 1) snprintf(first, sizeof first, "%s", err.msg);
         else CHECK(strcmp(err.msg, first) == 0, "%d workers say '%s', 1 worker '%s'", w, err.msg, first);
         for (int i = 0; i < w; i++) nl_state_free(states[i]);

@@ -43,7 +43,8 @@ const Command COMMANDS[] = {
      NULL, NULL, cmd_logits},
     {"profile", CMD_PROFILE, "where the time and FLOPs of a forward pass go, layer by layer",
      "[-m MODEL] [-p TEXT | -f FILE] [-n N] [--json] [-o FILE] [--trace FILE]",
-     "Generates N characters after the prompt and prints where the time went: prefill (the prompt, one "
+     "Generates N tokens (characters, or BPE tokens) after the prompt and prints where the time went: prefill (the "
+     "prompt, one "
      "batched pass) and decode (one token at a time) apart, every layer x component, with calls, time, share, "
      "FLOPs, GFLOP/s, bytes and GB/s, then per-layer and per-component totals and the part of the wall time no "
      "row covers. The generated text is not printed.",
@@ -52,7 +53,8 @@ const Command COMMANDS[] = {
      "MODEL... -f FILE [--json] [-o FILE] [--csv FILE] [--plot-dir DIR] [--also-swap] [--invariance] "
      "[--lens] [--outliers] [--quantize LIST] [--quantize-act Q] [--repeats N] [--threads N]",
      "The same text through every model: one row per model with norm type, placement, parameters, bits/char "
-     "and perplexity, prefill and decode tokens/s (medians), the share of forward time in normalization, "
+     "(bits/token for a BPE model, each row in its own unit) and perplexity, prefill and decode tokens/s (medians), "
+     "the share of forward time in normalization, "
      "per-layer hidden-state statistics, and the largest logit difference between a sequence alone and in a "
      "batch of 16, and between prefill and KV-cache decoding. Recurrent models (lstm, gru) share the table; "
      "their hidden states are the norms of h_t (and the LSTM's c_t) over the text, from one unbroken pass. "

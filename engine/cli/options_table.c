@@ -739,8 +739,8 @@ const OptSpec OPTIONS[] = {
      .field = F(quantize_rows),
      .choose = choose_quant_rows,
      .choices = "q8 q4 q8,q4",
-     .help = "add, per model, a row with its weights rounded so (simulated, as for eval), with the bits/char it "
-             "costs against the float32 row"},
+     .help = "add, per model, a row with its weights rounded so (simulated, as for eval), with the bits/char (a BPE "
+             "model's bits/token) it costs against the float32 row"},
     {.name = "quantize-only",
      .type = OT_CHOICE,
      .arg = "CLASSES",
@@ -779,7 +779,8 @@ const OptSpec OPTIONS[] = {
      .commands = CMD_COMPARE,
      .field = F(lens),
      .value = 1,
-     .help = "the logit lens: bits/char of the text read after each layer through the model's own final norm "
+     .help = "the logit lens: bits/char (a BPE model's bits/token) of the text read after each layer through the "
+             "model's own final norm "
              "and head (docs/lab.md)"},
     {.name = "outliers",
      .type = OT_FLAG,

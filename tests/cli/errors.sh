@@ -95,7 +95,7 @@ fi
 
 expect_fail "logits overflow at run time" 1 "the model produced a non-finite logit after 0 generated tokens" \
     generate -m $FIX/overflow.json -p ab -n 5 --seed 1 --no-echo
-expect_fail "eval loss overflows" 1 "non-finite loss at character 2" eval -m $FIX/overflow.json --text "$TMP/short.txt"
+expect_fail "eval loss overflows" 1 "non-finite loss at token 2" eval -m $FIX/overflow.json --text "$TMP/short.txt"
 # an unreadable file, as an unprivileged user (root reads everything)
 printf 'ab ba' > "$TMP/secret.txt"; chmod 000 "$TMP/secret.txt"; chmod 711 "$TMP"
 NOBODY="setpriv --reuid=65534 --regid=65534 --clear-groups"
