@@ -62,6 +62,7 @@ typedef struct {
     int batch;  // eval: windows per call; generate: streams per group (0: default)
     int no_mmap;  // read the weights into memory instead of mapping them
     int no_repack;  // no transposed copies of weights: the file's layout only
+    int check_weights;  // info: read every weight (the non-finite check), as a run's load does
     int warmup;  // generate: one untimed pass over the prompt first
     int quantize;  // NlQuant of the weights at load (compare: the float32 rows only, see quantize_rows)
     int quantize_only;  // NL_MATRIX_* bits of the matrices rounded (0: all)

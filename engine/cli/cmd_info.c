@@ -122,7 +122,7 @@ int cmd_info(Options *o) {
     int rc = o->output ? check_outputs(o, outs, 1) : 0;
     unsigned rounded = 0;
     // no weight read, unless --quantize rounds them (and then they are checked as a run's are)
-    if (!rc) rc = load_model_as(o, &model, &rounded, o->quantize == NL_QUANT_NONE);
+    if (!rc) rc = load_model_as(o, &model, &rounded, o->quantize == NL_QUANT_NONE && !o->check_weights);
     if (rc) return rc;
     char buf[4400];
     rc = write_result(o, info_json(model, (NlQuant)o->quantize, rounded, model_path(o, buf, sizeof buf), &o->blas),

@@ -371,6 +371,13 @@ const OptSpec OPTIONS[] = {
              "kl_divergence_max, same_top, same_top_stderr, ln_ppl_ratio, ln_ppl_ratio_stderr}; into a file (-o "
              "FILE), then token_nll: each scored token's -ln p, in nats"},
     {.name = "json", .type = OT_FLAG, .commands = CMD_INFO, .field = F(json), .value = 1, .help = "one JSON object"},
+    {.name = "check-weights",
+     .type = OT_FLAG,
+     .commands = CMD_INFO,
+     .field = F(check_weights),
+     .value = 1,
+     .help = "also read every weight and refuse a non-finite one, as the commands that run a model do (info "
+             "alone reads the files' headers and shapes only; the Python tools check what they write with it)"},
     {.name = "json",
      .type = OT_FLAG,
      .commands = CMD_TOKENIZE,

@@ -356,4 +356,6 @@ expect_fail "generate refuses the big model's NaN weight" 1 "has a non-finite va
 kb=$(peak_kb info -m "$BIG")
 [ -n "$kb" ] && [ "$kb" -lt $((big_kb / 4)) ] && ok "info describes it without reading it ($kb KB)" \
     || bad "info of a NaN weight" "peak ${kb:-failed} KB: $(head -c 200 "$TMP/err")"
+expect_fail "info --check-weights reads them, and refuses the NaN" 1 "has a non-finite value (nan)" \
+    info -m "$BIG" --check-weights
 rm -rf "$BIG"

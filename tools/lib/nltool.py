@@ -80,13 +80,14 @@ def new_file_mode(directory=False):
 
 
 def check_model(path, shown_as=None, files=None):
-    """The engine's verdict on the model at path: its `normlab info --json` (a dict), or ToolError
+    """The engine's verdict on the model at path: its `normlab info --json --check-weights` (a dict: every
+    weight read, as a run reads them), or ToolError
     with the loader's one-line reason (naming shown_as where it names path: a model not yet in place;
     files: name in the model -> the path to name instead, for an importer whose model's files come
     from an input's)."""
     try:
-        r = subprocess.run([engine_binary(), "info", "-m", os.path.abspath(path), "--json"], capture_output=True,
-                           timeout=CHECK_TIMEOUT_S, stdin=subprocess.DEVNULL)
+        r = subprocess.run([engine_binary(), "info", "-m", os.path.abspath(path), "--json", "--check-weights"],
+                           capture_output=True, timeout=CHECK_TIMEOUT_S, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         raise ToolError(f"{path}: normlab took more than {CHECK_TIMEOUT_S} s to check it")
     if r.returncode != 0:
