@@ -392,7 +392,7 @@ static int choose(NlSampler *s, const float *logits) {
     const float *l = penalize(s, logits);
     float max;
     if (!nl_max_finite(l, (size_t)s->V, &max)) return -1;
-    if (s->params.temperature == 0.0) {
+    if (!(s->params.temperature > 0.0)) {  // (0: the parameters allow no less)
         int best = 0;
         while (l[best] != max) best++;  // the lowest id of the max
         return best;
