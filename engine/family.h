@@ -1,7 +1,7 @@
 // family.h — a model family behind one table of operations (internal; SQLite's io_methods). state.c
 // owns the NlState and calls its family only through this table; each family implements it in its
 // own file (transformer.c; rnn.c for the LSTM and the GRU). A new family: one file, one row in
-// nl_family_of.
+// nl_family_of (families.c, the registry).
 #ifndef NL_FAMILY_H
 #define NL_FAMILY_H
 
@@ -37,12 +37,13 @@ struct NlFamily {
     void (*free_weights)(void *weights);  // NULL-safe
     // The weights' matrices into slots (NULL: only their count), in a fixed order; returns the count.
     size_t (*matrices)(void *weights, const NlConfig *cfg, NlMatrixSlot *slots);
-    // A state of `batch` sequences of model, run as cfg (the model's config with the run's norm and
-    // placement; the family refuses what it cannot run, as NL_ERR_ARG). cfg and obs are the NlState's,
-    // borrowed for the state's life.
+    // A state of `batch` sequences of a model of this family, handed its weights (bind's struct) and
+    // its config as loaded (model_cfg), run as cfg (model_cfg with the run's norm and placement; the
+    // family refuses what it cannot run, as NL_ERR_ARG). weights, model_cfg, cfg and obs are borrowed
+    // for the state's life (the model's and the NlState's): a family never calls back into model.c.
     // pool (NULL: one thread) is the NlState's too, for the products of one forward call.
-    int (*create)(void **impl, const NlModel *model, const NlConfig *cfg, const NlRunOptions *opts, size_t batch,
-                  NlPool *pool, const NlObserver *obs, NlError *err);
+    int (*create)(void **impl, const void *weights, const NlConfig *model_cfg, const NlConfig *cfg,
+                  const NlRunOptions *opts, size_t batch, NlPool *pool, const NlObserver *obs, NlError *err);
     void (*destroy)(void *impl);  // NULL-safe
     // nl_forward_batch's contract (normlab.h): the logits (B, n_logits, V) of the last n_logits positions.
     const float *(*forward)(void *impl, const int *tokens, size_t B, size_t n, size_t pos, size_t n_logits);
@@ -68,7 +69,7 @@ const NlFamily *nl_family_transformer(void);
 const NlFamily *nl_family_lstm(void);
 const NlFamily *nl_family_gru(void);
 
-// The family that runs models of arch (chosen once, when a state is made).
+// The family that runs models of arch (families.c; chosen once, when a model is loaded).
 const NlFamily *nl_family_of(NlArch arch);
 
 #pragma GCC visibility pop

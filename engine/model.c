@@ -24,6 +24,8 @@
 #include "jsonx.h"
 #include "kernels.h"
 #include "model.h"
+#include "rnn.h"
+#include "transformer_weights.h"
 #include "normlab.h"
 #include "normlab_ext.h"
 #include "safetensors.h"
@@ -515,6 +517,12 @@ void nl_model_free(NlModel *m) {
 const NlConfig *nl_model_config(const NlModel *m) { return &m->config; }
 const NlFamily *nl_model_family(const NlModel *m) { return m->family; }
 const void *nl_model_weights(const NlModel *m) { return m->weights; }
+const NlTransformerWeights *nl_model_transformer_weights(const NlModel *m) {
+    return m->family == nl_family_transformer() ? m->weights : NULL;
+}
+const NlRecurrentWeights *nl_model_recurrent_weights(const NlModel *m) {
+    return m->family == nl_family_lstm() || m->family == nl_family_gru() ? m->weights : NULL;
+}
 const NlTokenizer *nl_model_tokenizer(const NlModel *m) { return m->tok; }
 size_t nl_model_parameters(const NlModel *m) { return m->n_params; }
 size_t nl_model_weight_bytes(const NlModel *m) { return m->n_params * sizeof(float); }

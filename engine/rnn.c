@@ -60,10 +60,10 @@ static NlNormWeights as_run(const NlRnn *r, NlNormWeights w) {
 static void rnn_destroy(void *impl);
 
 // The state of `batch` sequences of model run with norm (layernorm or none, checked by rnn_create).
-static int rnn_build(NlRnn **out, const NlModel *model, NlNormType norm, size_t batch, NlPool *pool, NlError *err) {
+static int rnn_build(NlRnn **out, const NlRecurrentWeights *w, const NlConfig *mc, NlNormType norm, size_t batch,
+                     NlPool *pool, NlError *err) {
     *out = NULL;
     NlRnn *r = calloc(1, sizeof *r);
-    const NlConfig *mc = nl_model_config(model);
     size_t L = (size_t)mc->n_layer, S = (size_t)mc->n_hidden, E = (size_t)mc->n_input, V = (size_t)mc->vocab_size;
     size_t G = mc->arch == NL_ARCH_LSTM ? 4 : 3, in_max = E > S ? E : S, B = batch ? batch : 1;
     if (r) {
@@ -86,7 +86,7 @@ static int rnn_build(NlRnn **out, const NlModel *model, NlNormType norm, size_t 
     }
     r->cfg = *mc;
     r->cfg.norm = norm;
-    r->w = nl_model_recurrent_weights(model);
+    r->w = w;
     r->batch = B;
     r->pool = pool;
     r->lstm = mc->arch == NL_ARCH_LSTM;
@@ -280,8 +280,8 @@ static const float *rnn_forward(void *impl, const int *tokens, size_t B, size_t 
 
 // A recurrent model's state: its norm may be run as layernorm or none; the transformer's other
 // options (a placement, another norm) are refused; BatchNorm statistics do not apply.
-static int rnn_create(void **impl, const NlModel *model, const NlConfig *cfg, const NlRunOptions *opts, size_t batch,
-                      NlPool *pool, const NlObserver *obs, NlError *err) {
+static int rnn_create(void **impl, const void *weights, const NlConfig *model_cfg, const NlConfig *cfg,
+                      const NlRunOptions *opts, size_t batch, NlPool *pool, const NlObserver *obs, NlError *err) {
     *impl = NULL;
     const NlRunOptions o = opts ? *opts : NL_RUN_DEFAULTS;
     const char *arch = nl_config_arch_name(cfg->arch);
@@ -295,7 +295,7 @@ static int rnn_create(void **impl, const NlModel *model, const NlConfig *cfg, co
         return -1;
     }
     NlRnn *r = NULL;
-    if (rnn_build(&r, model, cfg->norm, batch, pool, err) != 0) return -1;
+    if (rnn_build(&r, weights, model_cfg, cfg->norm, batch, pool, err) != 0) return -1;
     r->obs = obs;
     r->input_hook = o.linear_input;
     size_t in_max = cfg->n_input > cfg->n_hidden ? (size_t)cfg->n_input : (size_t)cfg->n_hidden;
@@ -457,11 +457,6 @@ static size_t rnn_matrices(void *weights, const NlConfig *c, NlMatrixSlot *slots
     }
     slots[k++] = (NlMatrixSlot){{&w->lm_head.w, NULL}, NULL, w->lm_head.n_out, w->lm_head.n_in, NL_MATRIX_HEAD};
     return k;
-}
-
-const NlRecurrentWeights *nl_model_recurrent_weights(const NlModel *model) {
-    const NlFamily *f = nl_model_family(model);
-    return f == nl_family_lstm() || f == nl_family_gru() ? nl_model_weights(model) : NULL;
 }
 
 // ---- the tables

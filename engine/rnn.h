@@ -27,6 +27,7 @@ typedef struct {
 } NlRecurrentWeights;
 
 // Borrowed for the model's lifetime; NULL when the model is not an LSTM or a GRU.
+// (model.c)
 const NlRecurrentWeights *nl_model_recurrent_weights(const NlModel *model);
 
 #pragma GCC visibility pop

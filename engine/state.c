@@ -19,29 +19,6 @@ struct NlState {
     NlPool *pool;  // threads for the products of one call (NULL: the caller alone)
 };
 
-const NlFamily *nl_family_of(NlArch arch) {
-    switch (arch) {
-    case NL_ARCH_LSTM: return nl_family_lstm();
-    case NL_ARCH_GRU: return nl_family_gru();
-    default: return nl_family_transformer();
-    }
-}
-
-const NlFamilyInfo *nl_family_info(NlArch arch) { return nl_family_of(arch)->info; }
-
-size_t nl_config_describe(const NlConfig *c, NlConfigField *fields) {
-    return nl_family_of(c->arch)->describe(c, fields);
-}
-
-int nl_config_has_component(const NlConfig *c, NlComponent comp) {
-    return nl_family_of(c->arch)->has_component(c, comp);
-}
-
-void nl_profile_cost(const NlConfig *c, NlComponent comp, size_t batch, size_t n, size_t ctx, double *flops,
-                     double *bytes) {
-    nl_family_of(c->arch)->lab_cost(c, comp, batch, n, ctx, flops, bytes);
-}
-
 size_t nl_model_window(const NlModel *model) {
     const NlConfig *c = nl_model_config(model);
     return nl_family_of(c->arch)->window(c);
@@ -76,7 +53,7 @@ int nl_state_create(NlState **out, const NlModel *model, const NlRunOptions *opt
     s->family = nl_family_of(s->cfg.arch);
     int cpus = nl_cpus_available();
     s->pool = nl_pool_create(threads < cpus ? threads : cpus);  // NULL when refused: the same results on one thread
-    if (s->family->create(&s->impl, model, &s->cfg, opts, s->batch, s->pool, &s->obs, err) != 0) {
+    if (s->family->create(&s->impl, nl_model_weights(model), nl_model_config(model), &s->cfg, opts, s->batch, s->pool, &s->obs, err) != 0) {
         nl_pool_free(s->pool);
         free(s);
         return -1;

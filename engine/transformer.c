@@ -36,7 +36,8 @@ typedef struct {
 
 // The transformer family's state (family.h); `s` throughout this file.
 typedef struct {
-    const NlModel *model;
+    const NlTransformerWeights *w;  // the model's, borrowed
+    const NlConfig *model_cfg;  // the model's config as loaded, borrowed
     const NlConfig *cfg;  // the NlState's: the model's config with the run options applied
     const NlObserver *obs;  // the NlState's
     NlBnStats bn_stats;
@@ -64,8 +65,6 @@ typedef struct {
 
 static size_t transformer_state_bytes(const NlConfig *c);
 
-// One sequence's KV cache, in bytes (nl_model_state_bytes).
-static size_t kv_bytes(const NlModel *model) { return transformer_state_bytes(nl_model_config(model)); }
 
 // All of a state's buffers live in one anonymous mapping, aligned to 2 MiB and marked for
 // transparent huge pages: the first touch of a 4 KiB page cost 11.6 us on the VM we measure on
@@ -117,13 +116,13 @@ static int resolve_norm(const Transformer *s, NlNormWeights w, int layer, const 
     nl_error(err, NL_ERR_ARG,
              "batchnorm with running statistics needs tensor \"%s%s.running_mean\", which this %s model lacks; "
              "use batch statistics",
-             name, norm, nl_config_norm_name(nl_model_config(s->model)->norm));
+             name, norm, nl_config_norm_name(s->model_cfg->norm));
     return -1;
 }
 
 // Resolves every norm the run's placement uses (the others stay unset).
 static int resolve_norms(Transformer *s, NlError *err) {
-    const NlTransformerWeights *w = nl_model_transformer_weights(s->model);
+    const NlTransformerWeights *w = s->w;
     size_t L = (size_t)s->cfg->n_layer;
     s->norms = calloc(L, sizeof *s->norms);
     if (!s->norms) {
@@ -155,20 +154,21 @@ static void transformer_destroy(void *impl) {
     free(s);
 }
 
-static int transformer_create(void **impl, const NlModel *model, const NlConfig *cfg, const NlRunOptions *opts,
-                              size_t batch, NlPool *pool, const NlObserver *obs, NlError *err) {
+static int transformer_create(void **impl, const void *weights, const NlConfig *model_cfg, const NlConfig *cfg,
+                              const NlRunOptions *opts, size_t batch, NlPool *pool, const NlObserver *obs,
+                              NlError *err) {
     *impl = NULL;
     Transformer *s = calloc(1, sizeof *s);
     if (!s) {
         nl_error(err, NL_ERR_NOMEM, "out of memory");
         return -1;
     }
-    *s = (Transformer){.model = model, .cfg = cfg, .obs = obs, .batch = batch, .pool = pool};
+    *s = (Transformer){.w = weights, .model_cfg = model_cfg, .cfg = cfg, .obs = obs, .batch = batch, .pool = pool};
     s->bn_stats = opts ? opts->bn_stats : NL_BN_RUNNING;
     if (opts) s->input_hook = opts->linear_input;
     size_t T = (size_t)cfg->block_size, D = (size_t)cfg->n_embd, F = (size_t)cfg->n_inner;
     size_t V = (size_t)cfg->vocab_size, BT = batch * T;
-    size_t KV = batch * kv_bytes(model) / (2 * sizeof(float));  // floats in each of K and V
+    size_t KV = batch * transformer_state_bytes(model_cfg) / (2 * sizeof(float));  // floats in each of K and V
     const BufferSpec bufs[] = {
         {&s->x, BT * D},
         {&s->xn, BT * D},
@@ -187,7 +187,7 @@ static int transformer_create(void **impl, const NlModel *model, const NlConfig 
     };
     if (arena_create(s, bufs, sizeof bufs / sizeof bufs[0]) != 0) {
         nl_error(err, NL_ERR_NOMEM, "out of memory for activations and KV cache (%zu bytes of cache)",
-                 batch * kv_bytes(model));
+                 batch * transformer_state_bytes(model_cfg));
         transformer_destroy(s);
         return -1;
     }
@@ -204,7 +204,7 @@ static int transformer_create(void **impl, const NlModel *model, const NlConfig 
 static size_t tile_floats(const Transformer *s) { return (size_t)s->cfg->n_layer * (size_t)s->cfg->n_embd * NL_TILE; }
 
 // Floats of one sequence in the K cache (and in the V cache): all its tiles.
-static size_t seq_floats(const Transformer *s) { return kv_bytes(s->model) / (2 * sizeof(float)); }
+static size_t seq_floats(const Transformer *s) { return transformer_state_bytes(s->model_cfg) / (2 * sizeof(float)); }
 
 static void transformer_copy(void *impl, size_t from, size_t to, size_t n) {
     Transformer *s = impl;
@@ -321,7 +321,7 @@ static void linear(Transformer *s, float *y, const float *x, size_t rows, const 
 // gain in_gain: keys and values of all n positions, the output for the last keep of each sequence.
 static void attn_block(Transformer *s, float *out, const float *in, const float *in_gain, size_t l, size_t B, size_t n,
                        size_t pos, size_t keep) {
-    const NlLayerWeights *w = &nl_model_transformer_weights(s->model)->layers[l];
+    const NlLayerWeights *w = &s->w->layers[l];
     size_t len = pos + n, rows = B * n;
     watch_site(s, l, NL_SITE_QKV, in, rows, w->attn.n_in, in_gain);
     NL_TIMED(s->obs, l, NL_COMP_QKV, B, n, len, linear(s, s->qkv, in, rows, &w->attn));
@@ -333,7 +333,7 @@ static void attn_block(Transformer *s, float *out, const float *in, const float 
 // out (B*n, D) = c_proj(act(c_fc(in))) for layer l, in the output of the norm of gain in_gain.
 static void mlp_block(Transformer *s, float *out, const float *in, const float *in_gain, size_t l, size_t B, size_t n,
                       size_t len) {
-    const NlLayerWeights *w = &nl_model_transformer_weights(s->model)->layers[l];
+    const NlLayerWeights *w = &s->w->layers[l];
     size_t F = (size_t)s->cfg->n_inner, rows = B * n;
     watch_site(s, l, NL_SITE_FC, in, rows, w->fc.n_in, in_gain);
     NL_TIMED(s->obs, l, NL_COMP_MLP_UP, B, n, len, linear(s, s->hid, in, rows, &w->fc));
@@ -419,7 +419,7 @@ static void block(Transformer *s, size_t l, size_t B, size_t n, size_t pos, size
 
 // x (B*n, D) = wte[tokens] + wpe[pos ..]
 static void embed(Transformer *s, const int *tokens, size_t B, size_t n, size_t pos) {
-    const NlTransformerWeights *w = nl_model_transformer_weights(s->model);
+    const NlTransformerWeights *w = s->w;
     size_t D = (size_t)s->cfg->n_embd;
     for (size_t r = 0; r < B * n; r++) {
         assert(tokens[r] >= 0 && tokens[r] < s->cfg->vocab_size);
@@ -440,7 +440,7 @@ static void head_input(Transformer *s, size_t B, size_t n, size_t k, size_t len)
 // The logits (B*k, V) of the last k of the n rows of each sequence in x (the stream after the last
 // layer): through the final norm unless post, then the head.
 static const float *readout(Transformer *s, size_t B, size_t n, size_t k, size_t len) {
-    const NlLinear *head = &nl_model_transformer_weights(s->model)->lm_head;
+    const NlLinear *head = &s->w->lm_head;
     size_t L = (size_t)s->cfg->n_layer;
     head_input(s, B, n, k, len);
     watch_site(s, L, NL_SITE_HEAD, s->xn, B * k, head->n_in, stream_gain(s, L));

@@ -86,7 +86,3 @@ size_t nl_transformer_matrices(void *weights, const NlConfig *c, NlMatrixSlot *s
     if (!tied) slots[k++] = (NlMatrixSlot){{&w->lm_head.w, NULL}, &w->lm_head, V, D, NL_MATRIX_HEAD};
     return k;
 }
-
-const NlTransformerWeights *nl_model_transformer_weights(const NlModel *model) {
-    return nl_model_family(model) == nl_family_transformer() ? nl_model_weights(model) : NULL;
-}

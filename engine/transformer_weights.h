@@ -30,6 +30,7 @@ typedef struct {
 } NlTransformerWeights;
 
 // Borrowed for the model's lifetime; NULL when the model is not a transformer.
+// (model.c)
 const NlTransformerWeights *nl_model_transformer_weights(const NlModel *model);
 
 // The NlFamily operations of family.h.

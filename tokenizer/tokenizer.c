@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "bpe.h"
+#include "unicode.h"
 
 typedef struct {
     uint32_t cp;
@@ -21,67 +22,6 @@ struct NlTokenizer {
     CodeEntry *by_cp;  // (n) sorted by code point
     int ascii[128];  // code point -> id, or -1
 };
-
-size_t nl_utf8_decode(const char *s, size_t len, uint32_t *cp) {
-    const unsigned char *u = (const unsigned char *)s;
-    if (len == 0) return 0;
-    if (u[0] < 0x80) {
-        *cp = u[0];
-        return 1;
-    }
-    size_t n;
-    uint32_t c, min;
-    if ((u[0] & 0xE0) == 0xC0) {
-        n = 2;
-        c = u[0] & 0x1F;
-        min = 0x80;
-    } else if ((u[0] & 0xF0) == 0xE0) {
-        n = 3;
-        c = u[0] & 0x0F;
-        min = 0x800;
-    } else if ((u[0] & 0xF8) == 0xF0) {
-        n = 4;
-        c = u[0] & 0x07;
-        min = 0x10000;
-    } else return 0;
-    if (len < n) return 0;
-    for (size_t i = 1; i < n; i++) {
-        if ((u[i] & 0xC0) != 0x80) return 0;
-        c = (c << 6) | (u[i] & 0x3F);
-    }
-    if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return 0;
-    *cp = c;
-    return n;
-}
-
-size_t nl_utf8_pending(const char *s, size_t len) {
-    const unsigned char *u = (const unsigned char *)s;
-    for (size_t k = 1; k <= 3 && k <= len; k++) {
-        unsigned char lead = u[len - k];
-        if ((lead & 0xC0) == 0x80) continue;  // a continuation byte: look further back
-        size_t need = (lead & 0xE0) == 0xC0 ? 2 : (lead & 0xF0) == 0xE0 ? 3 : (lead & 0xF8) == 0xF0 ? 4 : 1;
-        if (need <= k) return 0;  // whole (or not a lead byte)
-        uint32_t cp;  // the bytes so far, padded with the smallest continuation, must start a valid character
-        char probe[4];
-        memcpy(probe, s + len - k, k);
-        for (size_t i = k; i < need; i++)
-            probe[i] = (char)(i == 1 && lead == 0xE0 ? 0xA0 : i == 1 && lead == 0xF0 ? 0x90 : 0x80);
-        return nl_utf8_decode(probe, need, &cp) == need ? k : 0;
-    }
-    return 0;
-}
-
-size_t nl_utf8_repair(const char *s, size_t len, char *out) {
-    size_t at = 0, n;
-    uint32_t cp;
-    for (size_t i = 0; i < len; i += n ? n : 1) {
-        n = nl_utf8_decode(s + i, len - i, &cp);
-        memcpy(out + at, n ? s + i : "\xef\xbf\xbd", n ? n : 3);
-        at += n ? n : 3;
-    }
-    out[at] = '\0';
-    return at;
-}
 
 static int cmp_entry(const void *a, const void *b) {
     uint32_t x = ((const CodeEntry *)a)->cp, y = ((const CodeEntry *)b)->cp;
