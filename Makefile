@@ -9,13 +9,15 @@
 CC ?= cc
 # snprintf into fixed message buffers truncates on purpose, so that warning is off.
 WARN = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-format-truncation
-# Each layer compiles with its own folder and the lower ones only, so that the compiler refuses a
-# wrong-way #include: the core (engine/, tokenizer/) <- the lab (engine/lab/) <- the command line
-# (engine/cli/). Tests and tools see every layer.
-CORE_INC = -Iengine -Itokenizer
-LAB_INC = $(CORE_INC) -Iengine/lab
-CLI_INC = $(LAB_INC) -Iengine/cli
-INC = $(CLI_INC)
+# Each layer compiles with the public headers (include/normlab/) and its own folder, so that the
+# compiler refuses a wrong-way #include: the core (engine/, tokenizer/) <- the lab (engine/lab/) <- the
+# command line (engine/cli/). The lab sees one internal core header (engine/internal/, which refuses a
+# file compiled without NL_INTERNAL); the core's NL_BUILD_CORE makes normlab_lab.h refuse it. The
+# command line sees the public headers only, like any embedder. Tests and tools see every layer.
+CORE_INC = -Iinclude/normlab -Iengine/internal -Iengine -Itokenizer -DNL_INTERNAL -DNL_BUILD_CORE
+LAB_INC = -Iinclude/normlab -Iengine/internal -Iengine/lab -DNL_INTERNAL
+CLI_INC = -Iinclude/normlab -Iengine/cli
+INC = -Iinclude/normlab -Iengine/internal -Iengine -Itokenizer -Iengine/lab -Iengine/cli -DNL_INTERNAL
 build/rel/engine/%.o build/san/engine/%.o build/rel/tokenizer/%.o build/san/tokenizer/%.o: INC = $(CORE_INC)
 build/rel/engine/lab/%.o build/san/engine/lab/%.o: INC = $(LAB_INC)
 build/rel/engine/cli/%.o build/san/engine/cli/%.o: INC = $(CLI_INC)
@@ -27,13 +29,15 @@ PKG_LIBS = $(shell pkg-config --libs openblas libcjson) -lm -pthread
 
 LIB_SRC = engine/nl_error.c engine/model.c engine/config.c engine/safetensors.c engine/jsonx.c engine/fileio.c \
           engine/kernels.c engine/linear.c engine/bind.c engine/transformer_weights.c \
-          engine/transformer.c engine/families.c engine/state.c engine/sampler.c engine/sampler_fast.c engine/rng.c engine/generate.c \
+          engine/transformer.c engine/families.c engine/state.c engine/sampler.c engine/sampler_fast.c engine/rng.c \
+          engine/generate.c \
           engine/eval.c engine/parallel.c engine/blascore.c engine/clock.c \
           engine/lab/profile.c engine/lab/stats.c engine/lab/compare.c engine/lab/lens.c engine/lab/quantize.c \
           engine/lab/kldiv.c \
           engine/rnn.c \
           tokenizer/tokenizer.c tokenizer/bpe.c tokenizer/unicode.c tokenizer/unicode_tables.c
-HEADERS = $(wildcard engine/*.h engine/lab/*.h engine/cli/*.h tokenizer/*.h tests/*.h)
+HEADERS = $(wildcard include/normlab/*.h engine/internal/*.h engine/*.h engine/lab/*.h engine/cli/*.h tokenizer/*.h \
+                     tests/*.h)
 CLI_SRC = engine/cli/main.c engine/cli/options.c engine/cli/common.c engine/cli/cmd_generate.c engine/cli/cmd_eval.c \
           engine/cli/cmd_compare.c engine/cli/cmd_info.c engine/cli/cmd_profile.c engine/cli/cmd_tokenize.c \
           engine/cli/commands_table.c engine/cli/options_table.c engine/cli/help.c engine/cli/output.c \
@@ -174,7 +178,7 @@ bpe-eval: all
 # ---- fuzzing: libFuzzer harnesses (clang), and their corpora replayed by `make test`
 FUZZ_SECONDS ?= 60
 FUZZ_FLAGS = -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-             -Iengine -Iengine/lab -Itokenizer
+             -Iinclude/normlab -Iengine/internal -Iengine -Iengine/lab -Itokenizer -DNL_INTERNAL
 
 build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(LIB_SRC) $(HEADERS)
 	@mkdir -p $(dir $@)
@@ -294,7 +298,7 @@ LIBDIR = $(PREFIX)/lib
 INCLUDEDIR = $(PREFIX)/include/normlab
 DATADIR = $(PREFIX)/share
 MODELS = $(patsubst weights/%/config.json,%,$(wildcard weights/*/config.json))
-VERSION = $(shell sed -n 's/^#define NL_VERSION "\(.*\)"/\1/p' engine/normlab.h)
+VERSION = $(shell sed -n 's/^#define NL_VERSION "\(.*\)"/\1/p' include/normlab/normlab.h)
 
 build/normlab.1: normlab tools/dev/make_man.sh
 	@mkdir -p build
@@ -313,7 +317,7 @@ build/prefix.stamp: FORCE
 .PHONY: FORCE
 FORCE:
 
-build/normlab.pc: engine/normlab.h Makefile build/prefix.stamp
+build/normlab.pc: include/normlab/normlab.h Makefile build/prefix.stamp
 	@mkdir -p build
 	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$${prefix}/lib' 'includedir=$${prefix}/include/normlab' '' \
 	    'Name: normlab' 'Description: a small transformer inference engine with switchable normalization' \
@@ -325,8 +329,7 @@ install: all build/libnormlab.a build/normlab.1 build/normlab.bash build/normlab
 	    $(DESTDIR)$(DATADIR)/man/man1 $(DESTDIR)$(DATADIR)/bash-completion/completions $(DESTDIR)$(DATADIR)/normlab
 	install -m 755 normlab $(DESTDIR)$(BINDIR)/normlab
 	install -m 644 build/libnormlab.a $(DESTDIR)$(LIBDIR)/libnormlab.a
-	install -m 644 engine/normlab.h engine/normlab_ext.h engine/lab/normlab_lab.h engine/nl_error.h \
-	    tokenizer/tokenizer.h $(DESTDIR)$(INCLUDEDIR)/
+	install -m 644 include/normlab/normlab.h include/normlab/normlab_lab.h $(DESTDIR)$(INCLUDEDIR)/
 	install -m 644 build/normlab.pc $(DESTDIR)$(LIBDIR)/pkgconfig/normlab.pc
 	install -m 644 build/normlab.1 $(DESTDIR)$(DATADIR)/man/man1/normlab.1
 	install -m 644 build/normlab.bash $(DESTDIR)$(DATADIR)/bash-completion/completions/normlab

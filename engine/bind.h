@@ -8,7 +8,7 @@
 
 #include "linear.h"
 #include "normlab.h"
-#include "normlab_ext.h"
+#include "normlab_internal.h"
 #include "safetensors.h"
 
 #pragma GCC visibility push(hidden)

@@ -12,7 +12,7 @@
 
 #include "linear.h"
 #include "normlab.h"
-#include "normlab_ext.h"
+#include "normlab_internal.h"
 
 // The families of OpenBLAS 0.3.21's x86-64 DYNAMIC_ARCH build (its corename table), by the widest
 // vectors their single-precision kernels use.

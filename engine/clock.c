@@ -2,7 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <time.h>
 
-#include "normlab_ext.h"
+#include "normlab_internal.h"
 
 double nl_clock_seconds(void) {
     struct timespec ts;

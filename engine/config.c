@@ -11,7 +11,8 @@
 #include "jsonx.h"
 #include "model.h"
 #include "normlab.h"
-#include "normlab_ext.h"
+#include "normlab_internal.h"
+#include "tokenizer.h"
 
 #define FAIL(...)                                  \
     do {                                           \

@@ -5,7 +5,7 @@
 #define NL_COST_H
 
 #include "normlab.h"
-#include "normlab_ext.h"
+#include "normlab_internal.h"
 
 // FLOPs a row of D features through a norm of type t takes.
 // LayerNorm: sum (D), centre + square + accumulate (3D), centre + scale + gain + bias (4D).

@@ -10,7 +10,7 @@
 
 #include "kernels.h"
 #include "normlab.h"
-#include "normlab_ext.h"
+#include "normlab_internal.h"
 #include "observe.h"
 #include "parallel.h"
 

@@ -2,7 +2,7 @@
 // and the questions about a config that its family answers. A new family: one file, one row here.
 #include "family.h"
 #include "normlab.h"
-#include "normlab_ext.h"
+#include "normlab_internal.h"
 
 const NlFamily *nl_family_of(NlArch arch) {
     switch (arch) {

@@ -10,7 +10,7 @@
 #include "bind.h"
 #include "linear.h"
 #include "normlab.h"
-#include "normlab_ext.h"
+#include "normlab_internal.h"
 #include "parallel.h"
 
 #pragma GCC visibility push(hidden)

@@ -1,7 +1,7 @@
 // fileio.c — open, check and read or map regular files.
 #define _POSIX_C_SOURCE 200809L
 #include "fileio.h"
-#include "normlab_ext.h"
+#include "normlab_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>

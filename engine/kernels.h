@@ -8,7 +8,7 @@
 
 #include "model.h"
 #include "normlab.h"
-#include "normlab_ext.h"
+#include "normlab_internal.h"
 
 // Internal: hidden from the symbols a shared object built from these files would export.
 #pragma GCC visibility push(hidden)

@@ -25,9 +25,10 @@
 #include "kernels.h"
 #include "model.h"
 #include "rnn.h"
+#include "tokenizer.h"
 #include "transformer_weights.h"
 #include "normlab.h"
-#include "normlab_ext.h"
+#include "normlab_internal.h"
 #include "safetensors.h"
 
 #define CONFIG_CAP ((size_t)1 << 20)

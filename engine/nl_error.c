@@ -1,5 +1,5 @@
 // nl_error.c — filling an NlError (nl_error.h).
-#include "nl_error.h"
+#include "normlab_internal.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -4,7 +4,7 @@
 #define NL_OBSERVE_H
 
 #include "normlab.h"
-#include "normlab_ext.h"
+#include "normlab_internal.h"
 
 static inline double nl_obs_begin(const NlObserver *o) { return o->timer ? o->begin(o->timer) : 0.0; }
 

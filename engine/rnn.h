@@ -5,7 +5,7 @@
 
 #include "linear.h"
 #include "normlab.h"
-#include "normlab_ext.h"
+#include "normlab_internal.h"
 
 #pragma GCC visibility push(hidden)
 

@@ -1,5 +1,6 @@
 // safetensors.c — parse and check a safetensors container (rules in safetensors.h).
 #define _POSIX_C_SOURCE 200809L
+#include "normlab_internal.h"
 #include "safetensors.h"
 
 #include <stdio.h>

@@ -7,7 +7,7 @@
 
 #include "kernels.h"
 #include "normlab.h"
-#include "normlab_ext.h"
+#include "normlab_internal.h"
 #include "sampler.h"
 #include "sampler_fast.h"
 

@@ -6,7 +6,7 @@
 #include "family.h"
 #include "model.h"
 #include "normlab.h"
-#include "normlab_ext.h"
+#include "normlab_internal.h"
 #include "parallel.h"
 
 struct NlState {
@@ -53,7 +53,8 @@ int nl_state_create(NlState **out, const NlModel *model, const NlRunOptions *opt
     s->family = nl_family_of(s->cfg.arch);
     int cpus = nl_cpus_available();
     s->pool = nl_pool_create(threads < cpus ? threads : cpus);  // NULL when refused: the same results on one thread
-    if (s->family->create(&s->impl, nl_model_weights(model), nl_model_config(model), &s->cfg, opts, s->batch, s->pool, &s->obs, err) != 0) {
+    if (s->family->create(&s->impl, nl_model_weights(model), nl_model_config(model), &s->cfg, opts, s->batch, s->pool,
+                          &s->obs, err) != 0) {
         nl_pool_free(s->pool);
         free(s);
         return -1;

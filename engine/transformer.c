@@ -65,7 +65,6 @@ typedef struct {
 
 static size_t transformer_state_bytes(const NlConfig *c);
 
-
 // All of a state's buffers live in one anonymous mapping, aligned to 2 MiB and marked for
 // transparent huge pages: the first touch of a 4 KiB page cost 11.6 us on the VM we measure on
 // (64 MiB touched page by page), and a 16-stream KV cache is 2,048 of them. Pages are zero until

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "bpe.h"
-#include "normlab_ext.h"
+#include "normlab_internal.h"
 
 static char *slurp(const char *path, size_t *len) {
     NlError err;

@@ -2,7 +2,6 @@
 // command line, run a prompt, print the most likely next character. make test compiles it with
 // `pkg-config --cflags --libs normlab` against an installed copy.
 #include <stdio.h>
-#include <string.h>
 
 #include <normlab.h>
 
@@ -20,8 +19,9 @@ int main(int argc, char **argv) {
     const float *logits = nl_forward(state, ids, 1, 0, 1);  // (1, V): after a newline, or token 0
     int best = 0;
     for (int v = 1; v < nl_model_config(model)->vocab_size; v++) best = logits[v] > logits[best] ? v : best;
-    printf("next after a newline: token %d of %d (%zu bytes)\n", best, nl_model_config(model)->vocab_size,
-           strlen(nl_tokenizer_piece(nl_model_tokenizer(model), best)));
+    size_t len = 0;
+    nl_tokenizer_bytes(nl_model_tokenizer(model), best, &len);
+    printf("next after a newline: token %d of %d (%zu bytes)\n", best, nl_model_config(model)->vocab_size, len);
     nl_state_free(state);
     nl_model_free(model);
     return 0;

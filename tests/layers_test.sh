@@ -1,22 +1,24 @@
 #!/bin/sh
 # tests/layers_test.sh — the three layers depend one way (README "Layout", docs/layout.md), read from the sources'
 # #include "..." lines:
-#   core (engine/*, tokenizer/*)  includes no header of the lab (engine/lab/) or the command line;
+#   core (engine/*, tokenizer/*)  includes no header of the lab (engine/lab/, normlab_lab.h) or the command line;
 #   lab (engine/lab/*)            includes no header of the command line (engine/cli/), and of the
-#                                 core only its public ones (normlab.h, normlab_ext.h, nl_error.h,
-#                                 tokenizer.h): it calls no private core function;
-#   command line (engine/cli/*)   includes only the public headers (normlab.h, normlab_ext.h, normlab_lab.h,
-#                                 nl_error.h, tokenizer.h) and its own, like any embedder.
+#                                 core only the public normlab.h and the one internal header made for
+#                                 it (engine/internal/normlab_internal.h): it calls no other private core function;
+#   command line (engine/cli/*)   includes only the public headers (include/normlab/: normlab.h,
+#                                 normlab_lab.h) and its own, like any embedder.
 # And no file outside the config parser (config.c), the family files (transformer.c,
-# transformer_weights.c, rnn.c; state.c picks the family) and the enum's own header (normlab.h)
-# names an arch (NL_ARCH_*): the loader, the command line and the lab ask the family's table
-# (nl_family_info, nl_config_describe, ...) instead.
-# It also plants one violation of each rule in a scratch copy and checks that each is caught.
+# transformer_weights.c, rnn.c; families.c, the registry, picks the family) and the enum's own header
+# (normlab.h) names an arch (NL_ARCH_*): the loader, the command line and the lab ask the family's
+# table (nl_family_info, nl_config_describe, ...) instead.
+# It also plants one violation of each rule in a scratch copy and checks that each is caught, by this
+# reading and by the compiler (the Makefile's per-layer -I and the headers' #error guards).
 cd "$(dirname "$0")/.." || exit 1
 passed=0 failed=0
 ok() { passed=$((passed + 1)); echo "ok   $1"; }
 bad() { failed=$((failed + 1)); echo "FAIL $1: $2"; }
-PUBLIC="normlab.h normlab_ext.h normlab_lab.h nl_error.h tokenizer.h"
+PUBLIC="normlab.h normlab_lab.h"
+LAB_SEES="normlab.h normlab_internal.h"
 
 # violations ROOT: one line per include that breaks a rule, "FILE includes HEADER (LAYER's)".
 violations() {
@@ -25,16 +27,18 @@ violations() {
         case $f in engine/lab/*) layer=lab ;; engine/cli/*) layer=cli ;; *) layer=core ;; esac
         for h in $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$root/$f"); do
             owner=core  # where the compiler finds it: beside the file, then the -I folders, in order
-            for d in "$(dirname "$f")" engine engine/lab engine/cli tokenizer; do
+            for d in "$(dirname "$f")" include/normlab engine/internal engine engine/lab engine/cli tokenizer; do
                 [ -f "$root/$d/$h" ] || continue
                 case $(realpath -m --relative-to="$root" "$root/$d/$h") in
-                    engine/cli/*) owner=cli ;; engine/lab/*) owner=lab ;; *) owner=core ;;
+                    engine/cli/*) owner=cli ;;
+                    engine/lab/* | include/normlab/normlab_lab.h) owner=lab ;;
+                    *) owner=core ;;
                 esac
                 break
             done
             case $layer:$owner in
                 core:lab | core:cli | lab:cli) echo "$f includes $h ($owner's)" ;;
-                lab:core) case " $PUBLIC " in *" $h "*) ;; *) echo "$f includes $h (a private core header)" ;; esac ;;
+                lab:core) case " $LAB_SEES " in *" $h "*) ;; *) echo "$f includes $h (a private core header)" ;; esac ;;
                 cli:cli) ;;
                 cli:*) case " $PUBLIC " in *" $h "*) ;; *) echo "$f includes $h (a private $owner header)" ;; esac ;;
             esac
@@ -45,7 +49,7 @@ violations() {
 # arch_tests ROOT: "FILE:LINE" of each arch named outside the files that may.
 arch_tests() {
     (cd "$1" && grep -n 'NL_ARCH_[A-Z]' engine/*.[ch] engine/lab/*.[ch] engine/cli/*.[ch] tokenizer/*.[ch]) |
-        grep -v -E '^engine/(config|transformer|transformer_weights|rnn|state)\.c:|^engine/normlab\.h:' | cut -d: -f1,2
+        grep -v -E '^engine/(config|transformer|transformer_weights|rnn|families)\.c:' | cut -d: -f1,2
 }
 
 found=$(violations .)
@@ -60,7 +64,7 @@ TMP=$(mktemp -d /tmp/normlab-layers-XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 plant() {  # plant LABEL FILE HEADER
     rm -rf "$TMP/tree"; mkdir -p "$TMP/tree"
-    cp -r engine tokenizer "$TMP/tree/"
+    cp -r include engine tokenizer "$TMP/tree/"
     printf '#include "%s"\n' "$3" >> "$TMP/tree/$2"
     violations "$TMP/tree" | grep -q "^$2 includes $3 " && ok "a planted violation is caught: $1" \
         || bad "planted: $1" "$2 including $3 went unreported"
@@ -72,14 +76,15 @@ plant "the lab includes a private core header" engine/lab/stats.c kernels.h
 plant "the lab includes the family table" engine/lab/profile.c family.h
 plant "the command line includes a private core header" engine/cli/common.c model.h
 plant "the command line includes a private lab-adjacent header" engine/cli/report_compare.c kernels.h
-plant "the core includes the lab by a path" engine/transformer.c lab/normlab_lab.h
+plant "the command line includes the internal core header" engine/cli/report_compare.c normlab_internal.h
+plant "the core includes the lab by a path" engine/transformer.c ../include/normlab/normlab_lab.h
 plant "the command line includes a core header by a path" engine/cli/common.c ../model.h
 # arch_compares ROOT: "FILE:LINE" of each arch compared or switched on outside the loader and the
 # family files, by any name (c->arch != 0 as well as NL_ARCH_LSTM): the family's table answers.
 arch_compares() {
     (cd "$1" && grep -nE '(->|\.)arch *[!=]=|[!=]= *[A-Za-z_]*(->|\.)arch\b|switch *\([^)]*arch' \
         engine/*.[ch] engine/lab/*.[ch] engine/cli/*.[ch] tokenizer/*.[ch]) |
-        grep -v -E '^engine/(config|transformer|transformer_weights|rnn|state)\.c:' | cut -d: -f1,2
+        grep -v -E '^engine/(config|transformer|transformer_weights|rnn|families)\.c:' | cut -d: -f1,2
 }
 # window_sentinels ROOT: "FILE:LINE" of a window tested against SIZE_MAX (a recurrent model's) outside
 # the family files: the capability asked by its name is the family's windowed.
@@ -99,7 +104,7 @@ arch_compares" \
                "engine/eval.c|int planted(size_t window) { return window == SIZE_MAX; }|window_sentinels"; do
     f=${planted%%|*} rest=${planted#*|}; code=${rest%|*} check=${rest##*|}
     rm -rf "$TMP/tree"; mkdir -p "$TMP/tree"
-    cp -r engine tokenizer "$TMP/tree/"
+    cp -r include engine tokenizer "$TMP/tree/"
     printf '%s\n' "$code" >> "$TMP/tree/$f"
     $check "$TMP/tree" | grep -q "^$f:" && ok "a planted test is caught ($check): $f" \
         || bad "planted $check" "$f: '$code' went unreported"
@@ -109,7 +114,7 @@ found=$(arch_tests .)
     || bad "arch tests" "$(echo "$found" | tr '\n' ' ')"
 for f in engine/cli/report_profile.c engine/lab/profile.c; do  # planted: a test of the arch in the CLI, in the lab
     rm -rf "$TMP/tree"; mkdir -p "$TMP/tree"
-    cp -r engine tokenizer "$TMP/tree/"
+    cp -r include engine tokenizer "$TMP/tree/"
     printf 'int planted(const NlConfig *c) { return c->arch == NL_ARCH_LSTM; }\n' >> "$TMP/tree/$f"
     arch_tests "$TMP/tree" | grep -q "^$f:" && ok "a planted arch test is caught: $f" \
         || bad "planted arch test" "$f testing NL_ARCH_LSTM went unreported"
@@ -118,18 +123,22 @@ done
 # layer that includes a header of a higher one does not build; including a lower layer's does.
 compiles() {  # compiles FILE HEADER: 0 when FILE, holding only #include "HEADER", builds with make
     rm -rf "$TMP/tree"; mkdir -p "$TMP/tree"
-    cp -r Makefile engine tokenizer tests "$TMP/tree/"
+    cp -r Makefile include engine tokenizer tests "$TMP/tree/"
     printf '#include "%s"\nint planted_%s(void);\n' "$2" "$(echo "$2" | tr -c 'a-z\n' _)" > "$TMP/tree/$1"
     make -C "$TMP/tree" --no-print-directory -s "build/rel/${1%.c}.o" > "$TMP/cc.log" 2>&1
 }
+# Refused: by "No such file" (not on the layer's -I) or by the header's own #error.
 for case in "engine/planted.c normlab_lab.h" "engine/planted.c report_profile.h" "tokenizer/planted.c normlab_lab.h" \
-            "engine/lab/planted.c cli.h"; do
+            "engine/lab/planted.c cli.h" "engine/lab/planted.c family.h" "engine/lab/planted.c kernels.h" \
+            "engine/cli/planted.c model.h" "engine/cli/planted.c family.h" "engine/cli/planted.c bpe.h" \
+            "engine/cli/planted.c normlab_internal.h" "engine/cli/planted.c tokenizer.h"; do
     set -- $case
     compiles "$1" "$2" && bad "compiler: $1 including $2" "it built" \
-        || { grep -q "$2: No such file" "$TMP/cc.log" && ok "the compiler refuses $1 including $2" \
+        || { grep -q -E "$2: No such file|#error" "$TMP/cc.log" && ok "the compiler refuses $1 including $2" \
              || bad "compiler: $1 including $2" "$(head -c 200 "$TMP/cc.log")"; }
 done
 compiles engine/cli/planted.c normlab_lab.h && compiles engine/lab/planted.c normlab.h \
+    && compiles engine/lab/planted.c normlab_internal.h && compiles engine/planted.c normlab_internal.h \
     && ok "...and builds a layer including a lower one's header" || bad "compiler, lower" "$(head -c 200 "$TMP/cc.log")"
 echo "layers_test: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

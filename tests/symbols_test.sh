@@ -14,7 +14,7 @@ n=$(nm -g --defined-only "$lib" | awk 'NF == 3' | wc -l)
 if [ -z "$unprefixed" ] && [ "$n" -gt 0 ]; then ok "all $n global symbols of $lib start with nl_"
 else bad "symbols without the nl_ prefix" "$(echo "$unprefixed" | tr '\n' ' ')"; fi
 
-public=$(cat engine/normlab.h engine/normlab_ext.h engine/lab/normlab_lab.h engine/nl_error.h tokenizer/tokenizer.h |
+public=$(cat include/normlab/normlab.h include/normlab/normlab_lab.h |
     grep -o 'nl_[a-z0-9_]* *(' | tr -d ' (' | sort -u)
 # defined, not local: "VISIBILITY NAME" (a target_clones dispatcher's resolver counts as its function)
 readelf -sW "$lib" | awk '$5 != "LOCAL" && $5 != "Bind" && $7 != "UND" && NF == 8 { print $6, $8 }' |

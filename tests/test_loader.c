@@ -15,7 +15,7 @@
 #include "check.h"
 #include "model.h"
 #include "normlab.h"
-#include "normlab_ext.h"
+#include "normlab_internal.h"
 
 // The smallest valid model: V=3, L=1, H=1, D=2, F=4, T=2, LayerNorm, pre, no linear biases, tied.
 static const char *const CONFIG =

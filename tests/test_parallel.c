@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "normlab_internal.h"
 #include "normlab_lab.h"
 
 #define MAX_WORKERS 4

@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 
 #include "check.h"
+#include "normlab_internal.h"
 #include "normlab_lab.h"
 #include "report_profile.h"
 

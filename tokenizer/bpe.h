@@ -16,7 +16,7 @@
 
 #include <stddef.h>
 
-#include "nl_error.h"
+#include "normlab_internal.h"
 
 // Internal: the model's tokenizer (tokenizer.h) holds one; hidden from a shared object.
 #pragma GCC visibility push(hidden)

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tokenizer.h"
+#include "normlab.h"
 
 // Copies text into a new string with each byte that is not part of valid UTF-8 as U+FFFD.
 static char *utf8_repaired(const char *text) {

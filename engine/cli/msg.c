@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tokenizer.h"
+#include "normlab.h"
 
 static int is_hidden(uint32_t c) {
     return c < 0x20 || c == 0x7F || (c >= 0x80 && c <= 0x9F) || c == 0x2028 || c == 0x2029 ||

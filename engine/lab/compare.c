@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "normlab_internal.h"
 #include "normlab_lab.h"
 
 #define BATCH 16

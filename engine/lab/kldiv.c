@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stddef.h>
 
+#include "normlab_internal.h"
 #include "normlab_lab.h"
 
 // The largest of x (V), ties by the lower index, and ln sum exp(x) in double.

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "normlab_internal.h"
 #include "normlab_lab.h"
 
 struct NlLens {

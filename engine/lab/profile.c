@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "normlab_internal.h"
 #include "normlab_lab.h"
 
 struct NlProfiler {

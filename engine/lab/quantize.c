@@ -7,7 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "normlab_ext.h"
+#include "normlab_internal.h"
 #include "normlab_lab.h"
 #include "quantize.h"
 

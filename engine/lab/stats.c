@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "normlab.h"
+#include "normlab_internal.h"
 #include "normlab_lab.h"
 
 typedef struct {

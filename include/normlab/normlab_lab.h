@@ -5,8 +5,11 @@
 #ifndef NORMLAB_LAB_H
 #define NORMLAB_LAB_H
 
+#ifdef NL_BUILD_CORE
+#error "normlab_lab.h is the lab's: the core (engine/, tokenizer/) may not include it"
+#endif
+
 #include "normlab.h"
-#include "normlab_ext.h"
 
 // ---- simulated quantization (quantize.c)
 //

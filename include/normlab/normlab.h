@@ -30,12 +30,92 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "nl_error.h"
-#include "tokenizer.h"
-
 #define NL_VERSION "0.1.0"
 #define NL_FORMAT_NAME "normlab"
 #define NL_FORMAT_VERSION 3  // the newest version read; versions 1 and 2 load unchanged
+
+// ---- errors (every function that can fail: 0, or -1 with err filled)
+
+typedef enum {
+    NL_OK = 0,
+    NL_ERR_IO,  // a file cannot be opened, read or mapped
+    NL_ERR_FORMAT,  // a file or a text is not what it must be (JSON, tensors, UTF-8, vocabulary)
+    NL_ERR_ARG,  // an argument out of range (a stride, a path too long, options that disagree)
+    NL_ERR_NOMEM,  // out of memory
+    NL_ERR_NUMERIC,  // a NaN or an infinity where a number must be finite (logits, losses, weights)
+} NlErrorCode;
+
+typedef struct {
+    NlErrorCode code;
+    char msg[512];
+} NlError;
+
+// ---- tokenizer (tokenizer/)
+//
+// The model's tokenizer, of one of two kinds: character-level over Unicode code points (the shipped
+// character models), or GPT-2's byte-level BPE. Text in and out is bytes, UTF-8 for the character kind.
+//
+//   NlTokenizer *tok;
+//   NlError err;
+//   if (nl_tokenizer_create(&tok, pieces, n, &err) != 0) { puts(err.msg); ... }
+//   size_t n_ids, n_skipped;
+//   nl_tokenizer_encode(tok, "To be", 5, 0, ids, &n_ids, &n_skipped, &err);
+//   size_t len;
+//   fwrite(nl_tokenizer_bytes(tok, ids[0], &len), 1, len, stdout);
+//   nl_tokenizer_free(tok);
+//
+// Ownership: nl_tokenizer_create copies the pieces; the tokenizer owns its copy until
+// nl_tokenizer_free. A model's tokenizer (nl_model_tokenizer) is borrowed for the model's lifetime.
+
+typedef struct NlTokenizer NlTokenizer;
+
+typedef enum { NL_TOKENIZER_CHAR, NL_TOKENIZER_BPE } NlTokenizerKind;
+
+// The most bytes a token holds: a character's 4; a BPE vocabulary's longest (GPT-2's: 128) is
+// refused above this.
+#define NL_TOKEN_MAX_BYTES 256
+
+// nl_tokenizer_encode's flags.
+enum {
+    NL_ENCODE_SKIP_UNKNOWN = 1,  // char: drop characters outside the vocabulary (counted) instead of failing
+    NL_ENCODE_SPECIAL = 2,  // bpe: "<|endoftext|>" in the text is the special token (else plain text)
+};
+
+// Builds a tokenizer from n pieces (token id = index). Each piece must be exactly one valid UTF-8
+// encoded code point other than NUL, and no two pieces may be equal.
+int nl_tokenizer_create(NlTokenizer **out, const char *const *pieces, int n, NlError *err);
+void nl_tokenizer_free(NlTokenizer *tok);
+int nl_tokenizer_size(const NlTokenizer *tok);
+NlTokenizerKind nl_tokenizer_kind(const NlTokenizer *tok);
+// "char" or "bpe".
+const char *nl_tokenizer_kind_name(const NlTokenizer *tok);
+// The id of "<|endoftext|>", or -1 (a char tokenizer, or a BPE without it).
+int nl_tokenizer_eot(const NlTokenizer *tok);
+
+// Encodes len bytes of text into ids (room for at least len ids is always enough). char: the text
+// must be UTF-8, and a character not in the vocabulary is an error naming it and its 1-based
+// character position, unless NL_ENCODE_SKIP_UNKNOWN is set: then it is dropped and counted in
+// *n_skipped. bpe: every byte string encodes (*n_skipped is 0).
+int nl_tokenizer_encode(const NlTokenizer *tok, const char *text, size_t len, int flags, int *ids, size_t *n_ids,
+                        size_t *n_skipped, NlError *err);
+
+// The bytes of token id (0 <= id < size), *len of them: a BPE token may end inside a UTF-8
+// character, or hold any byte, NUL included. They are followed by a NUL.
+const char *nl_tokenizer_bytes(const NlTokenizer *tok, int id, size_t *len);
+// The bytes of ids[0..n) together: the text they decode to, in bytes.
+size_t nl_tokenizer_text_bytes(const NlTokenizer *tok, const int *ids, size_t n);
+
+// Decodes one code point from s[0..len). Returns its byte length (1-4), or 0 if the bytes are not
+// valid UTF-8 (truncated, overlong, surrogate, above U+10FFFF).
+size_t nl_utf8_decode(const char *s, size_t len, uint32_t *cp);
+
+// How many of s[0..len)'s last bytes (0 to 3) begin a UTF-8 character that more bytes could still
+// complete: a stream of tokens holds them back until the character is whole.
+size_t nl_utf8_pending(const char *s, size_t len);
+
+// s[0..len) with each byte that is not part of valid UTF-8 as U+FFFD, into out (room for 3 len + 1
+// bytes), NUL-terminated; returns the length written.
+size_t nl_utf8_repair(const char *s, size_t len, char *out);
 
 // The zero of each is "as the model is configured", so that a zero-initialised NlRunOptions never
 // runs a model otherwise than it was trained. A model's own config never holds it.
@@ -296,5 +376,152 @@ typedef struct {
 // (sgemm) instead of one (sgemv), at the price of the context lost at every cut.
 int nl_eval(NlState *const *states, size_t n_states, const int *ids, size_t n, const NlEvalOptions *opts,
             NlEvalResult *out, NlError *err);
+
+// ---- what a model is (model.c, config.c)
+
+size_t nl_model_weight_bytes(const NlModel *model);  // bytes of tensor data
+// Bytes of the transposed copies of small weights the loader makes where the OpenBLAS kernels in use
+// run a few-row product faster on them (weights of at most 512K elements, 2 MiB; none for recurrent
+// models, nor where OpenBLAS's kernels are older than AVX2).
+size_t nl_model_transposed_bytes(const NlModel *model);
+// Provenance from safetensors __metadata__ (may be empty): n pairs of borrowed strings.
+size_t nl_model_metadata(const NlModel *model, const char *const **keys, const char *const **values);
+const char *nl_config_norm_name(NlNormType norm);
+const char *nl_config_placement_name(NlPlacement placement);
+const char *nl_config_activation_name(NlActivation activation);
+const char *nl_config_bn_stats_name(NlBnStats bn_stats);
+const char *nl_config_arch_name(NlArch arch);
+// The norm type or placement a name stands for, compared without case ("RMSNorm"); -1 when none.
+int nl_config_norm_parse(const char *name, NlNormType *out);
+int nl_config_placement_parse(const char *name, NlPlacement *out);
+int nl_config_bn_stats_parse(const char *name, NlBnStats *out);
+
+// Reads a whole regular file of at most cap bytes (a text to score, a prompt) into a new
+// NUL-terminated buffer (*buf, free() it). A directory, FIFO or device is refused; errors name path.
+int nl_read_file(const char *path, size_t cap, char **buf, size_t *len, NlError *err);
+
+// ---- OpenBLAS's kernel family (blascore.c)
+//
+// OpenBLAS picks a family of kernels for the CPU when it loads, reading OPENBLAS_CORETYPE if set;
+// Debian's 0.3.21 falls back to generic SSE kernels ("Prescott", 2.5x slower) on CPUs newer than
+// it. The family cannot change once the library is loaded, so an embedder that wants the right one
+// calls nl_blas_choose_core at start and, if it returns a name, sets OPENBLAS_CORETYPE to it and
+// re-executes itself (what the normlab CLI does), or sets the variable in the launching
+// environment.
+
+typedef struct {
+    int avx, avx2, fma, avx512f, avx512bw, avx512vl, avx512dq;
+} NlCpuFeatures;
+NlCpuFeatures nl_cpu_features(void);  // of the CPU running the process (cpuid)
+const char *nl_blas_core(void);  // the family in use, e.g. "Haswell" (openblas_get_corename)
+// The family to ask for instead of `reported`, or NULL to keep it. A pure function: NULL when
+// opt_out is set or env_coretype (the value of OPENBLAS_CORETYPE, NULL if unset) is non-empty, when
+// `reported` is not a family of OpenBLAS 0.3.21, or when the CPU offers nothing wider than it;
+// else "SkylakeX" for a CPU with AVX-512 F/BW/VL/DQ, "Haswell" for one with AVX2 and FMA.
+const char *nl_blas_choose_core(const char *reported, NlCpuFeatures cpu, const char *env_coretype, int opt_out);
+
+// ---- observing a forward pass (the lab's profiler and statistics attach here)
+
+// The components of a forward pass, in the order they run in a peri-LN block (pre-LN without the
+// two output norms); a recurrent model has embed, its four rnn components per layer and lm_head.
+typedef enum {
+    NL_COMP_EMBED,
+    NL_COMP_NORM1,
+    NL_COMP_QKV,
+    NL_COMP_ATTENTION,
+    NL_COMP_ATTN_PROJ,
+    NL_COMP_NORM1_POST,  // peri placement's output norms
+    NL_COMP_RESIDUAL,
+    NL_COMP_NORM2,
+    NL_COMP_MLP_UP,
+    NL_COMP_ACTIVATION,
+    NL_COMP_MLP_DOWN,
+    NL_COMP_NORM2_POST,
+    NL_COMP_RNN_INPUT,  // recurrent layers: input projections of a chunk (sgemm; `ctx` = input width)
+    NL_COMP_RNN_RECURRENT,  // one step's W_hh h (sgemv for one sequence)
+    NL_COMP_RNN_NORM,  // LayerNorms and bias adds (`ctx` = features normalised per row)
+    NL_COMP_RNN_GATES,  // the cell's element-wise update
+    NL_COMP_FINAL_NORM,
+    NL_COMP_LM_HEAD,
+    NL_COMP_SAMPLING,
+    NL_COMP_COUNT
+} NlComponent;
+typedef enum { NL_PHASE_PREFILL, NL_PHASE_DECODE, NL_PHASE_COUNT } NlPhase;
+
+// The places a watcher's site callback sees (the outlier statistics): a transformer's residual stream
+// entering layer l (layer L: leaving the last one) and the input of each linear as it enters the
+// product (before --quantize-act rounds it): c_attn's, c_proj's, c_fc's, the MLP c_proj's, and the
+// head's (layer L); a recurrent layer's h and the LSTM's c after each step. The gain passed is that
+// of the norm whose output the rows are (pre and peri: ln_1 for c_attn, ln_2 for c_fc, ln_f for the
+// head; post: the previous layer's ln_2 for c_attn and the head, ln_1 for c_fc), and for the stream
+// that of the norm it last passed through (post) or is about to (pre, peri: ln_1, at L ln_f).
+typedef enum {
+    NL_SITE_RESIDUAL,
+    NL_SITE_QKV,
+    NL_SITE_PROJ,
+    NL_SITE_FC,
+    NL_SITE_OUT,
+    NL_SITE_HEAD,
+    NL_SITE_H,
+    NL_SITE_C,
+    NL_SITE_COUNT
+} NlSite;
+
+// ---- model families (state.c; each family's table in its own file: transformer.c, rnn.c)
+//
+// What a family has, from its table: the command line, reports and the lab ask this, and never
+// which arch a model is.
+typedef struct {
+    const char *name;  // nl_config_arch_name of its arch
+    int windowed;  // its context is a window of block_size positions (a KV cache); 0: a state carries any length
+    int has_placement;  // its norms sit pre, post or peri (a recurrent cell's have one place)
+    int has_blocks;  // attention and MLP sublayers on a residual stream: branch RMS, norm outputs, invariance
+    int state_vectors;  // vectors a layer carries from one position to the next: 0 (a KV cache), 1 or 2
+    const char *state_names[2];  // their names: "h", and the LSTM's "c"
+    const char *state_bytes_key;  // what nl_model_state_bytes counts: "kv_cache_bytes", "state_bytes"
+    unsigned norms;  // the norm types it runs: bit (1u << t) for each NlNormType t
+    int trace_events_per_layer;  // the most profiler events one layer records in a forward call
+    int prunes_rows;  // its last layer goes on with only the rows a logit reads (the profile marks them)
+    unsigned matrix_classes;  // the NL_MATRIX_* classes its matrices have (normlab_ext.h)
+} NlFamilyInfo;
+const NlFamilyInfo *nl_family_info(NlArch arch);
+
+// One config field as `info` shows it, named by its config.json key.
+typedef enum { NL_FIELD_NUMBER, NL_FIELD_STRING, NL_FIELD_BOOL } NlFieldType;
+typedef struct {
+    const char *key;
+    NlFieldType type;
+    double number;  // NL_FIELD_NUMBER; NL_FIELD_BOOL: 0 or 1
+    const char *string;  // NL_FIELD_STRING: a static name
+} NlConfigField;
+#define NL_CONFIG_FIELDS_MAX 16
+// The fields of cfg's own family (every family's arch, vocab_size and n_layer aside), in the order
+// info shows them, into fields[0..NL_CONFIG_FIELDS_MAX); returns their count.
+size_t nl_config_describe(const NlConfig *cfg, NlConfigField *fields);
+// Whether a run of cfg has component comp (peri's output norms, a recurrent layer's own four).
+int nl_config_has_component(const NlConfig *cfg, NlComponent comp);
+
+// ---- a model's matrices (model.c; the lab's simulated quantization rounds them)
+
+// The classes of a model's matrices: the attention's c_attn and c_proj, the MLP's c_fc and c_proj,
+// the head (lm_head), the embeddings (wte, wpe), and a recurrent layer's weight_ih and weight_hh.
+// A head tied to wte is one matrix of both classes, embed and head.
+enum { NL_MATRIX_ATTN = 1, NL_MATRIX_MLP = 2, NL_MATRIX_HEAD = 4, NL_MATRIX_EMBED = 8, NL_MATRIX_RECURRENT = 16 };
+
+// A second model on base's files, tokenizer and tensors (nothing copied but the family's table of
+// pointers): its matrices can be replaced without touching base. Free it before base.
+int nl_model_copy(NlModel **out, const NlModel *base, NlError *err);
+
+// ---- time
+
+// The one clock behind every time normlab reports (generate's and eval's seconds, compare's speeds,
+// the profiler's fallback): CLOCK_MONOTONIC, in seconds. (clock.c)
+double nl_clock_seconds(void);
+
+// ---- evaluation's windows (eval.c)
+
+// The number of windows nl_eval scores a text of n characters in (0 when n < 2): a caller sizing
+// states or profilers for it divides by the batch B to get the forward calls.
+size_t nl_eval_windows(size_t n, size_t block_size, size_t stride);
 
 #endif

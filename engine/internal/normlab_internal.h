@@ -1,0 +1,120 @@
+// normlab_internal.h — the core's internal header for the lab (ggml's ggml-impl.h): what the lab
+// (engine/lab/) asks of a forward pass beyond the public API (normlab.h): observing it, reading a
+// residual stream out, the loss and window arithmetic, a model's matrices, and the kernels the lab
+// reuses. Only the core and the lab see it (their -I; the command line is compiled without it), and it
+// is not installed: an embedder uses normlab.h and normlab_lab.h.
+#ifndef NORMLAB_INTERNAL_H
+#define NORMLAB_INTERNAL_H
+
+#ifndef NL_INTERNAL
+#error "normlab_internal.h is the core's and the lab's: use normlab.h (or normlab_lab.h)"
+#pragma GCC visibility pop
+
+#endif
+
+#include <stddef.h>
+
+#include "normlab.h"
+
+// Internal: hidden from the symbols a shared object built from the library would export.
+#pragma GCC visibility push(hidden)
+
+// Sets err (when not NULL) to code and the formatted message; returns -1 for `return nl_error(...)`.
+// The library's one error convention: a function that can fail returns -1 and fills an NlError with a
+// code callers can act on and a one-line message naming the file, key or value (never a command-line
+// flag: the library does not know how it is called). (nl_error.c)
+int nl_error(NlError *err, NlErrorCode code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+// 1 for OpenBLAS's SSE-only families (blascore.c; nl_blas_choose_core's rule).
+int nl_blas_is_generic(const char *family);
+
+// A norm's parameters as a forward pass runs it: gain and bias (D), BatchNorm's mean and var (D).
+typedef struct {
+    const float *gain;  // (D)
+    const float *bias;  // (D), or NULL (RMSNorm without bias)
+    const float *mean, *var;  // (D) BatchNorm's statistics (running, or of the call), else NULL
+} NlNormWeights;
+
+// What a forward pass tells an observer: two groups of callbacks, each with its own borrowed object
+// (NULL: that group is off and costs nothing, not even a clock read). A state holds a copy.
+// - timer: begin() returns a timestamp; record() adds one call of comp in layer (-1: the model's
+//   own components) over `batch` sequences of n positions, ctx keys or features (see NlComponent);
+//   record_layer() a whole layer; add_wall() wall time of a phase; set_phase() what follows.
+// - watcher: the hidden states, layer by layer (layer L is after the last layer), through whichever
+//   of its callbacks are set (a NULL one is not called); with a watcher a forward pass computes
+//   every row of its last layer, not just those it returns.
+typedef struct {
+    void *timer;
+    double (*begin)(void *timer);
+    void (*record)(void *timer, double begin, int layer, NlComponent comp, size_t batch, size_t n, size_t ctx);
+    void (*record_layer)(void *timer, double begin, int layer);
+    void (*add_wall)(void *timer, double begin);
+    void (*set_phase)(void *timer, NlPhase phase);
+    void *watcher;
+    // the stream entering layer: rows of width (D; a recurrent model's embeddings, layer 0: E)
+    void (*residual)(void *watcher, int layer, const float *x, size_t rows, size_t width);
+    // a norm's input and output (post: peri's output norms ln_1_post, ln_2_post)
+    void (*norm)(void *watcher, int layer, int post, const float *in, const float *out, NlNormWeights w, size_t rows);
+    void (*branch)(void *watcher, int layer, const float *branch, size_t rows);  // a sublayer entering the stream
+    // a recurrent layer's new state at position t for B sequences: h (B, S), the LSTM's c (B, S) or NULL
+    void (*state)(void *watcher, int layer, size_t t, const float *h, const float *c, size_t B);
+    // rows of width at one of NlSite's places in layer; gain (width) is that of the
+    // norm NlSite names for the place, or NULL where there is none
+    void (*site)(void *watcher, int layer, NlSite site, const float *x, size_t rows, size_t width, const float *gain);
+} NlObserver;
+
+// Copies *obs into the state (NULL detaches everything); the objects it names stay the caller's.
+void nl_state_set_observer(NlState *state, const NlObserver *obs);
+const NlObserver *nl_state_observer(const NlState *state);  // never NULL: all-NULL when none
+
+// The logits (B, n_logits, V) of the last n_logits of n rows per sequence of a residual stream x
+// (B*n, D), read out as a forward pass reads the stream leaving its last layer: the final norm as run
+// (none in post placement; BatchNorm's batch statistics from all B*n rows), then the head. The logit
+// lens (normlab_lab.h). The stream's rows replace the state's; its cache is untouched. NULL for a
+// family without a residual stream (the recurrent models). Valid until the next call.
+const float *nl_state_readout(NlState *state, const float *x, size_t B, size_t n, size_t n_logits);
+
+// ---- the engine's pieces the lab reuses
+
+// FLOPs and bytes of one call of comp on `batch` sequences of n positions whose attention sees ctx
+// keys (pos + n), by the counting rules in docs/profiling.md: each family's own (its lab_cost,
+// family.h). Deterministic: tests check them. (state.c)
+void nl_profile_cost(const NlConfig *cfg, NlComponent comp, size_t batch, size_t n, size_t ctx, double *flops,
+                     double *bytes);
+// out (n, D) = the norm of type `type` over each row of x (n, D) with w's gain, bias and (BatchNorm)
+// statistics, exactly as a forward pass runs it; NL_NORM_NONE copies x (out may equal x). The lab's
+// invariance experiment runs it on perturbed inputs. (kernels.c)
+void nl_norm(float *out, const float *x, NlNormWeights w, NlNormType type, size_t n, size_t D, float eps);
+// Runs fn(ctx, worker) for every worker in [0, n_workers), each on its own thread (the caller's is
+// worker 0), and returns when all are done; a worker whose thread could not be started runs on the
+// caller's thread after worker 0. Returns the number of threads that ran workers (>= 1). (parallel.c)
+typedef void (*NlWorkerFn)(void *ctx, int worker);
+int nl_parallel_run(int n_workers, NlWorkerFn fn, void *ctx);
+
+// ---- evaluation's windows and losses (eval.c)
+
+// Window w of those: it runs inputs [*start, *end) and scores the targets of inputs [*begin, *end).
+void nl_eval_window(size_t n, size_t block_size, size_t stride, size_t w, size_t *start, size_t *begin, size_t *end);
+// -ln softmax(logits)[target] in double: the loss nl_eval sums.
+double nl_nll(const float *logits, size_t V, int target);
+// ln sum exp(logits) in double (max + ln sum exp(logits - max)): what a log-softmax subtracts.
+double nl_logsumexp(const float *logits, size_t V);
+
+// ---- a model's matrices (model.c; the lab's simulated quantization rounds them)
+
+typedef struct {
+    const float *data;  // (rows, cols) as the file stores it
+    size_t rows, cols;
+    unsigned classes;  // NL_MATRIX_* bits
+} NlMatrix;
+
+// The model's matrices in its family's fixed order into out (NULL: only their count); returns the count.
+size_t nl_model_matrices(const NlModel *model, NlMatrix *out);
+// Points matrix k of model at data[k] ((rows, cols) floats) wherever data[k] is not NULL, and remakes
+// the transposed copies the plan uses; before any state is made from the model. data stays the
+// caller's, except `owned` (NULL or one allocation holding them), which the model frees.
+int nl_model_set_matrices(NlModel *model, const float *const *data, void *owned, NlError *err);
+
+#pragma GCC visibility pop
+
+#endif
