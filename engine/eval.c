@@ -51,7 +51,9 @@ typedef struct {
     size_t *group_bad;  // (n_groups) first character with a non-finite loss, or SIZE_MAX
     size_t n_workers;
     atomic_size_t first_bad, done_chars;  // the first group with a non-finite loss (SIZE_MAX: none)
-    const NlEvalOptions *opts;  // progress and the call hook
+    const NlEvalOptions *opts;  // progress and the scored hook
+    NlEvalCallFn call_done;  // the lab's hook after each call (NULL: none)
+    void *call_ctx;
     double start;  // nl_clock_seconds() when the call began
 } EvalJob;
 
@@ -94,7 +96,7 @@ static double eval_group(EvalJob *j, size_t worker, size_t g, size_t *bad, doubl
         }
     }
     atomic_fetch_add(&j->done_chars, window_at(j, w0 + nb - 1).end - window_at(j, w0).begin);
-    if (j->opts->call_done) j->opts->call_done(j->opts->call_ctx, s, w0, nb);
+    if (j->call_done) j->call_done(j->call_ctx, s, w0, nb);
     return sum;
 }
 
@@ -209,6 +211,11 @@ size_t nl_eval_windows(size_t n, size_t block_size, size_t stride) {
 
 int nl_eval(NlState *const *states, size_t n_states, const int *ids, size_t n, const NlEvalOptions *opts,
             NlEvalResult *out, NlError *err) {
+    return nl_eval_calls(states, n_states, ids, n, opts, NULL, NULL, out, err);
+}
+
+int nl_eval_calls(NlState *const *states, size_t n_states, const int *ids, size_t n, const NlEvalOptions *opts,
+                  NlEvalCallFn call_done, void *call_ctx, NlEvalResult *out, NlError *err) {
     static const NlEvalOptions NONE = {0};
     const NlConfig *c = nl_state_config(states[0]);
     if (!opts) opts = &NONE;
@@ -241,6 +248,8 @@ int nl_eval(NlState *const *states, size_t n_states, const int *ids, size_t n, c
                  .stride = stride,
                  .B = nl_state_batch(states[0]),
                  .opts = opts,
+                 .call_done = call_done,
+                 .call_ctx = call_ctx,
                  .start = t0};
     j.n_windows = nl_eval_windows(n, T, stride);
     j.n_groups = (j.n_windows + j.B - 1) / j.B;

@@ -41,9 +41,11 @@ struct NlFamily {
     // its config as loaded (model_cfg), run as cfg (model_cfg with the run's norm and placement; the
     // family refuses what it cannot run, as NL_ERR_ARG). weights, model_cfg, cfg and obs are borrowed
     // for the state's life (the model's and the NlState's): a family never calls back into model.c.
+    // hook: nl_state_create_hooked's, on every linear's input rows (fn NULL: none).
     // pool (NULL: one thread) is the NlState's too, for the products of one forward call.
     int (*create)(void **impl, const void *weights, const NlConfig *model_cfg, const NlConfig *cfg,
-                  const NlRunOptions *opts, size_t batch, NlPool *pool, const NlObserver *obs, NlError *err);
+                  const NlRunOptions *opts, NlLinearInputHook hook, size_t batch, NlPool *pool,
+                  const NlObserver *obs, NlError *err);
     void (*destroy)(void *impl);  // NULL-safe
     // nl_forward_batch's contract (normlab.h): the logits (B, n_logits, V) of the last n_logits positions.
     const float *(*forward)(void *impl, const int *tokens, size_t B, size_t n, size_t pos, size_t n_logits);

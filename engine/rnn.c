@@ -281,7 +281,8 @@ static const float *rnn_forward(void *impl, const int *tokens, size_t B, size_t 
 // A recurrent model's state: its norm may be run as layernorm or none; the transformer's other
 // options (a placement, another norm) are refused; BatchNorm statistics do not apply.
 static int rnn_create(void **impl, const void *weights, const NlConfig *model_cfg, const NlConfig *cfg,
-                      const NlRunOptions *opts, size_t batch, NlPool *pool, const NlObserver *obs, NlError *err) {
+                      const NlRunOptions *opts, NlLinearInputHook hook, size_t batch, NlPool *pool,
+                      const NlObserver *obs, NlError *err) {
     *impl = NULL;
     const NlRunOptions o = opts ? *opts : NL_RUN_DEFAULTS;
     const char *arch = nl_config_arch_name(cfg->arch);
@@ -297,7 +298,7 @@ static int rnn_create(void **impl, const void *weights, const NlConfig *model_cf
     NlRnn *r = NULL;
     if (rnn_build(&r, weights, model_cfg, cfg->norm, batch, pool, err) != 0) return -1;
     r->obs = obs;
-    r->input_hook = o.linear_input;
+    r->input_hook = hook;
     size_t in_max = cfg->n_input > cfg->n_hidden ? (size_t)cfg->n_input : (size_t)cfg->n_hidden;
     if (r->input_hook.fn && !(r->qin = malloc(r->batch * CHUNK * in_max * sizeof(float)))) {
         rnn_destroy(r);

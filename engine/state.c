@@ -29,7 +29,8 @@ size_t nl_model_state_bytes(const NlModel *model) {
     return nl_family_of(c->arch)->state_bytes(c);
 }
 
-int nl_state_create(NlState **out, const NlModel *model, const NlRunOptions *opts, NlError *err) {
+int nl_state_create_hooked(NlState **out, const NlModel *model, const NlRunOptions *opts, NlLinearInputHook hook,
+                           NlError *err) {
     *out = NULL;
     if (nl_model_shapes_only(model)) {  // its weights were never checked for NaN or Inf
         nl_error(err, NL_ERR_ARG, "the model was loaded with shapes_only: it cannot run");
@@ -53,7 +54,7 @@ int nl_state_create(NlState **out, const NlModel *model, const NlRunOptions *opt
     s->family = nl_family_of(s->cfg.arch);
     int cpus = nl_cpus_available();
     s->pool = nl_pool_create(threads < cpus ? threads : cpus);  // NULL when refused: the same results on one thread
-    if (s->family->create(&s->impl, nl_model_weights(model), nl_model_config(model), &s->cfg, opts, s->batch, s->pool,
+    if (s->family->create(&s->impl, nl_model_weights(model), nl_model_config(model), &s->cfg, opts, hook, s->batch, s->pool,
                           &s->obs, err) != 0) {
         nl_pool_free(s->pool);
         free(s);
@@ -61,6 +62,10 @@ int nl_state_create(NlState **out, const NlModel *model, const NlRunOptions *opt
     }
     *out = s;
     return 0;
+}
+
+int nl_state_create(NlState **out, const NlModel *model, const NlRunOptions *opts, NlError *err) {
+    return nl_state_create_hooked(out, model, opts, (NlLinearInputHook){NULL, NULL}, err);
 }
 
 void nl_state_free(NlState *s) {

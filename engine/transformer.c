@@ -154,8 +154,8 @@ static void transformer_destroy(void *impl) {
 }
 
 static int transformer_create(void **impl, const void *weights, const NlConfig *model_cfg, const NlConfig *cfg,
-                              const NlRunOptions *opts, size_t batch, NlPool *pool, const NlObserver *obs,
-                              NlError *err) {
+                              const NlRunOptions *opts, NlLinearInputHook hook, size_t batch, NlPool *pool,
+                              const NlObserver *obs, NlError *err) {
     *impl = NULL;
     Transformer *s = calloc(1, sizeof *s);
     if (!s) {
@@ -164,7 +164,7 @@ static int transformer_create(void **impl, const void *weights, const NlConfig *
     }
     *s = (Transformer){.w = weights, .model_cfg = model_cfg, .cfg = cfg, .obs = obs, .batch = batch, .pool = pool};
     s->bn_stats = opts ? opts->bn_stats : NL_BN_RUNNING;
-    if (opts) s->input_hook = opts->linear_input;
+    s->input_hook = hook;
     size_t T = (size_t)cfg->block_size, D = (size_t)cfg->n_embd, F = (size_t)cfg->n_inner;
     size_t V = (size_t)cfg->vocab_size, BT = batch * T;
     size_t KV = batch * transformer_state_bytes(model_cfg) / (2 * sizeof(float));  // floats in each of K and V

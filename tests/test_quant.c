@@ -316,9 +316,10 @@ static void activation_rounding_moves_logits_a_little(void) {
         NlRunOptions o = NL_RUN_DEFAULTS;
         if (!m) continue;
         size_t V = (size_t)nl_model_config(m)->vocab_size, n = 8;
-        CHECK(nl_state_create(&plain, m, NULL, &err) == 0 && nl_state_create(&none, m, &o, &err) == 0, "states");
-        o.linear_input = nl_quant_input_hook(NL_QUANT_Q8);
-        CHECK(nl_state_create(&q8, m, &o, &err) == 0, "q8 state: %s", err.msg);
+        CHECK(nl_state_create(&plain, m, NULL, &err) == 0 &&
+                  nl_quant_state_create(&none, m, &o, NL_QUANT_NONE, &err) == 0,
+              "states");
+        CHECK(nl_quant_state_create(&q8, m, &o, NL_QUANT_Q8, &err) == 0, "q8 state: %s", err.msg);
         if (plain && none && q8) {
             float *a = malloc(n * V * sizeof *a);
             memcpy(a, nl_forward(plain, ids, n, 0, n), n * V * sizeof *a);

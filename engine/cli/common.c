@@ -304,12 +304,11 @@ int make_state_as(const Options *o, const NlModel *model, int batch, int product
                         .placement = o->placement >= 0 ? (NlPlacement)o->placement : c->placement,
                         .batch = batch,
                         .threads = product_threads,
-                        .bn_stats = (NlBnStats)o->bn_stats,
-                        .linear_input = nl_quant_input_hook((NlQuant)o->quantize_act)};
+                        .bn_stats = (NlBnStats)o->bn_stats};
     // (o->norm < 0: not given; the state could take NL_NORM_AS_CONFIGURED, but the warning below
     // compares the two, so the model's own values are filled in here.)
     NlError err;
-    if (nl_state_create(state, model, &run, &err) != 0) {
+    if (nl_quant_state_create(state, model, &run, (NlQuant)o->quantize_act, &err) != 0) {
         if (err.code != NL_ERR_ARG) return fail(&err);
         // an override this model cannot run (BatchNorm's running statistics it lacks, a recurrent model's norm)
         int bn = (nl_family_info(c->arch)->norms & 1u << NL_NORM_BATCHNORM) != 0;

@@ -25,6 +25,27 @@
 // flag: the library does not know how it is called). (nl_error.c)
 int nl_error(NlError *err, NlErrorCode code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+// ---- the lab's hooks on a state and on an evaluation
+
+// A linear's input rows x (rows, cols), copied where the hook may rewrite them (in place) before they
+// enter the product; called from the thread running the forward call, with the hook's ctx.
+typedef struct {
+    void (*fn)(void *ctx, float *x, size_t rows, size_t cols);
+    void *ctx;  // borrowed for the state's life
+} NlLinearInputHook;
+// nl_state_create with hook called on every linear's input rows before the product (the lab's
+// simulated quantization of activations); hook.fn NULL: none, and no copy. (state.c)
+int nl_state_create_hooked(NlState **out, const NlModel *model, const NlRunOptions *opts, NlLinearInputHook hook,
+                           NlError *err);
+// After each forward call of a windowed model: `windows` windows from window `first` on
+// (nl_eval_window) have just run in state, their logits scored; the state may be used
+// (nl_state_readout) until the hook returns. Called from the thread that ran the call.
+typedef void (*NlEvalCallFn)(void *ctx, NlState *state, size_t first, size_t windows);
+// nl_eval with call_done (NULL: none) called after each forward call of a windowed model (the lab's
+// logit lens). (eval.c)
+int nl_eval_calls(NlState *const *states, size_t n_states, const int *ids, size_t n, const NlEvalOptions *opts,
+                  NlEvalCallFn call_done, void *call_ctx, NlEvalResult *out, NlError *err);
+
 // 1 for OpenBLAS's SSE-only families (blascore.c; nl_blas_choose_core's rule).
 int nl_blas_is_generic(const char *family);
 

@@ -53,11 +53,10 @@ static void kl_track(void *ctx, size_t input, const float *logits, double nll) {
 static int kl_reference(const NlCompareJob *ref, size_t stride, KlTrack *k, NlError *err) {
     NlRunOptions run = ref->run;
     run.batch = 1;
-    run.linear_input = nl_quant_input_hook(ref->quant_act);
     NlState *s = NULL;
     NlEvalResult r;
     NlEvalOptions eo = {.stride = stride, .scored = kl_track, .scored_ctx = k};
-    if (nl_state_create(&s, ref->model, &run, err) != 0) return -1;
+    if (nl_quant_state_create(&s, ref->model, &run, ref->quant_act, err) != 0) return -1;
     int rc = nl_eval(&s, 1, ref->ids, ref->n, &eo, &r, err);
     nl_state_free(s);
     return rc;
@@ -87,9 +86,7 @@ static int measure_eval(NlState *s, const NlConfig *c, const int *ids, size_t n,
     nl_state_set_profiler(s, prof);
     NlEvalResult r;
     NlEvalOptions eo = {.stride = stride, .scored = kl ? kl_track : NULL, .scored_ctx = kl};
-    if (lens) nl_lens_attach(lens, s, &eo);
-    int failed = nl_eval(&s, 1, ids, n, &eo, &r, err);
-    if (lens) nl_lens_detach(lens, s);
+    int failed = lens ? nl_lens_eval(lens, s, &eo, &r, err) : nl_eval(&s, 1, ids, n, &eo, &r, err);
     if (failed || (lens && nl_lens_bits(lens, row->lens_bits_per_char, err) != 0)) goto cleanup;
     row->chars = r.count;
     row->nats_per_char = r.nll_sum / (double)r.count;
@@ -260,7 +257,6 @@ static int compare_one(const NlCompareJob *job, const NlCompareJob *ref, const N
     row->quant_classes = job->quant_classes;
     row->quant_act = job->quant_act;
     row->reference = job->reference;
-    run.linear_input = nl_quant_input_hook(job->quant_act);
     row->parameters = nl_model_parameters(model);
     const NlTokenizer *tok = nl_model_tokenizer(model);
     row->bpe = nl_tokenizer_kind(tok) == NL_TOKENIZER_BPE;
@@ -276,7 +272,7 @@ static int compare_one(const NlCompareJob *job, const NlCompareJob *ref, const N
         nl_error(err, NL_ERR_NOMEM, "out of memory");
         goto cleanup;
     }
-    if (nl_state_create(&s, model, &run, err) != 0) goto cleanup;
+    if (nl_quant_state_create(&s, model, &run, job->quant_act, err) != 0) goto cleanup;
     row->residual_scale = nl_state_config(s)->placement == NL_PLACE_POST ? nl_state_config(s)->residual_scale : 1.0;
     row->has_lens = opts->lens && nl_family_info(trained->arch)->has_blocks;
     size_t stride = trained->block_size / 2 ? (size_t)trained->block_size / 2 : 1, scored = n > 1 ? n - 1 : 0;

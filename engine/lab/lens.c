@@ -12,7 +12,7 @@ struct NlLens {
     size_t n, T, D, n_layer, stride, room;  // room: B*T rows a layer
     float *rows;  // (L + 1, B*T, D) the stream entering each layer (and leaving the last) of one call
     double *sums;  // (L + 1) the loss of each layer's readout, summed window by window
-    NlObserver saved;  // the state's observer before nl_lens_attach (the statistics, the profiler)
+    NlObserver saved;  // the state's observer before nl_lens_eval attached it (the statistics, the profiler)
 };
 
 // The stream as it passes: copied for the readout after the call, then handed on to the watcher
@@ -108,7 +108,7 @@ void nl_lens_free(NlLens *lens) {
     free(lens);
 }
 
-void nl_lens_attach(NlLens *lens, NlState *s, NlEvalOptions *opts) {
+static void lens_attach(NlLens *lens, NlState *s) {
     const NlObserver *was = nl_state_observer(s);
     NlObserver obs = *was;  // the timer's half stays as it is
     lens->saved = *was;
@@ -119,12 +119,16 @@ void nl_lens_attach(NlLens *lens, NlState *s, NlEvalOptions *opts) {
     obs.state = was->state ? pass_state : NULL;
     obs.site = was->site ? pass_site : NULL;
     nl_state_set_observer(s, &obs);
-    opts->stride = lens->stride;
-    opts->call_done = score_call;
-    opts->call_ctx = lens;
 }
 
-void nl_lens_detach(NlLens *lens, NlState *s) { nl_state_set_observer(s, &lens->saved); }
+int nl_lens_eval(NlLens *lens, NlState *s, const NlEvalOptions *opts, NlEvalResult *out, NlError *err) {
+    NlEvalOptions eo = opts ? *opts : (NlEvalOptions){0};
+    eo.stride = lens->stride;
+    lens_attach(lens, s);
+    int rc = nl_eval_calls(&s, 1, lens->ids, lens->n, &eo, score_call, lens, out, err);
+    nl_state_set_observer(s, &lens->saved);
+    return rc;
+}
 
 int nl_lens_bits(const NlLens *lens, double *bits, NlError *err) {
     int rc = 0;
@@ -140,12 +144,9 @@ int nl_lens_bits(const NlLens *lens, double *bits, NlError *err) {
 
 int nl_lens(NlState *s, const int *ids, size_t n, size_t stride, double *bits, NlError *err) {
     NlLens *lens = NULL;
-    NlEvalOptions opts = {0};
     NlEvalResult r;
     if (nl_lens_create(&lens, nl_state_config(s), nl_state_batch(s), ids, n, stride, err) != 0) return -1;
-    nl_lens_attach(lens, s, &opts);
-    int rc = nl_eval(&s, 1, ids, n, &opts, &r, err);
-    nl_lens_detach(lens, s);
+    int rc = nl_lens_eval(lens, s, NULL, &r, err);
     if (rc == 0) rc = nl_lens_bits(lens, bits, err);
     nl_lens_free(lens);
     return rc;

@@ -148,3 +148,8 @@ static void round_input_q4(void *ctx, float *x, size_t rows, size_t cols) {
 NlLinearInputHook nl_quant_input_hook(NlQuant q) {
     return (NlLinearInputHook){q == NL_QUANT_Q8 ? round_input_q8 : q == NL_QUANT_Q4 ? round_input_q4 : NULL, NULL};
 }
+
+int nl_quant_state_create(NlState **out, const NlModel *model, const NlRunOptions *opts, NlQuant act,
+                          NlError *err) {
+    return nl_state_create_hooked(out, model, opts, nl_quant_input_hook(act), err);
+}

@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 
+#include "normlab_internal.h"
 #include "normlab_lab.h"
 
 #pragma GCC visibility push(hidden)
@@ -20,6 +21,8 @@ size_t nl_quant_group(NlQuant q, size_t cols);
 // float32, x / scale rounded half away from zero (roundf) and clamped to [-levels, levels], times
 // scale; a group of zeros stays zero. dst may be src. NL_QUANT_NONE copies.
 void nl_quantize_rows(float *dst, const float *src, size_t rows, size_t cols, NlQuant q);
+// The hook nl_quant_state_create gives its state (fn NULL for NL_QUANT_NONE).
+NlLinearInputHook nl_quant_input_hook(NlQuant q);
 
 #pragma GCC visibility pop
 

@@ -193,13 +193,6 @@ size_t nl_model_parameters(const NlModel *model);  // number of distinct weights
 
 // ---- state and forward pass (state.c, through the family tables)
 
-// A linear's input rows x (rows, cols), copied where the hook may rewrite them (in place) before they
-// enter the product; called from the thread running the forward call, with the hook's ctx.
-typedef struct {
-    void (*fn)(void *ctx, float *x, size_t rows, size_t cols);
-    void *ctx;  // borrowed for the state's life
-} NlLinearInputHook;
-
 typedef struct {
     NlNormType norm;  // run the norms as this type; NL_NORM_AS_CONFIGURED (0): the model's
     NlPlacement placement;  // run the blocks with this placement; NL_PLACE_AS_CONFIGURED (0): the model's
@@ -208,18 +201,15 @@ typedef struct {
         // the CPUs): the state keeps them for its life, and with one a CPU binds them and the creating
         // thread (until nl_state_free); each row is one OpenBLAS call, so results do not depend on it
     NlBnStats bn_stats;  // BatchNorm's statistics (NL_BN_RUNNING: the model's running averages)
-    NlLinearInputHook linear_input;  // called on every linear's input rows before the product (the lab's
-        // --quantize-act); fn NULL: none, and no copy
 } NlRunOptions;
 // Every default spelled out: the model's norm and placement, one sequence, one OpenBLAS thread,
-// BatchNorm with running statistics, no input hook. A zero-initialised NlRunOptions means the same.
+// BatchNorm with running statistics. A zero-initialised NlRunOptions means the same.
 #define NL_RUN_DEFAULTS                                  \
     ((NlRunOptions){.norm = NL_NORM_AS_CONFIGURED,       \
                     .placement = NL_PLACE_AS_CONFIGURED, \
                     .batch = 1,                          \
                     .threads = 1,                        \
-                    .bn_stats = NL_BN_RUNNING,           \
-                    .linear_input = {NULL, NULL}})
+                    .bn_stats = NL_BN_RUNNING})
 
 // Allocates activations and the KV cache for `batch` sequences of T positions. opts NULL runs the
 // model as configured, one sequence at a time. A norm the run needs and the model lacks (ln_f of
@@ -340,10 +330,6 @@ typedef struct {
 } NlEvalResult;
 
 typedef void (*NlProgressFn)(size_t done, size_t total, double seconds, void *ctx);  // seconds since the call began
-// After each forward call of a windowed model: `windows` windows from window `first` on
-// (nl_eval_window, normlab_ext.h) have just run in state, their logits scored; the state may be used
-// (nl_state_readout) until the hook returns. Called from the thread that ran the call.
-typedef void (*NlEvalCallFn)(void *ctx, NlState *state, size_t first, size_t windows);
 // Each scored input once: input p (it predicts ids[p + 1]) with its logits (V) and its loss, -ln
 // softmax(logits)[ids[p + 1]]. Called from the thread that scored it, in no order across threads.
 typedef void (*NlEvalScoredFn)(void *ctx, size_t input, const float *logits, double nll);
@@ -353,8 +339,6 @@ typedef struct {
     size_t segments;  // a model without a window: parts of the text, each from the zero state (0 means 1)
     NlProgressFn progress;  // NULL: none; called from the calling thread only
     void *progress_ctx;
-    NlEvalCallFn call_done;  // NULL: none (the lab's logit lens)
-    void *call_ctx;
     NlEvalScoredFn scored;  // NULL: none (eval's per-token losses, its KL divergence)
     void *scored_ctx;
 } NlEvalOptions;

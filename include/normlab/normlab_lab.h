@@ -13,7 +13,7 @@
 
 // ---- simulated quantization (quantize.c)
 //
-// Weights rounded once (nl_quantize_model), activations before each product (nl_quant_input_hook),
+// Weights rounded once (nl_quantize_model), activations before each product (nl_quant_state_create),
 // and stored back as float32, so the products run as fast as ever: this measures what the rounding
 // costs in quality, not what it saves in time. q8: a float32 scale per row, max |x| / 127, x / scale
 // rounded half away from zero (roundf) and clamped to [-127, 127]; q4: the same per group of 32
@@ -30,9 +30,10 @@ int nl_quant_classes_parse(const char *list, unsigned *out);
 // once, by rows of wte, when either class is picked. Norm gains, biases and running statistics stay
 // float32. *rounded: the classes of the matrices rounded. An error when none has those classes.
 int nl_quantize_model(NlModel *model, NlQuant q, unsigned only, unsigned *rounded, NlError *err);
-// The run option that rounds every linear's input rows (one per position) under q before the
-// product (NL_QUANT_NONE: no hook).
-NlLinearInputHook nl_quant_input_hook(NlQuant q);
+// nl_state_create for a state that rounds every linear's input rows (one per position) under act
+// before the product (NL_QUANT_NONE: a plain state).
+int nl_quant_state_create(NlState **out, const NlModel *model, const NlRunOptions *opts, NlQuant act,
+                          NlError *err);
 
 // ---- profiling (profile.c)
 
@@ -165,7 +166,7 @@ const char *nl_invariance_name(NlInvarianceCase c);
 // own final norm and head (nl_state_readout: ln_f as run in pre and peri, the head alone in post
 // and DeepNorm, whose stream is already normalised, and raw without norms; a BatchNorm ln_f with
 // the run's statistics). It reads eval's own pass: attached to a state, it captures each call's
-// stream and reads it out after the call (NlEvalOptions.call_done). bits[L] is bit for bit that
+// stream and reads it out after the call (nl_lens_eval). bits[L] is bit for bit that
 // eval's bits/char, since with the lens (or statistics) attached a forward pass computes every row
 // of its last layer; a plain eval computes only the rows a logit needs, and its products of fewer
 // rows may round differently in the last bits. Transformers only.
@@ -174,12 +175,11 @@ typedef struct NlLens NlLens;
 int nl_lens_create(NlLens **out, const NlConfig *cfg, size_t batch, const int *ids, size_t n, size_t stride,
                    NlError *err);
 void nl_lens_free(NlLens *lens);
-// Attaches the lens to state over the observer it has (statistics and a profiler attached before
-// see the pass as ever; the readouts are not timed) and sets opts' stride and call hook for
-// nl_eval on that one state; nl_lens_detach puts the state's observer back.
-void nl_lens_attach(NlLens *lens, NlState *state, NlEvalOptions *opts);
-void nl_lens_detach(NlLens *lens, NlState *state);
-// bits[0..L] of the eval run attached; -1 naming the layer when one is not finite.
+// nl_eval of the lens's ids on that one state with opts (the lens's stride replaces opts->stride) and
+// the lens attached over the observer the state has (statistics and a profiler attached before see
+// the pass as ever; the readouts are not timed); the state's observer is put back after.
+int nl_lens_eval(NlLens *lens, NlState *state, const NlEvalOptions *opts, NlEvalResult *out, NlError *err);
+// bits[0..L] of the eval run with the lens; -1 naming the layer when one is not finite.
 int nl_lens_bits(const NlLens *lens, double *bits, NlError *err);
 // All of it: an eval of ids on state with the lens attached.
 int nl_lens(NlState *state, const int *ids, size_t n, size_t stride, double *bits, NlError *err);
@@ -256,7 +256,7 @@ typedef struct {
     size_t n;
     NlQuant quant;  // the weights' rounding (NL_QUANT_NONE: float32)
     unsigned quant_classes;  // the matrices it rounded
-    NlQuant quant_act;  // every linear's input rows rounded so (run.linear_input is set from it)
+    NlQuant quant_act;  // every linear's input rows rounded so (nl_quant_state_create)
     int reference;  // the float32 row's index among the jobs; -1 for a float32 row
 } NlCompareJob;
 
