@@ -57,27 +57,32 @@ static int value_of(const Named *t, size_t n, const char *name) {
     return -1;
 }
 
-const char *nl_config_norm_name(NlNormType n) { return name_of(NORMS, COUNT(NORMS), (int)n); }
-const char *nl_config_placement_name(NlPlacement p) { return name_of(PLACEMENTS, COUNT(PLACEMENTS), (int)p); }
-const char *nl_config_activation_name(NlActivation a) { return name_of(ACTIVATIONS, COUNT(ACTIVATIONS), (int)a); }
-const char *nl_config_bn_stats_name(NlBnStats b) { return name_of(BN_STATS, COUNT(BN_STATS), (int)b); }
-const char *nl_config_arch_name(NlArch a) { return name_of(ARCHS, COUNT(ARCHS), (int)a); }
-
-int nl_config_norm_parse(const char *name, NlNormType *out) {
-    int v = value_of(NORMS, COUNT(NORMS), name);
-    if (v >= 0) *out = (NlNormType)v;
-    return v >= 0 ? 0 : -1;
+// Each kind's table, in NlNames order (the tokenizer's kinds are the tokenizer's own words).
+static const Named *names_table(NlNames kind, size_t *n) {
+    static const Named TOKENIZERS[] = {{NL_TOKENIZER_CHAR, "char"}, {NL_TOKENIZER_BPE, "bpe"}};
+    switch (kind) {
+    case NL_NAMES_NORM: *n = COUNT(NORMS); return NORMS;
+    case NL_NAMES_PLACEMENT: *n = COUNT(PLACEMENTS); return PLACEMENTS;
+    case NL_NAMES_BN_STATS: *n = COUNT(BN_STATS); return BN_STATS;
+    case NL_NAMES_ACTIVATION: *n = COUNT(ACTIVATIONS); return ACTIVATIONS;
+    case NL_NAMES_ARCH: *n = COUNT(ARCHS); return ARCHS;
+    case NL_NAMES_TOKENIZER: *n = COUNT(TOKENIZERS); return TOKENIZERS;
+    }
+    *n = 0;
+    return NULL;
 }
 
-int nl_config_placement_parse(const char *name, NlPlacement *out) {
-    int v = value_of(PLACEMENTS, COUNT(PLACEMENTS), name);
-    if (v >= 0) *out = (NlPlacement)v;
-    return v >= 0 ? 0 : -1;
+const char *nl_name(NlNames kind, int value) {
+    size_t n;
+    const Named *t = names_table(kind, &n);
+    return name_of(t, n, value);
 }
 
-int nl_config_bn_stats_parse(const char *name, NlBnStats *out) {
-    int v = value_of(BN_STATS, COUNT(BN_STATS), name);
-    if (v >= 0) *out = (NlBnStats)v;
+int nl_name_parse(NlNames kind, const char *name, int *value) {
+    size_t n;
+    const Named *t = names_table(kind, &n);
+    int v = value_of(t, n, name);
+    if (v >= 0) *value = v;
     return v >= 0 ? 0 : -1;
 }
 
@@ -193,7 +198,7 @@ static int parse_rnn_config(NlConfig *c, const cJSON *root, NlArch arch, int ver
     if (nl_jsonx_only_keys(root, KEYS, what, err) != 0) return -1;
     if (version < 3) {
         nl_error(err, NL_ERR_FORMAT, "%s: arch \"%s\" needs format version 3 (the file says version %d)", what,
-                 nl_config_arch_name(arch), version);
+                 nl_name(NL_NAMES_ARCH, arch), version);
         return -1;
     }
     int64_t v, l, e, h;

@@ -448,7 +448,7 @@ int nl_model_load_inline(NlModel **out, const char *buf, size_t len, const char 
 
 // ---- public API
 
-int nl_model_load_with(NlModel **out, const char *path, const NlLoadOptions *opts, NlError *err) {
+int nl_model_load(NlModel **out, const char *path, const NlLoadOptions *opts, NlError *err) {
     *out = NULL;
     struct stat st;
     char cut[NL_CUT_BUF];
@@ -497,8 +497,6 @@ int nl_model_load_with(NlModel **out, const char *path, const NlLoadOptions *opt
         if (!replaced || attempt == LOAD_ATTEMPTS) return -1;
     }
 }
-
-int nl_model_load(NlModel **out, const char *path, NlError *err) { return nl_model_load_with(out, path, NULL, err); }
 
 void nl_model_free(NlModel *m) {
     if (!m) return;

@@ -285,14 +285,14 @@ static int rnn_create(void **impl, const void *weights, const NlConfig *model_cf
                       const NlObserver *obs, NlError *err) {
     *impl = NULL;
     const NlRunOptions o = opts ? *opts : NL_RUN_DEFAULTS;
-    const char *arch = nl_config_arch_name(cfg->arch);
+    const char *arch = nl_name(NL_NAMES_ARCH, cfg->arch);
     if (o.placement != NL_PLACE_AS_CONFIGURED) {
         nl_error(err, NL_ERR_ARG, "a placement applies to transformers, not to this recurrent (%s) model", arch);
         return -1;
     }
     if (o.norm != NL_NORM_AS_CONFIGURED && o.norm != NL_NORM_LAYERNORM && o.norm != NL_NORM_NONE) {
         nl_error(err, NL_ERR_ARG, "a recurrent (%s) model runs with norm layernorm or none, not %s", arch,
-                 nl_config_norm_name(o.norm));
+                 nl_name(NL_NAMES_NORM, o.norm));
         return -1;
     }
     NlRnn *r = NULL;
@@ -328,7 +328,7 @@ static size_t rnn_describe(const NlConfig *c, NlConfigField *f) {
     size_t k = 0;
     f[k++] = (NlConfigField){"n_embd", NL_FIELD_NUMBER, c->n_input, NULL};
     f[k++] = (NlConfigField){"n_hidden", NL_FIELD_NUMBER, c->n_hidden, NULL};
-    f[k++] = (NlConfigField){"norm", NL_FIELD_STRING, 0, nl_config_norm_name(c->norm)};
+    f[k++] = (NlConfigField){"norm", NL_FIELD_STRING, 0, nl_name(NL_NAMES_NORM, c->norm)};
     f[k++] = (NlConfigField){"norm_eps", NL_FIELD_NUMBER, c->norm_eps, NULL};
     return k;
 }

@@ -115,7 +115,7 @@ static int resolve_norm(const Transformer *s, NlNormWeights w, int layer, const 
     nl_error(err, NL_ERR_ARG,
              "batchnorm with running statistics needs tensor \"%s%s.running_mean\", which this %s model lacks; "
              "use batch statistics",
-             name, norm, nl_config_norm_name(s->model_cfg->norm));
+             name, norm, nl_name(NL_NAMES_NORM, s->model_cfg->norm));
     return -1;
 }
 
@@ -489,12 +489,12 @@ static size_t transformer_describe(const NlConfig *c, NlConfigField *f) {
     f[k++] = (NlConfigField){"n_embd", NL_FIELD_NUMBER, c->n_embd, NULL};
     f[k++] = (NlConfigField){"block_size", NL_FIELD_NUMBER, c->block_size, NULL};
     f[k++] = (NlConfigField){"n_inner", NL_FIELD_NUMBER, c->n_inner, NULL};
-    f[k++] = (NlConfigField){"norm", NL_FIELD_STRING, 0, nl_config_norm_name(c->norm)};
-    f[k++] = (NlConfigField){"placement", NL_FIELD_STRING, 0, nl_config_placement_name(c->placement)};
+    f[k++] = (NlConfigField){"norm", NL_FIELD_STRING, 0, nl_name(NL_NAMES_NORM, c->norm)};
+    f[k++] = (NlConfigField){"placement", NL_FIELD_STRING, 0, nl_name(NL_NAMES_PLACEMENT, c->placement)};
     if (c->placement == NL_PLACE_POST)
         f[k++] = (NlConfigField){"residual_scale", NL_FIELD_NUMBER, c->residual_scale, NULL};
     f[k++] = (NlConfigField){"norm_eps", NL_FIELD_NUMBER, c->norm_eps, NULL};
-    f[k++] = (NlConfigField){"activation", NL_FIELD_STRING, 0, nl_config_activation_name(c->activation)};
+    f[k++] = (NlConfigField){"activation", NL_FIELD_STRING, 0, nl_name(NL_NAMES_ACTIVATION, c->activation)};
     f[k++] = (NlConfigField){"bias", NL_FIELD_BOOL, c->bias, NULL};
     f[k++] = (NlConfigField){"tie_embeddings", NL_FIELD_BOOL, c->tie_embeddings, NULL};
     return k;

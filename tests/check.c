@@ -66,7 +66,7 @@ const char *fixture(const char *name) {
 NlModel *load_fixture(const char *name) {
     NlModel *m = NULL;
     NlError err;
-    if (nl_model_load(&m, fixture(name), &err) == 0) return m;
+    if (nl_model_load(&m, fixture(name), NULL, &err) == 0) return m;
     CHECK(0, "%s: %s", name, err.msg);
     return NULL;
 }

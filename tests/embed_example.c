@@ -9,7 +9,8 @@ int main(int argc, char **argv) {
     NlError err;
     NlModel *model = NULL;
     NlState *state = NULL;
-    if (argc != 2 || nl_model_load(&model, argv[1], &err) != 0 || nl_state_create(&state, model, NULL, &err) != 0) {
+    if (argc != 2 || nl_model_load(&model, argv[1], NULL, &err) != 0 ||
+        nl_state_create(&state, model, NULL, &err) != 0) {
         fprintf(stderr, "embed_example: %s\n", argc != 2 ? "usage: embed_example MODEL" : err.msg);
         return 1;
     }

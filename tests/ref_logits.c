@@ -14,23 +14,25 @@
 int main(int argc, char **argv) {
     NlModel *m = NULL;
     NlError err;
-    NlBnStats bn = NL_BN_RUNNING;
-    if (argc < 5 || argc > 6 || (argc == 6 && nl_config_bn_stats_parse(argv[5], &bn) != 0) ||
-        nl_model_load(&m, argv[1], &err) != 0) {
+    int bn = NL_BN_RUNNING, norm, placement;
+    if (argc < 5 || argc > 6 || (argc == 6 && nl_name_parse(NL_NAMES_BN_STATS, argv[5], &bn) != 0) ||
+        nl_model_load(&m, argv[1], NULL, &err) != 0) {
         fprintf(stderr, "ref_logits: %s\n",
                 argc < 5 || argc > 6 ? "usage: ref_logits MODEL NORM PLACEMENT TEXT [running|batch]" : err.msg);
         return 2;
     }
     NlConfig cfg = *nl_model_config(m);
-    if (strcmp(argv[2], "model") != 0 && nl_config_norm_parse(argv[2], &cfg.norm) != 0) return 2;
-    if (strcmp(argv[3], "model") != 0 && nl_config_placement_parse(argv[3], &cfg.placement) != 0) return 2;
+    if (strcmp(argv[2], "model") != 0 && nl_name_parse(NL_NAMES_NORM, argv[2], &norm) != 0) return 2;
+    if (strcmp(argv[3], "model") != 0 && nl_name_parse(NL_NAMES_PLACEMENT, argv[3], &placement) != 0) return 2;
+    if (strcmp(argv[2], "model") != 0) cfg.norm = (NlNormType)norm;
+    if (strcmp(argv[3], "model") != 0) cfg.placement = (NlPlacement)placement;
     size_t len = strlen(argv[4]), n = 0, skipped = 0, V = (size_t)cfg.vocab_size;
     int *ids = malloc((len + 1) * sizeof *ids);
     double *logits = malloc((len + 1) * V * sizeof *logits);
     int rc = !ids || !logits ||
              nl_tokenizer_encode(nl_model_tokenizer(m), argv[4], len, 0, ids, &n, &skipped, &err) != 0 || n == 0 ||
              n > (size_t)cfg.block_size ||
-             ref_forward_bn(logits, &cfg, nl_model_transformer_weights(m), ids, n, bn) != 0;
+             ref_forward_bn(logits, &cfg, nl_model_transformer_weights(m), ids, n, (NlBnStats)bn) != 0;
     for (size_t i = 0; !rc && i < n; i++) {
         for (size_t v = 0; v < V; v++) printf("%s%.9g", v ? ", " : "[", logits[i * V + v]);
         printf("]\n");

@@ -23,7 +23,7 @@ static int row(const char *name, NlNormType norm, NlPlacement place, int invaria
     NlModel *m = NULL;
     NlError err;
     NlCompareOptions o = {.repeats = 2, .invariance = invariance, .fault = NL_FAULT_NONE, .lens = 0, .outliers = 0};
-    int rc = nl_model_load(&m, fixture(name), &err);
+    int rc = nl_model_load(&m, fixture(name), NULL, &err);
     if (rc == 0)
         rc = nl_compare_model(&(NlCompareJob){.model = m,
                                               .run = (NlRunOptions){.norm = norm,
@@ -290,7 +290,7 @@ static void statistics_match_a_double_recomputation(void) {
 static void consistency_checks_report_injected_faults(void) {
     NlModel *m = NULL;
     NlError err;
-    if (nl_model_load(&m, fixture("ln-pre-bias.json"), &err) != 0) {
+    if (nl_model_load(&m, fixture("ln-pre-bias.json"), NULL, &err) != 0) {
         CHECK(0, "%s", err.msg);
         return;
     }

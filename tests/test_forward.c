@@ -34,7 +34,8 @@ typedef struct {
 static int setup(Setup *s, const char *name, const NlRunOptions *opts) {
     NlError err;
     memset(s, 0, sizeof *s);
-    if (nl_model_load(&s->model, fixture(name), &err) != 0 || nl_state_create(&s->state, s->model, opts, &err) != 0) {
+    if (nl_model_load(&s->model, fixture(name), NULL, &err) != 0 ||
+        nl_state_create(&s->state, s->model, opts, &err) != 0) {
         CHECK(0, "%s: %s", name, err.msg);
         nl_model_free(s->model);
         return -1;
@@ -66,8 +67,8 @@ static void compare_one(const char *name, const NlRunOptions *opts) {
     double *want = malloc((size_t)s.T * s.V * sizeof *want);
     CHECK(ref_forward(want, &s.cfg, nl_model_transformer_weights(s.model), ids, (size_t)s.T) == 0, "reference ran");
     char what[160];
-    snprintf(what, sizeof what, "%s as %s/%s prefill", name, nl_config_norm_name(s.cfg.norm),
-             nl_config_placement_name(s.cfg.placement));
+    snprintf(what, sizeof what, "%s as %s/%s prefill", name, nl_name(NL_NAMES_NORM, s.cfg.norm),
+             nl_name(NL_NAMES_PLACEMENT, s.cfg.placement));
     check_close(what, nl_forward(s.state, ids, (size_t)s.T, 0, (size_t)s.T), want, (size_t)s.T * s.V, ATOL, RTOL);
     // Only the last 3 rows asked for: the last layer then runs after attention on those rows alone.
     snprintf(what, sizeof what, "%s prefill, last 3 logits", name);
@@ -98,7 +99,7 @@ static void forward_matches_naive_reference_on_every_fixture(void) {
 static void zero_run_options_keep_the_models_config(void) {
     NlModel *m = NULL;
     NlError err;
-    if (nl_model_load(&m, fixture("rms-post-bias.json"), &err) != 0) {
+    if (nl_model_load(&m, fixture("rms-post-bias.json"), NULL, &err) != 0) {
         CHECK(0, "%s", err.msg);
         return;
     }
@@ -114,7 +115,7 @@ static void zero_run_options_keep_the_models_config(void) {
         }
         const NlConfig *c = nl_state_config(s);
         CHECK(c->norm == NL_NORM_RMSNORM && c->placement == NL_PLACE_POST, "options %d run it as %s/%s", i,
-              nl_config_norm_name(c->norm), nl_config_placement_name(c->placement));
+              nl_name(NL_NAMES_NORM, c->norm), nl_name(NL_NAMES_PLACEMENT, c->placement));
         size_t V = (size_t)c->vocab_size;
         const float *l = nl_forward(s, ids, 4, 0, 1);
         if (i == 0) memcpy(first, l, V * sizeof *l);
@@ -141,8 +142,8 @@ static void overrides_run_every_norm_and_placement(void) {
                     NlModel *m = NULL;
                     NlState *st = NULL;
                     NlError err;
-                    CHECK(nl_model_load(&m, fixture(names[f]), &err) == 0 && nl_state_create(&st, m, &o, &err) == -1 &&
-                              strstr(err.msg, "h.0.ln_1_post.running_mean"),
+                    CHECK(nl_model_load(&m, fixture(names[f]), NULL, &err) == 0 &&
+                              nl_state_create(&st, m, &o, &err) == -1 && strstr(err.msg, "h.0.ln_1_post.running_mean"),
                           "%s as batchnorm/peri with running statistics: %s", names[f], err.msg);
                     nl_state_free(st);
                     nl_model_free(m);
@@ -198,7 +199,7 @@ static void batch_statistics_couple_the_rows_of_a_call(void) {
                             .batch = 1,
                             .threads = 1,
                             .bn_stats = NL_BN_RUNNING};
-    if (nl_model_load(&m, fixture("ln-pre-bias.json"), &err) != 0) {
+    if (nl_model_load(&m, fixture("ln-pre-bias.json"), NULL, &err) != 0) {
         CHECK(0, "%s", err.msg);
         return;
     }
@@ -465,7 +466,7 @@ static void one_stream_is_bitwise_the_same_at_any_thread_count(void) {
     for (size_t f = 0; f < sizeof paths / sizeof paths[0]; f++) {
         NlModel *m = NULL;
         NlError err;
-        if (nl_model_load(&m, paths[f], &err) != 0) {
+        if (nl_model_load(&m, paths[f], NULL, &err) != 0) {
             CHECK(0, "%s: %s", paths[f], err.msg);
             continue;
         }
@@ -503,8 +504,8 @@ static void transposed_copies_are_exact_mapped_or_read(void) {
     NlModel *mapped = NULL, *read = NULL;
     NlError err;
     NlLoadOptions no_mmap = {.no_mmap = 1};
-    if (nl_model_load(&mapped, "weights/shakespeare-pre-ln", &err) != 0 ||
-        nl_model_load_with(&read, "weights/shakespeare-pre-ln", &no_mmap, &err) != 0) {
+    if (nl_model_load(&mapped, "weights/shakespeare-pre-ln", NULL, &err) != 0 ||
+        nl_model_load(&read, "weights/shakespeare-pre-ln", &no_mmap, &err) != 0) {
         CHECK(0, "%s", err.msg);
         nl_model_free(mapped);
         return;
@@ -563,8 +564,8 @@ static void large_tall_weights_stream_from_their_copy(void) {
     NlModel *mapped = NULL, *read = NULL, *plain = NULL;
     NlError err;
     NlLoadOptions no_mmap = {.no_mmap = 1}, no_repack = {.no_repack = 1};
-    if (nl_model_load(&mapped, path, &err) != 0 || nl_model_load_with(&read, path, &no_mmap, &err) != 0 ||
-        nl_model_load_with(&plain, path, &no_repack, &err) != 0) {
+    if (nl_model_load(&mapped, path, NULL, &err) != 0 || nl_model_load(&read, path, &no_mmap, &err) != 0 ||
+        nl_model_load(&plain, path, &no_repack, &err) != 0) {
         CHECK(0, "%s", err.msg);
         nl_model_free(mapped);
         nl_model_free(read);

@@ -78,7 +78,7 @@ static void shipped_models_match_pytorch_reference(void) {
         NlModel *m = NULL;
         NlState *st = NULL;
         NlError err;
-        if (nl_model_load(&m, path, &err) != 0 || nl_state_create(&st, m, NULL, &err) != 0) {
+        if (nl_model_load(&m, path, NULL, &err) != 0 || nl_state_create(&st, m, NULL, &err) != 0) {
             CHECK(0, "%s", err.msg);
             nl_model_free(m);
             continue;

@@ -147,7 +147,7 @@ static void expect_load_as(const char *label, const char *expect, const char *ar
     expect_cli(label, expect, args);
     NlModel *m = NULL;
     NlError err = {NL_OK, ""};
-    int rc = nl_model_load(&m, dir, &err);
+    int rc = nl_model_load(&m, dir, NULL, &err);
     if (!expect) CHECK(rc == 0 && m != NULL, "%s: should load, got: %s", label, err.msg);
     else
         CHECK(rc != 0 && m == NULL && strstr(err.msg, expect) != NULL, "%s: expected '%s', got rc=%d '%s'", label,
@@ -312,7 +312,7 @@ static int logits_of_dir(float *out) {
     NlState *st = NULL;
     NlError err;
     int ids[2] = {2, 0}, rc = -1;
-    if (nl_model_load(&m, dir, &err) == 0 && nl_state_create(&st, m, NULL, &err) == 0) {
+    if (nl_model_load(&m, dir, NULL, &err) == 0 && nl_state_create(&st, m, NULL, &err) == 0) {
         memcpy(out, nl_forward(st, ids, 2, 0, 1), 3 * sizeof *out);
         rc = 0;
     } else {
@@ -330,7 +330,7 @@ static void valid_and_unaligned_models_load_and_agree(void) {
     expect_load("valid model", NULL);
     NlModel *a = NULL;
     NlError err;
-    nl_model_load(&a, dir, &err);
+    nl_model_load(&a, dir, NULL, &err);
     CHECK(a && nl_model_parameters(a) == N_FLOATS, "parameters = %d", N_FLOATS);
     nl_model_free(a);
     float aligned[3], unaligned[3];
@@ -353,23 +353,22 @@ static void shapes_only_reads_no_weight(void) {
     NlModel *m = NULL, *full = NULL, *bpe = NULL;
     NlState *s = NULL;
     NlError err = {NL_OK, ""};
-    CHECK(nl_model_load_with(&m, dir, &shapes, &err) == 0 && nl_model_parameters(m) == N_FLOATS,
+    CHECK(nl_model_load(&m, dir, &shapes, &err) == 0 && nl_model_parameters(m) == N_FLOATS,
           "a NaN weight loads with shapes_only: %s", err.msg);
     CHECK(m && nl_state_create(&s, m, NULL, &err) != 0 && !s && err.code == NL_ERR_ARG && strstr(err.msg, "cannot run"),
           "its state is refused: '%s'", err.msg);
     expect_cli("info of a NaN weight", NULL, "info");
     nl_model_free(m);
     m = NULL;
-    if (nl_model_load_with(&m, "weights/shakespeare-bpe", &shapes, &err) != 0 ||
-        nl_model_load(&full, "weights/shakespeare-bpe", &err) != 0) {
+    if (nl_model_load(&m, "weights/shakespeare-bpe", &shapes, &err) != 0 ||
+        nl_model_load(&full, "weights/shakespeare-bpe", NULL, &err) != 0) {
         CHECK(0, "%s", err.msg);
     } else {
         CHECK(nl_model_transposed_bytes(m) == nl_model_transposed_bytes(full),
               "transposed bytes %zu, a full load's %zu", nl_model_transposed_bytes(m), nl_model_transposed_bytes(full));
         CHECK(nl_model_parameters(m) == nl_model_parameters(full), "the same parameters");
         NlLoadOptions both = {.shapes_only = 1, .no_repack = 1};
-        CHECK(nl_model_load_with(&bpe, "weights/shakespeare-bpe", &both, &err) == 0 &&
-                  nl_model_transposed_bytes(bpe) == 0,
+        CHECK(nl_model_load(&bpe, "weights/shakespeare-bpe", &both, &err) == 0 && nl_model_transposed_bytes(bpe) == 0,
               "with no_repack too: no transposed bytes");
     }
     nl_model_free(m);
@@ -380,19 +379,19 @@ static void shapes_only_reads_no_weight(void) {
 static void paths_that_are_not_models_are_rejected(void) {
     NlModel *m = NULL;
     NlError err;
-    CHECK(nl_model_load(&m, "/nonexistent/model", &err) != 0 && strstr(err.msg, "no such model"), "%s", err.msg);
+    CHECK(nl_model_load(&m, "/nonexistent/model", NULL, &err) != 0 && strstr(err.msg, "no such model"), "%s", err.msg);
     Files f;
     default_files(&f);
     write_model(&f);
     char path[512];
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    CHECK(nl_model_load(&m, path, &err) != 0 && strstr(err.msg, "give the model directory"), "%s", err.msg);
+    CHECK(nl_model_load(&m, path, NULL, &err) != 0 && strstr(err.msg, "give the model directory"), "%s", err.msg);
     unlink(path);
-    CHECK(nl_model_load(&m, dir, &err) != 0 && strstr(err.msg, "model.safetensors: cannot open"), "%s", err.msg);
+    CHECK(nl_model_load(&m, dir, NULL, &err) != 0 && strstr(err.msg, "model.safetensors: cannot open"), "%s", err.msg);
     snprintf(path, sizeof path, "%s/config.json", dir);
     unlink(path);
     mkdir(path, 0700);
-    CHECK(nl_model_load(&m, dir, &err) != 0 && strstr(err.msg, "config.json: not a regular file"), "%s", err.msg);
+    CHECK(nl_model_load(&m, dir, NULL, &err) != 0 && strstr(err.msg, "config.json: not a regular file"), "%s", err.msg);
     rmdir(path);
     CHECK(m == NULL, "nothing returned on failure");
 }
@@ -426,8 +425,8 @@ static void inline_json_models_are_checked(void) {
         fclose(fp);
         NlModel *m = NULL;
         NlError err = {NL_OK, ""};
-        CHECK(nl_model_load(&m, path, &err) != 0 && strstr(err.msg, cases[i][1]), "inline %zu: expected '%s', got '%s'",
-              i, cases[i][1], err.msg);
+        CHECK(nl_model_load(&m, path, NULL, &err) != 0 && strstr(err.msg, cases[i][1]),
+              "inline %zu: expected '%s', got '%s'", i, cases[i][1], err.msg);
     }
     unlink(path);
 }
@@ -464,12 +463,12 @@ static void recurrent_models_are_checked(void) {
         fclose(fp);
         NlModel *m = NULL;
         NlError err = {NL_OK, ""};
-        CHECK(nl_model_load(&m, path, &err) != 0 && m == NULL && strstr(err.msg, cases[i][2]),
+        CHECK(nl_model_load(&m, path, NULL, &err) != 0 && m == NULL && strstr(err.msg, cases[i][2]),
               "recurrent %zu: expected '%s', got '%s'", i, cases[i][2], err.msg);
     }
     NlModel *m = NULL;
     NlError err;
-    CHECK(nl_model_load(&m, fixture("lstm-ln.json"), &err) == 0 && nl_model_config(m)->arch == NL_ARCH_LSTM &&
+    CHECK(nl_model_load(&m, fixture("lstm-ln.json"), NULL, &err) == 0 && nl_model_config(m)->arch == NL_ARCH_LSTM &&
               nl_model_config(m)->n_hidden == 5 && nl_model_config(m)->block_size == 0,
           "the fixture itself loads as an lstm of state width 5, with no context window");
     nl_model_free(m);
@@ -482,7 +481,7 @@ static void recurrent_models_are_checked(void) {
 static void errors_carry_codes(void) {
     NlModel *m = NULL;
     NlError err = {NL_OK, ""};
-    CHECK(nl_model_load(&m, "/nonexistent/model", &err) != 0 && err.code == NL_ERR_IO, "missing: %d %s", err.code,
+    CHECK(nl_model_load(&m, "/nonexistent/model", NULL, &err) != 0 && err.code == NL_ERR_IO, "missing: %d %s", err.code,
           err.msg);
     char tmp[] = "/tmp/normlab-codes-XXXXXX";
     if (!mkdtemp(tmp)) return;
@@ -493,10 +492,10 @@ static void errors_carry_codes(void) {
         fputs("{\"config\": ", f);
         fclose(f);
     }
-    CHECK(nl_model_load(&m, path, &err) != 0 && err.code == NL_ERR_FORMAT, "bad JSON: %d %s", err.code, err.msg);
+    CHECK(nl_model_load(&m, path, NULL, &err) != 0 && err.code == NL_ERR_FORMAT, "bad JSON: %d %s", err.code, err.msg);
     remove(path);
     rmdir(tmp);
-    if (nl_model_load(&m, fixture("ln-pre-bias.json"), &err) != 0) {
+    if (nl_model_load(&m, fixture("ln-pre-bias.json"), NULL, &err) != 0) {
         CHECK(0, "%s", err.msg);
         return;
     }
@@ -508,7 +507,7 @@ static void errors_carry_codes(void) {
           "stride: %d %s", err.code, err.msg);
     nl_state_free(s);
     nl_model_free(m);
-    if (nl_model_load(&m, fixture("overflow.json"), &err) != 0) {
+    if (nl_model_load(&m, fixture("overflow.json"), NULL, &err) != 0) {
         CHECK(0, "%s", err.msg);
         return;
     }

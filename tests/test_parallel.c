@@ -53,7 +53,7 @@ static int eval_on(const NlModel *m, int workers, int batch, const int *ids, siz
 static void eval_is_the_same_bits_on_1_2_and_4_threads_and_every_thread_works(void) {
     NlModel *m = NULL;
     NlError err;
-    if (nl_model_load(&m, fixture("ln-pre-t70.json"), &err) != 0) {
+    if (nl_model_load(&m, fixture("ln-pre-t70.json"), NULL, &err) != 0) {
         CHECK(0, "%s", err.msg);
         return;
     }
@@ -90,7 +90,7 @@ static void eval_is_the_same_bits_on_1_2_and_4_threads_and_every_thread_works(vo
 static void eval_reports_the_first_non_finite_loss_whatever_the_threads(void) {
     NlModel *m = NULL;
     NlError err;
-    if (nl_model_load(&m, fixture("overflow.json"), &err) != 0) {
+    if (nl_model_load(&m, fixture("overflow.json"), NULL, &err) != 0) {
         CHECK(0, "%s", err.msg);
         return;
     }
@@ -167,7 +167,7 @@ static int generate_on(const NlModel *m, int workers, Streams *out, uint64_t *po
 static void sample_streams_are_the_same_tokens_on_1_2_and_3_threads(void) {
     NlModel *m = NULL;
     NlError err;
-    if (nl_model_load(&m, fixture("ln-pre-t70.json"), &err) != 0) {
+    if (nl_model_load(&m, fixture("ln-pre-t70.json"), NULL, &err) != 0) {
         CHECK(0, "%s", err.msg);
         return;
     }
@@ -187,7 +187,7 @@ static void sample_streams_are_the_same_tokens_on_1_2_and_3_threads(void) {
 static void merged_profiles_add_up_and_count_threads(void) {
     NlModel *m = NULL;
     NlError err;
-    if (nl_model_load(&m, fixture("ln-pre-t70.json"), &err) != 0) {
+    if (nl_model_load(&m, fixture("ln-pre-t70.json"), NULL, &err) != 0) {
         CHECK(0, "%s", err.msg);
         return;
     }

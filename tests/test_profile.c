@@ -116,7 +116,7 @@ static NlProfiler *generate(Collected *out, int profile) {
     NlSampler *smp = NULL;
     NlProfiler *p = NULL;
     NlError err;
-    if (nl_model_load(&m, fixture("ln-pre-bias.json"), &err) != 0 || nl_state_create(&s, m, NULL, &err) != 0 ||
+    if (nl_model_load(&m, fixture("ln-pre-bias.json"), NULL, &err) != 0 || nl_state_create(&s, m, NULL, &err) != 0 ||
         nl_sampler_create(&smp, 11, (NlSamplerParams){.temperature = 0.9, .top_k = 0, .top_p = 1.0}, 5, &err) != 0 ||
         (profile && nl_profiler_create(&p, nl_model_config(m), 100000, 0, &err) != 0)) {
         CHECK(0, "%s", err.msg);

@@ -34,7 +34,8 @@ static int setup(Setup *s, const char *name, NlNormType norm, int batch) {
     o.norm = norm;
     o.batch = batch;
     memset(s, 0, sizeof *s);
-    if (nl_model_load(&s->model, fixture(name), &err) != 0 || nl_state_create(&s->state, s->model, &o, &err) != 0) {
+    if (nl_model_load(&s->model, fixture(name), NULL, &err) != 0 ||
+        nl_state_create(&s->state, s->model, &o, &err) != 0) {
         CHECK(0, "%s: %s", name, err.msg);
         nl_model_free(s->model);
         return -1;
@@ -69,7 +70,7 @@ static void one_fixture(const char *name, NlNormType norm) {
     double *want = malloc(N * V * sizeof *want);
     CHECK(ref_rnn_forward(want, &s.cfg, nl_model_recurrent_weights(s.model), ids, N, NULL, NULL) == 0, "reference ran");
     char what[160];
-    snprintf(what, sizeof what, "%s as %s: prefill of %d, last %zu logits", name, nl_config_norm_name(s.cfg.norm), N,
+    snprintf(what, sizeof what, "%s as %s: prefill of %d, last %zu logits", name, nl_name(NL_NAMES_NORM, s.cfg.norm), N,
              last);
     check_close(what, nl_forward(s.state, ids, N, 0, last), want + (N - last) * V, last * V, ATOL, RTOL);
     int ok = 1;
@@ -78,7 +79,7 @@ static void one_fixture(const char *name, NlNormType norm) {
         for (size_t v = 0; v < V; v++) ok &= fabs(got[v] - want[p * V + v]) <= ATOL + RTOL * fabs(want[p * V + v]);
     }
     CHECK(ok, "%s as %s: stepping one position at a time differs from the reference", name,
-          nl_config_norm_name(s.cfg.norm));
+          nl_name(NL_NAMES_NORM, s.cfg.norm));
     nl_forward(s.state, ids, 5, 0, 1);  // pos 0 starts afresh, whatever came before
     snprintf(what, sizeof what, "%s: prefill split at 5", name);
     check_close(what, nl_forward(s.state, ids + 5, N - 5, 5, last), want + (N - last) * V, last * V, ATOL, RTOL);
@@ -272,7 +273,7 @@ static void transformer_options_are_refused(void) {
     NlModel *m = NULL;
     NlState *s = NULL;
     NlError err;
-    if (nl_model_load(&m, fixture("gru-ln.json"), &err) != 0) {
+    if (nl_model_load(&m, fixture("gru-ln.json"), NULL, &err) != 0) {
         CHECK(0, "%s", err.msg);
         return;
     }
@@ -308,7 +309,7 @@ static void the_tables_describe_the_lstm_and_the_gru(void) {
         size_t k = nl_config_describe(c, fields);
         CHECK(k == 4 && strcmp(fields[0].key, "n_embd") == 0 && fields[0].number == c->n_input && c->n_input > 0 &&
                   c->n_embd == 0 && strcmp(fields[1].key, "n_hidden") == 0 && fields[1].number == c->n_hidden &&
-                  strcmp(fields[2].string, nl_config_norm_name(c->norm)) == 0 && fields[3].number == c->norm_eps,
+                  strcmp(fields[2].string, nl_name(NL_NAMES_NORM, c->norm)) == 0 && fields[3].number == c->norm_eps,
               "%s: info's fields are config.json's (%zu)", FIXTURES[i], k);
         int comps = 0;
         for (int comp = 0; comp < NL_COMP_COUNT; comp++) comps += nl_config_has_component(c, (NlComponent)comp);

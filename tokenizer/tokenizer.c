@@ -94,7 +94,6 @@ void nl_tokenizer_free(NlTokenizer *tok) {
 
 int nl_tokenizer_size(const NlTokenizer *tok) { return tok->n; }
 NlTokenizerKind nl_tokenizer_kind(const NlTokenizer *tok) { return tok->kind; }
-const char *nl_tokenizer_kind_name(const NlTokenizer *tok) { return tok->bpe ? "bpe" : "char"; }
 int nl_tokenizer_eot(const NlTokenizer *tok) { return tok->bpe ? nl_bpe_eot(tok->bpe) : -1; }
 
 const char *nl_tokenizer_bytes(const NlTokenizer *tok, int id, size_t *len) {

@@ -7,6 +7,9 @@
 
 #pragma GCC visibility push(hidden)
 
+// The id of "<|endoftext|>", or -1 (a char tokenizer, or a BPE without it).
+int nl_tokenizer_eot(const NlTokenizer *tok);
+
 typedef struct NlBpe NlBpe;
 
 // A byte-level BPE tokenizer; it owns bpe from here on, even on failure.

@@ -38,7 +38,8 @@ static cJSON *info_json(const NlModel *m, NlQuant q, unsigned classes, const cha
     const NlFamilyInfo *fam = nl_family_info(c->arch);
     cJSON_AddStringToObject(j, "arch", fam->name);
     cJSON_AddNumberToObject(j, "vocab_size", c->vocab_size);
-    cJSON_AddStringToObject(j, "tokenizer", nl_tokenizer_kind_name(nl_model_tokenizer(m)));  // "char" or "bpe"
+    cJSON_AddStringToObject(j, "tokenizer",
+                            nl_name(NL_NAMES_TOKENIZER, nl_tokenizer_kind(nl_model_tokenizer(m))));  // "char" or "bpe"
     cJSON_AddNumberToObject(j, "tokenizer_size", nl_tokenizer_size(nl_model_tokenizer(m)));
     cJSON_AddNumberToObject(j, "n_layer", c->n_layer);
     NlConfigField f[NL_CONFIG_FIELDS_MAX];
@@ -199,14 +200,14 @@ static cJSON *list_entry(const Options *o, const ModelEntry *e) {
     NlModel *model = NULL;
     NlError err;
     NlLoadOptions lo = {.no_mmap = o->no_mmap, .no_repack = o->no_repack, .shapes_only = 1};  // no weight read
-    if (nl_model_load_with(&model, e->path, &lo, &err) != 0) {
+    if (nl_model_load(&model, e->path, &lo, &err) != 0) {
         cJSON_AddStringToObject(m, "error", err.msg);
     } else {
         const NlConfig *c = nl_model_config(model);
-        cJSON_AddStringToObject(m, "norm", nl_config_norm_name(c->norm));
-        cJSON_AddStringToObject(m, "arch", nl_config_arch_name(c->arch));
+        cJSON_AddStringToObject(m, "norm", nl_name(NL_NAMES_NORM, c->norm));
+        cJSON_AddStringToObject(m, "arch", nl_name(NL_NAMES_ARCH, c->arch));
         if (nl_family_info(c->arch)->has_placement)
-            cJSON_AddStringToObject(m, "placement", nl_config_placement_name(c->placement));
+            cJSON_AddStringToObject(m, "placement", nl_name(NL_NAMES_PLACEMENT, c->placement));
         else cJSON_AddNullToObject(m, "placement");  // a family with none: the text shows its arch
         cJSON_AddNumberToObject(m, "parameters", (double)nl_model_parameters(model));
         const char *by = NULL;

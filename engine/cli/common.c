@@ -286,7 +286,7 @@ int load_model_as(const Options *o, NlModel **model, unsigned *rounded, int shap
     } else {
         NlError err;
         NlLoadOptions lo = {.no_mmap = o->no_mmap, .no_repack = o->no_repack, .shapes_only = shapes_only};
-        if (nl_model_load_with(model, path, &lo, &err) != 0) rc = fail(&err);
+        if (nl_model_load(model, path, &lo, &err) != 0) rc = fail(&err);
         else if ((rc = quantize_loaded(o, path, *model, rounded)) != 0) {
             nl_model_free(*model);
             *model = NULL;
@@ -321,7 +321,7 @@ int make_state_as(const Options *o, const NlModel *model, int batch, int product
                   run_name(trained, sizeof trained, c, c->norm, c->placement),
                   run_name(as_run, sizeof as_run, c, run.norm, run.placement));
     if (warn && run.bn_stats == NL_BN_BATCH && run.norm != NL_NORM_BATCHNORM)
-        msg_error("warning: --bn-stats batch has no effect: the model runs as %s", nl_config_norm_name(run.norm));
+        msg_error("warning: --bn-stats batch has no effect: the model runs as %s", nl_name(NL_NAMES_NORM, run.norm));
     return 0;
 }
 
@@ -334,8 +334,8 @@ int model_windowed(const NlModel *model) { return nl_family_info(nl_model_config
 
 const char *run_name(char *buf, size_t size, const NlConfig *model, NlNormType norm, NlPlacement placement) {
     if (!nl_family_info(model->arch)->has_placement)
-        snprintf(buf, size, "%s/%s", nl_config_arch_name(model->arch), nl_config_norm_name(norm));
-    else snprintf(buf, size, "%s/%s", nl_config_norm_name(norm), nl_config_placement_name(placement));
+        snprintf(buf, size, "%s/%s", nl_name(NL_NAMES_ARCH, model->arch), nl_name(NL_NAMES_NORM, norm));
+    else snprintf(buf, size, "%s/%s", nl_name(NL_NAMES_NORM, norm), nl_name(NL_NAMES_PLACEMENT, placement));
     return buf;
 }
 

@@ -12,26 +12,11 @@
 
 #include "cli.h"
 
-static int choose_norm(const char *w, int *out) {
-    NlNormType v;
-    if (nl_config_norm_parse(w, &v) != 0) return -1;
-    *out = (int)v;
-    return 0;
-}
+static int choose_norm(const char *w, int *out) { return nl_name_parse(NL_NAMES_NORM, w, out); }
 
-static int choose_placement(const char *w, int *out) {
-    NlPlacement v;
-    if (nl_config_placement_parse(w, &v) != 0) return -1;
-    *out = (int)v;
-    return 0;
-}
+static int choose_placement(const char *w, int *out) { return nl_name_parse(NL_NAMES_PLACEMENT, w, out); }
 
-static int choose_bn(const char *w, int *out) {
-    NlBnStats v;
-    if (nl_config_bn_stats_parse(w, &v) != 0) return -1;
-    *out = (int)v;
-    return 0;
-}
+static int choose_bn(const char *w, int *out) { return nl_name_parse(NL_NAMES_BN_STATS, w, out); }
 
 static int choose_bn_or_both(const char *w, int *out) {
     static const char both[] = "both";

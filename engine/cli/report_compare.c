@@ -13,13 +13,13 @@
 // its statistics ("batchnorm:batch").
 static void run_as(char *buf, size_t len, const NlCompareRow *r) {
     if (!nl_family_info(r->arch)->has_placement) {  // "lstm/none*"
-        snprintf(buf, len, "%s/%s%s", nl_config_arch_name(r->arch), nl_config_norm_name(r->norm),
+        snprintf(buf, len, "%s/%s%s", nl_name(NL_NAMES_ARCH, r->arch), nl_name(NL_NAMES_NORM, r->norm),
                  r->swapped_norm ? "*" : "");
         return;
     }
-    snprintf(buf, len, "%s%s%s/%s%s", nl_config_norm_name(r->norm), r->swapped_norm ? "*" : "",
+    snprintf(buf, len, "%s%s%s/%s%s", nl_name(NL_NAMES_NORM, r->norm), r->swapped_norm ? "*" : "",
              r->norm == NL_NORM_BATCHNORM ? (r->bn_stats == NL_BN_BATCH ? ":batch" : ":running") : "",
-             nl_config_placement_name(r->placement), r->swapped_placement ? "*" : "");
+             nl_name(NL_NAMES_PLACEMENT, r->placement), r->swapped_placement ? "*" : "");
 }
 
 // " w:q8" / " w:q4[attn,mlp]" / " a:q8": a quantized row's rounding ([the classes] when not all the
@@ -257,7 +257,7 @@ int report_compare_text(FILE *f, const NlCompareRow *rows, const char *const *la
                 char as[160];
                 run_as_quant(as, sizeof as, &rows[i]);
                 fprintf(f, "%-34s %-24s %-10s", labels[i], as,
-                        nl_config_norm_name(t ? NL_NORM_RMSNORM : NL_NORM_LAYERNORM));
+                        nl_name(NL_NAMES_NORM, t ? NL_NORM_RMSNORM : NL_NORM_LAYERNORM));
                 for (int k = 0; k < NL_INV_COUNT; k++)  // a model without norms has no norm input to test: -
                     if (rows[i].norm == NL_NORM_NONE) fprintf(f, " %11s", "-");
                     else fprintf(f, " %11.3g", rows[i].invariance[t][k]);
@@ -330,11 +330,11 @@ static cJSON *compare_row_json(const NlCompareRow *r, const char *label, const C
     const NlFamilyInfo *fam = nl_family_info(r->arch);
     cJSON_AddStringToObject(o, "model", label);
     cJSON_AddStringToObject(o, "arch", fam->name);
-    cJSON_AddStringToObject(o, "norm", nl_config_norm_name(r->norm));
+    cJSON_AddStringToObject(o, "norm", nl_name(NL_NAMES_NORM, r->norm));
     if (!fam->has_placement) cJSON_AddNullToObject(o, "placement");
-    else cJSON_AddStringToObject(o, "placement", nl_config_placement_name(r->placement));
+    else cJSON_AddStringToObject(o, "placement", nl_name(NL_NAMES_PLACEMENT, r->placement));
     cJSON_AddStringToObject(o, "override", override_name(r));
-    if (r->norm == NL_NORM_BATCHNORM) cJSON_AddStringToObject(o, "bn_stats", nl_config_bn_stats_name(r->bn_stats));
+    if (r->norm == NL_NORM_BATCHNORM) cJSON_AddStringToObject(o, "bn_stats", nl_name(NL_NAMES_BN_STATS, r->bn_stats));
     cJSON_AddNumberToObject(o, "residual_scale", r->residual_scale);
     cJSON_AddNumberToObject(o, "parameters", (double)r->parameters);
     cJSON_AddNumberToObject(o, "weight_bytes", (double)r->weight_bytes);
@@ -397,7 +397,7 @@ static cJSON *compare_row_json(const NlCompareRow *r, const char *label, const C
     if (info->invariance && blocks) {
         cJSON *inv = cJSON_AddObjectToObject(o, "invariance");
         for (int t = 0; t < 2; t++) {
-            cJSON *per = cJSON_AddObjectToObject(inv, nl_config_norm_name(t ? NL_NORM_RMSNORM : NL_NORM_LAYERNORM));
+            cJSON *per = cJSON_AddObjectToObject(inv, nl_name(NL_NAMES_NORM, t ? NL_NORM_RMSNORM : NL_NORM_LAYERNORM));
             for (int k = 0; k < NL_INV_COUNT; k++)
                 cJSON_AddNumberToObject(per, nl_invariance_name((NlInvarianceCase)k), r->invariance[t][k]);
         }
@@ -476,7 +476,7 @@ int report_compare_csv(FILE *f, const NlCompareRow *rows, const char *const *lab
     if (info->invariance)
         for (int t = 0; t < 2; t++)
             for (int k = 0; k < NL_INV_COUNT; k++)
-                fprintf(f, ",invariance_%s_%s", nl_config_norm_name(t ? NL_NORM_RMSNORM : NL_NORM_LAYERNORM),
+                fprintf(f, ",invariance_%s_%s", nl_name(NL_NAMES_NORM, t ? NL_NORM_RMSNORM : NL_NORM_LAYERNORM),
                         nl_invariance_name((NlInvarianceCase)k));
     if (info->quantize)
         fputs(",quantize,quantized,quantize_act,bits_per_char_cost,kl_divergence,kl_divergence_stderr,same_top", f);
@@ -490,9 +490,9 @@ int report_compare_csv(FILE *f, const NlCompareRow *rows, const char *const *lab
         const NlCompareRow *r = &rows[i];
         csv_field(f, labels[i]);
         const NlFamilyInfo *fam = nl_family_info(r->arch);
-        fprintf(f, ",%s,%s,%s,%s,%.6g,%zu,%zu,", nl_config_norm_name(r->norm),
-                fam->has_placement ? nl_config_placement_name(r->placement) : "", override_name(r),
-                r->norm == NL_NORM_BATCHNORM ? nl_config_bn_stats_name(r->bn_stats) : "", r->residual_scale,
+        fprintf(f, ",%s,%s,%s,%s,%.6g,%zu,%zu,", nl_name(NL_NAMES_NORM, r->norm),
+                fam->has_placement ? nl_name(NL_NAMES_PLACEMENT, r->placement) : "", override_name(r),
+                r->norm == NL_NORM_BATCHNORM ? nl_name(NL_NAMES_BN_STATS, r->bn_stats) : "", r->residual_scale,
                 r->parameters, r->weight_bytes);
         csv_field(f, info->text);
         fprintf(f, ",%zu,%.9g,%.9g,%.9g,%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g", r->chars, r->nats_per_char,

@@ -46,6 +46,14 @@ typedef void (*NlEvalCallFn)(void *ctx, NlState *state, size_t first, size_t win
 int nl_eval_calls(NlState *const *states, size_t n_states, const int *ids, size_t n, const NlEvalOptions *opts,
                   NlEvalCallFn call_done, void *call_ctx, NlEvalResult *out, NlError *err);
 
+// ---- a state's batch (state.c)
+
+size_t nl_state_batch(const NlState *state);  // sequences per forward call, at most (NlRunOptions.batch)
+// Copies the cached keys and values of positions 0..n-1 from sequence `from` to sequence `to` (both
+// < batch): streams that share a prompt are prefilled once. Whole tiles of 32 positions are copied,
+// so positions n.. up to the next multiple of 32 in `to` are overwritten too.
+void nl_state_copy_cache(NlState *state, size_t from, size_t to, size_t n);
+
 // 1 for OpenBLAS's SSE-only families (blascore.c; nl_blas_choose_core's rule).
 int nl_blas_is_generic(const char *family);
 

@@ -77,7 +77,7 @@ int nl_lens_create(NlLens **out, const NlConfig *c, size_t batch, const int *ids
     *out = NULL;
     if (!nl_family_info(c->arch)->has_blocks) {
         nl_error(err, NL_ERR_ARG, "the logit lens reads a residual stream, which a recurrent (%s) model has not",
-                 nl_config_arch_name(c->arch));
+                 nl_name(NL_NAMES_ARCH, c->arch));
         return -1;
     }
     size_t T = (size_t)c->block_size, L = (size_t)c->n_layer, B = batch ? batch : 1;

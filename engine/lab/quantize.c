@@ -120,7 +120,7 @@ int nl_quantize_model(NlModel *model, NlQuant q, unsigned only, unsigned *rounde
         if (mats[k].classes & pick) floats += mats[k].rows * mats[k].cols;
     if (floats == 0) {
         nl_error(err, NL_ERR_ARG, "this %s has no matrix of the classes to quantize",
-                 nl_config_arch_name(nl_model_config(model)->arch));
+                 nl_name(NL_NAMES_ARCH, nl_model_config(model)->arch));
         goto cleanup;
     }
     float *owned = round_matrices(mats, n, pick, q, data, rounded, floats);
@@ -149,7 +149,6 @@ NlLinearInputHook nl_quant_input_hook(NlQuant q) {
     return (NlLinearInputHook){q == NL_QUANT_Q8 ? round_input_q8 : q == NL_QUANT_Q4 ? round_input_q4 : NULL, NULL};
 }
 
-int nl_quant_state_create(NlState **out, const NlModel *model, const NlRunOptions *opts, NlQuant act,
-                          NlError *err) {
+int nl_quant_state_create(NlState **out, const NlModel *model, const NlRunOptions *opts, NlQuant act, NlError *err) {
     return nl_state_create_hooked(out, model, opts, nl_quant_input_hook(act), err);
 }

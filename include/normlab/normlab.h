@@ -3,7 +3,7 @@
 //   NlError err;
 //   NlModel *model = NULL;
 //   NlState *state = NULL;
-//   if (nl_model_load(&model, "weights/shakespeare-pre-ln", &err) != 0) { puts(err.msg); ... }
+//   if (nl_model_load(&model, "weights/shakespeare-pre-ln", NULL, &err) != 0) { puts(err.msg); ... }
 //   if (nl_state_create(&state, model, NULL, &err) != 0) { ... }
 //   const float *logits = nl_forward(state, ids, n, 0, 1);   // (1, V): next-token logits
 //   nl_state_free(state);
@@ -87,10 +87,6 @@ int nl_tokenizer_create(NlTokenizer **out, const char *const *pieces, int n, NlE
 void nl_tokenizer_free(NlTokenizer *tok);
 int nl_tokenizer_size(const NlTokenizer *tok);
 NlTokenizerKind nl_tokenizer_kind(const NlTokenizer *tok);
-// "char" or "bpe".
-const char *nl_tokenizer_kind_name(const NlTokenizer *tok);
-// The id of "<|endoftext|>", or -1 (a char tokenizer, or a BPE without it).
-int nl_tokenizer_eot(const NlTokenizer *tok);
 
 // Encodes len bytes of text into ids (room for at least len ids is always enough). char: the text
 // must be UTF-8, and a character not in the vocabulary is an error naming it and its 1-based
@@ -163,9 +159,6 @@ typedef struct NlState NlState;
 
 // ---- model (model.c)
 
-// Loads a model directory (config.json, tokenizer.json, model.safetensors; the weights are
-// memory-mapped, not copied) or a single .json file with inline tensors. Every file is validated.
-int nl_model_load(NlModel **out, const char *path, NlError *err);
 typedef struct {
     int no_mmap;  // 1: read model.safetensors into memory instead of mapping it (llama.cpp's --no-mmap)
     int no_repack;  // 1: no transposed copies of weights (llama.cpp's --no-repack): memory is the file's
@@ -175,10 +168,12 @@ typedef struct {
     // nl_state_create refuses such a model.
     int shapes_only;
 } NlLoadOptions;
-// nl_model_load with options (NULL: the defaults above). A mapped file that another program
-// truncates or rewrites in place while it is mapped kills the process (SIGBUS); normlab's own
-// tools replace model files by renaming, which is safe. no_mmap costs the weights' size in memory.
-int nl_model_load_with(NlModel **out, const char *path, const NlLoadOptions *opts, NlError *err);
+// Loads a model directory (config.json, tokenizer.json, model.safetensors; the weights are
+// memory-mapped, not copied) or a single .json file with inline tensors, with opts (NULL: the
+// defaults above, all 0). Every file is validated. A mapped file that another program truncates or
+// rewrites in place while it is mapped kills the process (SIGBUS); normlab's own tools replace
+// model files by renaming, which is safe. no_mmap costs the weights' size in memory.
+int nl_model_load(NlModel **out, const char *path, const NlLoadOptions *opts, NlError *err);
 void nl_model_free(NlModel *model);
 const NlConfig *nl_model_config(const NlModel *model);
 // The positions one sequence of the model holds: a transformer's block_size; SIZE_MAX for a
@@ -219,7 +214,6 @@ typedef struct {
 // on a model without them it fails, naming the tensor (batch statistics need none).
 int nl_state_create(NlState **out, const NlModel *model, const NlRunOptions *opts, NlError *err);
 void nl_state_free(NlState *state);
-size_t nl_state_batch(const NlState *state);  // sequences per forward call, at most
 // The config the state runs: the model's, with the run options applied.
 const NlConfig *nl_state_config(const NlState *state);
 
@@ -231,16 +225,10 @@ const NlConfig *nl_state_config(const NlState *state);
 const float *nl_forward(NlState *state, const int *tokens, size_t n, size_t pos, size_t n_logits);
 // A recurrent model's state has no window and no cache: any n, pos 0 starts from the zero state,
 // any other pos must be where the previous call ended (pos + n of it), and n_logits <= NL_RNN_LOGITS.
-// nl_state_copy_cache then copies sequence from's state (h, c) to sequence to, whatever n.
 // The same for B <= batch independent sequences at once: tokens (B, n), each sequence with its own
 // KV cache, all at positions pos..pos+n-1. Rows of all sequences share each matrix product.
 // Returns logits (B, n_logits, V).
 const float *nl_forward_batch(NlState *state, const int *tokens, size_t B, size_t n, size_t pos, size_t n_logits);
-
-// Copies the cached keys and values of positions 0..n-1 from sequence `from` to sequence `to` (both
-// < batch): streams that share a prompt are prefilled once. Whole tiles of 32 positions are copied,
-// so positions n.. up to the next multiple of 32 in `to` are overwritten too.
-void nl_state_copy_cache(NlState *state, size_t from, size_t to, size_t n);
 
 // ---- sampler (sampler.c)
 
@@ -263,10 +251,6 @@ typedef struct {
 typedef struct NlSampler NlSampler;
 int nl_sampler_create(NlSampler **out, int vocab_size, NlSamplerParams params, uint64_t seed, NlError *err);
 void nl_sampler_free(NlSampler *sampler);
-// The candidates left after temperature, then top-k, then top-p, sorted by descending probability
-// (ties by id), with probabilities renormalised to sum to 1. Returns their count, or -1 when a
-// logit is NaN or infinite. *ids and *probs are borrowed until the next call.
-int nl_sampler_candidates(NlSampler *sampler, const float *logits, const int **ids, const double **probs);
 // Draws the next token from (V) logits and accepts it into the penalties' history; -1 when a logit
 // is NaN or infinite.
 int nl_sampler_sample(NlSampler *sampler, const float *logits);
@@ -308,7 +292,7 @@ typedef struct {
 // each step shares every matrix product across a group. When the window of T positions is full,
 // the most recent T/2 tokens are re-processed in one batched pass at positions 0..T/2-1 (a context
 // shift) and decoding goes on; with exact_window, every token recomputes the last T positions.
-// The streams go in groups of G = nl_state_batch(states[0]) (every state the same batch), shared
+// The streams go in groups of G = the states' NlRunOptions.batch (every state the same batch), shared
 // among n_states worker threads, one state each: stream i is in group i / G, and each group runs
 // alone on its state, so every stream's tokens are the same whatever n_states is. With several
 // states, emit is called from the worker threads and must be safe to call concurrently for
@@ -370,15 +354,19 @@ size_t nl_model_weight_bytes(const NlModel *model);  // bytes of tensor data
 size_t nl_model_transposed_bytes(const NlModel *model);
 // Provenance from safetensors __metadata__ (may be empty): n pairs of borrowed strings.
 size_t nl_model_metadata(const NlModel *model, const char *const **keys, const char *const **values);
-const char *nl_config_norm_name(NlNormType norm);
-const char *nl_config_placement_name(NlPlacement placement);
-const char *nl_config_activation_name(NlActivation activation);
-const char *nl_config_bn_stats_name(NlBnStats bn_stats);
-const char *nl_config_arch_name(NlArch arch);
-// The norm type or placement a name stands for, compared without case ("RMSNorm"); -1 when none.
-int nl_config_norm_parse(const char *name, NlNormType *out);
-int nl_config_placement_parse(const char *name, NlPlacement *out);
-int nl_config_bn_stats_parse(const char *name, NlBnStats *out);
+// The words normlab and config.json use for a choice: a kind of choice and one of its values.
+typedef enum {
+    NL_NAMES_NORM,  // NlNormType: "layernorm", "rmsnorm", "batchnorm", "none"
+    NL_NAMES_PLACEMENT,  // NlPlacement: "pre", "post", "peri"
+    NL_NAMES_BN_STATS,  // NlBnStats: "running", "batch"
+    NL_NAMES_ACTIVATION,  // NlActivation: "gelu", "gelu_tanh", "relu"
+    NL_NAMES_ARCH,  // NlArch: "transformer", "lstm", "gru"
+    NL_NAMES_TOKENIZER,  // NlTokenizerKind: "char", "bpe"
+} NlNames;
+// The name of value (a static string), "?" when it has none.
+const char *nl_name(NlNames kind, int value);
+// The value name stands for, compared without case ("RMSNorm"), into *value; -1 when none.
+int nl_name_parse(NlNames kind, const char *name, int *value);
 
 // Reads a whole regular file of at most cap bytes (a text to score, a prompt) into a new
 // NUL-terminated buffer (*buf, free() it). A directory, FIFO or device is refused; errors name path.
@@ -456,7 +444,7 @@ typedef enum {
 // What a family has, from its table: the command line, reports and the lab ask this, and never
 // which arch a model is.
 typedef struct {
-    const char *name;  // nl_config_arch_name of its arch
+    const char *name;  // nl_name(NL_NAMES_ARCH, arch)
     int windowed;  // its context is a window of block_size positions (a KV cache); 0: a state carries any length
     int has_placement;  // its norms sit pre, post or peri (a recurrent cell's have one place)
     int has_blocks;  // attention and MLP sublayers on a residual stream: branch RMS, norm outputs, invariance
