@@ -19,16 +19,6 @@ struct NlState {
     NlPool *pool;  // threads for the products of one call (NULL: the caller alone)
 };
 
-size_t nl_model_window(const NlModel *model) {
-    const NlConfig *c = nl_model_config(model);
-    return nl_family_of(c->arch)->window(c);
-}
-
-size_t nl_model_state_bytes(const NlModel *model) {
-    const NlConfig *c = nl_model_config(model);
-    return nl_family_of(c->arch)->state_bytes(c);
-}
-
 int nl_state_create_hooked(NlState **out, const NlModel *model, const NlRunOptions *opts, NlLinearInputHook hook,
                            NlError *err) {
     *out = NULL;
@@ -54,8 +44,8 @@ int nl_state_create_hooked(NlState **out, const NlModel *model, const NlRunOptio
     s->family = nl_family_of(s->cfg.arch);
     int cpus = nl_cpus_available();
     s->pool = nl_pool_create(threads < cpus ? threads : cpus);  // NULL when refused: the same results on one thread
-    if (s->family->create(&s->impl, nl_model_weights(model), nl_model_config(model), &s->cfg, opts, hook, s->batch, s->pool,
-                          &s->obs, err) != 0) {
+    if (s->family->create(&s->impl, nl_model_weights(model), nl_model_config(model), &s->cfg, opts, hook, s->batch,
+                          s->pool, &s->obs, err) != 0) {
         nl_pool_free(s->pool);
         free(s);
         return -1;

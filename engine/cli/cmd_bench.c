@@ -151,7 +151,9 @@ static int bench_model(const Options *o, const char *name, const long *pp, int n
     int rc = load_model(&with, &model);
     if (rc) return rc;
     const NlConfig *c = nl_model_config(model);
-    size_t T = model_context(model), most = 0;
+    NlModelDesc desc;
+    nl_model_describe(model, &desc);
+    size_t T = desc.window, most = 0;
     long def_pp = (long)(T < DEFAULT_PP ? T : DEFAULT_PP), def_tg = (long)(T < DEFAULT_TG ? T : DEFAULT_TG);
     long pps[LIST_MAX], tgs[LIST_MAX];
     for (int i = 0; i < (n_pp ? n_pp : 1); i++)
@@ -182,7 +184,7 @@ static int bench_model(const Options *o, const char *name, const long *pp, int n
             if (len == 0) continue;  // -p 0 or -n 0: no such test
             BenchRow *r = &rows[(*n)++];
             *r = (BenchRow){.model = name,
-                            .params = nl_model_parameters(model),
+                            .params = desc.parameters,
                             .threads = (int)threads[t],
                             .gen = gen,
                             .n = (size_t)len,

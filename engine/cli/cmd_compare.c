@@ -60,8 +60,7 @@ static int compare_quantized(const Options *o, const char *path, const NlModel *
         if (!(o->quantize_rows & 1 << q)) continue;
         NlError err;
         unsigned rounded = 0;
-        if (nl_model_copy(&quant[k], model, &err) != 0) return fail(&err);
-        if (nl_quantize_model(quant[k], (NlQuant)q, (unsigned)o->quantize_only, &rounded, &err) != 0) {
+        if (nl_quantize_copy(&quant[k], model, (NlQuant)q, (unsigned)o->quantize_only, &rounded, &err) != 0) {
             msg_error("%s: %s", path, err.msg);
             return EXIT_DATA;
         }

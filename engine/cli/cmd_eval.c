@@ -144,7 +144,7 @@ static int plan_eval(const Options *o, const NlModel *model, size_t n, EvalPlan 
     // One state per worker thread, each running whole windows with one OpenBLAS thread per product.
     // A recurrent model: one state, its segments (one unless asked) run together.
     p->batch = p->windowless ? (int)p->segments : o->batch ? o->batch : (int)(EVAL_ROWS / T > 0 ? EVAL_ROWS / T : 1);
-    size_t windows = p->windowless ? 1 : nl_eval_windows(n, T, p->stride);
+    size_t windows = p->windowless ? 1 : nl_profile_eval_windows(n, T, p->stride);
     size_t groups = (windows + (size_t)p->batch - 1) / (size_t)p->batch;  // a forward call a group
     p->calls = groups;
     if (groups < 1) groups = 1;  // a text too short to score: eval says so, from one state

@@ -35,39 +35,39 @@ static cJSON *info_json(const NlModel *m, NlQuant q, unsigned classes, const cha
     const NlConfig *c = nl_model_config(m);
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "model", path);
-    const NlFamilyInfo *fam = nl_family_info(c->arch);
+    NlModelDesc d;
+    nl_model_describe(m, &d);
+    const NlFamilyInfo *fam = d.family;
     cJSON_AddStringToObject(j, "arch", fam->name);
     cJSON_AddNumberToObject(j, "vocab_size", c->vocab_size);
     cJSON_AddStringToObject(j, "tokenizer",
                             nl_name(NL_NAMES_TOKENIZER, nl_tokenizer_kind(nl_model_tokenizer(m))));  // "char" or "bpe"
     cJSON_AddNumberToObject(j, "tokenizer_size", nl_tokenizer_size(nl_model_tokenizer(m)));
     cJSON_AddNumberToObject(j, "n_layer", c->n_layer);
-    NlConfigField f[NL_CONFIG_FIELDS_MAX];
-    size_t n_fields = nl_config_describe(c, f);  // the family's own fields
-    for (size_t i = 0; i < n_fields; i++) {
+    const NlConfigField *f = d.fields;  // the family's own fields
+    for (size_t i = 0; i < d.n_fields; i++) {
         if (f[i].type == NL_FIELD_STRING) cJSON_AddStringToObject(j, f[i].key, f[i].string);
         else if (f[i].type == NL_FIELD_BOOL) cJSON_AddBoolToObject(j, f[i].key, f[i].number != 0);
         else cJSON_AddNumberToObject(j, f[i].key, f[i].number);
     }
-    cJSON_AddNumberToObject(j, "parameters", (double)nl_model_parameters(m));
-    cJSON_AddNumberToObject(j, "weight_bytes", (double)nl_model_weight_bytes(m));
+    cJSON_AddNumberToObject(j, "parameters", (double)d.parameters);
+    cJSON_AddNumberToObject(j, "weight_bytes", (double)d.weight_bytes);
     // copies of small weights, transposed, which few-row products run faster on (linear.h)
-    cJSON_AddNumberToObject(j, "transposed_bytes", (double)nl_model_transposed_bytes(m));
+    cJSON_AddNumberToObject(j, "transposed_bytes", (double)d.transposed_bytes);
     if (q != NL_QUANT_NONE) {  // --quantize: what the load rounded (simulated, docs/lab.md)
         char list[64];
         cJSON_AddStringToObject(j, "quantize", nl_quant_name(q));
         cJSON_AddStringToObject(j, "quantized", nl_quant_classes_name(classes, list, sizeof list));
     }
     // per sequence: a transformer's KV cache, a recurrent model's state vectors of every layer
-    cJSON_AddNumberToObject(j, fam->state_bytes_key, (double)nl_model_state_bytes(m));
+    cJSON_AddNumberToObject(j, fam->state_bytes_key, (double)d.state_bytes);
     cJSON_AddStringToObject(j, "blas_core", nl_blas_core());
     cJSON_AddStringToObject(j, "blas_core_source", b->source);
     cJSON_AddStringToObject(j, "blas_core_openblas", b->reported);  // what OpenBLAS picked by itself
     cJSON_AddNumberToObject(j, "cpus", available_cpus());
-    const char *const *keys, *const *values;
-    size_t n = nl_model_metadata(m, &keys, &values);
+    const char *const *keys = d.metadata_keys, *const *values = d.metadata_values;
     cJSON *meta = cJSON_AddObjectToObject(j, "metadata");
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < d.n_metadata; i++)
         cJSON_AddItemToObject(meta, keys[i],
                               is_json_number(values[i]) ? cJSON_CreateRaw(values[i]) : cJSON_CreateString(values[i]));
     return j;
@@ -165,9 +165,10 @@ static int print_list_text(FILE *out, const cJSON *j) {
 
 // The number stored under key in the model's metadata; NAN when there is none.
 static double metadata_number(const NlModel *model, const char *key) {
-    const char *const *keys, *const *values;
-    size_t n = nl_model_metadata(model, &keys, &values);
-    for (size_t i = 0; i < n; i++) {
+    NlModelDesc d;
+    nl_model_describe(model, &d);
+    const char *const *keys = d.metadata_keys, *const *values = d.metadata_values;
+    for (size_t i = 0; i < d.n_metadata; i++) {
         if (strcmp(keys[i], key) != 0) continue;
         char *end;
         double v = strtod(values[i], &end);
@@ -209,7 +210,9 @@ static cJSON *list_entry(const Options *o, const ModelEntry *e) {
         if (nl_family_info(c->arch)->has_placement)
             cJSON_AddStringToObject(m, "placement", nl_name(NL_NAMES_PLACEMENT, c->placement));
         else cJSON_AddNullToObject(m, "placement");  // a family with none: the text shows its arch
-        cJSON_AddNumberToObject(m, "parameters", (double)nl_model_parameters(model));
+        NlModelDesc d;
+        nl_model_describe(model, &d);
+        cJSON_AddNumberToObject(m, "parameters", (double)d.parameters);
         const char *by = NULL;
         double loss = stored_val_loss(model, &by);
         if (!isnan(loss)) {

@@ -325,7 +325,11 @@ int make_state_as(const Options *o, const NlModel *model, int batch, int product
     return 0;
 }
 
-size_t model_context(const NlModel *model) { return nl_model_window(model); }
+size_t model_context(const NlModel *model) {
+    NlModelDesc d;
+    nl_model_describe(model, &d);
+    return d.window;
+}
 const char *token_unit(const NlModel *model) {
     return nl_tokenizer_kind(nl_model_tokenizer(model)) == NL_TOKENIZER_CHAR ? "character" : "token";
 }

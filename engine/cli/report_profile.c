@@ -17,7 +17,7 @@ static int is_model_level(int comp) {
 
 // Whether a run of cfg has component comp (its family says): the JSON report lists exactly these,
 // called or not.
-static int has_component(const NlConfig *cfg, int comp) { return nl_config_has_component(cfg, (NlComponent)comp); }
+static int has_component(const NlConfig *cfg, int comp) { return nl_component_in_run(cfg, (NlComponent)comp); }
 
 static double rows_seconds(const NlProfiler *p, NlPhase ph, int L) {
     double s = 0.0;

@@ -46,6 +46,33 @@ typedef void (*NlEvalCallFn)(void *ctx, NlState *state, size_t first, size_t win
 int nl_eval_calls(NlState *const *states, size_t n_states, const int *ids, size_t n, const NlEvalOptions *opts,
                   NlEvalCallFn call_done, void *call_ctx, NlEvalResult *out, NlError *err);
 
+// ---- what describes a model, one by one (NlModelDesc's fields; describe.c, model.c, families.c)
+
+// The positions one sequence of the model holds: a transformer's block_size; SIZE_MAX for a
+// recurrent model, which has no window (its state carries any length). Generation shifts a full
+// window; evaluation scores windows of it, or the whole text through one state when unlimited.
+size_t nl_model_window(const NlModel *model);
+// The bytes one sequence's state takes: a transformer's KV cache (block_size rounded up to a multiple
+// of 32), a recurrent model's h of every layer and the LSTM's c.
+size_t nl_model_state_bytes(const NlModel *model);
+size_t nl_model_parameters(const NlModel *model);  // number of distinct weights (tied counted once)
+size_t nl_model_weight_bytes(const NlModel *model);  // bytes of tensor data
+// Bytes of the transposed copies of small weights the loader makes where the OpenBLAS kernels in use
+// run a few-row product faster on them (weights of at most 512K elements, 2 MiB; none for recurrent
+// models, nor where OpenBLAS's kernels are older than AVX2).
+size_t nl_model_transposed_bytes(const NlModel *model);
+// Provenance from safetensors __metadata__ (may be empty): n pairs of borrowed strings.
+size_t nl_model_metadata(const NlModel *model, const char *const **keys, const char *const **values);
+// The fields of cfg's own family (every family's arch, vocab_size and n_layer aside), in the order
+// info shows them, into fields[0..NL_CONFIG_FIELDS_MAX); returns their count.
+size_t nl_config_describe(const NlConfig *cfg, NlConfigField *fields);
+// Whether a run of cfg has component comp (peri's output norms, a recurrent layer's own four).
+int nl_config_has_component(const NlConfig *cfg, NlComponent comp);
+
+// A second model on base's files, tokenizer and tensors (nothing copied but the family's table of
+// pointers): its matrices can be replaced without touching base. Free it before base.
+int nl_model_copy(NlModel **out, const NlModel *base, NlError *err);
+
 // ---- a state's batch (state.c)
 
 size_t nl_state_batch(const NlState *state);  // sequences per forward call, at most (NlRunOptions.batch)
@@ -122,6 +149,9 @@ int nl_parallel_run(int n_workers, NlWorkerFn fn, void *ctx);
 
 // ---- evaluation's windows and losses (eval.c)
 
+// The number of windows nl_eval scores a text of n characters in (0 when n < 2): a caller sizing
+// states or profilers for it divides by the batch B to get the forward calls.
+size_t nl_eval_windows(size_t n, size_t block_size, size_t stride);
 // Window w of those: it runs inputs [*start, *end) and scores the targets of inputs [*begin, *end).
 void nl_eval_window(size_t n, size_t block_size, size_t stride, size_t w, size_t *start, size_t *begin, size_t *end);
 // -ln softmax(logits)[target] in double: the loss nl_eval sums.

@@ -38,6 +38,10 @@ static const char *const PHASE_NAMES[NL_PHASE_COUNT] = {"prefill", "decode"};
 
 const char *nl_component_name(NlComponent comp) { return COMP_NAMES[comp]; }
 const char *nl_phase_name(NlPhase phase) { return PHASE_NAMES[phase]; }
+int nl_component_in_run(const NlConfig *c, NlComponent comp) { return nl_config_has_component(c, comp); }
+size_t nl_profile_eval_windows(size_t n, size_t block_size, size_t stride) {
+    return nl_eval_windows(n, block_size, stride);
+}
 
 // The clock: on x86-64 with an invariant TSC (constant_tsc and nonstop_tsc: monotonic, same rate on
 // every core) the raw time-stamp counter, calibrated against CLOCK_MONOTONIC; it does not serialise

@@ -149,6 +149,14 @@ NlLinearInputHook nl_quant_input_hook(NlQuant q) {
     return (NlLinearInputHook){q == NL_QUANT_Q8 ? round_input_q8 : q == NL_QUANT_Q4 ? round_input_q4 : NULL, NULL};
 }
 
+int nl_quantize_copy(NlModel **out, const NlModel *base, NlQuant q, unsigned only, unsigned *rounded, NlError *err) {
+    if (nl_model_copy(out, base, err) != 0) return -1;
+    if (nl_quantize_model(*out, q, only, rounded, err) == 0) return 0;
+    nl_model_free(*out);
+    *out = NULL;
+    return -1;
+}
+
 int nl_quant_state_create(NlState **out, const NlModel *model, const NlRunOptions *opts, NlQuant act, NlError *err) {
     return nl_state_create_hooked(out, model, opts, nl_quant_input_hook(act), err);
 }

@@ -164,7 +164,7 @@ typedef struct {
     int no_repack;  // 1: no transposed copies of weights (llama.cpp's --no-repack): memory is the file's
     // 1: for a model that is described, not run (normlab info, tokenize, list): the files, names and
     // shapes are checked as always, but no weight is read: no NaN/Inf check, no copies (so a mapped
-    // file's pages stay on disk). nl_model_transposed_bytes still says what a run's load would copy.
+    // file's pages stay on disk). NlModelDesc.transposed_bytes still says what a run's load would copy.
     // nl_state_create refuses such a model.
     int shapes_only;
 } NlLoadOptions;
@@ -176,15 +176,7 @@ typedef struct {
 int nl_model_load(NlModel **out, const char *path, const NlLoadOptions *opts, NlError *err);
 void nl_model_free(NlModel *model);
 const NlConfig *nl_model_config(const NlModel *model);
-// The positions one sequence of the model holds: a transformer's block_size; SIZE_MAX for a
-// recurrent model, which has no window (its state carries any length). Generation shifts a full
-// window; evaluation scores windows of it, or the whole text through one state when unlimited.
-size_t nl_model_window(const NlModel *model);
-// The bytes one sequence's state takes: a transformer's KV cache (block_size rounded up to a multiple
-// of 32), a recurrent model's h of every layer and the LSTM's c.
-size_t nl_model_state_bytes(const NlModel *model);
 const NlTokenizer *nl_model_tokenizer(const NlModel *model);
-size_t nl_model_parameters(const NlModel *model);  // number of distinct weights (tied counted once)
 
 // ---- state and forward pass (state.c, through the family tables)
 
@@ -345,15 +337,6 @@ typedef struct {
 int nl_eval(NlState *const *states, size_t n_states, const int *ids, size_t n, const NlEvalOptions *opts,
             NlEvalResult *out, NlError *err);
 
-// ---- what a model is (model.c, config.c)
-
-size_t nl_model_weight_bytes(const NlModel *model);  // bytes of tensor data
-// Bytes of the transposed copies of small weights the loader makes where the OpenBLAS kernels in use
-// run a few-row product faster on them (weights of at most 512K elements, 2 MiB; none for recurrent
-// models, nor where OpenBLAS's kernels are older than AVX2).
-size_t nl_model_transposed_bytes(const NlModel *model);
-// Provenance from safetensors __metadata__ (may be empty): n pairs of borrowed strings.
-size_t nl_model_metadata(const NlModel *model, const char *const **keys, const char *const **values);
 // The words normlab and config.json use for a choice: a kind of choice and one of its values.
 typedef enum {
     NL_NAMES_NORM,  // NlNormType: "layernorm", "rmsnorm", "batchnorm", "none"
@@ -439,7 +422,7 @@ typedef enum {
     NL_SITE_COUNT
 } NlSite;
 
-// ---- model families (state.c; each family's table in its own file: transformer.c, rnn.c)
+// ---- model families (families.c, the registry; each family's table in its own file: transformer.c, rnn.c)
 //
 // What a family has, from its table: the command line, reports and the lab ask this, and never
 // which arch a model is.
@@ -450,11 +433,11 @@ typedef struct {
     int has_blocks;  // attention and MLP sublayers on a residual stream: branch RMS, norm outputs, invariance
     int state_vectors;  // vectors a layer carries from one position to the next: 0 (a KV cache), 1 or 2
     const char *state_names[2];  // their names: "h", and the LSTM's "c"
-    const char *state_bytes_key;  // what nl_model_state_bytes counts: "kv_cache_bytes", "state_bytes"
+    const char *state_bytes_key;  // what NlModelDesc.state_bytes counts: "kv_cache_bytes", "state_bytes"
     unsigned norms;  // the norm types it runs: bit (1u << t) for each NlNormType t
     int trace_events_per_layer;  // the most profiler events one layer records in a forward call
     int prunes_rows;  // its last layer goes on with only the rows a logit reads (the profile marks them)
-    unsigned matrix_classes;  // the NL_MATRIX_* classes its matrices have (normlab_ext.h)
+    unsigned matrix_classes;  // the NL_MATRIX_* classes its matrices have
 } NlFamilyInfo;
 const NlFamilyInfo *nl_family_info(NlArch arch);
 
@@ -467,11 +450,32 @@ typedef struct {
     const char *string;  // NL_FIELD_STRING: a static name
 } NlConfigField;
 #define NL_CONFIG_FIELDS_MAX 16
-// The fields of cfg's own family (every family's arch, vocab_size and n_layer aside), in the order
-// info shows them, into fields[0..NL_CONFIG_FIELDS_MAX); returns their count.
-size_t nl_config_describe(const NlConfig *cfg, NlConfigField *fields);
-// Whether a run of cfg has component comp (peri's output norms, a recurrent layer's own four).
-int nl_config_has_component(const NlConfig *cfg, NlComponent comp);
+
+// ---- describing a model (describe.c): what `normlab info` shows, as llama.h's llama_model_desc
+typedef struct {
+    const NlFamilyInfo *family;  // its family's answers (nl_family_info)
+    // The positions one sequence holds: a transformer's block_size; SIZE_MAX for a recurrent model,
+    // which has no window (its state carries any length).
+    size_t window;
+    // The bytes one sequence's state takes (family->state_bytes_key names them): a transformer's KV
+    // cache (block_size rounded up to a multiple of 32), a recurrent model's h of every layer and the LSTM's c.
+    size_t state_bytes;
+    size_t parameters;  // distinct weights (a tied head counted once)
+    size_t weight_bytes;  // bytes of tensor data
+    // Bytes of the transposed copies of small weights the loader makes where the OpenBLAS kernels in use
+    // run a few-row product faster on them (weights of at most 512K elements, 2 MiB; none for recurrent
+    // models, nor where OpenBLAS's kernels are older than AVX2).
+    size_t transposed_bytes;
+    // The config fields of the model's own family (arch, vocab_size and n_layer aside), in the order
+    // info shows them.
+    size_t n_fields;
+    NlConfigField fields[NL_CONFIG_FIELDS_MAX];
+    // Provenance from safetensors __metadata__ (may be none): n_metadata pairs of strings, borrowed
+    // for the model's lifetime.
+    size_t n_metadata;
+    const char *const *metadata_keys, *const *metadata_values;
+} NlModelDesc;
+void nl_model_describe(const NlModel *model, NlModelDesc *out);
 
 // ---- a model's matrices (model.c; the lab's simulated quantization rounds them)
 
@@ -480,20 +484,10 @@ int nl_config_has_component(const NlConfig *cfg, NlComponent comp);
 // A head tied to wte is one matrix of both classes, embed and head.
 enum { NL_MATRIX_ATTN = 1, NL_MATRIX_MLP = 2, NL_MATRIX_HEAD = 4, NL_MATRIX_EMBED = 8, NL_MATRIX_RECURRENT = 16 };
 
-// A second model on base's files, tokenizer and tensors (nothing copied but the family's table of
-// pointers): its matrices can be replaced without touching base. Free it before base.
-int nl_model_copy(NlModel **out, const NlModel *base, NlError *err);
-
 // ---- time
 
 // The one clock behind every time normlab reports (generate's and eval's seconds, compare's speeds,
 // the profiler's fallback): CLOCK_MONOTONIC, in seconds. (clock.c)
 double nl_clock_seconds(void);
-
-// ---- evaluation's windows (eval.c)
-
-// The number of windows nl_eval scores a text of n characters in (0 when n < 2): a caller sizing
-// states or profilers for it divides by the batch B to get the forward calls.
-size_t nl_eval_windows(size_t n, size_t block_size, size_t stride);
 
 #endif

@@ -30,10 +30,12 @@ int nl_quant_classes_parse(const char *list, unsigned *out);
 // once, by rows of wte, when either class is picked. Norm gains, biases and running statistics stay
 // float32. *rounded: the classes of the matrices rounded. An error when none has those classes.
 int nl_quantize_model(NlModel *model, NlQuant q, unsigned only, unsigned *rounded, NlError *err);
+// nl_quantize_model on a new model *out on base's files, tokenizer and tensors (base stays as it
+// is; free *out before base). On failure *out is NULL.
+int nl_quantize_copy(NlModel **out, const NlModel *base, NlQuant q, unsigned only, unsigned *rounded, NlError *err);
 // nl_state_create for a state that rounds every linear's input rows (one per position) under act
 // before the product (NL_QUANT_NONE: a plain state).
-int nl_quant_state_create(NlState **out, const NlModel *model, const NlRunOptions *opts, NlQuant act,
-                          NlError *err);
+int nl_quant_state_create(NlState **out, const NlModel *model, const NlRunOptions *opts, NlQuant act, NlError *err);
 
 // ---- profiling (profile.c)
 
@@ -96,6 +98,12 @@ int nl_profiler_threads(const NlProfiler *prof);  // 1 + the threads merged in
 const NlConfig *nl_profiler_config(const NlProfiler *prof);
 const char *nl_component_name(NlComponent comp);
 const char *nl_phase_name(NlPhase phase);
+// Whether a run of cfg has component comp (peri's output norms, a recurrent layer's own four): the
+// rows a report shows.
+int nl_component_in_run(const NlConfig *cfg, NlComponent comp);
+// The windows nl_eval scores a text of n positions in (0 when n < 2), with a window of block_size
+// moving by stride: a caller sizing profilers for an eval divides by the batch to get the calls.
+size_t nl_profile_eval_windows(size_t n, size_t block_size, size_t stride);
 
 // ---- hidden-state statistics and the invariance experiment (stats.c)
 

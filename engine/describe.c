@@ -1,0 +1,29 @@
+// describe.c — what describes a model (normlab.h's NlModelDesc): the loader's counts, and what its
+// family's table answers about its config.
+#include <stddef.h>
+
+#include "family.h"
+#include "normlab.h"
+#include "normlab_internal.h"
+
+size_t nl_model_window(const NlModel *model) {
+    const NlConfig *c = nl_model_config(model);
+    return nl_family_of(c->arch)->window(c);
+}
+
+size_t nl_model_state_bytes(const NlModel *model) {
+    const NlConfig *c = nl_model_config(model);
+    return nl_family_of(c->arch)->state_bytes(c);
+}
+
+void nl_model_describe(const NlModel *model, NlModelDesc *out) {
+    const NlConfig *c = nl_model_config(model);
+    *out = (NlModelDesc){.family = nl_family_info(c->arch),
+                         .window = nl_model_window(model),
+                         .state_bytes = nl_model_state_bytes(model),
+                         .parameters = nl_model_parameters(model),
+                         .weight_bytes = nl_model_weight_bytes(model),
+                         .transposed_bytes = nl_model_transposed_bytes(model)};
+    out->n_fields = nl_config_describe(c, out->fields);
+    out->n_metadata = nl_model_metadata(model, &out->metadata_keys, &out->metadata_values);
+}
