@@ -46,11 +46,15 @@ static int cpu_tier(NlCpuFeatures f) {
     return f.avx ? 1 : 0;
 }
 
-const char *nl_blas_choose_core(const char *reported, NlCpuFeatures cpu, const char *env_coretype, int opt_out) {
+const char *nl_blas_choose_core_for(const char *reported, NlCpuFeatures cpu, const char *env_coretype, int opt_out) {
     if (opt_out || (env_coretype && *env_coretype)) return NULL;  // never override the user or the environment
     int have = nl_blas_tier(reported), best = cpu_tier(cpu);
     if (have < 0 || have >= best || !BEST[best]) return NULL;
     return BEST[best];
+}
+
+const char *nl_blas_choose_core(const char *reported, const char *env_coretype, int opt_out) {
+    return nl_blas_choose_core_for(reported, nl_cpu_features(), env_coretype, opt_out);
 }
 
 int nl_blas_is_generic(const char *name) { return nl_blas_tier(name) == 0; }

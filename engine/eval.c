@@ -214,8 +214,19 @@ int nl_eval(NlState *const *states, size_t n_states, const int *ids, size_t n, c
     return nl_eval_calls(states, n_states, ids, n, opts, NULL, NULL, out, err);
 }
 
+static int eval_run(NlState *const *states, size_t n_states, const int *ids, size_t n, const NlEvalOptions *opts,
+                    NlEvalCallFn call_done, void *call_ctx, NlEvalResult *out, NlError *err);
+
 int nl_eval_calls(NlState *const *states, size_t n_states, const int *ids, size_t n, const NlEvalOptions *opts,
                   NlEvalCallFn call_done, void *call_ctx, NlEvalResult *out, NlError *err) {
+    if (eval_run(states, n_states, ids, n, opts, call_done, call_ctx, out, err) != 0) return -1;
+    const NlTokenizer *tok = nl_model_tokenizer(nl_state_model(states[0]));
+    out->bytes = n ? nl_tokenizer_text_bytes(tok, ids + 1, n - 1) : 0;  // the scored: all but the first
+    return 0;
+}
+
+static int eval_run(NlState *const *states, size_t n_states, const int *ids, size_t n, const NlEvalOptions *opts,
+                    NlEvalCallFn call_done, void *call_ctx, NlEvalResult *out, NlError *err) {
     static const NlEvalOptions NONE = {0};
     const NlConfig *c = nl_state_config(states[0]);
     if (!opts) opts = &NONE;

@@ -66,6 +66,7 @@ void nl_state_free(NlState *s) {
 }
 
 const NlConfig *nl_state_config(const NlState *s) { return &s->cfg; }
+const NlModel *nl_state_model(const NlState *s) { return s->model; }
 size_t nl_state_batch(const NlState *s) { return s->batch; }
 void nl_state_set_observer(NlState *s, const NlObserver *obs) { s->obs = obs ? *obs : (NlObserver){0}; }
 const NlObserver *nl_state_observer(const NlState *s) { return &s->obs; }

@@ -245,7 +245,7 @@ static void blas_choice_follows_the_table(void) {
         {NULL, avx512, NULL, 0, NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        const char *got = nl_blas_choose_core(cases[i].reported, cases[i].cpu, cases[i].env, cases[i].opt_out);
+        const char *got = nl_blas_choose_core_for(cases[i].reported, cases[i].cpu, cases[i].env, cases[i].opt_out);
         int same = (!got && !cases[i].want) || (got && cases[i].want && strcmp(got, cases[i].want) == 0);
         CHECK(same, "case %zu (%s, env %s, opt-out %d): got %s, want %s", i,
               cases[i].reported ? cases[i].reported : "NULL", cases[i].env ? cases[i].env : "unset", cases[i].opt_out,

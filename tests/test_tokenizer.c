@@ -7,6 +7,7 @@
 #include "check.h"
 #include "model.h"
 #include "tokenizer.h"
+#include "utf8.h"
 
 static const char *const VOCAB[] = {"\n", " ", "a", "b", "é", "ß", "☃", "€", "你", "😀"};
 
@@ -414,9 +415,9 @@ static void utf8_pending_and_repair(void) {
     } CASES[] = {{"ab", 0},       {"a\xc3", 1},    {"\xe2\x82", 2}, {"\xf0\x9f\x98", 3}, {"\xe2\x82\xac", 0},
                  {"\xe0\x80", 0}, {"\xed\xa0", 0}, {"\xf4\x90", 0}, {"\x80", 0},         {"\xff", 0}};
     for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++)
-        CHECK(nl_utf8_pending(CASES[i].s, strlen(CASES[i].s)) == CASES[i].pending, "pending case %zu", i);
+        CHECK(utf8_pending(CASES[i].s, strlen(CASES[i].s)) == CASES[i].pending, "pending case %zu", i);
     char out[64];
-    size_t n = nl_utf8_repair("a\xe2\x82\xac\xff\xe2\x82", 7, out);
+    size_t n = utf8_repair("a\xe2\x82\xac\xff\xe2\x82", 7, out);
     CHECK(n == 13 && memcmp(out, "a\xe2\x82\xac\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd", 13) == 0,
           "repair: each invalid byte as U+FFFD, the valid character kept");
 }

@@ -1,4 +1,4 @@
-// unicode.c — the UTF-8 codec (tokenizer.h's nl_utf8_*) and the pre-tokenizer's Unicode classes
+// unicode.c — the UTF-8 decoder (normlab.h's nl_utf8_decode) and the pre-tokenizer's Unicode classes
 // (unicode.h): binary search of the generated ranges; whitespace from Unicode's PropList.txt
 // (White_Space), which is short and stable.
 #include "unicode.h"
@@ -37,35 +37,6 @@ size_t nl_utf8_decode(const char *s, size_t len, uint32_t *cp) {
     if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return 0;
     *cp = c;
     return n;
-}
-
-size_t nl_utf8_pending(const char *s, size_t len) {
-    const unsigned char *u = (const unsigned char *)s;
-    for (size_t k = 1; k <= 3 && k <= len; k++) {
-        unsigned char lead = u[len - k];
-        if ((lead & 0xC0) == 0x80) continue;  // a continuation byte: look further back
-        size_t need = (lead & 0xE0) == 0xC0 ? 2 : (lead & 0xF0) == 0xE0 ? 3 : (lead & 0xF8) == 0xF0 ? 4 : 1;
-        if (need <= k) return 0;  // whole (or not a lead byte)
-        uint32_t cp;  // the bytes so far, padded with the smallest continuation, must start a valid character
-        char probe[4];
-        memcpy(probe, s + len - k, k);
-        for (size_t i = k; i < need; i++)
-            probe[i] = (char)(i == 1 && lead == 0xE0 ? 0xA0 : i == 1 && lead == 0xF0 ? 0x90 : 0x80);
-        return nl_utf8_decode(probe, need, &cp) == need ? k : 0;
-    }
-    return 0;
-}
-
-size_t nl_utf8_repair(const char *s, size_t len, char *out) {
-    size_t at = 0, n;
-    uint32_t cp;
-    for (size_t i = 0; i < len; i += n ? n : 1) {
-        n = nl_utf8_decode(s + i, len - i, &cp);
-        memcpy(out + at, n ? s + i : "\xef\xbf\xbd", n ? n : 3);
-        at += n ? n : 3;
-    }
-    out[at] = '\0';
-    return at;
 }
 
 static int in_ranges(const NlUnicodeRange *r, size_t n, uint32_t cp) {

@@ -239,9 +239,7 @@ int cmd_eval(Options *o) {
             seconds, (double)r.count / (seconds > 0 ? seconds : 1e-9), chars ? "chars" : "tok", threads,
             plural((size_t)threads));
     int ok = print_eval(out.f, o->json, &r, nats, se, skipped, p.windowless ? "segments" : "stride",
-                        p.windowless ? p.segments : p.stride, chars ? "char" : "token",
-                        n ? nl_tokenizer_text_bytes(nl_model_tokenizer(model), ids + 1, n - 1)
-                          : 0);  // scored: all but the first
+                        p.windowless ? p.segments : p.stride, chars ? "char" : "token", r.bytes);
     ok = ok && print_extras(out.f, o->json, &rec, &kls);
     if (!ok || fflush(out.f) == EOF) {
         msg_error("cannot write %s: %s", o->output ? o->output : "to stdout", strerror(errno));

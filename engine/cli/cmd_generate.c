@@ -17,6 +17,7 @@
 #include "cli.h"
 #include "jsonout.h"
 #include "report_profile.h"
+#include "utf8.h"
 
 // --n-probs: one stream's generated tokens, each with its top tokens, as the sampler recorded them.
 typedef struct {
@@ -196,7 +197,7 @@ static int print_samples(FILE *out, const Collect *c, int n, uint64_t seed, cons
             ok = print_json(out, j);
         } else {
             char *fixed = malloc(3 * c->len[i] + 1);  // a BPE text may end inside a character: U+FFFD
-            size_t k = fixed ? nl_utf8_repair(text, c->len[i], fixed) : 0;
+            size_t k = fixed ? utf8_repair(text, c->len[i], fixed) : 0;
             size_t echoed = o->echo ? prompt_len : 0;
             ok = fixed &&
                  fprintf(out, "--- sample %d, seed %llu ---\n", i, (unsigned long long)(seed + (uint64_t)i)) > 0 &&

@@ -7,12 +7,13 @@
 #include <string.h>
 
 #include "normlab.h"
+#include "utf8.h"
 
 // Copies text into a new string with each byte that is not part of valid UTF-8 as U+FFFD.
 static char *utf8_repaired(const char *text) {
     size_t len = strlen(text);
     char *out = malloc(3 * len + 1);  // U+FFFD takes 3 bytes where the byte took 1
-    if (out) nl_utf8_repair(text, len, out);
+    if (out) utf8_repair(text, len, out);
     return out;
 }
 
@@ -20,7 +21,7 @@ cJSON *nl_jsonx_bytes(const char *s, size_t len) {
     char *fixed = malloc(3 * len + 1), *quoted = malloc(18 * len + 3);  // (U+FFFD, or \u00XX a byte)
     cJSON *item = NULL;
     if (fixed && quoted) {
-        size_t n = nl_utf8_repair(s, len, fixed), at = 0;
+        size_t n = utf8_repair(s, len, fixed), at = 0;
         quoted[at++] = '"';
         for (size_t i = 0; i < n; i++) {
             unsigned char c = (unsigned char)fixed[i];

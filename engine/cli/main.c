@@ -75,7 +75,7 @@ static void select_blas_core(char **argv, BlasChoice *b, int *closed) {
     const char *pretend = getenv("NORMLAB_BLAS_PRETEND"), *opt = getenv("NORMLAB_BLAS_AUTO");
     snprintf(b->reported, sizeof b->reported, "%s", pretend && *pretend ? pretend : nl_blas_core());
     b->source = env && *env ? "environment" : "openblas";
-    const char *choice = nl_blas_choose_core(b->reported, nl_cpu_features(), env, opt && strcmp(opt, "0") == 0);
+    const char *choice = nl_blas_choose_core(b->reported, env, opt && strcmp(opt, "0") == 0);
     if (!choice) return;
     char mask[8];
     snprintf(mask, sizeof mask, "%d", *closed);

@@ -8,11 +8,12 @@
 #include <string.h>
 
 #include "cli.h"
+#include "utf8.h"
 
 // Text to the output, flushed, each byte that is not part of valid UTF-8 written as U+FFFD.
 static int emit_repaired(EmitCtx *e, const char *s, size_t n) {
     char fixed[3 * (HELD_MAX + NL_TOKEN_MAX_BYTES) + 1];
-    size_t k = nl_utf8_repair(s, n, fixed);
+    size_t k = utf8_repair(s, n, fixed);
     if (fwrite(fixed, 1, k, e->out) != k || fflush(e->out) == EOF) {
         e->write_failed = errno ? errno : EIO;
         return 1;
@@ -30,7 +31,7 @@ static int emit_bytes(EmitCtx *e, const char *bytes, size_t len) {
         memcpy(joined + n, bytes + at, part);
         n += part;
         at += part;
-        size_t keep = nl_utf8_pending(joined, n);
+        size_t keep = utf8_pending(joined, n);
         if (emit_repaired(e, joined, n - keep) != 0) return 1;
         memcpy(e->held, joined + n - keep, keep);
         e->n_held = keep;

@@ -75,13 +75,25 @@ int nl_model_copy(NlModel **out, const NlModel *base, NlError *err);
 
 // ---- a state's batch (state.c)
 
+const NlModel *nl_state_model(const NlState *state);  // the model the state runs (borrowed)
+// (tokenizer.c) // The bytes of ids[0..n) together: the text they decode to, in bytes.
+size_t nl_tokenizer_text_bytes(const NlTokenizer *tok, const int *ids, size_t n);
+
 size_t nl_state_batch(const NlState *state);  // sequences per forward call, at most (NlRunOptions.batch)
 // Copies the cached keys and values of positions 0..n-1 from sequence `from` to sequence `to` (both
 // < batch): streams that share a prompt are prefilled once. Whole tiles of 32 positions are copied,
 // so positions n.. up to the next multiple of 32 in `to` are overwritten too.
 void nl_state_copy_cache(NlState *state, size_t from, size_t to, size_t n);
 
-// 1 for OpenBLAS's SSE-only families (blascore.c; nl_blas_choose_core's rule).
+// ---- OpenBLAS's kernel family (blascore.c)
+
+typedef struct {
+    int avx, avx2, fma, avx512f, avx512bw, avx512vl, avx512dq;
+} NlCpuFeatures;
+NlCpuFeatures nl_cpu_features(void);  // of the CPU running the process (cpuid)
+// nl_blas_choose_core's rule for a CPU with features cpu: a pure function (the tests give it CPUs).
+const char *nl_blas_choose_core_for(const char *reported, NlCpuFeatures cpu, const char *env_coretype, int opt_out);
+// 1 for OpenBLAS's SSE-only families (nl_blas_choose_core's rule).
 int nl_blas_is_generic(const char *family);
 
 // A norm's parameters as a forward pass runs it: gain and bias (D), BatchNorm's mean and var (D).

@@ -98,20 +98,10 @@ int nl_tokenizer_encode(const NlTokenizer *tok, const char *text, size_t len, in
 // The bytes of token id (0 <= id < size), *len of them: a BPE token may end inside a UTF-8
 // character, or hold any byte, NUL included. They are followed by a NUL.
 const char *nl_tokenizer_bytes(const NlTokenizer *tok, int id, size_t *len);
-// The bytes of ids[0..n) together: the text they decode to, in bytes.
-size_t nl_tokenizer_text_bytes(const NlTokenizer *tok, const int *ids, size_t n);
 
 // Decodes one code point from s[0..len). Returns its byte length (1-4), or 0 if the bytes are not
 // valid UTF-8 (truncated, overlong, surrogate, above U+10FFFF).
 size_t nl_utf8_decode(const char *s, size_t len, uint32_t *cp);
-
-// How many of s[0..len)'s last bytes (0 to 3) begin a UTF-8 character that more bytes could still
-// complete: a stream of tokens holds them back until the character is whole.
-size_t nl_utf8_pending(const char *s, size_t len);
-
-// s[0..len) with each byte that is not part of valid UTF-8 as U+FFFD, into out (room for 3 len + 1
-// bytes), NUL-terminated; returns the length written.
-size_t nl_utf8_repair(const char *s, size_t len, char *out);
 
 // The zero of each is "as the model is configured", so that a zero-initialised NlRunOptions never
 // runs a model otherwise than it was trained. A model's own config never holds it.
@@ -302,6 +292,7 @@ typedef struct {
     double nll_sum;  // sum of -ln p(char | preceding chars), nats
     double nll_sq_sum;  // sum of their squares (for the standard error of the mean)
     size_t count;  // characters scored: every one after the first
+    size_t bytes;  // the bytes of the tokens scored (bits per byte's denominator)
     double seconds;  // the call's wall time
 } NlEvalResult;
 
@@ -364,16 +355,13 @@ int nl_read_file(const char *path, size_t cap, char **buf, size_t *len, NlError 
 // re-executes itself (what the normlab CLI does), or sets the variable in the launching
 // environment.
 
-typedef struct {
-    int avx, avx2, fma, avx512f, avx512bw, avx512vl, avx512dq;
-} NlCpuFeatures;
-NlCpuFeatures nl_cpu_features(void);  // of the CPU running the process (cpuid)
 const char *nl_blas_core(void);  // the family in use, e.g. "Haswell" (openblas_get_corename)
-// The family to ask for instead of `reported`, or NULL to keep it. A pure function: NULL when
-// opt_out is set or env_coretype (the value of OPENBLAS_CORETYPE, NULL if unset) is non-empty, when
-// `reported` is not a family of OpenBLAS 0.3.21, or when the CPU offers nothing wider than it;
-// else "SkylakeX" for a CPU with AVX-512 F/BW/VL/DQ, "Haswell" for one with AVX2 and FMA.
-const char *nl_blas_choose_core(const char *reported, NlCpuFeatures cpu, const char *env_coretype, int opt_out);
+// The family to ask for instead of `reported` (the one OpenBLAS picked, nl_blas_core), or NULL to
+// keep it, for the CPU running the process (cpuid): NULL when opt_out is set or env_coretype (the
+// value of OPENBLAS_CORETYPE, NULL if unset) is non-empty, when `reported` is not a family of
+// OpenBLAS 0.3.21, or when the CPU offers nothing wider than it; else "SkylakeX" for a CPU with
+// AVX-512 F/BW/VL/DQ, "Haswell" for one with AVX2 and FMA.
+const char *nl_blas_choose_core(const char *reported, const char *env_coretype, int opt_out);
 
 // ---- observing a forward pass (the lab's profiler and statistics attach here)
 
