@@ -34,7 +34,7 @@ LIB_SRC = engine/nl_error.c engine/model.c engine/config.c engine/safetensors.c 
           engine/rnn.c \
           tokenizer/tokenizer.c tokenizer/bpe.c tokenizer/unicode.c tokenizer/unicode_tables.c
 HEADERS = $(wildcard engine/*.h engine/lab/*.h engine/cli/*.h tokenizer/*.h tests/*.h)
-CLI_SRC = engine/cli/main.c engine/cli/options.c engine/cli/common.c engine/cli/cmd_generate.c engine/cli/cmd_eval.c \
+CLI_SRC = engine/cli/main.c engine/cli/options.c engine/cli/models.c engine/cli/cmd_generate.c engine/cli/cmd_eval.c \
           engine/cli/cmd_compare.c engine/cli/cmd_info.c engine/cli/cmd_profile.c engine/cli/cmd_tokenize.c \
           engine/cli/commands_table.c engine/cli/options_table.c engine/cli/help.c engine/cli/output.c \
           engine/cli/msg.c engine/cli/report_profile.c engine/cli/report_compare.c engine/cli/jsonout.c \
