@@ -7,13 +7,20 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cjson/cJSON.h>
 
 #include "cli.h"
+#include "commands.h"
+#include "io_check.h"
 #include "jsonout.h"
+#include "models.h"
+#include "output.h"
+#include "process.h"
+#include "workers.h"
 
 #define LIST_MAX 32  // values of one comma-separated list
 #define DEFAULT_PP 512  // llama-bench's -p and -n, at most the model's context

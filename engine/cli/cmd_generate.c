@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -15,8 +16,18 @@
 #include <cjson/cJSON.h>
 
 #include "cli.h"
+#include "cmd_generate.h"
+#include "commands.h"
+#include "io_check.h"
 #include "jsonout.h"
+#include "models.h"
+#include "output.h"
+#include "process.h"
+#include "prompts.h"
 #include "report_profile.h"
+#include "stops.h"
+#include "stream.h"
+#include "workers.h"
 
 // --n-probs: one stream's generated tokens, each with its top tokens, as the sampler recorded them.
 typedef struct {

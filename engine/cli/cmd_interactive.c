@@ -8,11 +8,18 @@
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "cmd_generate.h"
+#include "models.h"
+#include "process.h"
+#include "prompts.h"
+#include "stream.h"
+#include "workers.h"
 
 // The one state a signal handler can set (a flag, as C allows): a Ctrl-C not yet acted on.
 static volatile sig_atomic_t ctrl_c;

@@ -4,8 +4,10 @@
 // agree.
 #define _GNU_SOURCE
 #include <stddef.h>
+#include <stdio.h>
 
 #include "cli.h"
+#include "commands.h"
 
 const Command COMMANDS[] = {
     {"generate", CMD_GENERATE, "sample text from a model, streamed to stdout",

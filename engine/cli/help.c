@@ -5,9 +5,13 @@
 #include <float.h>
 #include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
+#include "commands.h"
+#include "help.h"
+#include "options.h"
 
 #define WIDTH 100  // help lines at most this long
 #define INDENT 25  // where an option's text starts

@@ -4,12 +4,19 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
-#include <sys/stat.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "commands.h"
+#include "distance.h"
+#include "help.h"
+#include "io_check.h"
+#include "options.h"
+#include "process.h"
 
 // Whether standard input holds a prompt: a file, or a pipe with text (or its end) within 100 ms.
 // A pipe that stays silent (a harness that holds it open) is not waited for: -f - waits.

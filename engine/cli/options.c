@@ -5,11 +5,17 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "commands.h"
+#include "distance.h"
+#include "escape.h"
+#include "models.h"
+#include "options.h"
 
 // Only plain decimal text: no leading space or '+', no hex ("0x..."), which strtol/strtod accept.
 static int plain_number(const char *s) {
@@ -89,24 +95,6 @@ static int apply_option(Options *o, const OptSpec *s, const char *shown, const c
     }
     if (bad) msg_usage(o->cmd, "%s must be %s, got '%s'", shown, s->range, arg);
     return bad ? EXIT_USAGE : 0;
-}
-
-size_t edit_distance(const char *a, const char *b) {
-    size_t n = strlen(a), m = strlen(b), row[64];
-    if (m >= 64) return m;
-    for (size_t j = 0; j <= m; j++) row[j] = j;
-    for (size_t i = 1; i <= n; i++) {
-        size_t diag = row[0];
-        row[0] = i;
-        for (size_t j = 1; j <= m; j++) {
-            size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
-            if (up + 1 < best) best = up + 1;
-            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
-            diag = up;
-            row[j] = best;
-        }
-    }
-    return row[m];
 }
 
 // Whether s[0..len) is name[0..len), '_' standing for '-' (nanoGPT's --max_new_tokens).

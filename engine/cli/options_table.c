@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "cli.h"
+#include "options.h"
 
 static int choose_norm(const char *w, int *out) {
     NlNormType v;
