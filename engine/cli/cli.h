@@ -23,6 +23,13 @@ typedef struct {
     int n;
 } StrList;
 
+// A comma-separated list of integers (bench's -p, -n, -t), validated by its option's row.
+#define INT_LIST_MAX 32
+typedef struct {
+    long items[INT_LIST_MAX];
+    int n;  // 0: not given
+} IntList;
+
 typedef struct {
     const char *cmd;
     BlasChoice blas;
@@ -38,7 +45,7 @@ typedef struct {
     const char *text_file;  // -f / --text for eval and compare
     const char *output;  // -o: the main result to this file ("-": stdout)
     const char *kl_base, *kl;  // eval: write the reference log-probabilities; compare with them
-    const char *bench_prompt, *bench_gen, *bench_threads;  // bench: comma-separated lists (NULL: the defaults)
+    IntList bench_prompt, bench_gen, bench_threads;  // bench: -p, -n, -t (n 0: the defaults)
     int bench_format;  // BENCH_*
     long n_new;
     NlSamplerParams sampling;

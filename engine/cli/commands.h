@@ -5,9 +5,10 @@
 #include <stddef.h>
 
 #include "cli.h"
+#include "options.h"
 
 // One row of the command table: dispatch and help read it.
-typedef struct {
+typedef struct Command {
     const char *name;
     unsigned bit;  // CMD_*
     const char *summary;  // one line, for `normlab --help`
@@ -16,6 +17,8 @@ typedef struct {
     const char *positional;  // compare: "MODEL" (and its help below); NULL: none taken
     const char *positional_help;
     int (*run)(Options *o);
+    const OptSpec *options;  // its rows, ending in OPT_END
+    const OptRelation *relations;  // ending in REL_END
 } Command;
 
 extern const Command COMMANDS[];

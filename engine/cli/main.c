@@ -177,22 +177,9 @@ int main(int argc, char **argv) {
     if ((cmd->bit & (CMD_GENERATE | CMD_LOGITS | CMD_TOKENIZE)) && !o.interactive && !o.prompt && !o.prompt_file &&
         !(closed & CLOSED_STDIN) && stdin_has_prompt())
         o.prompt_file = "-";
-    if (o.start && (o.prompt || o.prompt_file)) {
-        msg_usage(name, "%s", "give --start, -p or -f, one of them");
-        options_free(&o);
-        return EXIT_USAGE;
-    }
+    rc = options_check(&o, cmd);  // the relations between its options (options_table.c)
     if (o.start && strncmp(o.start, "FILE:", 5) == 0) o.prompt_file = o.start + 5;  // nanoGPT's start=FILE:path
     else if (o.start) o.prompt = o.start;
-    if (o.prompt && o.prompt_file) {
-        msg_usage(name, "%s", "give -p or -f, not both");
-        options_free(&o);
-        return EXIT_USAGE;
-    }
-    if (o.counters && !o.profile && cmd->bit != CMD_PROFILE) {
-        msg_usage(name, "%s", "--counters needs --profile");
-        rc = EXIT_USAGE;
-    }
     if (!rc) rc = check_std_streams(&o);
     if (!rc) rc = cmd->run(&o);
     options_free(&o);
