@@ -38,12 +38,14 @@ LIB_SRC = engine/nl_error.c engine/model.c engine/config.c engine/safetensors.c 
           tokenizer/tokenizer.c tokenizer/bpe.c tokenizer/unicode.c tokenizer/unicode_tables.c
 HEADERS = $(wildcard include/normlab/*.h engine/internal/*.h engine/*.h engine/lab/*.h engine/cli/*.h tokenizer/*.h \
                      tests/*.h)
-CLI_SRC = engine/cli/main.c engine/cli/options.c engine/cli/common.c engine/cli/cmd_generate.c engine/cli/cmd_eval.c \
-          engine/cli/cmd_compare.c engine/cli/cmd_info.c engine/cli/cmd_profile.c engine/cli/cmd_tokenize.c \
-          engine/cli/commands_table.c engine/cli/options_table.c engine/cli/help.c engine/cli/output.c \
-          engine/cli/msg.c engine/cli/report_profile.c engine/cli/report_compare.c engine/cli/jsonout.c \
-          engine/cli/escape.c engine/cli/stops.c engine/cli/kl.c engine/cli/cmd_bench.c engine/cli/stream.c \
-          engine/cli/cmd_interactive.c engine/cli/utf8.c
+CLI_SRC = engine/cli/main.c engine/cli/options.c engine/cli/models.c engine/cli/process.c engine/cli/io_check.c \
+          engine/cli/prompts.c engine/cli/workers.c engine/cli/distance.c engine/cli/cmd_generate.c \
+          engine/cli/cmd_eval.c engine/cli/cmd_compare.c engine/cli/cmd_info.c engine/cli/cmd_profile.c \
+          engine/cli/cmd_tokenize.c engine/cli/commands_table.c engine/cli/options_table.c engine/cli/help.c \
+          engine/cli/output.c engine/cli/msg.c engine/cli/report_profile.c engine/cli/report_compare.c \
+          engine/cli/jsonout.c engine/cli/escape.c engine/cli/stops.c engine/cli/kl.c engine/cli/cmd_bench.c \
+          engine/cli/stream.c engine/cli/cmd_interactive.c engine/cli/option_choices.c \
+          engine/cli/utf8.c
 TESTS = test_tokenizer test_kernels test_sampler test_sampler_fast test_loader test_config test_forward test_golden \
         test_profile test_compare test_parallel test_rnn test_quant test_lab
 FUZZERS = safetensors config tokenizer inline prompt

@@ -43,11 +43,26 @@ struct NlSampler {
 
 static int penalty_ok(double r) { return r == 0.0 || (r >= 1.0 / PENALTY_MAX && r <= PENALTY_MAX); }
 
-static int params_ok(int vocab_size, const NlSamplerParams *p) {  // written so that NaN fails too
-    return vocab_size >= 1 && p->temperature >= 0.0 && p->temperature <= 1e300 && p->top_k >= 0 && p->top_p > 0.0 &&
-           p->top_p <= 1.0 && p->min_p >= 0.0 && p->min_p <= 1.0 && penalty_ok(p->repeat_penalty) &&
-           p->repeat_last_n >= 0 && fabs(p->presence_penalty) <= PENALTY_MAX &&
-           fabs(p->frequency_penalty) <= PENALTY_MAX && p->n_probs >= 0 && p->n_probs <= NL_SAMPLER_PROBS_MAX;
+// The first parameter out of its range, named with its value ("a temperature in [0, 1e300], got
+// -0.5") into buf; NULL when every one is in range. Each test is written so that NaN fails too.
+static const char *params_bad(int vocab_size, const NlSamplerParams *p, char *buf, size_t cap) {
+    if (!(vocab_size >= 1)) snprintf(buf, cap, "vocab_size >= 1, got %d", vocab_size);
+    else if (!(p->temperature >= 0.0 && p->temperature <= 1e300))
+        snprintf(buf, cap, "a temperature in [0, 1e300], got %g", p->temperature);
+    else if (!(p->top_k >= 0)) snprintf(buf, cap, "top_k >= 0, got %d", p->top_k);
+    else if (!(p->top_p > 0.0 && p->top_p <= 1.0)) snprintf(buf, cap, "top_p in (0, 1], got %g", p->top_p);
+    else if (!(p->min_p >= 0.0 && p->min_p <= 1.0)) snprintf(buf, cap, "min_p in [0, 1], got %g", p->min_p);
+    else if (!penalty_ok(p->repeat_penalty))
+        snprintf(buf, cap, "a repeat penalty of 0 or in [1e-3, 1e3], got %g", p->repeat_penalty);
+    else if (!(p->repeat_last_n >= 0)) snprintf(buf, cap, "repeat_last_n >= 0, got %d", p->repeat_last_n);
+    else if (!(fabs(p->presence_penalty) <= PENALTY_MAX))
+        snprintf(buf, cap, "a presence penalty in [-1e3, 1e3], got %g", p->presence_penalty);
+    else if (!(fabs(p->frequency_penalty) <= PENALTY_MAX))
+        snprintf(buf, cap, "a frequency penalty in [-1e3, 1e3], got %g", p->frequency_penalty);
+    else if (!(p->n_probs >= 0 && p->n_probs <= NL_SAMPLER_PROBS_MAX))
+        snprintf(buf, cap, "n_probs in [0, %d], got %d", NL_SAMPLER_PROBS_MAX, p->n_probs);
+    else return NULL;
+    return buf;
 }
 
 static int penalties_on(const NlSamplerParams *p) {
@@ -57,14 +72,9 @@ static int penalties_on(const NlSamplerParams *p) {
 
 int nl_sampler_create(NlSampler **out, int vocab_size, NlSamplerParams params, uint64_t seed, NlError *err) {
     *out = NULL;
-    if (!params_ok(vocab_size, &params)) {
-        nl_error(err, NL_ERR_ARG,
-                 "sampler: need vocab_size >= 1, a temperature in [0, 1e300], top_k >= 0, top_p in (0, 1], min_p in "
-                 "[0, 1], a repeat penalty of 0 or in [1e-3, 1e3], repeat_last_n >= 0, presence and frequency "
-                 "penalties in [-1e3, 1e3] and n_probs in [0, %d]; got %d, %g, %d, %g, %g, %g, %d, %g, %g, %d",
-                 NL_SAMPLER_PROBS_MAX, vocab_size, params.temperature, params.top_k, params.top_p, params.min_p,
-                 params.repeat_penalty, params.repeat_last_n, params.presence_penalty, params.frequency_penalty,
-                 params.n_probs);
+    char why[96];
+    if (params_bad(vocab_size, &params, why, sizeof why)) {
+        nl_error(err, NL_ERR_ARG, "sampler: need %s", why);
         return -1;
     }
     NlSampler *s = calloc(1, sizeof *s);

@@ -74,11 +74,11 @@ plant "the core includes the command line" engine/model.c report_profile.h
 plant "the lab includes the command line" engine/lab/stats.c cli.h
 plant "the lab includes a private core header" engine/lab/stats.c kernels.h
 plant "the lab includes the family table" engine/lab/profile.c family.h
-plant "the command line includes a private core header" engine/cli/common.c model.h
+plant "the command line includes a private core header" engine/cli/models.c model.h
 plant "the command line includes a private lab-adjacent header" engine/cli/report_compare.c kernels.h
 plant "the command line includes the internal core header" engine/cli/report_compare.c normlab_internal.h
 plant "the core includes the lab by a path" engine/transformer.c ../include/normlab/normlab_lab.h
-plant "the command line includes a core header by a path" engine/cli/common.c ../model.h
+plant "the command line includes a core header by a path" engine/cli/models.c ../model.h
 # arch_compares ROOT: "FILE:LINE" of each arch compared or switched on outside the loader and the
 # family files, by any name (c->arch != 0 as well as NL_ARCH_LSTM): the family's table answers.
 arch_compares() {

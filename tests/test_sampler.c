@@ -212,14 +212,22 @@ static void candidates_are_sorted_with_ties_by_id(void) {
 }
 
 // Parameters the command line already rejects must not reach the sampler through the API either
-// (top_p = 0 used to return id 0 with a "probability" above 1).
+// (top_p = 0 used to return id 0 with a "probability" above 1); the message names the bad one and its value.
 static void bad_parameters_are_refused(void) {
     const NlSamplerParams bad[] = {SP(1.0, 0, 0.0),  SP(1.0, 0, -0.5), SP(1.0, 0, NAN),      SP(1.0, 0, 1.5),
                                    SP(-1.0, 0, 1.0), SP(NAN, 0, 1.0),  SP(INFINITY, 0, 1.0), SP(1.0, -3, 1.0)};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         NlSampler *s = (NlSampler *)&s;  // must come back NULL
         NlError err = {NL_OK, ""};
-        CHECK(nl_sampler_create(&s, 4, bad[i], 1, &err) != 0 && s == NULL && strstr(err.msg, "top_p in (0, 1]"),
+        char want[96];  // the one bad parameter (top_p, then the temperature, then top_k) and its value
+        snprintf(want, sizeof want, "sampler: need %s, got %g",
+                 i < 4   ? "top_p in (0, 1]"
+                 : i < 7 ? "a temperature in [0, 1e300]"
+                         : "top_k >= 0",
+                 i < 4   ? bad[i].top_p
+                 : i < 7 ? bad[i].temperature
+                         : bad[i].top_k);
+        CHECK(nl_sampler_create(&s, 4, bad[i], 1, &err) != 0 && s == NULL && strcmp(err.msg, want) == 0,
               "params %zu accepted or unclear: '%s'", i, err.msg);
     }
     NlSampler *s = NULL;

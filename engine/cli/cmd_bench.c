@@ -7,15 +7,21 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cjson/cJSON.h>
 
 #include "cli.h"
+#include "commands.h"
+#include "io_check.h"
 #include "jsonout.h"
+#include "models.h"
+#include "output.h"
+#include "process.h"
+#include "workers.h"
 
-#define LIST_MAX 32  // values of one comma-separated list
 #define DEFAULT_PP 512  // llama-bench's -p and -n, at most the model's context
 #define DEFAULT_TG 128
 
@@ -30,25 +36,6 @@ typedef struct {
     double *seconds;  // (reps)
     double avg_ts, sd_ts;
 } BenchRow;
-
-// A comma-separated list of integers in [lo, hi] ("512,1024") into v; its count, or -1 after the
-// usage message naming the option.
-static int parse_list(const Options *o, const char *name, const char *s, long lo, long hi, long *v) {
-    int n = 0;
-    for (const char *at = s;; at++) {
-        char *end;
-        errno = 0;
-        long x = (*at >= '0' && *at <= '9') ? strtol(at, &end, 10) : -1;
-        if (x < lo || x > hi || errno || (x >= 0 && *end != ',' && *end != '\0') || n == LIST_MAX) {
-            msg_usage(o->cmd, "%s must be a list of at most %d integers in [%ld, %ld], comma-separated, got '%s'", name,
-                      LIST_MAX, lo, hi, s);
-            return -1;
-        }
-        v[n++] = x;
-        at = end;
-        if (!*at) return n;
-    }
-}
 
 // One test's runs: a warm-up, then reps timed; each run a fresh pass from position 0.
 static int bench_test(NlState *s, const int *tokens, const BenchRow *r, double *seconds) {
@@ -155,7 +142,7 @@ static int bench_model(const Options *o, const char *name, const long *pp, int n
     nl_model_describe(model, &desc);
     size_t T = desc.window, most = 0;
     long def_pp = (long)(T < DEFAULT_PP ? T : DEFAULT_PP), def_tg = (long)(T < DEFAULT_TG ? T : DEFAULT_TG);
-    long pps[LIST_MAX], tgs[LIST_MAX];
+    long pps[INT_LIST_MAX], tgs[INT_LIST_MAX];
     for (int i = 0; i < (n_pp ? n_pp : 1); i++)
         most = (size_t)(pps[i] = n_pp ? pp[i] : def_pp) > most ? (size_t)pps[i] : most;
     for (int i = 0; i < (n_tg ? n_tg : 1); i++)
@@ -222,13 +209,11 @@ int cmd_bench(Options *o) {
                       o->output);
             return EXIT_USAGE;
         }
-    long pp[LIST_MAX], tg[LIST_MAX], threads[LIST_MAX];
-    int n_pp = 0, n_tg = 0, n_threads = 1;
-    threads[0] = o->threads;
-    if (o->bench_prompt && (n_pp = parse_list(o, "--n-prompt", o->bench_prompt, 0, 1 << 20, pp)) < 0) return EXIT_USAGE;
-    if (o->bench_gen && (n_tg = parse_list(o, "--n-gen", o->bench_gen, 0, 1 << 20, tg)) < 0) return EXIT_USAGE;
-    if (o->bench_threads && (n_threads = parse_list(o, "--threads", o->bench_threads, 1, 1024, threads)) < 0)
-        return EXIT_USAGE;
+    // -p, -n and -t as parsed (options.c's OT_INT_LIST); -t absent: the engine's threads
+    const long *pp = o->bench_prompt.items, *tg = o->bench_gen.items, *threads = o->bench_threads.items;
+    long one_count[1] = {o->threads};
+    int n_pp = o->bench_prompt.n, n_tg = o->bench_gen.n, n_threads = o->bench_threads.n ? o->bench_threads.n : 1;
+    if (!o->bench_threads.n) threads = one_count;
     for (int i = 0; i < n_threads; i++)  // llama-bench runs them too; the rows say it was asked for
         if (threads[i] > available_cpus())
             msg_error("warning: --threads %ld: this process may use %d CPUs, so its threads share them", threads[i],

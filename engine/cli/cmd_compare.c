@@ -4,12 +4,19 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "commands.h"
+#include "io_check.h"
+#include "models.h"
+#include "output.h"
+#include "process.h"
+#include "prompts.h"
 #include "report_compare.h"
 
 #define MAX_RUNS 11  // rows of one model, at most: 4 runs, each BatchNorm one with both statistics; q8, q4, a8

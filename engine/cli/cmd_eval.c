@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -12,7 +13,15 @@
 #include <time.h>
 
 #include "cli.h"
+#include "commands.h"
+#include "io_check.h"
+#include "kl.h"
+#include "models.h"
+#include "output.h"
+#include "process.h"
+#include "prompts.h"
 #include "report_profile.h"
+#include "workers.h"
 
 // Progress on a terminal, as llama-perplexity shows it: from one second in, tokens done (characters
 // for a character model), rate and time left, redrawn at most 4 times a second.

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -15,9 +16,19 @@
 #include <cjson/cJSON.h>
 
 #include "cli.h"
+#include "cmd_generate.h"
+#include "commands.h"
+#include "io_check.h"
 #include "jsonout.h"
+#include "models.h"
+#include "output.h"
+#include "process.h"
+#include "prompts.h"
 #include "report_profile.h"
+#include "stops.h"
+#include "stream.h"
 #include "utf8.h"
+#include "workers.h"
 
 // --n-probs: one stream's generated tokens, each with its top tokens, as the sampler recorded them.
 typedef struct {
@@ -659,20 +670,8 @@ static int generate_many(const Options *o) {
 // One model (-m once, or the default) is generate_run; several run one after another (generate_many),
 // --profile refused: its report is one model's.
 int cmd_generate(Options *o) {
-    if (o->sampling.n_probs && !o->json) {
-        msg_usage(o->cmd, "--n-probs goes with --json: the probabilities are written in the JSON lines");
-        return EXIT_USAGE;
-    }
     if (o->interactive) return generate_interactive(o);
-    if (o->n_new < 0) {
-        msg_usage(o->cmd, "-n -1 (each turn until the window is full) goes with -i; give generate a count");
-        return EXIT_USAGE;
-    }
     if (o->n_models == 1) o->model = o->models[0];
     if (o->n_models < 2) return generate_run(o, &GENERATE);
-    if (o->profile) {
-        msg_usage(o->cmd, "--profile takes one model, got %d (-m)", o->n_models);
-        return EXIT_USAGE;
-    }
     return generate_many(o);
 }

@@ -3,13 +3,19 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cjson/cJSON.h>
 
 #include "cli.h"
+#include "commands.h"
+#include "io_check.h"
 #include "jsonout.h"
+#include "models.h"
+#include "output.h"
+#include "process.h"
 
 // Whether s is a number as JSON writes one (-?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?): such
 // metadata values go into info's JSON as numbers, digit for digit; any other ("007", "1e", a hash)

@@ -8,11 +8,18 @@
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "cmd_generate.h"
+#include "models.h"
+#include "process.h"
+#include "prompts.h"
+#include "stream.h"
+#include "workers.h"
 
 // The one state a signal handler can set (a flag, as C allows): a Ctrl-C not yet acted on.
 static volatile sig_atomic_t ctrl_c;
@@ -150,24 +157,7 @@ static int run_turns(const Options *o, const NlModel *model, Context *c, NlSampl
     return rc;
 }
 
-// The options a session cannot take: it is one stream, printed as it comes, of one model.
-static int check_interactive(const Options *o) {
-    const char *why = o->samples > 1                                       ? "--samples"
-                      : o->json                                            ? "--json"
-                      : o->n_models > 1                                    ? "several -m"
-                      : o->profile                                         ? "--profile"
-                      : o->exact_window                                    ? "--exact-window"
-                      : o->output                                          ? "-o"
-                      : o->prompt_file && strcmp(o->prompt_file, "-") == 0 ? "-f -"
-                                                                           : NULL;
-    if (!why) return 0;
-    msg_usage(o->cmd, "-i is one stream printed as it comes, read from standard input: %s does not go with it", why);
-    return EXIT_USAGE;
-}
-
 int generate_interactive(Options *o) {
-    int rc = check_interactive(o);
-    if (rc) return rc;
     NlModel *model = NULL;
     NlSampler *smp = NULL;
     Context c = {0};
@@ -175,7 +165,7 @@ int generate_interactive(Options *o) {
     char *text = NULL;
     size_t n = 0, len = 0;
     if (o->n_models == 1) o->model = o->models[0];
-    rc = load_model(o, &model);
+    int rc = load_model(o, &model);
     if (!rc && o->n_new < 0 && !model_windowed(model)) {
         msg_usage(o->cmd, "-n -1 runs each turn until the window is full; a recurrent model has none (give -n N)");
         rc = EXIT_USAGE;

@@ -2,6 +2,8 @@
 // (report_profile.c writes it: a summary, or with --layers the full table).
 #define _GNU_SOURCE
 #include "cli.h"
+#include "cmd_generate.h"
+#include "commands.h"
 
 // The profile command's default prompt (our own line), used when the vocabulary has its characters.
 static const char *const PROFILE_PROMPT = "KING:\nNow speak, good friend, and tell me true:\nWhat news from Milan?\n";

@@ -2,13 +2,19 @@
 // prints them, for either kind of tokenizer.
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cjson/cJSON.h>
 
 #include "cli.h"
+#include "commands.h"
+#include "io_check.h"
 #include "jsonout.h"
+#include "models.h"
+#include "output.h"
+#include "prompts.h"
 
 // A token's bytes for a line of text: escaped as messages are (\n, \t, \xHH for a byte that is not
 // part of valid UTF-8), a NUL as \x00.

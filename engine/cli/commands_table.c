@@ -4,8 +4,10 @@
 // agree.
 #define _GNU_SOURCE
 #include <stddef.h>
+#include <stdio.h>
 
 #include "cli.h"
+#include "commands.h"
 
 const Command COMMANDS[] = {
     {"generate", CMD_GENERATE, "sample text from a model, streamed to stdout",
@@ -13,17 +15,17 @@ const Command COMMANDS[] = {
      "Streams the prompt and N sampled tokens (characters, or BPE tokens: a character cut between tokens waits "
      "for its end) to stdout (timing goes to stderr). With several -m, the same "
      "prompt, seed and sampling run through each model in turn, one block per model.",
-     NULL, NULL, cmd_generate},
+     NULL, NULL, cmd_generate, GENERATE_OPTIONS, GENERATE_RELATIONS},
     {"eval", CMD_EVAL, "bits per character (and per byte) of a model on a text file", "[-m MODEL] -f FILE [options]",
      "Average negative log-likelihood of every token of FILE after the first (a character, or a BPE token), given "
      "those before it within the context window, as nats, bits and perplexity per token, each with its standard "
      "error, then per byte of the scored tokens (bits/byte, which character and BPE models share); progress (rate, "
      "time left) on a terminal and the elapsed time go to stderr.",
-     NULL, NULL, cmd_eval},
+     NULL, NULL, cmd_eval, EVAL_OPTIONS, EVAL_RELATIONS},
     {"info", CMD_INFO, "a model's configuration, parameters and memory", "[-m MODEL] [--json] [-o FILE]",
      "Prints the model's configuration, parameter count, bytes of weights and of the KV cache, the OpenBLAS "
      "kernel family in use, and the provenance stored with the weights.",
-     NULL, NULL, cmd_info},
+     NULL, NULL, cmd_info, INFO_OPTIONS, INFO_RELATIONS},
     {"list", CMD_LIST, "every model found by name, with its norm, size and validation loss",
      "[-m NAME] [--json] [-o FILE]",
      "Every model found by name, folder by folder in search order: $NORMLAB_MODELS (':'-separated), weights/ "
@@ -33,14 +35,14 @@ const Command COMMANDS[] = {
      "final_val_loss, else a nanoGPT checkpoint's best_val_loss, both on sampled batches; 'normlab eval -f' "
      "over the whole validation split is the measured figure the README's table gives). A name found again "
      "in a later folder is marked shadowed: -m NAME loads the first.",
-     NULL, NULL, cmd_list},
+     NULL, NULL, cmd_list, LIST_OPTIONS, NO_RELATIONS},
     {"logits", CMD_LOGITS, "the logits of every position of a text, as JSON lines",
      "[-m MODEL] (-p TEXT | -f FILE) [options]",
      "Prints the logits of every position of the text (at most block_size tokens: characters, or a BPE "
      "model's tokens; any length for a recurrent model) as one JSON array of V numbers per line, from one "
      "batched prefill. For checking the engine against other implementations (tools/reference/parity.py). A "
      "non-finite logit is an error.",
-     NULL, NULL, cmd_logits},
+     NULL, NULL, cmd_logits, LOGITS_OPTIONS, LOGITS_RELATIONS},
     {"profile", CMD_PROFILE, "where the time and FLOPs of a forward pass go, layer by layer",
      "[-m MODEL] [-p TEXT | -f FILE] [-n N] [--json] [-o FILE] [--trace FILE]",
      "Generates N tokens (characters, or BPE tokens) after the prompt and prints where the time went: prefill (the "
@@ -48,7 +50,7 @@ const Command COMMANDS[] = {
      "batched pass) and decode (one token at a time) apart, every layer x component, with calls, time, share, "
      "FLOPs, GFLOP/s, bytes and GB/s, then per-layer and per-component totals and the part of the wall time no "
      "row covers. The generated text is not printed.",
-     NULL, NULL, cmd_profile},
+     NULL, NULL, cmd_profile, PROFILE_OPTIONS, PROFILE_RELATIONS},
     {"compare", CMD_COMPARE, "models that differ in normalization, side by side on one text",
      "MODEL... -f FILE [--json] [-o FILE] [--csv FILE] [--plot-dir DIR] [--also-swap] [--invariance] "
      "[--lens] [--outliers] [--quantize LIST] [--quantize-act Q] [--repeats N] [--threads N]",
@@ -59,18 +61,19 @@ const Command COMMANDS[] = {
      "batch of 16, and between prefill and KV-cache decoding. Recurrent models (lstm, gru) share the table; "
      "their hidden states are the norms of h_t (and the LSTM's c_t) over the text, from one unbroken pass. "
      "The lab's options add the logit lens, outlier statistics and quantized rows (docs/lab.md).",
-     "MODEL", "a model by name ('normlab list') or path; -m MODEL is the same", cmd_compare},
+     "MODEL", "a model by name ('normlab list') or path; -m MODEL is the same", cmd_compare, COMPARE_OPTIONS,
+     COMPARE_RELATIONS},
     {"bench", CMD_BENCH, "prompt-processing and generation speed, as llama-bench measures it",
      "[-m MODEL]... [-p N,...] [-n N,...] [-t N,...] [-r N] [--format md|text|csv|json] [-o FILE]",
      "For every model x thread count: ppN, N random tokens in one forward pass, and tgN, N tokens decoded "
      "one at a time from an empty context; each test runs once untimed, then -r times, and its row gives the "
      "mean and standard deviation of the tokens per second. No Python is needed; make bench keeps the "
      "comparisons with PyTorch and ggml. Speed varies with what else the machine runs: compare rows of one run.",
-     NULL, NULL, cmd_bench},
+     NULL, NULL, cmd_bench, BENCH_OPTIONS, NO_RELATIONS},
     {"tokenize", CMD_TOKENIZE, "a text's token ids and their pieces", "[-m MODEL] (-p TEXT | -f FILE) [--json]",
      "Prints the ids the model's tokenizer gives the text, one 'ID -> 'PIECE'' a line (as llama.cpp's "
      "llama-tokenize does; control characters and bytes that are not valid UTF-8 escaped), for a character "
      "model or a BPE one (GPT-2's byte-level BPE: a piece may be part of a character).",
-     NULL, NULL, cmd_tokenize},
+     NULL, NULL, cmd_tokenize, TOKENIZE_OPTIONS, TOKENIZE_RELATIONS},
 };
 const size_t N_COMMANDS = sizeof COMMANDS / sizeof COMMANDS[0];

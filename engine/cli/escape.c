@@ -2,12 +2,14 @@
 // \", \xHH (one byte) and \uXXXX (one character, written as UTF-8) replaced; any other escape, a
 // lone backslash at the end, a NUL or a surrogate is refused with its position.
 #define _GNU_SOURCE
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <limits.h>
 
 #include "cli.h"
+#include "escape.h"
 
 static int hex_value(const char *s, int digits, unsigned *out) {
     unsigned v = 0;

@@ -5,9 +5,13 @@
 #include <float.h>
 #include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
+#include "commands.h"
+#include "help.h"
+#include "options.h"
 
 #define WIDTH 100  // help lines at most this long
 #define INDENT 25  // where an option's text starts
@@ -70,9 +74,7 @@ int help_command(FILE *f, const Command *c) {
         snprintf(left, sizeof left, "  %s", c->positional);
         ok &= fprintf(f, "%-*s", INDENT, left) > 0 && wrap(f, c->positional_help, INDENT, INDENT);
     }
-    for (size_t i = 0; i < N_OPTIONS; i++) {
-        const OptSpec *s = &OPTIONS[i];
-        if (!(s->commands & c->bit)) continue;
+    for (const OptSpec *s = c->options; s->name; s++) {
         option_left(left, sizeof left, s);
         option_text(text, sizeof text, s);
         size_t col = strlen(left) + 2 <= INDENT ? INDENT : strlen(left) + 2;
@@ -83,9 +85,10 @@ int help_command(FILE *f, const Command *c) {
     return ok ? 0 : -1;
 }
 
-static const char *const TYPE_NAMES[] = {"help", "flag", "string", "models", "list",
-                                         "int",  "long", "double", "seed",   "choice"};
-_Static_assert(sizeof TYPE_NAMES / sizeof TYPE_NAMES[0] == OT_CHOICE + 1, "a name for every OptType");
+static const char *const TYPE_NAMES[] = {"help", "flag",   "string", "models", "list",  "int",
+                                         "long", "double", "seed",   "choice", "string"};
+// (an integer list is "string" to the table's readers, the man page and the completion: a word to type)
+_Static_assert(sizeof TYPE_NAMES / sizeof TYPE_NAMES[0] == OT_INT_LIST + 1, "a name for every OptType");
 
 // The values at the edges of a numeric row's range, space-separated: the smallest and largest
 // accepted (and the default) into acc, the nearest refused ones into ref.
@@ -112,9 +115,7 @@ int help_options_table(FILE *f) {
     int ok = fprintf(f, "# command\tlong\talias\tshort\ttype\targ\tdefault\tchoices\taccepted\trefused\n") > 0;
     char acc[128], ref[128];
     for (size_t c = 0; c < N_COMMANDS; c++)
-        for (size_t i = 0; i < N_OPTIONS; i++) {
-            const OptSpec *s = &OPTIONS[i];
-            if (!(s->commands & COMMANDS[c].bit)) continue;
+        for (const OptSpec *s = COMMANDS[c].options; s->name; s++) {
             edges(s, acc, sizeof acc, ref, sizeof ref);
             char letter[4] = "-";
             if (s->letter) snprintf(letter, sizeof letter, "-%c", s->letter);
@@ -160,9 +161,7 @@ int help_man(FILE *f) {
         if (cmd->positional)
             ok &= fprintf(f, ".TP\n.I %s\n", cmd->positional) > 0 && roff(f, cmd->positional_help) &&
                   fputc('\n', f) != EOF;
-        for (size_t i = 0; i < N_OPTIONS && ok; i++) {
-            const OptSpec *s = &OPTIONS[i];
-            if (!(s->commands & cmd->bit)) continue;
+        for (const OptSpec *s = cmd->options; s->name && ok; s++) {
             ok &= fputs(".TP\n", f) != EOF;
             if (s->letter) ok &= fprintf(f, "\\fB\\-%c\\fR, ", s->letter) > 0;
             ok &= fputs("\\fB", f) != EOF && roff(f, "--") && roff(f, s->name) && fputs("\\fR", f) != EOF;

@@ -10,10 +10,13 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "kl.h"
+#include "process.h"
 
 #define KL_MAGIC "NLKLBASE"
 #define KL_VERSION 1u

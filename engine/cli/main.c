@@ -4,12 +4,19 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
-#include <sys/stat.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "commands.h"
+#include "distance.h"
+#include "help.h"
+#include "io_check.h"
+#include "options.h"
+#include "process.h"
 
 // Whether standard input holds a prompt: a file, or a pipe with text (or its end) within 100 ms.
 // A pipe that stays silent (a harness that holds it open) is not waited for: -f - waits.
@@ -170,22 +177,9 @@ int main(int argc, char **argv) {
     if ((cmd->bit & (CMD_GENERATE | CMD_LOGITS | CMD_TOKENIZE)) && !o.interactive && !o.prompt && !o.prompt_file &&
         !(closed & CLOSED_STDIN) && stdin_has_prompt())
         o.prompt_file = "-";
-    if (o.start && (o.prompt || o.prompt_file)) {
-        msg_usage(name, "%s", "give --start, -p or -f, one of them");
-        options_free(&o);
-        return EXIT_USAGE;
-    }
+    rc = options_check(&o, cmd);  // the relations between its options (options_table.c)
     if (o.start && strncmp(o.start, "FILE:", 5) == 0) o.prompt_file = o.start + 5;  // nanoGPT's start=FILE:path
     else if (o.start) o.prompt = o.start;
-    if (o.prompt && o.prompt_file) {
-        msg_usage(name, "%s", "give -p or -f, not both");
-        options_free(&o);
-        return EXIT_USAGE;
-    }
-    if (o.counters && !o.profile && cmd->bit != CMD_PROFILE) {
-        msg_usage(name, "%s", "--counters needs --profile");
-        rc = EXIT_USAGE;
-    }
     if (!rc) rc = check_std_streams(&o);
     if (!rc) rc = cmd->run(&o);
     options_free(&o);

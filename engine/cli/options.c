@@ -5,11 +5,17 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "commands.h"
+#include "distance.h"
+#include "escape.h"
+#include "models.h"
+#include "options.h"
 
 // Only plain decimal text: no leading space or '+', no hex ("0x..."), which strtol/strtod accept.
 static int plain_number(const char *s) {
@@ -53,6 +59,30 @@ static int double_in_range(const OptSpec *s, double d) {
     return ((s->flags & OPT_MIN_OPEN) ? d > s->dlo : d >= s->dlo) && d <= s->dhi;
 }
 
+// arg, integers in the row's range, comma-separated, into l; EXIT_USAGE with a line naming the option and
+// the bad item ("'x' (item 2 of '8,x') is not one").
+static int parse_int_list(const Options *o, const OptSpec *s, const char *arg, IntList *l) {
+    l->n = 0;
+    for (const char *at = arg;; at++) {
+        size_t len = strcspn(at, ",");
+        char item[32];
+        long long v;
+        snprintf(item, sizeof item, "%.*s", (int)(len < 31 ? len : 31), at);
+        int ok = len < 31 && l->n < INT_LIST_MAX && item[0] != '-' && parse_long(item, s->lo, s->hi, &v) == 0;
+        if (!ok) {
+            msg_usage(o->cmd,
+                      "--%s must be a list of at most %d integers in [%lld, %lld], comma-separated: '%.*s' (item %d of "
+                      "'%s') %s",
+                      s->name, INT_LIST_MAX, s->lo, s->hi, (int)len, at, l->n + 1, arg,
+                      l->n < INT_LIST_MAX ? "is not one" : "is one too many");
+            return EXIT_USAGE;
+        }
+        l->items[l->n++] = (long)v;
+        at += len;
+        if (!*at) return 0;
+    }
+}
+
 // Stores arg by the row s into o; EXIT_USAGE with "NAME must be RANGE, got 'arg'" when it is not one
 // of the row's values (shown is the option as given: "-n" or "--steps").
 static int apply_option(Options *o, const OptSpec *s, const char *shown, const char *arg) {
@@ -86,27 +116,10 @@ static int apply_option(Options *o, const OptSpec *s, const char *shown, const c
     case OT_CHOICE:
         if (!(bad = s->choose(arg, &c) != 0)) *(int *)(base + s->field) = c;
         break;
+    case OT_INT_LIST: return parse_int_list(o, s, arg, (IntList *)(base + s->field));
     }
     if (bad) msg_usage(o->cmd, "%s must be %s, got '%s'", shown, s->range, arg);
     return bad ? EXIT_USAGE : 0;
-}
-
-size_t edit_distance(const char *a, const char *b) {
-    size_t n = strlen(a), m = strlen(b), row[64];
-    if (m >= 64) return m;
-    for (size_t j = 0; j <= m; j++) row[j] = j;
-    for (size_t i = 1; i <= n; i++) {
-        size_t diag = row[0];
-        row[0] = i;
-        for (size_t j = 1; j <= m; j++) {
-            size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
-            if (up + 1 < best) best = up + 1;
-            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
-            diag = up;
-            row[j] = best;
-        }
-    }
-    return row[m];
 }
 
 // Whether s[0..len) is name[0..len), '_' standing for '-' (nanoGPT's --max_new_tokens).
@@ -132,28 +145,25 @@ static int among(const char *list, const char *s, size_t len) {
     return 0;
 }
 
-const OptSpec *option_find(unsigned cmd, const char *name, size_t len) {
-    for (size_t i = 0; i < N_OPTIONS; i++)
-        if ((OPTIONS[i].commands & cmd) && (same(OPTIONS[i].name, name, len) || among(OPTIONS[i].alias, name, len)))
-            return &OPTIONS[i];
+const OptSpec *option_find(const Command *cmd, const char *name, size_t len) {
+    for (const OptSpec *s = cmd->options; s->name; s++)
+        if (same(s->name, name, len) || among(s->alias, name, len)) return s;
     return NULL;
 }
 
-static const OptSpec *find_letter(unsigned cmd, char letter) {
-    for (size_t i = 0; i < N_OPTIONS; i++)
-        if ((OPTIONS[i].commands & cmd) && OPTIONS[i].letter == letter) return &OPTIONS[i];
+static const OptSpec *find_letter(const Command *cmd, char letter) {
+    for (const OptSpec *s = cmd->options; s->name; s++)
+        if (s->letter == letter) return s;
     return NULL;
 }
 
 // The command's rows whose name starts with name[0..len): the one (1), none (0) or several (their
 // count, with "--a, --b" in list).
-static int prefixed(unsigned cmd, const char *name, size_t len, const OptSpec **one, char *list, size_t cap) {
+static int prefixed(const Command *cmd, const char *name, size_t len, const OptSpec **one, char *list, size_t cap) {
     int n = 0;
     list[0] = '\0';
-    for (size_t i = 0; i < N_OPTIONS && len; i++) {
-        const OptSpec *s = &OPTIONS[i];
-        if (!(s->commands & cmd) || strlen(s->name) < len || !same_chars(s->name, name, len))
-            continue;  // (a name: one row a command)
+    for (const OptSpec *s = cmd->options; s->name && len; s++) {
+        if (strlen(s->name) < len || !same_chars(s->name, name, len)) continue;  // (a name: one row a command)
         snprintf(list + strlen(list), cap - strlen(list), "%s--%s", n ? ", " : "", s->name);
         *one = s;
         n++;
@@ -168,15 +178,14 @@ static void unknown_option(const Command *cmd, const char *given, const char *ba
     size_t best_d = 3 + strlen(bare) / 3;
     char list[256];
     const OptSpec *one = NULL;
-    for (size_t i = 0; i < N_OPTIONS; i++) {
-        if (!(OPTIONS[i].commands & cmd->bit)) continue;
-        size_t d = edit_distance(bare, OPTIONS[i].name);
+    for (const OptSpec *s = cmd->options; s->name; s++) {
+        size_t d = edit_distance(bare, s->name);
         if (d < best_d) {
             best_d = d;
-            best = OPTIONS[i].name;
+            best = s->name;
         }
     }
-    if (prefixed(cmd->bit, bare, strlen(bare), &one, list, sizeof list) > 0)  // the options it starts, first
+    if (prefixed(cmd, bare, strlen(bare), &one, list, sizeof list) > 0)  // the options it starts, first
         msg_usage(cmd->name, "unknown option '%s' (did you mean %s?)", given, list);
     else if (best) msg_usage(cmd->name, "unknown option '%s' (did you mean '--%s'?)", given, best);
     else msg_usage(cmd->name, "unknown option '%s'", given);
@@ -225,6 +234,34 @@ static const char *foreign(const char *s, size_t len) {
     return NULL;
 }
 
+// Some command's row for a letter, or for a long name (with two dashes, also a prefix that one row
+// of all commands' starts): what "does not apply to this command" names.
+// Whether a and b are one row (a macro of option_rows.h) in two commands' arrays.
+static int same_row(const OptSpec *a, const OptSpec *b) {
+    return strcmp(a->name, b->name) == 0 && strcmp(a->help, b->help) == 0;
+}
+
+static const OptSpec *any_letter(char letter) {
+    const OptSpec *s = NULL;
+    for (size_t c = 0; c < N_COMMANDS && !s; c++) s = find_letter(&COMMANDS[c], letter);
+    return s;
+}
+
+static const OptSpec *any_option(const char *name, size_t len, int two) {
+    const OptSpec *s = NULL, *seen[256];  // (the rows prefixed so far: a shared row counts once)
+    size_t n_seen = 0;
+    for (size_t c = 0; c < N_COMMANDS && !s; c++) s = option_find(&COMMANDS[c], name, len);
+    if (s || !two) return s;
+    for (size_t c = 0; c < N_COMMANDS; c++)
+        for (const OptSpec *r = COMMANDS[c].options; r->name && len; r++) {
+            int known = 0;
+            if (strlen(r->name) < len || !same_chars(r->name, name, len)) continue;
+            for (size_t i = 0; i < n_seen; i++) known |= same_row(seen[i], r);
+            if (!known && n_seen < sizeof seen / sizeof seen[0]) seen[n_seen++] = r;
+        }
+    return n_seen == 1 ? seen[0] : NULL;
+}
+
 // The row one argument starting with '-' names for cmd, with its spelling for messages and its
 // value when attached ("--steps=5", "-n5"); NULL after printing why there is none. After one dash:
 // a long option's exact name (or alias), else a short letter with the rest as its value.
@@ -235,7 +272,7 @@ static const OptSpec *resolve(const Command *cmd, const char *a, char *shown, si
     char given[64], list[256];
     snprintf(given, sizeof given, "%.*s", (int)(len + 1 + two), a);
     *value = name[len] == '=' ? name + len + 1 : NULL;
-    const OptSpec *s = two || len > 1 ? option_find(cmd->bit, name, len) : NULL, *other = NULL;
+    const OptSpec *s = two || len > 1 ? option_find(cmd, name, len) : NULL, *other = NULL;
     const char *why = s ? NULL : foreign(name, len);
     if (why) {
         msg_usage(cmd->name, "option '%s' has no counterpart here: %s", given, why);
@@ -246,10 +283,10 @@ static const OptSpec *resolve(const Command *cmd, const char *a, char *shown, si
         msg_usage(cmd->name, "unknown option '%s' (normlab's is %s)", given, ours);
         return NULL;
     }
-    int letter = !s && !two && (s = find_letter(cmd->bit, a[1])) != NULL;
+    int letter = !s && !two && (s = find_letter(cmd, a[1])) != NULL;
     if (letter) *value = a[2] ? a + 2 : NULL;  // "-n5", "-mmodel.json" (getopt: "-n=5" is the value "=5")
     if (letter && *value && !takes_value(s)) s = NULL, letter = 0;
-    int n = !s && two ? prefixed(cmd->bit, name, len, &s, list, sizeof list) : 0;
+    int n = !s && two ? prefixed(cmd, name, len, &s, list, sizeof list) : 0;
     if (n > 1) {
         msg_usage(cmd->name, "ambiguous option '%s' (%s)", given, list);
         return NULL;
@@ -260,10 +297,7 @@ static const OptSpec *resolve(const Command *cmd, const char *a, char *shown, si
         return s;
     }
     int single = !two && len == 1;
-    if (single) other = find_letter(CMD_ALL, a[1]);
-    else if (!(other = option_find(CMD_ALL, name, len)) && two &&
-             prefixed(CMD_ALL, name, len, &other, list, sizeof list) != 1)
-        other = NULL;
+    other = single ? any_letter(a[1]) : any_option(name, len, two);
     if (other && single) msg_usage(cmd->name, "option '-%c' does not apply to this command", a[1]);
     else if (other) msg_usage(cmd->name, "option '%s' does not apply to this command", given);
     else {
@@ -276,8 +310,8 @@ static const OptSpec *resolve(const Command *cmd, const char *a, char *shown, si
 
 // The table's defaults for cmd: every row with a value as its default.
 static void apply_defaults(Options *o, const Command *cmd) {
-    for (size_t i = 0; i < N_OPTIONS; i++)
-        if ((OPTIONS[i].commands & cmd->bit) && OPTIONS[i].def) apply_option(o, &OPTIONS[i], "", OPTIONS[i].def);
+    for (const OptSpec *s = cmd->options; s->name; s++)
+        if (s->def) apply_option(o, s, "", s->def);
 }
 
 // What a stray argument may have meant: a model for -m (one -m NAME finds), a file for -f, else a
@@ -297,12 +331,11 @@ static int names_model(const char *arg) {
 static const char *stray_hint(const Command *cmd, const Options *o, const char *arg, char *buf, size_t cap) {
     int given_prompt = o->prompt || o->prompt_file || o->start;
     struct stat st;
-    const OptSpec *f = option_find(cmd->bit, "file", 4);
-    if (option_find(cmd->bit, "model", 5) && names_model(arg))
-        snprintf(buf, cap, " (a model is named with -m: -m %s)", arg);
+    const OptSpec *f = option_find(cmd, "file", 4);
+    if (option_find(cmd, "model", 5) && names_model(arg)) snprintf(buf, cap, " (a model is named with -m: -m %s)", arg);
     else if (f && stat(arg, &st) == 0 && S_ISREG(st.st_mode))
         snprintf(buf, cap, " (a file is read with -f: -f %s)", arg);
-    else if (option_find(cmd->bit, "prompt", 6) && !given_prompt && !plain_number(arg))
+    else if (option_find(cmd, "prompt", 6) && !given_prompt && !plain_number(arg))
         snprintf(buf, cap, " (a prompt is given with -p: -p '%s')", arg);
     else buf[0] = '\0';
     return buf;
@@ -374,14 +407,45 @@ int options_parse(Options *o, const Command *cmd, int argc, char **argv) {
         msg_usage(o->cmd, "unexpected argument '%s'%s", stray, stray_hint(cmd, o, stray, hint, sizeof hint));
         return EXIT_USAGE;
     }
-    if (o->quantize_only && !o->quantize && !o->quantize_rows) {
-        msg_usage(o->cmd, "--quantize-only picks what --quantize rounds: give --quantize too");
-        return EXIT_USAGE;
-    }
     for (int i = 0; i < o->stops.n; i++)
         if (!o->stops.items[i][0]) {
             msg_usage(o->cmd, "--stop needs a text, got an empty one");
             return EXIT_USAGE;
         }
     return o->escape ? apply_escapes(o) : 0;
+}
+
+// Whether w holds for o: its field set (and equal to w->text when given), or past its bound.
+static int holds(const Options *o, const OptWhen *w) {
+    const char *base = (const char *)o, *text;
+    switch (w->kind) {
+    case WHEN_TEXT:
+        text = *(const char *const *)(base + w->field);
+        return text && (!w->text || strcmp(text, w->text) == 0);
+    case WHEN_ABOVE: return *(const int *)(base + w->field) > w->bound;
+    case WHEN_BELOW: return *(const long *)(base + w->field) < w->bound;
+    }
+    return 0;
+}
+
+// The relation's message, its "%d" (if any) standing for b's value.
+static void broken(const Options *o, const OptRelation *r) {
+    const char *count = strstr(r->message, "%d");
+    if (!count) {
+        msg_usage(o->cmd, "%s", r->message);
+        return;
+    }
+    int value = *(const int *)((const char *)o + r->b.field);
+    msg_usage(o->cmd, "%.*s%d%s", (int)(count - r->message), r->message, value, count + 2);
+}
+
+int options_check(const Options *o, const Command *cmd) {
+    for (const OptRelation *r = cmd->relations; r->message; r++) {
+        int a = holds(o, &r->a), b = holds(o, &r->b);
+        if (a && (r->kind == REL_CONFLICTS ? b : !b)) {
+            broken(o, r);
+            return EXIT_USAGE;
+        }
+    }
+    return 0;
 }

@@ -6,6 +6,7 @@
 #include <limits.h>
 
 #include "cli.h"
+#include "stops.h"
 
 size_t stop_find(const StrList *stops, const char *text, size_t len, size_t from, int *which) {
     size_t first = len;

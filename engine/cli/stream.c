@@ -4,10 +4,13 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "stops.h"
+#include "stream.h"
 #include "utf8.h"
 
 // Text to the output, flushed, each byte that is not part of valid UTF-8 written as U+FFFD.

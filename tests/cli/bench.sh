@@ -36,9 +36,10 @@ expect_fail "bench: a test longer than the context" 2 \
     "ln-pre-t70.json: a test of 200 tokens is longer than the model's context (70)" \
     bench $BM -p 200
 expect_fail "bench: a list with a word" 2 \
-    "--n-prompt must be a list of at most 32 integers in [0, 1048576], comma-separated, got '8,x'" \
+    "--n-prompt must be a list of at most 32 integers in [0, 1048576], comma-separated: 'x' (item 2 of '8,x')" \
     bench $BM -p 8,x
-expect_fail "bench: an empty item" 2 "--n-gen must be a list" bench $BM -n 8,,9
+expect_fail "bench: an empty item" 2 "integers in [0, 1048576], comma-separated: '' (item 2 of '8,,9') is not one" \
+    bench $BM -n 8,,9
 expect_fail "bench: threads 0" 2 "--threads must be a list of at most 32 integers in [1, 1024]" bench $BM -t 0
 expect_fail "bench: nothing to measure" 2 "nothing to measure: every -p and -n is 0" bench $BM -p 0 -n 0
 expect_fail "bench: a bad format" 2 "--format must be md, text, csv or json" bench $BM --format xml

@@ -1,0 +1,15 @@
+// option_choices.h — the words of choice options read into their values: 0 and *out, or -1 (option_choices.c).
+#ifndef NL_CLI_OPTION_CHOICES_H
+#define NL_CLI_OPTION_CHOICES_H
+
+int choose_norm(const char *w, int *out);
+int choose_placement(const char *w, int *out);
+int choose_bn(const char *w, int *out);
+int choose_bn_or_both(const char *w, int *out);
+int choose_quant(const char *w, int *out);
+int choose_act_quant(const char *w, int *out);
+int choose_quant_rows(const char *w, int *out);
+int choose_format(const char *w, int *out);
+int choose_quant_only(const char *w, int *out);
+
+#endif

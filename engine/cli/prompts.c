@@ -1,0 +1,130 @@
+// prompts.c — texts and prompts: read (a file, standard input, -p), and encoded for a model with
+// the options' tokenizer flags, an empty prompt or one with nothing known becoming a newline.
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "process.h"
+#include "prompts.h"
+
+// Encodes text (len bytes) into a new id array.
+int encode_flags(const Options *o) {
+    return (o->skip_unknown ? NL_ENCODE_SKIP_UNKNOWN : 0) | (o->special ? NL_ENCODE_SPECIAL : 0);
+}
+
+int encode(const NlModel *model, const char *what, const char *text, size_t len, int flags, int **ids, size_t *n,
+           size_t *skipped) {
+    int skip_unknown = flags & NL_ENCODE_SKIP_UNKNOWN;
+    *ids = malloc((len + 1) * sizeof **ids);
+    if (!*ids) {
+        msg_error("out of memory for %s", what);
+        return EXIT_DATA;
+    }
+    NlError err;
+    if (nl_tokenizer_encode(nl_model_tokenizer(model), text, len, flags, *ids, n, skipped, &err) != 0) {
+        // The library does not know the flags; the CLI adds the one that helps.
+        int unknown = err.code == NL_ERR_FORMAT && !skip_unknown && strstr(err.msg, "vocabulary");
+        msg_error("%s: %s%s", what, err.msg,
+                  !unknown ? ""
+                  : strstr(err.msg, "'\\' (U+005C)") != NULL
+                      ? " (-e reads escapes such as \\n; --skip-unknown drops such "
+                        "characters)"
+                      : " (use --skip-unknown to drop such characters)");
+        return exit_code(&err);
+    }
+    if (*skipped)
+        msg_error("warning: %s: dropped %zu character%s outside the vocabulary", what, *skipped, plural(*skipped));
+    return 0;
+}
+
+// Reads all of standard input (for "-f -" and "--text -").
+static int read_stdin(char **buf, size_t *len) {
+    size_t cap = 4096, n = 0;
+    char *data = malloc(cap + 1);
+    while (data) {
+        size_t got = fread(data + n, 1, cap - n, stdin);
+        n += got;
+        if (got == 0) break;
+        if (n == cap) {
+            char *bigger = cap < TEXT_CAP ? realloc(data, 2 * cap + 1) : NULL;
+            if (!bigger) {
+                free(data);
+                data = NULL;
+                break;
+            }
+            data = bigger;
+            cap *= 2;
+        }
+    }
+    if (!data || ferror(stdin)) {
+        int why = errno;  // fread's: EISDIR for a directory, EBADF for a descriptor open only for writing
+        msg_error("-: cannot read standard input: %s", data ? strerror(why) : "too large or out of memory");
+        free(data);
+        return EXIT_DATA;
+    }
+    data[n] = '\0';
+    *buf = data;
+    *len = n;
+    return 0;
+}
+
+int read_text(const char *path, char **buf, size_t *len) {
+    NlError err;
+    if (strcmp(path, "-") == 0) return read_stdin(buf, len);
+    if (nl_read_file(path, TEXT_CAP, buf, len, &err) != 0) { return fail(&err); }
+    return 0;
+}
+
+static int encodable(const NlModel *model, const char *text) {
+    size_t len = strlen(text), n, skipped;
+    int *ids = malloc((len + 1) * sizeof *ids);
+    NlError err;
+    int ok = ids && nl_tokenizer_encode(nl_model_tokenizer(model), text, len, 0, ids, &n, &skipped, &err) == 0;
+    free(ids);
+    return ok;
+}
+
+int prompt_read(const Options *o, char **text, size_t *len) {
+    if (o->prompt_file) return read_text(o->prompt_file, text, len);
+    *text = strdup(o->prompt ? o->prompt : "");
+    *len = *text ? strlen(*text) : 0;
+    return *text ? 0 : EXIT_DATA;
+}
+
+int prompt_encode(const Options *o, const NlModel *model, const char *what, char **text, size_t *len, int **ids,
+                  size_t *n) {
+    if (*len == 0) {
+        free(*text);
+        *text = strdup("\n");
+        *len = 1;
+        if (!*text) return EXIT_DATA;
+    }
+    size_t skipped = 0;
+    int rc = encode(model, what, *text, *len, encode_flags(o), ids, n, &skipped);
+    if (rc) return rc;
+    if (*n == 0) {  // nothing known was left: start from a newline, as an empty prompt does
+        free(*ids);
+        *ids = NULL;
+        *len = 0;
+        return prompt_encode(o, model, "prompt", text, len, ids, n);
+    }
+    return 0;
+}
+
+int prompt_ids(const Options *o, const NlModel *model, const char *default_prompt, int **ids, size_t *n, char **text,
+               size_t *len, int *fell_back) {
+    int use_default = !o->prompt && !o->prompt_file && default_prompt;
+    if (fell_back) *fell_back = use_default && !encodable(model, default_prompt);
+    if (use_default && encodable(model, default_prompt)) {
+        Options with = *o;
+        with.prompt = default_prompt;
+        return prompt_ids(&with, model, NULL, ids, n, text, len, NULL);
+    }
+    int rc = prompt_read(o, text, len);
+    if (rc) return rc;
+    char what[4200];
+    snprintf(what, sizeof what, "%s", o->prompt_file ? o->prompt_file : "prompt");
+    return prompt_encode(o, model, what, text, len, ids, n);
+}
