@@ -8,17 +8,11 @@
 #include "cli.h"
 #include "option_choices.h"
 
-int choose_norm(const char *w, int *out) {
-    return nl_name_parse(NL_NAMES_NORM, w, out);
-}
+int choose_norm(const char *w, int *out) { return nl_name_parse(NL_NAMES_NORM, w, out); }
 
-int choose_placement(const char *w, int *out) {
-    return nl_name_parse(NL_NAMES_PLACEMENT, w, out);
-}
+int choose_placement(const char *w, int *out) { return nl_name_parse(NL_NAMES_PLACEMENT, w, out); }
 
-int choose_bn(const char *w, int *out) {
-    return nl_name_parse(NL_NAMES_BN_STATS, w, out);
-}
+int choose_bn(const char *w, int *out) { return nl_name_parse(NL_NAMES_BN_STATS, w, out); }
 
 int choose_bn_or_both(const char *w, int *out) {
     static const char both[] = "both";
