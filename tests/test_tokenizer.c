@@ -1,7 +1,10 @@
 // test_tokenizer.c — round trips, unknown characters, multi-byte UTF-8, bad vocabularies.
+#define _POSIX_C_SOURCE 200809L  // mkdtemp
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bpe.h"
 #include "check.h"
@@ -460,6 +463,79 @@ static void bpe_reads_hf_tokenizer_json(void) {
     }
 }
 
+// ids of text by tok, into ids (room for len); the count, or 0 on failure.
+static size_t ids_of(const NlTokenizer *tok, const char *text, int *ids) {
+    size_t n = 0, skipped = 0;
+    NlError err;
+    return nl_tokenizer_encode(tok, text, strlen(text), 0, ids, &n, &skipped, &err) == 0 ? n : 0;
+}
+
+// A file of text at path; 0 when written.
+static int write_file(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    int ok = f && fputs(text, f) != EOF;
+    return (f && fclose(f) == 0 && ok) ? 0 : -1;
+}
+
+// nl_tokenizer_load, an embedder's tokenizer without a model: the shipped models' tokenizer.json
+// (a character vocabulary; GPT-2's Hugging Face BPE) give the ids their models' tokenizers give,
+// and a vocab.json + merges.txt pair loads as the same BPE as from memory; bad files are refused
+// with their name.
+static void tokenizer_loads_from_files(void) {
+    static const char *const MODELS[] = {"weights/shakespeare-pre-ln", "weights/shakespeare-bpe"};
+    const char *text = "ROMEO: caf\xc3\xa9, to be \xe2\x82\xac 42!";
+    for (int k = 0; k < 2; k++) {
+        char path[256];
+        snprintf(path, sizeof path, "%s/tokenizer.json", MODELS[k]);
+        NlTokenizer *tok = NULL;
+        NlModel *m = NULL;
+        NlError err;
+        NlLoadOptions lo = {.shapes_only = 1};
+        int ok = nl_tokenizer_load(&tok, path, NULL, &err) == 0 && nl_model_load(&m, MODELS[k], &lo, &err) == 0;
+        CHECK(ok, "%s loads: %s", path, ok ? "" : err.msg);
+        if (ok) {
+            int a[64], b[64];
+            size_t na = ids_of(tok, k == 0 ? "ROMEO: to be" : text, a);
+            size_t nb = ids_of(nl_model_tokenizer(m), k == 0 ? "ROMEO: to be" : text, b);
+            CHECK(na > 0 && na == nb && memcmp(a, b, na * sizeof *a) == 0 &&
+                      nl_tokenizer_size(tok) == nl_tokenizer_size(nl_model_tokenizer(m)) &&
+                      nl_tokenizer_kind(tok) == (k == 0 ? NL_TOKENIZER_CHAR : NL_TOKENIZER_BPE),
+                  "%s: the model's ids (%zu tokens), size and kind", path, na);
+        }
+        nl_tokenizer_free(tok);
+        nl_model_free(m);
+    }
+    static char vocab[8192];
+    byte_vocab(vocab, sizeof vocab, ", \"\u0120t\": 256, \"<|endoftext|>\": 257");
+    char dir[] = "/tmp/normlab-tokfiles-XXXXXX", vpath[64], mpath[64], bad[64];
+    if (!mkdtemp(dir)) return;
+    snprintf(vpath, sizeof vpath, "%s/vocab.json", dir);
+    snprintf(mpath, sizeof mpath, "%s/merges.txt", dir);
+    snprintf(bad, sizeof bad, "%s/bad.json", dir);
+    NlTokenizer *tok = NULL;
+    NlError err;
+    int ok = write_file(vpath, vocab) == 0 && write_file(mpath, "#version: 0.2\n\u0120 t\n") == 0 &&
+             write_file(bad, "{\"type\": \"char\", \"vocab\": [\"ab\"]}") == 0 &&
+             nl_tokenizer_load(&tok, vpath, mpath, &err) == 0;
+    CHECK(ok, "vocab.json + merges.txt load: %s", ok ? "" : err.msg);
+    int ids[4];
+    CHECK(ok && ids_of(tok, " t", ids) == 1 && ids[0] == 256 && nl_tokenizer_size(tok) == 258,
+          "\" t\" is its one merge, 256 (of 258 tokens)");
+    nl_tokenizer_free(tok);
+    tok = NULL;
+    CHECK(nl_tokenizer_load(&tok, mpath, vpath, &err) != 0 && !tok && strstr(err.msg, mpath),
+          "the files swapped: refused, naming merges.txt read as a vocabulary: %s", err.msg);
+    CHECK(nl_tokenizer_load(&tok, bad, NULL, &err) != 0 && !tok && strstr(err.msg, bad),
+          "a two-character piece: refused, naming the file: %s", err.msg);
+    CHECK(nl_tokenizer_load(&tok, dir, NULL, &err) != 0 && !tok && err.code == NL_ERR_IO, "a directory: refused: %s",
+          err.msg);
+    CHECK(nl_tokenizer_load(&tok, NULL, NULL, &err) != 0 && !tok && err.code == NL_ERR_ARG, "no path: refused");
+    unlink(vpath);
+    unlink(mpath);
+    unlink(bad);
+    rmdir(dir);
+}
+
 int main(void) {
     RUN(bpe_merges_lowest_rank_then_leftmost);
     RUN(bpe_merges_as_the_naive_twin_on_random_pieces);
@@ -474,5 +550,6 @@ int main(void) {
     RUN(tokenizer_skips_unknown_when_asked);
     RUN(tokenizer_rejects_invalid_utf8);
     RUN(tokenizer_rejects_bad_vocabularies);
+    RUN(tokenizer_loads_from_files);
     return check_summary("test_tokenizer");
 }

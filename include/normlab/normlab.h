@@ -84,6 +84,11 @@ enum {
 // Builds a tokenizer from n pieces (token id = index). Each piece must be exactly one valid UTF-8
 // encoded code point other than NUL, and no two pieces may be equal.
 int nl_tokenizer_create(NlTokenizer **out, const char *const *pieces, int n, NlError *err);
+// A tokenizer from its files: path a tokenizer.json (merges_path NULL) — normlab's character
+// vocabulary ({"type": "char", "vocab": [...]}) or a Hugging Face tokenizer.json of a byte-level BPE
+// (GPT-2's) — or path GPT-2's vocab.json and merges_path its merges.txt. Every entry is checked;
+// errors name the file.
+int nl_tokenizer_load(NlTokenizer **out, const char *path, const char *merges_path, NlError *err);
 void nl_tokenizer_free(NlTokenizer *tok);
 int nl_tokenizer_size(const NlTokenizer *tok);
 NlTokenizerKind nl_tokenizer_kind(const NlTokenizer *tok);
