@@ -28,5 +28,9 @@ if [ -n "$exported" ] && [ -z "$leaked" ]; then ok "$(echo "$exported" | wc -l) 
 else bad "internal symbols with default visibility" "$(echo "$leaked" | tr '\n' ' ')"; fi
 if [ -n "$hidden" ] && [ -z "$hidden_public" ]; then ok "$(echo "$hidden" | wc -l) internal symbols hidden"
 else bad "public functions hidden" "$(echo "$hidden_public" | tr '\n' ' ')"; fi
+# The engine's public header stays small: at most 35 functions outside the lab's header (issue 47).
+engine_api=$(grep -v '^[[:space:]]*//' include/normlab/normlab.h | grep -oE '\bnl_[a-z0-9_]+\(' | sort -u | wc -l)
+[ "$engine_api" -gt 0 ] && [ "$engine_api" -le 35 ] && ok "normlab.h declares $engine_api functions (at most 35)" \
+    || bad "normlab.h's functions" "$engine_api, more than 35 (or none read)"
 echo "symbols_test: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
