@@ -16,10 +16,16 @@ size_t nl_model_state_bytes(const NlModel *model) {
     return nl_family_of(c->arch)->state_bytes(c);
 }
 
+size_t nl_model_call_logits(const NlModel *model) {
+    const NlConfig *c = nl_model_config(model);
+    return nl_family_of(c->arch)->call_logits(c);
+}
+
 void nl_model_describe(const NlModel *model, NlModelDesc *out) {
     const NlConfig *c = nl_model_config(model);
     *out = (NlModelDesc){.family = nl_family_info(c->arch),
                          .window = nl_model_window(model),
+                         .call_logits = nl_model_call_logits(model),
                          .state_bytes = nl_model_state_bytes(model),
                          .parameters = nl_model_parameters(model),
                          .weight_bytes = nl_model_weight_bytes(model),

@@ -169,7 +169,8 @@ static int eval_recurrent(NlState *s, const int *ids, size_t n, const NlEvalOpti
         return -1;
     }
     size_t *start = malloc(K * sizeof *start), q = N / K, longer = N - K * q, bad = SIZE_MAX;
-    int *tokens = malloc(K * NL_RNN_LOGITS * sizeof *tokens);
+    size_t chunk = nl_model_call_logits(nl_state_model(s));  // positions scored a call
+    int *tokens = malloc(K * chunk * sizeof *tokens);
     if (!start || !tokens) {
         free(start);
         free(tokens);
@@ -177,8 +178,8 @@ static int eval_recurrent(NlState *s, const int *ids, size_t n, const NlEvalOpti
         return -1;
     }
     order_segments(start, K, N);
-    for (size_t p = 0; p < q && bad == SIZE_MAX; p += NL_RNN_LOGITS) {
-        size_t nc = q - p < NL_RNN_LOGITS ? q - p : NL_RNN_LOGITS;
+    for (size_t p = 0; p < q && bad == SIZE_MAX; p += chunk) {
+        size_t nc = q - p < chunk ? q - p : chunk;
         bad = recurrent_chunk(s, ids, start, tokens, K, p, nc, opts, out);
         if (progress) progress(K * (p + nc), N, nl_clock_seconds() - t0, ctx);
     }

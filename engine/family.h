@@ -44,8 +44,8 @@ struct NlFamily {
     // hook: nl_state_create_hooked's, on every linear's input rows (fn NULL: none).
     // pool (NULL: one thread) is the NlState's too, for the products of one forward call.
     int (*create)(void **impl, const void *weights, const NlConfig *model_cfg, const NlConfig *cfg,
-                  const NlRunOptions *opts, NlLinearInputHook hook, size_t batch, NlPool *pool,
-                  const NlObserver *obs, NlError *err);
+                  const NlRunOptions *opts, NlLinearInputHook hook, size_t batch, NlPool *pool, const NlObserver *obs,
+                  NlError *err);
     void (*destroy)(void *impl);  // NULL-safe
     // nl_forward_batch's contract (normlab.h): the logits (B, n_logits, V) of the last n_logits positions.
     const float *(*forward)(void *impl, const int *tokens, size_t B, size_t n, size_t pos, size_t n_logits);
@@ -53,6 +53,8 @@ struct NlFamily {
     void (*copy)(void *impl, size_t from, size_t to, size_t n);
     // nl_model_window's contract: the positions one sequence holds, SIZE_MAX for no limit.
     size_t (*window)(const NlConfig *cfg);
+    // NlModelDesc.call_logits's contract: the most positions whose logits one call returns per sequence.
+    size_t (*call_logits)(const NlConfig *cfg);
     // nl_model_state_bytes's contract: the bytes one sequence's state takes.
     size_t (*state_bytes)(const NlConfig *cfg);
     // nl_config_describe's and nl_config_has_component's contracts.

@@ -49,7 +49,7 @@ typedef struct {
     float *qin;  // (B*CHUNK, max(E, S)) a product's input as the hook rewrote it
 } NlRnn;
 
-#define CHUNK NL_RNN_LOGITS  // positions a layer projects at once
+#define CHUNK NL_RNN_LOGITS  // positions a layer projects at once, and the most logits one call returns
 
 // The norm as run: none has no gain (the identity); layernorm uses the model's, or unit gain.
 static NlNormWeights as_run(const NlRnn *r, NlNormWeights w) {
@@ -314,6 +314,11 @@ static size_t rnn_window(const NlConfig *cfg) {
     return SIZE_MAX;  // the state carries any length
 }
 
+static size_t rnn_call_logits(const NlConfig *cfg) {
+    (void)cfg;
+    return CHUNK;
+}
+
 // the state vectors of every layer: h, and the LSTM's c (as its table's info counts them; asked of
 // the table here, not through the registry, which would make state.c and this file call each other)
 static size_t rnn_state_bytes(const NlConfig *c) {
@@ -466,8 +471,8 @@ static size_t rnn_matrices(void *weights, const NlConfig *c, NlMatrixSlot *slots
 #define RNN_OPS                                                                                                     \
     .bind = rnn_bind, .copy_weights = rnn_copy_weights, .free_weights = rnn_free_weights, .matrices = rnn_matrices, \
     .create = rnn_create, .destroy = rnn_destroy, .forward = rnn_forward, .copy = rnn_copy, .window = rnn_window,   \
-    .state_bytes = rnn_state_bytes, .describe = rnn_describe, .has_component = rnn_has_component,                   \
-    .lab_cost = rnn_cost, .lab_readout = NULL  // no residual stream to read out
+    .call_logits = rnn_call_logits, .state_bytes = rnn_state_bytes, .describe = rnn_describe,                       \
+    .has_component = rnn_has_component, .lab_cost = rnn_cost, .lab_readout = NULL  // no residual stream to read out
 
 const NlFamily *nl_family_lstm(void) {
     static const NlFamilyInfo INFO = {

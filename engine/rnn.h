@@ -9,6 +9,10 @@
 
 #pragma GCC visibility push(hidden)
 
+// The most logits one call on a recurrent model returns per sequence (NlModelDesc.call_logits): a
+// call of more positions runs them in chunks of this many.
+#define NL_RNN_LOGITS 128
+
 // One recurrent layer; in = E for layer 0, else S. A norm is all-NULL in a plain (norm none) model.
 typedef struct {
     NlLinear ih;  // w (G*S, in) rows: LSTM f, i, o, g; GRU z, r, candidate; no bias (below)

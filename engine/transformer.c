@@ -564,7 +564,7 @@ const NlFamily *nl_family_transformer(void) {
         .name = "transformer",
         .has_placement = 1,
         .windowed = 1,
-        .has_blocks = 1,
+        .has_residual_stream = 1,
         .state_bytes_key = "kv_cache_bytes",
         .norms = 1u << NL_NORM_LAYERNORM | 1u << NL_NORM_RMSNORM | 1u << NL_NORM_BATCHNORM | 1u << NL_NORM_NONE,
         .trace_events_per_layer = 14,  // peri: 11 components and the layer itself, and slack
@@ -581,6 +581,7 @@ const NlFamily *nl_family_transformer(void) {
                                    .forward = transformer_forward,
                                    .copy = transformer_copy,
                                    .window = transformer_window,
+                                   .call_logits = transformer_window,
                                    .state_bytes = transformer_state_bytes,
                                    .describe = transformer_describe,
                                    .has_component = transformer_has_component,

@@ -92,6 +92,15 @@ window_sentinels() {
     (cd "$1" && grep -nE '[!=]= *SIZE_MAX|SIZE_MAX *[!=]=' engine/*.c engine/lab/*.c engine/cli/*.c) |
         grep -E 'window|context|\bT\b' | grep -v -E '^engine/(transformer|rnn)\.c:' | cut -d: -f1,2
 }
+# rnn_constants ROOT: "FILE:LINE" of the recurrent family's own constant (NL_RNN_LOGITS) outside
+# its files: the most logits a call returns is the family's answer (NlModelDesc.call_logits).
+rnn_constants() {
+    (cd "$1" && grep -n 'NL_RNN_LOGITS' engine/*.[ch] engine/lab/*.[ch] engine/cli/*.[ch] tokenizer/*.[ch] \
+        include/normlab/*.h) | grep -v -E '^engine/rnn\.[ch]:' | cut -d: -f1,2
+}
+found=$(rnn_constants .)
+[ -z "$found" ] && ok "NL_RNN_LOGITS is the recurrent family's alone" \
+    || bad "NL_RNN_LOGITS outside rnn.c" "$(echo "$found" | tr '\n' ' ')"
 found=$(arch_compares .)
 [ -z "$found" ] && ok "no arch is compared or switched on outside the loader and the family files" \
     || bad "arch compared" "$(echo "$found" | tr '\n' ' ')"
@@ -101,7 +110,9 @@ found=$(window_sentinels .)
 for planted in "engine/cli/report_compare.c|int planted(const NlConfig *c) { return c->arch != 0; }|arch_compares" \
                "engine/lab/stats.c|int planted(const NlConfig *c) { switch (c->arch) { default: return 0; } }|\
 arch_compares" \
-               "engine/eval.c|int planted(size_t window) { return window == SIZE_MAX; }|window_sentinels"; do
+               "engine/eval.c|int planted(size_t window) { return window == SIZE_MAX; }|window_sentinels" \
+               "engine/cli/cmd_eval.c|int planted(void) { return NL_RNN_LOGITS; }|rnn_constants" \
+               "engine/lab/compare.c|int planted(void) { return NL_RNN_LOGITS; }|rnn_constants"; do
     f=${planted%%|*} rest=${planted#*|}; code=${rest%|*} check=${rest##*|}
     rm -rf "$TMP/tree"; mkdir -p "$TMP/tree"
     cp -r include engine tokenizer "$TMP/tree/"

@@ -426,8 +426,9 @@ static void the_table_describes_the_transformer(void) {
         if (!m) continue;
         const NlConfig *c = nl_model_config(m);
         const NlFamilyInfo *f = nl_family_info(c->arch);
-        CHECK(strcmp(f->name, "transformer") == 0 && f->has_placement && f->has_blocks && f->state_vectors == 0 &&
-                  strcmp(f->state_bytes_key, "kv_cache_bytes") == 0 && f->norms == 0x1e && f->prunes_rows,
+        CHECK(strcmp(f->name, "transformer") == 0 && f->has_placement && f->has_residual_stream &&
+                  f->state_vectors == 0 && strcmp(f->state_bytes_key, "kv_cache_bytes") == 0 && f->norms == 0x1e &&
+                  f->prunes_rows,
               "%s: %s", FIXTURES[i], f->name);
         NlConfigField fl[NL_CONFIG_FIELDS_MAX];
         size_t k = nl_config_describe(c, fl), post = c->placement == NL_PLACE_POST;

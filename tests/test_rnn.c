@@ -297,7 +297,8 @@ static void the_tables_describe_the_lstm_and_the_gru(void) {
         const NlConfig *c = nl_model_config(m);
         const NlFamilyInfo *f = nl_family_info(c->arch);
         int lstm = c->arch == NL_ARCH_LSTM;
-        CHECK(strcmp(f->name, lstm ? "lstm" : "gru") == 0 && !f->has_placement && !f->has_blocks && !f->prunes_rows,
+        CHECK(strcmp(f->name, lstm ? "lstm" : "gru") == 0 && !f->has_placement && !f->has_residual_stream &&
+                  !f->prunes_rows,
               "%s: %s", FIXTURES[i], f->name);
         CHECK(f->state_vectors == (lstm ? 2 : 1) && strcmp(f->state_names[0], "h") == 0 &&
                   (!lstm || strcmp(f->state_names[1], "c") == 0),

@@ -303,9 +303,11 @@ int cmd_logits(Options *o) {
         rc = EXIT_DATA;
         goto cleanup;
     }
-    // A transformer's text fits one call; a recurrent model's goes through in chunks of NL_RNN_LOGITS,
-    // all checked before any is printed.
-    size_t chunk = model_windowed(model) ? n : NL_RNN_LOGITS;
+    // A transformer's text fits one call; a recurrent model's goes through in chunks of the most logits
+    // one call returns, all checked before any is printed.
+    NlModelDesc desc;
+    nl_model_describe(model, &desc);
+    size_t chunk = n < desc.call_logits ? n : desc.call_logits;
     if (!(logits = malloc(n * V * sizeof *logits))) {
         msg_error("out of memory for %zu x %zu logits", n, V);
         rc = EXIT_DATA;

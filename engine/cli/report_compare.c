@@ -221,7 +221,7 @@ int report_compare_text(FILE *f, const NlCompareRow *rows, const char *const *la
         const NlCompareRow *r = &rows[i];
         char a[512], b[512], c[512], d[512], as[160];
         int L = r->n_layer;
-        if (!nl_family_info(r->arch)->has_blocks) {
+        if (!nl_family_info(r->arch)->has_residual_stream) {
             run_as_quant(as, sizeof as, r);
             fprintf(f, "%-34s %s\n", labels[i], as);
             state_text(f, r);
@@ -245,7 +245,7 @@ int report_compare_text(FILE *f, const NlCompareRow *rows, const char *const *la
     if (info->lens) lens_text_section(f, rows, labels, n);
     if (info->outliers) outliers_text_section(f, rows, labels, n);
     int with_blocks = 0;  // rows whose norms see a residual stream: the invariance experiment's
-    for (size_t i = 0; i < n; i++) with_blocks += nl_family_info(rows[i].arch)->has_blocks;
+    for (size_t i = 0; i < n; i++) with_blocks += nl_family_info(rows[i].arch)->has_residual_stream;
     if (info->invariance && with_blocks) {
         fprintf(f, "\ninvariance: largest |N(x') - N(x)| over every norm input of the text, with the model's gains\n"
                    "and eps (scale_2_eps0: x' = 2x with eps = 0)\n");
@@ -253,7 +253,7 @@ int report_compare_text(FILE *f, const NlCompareRow *rows, const char *const *la
         for (int k = 0; k < NL_INV_COUNT; k++) fprintf(f, " %11s", nl_invariance_name((NlInvarianceCase)k));
         fputc('\n', f);
         for (size_t i = 0; i < n; i++)
-            for (int t = 0; t < 2 && nl_family_info(rows[i].arch)->has_blocks; t++) {
+            for (int t = 0; t < 2 && nl_family_info(rows[i].arch)->has_residual_stream; t++) {
                 char as[160];
                 run_as_quant(as, sizeof as, &rows[i]);
                 fprintf(f, "%-34s %-24s %-10s", labels[i], as,
@@ -376,7 +376,7 @@ static cJSON *compare_row_json(const NlCompareRow *r, const char *label, const C
             cJSON_AddItemToObject(o, key, numbers(r->state_norm[i], K));
         }
     }
-    int blocks = fam->has_blocks;
+    int blocks = fam->has_residual_stream;
     cJSON_AddItemToObject(o, "branch_rms", numbers(r->branch_rms, blocks ? r->n_layer : 0));
     cJSON_AddItemToObject(
         o, "norm_std", numbers(r->norm_std, r->norm == NL_NORM_NONE || !blocks ? 0 : r->n_layer + r->has_final_norm));
@@ -500,18 +500,18 @@ int report_compare_csv(FILE *f, const NlCompareRow *rows, const char *const *lab
                 r->prefill_tok_s_max, r->decode_tok_s, r->decode_tok_s_min, r->decode_tok_s_max, r->norm_share,
                 r->batch_diff, r->cache_diff);
         fprintf(f, ",%s", fam->name);
-        int nstd = r->norm == NL_NORM_NONE || !fam->has_blocks ? 0 : r->n_layer + r->has_final_norm;
+        int nstd = r->norm == NL_NORM_NONE || !fam->has_residual_stream ? 0 : r->n_layer + r->has_final_norm;
         int npost = r->placement == NL_PLACE_PERI && r->norm != NL_NORM_NONE ? r->n_layer : 0;
         for (int l = 0; l <= L; l++) l <= r->n_layer ? fprintf(f, ",%.6g", r->residual_rms[l]) : fputs(",", f);
         for (int l = 0; l <= L; l++) l <= r->n_layer ? fprintf(f, ",%.6g", r->residual_abs_mean[l]) : fputs(",", f);
         for (int l = 0; l < L; l++)
-            l < r->n_layer && fam->has_blocks ? fprintf(f, ",%.6g", r->branch_rms[l]) : fputs(",", f);
+            l < r->n_layer && fam->has_residual_stream ? fprintf(f, ",%.6g", r->branch_rms[l]) : fputs(",", f);
         for (int l = 0; l <= L; l++) l < nstd ? fprintf(f, ",%.6g", r->norm_std[l]) : fputs(",", f);
         for (int l = 0; l < L; l++) l < npost ? fprintf(f, ",%.6g", r->norm_post_std[l]) : fputs(",", f);
         if (info->invariance)
             for (int t = 0; t < 2; t++)
                 for (int k = 0; k < NL_INV_COUNT; k++)
-                    fam->has_blocks ? fprintf(f, ",%.6g", r->invariance[t][k]) : fputs(",", f);
+                    fam->has_residual_stream ? fprintf(f, ",%.6g", r->invariance[t][k]) : fputs(",", f);
         if (info->quantize) quant_csv(f, rows, i);
         for (int l = 0; info->lens && l <= L; l++) {
             int known = r->has_lens && l <= r->n_layer;  // (apart: clang-format spaced "&& l" as "&&l")

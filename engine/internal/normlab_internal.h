@@ -55,6 +55,7 @@ size_t nl_model_window(const NlModel *model);
 // The bytes one sequence's state takes: a transformer's KV cache (block_size rounded up to a multiple
 // of 32), a recurrent model's h of every layer and the LSTM's c.
 size_t nl_model_state_bytes(const NlModel *model);
+size_t nl_model_call_logits(const NlModel *model);  // NlModelDesc.call_logits
 size_t nl_model_parameters(const NlModel *model);  // number of distinct weights (tied counted once)
 size_t nl_model_weight_bytes(const NlModel *model);  // bytes of tensor data
 // Bytes of the transposed copies of small weights the loader makes where the OpenBLAS kernels in use

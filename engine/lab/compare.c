@@ -76,7 +76,7 @@ static int measure_eval(NlState *s, const NlConfig *c, const int *ids, size_t n,
     NlProfiler *prof = NULL;
     NlLens *lens = NULL;
     size_t T = (size_t)c->block_size, stride = T / 2 ? T / 2 : 1;  // (a recurrent model ignores stride)
-    int rc = -1, blocks = nl_family_info(c->arch)->has_blocks;
+    int rc = -1, blocks = nl_family_info(c->arch)->has_residual_stream;
     int invariance = opts->invariance && blocks;  // an experiment on the norms of a residual stream
     int outliers = opts->outliers && !row->quant && !row->quant_act;  // of the float32 model's activations
     int what = (invariance ? NL_STATS_INVARIANCE : 0) | (outliers ? NL_STATS_OUTLIERS : 0);
@@ -264,7 +264,7 @@ static int compare_one(const NlCompareJob *job, const NlCompareJob *ref, const N
     row->weight_bytes = nl_model_weight_bytes(model);
     run.batch = 1;
     NlState *s = NULL;
-    size_t T = nl_family_info(trained->arch)->windowed ? nl_model_window(model) : NL_RNN_LOGITS;  // else a chunk
+    size_t T = nl_model_call_logits(model);  // a window, or a recurrent model's chunk
     size_t V = (size_t)trained->vocab_size, m = n < T ? n : T;
     float *full = malloc(m * V * sizeof *full);
     int rc = -1;
@@ -274,7 +274,7 @@ static int compare_one(const NlCompareJob *job, const NlCompareJob *ref, const N
     }
     if (nl_quant_state_create(&s, model, &run, job->quant_act, err) != 0) goto cleanup;
     row->residual_scale = nl_state_config(s)->placement == NL_PLACE_POST ? nl_state_config(s)->residual_scale : 1.0;
-    row->has_lens = opts->lens && nl_family_info(trained->arch)->has_blocks;
+    row->has_lens = opts->lens && nl_family_info(trained->arch)->has_residual_stream;
     size_t stride = trained->block_size / 2 ? (size_t)trained->block_size / 2 : 1, scored = n > 1 ? n - 1 : 0;
     KlTrack kl = {.V = V};
     if (ref && scored) {  // (measure_eval's stride: the same windows, so the same positions)

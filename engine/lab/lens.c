@@ -75,7 +75,7 @@ static void score_call(void *ctx, NlState *s, size_t first, size_t count) {
 int nl_lens_create(NlLens **out, const NlConfig *c, size_t batch, const int *ids, size_t n, size_t stride,
                    NlError *err) {
     *out = NULL;
-    if (!nl_family_info(c->arch)->has_blocks) {
+    if (!nl_family_info(c->arch)->has_residual_stream) {
         nl_error(err, NL_ERR_ARG, "the logit lens reads a residual stream, which a recurrent (%s) model has not",
                  nl_name(NL_NAMES_ARCH, c->arch));
         return -1;

@@ -60,7 +60,8 @@ static size_t max4(size_t a, size_t b, size_t c, size_t d) {
 int nl_stats_create(NlStats **out, const NlConfig *cfg, size_t max_rows, int what, NlError *err) {
     *out = NULL;
     NlStats *s = calloc(1, sizeof *s);
-    int invariance = (what & NL_STATS_INVARIANCE) && nl_family_info(cfg->arch)->has_blocks;  // norms of a stream
+    int invariance =
+        (what & NL_STATS_INVARIANCE) && nl_family_info(cfg->arch)->has_residual_stream;  // norms of a stream
     int outliers = (what & NL_STATS_OUTLIERS) != 0;
     size_t n_sites = ((size_t)cfg->n_layer + 1) * NL_SITE_COUNT;
     size_t width = max4((size_t)cfg->n_embd, (size_t)cfg->n_inner, (size_t)cfg->n_hidden, (size_t)cfg->n_input);
@@ -146,7 +147,7 @@ static void nl_stats_state(NlStats *s, int layer, size_t t, const float *h, cons
 double nl_stats_state_norm(const NlStats *s, int layer, int cell, int bucket) {
     const LayerStats *ls = &s->layers[layer];
     if (bucket < 0 || bucket >= NL_STATE_BUCKETS || !ls->state_positions[bucket]) return NAN;
-    if (cell && nl_family_info(s->cfg.arch)->state_vectors < 2) return NAN;
+    if (cell >= nl_family_info(s->cfg.arch)->state_vectors) return NAN;  // the state has no such vector
     return ls->state_norm[cell != 0][bucket] / (double)ls->state_positions[bucket];
 }
 

@@ -146,9 +146,6 @@ typedef struct {
     int n_hidden;  // S: the state width
 } NlConfig;
 
-// The most logits one call on a recurrent model returns per sequence (n_logits <= this).
-#define NL_RNN_LOGITS 128
-
 typedef struct NlModel NlModel;
 typedef struct NlState NlState;
 
@@ -211,7 +208,7 @@ const NlConfig *nl_state_config(const NlState *state);
 // Never allocates.
 const float *nl_forward(NlState *state, const int *tokens, size_t n, size_t pos, size_t n_logits);
 // A recurrent model's state has no window and no cache: any n, pos 0 starts from the zero state,
-// any other pos must be where the previous call ended (pos + n of it), and n_logits <= NL_RNN_LOGITS.
+// any other pos must be where the previous call ended (pos + n of it), and n_logits <= NlModelDesc.call_logits.
 // The same for B <= batch independent sequences at once: tokens (B, n), each sequence with its own
 // KV cache, all at positions pos..pos+n-1. Rows of all sequences share each matrix product.
 // Returns logits (B, n_logits, V).
@@ -423,7 +420,7 @@ typedef struct {
     const char *name;  // nl_name(NL_NAMES_ARCH, arch)
     int windowed;  // its context is a window of block_size positions (a KV cache); 0: a state carries any length
     int has_placement;  // its norms sit pre, post or peri (a recurrent cell's have one place)
-    int has_blocks;  // attention and MLP sublayers on a residual stream: branch RMS, norm outputs, invariance
+    int has_residual_stream;  // sublayers add into a residual stream: the lens, branch RMS, norm outputs, invariance
     int state_vectors;  // vectors a layer carries from one position to the next: 0 (a KV cache), 1 or 2
     const char *state_names[2];  // their names: "h", and the LSTM's "c"
     const char *state_bytes_key;  // what NlModelDesc.state_bytes counts: "kv_cache_bytes", "state_bytes"
@@ -450,6 +447,9 @@ typedef struct {
     // The positions one sequence holds: a transformer's block_size; SIZE_MAX for a recurrent model,
     // which has no window (its state carries any length).
     size_t window;
+    // The most positions whose logits one call returns per sequence (nl_forward's n_logits <= this):
+    // a transformer's window; a recurrent model's chunk (128), which a call of more positions runs in.
+    size_t call_logits;
     // The bytes one sequence's state takes (family->state_bytes_key names them): a transformer's KV
     // cache (block_size rounded up to a multiple of 32), a recurrent model's h of every layer and the LSTM's c.
     size_t state_bytes;

@@ -271,7 +271,7 @@ typedef struct {
 // Measures one job on the text ids[0..n) (n >= 2) into a new row (free it with
 // nl_compare_row_free, also after a failure): eval (with statistics and a profile), prefill
 // and decode throughput, batch and cache consistency. The speeds and the two checks use the text's
-// first T positions (a recurrent model: NL_RNN_LOGITS).
+// first T positions (a recurrent model: the most logits one call returns, NlModelDesc.call_logits).
 int nl_compare_model(const NlCompareJob *job, const NlCompareOptions *opts, NlCompareRow *row, NlError *err);
 
 // Measures rows[i] of jobs[i] for every job (free each with nl_compare_row_free), on up to
