@@ -40,8 +40,8 @@ int nl_context_create(NlContext **out, NlState *state, const NlContextOptions *o
                      .T = windowed ? nl_family_of(c->arch)->window(c) : SIZE_MAX,
                      .V = (size_t)c->vocab_size,
                      .exact_window = opts->exact_window};
-    int fail = windowed && (!(x->rows = malloc(B * x->T * sizeof *x->rows)) ||
-                            !(x->packed = malloc(B * x->T * sizeof *x->packed)));
+    int fail = windowed &&
+               (!(x->rows = malloc(B * x->T * sizeof *x->rows)) || !(x->packed = malloc(B * x->T * sizeof *x->packed)));
     fail |= B > 1 && !(x->shared = malloc(B * x->V * sizeof *x->shared));
     if (fail) {
         nl_context_free(x);

@@ -43,9 +43,7 @@ typedef struct {
 } Context;
 
 // Feeds ids[0..n) after the text so far; the logits after the last (V).
-static const float *feed(Context *c, const int *ids, size_t n) {
-    return nl_context_feed(c->text, ids, 1, n, &c->pos);
-}
+static const float *feed(Context *c, const int *ids, size_t n) { return nl_context_feed(c->text, ids, 1, n, &c->pos); }
 
 // One turn: up to -n tokens sampled and streamed, each fed back (the next turn continues after it);
 // a --stop text ends the turn early. Returns the logits after the turn, or NULL (the error said).
