@@ -39,7 +39,7 @@ CLI_SRC = engine/cli/main.c engine/cli/options.c engine/cli/common.c engine/cli/
           engine/cli/commands_table.c engine/cli/options_table.c engine/cli/help.c engine/cli/output.c \
           engine/cli/msg.c engine/cli/report_profile.c engine/cli/report_compare.c engine/cli/jsonout.c \
           engine/cli/escape.c engine/cli/stops.c engine/cli/kl.c engine/cli/cmd_bench.c engine/cli/stream.c \
-          engine/cli/cmd_interactive.c
+          engine/cli/cmd_interactive.c engine/cli/collect.c
 TESTS = test_tokenizer test_kernels test_sampler test_sampler_fast test_loader test_config test_forward test_golden \
         test_profile test_compare test_parallel test_rnn test_quant test_lab test_context
 FUZZERS = safetensors config tokenizer inline prompt

@@ -260,6 +260,21 @@ int spawn_wait(char *const *argv);
 // Opens -o (or stdout when absent) as *out for the command's main result.
 int open_main_output(const Options *o, OutFile *out);
 
+// stops.c: --stop's filter, one per stream. Set .stops (none: n 0, every byte passes at once).
+typedef struct {
+    const StrList *stops;  // --stop (none: n 0)
+    char *text;  // (cap) text[out..n): new text held back while it may still begin a stop text
+    size_t n, out, cap;  // text[0..out) went out at the last push
+} StopFilter;
+// A token's bytes through f: *out, *n_out the text that may now go out (borrowed until the next
+// call). Returns 0; 1 when a stop text was found (the text out ends where it starts, *which is its
+// index, and f starts over empty); -1 when out of memory.
+int stop_filter_push(StopFilter *f, const char *bytes, size_t len, const char **out, size_t *n_out, int *which);
+size_t stop_filter_held(const StopFilter *f);  // the bytes held back now
+// The end of a stream: the text still held back, to go out (f starts over empty).
+void stop_filter_flush(StopFilter *f, const char **out, size_t *n_out);
+void stop_filter_free(StopFilter *f);
+
 // stream.c: generated text to an output as it comes, flushed per token: never a broken UTF-8
 // character (its start waits for the rest), never a --stop text (what may begin one waits).
 #define HELD_MAX 3  // the start of a UTF-8 character: at most 3 of its 4 bytes
@@ -269,9 +284,7 @@ typedef struct {
     int write_failed;  // an errno once a write failed
     char held[HELD_MAX];  // the start of a UTF-8 character that a later token completes (BPE), not yet written
     size_t n_held;
-    const StrList *stops;  // --stop (none: n 0)
-    char *pending;  // new text held back while it may still begin a stop text (free it when done)
-    size_t n_pending, cap_pending;
+    StopFilter stop;  // --stop's filter of the text (stop_filter_free it when done)
 } EmitCtx;
 // One token's bytes to e->out: NL_EMIT_CONTINUE, NL_EMIT_DONE when a stop text ended the stream (the
 // text before it written), NL_EMIT_STOP when a write failed. An NlEmitFn's body.
@@ -283,13 +296,6 @@ int emit_end(EmitCtx *e);
 // -e's escapes in text (a NUL-terminated argument) into a new *out of *len bytes; EXIT_USAGE with
 // "WHAT: unknown escape ..." printed when one is not known.
 int unescape(const char *what, const char *text, char **out, size_t *len);
-
-// stops.c
-// The start of the first stop text in text[0..len), and in *which its index, or len when there is
-// none; only matches ending after `from` are looked for (text[0..from) held none).
-size_t stop_find(const StrList *stops, const char *text, size_t len, size_t from, int *which);
-// The longest end of text[0..len) that is the start of a stop text, shorter than it (0: none).
-size_t stop_partial(const StrList *stops, const char *text, size_t len);
 
 // kl.c: eval's per-position record (per-token losses, --kl-base, --kl)
 typedef struct {

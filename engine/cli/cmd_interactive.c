@@ -101,7 +101,7 @@ static void say_timings(const Context *c, const NlModel *model) {
 }
 
 static int run_turns(const Options *o, const NlModel *model, Context *c, NlSampler *smp, const float *logits) {
-    EmitCtx e = {.tok = nl_model_tokenizer(model), .out = stdout, .stops = &o->stops};
+    EmitCtx e = {.tok = nl_model_tokenizer(model), .out = stdout, .stop = {.stops = &o->stops}};
     char *line = NULL;
     size_t cap = 0;
     ssize_t got;
@@ -131,7 +131,7 @@ static int run_turns(const Options *o, const NlModel *model, Context *c, NlSampl
     if (!rc || rc == EXIT_INTERRUPTED) fputc('\n', stderr);  // the line after the last "> "
     if (!rc || rc == EXIT_INTERRUPTED) say_timings(c, model);
     free(line);
-    free(e.pending);
+    stop_filter_free(&e.stop);
     return rc;
 }
 
