@@ -45,7 +45,7 @@ static int append_text(Collect *c, int stream, const char *text, size_t n) {
         c->text[stream] = bigger;
         c->cap[stream] = cap;
     }
-    memcpy(c->text[stream] + c->len[stream], text, n);
+    if (n) memcpy(c->text[stream] + c->len[stream], text, n);  // (a filter that holds nothing has no text)
     c->len[stream] += n;
     c->text[stream][c->len[stream]] = '\0';
     return 0;

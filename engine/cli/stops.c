@@ -38,7 +38,7 @@ static size_t stop_partial(const StrList *stops, const char *text, size_t len) {
 
 // Room for `more` bytes after the held ones, which move to the front (what went out last goes).
 static int make_room(StopFilter *f, size_t more) {
-    memmove(f->text, f->text + f->out, f->n - f->out);
+    if (f->out) memmove(f->text, f->text + f->out, f->n - f->out);
     f->n -= f->out;
     f->out = 0;
     if (f->n + more <= f->cap) return 0;
@@ -56,7 +56,7 @@ int stop_filter_push(StopFilter *f, const char *bytes, size_t len, const char **
     }
     if (make_room(f, len) != 0) return -1;
     size_t from = f->n;
-    memcpy(f->text + from, bytes, len);
+    if (len) memcpy(f->text + from, bytes, len);
     f->n += len;
     size_t at = stop_find(f->stops, f->text, f->n, from, which);
     *out = f->text;
