@@ -1,4 +1,5 @@
-// generate.c — prefill the prompt, then sample and decode one token at a time over the KV cache.
+// generate.c — prefill the prompt, then sample and decode one token at a time, each group of streams
+// through one sequence context (context.c: the KV cache, its window and its shift).
 #define _POSIX_C_SOURCE 200809L
 #include <assert.h>
 #include <stdio.h>
@@ -10,58 +11,8 @@
 #include <stdint.h>
 
 #include "normlab.h"
-#include "family.h"
 #include "observe.h"
 #include "parallel.h"
-
-// The B windows of cached tokens, all of the same length: window b is rows[b * T .. b * T + len).
-// A recurrent model has no window: its T is the prompt's length and len only counts positions.
-typedef struct {
-    int *rows;  // (B, T)
-    int *packed;  // (B, T) scratch: the windows packed as (B, len) for nl_forward_batch
-    size_t B, T, len;
-    int recurrent;
-} Windows;
-
-// (B, len) contiguous copy of the windows.
-static const int *packed(Windows *w) {
-    for (size_t b = 0; b < w->B; b++) memcpy(w->packed + b * w->len, w->rows + b * w->T, w->len * sizeof(int));
-    return w->packed;
-}
-
-// Feeds toks (B) after the len tokens in the caches; returns the next logits (B, V).
-static const float *advance(NlState *s, Windows *w, const int *toks, int exact, NlGenerateStats *st) {
-    size_t B = w->B, T = w->T;
-    if (w->recurrent) {  // the state carries everything: one step, never a shift
-        w->len++;
-        return nl_forward_batch(s, toks, B, 1, w->len - 1, 1);
-    }
-    if (exact) {  // nanoGPT: append, crop to the last T tokens, recompute them all
-        size_t keep = w->len < T ? w->len + 1 : T;
-        for (size_t b = 0; b < B; b++) {
-            int *row = w->rows + b * T;
-            memmove(row, row + (w->len + 1 - keep), (keep - 1) * sizeof *row);
-            row[keep - 1] = toks[b];
-        }
-        w->len = keep;
-        return nl_forward_batch(s, packed(w), B, keep, 0, 1);
-    }
-    if (w->len < T) {  // room left: one decoding step against the caches
-        for (size_t b = 0; b < B; b++) w->rows[b * T + w->len] = toks[b];
-        w->len++;
-        return nl_forward_batch(s, toks, B, 1, w->len - 1, 1);
-    }
-    // Full: a context shift keeps the most recent T/2 (the new token included) at positions 0..T/2-1.
-    size_t keep = T / 2 > 0 ? T / 2 : 1;
-    for (size_t b = 0; b < B; b++) {
-        int *row = w->rows + b * T;
-        memmove(row, row + (T - keep + 1), (keep - 1) * sizeof *row);
-        row[keep - 1] = toks[b];
-    }
-    w->len = keep;
-    st->context_shifts++;
-    return nl_forward_batch(s, packed(w), B, keep, 0, 1);
-}
 
 // Samples every stream's next token; timed as the "sampling" component when profiling.
 static int sample_all(NlSampler *const *samplers, const float *logits, size_t B, size_t V, int *toks,
@@ -79,40 +30,26 @@ static int generate_group(NlState *s, NlSampler *const *samplers, size_t B, cons
                           const NlGenerateOptions *opts, NlEmitFn emit, void *ctx, NlGenerateStats *st, NlError *err) {
     assert(n_prompt >= 1 && B >= 1);
     memset(st, 0, sizeof *st);
-    const NlConfig *c = nl_state_config(s);
-    size_t window = nl_family_of(c->arch)->window(c);
-    int recurrent = !nl_family_info(c->arch)->windowed;  // no window to fill or shift
-    if (recurrent && opts->exact_window) {
-        nl_error(err, NL_ERR_ARG, "exact_window applies to transformers; a recurrent model has no window");
-        return -1;
-    }
-    size_t T = recurrent ? n_prompt : window, V = (size_t)c->vocab_size;
+    size_t V = (size_t)nl_state_config(s)->vocab_size;
     const NlObserver *obs = nl_state_observer(s);
-    Windows w = {
-        malloc(B * T * sizeof(int)), malloc(B * T * sizeof(int)), B, T, n_prompt < T ? n_prompt : T, recurrent};
+    NlContext *text = NULL;  // the group's windows, its one shift path
+    NlContextOptions co = {.streams = B, .exact_window = opts->exact_window};
+    if (nl_context_create(&text, s, &co, err) != 0) return -1;
     int *toks = malloc(B * sizeof *toks);
     char *done = calloc(B, 1);  // (B) the streams that emit ended (NL_EMIT_DONE)
-    float *first = malloc(B * V * sizeof *first);  // (B, V) the prompt's logits, one row per stream
-    if (!w.rows || !w.packed || !toks || !done || !first) {
-        free(w.rows);
-        free(w.packed);
+    if (!toks || !done) {
+        nl_context_free(text);
         free(toks);
         free(done);
-        free(first);
         nl_error(err, NL_ERR_NOMEM, "out of memory");
         return -1;
     }
-    for (size_t b = 0; b < B; b++) memcpy(w.rows + b * T, prompt + (n_prompt - w.len), w.len * sizeof(int));
-    st->prompt_used = w.len;
+    NlContextPosition pos;
     nl_obs_set_phase(obs, NL_PHASE_PREFILL);
-    // The streams share the prompt: prefill it once, as stream 0, and copy the cache to the others.
+    // The streams share the prompt: the context prefills it once, as stream 0, and copies the cache.
     double pw = nl_obs_begin(obs), t0 = nl_clock_seconds();
-    const float *logits = nl_forward(s, w.rows, w.len, 0, 1);  // (1, V)
-    for (size_t b = 0; b < B; b++) {
-        if (b > 0) nl_state_copy_cache(s, 0, b, w.len);
-        memcpy(first + b * V, logits, V * sizeof *first);
-    }
-    logits = first;
+    const float *logits = nl_context_feed(text, prompt, 1, n_prompt, &pos);  // (B, V)
+    st->prompt_used = pos.len;
     st->prefill_seconds = nl_clock_seconds() - t0;
     nl_obs_add_wall(obs, pw);
     nl_obs_set_phase(obs, NL_PHASE_DECODE);
@@ -136,18 +73,17 @@ static int generate_group(NlState *s, NlSampler *const *samplers, size_t B, cons
         pw = nl_obs_begin(obs);
         t0 = nl_clock_seconds();
         size_t shifts = st->context_shifts;
-        logits = advance(s, &w, toks, opts->exact_window, st);
+        logits = nl_context_feed(text, toks, B, 1, &pos);
         double step = nl_clock_seconds() - t0;
+        st->context_shifts = pos.shifts;
         st->decode_seconds += step;
         if (st->context_shifts > shifts) st->shift_seconds += step;
         nl_obs_add_wall(obs, pw);
         st->decode_tokens++;
     }
-    free(w.rows);
-    free(w.packed);
+    nl_context_free(text);
     free(toks);
     free(done);
-    free(first);
     return rc;
 }
 

@@ -105,7 +105,7 @@ static int print_eval(FILE *out, int json, const NlEvalResult *r, double nats, d
 
 // After print_eval's JSON: --kl's figures, the per-token losses (--json -o FILE), and the closing brace;
 // as text, --kl's lines. Returns 0 when a write failed.
-static int print_extras(FILE *out, int json, const KlRecord *r, const KlSummary *k) {
+static int print_extras(FILE *out, int json, const NlKlRecord *r, const NlKlSummary *k) {
     int ok = 1;
     if (r->compare && json)
         ok &= fprintf(out,
@@ -174,7 +174,7 @@ static int plan_eval(const Options *o, const NlModel *model, size_t n, EvalPlan 
 
 // Scores ids[0..n) as planned (with a progress line on a terminal) into *r; the seconds it took.
 static int score(const Options *o, const NlModel *model, const Workers *wk, const EvalPlan *p, const int *ids, size_t n,
-                 KlRecord *rec, NlEvalResult *r, double *seconds) {
+                 NlKlRecord *rec, NlEvalResult *r, double *seconds) {
     NlError err;
     Progress prog = {0.0, 0, nl_tokenizer_kind(nl_model_tokenizer(model)) == NL_TOKENIZER_CHAR};
     NlProgressFn show = isatty(STDERR_FILENO) ? eval_progress : NULL;
@@ -183,7 +183,7 @@ static int score(const Options *o, const NlModel *model, const Workers *wk, cons
                         .segments = p->segments,
                         .progress = show,
                         .progress_ctx = &prog,
-                        .scored = record ? kl_scored : NULL,
+                        .scored = record ? nl_kl_scored : NULL,
                         .scored_ctx = rec};
     int failed = nl_eval(wk->states, (size_t)p->workers, ids, n, &eo, r, &err);
     if (failed) {
@@ -233,9 +233,13 @@ int cmd_eval(Options *o) {
     if (!rc) rc = open_main_output(o, &out);
     NlEvalResult r;
     double seconds = 0.0, nats, se;
-    if (!rc) rc = score(o, model, &wk, &p, ids, n, &rec, &r, &seconds);
-    KlSummary kls = {0};
-    if (!rc && rec.compare) rc = kl_summary(&rec, &kls);
+    if (!rc) rc = score(o, model, &wk, &p, ids, n, &rec.pos, &r, &seconds);
+    NlKlSummary kls = {0};
+    NlError err;
+    if (!rc && rec.pos.compare && nl_kl_summary(&rec.pos, &kls, &err) != 0) {
+        msg_error("%s", err.msg);
+        rc = EXIT_DATA;
+    }
     if (!rc && o->kl_base && kl_base_write(base_out.f, &rec) != 0) {
         msg_error("cannot write %s: %s", o->kl_base, strerror(errno));
         rc = EXIT_DATA;
@@ -249,7 +253,7 @@ int cmd_eval(Options *o) {
             plural((size_t)threads));
     int ok = print_eval(out.f, o->json, &r, nats, se, skipped, p.windowless ? "segments" : "stride",
                         p.windowless ? p.segments : p.stride, chars ? "char" : "token", r.bytes);
-    ok = ok && print_extras(out.f, o->json, &rec, &kls);
+    ok = ok && print_extras(out.f, o->json, &rec.pos, &kls);
     if (!ok || fflush(out.f) == EOF) {
         msg_error("cannot write %s: %s", o->output ? o->output : "to stdout", strerror(errno));
         rc = EXIT_DATA;

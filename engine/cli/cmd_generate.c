@@ -17,6 +17,7 @@
 
 #include "cli.h"
 #include "cmd_generate.h"
+#include "collect.h"
 #include "commands.h"
 #include "io_check.h"
 #include "jsonout.h"
@@ -29,89 +30,6 @@
 #include "stream.h"
 #include "utf8.h"
 #include "workers.h"
-
-// --n-probs: one stream's generated tokens, each with its top tokens, as the sampler recorded them.
-typedef struct {
-    int *ids;  // (n, 1 + width): the token, then its top tokens
-    double *logprobs;  // (n, 1 + width): theirs
-    size_t *at;  // (n) where the token's bytes start in the stream's text
-    size_t n, cap;
-} Probs;
-
-// Each stream's text collected, then written whole (--samples, --json).
-typedef struct {
-    const NlTokenizer *tok;
-    char **text;  // (N) growing NUL-terminated buffers
-    size_t *len, *cap;
-    atomic_int failed;  // set from any worker thread
-    const StrList *stops;  // --stop (none: n 0)
-    const char **stopped_by;  // (N) the stop text that ended the stream, or NULL
-    NlSampler **samplers;  // (N) with --n-probs: what each stream's last draw recorded
-    int width;  // --n-probs: the top tokens recorded a draw (0: none)
-    Probs *probs;  // (N) with --n-probs
-} Collect;
-
-// The sampler's record of the token just drawn, at the text's offset at.
-static int record_token(Collect *c, int stream, int token, size_t at) {
-    Probs *p = &c->probs[stream];
-    size_t w = (size_t)c->width + 1;
-    if (p->n == p->cap) {
-        size_t cap = p->cap ? 2 * p->cap : 64;
-        int *ids = realloc(p->ids, cap * w * sizeof *ids);
-        if (ids) p->ids = ids;
-        double *lps = realloc(p->logprobs, cap * w * sizeof *lps);
-        if (lps) p->logprobs = lps;
-        size_t *ats = realloc(p->at, cap * sizeof *ats);
-        if (ats) p->at = ats;
-        if (!ids || !lps || !ats) return -1;
-        p->cap = cap;
-    }
-    const int *top;
-    const double *top_lp;
-    double lp;
-    int k = nl_sampler_probs(c->samplers[stream], &lp, &top, &top_lp);
-    p->ids[p->n * w] = token;
-    p->logprobs[p->n * w] = lp;
-    for (int i = 0; i < c->width; i++) {  // (k = width: the vocabulary holds at least width tokens)
-        p->ids[p->n * w + 1 + (size_t)i] = i < k ? top[i] : -1;
-        p->logprobs[p->n * w + 1 + (size_t)i] = i < k ? top_lp[i] : 0.0;
-    }
-    p->at[p->n++] = at;
-    return 0;
-}
-
-static int collect_token(int stream, int token, void *ctx) {
-    Collect *c = ctx;
-    size_t n, need, from = c->len[stream];
-    const char *piece = nl_tokenizer_bytes(c->tok, token, &n);
-    need = c->len[stream] + n + 1;
-    if (need > c->cap[stream]) {
-        size_t cap = need * 2;
-        char *bigger = realloc(c->text[stream], cap);
-        if (!bigger) {
-            c->failed = 1;
-            return NL_EMIT_STOP;
-        }
-        c->text[stream] = bigger;
-        c->cap[stream] = cap;
-    }
-    memcpy(c->text[stream] + c->len[stream], piece, n);
-    c->len[stream] += n;
-    c->text[stream][c->len[stream]] = '\0';
-    if (c->width && record_token(c, stream, token, from) != 0) {
-        c->failed = 1;
-        return NL_EMIT_STOP;
-    }
-    int which;
-    size_t at = c->stops->n ? stop_find(c->stops, c->text[stream], c->len[stream], from, &which) : c->len[stream];
-    if (at == c->len[stream]) return NL_EMIT_CONTINUE;
-    c->len[stream] = at;  // the stop text and what follows it go
-    c->text[stream][at] = '\0';
-    c->stopped_by[stream] = c->stops->items[which];
-    for (Probs *p = c->width ? &c->probs[stream] : NULL; p && p->n && p->at[p->n - 1] >= at;)
-        p->n--;  // the tokens wholly inside it go too (a token it starts within stays)
-    return NL_EMIT_DONE;
-}
 
 static int stream_token(int stream, int token, void *ctx) {
     (void)stream;
@@ -202,7 +120,7 @@ static int print_samples(FILE *out, const Collect *c, int n, uint64_t seed, cons
             add_u64(j, "seed", seed + (uint64_t)i);
             cJSON_AddItemToObject(j, "prompt", nl_jsonx_bytes(prompt, prompt_len));  // (it may hold a NUL)
             cJSON_AddItemToObject(j, "text", nl_jsonx_bytes(text, c->len[i]));  // (a BPE text may hold a NUL)
-            if (c->stops->n) add_stop(j, c, i);
+            if (o->stops.n) add_stop(j, c, i);
             if (c->width) cJSON_AddItemToObject(j, "completion_probabilities", probs_json(c, i));
             if (n == 1) add_timings(j, st, 1);
             ok = print_json(out, j);
@@ -316,20 +234,6 @@ static int check_run(const Options *o, const RunMode *mode, const NlModel *model
     return 0;
 }
 
-static void collect_free(Collect *c, int n) {
-    for (int i = 0; c->text && i < n; i++) free(c->text[i]);
-    for (int i = 0; c->probs && i < n; i++) {
-        free(c->probs[i].ids);
-        free(c->probs[i].logprobs);
-        free(c->probs[i].at);
-    }
-    free(c->text);
-    free(c->len);
-    free(c->cap);
-    free(c->stopped_by);
-    free(c->probs);
-}
-
 // One generate or profile run of one model: what it holds, from setup to cleanup.
 typedef struct {
     const RunMode *mode;
@@ -382,12 +286,13 @@ static int setup_model(const Options *o, GenRun *r, const char *given, size_t le
     r->col = (Collect){.text = calloc(k, sizeof(char *)),
                        .len = calloc(k, sizeof(size_t)),
                        .cap = calloc(k, sizeof(size_t)),
-                       .stops = &o->stops,
+                       .stop = calloc(k, sizeof(StopFilter)),
                        .stopped_by = calloc(k, sizeof(char *)),
                        .samplers = r->samplers,
                        .width = o->sampling.n_probs,
                        .probs = o->sampling.n_probs ? calloc(k, sizeof(Probs)) : NULL};
-    int rc = r->samplers && r->col.text && r->col.len && r->col.cap && r->col.stopped_by &&
+    for (size_t i = 0; r->col.stop && i < k; i++) r->col.stop[i].stops = &o->stops;
+    int rc = r->samplers && r->col.text && r->col.len && r->col.cap && r->col.stop && r->col.stopped_by &&
                      (r->col.probs || !o->sampling.n_probs)
                  ? 0
                  : EXIT_DATA;
@@ -465,7 +370,7 @@ static int setup_run(const Options *o, GenRun *r) {
 static int decode_streams(const Options *o, GenRun *r, FILE *out, int *write_failed) {
     int collect = o->samples > 1 || o->json;
     size_t T = model_context(r->model), n = r->n;  // a recurrent model's (SIZE_MAX) takes the whole prompt
-    EmitCtx ectx = {.tok = nl_model_tokenizer(r->model), .out = out, .stops = &o->stops};
+    EmitCtx ectx = {.tok = nl_model_tokenizer(r->model), .out = out, .stop = {.stops = &o->stops}};
     if (o->echo && !collect && r->mode->keep_text &&
         (fwrite(r->prompt, 1, r->prompt_len, out) != r->prompt_len || fflush(out) == EOF))
         ectx.write_failed = errno;
@@ -486,8 +391,9 @@ static int decode_streams(const Options *o, GenRun *r, FILE *out, int *write_fai
     if (!collect && r->mode->keep_text && g >= 0 && !emit_end(&ectx) && !r->name && isatty(fileno(out)) &&
         (fputc('\n', out) == EOF || fflush(out) == EOF))
         ectx.write_failed = errno ? errno : EIO;
-    free(ectx.pending);
+    stop_filter_free(&ectx.stop);
     if (g < 0) return fail(&err);
+    if (collect && r->mode->keep_text && collect_end(&r->col, o->samples) != 0) r->col.failed = 1;
     if (r->col.failed) {
         msg_error("out of memory for the samples");
         return EXIT_DATA;

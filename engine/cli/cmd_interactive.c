@@ -36,44 +36,27 @@ static void set_ctrl_c(int flags) {
     sigaction(SIGINT, &on_int, NULL);
 }
 
-// The text so far, as the model sees it: a transformer's window of its last T tokens (on the state's
-// cache), or a recurrent model's position count (its state carries the rest).
+// The text so far, as the model sees it: the library's sequence context on the session's state (a
+// transformer's window of its last T tokens, shifted when full as generate shifts; or a recurrent
+// model's state), and the session's counts.
 typedef struct {
     NlState *state;
-    int *window;  // (T) a transformer's tokens in the cache
-    size_t T, len;
+    NlContext *text;
+    NlContextPosition pos;  // where the text is: its window's tokens, its shifts
+    size_t T;  // the window (SIZE_MAX: none)
     int windowed;
     size_t fed, made, turns;  // the tokens read (prompt and lines), those generated, the turns
     double fed_seconds, made_seconds;  // their forward passes (and, for those generated, their sampling)
 } Context;
 
-// Feeds ids[0..n) after the text so far; the logits after the last (V), or NULL on a failed pass.
-// A transformer whose window would overflow keeps the last T/2 tokens and runs them again (a
-// context shift, as generate does).
-static const float *feed(Context *c, const int *ids, size_t n) {
-    if (!c->windowed) {
-        const float *l = nl_forward(c->state, ids, n, c->len, 1);
-        c->len += n;
-        return l;
-    }
-    if (c->len + n <= c->T) {
-        memcpy(c->window + c->len, ids, n * sizeof *ids);
-        const float *l = nl_forward(c->state, ids, n, c->len, 1);
-        c->len += n;
-        return l;
-    }
-    size_t keep = c->T / 2 > 0 ? c->T / 2 : 1, from_new = n < keep ? n : keep, from_old = keep - from_new;
-    memmove(c->window, c->window + c->len - from_old, from_old * sizeof *ids);
-    memcpy(c->window + from_old, ids + n - from_new, from_new * sizeof *ids);
-    c->len = keep;
-    return nl_forward(c->state, c->window, keep, 0, 1);
-}
+// Feeds ids[0..n) after the text so far; the logits after the last (V).
+static const float *feed(Context *c, const int *ids, size_t n) { return nl_context_feed(c->text, ids, 1, n, &c->pos); }
 
 // One turn: up to -n tokens sampled and streamed, each fed back (the next turn continues after it);
 // a --stop text ends the turn early. Returns the logits after the turn, or NULL (the error said).
 static const float *one_turn(const Options *o, Context *c, NlSampler *smp, EmitCtx *e, const float *logits) {
     c->turns++;
-    for (long i = 0; o->n_new < 0 ? !c->windowed || c->len < c->T : i < o->n_new; i++) {  // -1: to a full window
+    for (long i = 0; o->n_new < 0 ? !c->windowed || c->pos.len < c->T : i < o->n_new; i++) {  // -1: to a full window
         if (ctrl_c) {  // Ctrl-C: this turn ends here
             ctrl_c = 0;
             break;
@@ -108,8 +91,10 @@ static ssize_t read_line(char **line, size_t *cap) {
 // The tokens read (the prompt and each line), timed: the logits after them.
 static const float *timed_feed(Context *c, const int *ids, size_t n) {
     double t0 = nl_clock_seconds();
+    size_t had = c->pos.len;
     const float *logits = feed(c, ids, n);
-    c->fed += n, c->fed_seconds += nl_clock_seconds() - t0;
+    size_t read = had == 0 && c->pos.len < n ? c->pos.len : n;  // a prompt over the window: its last T
+    c->fed += read, c->fed_seconds += nl_clock_seconds() - t0;
     return logits;
 }
 
@@ -123,7 +108,7 @@ static void say_timings(const Context *c, const NlModel *model) {
 }
 
 static int run_turns(const Options *o, const NlModel *model, Context *c, NlSampler *smp, const float *logits) {
-    EmitCtx e = {.tok = nl_model_tokenizer(model), .out = stdout, .stops = &o->stops};
+    EmitCtx e = {.tok = nl_model_tokenizer(model), .out = stdout, .stop = {.stops = &o->stops}};
     char *line = NULL;
     size_t cap = 0;
     ssize_t got;
@@ -153,7 +138,7 @@ static int run_turns(const Options *o, const NlModel *model, Context *c, NlSampl
     if (!rc || rc == EXIT_INTERRUPTED) fputc('\n', stderr);  // the line after the last "> "
     if (!rc || rc == EXIT_INTERRUPTED) say_timings(c, model);
     free(line);
-    free(e.pending);
+    stop_filter_free(&e.stop);
     return rc;
 }
 
@@ -177,12 +162,9 @@ int generate_interactive(Options *o) {
     if (!rc) rc = make_sampler(o, model, seed, ids, n, &smp);
     c.windowed = !rc && model_windowed(model);
     c.T = T;
-    if (!rc && c.windowed && !(c.window = malloc(T * sizeof *c.window))) {
-        msg_error("out of memory");
-        rc = EXIT_DATA;
-    }
+    NlError err;
+    if (!rc && nl_context_create(&c.text, c.state, NULL, &err) != 0) rc = fail(&err);
     if (!rc && !o->has_seed && o->sampling.temperature > 0) msg_error("seed %llu", (unsigned long long)seed);
-    size_t first = c.windowed && n > T ? n - T : 0;  // a prompt longer than the window: its last T
     if (!rc && o->echo && (fwrite(text, 1, len, stdout) != len || fflush(stdout) == EOF)) {
         msg_error("cannot write to stdout: %s", strerror(errno));
         rc = EXIT_DATA;
@@ -192,10 +174,10 @@ int generate_interactive(Options *o) {
     ctrl_c = 0;
     int caught = !rc && sigaction(SIGINT, NULL, &before) == 0;
     if (caught) set_ctrl_c(SA_RESTART);
-    const float *logits = rc ? NULL : timed_feed(&c, ids + first, n - first);
+    const float *logits = rc ? NULL : timed_feed(&c, ids, n);
     if (!rc) rc = run_turns(o, model, &c, smp, logits);
     if (caught) sigaction(SIGINT, &before, NULL);
-    free(c.window);
+    nl_context_free(c.text);
     nl_state_free(c.state);
     nl_sampler_free(smp);
     free(ids);

@@ -1,4 +1,4 @@
-// stops.h — where a --stop text ends a stream (stops.c).
+// stops.h — where a --stop text ends a stream: one filter the streamer and the collector share (stops.c).
 #ifndef NL_CLI_STOPS_H
 #define NL_CLI_STOPS_H
 
@@ -6,10 +6,19 @@
 
 #include "cli.h"
 
-// The start of the first stop text in text[0..len), and in *which its index, or len when there is
-// none; only matches ending after `from` are looked for (text[0..from) held none).
-size_t stop_find(const StrList *stops, const char *text, size_t len, size_t from, int *which);
-// The longest end of text[0..len) that is the start of a stop text, shorter than it (0: none).
-size_t stop_partial(const StrList *stops, const char *text, size_t len);
+// --stop's filter, one per stream. Set .stops (none: n 0, every byte passes at once).
+typedef struct {
+    const StrList *stops;  // --stop (none: n 0)
+    char *text;  // (cap) text[out..n): new text held back while it may still begin a stop text
+    size_t n, out, cap;  // text[0..out) went out at the last push
+} StopFilter;
+// A token's bytes through f: *out, *n_out the text that may now go out (borrowed until the next
+// call). Returns 0; 1 when a stop text was found (the text out ends where it starts, *which is its
+// index, and f starts over empty); -1 when out of memory.
+int stop_filter_push(StopFilter *f, const char *bytes, size_t len, const char **out, size_t *n_out, int *which);
+size_t stop_filter_held(const StopFilter *f);  // the bytes held back now
+// The end of a stream: the text still held back, to go out (f starts over empty).
+void stop_filter_flush(StopFilter *f, const char **out, size_t *n_out);
+void stop_filter_free(StopFilter *f);
 
 #endif

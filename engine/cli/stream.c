@@ -42,42 +42,27 @@ static int emit_bytes(EmitCtx *e, const char *bytes, size_t len) {
     return 0;
 }
 
-// One token to the output. With --stop the new text passes through pending: the text before a stop
-// text is written and the stream ends (NL_EMIT_DONE); an end that may begin one waits.
+// One token to the output, through --stop's filter: the text before a stop text is written and the
+// stream ends (NL_EMIT_DONE); an end that may begin one waits.
 int emit_token(int token, void *ctx) {
     EmitCtx *e = ctx;
-    size_t len, from = e->n_pending;
-    const char *bytes = nl_tokenizer_bytes(e->tok, token, &len);
-    if (!e->stops->n) return emit_bytes(e, bytes, len);
-    if (from + len > e->cap_pending) {
-        char *bigger = realloc(e->pending, 2 * (from + len));
-        if (!bigger) {
-            e->write_failed = ENOMEM;
-            return NL_EMIT_STOP;
-        }
-        e->pending = bigger;
-        e->cap_pending = 2 * (from + len);
+    size_t len, n;
+    const char *bytes = nl_tokenizer_bytes(e->tok, token, &len), *out;
+    int which, found = stop_filter_push(&e->stop, bytes, len, &out, &n, &which);
+    if (found < 0) {
+        e->write_failed = ENOMEM;
+        return NL_EMIT_STOP;
     }
-    memcpy(e->pending + from, bytes, len);
-    e->n_pending += len;
-    int which;
-    size_t at = stop_find(e->stops, e->pending, e->n_pending, from, &which);
-    if (at < e->n_pending) {
-        e->n_pending = 0;
-        return emit_bytes(e, e->pending, at) ? NL_EMIT_STOP : NL_EMIT_DONE;
-    }
-    size_t keep = stop_partial(e->stops, e->pending, e->n_pending);
-    if (emit_bytes(e, e->pending, e->n_pending - keep)) return NL_EMIT_STOP;
-    memmove(e->pending, e->pending + e->n_pending - keep, keep);
-    e->n_pending = keep;
-    return NL_EMIT_CONTINUE;
+    if (emit_bytes(e, out, n)) return NL_EMIT_STOP;
+    return found ? NL_EMIT_DONE : NL_EMIT_CONTINUE;
 }
 
 // The end of a stream: text held back for --stop is written, and a character left unfinished as U+FFFD.
 int emit_end(EmitCtx *e) {
-    size_t n = e->n_pending;
-    e->n_pending = 0;
-    if (n && !e->write_failed && emit_bytes(e, e->pending, n)) return 1;
+    const char *out;
+    size_t n;
+    stop_filter_flush(&e->stop, &out, &n);
+    if (n && !e->write_failed && emit_bytes(e, out, n)) return 1;
     n = e->n_held;
     e->n_held = 0;
     return n && !e->write_failed ? emit_repaired(e, e->held, n) : 0;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "cli.h"
+#include "stops.h"
 
 // stream.c: generated text to an output as it comes, flushed per token: never a broken UTF-8
 // character (its start waits for the rest), never a --stop text (what may begin one waits).
@@ -16,9 +17,7 @@ typedef struct {
     int write_failed;  // an errno once a write failed
     char held[HELD_MAX];  // the start of a UTF-8 character that a later token completes (BPE), not yet written
     size_t n_held;
-    const StrList *stops;  // --stop (none: n 0)
-    char *pending;  // new text held back while it may still begin a stop text (free it when done)
-    size_t n_pending, cap_pending;
+    StopFilter stop;  // --stop's filter of the text (stop_filter_free it when done)
 } EmitCtx;
 // One token's bytes to e->out: NL_EMIT_CONTINUE, NL_EMIT_DONE when a stop text ended the stream (the
 // text before it written), NL_EMIT_STOP when a write failed. An NlEmitFn's body.

@@ -27,51 +27,32 @@ static void summarize(double *v, int n, double *median, double *min, double *max
 
 // Eval with statistics and a profile attached: quality, hidden states, time per component; and the
 // logit lens read from the same pass, when row->has_lens.
-// A quantized row against its float32 row: the reference's log-softmax of every scored position,
-// then each of the row's positions' KL divergence and top-1 agreement (the NlEvalScoredFn's).
-typedef struct {
-    float *base;  // (n - 1, V)
-    double *kl;  // (n - 1)
-    unsigned char *same;  // (n - 1)
-    size_t V;
-    int compare;  // 0: filling base; 1: comparing with it
-} KlTrack;
-
-static void kl_track(void *ctx, size_t input, const float *logits, double nll) {
-    KlTrack *k = ctx;
-    (void)nll;
-    if (!k->compare) {
-        nl_log_softmax(logits, k->V, k->base + input * k->V);
-        return;
-    }
-    int same;
-    k->kl[input] = nl_kl_from_logits(k->base + input * k->V, logits, k->V, &same);
-    k->same[input] = (unsigned char)same;
-}
-
 // The reference job's log-softmax at every position eval scores, into k->base (eval's windows).
-static int kl_reference(const NlCompareJob *ref, size_t stride, KlTrack *k, NlError *err) {
+static int kl_reference(const NlCompareJob *ref, size_t stride, NlKlRecord *k, NlError *err) {
     NlRunOptions run = ref->run;
     run.batch = 1;
     NlState *s = NULL;
     NlEvalResult r;
-    NlEvalOptions eo = {.stride = stride, .scored = kl_track, .scored_ctx = k};
+    NlEvalOptions eo = {.stride = stride, .scored = nl_kl_scored, .scored_ctx = k};
     if (nl_quant_state_create(&s, ref->model, &run, ref->quant_act, err) != 0) return -1;
     int rc = nl_eval(&s, 1, ref->ids, ref->n, &eo, &r, err);
     nl_state_free(s);
     return rc;
 }
 
-static void kl_summary(const KlTrack *k, size_t n, NlCompareRow *row) {
-    double same = 0.0;
-    for (size_t i = 0; i < n; i++) same += k->same[i];
+// A quantized row's figures against its float32 row's distribution (nl_kl_summary's).
+static int kl_figures(const NlKlRecord *k, NlCompareRow *row, NlError *err) {
+    NlKlSummary sum;
+    if (nl_kl_summary(k, &sum, err) != 0) return -1;
     row->has_kl = 1;
-    nl_mean_stderr(k->kl, n, &row->kl_divergence, &row->kl_divergence_stderr);
-    row->same_top = n ? same / (double)n : 0.0;
+    row->kl_divergence = sum.kl;
+    row->kl_divergence_stderr = sum.kl_se;
+    row->same_top = sum.same_top;
+    return 0;
 }
 
 static int measure_eval(NlState *s, const NlConfig *c, const int *ids, size_t n, const NlCompareOptions *opts,
-                        KlTrack *kl, NlCompareRow *row, NlError *err) {
+                        NlKlRecord *kl, NlCompareRow *row, NlError *err) {
     NlStats *st = NULL;
     NlProfiler *prof = NULL;
     NlLens *lens = NULL;
@@ -85,7 +66,7 @@ static int measure_eval(NlState *s, const NlConfig *c, const int *ids, size_t n,
     nl_state_set_stats(s, st);
     nl_state_set_profiler(s, prof);
     NlEvalResult r;
-    NlEvalOptions eo = {.stride = stride, .scored = kl ? kl_track : NULL, .scored_ctx = kl};
+    NlEvalOptions eo = {.stride = stride, .scored = kl ? nl_kl_scored : NULL, .scored_ctx = kl};
     int failed = lens ? nl_lens_eval(lens, s, &eo, &r, err) : nl_eval(&s, 1, ids, n, &eo, &r, err);
     if (failed || (lens && nl_lens_bits(lens, row->lens_bits_per_char, err) != 0)) goto cleanup;
     row->chars = r.count;
@@ -276,32 +257,23 @@ static int compare_one(const NlCompareJob *job, const NlCompareJob *ref, const N
     row->residual_scale = nl_state_config(s)->placement == NL_PLACE_POST ? nl_state_config(s)->residual_scale : 1.0;
     row->has_lens = opts->lens && nl_family_info(trained->arch)->has_residual_stream;
     size_t stride = trained->block_size / 2 ? (size_t)trained->block_size / 2 : 1, scored = n > 1 ? n - 1 : 0;
-    KlTrack kl = {.V = V};
+    NlKlRecord kl = {0};
     if (ref && scored) {  // (measure_eval's stride: the same windows, so the same positions)
-        kl.base = malloc(scored * V * sizeof *kl.base);
-        kl.kl = malloc(scored * sizeof *kl.kl);
-        kl.same = malloc(scored);
-        if (!kl.base || !kl.kl || !kl.same) {
-            nl_error(err, NL_ERR_NOMEM, "out of memory for %zu positions of the float32 row's distribution", scored);
-            goto kl_cleanup;
-        }
+        if (nl_kl_record_init(&kl, V, ids, n, NL_KL_COMPARE, err) != 0) goto kl_cleanup;
+        kl.compare = 0;  // the float32 row's pass fills base, then this row's is compared with it
         if (kl_reference(ref, stride, &kl, err) != 0) goto kl_cleanup;
         kl.compare = 1;
     }
     if (measure_eval(s, nl_state_config(s), ids, n, opts, kl.compare ? &kl : NULL, row, err) != 0) goto kl_cleanup;
-    if (kl.compare) kl_summary(&kl, scored, row);
-    free(kl.base);
-    free(kl.kl);
-    free(kl.same);
+    if (kl.compare && kl_figures(&kl, row, err) != 0) goto kl_cleanup;
+    nl_kl_record_free(&kl);
     if (measure_speed(s, ids, m, opts->repeats, row, err) != 0) goto cleanup;
     row->cache_diff = cache_consistency(s, ids, m, V, full, opts->fault);
     if (batch_consistency(model, run, s, ids, n, m, V, opts->fault, &row->batch_diff, err) != 0) goto cleanup;
     rc = 0;
     goto cleanup;
 kl_cleanup:
-    free(kl.base);
-    free(kl.kl);
-    free(kl.same);
+    nl_kl_record_free(&kl);
 cleanup:
     free(full);
     nl_state_free(s);

@@ -246,6 +246,31 @@ void nl_sampler_accept(NlSampler *sampler, int token);
 // id) with theirs, borrowed until the next draw. Returns their count (0 before any draw, or off).
 int nl_sampler_probs(const NlSampler *sampler, double *logprob, const int **ids, const double **logprobs);
 
+// ---- sequence context (context.c)
+
+// One state's sequences as text goes in (llama.cpp's context, llama2.c's generate loop): each feed
+// runs ids after the tokens cached so far and returns the logits after them. A transformer's window
+// of T that a feed would overflow shifts: its most recent T/2 tokens (the feed's last ones included)
+// run again at positions 0..T/2-1, and the text goes on (a feed into an empty window keeps its last
+// T). With exact_window every feed recomputes the last T tokens from position 0 (nanoGPT's sampler).
+// A recurrent model (NlModelDesc.window SIZE_MAX) never shifts: its state carries the whole text.
+typedef struct NlContext NlContext;
+typedef struct {
+    size_t streams;  // B sequences fed side by side, on the state's sequences 0..B-1 (0 means 1; at most its batch)
+    int exact_window;  // 1: nanoGPT's recompute instead of the shift (transformers only)
+} NlContextOptions;
+typedef struct {
+    size_t len;  // positions each sequence holds: a window's tokens, or a recurrent model's text so far
+    size_t shifts;  // context shifts so far
+} NlContextPosition;
+// The context borrows state (free the context first); opts NULL: one sequence, shifting.
+int nl_context_create(NlContext **out, NlState *state, const NlContextOptions *opts, NlError *err);
+void nl_context_free(NlContext *ctx);
+// Feeds ids (rows, n), n >= 1: rows B, one row per sequence, or rows 1 into an empty context, the
+// same ids for every sequence (run once, the cache copied). Returns the logits after them (B, V),
+// valid until the next feed; *pos (when not NULL) gets where the context is now. Never allocates.
+const float *nl_context_feed(NlContext *ctx, const int *ids, size_t rows, size_t n, NlContextPosition *pos);
+
 // ---- generation (generate.c)
 
 // Called with each stream's sampled token; returns NL_EMIT_CONTINUE, NL_EMIT_STOP to stop the whole

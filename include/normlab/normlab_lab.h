@@ -294,4 +294,32 @@ double nl_kl_from_logits(const float *base_logp, const float *logits, size_t V, 
 // The mean of x (n) and its standard error (the sample standard deviation over sqrt(n); 0 for n < 2).
 void nl_mean_stderr(const double *x, size_t n, double *mean, double *se);
 
+// One run's record of every position eval scores (eval --kl-base/--kl, compare's quantized rows):
+// each loss, the reference's log-softmax rows (base), and against them each position's KL
+// divergence, loss difference and top-1 agreement. nl_kl_scored, eval's NlEvalScoredFn on it, fills
+// base from the run (compare 0) or compares the run with base (compare 1).
+typedef struct {
+    size_t n, V;  // the positions scored (the text's tokens but the first), the vocabulary
+    const int *ids;  // (n + 1) the text's, borrowed
+    double *nll;  // (n) each position's loss, or NULL
+    float *base;  // (n, V) the reference's log-softmax, or NULL
+    int compare;  // 1: base is the reference the run is compared with
+    double *kl, *dnll;  // (n) compare: KL(base || run), and the loss less the base's
+    unsigned char *same;  // (n) compare: the same most likely token
+} NlKlRecord;
+enum { NL_KL_LOSSES = 1, NL_KL_BASE = 2, NL_KL_COMPARE = 4 };  // what a record keeps: or'ed
+typedef struct {
+    double kl, kl_se, median, p99, max;  // nats
+    double same_top, same_top_se;  // fractions
+    double ln_ratio, ln_ratio_se;  // mean loss less the base's: ln(PPL / PPL(base))
+} NlKlSummary;
+// A record for n_ids tokens of a V-word model keeping `what` (NL_KL_COMPARE: base too, and compare
+// 1; the caller fills base, from a file or a reference run at compare 0). Free it either way.
+int nl_kl_record_init(NlKlRecord *r, size_t V, const int *ids, size_t n_ids, int what, NlError *err);
+void nl_kl_record_free(NlKlRecord *r);
+void nl_kl_scored(void *ctx, size_t input, const float *logits, double nll);  // NlEvalScoredFn on a record
+// The compared record's mean KL (and its standard error), median, 99th percentile (nearest rank) and
+// largest; the top-1 agreement; the mean loss difference. -1 when out of memory.
+int nl_kl_summary(const NlKlRecord *r, NlKlSummary *s, NlError *err);
+
 #endif
