@@ -157,9 +157,10 @@ static double cache_consistency(NlState *s, const int *ids, size_t m, size_t V, 
     return worst;
 }
 
-// 16 windows of the text, each scored alone and all in one batch.
-static int batch_consistency(const NlModel *model, NlRunOptions run, NlState *alone, const int *ids, size_t n, size_t m,
-                             size_t V, int fault, double *out, NlError *err) {
+// 16 windows of the text, each scored alone and all in one batch (a state run as alone is: run, and
+// its activations rounded under act).
+static int batch_consistency(const NlModel *model, NlRunOptions run, NlQuant act, NlState *alone, const int *ids,
+                             size_t n, size_t m, size_t V, int fault, double *out, NlError *err) {
     NlState *batch = NULL;
     int *windows = malloc(BATCH * m * sizeof *windows);
     float *together = malloc(BATCH * m * V * sizeof *together);
@@ -169,7 +170,7 @@ static int batch_consistency(const NlModel *model, NlRunOptions run, NlState *al
         nl_error(err, NL_ERR_NOMEM, "out of memory");
         goto cleanup;
     }
-    if (nl_state_create(&batch, model, &run, err) != 0) goto cleanup;
+    if (nl_quant_state_create(&batch, model, &run, act, err) != 0) goto cleanup;
     for (size_t b = 0; b < BATCH; b++) {  // evenly spaced windows (they overlap on short texts)
         size_t start = n > m ? b * (n - m) / (BATCH - 1) : 0;
         memcpy(windows + b * m, ids + start, m * sizeof *windows);
@@ -269,7 +270,8 @@ static int compare_one(const NlCompareJob *job, const NlCompareJob *ref, const N
     nl_kl_record_free(&kl);
     if (measure_speed(s, ids, m, opts->repeats, row, err) != 0) goto cleanup;
     row->cache_diff = cache_consistency(s, ids, m, V, full, opts->fault);
-    if (batch_consistency(model, run, s, ids, n, m, V, opts->fault, &row->batch_diff, err) != 0) goto cleanup;
+    if (batch_consistency(model, run, job->quant_act, s, ids, n, m, V, opts->fault, &row->batch_diff, err) != 0)
+        goto cleanup;
     rc = 0;
     goto cleanup;
 kl_cleanup:
