@@ -29,13 +29,15 @@ PKG_LIBS = $(shell pkg-config --libs openblas libcjson) -lm -pthread
 
 LIB_SRC = engine/nl_error.c engine/model.c engine/config.c engine/safetensors.c engine/jsonx.c engine/fileio.c \
           engine/kernels.c engine/linear.c engine/bind.c engine/transformer_weights.c \
-          engine/transformer.c engine/families.c engine/describe.c engine/state.c engine/sampler.c engine/sampler_fast.c engine/rng.c \
+          engine/transformer.c engine/families.c engine/describe.c engine/state.c engine/sampler.c \
+          engine/sampler_fast.c engine/rng.c \
           engine/generate.c engine/context.c \
           engine/eval.c engine/parallel.c engine/blascore.c engine/clock.c \
           engine/lab/profile.c engine/lab/stats.c engine/lab/compare.c engine/lab/lens.c engine/lab/quantize.c \
           engine/lab/kldiv.c \
           engine/rnn.c \
-          tokenizer/tokenizer.c tokenizer/tokenizer_files.c tokenizer/bpe.c tokenizer/unicode.c tokenizer/unicode_tables.c
+          tokenizer/tokenizer.c tokenizer/tokenizer_files.c tokenizer/bpe.c tokenizer/unicode.c \
+          tokenizer/unicode_tables.c
 HEADERS = $(wildcard include/normlab/*.h engine/internal/*.h engine/*.h engine/lab/*.h engine/cli/*.h tokenizer/*.h \
                      tests/*.h)
 CLI_SRC = engine/cli/main.c engine/cli/options.c engine/cli/models.c engine/cli/process.c engine/cli/io_check.c \
