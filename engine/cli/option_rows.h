@@ -139,6 +139,11 @@
                 "--repeat-last-n, with the presence penalty (0 = off)"                                              \
     }
 
+// generate, profile: the sampler's chain and penalties (NlSamplerParams), in the order help lists them
+#define OPT_SAMPLING                                                                                               \
+    OPT_TEMPERATURE, OPT_TOP_K, OPT_TOP_P, OPT_MIN_P, OPT_REPEAT_PENALTY, OPT_REPEAT_LAST_N, OPT_PRESENCE_PENALTY, \
+        OPT_FREQUENCY_PENALTY
+
 // generate, logits, profile, tokenize
 #define OPT_ESCAPE                                                                                               \
     {                                                                                                            \
