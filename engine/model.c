@@ -18,21 +18,18 @@
 #include <cblas.h>
 
 #include "bind.h"
-#include "bpe.h"
 #include "family.h"
 #include "fileio.h"
 #include "jsonx.h"
 #include "kernels.h"
 #include "model.h"
 #include "rnn.h"
-#include "tokenizer.h"
 #include "transformer_weights.h"
 #include "normlab.h"
 #include "normlab_internal.h"
 #include "safetensors.h"
 
 #define CONFIG_CAP ((size_t)1 << 20)
-#define TOKENIZER_CAP ((size_t)16 << 20)
 #define INLINE_CAP ((size_t)1 << 30)
 // Loads of a model folder that was replaced while it was read (a writer rewriting it faster than
 // this can be tried again is told so by the last attempt's error).
@@ -211,25 +208,15 @@ static int load_json_file(cJSON **root, int dirfd, const char *dir, const char *
 
 // GPT-2's older pair of tokenizer files: vocab.json and merges.txt.
 static int load_bpe_pair(NlModel *m, int dirfd, const char *dir, NlError *err) {
-    char vocab_path[512], merges_path[512], *vocab = NULL, *merges = NULL;
-    size_t vocab_len, merges_len;
-    NlBpe *bpe = NULL;
+    char vocab_path[512], merges_path[512];
     snprintf(vocab_path, sizeof vocab_path, "%s/vocab.json", dir);
     snprintf(merges_path, sizeof merges_path, "%s/merges.txt", dir);
     if (faccessat(dirfd, "merges.txt", F_OK, 0) != 0) {
         nl_error(err, NL_ERR_FORMAT, "%s: has vocab.json but no merges.txt: a BPE needs its merges", dir);
         return -1;
     }
-    int rc =
-        nl_file_read_all(dirfd, "vocab.json", vocab_path, TOKENIZER_CAP, &vocab, &vocab_len, err) != 0 ||
-                nl_file_read_all(dirfd, "merges.txt", merges_path, TOKENIZER_CAP, &merges, &merges_len, err) != 0 ||
-                nl_bpe_create(&bpe, vocab, vocab_len, merges, merges_len, dir, err) != 0 ||
-                nl_tokenizer_create_bpe(&m->tok, bpe, err) != 0
-            ? -1
-            : 0;
-    free(vocab);
-    free(merges);
-    return rc;
+    const char *const names[2] = {"vocab.json", "merges.txt"}, *const whats[2] = {vocab_path, merges_path};
+    return nl_tokenizer_bpe_files(&m->tok, dirfd, names, whats, dir, err);
 }
 
 // The tokenizer: tokenizer.json (normlab's "char", or Hugging Face's), or else, where there is none,
@@ -240,7 +227,7 @@ static int load_tokenizer(NlModel *m, int dirfd, const char *dir, NlError *err) 
         return load_bpe_pair(m, dirfd, dir, err);
     cJSON *root = NULL;
     char path[512];
-    int rc = load_json_file(&root, dirfd, dir, "tokenizer.json", TOKENIZER_CAP, path, sizeof path, err) != 0 ||
+    int rc = load_json_file(&root, dirfd, dir, "tokenizer.json", NL_TOKENIZER_CAP, path, sizeof path, err) != 0 ||
                      nl_tokenizer_from_json(&m->tok, root, path, err) != 0
                  ? -1
                  : 0;

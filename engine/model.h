@@ -28,6 +28,12 @@ int nl_model_load_inline(NlModel **out, const char *buf, size_t len, const char 
 // config.json's and tokenizer.json's parsed JSON, checked (config.c).
 int nl_config_from_json(NlConfig *out, const cJSON *root, const char *what, NlError *err);
 int nl_tokenizer_from_json(NlTokenizer **out, const cJSON *root, const char *what, NlError *err);
+// The most bytes a tokenizer file may hold (tokenizer.json, vocab.json, merges.txt): 16 MiB.
+#define NL_TOKENIZER_CAP ((size_t)16 << 20)
+// A byte-level BPE tokenizer from GPT-2's vocab.json and merges.txt, names[0] and names[1] under
+// dirfd (AT_FDCWD: paths), whats[] naming each in errors and `what` the pair (tokenizer_files.c).
+int nl_tokenizer_bpe_files(NlTokenizer **out, int dirfd, const char *const names[2], const char *const whats[2],
+                           const char *what, NlError *err);
 // config.json and tokenizer.json contents.
 int nl_config_parse(NlConfig *out, const char *buf, size_t len, const char *what, NlError *err);
 int nl_tokenizer_parse(NlTokenizer **out, const char *buf, size_t len, const char *what, NlError *err);
