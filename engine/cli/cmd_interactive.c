@@ -43,8 +43,7 @@ typedef struct {
     NlState *state;
     NlContext *text;
     NlContextPosition pos;  // where the text is: its window's tokens, its shifts
-    size_t T;  // the window (SIZE_MAX: none)
-    int windowed;
+    size_t T;  // the window (SIZE_MAX: none; -n -1, which fills it, is refused there)
     size_t fed, made, turns;  // the tokens read (prompt and lines), those generated, the turns
     double fed_seconds, made_seconds;  // their forward passes (and, for those generated, their sampling)
 } Context;
@@ -56,7 +55,7 @@ static const float *feed(Context *c, const int *ids, size_t n) { return nl_conte
 // a --stop text ends the turn early. Returns the logits after the turn, or NULL (the error said).
 static const float *one_turn(const Options *o, Context *c, NlSampler *smp, EmitCtx *e, const float *logits) {
     c->turns++;
-    for (long i = 0; o->n_new < 0 ? !c->windowed || c->pos.len < c->T : i < o->n_new; i++) {  // -1: to a full window
+    for (long i = 0; o->n_new < 0 ? c->pos.len < c->T : i < o->n_new; i++) {  // -1: to a full window
         if (ctrl_c) {  // Ctrl-C: this turn ends here
             ctrl_c = 0;
             break;
@@ -160,7 +159,6 @@ int generate_interactive(Options *o) {
     uint64_t seed = o->has_seed ? o->seed : seed_from_os();
     size_t T = rc ? 0 : model_context(model);
     if (!rc) rc = make_sampler(o, model, seed, ids, n, &smp);
-    c.windowed = !rc && model_windowed(model);
     c.T = T;
     NlError err;
     if (!rc && nl_context_create(&c.text, c.state, NULL, &err) != 0) rc = fail(&err);
