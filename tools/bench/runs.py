@@ -1,12 +1,16 @@
 """What make bench's parts share (tools/bench/bench.py): the paths of the binaries it runs, one
 child process run and timed, normlab's generate and eval rates as they print them, and the
 summaries (median, min-max) every table shows, and the machine they ran on."""
+import argparse
 import ctypes
 import os
 import re
 import statistics
 import subprocess
+import sys
 import time
+
+import nltool  # tools/lib, on the path of every caller
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 BIN = os.path.join(ROOT, "normlab")
@@ -104,3 +108,18 @@ def machine():
     return {"cpu_model": cpu.get("model name"), "cpu_family": cpu.get("cpu family"),
             "cpu_model_number": cpu.get("model"), "cpus": len(os.sched_getaffinity(0)), "arch": os.uname().machine,
             "kernel": os.uname().release, "openblas": openblas, "date": time.strftime("%Y-%m-%d", time.gmtime())}
+
+
+# ---- a part of make bench run alone
+
+def run_alone(name, doc, rows):
+    """The command line of a part of make bench run by itself: `--repeats N` (at least 1, 5 by
+    default), then rows(N, {}), with the tools' one-line errors."""
+    def main(argv):
+        ap = nltool.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+        ap.add_argument("--repeats", type=int, default=5)
+        a = ap.parse_args(argv)
+        if a.repeats < 1:
+            ap.error("--repeats must be at least 1")
+        rows(a.repeats, {})
+    nltool.run(name, main, sys.argv[1:])

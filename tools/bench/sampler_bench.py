@@ -6,7 +6,6 @@ head's product (lm_head) in the same run. Medians of the repeats. make bench run
 
     /usr/bin/python3 tools/bench/sampler_bench.py [--repeats 5]
 """
-import argparse
 import json
 import os
 import statistics
@@ -15,6 +14,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # tools/lib
 import nltool  # noqa: E402
+from runs import run_alone  # noqa: E402  (tools/bench, beside this file)
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 MODEL = os.path.join(ROOT, "weights", "shakespeare-bpe")
@@ -46,14 +46,5 @@ def sampler_rows(repeats, out):
     out["sampler"] = {"runs": repeats, **res}
 
 
-def main(argv):
-    ap = nltool.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--repeats", type=int, default=5)
-    a = ap.parse_args(argv)
-    if a.repeats < 1:
-        ap.error("--repeats must be at least 1")
-    sampler_rows(a.repeats, {})
-
-
 if __name__ == "__main__":
-    nltool.run("sampler_bench.py", main, sys.argv[1:])
+    run_alone("sampler_bench.py", __doc__, sampler_rows)

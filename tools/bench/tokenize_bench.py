@@ -8,7 +8,6 @@ The inputs come from a seeded RNG into build/ at run time. make bench runs it (b
 
     /usr/bin/python3 tools/bench/tokenize_bench.py [--repeats 5]
 """
-import argparse
 import os
 import random
 import shutil
@@ -19,6 +18,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # tools/lib
 import nltool  # noqa: E402
+from runs import run_alone  # noqa: E402  (tools/bench, beside this file)
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 MODEL = os.path.join(ROOT, "weights", "shakespeare-bpe")
@@ -71,14 +71,5 @@ def long_pieces(repeats, out):
     out["tokenize_long_pieces"] = {"bytes": SIZE, "runs": repeats, **res}
 
 
-def main(argv):
-    ap = nltool.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--repeats", type=int, default=5)
-    a = ap.parse_args(argv)
-    if a.repeats < 1:
-        ap.error("--repeats must be at least 1")
-    long_pieces(a.repeats, {})
-
-
 if __name__ == "__main__":
-    nltool.run("tokenize_bench.py", main, sys.argv[1:])
+    run_alone("tokenize_bench.py", __doc__, long_pieces)
