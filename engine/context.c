@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "context.h"
-#include "family.h"
 #include "normlab.h"
+#include "normlab_internal.h"
 
 struct NlContext {
     NlState *state;  // borrowed
@@ -37,7 +37,7 @@ int nl_context_create(NlContext **out, NlState *state, const NlContextOptions *o
     if (!x) return nl_error(err, NL_ERR_NOMEM, "out of memory");
     *x = (NlContext){.state = state,
                      .B = B,
-                     .T = windowed ? nl_family_of(c->arch)->window(c) : SIZE_MAX,
+                     .T = nl_model_window(nl_state_model(state)),
                      .V = (size_t)c->vocab_size,
                      .exact_window = opts->exact_window};
     int fail = windowed &&

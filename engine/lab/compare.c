@@ -70,6 +70,7 @@ static int measure_eval(NlState *s, const NlConfig *c, const int *ids, size_t n,
     int failed = lens ? nl_lens_eval(lens, s, &eo, &r, err) : nl_eval(&s, 1, ids, n, &eo, &r, err);
     if (failed || (lens && nl_lens_bits(lens, row->lens_bits_per_char, err) != 0)) goto cleanup;
     row->chars = r.count;
+    row->bytes = r.bytes;  // the scored tokens' bytes: all but the first
     row->nats_per_char = r.nll_sum / (double)r.count;
     row->bits_per_char = row->nats_per_char / log(2.0);
     row->bits_per_byte = row->bytes ? row->bits_per_char * (double)r.count / (double)row->bytes : 0.0;
@@ -242,7 +243,6 @@ static int compare_one(const NlCompareJob *job, const NlCompareJob *ref, const N
     row->parameters = nl_model_parameters(model);
     const NlTokenizer *tok = nl_model_tokenizer(model);
     row->bpe = nl_tokenizer_kind(tok) == NL_TOKENIZER_BPE;
-    row->bytes = n ? nl_tokenizer_text_bytes(tok, ids + 1, n - 1) : 0;  // the scored tokens: all but the first
     row->weight_bytes = nl_model_weight_bytes(model);
     run.batch = 1;
     NlState *s = NULL;
