@@ -36,7 +36,8 @@ LIB_SRC = engine/nl_error.c engine/model.c engine/config.c engine/safetensors.c 
           engine/lab/profile.c engine/lab/stats.c engine/lab/compare.c engine/lab/lens.c engine/lab/quantize.c \
           engine/lab/kldiv.c \
           engine/rnn.c \
-          tokenizer/tokenizer.c tokenizer/tokenizer_files.c tokenizer/bpe.c tokenizer/unicode.c \
+          tokenizer/tokenizer.c tokenizer/tokenizer_files.c tokenizer/bpe.c tokenizer/spm.c tokenizer/spm_hf.c \
+          tokenizer/unicode.c \
           tokenizer/unicode_tables.c
 HEADERS = $(wildcard include/normlab/*.h engine/internal/*.h engine/*.h engine/lab/*.h engine/cli/*.h tokenizer/*.h \
                      tests/*.h)
@@ -132,9 +133,10 @@ test-bare: deps
 
 PLAIN_TEST_BINS = normlab build/libnormlab.a $(addprefix build/rel/tests/,$(TESTS)) \
                   $(addprefix build/rel/tests/replay_,$(FUZZERS)) build/rel/tests/ref_logits build/fault_shim.so \
-                  build/rel/tests/bpe_ids
+                  build/rel/tests/bpe_ids build/rel/tests/spm_ids
 SAN_TEST_BINS = build/san/normlab $(addprefix build/san/tests/,$(TESTS)) \
-                $(addprefix build/san/tests/replay_,$(FUZZERS)) build/rel/tests/ref_logits build/san/tests/bpe_ids
+                $(addprefix build/san/tests/replay_,$(FUZZERS)) build/rel/tests/ref_logits build/san/tests/bpe_ids \
+                build/san/tests/spm_ids
 test-plain: $(PLAIN_TEST_BINS)
 	@tests/run.sh plain build/rel ./normlab
 

@@ -417,7 +417,7 @@ static int write_profile(const Options *o, const GenRun *r, const NlProfiler *pr
                        .blas_core_source = o->blas.source,
                        .rounding = rounding_text(o, rounded, sizeof rounded)};
     if (!json) info.model = path;  // the trace is JSON: escaped by its writer
-    size_t bpe_tokens = nl_tokenizer_kind(nl_model_tokenizer(r->model)) == NL_TOKENIZER_BPE ? r->n : 0;
+    size_t bpe_tokens = nl_tokenizer_info(nl_model_tokenizer(r->model)).kind != NL_TOKENIZER_CHAR ? r->n : 0;
     const char *prompt = mode->profile_result
                              ? report_prompt_line_tokens(said, sizeof said, o->prompt_file, o->prompt,
                                                          mode->default_prompt, r->fell_back, bpe_tokens)

@@ -45,7 +45,7 @@ static int print_tokens(FILE *out, const NlModel *model, const int *ids, size_t 
         return ok;
     }
     cJSON *j = cJSON_CreateObject(), *id_list = cJSON_CreateArray(), *pieces = cJSON_CreateArray();
-    cJSON_AddStringToObject(j, "tokenizer", nl_name(NL_NAMES_TOKENIZER, nl_tokenizer_kind(tok)));
+    cJSON_AddStringToObject(j, "tokenizer", nl_name(NL_NAMES_TOKENIZER, nl_tokenizer_info(tok).kind));
     cJSON_AddItemToObject(j, "ids", id_list);
     cJSON_AddItemToObject(j, "pieces", pieces);
     for (size_t i = 0; i < n; i++) {

@@ -231,7 +231,7 @@ size_t model_context(const NlModel *model) {
     return d.window;
 }
 const char *token_unit(const NlModel *model) {
-    return nl_tokenizer_kind(nl_model_tokenizer(model)) == NL_TOKENIZER_CHAR ? "character" : "token";
+    return nl_tokenizer_info(nl_model_tokenizer(model)).kind == NL_TOKENIZER_CHAR ? "character" : "token";
 }
 
 int model_windowed(const NlModel *model) { return nl_family_info(nl_model_config(model)->arch)->windowed; }

@@ -14,7 +14,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     NlTokenizer *tok = NULL;
     NlError err;
     if (nl_tokenizer_parse(&tok, (const char *)data, size, "fuzz", &err) != 0) return 0;
-    int bpe = nl_tokenizer_kind(tok) == NL_TOKENIZER_BPE;
+    int bpe = nl_tokenizer_info(tok).kind == NL_TOKENIZER_BPE;
     for (int i = 0; i < nl_tokenizer_size(tok); i++) {
         size_t len, n = 0, skipped = 0, at = 0;
         const char *piece = nl_tokenizer_bytes(tok, i, &len);
