@@ -54,7 +54,7 @@ typedef struct {
     int norm, placement;  // -1: as configured
     int bn_stats;  // NlBnStats; compare also BN_STATS_BOTH (a row with each)
     int threads;  // engine worker threads; OpenBLAS threads for large sgemv
-    int exact_window, skip_unknown, special, json, echo;
+    int exact_window, skip_unknown, special, json, echo, ignore_eos;
     long stride;  // 0: T/2
     long segments;  // eval of a recurrent model: independent parts run together (0: 1)
     int profile, counters;

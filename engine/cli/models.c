@@ -234,6 +234,10 @@ const char *token_unit(const NlModel *model) {
     return nl_tokenizer_info(nl_model_tokenizer(model)).kind == NL_TOKENIZER_CHAR ? "character" : "token";
 }
 
+int model_eos(const Options *o, const NlModel *model) {
+    return o->ignore_eos ? -1 : nl_tokenizer_info(nl_model_tokenizer(model)).eos;
+}
+
 int model_windowed(const NlModel *model) { return nl_family_info(nl_model_config(model)->arch)->windowed; }
 
 const char *run_name(char *buf, size_t size, const NlConfig *model, NlNormType norm, NlPlacement placement) {

@@ -42,6 +42,9 @@ size_t model_context(const NlModel *model);
 int model_windowed(const NlModel *model);
 // What the model's tokens are, for messages: "character" (a char tokenizer) or "token" (BPE).
 const char *token_unit(const NlModel *model);
+// The token that ends a generated stream unprinted: a sentencepiece model's end of sequence (</s>),
+// unless --ignore-eos; -1 for none (the other kinds: GPT-2's "<|endoftext|>" never ended one).
+int model_eos(const Options *o, const NlModel *model);
 // "layernorm/pre" (norm/placement) for a transformer run, "lstm/none" for a recurrent one, into buf.
 const char *run_name(char *buf, size_t size, const NlConfig *model, NlNormType norm, NlPlacement placement);
 

@@ -98,10 +98,10 @@ enum {
 // encoded code point other than NUL, and no two pieces may be equal.
 int nl_tokenizer_create(NlTokenizer **out, const char *const *pieces, int n, NlError *err);
 // A tokenizer from its files: path a tokenizer.json (merges_path NULL) — normlab's character
-// vocabulary ({"type": "char", "vocab": [...]}), normlab's sentencepiece form ({"type": "sentencepiece", ...},
-// docs/format.md), or a Hugging Face tokenizer.json of a byte-level BPE (GPT-2's) or a
-// SentencePiece-style BPE (Llama 2's) — or path GPT-2's vocab.json and merges_path its merges.txt. Every entry is checked;
-// errors name the file.
+// vocabulary ({"type": "char", "vocab": [...]}), normlab's sentencepiece form ({"type":
+// "sentencepiece", ...}, docs/format.md), or a Hugging Face tokenizer.json of a byte-level BPE
+// (GPT-2's) or a SentencePiece-style BPE (Llama 2's) — or path GPT-2's vocab.json and merges_path
+// its merges.txt. Every entry is checked; errors name the file.
 int nl_tokenizer_load(NlTokenizer **out, const char *path, const char *merges_path, NlError *err);
 void nl_tokenizer_free(NlTokenizer *tok);
 int nl_tokenizer_size(const NlTokenizer *tok);
