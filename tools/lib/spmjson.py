@@ -59,3 +59,37 @@ def _umask():
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
+
+
+def to_hf(form):
+    """A Hugging Face tokenizer.json (Llama 2's form) of the same pieces, its merges made as HF's
+    LlamaConverter makes them from a .model (SentencePieceExtractor): for each piece, every split into
+    two pieces, in the order of the piece's score, best first (splits of one piece by their ids)."""
+    pieces = [p for p, _ in form["pieces"]]
+    vocab = {p: i for i, p in enumerate(pieces)}
+    special = {form["unk_id"], form["bos_id"], form["eos_id"]} - {-1}
+    merges = []
+    for i, (p, score) in enumerate(form["pieces"]):
+        if i in special or (p.startswith("<0x") and len(p) == 6):
+            continue
+        local = [(p[:k], p[k:]) for k in range(1, len(p)) if vocab.get(p[:k], 0) > 2 and vocab.get(p[k:], 0) > 2]
+        merges += [(score, vocab[a], vocab[b], a, b) for a, b in local]
+    merges.sort(key=lambda m: (-m[0], m[1], m[2]))
+    added = [{"id": i, "content": pieces[i], "single_word": False, "lstrip": False, "rstrip": False,
+              "normalized": False, "special": True} for i in sorted(special)]
+    bos = pieces[form["bos_id"]] if form["bos_id"] >= 0 else None
+    normalizers = [{"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]
+    if form["add_dummy_prefix"]:
+        normalizers.insert(0, {"type": "Prepend", "prepend": "\u2581"})
+    post = None if not (form["add_bos"] and bos) else {
+        "type": "TemplateProcessing", "single": [{"SpecialToken": {"id": bos, "type_id": 0}},
+                                                 {"Sequence": {"id": "A", "type_id": 0}}],
+        "pair": [], "special_tokens": {bos: {"id": bos, "ids": [form["bos_id"]], "tokens": [bos]}}}
+    return {"version": "1.0", "added_tokens": added, "normalizer": {"type": "Sequence", "normalizers": normalizers},
+            "pre_tokenizer": None, "post_processor": post,
+            "decoder": {"type": "Sequence", "decoders": [
+                {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "}, {"type": "ByteFallback"},
+                {"type": "Fuse"}, {"type": "Strip", "content": " ", "start": 1, "stop": 0}]},
+            "model": {"type": "BPE", "dropout": None, "unk_token": pieces[form["unk_id"]],
+                      "continuing_subword_prefix": None, "end_of_word_suffix": None, "fuse_unk": True,
+                      "byte_fallback": True, "vocab": vocab, "merges": [f"{a} {b}" for _, _, _, a, b in merges]}}
