@@ -133,7 +133,8 @@ fi
 # ---- always: invalid UTF-8, and the command line
 printf 'ok \377\376 bad\300\257 utf-8 \355\240\200 and a cut \342\202' > "$TMP/invalid.txt"
 "$DRIVER" "$SHIPPED" "$TMP/invalid.txt" > /dev/null 2> "$TMP/inv.err" \
-    && ok "invalid UTF-8: every byte its byte piece, decoded back to itself" || bad "invalid UTF-8" "$(cat "$TMP/inv.err")"
+    && ok "invalid UTF-8: every byte its byte piece, decoded back to itself" \
+    || bad "invalid UTF-8" "$(cat "$TMP/inv.err")"
 # A small model (tests/fixtures' untied pre-LN transformer) with the shipped tokenizer, V = 512;
 # rigged: every next token is </s> (ln_f's output its bias e_0, the head's row 2 the only one on it).
 /usr/bin/python3 -c 'import json, random, sys
@@ -149,7 +150,8 @@ m["tensors"]["lm_head.weight"]["data"] = [10.0 if i == 2 * D else 0.0 for i in r
 json.dump(m, open(sys.argv[4], "w"), ensure_ascii=False)' tests/fixtures/ln-pre-untied.json "$SHIPPED" \
     "$TMP/m.json" "$TMP/eos.json"
 out=$("$BIN" tokenize -m "$TMP/m.json" -p "ROMEO: <s>" 2>&1)
-want=$(printf "     1 -> '' (bos)\n   378 -> ' R'\n   479 -> 'O'\n   489 -> 'M'\n   477 -> 'E'\n   479 -> 'O'\n   471 -> ':'\n   448 -> ' '\n    63 -> '<'\n   454 -> 's'\n    65 -> '>'")
+want=$(printf "     1 -> '' (bos)\n   378 -> ' R'\n   479 -> 'O'\n   489 -> 'M'\n   477 -> 'E'\n   479 -> 'O'\n%b" \
+    "   471 -> ':'\n   448 -> ' '\n    63 -> '<'\n   454 -> 's'\n    65 -> '>'")
 [ "$out" = "$want" ] && ok "tokenize: <s> first, \"▁\" shown as a space, a typed <s> as text" \
     || bad "tokenize" "$out"
 json=$("$BIN" tokenize -m "$TMP/m.json" -p "a <s>" --special --json 2>&1)
@@ -160,7 +162,8 @@ echoed=$("$BIN" generate -m "$TMP/m.json" -p "ROMEO: to be" -n 3 --seed 1 --echo
     || bad "echo" "'$echoed'"
 "$BIN" generate -m "$TMP/eos.json" -p "ROMEO:" -n 5 --temp 0 > "$TMP/eos.out" 2> "$TMP/eos.err"
 "$BIN" generate -m "$TMP/eos.json" -p "ROMEO:" -n 5 --temp 0 --ignore-eos > "$TMP/ign.out" 2> "$TMP/ign.err"
-[ "$(cat "$TMP/eos.out" "$TMP/ign.out")" = "ROMEO:ROMEO:" ] && grep -q '; 1 new token .*ended by the end-of-sequence token' "$TMP/eos.err" \
+[ "$(cat "$TMP/eos.out" "$TMP/ign.out")" = "ROMEO:ROMEO:" ] \
+    && grep -q '; 1 new token .*ended by the end-of-sequence token' "$TMP/eos.err" \
     && grep -q '; 5 new tokens' "$TMP/ign.err" && ! grep -q 'ended by' "$TMP/ign.err" \
     && ok "</s> ends the stream unprinted; --ignore-eos runs -n 5" \
     || bad "eos" "$(cat "$TMP/eos.err" "$TMP/ign.err" | head -c 300)"
