@@ -76,26 +76,23 @@ int nl_tokenizer_create(NlTokenizer **out, const char *const *pieces, int n, NlE
     return 0;
 }
 
-int nl_tokenizer_create_bpe(NlTokenizer **out, NlBpe *bpe, NlError *err) {
-    *out = calloc(1, sizeof **out);
-    if (!*out) {
-        nl_bpe_free(bpe);
-        nl_error(err, NL_ERR_NOMEM, "out of memory for a tokenizer");
-        return -1;
+// A tokenizer of a BPE kind: t, which owns its bpe or spm from here on (freed on failure).
+static int create_kind(NlTokenizer **out, NlTokenizer t, NlError *err) {
+    if (!(*out = malloc(sizeof **out))) {
+        nl_bpe_free(t.bpe);
+        nl_spm_free(t.spm);
+        return nl_error(err, NL_ERR_NOMEM, "out of memory for a tokenizer");
     }
-    **out = (NlTokenizer){.kind = NL_TOKENIZER_BPE, .bpe = bpe, .n = nl_bpe_size(bpe)};
+    **out = t;
     return 0;
 }
 
+int nl_tokenizer_create_bpe(NlTokenizer **out, NlBpe *bpe, NlError *err) {
+    return create_kind(out, (NlTokenizer){.kind = NL_TOKENIZER_BPE, .bpe = bpe, .n = nl_bpe_size(bpe)}, err);
+}
+
 int nl_tokenizer_create_spm(NlTokenizer **out, NlSpm *spm, NlError *err) {
-    *out = calloc(1, sizeof **out);
-    if (!*out) {
-        nl_spm_free(spm);
-        nl_error(err, NL_ERR_NOMEM, "out of memory for a tokenizer");
-        return -1;
-    }
-    **out = (NlTokenizer){.kind = NL_TOKENIZER_SPM, .spm = spm, .n = nl_spm_size(spm)};
-    return 0;
+    return create_kind(out, (NlTokenizer){.kind = NL_TOKENIZER_SPM, .spm = spm, .n = nl_spm_size(spm)}, err);
 }
 
 void nl_tokenizer_free(NlTokenizer *tok) {
