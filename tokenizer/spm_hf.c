@@ -82,11 +82,15 @@ static int read_text_rules(const cJSON *root, Text *t, const char *what, NlError
     }
     if (pre && !cJSON_IsNull(pre)) {
         const cJSON *scheme = get(pre, "prepend_scheme"), *aps = get(pre, "add_prefix_space");
-        if (!is(pre, "Metaspace") || !text_is(get(pre, "replacement"), SPACE))
+        if (!is(pre, "Metaspace"))
             return nl_error(err, NL_ERR_FORMAT,
                             "%s: a %.40s pre-tokenizer: a SentencePiece-style BPE has none, or "
                             "Metaspace(\"" SPACE "\")",
                             what, *type_of(pre) ? type_of(pre) : "typeless");
+        if (!text_is(get(pre, "replacement"), SPACE))
+            return nl_error(err, NL_ERR_FORMAT,
+                            "%s: pre_tokenizer: a SentencePiece-style BPE's Metaspace replaces a space with \"" SPACE
+                            "\"", what);
         t->replace = 1;
         t->split = !cJSON_IsFalse(get(pre, "split"));  // (HF's default: true)
         if (text_is(scheme, "always") || text_is(scheme, "first") || (!scheme && !cJSON_IsFalse(aps))) t->prefix = 1;
