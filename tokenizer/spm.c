@@ -4,6 +4,7 @@
 #define _POSIX_C_SOURCE 200809L  // strnlen
 #include "spm.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -205,9 +206,10 @@ static int build(NlSpm *spm, const NlSpmSpec *sp, const char *what, NlError *err
     for (int i = 0; i < sp->n; i++) {
         int control = i == sp->unk || i == sp->bos || i == sp->eos || (sp->special && sp->special[i]);
         if (add_piece(spm, i, sp->pieces[i], control ? CONTROL : NORMAL, what, err) != 0) return -1;
-        if (sp->scores && !isfinite(sp->scores[i]))
-            return nl_error(err, NL_ERR_FORMAT, "%s: piece %d (\"%.60s\") has a score that is not a finite number",
-                            what, i, sp->pieces[i]);
+        if (sp->scores && !(fabs(sp->scores[i]) <= FLT_MAX))  // (and a float: sentencepiece keeps float scores)
+            return nl_error(err, NL_ERR_FORMAT,
+                            "%s: piece %d (\"%.60s\") has a score that is not a finite number in a float's range", what,
+                            i, sp->pieces[i]);
         if (sp->scores) spm->score[i] = (float)sp->scores[i];
     }
     for (int b = 0; b < 256; b++)

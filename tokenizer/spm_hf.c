@@ -51,8 +51,8 @@ int nl_spm_hf_kind(const cJSON *root, const char *what, NlError *err) {
                         what, *type ? type : "model.type-less");
     int spm =
         cJSON_IsTrue(get(model, "byte_fallback")) || strcmp(pre_type, "Metaspace") == 0 || is_spm_normalizer(norm);
-    for (const cJSON *n = is(norm, "Sequence") ? get(norm, "normalizers")->child : NULL; n; n = n->next)
-        spm |= is_spm_normalizer(n);
+    const cJSON *list = is(norm, "Sequence") ? get(norm, "normalizers") : NULL;
+    for (const cJSON *n = cJSON_IsArray(list) ? list->child : NULL; n; n = n->next) spm |= is_spm_normalizer(n);
     if (strcmp(pre_type, "Split") == 0 || (strcmp(pre_type, "Sequence") == 0 && !spm))
         return nl_error(err, NL_ERR_FORMAT,
                         "%s: a BPE with a %s pre-tokenizer (a regex pattern: Llama 3's, Qwen's): "
@@ -68,7 +68,9 @@ typedef struct {
 // The normalizer and pre-tokenizer: what they do to the text.
 static int read_text_rules(const cJSON *root, Text *t, const char *what, NlError *err) {
     const cJSON *norm = get(root, "normalizer"), *pre = get(root, "pre_tokenizer");
-    const cJSON *one = is(norm, "Sequence") ? get(norm, "normalizers") : NULL, *n = one ? one->child : norm;
+    const cJSON *one = is(norm, "Sequence") ? get(norm, "normalizers") : NULL, *n = norm;
+    if (one && !cJSON_IsArray(one)) one = NULL;  // (refused below as a Sequence normalizer)
+    if (one) n = one->child;
     *t = (Text){0, 0, 0};
     for (; n && !cJSON_IsNull(n); n = one ? n->next : NULL) {
         if (is(n, "Prepend") && text_is(get(n, "prepend"), SPACE)) t->prefix = 1;
@@ -88,9 +90,9 @@ static int read_text_rules(const cJSON *root, Text *t, const char *what, NlError
                             "Metaspace(\"" SPACE "\")",
                             what, *type_of(pre) ? type_of(pre) : "typeless");
         if (!text_is(get(pre, "replacement"), SPACE))
-            return nl_error(err, NL_ERR_FORMAT,
-                            "%s: pre_tokenizer: a SentencePiece-style BPE's Metaspace replaces a space with \"" SPACE
-                            "\"", what);
+            return nl_error(
+                err, NL_ERR_FORMAT,
+                "%s: pre_tokenizer: a SentencePiece-style BPE's Metaspace replaces a space with \"" SPACE "\"", what);
         t->replace = 1;
         t->split = !cJSON_IsFalse(get(pre, "split"));  // (HF's default: true)
         if (text_is(scheme, "always") || text_is(scheme, "first") || (!scheme && !cJSON_IsFalse(aps))) t->prefix = 1;
@@ -109,6 +111,7 @@ static int read_text_rules(const cJSON *root, Text *t, const char *what, NlError
 static int read_decoder(const cJSON *root, const char *what, NlError *err) {
     static const char *const RUN[] = {"Replace", "ByteFallback", "Fuse", "Strip", "Metaspace", NULL};
     const cJSON *dec = get(root, "decoder"), *list = is(dec, "Sequence") ? get(dec, "decoders") : NULL;
+    if (!cJSON_IsArray(list)) list = NULL;  // (a Sequence without its list is refused as a decoder of its own)
     for (const cJSON *d = list ? list->child : dec; d && !cJSON_IsNull(d); d = list ? d->next : NULL) {
         int known = 0;
         for (int i = 0; RUN[i]; i++) known |= is(d, RUN[i]);
@@ -125,7 +128,7 @@ static int read_decoder(const cJSON *root, const char *what, NlError *err) {
 // The id of the vocabulary's piece s (a cJSON lookup: for the few special tokens only), or -1.
 static int vocab_id(const cJSON *vocab, const char *s) {
     const cJSON *v = s ? get(vocab, s) : NULL;
-    return cJSON_IsNumber(v) ? (int)v->valuedouble : -1;
+    return cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble < 1 << 30 ? (int)v->valuedouble : -1;
 }
 
 // TemplateProcessing's "single": a special token before $A is bos (added), one after it eos.
@@ -158,7 +161,7 @@ static int read_vocab(const cJSON *root, const cJSON *vocab, NlSpmSpec *sp, cons
                       const char *what, NlError *err) {
     for (const cJSON *e = vocab->child; e; e = e->next) {
         double v = cJSON_IsNumber(e) ? e->valuedouble : -1;
-        int id = (int)v;
+        int id = v >= 0 && v < sp->n ? (int)v : -1;  // (a cast of a double out of range is undefined)
         if (v != (double)id || id < 0 || id >= sp->n || pieces[id])
             return nl_error(err, NL_ERR_FORMAT,
                             "%s: model.vocab: \"%.60s\" has an id out of range, repeated or not a "
