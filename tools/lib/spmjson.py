@@ -93,3 +93,24 @@ def to_hf(form):
             "model": {"type": "BPE", "dropout": None, "unk_token": pieces[form["unk_id"]],
                       "continuing_subword_prefix": None, "end_of_word_suffix": None, "fuse_unk": True,
                       "byte_fallback": True, "vocab": vocab, "merges": [f"{a} {b}" for _, _, _, a, b in merges]}}
+
+
+def to_model_proto(form):
+    """A serialized sentencepiece ModelProto of the form (sentencepiece's own BPE encoder then runs
+    on exactly these pieces and scores): no normalization but the dummy prefix and "▁" for spaces."""
+    from sentencepiece import sentencepiece_model_pb2 as pb
+
+    m = pb.ModelProto()
+    special = {form["unk_id"]: m.SentencePiece.UNKNOWN, form["bos_id"]: m.SentencePiece.CONTROL,
+               form["eos_id"]: m.SentencePiece.CONTROL}
+    for i, (text, score) in enumerate(form["pieces"]):
+        kind = special.get(i, m.SentencePiece.BYTE if text.startswith("<0x") and len(text) == 6 else
+                           m.SentencePiece.NORMAL)
+        m.pieces.add(piece=text, score=score, type=kind)
+    t = m.trainer_spec
+    t.model_type, t.vocab_size, t.byte_fallback = pb.TrainerSpec.BPE, len(form["pieces"]), form["byte_fallback"]
+    t.unk_id, t.bos_id, t.eos_id, t.pad_id = form["unk_id"], form["bos_id"], form["eos_id"], -1
+    n = m.normalizer_spec
+    n.name, n.add_dummy_prefix, n.remove_extra_whitespaces, n.escape_whitespaces = \
+        "identity", form["add_dummy_prefix"], False, True
+    return m.SerializeToString()
