@@ -64,7 +64,8 @@ static int table_init(Table *t, size_t count) {
 // The slot of key: where it is, or the empty slot where it goes. same(value) tells a true hit when
 // keys may collide (texts); NULL when the key is the whole entry (pairs).
 static Slot *table_slot(const Table *t, uint64_t key, int (*same)(const void *, int), const void *arg) {
-    for (size_t i = (key ^ key >> 29) & t->mask;; i = (i + 1) & t->mask) {
+    uint64_t h = (key ^ key >> 33) * 0xff51afd7ed558ccdULL;  // (mixed: a pair's ids sit in a few bits)
+    for (size_t i = (h ^ h >> 33) & t->mask;; i = (i + 1) & t->mask) {
         Slot *s = &t->slots[i];
         if (s->key == 0 || (s->key == key && (!same || same(arg, s->value)))) return s;
     }
