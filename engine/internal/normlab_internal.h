@@ -19,6 +19,35 @@
 // Internal: hidden from the symbols a shared object built from the library would export.
 #pragma GCC visibility push(hidden)
 
+// ---- a config's fields (normlab.h has NlConfig opaque; NlModelDesc describes it to embedders)
+
+// Every family has arch, vocab_size, n_layer, norm and norm_eps; the other fields are one family's,
+// and 0 in a model of the other (residual_scale 1). A recurrent model has n_input (E) and n_hidden (S), no context
+// window (nl_forward takes any number of positions) and placement NL_PLACE_AS_CONFIGURED.
+struct NlConfig {
+    NlArch arch;
+    int vocab_size;  // V
+    int n_layer;  // L
+    NlNormType norm;
+    double norm_eps;
+    // the transformer's
+    int n_head;  // H
+    int n_embd;  // D
+    int block_size;  // T
+    int n_inner;  // F (from n_inner, or mlp_ratio * D)
+    NlPlacement placement;
+    double residual_scale;  // alpha of post placement, x = N(alpha*x + Sublayer(x)); 1 but for DeepNorm
+    NlActivation activation;
+    int bias;  // linears have biases
+    int tie_embeddings;  // lm_head is wte
+    // the recurrent models'
+    int n_input;  // E: the embedding width, config.json's "n_embd"
+    int n_hidden;  // S: the state width
+};
+
+// The model's config as loaded (borrowed for its lifetime). (model.c)
+const NlConfig *nl_model_config(const NlModel *model);
+
 // Sets err (when not NULL) to code and the formatted message; returns -1 for `return nl_error(...)`.
 // The library's one error convention: a function that can fail returns -1 and fills an NlError with a
 // code callers can act on and a one-line message naming the file, key or value (never a command-line

@@ -16,8 +16,7 @@
 // Process-wide state the library touches: OpenBLAS's thread count (openblas_set_num_threads(1), set
 // before each product, see NlRunOptions.threads) and nothing else; it has no globals of its own, so
 // states may run on different threads at once (nl_eval and nl_generate do, given several).
-// What a lab or a command line asks beyond running a model (names, observers, matrices) is in
-// normlab_ext.h; the lab — profiler, hidden-state statistics, compare — is in normlab_lab.h. Functions that can
+// The lab — profiler, hidden-state statistics, compare — is in normlab_lab.h. Functions that can
 // fail return 0 on success and -1 on failure, with a one-line message naming the file, key or
 // value in err->msg. The library never prints and never exits.
 //
@@ -122,29 +121,11 @@ typedef enum { NL_ACT_GELU, NL_ACT_GELU_TANH, NL_ACT_RELU } NlActivation;
 // layer-normalised (Ba, Kiros & Hinton 2016) or plain, with no context window.
 typedef enum { NL_ARCH_TRANSFORMER, NL_ARCH_LSTM, NL_ARCH_GRU } NlArch;
 
-// Every family has arch, vocab_size, n_layer, norm and norm_eps; the other fields are one family's,
-// and 0 in a model of the other (residual_scale 1). A recurrent model has n_input (E) and n_hidden (S), no context
-// window (nl_forward takes any number of positions) and placement NL_PLACE_AS_CONFIGURED.
-typedef struct {
-    NlArch arch;
-    int vocab_size;  // V
-    int n_layer;  // L
-    NlNormType norm;
-    double norm_eps;
-    // the transformer's
-    int n_head;  // H
-    int n_embd;  // D
-    int block_size;  // T
-    int n_inner;  // F (from n_inner, or mlp_ratio * D)
-    NlPlacement placement;
-    double residual_scale;  // alpha of post placement, x = N(alpha*x + Sublayer(x)); 1 but for DeepNorm
-    NlActivation activation;
-    int bias;  // linears have biases
-    int tie_embeddings;  // lm_head is wte
-    // the recurrent models'
-    int n_input;  // E: the embedding width, config.json's "n_embd"
-    int n_hidden;  // S: the state width
-} NlConfig;
+// A model's config as loaded, or as a state runs it: opaque here, because its fields are its
+// family's (a new family adds its own without changing this header). What describes a model —
+// its arch, vocabulary, layers, norm, placement and its family's own fields by config.json key —
+// is in NlModelDesc (nl_model_describe); a state's config is a handle the lab's profiler takes.
+typedef struct NlConfig NlConfig;
 
 typedef struct NlModel NlModel;
 typedef struct NlState NlState;
@@ -167,7 +148,6 @@ typedef struct {
 // model files by renaming, which is safe. no_mmap costs the weights' size in memory.
 int nl_model_load(NlModel **out, const char *path, const NlLoadOptions *opts, NlError *err);
 void nl_model_free(NlModel *model);
-const NlConfig *nl_model_config(const NlModel *model);
 const NlTokenizer *nl_model_tokenizer(const NlModel *model);
 
 // ---- state and forward pass (state.c, through the family tables)
@@ -198,7 +178,8 @@ typedef struct {
 // on a model without them it fails, naming the tensor (batch statistics need none).
 int nl_state_create(NlState **out, const NlModel *model, const NlRunOptions *opts, NlError *err);
 void nl_state_free(NlState *state);
-// The config the state runs: the model's, with the run options applied.
+// The config the state runs: the model's, with the run options applied (a handle: normlab_lab.h's
+// profiler takes it).
 const NlConfig *nl_state_config(const NlState *state);
 
 // Runs tokens[0..n) at positions pos..pos+n-1 (requires 1 <= n, pos + n <= T, ids < V), reading
@@ -469,6 +450,13 @@ typedef struct {
 // ---- describing a model (describe.c): what `normlab info` shows, as llama.h's llama_model_desc
 typedef struct {
     const NlFamilyInfo *family;  // its family's answers (nl_family_info)
+    // What every family has, as the model was trained.
+    NlArch arch;
+    int vocab_size;  // V
+    int n_layer;  // L
+    NlNormType norm;
+    NlPlacement placement;  // NL_PLACE_AS_CONFIGURED for a family without placements (family->has_placement 0)
+    double norm_eps;
     // The positions one sequence holds: a transformer's block_size; SIZE_MAX for a recurrent model,
     // which has no window (its state carries any length).
     size_t window;

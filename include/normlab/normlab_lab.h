@@ -95,7 +95,9 @@ int nl_profiler_hw_available(const NlProfiler *prof);
 // are not copied (a trace shows the first thread).
 void nl_profiler_merge(NlProfiler *prof, const NlProfiler *other);
 int nl_profiler_threads(const NlProfiler *prof);  // 1 + the threads merged in
-const NlConfig *nl_profiler_config(const NlProfiler *prof);
+const NlConfig *nl_profiler_config(const NlProfiler *prof);  // the run's config, for nl_component_in_run
+int nl_profiler_layers(const NlProfiler *prof);  // L of the run's model
+const NlFamilyInfo *nl_profiler_family(const NlProfiler *prof);  // its family's answers
 const char *nl_component_name(NlComponent comp);
 const char *nl_phase_name(NlPhase phase);
 // Whether a run of cfg has component comp (peri's output norms, a recurrent layer's own four): the
