@@ -72,6 +72,7 @@ struct NlFamily {
 const NlFamily *nl_family_transformer(void);
 const NlFamily *nl_family_lstm(void);
 const NlFamily *nl_family_gru(void);
+const NlFamily *nl_family_llama(void);  // transformer.c: the transformer's operations, its own answers
 
 // The family that runs models of arch (families.c; chosen once, when a model is loaded).
 const NlFamily *nl_family_of(NlArch arch);

@@ -12,6 +12,7 @@
 
 // family.h's describe, has_component and lab_cost contracts.
 size_t nl_transformer_describe(const NlConfig *c, NlConfigField *fields);
+size_t nl_llama_describe(const NlConfig *c, NlConfigField *fields);
 int nl_transformer_has_component(const NlConfig *c, NlComponent comp);
 void nl_transformer_cost(const NlConfig *c, NlComponent comp, size_t batch, size_t n, size_t ctx, double *flops,
                          double *bytes);

@@ -40,6 +40,13 @@ struct NlConfig {
     NlActivation activation;
     int bias;  // linears have biases
     int tie_embeddings;  // lm_head is wte
+    // the Llama family's (a GPT-style transformer: n_kv_head = n_head, the rest 0)
+    int n_kv_head;  // KVH: key/value heads, dividing H (H: multi-head attention, 1: multi-query)
+    int rope;  // 1: rotary positions (interleaved pairs, Meta's and llama2.c's), no wpe
+    double rope_theta;  // RoPE's base
+    int gated_mlp;  // c_fc holds gate and up rows (2F, D): c_proj(act(gate x) * up x)
+    int qk_norm;  // q and k normalised per head over Dh before RoPE (OLMo-2, Qwen3)
+    int attn_bias;  // c_attn alone has a bias (Qwen2's)
     // the recurrent models'
     int n_input;  // E: the embedding width, config.json's "n_embd"
     int n_hidden;  // S: the state width

@@ -31,7 +31,7 @@
 
 #define NL_VERSION "0.1.0"
 #define NL_FORMAT_NAME "normlab"
-#define NL_FORMAT_VERSION 3  // the newest version read; versions 1 and 2 load unchanged
+#define NL_FORMAT_VERSION 4  // the newest version read; versions 1 to 3 load unchanged
 
 // ---- errors (every function that can fail: 0, or -1 with err filled)
 
@@ -116,10 +116,12 @@ typedef enum { NL_PLACE_AS_CONFIGURED, NL_PLACE_PRE, NL_PLACE_POST, NL_PLACE_PER
 // every sequence in it (as in training). One-token decoding of one sequence is a call of one row,
 // whose variance is 0: every feature becomes its bias.
 typedef enum { NL_BN_RUNNING, NL_BN_BATCH } NlBnStats;
-typedef enum { NL_ACT_GELU, NL_ACT_GELU_TANH, NL_ACT_RELU } NlActivation;
+// The MLP's activation; Llama's SiLU (x sigmoid(x)) gates its MLP: down(silu(gate x) * up x).
+typedef enum { NL_ACT_GELU, NL_ACT_GELU_TANH, NL_ACT_RELU, NL_ACT_SILU } NlActivation;
 // A stack of transformer blocks, or of recurrent cells (format version 3): LSTM or GRU, each
-// layer-normalised (Ba, Kiros & Hinton 2016) or plain, with no context window.
-typedef enum { NL_ARCH_TRANSFORMER, NL_ARCH_LSTM, NL_ARCH_GRU } NlArch;
+// layer-normalised (Ba, Kiros & Hinton 2016) or plain, with no context window; or (format version 4)
+// Llama's blocks: RoPE in place of learned positions, a gated SiLU MLP, grouped key/value heads.
+typedef enum { NL_ARCH_TRANSFORMER, NL_ARCH_LSTM, NL_ARCH_GRU, NL_ARCH_LLAMA } NlArch;
 
 // A model's config as loaded, or as a state runs it: opaque here, because its fields are its
 // family's (a new family adds its own without changing this header). What describes a model —
@@ -341,8 +343,8 @@ typedef enum {
     NL_NAMES_NORM,  // NlNormType: "layernorm", "rmsnorm", "batchnorm", "none"
     NL_NAMES_PLACEMENT,  // NlPlacement: "pre", "post", "peri"
     NL_NAMES_BN_STATS,  // NlBnStats: "running", "batch"
-    NL_NAMES_ACTIVATION,  // NlActivation: "gelu", "gelu_tanh", "relu"
-    NL_NAMES_ARCH,  // NlArch: "transformer", "lstm", "gru"
+    NL_NAMES_ACTIVATION,  // NlActivation: "gelu", "gelu_tanh", "relu", "silu"
+    NL_NAMES_ARCH,  // NlArch: "transformer", "lstm", "gru", "llama"
     NL_NAMES_TOKENIZER,  // NlTokenizerKind: "char", "bpe"
 } NlNames;
 // The name of value (a static string), "?" when it has none.
