@@ -62,6 +62,7 @@ static int value_of(const Named *t, size_t n, const char *name) {
 // Each kind's table, in NlNames order (the tokenizer's kinds are the tokenizer's own words).
 static const Named *names_table(NlNames kind, size_t *n) {
     static const Named TOKENIZERS[] = {{NL_TOKENIZER_CHAR, "char"}, {NL_TOKENIZER_BPE, "bpe"}};
+    static const Named QK_NORMS[] = {{NL_QK_NORM_ON, "on"}, {NL_QK_NORM_OFF, "off"}};
     switch (kind) {
     case NL_NAMES_NORM: *n = COUNT(NORMS); return NORMS;
     case NL_NAMES_PLACEMENT: *n = COUNT(PLACEMENTS); return PLACEMENTS;
@@ -69,6 +70,7 @@ static const Named *names_table(NlNames kind, size_t *n) {
     case NL_NAMES_ACTIVATION: *n = COUNT(ACTIVATIONS); return ACTIVATIONS;
     case NL_NAMES_ARCH: *n = COUNT(ARCHS); return ARCHS;
     case NL_NAMES_TOKENIZER: *n = COUNT(TOKENIZERS); return TOKENIZERS;
+    case NL_NAMES_QK_NORM: *n = COUNT(QK_NORMS); return QK_NORMS;
     }
     *n = 0;
     return NULL;

@@ -38,6 +38,7 @@ int nl_state_create_hooked(NlState **out, const NlModel *model, const NlRunOptio
     if (opts) {
         if (opts->norm != NL_NORM_AS_CONFIGURED) s->cfg.norm = opts->norm;
         if (opts->placement != NL_PLACE_AS_CONFIGURED) s->cfg.placement = opts->placement;
+        if (opts->qk_norm != NL_QK_NORM_AS_CONFIGURED) s->cfg.qk_norm = opts->qk_norm == NL_QK_NORM_ON;
         s->batch = opts->batch > 0 ? (size_t)opts->batch : 1;
         threads = opts->threads > 0 ? opts->threads : 1;
     }

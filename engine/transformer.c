@@ -174,10 +174,22 @@ static void rope_table(float *rope, size_t T, size_t Dh, float theta) {
         }
 }
 
+// What a row of this file cannot run: QK-norm outside the Llama family, BatchNorm inside it.
+static int refuse_run(const NlConfig *model_cfg, const NlConfig *cfg, const NlRunOptions *opts, NlError *err) {
+    int llama = model_cfg->arch == NL_ARCH_LLAMA;
+    if (!llama && opts && opts->qk_norm != NL_QK_NORM_AS_CONFIGURED)
+        return nl_error(err, NL_ERR_ARG, "QK-norm applies to the Llama family, not to this %s model",
+                        nl_name(NL_NAMES_ARCH, model_cfg->arch));
+    if (llama && cfg->norm == NL_NORM_BATCHNORM)
+        return nl_error(err, NL_ERR_ARG, "a llama model runs with norm rmsnorm, layernorm or none, not batchnorm");
+    return 0;
+}
+
 static int transformer_create(void **impl, const void *weights, const NlConfig *model_cfg, const NlConfig *cfg,
                               const NlRunOptions *opts, NlLinearInputHook hook, size_t batch, NlPool *pool,
                               const NlObserver *obs, NlError *err) {
     *impl = NULL;
+    if (refuse_run(model_cfg, cfg, opts, err) != 0) return -1;
     Transformer *s = calloc(1, sizeof *s);
     if (!s) {
         nl_error(err, NL_ERR_NOMEM, "out of memory");
@@ -566,6 +578,7 @@ const NlFamily *nl_family_llama(void) {
     static const NlFamilyInfo INFO = {
         .name = "llama",
         .has_placement = 1,
+        .qk_norm = 1,
         .windowed = 1,
         .has_residual_stream = 1,
         .state_bytes_key = "kv_cache_bytes",

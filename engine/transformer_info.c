@@ -61,7 +61,7 @@ static void attention_cost(const NlConfig *c, double n, double ctx, double *flop
     // The fused kernel computes only the unmasked (query, key) pairs: q k^T and p v, 2 Dh FLOPs
     // each per head, so 4 D per pair in all; softmax (max, subtract + exp, sum, scale) 4 per score.
     double unmasked = n * (ctx - n) + n * (n + 1) / 2;
-    double KV = D / c->n_head * c->n_kv_head;  // the cache's width: D unless grouped
+    double KV = D / c->n_head * (c->n_kv_head ? c->n_kv_head : c->n_head);  // the cache's width: D unless grouped
     *flops = 4 * unmasked * D + 4 * unmasked * c->n_head;
     *bytes = 4 * (n * (D + 2 * KV) + 2 * n * KV + 2 * ctx * KV + n * D);  // qkv in, K/V appended, K/V read, out
 }
@@ -86,7 +86,8 @@ void nl_transformer_cost(const NlConfig *c, NlComponent comp, size_t batch, size
         *bytes = 4 * (2 * n * D + 2 * D);
         break;
     case NL_COMP_QKV:
-        nl_cost_linear(c->bias || c->attn_bias, n, D, D + 2.0 * D / c->n_head * c->n_kv_head, flops, bytes);
+        nl_cost_linear(c->bias || c->attn_bias, n, D, D + 2.0 * D / c->n_head * (c->n_kv_head ? c->n_kv_head : c->n_head),
+                       flops, bytes);
         break;
     case NL_COMP_ATTN_PROJ: nl_cost_linear(c->bias, n, D, D, flops, bytes); break;
     case NL_COMP_MLP_UP: nl_cost_linear(c->bias, n, D, c->gated_mlp ? 2 * F : F, flops, bytes); break;

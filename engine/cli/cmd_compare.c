@@ -25,7 +25,7 @@
 // The runs of one model (returns their count): as trained; with also_swap, the other norm type
 // (LayerNorm and RMSNorm each other's, BatchNorm's LayerNorm), the other placement (pre and post each
 // other's, peri's pre) and no norm at all, of these the ones its family runs (an LN-RNN: only without
-// its LNs); a norm-free model has no swaps. BatchNorm runs with bn_stats, or each twice (running,
+// its LNs), and QK-norm switched where the family has it; a norm-free model has no swaps. BatchNorm runs with bn_stats, or each twice (running,
 // then batch) with BN_STATS_BOTH; a BatchNorm post model run as pre has no running statistics for
 // its ln_f, so that row runs with batch statistics only.
 static int compare_runs(const NlModelDesc *c, int also_swap, int bn_stats, NlRunOptions *runs) {
@@ -48,6 +48,10 @@ static int compare_runs(const NlModelDesc *c, int also_swap, int bn_stats, NlRun
         }
         runs[n] = as;
         runs[n++].norm = NL_NORM_NONE;
+        if (fam->qk_norm) {  // QK-norm switched: off where the model has it, on (unit gains) where not
+            runs[n] = as;
+            runs[n++].qk_norm = desc_number(c, "qk_norm", 0) ? NL_QK_NORM_OFF : NL_QK_NORM_ON;
+        }
     }
     for (int i = 0, m = n; bn_stats == BN_STATS_BOTH && i < m; i++)
         if (runs[i].norm == NL_NORM_BATCHNORM && runs[i].bn_stats == NL_BN_RUNNING) {

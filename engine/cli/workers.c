@@ -14,14 +14,16 @@ int make_state_as(const Options *o, const NlModel *model, int batch, int product
                         .placement = o->placement >= 0 ? (NlPlacement)o->placement : d.placement,
                         .batch = batch,
                         .threads = product_threads,
-                        .bn_stats = (NlBnStats)o->bn_stats};
+                        .bn_stats = (NlBnStats)o->bn_stats,
+                        .qk_norm = (NlQkNorm)o->qk_norm};
     // (o->norm < 0: not given; the state could take NL_NORM_AS_CONFIGURED, but the warning below
     // compares the two, so the model's own values are filled in here.)
     NlError err;
     if (nl_quant_state_create(state, model, &run, (NlQuant)o->quantize_act, &err) != 0) {
         if (err.code != NL_ERR_ARG) return fail(&err);
         // an override this model cannot run (BatchNorm's running statistics it lacks, a recurrent model's norm)
-        int bn = (d.family->norms & 1u << NL_NORM_BATCHNORM) != 0;
+        int bn = (d.family->norms & 1u << NL_NORM_BATCHNORM) != 0 && run.norm == NL_NORM_BATCHNORM &&
+                 run.bn_stats == NL_BN_RUNNING;
         msg_usage(o->cmd, "%s%s", err.msg, bn ? " (--bn-stats batch)" : "");
         return EXIT_USAGE;
     }

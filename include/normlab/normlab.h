@@ -116,6 +116,10 @@ typedef enum { NL_PLACE_AS_CONFIGURED, NL_PLACE_PRE, NL_PLACE_POST, NL_PLACE_PER
 // every sequence in it (as in training). One-token decoding of one sequence is a call of one row,
 // whose variance is 0: every feature becomes its bias.
 typedef enum { NL_BN_RUNNING, NL_BN_BATCH } NlBnStats;
+// QK-norm (a family with NlFamilyInfo.qk_norm: the Llama family's q and k normalised per head over
+// Dh before RoPE, with the run's norm type): as the model has it, on (its gains, or unit gains where
+// it has none), or off.
+typedef enum { NL_QK_NORM_AS_CONFIGURED, NL_QK_NORM_ON, NL_QK_NORM_OFF } NlQkNorm;
 // The MLP's activation; Llama's SiLU (x sigmoid(x)) gates its MLP: down(silu(gate x) * up x).
 typedef enum { NL_ACT_GELU, NL_ACT_GELU_TANH, NL_ACT_RELU, NL_ACT_SILU } NlActivation;
 // A stack of transformer blocks, or of recurrent cells (format version 3): LSTM or GRU, each
@@ -162,6 +166,7 @@ typedef struct {
         // the CPUs): the state keeps them for its life, and with one a CPU binds them and the creating
         // thread (until nl_state_free); each row is one OpenBLAS call, so results do not depend on it
     NlBnStats bn_stats;  // BatchNorm's statistics (NL_BN_RUNNING: the model's running averages)
+    NlQkNorm qk_norm;  // QK-norm on or off (NL_QK_NORM_AS_CONFIGURED: as the model has it)
 } NlRunOptions;
 // Every default spelled out: the model's norm and placement, one sequence, one OpenBLAS thread,
 // BatchNorm with running statistics. A zero-initialised NlRunOptions means the same.
@@ -170,7 +175,8 @@ typedef struct {
                     .placement = NL_PLACE_AS_CONFIGURED, \
                     .batch = 1,                          \
                     .threads = 1,                        \
-                    .bn_stats = NL_BN_RUNNING})
+                    .bn_stats = NL_BN_RUNNING,           \
+                    .qk_norm = NL_QK_NORM_AS_CONFIGURED})
 
 // Allocates activations and the KV cache for `batch` sequences of T positions. opts NULL runs the
 // model as configured, one sequence at a time. A norm the run needs and the model lacks (ln_f of
@@ -346,6 +352,7 @@ typedef enum {
     NL_NAMES_ACTIVATION,  // NlActivation: "gelu", "gelu_tanh", "relu", "silu"
     NL_NAMES_ARCH,  // NlArch: "transformer", "lstm", "gru", "llama"
     NL_NAMES_TOKENIZER,  // NlTokenizerKind: "char", "bpe"
+    NL_NAMES_QK_NORM,  // NlQkNorm: "on", "off"
 } NlNames;
 // The name of value (a static string), "?" when it has none.
 const char *nl_name(NlNames kind, int value);
@@ -429,6 +436,7 @@ typedef struct {
     int windowed;  // its context is a window of block_size positions (a KV cache); 0: a state carries any length
     int has_placement;  // its norms sit pre, post or peri (a recurrent cell's have one place)
     int has_residual_stream;  // sublayers add into a residual stream: the lens, branch RMS, norm outputs, invariance
+    int qk_norm;  // it can normalise q and k per head (NlRunOptions.qk_norm switches it)
     int state_vectors;  // vectors a layer carries from one position to the next: 0 (a KV cache), 1 or 2
     const char *state_names[2];  // their names: "h", and the LSTM's "c"
     const char *state_bytes_key;  // what NlModelDesc.state_bytes counts: "kv_cache_bytes", "state_bytes"

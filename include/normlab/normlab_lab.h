@@ -214,6 +214,7 @@ typedef struct {
     NlBnStats bn_stats;  // as run (BatchNorm rows)
     double residual_scale;  // as run (post placement)
     int swapped_norm, swapped_placement;  // 1 when run otherwise than trained
+    int qk_norm, swapped_qk_norm;  // QK-norm as run (a family with NlFamilyInfo.qk_norm), and 1 when switched
     size_t parameters, weight_bytes;
     size_t chars;  // tokens scored: characters (a character model), or BPE tokens (then bpe is set)
     double nats_per_char, bits_per_char, perplexity;  // per token
