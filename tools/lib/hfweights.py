@@ -114,7 +114,7 @@ def read_sharded(folder):
     wmap = doc.get("weight_map") if isinstance(doc, dict) else None
     if not isinstance(wmap, dict) or not wmap or not all(isinstance(v, str) for v in wmap.values()):
         raise ToolError(f"{index}: no \"weight_map\" object of tensor name -> shard file")
-    out, paths = {}, []
+    held, paths = {}, []
     for shard in sorted(set(wmap.values())):
         path = os.path.join(folder, shard)
         if os.path.basename(shard) != shard or shard in (".", ".."):
@@ -123,13 +123,16 @@ def read_sharded(folder):
             raise ToolError(f"{index}: names shard {shard}, which is missing from {folder}")
         paths.append(path)
         for name, t in read_safetensors(path).items():
-            if name in out:
-                raise ToolError(f"{index}: tensor {name} is held twice, by {os.path.basename(out[name].path)} "
+            if name in held:
+                raise ToolError(f"{index}: tensor {name} is held twice, by {os.path.basename(held[name].path)} "
                                 f"and {shard}")
-            if wmap.get(name) != shard:
-                raise ToolError(f"{path}: holds tensor {name}, which {INDEX} puts "
-                                + (f"in {wmap[name]}" if name in wmap else "nowhere"))
-            out[name] = t
+            held[name] = t
+    out = {}
+    for name, t in held.items():
+        if wmap.get(name) != os.path.basename(t.path):
+            raise ToolError(f"{t.path}: holds tensor {name}, which {INDEX} puts "
+                            + (f"in {wmap[name]}" if name in wmap else "nowhere"))
+        out[name] = t
     lost = sorted(set(wmap) - set(out))
     if lost:
         raise ToolError(f"{index}: puts tensor {lost[0]} in {wmap[lost[0]]}, which does not hold it")
@@ -169,7 +172,8 @@ def encode(a, dtype):
         u = a.astype("<f4").view(np.uint32).astype(np.uint64)
         u = (u + 0x7FFF + ((u >> 16) & 1)) >> 16
         return u.astype("<u2").tobytes()
-    return a.astype(DTYPES[dtype]).tobytes()
+    with np.errstate(over="ignore"):  # a value past F16's range is stored as Inf, as torch stores it
+        return a.astype(DTYPES[dtype]).tobytes()
 
 
 def rounded(a, dtype):
@@ -177,4 +181,5 @@ def rounded(a, dtype):
     a = np.asarray(a, dtype=np.float32)
     if dtype == "BF16":
         return (np.frombuffer(encode(a, dtype), "<u2").astype(np.uint32) << 16).view(np.float32).reshape(a.shape)
-    return a.astype(DTYPES[dtype]).astype(np.float32)
+    with np.errstate(over="ignore"):
+        return a.astype(DTYPES[dtype]).astype(np.float32)
