@@ -30,13 +30,8 @@ BY_TYPE = {"gpt2": "GPT2LMHeadModel", "llama": "LlamaForCausalLM", "qwen2": "Qwe
 
 
 def main(argv):
-    peek = nltool.ArgumentParser(prog="import_hf.py", add_help=False)
-    peek.add_argument("snapshot", nargs="?")
-    peek.add_argument("--out")
-    known, _ = peek.parse_known_args(argv)
-    where = os.path.join(known.snapshot, "config.json") if known.snapshot else None
-    if not where or not os.path.isfile(where) or "-h" in argv or "--help" in argv:
-        return import_hf_llama.main(argv)  # its parser and checks say what is wrong (or print the help)
+    a = hfweights.snapshot_arguments("import_hf.py", __doc__, argv)
+    where = os.path.join(a.snapshot, "config.json")
     cfg = hfweights.read_json(where)
     if not isinstance(cfg, dict):
         raise ToolError(f"{where}: not a JSON object")

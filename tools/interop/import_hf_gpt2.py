@@ -41,7 +41,6 @@ Memory: tensors are read from model.safetensors and written one at a time, so th
 the largest tensor (GPT-2's wte, 154 MB), not the snapshot; normlab info, checking the written
 model, maps all of it (docs/gpt2.md has the figures).
 """
-import argparse
 import hashlib
 import json
 import os
@@ -55,6 +54,7 @@ needs.packages("numpy")
 import numpy as np  # noqa: E402
 
 import gpt2bpe  # noqa: E402
+import hfweights  # noqa: E402
 import nlformat  # noqa: E402
 import nltool  # noqa: E402
 import torchzip  # noqa: E402
@@ -250,14 +250,7 @@ def tokenizer_files(folder):
 
 
 def main(argv):
-    p = nltool.ArgumentParser(prog="import_hf_gpt2.py", description=__doc__,
-                              formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("snapshot", help="the Hugging Face snapshot folder (config.json, weights, tokenizer files)")
-    p.add_argument("--out", required=True, help="normlab model directory to write (replaced whole if it is one)")
-    a = p.parse_args(argv)
-    if not os.path.isdir(a.snapshot):
-        raise ToolError(f"{a.snapshot}: not a folder (give the snapshot folder that holds config.json)")
-    nltool.check_out(a.out, [a.snapshot], want_dir=True, make_parents=True)
+    a = hfweights.snapshot_arguments("import_hf_gpt2.py", __doc__, argv)
     config_path = os.path.join(a.snapshot, "config.json")
     config = convert_config(read_json(config_path, config_path), config_path)
     src, weights_path = read_weights(a.snapshot)

@@ -26,7 +26,6 @@ MLP bias, sliding-window attention, a tensor a Llama does not have or one missin
 a weight, and the shard index's errors (tools/lib/hfweights.py). The written model is then checked by
 the engine's loader (normlab info) before it replaces anything, as import_hf_gpt2.py's.
 """
-import argparse
 import hashlib
 import os
 import sys
@@ -200,14 +199,7 @@ def detect_qk_norm(config, src):
 
 
 def main(argv, cfg=None, arch=None):
-    p = nltool.ArgumentParser(prog="import_hf.py", description=__doc__,
-                              formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("snapshot", help="the Hugging Face snapshot folder (config.json, weights, tokenizer.json)")
-    p.add_argument("--out", required=True, help="normlab model directory to write (replaced whole if it is one)")
-    a = p.parse_args(argv)
-    if not os.path.isdir(a.snapshot):
-        raise ToolError(f"{a.snapshot}: not a folder (give the snapshot folder that holds config.json)")
-    nltool.check_out(a.out, [a.snapshot], want_dir=True, make_parents=True)
+    a = hfweights.snapshot_arguments("import_hf.py", __doc__, argv, "config.json, weights, tokenizer.json")
     where = os.path.join(a.snapshot, "config.json")
     cfg = hfweights.read_json(where) if cfg is None else cfg
     arch = arch or (cfg.get("architectures") or [None])[0]

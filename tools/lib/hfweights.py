@@ -10,12 +10,14 @@ file or shards with model.safetensors.index.json, F32, F16, BF16 or F64, checked
 A tensor is read from its file when it is loaded, so an importer holds one tensor at a time, never
 the snapshot. BF16 is the high half of a float32, so widening it is exact, as is F16's.
 """
+import argparse
 import json
 import os
 import struct
 
 import numpy as np
 
+import nltool
 from nltool import ToolError
 
 DTYPES = {"F32": "<f4", "F16": "<f2", "F64": "<f8", "BF16": "<u2"}
@@ -137,6 +139,19 @@ def read_sharded(folder):
     if lost:
         raise ToolError(f"{index}: puts tensor {lost[0]} in {wmap[lost[0]]}, which does not hold it")
     return out, paths
+
+
+def snapshot_arguments(prog, doc, argv, files="config.json, weights, tokenizer files"):
+    """The command line of an importer of snapshots (SNAPSHOT --out DIR), parsed; SNAPSHOT must be a
+    folder and --out a place a model may be written (nltool.check_out), or ToolError."""
+    p = nltool.ArgumentParser(prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("snapshot", help=f"the Hugging Face snapshot folder ({files})")
+    p.add_argument("--out", required=True, help="normlab model directory to write (replaced whole if it is one)")
+    a = p.parse_args(argv)
+    if not os.path.isdir(a.snapshot):
+        raise ToolError(f"{a.snapshot}: not a folder (give the snapshot folder that holds config.json)")
+    nltool.check_out(a.out, [a.snapshot], want_dir=True, make_parents=True)
+    return a
 
 
 def read_weights(folder):
