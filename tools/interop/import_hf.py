@@ -4,7 +4,7 @@ config.json names (`architectures`, else `model_type`):
 
     /usr/bin/python3 tools/interop/import_hf.py SNAPSHOT --out DIR
 
-    GPT2LMHeadModel (gpt2)                      tools/interop/import_hf_gpt2.py (docs/gpt2.md)
+    GPT2LMHeadModel, GPT2Model (gpt2)           tools/interop/import_hf_gpt2.py (docs/gpt2.md)
     LlamaForCausalLM (llama), Qwen2ForCausalLM  tools/interop/import_hf_llama.py: arch llama
     (qwen2, its qkv bias), Qwen3ForCausalLM     (docs/format.md), HF's q/k rows un-permuted to
     (qwen3, its QK-norm)                        RoPE's interleaved pairs (docs/interop.md)
@@ -37,12 +37,12 @@ def main(argv):
         raise ToolError(f"{where}: not a JSON object")
     names = cfg.get("architectures") or [BY_TYPE.get(cfg.get("model_type"))]
     arch = names[0] if isinstance(names, list) and len(names) == 1 else None
-    if arch == "GPT2LMHeadModel":
+    if arch in ("GPT2LMHeadModel", "GPT2Model"):
         return import_hf_gpt2.main(argv)
     if arch in import_hf_llama.ARCHES:
         return import_hf_llama.main(argv, cfg, arch)
     raise ToolError(f"{where}: architectures {cfg.get('architectures', cfg.get('model_type'))!r}: normlab imports "
-                    + ", ".join(["GPT2LMHeadModel", *import_hf_llama.ARCHES]))
+                    + ", ".join(["GPT2LMHeadModel", "GPT2Model", *import_hf_llama.ARCHES]))
 
 
 if __name__ == "__main__":
