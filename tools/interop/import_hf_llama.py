@@ -47,7 +47,8 @@ ARCHES = {"LlamaForCausalLM": "llama", "Qwen2ForCausalLM": "qwen2", "Qwen3ForCau
 
 
 def positive(cfg, key, where, default=None):
-    v = cfg.get(key, default)
+    v = cfg.get(key)
+    v = default if v is None else v  # (HF writes num_key_value_heads: null for "as many as the heads")
     if not isinstance(v, int) or isinstance(v, bool) or v < 1:
         raise ToolError(f"{where}: {key} is {v!r}, not a positive integer")
     return v
