@@ -160,6 +160,7 @@ parity: all
 	@tools/install-deps.sh --python
 	/usr/bin/python3 tools/reference/parity.py
 	/usr/bin/python3 tools/reference/hf_gpt2_parity.py
+	/usr/bin/python3 tools/reference/llama_parity.py
 	@if command -v node >/dev/null 2>&1 && [ -d build/ort/node_modules/onnxruntime-node ]; then \
 	    /usr/bin/python3 tools/interop/onnx_parity.py; \
 	else echo "note: Node.js or onnxruntime-node missing; the ONNX export is not checked"; fi
