@@ -69,6 +69,8 @@ typedef struct {
 
 static size_t transformer_state_bytes(const NlConfig *c);
 
+enum { NL_SHIFT_HEAD_MAX = 1024 };  // the widest head a context shift turns (a stack buffer)
+
 static size_t head_width(const NlConfig *c) { return (size_t)(c->n_embd / c->n_head); }  // Dh
 static size_t kv_width(const NlConfig *c) { return (size_t)c->n_kv_head * head_width(c); }  // KVH Dh
 static size_t qkv_width(const NlConfig *c) { return (size_t)c->n_embd + 2 * kv_width(c); }  // W
@@ -248,6 +250,31 @@ static void transformer_copy(void *impl, size_t from, size_t to, size_t n) {
     size_t count = nl_tiles(n) * tile_floats(s);  // the tiles holding positions 0..n-1, all layers
     memcpy(s->k_cache + to * per_seq, s->k_cache + from * per_seq, count * sizeof(float));
     memcpy(s->v_cache + to * per_seq, s->v_cache + from * per_seq, count * sizeof(float));
+}
+
+// RoPE's context shift of sequence b (nl_state_shift): positions keep+drop..len-1 move down by drop
+// in every layer's cache, each key turned by -drop positions' angles (the cosines of the table's row
+// `drop`, its sines negated), values copied as they are.
+static int transformer_shift(void *impl, size_t b, size_t keep, size_t drop, size_t len) {
+    Transformer *s = impl;
+    const NlConfig *c = s->cfg;
+    size_t Dh = head_width(c), KVH = (size_t)c->n_kv_head, stride = tile_floats(s);
+    if (!c->rope || keep + drop > len || len > (size_t)c->block_size || Dh > NL_SHIFT_HEAD_MAX) return -1;
+    float back[NL_SHIFT_HEAD_MAX], k[NL_SHIFT_HEAD_MAX];
+    for (size_t i = 0; i < Dh; i += 2) back[i] = s->rope[drop * Dh + i], back[i + 1] = -s->rope[drop * Dh + i + 1];
+    for (size_t l = 0; drop && l < (size_t)c->n_layer; l++)
+        for (size_t g = 0; g < KVH; g++) {
+            size_t head = b * seq_floats(s) + (l * KVH + g) * Dh * NL_TILE;
+            float *K = s->k_cache + head, *V = s->v_cache + head;
+            for (size_t p = keep + drop; p < len; p++) {
+                for (size_t d = 0; d < Dh; d++) k[d] = K[nl_key_offset(p, d, stride)];
+                nl_rope(k, 1, Dh, back);
+                for (size_t d = 0; d < Dh; d++) K[nl_key_offset(p - drop, d, stride)] = k[d];
+                memcpy(V + nl_value_offset(p - drop, Dh, stride), V + nl_value_offset(p, Dh, stride),
+                       Dh * sizeof(float));
+            }
+        }
+    return 0;
 }
 
 // Where attention runs as products (nl_attend_rows) rather than one fused pass per query
@@ -554,7 +581,7 @@ static size_t transformer_state_bytes(const NlConfig *c) {
     .bind = nl_transformer_bind, .copy_weights = nl_transformer_copy_weights, \
     .free_weights = nl_transformer_free_weights, .matrices = nl_transformer_matrices, \
     .create = transformer_create, .destroy = transformer_destroy, .forward = transformer_forward, \
-    .copy = transformer_copy, .window = transformer_window, .call_logits = transformer_window, \
+    .copy = transformer_copy, .shift = transformer_shift, .window = transformer_window, .call_logits = transformer_window, \
     .state_bytes = transformer_state_bytes, .has_component = nl_transformer_has_component, \
     .lab_cost = nl_transformer_cost, .lab_readout = transformer_readout
 

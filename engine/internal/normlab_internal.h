@@ -121,6 +121,11 @@ size_t nl_state_batch(const NlState *state);  // sequences per forward call, at 
 // < batch): streams that share a prompt are prefilled once. Whole tiles of 32 positions are copied,
 // so positions n.. up to the next multiple of 32 in `to` are overwritten too.
 void nl_state_copy_cache(NlState *state, size_t from, size_t to, size_t n);
+// RoPE's context shift in place (llama.cpp's): of sequence seq's len cached positions, the first keep
+// stay, the next drop go, and the rest move down by drop, their keys turned back by drop positions'
+// angles; the sequence then holds len - drop. Returns -1, changing nothing, for a state that cannot
+// (no RoPE) or arguments that do not fit (keep + drop > len); drop 0 only asks. (state.c)
+int nl_state_shift(NlState *state, size_t seq, size_t keep, size_t drop, size_t len);
 
 // ---- OpenBLAS's kernel family (blascore.c)
 

@@ -241,12 +241,16 @@ int nl_sampler_probs(const NlSampler *sampler, double *logprob, const int **ids,
 // runs ids after the tokens cached so far and returns the logits after them. A transformer's window
 // of T that a feed would overflow shifts: its most recent T/2 tokens (the feed's last ones included)
 // run again at positions 0..T/2-1, and the text goes on (a feed into an empty window keeps its last
-// T). With exact_window every feed recomputes the last T tokens from position 0 (nanoGPT's sampler).
-// A recurrent model (NlModelDesc.window SIZE_MAX) never shifts: its state carries the whole text.
+// T). A model with rotary positions (RoPE: the Llama family) shifts in place instead, as llama.cpp
+// does: the first `keep` tokens stay (BOS), half of the rest after them go, and the cached keys of
+// the others are turned back by as many positions, with no re-prefill (docs/llama.md); a feed that
+// would still overflow re-prefills as above. With exact_window every feed recomputes the last T
+// tokens from position 0 (nanoGPT's sampler). A recurrent model (NlModelDesc.window SIZE_MAX) never shifts: its state carries the whole text.
 typedef struct NlContext NlContext;
 typedef struct {
     size_t streams;  // B sequences fed side by side, on the state's sequences 0..B-1 (0 means 1; at most its batch)
     int exact_window;  // 1: nanoGPT's recompute instead of the shift (transformers only)
+    size_t keep;  // RoPE's shift: the tokens at the start it never drops (llama.cpp's n_keep; 1 for a BOS)
 } NlContextOptions;
 typedef struct {
     size_t len;  // positions each sequence holds: a window's tokens, or a recurrent model's text so far
