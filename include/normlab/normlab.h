@@ -275,6 +275,7 @@ enum { NL_EMIT_CONTINUE = 0, NL_EMIT_STOP = 1, NL_EMIT_DONE = 2 };
 typedef struct {
     size_t n_new;  // tokens to generate per stream
     int exact_window;  // 1: recompute the last T positions for every token (nanoGPT's sampler)
+    size_t keep;  // RoPE's shift keeps the first keep tokens (NlContextOptions.keep: 1 for a BOS)
     NlEmitFn emit;  // every token of every stream, as it is sampled (NULL: none)
     void *emit_ctx;
 } NlGenerateOptions;
@@ -293,7 +294,7 @@ typedef struct {
 // stream after each step. The prompt is prefilled once per group of streams and its cache copied;
 // each step shares every matrix product across a group. When the window of T positions is full,
 // the most recent T/2 tokens are re-processed in one batched pass at positions 0..T/2-1 (a context
-// shift) and decoding goes on; with exact_window, every token recomputes the last T positions.
+// shift; a RoPE model's shifts in place, keeping opts->keep tokens: NlContext's rule) and decoding goes on; with exact_window, every token recomputes the last T positions.
 // The streams go in groups of G = the states' NlRunOptions.batch (every state the same batch), shared
 // among n_states worker threads, one state each: stream i is in group i / G, and each group runs
 // alone on its state, so every stream's tokens are the same whatever n_states is. With several
