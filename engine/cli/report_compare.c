@@ -311,6 +311,10 @@ static cJSON *outliers_json(const NlCompareRow *r) {
             cJSON_AddStringToObject(e, "site", nl_site_name((NlSite)k));
             cJSON_AddNumberToObject(e, "rows", (double)s->rows);
             cJSON_AddNumberToObject(e, "max_abs_over_rms", s->max_ratio);
+            cJSON_AddNumberToObject(e, "max_abs", s->max_abs);
+            cJSON_AddNumberToObject(e, "max_abs_over_mean_abs", s->max_over_mean_abs);
+            cJSON_AddNumberToObject(e, "max_channel", s->max_channel);
+            cJSON_AddNumberToObject(e, "max_position", (double)s->max_position);
             cJSON_AddNumberToObject(e, "share_abs_ge_6", s->share_6);
             cJSON_AddNumberToObject(e, "share_abs_ge_6rms", s->share_6rms);
             if (isfinite(s->kurtosis)) cJSON_AddNumberToObject(e, "kurtosis", s->kurtosis);

@@ -128,6 +128,12 @@ enum { NL_STATS_INVARIANCE = 1, NL_STATS_OUTLIERS = 2 };
 typedef struct {
     uint64_t rows, values;
     double max_ratio;  // the largest max |x| / RMS of a row
+    // The largest |x| of all (a "massive activation" where it is hundreds of times the mean |x|): its
+    // value, its channel, and its row in the forward call that saw it first (in compare and eval,
+    // whose calls are one window each, its position in that window: 0 the window's first token).
+    double max_abs, max_over_mean_abs;
+    int max_channel;
+    size_t max_position;
     double share_6;  // the share of values with |x| >= 6 (LLM.int8()'s threshold)
     double share_6rms;  // the share of values with |x| >= 6 RMS of their row
     double kurtosis;  // of all the values seen together: E(x - mean)^4 / var^2 (3 for a Gaussian)
