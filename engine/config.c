@@ -270,12 +270,12 @@ static int parse_llama_config(NlConfig *c, const cJSON *root, int version, const
         return -1;
     }
     if (d % h != 0 || (d / h) % 2 != 0) {
-        nl_error(err, NL_ERR_FORMAT, "%s: n_embd %lld over n_head %lld is not a whole, even head width", what,
+        nl_error(err, NL_ERR_FORMAT, "%s: \"n_embd\" %lld over \"n_head\" %lld is not a whole, even head width", what,
                  (long long)d, (long long)h);
         return -1;
     }
     if (h % kvh != 0) {
-        nl_error(err, NL_ERR_FORMAT, "%s: n_kv_head %lld does not divide n_head %lld", what, (long long)kvh,
+        nl_error(err, NL_ERR_FORMAT, "%s: \"n_kv_head\" %lld does not divide \"n_head\" %lld", what, (long long)kvh,
                  (long long)h);
         return -1;
     }
