@@ -29,7 +29,7 @@ PKG_LIBS = $(shell pkg-config --libs openblas libcjson) -lm -pthread
 
 LIB_SRC = engine/nl_error.c engine/model.c engine/config.c engine/safetensors.c engine/jsonx.c engine/fileio.c \
           engine/kernels.c engine/linear.c engine/bind.c engine/transformer_weights.c \
-          engine/transformer.c engine/families.c engine/describe.c engine/state.c engine/sampler.c \
+          engine/transformer.c engine/transformer_info.c engine/families.c engine/describe.c engine/state.c engine/sampler.c \
           engine/sampler_fast.c engine/rng.c \
           engine/generate.c engine/context.c \
           engine/eval.c engine/parallel.c engine/blascore.c engine/clock.c \
@@ -162,6 +162,7 @@ parity: all
 	@tools/install-deps.sh --python
 	/usr/bin/python3 tools/reference/parity.py
 	/usr/bin/python3 tools/reference/hf_gpt2_parity.py
+	/usr/bin/python3 tools/reference/llama_parity.py
 	@if command -v node >/dev/null 2>&1 && [ -d build/ort/node_modules/onnxruntime-node ]; then \
 	    /usr/bin/python3 tools/interop/onnx_parity.py; \
 	else echo "note: Node.js or onnxruntime-node missing; the ONNX export is not checked"; fi

@@ -34,8 +34,10 @@ static const Named NORMS[] = {{NL_NORM_LAYERNORM, "layernorm"},
                               {NL_NORM_NONE, "none"}};
 static const Named PLACEMENTS[] = {{NL_PLACE_PRE, "pre"}, {NL_PLACE_POST, "post"}, {NL_PLACE_PERI, "peri"}};
 static const Named BN_STATS[] = {{NL_BN_RUNNING, "running"}, {NL_BN_BATCH, "batch"}};
-static const Named ARCHS[] = {{NL_ARCH_TRANSFORMER, "transformer"}, {NL_ARCH_LSTM, "lstm"}, {NL_ARCH_GRU, "gru"}};
-static const Named ACTIVATIONS[] = {{NL_ACT_GELU, "gelu"}, {NL_ACT_GELU_TANH, "gelu_tanh"}, {NL_ACT_RELU, "relu"}};
+static const Named ARCHS[] = {
+    {NL_ARCH_TRANSFORMER, "transformer"}, {NL_ARCH_LSTM, "lstm"}, {NL_ARCH_GRU, "gru"}, {NL_ARCH_LLAMA, "llama"}};
+static const Named ACTIVATIONS[] = {
+    {NL_ACT_GELU, "gelu"}, {NL_ACT_GELU_TANH, "gelu_tanh"}, {NL_ACT_RELU, "relu"}, {NL_ACT_SILU, "silu"}};
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 // names (n + 1) = the table's names in order, NULL-terminated, for jsonx_choice.
@@ -62,6 +64,7 @@ static int value_of(const Named *t, size_t n, const char *name) {
 static const Named *names_table(NlNames kind, size_t *n) {
     static const Named TOKENIZERS[] = {
         {NL_TOKENIZER_CHAR, "char"}, {NL_TOKENIZER_BPE, "bpe"}, {NL_TOKENIZER_SPM, "sentencepiece"}};
+    static const Named QK_NORMS[] = {{NL_QK_NORM_ON, "on"}, {NL_QK_NORM_OFF, "off"}};
     switch (kind) {
     case NL_NAMES_NORM: *n = COUNT(NORMS); return NORMS;
     case NL_NAMES_PLACEMENT: *n = COUNT(PLACEMENTS); return PLACEMENTS;
@@ -69,6 +72,7 @@ static const Named *names_table(NlNames kind, size_t *n) {
     case NL_NAMES_ACTIVATION: *n = COUNT(ACTIVATIONS); return ACTIVATIONS;
     case NL_NAMES_ARCH: *n = COUNT(ARCHS); return ARCHS;
     case NL_NAMES_TOKENIZER: *n = COUNT(TOKENIZERS); return TOKENIZERS;
+    case NL_NAMES_QK_NORM: *n = COUNT(QK_NORMS); return QK_NORMS;
     }
     *n = 0;
     return NULL;
@@ -224,6 +228,81 @@ static int parse_rnn_config(NlConfig *c, const cJSON *root, NlArch arch, int ver
     return 0;
 }
 
+// A Llama model (format version 4; docs/llama.md): arch llama, vocab_size, n_layer, n_head,
+// n_kv_head (dividing n_head; default n_head), n_embd, block_size, n_inner, norm rmsnorm|layernorm|none
+// (default rmsnorm), placement pre|post|peri (default pre), norm_eps, rope_theta (> 0, default 10000),
+// tie_embeddings, qk_norm and attn_bias (default false). No learned positions, a gated SiLU MLP.
+static int parse_llama_config(NlConfig *c, const cJSON *root, int version, const char *what, NlError *err) {
+    static const char *const KEYS[] = {"format",     "arch",         "vocab_size",     "n_layer",  "n_head",
+                                       "n_kv_head",  "n_embd",       "block_size",     "n_inner",  "norm",
+                                       "placement",  "norm_eps",     "rope_theta",     "qk_norm",  "attn_bias",
+                                       "tie_embeddings", NULL};
+    static const char *const LLAMA_NORMS[] = {"rmsnorm", "layernorm", "none", NULL};
+    static const NlNormType NORM_OF[] = {NL_NORM_RMSNORM, NL_NORM_LAYERNORM, NL_NORM_NONE};
+    if (nl_jsonx_only_keys(root, KEYS, what, err) != 0) return -1;
+    if (version < 4) {
+        nl_error(err, NL_ERR_FORMAT, "%s: arch \"llama\" needs format version 4 (the file says version %d)", what,
+                 version);
+        return -1;
+    }
+    int64_t v, l, h, kvh, d, t, f;
+    int norm = 0, place = 0, tie = 0, qk = 0, ab = 0;
+    double eps = 1e-5, theta = 10000.0;
+    const char *pn[COUNT(PLACEMENTS) + 1];
+    if (nl_jsonx_int(root, "vocab_size", 1, 1, 1 << 20, &v, what, err) != 0 ||
+        nl_jsonx_int(root, "n_layer", 1, 1, 256, &l, what, err) != 0 ||
+        nl_jsonx_int(root, "n_head", 1, 1, 1024, &h, what, err) != 0 ||
+        nl_jsonx_int(root, "n_embd", 1, 1, 1 << 16, &d, what, err) != 0 ||
+        nl_jsonx_int(root, "block_size", 1, 1, 1 << 16, &t, what, err) != 0 ||
+        nl_jsonx_int(root, "n_inner", 1, 1, 1 << 20, &f, what, err) != 0)
+        return -1;
+    kvh = h;
+    if (nl_jsonx_int(root, "n_kv_head", 0, 1, 1024, &kvh, what, err) != 0 ||
+        (cJSON_GetObjectItemCaseSensitive(root, "norm") &&
+         nl_jsonx_choice(root, "norm", LLAMA_NORMS, &norm, what, err) != 0) ||
+        (cJSON_GetObjectItemCaseSensitive(root, "placement") &&
+         nl_jsonx_choice(root, "placement", names_of(PLACEMENTS, COUNT(PLACEMENTS), pn), &place, what, err) != 0) ||
+        nl_jsonx_number(root, "norm_eps", 0, 1e-12, 1, &eps, what, err) != 0 ||
+        nl_jsonx_number(root, "rope_theta", 0, -1e300, 1e300, &theta, what, err) != 0 ||
+        nl_jsonx_bool(root, "tie_embeddings", 0, &tie, what, err) != 0 ||
+        nl_jsonx_bool(root, "qk_norm", 0, &qk, what, err) != 0 || nl_jsonx_bool(root, "attn_bias", 0, &ab, what, err) != 0)
+        return -1;
+    if (theta <= 0) {
+        nl_error(err, NL_ERR_FORMAT, "%s: \"rope_theta\" = %g must be positive", what, theta);
+        return -1;
+    }
+    if (d % h != 0 || (d / h) % 2 != 0) {
+        nl_error(err, NL_ERR_FORMAT, "%s: \"n_embd\" %lld over \"n_head\" %lld is not a whole, even head width", what,
+                 (long long)d, (long long)h);
+        return -1;
+    }
+    if (h % kvh != 0) {
+        nl_error(err, NL_ERR_FORMAT, "%s: \"n_kv_head\" %lld does not divide \"n_head\" %lld", what, (long long)kvh,
+                 (long long)h);
+        return -1;
+    }
+    *c = (NlConfig){.arch = NL_ARCH_LLAMA,
+                    .vocab_size = (int)v,
+                    .n_layer = (int)l,
+                    .n_head = (int)h,
+                    .n_kv_head = (int)kvh,
+                    .n_embd = (int)d,
+                    .block_size = (int)t,
+                    .n_inner = (int)f,
+                    .norm = NORM_OF[norm],
+                    .placement = (NlPlacement)PLACEMENTS[place].value,
+                    .norm_eps = eps,
+                    .residual_scale = 1.0,
+                    .activation = NL_ACT_SILU,
+                    .tie_embeddings = tie,
+                    .rope = 1,
+                    .rope_theta = theta,
+                    .gated_mlp = 1,
+                    .qk_norm = qk,
+                    .attn_bias = ab};
+    return 0;
+}
+
 int nl_config_from_json(NlConfig *c, const cJSON *root, const char *what, NlError *err) {
     static const char *const KEYS[] = {"format",         "arch",       "vocab_size", "n_layer", "n_head",
                                        "n_embd",         "block_size", "mlp_ratio",  "n_inner", "norm",
@@ -239,6 +318,7 @@ int nl_config_from_json(NlConfig *c, const cJSON *root, const char *what, NlErro
         (cJSON_GetObjectItemCaseSensitive(root, "arch") &&
          nl_jsonx_choice(root, "arch", names_of(ARCHS, COUNT(ARCHS), archn), &arch, what, err) != 0))
         return -1;
+    if (ARCHS[arch].value == NL_ARCH_LLAMA) return parse_llama_config(c, root, version, what, err);
     if (ARCHS[arch].value != NL_ARCH_TRANSFORMER)
         return parse_rnn_config(c, root, (NlArch)ARCHS[arch].value, version, what, err);
     if (nl_jsonx_only_keys(root, KEYS, what, err) != 0) return -1;
@@ -249,7 +329,12 @@ int nl_config_from_json(NlConfig *c, const cJSON *root, const char *what, NlErro
         nl_jsonx_int(root, "n_embd", 1, 1, 1 << 16, &d, what, err) != 0 ||
         nl_jsonx_int(root, "block_size", 1, 1, 1 << 16, &t, what, err) != 0)
         return -1;
-    *c = (NlConfig){.vocab_size = (int)v, .n_layer = (int)l, .n_head = (int)h, .n_embd = (int)d, .block_size = (int)t};
+    *c = (NlConfig){.vocab_size = (int)v,
+                    .n_layer = (int)l,
+                    .n_head = (int)h,
+                    .n_kv_head = (int)h,
+                    .n_embd = (int)d,
+                    .block_size = (int)t};
     if (d % h != 0) {
         nl_error(err, NL_ERR_FORMAT, "%s: n_embd %lld is not divisible by n_head %lld", what, (long long)d,
                  (long long)h);

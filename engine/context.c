@@ -14,6 +14,8 @@ struct NlContext {
     NlState *state;  // borrowed
     size_t B, T, V;  // sequences, window (SIZE_MAX: recurrent), vocabulary
     int exact_window;
+    int rotates;  // the state shifts its cache in place (RoPE)
+    size_t keep;  // tokens at the start a RoPE shift keeps
     int *rows;  // (B, T) a transformer's windows: sequence b's cached tokens are rows[b * T .. b * T + len)
     int *packed;  // (B, T) scratch: the windows packed as (B, len) for nl_forward_batch
     float *shared;  // (B, V) with B > 1: the logits of a feed shared by every sequence, one row each
@@ -39,7 +41,9 @@ int nl_context_create(NlContext **out, NlState *state, const NlContextOptions *o
                      .B = B,
                      .T = nl_model_window(nl_state_model(state)),
                      .V = (size_t)c->vocab_size,
-                     .exact_window = opts->exact_window};
+                     .exact_window = opts->exact_window,
+                     .rotates = windowed && nl_state_shift(state, 0, 0, 0, 0) == 0,
+                     .keep = opts->keep};
     int fail = windowed &&
                (!(x->rows = malloc(B * x->T * sizeof *x->rows)) || !(x->packed = malloc(B * x->T * sizeof *x->packed)));
     fail |= B > 1 && !(x->shared = malloc(B * x->V * sizeof *x->shared));
@@ -81,14 +85,29 @@ static const float *append(NlContext *x, const int *ids, size_t rows, size_t n) 
     return nl_forward_batch(x->state, ids, rows, n, at, 1);
 }
 
+// RoPE's shift of the first `rows` sequences, when n ids then fit: the first keep tokens stay, half
+// of the rest go, the cache turned in place. 0 when done; -1 (nothing changed) when it cannot be.
+static int rotate(NlContext *x, size_t rows, size_t n) {
+    size_t T = x->T, len = x->pos.len, keep = x->keep < len ? x->keep : len, drop = (len - keep) / 2;
+    if (!x->rotates || drop == 0 || len - drop + n > T) return -1;
+    for (size_t b = 0; b < rows; b++) {
+        int *row = x->rows + b * T;
+        if (nl_state_shift(x->state, b, keep, drop, len) != 0) return -1;  // (only the first can refuse)
+        memmove(row + keep, row + keep + drop, (len - keep - drop) * sizeof *row);
+    }
+    x->pos.len = len - drop;
+    return 0;
+}
+
 // The feed's step, by the policy: a recurrent model's or a window with room appends; else nanoGPT's
-// crop, an empty window's (the last T of the ids), or a context shift.
+// crop, an empty window's (the last T of the ids), or a context shift (in place with RoPE).
 static const float *step(NlContext *x, const int *ids, size_t rows, size_t n) {
     size_t T = x->T, len = x->pos.len;
     if (x->exact_window) return refill(x, ids, rows, n, len + n < T ? len + n : T);
     if (!x->rows || len + n <= T) return append(x, ids, rows, n);
     if (len == 0) return refill(x, ids, rows, n, T);
     x->pos.shifts++;
+    if (rotate(x, rows, n) == 0) return append(x, ids, rows, n);
     return refill(x, ids, rows, n, nl_context_shift_keep(T));
 }
 

@@ -24,6 +24,12 @@ size_t nl_model_call_logits(const NlModel *model) {
 void nl_model_describe(const NlModel *model, NlModelDesc *out) {
     const NlConfig *c = nl_model_config(model);
     *out = (NlModelDesc){.family = nl_family_info(c->arch),
+                         .arch = c->arch,
+                         .vocab_size = c->vocab_size,
+                         .n_layer = c->n_layer,
+                         .norm = c->norm,
+                         .placement = c->placement,
+                         .norm_eps = c->norm_eps,
                          .window = nl_model_window(model),
                          .call_logits = nl_model_call_logits(model),
                          .state_bytes = nl_model_state_bytes(model),

@@ -8,6 +8,7 @@ const NlFamily *nl_family_of(NlArch arch) {
     switch (arch) {
     case NL_ARCH_LSTM: return nl_family_lstm();
     case NL_ARCH_GRU: return nl_family_gru();
+    case NL_ARCH_LLAMA: return nl_family_llama();
     default: return nl_family_transformer();
     }
 }

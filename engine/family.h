@@ -51,6 +51,8 @@ struct NlFamily {
     const float *(*forward)(void *impl, const int *tokens, size_t B, size_t n, size_t pos, size_t n_logits);
     // nl_state_copy_cache's contract: sequence `to` continues from sequence `from`'s first n positions.
     void (*copy)(void *impl, size_t from, size_t to, size_t n);
+    // nl_state_shift's contract (NULL, or -1: the family cannot shift a cache in place).
+    int (*shift)(void *impl, size_t seq, size_t keep, size_t drop, size_t len);
     // nl_model_window's contract: the positions one sequence holds, SIZE_MAX for no limit.
     size_t (*window)(const NlConfig *cfg);
     // NlModelDesc.call_logits's contract: the most positions whose logits one call returns per sequence.
@@ -72,6 +74,7 @@ struct NlFamily {
 const NlFamily *nl_family_transformer(void);
 const NlFamily *nl_family_lstm(void);
 const NlFamily *nl_family_gru(void);
+const NlFamily *nl_family_llama(void);  // transformer.c: the transformer's operations, its own answers
 
 // The family that runs models of arch (families.c; chosen once, when a model is loaded).
 const NlFamily *nl_family_of(NlArch arch);

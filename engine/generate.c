@@ -33,7 +33,7 @@ static int generate_group(NlState *s, NlSampler *const *samplers, size_t B, cons
     size_t V = (size_t)nl_state_config(s)->vocab_size;
     const NlObserver *obs = nl_state_observer(s);
     NlContext *text = NULL;  // the group's windows, its one shift path
-    NlContextOptions co = {.streams = B, .exact_window = opts->exact_window};
+    NlContextOptions co = {.streams = B, .exact_window = opts->exact_window, .keep = opts->keep};
     if (nl_context_create(&text, s, &co, err) != 0) return -1;
     int *toks = malloc(B * sizeof *toks);
     char *done = calloc(B, 1);  // (B) the streams that emit ended (NL_EMIT_DONE)

@@ -174,6 +174,36 @@ void nl_activation(float *x, size_t count, NlActivation act) {
     case NL_ACT_RELU:
         for (size_t i = 0; i < count; i++) x[i] = x[i] > 0.0f ? x[i] : 0.0f;
         break;
+    case NL_ACT_SILU:
+        for (size_t i = 0; i < count; i++) x[i] = x[i] / (1.0f + exp_poly(-x[i]));
+        break;
+    }
+}
+
+void nl_gated_activation(float *out, const float *h, size_t rows, size_t F, NlActivation act) {
+    for (size_t r = 0; r < rows; r++) {
+        const float *gate = h + r * 2 * F, *up = gate + F;
+        float *o = out + r * F;
+        for (size_t j = 0; j < F; j++) {
+            float g = gate[j];
+            o[j] = up[j];  // after gate[j] and up[j] are read: o may overlap the row's gate
+            float a = act == NL_ACT_SILU        ? g / (1.0f + exp_poly(-g))
+                      : act == NL_ACT_RELU      ? (g > 0.0f ? g : 0.0f)
+                      : act == NL_ACT_GELU_TANH ? gelu_tanh_poly(g)
+                                                : 0.5f * g * (1.0f + erf_rational(g * 0.70710678118654752f));
+            o[j] *= a;
+        }
+    }
+}
+
+void nl_rope(float *x, size_t heads, size_t Dh, const float *cos_sin) {
+    for (size_t h = 0; h < heads; h++) {
+        float *v = x + h * Dh;
+        for (size_t i = 0; i < Dh; i += 2) {
+            float c = cos_sin[i], s = cos_sin[i + 1], v0 = v[i], v1 = v[i + 1];
+            v[i] = v0 * c - v1 * s;
+            v[i + 1] = v0 * s + v1 * c;
+        }
     }
 }
 

@@ -10,6 +10,7 @@
 #include <cjson/cJSON.h>
 
 #include "normlab.h"
+#include "normlab_internal.h"
 
 // Internal: hidden from the symbols a shared object built from these files would export.
 #pragma GCC visibility push(hidden)

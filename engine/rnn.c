@@ -290,6 +290,10 @@ static int rnn_create(void **impl, const void *weights, const NlConfig *model_cf
         nl_error(err, NL_ERR_ARG, "a placement applies to transformers, not to this recurrent (%s) model", arch);
         return -1;
     }
+    if (o.qk_norm != NL_QK_NORM_AS_CONFIGURED) {
+        nl_error(err, NL_ERR_ARG, "QK-norm applies to the Llama family, not to this recurrent (%s) model", arch);
+        return -1;
+    }
     if (o.norm != NL_NORM_AS_CONFIGURED && o.norm != NL_NORM_LAYERNORM && o.norm != NL_NORM_NONE) {
         nl_error(err, NL_ERR_ARG, "a recurrent (%s) model runs with norm layernorm or none, not %s", arch,
                  nl_name(NL_NAMES_NORM, o.norm));

@@ -38,6 +38,7 @@ int nl_state_create_hooked(NlState **out, const NlModel *model, const NlRunOptio
     if (opts) {
         if (opts->norm != NL_NORM_AS_CONFIGURED) s->cfg.norm = opts->norm;
         if (opts->placement != NL_PLACE_AS_CONFIGURED) s->cfg.placement = opts->placement;
+        if (opts->qk_norm != NL_QK_NORM_AS_CONFIGURED) s->cfg.qk_norm = opts->qk_norm == NL_QK_NORM_ON;
         s->batch = opts->batch > 0 ? (size_t)opts->batch : 1;
         threads = opts->threads > 0 ? opts->threads : 1;
     }
@@ -80,6 +81,9 @@ const float *nl_forward(NlState *s, const int *tokens, size_t n, size_t pos, siz
 }
 
 void nl_state_copy_cache(NlState *s, size_t from, size_t to, size_t n) { s->family->copy(s->impl, from, to, n); }
+int nl_state_shift(NlState *s, size_t seq, size_t keep, size_t drop, size_t len) {
+    return s->family->shift && seq < s->batch ? s->family->shift(s->impl, seq, keep, drop, len) : -1;
+}
 
 const float *nl_state_readout(NlState *s, const float *x, size_t B, size_t n, size_t n_logits) {
     return s->family->lab_readout ? s->family->lab_readout(s->impl, x, B, n, n_logits) : NULL;

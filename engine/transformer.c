@@ -1,11 +1,13 @@
 // transformer.c — the transformer forward pass over a KV cache (docs/forward.md; the reference:
 // tools/lib/nlmodel.py in float64):
-//   x = wte[tok] + wpe[pos]
+//   x = wte[tok] + wpe[pos]                                  (RoPE, the Llama family: x = wte[tok])
 //   pre:  x = x + Attn(N1(x)); x = x + MLP(N2(x))                  ... then ln_f
 //   post: x = N1(a*x + Attn(x)); x = N2(a*x + MLP(x))              (a = residual_scale, DeepNorm)
 //   peri: x = x + N1post(Attn(N1(x))); x = x + N2post(MLP(N2(x)))  ... then ln_f
 //   logits = x @ lm_head^T
-// Norm "none" is the identity wherever a norm stands.
+// Norm "none" is the identity wherever a norm stands. The Llama family (docs/llama.md) runs the same
+// blocks with grouped key/value heads, q and k normalised per head (QK-norm) and rotated (RoPE) before
+// they enter the cache, and a gated MLP: c_proj(silu(gate x) * up x).
 #define _DEFAULT_SOURCE  // MADV_HUGEPAGE
 #include <assert.h>
 #include <math.h>
@@ -14,13 +16,13 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "cost.h"
 #include "family.h"
 #include "kernels.h"
 #include "linear.h"
 #include "model.h"
 #include "normlab.h"
 #include "observe.h"
+#include "transformer.h"
 #include "transformer_weights.h"
 
 #ifdef __SANITIZE_ADDRESS__
@@ -32,6 +34,7 @@
 
 typedef struct {
     NlNormWeights ln_1, ln_1_post, ln_2, ln_2_post;
+    NlNormWeights q_norm, k_norm;  // (Dh) QK-norm as run (its gains, or unit gains); unused without it
 } LayerNorms;
 
 // The transformer family's state (family.h); `s` throughout this file.
@@ -47,14 +50,15 @@ typedef struct {
     NlPool *pool;  // the NlState's workers for a product's rows, or NULL
     float *x;  // (B*T, D) residual stream
     float *xn;  // (B*T, D) normalised sublayer input
-    float *qkv;  // (B*T, 3*D)
+    float *qkv;  // (B*T, W) W = (H + 2 KVH) Dh: q, k, v of each position (3D with KVH = H)
     float *att;  // (B*T, D) attention output, heads concatenated
     float *tmp;  // (B*T, D) sublayer output
-    float *hid;  // (B*T, F) MLP hidden
+    float *hid;  // (B*T, F) MLP hidden; gated: (B*T, 2F) gate and up, then (B*T, F)
+    float *rope;  // (T, Dh) RoPE's cos and sin of each position's angles, pair by pair (RoPE only)
     float *scores;  // (workers, NL_ATTEND_BLOCK, T rounded up to whole tiles) each worker's probabilities
     float *logits;  // (B*T, V)
-    float *k_cache;  // (B, T/32, L, H, Dh, 32) keys in tiles of 32 positions (kernels.h), T rounded up
-    float *v_cache;  // (B, T/32, L, H, 32, Dh) values, the same tiles
+    float *k_cache;  // (B, T/32, L, KVH, Dh, 32) keys in tiles of 32 positions (kernels.h), T rounded up
+    float *v_cache;  // (B, T/32, L, KVH, 32, Dh) values, the same tiles
     float *ones;  // (D) unit gain
     float *bn_mean, *bn_var;  // (D) BatchNorm's statistics of the current call (batch statistics)
     NlLinearInputHook input_hook;  // the run's hook on every linear's input rows (fn NULL: none)
@@ -64,6 +68,12 @@ typedef struct {
 } Transformer;
 
 static size_t transformer_state_bytes(const NlConfig *c);
+
+enum { NL_SHIFT_HEAD_MAX = 1024 };  // the widest head a context shift turns (a stack buffer)
+
+static size_t head_width(const NlConfig *c) { return (size_t)(c->n_embd / c->n_head); }  // Dh
+static size_t kv_width(const NlConfig *c) { return (size_t)c->n_kv_head * head_width(c); }  // KVH Dh
+static size_t qkv_width(const NlConfig *c) { return (size_t)c->n_embd + 2 * kv_width(c); }  // W
 
 // All of a state's buffers live in one anonymous mapping, aligned to 2 MiB and marked for
 // transparent huge pages: the first touch of a 4 KiB page cost 11.6 us on the VM we measure on
@@ -132,6 +142,8 @@ static int resolve_norms(Transformer *s, NlError *err) {
     for (int l = 0; l < (int)L; l++) {
         const NlLayerWeights *lw = &w->layers[l];
         LayerNorms *n = &s->norms[l];
+        n->q_norm = lw->q_norm.gain ? lw->q_norm : (NlNormWeights){s->ones, NULL, NULL, NULL};
+        n->k_norm = lw->k_norm.gain ? lw->k_norm : (NlNormWeights){s->ones, NULL, NULL, NULL};
         if (resolve_norm(s, lw->ln_1, l, "ln_1", &n->ln_1, err) != 0 ||
             resolve_norm(s, lw->ln_2, l, "ln_2", &n->ln_2, err) != 0 ||
             (peri && (resolve_norm(s, lw->ln_1_post, l, "ln_1_post", &n->ln_1_post, err) != 0 ||
@@ -153,10 +165,33 @@ static void transformer_destroy(void *impl) {
     free(s);
 }
 
+// rope (T, Dh): position p's pair i (i even) turns by p theta^(-i/Dh), as llama2.c's run.c computes
+// it in float: cos and sin at rope[p Dh + i], rope[p Dh + i + 1].
+static void rope_table(float *rope, size_t T, size_t Dh, float theta) {
+    for (size_t p = 0; p < T; p++)
+        for (size_t i = 0; i < Dh; i += 2) {
+            float freq = 1.0f / powf(theta, (float)i / (float)Dh), angle = (float)p * freq;
+            rope[p * Dh + i] = cosf(angle);
+            rope[p * Dh + i + 1] = sinf(angle);
+        }
+}
+
+// What a row of this file cannot run: QK-norm outside the Llama family, BatchNorm inside it.
+static int refuse_run(const NlConfig *model_cfg, const NlConfig *cfg, const NlRunOptions *opts, NlError *err) {
+    int llama = model_cfg->arch == NL_ARCH_LLAMA;
+    if (!llama && opts && opts->qk_norm != NL_QK_NORM_AS_CONFIGURED)
+        return nl_error(err, NL_ERR_ARG, "QK-norm applies to the Llama family, not to this %s model",
+                        nl_name(NL_NAMES_ARCH, model_cfg->arch));
+    if (llama && cfg->norm == NL_NORM_BATCHNORM)
+        return nl_error(err, NL_ERR_ARG, "a llama model runs with norm rmsnorm, layernorm or none, not batchnorm");
+    return 0;
+}
+
 static int transformer_create(void **impl, const void *weights, const NlConfig *model_cfg, const NlConfig *cfg,
                               const NlRunOptions *opts, NlLinearInputHook hook, size_t batch, NlPool *pool,
                               const NlObserver *obs, NlError *err) {
     *impl = NULL;
+    if (refuse_run(model_cfg, cfg, opts, err) != 0) return -1;
     Transformer *s = calloc(1, sizeof *s);
     if (!s) {
         nl_error(err, NL_ERR_NOMEM, "out of memory");
@@ -165,16 +200,17 @@ static int transformer_create(void **impl, const void *weights, const NlConfig *
     *s = (Transformer){.w = weights, .model_cfg = model_cfg, .cfg = cfg, .obs = obs, .batch = batch, .pool = pool};
     s->bn_stats = opts ? opts->bn_stats : NL_BN_RUNNING;
     s->input_hook = hook;
-    size_t T = (size_t)cfg->block_size, D = (size_t)cfg->n_embd, F = (size_t)cfg->n_inner;
-    size_t V = (size_t)cfg->vocab_size, BT = batch * T;
+    size_t T = (size_t)cfg->block_size, D = (size_t)cfg->n_embd, F = (size_t)cfg->n_inner, Dh = head_width(cfg);
+    size_t V = (size_t)cfg->vocab_size, BT = batch * T, hidden = cfg->gated_mlp ? 2 * F : F;
     size_t KV = batch * transformer_state_bytes(model_cfg) / (2 * sizeof(float));  // floats in each of K and V
     const BufferSpec bufs[] = {
         {&s->x, BT * D},
         {&s->xn, BT * D},
-        {&s->qkv, BT * 3 * D},
+        {&s->qkv, BT * qkv_width(cfg)},
         {&s->att, BT * D},
         {&s->tmp, BT * D},
-        {&s->hid, BT * F},
+        {&s->hid, BT * hidden},
+        {&s->rope, cfg->rope ? T * Dh : 0},
         {&s->scores, (size_t)nl_pool_workers(pool) * NL_ATTEND_BLOCK * nl_tiles(T) * NL_TILE},
         {&s->logits, BT * V},
         {&s->k_cache, KV},
@@ -191,6 +227,7 @@ static int transformer_create(void **impl, const void *weights, const NlConfig *
         return -1;
     }
     for (size_t i = 0; i < D; i++) s->ones[i] = 1.0f;
+    if (cfg->rope) rope_table(s->rope, T, Dh, (float)cfg->rope_theta);
     if (resolve_norms(s, err) != 0) {
         transformer_destroy(s);
         return -1;
@@ -199,8 +236,8 @@ static int transformer_create(void **impl, const void *weights, const NlConfig *
     return 0;
 }
 
-// A cache tile holds one tile of positions for every layer and head: L * D * NL_TILE floats.
-static size_t tile_floats(const Transformer *s) { return (size_t)s->cfg->n_layer * (size_t)s->cfg->n_embd * NL_TILE; }
+// A cache tile holds one tile of positions for every layer and key/value head: L * KVH Dh * NL_TILE floats.
+static size_t tile_floats(const Transformer *s) { return (size_t)s->cfg->n_layer * kv_width(s->cfg) * NL_TILE; }
 
 // Floats of one sequence in the K cache (and in the V cache): all its tiles.
 static size_t seq_floats(const Transformer *s) { return transformer_state_bytes(s->model_cfg) / (2 * sizeof(float)); }
@@ -213,6 +250,31 @@ static void transformer_copy(void *impl, size_t from, size_t to, size_t n) {
     size_t count = nl_tiles(n) * tile_floats(s);  // the tiles holding positions 0..n-1, all layers
     memcpy(s->k_cache + to * per_seq, s->k_cache + from * per_seq, count * sizeof(float));
     memcpy(s->v_cache + to * per_seq, s->v_cache + from * per_seq, count * sizeof(float));
+}
+
+// RoPE's context shift of sequence b (nl_state_shift): positions keep+drop..len-1 move down by drop
+// in every layer's cache, each key turned by -drop positions' angles (the cosines of the table's row
+// `drop`, its sines negated), values copied as they are.
+static int transformer_shift(void *impl, size_t b, size_t keep, size_t drop, size_t len) {
+    Transformer *s = impl;
+    const NlConfig *c = s->cfg;
+    size_t Dh = head_width(c), KVH = (size_t)c->n_kv_head, stride = tile_floats(s);
+    if (!c->rope || keep + drop > len || len > (size_t)c->block_size || Dh > NL_SHIFT_HEAD_MAX) return -1;
+    float back[NL_SHIFT_HEAD_MAX], k[NL_SHIFT_HEAD_MAX];
+    for (size_t i = 0; i < Dh; i += 2) back[i] = s->rope[drop * Dh + i], back[i + 1] = -s->rope[drop * Dh + i + 1];
+    for (size_t l = 0; drop && l < (size_t)c->n_layer; l++)
+        for (size_t g = 0; g < KVH; g++) {
+            size_t head = b * seq_floats(s) + (l * KVH + g) * Dh * NL_TILE;
+            float *K = s->k_cache + head, *V = s->v_cache + head;
+            for (size_t p = keep + drop; p < len; p++) {
+                for (size_t d = 0; d < Dh; d++) k[d] = K[nl_key_offset(p, d, stride)];
+                nl_rope(k, 1, Dh, back);
+                for (size_t d = 0; d < Dh; d++) K[nl_key_offset(p - drop, d, stride)] = k[d];
+                memcpy(V + nl_value_offset(p - drop, Dh, stride), V + nl_value_offset(p, Dh, stride),
+                       Dh * sizeof(float));
+            }
+        }
+    return 0;
 }
 
 // Where attention runs as products (nl_attend_rows) rather than one fused pass per query
@@ -229,35 +291,58 @@ static void transformer_copy(void *impl, size_t from, size_t to, size_t n) {
 // queries (2152 against 2107 us a head) and 6% of its prefill's.
 enum { ATTEND_ROWS_MIN = 24, ATTEND_HEAD_MIN = 64 };
 
-// Causal self-attention of n new positions (pos..pos+n-1) of sequence b in layer l, heads h0..h1-1.
-// Appends their keys and values to the cache, then att (keep, D) = softmax(q K^T / sqrt(Dh)) V for
-// the last `keep` of them (all n, except in a last layer whose other rows nobody reads). scores is
-// the caller's scratch, one query's probabilities.
+// The new positions' keys and values into the cache of layer l: each position's q and k heads
+// normalised (QK-norm) and rotated (RoPE) first, where the family has them, in qkv (B*n, W).
+static void cache_new_positions(Transformer *s, size_t B, size_t l, size_t n, size_t pos) {
+    const NlConfig *c = s->cfg;
+    size_t H = (size_t)c->n_head, KVH = (size_t)c->n_kv_head, Dh = head_width(c), W = qkv_width(c);
+    size_t stride = tile_floats(s);  // between a head's consecutive tiles
+    const LayerNorms *w = &s->norms[l];
+    for (size_t b = 0; b < B; b++)
+        for (size_t i = 0; i < n; i++) {
+            float *q = s->qkv + (b * n + i) * W, *k = q + H * Dh;  // (H, Dh) and (KVH, Dh)
+            const float *v = k + KVH * Dh;
+            if (c->qk_norm && c->norm != NL_NORM_NONE) {
+                nl_norm(q, q, w->q_norm, c->norm, H, Dh, (float)c->norm_eps);
+                nl_norm(k, k, w->k_norm, c->norm, KVH, Dh, (float)c->norm_eps);
+            }
+            if (c->rope) {
+                nl_rope(q, H, Dh, s->rope + (pos + i) * Dh);
+                nl_rope(k, KVH, Dh, s->rope + (pos + i) * Dh);
+            }
+            for (size_t g = 0; g < KVH; g++) {
+                size_t head = b * seq_floats(s) + (l * KVH + g) * Dh * NL_TILE;  // its first tile
+                float *K = s->k_cache + head, *V = s->v_cache + head;
+                for (size_t d = 0; d < Dh; d++) K[nl_key_offset(pos + i, d, stride)] = k[g * Dh + d];
+                memcpy(V + nl_value_offset(pos + i, Dh, stride), v + g * Dh, Dh * sizeof(float));
+            }
+        }
+}
+
+// Causal self-attention of n new positions (pos..pos+n-1) of sequence b in layer l, query heads
+// h0..h1-1, each reading its group's key/value head (h / (H / KVH)) from the cache, which holds the
+// new positions already: att (keep, D) = softmax(q K^T / sqrt(Dh)) V for the last `keep` of them (all
+// n, except in a last layer whose other rows nobody reads). scores is the caller's scratch, one
+// query's probabilities.
 static void attention_heads(Transformer *s, size_t b, size_t l, size_t n, size_t pos, size_t keep, size_t h0, size_t h1,
                             float *scores) {
-    size_t D = (size_t)s->cfg->n_embd, H = (size_t)s->cfg->n_head;
-    size_t Dh = D / H, stride = tile_floats(s);  // between a head's consecutive tiles
+    size_t D = (size_t)s->cfg->n_embd, H = (size_t)s->cfg->n_head, KVH = (size_t)s->cfg->n_kv_head;
+    size_t Dh = D / H, W = qkv_width(s->cfg), stride = tile_floats(s);  // between a head's consecutive tiles
     float scale = 1.0f / sqrtf((float)Dh);
-    const float *qkv = s->qkv + b * n * 3 * D;  // (n, 3D) of this sequence
+    const float *qkv = s->qkv + b * n * W;  // (n, W) of this sequence
     float *att = s->att + b * keep * D;  // (keep, D)
     for (size_t h = h0; h < h1; h++) {
-        size_t head = b * seq_floats(s) + (l * H + h) * Dh * NL_TILE;  // its first tile
-        float *K = s->k_cache + head, *V = s->v_cache + head;
-        const float *q = qkv + h * Dh;  // row i at q + i * 3D
-        for (size_t i = 0; i < n; i++) {
-            const float *k = qkv + i * 3 * D + D + h * Dh;
-            for (size_t d = 0; d < Dh; d++) K[nl_key_offset(pos + i, d, stride)] = k[d];
-            memcpy(V + nl_value_offset(pos + i, Dh, stride), qkv + i * 3 * D + 2 * D + h * Dh, Dh * sizeof(float));
-        }
+        size_t head = b * seq_floats(s) + (l * KVH + h / (H / KVH)) * Dh * NL_TILE;  // its group's first tile
+        const float *K = s->k_cache + head, *V = s->v_cache + head;
+        const float *q = qkv + h * Dh;  // row i at q + i * W
         // Row i sees keys 0..pos+i: one fused pass over the cache per query, or, for many, products.
         if (keep >= ATTEND_ROWS_MIN && Dh >= ATTEND_HEAD_MIN) {
-            nl_attend_rows(att + h * Dh, D, q + (n - keep) * 3 * D, 3 * D, keep, pos + (n - keep) + 1, K, V, stride, Dh,
-                           scale, scores, nl_tiles((size_t)s->cfg->block_size) * NL_TILE);
+            nl_attend_rows(att + h * Dh, D, q + (n - keep) * W, W, keep, pos + (n - keep) + 1, K, V, stride, Dh, scale,
+                           scores, nl_tiles((size_t)s->cfg->block_size) * NL_TILE);
             continue;
         }
         for (size_t i = n - keep; i < n; i++)
-            nl_attend_one(att + (i - (n - keep)) * D + h * Dh, q + i * 3 * D, K, V, stride, pos + i + 1, Dh, scale,
-                          scores);
+            nl_attend_one(att + (i - (n - keep)) * D + h * Dh, q + i * W, K, V, stride, pos + i + 1, Dh, scale, scores);
     }
 }
 
@@ -274,10 +359,12 @@ static void attention_share(void *ctx, int share) {
     for (size_t b = 0; h0 < h1 && b < j->B; b++) attention_heads(j->s, b, j->l, j->n, j->pos, j->keep, h0, h1, scores);
 }
 
-// Heads are independent (each writes its own cache rows and output columns), so the pool's workers
-// take a share of them each: the same bits as one thread.
+// The new keys and values enter the cache first; then query heads are independent (each writes its
+// own output columns, reading the cache), so the pool's workers take a share of them each: the same
+// bits as one thread.
 static void attention(Transformer *s, size_t B, size_t l, size_t n, size_t pos, size_t keep) {
     size_t H = (size_t)s->cfg->n_head, workers = (size_t)nl_pool_workers(s->pool);
+    cache_new_positions(s, B, l, n, pos);
     AttentionJob j = {s, B, l, n, pos, keep, (H + workers - 1) / workers};  // scores: one slot a share
     if (workers < 2 || H < 2) attention_share(&j, 0);
     else nl_pool_run(s->pool, attention_share, &j);
@@ -336,7 +423,10 @@ static void mlp_block(Transformer *s, float *out, const float *in, const float *
     size_t F = (size_t)s->cfg->n_inner, rows = B * n;
     watch_site(s, l, NL_SITE_FC, in, rows, w->fc.n_in, in_gain);
     NL_TIMED(s->obs, l, NL_COMP_MLP_UP, B, n, len, linear(s, s->hid, in, rows, &w->fc));
-    NL_TIMED(s->obs, l, NL_COMP_ACTIVATION, B, n, len, nl_activation(s->hid, rows * F, s->cfg->activation));
+    if (s->cfg->gated_mlp)  // (rows, 2F) -> (rows, F)
+        NL_TIMED(s->obs, l, NL_COMP_ACTIVATION, B, n, len,
+                 nl_gated_activation(s->hid, s->hid, rows, F, s->cfg->activation));
+    else NL_TIMED(s->obs, l, NL_COMP_ACTIVATION, B, n, len, nl_activation(s->hid, rows * F, s->cfg->activation));
     watch_site(s, l, NL_SITE_OUT, s->hid, rows, w->out.n_in, NULL);
     NL_TIMED(s->obs, l, NL_COMP_MLP_DOWN, B, n, len, linear(s, out, s->hid, rows, &w->out));
 }
@@ -416,13 +506,18 @@ static void block(Transformer *s, size_t l, size_t B, size_t n, size_t pos, size
     nl_obs_record_layer(s->obs, t_layer, (int)l);
 }
 
-// x (B*n, D) = wte[tokens] + wpe[pos ..]
+// x (B*n, D) = wte[tokens] + wpe[pos ..] (with RoPE, wte[tokens]: positions turn q and k instead)
 static void embed(Transformer *s, const int *tokens, size_t B, size_t n, size_t pos) {
     const NlTransformerWeights *w = s->w;
     size_t D = (size_t)s->cfg->n_embd;
     for (size_t r = 0; r < B * n; r++) {
         assert(tokens[r] >= 0 && tokens[r] < s->cfg->vocab_size);
-        const float *te = w->wte + (size_t)tokens[r] * D, *pe = w->wpe + (pos + r % n) * D;
+        const float *te = w->wte + (size_t)tokens[r] * D;
+        if (!w->wpe) {
+            memcpy(s->x + r * D, te, D * sizeof(float));
+            continue;
+        }
+        const float *pe = w->wpe + (pos + r % n) * D;
         for (size_t k = 0; k < D; k++) s->x[r * D + k] = te[k] + pe[k];
     }
 }
@@ -477,87 +572,18 @@ static size_t transformer_window(const NlConfig *cfg) { return (size_t)cfg->bloc
 
 static size_t transformer_state_bytes(const NlConfig *c) {
     // keys and values of every layer, positions rounded up to whole tiles, as allocated
-    return 2 * (size_t)c->n_layer * nl_tiles((size_t)c->block_size) * NL_TILE * (size_t)c->n_embd * sizeof(float);
+    return 2 * (size_t)c->n_layer * nl_tiles((size_t)c->block_size) * NL_TILE * kv_width(c) * sizeof(float);
 }
 
-// ---- what the family is, for info, reports and the profiler
-
-// info's fields: the width and window, then the norm as placed (residual_scale for post only).
-static size_t transformer_describe(const NlConfig *c, NlConfigField *f) {
-    size_t k = 0;
-    f[k++] = (NlConfigField){"n_head", NL_FIELD_NUMBER, c->n_head, NULL};
-    f[k++] = (NlConfigField){"n_embd", NL_FIELD_NUMBER, c->n_embd, NULL};
-    f[k++] = (NlConfigField){"block_size", NL_FIELD_NUMBER, c->block_size, NULL};
-    f[k++] = (NlConfigField){"n_inner", NL_FIELD_NUMBER, c->n_inner, NULL};
-    f[k++] = (NlConfigField){"norm", NL_FIELD_STRING, 0, nl_name(NL_NAMES_NORM, c->norm)};
-    f[k++] = (NlConfigField){"placement", NL_FIELD_STRING, 0, nl_name(NL_NAMES_PLACEMENT, c->placement)};
-    if (c->placement == NL_PLACE_POST)
-        f[k++] = (NlConfigField){"residual_scale", NL_FIELD_NUMBER, c->residual_scale, NULL};
-    f[k++] = (NlConfigField){"norm_eps", NL_FIELD_NUMBER, c->norm_eps, NULL};
-    f[k++] = (NlConfigField){"activation", NL_FIELD_STRING, 0, nl_name(NL_NAMES_ACTIVATION, c->activation)};
-    f[k++] = (NlConfigField){"bias", NL_FIELD_BOOL, c->bias, NULL};
-    f[k++] = (NlConfigField){"tie_embeddings", NL_FIELD_BOOL, c->tie_embeddings, NULL};
-    return k;
-}
-
-// The output norms only in peri placement; none of a recurrent layer's components.
-static int transformer_has_component(const NlConfig *c, NlComponent comp) {
-    if (comp >= NL_COMP_RNN_INPUT && comp <= NL_COMP_RNN_GATES) return 0;
-    return c->placement == NL_PLACE_PERI || (comp != NL_COMP_NORM1_POST && comp != NL_COMP_NORM2_POST);
-}
-
-static double act_flops(NlActivation a) { return a == NL_ACT_GELU ? 5 : a == NL_ACT_GELU_TANH ? 9 : 1; }
-
-// Attention of one sequence: n queries against ctx keys.
-static void attention_cost(const NlConfig *c, double n, double ctx, double *flops, double *bytes) {
-    double D = c->n_embd;
-    // The fused kernel computes only the unmasked (query, key) pairs: q k^T and p v, 2 Dh FLOPs
-    // each per head, so 4 D per pair in all; softmax (max, subtract + exp, sum, scale) 4 per score.
-    double unmasked = n * (ctx - n) + n * (n + 1) / 2;
-    *flops = 4 * unmasked * D + 4 * unmasked * c->n_head;
-    *bytes = 4 * (n * 3 * D + 2 * n * D + 2 * ctx * D + n * D);  // qkv in, K/V appended, K/V read, out
-}
-
-// cost.h's rules for one call of comp on `batch` sequences of n positions against ctx keys.
-static void transformer_cost(const NlConfig *c, NlComponent comp, size_t batch, size_t n_, size_t ctx, double *flops,
-                             double *bytes) {
-    double D = c->n_embd, F = c->n_inner, V = c->vocab_size, n = (double)batch * (double)n_;  // rows
-    *flops = *bytes = 0;
-    switch (comp) {
-    case NL_COMP_EMBED:
-    case NL_COMP_RESIDUAL:
-        *flops = n * D;
-        *bytes = 4 * 3 * n * D;
-        break;
-    case NL_COMP_NORM1:
-    case NL_COMP_NORM2:
-    case NL_COMP_NORM1_POST:
-    case NL_COMP_NORM2_POST:
-    case NL_COMP_FINAL_NORM:
-        *flops = n * nl_cost_norm_flops(c->norm, D);
-        *bytes = 4 * (2 * n * D + 2 * D);
-        break;
-    case NL_COMP_QKV: nl_cost_linear(c->bias, n, D, 3 * D, flops, bytes); break;
-    case NL_COMP_ATTN_PROJ: nl_cost_linear(c->bias, n, D, D, flops, bytes); break;
-    case NL_COMP_MLP_UP: nl_cost_linear(c->bias, n, D, F, flops, bytes); break;
-    case NL_COMP_MLP_DOWN: nl_cost_linear(c->bias, n, F, D, flops, bytes); break;
-    case NL_COMP_ATTENTION:
-        attention_cost(c, (double)n_, (double)ctx, flops, bytes);
-        *flops *= (double)batch;
-        *bytes *= (double)batch;
-        break;
-    case NL_COMP_ACTIVATION:
-        *flops = n * F * act_flops(c->activation);
-        *bytes = 4 * 2 * n * F;
-        break;
-    case NL_COMP_LM_HEAD:
-        *flops = 2 * n * D * V;
-        *bytes = 4 * (V * D + n * D + n * V);
-        break;
-    case NL_COMP_SAMPLING: *bytes = 4 * (double)batch * V; break;
-    default: break;  // another family's
-    }
-}
+// The operations both rows share: the Llama family runs these blocks with its config's RoPE,
+// grouped KV heads, QK-norm and gated MLP, and differs in what it is and how info describes it.
+#define TRANSFORMER_OPS                                     \
+    .bind = nl_transformer_bind, .copy_weights = nl_transformer_copy_weights, \
+    .free_weights = nl_transformer_free_weights, .matrices = nl_transformer_matrices, \
+    .create = transformer_create, .destroy = transformer_destroy, .forward = transformer_forward, \
+    .copy = transformer_copy, .shift = transformer_shift, .window = transformer_window, .call_logits = transformer_window, \
+    .state_bytes = transformer_state_bytes, .has_component = nl_transformer_has_component, \
+    .lab_cost = nl_transformer_cost, .lab_readout = transformer_readout
 
 const NlFamily *nl_family_transformer(void) {
     static const NlFamilyInfo INFO = {
@@ -571,21 +597,23 @@ const NlFamily *nl_family_transformer(void) {
         .prunes_rows = 1,  // after the last layer's attention (transformer_forward)
         .matrix_classes = NL_MATRIX_ATTN | NL_MATRIX_MLP | NL_MATRIX_HEAD | NL_MATRIX_EMBED,
     };
-    static const NlFamily TABLE = {.info = &INFO,
-                                   .bind = nl_transformer_bind,
-                                   .copy_weights = nl_transformer_copy_weights,
-                                   .free_weights = nl_transformer_free_weights,
-                                   .matrices = nl_transformer_matrices,
-                                   .create = transformer_create,
-                                   .destroy = transformer_destroy,
-                                   .forward = transformer_forward,
-                                   .copy = transformer_copy,
-                                   .window = transformer_window,
-                                   .call_logits = transformer_window,
-                                   .state_bytes = transformer_state_bytes,
-                                   .describe = transformer_describe,
-                                   .has_component = transformer_has_component,
-                                   .lab_cost = transformer_cost,
-                                   .lab_readout = transformer_readout};
+    static const NlFamily TABLE = {.info = &INFO, .describe = nl_transformer_describe, TRANSFORMER_OPS};
+    return &TABLE;
+}
+
+const NlFamily *nl_family_llama(void) {
+    static const NlFamilyInfo INFO = {
+        .name = "llama",
+        .has_placement = 1,
+        .qk_norm = 1,
+        .windowed = 1,
+        .has_residual_stream = 1,
+        .state_bytes_key = "kv_cache_bytes",
+        .norms = 1u << NL_NORM_LAYERNORM | 1u << NL_NORM_RMSNORM | 1u << NL_NORM_NONE,
+        .trace_events_per_layer = 14,
+        .prunes_rows = 1,
+        .matrix_classes = NL_MATRIX_ATTN | NL_MATRIX_MLP | NL_MATRIX_HEAD | NL_MATRIX_EMBED,
+    };
+    static const NlFamily TABLE = {.info = &INFO, .describe = nl_llama_describe, TRANSFORMER_OPS};
     return &TABLE;
 }

@@ -8,19 +8,32 @@
 #include "model.h"
 #include "transformer_weights.h"
 
+// QK-norm's two gains (qk_norm only), over the head width.
+static int bind_qk_norm(NlBinder *b, const NlConfig *c, int i, NlLayerWeights *lw) {
+    char p[48];
+    size_t Dh = (size_t)(c->n_embd / c->n_head);
+    if (!c->qk_norm) return 0;
+    snprintf(p, sizeof p, "h.%d.attn.q_norm", i);
+    if (nl_bind_norm(b, c->norm, Dh, p, &lw->q_norm) != 0) return -1;
+    snprintf(p, sizeof p, "h.%d.attn.k_norm", i);
+    return nl_bind_norm(b, c->norm, Dh, p, &lw->k_norm);
+}
+
 static int bind_layer(NlBinder *b, const NlConfig *c, int i, NlLayerWeights *lw) {
     char p[48];
-    size_t D = (size_t)c->n_embd, F = (size_t)c->n_inner;
+    size_t D = (size_t)c->n_embd, F = (size_t)c->n_inner, Dh = D / (size_t)c->n_head;
+    size_t qkv = ((size_t)c->n_head + 2 * (size_t)c->n_kv_head) * Dh;  // 3D with as many KV heads as heads
     snprintf(p, sizeof p, "h.%d.ln_1", i);
     if (nl_bind_norm(b, c->norm, D, p, &lw->ln_1) != 0) return -1;
     snprintf(p, sizeof p, "h.%d.attn.c_attn", i);
-    if (nl_bind_linear(b, c->bias, p, 3 * D, D, &lw->attn) != 0) return -1;
+    if (nl_bind_linear(b, c->bias || c->attn_bias, p, qkv, D, &lw->attn) != 0 || bind_qk_norm(b, c, i, lw) != 0)
+        return -1;
     snprintf(p, sizeof p, "h.%d.attn.c_proj", i);
     if (nl_bind_linear(b, c->bias, p, D, D, &lw->proj) != 0) return -1;
     snprintf(p, sizeof p, "h.%d.ln_2", i);
     if (nl_bind_norm(b, c->norm, D, p, &lw->ln_2) != 0) return -1;
     snprintf(p, sizeof p, "h.%d.mlp.c_fc", i);
-    if (nl_bind_linear(b, c->bias, p, F, D, &lw->fc) != 0) return -1;
+    if (nl_bind_linear(b, c->bias, p, c->gated_mlp ? 2 * F : F, D, &lw->fc) != 0) return -1;
     snprintf(p, sizeof p, "h.%d.mlp.c_proj", i);
     if (nl_bind_linear(b, c->bias, p, D, F, &lw->out) != 0) return -1;
     if (c->placement != NL_PLACE_PERI) return 0;
@@ -30,13 +43,13 @@ static int bind_layer(NlBinder *b, const NlConfig *c, int i, NlLayerWeights *lw)
     return nl_bind_norm(b, c->norm, D, p, &lw->ln_2_post);
 }
 
-// wte, wpe, its blocks, ln_f (pre and peri) and lm_head when untied.
+// wte, wpe (none with RoPE), its blocks, ln_f (pre and peri) and lm_head when untied.
 int nl_transformer_bind(void **weights, const NlConfig *c, NlBinder *b) {
     size_t V = (size_t)c->vocab_size, D = (size_t)c->n_embd, T = (size_t)c->block_size;
     NlTransformerWeights *w = nl_bind_alloc(b, 1, sizeof *w);
     if (!(*weights = w)) return -1;
     if (nl_bind_tensor(b, "wte.weight", V, D, 1, &w->wte) != 0 ||
-        nl_bind_tensor(b, "wpe.weight", T, D, 1, &w->wpe) != 0)
+        (!c->rope && nl_bind_tensor(b, "wpe.weight", T, D, 1, &w->wpe) != 0))
         return -1;
     if (!(w->layers = nl_bind_alloc(b, (size_t)c->n_layer, sizeof *w->layers))) return -1;
     for (int i = 0; i < c->n_layer; i++)
@@ -62,10 +75,10 @@ void nl_transformer_free_weights(void *weights) {
     free(w);
 }
 
-// wte (which a tied head shares), wpe, each layer's c_attn, attn.c_proj, c_fc and mlp.c_proj, and
-// an untied head: 4L + 2 or 4L + 3 slots.
+// wte (which a tied head shares), wpe (none with RoPE), each layer's c_attn, attn.c_proj, c_fc and
+// mlp.c_proj, and an untied head: 4L + 1 to 4L + 3 slots.
 size_t nl_transformer_matrices(void *weights, const NlConfig *c, NlMatrixSlot *slots) {
-    size_t L = (size_t)c->n_layer, n = 4 * L + 2 + !c->tie_embeddings;
+    size_t L = (size_t)c->n_layer, n = 4 * L + 1 + !c->rope + !c->tie_embeddings;
     if (!slots) return n;
     NlTransformerWeights *w = weights;
     size_t V = (size_t)c->vocab_size, D = (size_t)c->n_embd, k = 0;
@@ -75,7 +88,7 @@ size_t nl_transformer_matrices(void *weights, const NlConfig *c, NlMatrixSlot *s
                                 V,
                                 D,
                                 NL_MATRIX_EMBED | (tied ? NL_MATRIX_HEAD : 0u)};
-    slots[k++] = (NlMatrixSlot){{&w->wpe, NULL}, NULL, (size_t)c->block_size, D, NL_MATRIX_EMBED};
+    if (!c->rope) slots[k++] = (NlMatrixSlot){{&w->wpe, NULL}, NULL, (size_t)c->block_size, D, NL_MATRIX_EMBED};
     for (size_t l = 0; l < L; l++) {
         NlLayerWeights *lw = &w->layers[l];
         NlLinear *four[4] = {&lw->attn, &lw->proj, &lw->fc, &lw->out};

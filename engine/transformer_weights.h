@@ -15,15 +15,16 @@
 typedef struct {
     NlNormWeights ln_1, ln_2;  // all-NULL for a norm-free model
     NlNormWeights ln_1_post, ln_2_post;  // peri placement only, else all-NULL
-    NlLinear attn;  // w (3*D, D) rows: q, k, v; b (3*D) or NULL
+    NlNormWeights q_norm, k_norm;  // (Dh) QK-norm's gains (Llama family with qk_norm), else all-NULL
+    NlLinear attn;  // w ((H + 2 KVH) Dh, D) rows: q (H heads), k, v (KVH heads each); b or NULL
     NlLinear proj;  // (D, D)
-    NlLinear fc;  // (F, D)
+    NlLinear fc;  // (F, D), or gated (2F, D): rows 0..F-1 the gate, F..2F-1 the up projection
     NlLinear out;  // (D, F)
 } NlLayerWeights;
 
 typedef struct {
     const float *wte;  // (V, D)
-    const float *wpe;  // (T, D)
+    const float *wpe;  // (T, D); NULL with RoPE
     NlLayerWeights *layers;  // (L)
     NlNormWeights ln_f;  // gain is NULL when the model has no final norm (post, or no norms)
     NlLinear lm_head;  // w (V, D), no bias; w equals wte when embeddings are tied

@@ -18,11 +18,13 @@ int main(int argc, char **argv) {
     size_t n = 0, skipped = 0;
     nl_tokenizer_encode(nl_model_tokenizer(model), "\n", 1, 1, ids, &n, &skipped, &err);
     const float *logits = nl_forward(state, ids, 1, 0, 1);  // (1, V): after a newline, or token 0
+    NlModelDesc desc;
+    nl_model_describe(model, &desc);
     int best = 0;
-    for (int v = 1; v < nl_model_config(model)->vocab_size; v++) best = logits[v] > logits[best] ? v : best;
+    for (int v = 1; v < desc.vocab_size; v++) best = logits[v] > logits[best] ? v : best;
     size_t len = 0;
     nl_tokenizer_bytes(nl_model_tokenizer(model), best, &len);
-    printf("next after a newline: token %d of %d (%zu bytes)\n", best, nl_model_config(model)->vocab_size, len);
+    printf("next after a newline: token %d of %d (%zu bytes)\n", best, desc.vocab_size, len);
     nl_state_free(state);
     nl_model_free(model);
     return 0;

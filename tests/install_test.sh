@@ -84,7 +84,7 @@ int main(int argc, char **argv) {
     NlState *state = NULL;
     NlProfiler *prof = NULL;
     if (argc != 2 || nl_model_load(&model, argv[1], NULL, &err) != 0 || nl_state_create(&state, model, NULL, &err) != 0
-        || nl_profiler_create(&prof, nl_model_config(model), 0, 0, &err) != 0) {
+        || nl_profiler_create(&prof, nl_state_config(state), 0, 0, &err) != 0) {
         fprintf(stderr, "lab: %s\n", argc != 2 ? "usage: lab MODEL" : err.msg);
         return 1;
     }

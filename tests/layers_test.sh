@@ -148,6 +148,16 @@ for case in "engine/planted.c normlab_lab.h" "engine/planted.c report_profile.h"
         || { grep -q -E "$2: No such file|#error" "$TMP/cc.log" && ok "the compiler refuses $1 including $2" \
              || bad "compiler: $1 including $2" "$(head -c 200 "$TMP/cc.log")"; }
 done
+# The public config is a handle: the command line reads a model through NlModelDesc, and a file of
+# it that reads a config's field does not build (a family's fields are the core's and the lab's).
+rm -rf "$TMP/tree"; mkdir -p "$TMP/tree"
+cp -r Makefile include engine tokenizer tests "$TMP/tree/"
+printf '#include "normlab.h"\nint planted(const NlConfig *c);\nint planted(const NlConfig *c) { return c->vocab_size; }\n' \
+    > "$TMP/tree/engine/cli/planted.c"
+make -C "$TMP/tree" --no-print-directory -s build/rel/engine/cli/planted.o > "$TMP/cc.log" 2>&1 \
+    && bad "compiler: the command line reads a config field" "it built" \
+    || { grep -q "incomplete" "$TMP/cc.log" && ok "the compiler refuses a command-line file reading NlConfig's fields" \
+         || bad "compiler: config field" "$(head -c 200 "$TMP/cc.log")"; }
 compiles engine/cli/planted.c normlab_lab.h && compiles engine/lab/planted.c normlab.h \
     && compiles engine/lab/planted.c normlab_internal.h && compiles engine/planted.c normlab_internal.h \
     && ok "...and builds a layer including a lower one's header" || bad "compiler, lower" "$(head -c 200 "$TMP/cc.log")"

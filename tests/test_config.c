@@ -46,18 +46,25 @@ static const char *const BASE_T[][2] = {
 static const char *const BASE_R[][2] = {{"arch", "\"lstm\""}, {"vocab_size", "3"}, {"n_layer", "1"},
                                         {"n_embd", "2"},      {"n_hidden", "2"},   {"norm", "\"layernorm\""},
                                         {"norm_eps", "1e-05"}};
+// The smallest Llama (version 4): the keys it needs, the rest defaulted.
+static const char *const BASE_L[][2] = {{"arch", "\"llama\""}, {"vocab_size", "3"}, {"n_layer", "1"},
+                                        {"n_head", "2"},         {"n_embd", "4"},     {"block_size", "2"},
+                                        {"n_inner", "4"}};
 
 // config.json from a base and edits "key=value;...": a value replaces the base's, "-" removes the
 // key, a new key is added at the end; "version=N" sets the format's version (1, or 3 for recurrent).
-static void config_with(Buf *b, int rnn, const char *edits) {
+static void config_with(Buf *b, char base, const char *edits) {
     char keys[24][32], vals[24][64], ed[512];
-    size_t n = rnn ? sizeof BASE_R / sizeof BASE_R[0] : sizeof BASE_T / sizeof BASE_T[0];
+    const char *const(*pairs)[2] = base == 'R' ? BASE_R : base == 'L' ? BASE_L : BASE_T;
+    size_t n = base == 'R'   ? sizeof BASE_R / sizeof BASE_R[0]
+               : base == 'L' ? sizeof BASE_L / sizeof BASE_L[0]
+                             : sizeof BASE_T / sizeof BASE_T[0];
     for (size_t i = 0; i < n; i++) {
-        snprintf(keys[i], sizeof keys[i], "%s", rnn ? BASE_R[i][0] : BASE_T[i][0]);
-        snprintf(vals[i], sizeof vals[i], "%s", rnn ? BASE_R[i][1] : BASE_T[i][1]);
+        snprintf(keys[i], sizeof keys[i], "%s", pairs[i][0]);
+        snprintf(vals[i], sizeof vals[i], "%s", pairs[i][1]);
     }
     char version[16] = "1";
-    if (rnn) version[0] = '3';
+    if (base != 'T') version[0] = base == 'R' ? '3' : '4';
     snprintf(ed, sizeof ed, "%s", edits);
     for (char *save = NULL, *e = strtok_r(ed, ";", &save); e; e = strtok_r(NULL, ";", &save)) {
         char *eq = strchr(e, '=');
@@ -96,6 +103,10 @@ static int config_has(const NlConfig *c, const char *want) {
                  : strcmp(field, "n_head") == 0         ? c->n_head
                  : strcmp(field, "n_embd") == 0         ? c->n_embd
                  : strcmp(field, "block_size") == 0     ? c->block_size
+                 : strcmp(field, "n_kv_head") == 0      ? c->n_kv_head
+                 : strcmp(field, "rope_theta") == 0     ? c->rope_theta
+                 : strcmp(field, "qk_norm") == 0        ? c->qk_norm
+                 : strcmp(field, "tie_embeddings") == 0 ? c->tie_embeddings
                                                         : NAN;
     return got == v;
 }
@@ -109,7 +120,7 @@ static void config_case(const char *line) {
         return;
     }
     Buf b = {0};
-    config_with(&b, base[0] == 'R', edits);
+    config_with(&b, base[0], edits);
     NlConfig cfg;
     NlError err = {NL_OK, ""};
     int rc = nl_config_parse(&cfg, b.s, b.len, "config.json", &err);
@@ -217,7 +228,7 @@ static void inline_model(Buf *b, const Combo *c, const Need *n, int k, int skip,
         snprintf(edits, sizeof edits, "version=2;norm=\"%s\";placement=\"%s\";bias=%s;tie_embeddings=%s", c->norm,
                  c->placement, c->bias ? "true" : "false", c->tie ? "true" : "false");
     put(b, "{\"config\": ");
-    config_with(b, c->rnn != 0, edits);
+    config_with(b, c->rnn ? 'R' : 'T', edits);
     put(b, ", \"tokenizer\": %s, \"tensors\": {", TOKENIZER);
     if (extra) put(b, "\"%s\": {\"shape\": [1], \"data\": [0.5]}", extra);
     for (int i = 0, first = !extra; i < k; i++) {

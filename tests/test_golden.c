@@ -11,6 +11,7 @@
 
 #include "check.h"
 #include "normlab.h"
+#include "normlab_internal.h"
 
 static cJSON *load_golden(void) {
     FILE *f = fopen("tests/reference/pytorch_float64.json", "rb");

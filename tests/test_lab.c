@@ -57,9 +57,12 @@ static NlOutlierStats ref_outliers(const Rows *r, const float *gain) {
             over6 += fabs(x[i]) >= 6.0;
             over6rms += fabs(x[i]) >= 6.0 * rms;
             chan[i] += fabs(x[i]);
+            o.max_over_mean_abs += fabs(x[i]) / (double)N;  // the mean |x| for now
+            if (fabs(x[i]) > o.max_abs) o.max_abs = fabs(x[i]), o.max_channel = (int)i, o.max_position = row;
         }
         o.max_ratio = fmax(o.max_ratio, amax / rms);
     }
+    o.max_over_mean_abs = o.max_abs / o.max_over_mean_abs;
     o.rows = r->rows;
     o.values = N;
     o.share_6 = over6 / (double)N;
@@ -101,6 +104,10 @@ static void check_outliers(const char *what, const NlOutlierStats *got, const Nl
           want->max_ratio);
     CHECK(close_rel(got->kurtosis, want->kurtosis, rtol), "%s: kurtosis %.9g want %.9g", what, got->kurtosis,
           want->kurtosis);
+    CHECK(close_rel(got->max_abs, want->max_abs, rtol) && close_rel(got->max_over_mean_abs, want->max_over_mean_abs, rtol) &&
+              got->max_channel == want->max_channel,
+          "%s: largest |x| %.9g (%.9g x the mean |x|) at channel %d, want %.9g (%.9g) at %d", what, got->max_abs,
+          got->max_over_mean_abs, got->max_channel, want->max_abs, want->max_over_mean_abs, want->max_channel);
     double tol = flips / (double)want->values + 1e-15;
     CHECK(fabs(got->share_6 - want->share_6) <= tol, "%s: share >= 6 %.9g want %.9g", what, got->share_6,
           want->share_6);
@@ -186,6 +193,8 @@ static void outliers_of_planted_rows_match_double(void) {
     CHECK(nl_stats_outliers(st, 0, NL_SITE_PROJ, &got) == 0, "seen");
     want = ref_outliers(&rows, NULL);
     check_outliers("planted, no gain", &got, &want, 1e-12, 0);
+    CHECK(got.max_position == want.max_position, "one call: the largest |x| at row %zu of it, want %zu",
+          got.max_position, want.max_position);
     CHECK(nl_stats_outliers(st, 0, NL_SITE_FC, &none) != 0 && none.rows == 0, "a place not seen says so");
     nl_state_free(state);
     nl_model_free(m);

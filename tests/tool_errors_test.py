@@ -54,6 +54,15 @@ CASES = [  # (tool, arguments, a word the line must hold)
     ("reference/hf_gpt2_parity.py", ["--bogus"], "unrecognized arguments"),
     ("train/train.py", ["--data", TEXT, "--out", OUT, "--tokenizer", NONE], "--tokenizer"),
     ("lib/gpt2bpe.py", [NONE, TEXT], "No such file"),
+    ("interop/import_hf.py", [NONE, "--out", OUT], "not a folder"),
+    ("interop/import_hf.py", [os.path.join(ROOT, "tests"), "--out", OUT], "config.json"),
+    ("interop/import_llama2c.py", [NONE, "--out", OUT], "no such file"),
+    ("interop/import_llama2c.py", [os.path.join(ROOT, "tests"), "--out", OUT], "is a directory"),
+    ("interop/import_llama2c.py", [TEXT, "--out", OUT], "--tokenizer"),
+    ("reference/llama_reference.py", [NONE, "--ids", "1"], "not a folder"),
+    ("reference/llama_reference.py", [NONE, "--ids", "x"], "not comma-separated"),
+    ("reference/llama_parity.py", ["--bogus"], "unrecognized arguments"),
+    ("dev/make_llama_snapshot.py", ["--out", OUT, "--vocab", "5"], "--vocab 5"),
 ]
 
 

@@ -52,6 +52,7 @@ typedef struct {
     uint64_t seed;
     int has_seed;  // --seed given (and not -1)
     int norm, placement;  // -1: as configured
+    int qk_norm;  // NlQkNorm: 0 (NL_QK_NORM_AS_CONFIGURED) as configured
     int bn_stats;  // NlBnStats; compare also BN_STATS_BOTH (a row with each)
     int threads;  // engine worker threads; OpenBLAS threads for large sgemv
     int exact_window, skip_unknown, special, json, echo, ignore_eos;

@@ -137,9 +137,7 @@ static int bench_model(const Options *o, const char *name, const long *pp, int n
     NlModel *model = NULL;
     int rc = load_model(&with, &model);
     if (rc) return rc;
-    const NlConfig *c = nl_model_config(model);
-    NlModelDesc desc;
-    nl_model_describe(model, &desc);
+    NlModelDesc desc = model_desc(model);
     size_t T = desc.window, most = 0;
     long def_pp = (long)(T < DEFAULT_PP ? T : DEFAULT_PP), def_tg = (long)(T < DEFAULT_TG ? T : DEFAULT_TG);
     long pps[INT_LIST_MAX], tgs[INT_LIST_MAX];
@@ -156,7 +154,7 @@ static int bench_model(const Options *o, const char *name, const long *pp, int n
     uint64_t x = 0x9E3779B97F4A7C15ULL;  // the tokens: xorshift64's, the same every run
     for (size_t i = 0; tokens && i < most; i++) {
         x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-        tokens[i] = (int)(x % (uint64_t)c->vocab_size);
+        tokens[i] = (int)(x % (uint64_t)desc.vocab_size);
     }
     if (!tokens) {
         msg_error("out of memory");
@@ -176,8 +174,8 @@ static int bench_model(const Options *o, const char *name, const long *pp, int n
                             .gen = gen,
                             .n = (size_t)len,
                             .reps = o->repeats};
-            run_name(r->run, sizeof r->run, c, o->norm >= 0 ? (NlNormType)o->norm : c->norm,
-                     o->placement >= 0 ? (NlPlacement)o->placement : c->placement);
+            run_name(r->run, sizeof r->run, desc.arch, o->norm >= 0 ? (NlNormType)o->norm : desc.norm,
+                     o->placement >= 0 ? (NlPlacement)o->placement : desc.placement);
             if (!(r->seconds = malloc((size_t)r->reps * sizeof *r->seconds))) {
                 msg_error("out of memory");
                 rc = EXIT_DATA;

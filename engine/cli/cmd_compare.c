@@ -25,15 +25,15 @@
 // The runs of one model (returns their count): as trained; with also_swap, the other norm type
 // (LayerNorm and RMSNorm each other's, BatchNorm's LayerNorm), the other placement (pre and post each
 // other's, peri's pre) and no norm at all, of these the ones its family runs (an LN-RNN: only without
-// its LNs); a norm-free model has no swaps. BatchNorm runs with bn_stats, or each twice (running,
+// its LNs), and QK-norm switched where the family has it; a norm-free model has no swaps. BatchNorm runs with bn_stats, or each twice (running,
 // then batch) with BN_STATS_BOTH; a BatchNorm post model run as pre has no running statistics for
 // its ln_f, so that row runs with batch statistics only.
-static int compare_runs(const NlConfig *c, int also_swap, int bn_stats, NlRunOptions *runs) {
+static int compare_runs(const NlModelDesc *c, int also_swap, int bn_stats, NlRunOptions *runs) {
     NlBnStats first = bn_stats == BN_STATS_BOTH ? NL_BN_RUNNING : (NlBnStats)bn_stats;
     NlRunOptions as = {.norm = c->norm, .placement = c->placement, .batch = 1, .threads = 1, .bn_stats = first};
     int n = 0, lacks_ln_f = c->norm == NL_NORM_BATCHNORM && c->placement == NL_PLACE_POST;
     runs[n++] = as;
-    const NlFamilyInfo *fam = nl_family_info(c->arch);
+    const NlFamilyInfo *fam = c->family;
     if (also_swap && c->norm != NL_NORM_NONE) {  // the swaps the family runs
         NlNormType other = c->norm == NL_NORM_LAYERNORM ? NL_NORM_RMSNORM : NL_NORM_LAYERNORM;
         if (fam->norms & 1u << other) {
@@ -48,6 +48,10 @@ static int compare_runs(const NlConfig *c, int also_swap, int bn_stats, NlRunOpt
         }
         runs[n] = as;
         runs[n++].norm = NL_NORM_NONE;
+        if (fam->qk_norm) {  // QK-norm switched: off where the model has it, on (unit gains) where not
+            runs[n] = as;
+            runs[n++].qk_norm = desc_number(c, "qk_norm", 0) ? NL_QK_NORM_OFF : NL_QK_NORM_ON;
+        }
     }
     for (int i = 0, m = n; bn_stats == BN_STATS_BOTH && i < m; i++)
         if (runs[i].norm == NL_NORM_BATCHNORM && runs[i].bn_stats == NL_BN_RUNNING) {
@@ -113,7 +117,8 @@ static int compare_load(const Options *o, const char *path, const char *text, si
     }
     if (rc) return rc;
     NlRunOptions runs[MAX_RUNS];
-    int n_runs = compare_runs(nl_model_config(*model), o->also_swap, o->bn_stats, runs), first = (int)*n_jobs;
+    NlModelDesc desc = model_desc(*model);
+    int n_runs = compare_runs(&desc, o->also_swap, o->bn_stats, runs), first = (int)*n_jobs;
     for (int r = 0; r < n_runs; r++) {
         labels[*n_jobs] = path;
         jobs[(*n_jobs)++] = (NlCompareJob){.model = *model, .run = runs[r], .ids = *ids, .n = n, .reference = -1};

@@ -143,7 +143,7 @@ static int plan_eval(const Options *o, const NlModel *model, size_t n, EvalPlan 
     p->windowless = !model_windowed(model);  // no window: the text goes through one state
     int rc = check_eval_options(o, p->windowless);
     if (rc) return rc;
-    size_t T = (size_t)nl_model_config(model)->block_size;
+    size_t T = model_context(model);
     p->segments = o->segments ? (size_t)o->segments : 1;
     if (!p->windowless && (size_t)o->stride > T) {
         msg_usage(o->cmd, "--stride %ld is larger than the model's context (block_size %zu)", o->stride, T);
@@ -226,7 +226,7 @@ int cmd_eval(Options *o) {
     // the per-token losses go to a JSON file (-o FILE, not stdout)
     int per_token = o->json && o->output && strcmp(o->output, "-") != 0;
     if (!rc && n >= 2)
-        rc = kl_record_init(&rec, o->kl_base, o->kl, per_token, (size_t)nl_model_config(model)->vocab_size, ids, n,
+        rc = kl_record_init(&rec, o->kl_base, o->kl, per_token, (size_t)model_desc(model).vocab_size, ids, n,
                             p.windowless, p.windowless ? p.segments : p.stride);
     if (!rc && o->kl_base) rc = out_open(&base_out, o->kl_base);
     if (!rc) rc = workers_create(&wk, o, model, p.workers, p.batch, p.product_threads, o->profile, p.calls);
@@ -300,7 +300,7 @@ int cmd_logits(Options *o) {
     if (!rc) rc = make_state_as(o, model, 1, o->threads, 1, &state);
     if (!rc) rc = open_main_output(o, &out);
     if (rc) goto cleanup;
-    size_t T = model_context(model), V = (size_t)nl_model_config(model)->vocab_size;
+    size_t T = model_context(model), V = (size_t)model_desc(model).vocab_size;
     if (n > T) {
         msg_error("%s: %zu %ss, more than the model's context of %zu", o->prompt_file ? o->prompt_file : "the text", n,
                   token_unit(model), T);

@@ -317,9 +317,9 @@ static int setup_model(const Options *o, GenRun *r, const char *given, size_t le
         rc = workers_create(&r->wk, o, r->model, r->workers, r->group, r->workers > 1 ? 1 : o->threads,
                             o->profile || r->mode->profile_result, (size_t)r->rounds * passes);
     if (!rc && r->name) {
-        const NlConfig *c = nl_model_config(r->model);
-        run_name(r->run, sizeof r->run, c, o->norm >= 0 ? (NlNormType)o->norm : c->norm,
-                 o->placement >= 0 ? (NlPlacement)o->placement : c->placement);
+        NlModelDesc d = model_desc(r->model);
+        run_name(r->run, sizeof r->run, d.arch, o->norm >= 0 ? (NlNormType)o->norm : d.norm,
+                 o->placement >= 0 ? (NlPlacement)o->placement : d.placement);
     }
     return rc;
 }
@@ -532,7 +532,8 @@ static int many_setup(const Options *o, ManyRun *m) {
 
 // "=== MODEL (RUN) ===", with DeepNorm's alpha where the model's residual is scaled.
 static int print_header(FILE *out, const GenRun *r) {
-    double alpha = nl_model_config(r->model)->residual_scale;
+    NlModelDesc d = model_desc(r->model);
+    double alpha = desc_number(&d, "residual_scale", 1.0);  // a post model's (DeepNorm's)
     if (alpha != 1.0) return fprintf(out, "=== %s (%s, DeepNorm alpha %.4g) ===\n", r->name, r->run, alpha) > 0;
     return fprintf(out, "=== %s (%s) ===\n", r->name, r->run) > 0;
 }

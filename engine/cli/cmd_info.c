@@ -38,20 +38,18 @@ static int is_json_number(const char *s) {
 }
 
 static cJSON *info_json(const NlModel *m, NlQuant q, unsigned classes, const char *path, const BlasChoice *b) {
-    const NlConfig *c = nl_model_config(m);
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "model", path);
-    NlModelDesc d;
-    nl_model_describe(m, &d);
+    NlModelDesc d = model_desc(m);
     const NlFamilyInfo *fam = d.family;
     cJSON_AddStringToObject(j, "arch", fam->name);
-    cJSON_AddNumberToObject(j, "vocab_size", c->vocab_size);
+    cJSON_AddNumberToObject(j, "vocab_size", d.vocab_size);
     cJSON_AddStringToObject(
         j, "tokenizer",
         nl_name(NL_NAMES_TOKENIZER,
                 nl_tokenizer_info(nl_model_tokenizer(m)).kind));  // "char", "bpe" or "sentencepiece"
     cJSON_AddNumberToObject(j, "tokenizer_size", nl_tokenizer_size(nl_model_tokenizer(m)));
-    cJSON_AddNumberToObject(j, "n_layer", c->n_layer);
+    cJSON_AddNumberToObject(j, "n_layer", d.n_layer);
     const NlConfigField *f = d.fields;  // the family's own fields
     for (size_t i = 0; i < d.n_fields; i++) {
         if (f[i].type == NL_FIELD_STRING) cJSON_AddStringToObject(j, f[i].key, f[i].string);
@@ -212,14 +210,12 @@ static cJSON *list_entry(const Options *o, const ModelEntry *e) {
     if (nl_model_load(&model, e->path, &lo, &err) != 0) {
         cJSON_AddStringToObject(m, "error", err.msg);
     } else {
-        const NlConfig *c = nl_model_config(model);
-        cJSON_AddStringToObject(m, "norm", nl_name(NL_NAMES_NORM, c->norm));
-        cJSON_AddStringToObject(m, "arch", nl_name(NL_NAMES_ARCH, c->arch));
-        if (nl_family_info(c->arch)->has_placement)
-            cJSON_AddStringToObject(m, "placement", nl_name(NL_NAMES_PLACEMENT, c->placement));
+        NlModelDesc d = model_desc(model);
+        cJSON_AddStringToObject(m, "norm", nl_name(NL_NAMES_NORM, d.norm));
+        cJSON_AddStringToObject(m, "arch", nl_name(NL_NAMES_ARCH, d.arch));
+        if (d.family->has_placement)
+            cJSON_AddStringToObject(m, "placement", nl_name(NL_NAMES_PLACEMENT, d.placement));
         else cJSON_AddNullToObject(m, "placement");  // a family with none: the text shows its arch
-        NlModelDesc d;
-        nl_model_describe(model, &d);
         cJSON_AddNumberToObject(m, "parameters", (double)d.parameters);
         const char *by = NULL;
         double loss = stored_val_loss(model, &by);

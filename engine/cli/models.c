@@ -225,11 +225,19 @@ int load_model_as(const Options *o, NlModel **model, unsigned *rounded, int shap
     return rc;
 }
 
-size_t model_context(const NlModel *model) {
+NlModelDesc model_desc(const NlModel *model) {
     NlModelDesc d;
     nl_model_describe(model, &d);
-    return d.window;
+    return d;
 }
+
+double desc_number(const NlModelDesc *d, const char *key, double absent) {
+    for (size_t i = 0; i < d->n_fields; i++)
+        if (strcmp(d->fields[i].key, key) == 0) return d->fields[i].number;
+    return absent;
+}
+
+size_t model_context(const NlModel *model) { return model_desc(model).window; }
 const char *token_unit(const NlModel *model) {
     return nl_tokenizer_info(nl_model_tokenizer(model)).kind == NL_TOKENIZER_CHAR ? "character" : "token";
 }
@@ -238,11 +246,11 @@ int model_eos(const Options *o, const NlModel *model) {
     return o->ignore_eos ? -1 : nl_tokenizer_info(nl_model_tokenizer(model)).eos;
 }
 
-int model_windowed(const NlModel *model) { return nl_family_info(nl_model_config(model)->arch)->windowed; }
+int model_windowed(const NlModel *model) { return model_desc(model).family->windowed; }
 
-const char *run_name(char *buf, size_t size, const NlConfig *model, NlNormType norm, NlPlacement placement) {
-    if (!nl_family_info(model->arch)->has_placement)
-        snprintf(buf, size, "%s/%s", nl_name(NL_NAMES_ARCH, model->arch), nl_name(NL_NAMES_NORM, norm));
+const char *run_name(char *buf, size_t size, NlArch arch, NlNormType norm, NlPlacement placement) {
+    if (!nl_family_info(arch)->has_placement)
+        snprintf(buf, size, "%s/%s", nl_name(NL_NAMES_ARCH, arch), nl_name(NL_NAMES_NORM, norm));
     else snprintf(buf, size, "%s/%s", nl_name(NL_NAMES_NORM, norm), nl_name(NL_NAMES_PLACEMENT, placement));
     return buf;
 }

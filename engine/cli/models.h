@@ -38,6 +38,10 @@ int load_model_rounded(const Options *o, NlModel **model, unsigned *rounded);
 int load_model_as(const Options *o, NlModel **model, unsigned *rounded, int shapes_only);
 // The most positions the model sees at once: block_size, or SIZE_MAX for a recurrent model (no window).
 size_t model_context(const NlModel *model);
+// The model's description (nl_model_describe), by value.
+NlModelDesc model_desc(const NlModel *model);
+// The number of the family's field named key ("residual_scale"), or absent when it has none.
+double desc_number(const NlModelDesc *d, const char *key, double absent);
 // Whether the model's family reads a window of positions (a transformer); 0: a state carries any length.
 int model_windowed(const NlModel *model);
 // What the model's tokens are, for messages: "character" (a char tokenizer) or "token" (BPE).
@@ -46,6 +50,6 @@ const char *token_unit(const NlModel *model);
 // unless --ignore-eos; -1 for none (the other kinds: GPT-2's "<|endoftext|>" never ended one).
 int model_eos(const Options *o, const NlModel *model);
 // "layernorm/pre" (norm/placement) for a transformer run, "lstm/none" for a recurrent one, into buf.
-const char *run_name(char *buf, size_t size, const NlConfig *model, NlNormType norm, NlPlacement placement);
+const char *run_name(char *buf, size_t size, NlArch arch, NlNormType norm, NlPlacement placement);
 
 #endif

@@ -11,6 +11,7 @@
 int choose_norm(const char *w, int *out) { return nl_name_parse(NL_NAMES_NORM, w, out); }
 
 int choose_placement(const char *w, int *out) { return nl_name_parse(NL_NAMES_PLACEMENT, w, out); }
+int choose_qk_norm(const char *w, int *out) { return nl_name_parse(NL_NAMES_QK_NORM, w, out); }
 
 int choose_bn(const char *w, int *out) { return nl_name_parse(NL_NAMES_BN_STATS, w, out); }
 

@@ -4,6 +4,7 @@
 
 int choose_norm(const char *w, int *out);
 int choose_placement(const char *w, int *out);
+int choose_qk_norm(const char *w, int *out);
 int choose_bn(const char *w, int *out);
 int choose_bn_or_both(const char *w, int *out);
 int choose_quant(const char *w, int *out);

@@ -20,6 +20,9 @@ static void run_as(char *buf, size_t len, const NlCompareRow *r) {
     snprintf(buf, len, "%s%s%s/%s%s", nl_name(NL_NAMES_NORM, r->norm), r->swapped_norm ? "*" : "",
              r->norm == NL_NORM_BATCHNORM ? (r->bn_stats == NL_BN_BATCH ? ":batch" : ":running") : "",
              nl_name(NL_NAMES_PLACEMENT, r->placement), r->swapped_placement ? "*" : "");
+    if (nl_family_info(r->arch)->qk_norm)  // "rmsnorm/pre+qk", "rmsnorm/pre-qk*"
+        snprintf(buf + strlen(buf), len - strlen(buf), "%s%s", r->qk_norm ? "+qk" : "-qk",
+                 r->swapped_qk_norm ? "*" : "");
 }
 
 // " w:q8" / " w:q4[attn,mlp]" / " a:q8": a quantized row's rounding ([the classes] when not all the
@@ -45,6 +48,7 @@ static void run_as_quant(char *buf, size_t len, const NlCompareRow *r) {
 
 static const char *override_name(const NlCompareRow *r) {
     if (r->swapped_norm && r->swapped_placement) return "norm+placement";
+    if (r->swapped_qk_norm) return "qk_norm";
     return r->swapped_norm ? "norm" : r->swapped_placement ? "placement" : "none";
 }
 
@@ -208,7 +212,7 @@ int report_compare_text(FILE *f, const NlCompareRow *rows, const char *const *la
         fprintf(f, "%-34s %-24s %9zu %8.3f %9.4f %s%8.3f %13.0f %12.0f %6.1f%% %11.3g %11.3g\n", labels[i], as,
                 r->parameters, r->weight_bytes / 1e6, r->bits_per_char, per_byte, r->perplexity, r->prefill_tok_s,
                 r->decode_tok_s, 100 * r->norm_share, r->batch_diff, r->cache_diff);
-        swapped |= r->swapped_norm || r->swapped_placement;
+        swapped |= r->swapped_norm || r->swapped_placement || r->swapped_qk_norm;
         bn |= r->norm == NL_NORM_BATCHNORM;
     }
     fprintf(f,
@@ -307,6 +311,10 @@ static cJSON *outliers_json(const NlCompareRow *r) {
             cJSON_AddStringToObject(e, "site", nl_site_name((NlSite)k));
             cJSON_AddNumberToObject(e, "rows", (double)s->rows);
             cJSON_AddNumberToObject(e, "max_abs_over_rms", s->max_ratio);
+            cJSON_AddNumberToObject(e, "max_abs", s->max_abs);
+            cJSON_AddNumberToObject(e, "max_abs_over_mean_abs", s->max_over_mean_abs);
+            cJSON_AddNumberToObject(e, "max_channel", s->max_channel);
+            cJSON_AddNumberToObject(e, "max_position", (double)s->max_position);
             cJSON_AddNumberToObject(e, "share_abs_ge_6", s->share_6);
             cJSON_AddNumberToObject(e, "share_abs_ge_6rms", s->share_6rms);
             if (isfinite(s->kurtosis)) cJSON_AddNumberToObject(e, "kurtosis", s->kurtosis);

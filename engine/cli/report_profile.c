@@ -43,7 +43,7 @@ static int print_row(FILE *f, const char *layer, const char *name, const NlProfi
 // NULL for a family that prunes no rows (a recurrent layer's step sees one position a call by design).
 static const NlProfileCell *fullest_cell(const NlProfiler *p, NlPhase ph, int l) {
     const NlProfileCell *best = NULL;
-    if (!nl_family_info(nl_profiler_config(p)->arch)->prunes_rows) return NULL;
+    if (!nl_profiler_family(p)->prunes_rows) return NULL;
     for (int c = 0; c < NL_COMP_COUNT; c++) {
         const NlProfileCell *x = nl_profiler_cell(p, ph, l, (NlComponent)c);
         if (x->calls && (!best || x->tokens * best->calls > best->tokens * x->calls)) best = x;
@@ -197,7 +197,7 @@ static void header(FILE *f, const NlProfiler *p, const ReportInfo *info, const c
 }
 
 int report_profile_view(FILE *f, const NlProfiler *p, const ReportInfo *info, const char *prompt, int summary) {
-    int L = nl_profiler_config(p)->n_layer, hw = nl_profiler_hw_available(p), rc = 0;
+    int L = nl_profiler_layers(p), hw = nl_profiler_hw_available(p), rc = 0;
     header(f, p, info, prompt);
     for (int ph = 0; ph < NL_PHASE_COUNT; ph++)
         if (nl_profiler_wall(p, (NlPhase)ph) > 0)
@@ -260,7 +260,7 @@ static cJSON *phase_json(const NlProfiler *p, NlPhase ph, int L, int hw) {
 }
 
 int report_profile_json(FILE *f, const NlProfiler *p, const ReportInfo *info) {
-    int L = nl_profiler_config(p)->n_layer, hw = nl_profiler_hw_available(p);
+    int L = nl_profiler_layers(p), hw = nl_profiler_hw_available(p);
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "model", info->model);
     cJSON_AddNumberToObject(root, "blas_threads", info->product_threads);

@@ -9,27 +9,29 @@
 
 // (NlRunOptions.threads); with warn, says so when the norm or placement differ from the model's training.
 int make_state_as(const Options *o, const NlModel *model, int batch, int product_threads, int warn, NlState **state) {
-    const NlConfig *c = nl_model_config(model);
-    NlRunOptions run = {.norm = o->norm >= 0 ? (NlNormType)o->norm : c->norm,
-                        .placement = o->placement >= 0 ? (NlPlacement)o->placement : c->placement,
+    NlModelDesc d = model_desc(model);
+    NlRunOptions run = {.norm = o->norm >= 0 ? (NlNormType)o->norm : d.norm,
+                        .placement = o->placement >= 0 ? (NlPlacement)o->placement : d.placement,
                         .batch = batch,
                         .threads = product_threads,
-                        .bn_stats = (NlBnStats)o->bn_stats};
+                        .bn_stats = (NlBnStats)o->bn_stats,
+                        .qk_norm = (NlQkNorm)o->qk_norm};
     // (o->norm < 0: not given; the state could take NL_NORM_AS_CONFIGURED, but the warning below
     // compares the two, so the model's own values are filled in here.)
     NlError err;
     if (nl_quant_state_create(state, model, &run, (NlQuant)o->quantize_act, &err) != 0) {
         if (err.code != NL_ERR_ARG) return fail(&err);
         // an override this model cannot run (BatchNorm's running statistics it lacks, a recurrent model's norm)
-        int bn = (nl_family_info(c->arch)->norms & 1u << NL_NORM_BATCHNORM) != 0;
+        int bn = (d.family->norms & 1u << NL_NORM_BATCHNORM) != 0 && run.norm == NL_NORM_BATCHNORM &&
+                 run.bn_stats == NL_BN_RUNNING;
         msg_usage(o->cmd, "%s%s", err.msg, bn ? " (--bn-stats batch)" : "");
         return EXIT_USAGE;
     }
     char trained[64], as_run[64];
-    if (warn && (run.norm != c->norm || run.placement != c->placement))
+    if (warn && (run.norm != d.norm || run.placement != d.placement))
         msg_error("warning: the model was trained as %s; running it as %s",
-                  run_name(trained, sizeof trained, c, c->norm, c->placement),
-                  run_name(as_run, sizeof as_run, c, run.norm, run.placement));
+                  run_name(trained, sizeof trained, d.arch, d.norm, d.placement),
+                  run_name(as_run, sizeof as_run, d.arch, run.norm, run.placement));
     if (warn && run.bn_stats == NL_BN_BATCH && run.norm != NL_NORM_BATCHNORM)
         msg_error("warning: --bn-stats batch has no effect: the model runs as %s", nl_name(NL_NAMES_NORM, run.norm));
     return 0;
@@ -39,9 +41,9 @@ int make_state_as(const Options *o, const NlModel *model, int batch, int product
 // model: of n_forward positions, each of which records per layer).
 static int attach_profiler(const Options *o, const NlModel *model, NlState *state, size_t n_forward,
                            NlProfiler **prof) {
-    const NlConfig *c = nl_model_config(model);
+    NlModelDesc d = model_desc(model);
     // each layer as its family says, and 4 model-level components (6: slack)
-    size_t per_forward = o->trace_out ? (size_t)c->n_layer * nl_family_info(c->arch)->trace_events_per_layer + 6 : 0;
+    size_t per_forward = o->trace_out ? (size_t)d.n_layer * d.family->trace_events_per_layer + 6 : 0;
     NlError err;
     if (nl_profiler_create(prof, nl_state_config(state), n_forward * per_forward, o->counters, &err) != 0) {
         return fail(&err);
@@ -91,7 +93,7 @@ int make_sampler(const Options *o, const NlModel *model, uint64_t seed, const in
     size_t T = model_context(model);
     NlError err;
     if (params.repeat_last_n < 0) params.repeat_last_n = T < REPEAT_LAST_N_MAX ? (int)T : REPEAT_LAST_N_MAX;
-    if (nl_sampler_create(out, nl_model_config(model)->vocab_size, params, seed, &err) != 0) return fail(&err);
+    if (nl_sampler_create(out, model_desc(model).vocab_size, params, seed, &err) != 0) return fail(&err);
     for (size_t i = 0; i < n; i++) nl_sampler_accept(*out, ids[i]);
     return 0;
 }

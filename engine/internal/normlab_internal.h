@@ -19,6 +19,42 @@
 // Internal: hidden from the symbols a shared object built from the library would export.
 #pragma GCC visibility push(hidden)
 
+// ---- a config's fields (normlab.h has NlConfig opaque; NlModelDesc describes it to embedders)
+
+// Every family has arch, vocab_size, n_layer, norm and norm_eps; the other fields are one family's,
+// and 0 in a model of the other (residual_scale 1). A recurrent model has n_input (E) and n_hidden (S), no context
+// window (nl_forward takes any number of positions) and placement NL_PLACE_AS_CONFIGURED.
+struct NlConfig {
+    NlArch arch;
+    int vocab_size;  // V
+    int n_layer;  // L
+    NlNormType norm;
+    double norm_eps;
+    // the transformer's
+    int n_head;  // H
+    int n_embd;  // D
+    int block_size;  // T
+    int n_inner;  // F (from n_inner, or mlp_ratio * D)
+    NlPlacement placement;
+    double residual_scale;  // alpha of post placement, x = N(alpha*x + Sublayer(x)); 1 but for DeepNorm
+    NlActivation activation;
+    int bias;  // linears have biases
+    int tie_embeddings;  // lm_head is wte
+    // the Llama family's (a GPT-style transformer: n_kv_head = n_head, the rest 0)
+    int n_kv_head;  // KVH: key/value heads, dividing H (H: multi-head attention, 1: multi-query)
+    int rope;  // 1: rotary positions (interleaved pairs, Meta's and llama2.c's), no wpe
+    double rope_theta;  // RoPE's base
+    int gated_mlp;  // c_fc holds gate and up rows (2F, D): c_proj(act(gate x) * up x)
+    int qk_norm;  // q and k normalised per head over Dh before RoPE (OLMo-2, Qwen3)
+    int attn_bias;  // c_attn alone has a bias (Qwen2's)
+    // the recurrent models'
+    int n_input;  // E: the embedding width, config.json's "n_embd"
+    int n_hidden;  // S: the state width
+};
+
+// The model's config as loaded (borrowed for its lifetime). (model.c)
+const NlConfig *nl_model_config(const NlModel *model);
+
 // Sets err (when not NULL) to code and the formatted message; returns -1 for `return nl_error(...)`.
 // The library's one error convention: a function that can fail returns -1 and fills an NlError with a
 // code callers can act on and a one-line message naming the file, key or value (never a command-line
@@ -85,6 +121,11 @@ size_t nl_state_batch(const NlState *state);  // sequences per forward call, at 
 // < batch): streams that share a prompt are prefilled once. Whole tiles of 32 positions are copied,
 // so positions n.. up to the next multiple of 32 in `to` are overwritten too.
 void nl_state_copy_cache(NlState *state, size_t from, size_t to, size_t n);
+// RoPE's context shift in place (llama.cpp's): of sequence seq's len cached positions, the first keep
+// stay, the next drop go, and the rest move down by drop, their keys turned back by drop positions'
+// angles; the sequence then holds len - drop. Returns -1, changing nothing, for a state that cannot
+// (no RoPE) or arguments that do not fit (keep + drop > len); drop 0 only asks. (state.c)
+int nl_state_shift(NlState *state, size_t seq, size_t keep, size_t drop, size_t len);
 
 // ---- OpenBLAS's kernel family (blascore.c)
 

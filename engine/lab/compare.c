@@ -256,6 +256,8 @@ static int compare_one(const NlCompareJob *job, const NlCompareJob *ref, const N
     }
     if (nl_quant_state_create(&s, model, &run, job->quant_act, err) != 0) goto cleanup;
     row->residual_scale = nl_state_config(s)->placement == NL_PLACE_POST ? nl_state_config(s)->residual_scale : 1.0;
+    row->qk_norm = nl_state_config(s)->qk_norm;
+    row->swapped_qk_norm = row->qk_norm != trained->qk_norm;
     row->has_lens = opts->lens && nl_family_info(trained->arch)->has_residual_stream;
     size_t stride = trained->block_size / 2 ? (size_t)trained->block_size / 2 : 1, scored = n > 1 ? n - 1 : 0;
     NlKlRecord kl = {0};

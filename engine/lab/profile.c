@@ -274,6 +274,8 @@ uint64_t nl_profiler_produced(const NlProfiler *p, NlPhase phase) { return p->pr
 int nl_profiler_hw_available(const NlProfiler *p) { return p->hw_fd >= 0; }
 int nl_profiler_threads(const NlProfiler *p) { return p->threads; }
 const NlConfig *nl_profiler_config(const NlProfiler *p) { return &p->cfg; }
+int nl_profiler_layers(const NlProfiler *p) { return p->cfg.n_layer; }
+const NlFamilyInfo *nl_profiler_family(const NlProfiler *p) { return nl_family_info(p->cfg.arch); }
 
 size_t nl_profiler_events(const NlProfiler *p, const NlProfileEvent **events, size_t *dropped) {
     *events = p->events;

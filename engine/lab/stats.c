@@ -25,6 +25,8 @@ typedef struct {
 typedef struct {
     uint64_t rows, values, over_6, over_6rms;
     double max_ratio;
+    double max_abs, abs_sum;  // the largest |x| seen, and the sum of every |x|
+    size_t max_channel, max_row;  // where the largest was: its channel, its row in its call
     double sum[4];  // of x, x^2, x^3, x^4 over every value
     double *chan_abs;  // (width) sums of |x| per channel; width is the place's
     size_t width;
@@ -223,6 +225,8 @@ static void nl_stats_site(NlStats *s, int layer, NlSite site, const float *x, si
             double v = x[i], v2 = v * v;
             sq += v2;
             amax = fmax(amax, fabs(v));
+            st->abs_sum += fabs(v);
+            if (fabs(v) > st->max_abs) st->max_abs = fabs(v), st->max_channel = i, st->max_row = r;
             st->sum[0] += v;
             st->sum[1] += v2;
             st->sum[2] += v2 * v;
@@ -251,6 +255,10 @@ int nl_stats_outliers(const NlStats *s, int layer, NlSite site, NlOutlierStats *
     out->rows = st->rows;
     out->values = st->values;
     out->max_ratio = st->max_ratio;
+    out->max_abs = st->max_abs;
+    out->max_channel = (int)st->max_channel;
+    out->max_position = st->max_row;
+    out->max_over_mean_abs = st->abs_sum > 0 ? st->max_abs / (st->abs_sum / n) : 0;
     out->share_6 = (double)st->over_6 / n;
     out->share_6rms = (double)st->over_6rms / n;
     out->kurtosis = var > 0 ? m4 / (var * var) : NAN;

@@ -16,8 +16,7 @@
 // Process-wide state the library touches: OpenBLAS's thread count (openblas_set_num_threads(1), set
 // before each product, see NlRunOptions.threads) and nothing else; it has no globals of its own, so
 // states may run on different threads at once (nl_eval and nl_generate do, given several).
-// What a lab or a command line asks beyond running a model (names, observers, matrices) is in
-// normlab_ext.h; the lab — profiler, hidden-state statistics, compare — is in normlab_lab.h. Functions that can
+// The lab — profiler, hidden-state statistics, compare — is in normlab_lab.h. Functions that can
 // fail return 0 on success and -1 on failure, with a one-line message naming the file, key or
 // value in err->msg. The library never prints and never exits.
 //
@@ -32,7 +31,7 @@
 
 #define NL_VERSION "0.1.0"
 #define NL_FORMAT_NAME "normlab"
-#define NL_FORMAT_VERSION 3  // the newest version read; versions 1 and 2 load unchanged
+#define NL_FORMAT_VERSION 4  // the newest version read; versions 1 to 3 load unchanged
 
 // ---- errors (every function that can fail: 0, or -1 with err filled)
 
@@ -136,34 +135,22 @@ typedef enum { NL_PLACE_AS_CONFIGURED, NL_PLACE_PRE, NL_PLACE_POST, NL_PLACE_PER
 // every sequence in it (as in training). One-token decoding of one sequence is a call of one row,
 // whose variance is 0: every feature becomes its bias.
 typedef enum { NL_BN_RUNNING, NL_BN_BATCH } NlBnStats;
-typedef enum { NL_ACT_GELU, NL_ACT_GELU_TANH, NL_ACT_RELU } NlActivation;
+// QK-norm (a family with NlFamilyInfo.qk_norm: the Llama family's q and k normalised per head over
+// Dh before RoPE, with the run's norm type): as the model has it, on (its gains, or unit gains where
+// it has none), or off.
+typedef enum { NL_QK_NORM_AS_CONFIGURED, NL_QK_NORM_ON, NL_QK_NORM_OFF } NlQkNorm;
+// The MLP's activation; Llama's SiLU (x sigmoid(x)) gates its MLP: down(silu(gate x) * up x).
+typedef enum { NL_ACT_GELU, NL_ACT_GELU_TANH, NL_ACT_RELU, NL_ACT_SILU } NlActivation;
 // A stack of transformer blocks, or of recurrent cells (format version 3): LSTM or GRU, each
-// layer-normalised (Ba, Kiros & Hinton 2016) or plain, with no context window.
-typedef enum { NL_ARCH_TRANSFORMER, NL_ARCH_LSTM, NL_ARCH_GRU } NlArch;
+// layer-normalised (Ba, Kiros & Hinton 2016) or plain, with no context window; or (format version 4)
+// Llama's blocks: RoPE in place of learned positions, a gated SiLU MLP, grouped key/value heads.
+typedef enum { NL_ARCH_TRANSFORMER, NL_ARCH_LSTM, NL_ARCH_GRU, NL_ARCH_LLAMA } NlArch;
 
-// Every family has arch, vocab_size, n_layer, norm and norm_eps; the other fields are one family's,
-// and 0 in a model of the other (residual_scale 1). A recurrent model has n_input (E) and n_hidden (S), no context
-// window (nl_forward takes any number of positions) and placement NL_PLACE_AS_CONFIGURED.
-typedef struct {
-    NlArch arch;
-    int vocab_size;  // V
-    int n_layer;  // L
-    NlNormType norm;
-    double norm_eps;
-    // the transformer's
-    int n_head;  // H
-    int n_embd;  // D
-    int block_size;  // T
-    int n_inner;  // F (from n_inner, or mlp_ratio * D)
-    NlPlacement placement;
-    double residual_scale;  // alpha of post placement, x = N(alpha*x + Sublayer(x)); 1 but for DeepNorm
-    NlActivation activation;
-    int bias;  // linears have biases
-    int tie_embeddings;  // lm_head is wte
-    // the recurrent models'
-    int n_input;  // E: the embedding width, config.json's "n_embd"
-    int n_hidden;  // S: the state width
-} NlConfig;
+// A model's config as loaded, or as a state runs it: opaque here, because its fields are its
+// family's (a new family adds its own without changing this header). What describes a model —
+// its arch, vocabulary, layers, norm, placement and its family's own fields by config.json key —
+// is in NlModelDesc (nl_model_describe); a state's config is a handle the lab's profiler takes.
+typedef struct NlConfig NlConfig;
 
 typedef struct NlModel NlModel;
 typedef struct NlState NlState;
@@ -186,7 +173,6 @@ typedef struct {
 // model files by renaming, which is safe. no_mmap costs the weights' size in memory.
 int nl_model_load(NlModel **out, const char *path, const NlLoadOptions *opts, NlError *err);
 void nl_model_free(NlModel *model);
-const NlConfig *nl_model_config(const NlModel *model);
 const NlTokenizer *nl_model_tokenizer(const NlModel *model);
 
 // ---- state and forward pass (state.c, through the family tables)
@@ -199,6 +185,7 @@ typedef struct {
         // the CPUs): the state keeps them for its life, and with one a CPU binds them and the creating
         // thread (until nl_state_free); each row is one OpenBLAS call, so results do not depend on it
     NlBnStats bn_stats;  // BatchNorm's statistics (NL_BN_RUNNING: the model's running averages)
+    NlQkNorm qk_norm;  // QK-norm on or off (NL_QK_NORM_AS_CONFIGURED: as the model has it)
 } NlRunOptions;
 // Every default spelled out: the model's norm and placement, one sequence, one OpenBLAS thread,
 // BatchNorm with running statistics. A zero-initialised NlRunOptions means the same.
@@ -207,7 +194,8 @@ typedef struct {
                     .placement = NL_PLACE_AS_CONFIGURED, \
                     .batch = 1,                          \
                     .threads = 1,                        \
-                    .bn_stats = NL_BN_RUNNING})
+                    .bn_stats = NL_BN_RUNNING,           \
+                    .qk_norm = NL_QK_NORM_AS_CONFIGURED})
 
 // Allocates activations and the KV cache for `batch` sequences of T positions. opts NULL runs the
 // model as configured, one sequence at a time. A norm the run needs and the model lacks (ln_f of
@@ -217,7 +205,8 @@ typedef struct {
 // on a model without them it fails, naming the tensor (batch statistics need none).
 int nl_state_create(NlState **out, const NlModel *model, const NlRunOptions *opts, NlError *err);
 void nl_state_free(NlState *state);
-// The config the state runs: the model's, with the run options applied.
+// The config the state runs: the model's, with the run options applied (a handle: normlab_lab.h's
+// profiler takes it).
 const NlConfig *nl_state_config(const NlState *state);
 
 // Runs tokens[0..n) at positions pos..pos+n-1 (requires 1 <= n, pos + n <= T, ids < V), reading
@@ -271,12 +260,16 @@ int nl_sampler_probs(const NlSampler *sampler, double *logprob, const int **ids,
 // runs ids after the tokens cached so far and returns the logits after them. A transformer's window
 // of T that a feed would overflow shifts: its most recent T/2 tokens (the feed's last ones included)
 // run again at positions 0..T/2-1, and the text goes on (a feed into an empty window keeps its last
-// T). With exact_window every feed recomputes the last T tokens from position 0 (nanoGPT's sampler).
-// A recurrent model (NlModelDesc.window SIZE_MAX) never shifts: its state carries the whole text.
+// T). A model with rotary positions (RoPE: the Llama family) shifts in place instead, as llama.cpp
+// does: the first `keep` tokens stay (BOS), half of the rest after them go, and the cached keys of
+// the others are turned back by as many positions, with no re-prefill (docs/llama.md); a feed that
+// would still overflow re-prefills as above. With exact_window every feed recomputes the last T
+// tokens from position 0 (nanoGPT's sampler). A recurrent model (NlModelDesc.window SIZE_MAX) never shifts: its state carries the whole text.
 typedef struct NlContext NlContext;
 typedef struct {
     size_t streams;  // B sequences fed side by side, on the state's sequences 0..B-1 (0 means 1; at most its batch)
     int exact_window;  // 1: nanoGPT's recompute instead of the shift (transformers only)
+    size_t keep;  // RoPE's shift: the tokens at the start it never drops (llama.cpp's n_keep; 1 for a BOS)
 } NlContextOptions;
 typedef struct {
     size_t len;  // positions each sequence holds: a window's tokens, or a recurrent model's text so far
@@ -301,6 +294,7 @@ enum { NL_EMIT_CONTINUE = 0, NL_EMIT_STOP = 1, NL_EMIT_DONE = 2 };
 typedef struct {
     size_t n_new;  // tokens to generate per stream
     int exact_window;  // 1: recompute the last T positions for every token (nanoGPT's sampler)
+    size_t keep;  // RoPE's shift keeps the first keep tokens (NlContextOptions.keep: 1 for a BOS)
     NlEmitFn emit;  // every token of every stream, as it is sampled (NULL: none)
     void *emit_ctx;
 } NlGenerateOptions;
@@ -319,7 +313,7 @@ typedef struct {
 // stream after each step. The prompt is prefilled once per group of streams and its cache copied;
 // each step shares every matrix product across a group. When the window of T positions is full,
 // the most recent T/2 tokens are re-processed in one batched pass at positions 0..T/2-1 (a context
-// shift) and decoding goes on; with exact_window, every token recomputes the last T positions.
+// shift; a RoPE model's shifts in place, keeping opts->keep tokens: NlContext's rule) and decoding goes on; with exact_window, every token recomputes the last T positions.
 // The streams go in groups of G = the states' NlRunOptions.batch (every state the same batch), shared
 // among n_states worker threads, one state each: stream i is in group i / G, and each group runs
 // alone on its state, so every stream's tokens are the same whatever n_states is. With several
@@ -379,9 +373,10 @@ typedef enum {
     NL_NAMES_NORM,  // NlNormType: "layernorm", "rmsnorm", "batchnorm", "none"
     NL_NAMES_PLACEMENT,  // NlPlacement: "pre", "post", "peri"
     NL_NAMES_BN_STATS,  // NlBnStats: "running", "batch"
-    NL_NAMES_ACTIVATION,  // NlActivation: "gelu", "gelu_tanh", "relu"
-    NL_NAMES_ARCH,  // NlArch: "transformer", "lstm", "gru"
+    NL_NAMES_ACTIVATION,  // NlActivation: "gelu", "gelu_tanh", "relu", "silu"
+    NL_NAMES_ARCH,  // NlArch: "transformer", "lstm", "gru", "llama"
     NL_NAMES_TOKENIZER,  // NlTokenizerKind: "char", "bpe", "sentencepiece"
+    NL_NAMES_QK_NORM,  // NlQkNorm: "on", "off"
 } NlNames;
 // The name of value (a static string), "?" when it has none.
 const char *nl_name(NlNames kind, int value);
@@ -465,6 +460,7 @@ typedef struct {
     int windowed;  // its context is a window of block_size positions (a KV cache); 0: a state carries any length
     int has_placement;  // its norms sit pre, post or peri (a recurrent cell's have one place)
     int has_residual_stream;  // sublayers add into a residual stream: the lens, branch RMS, norm outputs, invariance
+    int qk_norm;  // it can normalise q and k per head (NlRunOptions.qk_norm switches it)
     int state_vectors;  // vectors a layer carries from one position to the next: 0 (a KV cache), 1 or 2
     const char *state_names[2];  // their names: "h", and the LSTM's "c"
     const char *state_bytes_key;  // what NlModelDesc.state_bytes counts: "kv_cache_bytes", "state_bytes"
@@ -488,6 +484,13 @@ typedef struct {
 // ---- describing a model (describe.c): what `normlab info` shows, as llama.h's llama_model_desc
 typedef struct {
     const NlFamilyInfo *family;  // its family's answers (nl_family_info)
+    // What every family has, as the model was trained.
+    NlArch arch;
+    int vocab_size;  // V
+    int n_layer;  // L
+    NlNormType norm;
+    NlPlacement placement;  // NL_PLACE_AS_CONFIGURED for a family without placements (family->has_placement 0)
+    double norm_eps;
     // The positions one sequence holds: a transformer's block_size; SIZE_MAX for a recurrent model,
     // which has no window (its state carries any length).
     size_t window;

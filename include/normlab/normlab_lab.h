@@ -95,7 +95,9 @@ int nl_profiler_hw_available(const NlProfiler *prof);
 // are not copied (a trace shows the first thread).
 void nl_profiler_merge(NlProfiler *prof, const NlProfiler *other);
 int nl_profiler_threads(const NlProfiler *prof);  // 1 + the threads merged in
-const NlConfig *nl_profiler_config(const NlProfiler *prof);
+const NlConfig *nl_profiler_config(const NlProfiler *prof);  // the run's config, for nl_component_in_run
+int nl_profiler_layers(const NlProfiler *prof);  // L of the run's model
+const NlFamilyInfo *nl_profiler_family(const NlProfiler *prof);  // its family's answers
 const char *nl_component_name(NlComponent comp);
 const char *nl_phase_name(NlPhase phase);
 // Whether a run of cfg has component comp (peri's output norms, a recurrent layer's own four): the
@@ -126,6 +128,12 @@ enum { NL_STATS_INVARIANCE = 1, NL_STATS_OUTLIERS = 2 };
 typedef struct {
     uint64_t rows, values;
     double max_ratio;  // the largest max |x| / RMS of a row
+    // The largest |x| of all (a "massive activation" where it is hundreds of times the mean |x|): its
+    // value, its channel, and its row in the forward call that saw it first (in compare and eval,
+    // whose calls are one window each, its position in that window: 0 the window's first token).
+    double max_abs, max_over_mean_abs;
+    int max_channel;
+    size_t max_position;
     double share_6;  // the share of values with |x| >= 6 (LLM.int8()'s threshold)
     double share_6rms;  // the share of values with |x| >= 6 RMS of their row
     double kurtosis;  // of all the values seen together: E(x - mean)^4 / var^2 (3 for a Gaussian)
@@ -212,6 +220,7 @@ typedef struct {
     NlBnStats bn_stats;  // as run (BatchNorm rows)
     double residual_scale;  // as run (post placement)
     int swapped_norm, swapped_placement;  // 1 when run otherwise than trained
+    int qk_norm, swapped_qk_norm;  // QK-norm as run (a family with NlFamilyInfo.qk_norm), and 1 when switched
     size_t parameters, weight_bytes;
     size_t chars;  // tokens scored: characters (a character model), or BPE tokens (then bpe is set)
     double nats_per_char, bits_per_char, perplexity;  // per token

@@ -10,7 +10,7 @@ expect_fail "-i is generate's, not --invariance's prefix" 2 "option '-i' does no
 expect_fail "-b is unknown, with the options it starts" 2 "unknown option '-b' (did you mean --batch, --bn-stats?)" \
     generate $M -b
 expect_fail "-q is unknown, with the options it starts" 2 \
-    "unknown option '-q' (did you mean --quantize, --quantize-only, --quantize-act?)" \
+    "unknown option '-q' (did you mean --qk-norm, --quantize, --quantize-only, --quantize-act?)" \
     generate $M -q
 expect_fail "one dash, a near miss: did you mean" 2 "unknown option '-jsn' (did you mean '--json'?)" generate $M -jsn
 expect_fail "one dash and a prefix is no long option" 2 "unknown option '-exact' (did you mean --exact-window?)" \

@@ -41,11 +41,9 @@ Memory: tensors are read from model.safetensors and written one at a time, so th
 the largest tensor (GPT-2's wte, 154 MB), not the snapshot; normlab info, checking the written
 model, maps all of it (docs/gpt2.md has the figures).
 """
-import argparse
 import hashlib
 import json
 import os
-import struct
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # tools/lib
@@ -56,23 +54,15 @@ needs.packages("numpy")
 import numpy as np  # noqa: E402
 
 import gpt2bpe  # noqa: E402
+import hfweights  # noqa: E402
 import nlformat  # noqa: E402
 import nltool  # noqa: E402
 import torchzip  # noqa: E402
+from hfweights import read_json, read_safetensors  # noqa: E402
 from nltool import ToolError  # noqa: E402
 
 ACTIVATIONS = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu": "gelu", "relu": "relu"}
 CONV1D = ("attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight")
-DTYPES = {"F32": "<f4", "F16": "<f2", "F64": "<f8", "BF16": "<u2"}
-MAX_FILE = 64 << 30
-
-
-def read_json(path, what):
-    try:
-        with open(path, "rb") as f:
-            return json.loads(f.read(16 << 20).decode("utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as e:
-        raise ToolError(f"{what}: {getattr(e, 'strerror', None) or e}")
 
 
 def number(cfg, key, kind, where, default=None):
@@ -109,79 +99,14 @@ def convert_config(cfg, where):
     return config
 
 
-class Stored:
-    """One tensor of model.safetensors, read from the file when it is wanted (rows [lo, hi) of its
-    first dimension, or all), as float32: the file is never held in memory whole."""
-
-    def __init__(self, path, offset, dtype, shape):
-        self.path, self.offset, self.dtype, self.shape = path, offset, dtype, tuple(shape)
-
-    def load(self, lo=0, hi=None):
-        hi = (self.shape[0] if self.shape else 1) if hi is None else hi
-        row = int(np.prod(self.shape[1:], dtype=np.int64))
-        width = np.dtype(DTYPES[self.dtype]).itemsize
-        with open(self.path, "rb") as f:
-            f.seek(self.offset + lo * row * width)
-            raw = np.fromfile(f, dtype=DTYPES[self.dtype], count=(hi - lo) * row)
-        if raw.size != (hi - lo) * row:
-            raise ToolError(f"{self.path}: ends inside a tensor: the file was cut short while it was read")
-        if self.dtype == "BF16":  # the high half of a float32
-            raw = (raw.astype(np.uint32) << 16).view(np.float32)
-        return raw.astype(np.float32, copy=False).reshape((hi - lo,) + self.shape[1:] if self.shape else ())
-
-
 class InMemory:
-    """A tensor already read (pytorch_model.bin's), with Stored's interface."""
+    """A tensor already read (pytorch_model.bin's), with hfweights.Stored's interface."""
 
     def __init__(self, array):
         self.array, self.shape = array, tuple(array.shape)
 
     def load(self, lo=0, hi=None):
         return (self.array[lo:hi] if self.shape else self.array).astype(np.float32)
-
-
-def read_safetensors(path):
-    """name -> Stored, every field, offset and shape checked against the file (which is untrusted),
-    in the engine loader's words, before any tensor is read."""
-    size = os.path.getsize(path)
-    if size < 8 or size > MAX_FILE:
-        raise ToolError(f"{path}: file is {size} bytes, " + ("too short for a safetensors header" if size < 8
-                                                             else "larger than any GPT-2"))
-    with open(path, "rb") as f:
-        (n,) = struct.unpack("<Q", f.read(8))
-        if n < 2 or n > min(size - 8, 100 << 20):
-            raise ToolError(f"{path}: header length {n} is invalid (file has {size - 8} bytes after the length): "
-                            "truncated, or not a safetensors file")
-        text = f.read(n)
-    try:
-        header = json.loads(text.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        header = None
-    if not isinstance(header, dict):
-        raise ToolError(f"{path}: header is not a JSON object")
-    header.pop("__metadata__", None)
-    out, base, data_len = {}, 8 + n, size - 8 - n
-    for name, e in header.items():
-        what = f"{path}: tensor \"{name}\""
-        if not isinstance(e, dict) or e.get("dtype") not in DTYPES:
-            raise ToolError(f"{what}: dtype {e.get('dtype') if isinstance(e, dict) else None!r} is not one of "
-                            + ", ".join(DTYPES))
-        shape, offsets = e.get("shape"), e.get("data_offsets")
-        if not isinstance(shape, list) or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0
-                                                  for d in shape):
-            raise ToolError(f"{what}: \"shape\" must be a list of sizes")
-        if not isinstance(offsets, list) or len(offsets) != 2 or not all(isinstance(o, int) for o in offsets) \
-                or not 0 <= offsets[0] <= offsets[1]:
-            raise ToolError(f"{what}: \"data_offsets\" must be [begin, end], 0 <= begin <= end")
-        lo, hi = offsets
-        if hi > data_len:
-            raise ToolError(f"{what}: data_offsets end {hi} is past the data section ({data_len} bytes): "
-                            "the file is truncated")
-        want = np.dtype(DTYPES[e["dtype"]]).itemsize * int(np.prod(shape, dtype=np.int64))
-        if hi - lo != want:
-            raise ToolError(f"{what}: data_offsets span {hi - lo} bytes but its shape and dtype need {want}")
-        out[name] = Stored(path, base + lo, e["dtype"], shape)
-    return out
 
 
 def read_weights(folder):
@@ -325,14 +250,7 @@ def tokenizer_files(folder):
 
 
 def main(argv):
-    p = nltool.ArgumentParser(prog="import_hf_gpt2.py", description=__doc__,
-                              formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("snapshot", help="the Hugging Face snapshot folder (config.json, weights, tokenizer files)")
-    p.add_argument("--out", required=True, help="normlab model directory to write (replaced whole if it is one)")
-    a = p.parse_args(argv)
-    if not os.path.isdir(a.snapshot):
-        raise ToolError(f"{a.snapshot}: not a folder (give the snapshot folder that holds config.json)")
-    nltool.check_out(a.out, [a.snapshot], want_dir=True, make_parents=True)
+    a = hfweights.snapshot_arguments("import_hf_gpt2.py", __doc__, argv)
     config_path = os.path.join(a.snapshot, "config.json")
     config = convert_config(read_json(config_path, config_path), config_path)
     src, weights_path = read_weights(a.snapshot)

@@ -23,6 +23,8 @@ FORMAT = {"name": "normlab", "version": 1}
 def format_version(config):
     """The lowest format version that describes config: 1 unless it uses a version-2 feature, so a
     model that an older normlab can run keeps the version it reads."""
+    if config.get("arch") == "llama":
+        return 4  # version 4 adds arch llama
     if config.get("arch", "transformer") != "transformer":
         return 3  # version 3 adds arch lstm|gru
     v2 = (config.get("norm") in ("batchnorm", "none") or config.get("placement") == "peri"
@@ -68,8 +70,44 @@ def rnn_tensor_shapes(config):
     return shapes
 
 
+def llama_tensor_shapes(config):
+    """The tensor set of arch llama (format version 4), name -> shape: no position table; c_attn's rows
+    q (H*Dh), k (KVH*Dh), v (KVH*Dh), RoPE's pairs interleaved (dims 2i, 2i+1 of a head); c_fc's rows
+    the gate (F), then the up projection (F). KVH n_kv_head, Dh = D/H."""
+    V, D, L, H, KVH, F = (config[k] for k in ("vocab_size", "n_embd", "n_layer", "n_head", "n_kv_head", "n_inner"))
+    Dh = D // H
+    shapes = {"wte.weight": (V, D)}
+    for i in range(L):
+        p = f"h.{i}."
+        shapes[p + "ln_1.weight"] = (D,)
+        shapes[p + "attn.c_attn.weight"] = ((H + 2 * KVH) * Dh, D)
+        if config.get("attn_bias"):
+            shapes[p + "attn.c_attn.bias"] = ((H + 2 * KVH) * Dh,)
+        if config.get("qk_norm"):
+            shapes[p + "attn.q_norm.weight"] = (Dh,)
+            shapes[p + "attn.k_norm.weight"] = (Dh,)
+        shapes[p + "attn.c_proj.weight"] = (D, H * Dh)
+        shapes[p + "ln_2.weight"] = (D,)
+        shapes[p + "mlp.c_fc.weight"] = (2 * F, D)
+        shapes[p + "mlp.c_proj.weight"] = (D, F)
+    shapes["ln_f.weight"] = (D,)
+    if not config["tie_embeddings"]:
+        shapes["lm_head.weight"] = (V, D)
+    return shapes
+
+
+def llama_config(V, L, H, KVH, D, T, F, eps, theta, tied, qk_norm=False, attn_bias=False):
+    """An arch llama config (docs/format.md), its keys in the documented order."""
+    return {"arch": "llama", "vocab_size": V, "n_layer": L, "n_head": H, "n_kv_head": KVH, "n_embd": D,
+            "block_size": T, "n_inner": F, "norm": "rmsnorm", "placement": "pre", "norm_eps": float(eps),
+            "rope_theta": float(theta), "tie_embeddings": bool(tied), "qk_norm": bool(qk_norm),
+            "attn_bias": bool(attn_bias)}
+
+
 def tensor_shapes(config, rms_bias=False):
     """The exact tensor set a config requires, name -> shape (torch.nn.Linear layout (out, in))."""
+    if config.get("arch") == "llama":
+        return llama_tensor_shapes(config)
     if config.get("arch", "transformer") != "transformer":
         return rnn_tensor_shapes(config)
     V, T, D, L = config["vocab_size"], config["block_size"], config["n_embd"], config["n_layer"]
@@ -220,7 +258,7 @@ TOKENIZER_FILES = ("tokenizer.json", "vocab.json", "merges.txt")
 
 def write_model_dir(out_dir, config, vocab, tensors, metadata=None, extra=None, check=None):
     """Write a model directory. vocab: list of one-character strings, index = token id; or the text
-    of a Hugging Face tokenizer.json (a byte-level BPE, GPT-2's), written as it is; or None, for
+    of a tokenizer.json (Hugging Face's, or normlab's sentencepiece form), written as it is; or None, for
     GPT-2's older vocab.json + merges.txt, given in extra.
 
     A model that exists is replaced whole: the new files go into a new directory beside it, the

@@ -1,0 +1,22 @@
+// transformer.h — the transformer family's operations beyond its weights (internal): what
+// describes it and what it costs (transformer_info.c), for its table in transformer.c.
+#ifndef NL_TRANSFORMER_H
+#define NL_TRANSFORMER_H
+
+#include <stddef.h>
+
+#include "normlab.h"
+#include "normlab_internal.h"
+
+#pragma GCC visibility push(hidden)
+
+// family.h's describe, has_component and lab_cost contracts.
+size_t nl_transformer_describe(const NlConfig *c, NlConfigField *fields);
+size_t nl_llama_describe(const NlConfig *c, NlConfigField *fields);
+int nl_transformer_has_component(const NlConfig *c, NlComponent comp);
+void nl_transformer_cost(const NlConfig *c, NlComponent comp, size_t batch, size_t n, size_t ctx, double *flops,
+                         double *bytes);
+
+#pragma GCC visibility pop
+
+#endif

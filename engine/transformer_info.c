@@ -1,0 +1,111 @@
+// transformer_info.c — what the transformer family is, for info, reports and the profiler: its
+// config fields as info shows them, the components a run has, and the cost rules (cost.h) of each.
+#include <stddef.h>
+
+#include "cost.h"
+#include "normlab.h"
+#include "normlab_internal.h"
+#include "transformer.h"
+
+// info's fields: the width and window, then the norm as placed (residual_scale for post only).
+size_t nl_transformer_describe(const NlConfig *c, NlConfigField *f) {
+    size_t k = 0;
+    f[k++] = (NlConfigField){"n_head", NL_FIELD_NUMBER, c->n_head, NULL};
+    f[k++] = (NlConfigField){"n_embd", NL_FIELD_NUMBER, c->n_embd, NULL};
+    f[k++] = (NlConfigField){"block_size", NL_FIELD_NUMBER, c->block_size, NULL};
+    f[k++] = (NlConfigField){"n_inner", NL_FIELD_NUMBER, c->n_inner, NULL};
+    f[k++] = (NlConfigField){"norm", NL_FIELD_STRING, 0, nl_name(NL_NAMES_NORM, c->norm)};
+    f[k++] = (NlConfigField){"placement", NL_FIELD_STRING, 0, nl_name(NL_NAMES_PLACEMENT, c->placement)};
+    if (c->placement == NL_PLACE_POST)
+        f[k++] = (NlConfigField){"residual_scale", NL_FIELD_NUMBER, c->residual_scale, NULL};
+    f[k++] = (NlConfigField){"norm_eps", NL_FIELD_NUMBER, c->norm_eps, NULL};
+    f[k++] = (NlConfigField){"activation", NL_FIELD_STRING, 0, nl_name(NL_NAMES_ACTIVATION, c->activation)};
+    f[k++] = (NlConfigField){"bias", NL_FIELD_BOOL, c->bias, NULL};
+    f[k++] = (NlConfigField){"tie_embeddings", NL_FIELD_BOOL, c->tie_embeddings, NULL};
+    return k;
+}
+
+// The Llama family's: heads and key/value heads, width, window, MLP width, the norm as placed,
+// RoPE's base, QK-norm, the qkv bias and the head.
+size_t nl_llama_describe(const NlConfig *c, NlConfigField *f) {
+    size_t k = 0;
+    f[k++] = (NlConfigField){"n_head", NL_FIELD_NUMBER, c->n_head, NULL};
+    f[k++] = (NlConfigField){"n_kv_head", NL_FIELD_NUMBER, c->n_kv_head, NULL};
+    f[k++] = (NlConfigField){"n_embd", NL_FIELD_NUMBER, c->n_embd, NULL};
+    f[k++] = (NlConfigField){"block_size", NL_FIELD_NUMBER, c->block_size, NULL};
+    f[k++] = (NlConfigField){"n_inner", NL_FIELD_NUMBER, c->n_inner, NULL};
+    f[k++] = (NlConfigField){"norm", NL_FIELD_STRING, 0, nl_name(NL_NAMES_NORM, c->norm)};
+    f[k++] = (NlConfigField){"placement", NL_FIELD_STRING, 0, nl_name(NL_NAMES_PLACEMENT, c->placement)};
+    f[k++] = (NlConfigField){"norm_eps", NL_FIELD_NUMBER, c->norm_eps, NULL};
+    f[k++] = (NlConfigField){"rope_theta", NL_FIELD_NUMBER, c->rope_theta, NULL};
+    f[k++] = (NlConfigField){"qk_norm", NL_FIELD_BOOL, c->qk_norm, NULL};
+    f[k++] = (NlConfigField){"attn_bias", NL_FIELD_BOOL, c->attn_bias, NULL};
+    f[k++] = (NlConfigField){"tie_embeddings", NL_FIELD_BOOL, c->tie_embeddings, NULL};
+    return k;
+}
+
+// The output norms only in peri placement; none of a recurrent layer's components.
+int nl_transformer_has_component(const NlConfig *c, NlComponent comp) {
+    if (comp >= NL_COMP_RNN_INPUT && comp <= NL_COMP_RNN_GATES) return 0;
+    return c->placement == NL_PLACE_PERI || (comp != NL_COMP_NORM1_POST && comp != NL_COMP_NORM2_POST);
+}
+
+// FLOPs per element of each activation (SiLU: x / (1 + e^-x), the exponential counted 1).
+static double act_flops(NlActivation a) {
+    return a == NL_ACT_GELU ? 5 : a == NL_ACT_GELU_TANH ? 9 : a == NL_ACT_SILU ? 4 : 1;
+}
+
+// Attention of one sequence: n queries against ctx keys.
+static void attention_cost(const NlConfig *c, double n, double ctx, double *flops, double *bytes) {
+    double D = c->n_embd;
+    // The fused kernel computes only the unmasked (query, key) pairs: q k^T and p v, 2 Dh FLOPs
+    // each per head, so 4 D per pair in all; softmax (max, subtract + exp, sum, scale) 4 per score.
+    double unmasked = n * (ctx - n) + n * (n + 1) / 2;
+    double KV = D / c->n_head * (c->n_kv_head ? c->n_kv_head : c->n_head);  // the cache's width: D unless grouped
+    *flops = 4 * unmasked * D + 4 * unmasked * c->n_head;
+    *bytes = 4 * (n * (D + 2 * KV) + 2 * n * KV + 2 * ctx * KV + n * D);  // qkv in, K/V appended, K/V read, out
+}
+
+// cost.h's rules for one call of comp on `batch` sequences of n positions against ctx keys.
+void nl_transformer_cost(const NlConfig *c, NlComponent comp, size_t batch, size_t n_, size_t ctx, double *flops,
+                         double *bytes) {
+    double D = c->n_embd, F = c->n_inner, V = c->vocab_size, n = (double)batch * (double)n_;  // rows
+    *flops = *bytes = 0;
+    switch (comp) {
+    case NL_COMP_EMBED:
+    case NL_COMP_RESIDUAL:
+        *flops = n * D;
+        *bytes = 4 * 3 * n * D;
+        break;
+    case NL_COMP_NORM1:
+    case NL_COMP_NORM2:
+    case NL_COMP_NORM1_POST:
+    case NL_COMP_NORM2_POST:
+    case NL_COMP_FINAL_NORM:
+        *flops = n * nl_cost_norm_flops(c->norm, D);
+        *bytes = 4 * (2 * n * D + 2 * D);
+        break;
+    case NL_COMP_QKV:
+        nl_cost_linear(c->bias || c->attn_bias, n, D, D + 2.0 * D / c->n_head * (c->n_kv_head ? c->n_kv_head : c->n_head),
+                       flops, bytes);
+        break;
+    case NL_COMP_ATTN_PROJ: nl_cost_linear(c->bias, n, D, D, flops, bytes); break;
+    case NL_COMP_MLP_UP: nl_cost_linear(c->bias, n, D, c->gated_mlp ? 2 * F : F, flops, bytes); break;
+    case NL_COMP_MLP_DOWN: nl_cost_linear(c->bias, n, F, D, flops, bytes); break;
+    case NL_COMP_ATTENTION:
+        attention_cost(c, (double)n_, (double)ctx, flops, bytes);
+        *flops *= (double)batch;
+        *bytes *= (double)batch;
+        break;
+    case NL_COMP_ACTIVATION:
+        *flops = n * F * (act_flops(c->activation) + (c->gated_mlp ? 1 : 0));  // and the gate's product
+        *bytes = 4 * (c->gated_mlp ? 3 : 2) * n * F;
+        break;
+    case NL_COMP_LM_HEAD:
+        *flops = 2 * n * D * V;
+        *bytes = 4 * (V * D + n * D + n * V);
+        break;
+    case NL_COMP_SAMPLING: *bytes = 4 * (double)batch * V; break;
+    default: break;  // another family's
+    }
+}

@@ -1,0 +1,49 @@
+#!/usr/bin/python3
+"""Convert a Hugging Face snapshot folder into a normlab model directory, by the architecture its
+config.json names (`architectures`, else `model_type`):
+
+    /usr/bin/python3 tools/interop/import_hf.py SNAPSHOT --out DIR
+
+    GPT2LMHeadModel, GPT2Model (gpt2)           tools/interop/import_hf_gpt2.py (docs/gpt2.md)
+    LlamaForCausalLM (llama), Qwen2ForCausalLM  tools/interop/import_hf_llama.py: arch llama
+    (qwen2, its qkv bias), Qwen3ForCausalLM     (docs/format.md), HF's q/k rows un-permuted to
+    (qwen3, its QK-norm)                        RoPE's interleaved pairs (docs/interop.md)
+
+Any other architecture is refused by name, in one line, exit 1, with nothing written.
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # tools/lib
+import needs  # noqa: E402
+
+needs.packages("numpy")
+
+import hfweights  # noqa: E402
+import import_hf_gpt2  # noqa: E402
+import import_hf_llama  # noqa: E402
+import nltool  # noqa: E402
+from nltool import ToolError  # noqa: E402
+
+BY_TYPE = {"gpt2": "GPT2LMHeadModel", "llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
+           "qwen3": "Qwen3ForCausalLM"}
+
+
+def main(argv):
+    a = hfweights.snapshot_arguments("import_hf.py", __doc__, argv)
+    where = os.path.join(a.snapshot, "config.json")
+    cfg = hfweights.read_json(where)
+    if not isinstance(cfg, dict):
+        raise ToolError(f"{where}: not a JSON object")
+    names = cfg.get("architectures") or [BY_TYPE.get(cfg.get("model_type"))]
+    arch = names[0] if isinstance(names, list) and len(names) == 1 else None
+    if arch in ("GPT2LMHeadModel", "GPT2Model"):
+        return import_hf_gpt2.main(argv)
+    if arch in import_hf_llama.ARCHES:
+        return import_hf_llama.main(argv, cfg, arch)
+    raise ToolError(f"{where}: architectures {cfg.get('architectures', cfg.get('model_type'))!r}: normlab imports "
+                    + ", ".join(["GPT2LMHeadModel", "GPT2Model", *import_hf_llama.ARCHES]))
+
+
+if __name__ == "__main__":
+    nltool.run("import_hf.py", main, sys.argv[1:])

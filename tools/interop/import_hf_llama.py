@@ -1,0 +1,235 @@
+#!/usr/bin/python3
+"""Convert a Hugging Face Llama snapshot folder (LlamaForCausalLM; Qwen2ForCausalLM with its qkv bias;
+Qwen3ForCausalLM with its QK-norm) into a normlab model directory of arch llama (docs/format.md).
+Run through tools/interop/import_hf.py, which reads config.json's `architectures`:
+
+    /usr/bin/python3 tools/interop/import_hf.py SNAPSHOT --out weights/tinyllama
+    ./normlab generate -m weights/tinyllama -p "Once upon a time"
+
+SNAPSHOT holds config.json, model.safetensors or shards named by model.safetensors.index.json (F32,
+F16 or BF16, widened to float32), and tokenizer.json (copied as it is). Tensor names come with or
+without the "model." prefix (a ...ForCausalLM's or a LlamaModel's); lm_head.weight is present, or
+absent with tie_word_embeddings; rotary_emb.inv_freq buffers of older checkpoints are dropped.
+
+RoPE: Hugging Face rotates the halves of each head (rotate_half: dims i and i + Dh/2) and its
+convert_llama_weights_to_hf.py permutes Meta's q and k rows to match; normlab rotates Meta's
+interleaved pairs (2i, 2i+1). This importer undoes that permute, as llama.cpp's converter does: in
+each head (H of q, KVH of k), HF's row a*Dh/2 + i becomes row 2i + a (a = 0, 1). The q/k biases and
+the QK-norm gains, per dimension of a head, are moved the same way. q.k and the rotation are then
+the same numbers in another order, so the logits are HF's exactly (tools/reference/llama_parity.py).
+
+Refused with one line naming the file and what it says: an unknown architecture, a config that
+disagrees with a tensor's shape, hidden_size not divisible by num_attention_heads, a head_dim other
+than their quotient, num_key_value_heads not dividing num_attention_heads, an odd head width,
+rope_theta <= 0, rope_scaling set (normlab has no RoPE scaling), an activation other than silu, an
+MLP bias, sliding-window attention, a tensor a Llama does not have or one missing, a NaN or Inf in
+a weight, and the shard index's errors (tools/lib/hfweights.py). The written model is then checked by
+the engine's loader (normlab info) before it replaces anything, as import_hf_gpt2.py's.
+"""
+import hashlib
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # tools/lib
+import needs  # noqa: E402
+
+needs.packages("numpy")
+
+import numpy as np  # noqa: E402
+
+import hfweights  # noqa: E402
+import nlformat  # noqa: E402
+import nltool  # noqa: E402
+from import_hf_gpt2 import same_rows  # noqa: E402
+from nltool import ToolError  # noqa: E402
+
+ARCHES = {"LlamaForCausalLM": "llama", "Qwen2ForCausalLM": "qwen2", "Qwen3ForCausalLM": "qwen3"}
+
+
+def positive(cfg, key, where, default=None):
+    v = cfg.get(key)
+    v = default if v is None else v  # (HF writes num_key_value_heads: null for "as many as the heads")
+    if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+        raise ToolError(f"{where}: {key} is {v!r}, not a positive integer")
+    return v
+
+
+def convert_config(cfg, kind, where):
+    """normlab's arch llama config from a Llama/Qwen2/Qwen3 config.json (a dict), every field checked."""
+    D, H = positive(cfg, "hidden_size", where), positive(cfg, "num_attention_heads", where)
+    KVH = positive(cfg, "num_key_value_heads", where, H)
+    if D % H:
+        raise ToolError(f"{where}: num_attention_heads {H} does not divide hidden_size {D}")
+    if H % KVH:
+        raise ToolError(f"{where}: num_key_value_heads {KVH} does not divide num_attention_heads {H}")
+    if cfg.get("head_dim") not in (None, D // H):
+        raise ToolError(f"{where}: head_dim {cfg['head_dim']!r} is not hidden_size / num_attention_heads "
+                        f"({D // H}): normlab's heads are D/H wide")
+    if (D // H) % 2:
+        raise ToolError(f"{where}: head width {D // H} is odd: RoPE rotates pairs of dimensions")
+    theta = cfg.get("rope_theta", 10000.0)
+    if not isinstance(theta, (int, float)) or isinstance(theta, bool) or not theta > 0 or theta == float("inf"):
+        raise ToolError(f"{where}: rope_theta is {theta!r}, not a positive number")
+    if cfg.get("rope_scaling") is not None:
+        raise ToolError(f"{where}: rope_scaling {cfg['rope_scaling']!r} is set: normlab runs RoPE unscaled only")
+    eps = cfg.get("rms_norm_eps", 1e-6)
+    if not isinstance(eps, (int, float)) or isinstance(eps, bool) or not 0 < eps < 1:
+        raise ToolError(f"{where}: rms_norm_eps is {eps!r}, not a number in (0, 1)")
+    for key, want in (("hidden_act", "silu"), ("mlp_bias", False), ("use_sliding_window", False)):
+        if cfg.get(key, want) != want:
+            raise ToolError(f"{where}: {key} is {cfg[key]!r}, not {want!r}: normlab does not run it")
+    bias = kind == "qwen2" or bool(cfg.get("attention_bias", False))  # (Llama's also has o_proj.bias: refused)
+    return nlformat.llama_config(
+        positive(cfg, "vocab_size", where), positive(cfg, "num_hidden_layers", where), H, KVH, D,
+        positive(cfg, "max_position_embeddings", where), positive(cfg, "intermediate_size", where), eps, theta,
+        bool(cfg.get("tie_word_embeddings", False)), qk_norm=kind == "qwen3", attn_bias=bias)
+
+
+def interleave(w, heads):
+    """HF's rotate_half order of the rows of each of heads heads -> Meta's interleaved pairs: the inverse
+    of convert_llama_weights_to_hf.py's permute (w.view(heads, Dh/2, 2, in).transpose(1, 2))."""
+    Dh = w.shape[0] // heads
+    return np.ascontiguousarray(w.reshape((heads, 2, Dh // 2) + w.shape[1:]).swapaxes(1, 2).reshape(w.shape))
+
+
+def hf_shapes(c):
+    """The HF tensors (names without "model.") a config needs, name -> shape."""
+    V, D, H, KVH, F = c["vocab_size"], c["n_embd"], c["n_head"], c["n_kv_head"], c["n_inner"]
+    Dh = D // H
+    want = {"embed_tokens.weight": (V, D), "norm.weight": (D,)}
+    for i in range(c["n_layer"]):
+        p = f"layers.{i}."
+        want.update({p + "input_layernorm.weight": (D,), p + "self_attn.q_proj.weight": (H * Dh, D),
+                     p + "self_attn.k_proj.weight": (KVH * Dh, D), p + "self_attn.v_proj.weight": (KVH * Dh, D),
+                     p + "self_attn.o_proj.weight": (D, H * Dh), p + "post_attention_layernorm.weight": (D,),
+                     p + "mlp.gate_proj.weight": (F, D), p + "mlp.up_proj.weight": (F, D),
+                     p + "mlp.down_proj.weight": (D, F)})
+        if c["attn_bias"]:
+            want.update({p + "self_attn.q_proj.bias": (H * Dh,), p + "self_attn.k_proj.bias": (KVH * Dh,),
+                         p + "self_attn.v_proj.bias": (KVH * Dh,)})
+        if c["qk_norm"]:
+            want.update({p + "self_attn.q_norm.weight": (Dh,), p + "self_attn.k_norm.weight": (Dh,)})
+    if not c["tie_embeddings"]:
+        want["lm_head.weight"] = (V, D)
+    return want
+
+
+def plain_names(src):
+    """HF's tensors by their names without "model.", the rotary buffers dropped; lm_head.weight kept."""
+    out = {}
+    for k, v in src.items():
+        name = k[len("model."):] if k.startswith("model.") else k
+        if name.endswith("rotary_emb.inv_freq"):
+            continue  # RoPE's frequencies, which older checkpoints saved: not a weight
+        if name in out:
+            raise ToolError(f"{v.path}: holds {name} twice, with and without the model. prefix")
+        v.hf_name = k  # its name in the file, for the messages
+        out[name] = v
+    return out
+
+
+def finite(t, name):
+    """t's values, refused when one is NaN or Inf (a damaged or overflowed F16/BF16 weight)."""
+    a = t.load()
+    if not np.all(np.isfinite(a)):
+        bad = "a NaN" if np.isnan(a).any() else "an Inf"
+        raise ToolError(f"{t.path}: tensor {t.hf_name} ({t.dtype}) holds {bad}")
+    return a
+
+
+def convert_tensors(src, config, where):
+    """normlab's arch llama tensors (Deferred: read when written) from HF's, every shape checked first."""
+    hf = plain_names(src)
+    if "lm_head.weight" in hf and config["tie_embeddings"]:
+        head, emb = hf.pop("lm_head.weight"), hf.get("embed_tokens.weight")
+        if emb is None or head.shape != emb.shape or not same_rows(head, emb, head.shape[0]):
+            raise ToolError(f"{head.path}: lm_head.weight differs from embed_tokens.weight, but {where} says "
+                            "tie_word_embeddings: true")
+    want = hf_shapes(config)
+    for name, shape in want.items():
+        if name not in hf:
+            raise ToolError(f"the weights lack {name} (or model.{name}), which {where} needs"
+                            + (" (tie_word_embeddings is false)" if name == "lm_head.weight" else ""))
+        if tuple(hf[name].shape) != shape:
+            raise ToolError(f"{hf[name].path}: {hf[name].hf_name} has shape {tuple(hf[name].shape)}, {where} says {shape} "
+                            f"(hidden_size {config['n_embd']}, num_attention_heads {config['n_head']}, "
+                            f"num_key_value_heads {config['n_kv_head']}, intermediate_size {config['n_inner']}, "
+                            f"vocab_size {config['vocab_size']})")
+    extra = sorted(set(hf) - set(want))
+    if extra:
+        raise ToolError(f"{hf[extra[0]].path}: holds tensors that {where} does not describe: "
+                        + ", ".join(hf[n].hf_name for n in extra[:4]))
+    H, KVH = config["n_head"], config["n_kv_head"]
+
+    def get(name):
+        return finite(hf[name], name)
+
+    def layer_loads(p):
+        """normlab's tensor of layer p (HF's "layers.{i}.") -> a function that reads and converts it."""
+        a = p + "self_attn."
+        return {
+            "ln_1.weight": lambda: get(p + "input_layernorm.weight"),
+            "ln_2.weight": lambda: get(p + "post_attention_layernorm.weight"),
+            "attn.c_attn.weight": lambda: np.concatenate([interleave(get(a + "q_proj.weight"), H),
+                                                          interleave(get(a + "k_proj.weight"), KVH),
+                                                          get(a + "v_proj.weight")]),
+            "attn.c_attn.bias": lambda: np.concatenate([interleave(get(a + "q_proj.bias"), H),
+                                                        interleave(get(a + "k_proj.bias"), KVH),
+                                                        get(a + "v_proj.bias")]),
+            "attn.q_norm.weight": lambda: interleave(get(a + "q_norm.weight"), 1),
+            "attn.k_norm.weight": lambda: interleave(get(a + "k_norm.weight"), 1),
+            "attn.c_proj.weight": lambda: get(a + "o_proj.weight"),
+            "mlp.c_fc.weight": lambda: np.concatenate([get(p + "mlp.gate_proj.weight"), get(p + "mlp.up_proj.weight")]),
+            "mlp.c_proj.weight": lambda: get(p + "mlp.down_proj.weight")}
+
+    top = {"wte.weight": "embed_tokens.weight", "ln_f.weight": "norm.weight", "lm_head.weight": "lm_head.weight"}
+    out = {}
+    for name, shape in nlformat.llama_tensor_shapes(config).items():
+        if name in top:
+            out[name] = nlformat.Deferred(shape, lambda n=top[name]: get(n))
+        else:
+            _, i, rest = name.split(".", 2)
+            out[name] = nlformat.Deferred(shape, layer_loads(f"layers.{i}.")[rest])
+    return out
+
+
+def detect_qk_norm(config, src):
+    """A LlamaForCausalLM that carries q_norm/k_norm (as OLMo-2 and Qwen3 name them) runs with them."""
+    if not config["qk_norm"] and any(k.endswith("self_attn.q_norm.weight") for k in src):
+        config["qk_norm"] = True
+
+
+def main(argv, cfg=None, arch=None):
+    a = hfweights.snapshot_arguments("import_hf.py", __doc__, argv, "config.json, weights, tokenizer.json")
+    where = os.path.join(a.snapshot, "config.json")
+    cfg = hfweights.read_json(where) if cfg is None else cfg
+    arch = arch or (cfg.get("architectures") or [None])[0]
+    if arch not in ARCHES:
+        raise ToolError(f"{where}: architecture {arch!r}: this importer reads " + ", ".join(ARCHES))
+    config = convert_config(cfg, ARCHES[arch], where)
+    src, files = hfweights.read_weights(a.snapshot)
+    detect_qk_norm(config, src)
+    tensors = convert_tensors(src, config, where)
+    tj = os.path.join(a.snapshot, "tokenizer.json")
+    if not os.path.isfile(tj):
+        raise ToolError(f"{a.snapshot}: has no tokenizer.json")
+    with open(tj, "rb") as f:
+        tokenizer = f.read().decode("utf-8", "replace")
+    digest = hashlib.sha256()
+    for path in files:
+        with open(path, "rb") as f:
+            digest.update(hashlib.file_digest(f, "sha256").digest())
+    meta = {"source": f"Hugging Face {arch} snapshot (tools/interop/import_hf.py)",
+            "source_files": ",".join(os.path.basename(f) for f in files), "source_sha256": digest.hexdigest()}
+    shown = {"config.json": where, "tokenizer.json": tj, "model.safetensors": files[0]}
+    with nltool.writing(a.out):
+        nlformat.write_model_dir(a.out, config, tokenizer, tensors, metadata=meta,
+                                 check=lambda new, _: nltool.check_model(new, a.snapshot, shown))
+    print(f"wrote {a.out}: {arch}, {config['n_layer']} layers x {config['n_embd']}, {config['n_head']} heads over "
+          f"{config['n_kv_head']} KV heads, vocabulary {config['vocab_size']}, context {config['block_size']}, head "
+          f"{'tied' if config['tie_embeddings'] else 'untied'}{', QK-norm' if config['qk_norm'] else ''}",
+          file=sys.stderr)
+
+
+if __name__ == "__main__":
+    nltool.run("import_hf.py", main, sys.argv[1:])

@@ -1,0 +1,117 @@
+#!/usr/bin/python3
+"""Parity of Llama models from outside: random Hugging Face snapshots and llama2.c files written by
+tools/dev/make_llama_snapshot.py, imported by tools/interop/import_hf.py and import_llama2c.py, run by
+the engine (normlab logits), against tools/reference/llama_reference.py's float64 forward of the HF
+snapshot (HF's layout: rotate_half RoPE, repeat_kv, separate projections), within LOGIT_ATOL.
+
+Cases: grouped KV heads (4 over 2) in F32, untied, in 2 shards; MHA (4 over 4) in BF16, tied; MQA (4
+over 1) in F16 with q_norm/k_norm; Qwen2's qkv bias; and for each model llama2.c can hold, its
+model.bin (legacy layout) and model-v1.bin of the same weights, which must give the same logits.
+The ids are the engine's own tokenization of each prompt (normlab tokenize --json), so this checks
+the forward pass; the tokenizer has its own references.
+
+    make parity     (or: /usr/bin/python3 tools/reference/llama_parity.py [--seed S] [--prompts N])
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # tools/lib
+import needs  # noqa: E402
+
+needs.packages("numpy")
+
+import numpy as np  # noqa: E402
+
+import nltool  # noqa: E402
+
+ROOT = nltool.ROOT
+sys.path.insert(0, os.path.join(ROOT, "tools", "dev"))
+sys.path.insert(0, os.path.join(ROOT, "tools", "reference"))
+import llama_reference  # noqa: E402
+import make_llama_snapshot  # noqa: E402
+
+LOGIT_ATOL = 1e-4
+CASES = [  # (label, make_llama_snapshot.make keywords)
+    ("GQA 4/2, F32, untied, 2 shards", dict(heads=4, kv_heads=2, dtype="F32", shards=2)),
+    ("MHA 4/4, BF16, tied", dict(heads=4, kv_heads=4, dtype="BF16", tied=True)),
+    ("MQA 4/1, F16, QK-norm, no model. prefix", dict(heads=4, kv_heads=1, dtype="F16", qk_norm=True, prefix=False)),
+    ("Qwen2 qkv bias, GQA 4/2, F32, tied", dict(heads=4, kv_heads=2, dtype="F32", attn_bias=True, tied=True)),
+]
+WORDS = "the king my lord thou art what shall I say to thee Romeo : , . ! ? 'tis".split(" ")
+
+
+def tool(*args):
+    r = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "tools", args[0]), *args[1:]], capture_output=True,
+                       text=True)
+    return r.returncode, r.stderr.strip()
+
+
+def engine(*args):
+    r = subprocess.run([nltool.engine_binary(), *args], capture_output=True, text=True, timeout=300)
+    if r.returncode != 0:
+        raise RuntimeError((r.stderr.strip().splitlines() or [f"exit {r.returncode}"])[-1])
+    return r.stdout
+
+
+def compare(model, snap, prompts):
+    """The largest |engine - reference| logit over the prompts, and the reference logits' spread."""
+    worst, spread = 0.0, []
+    for text in prompts:
+        ids = json.loads(engine("tokenize", "-m", model, "-p", text, "--json"))["ids"]
+        got = np.array([json.loads(line) for line in engine("logits", "-m", model, "-p", text).splitlines()])
+        want = llama_reference.logits(snap, ids)
+        if got.shape != want.shape:
+            raise RuntimeError(f"logits of shape {got.shape}, the reference's {want.shape}")
+        worst = max(worst, float(np.abs(got - want).max()))
+        spread.append(float(want.std(axis=1).mean()))
+    return worst, float(np.mean(spread))
+
+
+def check(label, kw, seed, tmp, prompts):
+    folder = os.path.join(tmp, f"case{seed}")
+    make_llama_snapshot.make(folder, seed=seed, **kw)
+    snap = llama_reference.Snapshot(os.path.join(folder, "hf"))
+    runs = [("HF snapshot", ["interop/import_hf.py", os.path.join(folder, "hf")])]
+    if os.path.isdir(os.path.join(folder, "llama2c")):
+        for name in ("model.bin", "model-v1.bin"):
+            runs.append((f"llama2.c {name}", ["interop/import_llama2c.py", os.path.join(folder, "llama2c", name)]))
+    ok = True
+    for k, (what, cmd) in enumerate(runs):
+        out = os.path.join(tmp, f"out{seed}-{k}")
+        rc, err = tool(*cmd, "--out", out)
+        if rc != 0:
+            print(f"{label}: {what}: import failed: {err}  FAIL")
+            ok = False
+            continue
+        try:
+            worst, spread = compare(out, snap, prompts)
+        except RuntimeError as e:
+            print(f"{label}: {what}: the engine failed: {e}  FAIL")
+            ok = False
+            continue
+        good = worst <= LOGIT_ATOL
+        ok &= good
+        print(f"{label}: {what}: {len(prompts)} prompts, max |logit diff| {worst:.2e} (tolerance {LOGIT_ATOL:g}), "
+              f"logit std {spread:.1f}  {'ok' if good else 'FAIL'}")
+    return ok
+
+
+def main(argv):
+    p = nltool.ArgumentParser(prog="llama_parity.py", description=__doc__,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--seed", type=int, default=20261203)
+    p.add_argument("--prompts", type=int, default=3)
+    a = p.parse_args(argv)
+    rng = np.random.default_rng(a.seed)
+    prompts = [" ".join(rng.choice(WORDS) for _ in range(int(rng.integers(2, 12)))) for _ in range(a.prompts)]
+    with tempfile.TemporaryDirectory() as tmp:
+        ok = all([check(label, kw, a.seed + k, tmp, prompts) for k, (label, kw) in enumerate(CASES)])
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    nltool.run("llama_parity.py", main, sys.argv[1:])

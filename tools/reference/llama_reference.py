@@ -1,0 +1,127 @@
+#!/usr/bin/python3
+"""An independent float64 forward of a Hugging Face Llama snapshot, written from HF's layout and
+modeling_llama.py's formulas (not from normlab's format or its importer): separate q/k/v/o and
+gate/up/down projections, rotate_half RoPE (dims i and i + Dh/2 of a head), repeat_kv's grouped
+heads (query head i reads KV head i // (H/KVH)), q_norm/k_norm over each head's Dh before RoPE when the
+snapshot carries them (Qwen3, OLMo-2's names), Qwen2's q/k/v biases, and the head tied to
+embed_tokens when lm_head.weight is absent. numpy only; the weights are read by tools/lib/hfweights.py
+(F32, F16, BF16; one file or shards), widened to float64.
+
+    /usr/bin/python3 tools/reference/llama_reference.py SNAPSHOT --ids 1,52,300 [--out logits.npy]
+
+prints one JSON array of V logits per position (as normlab logits does), or saves the (n, V) array.
+"""
+import argparse
+import json
+import math
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # tools/lib
+import needs  # noqa: E402
+
+needs.packages("numpy")
+
+import numpy as np  # noqa: E402
+
+import hfweights  # noqa: E402
+import nlformat  # noqa: E402
+import nltool  # noqa: E402
+from nltool import ToolError  # noqa: E402
+
+
+class Snapshot:
+    """An HF Llama snapshot's config and its weights in float64, by HF's names less "model."."""
+
+    def __init__(self, folder):
+        self.cfg = hfweights.read_json(os.path.join(folder, "config.json"))
+        if self.cfg.get("rope_scaling") is not None:
+            raise ToolError(f"{folder}: rope_scaling is set; this reference runs plain RoPE only")
+        src, _ = hfweights.read_weights(folder)
+        self.w = {(k[6:] if k.startswith("model.") else k): t.load().astype(np.float64) for k, t in src.items()}
+
+
+def rmsnorm(x, g, eps):
+    """LlamaRMSNorm: x / sqrt(mean(x^2) + eps) * g, over the last axis."""
+    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * g
+
+
+def rotate_half(x):
+    h = x.shape[-1] // 2
+    return np.concatenate([-x[..., h:], x[..., :h]], axis=-1)
+
+
+def rope(x, theta):
+    """apply_rotary_pos_emb on x (heads, n, Dh): x cos + rotate_half(x) sin, HF's halves."""
+    Dh, n = x.shape[-1], x.shape[-2]
+    inv_freq = 1.0 / theta ** (np.arange(0, Dh, 2, dtype=np.float64) / Dh)
+    freqs = np.outer(np.arange(n, dtype=np.float64), inv_freq)
+    emb = np.concatenate([freqs, freqs], axis=-1)
+    return x * np.cos(emb) + rotate_half(x) * np.sin(emb)
+
+
+def logits(snap, ids):
+    """(n, V) float64 logits of the ids at positions 0..n-1."""
+    c, w = snap.cfg, snap.w
+    D, H = c["hidden_size"], c["num_attention_heads"]
+    KVH = c.get("num_key_value_heads") or H
+    Dh, eps, theta = c.get("head_dim") or D // H, c.get("rms_norm_eps", 1e-6), c.get("rope_theta", 10000.0)
+    n = len(ids)
+    x = w["embed_tokens.weight"][ids]
+    mask = np.triu(np.full((n, n), -np.inf), 1)
+    for i in range(c["num_hidden_layers"]):
+        p = f"layers.{i}."
+
+        def proj(name, h):
+            y = h @ w[p + name + ".weight"].T
+            return y + w[p + name + ".bias"] if p + name + ".bias" in w else y
+        h = rmsnorm(x, w[p + "input_layernorm.weight"], eps)
+        q = proj("self_attn.q_proj", h).reshape(n, H, Dh).transpose(1, 0, 2)  # (H, n, Dh)
+        k = proj("self_attn.k_proj", h).reshape(n, KVH, Dh).transpose(1, 0, 2)
+        v = proj("self_attn.v_proj", h).reshape(n, KVH, Dh).transpose(1, 0, 2)
+        if p + "self_attn.q_norm.weight" in w:
+            q = rmsnorm(q, w[p + "self_attn.q_norm.weight"], eps)
+            k = rmsnorm(k, w[p + "self_attn.k_norm.weight"], eps)
+        q, k = rope(q, theta), rope(k, theta)
+        k, v = np.repeat(k, H // KVH, axis=0), np.repeat(v, H // KVH, axis=0)  # repeat_kv
+        att = q @ k.transpose(0, 2, 1) / math.sqrt(Dh) + mask
+        att = np.exp(att - att.max(-1, keepdims=True))
+        att /= att.sum(-1, keepdims=True)
+        y = (att @ v).transpose(1, 0, 2).reshape(n, H * Dh)
+        x = x + proj("self_attn.o_proj", y)
+        h = rmsnorm(x, w[p + "post_attention_layernorm.weight"], eps)
+        g = proj("mlp.gate_proj", h)
+        x = x + proj("mlp.down_proj", g / (1 + np.exp(-g)) * proj("mlp.up_proj", h))
+    head = w.get("lm_head.weight", w["embed_tokens.weight"])
+    return rmsnorm(x, w["norm.weight"], eps) @ head.T
+
+
+def main(argv):
+    p = nltool.ArgumentParser(prog="llama_reference.py", description=__doc__,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("snapshot", help="a Hugging Face Llama snapshot folder")
+    p.add_argument("--ids", required=True, help="token ids, comma-separated")
+    p.add_argument("--out", help="save the (n, V) logits as a .npy file instead of printing them")
+    a = p.parse_args(argv)
+    try:
+        ids = [int(t) for t in a.ids.split(",")]
+    except ValueError:
+        raise ToolError(f"--ids {a.ids!r}: not comma-separated integers")
+    if not os.path.isdir(a.snapshot):
+        raise ToolError(f"{a.snapshot}: not a folder")
+    snap = Snapshot(a.snapshot)
+    V = snap.w["embed_tokens.weight"].shape[0]
+    if not ids or min(ids) < 0 or max(ids) >= V:
+        raise ToolError(f"--ids: each id must be in [0, {V})")
+    out = logits(snap, ids)
+    if a.out:
+        with nltool.writing(a.out):
+            with nlformat.atomic_file(a.out) as f:
+                np.save(f, out)
+        return
+    for row in out:
+        print(json.dumps([float(v) for v in row]))
+
+
+if __name__ == "__main__":
+    nltool.run("llama_reference.py", main, sys.argv[1:])
