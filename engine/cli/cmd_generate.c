@@ -386,6 +386,7 @@ static int decode_streams(const Options *o, GenRun *r, FILE *out, int *write_fai
     if (o->warmup) nl_forward(r->wk.states[0], r->ids + (n > T ? n - T : 0), n > T ? T : n, 0, 1);
     NlGenerateOptions gopts = {.n_new = (size_t)o->n_new,
                                .exact_window = o->exact_window,
+                               .keep = model_keep(r->model, r->ids, n),
                                .emit = !r->mode->keep_text ? stream_nothing
                                        : collect           ? collect_token
                                                            : stream_token,

@@ -163,7 +163,8 @@ int generate_interactive(Options *o) {
     if (!rc) rc = make_sampler(o, model, seed, ids, n, &smp);
     c.T = T;
     NlError err;
-    if (!rc && nl_context_create(&c.text, c.state, NULL, &err) != 0) rc = fail(&err);
+    NlContextOptions copts = {.keep = rc ? 0 : model_keep(model, ids, n)};  // (a bos at the start stays)
+    if (!rc && nl_context_create(&c.text, c.state, &copts, &err) != 0) rc = fail(&err);
     if (!rc && !o->has_seed && o->sampling.temperature > 0) msg_error("seed %llu", (unsigned long long)seed);
     if (!rc && o->echo && (fwrite(text, 1, len, stdout) != len || fflush(stdout) == EOF)) {
         msg_error("cannot write to stdout: %s", strerror(errno));

@@ -246,6 +246,11 @@ int model_eos(const Options *o, const NlModel *model) {
     return o->ignore_eos ? -1 : nl_tokenizer_info(nl_model_tokenizer(model)).eos;
 }
 
+size_t model_keep(const NlModel *model, const int *ids, size_t n) {
+    int bos = nl_tokenizer_info(nl_model_tokenizer(model)).bos;
+    return n && bos >= 0 && ids[0] == bos;
+}
+
 int model_windowed(const NlModel *model) { return model_desc(model).family->windowed; }
 
 const char *run_name(char *buf, size_t size, NlArch arch, NlNormType norm, NlPlacement placement) {
