@@ -22,9 +22,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import nltool  # noqa: E402
 import spmjson  # noqa: E402
 
-SP = "\u2581"
-
-
 def read_data(path):
     """The pieces (id order) and the merges (rank order, pairs of pieces) in llama-tokenizer.js."""
     with open(path, encoding="utf-8") as f:
@@ -46,32 +43,6 @@ def read_data(path):
     return pieces, [(pieces[pairs[i]], pieces[pairs[i + 1]]) for i in range(0, len(pairs), 2)]
 
 
-def tokenizer_json(pieces, merges):
-    """Meta's Llama 2 tokenizer.json, as Hugging Face's LlamaConverter writes it (tokenizers 0.13+)."""
-    added = [{"id": i, "content": c, "single_word": False, "lstrip": False, "rstrip": False, "normalized": False,
-              "special": True} for i, c in enumerate(("<unk>", "<s>", "</s>"))]
-    return {
-        "version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
-        "normalizer": {"type": "Sequence", "normalizers": [
-            {"type": "Prepend", "prepend": SP}, {"type": "Replace", "pattern": {"String": " "}, "content": SP}]},
-        "pre_tokenizer": None,
-        "post_processor": {"type": "TemplateProcessing",
-                           "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
-                                      {"Sequence": {"id": "A", "type_id": 0}}],
-                           "pair": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
-                                    {"Sequence": {"id": "A", "type_id": 0}},
-                                    {"SpecialToken": {"id": "<s>", "type_id": 1}},
-                                    {"Sequence": {"id": "B", "type_id": 1}}],
-                           "special_tokens": {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}}},
-        "decoder": {"type": "Sequence", "decoders": [
-            {"type": "Replace", "pattern": {"String": SP}, "content": " "}, {"type": "ByteFallback"},
-            {"type": "Fuse"}, {"type": "Strip", "content": " ", "start": 1, "stop": 0}]},
-        "model": {"type": "BPE", "dropout": None, "unk_token": "<unk>", "continuing_subword_prefix": None,
-                  "end_of_word_suffix": None, "fuse_unk": True, "byte_fallback": True,
-                  "vocab": {p: i for i, p in enumerate(pieces)}, "merges": [f"{a} {b}" for a, b in merges]},
-    }
-
-
 def main(argv):
     a = nltool.ArgumentParser(prog="llama_vocab.py", description=__doc__.split("\n\n")[0])
     a.add_argument("js", help="llama-tokenizer-js's llama-tokenizer.js")
@@ -81,7 +52,8 @@ def main(argv):
     os.makedirs(args.out, exist_ok=True)
     out = os.path.join(args.out, "tokenizer.json")
     nltool.check_out(out, [args.js], want_dir=False)
-    spmjson.write_whole(out, json.dumps(tokenizer_json(pieces, merges), ensure_ascii=False).encode("utf-8"))
+    doc = spmjson.hf_llama(pieces, [f"{a} {b}" for a, b in merges])  # (Meta's: <unk> <s> </s>, <s> first)
+    spmjson.write_whole(out, json.dumps(doc, ensure_ascii=False).encode("utf-8"))
     print(f"{out}: {len(pieces)} pieces, {len(merges)} merges", file=sys.stderr)
 
 

@@ -75,24 +75,37 @@ def to_hf(form):
         local = [(p[:k], p[k:]) for k in range(1, len(p)) if vocab.get(p[:k], 0) > 2 and vocab.get(p[k:], 0) > 2]
         merges += [(score, vocab[a], vocab[b], a, b) for a, b in local]
     merges.sort(key=lambda m: (-m[0], m[1], m[2]))
+    bos = form["bos_id"] if form["add_bos"] and form["bos_id"] >= 0 else None
+    return hf_llama(pieces, [f"{a} {b}" for _, _, _, a, b in merges], sorted(special), bos,
+                    form["add_dummy_prefix"], form["unk_id"])
+
+
+def hf_llama(pieces, merges, special=(0, 1, 2), bos=1, dummy_prefix=True, unk=0):
+    """Llama 2's tokenizer.json, as Hugging Face's LlamaConverter writes it: pieces in id order, merges
+    ("A B", rank order), the ids of the special added tokens, bos the id the template puts before the
+    text (None: no post-processor), the Prepend("▁") normalizer when dummy_prefix."""
     added = [{"id": i, "content": pieces[i], "single_word": False, "lstrip": False, "rstrip": False,
-              "normalized": False, "special": True} for i in sorted(special)]
-    bos = pieces[form["bos_id"]] if form["bos_id"] >= 0 else None
+              "normalized": False, "special": True} for i in special]
     normalizers = [{"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]
-    if form["add_dummy_prefix"]:
+    if dummy_prefix:
         normalizers.insert(0, {"type": "Prepend", "prepend": "\u2581"})
-    post = None if not (form["add_bos"] and bos) else {
-        "type": "TemplateProcessing", "single": [{"SpecialToken": {"id": bos, "type_id": 0}},
-                                                 {"Sequence": {"id": "A", "type_id": 0}}],
-        "pair": [], "special_tokens": {bos: {"id": bos, "ids": [form["bos_id"]], "tokens": [bos]}}}
-    return {"version": "1.0", "added_tokens": added, "normalizer": {"type": "Sequence", "normalizers": normalizers},
-            "pre_tokenizer": None, "post_processor": post,
+    post = None
+    if bos is not None:
+        t = pieces[bos]
+        post = {"type": "TemplateProcessing",
+                "single": [{"SpecialToken": {"id": t, "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+                "pair": [{"SpecialToken": {"id": t, "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
+                         {"SpecialToken": {"id": t, "type_id": 1}}, {"Sequence": {"id": "B", "type_id": 1}}],
+                "special_tokens": {t: {"id": t, "ids": [bos], "tokens": [t]}}}
+    return {"version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
+            "normalizer": {"type": "Sequence", "normalizers": normalizers}, "pre_tokenizer": None,
+            "post_processor": post,
             "decoder": {"type": "Sequence", "decoders": [
                 {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "}, {"type": "ByteFallback"},
                 {"type": "Fuse"}, {"type": "Strip", "content": " ", "start": 1, "stop": 0}]},
-            "model": {"type": "BPE", "dropout": None, "unk_token": pieces[form["unk_id"]],
-                      "continuing_subword_prefix": None, "end_of_word_suffix": None, "fuse_unk": True,
-                      "byte_fallback": True, "vocab": vocab, "merges": [f"{a} {b}" for _, _, _, a, b in merges]}}
+            "model": {"type": "BPE", "dropout": None, "unk_token": pieces[unk], "continuing_subword_prefix": None,
+                      "end_of_word_suffix": None, "fuse_unk": True, "byte_fallback": True,
+                      "vocab": {p: i for i, p in enumerate(pieces)}, "merges": list(merges)}}
 
 
 def to_model_proto(form):
