@@ -36,7 +36,8 @@ LIB_SRC = engine/nl_error.c engine/model.c engine/config.c engine/safetensors.c 
           engine/lab/profile.c engine/lab/stats.c engine/lab/compare.c engine/lab/lens.c engine/lab/quantize.c \
           engine/lab/kldiv.c \
           engine/rnn.c \
-          tokenizer/tokenizer.c tokenizer/tokenizer_files.c tokenizer/bpe.c tokenizer/unicode.c \
+          tokenizer/tokenizer.c tokenizer/tokenizer_files.c tokenizer/bpe.c tokenizer/spm.c tokenizer/spm_hf.c \
+          tokenizer/unicode.c \
           tokenizer/unicode_tables.c
 HEADERS = $(wildcard include/normlab/*.h engine/internal/*.h engine/*.h engine/lab/*.h engine/cli/*.h tokenizer/*.h \
                      tests/*.h)
@@ -48,8 +49,8 @@ CLI_SRC = engine/cli/main.c engine/cli/options.c engine/cli/models.c engine/cli/
           engine/cli/jsonout.c engine/cli/escape.c engine/cli/stops.c engine/cli/kl.c engine/cli/cmd_bench.c \
           engine/cli/stream.c engine/cli/cmd_interactive.c engine/cli/option_choices.c \
           engine/cli/utf8.c engine/cli/collect.c
-TESTS = test_tokenizer test_kernels test_sampler test_sampler_fast test_loader test_config test_forward test_golden \
-        test_profile test_compare test_parallel test_rnn test_quant test_lab test_context
+TESTS = test_tokenizer test_spm test_kernels test_sampler test_sampler_fast test_loader test_config test_forward \
+        test_golden test_profile test_compare test_parallel test_rnn test_quant test_lab test_context
 FUZZERS = safetensors config tokenizer inline prompt
 RUN_ARGS ?= -n 500
 
@@ -132,9 +133,10 @@ test-bare: deps
 
 PLAIN_TEST_BINS = normlab build/libnormlab.a $(addprefix build/rel/tests/,$(TESTS)) \
                   $(addprefix build/rel/tests/replay_,$(FUZZERS)) build/rel/tests/ref_logits build/fault_shim.so \
-                  build/rel/tests/bpe_ids
+                  build/rel/tests/bpe_ids build/rel/tests/spm_ids
 SAN_TEST_BINS = build/san/normlab $(addprefix build/san/tests/,$(TESTS)) \
-                $(addprefix build/san/tests/replay_,$(FUZZERS)) build/rel/tests/ref_logits build/san/tests/bpe_ids
+                $(addprefix build/san/tests/replay_,$(FUZZERS)) build/rel/tests/ref_logits build/san/tests/bpe_ids \
+                build/san/tests/spm_ids
 test-plain: $(PLAIN_TEST_BINS)
 	@tests/run.sh plain build/rel ./normlab
 

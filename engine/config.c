@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "bpe.h"
+#include "spm.h"
 #include "jsonx.h"
 #include "model.h"
 #include "normlab.h"
@@ -61,7 +62,8 @@ static int value_of(const Named *t, size_t n, const char *name) {
 
 // Each kind's table, in NlNames order (the tokenizer's kinds are the tokenizer's own words).
 static const Named *names_table(NlNames kind, size_t *n) {
-    static const Named TOKENIZERS[] = {{NL_TOKENIZER_CHAR, "char"}, {NL_TOKENIZER_BPE, "bpe"}};
+    static const Named TOKENIZERS[] = {
+        {NL_TOKENIZER_CHAR, "char"}, {NL_TOKENIZER_BPE, "bpe"}, {NL_TOKENIZER_SPM, "sentencepiece"}};
     static const Named QK_NORMS[] = {{NL_QK_NORM_ON, "on"}, {NL_QK_NORM_OFF, "off"}};
     switch (kind) {
     case NL_NAMES_NORM: *n = COUNT(NORMS); return NORMS;
@@ -363,10 +365,17 @@ int nl_config_from_json(NlConfig *c, const cJSON *root, const char *what, NlErro
 
 // ---- tokenizer
 
-// A Hugging Face tokenizer.json (it has a "model"): a byte-level BPE.
-static int bpe_from_json(NlTokenizer **tok, const cJSON *root, const char *what, NlError *err) {
+// A Hugging Face tokenizer.json (it has a "model"): a byte-level BPE or a SentencePiece-style one.
+static int hf_from_json(NlTokenizer **tok, const cJSON *root, const char *what, NlError *err) {
     NlBpe *bpe;
-    return nl_bpe_from_json(&bpe, root, what, err) != 0 ? -1 : nl_tokenizer_create_bpe(tok, bpe, err);
+    NlSpm *spm;
+    switch (nl_spm_hf_kind(root, what, err)) {
+    case NL_TOKENIZER_BPE:
+        return nl_bpe_from_json(&bpe, root, what, err) != 0 ? -1 : nl_tokenizer_create_bpe(tok, bpe, err);
+    case NL_TOKENIZER_SPM:
+        return nl_spm_from_hf(&spm, root, what, err) != 0 ? -1 : nl_tokenizer_create_spm(tok, spm, err);
+    default: return -1;
+    }
 }
 
 int nl_tokenizer_from_json(NlTokenizer **tok, const cJSON *root, const char *what, NlError *err) {
@@ -374,11 +383,17 @@ int nl_tokenizer_from_json(NlTokenizer **tok, const cJSON *root, const char *wha
     const char **pieces = NULL;
     int rc = -1;
     if (!cJSON_IsObject(root)) FAIL("%s: tokenizer must be a JSON object", what);
-    if (cJSON_GetObjectItemCaseSensitive(root, "model")) return bpe_from_json(tok, root, what, err);
-    if (nl_jsonx_only_keys(root, KEYS, what, err) != 0) goto cleanup;
+    if (cJSON_GetObjectItemCaseSensitive(root, "model")) return hf_from_json(tok, root, what, err);
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(root, "type");
+    if (cJSON_IsString(type) && strcmp(type->valuestring, "sentencepiece") == 0) {
+        NlSpm *spm;
+        return nl_spm_from_json(&spm, root, what, err) != 0 ? -1 : nl_tokenizer_create_spm(tok, spm, err);
+    }
+    if (nl_jsonx_only_keys(root, KEYS, what, err) != 0) goto cleanup;
     if (!cJSON_IsString(type) || strcmp(type->valuestring, "char") != 0)
-        FAIL("%s: \"type\" must be \"char\" (or the file a Hugging Face tokenizer.json, with a \"model\")", what);
+        FAIL("%s: \"type\" must be \"char\" or \"sentencepiece\" (or the file a Hugging Face tokenizer.json, with a "
+             "\"model\")",
+             what);
     const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(root, "vocab");
     if (!cJSON_IsArray(vocab)) FAIL("%s: \"vocab\" must be an array of one-character strings", what);
     int n = cJSON_GetArraySize(vocab), i = 0;

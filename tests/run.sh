@@ -66,6 +66,7 @@ for r in "$build"/tests/replay_*; do
     stop_if_failed "replay_$h"
 done
 tally bpe_test tests/bpe_test.sh "$build/tests/bpe_ids"  # GPT-2's BPE against gpt-tokenizer
+tally spm_test tests/spm_test.sh "$build/tests/spm_ids" "$bin"  # sentencepiece against sentencepiece, tokenizers
 tally cli_test tests/cli_test.sh "$bin"
 tally options_test tests/options_test.sh "$bin"
 tally symbols_test tests/symbols_test.sh "$build/libnormlab.a"

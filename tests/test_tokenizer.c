@@ -450,7 +450,7 @@ static void bpe_reads_hf_tokenizer_json(void) {
         if (!CASES[c].word) {
             int ids[4];
             size_t n = 0, skipped = 9;
-            CHECK(rc == 0 && nl_tokenizer_kind(t) == NL_TOKENIZER_BPE && nl_tokenizer_size(t) == 258 &&
+            CHECK(rc == 0 && nl_tokenizer_info(t).kind == NL_TOKENIZER_BPE && nl_tokenizer_size(t) == 258 &&
                       nl_tokenizer_eot(t) == 257 &&
                       nl_tokenizer_encode(t, " t<|endoftext|>", 15, NL_ENCODE_SPECIAL, ids, &n, &skipped, &err) == 0 &&
                       n == 2 && ids[0] == 256 && ids[1] == 257 && skipped == 0,
@@ -499,7 +499,7 @@ static void tokenizer_loads_from_files(void) {
             size_t nb = ids_of(nl_model_tokenizer(m), k == 0 ? "ROMEO: to be" : text, b);
             CHECK(na > 0 && na == nb && memcmp(a, b, na * sizeof *a) == 0 &&
                       nl_tokenizer_size(tok) == nl_tokenizer_size(nl_model_tokenizer(m)) &&
-                      nl_tokenizer_kind(tok) == (k == 0 ? NL_TOKENIZER_CHAR : NL_TOKENIZER_BPE),
+                      nl_tokenizer_info(tok).kind == (k == 0 ? NL_TOKENIZER_CHAR : NL_TOKENIZER_BPE),
                   "%s: the model's ids (%zu tokens), size and kind", path, na);
         }
         nl_tokenizer_free(tok);

@@ -176,7 +176,7 @@ static int read_vocab(NlBpe *b, const cJSON *vocab, const char *file, const char
         unsigned char buf[NL_TOKEN_MAX_BYTES];
         size_t n;
         double v = cJSON_IsNumber(e) ? e->valuedouble : -1;
-        int id = (int)v;
+        int id = v >= 0 && v < b->n ? (int)v : -1;  // (a cast of a double out of range is undefined)
         if (v != (double)id || id < 0 || id >= b->n || b->bytes[id]) {
             nl_error(err, NL_ERR_FORMAT, "%s: %s: \"%.60s\" has id %.60s (ids are 0 to %d, each once)", what, file,
                      e->string, cJSON_IsNumber(e) ? "out of range or repeated" : "that is not a number", b->n - 1);

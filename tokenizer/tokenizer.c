@@ -1,5 +1,6 @@
 // tokenizer.c — the model's tokenizer (tokenizer.h): the character kind here, a sorted code-point
-// table, binary-searched, with an ASCII fast path; the BPE kind handed to bpe.c.
+// table, binary-searched, with an ASCII fast path; the BPE kind handed to bpe.c, the sentencepiece
+// kind to spm.c.
 #include "tokenizer.h"
 
 #include <stdio.h>
@@ -7,6 +8,7 @@
 #include <string.h>
 
 #include "bpe.h"
+#include "spm.h"
 #include "unicode.h"
 
 typedef struct {
@@ -16,7 +18,8 @@ typedef struct {
 
 struct NlTokenizer {
     NlTokenizerKind kind;
-    NlBpe *bpe;  // the BPE kind's; the rest is the character kind's
+    NlBpe *bpe;  // the BPE kind's
+    NlSpm *spm;  // the sentencepiece kind's; the rest is the character kind's
     int n;
     char (*pieces)[5];  // (n) NUL-terminated UTF-8, at most 4 bytes each
     CodeEntry *by_cp;  // (n) sorted by code point
@@ -73,31 +76,45 @@ int nl_tokenizer_create(NlTokenizer **out, const char *const *pieces, int n, NlE
     return 0;
 }
 
-int nl_tokenizer_create_bpe(NlTokenizer **out, NlBpe *bpe, NlError *err) {
-    *out = calloc(1, sizeof **out);
-    if (!*out) {
-        nl_bpe_free(bpe);
-        nl_error(err, NL_ERR_NOMEM, "out of memory for a tokenizer");
-        return -1;
+// A tokenizer of a BPE kind: t, which owns its bpe or spm from here on (freed on failure).
+static int create_kind(NlTokenizer **out, NlTokenizer t, NlError *err) {
+    if (!(*out = malloc(sizeof **out))) {
+        nl_bpe_free(t.bpe);
+        nl_spm_free(t.spm);
+        return nl_error(err, NL_ERR_NOMEM, "out of memory for a tokenizer");
     }
-    **out = (NlTokenizer){.kind = NL_TOKENIZER_BPE, .bpe = bpe, .n = nl_bpe_size(bpe)};
+    **out = t;
     return 0;
+}
+
+int nl_tokenizer_create_bpe(NlTokenizer **out, NlBpe *bpe, NlError *err) {
+    return create_kind(out, (NlTokenizer){.kind = NL_TOKENIZER_BPE, .bpe = bpe, .n = nl_bpe_size(bpe)}, err);
+}
+
+int nl_tokenizer_create_spm(NlTokenizer **out, NlSpm *spm, NlError *err) {
+    return create_kind(out, (NlTokenizer){.kind = NL_TOKENIZER_SPM, .spm = spm, .n = nl_spm_size(spm)}, err);
 }
 
 void nl_tokenizer_free(NlTokenizer *tok) {
     if (!tok) return;
     nl_bpe_free(tok->bpe);
+    nl_spm_free(tok->spm);
     free(tok->pieces);
     free(tok->by_cp);
     free(tok);
 }
 
 int nl_tokenizer_size(const NlTokenizer *tok) { return tok->n; }
-NlTokenizerKind nl_tokenizer_kind(const NlTokenizer *tok) { return tok->kind; }
+NlTokenizerInfo nl_tokenizer_info(const NlTokenizer *tok) {
+    NlTokenizerInfo info = {.kind = tok->kind, .bos = -1, .eos = -1};
+    if (tok->spm) nl_spm_info(tok->spm, &info);
+    return info;
+}
 int nl_tokenizer_eot(const NlTokenizer *tok) { return tok->bpe ? nl_bpe_eot(tok->bpe) : -1; }
 
 const char *nl_tokenizer_bytes(const NlTokenizer *tok, int id, size_t *len) {
     if (tok->bpe) return (const char *)nl_bpe_bytes(tok->bpe, id, len);
+    if (tok->spm) return (const char *)nl_spm_bytes(tok->spm, id, len);
     *len = strlen(tok->pieces[id]);
     return tok->pieces[id];
 }
@@ -136,6 +153,7 @@ int nl_tokenizer_encode(const NlTokenizer *tok, const char *text, size_t len, in
     int skip_unknown = flags & NL_ENCODE_SKIP_UNKNOWN;
     *n_skipped = 0;
     if (tok->bpe) return nl_bpe_encode(tok->bpe, text, len, flags & NL_ENCODE_SPECIAL, ids, n_ids, err);
+    if (tok->spm) return nl_spm_encode(tok->spm, text, len, flags, ids, n_ids, err);
     for (size_t i = 0; i < len;) {
         uint32_t cp;
         size_t used = nl_utf8_decode(text + i, len - i, &cp);

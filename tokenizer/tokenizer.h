@@ -1,5 +1,6 @@
 // tokenizer.h — the tokenizer's internals (the public API is normlab.h's tokenizer section): a
-// tokenizer made from a BPE (bpe.h), and a token's bytes NUL-terminated.
+// tokenizer made from a BPE (bpe.h) or a SentencePiece BPE (spm.h), and a token's bytes
+// NUL-terminated.
 #ifndef NL_TOKENIZER_H
 #define NL_TOKENIZER_H
 
@@ -14,6 +15,11 @@ typedef struct NlBpe NlBpe;
 
 // A byte-level BPE tokenizer; it owns bpe from here on, even on failure.
 int nl_tokenizer_create_bpe(NlTokenizer **out, NlBpe *bpe, NlError *err);
+
+typedef struct NlSpm NlSpm;
+
+// A sentencepiece tokenizer; it owns spm from here on, even on failure.
+int nl_tokenizer_create_spm(NlTokenizer **out, NlSpm *spm, NlError *err);
 
 // The same bytes, NUL-terminated (a BPE token holding a NUL reads short: use nl_tokenizer_bytes).
 const char *nl_tokenizer_piece(const NlTokenizer *tok, int id);

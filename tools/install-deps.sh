@@ -7,7 +7,9 @@
 #                                    python3-matplotlib, python3-onnx; and Node.js with ONNX Runtime
 #                                    (onnxruntime-node from npm, into build/ort, never globally), and
 #                                    gpt-tokenizer (npm, into build/npm) and tokenizers
-#                                    (Hugging Face's, npm, into build/hf): the BPE references
+#                                    (Hugging Face's, npm, into build/hf): the BPE references;
+#                                    python3-sentencepiece and llama-tokenizer-js (npm, into
+#                                    build/llama): the sentencepiece tokenizer's references
 set -eu
 missing=""
 have_pc() { command -v pkg-config >/dev/null 2>&1 && pkg-config --exists "$1"; }
@@ -30,6 +32,7 @@ if [ "${1:-}" = "--python" ]; then
     /usr/bin/python3 -c 'import tqdm' 2>/dev/null || missing="$missing python3-tqdm"
     /usr/bin/python3 -c 'import matplotlib' 2>/dev/null || missing="$missing python3-matplotlib"
     /usr/bin/python3 -c 'import onnx' 2>/dev/null || missing="$missing python3-onnx"
+    /usr/bin/python3 -c 'import sentencepiece' 2>/dev/null || missing="$missing python3-sentencepiece"
     command -v node >/dev/null 2>&1 || missing="$missing nodejs"
     command -v npm >/dev/null 2>&1 || missing="$missing npm"
     [ -x /usr/bin/time ] || missing="$missing time"    # make bench: peak RSS
@@ -46,11 +49,13 @@ npm_into() {
 # With --python: ONNX Runtime for Node.js (its install script would download CUDA libraries; the
 # CPU runtime ships in the package), and GPT-2's BPE twice, the independent references
 # tests/bpe_test.sh checks the C tokenizer against: gpt-tokenizer (JavaScript, with GPT-2's ranks,
-# r50k_base) and Hugging Face's tokenizers (its Rust library; the binary ships in the package).
+# r50k_base) and Hugging Face's tokenizers (its Rust library; the binary ships in the package); and
+# llama-tokenizer-js (Llama 2's vocabulary and merges as data, for tests/spm_test.sh).
 node_packages() {
     [ "${1:-}" = "--python" ] || return 0
     export ONNXRUNTIME_NODE_INSTALL=skip  # (read by onnxruntime-node's install script)
-    npm_into ort onnxruntime-node 1.30.0 && npm_into npm gpt-tokenizer 3.4.0 && npm_into hf tokenizers 0.23.2
+    npm_into ort onnxruntime-node 1.30.0 && npm_into npm gpt-tokenizer 3.4.0 && npm_into hf tokenizers 0.23.2 &&
+        npm_into llama llama-tokenizer-js 1.2.2
 }
 if [ -z "$missing" ]; then node_packages "${1:-}"; exit $?; fi
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

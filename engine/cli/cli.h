@@ -55,7 +55,7 @@ typedef struct {
     int qk_norm;  // NlQkNorm: 0 (NL_QK_NORM_AS_CONFIGURED) as configured
     int bn_stats;  // NlBnStats; compare also BN_STATS_BOTH (a row with each)
     int threads;  // engine worker threads; OpenBLAS threads for large sgemv
-    int exact_window, skip_unknown, special, json, echo;
+    int exact_window, skip_unknown, special, json, echo, ignore_eos;
     long stride;  // 0: T/2
     long segments;  // eval of a recurrent model: independent parts run together (0: 1)
     int profile, counters;

@@ -111,7 +111,7 @@ static int compare_load(const Options *o, const char *path, const char *text, si
         rc = encode(*model, what, text, len, encode_flags(o), ids, &n, &skipped);
     }
     if (!rc && n < 2) {
-        int chars = nl_tokenizer_kind(nl_model_tokenizer(*model)) == NL_TOKENIZER_CHAR;
+        int chars = nl_tokenizer_info(nl_model_tokenizer(*model)).kind == NL_TOKENIZER_CHAR;
         msg_error("%s: the text needs at least 2 %s", o->text_file, chars ? "known characters" : "tokens");
         rc = EXIT_DATA;
     }

@@ -176,7 +176,7 @@ static int plan_eval(const Options *o, const NlModel *model, size_t n, EvalPlan 
 static int score(const Options *o, const NlModel *model, const Workers *wk, const EvalPlan *p, const int *ids, size_t n,
                  NlKlRecord *rec, NlEvalResult *r, double *seconds) {
     NlError err;
-    Progress prog = {0.0, 0, nl_tokenizer_kind(nl_model_tokenizer(model)) == NL_TOKENIZER_CHAR};
+    Progress prog = {0.0, 0, nl_tokenizer_info(nl_model_tokenizer(model)).kind == NL_TOKENIZER_CHAR};
     NlProgressFn show = isatty(STDERR_FILENO) ? eval_progress : NULL;
     int record = rec->nll || rec->base;
     NlEvalOptions eo = {.stride = p->stride,
@@ -246,7 +246,7 @@ int cmd_eval(Options *o) {
     }
     if (rc) goto cleanup;
     eval_stats(&r, &nats, &se);
-    int chars = nl_tokenizer_kind(nl_model_tokenizer(model)) == NL_TOKENIZER_CHAR;
+    int chars = nl_tokenizer_info(nl_model_tokenizer(model)).kind == NL_TOKENIZER_CHAR;
     int threads = p.windowless ? p.workers : p.workers * p.product_threads;  // (windows' and products')
     fprintf(stderr, "normlab: scored %zu %ss in %.2f s (%.0f %s/s) on %d thread%s\n", r.count, token_unit(model),
             seconds, (double)r.count / (seconds > 0 ? seconds : 1e-9), chars ? "chars" : "tok", threads,

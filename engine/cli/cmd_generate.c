@@ -152,7 +152,7 @@ static int same_destination(void) {
 // step ("-n 100": 100 new characters, 99 decode steps). With several models, label names the model
 // ("normlab: MODEL: prefill ..."), and the text, which then ends in a newline, needs none; NULL: one model.
 static void print_timing(const NlGenerateStats *st, size_t n_new, int streams, const char *label, const char *unit,
-                         int stopped) {
+                         int stopped) {  // stopped: 1 by --stop, 2 by </s> (or --stop) too, 0 neither
     // decode's rate leaves out the steps that shifted the context: those are said apart
     size_t plain = st->decode_tokens > st->context_shifts ? st->decode_tokens - st->context_shifts : 0;
     size_t steps = plain * (size_t)streams;
@@ -172,7 +172,8 @@ static void print_timing(const NlGenerateStats *st, size_t n_new, int streams, c
     if (st->context_shifts)
         fprintf(stderr, "; %zu context shift%s in %.2f ms", st->context_shifts, plural(st->context_shifts),
                 st->shift_seconds * 1e3);
-    if (stopped) fprintf(stderr, "; ended by --stop (the stop text counted, not printed)");
+    if (stopped == 1) fprintf(stderr, "; ended by --stop (the stop text counted, not printed)");
+    if (stopped == 2) fprintf(stderr, "; ended by the end-of-sequence token or --stop (counted, not printed)");
     fprintf(stderr, "\n");
 }
 
@@ -191,16 +192,20 @@ static int make_samplers(const Options *o, const NlModel *model, uint64_t seed, 
 }
 
 // The prompt the model saw (its last block_size tokens), for echoing, and its length (*len_out: a
-// BPE prompt may hold a NUL byte).
+// BPE prompt may hold a NUL byte). A sentencepiece prompt seen whole starts with the dummy prefix's
+// space, which is not the text's: it is dropped, as sentencepiece's decoder drops it.
 static char *prompt_text(const NlModel *model, const int *ids, size_t n, size_t *len_out) {
-    size_t T = model_context(model), cap = 1, used = 0, len;
-    for (size_t i = n > T ? n - T : 0; i < n; i++)
-        cap += (nl_tokenizer_bytes(nl_model_tokenizer(model), ids[i], &len), len);
+    const NlTokenizer *tok = nl_model_tokenizer(model);
+    size_t T = model_context(model), cap = 1, used = 0, len, from = n > T ? n - T : 0;
+    int prefix = from == 0 && nl_tokenizer_info(tok).dummy_prefix;  // (the first token with bytes has it)
+    for (size_t i = from; i < n; i++) cap += (nl_tokenizer_bytes(tok, ids[i], &len), len);
     char *s = malloc(cap);
-    for (size_t i = n > T ? n - T : 0; s && i < n; i++) {
-        const char *p = nl_tokenizer_bytes(nl_model_tokenizer(model), ids[i], &len);
-        memcpy(s + used, p, len);
-        used += len;
+    for (size_t i = from; s && i < n; i++) {
+        const char *p = nl_tokenizer_bytes(tok, ids[i], &len);
+        size_t skip = prefix && len && p[0] == ' ';
+        prefix &= len == 0;
+        memcpy(s + used, p + skip, len - skip);
+        used += len - skip;
     }
     if (s) s[used] = '\0';
     *len_out = used;
@@ -248,6 +253,7 @@ typedef struct {
     char *text, *prompt;  // the prompt as read, and as the model saw it (for echoing)
     size_t n, len, prompt_len;  // the prompt's tokens, the text's bytes, the echoed prompt's bytes
     int fell_back;  // the mode's default prompt could not be encoded: the run starts from a newline
+    int eos_ended;  // some stream ended at the end-of-sequence token
     uint64_t seed;
     Collect col;  // the texts, with several samples or --json
     NlGenerateStats st;
@@ -370,14 +376,17 @@ static int setup_run(const Options *o, GenRun *r) {
 static int decode_streams(const Options *o, GenRun *r, FILE *out, int *write_failed) {
     int collect = o->samples > 1 || o->json;
     size_t T = model_context(r->model), n = r->n;  // a recurrent model's (SIZE_MAX) takes the whole prompt
-    EmitCtx ectx = {.tok = nl_model_tokenizer(r->model), .out = out, .stop = {.stops = &o->stops}};
+    EmitCtx ectx = {
+        .tok = nl_model_tokenizer(r->model), .out = out, .stop = {.stops = &o->stops}, .eos = model_eos(o, r->model)};
     if (o->echo && !collect && r->mode->keep_text &&
         (fwrite(r->prompt, 1, r->prompt_len, out) != r->prompt_len || fflush(out) == EOF))
         ectx.write_failed = errno;
     r->col.tok = nl_model_tokenizer(r->model);
+    r->col.eos = ectx.eos;
     if (o->warmup) nl_forward(r->wk.states[0], r->ids + (n > T ? n - T : 0), n > T ? T : n, 0, 1);
     NlGenerateOptions gopts = {.n_new = (size_t)o->n_new,
                                .exact_window = o->exact_window,
+                               .keep = model_keep(r->model, r->ids, n),
                                .emit = !r->mode->keep_text ? stream_nothing
                                        : collect           ? collect_token
                                                            : stream_token,
@@ -392,6 +401,7 @@ static int decode_streams(const Options *o, GenRun *r, FILE *out, int *write_fai
         (fputc('\n', out) == EOF || fflush(out) == EOF))
         ectx.write_failed = errno ? errno : EIO;
     stop_filter_free(&ectx.stop);
+    r->eos_ended = ectx.eos_ended || r->col.eos_ended;
     if (g < 0) return fail(&err);
     if (collect && r->mode->keep_text && collect_end(&r->col, o->samples) != 0) r->col.failed = 1;
     if (r->col.failed) {
@@ -417,7 +427,7 @@ static int write_profile(const Options *o, const GenRun *r, const NlProfiler *pr
                        .blas_core_source = o->blas.source,
                        .rounding = rounding_text(o, rounded, sizeof rounded)};
     if (!json) info.model = path;  // the trace is JSON: escaped by its writer
-    size_t bpe_tokens = nl_tokenizer_kind(nl_model_tokenizer(r->model)) == NL_TOKENIZER_BPE ? r->n : 0;
+    size_t bpe_tokens = nl_tokenizer_info(nl_model_tokenizer(r->model)).kind != NL_TOKENIZER_CHAR ? r->n : 0;
     const char *prompt = mode->profile_result
                              ? report_prompt_line_tokens(said, sizeof said, o->prompt_file, o->prompt,
                                                          mode->default_prompt, r->fell_back, bpe_tokens)
@@ -444,7 +454,7 @@ static int decode_run(const Options *o, GenRun *r, int *write_failed) {
         *write_failed = errno ? errno : EIO;
     if (*write_failed) return EXIT_DATA;
     print_timing(&r->st, new_tokens(o, &r->st), o->samples, NULL, token_unit(r->model),
-                 new_tokens(o, &r->st) < (size_t)o->n_new);
+                 new_tokens(o, &r->st) < (size_t)o->n_new ? 1 + r->eos_ended : 0);
     NlProfiler *prof = workers_profile(&r->wk);
     if (prof) {  // per-token figures: the prompt's tokens, and the tokens decoded (not re-run after a shift)
         nl_profiler_set_produced(prof, NL_PHASE_PREFILL, nl_profiler_tokens(prof, NL_PHASE_PREFILL));
@@ -554,7 +564,8 @@ static int many_decode(const Options *o, ManyRun *m, int *write_failed) {
     }
     for (int i = 0; i < m->n; i++)
         print_timing(&m->runs[i].st, new_tokens(o, &m->runs[i].st), o->samples, m->runs[i].name,
-                     token_unit(m->runs[i].model), new_tokens(o, &m->runs[i].st) < (size_t)o->n_new);
+                     token_unit(m->runs[i].model),
+                     new_tokens(o, &m->runs[i].st) < (size_t)o->n_new ? 1 + m->runs[i].eos_ended : 0);
     return 0;
 }
 

@@ -44,8 +44,10 @@ static cJSON *info_json(const NlModel *m, NlQuant q, unsigned classes, const cha
     const NlFamilyInfo *fam = d.family;
     cJSON_AddStringToObject(j, "arch", fam->name);
     cJSON_AddNumberToObject(j, "vocab_size", d.vocab_size);
-    cJSON_AddStringToObject(j, "tokenizer",
-                            nl_name(NL_NAMES_TOKENIZER, nl_tokenizer_kind(nl_model_tokenizer(m))));  // "char" or "bpe"
+    cJSON_AddStringToObject(
+        j, "tokenizer",
+        nl_name(NL_NAMES_TOKENIZER,
+                nl_tokenizer_info(nl_model_tokenizer(m)).kind));  // "char", "bpe" or "sentencepiece"
     cJSON_AddNumberToObject(j, "tokenizer_size", nl_tokenizer_size(nl_model_tokenizer(m)));
     cJSON_AddNumberToObject(j, "n_layer", d.n_layer);
     const NlConfigField *f = d.fields;  // the family's own fields
@@ -187,7 +189,7 @@ static double metadata_number(const NlModel *model, const char *key) {
 // converted by the validation split's tokens per character (train.py stores both counts), else NAN.
 static double stored_val_loss(const NlModel *model, const char **by) {
     static const char *const KEYS[2] = {"final_val_loss", "best_val_loss"}, *const BY[2] = {"train.py", "nanoGPT"};
-    int bpe = nl_tokenizer_kind(nl_model_tokenizer(model)) == NL_TOKENIZER_BPE;
+    int bpe = nl_tokenizer_info(nl_model_tokenizer(model)).kind != NL_TOKENIZER_CHAR;
     double per_char = bpe ? metadata_number(model, "val_tokens") / metadata_number(model, "val_chars") : 1.0;
     for (int k = 0; k < 2; k++) {
         double v = metadata_number(model, KEYS[k]) * per_char;

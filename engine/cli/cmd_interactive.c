@@ -107,7 +107,8 @@ static void say_timings(const Context *c, const NlModel *model) {
 }
 
 static int run_turns(const Options *o, const NlModel *model, Context *c, NlSampler *smp, const float *logits) {
-    EmitCtx e = {.tok = nl_model_tokenizer(model), .out = stdout, .stop = {.stops = &o->stops}};
+    EmitCtx e = {
+        .tok = nl_model_tokenizer(model), .out = stdout, .stop = {.stops = &o->stops}, .eos = model_eos(o, model)};
     char *line = NULL;
     size_t cap = 0;
     ssize_t got;
@@ -115,7 +116,8 @@ static int run_turns(const Options *o, const NlModel *model, Context *c, NlSampl
     while (!rc && (logits = one_turn(o, c, smp, &e, logits)) && (got = read_line(&line, &cap)) > 0) {
         int *ids = NULL;
         size_t n = 0, skipped = 0;
-        if (encode(model, "input", line, (size_t)got, encode_flags(o), &ids, &n, &skipped) != 0 || n == 0) {
+        if (encode(model, "input", line, (size_t)got, encode_flags(o) & ~NL_ENCODE_BOS, &ids, &n, &skipped) != 0 ||
+            n == 0) {
             free(ids);
             fputs("(the line was not read; type another)", stderr);
             continue;  // a line the vocabulary lacks: the text goes on from where it was
@@ -161,7 +163,8 @@ int generate_interactive(Options *o) {
     if (!rc) rc = make_sampler(o, model, seed, ids, n, &smp);
     c.T = T;
     NlError err;
-    if (!rc && nl_context_create(&c.text, c.state, NULL, &err) != 0) rc = fail(&err);
+    NlContextOptions copts = {.keep = rc ? 0 : model_keep(model, ids, n)};  // (a bos at the start stays)
+    if (!rc && nl_context_create(&c.text, c.state, &copts, &err) != 0) rc = fail(&err);
     if (!rc && !o->has_seed && o->sampling.temperature > 0) msg_error("seed %llu", (unsigned long long)seed);
     if (!rc && o->echo && (fwrite(text, 1, len, stdout) != len || fflush(stdout) == EOF)) {
         msg_error("cannot write to stdout: %s", strerror(errno));

@@ -1,5 +1,5 @@
 // cmd_tokenize.c — tokenize: a text's token ids and their pieces, as llama.cpp's llama-tokenize
-// prints them, for either kind of tokenizer.
+// prints them, for every kind of tokenizer.
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
@@ -36,16 +36,19 @@ static int print_piece(FILE *out, const char *bytes, size_t len) {
 static int print_tokens(FILE *out, const NlModel *model, const int *ids, size_t n, int json) {
     const NlTokenizer *tok = nl_model_tokenizer(model);
     if (!json) {
+        NlTokenizerInfo info = nl_tokenizer_info(tok);  // (a sentencepiece model's bos and eos have no bytes: named)
         int ok = 1;
         for (size_t i = 0; i < n && ok; i++) {
             size_t len;
             const char *bytes = nl_tokenizer_bytes(tok, ids[i], &len);
-            ok = fprintf(out, "%6d -> '", ids[i]) > 0 && print_piece(out, bytes, len) && fputs("'\n", out) != EOF;
+            const char *named = ids[i] == info.bos ? " (bos)" : ids[i] == info.eos ? " (eos)" : "";
+            ok = fprintf(out, "%6d -> '", ids[i]) > 0 && print_piece(out, bytes, len) &&
+                 fprintf(out, "'%s\n", named) > 0;
         }
         return ok;
     }
     cJSON *j = cJSON_CreateObject(), *id_list = cJSON_CreateArray(), *pieces = cJSON_CreateArray();
-    cJSON_AddStringToObject(j, "tokenizer", nl_name(NL_NAMES_TOKENIZER, nl_tokenizer_kind(tok)));
+    cJSON_AddStringToObject(j, "tokenizer", nl_name(NL_NAMES_TOKENIZER, nl_tokenizer_info(tok).kind));
     cJSON_AddItemToObject(j, "ids", id_list);
     cJSON_AddItemToObject(j, "pieces", pieces);
     for (size_t i = 0; i < n; i++) {

@@ -55,6 +55,10 @@ static int append_text(Collect *c, int stream, const char *text, size_t n) {
 // the stream's end, collect_end).
 int collect_token(int stream, int token, void *ctx) {
     Collect *c = ctx;
+    if (token == c->eos) {
+        c->eos_ended = 1;
+        return NL_EMIT_DONE;
+    }
     StopFilter *f = &c->stop[stream];
     size_t n, at = c->len[stream] + stop_filter_held(f);  // where the token's bytes start in the text
     const char *piece = nl_tokenizer_bytes(c->tok, token, &n), *out;

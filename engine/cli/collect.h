@@ -28,6 +28,8 @@ typedef struct {
     NlSampler **samplers;  // (N) with --n-probs: what each stream's last draw recorded
     int width;  // --n-probs: the top tokens recorded a draw (0: none)
     Probs *probs;  // (N) with --n-probs
+    int eos;  // the token that ends a stream, unrecorded (a sentencepiece model's </s>); -1: none
+    atomic_int eos_ended;  // set once it ended one (from any worker thread)
 } Collect;
 
 // An NlEmitFn on a Collect: the token's bytes through the stream's filter into its text.

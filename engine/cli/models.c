@@ -239,7 +239,16 @@ double desc_number(const NlModelDesc *d, const char *key, double absent) {
 
 size_t model_context(const NlModel *model) { return model_desc(model).window; }
 const char *token_unit(const NlModel *model) {
-    return nl_tokenizer_kind(nl_model_tokenizer(model)) == NL_TOKENIZER_CHAR ? "character" : "token";
+    return nl_tokenizer_info(nl_model_tokenizer(model)).kind == NL_TOKENIZER_CHAR ? "character" : "token";
+}
+
+int model_eos(const Options *o, const NlModel *model) {
+    return o->ignore_eos ? -1 : nl_tokenizer_info(nl_model_tokenizer(model)).eos;
+}
+
+size_t model_keep(const NlModel *model, const int *ids, size_t n) {
+    int bos = nl_tokenizer_info(nl_model_tokenizer(model)).bos;
+    return n && bos >= 0 && ids[0] == bos;
 }
 
 int model_windowed(const NlModel *model) { return model_desc(model).family->windowed; }

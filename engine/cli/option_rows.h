@@ -233,7 +233,8 @@
     {                                                                                                                  \
         .name = "special", .type = OT_FLAG, .field = OPT_FIELD(special), .value = 1,                                   \
         .help = "a BPE model: \"<|endoftext|>\" in the text is the special token (by default it is plain text, as in " \
-                "GPT-2's encoder and tiktoken's encode_ordinary); a character model has none"                          \
+                "GPT-2's encoder and tiktoken's encode_ordinary); a sentencepiece model: <s>, </s> and <unk> (plain "  \
+                "text by default, as in sentencepiece); a character model has none"                                    \
     }
 
 // generate, eval

@@ -205,7 +205,6 @@ static const struct {
     {"cnv no-cnv conversation", "llama.cpp's chat mode; there is no chat template, and -i continues a text turn after "
                                 "turn"},
     {"pg", "llama-bench's pp+tg test; bench runs ppN and tgN tests apart (-p, -n)"},
-    {"ignore-eos", "llama.cpp's; generate never stops at an end-of-text token: it runs -n tokens, or to a --stop text"},
     {"fa flash-attn", "llama.cpp's flash attention; normlab's decode already attends in one fused pass per query "
                       "(scores, softmax and values), and prefill in tiles"},
     {"device dtype compile", "nanoGPT's: normlab runs float32 on the CPU"},

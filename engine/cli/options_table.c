@@ -48,6 +48,12 @@ const OptSpec GENERATE_OPTIONS[] = {
      .field = OPT_FIELD(stops),
      .help = "end a stream where its new text first holds TEXT, found across tokens; TEXT itself is not "
              "printed. Repeatable: the first of them to appear ends it (-r, --reverse-prompt: llama.cpp's names)"},
+    {.name = "ignore-eos",
+     .type = OT_FLAG,
+     .field = OPT_FIELD(ignore_eos),
+     .value = 1,
+     .help = "a sentencepiece model: go on past its end-of-sequence token (</s>), which otherwise ends a stream "
+             "unprinted, as in llama.cpp; the other kinds have none"},
     {.name = "interactive",
      .letter = 'i',
      .type = OT_FLAG,

@@ -11,13 +11,13 @@
 
 // Encodes text (len bytes) into a new id array.
 int encode_flags(const Options *o) {
-    return (o->skip_unknown ? NL_ENCODE_SKIP_UNKNOWN : 0) | (o->special ? NL_ENCODE_SPECIAL : 0);
+    return (o->skip_unknown ? NL_ENCODE_SKIP_UNKNOWN : 0) | (o->special ? NL_ENCODE_SPECIAL : 0) | NL_ENCODE_BOS;
 }
 
 int encode(const NlModel *model, const char *what, const char *text, size_t len, int flags, int **ids, size_t *n,
            size_t *skipped) {
     int skip_unknown = flags & NL_ENCODE_SKIP_UNKNOWN;
-    *ids = malloc((len + 1) * sizeof **ids);
+    *ids = malloc((len + 2) * sizeof **ids);  // (a sentencepiece text's dummy prefix and bos)
     if (!*ids) {
         msg_error("out of memory for %s", what);
         return EXIT_DATA;
@@ -79,7 +79,7 @@ int read_text(const char *path, char **buf, size_t *len) {
 
 static int encodable(const NlModel *model, const char *text) {
     size_t len = strlen(text), n, skipped;
-    int *ids = malloc((len + 1) * sizeof *ids);
+    int *ids = malloc((len + 2) * sizeof *ids);
     NlError err;
     int ok = ids && nl_tokenizer_encode(nl_model_tokenizer(model), text, len, 0, ids, &n, &skipped, &err) == 0;
     free(ids);

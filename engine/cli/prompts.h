@@ -8,7 +8,8 @@
 
 #define TEXT_CAP ((size_t)1 << 30)  // the largest text read
 
-// The tokenizer flags the options ask for (--skip-unknown, --special).
+// The tokenizer flags the options ask for (--skip-unknown, --special), and bos first (a text starts a
+// sequence: a sentencepiece model that adds bos gets it).
 int encode_flags(const Options *o);
 // text (len bytes) encoded into a new *ids of *n, *skipped characters dropped; messages name it `what`.
 int encode(const NlModel *model, const char *what, const char *text, size_t len, int flags, int **ids, size_t *n,

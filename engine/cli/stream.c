@@ -46,6 +46,10 @@ static int emit_bytes(EmitCtx *e, const char *bytes, size_t len) {
 // stream ends (NL_EMIT_DONE); an end that may begin one waits.
 int emit_token(int token, void *ctx) {
     EmitCtx *e = ctx;
+    if (token == e->eos) {
+        e->eos_ended = 1;
+        return NL_EMIT_DONE;
+    }
     size_t len, n;
     const char *bytes = nl_tokenizer_bytes(e->tok, token, &len), *out;
     int which, found = stop_filter_push(&e->stop, bytes, len, &out, &n, &which);

@@ -242,7 +242,7 @@ static int compare_one(const NlCompareJob *job, const NlCompareJob *ref, const N
     row->reference = job->reference;
     row->parameters = nl_model_parameters(model);
     const NlTokenizer *tok = nl_model_tokenizer(model);
-    row->bpe = nl_tokenizer_kind(tok) == NL_TOKENIZER_BPE;
+    row->bpe = nl_tokenizer_info(tok).kind != NL_TOKENIZER_CHAR;  // (a subword vocabulary: BPE or sentencepiece)
     row->weight_bytes = nl_model_weight_bytes(model);
     run.batch = 1;
     NlState *s = NULL;

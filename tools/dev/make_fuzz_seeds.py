@@ -39,6 +39,36 @@ def small_bpe():
             "model": {"type": "BPE", "vocab": vocab, "merges": merges}}
 
 
+def small_spm():
+    """A SentencePiece BPE in normlab's form and in Hugging Face's (Llama 2's): <unk> <s> </s>, the 256
+    byte pieces, "▁" and a few characters, and the merges they make (scores by rank)."""
+    pieces = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)]
+    merges = [("\u2581", "t"), ("h", "e"), ("\u2581t", "he"), ("i", "n"), ("in", "g"), ("\u2581", "a")]
+    made = [a + b for a, b in merges]
+    chars = ["\u2581", "t", "h", "e", "i", "n", "g", "a", "\u00e9", "\u4f60"]
+    scores = [0.0] * len(pieces) + [-float(r) for r in range(len(made) + len(chars))]
+    pieces += made + chars
+    ours = {"type": "sentencepiece", "pieces": [[p, s] for p, s in zip(pieces, scores)], "unk_id": 0, "bos_id": 1,
+            "eos_id": 2, "add_bos": True, "add_dummy_prefix": True, "byte_fallback": True}
+    added = [{"id": i, "content": c, "single_word": False, "lstrip": False, "rstrip": False, "normalized": False,
+              "special": True} for i, c in enumerate(pieces[:3])]
+    hf = {"version": "1.0", "added_tokens": added,
+          "normalizer": {"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "\u2581"},
+                                                             {"type": "Replace", "pattern": {"String": " "},
+                                                              "content": "\u2581"}]},
+          "pre_tokenizer": None,
+          "post_processor": {"type": "TemplateProcessing", "single": [
+              {"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+              "pair": [], "special_tokens": {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}}},
+          "decoder": {"type": "Sequence", "decoders": [
+              {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "}, {"type": "ByteFallback"},
+              {"type": "Fuse"}, {"type": "Strip", "content": " ", "start": 1, "stop": 0}]},
+          "model": {"type": "BPE", "dropout": None, "unk_token": "<unk>", "continuing_subword_prefix": None,
+                    "end_of_word_suffix": None, "fuse_unk": True, "byte_fallback": True,
+                    "vocab": {p: i for i, p in enumerate(pieces)}, "merges": [f"{a} {b}" for a, b in merges]}}
+    return ours, hf
+
+
 def main():
     for h in ("safetensors", "config", "tokenizer", "inline", "prompt"):
         shutil.rmtree(os.path.join(OUT, h), ignore_errors=True)
@@ -72,6 +102,9 @@ def main():
                     os.path.join(OUT, "tokenizer", name + ".json"))
     with open(os.path.join(OUT, "tokenizer", "bpe-small.json"), "w", encoding="utf-8") as f:
         json.dump(small_bpe(), f, ensure_ascii=False)
+    for name, form in zip(("spm-small", "spm-small-hf"), small_spm()):
+        with open(os.path.join(OUT, "tokenizer", name + ".json"), "w", encoding="utf-8") as f:
+            json.dump(form, f, ensure_ascii=False)
     for i, p in enumerate(PROMPTS):
         with open(os.path.join(OUT, "prompt", f"prompt{i}.txt"), "wb") as f:
             f.write(p.encode("utf-8", "surrogateescape") if isinstance(p, str) else p)

@@ -32,6 +32,7 @@ import numpy as np  # noqa: E402
 import hfweights  # noqa: E402
 import llama2c  # noqa: E402
 import nltool  # noqa: E402
+import spmjson  # noqa: E402
 from nltool import ToolError  # noqa: E402
 
 SPACE = "\u2581"
@@ -54,27 +55,7 @@ def pieces(V):
 
 def hf_tokenizer(toks):
     """A Llama 2 tokenizer.json (BPE with byte fallback, the Prepend + Replace normalizer) of toks."""
-    special = [{"id": i, "content": t, "single_word": False, "lstrip": False, "rstrip": False, "normalized": False,
-                "special": True} for i, (t, _) in enumerate(toks[:3])]
-    return {"version": "1.0", "truncation": None, "padding": None, "added_tokens": special,
-            "normalizer": {"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": SPACE},
-                                                               {"type": "Replace", "pattern": {"String": " "},
-                                                                "content": SPACE}]},
-            "pre_tokenizer": None,
-            "post_processor": {"type": "TemplateProcessing",
-                               "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
-                                          {"Sequence": {"id": "A", "type_id": 0}}],
-                               "pair": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
-                                        {"Sequence": {"id": "A", "type_id": 0}},
-                                        {"SpecialToken": {"id": "<s>", "type_id": 1}},
-                                        {"Sequence": {"id": "B", "type_id": 1}}],
-                               "special_tokens": {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}}},
-            "decoder": {"type": "Sequence", "decoders": [
-                {"type": "Replace", "pattern": {"String": SPACE}, "content": " "}, {"type": "ByteFallback"},
-                {"type": "Fuse"}, {"type": "Strip", "content": " ", "start": 1, "stop": 0}]},
-            "model": {"type": "BPE", "dropout": None, "unk_token": "<unk>", "continuing_subword_prefix": None,
-                      "end_of_word_suffix": None, "fuse_unk": True, "byte_fallback": True,
-                      "vocab": {t: i for i, (t, _) in enumerate(toks)}, "merges": [m for _, m in toks if m]}}
+    return spmjson.hf_llama([t for t, _ in toks], [m for _, m in toks if m])
 
 
 def bin_tokens(toks):
