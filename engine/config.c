@@ -233,9 +233,9 @@ static int parse_rnn_config(NlConfig *c, const cJSON *root, NlArch arch, int ver
 // (default rmsnorm), placement pre|post|peri (default pre), norm_eps, rope_theta (> 0, default 10000),
 // tie_embeddings, qk_norm and attn_bias (default false). No learned positions, a gated SiLU MLP.
 static int parse_llama_config(NlConfig *c, const cJSON *root, int version, const char *what, NlError *err) {
-    static const char *const KEYS[] = {"format",     "arch",         "vocab_size",     "n_layer",  "n_head",
-                                       "n_kv_head",  "n_embd",       "block_size",     "n_inner",  "norm",
-                                       "placement",  "norm_eps",     "rope_theta",     "qk_norm",  "attn_bias",
+    static const char *const KEYS[] = {"format",         "arch",     "vocab_size", "n_layer", "n_head",
+                                       "n_kv_head",      "n_embd",   "block_size", "n_inner", "norm",
+                                       "placement",      "norm_eps", "rope_theta", "qk_norm", "attn_bias",
                                        "tie_embeddings", NULL};
     static const char *const LLAMA_NORMS[] = {"rmsnorm", "layernorm", "none", NULL};
     static const NlNormType NORM_OF[] = {NL_NORM_RMSNORM, NL_NORM_LAYERNORM, NL_NORM_NONE};
@@ -265,7 +265,8 @@ static int parse_llama_config(NlConfig *c, const cJSON *root, int version, const
         nl_jsonx_number(root, "norm_eps", 0, 1e-12, 1, &eps, what, err) != 0 ||
         nl_jsonx_number(root, "rope_theta", 0, -1e300, 1e300, &theta, what, err) != 0 ||
         nl_jsonx_bool(root, "tie_embeddings", 0, &tie, what, err) != 0 ||
-        nl_jsonx_bool(root, "qk_norm", 0, &qk, what, err) != 0 || nl_jsonx_bool(root, "attn_bias", 0, &ab, what, err) != 0)
+        nl_jsonx_bool(root, "qk_norm", 0, &qk, what, err) != 0 ||
+        nl_jsonx_bool(root, "attn_bias", 0, &ab, what, err) != 0)
         return -1;
     if (theta <= 0) {
         nl_error(err, NL_ERR_FORMAT, "%s: \"rope_theta\" = %g must be positive", what, theta);

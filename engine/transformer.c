@@ -577,12 +577,12 @@ static size_t transformer_state_bytes(const NlConfig *c) {
 
 // The operations both rows share: the Llama family runs these blocks with its config's RoPE,
 // grouped KV heads, QK-norm and gated MLP, and differs in what it is and how info describes it.
-#define TRANSFORMER_OPS                                     \
-    .bind = nl_transformer_bind, .copy_weights = nl_transformer_copy_weights, \
-    .free_weights = nl_transformer_free_weights, .matrices = nl_transformer_matrices, \
-    .create = transformer_create, .destroy = transformer_destroy, .forward = transformer_forward, \
-    .copy = transformer_copy, .shift = transformer_shift, .window = transformer_window, .call_logits = transformer_window, \
-    .state_bytes = transformer_state_bytes, .has_component = nl_transformer_has_component, \
+#define TRANSFORMER_OPS                                                                                             \
+    .bind = nl_transformer_bind, .copy_weights = nl_transformer_copy_weights,                                       \
+    .free_weights = nl_transformer_free_weights, .matrices = nl_transformer_matrices, .create = transformer_create, \
+    .destroy = transformer_destroy, .forward = transformer_forward, .copy = transformer_copy,                       \
+    .shift = transformer_shift, .window = transformer_window, .call_logits = transformer_window,                    \
+    .state_bytes = transformer_state_bytes, .has_component = nl_transformer_has_component,                          \
     .lab_cost = nl_transformer_cost, .lab_readout = transformer_readout
 
 const NlFamily *nl_family_transformer(void) {

@@ -86,8 +86,8 @@ void nl_transformer_cost(const NlConfig *c, NlComponent comp, size_t batch, size
         *bytes = 4 * (2 * n * D + 2 * D);
         break;
     case NL_COMP_QKV:
-        nl_cost_linear(c->bias || c->attn_bias, n, D, D + 2.0 * D / c->n_head * (c->n_kv_head ? c->n_kv_head : c->n_head),
-                       flops, bytes);
+        nl_cost_linear(c->bias || c->attn_bias, n, D,
+                       D + 2.0 * D / c->n_head * (c->n_kv_head ? c->n_kv_head : c->n_head), flops, bytes);
         break;
     case NL_COMP_ATTN_PROJ: nl_cost_linear(c->bias, n, D, D, flops, bytes); break;
     case NL_COMP_MLP_UP: nl_cost_linear(c->bias, n, D, c->gated_mlp ? 2 * F : F, flops, bytes); break;

@@ -152,7 +152,8 @@ done
 # it that reads a config's field does not build (a family's fields are the core's and the lab's).
 rm -rf "$TMP/tree"; mkdir -p "$TMP/tree"
 cp -r Makefile include engine tokenizer tests "$TMP/tree/"
-printf '#include "normlab.h"\nint planted(const NlConfig *c);\nint planted(const NlConfig *c) { return c->vocab_size; }\n' \
+planted='int planted(const NlConfig *c);\nint planted(const NlConfig *c) { return c->vocab_size; }'
+printf '#include "normlab.h"\n%b\n' "$planted" \
     > "$TMP/tree/engine/cli/planted.c"
 make -C "$TMP/tree" --no-print-directory -s build/rel/engine/cli/planted.o > "$TMP/cc.log" 2>&1 \
     && bad "compiler: the command line reads a config field" "it built" \

@@ -204,7 +204,8 @@ def hand_made_bin(tmp):
                 if base in expect:
                     ok &= bool(np.all(a == value[expect[base]]))
             c = t["h.1.attn.c_attn.weight"]
-            ok &= bool(np.all(c[:D] == value["wq"]) and np.all(c[D:D + Dh] == value["wk"]) and np.all(c[D + Dh:] == value["wv"]))
+            ok &= bool(np.all(c[:D] == value["wq"]) and np.all(c[D:D + Dh] == value["wk"])
+                       and np.all(c[D + Dh:] == value["wv"]))
             m = t["h.0.mlp.c_fc.weight"]
             ok &= bool(np.all(m[:F] == value["w1"]) and np.all(m[F:] == value["w3"]))
             ok &= config["tie_embeddings"] is False and config["block_size"] == T

@@ -47,9 +47,8 @@ static const char *const BASE_R[][2] = {{"arch", "\"lstm\""}, {"vocab_size", "3"
                                         {"n_embd", "2"},      {"n_hidden", "2"},   {"norm", "\"layernorm\""},
                                         {"norm_eps", "1e-05"}};
 // The smallest Llama (version 4): the keys it needs, the rest defaulted.
-static const char *const BASE_L[][2] = {{"arch", "\"llama\""}, {"vocab_size", "3"}, {"n_layer", "1"},
-                                        {"n_head", "2"},         {"n_embd", "4"},     {"block_size", "2"},
-                                        {"n_inner", "4"}};
+static const char *const BASE_L[][2] = {{"arch", "\"llama\""}, {"vocab_size", "3"}, {"n_layer", "1"}, {"n_head", "2"},
+                                        {"n_embd", "4"},       {"block_size", "2"}, {"n_inner", "4"}};
 
 // config.json from a base and edits "key=value;...": a value replaces the base's, "-" removes the
 // key, a new key is added at the end; "version=N" sets the format's version (1, or 3 for recurrent).

@@ -104,8 +104,8 @@ static void check_outliers(const char *what, const NlOutlierStats *got, const Nl
           want->max_ratio);
     CHECK(close_rel(got->kurtosis, want->kurtosis, rtol), "%s: kurtosis %.9g want %.9g", what, got->kurtosis,
           want->kurtosis);
-    CHECK(close_rel(got->max_abs, want->max_abs, rtol) && close_rel(got->max_over_mean_abs, want->max_over_mean_abs, rtol) &&
-              got->max_channel == want->max_channel,
+    CHECK(close_rel(got->max_abs, want->max_abs, rtol) &&
+              close_rel(got->max_over_mean_abs, want->max_over_mean_abs, rtol) && got->max_channel == want->max_channel,
           "%s: largest |x| %.9g (%.9g x the mean |x|) at channel %d, want %.9g (%.9g) at %d", what, got->max_abs,
           got->max_over_mean_abs, got->max_channel, want->max_abs, want->max_over_mean_abs, want->max_channel);
     double tol = flips / (double)want->values + 1e-15;

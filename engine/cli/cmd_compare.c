@@ -25,7 +25,8 @@
 // The runs of one model (returns their count): as trained; with also_swap, the other norm type
 // (LayerNorm and RMSNorm each other's, BatchNorm's LayerNorm), the other placement (pre and post each
 // other's, peri's pre) and no norm at all, of these the ones its family runs (an LN-RNN: only without
-// its LNs), and QK-norm switched where the family has it; a norm-free model has no swaps. BatchNorm runs with bn_stats, or each twice (running,
+// its LNs), and QK-norm switched where the family has it; a norm-free model has no swaps. BatchNorm runs with
+// bn_stats, or each twice (running,
 // then batch) with BN_STATS_BOTH; a BatchNorm post model run as pre has no running statistics for
 // its ln_f, so that row runs with batch statistics only.
 static int compare_runs(const NlModelDesc *c, int also_swap, int bn_stats, NlRunOptions *runs) {

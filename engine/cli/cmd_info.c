@@ -213,8 +213,7 @@ static cJSON *list_entry(const Options *o, const ModelEntry *e) {
         NlModelDesc d = model_desc(model);
         cJSON_AddStringToObject(m, "norm", nl_name(NL_NAMES_NORM, d.norm));
         cJSON_AddStringToObject(m, "arch", nl_name(NL_NAMES_ARCH, d.arch));
-        if (d.family->has_placement)
-            cJSON_AddStringToObject(m, "placement", nl_name(NL_NAMES_PLACEMENT, d.placement));
+        if (d.family->has_placement) cJSON_AddStringToObject(m, "placement", nl_name(NL_NAMES_PLACEMENT, d.placement));
         else cJSON_AddNullToObject(m, "placement");  // a family with none: the text shows its arch
         cJSON_AddNumberToObject(m, "parameters", (double)d.parameters);
         const char *by = NULL;

@@ -196,12 +196,12 @@
     }
 
 // generate, eval, logits, profile
-#define OPT_QK_NORM                                                                                          \
-    {                                                                                                        \
-        .name = "qk-norm", .type = OT_CHOICE, .arg = "S", .range = "on or off (any case)",                   \
+#define OPT_QK_NORM                                                                                              \
+    {                                                                                                            \
+        .name = "qk-norm", .type = OT_CHOICE, .arg = "S", .range = "on or off (any case)",                       \
         .def_text = "as configured", .field = OPT_FIELD(qk_norm), .choose = choose_qk_norm, .choices = "on off", \
         .help = "a llama model: normalise q and k per head before RoPE (on: its gains, unit gains where it has " \
-                "none) or not (off)"                                                                         \
+                "none) or not (off)"                                                                             \
     }
 
 // generate, eval, logits, profile

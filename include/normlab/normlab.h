@@ -264,7 +264,8 @@ int nl_sampler_probs(const NlSampler *sampler, double *logprob, const int **ids,
 // does: the first `keep` tokens stay (BOS), half of the rest after them go, and the cached keys of
 // the others are turned back by as many positions, with no re-prefill (docs/llama.md); a feed that
 // would still overflow re-prefills as above. With exact_window every feed recomputes the last T
-// tokens from position 0 (nanoGPT's sampler). A recurrent model (NlModelDesc.window SIZE_MAX) never shifts: its state carries the whole text.
+// tokens from position 0 (nanoGPT's sampler). A recurrent model (NlModelDesc.window SIZE_MAX) never shifts:
+// its state carries the whole text.
 typedef struct NlContext NlContext;
 typedef struct {
     size_t streams;  // B sequences fed side by side, on the state's sequences 0..B-1 (0 means 1; at most its batch)
@@ -313,7 +314,8 @@ typedef struct {
 // stream after each step. The prompt is prefilled once per group of streams and its cache copied;
 // each step shares every matrix product across a group. When the window of T positions is full,
 // the most recent T/2 tokens are re-processed in one batched pass at positions 0..T/2-1 (a context
-// shift; a RoPE model's shifts in place, keeping opts->keep tokens: NlContext's rule) and decoding goes on; with exact_window, every token recomputes the last T positions.
+// shift; a RoPE model's shifts in place, keeping opts->keep tokens: NlContext's rule) and decoding goes on;
+// with exact_window, every token recomputes the last T positions.
 // The streams go in groups of G = the states' NlRunOptions.batch (every state the same batch), shared
 // among n_states worker threads, one state each: stream i is in group i / G, and each group runs
 // alone on its state, so every stream's tokens are the same whatever n_states is. With several

@@ -151,7 +151,8 @@ def convert_tensors(src, config, where):
             raise ToolError(f"the weights lack {name} (or model.{name}), which {where} needs"
                             + (" (tie_word_embeddings is false)" if name == "lm_head.weight" else ""))
         if tuple(hf[name].shape) != shape:
-            raise ToolError(f"{hf[name].path}: {hf[name].hf_name} has shape {tuple(hf[name].shape)}, {where} says {shape} "
+            raise ToolError(f"{hf[name].path}: {hf[name].hf_name} has shape {tuple(hf[name].shape)}, "
+                            f"{where} says {shape} "
                             f"(hidden_size {config['n_embd']}, num_attention_heads {config['n_head']}, "
                             f"num_key_value_heads {config['n_kv_head']}, intermediate_size {config['n_inner']}, "
                             f"vocab_size {config['vocab_size']})")

@@ -60,7 +60,8 @@ def sentencepiece_json(tokens, path):
     for need in ("<unk>", "<s>", "</s>"):
         if need not in ids:
             raise ToolError(f"{path}: has no {need!r} token"
-                            + ("" if need == "<unk>" else f" (tokenizer.py's export spells it {chr(10) + need + chr(10)!r})"))
+                            + ("" if need == "<unk>"
+                               else f" (tokenizer.py's export spells it {chr(10) + need + chr(10)!r})"))
     missing = [f"<0x{b:02X}>" for b in range(256) if f"<0x{b:02X}>" not in ids]
     if missing:
         raise ToolError(f"{path}: has no byte token {missing[0]} ({len(missing)} of the 256 missing): byte fallback "
@@ -111,7 +112,8 @@ def main(argv):
                                           else "no such file"))
     tok = a.tokenizer or os.path.join(os.path.dirname(os.path.abspath(a.model)), "tokenizer.bin")
     if not os.path.isfile(tok):
-        raise ToolError(f"{tok}: no such file" + ("" if a.tokenizer else ": name llama2.c's tokenizer.bin with --tokenizer"))
+        raise ToolError(f"{tok}: no such file"
+                        + ("" if a.tokenizer else ": name llama2.c's tokenizer.bin with --tokenizer"))
     nltool.check_out(a.out, [a.model, tok], want_dir=True, make_parents=True)
     h, blocks = llama2c.read_model(a.model)
     tokenizer = sentencepiece_json(llama2c.read_tokenizer(tok, h["vocab_size"]), tok)
