@@ -4,7 +4,7 @@
 #                                    clang-format, tmux
 #   tools/install-deps.sh --fuzz     also clang and its libFuzzer runtime (make fuzz)
 #   tools/install-deps.sh --python   also the Python tools: python3-torch, python3-numpy, python3-tqdm,
-#                                    python3-matplotlib, python3-onnx; and Node.js with ONNX Runtime
+#                                    python3-matplotlib, python3-onnx, python3-sentencepiece; and Node.js with ONNX Runtime
 #                                    (onnxruntime-node from npm, into build/ort, never globally), and
 #                                    gpt-tokenizer (npm, into build/npm) and tokenizers
 #                                    (Hugging Face's, npm, into build/hf): the BPE references
@@ -30,6 +30,7 @@ if [ "${1:-}" = "--python" ]; then
     /usr/bin/python3 -c 'import tqdm' 2>/dev/null || missing="$missing python3-tqdm"
     /usr/bin/python3 -c 'import matplotlib' 2>/dev/null || missing="$missing python3-matplotlib"
     /usr/bin/python3 -c 'import onnx' 2>/dev/null || missing="$missing python3-onnx"
+    /usr/bin/python3 -c 'import sentencepiece' 2>/dev/null || missing="$missing python3-sentencepiece"
     command -v node >/dev/null 2>&1 || missing="$missing nodejs"
     command -v npm >/dev/null 2>&1 || missing="$missing npm"
     [ -x /usr/bin/time ] || missing="$missing time"    # make bench: peak RSS

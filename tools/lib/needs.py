@@ -20,6 +20,7 @@ DEBIAN = {  # module -> the Debian package that provides it
     "matplotlib": "python3-matplotlib",
     "tqdm": "python3-tqdm",
     "onnx": "python3-onnx",
+    "sentencepiece": "python3-sentencepiece",
 }
 
 
