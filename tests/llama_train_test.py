@@ -34,8 +34,7 @@ CORPUS = os.path.join(ROOT, "..", "shared", "data", "tinyshakespeare.txt")
 LOGIT_ATOL = 1e-4
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 from tooltest import Checks  # noqa: E402
-import needs  # noqa: E402  (tools/lib, on the path through tooltest)
-import spmbpe  # noqa: E402
+import spmbpe  # noqa: E402  (tools/lib, on the path through tooltest)
 
 check = Checks("llama_train_test")
 BYTES = [[f"<0x{b:02X}>", 0.0] for b in range(256)]
@@ -105,8 +104,9 @@ def against_sentencepiece(tmp):
     got, want = ours.encode(text[cut:]), sp.encode(text[cut:])
     check(got == want, f"spm_gives_sentencepiece_ids_on_the_validation_split ({len(want)} ids)",
           f"{len(got)} ids against {len(want)}")
-    hard = ["  two leading", "runs   of    spaces ", "new\nlines\n\n", "digits 12345 67", "emoji \U0001F600\U0001F389 ok",
-            "CJK \u6f22\u5b57\u304b\u306a", "combining e\u0301 a\u0308", "literal \u2581 mark", " ", "\n", "tab\there"]
+    hard = ["  two leading", "runs   of    spaces ", "new\nlines\n\n", "digits 12345 67",
+            "emoji \U0001F600\U0001F389 ok", "CJK \u6f22\u5b57\u304b\u306a", "combining e\u0301 a\u0308",
+            "literal \u2581 mark", " ", "\n", "tab\there"]
     wrong = [h for h in hard if ours.encode(h) != sp.encode(h)]
     check(not wrong, f"spm_gives_sentencepiece_ids_on_{len(hard)}_hard_cases", repr(wrong[:2]))
 
@@ -164,7 +164,8 @@ def trained_models(tmp):
         nlformat.write_model_dir(big, {c: v for c, v in config.items() if c != "format"}, vocab, larger)
         for what, model_dir in (("trained", out), ("made larger", big)):
             try:
-                got = np.array([json.loads(line) for line in engine("logits", "-m", model_dir, "-p", prompt).splitlines()])
+                rows = engine("logits", "-m", model_dir, "-p", prompt).splitlines()
+                got = np.array([json.loads(line) for line in rows])
                 ids = json.loads(engine("tokenize", "-m", model_dir, "-p", prompt, "--json"))["ids"]
             except RuntimeError as e:
                 check(False, f"{label}, {what}: normlab logits runs", str(e))
@@ -200,7 +201,8 @@ def with_sentencepiece(tmp):
     copied = open(os.path.join(out, "tokenizer.json"), encoding="utf-8").read() == open(path, encoding="utf-8").read()
     check(copied and cfg["vocab_size"] == len(doc["pieces"]) and log["train_tokens"] == len(spm.encode(text[:n_train]))
           and log["val_tokens"] == len(spm.encode(text[n_train:])) and log["tokenizer"].startswith("SentencePiece"),
-          "train.py --tokenizer takes a sentencepiece tokenizer.json (each split one document)", str(log.get("tokenizer")))
+          "train.py --tokenizer takes a sentencepiece tokenizer.json (each split one document)",
+          str(log.get("tokenizer")))
 
 
 def refusals(tmp):

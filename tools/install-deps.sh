@@ -4,9 +4,9 @@
 #                                    clang-format, tmux
 #   tools/install-deps.sh --fuzz     also clang and its libFuzzer runtime (make fuzz)
 #   tools/install-deps.sh --python   also the Python tools: python3-torch, python3-numpy, python3-tqdm,
-#                                    python3-matplotlib, python3-onnx, python3-sentencepiece; and Node.js with ONNX Runtime
-#                                    (onnxruntime-node from npm, into build/ort, never globally), and
-#                                    gpt-tokenizer (npm, into build/npm) and tokenizers
+#                                    python3-matplotlib, python3-onnx, python3-sentencepiece; and
+#                                    Node.js with ONNX Runtime (onnxruntime-node from npm, into build/ort,
+#                                    never globally), and gpt-tokenizer (npm, into build/npm) and tokenizers
 #                                    (Hugging Face's, npm, into build/hf): the BPE references
 set -eu
 missing=""

@@ -40,7 +40,8 @@ class Spm:
             if not ok:
                 raise SpmError(f"{where}: {what}")
 
-        need(isinstance(doc, dict) and doc.get("type") == "sentencepiece", 'not a tokenizer.json of "type": "sentencepiece"')
+        need(isinstance(doc, dict) and doc.get("type") == "sentencepiece",
+             'not a tokenizer.json of "type": "sentencepiece"')
         pieces = doc.get("pieces")
         need(isinstance(pieces, list) and pieces, '"pieces" must be a non-empty list of [piece, score]')
         for i, p in enumerate(pieces):
@@ -65,7 +66,8 @@ class Spm:
             missing = [b for b in range(256) if self.byte_ids[b] is None]
             need(not missing, f"byte_fallback, but the byte piece <0x{missing[0]:02X}> is missing" if missing else "")
         special = {doc["unk_id"], doc["bos_id"], doc["eos_id"]}
-        self.score = {s: float(pieces[i][1]) for i, s in enumerate(self.pieces) if i not in special and not BYTE.match(s)}
+        self.score = {s: float(pieces[i][1]) for i, s in enumerate(self.pieces)
+                      if i not in special and not BYTE.match(s)}  # the pieces a merge may make
         self.words = not any(SPACE in s[1:] for s in self.score)  # no merge crosses a word's start
         self.cache = {}
 

@@ -408,7 +408,8 @@ def main(argv):
     lead = dist.rank == 0  # evaluates, prints, writes
     if lead:
         kind = f"{a.arch}/{a.norm}" if recurrent else f"{a.norm}/{a.placement}"
-        kind = f"llama/{kind}, {a.n_head} heads over {a.n_kv_head} KV heads, F {a.n_inner}" if a.arch == "llama" else kind
+        if a.arch == "llama":
+            kind = f"llama/{kind}, {a.n_head} heads over {a.n_kv_head} KV heads, F {a.n_inner}"
         unit = "tokens" if a.tokenizer else "chars"
         print(f"{kind}: {n_params} parameters, {len(train)} train / {len(val)} val {unit}"
               + (f", {dist.world} processes" if dist.world > 1 else ""), file=sys.stderr)
