@@ -53,6 +53,7 @@ CASES = [  # (tool, arguments, a word the line must hold)
     ("interop/import_hf_gpt2.py", [os.path.join(ROOT, "tests"), "--out", OUT], "config.json"),
     ("reference/hf_gpt2_parity.py", ["--bogus"], "unrecognized arguments"),
     ("train/train.py", ["--data", TEXT, "--out", OUT, "--tokenizer", NONE], "--tokenizer"),
+    ("train/train.py", ["--data", TEXT, "--out", OUT, "--arch", "llama", "--n-kv-head", "3"], "does not divide"),
     ("lib/gpt2bpe.py", [NONE, TEXT], "No such file"),
     ("interop/import_hf.py", [NONE, "--out", OUT], "not a folder"),
     ("interop/import_hf.py", [os.path.join(ROOT, "tests"), "--out", OUT], "config.json"),

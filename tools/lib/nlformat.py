@@ -73,33 +73,49 @@ def rnn_tensor_shapes(config):
 def llama_tensor_shapes(config):
     """The tensor set of arch llama (format version 4), name -> shape: no position table; c_attn's rows
     q (H*Dh), k (KVH*Dh), v (KVH*Dh), RoPE's pairs interleaved (dims 2i, 2i+1 of a head); c_fc's rows
-    the gate (F), then the up projection (F). KVH n_kv_head, Dh = D/H."""
+    the gate (F), then the up projection (F). KVH n_kv_head, Dh = D/H. The norms are the config's, as
+    the engine binds them: RMSNorm a gain, LayerNorm a gain and a bias, none nothing (QK-norm's too);
+    peri adds ln_1_post and ln_2_post, post has no ln_f."""
     V, D, L, H, KVH, F = (config[k] for k in ("vocab_size", "n_embd", "n_layer", "n_head", "n_kv_head", "n_inner"))
     Dh = D // H
+    kind, placement = config.get("norm", "rmsnorm"), config.get("placement", "pre")
     shapes = {"wte.weight": (V, D)}
+
+    def norm(name, width):
+        if kind != "none":
+            shapes[name + ".weight"] = (width,)
+        if kind == "layernorm":
+            shapes[name + ".bias"] = (width,)
+
     for i in range(L):
         p = f"h.{i}."
-        shapes[p + "ln_1.weight"] = (D,)
+        norm(p + "ln_1", D)
         shapes[p + "attn.c_attn.weight"] = ((H + 2 * KVH) * Dh, D)
         if config.get("attn_bias"):
             shapes[p + "attn.c_attn.bias"] = ((H + 2 * KVH) * Dh,)
         if config.get("qk_norm"):
-            shapes[p + "attn.q_norm.weight"] = (Dh,)
-            shapes[p + "attn.k_norm.weight"] = (Dh,)
+            norm(p + "attn.q_norm", Dh)
+            norm(p + "attn.k_norm", Dh)
         shapes[p + "attn.c_proj.weight"] = (D, H * Dh)
-        shapes[p + "ln_2.weight"] = (D,)
+        if placement == "peri":
+            norm(p + "ln_1_post", D)
+        norm(p + "ln_2", D)
         shapes[p + "mlp.c_fc.weight"] = (2 * F, D)
         shapes[p + "mlp.c_proj.weight"] = (D, F)
-    shapes["ln_f.weight"] = (D,)
+        if placement == "peri":
+            norm(p + "ln_2_post", D)
+    if placement != "post":
+        norm("ln_f", D)
     if not config["tie_embeddings"]:
         shapes["lm_head.weight"] = (V, D)
     return shapes
 
 
-def llama_config(V, L, H, KVH, D, T, F, eps, theta, tied, qk_norm=False, attn_bias=False):
+def llama_config(V, L, H, KVH, D, T, F, eps, theta, tied, qk_norm=False, attn_bias=False, norm="rmsnorm",
+                 placement="pre"):
     """An arch llama config (docs/format.md), its keys in the documented order."""
     return {"arch": "llama", "vocab_size": V, "n_layer": L, "n_head": H, "n_kv_head": KVH, "n_embd": D,
-            "block_size": T, "n_inner": F, "norm": "rmsnorm", "placement": "pre", "norm_eps": float(eps),
+            "block_size": T, "n_inner": F, "norm": norm, "placement": placement, "norm_eps": float(eps),
             "rope_theta": float(theta), "tie_embeddings": bool(tied), "qk_norm": bool(qk_norm),
             "attn_bias": bool(attn_bias)}
 

@@ -2,6 +2,7 @@
 the reference (tools/reference/reference.py, in float64), the benchmark's PyTorch contestant
 (tools/bench/bench.py) and the ONNX export (tools/interop/export_onnx.py). docs/forward.md is the
 specification; the engine's own twin, tests/ref_forward.c (C, double), is written apart from it.
+Arch llama's model is tools/lib/nlmodel_llama.py's Llama, which build() and load() return for it.
 
     import nlmodel
     model = nlmodel.load("weights/shakespeare-pre-ln", dtype=torch.float64)  # eval mode, no autograd needed
@@ -453,6 +454,14 @@ def build(config, tensors, norm=None, placement=None, bn_stats="running", dtype=
     (the engine's --norm, --placement, --bn-stats), the tensors rounded by quantize_tensors(quantize,
     quantize_only) (--quantize, --quantize-only; None: as stored) and every linear's input by
     round_rows(quantize_act) (--quantize-act). An option the model cannot run is a ValueError."""
+    if config.get("arch") == "llama":  # its own file, which imports Norm from here
+        import nlmodel_llama
+        if quantize is not None or quantize_only is not None or quantize_act is not None or bn_stats != "running":
+            raise ValueError("arch llama is built here without quantization or BatchNorm statistics")
+        if (norm or "rmsnorm") not in nlmodel_llama.NORMS or (placement or "pre") not in PLACEMENTS:
+            raise ValueError(f"arch llama runs with norm {'|'.join(nlmodel_llama.NORMS)} and placement "
+                             f"{'|'.join(PLACEMENTS)}")
+        return nlmodel_llama.Llama(config, norm, placement, dtype).load_tensors(tensors).eval()
     if quantize is not None:
         tensors = quantize_tensors(config, tensors, quantize, quantize_only)
     elif quantize_only is not None:

@@ -18,7 +18,13 @@ GPT-2's byte-level BPE instead of characters: --tokenizer FILE, a Hugging Face t
 byte-level BPE (the shipped weights/shakespeare-bpe/tokenizer.json is GPT-2's), as nanoGPT's
 data/shakespeare/prepare.py does with tiktoken: the text is split at 90% of its characters, and each
 part is encoded alone (tools/lib/gpt2bpe.py). The model's vocabulary is the tokenizer's, and its
-tokenizer.json is a copy of FILE.
+tokenizer.json is a copy of FILE. --tokenizer also takes normlab's sentencepiece tokenizer.json
+(docs/format.md), encoded by tools/lib/spmbpe.py with each part of the split one document: the dummy
+prefix once at its start, its newlines the byte token <0x0A> unless a piece holds them, no BOS.
+
+Llama (format version 4): --arch llama, the model of tools/lib/nlmodel_llama.py: RoPE on interleaved
+pairs (--rope-theta), --n-kv-head key/value heads, the gated SiLU MLP of width --n-inner, RMSNorm by
+default (--norm layernorm|none, --placement as the transformer's), no biases, optionally --qk-norm.
 Interrupted runs resume from OUT/ckpt.pt with --resume; the checkpoint is deleted when training ends.
 
 Distributed data parallel: the same command under torchrun, on any number of processes and nodes,
@@ -59,7 +65,9 @@ import torch.nn.functional as Fn  # noqa: E402
 
 import nlformat  # noqa: E402
 import nlmodel  # noqa: E402
+import nlmodel_llama  # noqa: E402
 import gpt2bpe  # noqa: E402
+import spmbpe  # noqa: E402
 import nltool  # noqa: E402
 import torchzip  # noqa: E402
 
@@ -69,9 +77,11 @@ def parse_args(argv):
     p.add_argument("--data", required=True, help="UTF-8 text file to train on")
     p.add_argument("--out", required=True, help="model directory to write")
     p.add_argument("--tokenizer", metavar="FILE",
-                   help="a byte-level BPE tokenizer.json (GPT-2's) instead of the text's characters")
-    p.add_argument("--arch", choices=["transformer", "lstm", "gru"], default="transformer")
-    p.add_argument("--norm", choices=["layernorm", "rmsnorm", "batchnorm", "none"], default="layernorm")
+                   help="a byte-level BPE tokenizer.json (GPT-2's) or normlab's sentencepiece tokenizer.json "
+                   "instead of the text's characters")
+    p.add_argument("--arch", choices=["transformer", "lstm", "gru", "llama"], default="transformer")
+    p.add_argument("--norm", choices=["layernorm", "rmsnorm", "batchnorm", "none"],
+                   help="default layernorm; llama: rmsnorm")
     p.add_argument("--placement", choices=["pre", "post", "peri"], default="pre")
     p.add_argument("--deepnorm", action="store_true",
                    help="DeepNorm: post placement, residual scaled by (2L)^(1/4), DeepNet's beta-scaled init")
@@ -83,6 +93,11 @@ def parse_args(argv):
     p.add_argument("--block-size", type=int, default=128,
                    help="context (transformer) or truncated back-propagation window (lstm/gru)")
     p.add_argument("--mlp-ratio", type=int, default=4)
+    p.add_argument("--n-kv-head", type=int, help="llama: key/value heads, dividing --n-head (default --n-head)")
+    p.add_argument("--n-inner", type=int, metavar="F",
+                   help="llama: the gated MLP's hidden width (default 2/3 of 4 n_embd, up to a multiple of 16)")
+    p.add_argument("--rope-theta", type=float, help="llama: RoPE's base (default 10000)")
+    p.add_argument("--qk-norm", action="store_true", help="llama: q and k of each head normalized before RoPE")
     p.add_argument("--activation", choices=sorted(nlmodel.ACTIVATIONS), default="gelu")
     p.add_argument("--no-bias", action="store_true", help="linears without biases")
     p.add_argument("--untied", action="store_true", help="separate lm_head instead of tied embeddings")
@@ -272,13 +287,59 @@ def write_diverged(a, log, step, wall):
     print(f"diverged: loss not finite at step {step}; wrote {a.out}/train_log.json and no model", file=sys.stderr)
 
 
+LLAMA_ONLY = ("n_kv_head", "n_inner", "rope_theta", "qk_norm")
+
+
+def check_llama(a):
+    """--arch llama's options resolved to their defaults, or one line and exit 1 (before anything is read)."""
+    given = [k for k in LLAMA_ONLY if getattr(a, k) not in (None, False)]
+    if a.arch != "llama":
+        if given:
+            sys.exit(f"train.py: --{given[0].replace('_', '-')} is for --arch llama")
+        return
+    if a.norm not in nlmodel_llama.NORMS or a.deepnorm or a.rms_bias:
+        sys.exit(f"train.py: --arch llama takes --norm {'|'.join(nlmodel_llama.NORMS)}, without --deepnorm "
+                 "or --rms-bias")
+    a.n_kv_head = a.n_head if a.n_kv_head is None else a.n_kv_head
+    a.n_inner = nlmodel_llama.default_inner(a.n_embd) if a.n_inner is None else a.n_inner
+    a.rope_theta = 10000.0 if a.rope_theta is None else a.rope_theta
+    if a.n_head < 1 or a.n_embd % a.n_head or (a.n_embd // a.n_head) % 2:
+        sys.exit(f"train.py: --n-embd {a.n_embd} over --n-head {a.n_head} is not a whole, even head width")
+    if a.n_kv_head < 1 or a.n_head % a.n_kv_head:
+        sys.exit(f"train.py: --n-kv-head {a.n_kv_head} does not divide --n-head {a.n_head}")
+    if a.n_inner < 1 or not a.rope_theta > 0:
+        sys.exit(f"train.py: --n-inner {a.n_inner} and --rope-theta {a.rope_theta:g} must be positive")
+    if a.qk_norm and a.norm == "none":
+        sys.exit("train.py: --qk-norm needs a norm (not --norm none)")
+
+
+def load_tokenizer(path):
+    """(tokenizer, its file's text): normlab's sentencepiece tokenizer.json (tools/lib/spmbpe.py) or a
+    byte-level BPE (tools/lib/gpt2bpe.py); one line and exit 1 when it is neither."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()  # written into the model as it is
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError:
+            doc = None  # gpt2bpe says what is wrong (or reads a folder)
+        if isinstance(doc, dict) and doc.get("type") == "sentencepiece":
+            return spmbpe.Spm(doc, path), text
+        return gpt2bpe.load(path), text
+    except (spmbpe.SpmError, gpt2bpe.BpeError, OSError, UnicodeDecodeError) as e:
+        sys.exit(f"train.py: --tokenizer {path}: {getattr(e, 'strerror', None) or e}")
+
+
 def main(argv):
     a = parse_args(argv)
+    if a.norm is None:
+        a.norm = "rmsnorm" if a.arch == "llama" else "layernorm"
+    check_llama(a)
     if a.deepnorm and a.placement != "post":
         sys.exit("train.py: --deepnorm needs --placement post")
     if a.norm == "none" and a.placement != "pre":
         sys.exit("train.py: --norm none needs --placement pre")
-    recurrent = a.arch != "transformer"
+    recurrent = a.arch in ("lstm", "gru")
     if recurrent and a.norm not in ("layernorm", "none"):
         sys.exit(f"train.py: --arch {a.arch} takes --norm layernorm or none")
     torch.set_num_threads(a.threads)
@@ -291,13 +352,7 @@ def main(argv):
         sys.exit(f"train.py: --data {a.data}: {getattr(e, 'strerror', None) or e}")
     n_train = int(0.9 * len(text))
     if a.tokenizer:
-
-        try:
-            bpe = gpt2bpe.load(a.tokenizer)
-            with open(a.tokenizer, encoding="utf-8") as f:
-                vocab = f.read()  # written into the model as it is
-        except (gpt2bpe.BpeError, OSError, UnicodeDecodeError) as e:
-            sys.exit(f"train.py: --tokenizer {a.tokenizer}: {getattr(e, 'strerror', None) or e}")
+        bpe, vocab = load_tokenizer(a.tokenizer)
         vocab_size = bpe.size
         train, val = (torch.tensor(bpe.encode(part), dtype=torch.long) for part in (text[:n_train], text[n_train:]))
     else:
@@ -306,7 +361,9 @@ def main(argv):
         stoi = {ch: i for i, ch in enumerate(vocab)}
         data = torch.tensor([stoi[ch] for ch in text], dtype=torch.long)
         train, val = data[:n_train], data[n_train:]
-    config = {
+    config = nlformat.llama_config(vocab_size, a.n_layer, a.n_head, a.n_kv_head, a.n_embd, a.block_size, a.n_inner,
+                                   a.norm_eps, a.rope_theta, not a.untied, a.qk_norm, False, a.norm, a.placement
+                                   ) if a.arch == "llama" else {
         "arch": a.arch, "vocab_size": vocab_size, "n_layer": a.n_layer, "n_embd": a.n_embd, "n_hidden": a.n_hidden,
         "norm": a.norm, "norm_eps": a.norm_eps,
     } if recurrent else {
@@ -324,7 +381,8 @@ def main(argv):
 
     torch.manual_seed(a.seed)
     # the same initial weights in every process (the same seed)
-    model = (nlmodel.Recurrent(config) if recurrent else nlmodel.Transformer(config)).to(a.device)
+    family = nlmodel.Recurrent if recurrent else nlmodel_llama.Llama if a.arch == "llama" else nlmodel.Transformer
+    model = family(config).to(a.device)
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": a.weight_decay},
@@ -350,6 +408,8 @@ def main(argv):
     lead = dist.rank == 0  # evaluates, prints, writes
     if lead:
         kind = f"{a.arch}/{a.norm}" if recurrent else f"{a.norm}/{a.placement}"
+        if a.arch == "llama":
+            kind = f"llama/{kind}, {a.n_head} heads over {a.n_kv_head} KV heads, F {a.n_inner}"
         unit = "tokens" if a.tokenizer else "chars"
         print(f"{kind}: {n_params} parameters, {len(train)} train / {len(val)} val {unit}"
               + (f", {dist.world} processes" if dist.world > 1 else ""), file=sys.stderr)
@@ -421,7 +481,8 @@ def main(argv):
     provenance = {
         "corpus_sha256": hashlib.sha256(raw).hexdigest(), "corpus_bytes": len(raw),
         "corpus_chars": len(text), "split": "first 90% of characters train, last 10% validate",
-        **({"tokenizer": "byte-level BPE (" + os.path.basename(a.tokenizer) + ")", "train_tokens": len(train),
+        **({"tokenizer": ("SentencePiece BPE (" if isinstance(bpe, spmbpe.Spm) else "byte-level BPE (")
+            + os.path.basename(a.tokenizer) + ")", "train_tokens": len(train),
             "val_tokens": len(val), "train_chars": n_train, "val_chars": len(text) - n_train} if a.tokenizer else
            {"train_chars": len(train), "val_chars": len(val)}), "seed": a.seed, "steps": step,
         "batch_size": a.batch_size, "lr": a.lr, "min_lr": a.min_lr, "warmup": a.warmup,

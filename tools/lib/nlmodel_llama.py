@@ -1,0 +1,181 @@
+"""The PyTorch model of arch llama (docs/format.md, "Llama (arch llama, version 4)"), nlmodel.py's
+family in a file of its own: training (tools/train/train.py --arch llama) and nlmodel.build() in any
+dtype (float64 for the reference checks).
+
+    import nlmodel_llama
+    model = nlmodel_llama.Llama(config)            # fresh weights, to train
+    logits = model(torch.tensor([ids]))            # (B, n, V)
+    tensors = model.export_tensors()               # the file's names, nlformat.llama_tensor_shapes' order
+
+Its module names are the file's names (h.0.attn.c_attn.weight), so a checkpoint's state_dict keys and
+the model file's tensors are one set. RoPE pairs interleaved dimensions (2i, 2i+1) of each head, as
+Meta's reference code, llama2.c and the engine do; query head i reads KV head i // (H / KVH).
+
+Dimension letters: B sequences, n positions, D width, H query heads, KVH key/value heads, Dh head
+width, F MLP hidden width, V vocabulary, L layers.
+"""
+import math
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as Fn
+
+import nlformat
+from nlmodel import Norm
+
+NORMS = ("rmsnorm", "layernorm", "none")
+
+
+def default_inner(D):
+    """F when --n-inner is not given: llama2.c's rule (Meta's, with multiple_of 16): 2/3 of 4D, rounded up
+    to a multiple of 16 (352 for D = 128)."""
+    return 16 * -(-int(2 * 4 * D / 3) // 16)
+
+
+def rope(x, pos, theta):
+    """x (B, heads, n, Dh) with position pos + j at row j: pair (2i, 2i+1) of each head turned by the
+    angle (pos + j) theta^(-2i/Dh), as llama2.c's run.c: (x0 cos - x1 sin, x0 sin + x1 cos)."""
+    n, Dh = x.shape[-2], x.shape[-1]
+    inv = theta ** (-torch.arange(0, Dh, 2, dtype=torch.float64) / Dh)  # (Dh/2)
+    angle = torch.outer(torch.arange(pos, pos + n, dtype=torch.float64), inv)  # (n, Dh/2)
+    cos, sin = angle.cos().to(x.dtype).to(x.device), angle.sin().to(x.dtype).to(x.device)
+    x0, x1 = x[..., 0::2], x[..., 1::2]
+    return torch.stack([x0 * cos - x1 * sin, x0 * sin + x1 * cos], -1).flatten(-2)
+
+
+class LlamaBlock(nn.Module):
+    """One layer: attention (grouped KV heads, QK-norm optional, RoPE) and the gated SiLU MLP, with their
+    norms where the placement puts them (nlmodel.Block's pre, post and peri)."""
+
+    def __init__(self, c, placement, make_norm):
+        super().__init__()
+        D, H, KVH, F = c["n_embd"], c["n_head"], c["n_kv_head"], c["n_inner"]
+        Dh = D // H
+        self.placement, self.H, self.KVH, self.Dh, self.F, self.theta = placement, H, KVH, Dh, F, c["rope_theta"]
+        self.ln_1 = make_norm(D)
+        self.attn = nn.ModuleDict({"c_attn": nn.Linear(D, (H + 2 * KVH) * Dh, bias=c.get("attn_bias", False)),
+                                   "c_proj": nn.Linear(H * Dh, D, bias=False)})
+        self.qk_norm = c.get("qk_norm", False)
+        if self.qk_norm:
+            self.attn["q_norm"] = make_norm(Dh)
+            self.attn["k_norm"] = make_norm(Dh)
+        self.ln_2 = make_norm(D)
+        self.mlp = nn.ModuleDict({"c_fc": nn.Linear(D, 2 * F, bias=False), "c_proj": nn.Linear(F, D, bias=False)})
+        if placement == "peri":
+            self.ln_1_post = make_norm(D)
+            self.ln_2_post = make_norm(D)
+
+    def attention(self, x, future, pos, cache):
+        """x (B, n, D) at positions pos..pos+n-1; future (n, pos + n) True where key j lies after query
+        i; cache: this layer's rotated keys and values of the positions before x (a dict, extended in
+        place), or None."""
+        B, n = x.shape[0], x.shape[1]
+        H, KVH, Dh = self.H, self.KVH, self.Dh
+        q, k, v = self.attn["c_attn"](x).split([H * Dh, KVH * Dh, KVH * Dh], dim=2)
+        q = q.reshape(B, n, H, Dh).transpose(1, 2)  # (B, H, n, Dh)
+        k, v = (t.reshape(B, n, KVH, Dh).transpose(1, 2) for t in (k, v))  # (B, KVH, n, Dh)
+        if self.qk_norm:
+            q, k = self.attn["q_norm"](q), self.attn["k_norm"](k)
+        q, k = rope(q, pos, self.theta), rope(k, pos, self.theta)
+        if cache is not None:
+            if cache:
+                k, v = torch.cat([cache["k"], k], 2), torch.cat([cache["v"], v], 2)
+            cache["k"], cache["v"] = k, v
+        k, v = (t.repeat_interleave(H // KVH, dim=1) for t in (k, v))  # query head i reads KV head i // (H/KVH)
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(Dh)  # (B, H, n, m)
+        att = att.masked_fill(future, float("-inf")).softmax(-1)
+        return self.attn["c_proj"]((att @ v).transpose(1, 2).reshape(B, n, H * Dh))
+
+    def feed_forward(self, x):
+        """c_proj(silu(gate x) * up x): c_fc's rows 0..F-1 the gate, F..2F-1 the up projection."""
+        gate, up = self.mlp["c_fc"](x).split(self.F, dim=-1)
+        return self.mlp["c_proj"](Fn.silu(gate) * up)
+
+    def forward(self, x, future, pos, cache=None):
+        if self.placement == "pre":
+            x = x + self.attention(self.ln_1(x), future, pos, cache)
+            return x + self.feed_forward(self.ln_2(x))
+        if self.placement == "peri":
+            x = x + self.ln_1_post(self.attention(self.ln_1(x), future, pos, cache))
+            return x + self.ln_2_post(self.feed_forward(self.ln_2(x)))
+        x = self.ln_1(x + self.attention(x, future, pos, cache))
+        return self.ln_2(x + self.feed_forward(x))
+
+
+class Llama(nn.Module):
+    """The Llama of config c, run with norm and placement (default: c's; a norm the file lacks has unit
+    gain and zero bias), its parameters in dtype. Fresh weights are GPT-2's initialisation, as
+    nlmodel.Transformer's and llama2.c's model.py: N(0, 0.02), the residual projections (attn.c_proj,
+    mlp.c_proj) N(0, 0.02 / sqrt(2L)), norm gains 1."""
+
+    def __init__(self, c, norm=None, placement=None, dtype=torch.float32):
+        super().__init__()
+        self.c = c
+        self.norm = norm or c.get("norm", "rmsnorm")
+        self.placement = placement or c.get("placement", "pre")
+        D, L = c["n_embd"], c["n_layer"]
+
+        def make_norm(width):
+            if self.norm == "none":
+                return nn.Identity()
+            return Norm(self.norm, width, c["norm_eps"], self.norm == "layernorm")
+
+        self.wte = nn.Embedding(c["vocab_size"], D)
+        self.h = nn.ModuleList(LlamaBlock(c, self.placement, make_norm) for _ in range(L))
+        self.ln_f = make_norm(D) if self.placement != "post" else None
+        self.lm_head = None if c["tie_embeddings"] else nn.Linear(D, c["vocab_size"], bias=False)
+        for name, p in self.named_parameters():
+            if name.endswith("c_proj.weight"):  # attn.c_proj and mlp.c_proj: the residual projections
+                nn.init.normal_(p, 0.0, 0.02 / math.sqrt(2 * L))
+            elif p.dim() == 2:
+                nn.init.normal_(p, 0.0, 0.02)
+            elif name.endswith(".bias"):
+                nn.init.zeros_(p)
+        self.to(dtype)
+
+    def forward(self, idx, cache=None):
+        """idx (B, n) token ids -> logits (B, n, V): head(stream(idx, cache))."""
+        return self.head(self.stream(idx, cache))
+
+    def stream(self, idx, cache=None):
+        """The residual stream (B, n, D) after the last block. cache: None (idx at positions 0..n-1), or
+        new_cache()'s list, holding the keys and values of the positions before idx, extended by these."""
+        n = idx.shape[1]
+        pos = cache[0]["k"].shape[2] if cache and cache[0] else 0  # positions before idx
+        at = torch.arange(n, device=idx.device) + pos
+        future = torch.arange(pos + n, device=idx.device)[None, :] > at[:, None]  # (n, pos + n)
+        x = self.wte(idx)
+        for i, block in enumerate(self.h):
+            x = block(x, future, pos, None if cache is None else cache[i])
+        return x
+
+    def head(self, x):
+        """Logits (B, n, V) of stream rows x (B, n, D): ln_f where the placement has one, then lm_head
+        (the embedding, tied)."""
+        if self.ln_f is not None:
+            x = self.ln_f(x)
+        return x @ self.wte.weight.t() if self.lm_head is None else self.lm_head(x)
+
+    def new_cache(self):
+        """An empty KV cache for forward: one dict per layer."""
+        return [{} for _ in self.h]
+
+    def load_tensors(self, tensors):
+        """Sets every parameter from a model file's tensors (file name -> numpy array). A norm tensor the
+        file lacks keeps unit gain and zero bias (a model run with another norm or placement); any other
+        missing tensor is a ValueError."""
+        with torch.no_grad():
+            for name, t in self.state_dict().items():
+                if name in tensors:
+                    t.copy_(torch.from_numpy(np.asarray(tensors[name])))
+                elif not isinstance(self.get_submodule(name.rsplit(".", 1)[0]), Norm):
+                    raise ValueError(f"the model has no tensor {name}")
+        return self
+
+    def export_tensors(self):
+        """Float32 tensors under the file's names, in the order nlformat.llama_tensor_shapes lists them."""
+        own = {k: t.detach().cpu().numpy().astype(np.float32) for k, t in self.state_dict().items()}
+        order = nlformat.llama_tensor_shapes(self.c)
+        assert set(order) == set(own), (set(order) ^ set(own))
+        return {n: own[n] for n in order}
