@@ -67,7 +67,9 @@ print(json.dumps(p.encode(open(sys.argv[2], encoding="utf-8").read(), add_bos=le
             || bad "$text (ranks)" "$(head -c 200 "$TMP/r.err"); ids differ"
     done
     sp_ids "$HARD" bos > "$TMP/sp.ids"
-    "$DRIVER" "$SHIPPED" "$HARD" --bos > "$TMP/c.ids"
+    # (the shipped model was trained without a BOS, so its tokenizer adds none: a copy that does)
+    sed 's/"add_bos": false/"add_bos": true/' "$SHIPPED" > "$TMP/bos.json"
+    "$DRIVER" "$TMP/bos.json" "$HARD" --bos > "$TMP/c.ids"
     cmp -s "$TMP/c.ids" "$TMP/sp.ids" && ok "--bos: <s> first, as sentencepiece's add_bos" \
         || bad "bos" "$(head -c 100 "$TMP/c.ids")"
     # llama2.c's run.c encode() on the same pieces, written out: every character its piece, else its
@@ -138,14 +140,15 @@ printf 'ok \377\376 bad\300\257 utf-8 \355\240\200 and a cut \342\202' > "$TMP/i
     && ok "invalid UTF-8: every byte its byte piece, decoded back to itself" \
     || bad "invalid UTF-8" "$(cat "$TMP/inv.err")"
 # A small model (tests/fixtures' untied pre-LN transformer) with the shipped tokenizer, V = 512;
-# rigged: every next token is </s> (ln_f's output its bias e_0, the head's row 2 the only one on it).
+# rigged: every next token is </s> (ln_f's output its bias e_0, the head's row 2 the only one on it);
+# its tokenizer adds a BOS, as Llama 2's does (the shipped one does not: its model never saw one).
 /usr/bin/python3 -c 'import json, random, sys
 m, t = json.load(open(sys.argv[1])), json.load(open(sys.argv[2], encoding="utf-8"))
 V, T, D, r = len(t["pieces"]), 64, m["config"]["n_embd"], random.Random(48)
 m["config"].update(vocab_size=V, block_size=T)
 rand = lambda *s: {"shape": list(s), "data": [round(r.gauss(0, 0.4), 4) for _ in range(s[0] * s[1])]}
 m["tensors"].update({"wte.weight": rand(V, D), "wpe.weight": rand(T, D), "lm_head.weight": rand(V, D)})
-m["tokenizer"] = t
+m["tokenizer"] = dict(t, add_bos=True)
 json.dump(m, open(sys.argv[3], "w"), ensure_ascii=False)
 m["tensors"]["ln_f.weight"]["data"], m["tensors"]["ln_f.bias"]["data"] = [0.0] * D, [1.0] + [0.0] * (D - 1)
 m["tensors"]["lm_head.weight"]["data"] = [10.0 if i == 2 * D else 0.0 for i in range(V * D)]

@@ -73,7 +73,11 @@ def main(argv):
     proto = train(text[: int(0.9 * len(text))])
     if args.model:
         spmjson.write_whole(nltool.check_out(args.model, [args.corpus], want_dir=False), proto)
-    spmjson.write_whole(real, spmjson.dumps(spmjson.from_model_proto(proto)).encode("utf-8"))
+    form = spmjson.from_model_proto(proto)
+    # train.py encodes each split as one document without a BOS, so the model never sees one: its
+    # tokenizer adds none (eval and generate then feed the text as training did).
+    form["add_bos"] = False
+    spmjson.write_whole(real, spmjson.dumps(form).encode("utf-8"))
     print(f"{args.out}: {TRAINER['vocab_size']} pieces", file=sys.stderr)
 
 
