@@ -30,9 +30,9 @@ void nl_batch_stats(float *mean, float *var, const float *x, size_t n, size_t D)
 
 // In place over count values. GELU uses nl_erf; SiLU is x / (1 + e^-x) through nl_exp.
 void nl_activation(float *x, size_t count, NlActivation act);
-// A gated MLP's hidden rows: out (rows, F) = act(h[:, :F]) * h[:, F:] of h (rows, 2F), Llama's
-// SwiGLU with SiLU. out may equal h (row r is written after it is read, in order).
-void nl_gated_activation(float *out, const float *h, size_t rows, size_t F, NlActivation act);
+// A gated MLP's hidden rows, in place: h (rows, 2F) of gate and up halves becomes (rows, F) =
+// act(gate) * up, Llama's SwiGLU with SiLU.
+void nl_gated_activation(float *h, size_t rows, size_t F, NlActivation act);
 // RoPE on one position's heads, x (heads, Dh): each pair (x[2i], x[2i+1]) of a head rotated by the
 // angle whose cosine and sine are cos_sin[2i] and cos_sin[2i+1] (the position's row of the table,
 // Dh floats: llama2.c's and Meta's interleaved pairs).
