@@ -55,7 +55,7 @@ TESTS = test_tokenizer test_spm test_kernels test_sampler test_sampler_fast test
 FUZZERS = safetensors config tokenizer inline prompt
 RUN_ARGS ?= -n 500
 
-.PHONY: all deps fuzz-deps run test test-plain test-san test-install format-check parity eval-models bpe-eval \
+.PHONY: all deps fuzz-deps run test test-plain test-san test-install format-check parity eval-models bpe-eval llama-eval \
         compare-models docs cli-doc docs-check depth-study fuzz bench clean install uninstall rnn-models rnn-report \
         lab-models test-bare
 
@@ -186,6 +186,13 @@ bpe-eval: all
 	@mkdir -p docs/gpt2
 	./normlab eval -m weights/shakespeare-bpe --text build/val.txt --json -o docs/gpt2/eval.json
 	./normlab info -m weights/shakespeare-bpe --json -o docs/gpt2/info.json
+
+# shakespeare-llama's bits per byte over the validation split (the README's models table, docs/llama.md)
+llama-eval: all
+	@/usr/bin/python3 tools/train/split.py $(CORPUS) build/val.txt
+	@mkdir -p docs/llama
+	./normlab eval -m weights/shakespeare-llama --text build/val.txt --json -o docs/llama/eval.json
+	./normlab info -m weights/shakespeare-llama --json -o docs/llama/info.json
 
 # ---- fuzzing: libFuzzer harnesses (clang), and their corpora replayed by `make test`
 FUZZ_SECONDS ?= 60

@@ -56,6 +56,10 @@ def models_table():
                 for f in ("eval.json", "info.json"))
     out.append(f"| `{os.path.basename(info['model'].rstrip('/'))}` (GPT-2's BPE) | {info['arch']} | {info['norm']} | "
                f"{info['placement']} | {info['parameters']:,} | {ev['bits_per_byte']:.4f} |")
+    ev, info = (json.load(open(os.path.join(ROOT, "docs", "llama", f), encoding="utf-8"))  # make llama-eval
+                for f in ("eval.json", "info.json"))
+    out.append(f"| `{os.path.basename(info['model'].rstrip('/'))}` (SentencePiece BPE) | {info['arch']} | "
+               f"{info['norm']} | {info['placement']} | {info['parameters']:,} | {ev['bits_per_byte']:.4f} |")
     return "\n".join(out)
 
 
