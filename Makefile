@@ -55,9 +55,9 @@ TESTS = test_tokenizer test_spm test_kernels test_sampler test_sampler_fast test
 FUZZERS = safetensors config tokenizer inline prompt
 RUN_ARGS ?= -n 500
 
-.PHONY: all deps fuzz-deps run test test-plain test-san test-install format-check parity eval-models bpe-eval llama-eval \
-        compare-models docs cli-doc docs-check depth-study fuzz bench clean install uninstall rnn-models rnn-report \
-        lab-models test-bare
+.PHONY: all deps fuzz-deps run test test-plain test-san test-install format-check parity eval-models bpe-eval \
+        llama-eval compare-models docs cli-doc docs-check depth-study fuzz bench clean install uninstall rnn-models \
+        rnn-report lab-models test-bare
 
 all: deps normlab build/libnormlab.a
 

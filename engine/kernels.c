@@ -185,7 +185,8 @@ void nl_activation(float *x, size_t count, NlActivation act) {
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #endif
-static void gate_row(float *restrict gate, const float *restrict up, size_t F, NlActivation act) {
+static void
+gate_row(float *restrict gate, const float *restrict up, size_t F, NlActivation act) {
     switch (act) {
     case NL_ACT_SILU:
         for (size_t j = 0; j < F; j++) gate[j] = gate[j] / (1.0f + exp_poly(-gate[j])) * up[j];

@@ -424,8 +424,7 @@ static void mlp_block(Transformer *s, float *out, const float *in, const float *
     watch_site(s, l, NL_SITE_FC, in, rows, w->fc.n_in, in_gain);
     NL_TIMED(s->obs, l, NL_COMP_MLP_UP, B, n, len, linear(s, s->hid, in, rows, &w->fc));
     if (s->cfg->gated_mlp)  // (rows, 2F) -> (rows, F)
-        NL_TIMED(s->obs, l, NL_COMP_ACTIVATION, B, n, len,
-                 nl_gated_activation(s->hid, rows, F, s->cfg->activation));
+        NL_TIMED(s->obs, l, NL_COMP_ACTIVATION, B, n, len, nl_gated_activation(s->hid, rows, F, s->cfg->activation));
     else NL_TIMED(s->obs, l, NL_COMP_ACTIVATION, B, n, len, nl_activation(s->hid, rows * F, s->cfg->activation));
     watch_site(s, l, NL_SITE_OUT, s->hid, rows, w->out.n_in, NULL);
     NL_TIMED(s->obs, l, NL_COMP_MLP_DOWN, B, n, len, linear(s, out, s->hid, rows, &w->out));
