@@ -28,7 +28,7 @@ for m in $(sed -n 's/^| `\(shakespeare-[a-z-]*\)`.*/\1/p' README.md); do
     rows=$((rows + 1)); [ "$readme" = "$listed" ] || odd="$odd $m (README $readme, list $listed)"
 done
 shipped=$(ls weights/*/config.json | wc -l)
-[ "$rows" -eq "$shipped" ] && [ -z "$odd" ] && ok "README's $rows models (all shipped) have the parameters list counts" \
+[ "$rows" -eq "$shipped" ] && [ -z "$odd" ] && ok "README's $rows models (all shipped) have list's parameter counts" \
     || bad "README parameters" "$rows rows:$odd"
 # The units by name: eval's JSON says "unit", and holds tokens, bits_per_token and bits_per_byte for
 # either kind of model (a character model's are its per-char figures, under their old keys too).
