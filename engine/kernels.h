@@ -37,6 +37,17 @@ void nl_gated_activation(float *h, size_t rows, size_t F, NlActivation act);
 // angle whose cosine and sine are cos_sin[2i] and cos_sin[2i+1] (the position's row of the table,
 // Dh floats: llama2.c's and Meta's interleaved pairs).
 void nl_rope(float *x, size_t heads, size_t Dh, const float *cos_sin);
+// The RoPE table (T, Dh): position p's pair i (i even) turns by p theta^(-i/Dh), computed in float as
+// llama2.c's run.c does (1 / powf(theta, i / Dh), then cosf and sinf of p times it): the cosine at
+// rope[p Dh + i], the sine at rope[p Dh + i + 1].
+void nl_rope_table(float *rope, size_t T, size_t Dh, float theta);
+// One key/value head's cache tiles (K, V as nl_key_offset and nl_value_offset lay them out, stride
+// between tiles): positions keep+drop..len-1 move down by drop, each key turned back by the angles
+// of `drop` positions (cos_sin: the table's row drop; its sines negated), values copied as they are.
+// Dh <= NL_ROPE_SHIFT_HEAD_MAX.
+enum { NL_ROPE_SHIFT_HEAD_MAX = 1024 };
+void nl_rope_shift(float *K, float *V, size_t stride, size_t Dh, size_t keep, size_t drop, size_t len,
+                   const float *cos_sin);
 // erf for float arguments, vectorisable; |nl_erf(x) - erf(x)| <= 4e-7 (tests/test_kernels.c).
 float nl_erf(float x);
 // y += x over count values.

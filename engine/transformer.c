@@ -69,8 +69,6 @@ typedef struct {
 
 static size_t transformer_state_bytes(const NlConfig *c);
 
-enum { NL_SHIFT_HEAD_MAX = 1024 };  // the widest head a context shift turns (a stack buffer)
-
 static size_t head_width(const NlConfig *c) { return (size_t)(c->n_embd / c->n_head); }  // Dh
 static size_t kv_width(const NlConfig *c) { return (size_t)c->n_kv_head * head_width(c); }  // KVH Dh
 static size_t qkv_width(const NlConfig *c) { return (size_t)c->n_embd + 2 * kv_width(c); }  // W
@@ -165,17 +163,6 @@ static void transformer_destroy(void *impl) {
     free(s);
 }
 
-// rope (T, Dh): position p's pair i (i even) turns by p theta^(-i/Dh), as llama2.c's run.c computes
-// it in float: cos and sin at rope[p Dh + i], rope[p Dh + i + 1].
-static void rope_table(float *rope, size_t T, size_t Dh, float theta) {
-    for (size_t p = 0; p < T; p++)
-        for (size_t i = 0; i < Dh; i += 2) {
-            float freq = 1.0f / powf(theta, (float)i / (float)Dh), angle = (float)p * freq;
-            rope[p * Dh + i] = cosf(angle);
-            rope[p * Dh + i + 1] = sinf(angle);
-        }
-}
-
 // What a row of this file cannot run: QK-norm outside the Llama family, BatchNorm inside it.
 static int refuse_run(const NlConfig *model_cfg, const NlConfig *cfg, const NlRunOptions *opts, NlError *err) {
     int llama = model_cfg->arch == NL_ARCH_LLAMA;
@@ -227,7 +214,7 @@ static int transformer_create(void **impl, const void *weights, const NlConfig *
         return -1;
     }
     for (size_t i = 0; i < D; i++) s->ones[i] = 1.0f;
-    if (cfg->rope) rope_table(s->rope, T, Dh, (float)cfg->rope_theta);
+    if (cfg->rope) nl_rope_table(s->rope, T, Dh, (float)cfg->rope_theta);
     if (resolve_norms(s, err) != 0) {
         transformer_destroy(s);
         return -1;
@@ -253,26 +240,16 @@ static void transformer_copy(void *impl, size_t from, size_t to, size_t n) {
 }
 
 // RoPE's context shift of sequence b (nl_state_shift): positions keep+drop..len-1 move down by drop
-// in every layer's cache, each key turned by -drop positions' angles (the cosines of the table's row
-// `drop`, its sines negated), values copied as they are.
+// in every layer's and key/value head's cache (nl_rope_shift).
 static int transformer_shift(void *impl, size_t b, size_t keep, size_t drop, size_t len) {
     Transformer *s = impl;
     const NlConfig *c = s->cfg;
     size_t Dh = head_width(c), KVH = (size_t)c->n_kv_head, stride = tile_floats(s);
-    if (!c->rope || keep + drop > len || len > (size_t)c->block_size || Dh > NL_SHIFT_HEAD_MAX) return -1;
-    float back[NL_SHIFT_HEAD_MAX], k[NL_SHIFT_HEAD_MAX];
-    for (size_t i = 0; i < Dh; i += 2) back[i] = s->rope[drop * Dh + i], back[i + 1] = -s->rope[drop * Dh + i + 1];
+    if (!c->rope || keep + drop > len || len > (size_t)c->block_size || Dh > NL_ROPE_SHIFT_HEAD_MAX) return -1;
     for (size_t l = 0; drop && l < (size_t)c->n_layer; l++)
         for (size_t g = 0; g < KVH; g++) {
             size_t head = b * seq_floats(s) + (l * KVH + g) * Dh * NL_TILE;
-            float *K = s->k_cache + head, *V = s->v_cache + head;
-            for (size_t p = keep + drop; p < len; p++) {
-                for (size_t d = 0; d < Dh; d++) k[d] = K[nl_key_offset(p, d, stride)];
-                nl_rope(k, 1, Dh, back);
-                for (size_t d = 0; d < Dh; d++) K[nl_key_offset(p - drop, d, stride)] = k[d];
-                memcpy(V + nl_value_offset(p - drop, Dh, stride), V + nl_value_offset(p, Dh, stride),
-                       Dh * sizeof(float));
-            }
+            nl_rope_shift(s->k_cache + head, s->v_cache + head, stride, Dh, keep, drop, len, s->rope + drop * Dh);
         }
     return 0;
 }
