@@ -12,9 +12,8 @@ each block a distinct constant, lands every block in its place; tokenizer.bin be
 sentencepiece tokenizer.json (spaces as U+2581, "\\n<s>\\n" as "<s>"). Each bad input of issue 48's
 items 4 and 9 gets one line, exit 1, nothing written, its input untouched.
 
-The engine's loader checks what an importer writes (nltool.check_model). Until the engine reads
-format version 4 (arch llama), these imports run with a stand-in that accepts the model (it says
-so), and the engine's own logits are checked by tools/reference/llama_parity.py (make parity).
+The engine's loader checks what an importer writes (nltool.check_model), and the engine's own logits
+are checked by tools/reference/llama_parity.py (make parity).
 
     /usr/bin/python3 tests/llama_import_test.py [NORMLAB_BINARY]      (make test runs it)
 """
@@ -50,21 +49,6 @@ EXACT = 1e-9
 def run(tool, *args):
     r = subprocess.run(["/usr/bin/python3", tool, *args], capture_output=True, text=True, timeout=300, env=ENV)
     return r.returncode, r.stderr.strip()
-
-
-def use_stand_in(tmp, folder):
-    """Points the importers at a stand-in engine when the real one does not read arch llama yet."""
-    rc, err = run(HF, os.path.join(folder, "hf"), "--out", os.path.join(tmp, "probe"))
-    if rc == 0 or "version 4 is not supported" not in err:
-        return False
-    stub = os.path.join(tmp, "stand-in-normlab")
-    with open(stub, "w") as f:
-        f.write("#!/bin/sh\necho '{}'\n")
-    os.chmod(stub, 0o755)
-    ENV["NORMLAB_BIN"] = stub
-    print(f"note: {os.path.basename(BIN)} does not load arch llama yet ({err[-80:]}): the imports run with a "
-          "stand-in for its check")
-    return True
 
 
 def normlab_forward(config, t, ids):
@@ -128,8 +112,6 @@ def good_paths(tmp):
     for k, (label, kw) in enumerate(CASES):
         folder = os.path.join(tmp, f"good{k}")
         s, _ = mk.make(folder, seed=k, **kw)
-        if k == 0:
-            use_stand_in(tmp, folder)
         before = snapshot(folder)
         out = os.path.join(tmp, f"good{k}-out")
         rc, err = run(HF, os.path.join(folder, "hf"), "--out", out)
