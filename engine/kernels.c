@@ -310,7 +310,6 @@ static inline __attribute__((always_inline)) void softmax_inline(float *x, size_
     for (size_t i = 0; i < n; i++) x[i] *= inv;
 }
 
-#pragma GCC diagnostic ignored "-Wpsabi"  // (attend_lanes.h: vectors returned from inlined loads)
 #define ATTEND_LANES 8
 #include "attend_lanes.h"
 #undef ATTEND_LANES
