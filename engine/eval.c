@@ -222,7 +222,7 @@ int nl_eval_calls(NlState *const *states, size_t n_states, const int *ids, size_
                   NlEvalCallFn call_done, void *call_ctx, NlEvalResult *out, NlError *err) {
     if (eval_run(states, n_states, ids, n, opts, call_done, call_ctx, out, err) != 0) return -1;
     const NlTokenizer *tok = nl_model_tokenizer(nl_state_model(states[0]));
-    out->bytes = n ? nl_tokenizer_text_bytes(tok, ids + 1, n - 1) : 0;  // the scored: all but the first
+    out->bytes = nl_tokenizer_text_bytes(tok, ids, n, 1);  // the scored: all but the first
     return 0;
 }
 

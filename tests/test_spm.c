@@ -112,6 +112,36 @@ static void spm_bytes_of_each_kind(void) {
     nl_tokenizer_free(t);
 }
 
+// The text bytes of scored ids (eval's bits per byte): the dummy prefix is not the text's.
+static void spm_text_bytes_less_the_dummy_prefix(void) {
+    NlError err;
+    NlTokenizer *t = parse(spm_doc(PIECES, TAIL, -1), &err);
+    if (!t) {
+        CHECK(0, "loads: %s", err.msg);
+        return;
+    }
+    static const struct {
+        const char *text;
+        int flags;
+        size_t from, want;
+    } CASES[] = {
+        {"a b", 0, 0, 3},  // ▁a ▁ b: " a" is the text's "a"
+        {"a b", 0, 1, 2},  // after the first: " b"
+        {"a b", NL_ENCODE_BOS, 1, 3},  // bos ▁a ▁ b: every byte of the text is scored
+        {"bc", NL_ENCODE_BOS, 1, 2},  // bos ▁ bc: the lone "▁" is the prefix alone
+        {"a<s>b</s>", NL_ENCODE_SPECIAL, 0, 2},  // ▁a <s> ▁ b </s>: a prefix after each control piece
+    };
+    for (size_t c = 0; c < sizeof CASES / sizeof CASES[0]; c++) {
+        int ids[64];
+        size_t n = 0, skipped;
+        int rc = nl_tokenizer_encode(t, CASES[c].text, strlen(CASES[c].text), CASES[c].flags, ids, &n, &skipped, &err);
+        size_t got = rc == 0 ? nl_tokenizer_text_bytes(t, ids, n, CASES[c].from) : 0;
+        CHECK(rc == 0 && got == CASES[c].want, "\"%s\" (flags %d) from %zu: %zu bytes (want %zu)", CASES[c].text,
+              CASES[c].flags, CASES[c].from, got, CASES[c].want);
+    }
+    nl_tokenizer_free(t);
+}
+
 // ---- the naive twin: llama2.c's run.c encode(), on piece texts and scores
 
 typedef struct {
@@ -367,6 +397,7 @@ static void spm_reads_the_shipped_tokenizer(void) {
 int main(void) {
     RUN(spm_merges_best_score_then_leftmost);
     RUN(spm_bytes_of_each_kind);
+    RUN(spm_text_bytes_less_the_dummy_prefix);
     RUN(spm_merges_as_the_naive_twin);
     RUN(spm_hf_merges_by_rank);
     RUN(spm_refuses_bad_files);

@@ -119,9 +119,16 @@ const char *nl_tokenizer_bytes(const NlTokenizer *tok, int id, size_t *len) {
     return tok->pieces[id];
 }
 
-size_t nl_tokenizer_text_bytes(const NlTokenizer *tok, const int *ids, size_t n) {
+size_t nl_tokenizer_text_bytes(const NlTokenizer *tok, const int *ids, size_t n, size_t from) {
+    NlTokenizerInfo info = nl_tokenizer_info(tok);
     size_t bytes = 0, len;
-    for (size_t i = 0; i < n; i++) bytes += (nl_tokenizer_bytes(tok, ids[i], &len), len);
+    int starts_text = info.dummy_prefix;  // the next text piece's leading space is the dummy prefix's
+    for (size_t i = 0; i < n; i++) {
+        const char *piece = nl_tokenizer_bytes(tok, ids[i], &len);
+        int control = ids[i] == info.bos || ids[i] == info.eos;  // (-1 for the kinds without them)
+        if (i >= from) bytes += len - (size_t)(starts_text && !control && len && piece[0] == ' ');
+        starts_text = info.dummy_prefix && control;
+    }
     return bytes;
 }
 
