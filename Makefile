@@ -185,14 +185,16 @@ eval-models: all
 bpe-eval: all
 	@/usr/bin/python3 tools/train/split.py $(CORPUS) build/val.txt
 	@mkdir -p docs/gpt2
-	./normlab eval -m weights/shakespeare-bpe --text build/val.txt --json -o docs/gpt2/eval.json
+	./normlab eval -m weights/shakespeare-bpe --text build/val.txt --json > build/bpe-eval.json  # (no token_nll)
+	mv build/bpe-eval.json docs/gpt2/eval.json
 	./normlab info -m weights/shakespeare-bpe --json -o docs/gpt2/info.json
 
 # shakespeare-llama's bits per byte over the validation split (the README's models table, docs/llama.md)
 llama-eval: all
 	@/usr/bin/python3 tools/train/split.py $(CORPUS) build/val.txt
 	@mkdir -p docs/llama
-	./normlab eval -m weights/shakespeare-llama --text build/val.txt --json -o docs/llama/eval.json
+	./normlab eval -m weights/shakespeare-llama --text build/val.txt --json > build/llama-eval.json  # (no token_nll)
+	mv build/llama-eval.json docs/llama/eval.json
 	./normlab info -m weights/shakespeare-llama --json -o docs/llama/info.json
 
 # ---- fuzzing: libFuzzer harnesses (clang), and their corpora replayed by `make test`
