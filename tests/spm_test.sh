@@ -173,8 +173,13 @@ echoed=$("$BIN" generate -m "$TMP/m.json" -p "ROMEO: to be" -n 3 --seed 1 --echo
     && ok "</s> ends the stream unprinted; --ignore-eos runs -n 5" \
     || bad "eos" "$(cat "$TMP/eos.err" "$TMP/ign.err" | head -c 300)"
 "$BIN" generate -m "$TMP/eos.json" -p "ROMEO:" -n 5 --temp 0 --samples 2 --json > "$TMP/s.out" 2> "$TMP/s.err"
-[ "$(grep -c '"text":""' "$TMP/s.out")" = 2 ] && grep -q 'ended by the end-of-sequence' "$TMP/s.err" \
-    && ok "--samples 2: each stream ends at </s>" || bad "eos samples" "$(head -c 300 "$TMP/s.err")"
+[ "$(grep -c '"text":"","stop_type":"eos","stopping_word":""' "$TMP/s.out")" = 2 ] \
+    && grep -q 'ended by the end-of-sequence' "$TMP/s.err" \
+    && ok "--samples 2 --json: each stream ends at </s>, stop_type eos (llama-server's)" \
+    || bad "eos samples" "$(head -c 300 "$TMP/s.out" "$TMP/s.err")"
+"$BIN" generate -m "$TMP/eos.json" -p "ROMEO:" -n 3 --temp 0 --ignore-eos --json --stop zzz > "$TMP/l.out" 2>&1
+grep -q '"stop_type":"limit","stopping_word":""' "$TMP/l.out" \
+    && ok "--ignore-eos --stop: stop_type limit after -n" || bad "eos limit" "$(head -c 300 "$TMP/l.out")"
 # bad tokenizers (in a model's one-file form): one line naming the file and the entry, exit 1, no
 # output written
 /usr/bin/python3 -c 'import json, sys

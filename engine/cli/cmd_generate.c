@@ -89,10 +89,11 @@ static cJSON *probs_json(const Collect *c, int stream) {
     return all;
 }
 
-// With --stop: why the stream ended, as llama-server says it: "word" (and which) or "limit" (-n).
+// With --stop or an eos: why the stream ended, as llama-server says it: "eos", "word" (and which)
+// or "limit" (-n).
 static void add_stop(cJSON *j, const Collect *c, int stream) {
     const char *by = c->stopped_by[stream];
-    cJSON_AddStringToObject(j, "stop_type", by ? "word" : "limit");
+    cJSON_AddStringToObject(j, "stop_type", c->at_eos[stream] ? "eos" : by ? "word" : "limit");
     cJSON_AddItemToObject(j, "stopping_word", nl_jsonx_bytes(by ? by : "", by ? strlen(by) : 0));
 }
 
@@ -120,7 +121,7 @@ static int print_samples(FILE *out, const Collect *c, int n, uint64_t seed, cons
             add_u64(j, "seed", seed + (uint64_t)i);
             cJSON_AddItemToObject(j, "prompt", nl_jsonx_bytes(prompt, prompt_len));  // (it may hold a NUL)
             cJSON_AddItemToObject(j, "text", nl_jsonx_bytes(text, c->len[i]));  // (a BPE text may hold a NUL)
-            if (o->stops.n) add_stop(j, c, i);
+            if (o->stops.n || c->eos >= 0) add_stop(j, c, i);
             if (c->width) cJSON_AddItemToObject(j, "completion_probabilities", probs_json(c, i));
             if (n == 1) add_timings(j, st, 1);
             ok = print_json(out, j);
@@ -294,11 +295,12 @@ static int setup_model(const Options *o, GenRun *r, const char *given, size_t le
                        .cap = calloc(k, sizeof(size_t)),
                        .stop = calloc(k, sizeof(StopFilter)),
                        .stopped_by = calloc(k, sizeof(char *)),
+                       .at_eos = calloc(k, 1),
                        .samplers = r->samplers,
                        .width = o->sampling.n_probs,
                        .probs = o->sampling.n_probs ? calloc(k, sizeof(Probs)) : NULL};
     for (size_t i = 0; r->col.stop && i < k; i++) r->col.stop[i].stops = &o->stops;
-    int rc = r->samplers && r->col.text && r->col.len && r->col.cap && r->col.stop && r->col.stopped_by &&
+    int rc = r->samplers && r->col.text && r->col.len && r->col.cap && r->col.stop && r->col.stopped_by && r->col.at_eos &&
                      (r->col.probs || !o->sampling.n_probs)
                  ? 0
                  : EXIT_DATA;

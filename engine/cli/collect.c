@@ -57,6 +57,7 @@ int collect_token(int stream, int token, void *ctx) {
     Collect *c = ctx;
     if (token == c->eos) {
         c->eos_ended = 1;
+        c->at_eos[stream] = 1;
         return NL_EMIT_DONE;
     }
     StopFilter *f = &c->stop[stream];
@@ -95,6 +96,7 @@ void collect_free(Collect *c, int n) {
     free(c->len);
     free(c->cap);
     free(c->stopped_by);
+    free(c->at_eos);
     for (int i = 0; c->stop && i < n; i++) stop_filter_free(&c->stop[i]);
     free(c->stop);
     free(c->probs);

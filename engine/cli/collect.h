@@ -30,6 +30,7 @@ typedef struct {
     Probs *probs;  // (N) with --n-probs
     int eos;  // the token that ends a stream, unrecorded (a sentencepiece model's </s>); -1: none
     atomic_int eos_ended;  // set once it ended one (from any worker thread)
+    unsigned char *at_eos;  // (N) 1: the stream ended at eos
 } Collect;
 
 // An NlEmitFn on a Collect: the token's bytes through the stream's filter into its text.
