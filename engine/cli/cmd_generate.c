@@ -300,8 +300,8 @@ static int setup_model(const Options *o, GenRun *r, const char *given, size_t le
                        .width = o->sampling.n_probs,
                        .probs = o->sampling.n_probs ? calloc(k, sizeof(Probs)) : NULL};
     for (size_t i = 0; r->col.stop && i < k; i++) r->col.stop[i].stops = &o->stops;
-    int rc = r->samplers && r->col.text && r->col.len && r->col.cap && r->col.stop && r->col.stopped_by && r->col.at_eos &&
-                     (r->col.probs || !o->sampling.n_probs)
+    int rc = r->samplers && r->col.text && r->col.len && r->col.cap && r->col.stop && r->col.stopped_by &&
+                     r->col.at_eos && (r->col.probs || !o->sampling.n_probs)
                  ? 0
                  : EXIT_DATA;
     if (rc) msg_error("out of memory");
