@@ -328,14 +328,16 @@ static int setup_model(const Options *o, GenRun *r, const char *given, size_t le
 
 // A prompt longer than the context T keeps its last T - R tokens, R = min(-n - 1, T/2) the room the
 // new tokens need before a shift (nanoGPT crops to T, and then the first new token forces a shift;
-// --exact-window keeps its T): what is dropped is said, naming r's model when there are several.
+// --exact-window keeps its T), after a bos at its start, which stays (llama.cpp's n_keep): what is
+// dropped is said, naming r's model when there are several.
 static void crop_prompt(const Options *o, GenRun *r) {
     size_t T = model_context(r->model), n = r->n, len, bytes = 0;
     if (!model_windowed(r->model) || n <= T) return;
     size_t need = o->n_new > 1 && !o->exact_window ? (size_t)o->n_new - 1 : 0, room = need < T / 2 ? need : T / 2;
-    size_t keep = T - room, drop = n - keep;
-    for (size_t i = 0; i < drop; i++) bytes += (nl_tokenizer_bytes(nl_model_tokenizer(r->model), r->ids[i], &len), len);
-    memmove(r->ids, r->ids + drop, keep * sizeof *r->ids);
+    size_t keep = T - room, drop = n - keep, bos = model_keep(r->model, r->ids, n);  // (keep >= T/2 >= bos)
+    for (size_t i = bos; i < bos + drop; i++)
+        bytes += (nl_tokenizer_bytes(nl_model_tokenizer(r->model), r->ids[i], &len), len);
+    memmove(r->ids + bos, r->ids + bos + drop, (keep - bos) * sizeof *r->ids);
     r->n = keep;
     const char *unit = token_unit(r->model);
     char esc[1024], named[1040] = "";
@@ -344,8 +346,8 @@ static void crop_prompt(const Options *o, GenRun *r) {
     if (room)
         snprintf(left, sizeof left, ", leaving room for %zu new %s%s before a context shift", room, unit, plural(room));
     msg_error(
-        "warning: %sthe prompt has %zu %ss, more than the context's %zu: its first %zu (%zu byte%s) are dropped%s",
-        named, n, unit, T, drop, bytes, plural(bytes), left);
+        "warning: %sthe prompt has %zu %ss, more than the context's %zu: its first %zu%s (%zu byte%s) are dropped%s",
+        named, n, unit, T, drop, bos ? " after the bos" : "", bytes, plural(bytes), left);
 }
 
 // r's prompt cut to fit, its samplers, seeded from r->seed, and the prompt as the model saw it (for echoing).
