@@ -1,4 +1,5 @@
-// linear.c — the products of linear layers through OpenBLAS, and their plain-loop twin.
+// linear.c — the products of linear layers through OpenBLAS (matvec.c's loops for a row of a model
+// read from memory), and their plain-loop twin.
 #include "linear.h"
 
 #include <cblas.h>
@@ -42,6 +43,13 @@
 //   pages are handed back as it is copied (model.c), so resident memory stays about the file's
 //   size. --no-repack turns every copy off.
 // - Tiers below AVX2, and kernels this table does not know, keep the plain rule (no copy).
+// - A model whose matrices hold more than CACHED_MATRIX_BYTES in all reads each from memory at every
+//   decode step, whatever its own size (NlLinear.streamed, set by the loader). OpenBLAS 0.3.21's sgemv
+//   streams a row at 9-19 GB/s there on a Zen 4 EPYC with Cooperlake kernels (2026-12-04, stories15M's
+//   shapes: qkv 864 x 288 10.3 (out, in), 15.5 (in, out)), where matvec.c's loops run 19-24 at one
+//   thread and a plain read 27 (blaslayout's streaming table). So below SGEMM_MIN_ROWS_UNCACHED rows
+//   such a weight runs nl_matvec on w, or nl_matvec_t on the copy where it is the only layout, split by
+//   outputs over the workers as sgemv is; from there the rules above. A cached model keeps OpenBLAS.
 // A sgemv of SPLIT_MIN_WEIGHTS or more is split by output rows over the pool's workers, each one
 // sgemv on one OpenBLAS thread over its slice of rows; each output is still one sgemv dot product
 // over the whole input, so the result is the same bit for bit at any worker count (test_kernels
@@ -129,6 +137,15 @@ NlLinearPlan nl_linear_plan(size_t rows, size_t n_out, size_t n_in, int tier, in
     return p;
 }
 
+int nl_linear_streamed(size_t bytes) { return bytes > CACHED_MATRIX_BYTES; }
+
+NlLinearPlan nl_linear_plan_streamed(size_t rows, size_t n_out, size_t n_in, int tier, int workers) {
+    if (rows >= SGEMM_MIN_ROWS_UNCACHED) return nl_linear_plan(rows, n_out, n_in, tier, workers);
+    NlLinearPlan p = {streams_transposed(n_out, n_in, tier) ? NL_CALL_MATVEC_T_ROWS : NL_CALL_MATVEC_ROWS, 1};
+    if (workers >= 2 && n_out * n_in >= SPLIT_MIN_WEIGHTS) p.split = workers;
+    return p;
+}
+
 int nl_linear_wants_transposed(size_t n_out, size_t n_in, int tier) {
     for (size_t rows = 1; rows <= NN_MAX_ROWS; rows++) {
         NlCall call = nl_linear_plan(rows, n_out, n_in, tier, 1).call;
@@ -143,7 +160,7 @@ typedef struct {
     float *y;  // (n, n_out)
     const float *x, *w, *b;  // x (n, n_in); w (n_out, n_in), or wt (n_in, n_out) when transposed; b (n_out) or NULL
     size_t n, n_out, n_in, each;  // outputs in each share (the last takes the rest)
-    int transposed;
+    int transposed, own;  // own: matvec.c's loops, not OpenBLAS's sgemv
 } GemvJob;
 
 // Outputs lo .. lo+outs of every row: one sgemm on those rows of w (NT) or those columns of wt (NN).
@@ -168,7 +185,9 @@ static void gemv_outputs(const GemvJob *j, size_t lo, size_t outs) {
     for (size_t r = 0; r < j->n; r++) {
         const float *x = j->x + r * j->n_in;
         float *y = j->y + r * j->n_out + lo;
-        if (j->transposed)
+        if (j->own && j->transposed) nl_matvec_t(j->y + r * j->n_out, j->w, x, j->n_in, j->n_out, lo, lo + outs);
+        else if (j->own) nl_matvec(j->y + r * j->n_out, j->w, x, j->n_in, lo, lo + outs);
+        else if (j->transposed)
             cblas_sgemv(CblasRowMajor, CblasTrans, (int)j->n_in, (int)outs, 1.0f, j->w + lo, (int)j->n_out, x, 1, 0.0f,
                         y, 1);
         else
@@ -189,9 +208,10 @@ void nl_linear_run(float *y, const float *x, size_t n, const NlLinear *lin, NlPo
     if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
     if (p.call == NL_CALL_SGEMM_NN && !lin->wt) p.call = NL_CALL_SGEMM_NT;
     if (p.call == NL_CALL_SGEMV_T_ROWS && !lin->wt) p.call = NL_CALL_SGEMV_ROWS;
+    if (p.call == NL_CALL_MATVEC_T_ROWS && !lin->wt) p.call = NL_CALL_MATVEC_ROWS;
     if (p.call == NL_CALL_SGEMM_NN || p.call == NL_CALL_SGEMM_NT) {  // whole, or split where the plan says
         int nn = p.call == NL_CALL_SGEMM_NN;
-        GemvJob j = {y, x, nn ? lin->wt : lin->w, lin->b, n, n_out, n_in, n_out, nn};
+        GemvJob j = {y, x, nn ? lin->wt : lin->w, lin->b, n, n_out, n_in, n_out, nn, 0};
         if (p.split >= 2 && nl_pool_workers(pool) == p.split) {
             j.each = share_outputs(n_out, (size_t)p.split, SPLIT_GEMM_ALIGN);
             nl_pool_run(pool, gemm_share, &j);
@@ -200,8 +220,10 @@ void nl_linear_run(float *y, const float *x, size_t n, const NlLinear *lin, NlPo
     }
     // On wt the shares are always T_SHARES: OpenBLAS's kernel for this layout rounds an output
     // differently with the number of outputs in the call, so the calls must not depend on the workers.
-    int transposed = p.call == NL_CALL_SGEMV_T_ROWS, shares = transposed ? T_SHARES : p.split;
-    GemvJob j = {y, x, transposed ? lin->wt : lin->w, lin->b, n, n_out, n_in, n_out, transposed};
+    int own = p.call == NL_CALL_MATVEC_ROWS || p.call == NL_CALL_MATVEC_T_ROWS;
+    int transposed = p.call == NL_CALL_SGEMV_T_ROWS || p.call == NL_CALL_MATVEC_T_ROWS;
+    int shares = transposed && !own ? T_SHARES : p.split;
+    GemvJob j = {y, x, transposed ? lin->wt : lin->w, lin->b, n, n_out, n_in, n_out, transposed, own};
     j.each = share_outputs(n_out, (size_t)shares, SPLIT_ALIGN);
     if (p.split >= 2 && nl_pool_workers(pool) >= 2) nl_pool_run(pool, gemv_share, &j);
     else
@@ -209,7 +231,10 @@ void nl_linear_run(float *y, const float *x, size_t n, const NlLinear *lin, NlPo
 }
 
 void nl_linear(float *y, const float *x, size_t n, const NlLinear *lin, NlPool *pool) {
-    nl_linear_run(y, x, n, lin, pool, nl_linear_plan(n, lin->n_out, lin->n_in, lin->tier, nl_pool_workers(pool)));
+    int workers = nl_pool_workers(pool);
+    nl_linear_run(y, x, n, lin, pool,
+                  lin->streamed ? nl_linear_plan_streamed(n, lin->n_out, lin->n_in, lin->tier, workers)
+                                : nl_linear_plan(n, lin->n_out, lin->n_in, lin->tier, workers));
 }
 
 void nl_linear_naive(float *y, const float *x, const float *w, const float *b, size_t n, size_t n_out, size_t n_in) {

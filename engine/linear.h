@@ -1,4 +1,5 @@
-// linear.h — the products of linear layers (internal): y = x w^T + b through OpenBLAS. Which call
+// linear.h — the products of linear layers (internal): y = x w^T + b through OpenBLAS, or for one
+// row of a model too big for the cache through matvec.c's streaming loops. Which call
 // each product gets is a pure rule of its shape, its row count and the OpenBLAS kernels in use
 // (nl_linear_plan); where the rule uses it, the model keeps a transposed copy of the weight. A
 // matrix-vector product's output rows are split over a pool's workers. nl_linear_naive is the
@@ -18,6 +19,7 @@ typedef struct {
     const float *b;  // (n_out) or NULL
     size_t n_out, n_in;
     int tier;  // the OpenBLAS kernels the plan is for (nl_blas_tier); -1: unknown, the plain rule
+    int streamed;  // 1: its model's matrices together exceed the cache (nl_linear_streamed): read from memory
 } NlLinear;
 
 typedef enum {
@@ -25,6 +27,8 @@ typedef enum {
     NL_CALL_SGEMM_NT,  // one sgemm, x (n, n_in) by w^T
     NL_CALL_SGEMM_NN,  // one sgemm, x by wt (n_in, n_out)
     NL_CALL_SGEMV_T_ROWS,  // one sgemv per row of x, on wt: the layout some shapes stream faster from memory
+    NL_CALL_MATVEC_ROWS,  // nl_matvec per row of x, on w: a streamed weight (matvec.c)
+    NL_CALL_MATVEC_T_ROWS,  // nl_matvec_t per row of x, on wt: a streamed weight whose copy is its only layout
 } NlCall;
 
 typedef struct {
@@ -37,6 +41,17 @@ typedef struct {
 NlLinearPlan nl_linear_plan(size_t rows, size_t n_out, size_t n_in, int tier, int workers);
 // Whether some row count's plan uses the transposed weight: the model makes the copy then.
 int nl_linear_wants_transposed(size_t n_out, size_t n_in, int tier);
+// Whether a model whose matrices hold `bytes` in all reads them from memory at every decode step
+// (more than the cache holds): its products of few rows then run nl_matvec (NlLinear.streamed).
+int nl_linear_streamed(size_t bytes);
+// The plan of a streamed weight (NlLinear.streamed): rows under the uncached sgemm bound run
+// nl_matvec on w, or nl_matvec_t where the copy wt is the only layout; more rows as nl_linear_plan.
+NlLinearPlan nl_linear_plan_streamed(size_t rows, size_t n_out, size_t n_in, int tier, int workers);
+
+// (matvec.c) y[lo..hi) of one row's product, y = w x with w (n_out, n_in), or y = x wt with wt
+// (n_in, n_out): each output one chain of operations in a fixed order, the same bits at any split.
+void nl_matvec(float *y, const float *w, const float *x, size_t n_in, size_t lo, size_t hi);
+void nl_matvec_t(float *y, const float *wt, const float *x, size_t n_in, size_t n_out, size_t lo, size_t hi);
 // The tier of an OpenBLAS kernel family (blascore.c): 0 SSE, 1 AVX, 2 AVX2 + FMA, 3 AVX-512; -1 unknown.
 int nl_blas_tier(const char *family);
 

@@ -121,10 +121,13 @@ static int make_transposed(NlModel *m, NlError *err) {
         nl_error(err, NL_ERR_NOMEM, "out of memory");
         return -1;
     }
+    size_t bytes = 0;  // of every matrix: a decode step reads them all
+    for (size_t k = 0; k < n; k++) bytes += slots[k].lin ? slots[k].lin->n_out * slots[k].lin->n_in * sizeof(float) : 0;
     for (size_t k = 0; k < n; k++) {
         NlLinear *lin = slots[k].lin;
         if (!lin) continue;
         lin->tier = tier;
+        lin->streamed = nl_linear_streamed(bytes);
         lin->wt = NULL;
         if (!m->no_repack && nl_linear_wants_transposed(lin->n_out, lin->n_in, tier)) floats += lin->n_out * lin->n_in;
     }

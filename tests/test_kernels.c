@@ -121,13 +121,17 @@ static void linear_blas_matches_naive_on_odd_shapes(void) {
         nl_linear_naive(yn, x, w, k % 2 ? b : NULL, n, o, in);
         for (size_t i = 0; i < n * o; i++) want[i] = yn[i];
         // Every tier's plan, so every call (sgemv rows, sgemm NT, sgemm NN on the copy) meets the naive loop.
-        for (int tier = -1; tier <= 3; tier++) {
-            NlLinear lin = {w, wt, k % 2 ? b : NULL, o, in, tier};
-            nl_linear(y, x, n, &lin, k % 2 ? pool : NULL);
-            // Both sum the same float products (each below 1 in size) in a different order: the worst
-            // case grows as n_in^2 * 2^-24; 1e-5 + 2e-6 n_in absolute allows the 1e-5 seen at n_in = 1025.
-            check_close("sgemm/sgemv vs naive", y, want, n * o, 1e-5 + 2e-6 * (double)in, 1e-5);
-        }
+        // And each as the weight of a model read from memory (NlLinear.streamed): matvec.c's loops for
+        // 1 and 2 rows.
+        for (int tier = -1; tier <= 3; tier++)
+            for (int streamed = 0; streamed < 2; streamed++) {
+                NlLinear lin = {w, wt, k % 2 ? b : NULL, o, in, tier, streamed};
+                nl_linear(y, x, n, &lin, k % 2 ? pool : NULL);
+                // Both sum the same float products (each below 1 in size) in a different order: the worst
+                // case grows as n_in^2 * 2^-24; 1e-5 + 2e-6 n_in absolute allows the 1e-5 seen at n_in = 1025.
+                check_close(streamed ? "streamed vs naive" : "sgemm/sgemv vs naive", y, want, n * o,
+                            1e-5 + 2e-6 * (double)in, 1e-5);
+            }
         free(wt);
         free(x);
         free(w);
@@ -161,17 +165,19 @@ static void split_linear_is_bitwise_unsplit(void) {
         for (size_t i = 0; i < o; i++) b[i] = (float)uniform(&s);
         for (size_t r = 0; r < o; r++)
             for (size_t i = 0; i < in; i++) wt[i * o + r] = w[r * in + i];
-        NlLinear lin = {w, wt, b, o, in, 2};
-        for (int layout = 0; layout < 2; layout++) {  // w as stored (out, in), then the copy (in, out)
-            NlCall call = layout ? NL_CALL_SGEMV_T_ROWS : NL_CALL_SGEMV_ROWS;
+        NlLinear lin = {w, wt, b, o, in, 2, 0};
+        static const NlCall CALLS[] = {NL_CALL_SGEMV_ROWS, NL_CALL_SGEMV_T_ROWS, NL_CALL_MATVEC_ROWS,
+                                       NL_CALL_MATVEC_T_ROWS};
+        for (int layout = 0; layout < 4; layout++) {  // w as stored (out, in), then the copy (in, out); OpenBLAS, ours
+            NlCall call = CALLS[layout];
             nl_linear_run(whole, x, n, &lin, NULL, (NlLinearPlan){call, 1});
             for (int p = 0; p < 3; p++) {
                 CHECK(nl_pool_workers(pools[p]) == p + 2, "pool of %d workers", nl_pool_workers(pools[p]));
                 memset(split, 0xff, n * o * sizeof *split);
                 nl_linear_run(split, x, n, &lin, pools[p], (NlLinearPlan){call, p + 2});
                 CHECK(memcmp(whole, split, n * o * sizeof *split) == 0,
-                      "%zu x %zu x %zu %s split over %d workers differs", n, o, in, layout ? "(in, out)" : "(out, in)",
-                      p + 2);
+                      "%zu x %zu x %zu %s%s split over %d workers differs", n, o, in,
+                      layout % 2 ? "(in, out)" : "(out, in)", layout >= 2 ? " matvec" : "", p + 2);
             }
         }
         free(x);
@@ -205,7 +211,7 @@ static void split_sgemm_is_bitwise_whole(void) {
         for (size_t i = 0; i < o; i++) b[i] = (float)uniform(&s);
         for (size_t r = 0; r < o; r++)
             for (size_t i = 0; i < in; i++) wt[i * o + r] = w[r * in + i];
-        NlLinear lin = {w, wt, b, o, in, tier};
+        NlLinear lin = {w, wt, b, o, in, tier, 0};
         for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
             size_t n = rows[r];
             NlLinearPlan p = nl_linear_plan(n, o, in, tier, 2);
@@ -264,6 +270,30 @@ static void plan_follows_its_rules(void) {
               "%zu rows of %zu x %zu, tier %d, %d workers: call %d split %d, want %d %d", cases[k].rows, cases[k].n_out,
               cases[k].n_in, cases[k].tier, cases[k].workers, (int)p.call, p.split, (int)cases[k].call, cases[k].split);
     }
+    // A streamed weight (its model's matrices over 16 MiB): matvec.c's loops below 3 rows, split from
+    // 32K weights, on the copy where it is the only layout; from 3 rows the plan above.
+    const NlCall M = NL_CALL_MATVEC_ROWS, MT = NL_CALL_MATVEC_T_ROWS;
+    const struct {
+        size_t rows, n_out, n_in;
+        int tier, workers;
+        NlCall call;
+        int split;
+    } streamed[] = {
+        {1, 864, 288, 3, 1, M, 1},   {1, 864, 288, 3, 2, M, 2},    {2, 288, 768, 2, 2, M, 2},
+        {1, 128, 128, 3, 2, M, 1},   {1, 32000, 288, 3, 2, MT, 2}, {2, 50257, 768, 2, 1, MT, 1},
+        {1, 32000, 288, 1, 2, M, 2}, {1, 2304, 768, -1, 1, M, 1},  {3, 32000, 288, 3, 1, NN, 1},
+        {3, 288, 768, 2, 2, R, 2},
+    };
+    for (size_t k = 0; k < sizeof streamed / sizeof streamed[0]; k++) {
+        NlLinearPlan p = nl_linear_plan_streamed(streamed[k].rows, streamed[k].n_out, streamed[k].n_in,
+                                                 streamed[k].tier, streamed[k].workers);
+        CHECK(p.call == streamed[k].call && p.split == streamed[k].split,
+              "streamed: %zu rows of %zu x %zu, tier %d, %d workers: call %d split %d, want %d %d", streamed[k].rows,
+              streamed[k].n_out, streamed[k].n_in, streamed[k].tier, streamed[k].workers, (int)p.call, p.split,
+              (int)streamed[k].call, streamed[k].split);
+    }
+    CHECK(nl_linear_streamed((size_t)16 << 20) == 0 && nl_linear_streamed(((size_t)16 << 20) + 1) == 1,
+          "a model's matrices stream from memory above 16 MiB");
     CHECK(nl_linear_wants_transposed(384, 128, 2) && nl_linear_wants_transposed(1024, 512, 3),
           "small weights get a copy with AVX2 and AVX-512");
     CHECK(nl_linear_wants_transposed(1536, 384, 3) && nl_linear_wants_transposed(50257, 768, 3) &&

@@ -1,0 +1,53 @@
+// matvec.c — one row's product with a weight read from memory: the decode step of a model whose
+// matrices do not fit the cache (linear.c's plan, NL_CALL_MATVEC_ROWS and _T_ROWS). A decode step
+// reads each weight once, so it runs at the speed the weight streams in; OpenBLAS 0.3.21's sgemv
+// streams at 9-19 GB/s on a Zen 4 EPYC (Cooperlake kernels) where these loops, and a plain read,
+// run at 22-29 (docs/performance.md). Each output is one chain of operations in a fixed order,
+// whatever the vector width the compiler picks and however the outputs are split: the same bits at
+// any worker count.
+#include "linear.h"
+
+// y[o] for o in [lo, hi) = w[o] . x, w (n_out, n_in): 16 partial sums, lane k over the inputs i with
+// i % 16 == k (the loop the vectoriser turns into 16-float chains), then added in order.
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void
+nl_matvec(float *y, const float *w, const float *x, size_t n_in, size_t lo, size_t hi) {
+    size_t whole = n_in / 16 * 16;
+    for (size_t o = lo; o < hi; o++) {
+        const float *row = w + o * n_in;
+        float acc[16] = {0};
+        for (size_t i = 0; i < whole; i += 16)
+            for (size_t k = 0; k < 16; k++) acc[k] += row[i + k] * x[i + k];
+        for (size_t i = whole; i < n_in; i++) acc[i - whole] += row[i] * x[i];
+        float sum = 0.0f;
+        for (size_t k = 0; k < 16; k++) sum += acc[k];
+        y[o] = sum;
+    }
+}
+
+// y[o] for o in [lo, hi) = sum over i of x[i] wt[i][o], wt (n_in, n_out): four rows of wt a pass over
+// the outputs, each output's terms added in the order of i (y stays in the cache; the rows stream).
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void
+nl_matvec_t(float *y, const float *wt, const float *x, size_t n_in, size_t n_out, size_t lo, size_t hi) {
+    for (size_t o = lo; o < hi; o++) y[o] = 0.0f;
+    size_t i = 0;
+    for (; i + 4 <= n_in; i += 4) {
+        const float *r0 = wt + i * n_out, *r1 = r0 + n_out, *r2 = r1 + n_out, *r3 = r2 + n_out;
+        float x0 = x[i], x1 = x[i + 1], x2 = x[i + 2], x3 = x[i + 3];
+        for (size_t o = lo; o < hi; o++) {
+            float s = y[o];
+            s += x0 * r0[o];
+            s += x1 * r1[o];
+            s += x2 * r2[o];
+            s += x3 * r3[o];
+            y[o] = s;
+        }
+    }
+    for (; i < n_in; i++)
+        for (size_t o = lo; o < hi; o++) y[o] += x[i] * wt[i * n_out + o];
+}
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// GCC gives the dispatchers of target_clones default visibility whatever the declaration says, so
+// they are hidden here, as the rest of linear.h is (kernels.c does the same).
+__asm__(".hidden nl_matvec\n.hidden nl_matvec.resolver\n.hidden nl_matvec_t\n.hidden nl_matvec_t.resolver\n");
+#endif
