@@ -115,32 +115,39 @@ static int cmp_double(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-// GB/s of one sgemv through each of `count` matrices laid end to end in `mats`, by nl_linear_run
-// with plan p (the layout is the plan's: SGEMV_ROWS reads each as (out, in), SGEMV_T_ROWS as (in, out)).
+// GB/s of one row's product through each of `count` matrices laid end to end in `mats`, by
+// nl_linear_run with plan p (the layout is the plan's: SGEMV_ROWS and MATVEC_ROWS read each as
+// (out, in), SGEMV_T_ROWS and MATVEC_T_ROWS as (in, out)).
 static double stream_pass(const float *mats, size_t count, size_t n_out, size_t n_in, NlLinearPlan p, NlPool *pool,
                           const float *x, float *y) {
     double t0 = now();
     for (size_t m = 0; m < count; m++) {
-        NlLinear lin = {mats + m * n_out * n_in, mats + m * n_out * n_in, NULL, n_out, n_in, -1};
+        NlLinear lin = {mats + m * n_out * n_in, mats + m * n_out * n_in, NULL, n_out, n_in, -1, 0};
         nl_linear_run(y, x, 1, &lin, pool, p);
     }
     return (double)count * (double)(n_out * n_in * sizeof(float)) / (now() - t0) / 1e9;
 }
 
-// For each linear above the plan's copy bound: sgemv's GB/s from memory in either layout, at one
-// thread and split over two, medians of interleaved rounds; and the layout the plan picks for a row.
+// For each linear: GB/s from memory of OpenBLAS's sgemv and of matvec.c's loops (what a model whose
+// matrices exceed the cache runs, NlLinear.streamed) in either layout, at one thread and split over
+// two, medians of interleaved rounds; and the layout the plan of a matrix above its copy bound picks.
 static void stream_table(int D, int F, int V, int tier, const cpu_set_t *all_cpus) {
     const char *names[5] = {"qkv", "attn_proj", "mlp_up", "mlp_down", "lm_head"};
     const int shapes[5][2] = {{3 * D, D}, {D, D}, {F, D}, {D, F}, {V, D}};
-    enum { ROUNDS = 7, RUNS = 4 };
+    enum { ROUNDS = 7, RUNS = 8 };
+    static const NlCall CALLS[4] = {NL_CALL_SGEMV_ROWS, NL_CALL_SGEMV_T_ROWS, NL_CALL_MATVEC_ROWS,
+                                    NL_CALL_MATVEC_T_ROWS};
     NlPool *pool = unpinned_pool(all_cpus);
     int two = nl_pool_workers(pool) > 1;
-    printf("sgemv streaming from memory, one row through distinct matrices (256 MiB or more a pass), GB/s, medians of "
-           "%d interleaved rounds\n%-9s %11s %12s %12s %12s %12s  %-8s %s\n",
-           ROUNDS, "linear", "shape", "(out,in) 1t", "(in,out) 1t", "(out,in) 2t", "(in,out) 2t", "faster", "plan");
+    printf("streaming from memory, one row through distinct matrices (256 MiB or more a pass), GB/s, medians of %d "
+           "interleaved rounds: OpenBLAS's sgemv, then matvec.c's loops; 1t one thread, 2t split over two\n"
+           "%-9s %11s %11s %11s %11s %11s %11s %11s %11s %11s  %s\n",
+           ROUNDS, "linear", "shape", "sgemv o,i", "sgemv i,o", "ours o,i", "ours i,o", "sgemv o,i", "sgemv i,o",
+           "ours o,i", "ours i,o", "plan above the copy bound");
+    printf("%-9s %11s %47s %47s\n", "", "", "1t", "2t");
     for (int s = 0; s < 5; s++) {
         size_t n_out = (size_t)shapes[s][0], n_in = (size_t)shapes[s][1], weights = n_out * n_in;
-        if (weights <= ((size_t)1 << 19) || (s == 4 && n_out <= n_in)) continue;  // cached: the table above
+        if (s == 4 && n_out <= n_in) continue;  // (no head)
         size_t count = ((size_t)256 << 20) / (weights * sizeof(float)) + 1;
         if (count < 2) count = 2;
         float *mats = random_floats(count * weights), *x = random_floats(n_out + n_in), *y = random_floats(n_out);
@@ -150,16 +157,17 @@ static void stream_table(int D, int F, int V, int tier, const cpu_set_t *all_cpu
             double gb[RUNS][ROUNDS];
             for (int r = 0; r < ROUNDS; r++)
                 for (int k = 0; k < RUNS; k++) {
-                    NlLinearPlan p = {k % 2 ? NL_CALL_SGEMV_T_ROWS : NL_CALL_SGEMV_ROWS, k >= 2 ? 2 : 1};
+                    NlLinearPlan p = {CALLS[k % 4], k >= 4 ? 2 : 1};
                     gb[k][r] =
-                        k >= 2 && !two ? 0.0 : stream_pass(mats, count, n_out, n_in, p, k >= 2 ? pool : NULL, x, y);
+                        k >= 4 && !two ? 0.0 : stream_pass(mats, count, n_out, n_in, p, k >= 4 ? pool : NULL, x, y);
                 }
             for (int k = 0; k < RUNS; k++) qsort(gb[k], ROUNDS, sizeof(double), cmp_double);
             NlLinearPlan plan = nl_linear_plan(1, n_out, n_in, tier, 1);
-            printf("%-9s %5zux%-5zu %12.1f %12.1f %12.1f %12.1f  %-8s %s\n", names[s], n_out, n_in, gb[0][ROUNDS / 2],
-                   gb[1][ROUNDS / 2], gb[2][ROUNDS / 2], gb[3][ROUNDS / 2],
-                   gb[1][ROUNDS / 2] > gb[0][ROUNDS / 2] ? "(in,out)" : "(out,in)",
-                   plan.call == NL_CALL_SGEMV_T_ROWS ? "(in,out)" : "(out,in)");
+            printf("%-9s %5zux%-5zu", names[s], n_out, n_in);
+            for (int k = 0; k < RUNS; k++) printf(" %11.1f", gb[k][ROUNDS / 2]);
+            printf("  %s\n", weights <= ((size_t)1 << 19)        ? "(cached: the table above)"
+                             : plan.call == NL_CALL_SGEMV_T_ROWS ? "(in,out)"
+                                                                 : "(out,in)");
         }
         free(mats);
         free(x);
@@ -207,7 +215,7 @@ static void dram_table(const cpu_set_t *all_cpus) {
         pool_done(pool, all_cpus);
         return;
     }
-    NlLinear lin = {w, NULL, NULL, n_out, n_in, -1};
+    NlLinear lin = {w, NULL, NULL, n_out, n_in, -1, 0};
     ReadJob rj = {w, n_out * n_in, {0, 0}};
     double best[4] = {1e30, 1e30, 1e30, 1e30};
     for (int r = 0; r < 5; r++) {
