@@ -76,7 +76,8 @@ def decode_rows(repeats, out, all_cpus):
         d1, d2 = rows[name]["decode_tok_s"], rows[name]["decode_2_threads_tok_s"]
         print(f"{name:<20} {info['parameters'] / 1e6:6.1f}M params{' (tied)' if tied else ''}  greedy decode "
               f"1 thread {fmt(d1)} tok/s, 2 threads {fmt(d2)} ({d2['median'] / d1['median']:.2f}x); "
-              f"reading its {read / 1e6:.1f} MB once a token at the copy loop's {blas['copy_gb_per_s']:.1f} GB/s: {bound:.1f}")
+              f"reading its {read / 1e6:.1f} MB once a token at the copy loop's {blas['copy_gb_per_s']:.1f} GB/s: "
+              f"{bound:.1f}")
     out["decode"] = rows
 
 
