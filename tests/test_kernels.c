@@ -239,14 +239,29 @@ static void split_sgemm_is_bitwise_whole(void) {
 // elements a tall weight (out >= 2 in with AVX-512, out >= 16 in with AVX2) only from its copy:
 // sgemv on it, split over the workers, below 4 rows (3 over 16 MiB), NN from there; the plain rule
 // for older tiers and unknown kernels.
+typedef struct {
+    size_t rows, n_out, n_in;
+    int tier, workers;
+    NlCall call;
+    int split;
+} PlanCase;
+
+// Each case's plan, by nl_linear_plan or, for a streamed weight, nl_linear_plan_streamed.
+static void check_plans(const PlanCase *cases, size_t n, int streamed) {
+    for (size_t k = 0; k < n; k++) {
+        const PlanCase *c = &cases[k];
+        NlLinearPlan p = streamed ? nl_linear_plan_streamed(c->rows, c->n_out, c->n_in, c->tier, c->workers)
+                                  : nl_linear_plan(c->rows, c->n_out, c->n_in, c->tier, c->workers);
+        CHECK(p.call == c->call && p.split == c->split,
+              "%s%zu rows of %zu x %zu, tier %d, %d workers: call %d split %d, want %d %d",
+              streamed ? "streamed: " : "", c->rows, c->n_out, c->n_in, c->tier, c->workers, (int)p.call, p.split,
+              (int)c->call, c->split);
+    }
+}
+
 static void plan_follows_its_rules(void) {
     const NlCall R = NL_CALL_SGEMV_ROWS, NT = NL_CALL_SGEMM_NT, NN = NL_CALL_SGEMM_NN, T = NL_CALL_SGEMV_T_ROWS;
-    const struct {
-        size_t rows, n_out, n_in;
-        int tier, workers;
-        NlCall call;
-        int split;
-    } cases[] = {
+    const PlanCase cases[] = {
         {1, 384, 128, 2, 1, R, 1},    {1, 384, 128, 2, 2, R, 2},     {3, 384, 128, 2, 2, R, 2},
         {1, 128, 128, 2, 2, R, 1},    {1, 128, 256, 2, 2, R, 2},     {4, 384, 128, 2, 1, NN, 1},
         {8, 384, 128, 2, 2, NN, 1},   {63, 384, 128, 2, 1, NN, 1},   {64, 384, 128, 2, 1, NT, 1},
@@ -264,34 +279,17 @@ static void plan_follows_its_rules(void) {
         {99, 128, 128, 3, 2, NT, 1},  {99, 512, 128, 3, 3, NT, 3},   {1024, 65, 128, 3, 2, NT, 1},
         {64, 2304, 768, 3, 2, NN, 2}, {8, 2304, 768, 3, 2, NN, 1},   {128, 2304, 768, 2, 2, NT, 1},
     };
-    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-        NlLinearPlan p = nl_linear_plan(cases[k].rows, cases[k].n_out, cases[k].n_in, cases[k].tier, cases[k].workers);
-        CHECK(p.call == cases[k].call && p.split == cases[k].split,
-              "%zu rows of %zu x %zu, tier %d, %d workers: call %d split %d, want %d %d", cases[k].rows, cases[k].n_out,
-              cases[k].n_in, cases[k].tier, cases[k].workers, (int)p.call, p.split, (int)cases[k].call, cases[k].split);
-    }
+    check_plans(cases, sizeof cases / sizeof cases[0], 0);
     // A streamed weight (its model's matrices over 16 MiB): matvec.c's loops below 3 rows, split from
     // 32K weights, on the copy where it is the only layout; from 3 rows the plan above.
     const NlCall M = NL_CALL_MATVEC_ROWS, MT = NL_CALL_MATVEC_T_ROWS;
-    const struct {
-        size_t rows, n_out, n_in;
-        int tier, workers;
-        NlCall call;
-        int split;
-    } streamed[] = {
+    const PlanCase streamed[] = {
         {1, 864, 288, 3, 1, M, 1},   {1, 864, 288, 3, 2, M, 2},    {2, 288, 768, 2, 2, M, 2},
         {1, 128, 128, 3, 2, M, 1},   {1, 32000, 288, 3, 2, MT, 2}, {2, 50257, 768, 2, 1, MT, 1},
         {1, 32000, 288, 1, 2, M, 2}, {1, 2304, 768, -1, 1, M, 1},  {3, 32000, 288, 3, 1, NN, 1},
         {3, 288, 768, 2, 2, R, 2},
     };
-    for (size_t k = 0; k < sizeof streamed / sizeof streamed[0]; k++) {
-        NlLinearPlan p = nl_linear_plan_streamed(streamed[k].rows, streamed[k].n_out, streamed[k].n_in,
-                                                 streamed[k].tier, streamed[k].workers);
-        CHECK(p.call == streamed[k].call && p.split == streamed[k].split,
-              "streamed: %zu rows of %zu x %zu, tier %d, %d workers: call %d split %d, want %d %d", streamed[k].rows,
-              streamed[k].n_out, streamed[k].n_in, streamed[k].tier, streamed[k].workers, (int)p.call, p.split,
-              (int)streamed[k].call, streamed[k].split);
-    }
+    check_plans(streamed, sizeof streamed / sizeof streamed[0], 1);
     CHECK(nl_linear_streamed((size_t)16 << 20) == 0 && nl_linear_streamed(((size_t)16 << 20) + 1) == 1,
           "a model's matrices stream from memory above 16 MiB");
     CHECK(nl_linear_wants_transposed(384, 128, 2) && nl_linear_wants_transposed(1024, 512, 3),
