@@ -78,6 +78,10 @@ static void spm_merges_best_score_then_leftmost(void) {
     CHECK(strcmp(got, "1") == 0, "an empty text with bos: bos alone: %s", got);
     got = ids_text(t, "a<s>b</s>", NL_ENCODE_SPECIAL);
     CHECK(strcmp(got, "264 1 259 261 2") == 0, "NL_ENCODE_SPECIAL: control pieces, a dummy prefix after each: %s", got);
+    got = ids_text(t, "a b", NL_ENCODE_CONTINUE);
+    CHECK(strcmp(got, "260 259 261") == 0, "NL_ENCODE_CONTINUE: no dummy prefix (a ▁ b): %s", got);
+    got = ids_text(t, "a<s>b", NL_ENCODE_CONTINUE | NL_ENCODE_SPECIAL);
+    CHECK(strcmp(got, "260 1 259 261") == 0, "NL_ENCODE_CONTINUE: the prefix again after a control piece: %s", got);
     NlTokenizerInfo info = nl_tokenizer_info(t);
     CHECK(info.bos == 1 && info.eos == 2 && info.add_bos == 1 && info.dummy_prefix == 1, "info: bos %d eos %d",
           info.bos, info.eos);

@@ -444,10 +444,11 @@ static int control_at(const NlSpm *spm, const char *text, size_t len) {
     return best;
 }
 
-// One text between control pieces into ids: spaces as "▁", the dummy prefix first.
-static size_t encode_part(Merging *m, char *norm, const char *text, size_t len, int *ids) {
+// One text between control pieces into ids: spaces as "▁", the dummy prefix first (unless the text
+// continues one: prefix 0).
+static size_t encode_part(Merging *m, char *norm, const char *text, size_t len, int prefix, int *ids) {
     size_t n = 0;
-    if (m->spm->dummy_prefix && len) n = (size_t)(memcpy(norm, SPACE, 3), 3);
+    if (m->spm->dummy_prefix && prefix && len) n = (size_t)(memcpy(norm, SPACE, 3), 3);
     for (size_t i = 0; i < len; i++)
         if (text[i] == ' ') n += (size_t)(memcpy(norm + n, SPACE, 3), 3);
         else norm[n++] = text[i];
@@ -472,7 +473,7 @@ int nl_spm_encode(const NlSpm *spm, const char *text, size_t len, int flags, int
         int control = -1;
         while (end < len && (!(flags & NL_ENCODE_SPECIAL) || (control = control_at(spm, text + end, len - end)) < 0))
             end++;
-        n += encode_part(&m, norm, text + at, end - at, ids + n);
+        n += encode_part(&m, norm, text + at, end - at, at > 0 || !(flags & NL_ENCODE_CONTINUE), ids + n);
         if (control < 0) break;
         ids[n++] = control;
         at = end + strlen(spm->text[control]);

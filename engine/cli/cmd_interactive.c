@@ -116,8 +116,8 @@ static int run_turns(const Options *o, const NlModel *model, Context *c, NlSampl
     while (!rc && (logits = one_turn(o, c, smp, &e, logits)) && (got = read_line(&line, &cap)) > 0) {
         int *ids = NULL;
         size_t n = 0, skipped = 0;
-        if (encode(model, "input", line, (size_t)got, encode_flags(o) & ~NL_ENCODE_BOS, &ids, &n, &skipped) != 0 ||
-            n == 0) {
+        int flags = (encode_flags(o) & ~NL_ENCODE_BOS) | NL_ENCODE_CONTINUE;  // the line goes on the text
+        if (encode(model, "input", line, (size_t)got, flags, &ids, &n, &skipped) != 0 || n == 0) {
             free(ids);
             fputs("(the line was not read; type another)", stderr);
             continue;  // a line the vocabulary lacks: the text goes on from where it was

@@ -91,6 +91,9 @@ enum {
     NL_ENCODE_SPECIAL = 2,  // bpe: "<|endoftext|>" in the text is the special token (else plain text);
     // sentencepiece: "<s>", "</s>", "<unk>" are (else plain text, as in sentencepiece)
     NL_ENCODE_BOS = 4,  // sentencepiece with add_bos: bos first (the others have none)
+    // sentencepiece: the text continues a sequence already encoded (generate -i's later lines): no
+    // dummy prefix before it, as llama.cpp adds that space only at the start or after a control piece
+    NL_ENCODE_CONTINUE = 8,
 };
 
 // Builds a tokenizer from n pieces (token id = index). Each piece must be exactly one valid UTF-8
