@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Export a normlab model to ONNX (opset 17): the full-window forward pass, token ids (B, T) int64 ->
 logits (B, T, V) float32, B and T dynamic (T at most block_size), for every norm type and placement
-the engine runs: tools/lib/nlmodel.py's model (docs/forward.md), traced. The model is first
+the engine runs: tools/lib/nlmodel.py's model (docs/forward.md), or nlmodel_llama.py's for arch llama
+(RoPE's angles for positions 0..T-1, GQA as query groups broadcast over their KV head), traced. The model is first
 loaded by the engine (normlab info), so only what normlab runs is exported; --out may not be the model
 or lie inside it.
 BatchNorm exports with its running statistics (the inference function; batch statistics are a
@@ -61,6 +62,11 @@ def export(model_path, out):
     return config, vocab
 
 
+def tokenizer_name(vocab):
+    """What a model's tokenizer document is: normlab's sentencepiece form, or GPT-2's BPE."""
+    return "a sentencepiece BPE" if isinstance(vocab, dict) and vocab.get("type") == "sentencepiece" else "GPT-2's BPE"
+
+
 def main(argv):
     p = nltool.ArgumentParser(prog="export_onnx.py", description=__doc__,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -75,14 +81,15 @@ def main(argv):
         raise nltool.ToolError(f"{a.model}: no such model")
     out = nltool.check_out(a.out, [a.model], want_dir=False)  # a symlink's target is replaced, the link kept
     info = nltool.check_model(a.model)  # the engine's rules: what it loads is what is exported
-    if info.get("arch", "transformer") != "transformer":
-        raise nltool.ToolError(f"{a.model}: a recurrent model (lstm, gru); only transformers are exported")
+    if info.get("arch", "transformer") not in ("transformer", "llama"):
+        raise nltool.ToolError(f"{a.model}: a recurrent model (lstm, gru); only transformers and llama are exported")
     torch.set_num_threads(1)
     with nltool.writing(a.out):
         config, vocab = export(a.model, out)
     print(f"wrote {a.out}: opset {OPSET}, {config['norm']}/{config.get('placement', 'pre')}, "
           f"{config['n_layer']} layers, " + (f"{len(vocab)} characters" if isinstance(vocab, list) else
-                                              f"GPT-2's BPE ({config['vocab_size']} tokens)"), file=sys.stderr)
+                                              f"{tokenizer_name(vocab)} ({config['vocab_size']} tokens)"),
+          file=sys.stderr)
 
 
 if __name__ == "__main__":

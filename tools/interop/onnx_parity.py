@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Every model exported by tools/interop/export_onnx.py, run by ONNX Runtime (onnxruntime-node, through
 tools/interop/ort_logits.js), against `normlab logits` on the same text: the shipped models and the test
-fixtures of every norm type x placement (with and without biases, DeepNorm, no norm). Two sequences
+fixtures of every norm type x placement (with and without biases, DeepNorm, no norm), and two random
+Llamas (QK-norm with grouped heads, MQA untied) beside the shipped one. Two sequences
 run as one ONNX batch (B = 2), one a full window and one shorter run as its own batch (T dynamic).
 Tolerance, as make parity's: max |logit difference| <= 1e-4 where the logits stay within 10 in
 magnitude, 1e-5 of the largest |logit| beyond (both sides run in float32). Prints the worst per
@@ -32,6 +33,10 @@ ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
 BIN = os.path.join(ROOT, "normlab")
 NODE_PATH = os.path.join(ROOT, "build", "ort", "node_modules")
 ATOL = 1e-4
+EXPORTED = ("transformer", "llama")
+# random Llamas beside the shipped one (GQA 4/2): QK-norm with grouped heads, MQA, an untied head
+LLAMAS = [("qk-norm-8-2", ["--heads", "8", "--kv-heads", "2", "--qk-norm"]),
+          ("mqa-4-1-untied", ["--heads", "4", "--kv-heads", "1"])]
 FIXTURES = ["ln-pre-bias", "ln-post-nobias", "rms-pre-rmsbias", "rms-post-bias", "ln-pre-untied", "bn-pre-bias",
             "bn-post-nobias", "bn-peri-bias", "ln-peri-bias", "rms-peri-nobias", "deepnorm", "nonorm", "utf8"]
 
@@ -61,15 +66,20 @@ def check(model, tmp, rng):
                                capture_output=True, text=True)
             return json.loads(r.stdout)
         held = tokens(open(os.path.join(ROOT, "tests", "data", "held_out.txt"), encoding="utf-8").read())
+        bos = tokens("")["ids"]  # [bos] where the tokenizer puts one first (a Llama 2 tokenizer), else []
         texts, seqs = [], []
         for n in (T, T, max(1, T // 3)):
+            k = max(1, n - len(bos))
             for _ in range(100):  # (a stretch cut inside a character, or merging across its ends, is passed over)
-                at = rng.randrange(0, len(held["ids"]) - n)
-                text = "".join(held["pieces"][at:at + n])
-                if tokens(text)["ids"] == held["ids"][at:at + n]:
+                at = rng.randrange(len(bos), len(held["ids"]) - k)
+                want = bos + held["ids"][at:at + k]
+                text = "".join(held["pieces"][at:at + k])
+                # a sentencepiece model's dummy prefix puts a first piece's space back
+                text = next((t for t in (text, text[1:]) if t and tokens(t)["ids"] == want), text)
+                if tokens(text)["ids"] == want:
                     break
             texts.append(text)
-            seqs.append(held["ids"][at:at + n])
+            seqs.append(want)
     else:
         stoi = {ch: i for i, ch in enumerate(vocab)}
         held = [c for c in open(os.path.join(ROOT, "tests", "data", "held_out.txt"), encoding="utf-8").read()
@@ -88,14 +98,29 @@ def check(model, tmp, rng):
     return worst, scaled
 
 
+def label(model):
+    """A model's name in the report: its path in the project, or a random Llama's name."""
+    inside = os.path.abspath(model).startswith(ROOT + os.sep)
+    return os.path.relpath(model, ROOT) if inside else "random llama " + os.path.basename(model)
+
+
+def random_llama(tmp, name, flags):
+    """A random Llama of tools/dev/make_llama_snapshot.py, imported by tools/interop/import_hf.py."""
+    snap, out = os.path.join(tmp, name + "-snapshot"), os.path.join(tmp, name)
+    for tool, args in (("dev/make_llama_snapshot.py", ["--out", snap, *flags]),
+                       ("interop/import_hf.py", [os.path.join(snap, "hf"), "--out", out])):
+        subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "tools", tool), *args], check=True, capture_output=True)
+    return out
+
+
 def main(argv):
     for model in argv:  # the engine's loader judges each model named (an option is no model)
         if model.startswith("-"):
             raise nltool.ToolError(f"unknown option {model} (usage: onnx_parity.py [MODEL ...])")
         nltool.check_model(model)
     shipped = sorted(os.path.dirname(p) for p in glob.glob(os.path.join(ROOT, "weights", "*", "model.safetensors"))
-                     if nlformat.load_model(os.path.dirname(p))[0].get("arch", "transformer") == "transformer")
-    # (recurrent models are not exported to ONNX: tools/interop/export_onnx.py takes transformers only)
+                     if nlformat.load_model(os.path.dirname(p))[0].get("arch", "transformer") in EXPORTED)
+    # (recurrent models are not exported to ONNX: tools/interop/export_onnx.py takes transformers and llama)
     models = argv or shipped + \
         [os.path.join(ROOT, "tests", "fixtures", f + ".json") for f in FIXTURES]
     if not os.path.isdir(os.path.join(NODE_PATH, "onnxruntime-node")):
@@ -103,16 +128,18 @@ def main(argv):
     rng = random.Random(20261201)
     n_pass = n_fail = 0
     with tempfile.TemporaryDirectory() as tmp:
+        if not argv:
+            models += [random_llama(tmp, name, flags) for name, flags in LLAMAS]
         for model in models:
             try:
                 worst, scaled = check(model, tmp, rng)
             except subprocess.CalledProcessError as e:
-                print(f"{os.path.relpath(model, ROOT):<44} FAIL: {' '.join(e.cmd[:2])}: {e.stderr.strip()[-300:]}")
+                print(f"{label(model):<44} FAIL: {' '.join(e.cmd[:2])}: {e.stderr.strip()[-300:]}")
                 n_fail += 1
                 continue
             good = scaled <= ATOL
             n_pass, n_fail = n_pass + good, n_fail + (not good)
-            print(f"{os.path.relpath(model, ROOT):<44} worst |ONNX Runtime - normlab| = {worst:.3g} "
+            print(f"{label(model):<44} worst |ONNX Runtime - normlab| = {worst:.3g} "
                   f"({scaled:.3g} scaled)  ({'ok' if good else 'FAIL'})")
     print(f"tolerance {ATOL:g} per logit (scaled: / max(1, largest |logit| / 10))")
     print(f"onnx_parity: {n_pass} passed, {n_fail} failed")

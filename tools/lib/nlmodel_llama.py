@@ -82,10 +82,14 @@ class LlamaBlock(nn.Module):
             if cache:
                 k, v = torch.cat([cache["k"], k], 2), torch.cat([cache["v"], v], 2)
             cache["k"], cache["v"] = k, v
-        k, v = (t.repeat_interleave(H // KVH, dim=1) for t in (k, v))  # query head i reads KV head i // (H/KVH)
-        att = (q @ k.transpose(-2, -1)) / math.sqrt(Dh)  # (B, H, n, m)
+        # query head i reads KV head i // G, G = H / KVH: the queries in groups of G against their KV
+        # head, broadcast (the same products as repeating the keys, and a graph ONNX keeps for any n)
+        q = q.reshape(B, KVH, H // KVH, n, Dh)
+        k, v = k[:, :, None], v[:, :, None]  # (B, KVH, 1, m, Dh)
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(Dh)  # (B, KVH, G, n, m)
         att = att.masked_fill(future, float("-inf")).softmax(-1)
-        return self.attn["c_proj"]((att @ v).transpose(1, 2).reshape(B, n, H * Dh))
+        out = (att @ v).reshape(B, H, n, Dh)
+        return self.attn["c_proj"](out.transpose(1, 2).reshape(B, n, H * Dh))
 
     def feed_forward(self, x):
         """c_proj(silu(gate x) * up x): c_fc's rows 0..F-1 the gate, F..2F-1 the up projection."""
