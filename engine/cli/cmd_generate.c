@@ -335,8 +335,11 @@ static void crop_prompt(const Options *o, GenRun *r) {
     if (!model_windowed(r->model) || n <= T) return;
     size_t need = o->n_new > 1 && !o->exact_window ? (size_t)o->n_new - 1 : 0, room = need < T / 2 ? need : T / 2;
     size_t keep = T - room, drop = n - keep, bos = model_keep(r->model, r->ids, n);  // (keep >= T/2 >= bos)
-    for (size_t i = bos; i < bos + drop; i++)
-        bytes += (nl_tokenizer_bytes(nl_model_tokenizer(r->model), r->ids[i], &len), len);
+    const NlTokenizer *tok = nl_model_tokenizer(r->model);
+    for (size_t i = bos; i < bos + drop; i++) {
+        const char *piece = nl_tokenizer_bytes(tok, r->ids[i], &len);
+        bytes += len - (i == bos && len && piece[0] == ' ' && nl_tokenizer_info(tok).dummy_prefix);  // (not the text's)
+    }
     memmove(r->ids + bos, r->ids + bos + drop, (keep - bos) * sizeof *r->ids);
     r->n = keep;
     const char *unit = token_unit(r->model);
