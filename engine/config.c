@@ -1,5 +1,6 @@
 // config.c — config.json and tokenizer.json: every key checked, named in its error, against the
 // format's rules (docs/format.md); the one table of names for each choice in config.json.
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -268,8 +269,11 @@ static int parse_llama_config(NlConfig *c, const cJSON *root, int version, const
         nl_jsonx_bool(root, "qk_norm", 0, &qk, what, err) != 0 ||
         nl_jsonx_bool(root, "attn_bias", 0, &ab, what, err) != 0)
         return -1;
-    if (theta <= 0) {
-        nl_error(err, NL_ERR_FORMAT, "%s: \"rope_theta\" = %g must be positive", what, theta);
+    // RoPE's table is float (run.c's): a base below 1 turns pairs faster than a radian a position and,
+    // near 0, overflows to inf (then NaN); above FLT_MAX it is no float
+    if (!(theta >= 1 && theta <= FLT_MAX)) {
+        nl_error(err, NL_ERR_FORMAT, "%s: \"rope_theta\" = %g must be in [1, %g] (RoPE's base, a float)", what, theta,
+                 (double)FLT_MAX);
         return -1;
     }
     if (d % h != 0 || (d / h) % 2 != 0) {

@@ -3,8 +3,9 @@
 // reads each weight once, so it runs at the speed the weight streams in; OpenBLAS 0.3.21's sgemv
 // streams at 9-19 GB/s on a Zen 4 EPYC (Cooperlake kernels) where these loops, and a plain read,
 // run at 22-29 (docs/performance.md). Each output is one chain of operations in a fixed order,
-// whatever the vector width the compiler picks and however the outputs are split: the same bits at
-// any worker count.
+// however the outputs are split: the same bits at any worker count. The AVX2 and AVX-512 builds
+// fuse each multiply-add and give the same bits at either vector width; the baseline build (no FMA)
+// rounds each product first, so its last bits differ.
 #include "linear.h"
 
 // y[o] for o in [lo, hi) = w[o] . x, w (n_out, n_in): 16 partial sums, lane k over the inputs i with

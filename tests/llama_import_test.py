@@ -260,6 +260,8 @@ def bad_snapshots(tmp):
          "num_key_value_heads 3 does not divide"),
         ("rope_theta 0", {}, {"rope_theta": 0}, None, None, "rope_theta is 0"),
         ("rope_theta -10000", {}, {"rope_theta": -10000.0}, None, None, "rope_theta is -10000"),
+        ("rope_theta 1e-45 (0 as a float: NaN logits)", {}, {"rope_theta": 1e-45}, None, None, "rope_theta is 1e-45"),
+        ("rope_theta 10**400 (no float)", {}, {"rope_theta": 10 ** 400}, None, None, "rope_theta is 1000"),
         ("rope_scaling set", {}, {"rope_scaling": {"rope_type": "linear", "factor": 2.0}}, None, None, "rope_scaling"),
         ("an unknown architecture", {}, {"architectures": ["MistralForCausalLM"]}, None, None, "MistralForCausalLM"),
         ("head_dim other than hidden_size / heads", {}, {"head_dim": 32}, None, None, "head_dim 32"),
@@ -322,6 +324,9 @@ def bad_bins(tmp):
         f.write(struct.pack("<fi", 0.0, -7))
     case("a tokenizer.bin with a negative length", "ok1.bin", data, "negative", negative)
     case("a tokenizer.bin cut short", "ok2.bin", data, "cut short", tok_file("short-tok.bin", toks[:100]))
+    nan_score = [(b, float("nan") if i == 300 else s) for i, (b, s) in enumerate(toks)]
+    case("a tokenizer.bin with a NaN score", "ok5.bin", data, "token 300 has score nan",
+         tok_file("nan-tok.bin", nan_score))
     no_byte = [(b"<0x4B>x" if b == b"<0x41>" else b, s) for b, s in toks]
     case("a tokenizer.bin missing a byte token", "ok3.bin", data, "no byte token <0x41>",
          tok_file("nobyte-tok.bin", no_byte))

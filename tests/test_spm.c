@@ -134,6 +134,7 @@ static void spm_text_bytes_less_the_dummy_prefix(void) {
         {"a b", NL_ENCODE_BOS, 1, 3},  // bos ▁a ▁ b: every byte of the text is scored
         {"bc", NL_ENCODE_BOS, 1, 2},  // bos ▁ bc: the lone "▁" is the prefix alone
         {"a<s>b</s>", NL_ENCODE_SPECIAL, 0, 2},  // ▁a <s> ▁ b </s>: a prefix after each control piece
+        {"a<unk>b", NL_ENCODE_SPECIAL, 1, 6},  // ▁a <unk> ▁ b: <unk>'s " ⁇ " (5 bytes), then "b"
     };
     for (size_t c = 0; c < sizeof CASES / sizeof CASES[0]; c++) {
         int ids[64];
@@ -363,6 +364,7 @@ static void spm_refuses_bad_files(void) {
         {"", LLAMA_NORM, "null", LLAMA_POST, "\"type\": \"BPE\", ", "model.byte_fallback is not true"},
         {"\"a q\"", LLAMA_NORM, "null", LLAMA_POST, BYTE_FALLBACK, "model.merges entry 1"},
         {"\"a b\", \"a b\"", LLAMA_NORM, "null", LLAMA_POST, BYTE_FALLBACK, "entry 2 repeats entry 1"},
+        {"\"a b c\"", LLAMA_NORM, "null", LLAMA_POST, BYTE_FALLBACK, "entry 1 is not \"A B\" or [A, B]"},
         {"", "{\"type\": \"NFKC\"}", "null", LLAMA_POST, BYTE_FALLBACK, "a NFKC normalizer"},
         {"", LLAMA_NORM, "{\"type\": \"Split\"}", LLAMA_POST, BYTE_FALLBACK, "Split pre-tokenizer"},
         {"", LLAMA_NORM, "{\"type\": \"ByteLevel\"}", LLAMA_POST, BYTE_FALLBACK, "a ByteLevel pre-tokenizer"},

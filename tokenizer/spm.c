@@ -328,6 +328,8 @@ const unsigned char *nl_spm_bytes(const NlSpm *spm, int id, size_t *len) {
     return spm->bytes[id];
 }
 
+int nl_spm_is_control(const NlSpm *spm, int id) { return spm->kind[id] == CONTROL; }
+
 // ---- encoding
 
 #define NONE SIZE_MAX

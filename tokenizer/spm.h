@@ -66,6 +66,8 @@ int nl_spm_encode(const NlSpm *spm, const char *text, size_t len, int flags, int
 // The bytes of piece id (0 <= id < size): its text with "▁" a space; a byte piece's one byte; a
 // control piece none; <unk> sentencepiece's " ⁇ ". NUL-terminated.
 const unsigned char *nl_spm_bytes(const NlSpm *spm, int id, size_t *len);
+// Whether piece id (0 <= id < size) is a control piece: <unk>, bos, eos, HF's special added tokens.
+int nl_spm_is_control(const NlSpm *spm, int id);
 
 #pragma GCC visibility pop
 

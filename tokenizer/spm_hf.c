@@ -190,18 +190,17 @@ static int read_merges(const cJSON *merges, const char *(*pairs)[2], char **name
     for (const cJSON *e = merges->child; e; e = e->next, r++) {
         const cJSON *x = cJSON_IsArray(e) ? e->child : NULL, *y = x ? x->next : NULL;
         const char *gap = cJSON_IsString(e) ? strchr(e->valuestring, ' ') : NULL;
-        if (gap && !strchr(gap + 1, ' ') && (names[r] = strdup(e->valuestring))) {
+        int one_gap = gap && !strchr(gap + 1, ' ');
+        if (one_gap && !(names[r] = strdup(e->valuestring)))
+            return nl_error(err, NL_ERR_NOMEM, "%s: out of memory for model.merges entry %zu", what, r + 1);
+        if (one_gap) {
             names[r][gap - e->valuestring] = '\0';
             pairs[r][0] = names[r];
             pairs[r][1] = names[r] + (gap - e->valuestring) + 1;
         } else if (cJSON_IsString(x) && cJSON_IsString(y) && !y->next) {
             pairs[r][0] = x->valuestring;
             pairs[r][1] = y->valuestring;
-        } else
-            return nl_error(err, gap ? NL_ERR_NOMEM : NL_ERR_FORMAT,
-                            "%s: model.merges entry %zu is not \"A B\" or "
-                            "[A, B]%s",
-                            what, r + 1, gap ? " (or out of memory)" : "");
+        } else return nl_error(err, NL_ERR_FORMAT, "%s: model.merges entry %zu is not \"A B\" or [A, B]", what, r + 1);
     }
     return 0;
 }

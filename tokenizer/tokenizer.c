@@ -125,7 +125,7 @@ size_t nl_tokenizer_text_bytes(const NlTokenizer *tok, const int *ids, size_t n,
     int starts_text = info.dummy_prefix;  // the next text piece's leading space is the dummy prefix's
     for (size_t i = 0; i < n; i++) {
         const char *piece = nl_tokenizer_bytes(tok, ids[i], &len);
-        int control = ids[i] == info.bos || ids[i] == info.eos;  // (-1 for the kinds without them)
+        int control = tok->spm && nl_spm_is_control(tok->spm, ids[i]);  // after one, a text starts again
         if (i >= from) bytes += len - (size_t)(starts_text && !control && len && piece[0] == ' ');
         starts_text = info.dummy_prefix && control;
     }

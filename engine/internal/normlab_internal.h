@@ -115,7 +115,8 @@ int nl_model_copy(NlModel **out, const NlModel *base, NlError *err);
 const NlModel *nl_state_model(const NlState *state);  // the model the state runs (borrowed)
 // (tokenizer.c) The bytes of the text that ids[from..n) of the sequence ids[0..n) stand for: their
 // pieces' bytes, less sentencepiece's dummy prefix, the space of a piece that begins a text (the
-// sequence's first after any bos, or the first after a control piece), as its decoder drops it.
+// sequence's first, or the first after a control piece: bos, eos, <unk>, a special added token), as
+// its decoder drops it.
 size_t nl_tokenizer_text_bytes(const NlTokenizer *tok, const int *ids, size_t n, size_t from);
 
 size_t nl_state_batch(const NlState *state);  // sequences per forward call, at most (NlRunOptions.batch)

@@ -46,6 +46,9 @@ from nltool import ToolError  # noqa: E402
 ARCHES = {"LlamaForCausalLM": "llama", "Qwen2ForCausalLM": "qwen2", "Qwen3ForCausalLM": "qwen3"}
 
 
+FLT_MAX = 3.4028234663852886e38  # the largest float: the engine keeps RoPE's table in float
+
+
 def positive(cfg, key, where, default=None):
     v = cfg.get(key)
     v = default if v is None else v  # (HF writes num_key_value_heads: null for "as many as the heads")
@@ -68,8 +71,8 @@ def convert_config(cfg, kind, where):
     if (D // H) % 2:
         raise ToolError(f"{where}: head width {D // H} is odd: RoPE rotates pairs of dimensions")
     theta = cfg.get("rope_theta", 10000.0)
-    if not isinstance(theta, (int, float)) or isinstance(theta, bool) or not theta > 0 or theta == float("inf"):
-        raise ToolError(f"{where}: rope_theta is {theta!r}, not a positive number")
+    if not isinstance(theta, (int, float)) or isinstance(theta, bool) or not 1 <= theta <= FLT_MAX:
+        raise ToolError(f"{where}: rope_theta is {theta!r}, not a number in [1, {FLT_MAX:g}] (RoPE's base, a float)")
     if cfg.get("rope_scaling") is not None:
         raise ToolError(f"{where}: rope_scaling {cfg['rope_scaling']!r} is set: normlab runs RoPE unscaled only")
     eps = cfg.get("rms_norm_eps", 1e-6)

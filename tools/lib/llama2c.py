@@ -13,6 +13,7 @@ run.c memory_map_weights and export.py legacy_export / version1_export, tokenize
 Each layered block holds all layers, layer-major: wq is (L, H*Dh, D). Linears are (out, in), and
 RoPE's pairs are Meta's interleaved ones (dims 2i, 2i+1 of a head), as normlab's format has them.
 """
+import math
 import os
 import struct
 
@@ -125,8 +126,8 @@ def write_model(path, h, blocks, version):
 
 def read_tokenizer(path, V):
     """[(piece bytes, score)] for V tokens, as run.c's build_tokenizer reads them. Refused: a file cut
-    short, a negative length, a token longer than the max_token_length of its header, bytes after the
-    V-th token (a tokenizer of another vocabulary)."""
+    short, a negative length, a token longer than the max_token_length of its header, a score that is
+    NaN or infinite, bytes after the V-th token (a tokenizer of another vocabulary)."""
     with open(path, "rb") as f:
         data = f.read()
     if len(data) < 4:
@@ -145,6 +146,8 @@ def read_tokenizer(path, V):
             raise ToolError(f"{path}: token {i} has length {n}, more than the file's max_token_length {longest}")
         if at + 8 + n > len(data):
             raise ToolError(f"{path}: cut short inside token {i} ({n} bytes)")
+        if not math.isfinite(score):
+            raise ToolError(f"{path}: token {i} has score {score}, not a finite number: a damaged tokenizer.bin")
         out.append((data[at + 8:at + 8 + n], score))
         at += 8 + n
     if at != len(data):

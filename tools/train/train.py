@@ -309,6 +309,8 @@ def check_llama(a):
         sys.exit(f"train.py: --n-kv-head {a.n_kv_head} does not divide --n-head {a.n_head}")
     if a.n_inner < 1 or not a.rope_theta > 0:
         sys.exit(f"train.py: --n-inner {a.n_inner} and --rope-theta {a.rope_theta:g} must be positive")
+    if not 1 <= a.rope_theta <= 3.4028234663852886e38:
+        sys.exit(f"train.py: --rope-theta {a.rope_theta:g} must be in [1, 3.40282e+38] (RoPE's base, a float)")
     if a.qk_norm and a.norm == "none":
         sys.exit("train.py: --qk-norm needs a norm (not --norm none)")
 
