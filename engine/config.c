@@ -112,9 +112,9 @@ static int reject_hf_snapshot(const cJSON *root, const char *what, NlError *err)
                  what, name, dir_len, what);
     else
         nl_error(err, NL_ERR_FORMAT,
-                 "%s: a Hugging Face %.80s snapshot, not a normlab model (tools/interop/import_hf_gpt2.py imports "
-                 "GPT-2 snapshots only)",
-                 what, name);
+                 "%s: a Hugging Face %.80s snapshot, not a normlab model: tools/interop/import_hf.py %.*s --out "
+                 "MODEL_DIR imports Llama, Qwen2 and Qwen3 snapshots (and GPT-2's)",
+                 what, name, dir_len, what);
     return -1;
 }
 

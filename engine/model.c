@@ -459,6 +459,13 @@ int nl_model_load(NlModel **out, const char *path, const NlLoadOptions *opts, Nl
         nl_error(err, NL_ERR_IO, "%s: give the model directory that holds this file, not the file", name);
         return -1;
     }
+    if (S_ISREG(st.st_mode) && blen >= 4 && strcmp(base + blen - 4, ".bin") == 0) {  // what llama2.c users try
+        nl_error(err, NL_ERR_FORMAT,
+                 "%s: a .bin file, not a normlab model: llama2.c's? tools/interop/import_llama2c.py %s --tokenizer "
+                 "tokenizer.bin --out MODEL_DIR brings one in",
+                 name, name);
+        return -1;
+    }
     if (S_ISDIR(st.st_mode)) {
         char cfg[PATH_MAX + 16];
         snprintf(cfg, sizeof cfg, "%s/config.json", path);

@@ -147,13 +147,16 @@ static int same_destination(void) {
            a.st_ino == b.st_ino;
 }
 
+// What ended streams early, for print_timing: --stop (1), </s> (2), or either (3: some of each may have).
+static int stop_kind(const Options *o, int eos_ended) { return !eos_ended ? 1 : o->stops.n ? 3 : 2; }
+
 // Timing on stderr; a newline first when the generated text went to the same place and did not end
 // its line (at a terminal it does). It counts the
 // new characters as -n does: the first comes from the prefill's logits, each later one from a decode
 // step ("-n 100": 100 new characters, 99 decode steps). With several models, label names the model
 // ("normlab: MODEL: prefill ..."), and the text, which then ends in a newline, needs none; NULL: one model.
 static void print_timing(const NlGenerateStats *st, size_t n_new, int streams, const char *label, const char *unit,
-                         int stopped) {  // stopped: 1 by --stop, 2 by </s> (or --stop) too, 0 neither
+                         int stopped) {  // stopped: 1 by --stop, 2 by </s>, 3 by </s> or --stop, 0 neither
     // decode's rate leaves out the steps that shifted the context: those are said apart
     size_t plain = st->decode_tokens > st->context_shifts ? st->decode_tokens - st->context_shifts : 0;
     size_t steps = plain * (size_t)streams;
@@ -174,7 +177,9 @@ static void print_timing(const NlGenerateStats *st, size_t n_new, int streams, c
         fprintf(stderr, "; %zu context shift%s in %.2f ms", st->context_shifts, plural(st->context_shifts),
                 st->shift_seconds * 1e3);
     if (stopped == 1) fprintf(stderr, "; ended by --stop (the stop text counted, not printed)");
-    if (stopped == 2) fprintf(stderr, "; ended by the end-of-sequence token or --stop (counted, not printed)");
+    if (stopped >= 2)
+        fprintf(stderr, "; ended by the end-of-sequence token%s (counted, not printed)",
+                stopped == 3 ? " or --stop" : "");
     fprintf(stderr, "\n");
 }
 
@@ -461,7 +466,7 @@ static int decode_run(const Options *o, GenRun *r, int *write_failed) {
         *write_failed = errno ? errno : EIO;
     if (*write_failed) return EXIT_DATA;
     print_timing(&r->st, new_tokens(o, &r->st), o->samples, NULL, token_unit(r->model),
-                 new_tokens(o, &r->st) < (size_t)o->n_new ? 1 + r->eos_ended : 0);
+                 new_tokens(o, &r->st) < (size_t)o->n_new ? stop_kind(o, r->eos_ended) : 0);
     NlProfiler *prof = workers_profile(&r->wk);
     if (prof) {  // per-token figures: the prompt's tokens, and the tokens decoded (not re-run after a shift)
         nl_profiler_set_produced(prof, NL_PHASE_PREFILL, nl_profiler_tokens(prof, NL_PHASE_PREFILL));
@@ -572,7 +577,7 @@ static int many_decode(const Options *o, ManyRun *m, int *write_failed) {
     for (int i = 0; i < m->n; i++)
         print_timing(&m->runs[i].st, new_tokens(o, &m->runs[i].st), o->samples, m->runs[i].name,
                      token_unit(m->runs[i].model),
-                     new_tokens(o, &m->runs[i].st) < (size_t)o->n_new ? 1 + m->runs[i].eos_ended : 0);
+                     new_tokens(o, &m->runs[i].st) < (size_t)o->n_new ? stop_kind(o, m->runs[i].eos_ended) : 0);
     return 0;
 }
 

@@ -84,6 +84,10 @@ expect_fail "eval stride above the context" 2 "--stride 10 is larger than the mo
 expect_fail "model file instead of its directory" 1 "give the model directory that holds this file" \
     info -m weights/shakespeare-pre-ln/config.json
 expect_fail "directory that is not a model" 1 "weights: not a model directory (it has no config.json)" info -m weights
+printf 'ak42' > "$TMP/stories.bin"
+expect_fail "a llama2.c .bin given as the model" 1 \
+    "stories.bin: a .bin file, not a normlab model: llama2.c's? tools/interop/import_llama2c.py" \
+    info -m "$TMP/stories.bin"
 NORMLAB_MODEL=/nonexistent/model "$BIN" info >"$TMP/out" 2>"$TMP/err"; rc=$?
 [ "$rc" -eq 1 ] && grep -q "NORMLAB_MODEL=/nonexistent/model: no such model" "$TMP/err" \
     && ok "mistyped NORMLAB_MODEL named" || bad "NORMLAB_MODEL" "$(cat "$TMP/err")"

@@ -34,6 +34,7 @@ import nlmodel  # noqa: E402
 import nltool  # noqa: E402
 
 OPSET = 17
+BPE_NAMES = {"bpe": "GPT-2's BPE", "sentencepiece": "a sentencepiece BPE"}  # normlab info's "tokenizer"
 
 
 def export(model_path, out):
@@ -62,21 +63,19 @@ def export(model_path, out):
     return config, vocab
 
 
-def tokenizer_name(vocab):
-    """What a model's tokenizer document is: normlab's sentencepiece form, or GPT-2's BPE."""
-    return "a sentencepiece BPE" if isinstance(vocab, dict) and vocab.get("type") == "sentencepiece" else "GPT-2's BPE"
-
-
 def main(argv):
     p = nltool.ArgumentParser(prog="export_onnx.py", description=__doc__,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("model", help="a normlab model directory or .json file")
+    p.add_argument("model", help="a normlab model directory or .json file, or a shipped model's name")
     p.add_argument("--out", required=True, help="the .onnx file to write (replaced whole)")
     a = p.parse_args(argv)
     try:
         import onnx  # noqa: F401
     except ImportError:
         raise nltool.ToolError("needs python3-onnx (tools/install-deps.sh --python)")
+    shipped = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "weights", a.model)
+    if not os.path.exists(a.model) and os.sep not in a.model and os.path.isdir(shipped):
+        a.model = os.path.normpath(shipped)  # a shipped model by name, as normlab -m takes it
     if not os.path.exists(a.model):
         raise nltool.ToolError(f"{a.model}: no such model")
     out = nltool.check_out(a.out, [a.model], want_dir=False)  # a symlink's target is replaced, the link kept
@@ -88,7 +87,8 @@ def main(argv):
         config, vocab = export(a.model, out)
     print(f"wrote {a.out}: opset {OPSET}, {config['norm']}/{config.get('placement', 'pre')}, "
           f"{config['n_layer']} layers, " + (f"{len(vocab)} characters" if isinstance(vocab, list) else
-                                              f"{tokenizer_name(vocab)} ({config['vocab_size']} tokens)"),
+                                              f"{BPE_NAMES.get(info.get('tokenizer'), 'a BPE')} "
+                                              f"({config['vocab_size']} tokens)"),
           file=sys.stderr)
 
 

@@ -3,7 +3,14 @@
 // IDS is one sequence, comma-separated; several sequences (of one length) run as one batch (B, T).
 // Prints the logits of every position of every sequence, one JSON array per line (like normlab
 // logits), sequences one after another. onnxruntime-node comes from tools/install-deps.sh --python.
-const ort = require('onnxruntime-node');
+let ort;
+try {
+    ort = require('onnxruntime-node');
+} catch (e) {
+    process.stderr.write('ort_logits.js: onnxruntime-node is not installed (tools/install-deps.sh --python puts it in ' +
+                         'build/ort; run with NODE_PATH=build/ort/node_modules)\n');
+    process.exit(1);
+}
 
 async function main() {
     const [model, ...seqs] = process.argv.slice(2);
