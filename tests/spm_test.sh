@@ -167,11 +167,12 @@ echoed=$("$BIN" generate -m "$TMP/m.json" -p "ROMEO: to be" -n 3 --seed 1 --echo
     || bad "echo" "'$echoed'"
 # a prompt longer than the window (T 64) keeps its bos: 80 " the" (one piece each) cropped for -n 5 to
 # bos and the last 59 are the ids of 59 " the", so the greedy texts agree (without the bos they differ);
-# the 21 dropped hold 83 bytes of the text (the first one's space is the dummy prefix)
+# the 21 dropped hold 83 bytes of the text (the first one's space is the dummy prefix), and the echo
+# of the cut prompt keeps its first piece's space, which is the text's
 long=$(printf 'the %.0s' $(seq 80)) short=$(printf 'the %.0s' $(seq 59))
 "$BIN" generate -m "$TMP/m.json" -p "${long% }" -n 5 --temp 0 > "$TMP/crop.out" 2> "$TMP/crop.err"
 "$BIN" generate -m "$TMP/m.json" -p "${short% }" -n 5 --temp 0 > "$TMP/short.out" 2> /dev/null
-cmp -s "$TMP/crop.out" "$TMP/short.out" && [ -s "$TMP/crop.out" ] \
+{ printf ' '; cat "$TMP/short.out"; } | cmp -s "$TMP/crop.out" - && [ -s "$TMP/short.out" ] \
     && grep -q 'has 81 tokens, more than the context.s 64: its first 21 after the bos (83 bytes)' "$TMP/crop.err" \
     && ok "a prompt cut to the window keeps its bos (llama.cpp's n_keep), and says so" \
     || bad "crop keeps bos" "$(head -c 300 "$TMP/crop.err"; od -c "$TMP/crop.out" "$TMP/short.out" | head -6)"

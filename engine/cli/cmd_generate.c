@@ -197,21 +197,30 @@ static int make_samplers(const Options *o, const NlModel *model, uint64_t seed, 
     return rc;
 }
 
-// The prompt the model saw (its last block_size tokens), for echoing, and its length (*len_out: a
-// BPE prompt may hold a NUL byte). A sentencepiece prompt seen whole starts with the dummy prefix's
-// space, which is not the text's: it is dropped, as sentencepiece's decoder drops it.
-static char *prompt_text(const NlModel *model, const int *ids, size_t n, size_t *len_out) {
+// A piece's bytes as they stand in the text (*len of them): the dummy prefix's space dropped from the
+// first piece with bytes of a text that starts here (*at_start, which that piece clears), as
+// sentencepiece's decoder drops it.
+static const char *text_piece(const NlTokenizer *tok, int id, int *at_start, size_t *len) {
+    const char *p = nl_tokenizer_bytes(tok, id, len);
+    size_t skip = *at_start && *len && p[0] == ' ';
+    *at_start &= *len == 0;
+    *len -= skip;
+    return p + skip;
+}
+
+// The prompt the model saw, for echoing, and its length (*len_out: a BPE prompt may hold a NUL byte).
+// whole: the ids start the text (the prompt was not cut to the window), so a sentencepiece prompt's
+// first piece carries the dummy prefix.
+static char *prompt_text(const NlModel *model, const int *ids, size_t n, int whole, size_t *len_out) {
     const NlTokenizer *tok = nl_model_tokenizer(model);
-    size_t T = model_context(model), cap = 1, used = 0, len, from = n > T ? n - T : 0;
-    int prefix = from == 0 && nl_tokenizer_info(tok).dummy_prefix;  // (the first token with bytes has it)
-    for (size_t i = from; i < n; i++) cap += (nl_tokenizer_bytes(tok, ids[i], &len), len);
+    size_t cap = 1, used = 0, len;
+    int at_start = whole && nl_tokenizer_info(tok).dummy_prefix;
+    for (size_t i = 0; i < n; i++) cap += (nl_tokenizer_bytes(tok, ids[i], &len), len);
     char *s = malloc(cap);
-    for (size_t i = from; s && i < n; i++) {
-        const char *p = nl_tokenizer_bytes(tok, ids[i], &len);
-        size_t skip = prefix && len && p[0] == ' ';
-        prefix &= len == 0;
-        memcpy(s + used, p + skip, len - skip);
-        used += len - skip;
+    for (size_t i = 0; s && i < n; i++) {
+        const char *p = text_piece(tok, ids[i], &at_start, &len);
+        memcpy(s + used, p, len);
+        used += len;
     }
     if (s) s[used] = '\0';
     *len_out = used;
@@ -334,17 +343,15 @@ static int setup_model(const Options *o, GenRun *r, const char *given, size_t le
 // A prompt longer than the context T keeps its last T - R tokens, R = min(-n - 1, T/2) the room the
 // new tokens need before a shift (nanoGPT crops to T, and then the first new token forces a shift;
 // --exact-window keeps its T), after a bos at its start, which stays (llama.cpp's n_keep): what is
-// dropped is said, naming r's model when there are several.
-static void crop_prompt(const Options *o, GenRun *r) {
+// dropped is said, naming r's model when there are several. Returns 1 if it cut the prompt.
+static int crop_prompt(const Options *o, GenRun *r) {
     size_t T = model_context(r->model), n = r->n, len, bytes = 0;
-    if (!model_windowed(r->model) || n <= T) return;
+    if (!model_windowed(r->model) || n <= T) return 0;
     size_t need = o->n_new > 1 && !o->exact_window ? (size_t)o->n_new - 1 : 0, room = need < T / 2 ? need : T / 2;
     size_t keep = T - room, drop = n - keep, bos = model_keep(r->model, r->ids, n);  // (keep >= T/2 >= bos)
     const NlTokenizer *tok = nl_model_tokenizer(r->model);
-    for (size_t i = bos; i < bos + drop; i++) {
-        const char *piece = nl_tokenizer_bytes(tok, r->ids[i], &len);
-        bytes += len - (i == bos && len && piece[0] == ' ' && nl_tokenizer_info(tok).dummy_prefix);  // (not the text's)
-    }
+    int at_start = nl_tokenizer_info(tok).dummy_prefix;
+    for (size_t i = bos; i < bos + drop; i++) bytes += (text_piece(tok, r->ids[i], &at_start, &len), len);
     memmove(r->ids + bos, r->ids + bos + drop, (keep - bos) * sizeof *r->ids);
     r->n = keep;
     const char *unit = token_unit(r->model);
@@ -356,13 +363,14 @@ static void crop_prompt(const Options *o, GenRun *r) {
     msg_error(
         "warning: %sthe prompt has %zu %ss, more than the context's %zu: its first %zu%s (%zu byte%s) are dropped%s",
         named, n, unit, T, drop, bos ? " after the bos" : "", bytes, plural(bytes), left);
+    return 1;
 }
 
 // r's prompt cut to fit, its samplers, seeded from r->seed, and the prompt as the model saw it (for echoing).
 static int setup_streams(const Options *o, GenRun *r) {
-    crop_prompt(o, r);
+    int whole = !crop_prompt(o, r);
     int rc = make_samplers(o, r->model, r->seed, r->ids, r->n, r->samplers);
-    if (!rc && !(r->prompt = prompt_text(r->model, r->ids, r->n, &r->prompt_len))) {
+    if (!rc && !(r->prompt = prompt_text(r->model, r->ids, r->n, whole, &r->prompt_len))) {
         msg_error("out of memory");
         rc = EXIT_DATA;
     }
@@ -413,7 +421,8 @@ static int decode_streams(const Options *o, GenRun *r, FILE *out, int *write_fai
         (fputc('\n', out) == EOF || fflush(out) == EOF))
         ectx.write_failed = errno ? errno : EIO;
     stop_filter_free(&ectx.stop);
-    r->eos_ended = ectx.eos_ended || r->col.eos_ended;
+    r->eos_ended = ectx.eos_ended;
+    for (int i = 0; i < o->samples; i++) r->eos_ended |= r->col.at_eos[i];
     if (g < 0) return fail(&err);
     if (collect && r->mode->keep_text && collect_end(&r->col, o->samples) != 0) r->col.failed = 1;
     if (r->col.failed) {

@@ -56,7 +56,6 @@ static int append_text(Collect *c, int stream, const char *text, size_t n) {
 int collect_token(int stream, int token, void *ctx) {
     Collect *c = ctx;
     if (token == c->eos) {
-        c->eos_ended = 1;
         c->at_eos[stream] = 1;
         return NL_EMIT_DONE;
     }

@@ -29,8 +29,7 @@ typedef struct {
     int width;  // --n-probs: the top tokens recorded a draw (0: none)
     Probs *probs;  // (N) with --n-probs
     int eos;  // the token that ends a stream, unrecorded (a sentencepiece model's </s>); -1: none
-    atomic_int eos_ended;  // set once it ended one (from any worker thread)
-    unsigned char *at_eos;  // (N) 1: the stream ended at eos
+    unsigned char *at_eos;  // (N) 1: the stream ended at eos (each set by the worker running its stream)
 } Collect;
 
 // An NlEmitFn on a Collect: the token's bytes through the stream's filter into its text.
