@@ -56,7 +56,8 @@ from tokenize_bench import long_pieces  # noqa: E402  (tools/bench, beside this 
 from torch_side import TorchModel, set_torch_threads  # noqa: E402  (tools/bench, beside this file)
 
 from runs import (ATTNROWS, BIN, BLASBENCH, BLASLAYOUT, PROMPT, ROOT, TEXT, cpu_flags, fmt,  # noqa: E402,F401
-                  machine, normlab_eval_rate, normlab_generate, peak_rss, run, summary)  # (tools/bench)
+                  machine, normlab_eval_rate, normlab_generate, peak_rss, run, summary,  # (tools/bench)
+                  validation_text)
 
 
 # ---- the model comparison
@@ -475,17 +476,6 @@ def shipped(args, out):
               f"{r['prefill_tok_s']:9.0f} tok/s  norms {100 * r['norm_time_share']:.1f}% of forward time")
 
 
-def eval_text():
-    """The text every eval here scores: the first 30,000 characters of the validation split (the last
-    10% of the corpus, tools/train/split.py) when the corpus is at ../shared/data, else the held-out test
-    text repeated to that length."""
-    corpus = os.path.join(ROOT, "..", "shared", "data", "tinyshakespeare.txt")
-    if os.path.exists(corpus):
-        text = open(corpus, encoding="utf-8").read()
-        return text[int(0.9 * len(text)):][:30000]
-    return (TEXT * 21)[:30000]
-
-
 def main(argv):
     ap = nltool.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("-m", "--model", default=os.path.join(ROOT, "weights", "shakespeare-pre-ln"))
@@ -513,7 +503,7 @@ def main(argv):
     long_text = os.path.join(ROOT, "build", "bench-text.txt")
     os.makedirs(os.path.dirname(long_text), exist_ok=True)
     with open(long_text, "w", encoding="utf-8") as f:  # 30,000 characters of the validation split if the corpus is here
-        f.write(eval_text())
+        f.write(validation_text(30000))
     long_chars = len(open(long_text, encoding="utf-8").read()) - 1
     info = json.loads(run([BIN, "info", "-m", args.model, "--json"])[0])
     out = {"model": os.path.relpath(args.model, ROOT), **machine(),

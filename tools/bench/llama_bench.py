@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""make bench's Llama rows (docs/llama.md): decode and prefill of random models of llama2.c's
+"""make bench's Llama rows (docs/llama.md): greedy decode of random models of llama2.c's
 stories15M and stories110M shapes at 1 and 2 threads, beside the bound that reading their float32
 weights once a token sets at the copy loop's bandwidth (build/blasbench); then shakespeare-llama's
 --samples 16 against one stream at 2 threads over four lengths, with the context shifts each took,
@@ -19,7 +19,8 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # tools/lib
-from runs import BIN, BLASBENCH, PROMPT, ROOT, TEXT, fmt, normlab_generate, run, run_alone, summary  # noqa: E402
+from runs import (BIN, BLASBENCH, PROMPT, ROOT, fmt, normlab_generate, run, run_alone, summary,  # noqa: E402
+                  validation_text)
 
 SHAPES = [  # name, make_llama_snapshot.py's shape flags, tied head (llama2.c's stories models)
     ("llama-stories15M", ["--dim", "288", "--hidden", "768", "--layers", "6", "--heads", "6", "--kv-heads", "6",
@@ -81,23 +82,13 @@ def decode_rows(repeats, out, all_cpus):
     out["decode"] = rows
 
 
-def validation_text():
-    """The validation split (the last 10% of the corpus) when it is at ../shared/data, else the held-out
-    text repeated to 100,000 characters."""
-    corpus = os.path.join(ROOT, "..", "shared", "data", "tinyshakespeare.txt")
-    if os.path.exists(corpus):
-        text = open(corpus, encoding="utf-8").read()
-        return text[int(0.9 * len(text)):]
-    return (TEXT * 60)[:100000]
-
-
 def samples_rows(repeats, out, all_cpus):
     """--samples 16 and one stream at 2 threads over LENGTHS, interleaved, and eval's tokens/s with the
     stride at the window (each position once, in full products), the ceiling of 16 streams."""
     os.sched_setaffinity(0, all_cpus)
     path = os.path.join(ROOT, "build", "bench-llama-text.txt")
     with open(path, "w", encoding="utf-8") as f:
-        f.write(validation_text())
+        f.write(validation_text(120000))  # the whole split (111,540 characters)
     T = json.load(open(os.path.join(SHIPPED, "config.json")))["block_size"]
     tokens = json.loads(run([BIN, "eval", "-m", SHIPPED, "-f", path, "--json"])[0])["tokens"]
     res = {n: {"samples16": [], "one": [], "shifts": 0} for n in LENGTHS}

@@ -70,6 +70,17 @@ def normlab_eval_rate(model, path, threads, chars, env=None):
     return chars / wall
 
 
+def validation_text(limit):
+    """The first `limit` characters of the validation split (the last 10% of the corpus,
+    tools/train/split.py) when the corpus is at ../shared/data, else the held-out test text repeated
+    to that length."""
+    corpus = os.path.join(ROOT, "..", "shared", "data", "tinyshakespeare.txt")
+    if os.path.exists(corpus):
+        text = open(corpus, encoding="utf-8").read()
+        return text[int(0.9 * len(text)):][:limit]
+    return (TEXT * (limit // len(TEXT) + 1))[:limit]
+
+
 # ---- statistics
 
 def summary(values):
