@@ -29,8 +29,9 @@ PKG_CFLAGS = $(shell pkg-config --cflags openblas libcjson)
 PKG_LIBS = $(shell pkg-config --libs openblas libcjson) -lm -pthread
 
 LIB_SRC = engine/nl_error.c engine/model.c engine/config.c engine/safetensors.c engine/jsonx.c engine/fileio.c \
-          engine/kernels.c engine/linear.c engine/matvec.c engine/bind.c engine/transformer_weights.c \
-          engine/transformer.c engine/transformer_info.c engine/families.c engine/describe.c engine/state.c \
+          engine/kernels.c engine/linear.c engine/matvec.c engine/dtype.c engine/qmatvec.c engine/bind.c \
+          engine/transformer_weights.c engine/transformer.c engine/transformer_info.c engine/families.c \
+          engine/describe.c engine/state.c engine/model_write.c \
           engine/sampler.c \
           engine/sampler_fast.c engine/rng.c \
           engine/generate.c engine/context.c \
@@ -50,9 +51,9 @@ CLI_SRC = engine/cli/main.c engine/cli/options.c engine/cli/models.c engine/cli/
           engine/cli/output.c engine/cli/msg.c engine/cli/report_profile.c engine/cli/report_compare.c \
           engine/cli/jsonout.c engine/cli/escape.c engine/cli/stops.c engine/cli/kl.c engine/cli/cmd_bench.c \
           engine/cli/stream.c engine/cli/cmd_interactive.c engine/cli/option_choices.c \
-          engine/cli/utf8.c engine/cli/collect.c
+          engine/cli/utf8.c engine/cli/collect.c engine/cli/cmd_quantize.c
 TESTS = test_tokenizer test_spm test_kernels test_sampler test_sampler_fast test_loader test_config test_forward \
-        test_golden test_profile test_compare test_parallel test_rnn test_quant test_lab test_context
+        test_golden test_profile test_compare test_parallel test_rnn test_quant test_lab test_context test_dtype
 FUZZERS = safetensors config tokenizer inline prompt
 RUN_ARGS ?= -n 500
 

@@ -5,8 +5,9 @@
 
 #include "bind.h"
 
-int nl_bind_tensor(NlBinder *b, const char *name, size_t d0, size_t d1, int required, const float **out) {
-    *out = NULL;
+// Takes `name` of shape (d0) or (d0, d1) into *ref (NULL when missing and not required).
+static int bind_ref(NlBinder *b, const char *name, size_t d0, size_t d1, int required, NlTensorRef **ref) {
+    *ref = NULL;
     for (size_t i = 0; i < b->n; i++) {
         NlTensorRef *r = &b->refs[i];
         if (strcmp(r->name, name) != 0) continue;
@@ -24,12 +25,33 @@ int nl_bind_tensor(NlBinder *b, const char *name, size_t d0, size_t d1, int requ
             return -1;
         }
         r->used = 1;
-        *out = r->data;
+        *ref = r;
         return 0;
     }
     if (!required) return 0;
     nl_error(b->err, NL_ERR_FORMAT, "%s: missing tensor \"%s\"", b->what, name);
     return -1;
+}
+
+int nl_bind_tensor(NlBinder *b, const char *name, size_t d0, size_t d1, int required, const float **out) {
+    NlTensorRef *r;
+    *out = NULL;
+    if (bind_ref(b, name, d0, d1, required, &r) != 0) return -1;
+    if (r && r->type != NL_DTYPE_F32) {
+        nl_error(b->err, NL_ERR_FORMAT, "%s: tensor \"%s\" is %s; norm gains, biases and positions must be float32",
+                 b->what, name, nl_name(NL_NAMES_DTYPE, r->type));
+        return -1;
+    }
+    *out = r ? r->data : NULL;
+    return 0;
+}
+
+int nl_bind_matrix(NlBinder *b, const char *name, size_t rows, size_t cols, NlWeight *out) {
+    NlTensorRef *r;
+    *out = (NlWeight){NULL, NL_DTYPE_F32};
+    if (bind_ref(b, name, rows, cols, 1, &r) != 0) return -1;
+    *out = (NlWeight){r->data, r->type};
+    return 0;
 }
 
 int nl_bind_norm(NlBinder *b, NlNormType norm, size_t width, const char *prefix, NlNormWeights *w) {
@@ -57,7 +79,7 @@ int nl_bind_linear(NlBinder *b, int bias, const char *prefix, size_t n_out, size
     char name[64];
     *lin = (NlLinear){.n_out = n_out, .n_in = n_in, .tier = -1};
     snprintf(name, sizeof name, "%s.weight", prefix);
-    if (nl_bind_tensor(b, name, n_out, n_in, 1, &lin->w) != 0) return -1;
+    if (nl_bind_matrix(b, name, n_out, n_in, &lin->w) != 0) return -1;
     if (!bias) return 0;
     snprintf(name, sizeof name, "%s.bias", prefix);
     return nl_bind_tensor(b, name, n_out, 0, 1, &lin->b);

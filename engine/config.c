@@ -66,6 +66,11 @@ static const Named *names_table(NlNames kind, size_t *n) {
     static const Named TOKENIZERS[] = {
         {NL_TOKENIZER_CHAR, "char"}, {NL_TOKENIZER_BPE, "bpe"}, {NL_TOKENIZER_SPM, "sentencepiece"}};
     static const Named QK_NORMS[] = {{NL_QK_NORM_ON, "on"}, {NL_QK_NORM_OFF, "off"}};
+    static const Named DTYPES[] = {{NL_DTYPE_F32, "f32"},
+                                   {NL_DTYPE_F16, "f16"},
+                                   {NL_DTYPE_BF16, "bf16"},
+                                   {NL_DTYPE_Q8_0, "q8_0"},
+                                   {NL_DTYPE_Q4_0, "q4_0"}};
     switch (kind) {
     case NL_NAMES_NORM: *n = COUNT(NORMS); return NORMS;
     case NL_NAMES_PLACEMENT: *n = COUNT(PLACEMENTS); return PLACEMENTS;
@@ -74,6 +79,7 @@ static const Named *names_table(NlNames kind, size_t *n) {
     case NL_NAMES_ARCH: *n = COUNT(ARCHS); return ARCHS;
     case NL_NAMES_TOKENIZER: *n = COUNT(TOKENIZERS); return TOKENIZERS;
     case NL_NAMES_QK_NORM: *n = COUNT(QK_NORMS); return QK_NORMS;
+    case NL_NAMES_DTYPE: *n = COUNT(DTYPES); return DTYPES;
     }
     *n = 0;
     return NULL;

@@ -3,6 +3,7 @@
 #include <stddef.h>
 
 #include "family.h"
+#include "model.h"
 #include "normlab.h"
 #include "normlab_internal.h"
 
@@ -38,4 +39,5 @@ void nl_model_describe(const NlModel *model, NlModelDesc *out) {
                          .transposed_bytes = nl_model_transposed_bytes(model)};
     out->n_fields = nl_config_describe(c, out->fields);
     out->n_metadata = nl_model_metadata(model, &out->metadata_keys, &out->metadata_values);
+    out->n_matrices = nl_model_matrix_descs(model, &out->matrices);
 }

@@ -20,10 +20,12 @@
 // plain rule, no copies), its shape as stored and its classes (NL_MATRIX_*). A matrix is replaced
 // (nl_model_set_matrices) by pointing every holder at the new values.
 typedef struct {
-    const float **at[2];  // at[1] NULL unless shared
+    NlWeight *at[2];  // at[1] NULL unless shared
     NlLinear *lin;
     size_t rows, cols;
     unsigned cls;
+    int positions;  // a table of learned positions (NlMatrix.positions)
+    char name[64];  // its tensor's name (NlMatrix.name)
 } NlMatrixSlot;
 
 typedef struct NlFamily NlFamily;

@@ -211,7 +211,7 @@ void nl_linear_run(float *y, const float *x, size_t n, const NlLinear *lin, NlPo
     if (p.call == NL_CALL_MATVEC_T_ROWS && !lin->wt) p.call = NL_CALL_MATVEC_ROWS;
     if (p.call == NL_CALL_SGEMM_NN || p.call == NL_CALL_SGEMM_NT) {  // whole, or split where the plan says
         int nn = p.call == NL_CALL_SGEMM_NN;
-        GemvJob j = {y, x, nn ? lin->wt : lin->w, lin->b, n, n_out, n_in, n_out, nn, 0};
+        GemvJob j = {y, x, nn ? lin->wt : nl_weight_f32(lin->w), lin->b, n, n_out, n_in, n_out, nn, 0};
         if (p.split >= 2 && nl_pool_workers(pool) == p.split) {
             j.each = share_outputs(n_out, (size_t)p.split, SPLIT_GEMM_ALIGN);
             nl_pool_run(pool, gemm_share, &j);
@@ -223,15 +223,89 @@ void nl_linear_run(float *y, const float *x, size_t n, const NlLinear *lin, NlPo
     int own = p.call == NL_CALL_MATVEC_ROWS || p.call == NL_CALL_MATVEC_T_ROWS;
     int transposed = p.call == NL_CALL_SGEMV_T_ROWS || p.call == NL_CALL_MATVEC_T_ROWS;
     int shares = transposed && !own ? T_SHARES : p.split;
-    GemvJob j = {y, x, transposed ? lin->wt : lin->w, lin->b, n, n_out, n_in, n_out, transposed, own};
+    GemvJob j = {y, x, transposed ? lin->wt : nl_weight_f32(lin->w), lin->b, n, n_out, n_in, n_out, transposed, own};
     j.each = share_outputs(n_out, (size_t)shares, SPLIT_ALIGN);
     if (p.split >= 2 && nl_pool_workers(pool) >= 2) nl_pool_run(pool, gemv_share, &j);
     else
         for (int k = 0; k < shares; k++) gemv_share(&j, k);
 }
 
-void nl_linear(float *y, const float *x, size_t n, const NlLinear *lin, NlPool *pool) {
+// ---- a weight stored as F16, BF16, Q8_0 or Q4_0
+//
+// Below QGEMM_MIN_ROWS rows, nl_qmatvec reads the weight as stored once for every NL_QMATVEC_ROWS rows
+// of x, its outputs split over the workers as a float32 sgemv's are (SPLIT_MIN_WEIGHTS, SPLIT_ALIGN).
+// From there the weight is widened to float32 a tile of QTILE_ROWS rows at a time, into the caller's
+// scratch (a share of it for each worker), and each tile is one sgemm (NT) over every row of x: OpenBLAS
+// does the arithmetic of prefill and evaluation, as for float32. Tiles start at multiples of
+// QTILE_ROWS, so a tile's sgemm has the same shape whichever worker runs it: the same bits at any count.
+enum { QGEMM_MIN_ROWS = 8, QTILE_ROWS = 64 };
+
+typedef struct {
+    float *y, *scratch;  // y (n, n_out); scratch QTILE_ROWS * n_in floats a share
+    const float *x;  // (n, n_in)
+    const NlLinear *lin;
+    size_t n, each;  // outputs (qmatvec) or tiles (sgemm) in each share
+    NlQPath path;  // the CPU's fastest (nl_qpath_best)
+} StoredJob;
+
+static void stored_bias(const StoredJob *j, size_t lo, size_t hi) {
+    for (size_t r = 0; j->lin->b && r < j->n; r++) nl_add(j->y + r * j->lin->n_out + lo, j->lin->b + lo, hi - lo);
+}
+
+static void qmatvec_share(void *ctx, int share) {
+    const StoredJob *j = ctx;
+    const NlLinear *lin = j->lin;
+    size_t lo = (size_t)share * j->each, hi = lo + j->each < lin->n_out ? lo + j->each : lin->n_out;
+    if (lo >= hi) return;
+    for (size_t r = 0; r < j->n; r += NL_QMATVEC_ROWS) {
+        size_t nr = j->n - r < NL_QMATVEC_ROWS ? j->n - r : NL_QMATVEC_ROWS;
+        nl_qmatvec(j->y + r * lin->n_out, lin->n_out, lin->w.data, lin->w.type, j->x + r * lin->n_in, nr, lin->n_in, lo,
+                   hi, j->path);
+    }
+    stored_bias(j, lo, hi);
+}
+
+static void tiles_share(void *ctx, int share) {
+    const StoredJob *j = ctx;
+    const NlLinear *lin = j->lin;
+    size_t n_out = lin->n_out, n_in = lin->n_in, tiles = (n_out + QTILE_ROWS - 1) / QTILE_ROWS;
+    float *tile = j->scratch + (size_t)share * QTILE_ROWS * n_in;
+    for (size_t t = (size_t)share * j->each; t < tiles && t < (size_t)(share + 1) * j->each; t++) {
+        size_t lo = t * QTILE_ROWS, rows = n_out - lo < QTILE_ROWS ? n_out - lo : QTILE_ROWS;
+        nl_weight_rows(tile, lin->w, lo, rows, n_in);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)j->n, (int)rows, (int)n_in, 1.0f, j->x, (int)n_in,
+                    tile, (int)n_in, 0.0f, j->y + lo, (int)n_out);
+        stored_bias(j, lo, lo + rows);
+    }
+}
+
+size_t nl_linear_scratch(const NlLinear *lin, int workers) {
+    return lin->w.type == NL_DTYPE_F32 ? 0 : (size_t)(workers > 1 ? workers : 1) * QTILE_ROWS * lin->n_in;
+}
+
+static void linear_stored(float *y, const float *x, size_t n, const NlLinear *lin, NlPool *pool, float *scratch) {
     int workers = nl_pool_workers(pool);
+    StoredJob j = {y, scratch, x, lin, n, lin->n_out, nl_qpath_best()};
+    if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
+    if (n >= QGEMM_MIN_ROWS) {
+        size_t tiles = (lin->n_out + QTILE_ROWS - 1) / QTILE_ROWS;
+        j.each = (tiles + (size_t)workers - 1) / (size_t)workers;
+        if (workers >= 2) nl_pool_run(pool, tiles_share, &j);
+        else tiles_share(&j, 0);
+        return;
+    }
+    int split = workers >= 2 && lin->n_out * lin->n_in >= SPLIT_MIN_WEIGHTS ? workers : 1;
+    j.each = share_outputs(lin->n_out, (size_t)split, SPLIT_ALIGN);
+    if (split >= 2) nl_pool_run(pool, qmatvec_share, &j);
+    else qmatvec_share(&j, 0);
+}
+
+void nl_linear(float *y, const float *x, size_t n, const NlLinear *lin, NlPool *pool, float *scratch) {
+    int workers = nl_pool_workers(pool);
+    if (lin->w.type != NL_DTYPE_F32) {
+        linear_stored(y, x, n, lin, pool, scratch);
+        return;
+    }
     nl_linear_run(y, x, n, lin, pool,
                   lin->streamed ? nl_linear_plan_streamed(n, lin->n_out, lin->n_in, lin->tier, workers)
                                 : nl_linear_plan(n, lin->n_out, lin->n_in, lin->tier, workers));

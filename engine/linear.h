@@ -9,13 +9,15 @@
 
 #include <stddef.h>
 
+#include "normlab_internal.h"
 #include "parallel.h"
+#include "qmatvec.h"
 
 #pragma GCC visibility push(hidden)
 
 typedef struct {
-    const float *w;  // (n_out, n_in): torch.nn.Linear's layout, as the file holds it
-    const float *wt;  // (n_in, n_out): w transposed, owned by the model where the plan uses it; else NULL
+    NlWeight w;  // (n_out, n_in): torch.nn.Linear's layout, as the file holds it (float32 or another NlDType)
+    const float *wt;  // (n_in, n_out): a float32 w transposed, owned by the model where the plan uses it; else NULL
     const float *b;  // (n_out) or NULL
     size_t n_out, n_in;
     int tier;  // the OpenBLAS kernels the plan is for (nl_blas_tier); -1: unknown, the plain rule
@@ -60,7 +62,11 @@ int nl_blas_tier(const char *family);
 // (the caller alone); the bits do not depend on it. It sets OpenBLAS's thread count, which is
 // process-wide, to 1 before each product and leaves it there: a program making its own BLAS calls
 // sets its own count again.
-void nl_linear(float *y, const float *x, size_t n, const NlLinear *lin, NlPool *pool);
+// A weight stored otherwise than float32 runs nl_qmatvec for a few rows and, for more, tiles of it
+// widened to float32 into scratch (nl_linear_scratch floats; NULL for a float32 weight), each one sgemm.
+void nl_linear(float *y, const float *x, size_t n, const NlLinear *lin, NlPool *pool, float *scratch);
+// The floats of scratch nl_linear needs for lin on a pool of `workers` (0 for a float32 weight).
+size_t nl_linear_scratch(const NlLinear *lin, int workers);
 // nl_linear with a plan of the caller's (tools/bench/blaslayout.c measures each one).
 void nl_linear_run(float *y, const float *x, size_t n, const NlLinear *lin, NlPool *pool, NlLinearPlan plan);
 void nl_linear_naive(float *y, const float *x, const float *w, const float *b, size_t n, size_t n_out, size_t n_in);

@@ -18,6 +18,7 @@
 #include <cblas.h>
 
 #include "bind.h"
+#include "dtype.h"
 #include "family.h"
 #include "fileio.h"
 #include "jsonx.h"
@@ -58,6 +59,9 @@ struct NlModel {
     void *matrices;  // replacement matrices the model owns (nl_model_set_matrices), or NULL
     int borrowed;  // 1: a copy (nl_model_copy) that borrows tok, st and the file from its base
     size_t n_params;
+    size_t other_bytes;  // of its tensors but the family's matrices (norms, biases): float32
+    NlMatrixDesc *descs;  // (n_descs) its matrices as stored (NlModelDesc.matrices)
+    size_t n_descs;
 };
 
 static size_t ref_elems(const NlTensorRef *r) {
@@ -110,6 +114,11 @@ static size_t matrix_slots(NlModel *m, NlMatrixSlot **slots) {
     return *slots ? m->family->matrices(m->weights, &m->config, *slots) : 0;
 }
 
+// Whether the plan wants a float32 copy of lin (a weight stored otherwise runs without one: linear.h).
+static int wants_copy(const NlModel *m, const NlLinear *lin, int tier) {
+    return !m->no_repack && lin->w.type == NL_DTYPE_F32 && nl_linear_wants_transposed(lin->n_out, lin->n_in, tier);
+}
+
 // Sets the plan of every matrix the family plans to the OpenBLAS kernels in use and makes the
 // transposed copies the plan asks for (nl_linear_wants_transposed), in one allocation the model
 // owns: the file's tensors stay as they are, mapped or read. With shapes_only, only their bytes.
@@ -122,14 +131,15 @@ static int make_transposed(NlModel *m, NlError *err) {
         return -1;
     }
     size_t bytes = 0;  // of every matrix: a decode step reads them all
-    for (size_t k = 0; k < n; k++) bytes += slots[k].lin ? slots[k].lin->n_out * slots[k].lin->n_in * sizeof(float) : 0;
+    for (size_t k = 0; k < n; k++)
+        bytes += slots[k].lin ? nl_weight_bytes(slots[k].lin->w.type, slots[k].lin->n_out, slots[k].lin->n_in) : 0;
     for (size_t k = 0; k < n; k++) {
         NlLinear *lin = slots[k].lin;
         if (!lin) continue;
         lin->tier = tier;
         lin->streamed = nl_linear_streamed(bytes);
         lin->wt = NULL;
-        if (!m->no_repack && nl_linear_wants_transposed(lin->n_out, lin->n_in, tier)) floats += lin->n_out * lin->n_in;
+        if (wants_copy(m, lin, tier)) floats += lin->n_out * lin->n_in;
     }
     if (floats && m->shapes_only) {
         m->transposed_bytes = floats * sizeof(float);
@@ -147,9 +157,8 @@ static int make_transposed(NlModel *m, NlError *err) {
     float *at = m->transposed;
     for (size_t k = 0; k < n; k++) {
         NlLinear *lin = slots[k].lin;
-        if (!lin || m->no_repack || m->shapes_only || !nl_linear_wants_transposed(lin->n_out, lin->n_in, tier))
-            continue;
-        transpose(m, at, lin->w, lin->n_out, lin->n_in);
+        if (!lin || m->shapes_only || !wants_copy(m, lin, tier)) continue;
+        transpose(m, at, nl_weight_f32(lin->w), lin->n_out, lin->n_in);
         lin->wt = at;
         at += lin->n_out * lin->n_in;
     }
@@ -157,6 +166,55 @@ static int make_transposed(NlModel *m, NlError *err) {
 cleanup:
     free(slots);
     return rc;
+}
+
+// Refuses a tensor holding a value that is not finite: a weight, or a block's scale (dtype.h).
+static int check_finite(const NlTensorRef *r, size_t count, const char *what, NlError *err) {
+    size_t k = r->type == NL_DTYPE_F32 ? nl_first_nonfinite(r->data, count)
+                                       : nl_dtype_first_nonfinite(r->data, 1, count, r->type);
+    if (k == SIZE_MAX) return 0;
+    if (nl_dtype_block(r->type) > 1)
+        return nl_error(
+            err, NL_ERR_NUMERIC,
+            "%s: tensor \"%s\" (%s) has a block scale that is not finite (%g): the block of weights %zu..%zu", what,
+            r->name, nl_name(NL_NAMES_DTYPE, r->type), nl_dtype_scale(r->data, r->type, k / NL_QBLOCK), k,
+            k + NL_QBLOCK - 1);
+    float value;
+    nl_dtype_to_f32(&value, (const unsigned char *)r->data + k * nl_dtype_block_bytes(r->type), 1, r->type);
+    return nl_error(err, NL_ERR_NUMERIC, "%s: tensor \"%s\" has a non-finite value (%g) at index %zu", what, r->name,
+                    value, k);
+}
+
+// The bytes of the family's matrices as stored (a tied one once).
+static size_t matrix_bytes(NlModel *m) {
+    NlMatrixSlot *slots;
+    size_t n = matrix_slots(m, &slots), bytes = 0;
+    for (size_t k = 0; slots && k < n; k++)
+        bytes += nl_weight_bytes(slots[k].at[0]->type, slots[k].rows, slots[k].cols);
+    free(slots);
+    return bytes;
+}
+
+// Lists the model's matrices as stored (NlModelDesc.matrices), again after any was replaced.
+static int describe_matrices(NlModel *m, NlError *err) {
+    NlMatrixSlot *slots;
+    size_t n = matrix_slots(m, &slots);
+    free(m->descs);
+    m->n_descs = 0;
+    m->descs = slots ? calloc(n ? n : 1, sizeof *m->descs) : NULL;
+    if (!m->descs) {
+        free(slots);
+        return nl_error(err, NL_ERR_NOMEM, "out of memory");
+    }
+    for (size_t k = 0; k < n; k++) {
+        NlDType type = slots[k].at[0]->type;
+        m->descs[k] =
+            (NlMatrixDesc){"", type, slots[k].rows, slots[k].cols, nl_weight_bytes(type, slots[k].rows, slots[k].cols)};
+        memcpy(m->descs[k].name, slots[k].name, sizeof m->descs[k].name);
+    }
+    m->n_descs = n;
+    free(slots);
+    return 0;
 }
 
 // Binds every tensor the config needs, then rejects leftovers and (unless shapes_only) non-finite values.
@@ -183,15 +241,13 @@ static int bind_weights(NlModel *m, NlTensorRef *refs, size_t n, const char *wha
                      nl_cut(cut, refs[i].name));
             return -1;
         }
-        size_t count = ref_elems(&refs[i]), k = m->shapes_only ? SIZE_MAX : nl_first_nonfinite(refs[i].data, count);
-        if (k != SIZE_MAX) {
-            nl_error(err, NL_ERR_NUMERIC, "%s: tensor \"%s\" has a non-finite value (%g) at index %zu", what,
-                     refs[i].name, refs[i].data[k], k);
-            return -1;
-        }
+        size_t count = ref_elems(&refs[i]);
+        if (!m->shapes_only && check_finite(&refs[i], count, what, err) != 0) return -1;
         m->n_params += count;
+        m->other_bytes += nl_weight_bytes(refs[i].type, 1, count);
     }
-    return make_transposed(m, err);
+    m->other_bytes -= matrix_bytes(m);
+    return describe_matrices(m, err) != 0 ? -1 : make_transposed(m, err);
 }
 
 // ---- directory models
@@ -248,6 +304,13 @@ static int load_weights_file(NlModel *m, int dirfd, const char *what, int no_mma
     return 0;
 }
 
+static size_t round8(size_t n) { return (n + 7) / 8 * 8; }
+
+// Whether t's values are not on a multiple of their size (4 bytes for float32, 2 for the others).
+static int misaligned(const StTensor *t) {
+    return (uintptr_t)t->data % (t->type == NL_DTYPE_F32 ? sizeof(float) : sizeof(uint16_t)) != 0;
+}
+
 // Whether the directory open as dirfd is no longer the one at path: a writer has swapped a new model
 // in (tools/lib/nlformat.py write_model_dir) and may be deleting this one's files as they are read.
 static int dir_replaced(int dirfd, const char *path) {
@@ -277,26 +340,19 @@ static int load_dir(NlModel *m, const char *dir, const NlLoadOptions *opts, int 
         goto cleanup;
     refs = calloc(m->st.n + 1, sizeof *refs);
     if (!refs) FAIL("%s: out of memory", path);
-    const unsigned char *base = m->st.n ? m->st.tensors[0].data : NULL;
-    size_t data_bytes = 0;
-    for (size_t i = 0; i < m->st.n; i++) data_bytes += m->st.tensors[i].nbytes;
-    if (base && ((uintptr_t)m->st.tensors[0].data % sizeof(float)) != 0) {
-        // The data section starts unaligned: copy it once rather than read floats through bad pointers.
-        size_t first = SIZE_MAX;
-        for (size_t i = 0; i < m->st.n; i++)
-            if ((size_t)(m->st.tensors[i].data - m->map) < first) first = (size_t)(m->st.tensors[i].data - m->map);
-        m->owned = malloc(data_bytes ? data_bytes : 1);
-        if (!m->owned) FAIL("%s: out of memory", path);
-        memcpy(m->owned, m->map + first, data_bytes);
-        base = m->map + first;
-    }
+    // A tensor whose values are not aligned for their type (a data section that starts unaligned) is
+    // read through a copy, all such in one allocation, rather than through bad pointers.
+    size_t copied = 0;
+    for (size_t i = 0; i < m->st.n; i++) copied += misaligned(&m->st.tensors[i]) ? round8(m->st.tensors[i].nbytes) : 0;
+    if (copied && !(m->owned = malloc(copied))) FAIL("%s: out of memory", path);
+    unsigned char *at = (unsigned char *)m->owned;
     for (size_t i = 0; i < m->st.n; i++) {
         const StTensor *t = &m->st.tensors[i];
-        refs[i].name = t->name;
-        refs[i].ndim = t->ndim;
+        refs[i] = (NlTensorRef){.name = t->name, .ndim = t->ndim, .data = t->data, .type = t->type};
         memcpy(refs[i].shape, t->shape, sizeof t->shape);
-        refs[i].data = m->owned ? (const float *)((const unsigned char *)m->owned + (t->data - base))
-                                : (const float *)(const void *)t->data;
+        if (!misaligned(t)) continue;
+        refs[i].data = memcpy(at, t->data, t->nbytes);
+        at += round8(t->nbytes);
     }
     if (bind_weights(m, refs, m->st.n, path, err) != 0) goto cleanup;
     rc = 0;
@@ -507,6 +563,7 @@ void nl_model_free(NlModel *m) {
     }
     free_transposed(m);
     free(m->matrices);
+    free(m->descs);
     free(m);
 }
 
@@ -521,7 +578,7 @@ const NlRecurrentWeights *nl_model_recurrent_weights(const NlModel *m) {
 }
 const NlTokenizer *nl_model_tokenizer(const NlModel *m) { return m->tok; }
 size_t nl_model_parameters(const NlModel *m) { return m->n_params; }
-size_t nl_model_weight_bytes(const NlModel *m) { return m->n_params * sizeof(float); }
+size_t nl_model_weight_bytes(const NlModel *m) { return m->other_bytes + matrix_bytes((NlModel *)m); }
 size_t nl_model_transposed_bytes(const NlModel *m) { return m->transposed_bytes; }
 int nl_model_shapes_only(const NlModel *m) { return m->shapes_only; }
 
@@ -531,7 +588,10 @@ size_t nl_model_matrices(const NlModel *m, NlMatrix *out) {
     if (!out) return n;
     n = matrix_slots((NlModel *)m, &slots);  // (the slots' pointers are only read)
     if (!slots) return 0;
-    for (size_t k = 0; k < n; k++) out[k] = (NlMatrix){*slots[k].at[0], slots[k].rows, slots[k].cols, slots[k].cls};
+    for (size_t k = 0; k < n; k++) {
+        out[k] = (NlMatrix){*slots[k].at[0], slots[k].rows, slots[k].cols, slots[k].cls, slots[k].positions, ""};
+        memcpy(out[k].name, slots[k].name, sizeof out[k].name);
+    }
     free(slots);
     return n;
 }
@@ -547,16 +607,21 @@ int nl_model_copy(NlModel **out, const NlModel *base, NlError *err) {
     m->borrowed = 1;
     m->transposed = NULL;  // its linears use base's copies (and count their bytes) until nl_model_set_matrices
     m->matrices = NULL;
+    m->descs = NULL;
     if (!(m->weights = base->family->copy_weights(base->weights, &base->config))) {
         free(m);
         nl_error(err, NL_ERR_NOMEM, "out of memory");
+        return -1;
+    }
+    if (describe_matrices(m, err) != 0) {
+        nl_model_free(m);
         return -1;
     }
     *out = m;
     return 0;
 }
 
-int nl_model_set_matrices(NlModel *m, const float *const *data, void *owned, NlError *err) {
+int nl_model_set_matrices(NlModel *m, const NlWeight *data, void *owned, NlError *err) {
     NlMatrixSlot *slots;
     size_t n = matrix_slots(m, &slots);
     if (!slots) {
@@ -565,13 +630,20 @@ int nl_model_set_matrices(NlModel *m, const float *const *data, void *owned, NlE
         return -1;
     }
     for (size_t k = 0; k < n; k++)
-        for (int h = 0; h < 2 && data[k] && slots[k].at[h]; h++) *slots[k].at[h] = data[k];
+        for (int h = 0; h < 2 && data[k].data && slots[k].at[h]; h++) *slots[k].at[h] = data[k];
     free(slots);
     free(m->matrices);
     m->matrices = owned;
     free_transposed(m);
-    return make_transposed(m, err);
+    return describe_matrices(m, err) != 0 ? -1 : make_transposed(m, err);
 }
+
+size_t nl_model_matrix_descs(const NlModel *m, const NlMatrixDesc **descs) {
+    *descs = m->descs;
+    return m->n_descs;
+}
+
+const StFile *nl_model_file(const NlModel *m) { return m->map ? &m->st : NULL; }
 
 size_t nl_model_metadata(const NlModel *m, const char *const **keys, const char *const **values) {
     *keys = (const char *const *)m->st.meta_keys;

@@ -11,6 +11,7 @@
 
 #include "normlab.h"
 #include "normlab_internal.h"
+#include "safetensors.h"
 
 // Internal: hidden from the symbols a shared object built from these files would export.
 #pragma GCC visibility push(hidden)
@@ -23,6 +24,12 @@ const NlFamily *nl_model_family(const NlModel *model);
 const void *nl_model_weights(const NlModel *model);
 // 1: loaded with NlLoadOptions.shapes_only, so no weight was checked: it must not run.
 int nl_model_shapes_only(const NlModel *model);
+
+// Its matrices as stored (NlModelDesc.matrices), borrowed; returns their count. (model.c)
+size_t nl_model_matrix_descs(const NlModel *model, const NlMatrixDesc **descs);
+// The tensors of its model.safetensors as parsed (names, types, shapes, the file's bytes), borrowed;
+// NULL for a single .json file's model.
+const StFile *nl_model_file(const NlModel *model);
 
 // A single-file model ({"config", "tokenizer", "tensors"}) from len bytes; `what` names it in errors.
 int nl_model_load_inline(NlModel **out, const char *buf, size_t len, const char *what, NlError *err);

@@ -47,6 +47,7 @@ typedef struct {
     float *ones;  // (G*S) unit gain
     NlLinearInputHook input_hook;  // the run's hook on every product's input rows (fn NULL: none)
     float *qin;  // (B*CHUNK, max(E, S)) a product's input as the hook rewrote it
+    float *scratch;  // the products' tiles of weights not stored as float32 (nl_linear_scratch), or NULL
 } NlRnn;
 
 #define CHUNK NL_RNN_LOGITS  // positions a layer projects at once, and the most logits one call returns
@@ -117,6 +118,7 @@ static void rnn_destroy(void *impl) {
     free(r->logits);
     free(r->ones);
     free(r->qin);
+    free(r->scratch);
     free(r);
 }
 
@@ -168,7 +170,7 @@ static void product(NlRnn *r, float *y, const float *x, size_t rows, const NlLin
         r->input_hook.fn(r->input_hook.ctx, r->qin, rows, lin->n_in);
         x = r->qin;
     }
-    nl_linear(y, x, rows, lin, r->pool);
+    nl_linear(y, x, rows, lin, r->pool, r->scratch);
 }
 
 // cn (B, S) = N_cell(c), the LSTM's cell as its output reads it.
@@ -232,7 +234,7 @@ static void embed(NlRnn *r, const int *tokens, size_t stride, size_t B, size_t n
     size_t E = (size_t)r->cfg.n_input;
     for (size_t b = 0; b < B; b++)
         for (size_t t = 0; t < nc; t++)
-            memcpy(r->xin + (b * nc + t) * E, r->w->wte + (size_t)tokens[b * stride + t] * E, E * sizeof(float));
+            nl_weight_rows(r->xin + (b * nc + t) * E, r->w->wte, (size_t)tokens[b * stride + t], 1, E);
 }
 
 // Logits of chunk positions t0..t0+k-1 of each sequence (the last layer's h, xin (B*nc, S)) into
@@ -280,6 +282,17 @@ static const float *rnn_forward(void *impl, const int *tokens, size_t B, size_t 
 
 // A recurrent model's state: its norm may be run as layernorm or none; the transformer's other
 // options (a placement, another norm) are refused; BatchNorm statistics do not apply.
+// The floats of scratch the model's products need (nl_linear_scratch): 0 when every weight is float32.
+static size_t rnn_scratch(const NlRecurrentWeights *w, const NlConfig *c, int workers) {
+    size_t most = nl_linear_scratch(&w->lm_head, workers);
+    for (int l = 0; l < c->n_layer; l++) {
+        size_t ih = nl_linear_scratch(&w->layers[l].ih, workers), hh = nl_linear_scratch(&w->layers[l].hh, workers);
+        most = ih > most ? ih : most;
+        most = hh > most ? hh : most;
+    }
+    return most;
+}
+
 static int rnn_create(void **impl, const void *weights, const NlConfig *model_cfg, const NlConfig *cfg,
                       const NlRunOptions *opts, NlLinearInputHook hook, size_t batch, NlPool *pool,
                       const NlObserver *obs, NlError *err) {
@@ -304,7 +317,9 @@ static int rnn_create(void **impl, const void *weights, const NlConfig *model_cf
     r->obs = obs;
     r->input_hook = hook;
     size_t in_max = cfg->n_input > cfg->n_hidden ? (size_t)cfg->n_input : (size_t)cfg->n_hidden;
-    if (r->input_hook.fn && !(r->qin = malloc(r->batch * CHUNK * in_max * sizeof(float)))) {
+    size_t scratch = rnn_scratch(weights, cfg, nl_pool_workers(pool));
+    if ((r->input_hook.fn && !(r->qin = malloc(r->batch * CHUNK * in_max * sizeof(float)))) ||
+        (scratch && !(r->scratch = malloc(scratch * sizeof(float))))) {
         rnn_destroy(r);
         nl_error(err, NL_ERR_NOMEM, "out of memory for the recurrent state");
         return -1;
@@ -405,9 +420,9 @@ static int bind_rnn_layer(NlBinder *b, const NlConfig *c, int i, NlRnnLayerWeigh
     lw->ih = (NlLinear){.n_out = G * S, .n_in = in, .tier = -1};
     lw->hh = (NlLinear){.n_out = G * S, .n_in = S, .tier = -1};
     snprintf(name, sizeof name, "rnn.%d.weight_ih", i);
-    if (nl_bind_tensor(b, name, G * S, in, 1, &lw->ih.w) != 0) return -1;
+    if (nl_bind_matrix(b, name, G * S, in, &lw->ih.w) != 0) return -1;
     snprintf(name, sizeof name, "rnn.%d.weight_hh", i);
-    if (nl_bind_tensor(b, name, G * S, S, 1, &lw->hh.w) != 0) return -1;
+    if (nl_bind_matrix(b, name, G * S, S, &lw->hh.w) != 0) return -1;
     if (lstm) {
         snprintf(name, sizeof name, "rnn.%d.bias", i);
         if (nl_bind_tensor(b, name, 4 * S, 0, 1, &lw->bias) != 0) return -1;
@@ -430,12 +445,12 @@ static int rnn_bind(void **weights, const NlConfig *c, NlBinder *b) {
     size_t V = (size_t)c->vocab_size;
     NlRecurrentWeights *w = nl_bind_alloc(b, 1, sizeof *w);
     if (!(*weights = w)) return -1;
-    if (nl_bind_tensor(b, "wte.weight", V, (size_t)c->n_input, 1, &w->wte) != 0) return -1;
+    if (nl_bind_matrix(b, "wte.weight", V, (size_t)c->n_input, &w->wte) != 0) return -1;
     if (!(w->layers = nl_bind_alloc(b, (size_t)c->n_layer, sizeof *w->layers))) return -1;
     for (int i = 0; i < c->n_layer; i++)
         if (bind_rnn_layer(b, c, i, &w->layers[i]) != 0) return -1;
     w->lm_head = (NlLinear){.n_out = V, .n_in = (size_t)c->n_hidden, .tier = -1};
-    if (nl_bind_tensor(b, "lm_head.weight", V, (size_t)c->n_hidden, 1, &w->lm_head.w) != 0) return -1;
+    if (nl_bind_matrix(b, "lm_head.weight", V, (size_t)c->n_hidden, &w->lm_head.w) != 0) return -1;
     return nl_bind_tensor(b, "lm_head.bias", V, 0, 1, &w->lm_head.b);
 }
 
@@ -459,13 +474,17 @@ static size_t rnn_matrices(void *weights, const NlConfig *c, NlMatrixSlot *slots
     size_t n = 2 * (size_t)c->n_layer + 2, k = 0;
     if (!slots) return n;
     NlRecurrentWeights *w = weights;
-    slots[k++] = (NlMatrixSlot){{&w->wte, NULL}, NULL, (size_t)c->vocab_size, (size_t)c->n_input, NL_MATRIX_EMBED};
+    slots[k++] = (NlMatrixSlot){{&w->wte, NULL}, NULL, (size_t)c->vocab_size, (size_t)c->n_input,
+                                NL_MATRIX_EMBED, 0,    "wte.weight"};
     for (int l = 0; l < c->n_layer; l++) {
         NlLinear *ih = &w->layers[l].ih, *hh = &w->layers[l].hh;
-        slots[k++] = (NlMatrixSlot){{&ih->w, NULL}, NULL, ih->n_out, ih->n_in, NL_MATRIX_RECURRENT};
-        slots[k++] = (NlMatrixSlot){{&hh->w, NULL}, NULL, hh->n_out, hh->n_in, NL_MATRIX_RECURRENT};
+        slots[k] = (NlMatrixSlot){{&ih->w, NULL}, NULL, ih->n_out, ih->n_in, NL_MATRIX_RECURRENT, 0, ""};
+        snprintf(slots[k++].name, sizeof slots->name, "rnn.%d.weight_ih", l);
+        slots[k] = (NlMatrixSlot){{&hh->w, NULL}, NULL, hh->n_out, hh->n_in, NL_MATRIX_RECURRENT, 0, ""};
+        snprintf(slots[k++].name, sizeof slots->name, "rnn.%d.weight_hh", l);
     }
-    slots[k++] = (NlMatrixSlot){{&w->lm_head.w, NULL}, NULL, w->lm_head.n_out, w->lm_head.n_in, NL_MATRIX_HEAD};
+    slots[k++] = (NlMatrixSlot){{&w->lm_head.w, NULL}, NULL, w->lm_head.n_out, w->lm_head.n_in,
+                                NL_MATRIX_HEAD,        0,    "lm_head.weight"};
     return k;
 }
 

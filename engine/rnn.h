@@ -25,7 +25,7 @@ typedef struct {
 } NlRnnLayerWeights;
 
 typedef struct {
-    const float *wte;  // (V, E)
+    NlWeight wte;  // (V, E), float32 or another NlDType
     NlRnnLayerWeights *layers;  // (L)
     NlLinear lm_head;  // w (V, S), b (V)
 } NlRecurrentWeights;

@@ -3,10 +3,13 @@
 #include "normlab_internal.h"
 #include "safetensors.h"
 
+#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "dtype.h"
 #include "jsonx.h"
 
 #define FAIL(...)                                  \
@@ -29,16 +32,33 @@ static int cmp_span(const void *a, const void *b) {
     return (x->end > y->end) - (x->end < y->end);
 }
 
-static int parse_dtype(const cJSON *e, const char *ctx, NlError *err) {
+// The dtypes read, and the bytes of one value. A U8 tensor holds a quantized matrix's blocks (its
+// type is set from __metadata__ once the header is read: resolve_blocks).
+static const struct {
+    const char *name;
+    NlDType type;
+    size_t size;
+} READ_DTYPES[] = {
+    {"F32", NL_DTYPE_F32, 4}, {"F16", NL_DTYPE_F16, 2}, {"BF16", NL_DTYPE_BF16, 2}, {"U8", NL_DTYPE_COUNT, 1}};
+#define N_READ_DTYPES (sizeof READ_DTYPES / sizeof READ_DTYPES[0])
+
+// The entry's dtype into t->type (NL_DTYPE_COUNT for U8) and the bytes of one value into *size.
+static int parse_dtype(StTensor *t, size_t *size, const cJSON *e, const char *ctx, NlError *err) {
     const cJSON *d = cJSON_GetObjectItemCaseSensitive(e, "dtype");
     if (!cJSON_IsString(d)) {
         nl_error(err, NL_ERR_FORMAT, "%s: missing or non-string \"dtype\"", ctx);
         return -1;
     }
-    if (strcmp(d->valuestring, "F32") == 0) return 0;
+    for (size_t i = 0; i < N_READ_DTYPES; i++)
+        if (strcmp(d->valuestring, READ_DTYPES[i].name) == 0) {
+            t->type = READ_DTYPES[i].type;
+            *size = READ_DTYPES[i].size;
+            return 0;
+        }
     for (int i = 0; KNOWN_DTYPES[i]; i++) {
         if (strcmp(KNOWN_DTYPES[i], d->valuestring) == 0) {
-            nl_error(err, NL_ERR_FORMAT, "%s: dtype %s is not supported (only F32)", ctx, d->valuestring);
+            nl_error(err, NL_ERR_FORMAT, "%s: dtype %s is not supported (F32, F16, BF16, or U8 blocks)", ctx,
+                     d->valuestring);
             return -1;
         }
     }
@@ -46,8 +66,8 @@ static int parse_dtype(const cJSON *e, const char *ctx, NlError *err) {
     return -1;
 }
 
-// Reads shape into t and its byte size (product * 4), overflow-checked.
-static int parse_shape(StTensor *t, const cJSON *e, const char *ctx, NlError *err) {
+// Reads shape into t and its byte size (product * size), overflow-checked.
+static int parse_shape(StTensor *t, size_t size, const cJSON *e, const char *ctx, NlError *err) {
     const cJSON *s = cJSON_GetObjectItemCaseSensitive(e, "shape");
     if (!cJSON_IsArray(s)) {
         nl_error(err, NL_ERR_FORMAT, "%s: missing or non-array \"shape\"", ctx);
@@ -58,7 +78,7 @@ static int parse_shape(StTensor *t, const cJSON *e, const char *ctx, NlError *er
         nl_error(err, NL_ERR_FORMAT, "%s: shape has %d dimensions (at most %d)", ctx, nd, ST_MAX_DIMS);
         return -1;
     }
-    size_t bytes = sizeof(float);
+    size_t bytes = size;
     int i = 0;
     for (const cJSON *d = s->child; d; d = d->next, i++) {
         int64_t v;
@@ -142,12 +162,13 @@ static int parse_entry(StTensor *t, Span *span, const cJSON *e, size_t data_len,
         return -1;
     }
     if (nl_jsonx_only_keys(e, FIELDS, ctx, err) != 0) return -1;
-    if (parse_dtype(e, ctx, err) != 0 || parse_shape(t, e, ctx, err) != 0 ||
+    size_t size;
+    if (parse_dtype(t, &size, e, ctx, err) != 0 || parse_shape(t, size, e, ctx, err) != 0 ||
         parse_offsets(span, e, data_len, ctx, err) != 0)
         return -1;
     if (span->end - span->begin != t->nbytes) {
-        nl_error(err, NL_ERR_FORMAT, "%s: data_offsets span %zu bytes but shape x 4 bytes is %zu", ctx,
-                 span->end - span->begin, t->nbytes);
+        nl_error(err, NL_ERR_FORMAT, "%s: data_offsets span %zu bytes but shape x %zu bytes is %zu", ctx,
+                 span->end - span->begin, size, t->nbytes);
         return -1;
     }
     t->name = strdup(e->string);
@@ -177,6 +198,63 @@ static int check_layout(const StFile *f, Span *spans, size_t data_len, const cha
         nl_error(err, NL_ERR_FORMAT, "%s: %zu trailing bytes after the last tensor", what, data_len - at);
         return -1;
     }
+    return 0;
+}
+
+static StTensor *find_tensor(StFile *f, const char *name) {
+    for (size_t i = 0; i < f->n; i++)
+        if (strcmp(f->tensors[i].name, name) == 0) return &f->tensors[i];
+    return NULL;
+}
+
+// U8 tensor t of the blocks of type (Q8_0, Q4_0): (rows, bytes a row) becomes (rows, weights a row).
+static int block_shape(StTensor *t, NlDType type, const char *what, NlError *err) {
+    size_t bytes = nl_dtype_block_bytes(type);
+    if (t->ndim != 2 || t->shape[1] % bytes != 0) {
+        nl_error(err, NL_ERR_FORMAT,
+                 "%s: tensor \"%.200s\" holds %s blocks but its %zu bytes are not rows of whole blocks of %zu "
+                 "bytes (shape (rows, bytes a row) expected)",
+                 what, t->name, nl_name(NL_NAMES_DTYPE, type), t->nbytes, bytes);
+        return -1;
+    }
+    t->shape[1] = t->shape[1] / bytes * NL_QBLOCK;
+    t->type = type;
+    return 0;
+}
+
+// Gives every U8 tensor the type of blocks its "dtype.NAME" entry names (each must name a U8 tensor,
+// every U8 tensor must have one), then takes those entries out of the metadata.
+static int resolve_blocks(StFile *f, const char *what, NlError *err) {
+    size_t prefix = strlen(ST_DTYPE_KEY), kept = 0;
+    for (size_t i = 0; i < f->n_meta; i++) {
+        const char *key = f->meta_keys[i], *value = f->meta_values[i];
+        if (strncmp(key, ST_DTYPE_KEY, prefix) != 0) continue;
+        StTensor *t = find_tensor(f, key + prefix);
+        int type = -1;
+        if (!t || t->type != NL_DTYPE_COUNT)
+            return nl_error(err, NL_ERR_FORMAT, "%s: __metadata__ \"%.200s\" names no U8 tensor", what, key);
+        if (nl_name_parse(NL_NAMES_DTYPE, value, &type) != 0 || nl_dtype_block(type) != NL_QBLOCK)
+            return nl_error(err, NL_ERR_FORMAT,
+                            "%s: __metadata__ \"%.200s\": unknown type of blocks \"%.40s\" (Q8_0 or Q4_0)", what, key,
+                            value);
+        if (block_shape(t, type, what, err) != 0) return -1;
+    }
+    for (size_t i = 0; i < f->n; i++)
+        if (f->tensors[i].type == NL_DTYPE_COUNT)
+            return nl_error(err, NL_ERR_FORMAT,
+                            "%s: tensor \"%.200s\" is U8, and __metadata__ has no \"" ST_DTYPE_KEY
+                            "%.200s\" to say which blocks it holds",
+                            what, f->tensors[i].name, f->tensors[i].name);
+    for (size_t i = 0; i < f->n_meta; i++) {
+        if (strncmp(f->meta_keys[i], ST_DTYPE_KEY, prefix) == 0) {
+            free(f->meta_keys[i]);
+            free(f->meta_values[i]);
+            continue;
+        }
+        f->meta_keys[kept] = f->meta_keys[i];
+        f->meta_values[kept++] = f->meta_values[i];
+    }
+    f->n_meta = kept;
     return 0;
 }
 
@@ -212,7 +290,7 @@ int nl_st_parse(StFile *out, const unsigned char *buf, size_t len, const char *w
         t->data = data + s->begin;
         s->index = out->n++;
     }
-    if (check_layout(out, spans, data_len, what, err) != 0) goto cleanup;
+    if (check_layout(out, spans, data_len, what, err) != 0 || resolve_blocks(out, what, err) != 0) goto cleanup;
     rc = 0;
 cleanup:
     cJSON_Delete(root);
@@ -232,4 +310,35 @@ void nl_st_free(StFile *f) {
     free(f->meta_keys);
     free(f->meta_values);
     memset(f, 0, sizeof *f);
+}
+
+int nl_st_write_header(FILE *out, const StEntry *entries, size_t n, const char *const *meta_keys,
+                       const char *const *meta_values, size_t n_meta, size_t *header_bytes, NlError *err) {
+    cJSON *root = cJSON_CreateObject(), *meta = n_meta ? cJSON_AddObjectToObject(root, "__metadata__") : NULL;
+    int ok = root && (meta || !n_meta);
+    for (size_t i = 0; ok && i < n_meta; i++) ok = cJSON_AddStringToObject(meta, meta_keys[i], meta_values[i]) != NULL;
+    size_t at = 0;
+    for (size_t i = 0; ok && i < n; i++) {
+        const StEntry *e = &entries[i];
+        cJSON *t = cJSON_AddObjectToObject(root, e->name), *shape = t ? cJSON_AddArrayToObject(t, "shape") : NULL;
+        cJSON *offsets = shape ? cJSON_AddArrayToObject(t, "data_offsets") : NULL;
+        ok = offsets && cJSON_AddStringToObject(t, "dtype", e->dtype);
+        for (int k = 0; ok && k < e->ndim; k++)
+            ok = cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)e->shape[k]));
+        ok = ok && cJSON_AddItemToArray(offsets, cJSON_CreateNumber((double)at)) &&
+             cJSON_AddItemToArray(offsets, cJSON_CreateNumber((double)(at + e->nbytes)));
+        at += e->nbytes;
+    }
+    char *json = ok ? cJSON_PrintUnformatted(root) : NULL;
+    cJSON_Delete(root);
+    if (!json) return nl_error(err, NL_ERR_NOMEM, "out of memory for a safetensors header");
+    size_t len = strlen(json), padded = (len + 7) / 8 * 8;
+    unsigned char size[8];
+    for (int i = 0; i < 8; i++) size[i] = (unsigned char)((uint64_t)padded >> (8 * i));
+    int wrote = fwrite(size, 1, 8, out) == 8 && fwrite(json, 1, len, out) == len;
+    for (size_t i = len; wrote && i < padded; i++) wrote = fputc(' ', out) != EOF;
+    free(json);
+    if (!wrote) return nl_error(err, NL_ERR_IO, "cannot write the safetensors header: %s", strerror(errno));
+    *header_bytes = 8 + padded;
+    return 0;
 }

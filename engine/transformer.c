@@ -63,6 +63,7 @@ typedef struct {
     float *bn_mean, *bn_var;  // (D) BatchNorm's statistics of the current call (batch statistics)
     NlLinearInputHook input_hook;  // the run's hook on every linear's input rows (fn NULL: none)
     float *qin;  // (B*T, max(D, F)) a linear's input as the hook rewrote it
+    float *scratch;  // the linears' tiles of weights not stored as float32 (nl_linear_scratch), or none
     void *arena;  // every buffer above, in one mapping
     size_t arena_bytes;
 } Transformer;
@@ -174,6 +175,17 @@ static int refuse_run(const NlConfig *model_cfg, const NlConfig *cfg, const NlRu
     return 0;
 }
 
+// The floats of scratch the model's linears need (nl_linear_scratch): 0 when every weight is float32.
+static size_t linear_scratch(const NlTransformerWeights *w, const NlConfig *c, int workers) {
+    size_t most = nl_linear_scratch(&w->lm_head, workers);
+    for (int l = 0; l < c->n_layer; l++) {
+        const NlLinear *four[4] = {&w->layers[l].attn, &w->layers[l].proj, &w->layers[l].fc, &w->layers[l].out};
+        for (int j = 0; j < 4; j++)
+            most = nl_linear_scratch(four[j], workers) > most ? nl_linear_scratch(four[j], workers) : most;
+    }
+    return most;
+}
+
 static int transformer_create(void **impl, const void *weights, const NlConfig *model_cfg, const NlConfig *cfg,
                               const NlRunOptions *opts, NlLinearInputHook hook, size_t batch, NlPool *pool,
                               const NlObserver *obs, NlError *err) {
@@ -206,6 +218,7 @@ static int transformer_create(void **impl, const void *weights, const NlConfig *
         {&s->bn_mean, D},
         {&s->bn_var, D},
         {&s->qin, s->input_hook.fn ? BT * (D > F ? D : F) : 0},
+        {&s->scratch, linear_scratch(s->w, cfg, nl_pool_workers(pool))},
     };
     if (arena_create(s, bufs, sizeof bufs / sizeof bufs[0]) != 0) {
         nl_error(err, NL_ERR_NOMEM, "out of memory for activations and KV cache (%zu bytes of cache)",
@@ -377,7 +390,7 @@ static void linear(Transformer *s, float *y, const float *x, size_t rows, const 
         s->input_hook.fn(s->input_hook.ctx, s->qin, rows, lin->n_in);
         x = s->qin;
     }
-    nl_linear(y, x, rows, lin, s->pool);
+    nl_linear(y, x, rows, lin, s->pool, s->scratch);
 }
 
 // out (B*keep, D) = c_proj(Attn(c_attn(in))) for layer l, in (B*n, D) the output of the norm of
@@ -488,13 +501,8 @@ static void embed(Transformer *s, const int *tokens, size_t B, size_t n, size_t 
     size_t D = (size_t)s->cfg->n_embd;
     for (size_t r = 0; r < B * n; r++) {
         assert(tokens[r] >= 0 && tokens[r] < s->cfg->vocab_size);
-        const float *te = w->wte + (size_t)tokens[r] * D;
-        if (!w->wpe) {
-            memcpy(s->x + r * D, te, D * sizeof(float));
-            continue;
-        }
-        const float *pe = w->wpe + (pos + r % n) * D;
-        for (size_t k = 0; k < D; k++) s->x[r * D + k] = te[k] + pe[k];
+        nl_weight_rows(s->x + r * D, w->wte, (size_t)tokens[r], 1, D);
+        if (w->wpe.data) nl_add(s->x + r * D, nl_weight_f32(w->wpe) + (pos + r % n) * D, D);
     }
 }
 

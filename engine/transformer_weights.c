@@ -48,15 +48,17 @@ int nl_transformer_bind(void **weights, const NlConfig *c, NlBinder *b) {
     size_t V = (size_t)c->vocab_size, D = (size_t)c->n_embd, T = (size_t)c->block_size;
     NlTransformerWeights *w = nl_bind_alloc(b, 1, sizeof *w);
     if (!(*weights = w)) return -1;
-    if (nl_bind_tensor(b, "wte.weight", V, D, 1, &w->wte) != 0 ||
-        (!c->rope && nl_bind_tensor(b, "wpe.weight", T, D, 1, &w->wpe) != 0))
+    const float *wpe = NULL;
+    if (nl_bind_matrix(b, "wte.weight", V, D, &w->wte) != 0 ||
+        (!c->rope && nl_bind_tensor(b, "wpe.weight", T, D, 1, &wpe) != 0))
         return -1;
+    w->wpe = (NlWeight){wpe, NL_DTYPE_F32};
     if (!(w->layers = nl_bind_alloc(b, (size_t)c->n_layer, sizeof *w->layers))) return -1;
     for (int i = 0; i < c->n_layer; i++)
         if (bind_layer(b, c, i, &w->layers[i]) != 0) return -1;
     if (c->placement != NL_PLACE_POST && nl_bind_norm(b, c->norm, D, "ln_f", &w->ln_f) != 0) return -1;
     w->lm_head = (NlLinear){.w = w->wte, .n_out = V, .n_in = D, .tier = -1};
-    if (!c->tie_embeddings && nl_bind_tensor(b, "lm_head.weight", V, D, 1, &w->lm_head.w) != 0) return -1;
+    if (!c->tie_embeddings && nl_bind_matrix(b, "lm_head.weight", V, D, &w->lm_head.w) != 0) return -1;
     return 0;
 }
 
@@ -81,21 +83,33 @@ size_t nl_transformer_matrices(void *weights, const NlConfig *c, NlMatrixSlot *s
     size_t L = (size_t)c->n_layer, n = 4 * L + 1 + !c->rope + !c->tie_embeddings;
     if (!slots) return n;
     NlTransformerWeights *w = weights;
+    static const char *const FOUR[4] = {"attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj"};
     size_t V = (size_t)c->vocab_size, D = (size_t)c->n_embd, k = 0;
     int tied = c->tie_embeddings;
     slots[k++] = (NlMatrixSlot){{&w->wte, tied ? &w->lm_head.w : NULL},
                                 tied ? &w->lm_head : NULL,
                                 V,
                                 D,
-                                NL_MATRIX_EMBED | (tied ? NL_MATRIX_HEAD : 0u)};
-    if (!c->rope) slots[k++] = (NlMatrixSlot){{&w->wpe, NULL}, NULL, (size_t)c->block_size, D, NL_MATRIX_EMBED};
+                                NL_MATRIX_EMBED | (tied ? NL_MATRIX_HEAD : 0u),
+                                0,
+                                "wte.weight"};
+    if (!c->rope)
+        slots[k++] = (NlMatrixSlot){{&w->wpe, NULL}, NULL, (size_t)c->block_size, D, NL_MATRIX_EMBED, 1, "wpe.weight"};
     for (size_t l = 0; l < L; l++) {
         NlLayerWeights *lw = &w->layers[l];
         NlLinear *four[4] = {&lw->attn, &lw->proj, &lw->fc, &lw->out};
-        for (int j = 0; j < 4; j++)
-            slots[k++] = (NlMatrixSlot){
-                {&four[j]->w, NULL}, four[j], four[j]->n_out, four[j]->n_in, j < 2 ? NL_MATRIX_ATTN : NL_MATRIX_MLP};
+        for (int j = 0; j < 4; j++) {
+            slots[k] = (NlMatrixSlot){{&four[j]->w, NULL},
+                                      four[j],
+                                      four[j]->n_out,
+                                      four[j]->n_in,
+                                      j < 2 ? NL_MATRIX_ATTN : NL_MATRIX_MLP,
+                                      0,
+                                      ""};
+            snprintf(slots[k++].name, sizeof slots->name, "h.%zu.%s.weight", l, FOUR[j]);
+        }
     }
-    if (!tied) slots[k++] = (NlMatrixSlot){{&w->lm_head.w, NULL}, &w->lm_head, V, D, NL_MATRIX_HEAD};
+    if (!tied)
+        slots[k++] = (NlMatrixSlot){{&w->lm_head.w, NULL}, &w->lm_head, V, D, NL_MATRIX_HEAD, 0, "lm_head.weight"};
     return k;
 }

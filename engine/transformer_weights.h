@@ -23,8 +23,8 @@ typedef struct {
 } NlLayerWeights;
 
 typedef struct {
-    const float *wte;  // (V, D)
-    const float *wpe;  // (T, D); NULL with RoPE
+    NlWeight wte;  // (V, D), float32 or another NlDType
+    NlWeight wpe;  // (T, D) float32; data NULL with RoPE
     NlLayerWeights *layers;  // (L)
     NlNormWeights ln_f;  // gain is NULL when the model has no final norm (post, or no norms)
     NlLinear lm_head;  // w (V, D), no bias; w equals wte when embeddings are tied

@@ -127,13 +127,33 @@ static void norm_rows(double *out, const double *x, NlNormWeights w, const NlCon
 }
 
 // y (n, n_out) = x (n, n_in) W^T + b
-static void linear(double *y, const double *x, const float *W, const float *b, size_t n, size_t n_out, size_t n_in) {
-    for (size_t r = 0; r < n; r++)
+// The float32 values of w (rows, cols): its own, or (a weight stored otherwise) widened into a new
+// array *tmp (free() it) by the engine's dequantizer, which tests/test_dtype.c checks against ggml's rules.
+static const float *widened(NlWeight w, size_t rows, size_t cols, float **tmp) {
+    *tmp = NULL;
+    if (w.type == NL_DTYPE_F32) return w.data;
+    if ((*tmp = malloc(rows * cols * sizeof **tmp))) nl_weight_rows(*tmp, w, 0, rows, cols);
+    return *tmp;
+}
+
+static void linear(double *y, const double *x, NlWeight w, const float *b, size_t n, size_t n_out, size_t n_in) {
+    float *tmp;
+    const float *W = widened(w, n_out, n_in, &tmp);
+    for (size_t r = 0; W && r < n; r++)
         for (size_t o = 0; o < n_out; o++) {
             double acc = b ? b[o] : 0.0;
             for (size_t i = 0; i < n_in; i++) acc += x[r * n_in + i] * W[o * n_in + i];
             y[r * n_out + o] = acc;
         }
+    free(tmp);
+}
+
+// x (cols) = row `row` of w, widened.
+static void embed_row(double *x, NlWeight w, size_t row, size_t cols) {
+    float *v = malloc(cols * sizeof *v);
+    if (v) nl_weight_rows(v, w, row, 1, cols);
+    for (size_t k = 0; k < cols; k++) x[k] = v ? v[k] : NAN;
+    free(v);
 }
 
 static double act(double v, NlActivation a) {
@@ -220,8 +240,9 @@ int ref_forward(double *logits, const NlConfig *c, const NlTransformerWeights *w
     int rc = (x && xn && t && qkv && y && hid && ones) ? 0 : -1;
     for (size_t i = 0; rc == 0 && i < D; i++) ones[i] = 1.0f;
     double a = c->placement == NL_PLACE_POST ? c->residual_scale : 1.0;
+    for (size_t i = 0; rc == 0 && i < n; i++) embed_row(x + i * D, w->wte, (size_t)tokens[i], D);
     for (size_t i = 0; rc == 0 && i < n; i++)
-        for (size_t k = 0; k < D; k++) x[i * D + k] = (double)w->wte[(size_t)tokens[i] * D + k] + w->wpe[i * D + k];
+        for (size_t k = 0; k < D; k++) x[i * D + k] += nl_weight_f32(w->wpe)[i * D + k];
     for (int l = 0; rc == 0 && l < c->n_layer; l++) {
         const NlLayerWeights *lw = &w->layers[l];
         observe_residual(x, n, D, l);
@@ -319,12 +340,15 @@ static void rnn_norm(double *out, const double *x, NlNormWeights w, int ln, size
 }
 
 // y (rows) = W (rows, cols) x, plain loops.
-static void matvec(double *y, const float *W, const double *x, size_t rows, size_t cols) {
-    for (size_t r = 0; r < rows; r++) {
+static void matvec(double *y, NlWeight w, const double *x, size_t rows, size_t cols) {
+    float *tmp;
+    const float *W = widened(w, rows, cols, &tmp);
+    for (size_t r = 0; W && r < rows; r++) {
         double s = 0.0;
         for (size_t k = 0; k < cols; k++) s += (double)W[r * cols + k] * x[k];
         y[r] = s;
     }
+    free(tmp);
 }
 
 static double bias_at(const float *b, size_t i) { return b ? b[i] : 0.0; }
@@ -370,7 +394,7 @@ int ref_rnn_forward(double *logits, const NlConfig *c, const NlRecurrentWeights 
     double *pn = malloc(4 * S * sizeof *pn), *qn = malloc(4 * S * sizeof *qn);
     int rc = h && cell && x && p && q && pn && qn ? 0 : -1;
     for (size_t t = 0; rc == 0 && t < n; t++) {
-        for (size_t k = 0; k < E; k++) x[k] = w->wte[(size_t)tokens[t] * E + k];
+        embed_row(x, w->wte, (size_t)tokens[t], E);
         for (size_t l = 0; l < L; l++) {
             rnn_step(c, &w->layers[l], x, l == 0 ? E : S, h + l * S, cell + l * S, p, q, pn, qn);
             memcpy(x, h + l * S, S * sizeof *x);

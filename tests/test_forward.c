@@ -527,8 +527,9 @@ static void transposed_copies_are_exact_mapped_or_read(void) {
         bytes += la->n_out * la->n_in * sizeof(float);
         for (size_t o = 0; o < la->n_out; o++)
             for (size_t i = 0; i < la->n_in; i++)
-                exact &= memcmp(&la->wt[i * la->n_out + o], &la->w[o * la->n_in + i], sizeof(float)) == 0 &&
-                         memcmp(&lb->wt[i * la->n_out + o], &la->w[o * la->n_in + i], sizeof(float)) == 0;
+                exact &=
+                    memcmp(&la->wt[i * la->n_out + o], &nl_weight_f32(la->w)[o * la->n_in + i], sizeof(float)) == 0 &&
+                    memcmp(&lb->wt[i * la->n_out + o], &nl_weight_f32(la->w)[o * la->n_in + i], sizeof(float)) == 0;
     }
     CHECK(exact, "every copy is its weight transposed, bit for bit");
     CHECK(nl_model_transposed_bytes(mapped) == bytes && nl_model_transposed_bytes(read) == bytes,
@@ -580,10 +581,12 @@ static void large_tall_weights_stream_from_their_copy(void) {
     CHECK(nl_model_transposed_bytes(plain) == 0 && !nl_model_transformer_weights(plain)->lm_head.wt,
           "no_repack makes no copies (%zu bytes)", nl_model_transposed_bytes(plain));
     size_t n = head->n_out * head->n_in, same_file = 1, exact = 1;
-    for (size_t k = 0; k < n; k++) same_file &= memcmp(&head->w[k], &head_read->w[k], sizeof(float)) == 0;
+    for (size_t k = 0; k < n; k++)
+        same_file &= memcmp(&nl_weight_f32(head->w)[k], &nl_weight_f32(head_read->w)[k], sizeof(float)) == 0;
     for (size_t o = 0; head->wt && o < head->n_out; o++)
         for (size_t i = 0; i < head->n_in; i++)
-            exact &= memcmp(&head->wt[i * head->n_out + o], &head_read->w[o * head->n_in + i], sizeof(float)) == 0;
+            exact &= memcmp(&head->wt[i * head->n_out + o], &nl_weight_f32(head_read->w)[o * head->n_in + i],
+                            sizeof(float)) == 0;
     CHECK(same_file, "the mapped head reads the file's values after its pages were handed back");
     CHECK(exact, "the head's copy is the head transposed, bit for bit");
     size_t V = (size_t)nl_model_config(mapped)->vocab_size, rows = 24;

@@ -125,8 +125,8 @@ static void linear_blas_matches_naive_on_odd_shapes(void) {
         // 1 and 2 rows.
         for (int tier = -1; tier <= 3; tier++)
             for (int streamed = 0; streamed < 2; streamed++) {
-                NlLinear lin = {w, wt, k % 2 ? b : NULL, o, in, tier, streamed};
-                nl_linear(y, x, n, &lin, k % 2 ? pool : NULL);
+                NlLinear lin = {{w, NL_DTYPE_F32}, wt, k % 2 ? b : NULL, o, in, tier, streamed};
+                nl_linear(y, x, n, &lin, k % 2 ? pool : NULL, NULL);
                 // Both sum the same float products (each below 1 in size) in a different order: the worst
                 // case grows as n_in^2 * 2^-24; 1e-5 + 2e-6 n_in absolute allows the 1e-5 seen at n_in = 1025.
                 check_close(streamed ? "streamed vs naive" : "sgemm/sgemv vs naive", y, want, n * o,
@@ -165,7 +165,7 @@ static void split_linear_is_bitwise_unsplit(void) {
         for (size_t i = 0; i < o; i++) b[i] = (float)uniform(&s);
         for (size_t r = 0; r < o; r++)
             for (size_t i = 0; i < in; i++) wt[i * o + r] = w[r * in + i];
-        NlLinear lin = {w, wt, b, o, in, 2, 0};
+        NlLinear lin = {{w, NL_DTYPE_F32}, wt, b, o, in, 2, 0};
         static const NlCall CALLS[] = {NL_CALL_SGEMV_ROWS, NL_CALL_SGEMV_T_ROWS, NL_CALL_MATVEC_ROWS,
                                        NL_CALL_MATVEC_T_ROWS};
         for (int layout = 0; layout < 4; layout++) {  // w as stored (out, in), then the copy (in, out); OpenBLAS, ours
@@ -211,7 +211,7 @@ static void split_sgemm_is_bitwise_whole(void) {
         for (size_t i = 0; i < o; i++) b[i] = (float)uniform(&s);
         for (size_t r = 0; r < o; r++)
             for (size_t i = 0; i < in; i++) wt[i * o + r] = w[r * in + i];
-        NlLinear lin = {w, wt, b, o, in, tier, 0};
+        NlLinear lin = {{w, NL_DTYPE_F32}, wt, b, o, in, tier, 0};
         for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
             size_t n = rows[r];
             NlLinearPlan p = nl_linear_plan(n, o, in, tier, 2);

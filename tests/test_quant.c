@@ -130,16 +130,16 @@ static size_t transformer_matrices(const NlModel *m, Matrix *out) {
     const NlConfig *c = nl_model_config(m);
     const NlTransformerWeights *w = nl_model_transformer_weights(m);
     size_t V = (size_t)c->vocab_size, D = (size_t)c->n_embd, k = 0;
-    out[k++] = (Matrix){w->wte, V, D, NL_MATRIX_EMBED | (c->tie_embeddings ? NL_MATRIX_HEAD : 0u)};
-    out[k++] = (Matrix){w->wpe, (size_t)c->block_size, D, NL_MATRIX_EMBED};
+    out[k++] = (Matrix){nl_weight_f32(w->wte), V, D, NL_MATRIX_EMBED | (c->tie_embeddings ? NL_MATRIX_HEAD : 0u)};
+    out[k++] = (Matrix){nl_weight_f32(w->wpe), (size_t)c->block_size, D, NL_MATRIX_EMBED};
     for (int l = 0; l < c->n_layer; l++) {
         const NlLayerWeights *lw = &w->layers[l];
-        out[k++] = (Matrix){lw->attn.w, lw->attn.n_out, lw->attn.n_in, NL_MATRIX_ATTN};
-        out[k++] = (Matrix){lw->proj.w, lw->proj.n_out, lw->proj.n_in, NL_MATRIX_ATTN};
-        out[k++] = (Matrix){lw->fc.w, lw->fc.n_out, lw->fc.n_in, NL_MATRIX_MLP};
-        out[k++] = (Matrix){lw->out.w, lw->out.n_out, lw->out.n_in, NL_MATRIX_MLP};
+        out[k++] = (Matrix){nl_weight_f32(lw->attn.w), lw->attn.n_out, lw->attn.n_in, NL_MATRIX_ATTN};
+        out[k++] = (Matrix){nl_weight_f32(lw->proj.w), lw->proj.n_out, lw->proj.n_in, NL_MATRIX_ATTN};
+        out[k++] = (Matrix){nl_weight_f32(lw->fc.w), lw->fc.n_out, lw->fc.n_in, NL_MATRIX_MLP};
+        out[k++] = (Matrix){nl_weight_f32(lw->out.w), lw->out.n_out, lw->out.n_in, NL_MATRIX_MLP};
     }
-    out[k++] = (Matrix){w->lm_head.w, V, D, NL_MATRIX_HEAD | (c->tie_embeddings ? NL_MATRIX_EMBED : 0u)};
+    out[k++] = (Matrix){nl_weight_f32(w->lm_head.w), V, D, NL_MATRIX_HEAD | (c->tie_embeddings ? NL_MATRIX_EMBED : 0u)};
     return k;
 }
 
@@ -147,12 +147,14 @@ static size_t recurrent_matrices(const NlModel *m, Matrix *out) {
     const NlConfig *c = nl_model_config(m);
     const NlRecurrentWeights *w = nl_model_recurrent_weights(m);
     size_t k = 0;
-    out[k++] = (Matrix){w->wte, (size_t)c->vocab_size, (size_t)c->n_input, NL_MATRIX_EMBED};
+    out[k++] = (Matrix){nl_weight_f32(w->wte), (size_t)c->vocab_size, (size_t)c->n_input, NL_MATRIX_EMBED};
     for (int l = 0; l < c->n_layer; l++) {
-        out[k++] = (Matrix){w->layers[l].ih.w, w->layers[l].ih.n_out, w->layers[l].ih.n_in, NL_MATRIX_RECURRENT};
-        out[k++] = (Matrix){w->layers[l].hh.w, w->layers[l].hh.n_out, w->layers[l].hh.n_in, NL_MATRIX_RECURRENT};
+        out[k++] = (Matrix){nl_weight_f32(w->layers[l].ih.w), w->layers[l].ih.n_out, w->layers[l].ih.n_in,
+                            NL_MATRIX_RECURRENT};
+        out[k++] = (Matrix){nl_weight_f32(w->layers[l].hh.w), w->layers[l].hh.n_out, w->layers[l].hh.n_in,
+                            NL_MATRIX_RECURRENT};
     }
-    out[k++] = (Matrix){w->lm_head.w, (size_t)c->vocab_size, (size_t)c->n_hidden, NL_MATRIX_HEAD};
+    out[k++] = (Matrix){nl_weight_f32(w->lm_head.w), (size_t)c->vocab_size, (size_t)c->n_hidden, NL_MATRIX_HEAD};
     return k;
 }
 
@@ -194,8 +196,8 @@ static void check_listed(const NlModel *m, const Matrix *mine, size_t n_mine, co
     size_t tied = nl_model_config(m)->arch == NL_ARCH_TRANSFORMER && nl_model_config(m)->tie_embeddings;
     CHECK(n + tied == n_mine, "%s: %zu listed, %zu walked", name, n, n_mine);
     for (size_t i = 0; i < n && i < n_mine; i++)
-        CHECK(listed[i].data == mine[i].w && listed[i].rows == mine[i].rows && listed[i].cols == mine[i].cols &&
-                  listed[i].classes == mine[i].cls,
+        CHECK(nl_weight_f32(listed[i].w) == mine[i].w && listed[i].rows == mine[i].rows &&
+                  listed[i].cols == mine[i].cols && listed[i].classes == mine[i].cls,
               "%s: matrix %zu as walked", name, i);
 }
 
@@ -237,7 +239,7 @@ static void check_load(const char *name, NlQuant q, unsigned only) {
         CHECK(memcmp(wp->layers[0].ln_1.gain, wq->layers[0].ln_1.gain, D * sizeof(float)) == 0, "gains stay float32");
         if (wp->layers[0].attn.b)
             CHECK(memcmp(wp->layers[0].attn.b, wq->layers[0].attn.b, 3 * D * sizeof(float)) == 0, "biases too");
-        if (nl_model_config(plain)->tie_embeddings) CHECK(wq->lm_head.w == wq->wte, "a tied head stays wte");
+        if (nl_model_config(plain)->tie_embeddings) CHECK(wq->lm_head.w.data == wq->wte.data, "a tied head stays wte");
     }
 done:
     nl_model_free(quant);  // (it borrows plain's tensors)

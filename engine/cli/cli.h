@@ -76,6 +76,8 @@ typedef struct {
     const char **models;  // compare: the models, -m and positional, in the order given
     int n_models;
     int layers;  // profile --layers: the full layer x component table instead of the summary
+    int qtype;  // quantize --type: the NlDType every matrix is stored as
+    const char *keep;  // quantize --keep: comma-separated names of matrices kept float32
     int closed_std;  // CLOSED_STDIN | CLOSED_STDOUT | CLOSED_STDERR: closed at start (now /dev/null)
 } Options;
 
@@ -93,7 +95,8 @@ enum {
     CMD_COMPARE = 64,
     CMD_TOKENIZE = 128,
     CMD_BENCH = 256,
-    CMD_ALL = 511
+    CMD_QUANTIZE = 512,
+    CMD_ALL = 1023
 };
 enum { BENCH_MD, BENCH_TEXT, BENCH_CSV, BENCH_JSON };  // bench --format
 enum { BN_STATS_BOTH = 2 };  // --bn-stats both (compare)

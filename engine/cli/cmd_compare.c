@@ -20,7 +20,7 @@
 #include "report_compare.h"
 
 #define MAX_RUNS 11  // rows of one model, at most: 4 runs, each BatchNorm one with both statistics; q8, q4, a8
-#define MAX_QUANT 2  // quantized copies of one model: q8 and q4
+#define MAX_QUANT (NL_QUANT_COUNT - 1)  // quantized copies of one model: one per scheme
 
 // The runs of one model (returns their count): as trained; with also_swap, the other norm type
 // (LayerNorm and RMSNorm each other's, BatchNorm's LayerNorm), the other placement (pre and post each
@@ -68,7 +68,7 @@ static int compare_runs(const NlModelDesc *c, int also_swap, int bn_stats, NlRun
 static int compare_quantized(const Options *o, const char *path, const NlModel *model, const int *ids, size_t n,
                              NlRunOptions as, int reference, NlModel **quant, NlCompareJob *jobs, const char **labels,
                              size_t *n_jobs) {
-    for (int q = NL_QUANT_Q8, k = 0; q <= NL_QUANT_Q4; q++) {
+    for (int q = NL_QUANT_Q8, k = 0; q < NL_QUANT_COUNT; q++) {
         if (!(o->quantize_rows & 1 << q)) continue;
         NlError err;
         unsigned rounded = 0;

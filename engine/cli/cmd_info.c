@@ -37,6 +37,22 @@ static int is_json_number(const char *s) {
     return *s == '\0';
 }
 
+// "q8_0 17, f32 1": how many of the model's matrices each type stores, the most first, into buf.
+static const char *type_counts(const NlModelDesc *d, char *buf, size_t len) {
+    size_t count[NL_DTYPE_COUNT] = {0}, at = 0;
+    for (size_t i = 0; i < d->n_matrices; i++) count[d->matrices[i].type]++;
+    buf[0] = '\0';
+    for (size_t shown = 0; shown < d->n_matrices && at < len;) {
+        int most = 0;
+        for (int t = 1; t < NL_DTYPE_COUNT; t++) most = count[t] > count[most] ? t : most;
+        at += (size_t)snprintf(buf + at, len - at, "%s%s %zu", at ? ", " : "", nl_name(NL_NAMES_DTYPE, most),
+                               count[most]);
+        shown += count[most];
+        count[most] = 0;
+    }
+    return buf;
+}
+
 static cJSON *info_json(const NlModel *m, NlQuant q, unsigned classes, const char *path, const BlasChoice *b) {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "model", path);
@@ -58,6 +74,11 @@ static cJSON *info_json(const NlModel *m, NlQuant q, unsigned classes, const cha
     }
     cJSON_AddNumberToObject(j, "parameters", (double)d.parameters);
     cJSON_AddNumberToObject(j, "weight_bytes", (double)d.weight_bytes);
+    // as stored: 32 for float32, about 16.5 for F16, 8.5 for Q8_0 and 4.5 for Q4_0 (norms, wpe: float32)
+    char bits[32], types[128];
+    snprintf(bits, sizeof bits, "%.2f", d.parameters ? 8.0 * (double)d.weight_bytes / (double)d.parameters : 0.0);
+    cJSON_AddRawToObject(j, "bits_per_weight", bits);
+    cJSON_AddStringToObject(j, "weight_types", type_counts(&d, types, sizeof types));
     // copies of small weights, transposed, which few-row products run faster on (linear.h)
     cJSON_AddNumberToObject(j, "transposed_bytes", (double)d.transposed_bytes);
     if (q != NL_QUANT_NONE) {  // --quantize: what the load rounded (simulated, docs/lab.md)
@@ -76,13 +97,42 @@ static cJSON *info_json(const NlModel *m, NlQuant q, unsigned classes, const cha
     for (size_t i = 0; i < d.n_metadata; i++)
         cJSON_AddItemToObject(meta, keys[i],
                               is_json_number(values[i]) ? cJSON_CreateRaw(values[i]) : cJSON_CreateString(values[i]));
+    cJSON *mats = cJSON_AddArrayToObject(j, "matrices");  // each as stored: name, type, shape, bytes
+    for (size_t i = 0; i < d.n_matrices; i++) {
+        const NlMatrixDesc *mat = &d.matrices[i];
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "name", mat->name);
+        cJSON_AddStringToObject(e, "type", nl_name(NL_NAMES_DTYPE, mat->type));
+        cJSON *shape = cJSON_AddArrayToObject(e, "shape");
+        cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)mat->rows));
+        cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)mat->cols));
+        cJSON_AddNumberToObject(e, "bytes", (double)mat->bytes);
+        cJSON_AddItemToArray(mats, e);
+    }
     return j;
+}
+
+// "matrix NAME TYPE ROWSxCOLS BYTES", a line each.
+static int print_matrices(FILE *out, const cJSON *mats) {
+    int ok = 1;
+    for (const cJSON *e = mats->child; e && ok; e = e->next) {
+        const cJSON *shape = cJSON_GetObjectItem(e, "shape");
+        char dims[48], name[256];
+        snprintf(dims, sizeof dims, "(%.0f, %.0f)", cJSON_GetArrayItem(shape, 0)->valuedouble,
+                 cJSON_GetArrayItem(shape, 1)->valuedouble);
+        ok = fprintf(out, "matrix %-30s %-5s %-14s %10.0f bytes\n",
+                     msg_escape(name, sizeof name, cJSON_GetObjectItem(e, "name")->valuestring),
+                     cJSON_GetObjectItem(e, "type")->valuestring, dims,
+                     cJSON_GetObjectItem(e, "bytes")->valuedouble) > 0;
+    }
+    return ok;
 }
 
 static int print_info_text(FILE *out, const cJSON *j) {
     int ok = 1;
     for (const cJSON *c = j->child; c; c = c->next) {
-        if (cJSON_IsObject(c)) {  // the provenance: strings from the model file, escaped
+        if (cJSON_IsArray(c)) ok &= print_matrices(out, c);
+        else if (cJSON_IsObject(c)) {  // the provenance: strings from the model file, escaped
             for (const cJSON *m = c->child; m; m = m->next) {
                 char key[256], value[1024];
                 msg_escape(key, sizeof key, m->string);
@@ -93,6 +143,7 @@ static int print_info_text(FILE *out, const cJSON *j) {
             char value[1024];
             ok &= fprintf(out, "%-20s %s\n", c->string, msg_escape(value, sizeof value, c->valuestring)) > 0;
         } else if (cJSON_IsBool(c)) ok &= fprintf(out, "%-20s %s\n", c->string, cJSON_IsTrue(c) ? "true" : "false") > 0;
+        else if (cJSON_IsRaw(c)) ok &= fprintf(out, "%-20s %s\n", c->string, c->valuestring) > 0;
         else ok &= fprintf(out, "%-20s %.10g\n", c->string, c->valuedouble) > 0;
     }
     return ok;

@@ -35,5 +35,6 @@ int cmd_info(Options *o);
 int cmd_list(Options *o);
 int cmd_profile(Options *o);
 int cmd_bench(Options *o);
+int cmd_quantize(Options *o);
 
 #endif

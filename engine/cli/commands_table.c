@@ -70,6 +70,13 @@ const Command COMMANDS[] = {
      "mean and standard deviation of the tokens per second. No Python is needed; make bench keeps the "
      "comparisons with PyTorch and ggml. Speed varies with what else the machine runs: compare rows of one run.",
      NULL, NULL, cmd_bench, BENCH_OPTIONS, NO_RELATIONS},
+    {"quantize", CMD_QUANTIZE, "a model folder with its matrices stored in 16, 8 or 4 bits",
+     "[-m MODEL] --type f32|f16|bf16|q8_0|q4_0 -o DIR [--keep NAME,...]",
+     "Writes the model again into the folder DIR with every matrix (the linears, the embedding, the head) stored "
+     "as TYPE, as llama-quantize does: q8_0 and q4_0 are ggml's blocks, the bytes llama.cpp writes for the same "
+     "weights (docs/quantization.md). The other files are copied. Every command runs the new model; 'normlab "
+     "info' shows each matrix's type and the bits a weight.",
+     NULL, NULL, cmd_quantize, QUANTIZE_OPTIONS, NO_RELATIONS},
     {"tokenize", CMD_TOKENIZE, "a text's token ids and their pieces", "[-m MODEL] (-p TEXT | -f FILE) [--json]",
      "Prints the ids the model's tokenizer gives the text, one 'ID -> 'PIECE'' a line (as llama.cpp's "
      "llama-tokenize does; control characters and bytes that are not valid UTF-8 escaped), for a character "

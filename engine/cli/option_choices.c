@@ -26,6 +26,8 @@ int choose_bn_or_both(const char *w, int *out) {
     return choose_bn(w, out);
 }
 
+int choose_dtype(const char *w, int *out) { return nl_name_parse(NL_NAMES_DTYPE, w, out); }
+
 int choose_quant(const char *w, int *out) {
     NlQuant v;
     if (nl_quant_parse(w, &v) != 0) return -1;
@@ -34,10 +36,11 @@ int choose_quant(const char *w, int *out) {
 }
 
 int choose_act_quant(const char *w, int *out) {
-    return choose_quant(w, out) != 0 || *out == NL_QUANT_Q4 ? -1 : 0;  // q4 activations: not offered
+    return choose_quant(w, out) != 0 || (*out != NL_QUANT_NONE && *out != NL_QUANT_Q8) ? -1 : 0;  // q8 only
 }
 
-// q8, q4 or both, comma-separated, into bits (1 << NlQuant); "none" is the float32 row itself.
+// Schemes (q8, q4, f16, bf16, q8_0, q4_0), comma-separated, into bits (1 << NlQuant); "none" is the
+// float32 row itself.
 int choose_quant_rows(const char *w, int *out) {
     *out = 0;
     for (const char *at = w;; at++) {

@@ -12,5 +12,6 @@ int choose_act_quant(const char *w, int *out);
 int choose_quant_rows(const char *w, int *out);
 int choose_format(const char *w, int *out);
 int choose_quant_only(const char *w, int *out);
+int choose_dtype(const char *w, int *out);
 
 #endif

@@ -253,13 +253,15 @@
     }
 
 // generate, eval, info, logits, profile
-#define OPT_QUANTIZE                                                                                                 \
-    {                                                                                                                \
-        .name = "quantize", .type = OT_CHOICE, .arg = "Q", .range = "none, q8 or q4 (any case)", .def_text = "none", \
-        .field = OPT_FIELD(quantize), .choose = choose_quant, .choices = "none q8 q4",                               \
-        .help = "round the weight matrices once at load (simulated: stored back as float32, so this measures "       \
-                "quality, not speed): q8 per row to 127 levels a side of max|w|/127, q4 per 32 columns of a row to " \
-                "7; norms and biases stay float32 (docs/lab.md)"                                                     \
+#define OPT_QUANTIZE                                                                                                   \
+    {                                                                                                                  \
+        .name = "quantize", .type = OT_CHOICE, .arg = "Q",                                                             \
+        .range = "none, q8, q4, f16, bf16, q8_0 or q4_0 (any case)", .def_text = "none", .field = OPT_FIELD(quantize), \
+        .choose = choose_quant, .choices = "none q8 q4 f16 bf16 q8_0 q4_0",                                            \
+        .help = "round the weight matrices once at load: q8 and q4 simulated (stored back as float32, so this "        \
+                "measures quality, not speed), q8 per row to 127 levels a side of max|w|/127, q4 per 32 columns of "   \
+                "a row to 7; f16, bf16, q8_0 and q4_0 stored as 'normlab quantize' stores them and run by their "      \
+                "kernels; norms and biases stay float32 (docs/lab.md, docs/quantization.md)"                           \
     }
 
 // generate, eval, info, logits, profile, compare

@@ -48,7 +48,7 @@ typedef struct {
 
 // Each command's rows, ending in a row with no name (OPT_END).
 extern const OptSpec GENERATE_OPTIONS[], EVAL_OPTIONS[], INFO_OPTIONS[], LIST_OPTIONS[], LOGITS_OPTIONS[],
-    PROFILE_OPTIONS[], COMPARE_OPTIONS[], BENCH_OPTIONS[], TOKENIZE_OPTIONS[];
+    PROFILE_OPTIONS[], COMPARE_OPTIONS[], BENCH_OPTIONS[], TOKENIZE_OPTIONS[], QUANTIZE_OPTIONS[];
 
 // When an option counts as given for a relation, from its field in the parsed Options.
 typedef enum {

@@ -428,12 +428,13 @@ const OptSpec COMPARE_OPTIONS[] = {
     {.name = "quantize",
      .type = OT_CHOICE,
      .arg = "LIST",
-     .range = "q8, q4 or q8,q4 (any case)",
+     .range = "q8, q4, f16, bf16, q8_0 or q4_0, or several joined by commas (any case)",
      .field = OPT_FIELD(quantize_rows),
      .choose = choose_quant_rows,
-     .choices = "q8 q4 q8,q4",
-     .help = "add, per model, a row with its weights rounded so (simulated, as for eval), with the bits/char (a BPE "
-             "model's bits/token) it costs against the float32 row"},
+     .choices = "q8 q4 q8,q4 f16 bf16 q8_0 q4_0 q8_0,q4_0",
+     .help = "add, per model, a row with its weights rounded so (as for eval: q8, q4 simulated; f16, bf16, q8_0, q4_0 "
+             "the model 'normlab quantize' writes, run by its kernels, its MB as stored), with the bits/char (a BPE "
+             "model's bits/token) and the KL divergence it costs against the float32 row"},
     OPT_QUANTIZE_ONLY,
     {.name = "quantize-act",
      .type = OT_CHOICE,
@@ -545,6 +546,37 @@ const OptSpec TOKENIZE_OPTIONS[] = {
     OPT_SPECIAL,
     OPT_NO_MMAP,
     OPT_NO_REPACK,
+    OPT_END,
+};
+
+const OptSpec QUANTIZE_OPTIONS[] = {
+    OPT_HELP,
+    OPT_MODEL,
+    {.name = "type",
+     .type = OT_CHOICE,
+     .arg = "TYPE",
+     .def = "q8_0",
+     .field = OPT_FIELD(qtype),
+     .choose = choose_dtype,
+     .choices = "f32 f16 bf16 q8_0 q4_0",
+     .help = "how every matrix is stored: f32; f16 or bf16 (16-bit floats); q8_0 or q4_0, ggml's blocks of 32 "
+             "weights with an F16 scale (8.5 and 4.5 bits a weight; a matrix whose rows are not whole blocks stays "
+             "f32, and a note says so). Norm gains, biases and wpe stay f32. From a model stored otherwise, f32 "
+             "writes its weights widened, as the engine reads them"},
+    {.name = "output",
+     .letter = 'o',
+     .type = OT_STRING,
+     .arg = "DIR",
+     .field = OPT_FIELD(output),
+     .help = "the model folder to write (required), whole or not at all: an existing one is replaced (it must be a "
+             "model folder; its other files are kept)"},
+    {.name = "keep",
+     .type = OT_STRING,
+     .arg = "NAME,...",
+     .field = OPT_FIELD(keep),
+     .help = "matrices kept f32, by their tensor's name as 'normlab info' lists them (wte.weight, "
+             "h.0.mlp.c_fc.weight, ...), comma-separated"},
+    OPT_NO_MMAP,
     OPT_END,
 };
 

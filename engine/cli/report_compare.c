@@ -102,6 +102,12 @@ static int quant_text_section(FILE *f, const NlCompareRow *rows, const char *con
             "by position (nats, with its standard error); same top = the positions whose most likely token is\n"
             "the float32 row's\n",
             per);
+    for (size_t i = 0; i < n; i++)
+        if (rows[i].quant >= NL_QUANT_F16) {  // a real type's row: the stored model itself
+            fprintf(f, "(f16, bf16, q8_0, q4_0 are not simulated: the weights stored so, as 'normlab quantize' writes\n"
+                       "them, and run by their own kernels; MB is their size: docs/quantization.md)\n");
+            break;
+        }
     fprintf(f, "%-34s %-24s %-24s %9s %9s %21s %9s\n", "model", "run as", "rounded", per, "cost", "KL", "same top");
     for (size_t i = 0; i < n; i++) {
         const NlCompareRow *r = &rows[i];

@@ -218,18 +218,36 @@ double nl_logsumexp(const float *logits, size_t V);
 
 // ---- a model's matrices (model.c; the lab's simulated quantization rounds them)
 
+// A matrix as the model stores it (docs/format.md): float32, or the rows of another NlDType (the
+// core's dtype.h: F16 and BF16 values, or Q8_0 and Q4_0 blocks of 32 along each row).
 typedef struct {
-    const float *data;  // (rows, cols) as the file stores it
+    const void *data;  // (rows, cols) stored as type
+    NlDType type;
+} NlWeight;
+
+// Its float32 values, or NULL where it is stored otherwise.
+static inline const float *nl_weight_f32(NlWeight w) { return w.type == NL_DTYPE_F32 ? (const float *)w.data : NULL; }
+// dst (rows, cols) = rows row0.. of w (cols wide), widened to float32 as the engine reads them. (dtype.c)
+void nl_weight_rows(float *dst, NlWeight w, size_t row0, size_t rows, size_t cols);
+// The bytes of w's rows (cols wide); 0 where cols is not whole blocks of its type. (dtype.c)
+size_t nl_weight_bytes(NlDType type, size_t rows, size_t cols);
+// dst = src (rows, cols) stored as type, as `normlab quantize` stores it (cols whole blocks). (dtype.c)
+void nl_weight_store_rows(void *dst, const float *src, size_t rows, size_t cols, NlDType type);
+
+typedef struct {
+    NlWeight w;  // (rows, cols) as the model holds it
     size_t rows, cols;
     unsigned classes;  // NL_MATRIX_* bits
+    int positions;  // a table of learned positions (wpe): normlab quantize keeps it float32, as ggml's gpt-2 does
+    char name[64];  // its tensor in model.safetensors (a tied head's: wte.weight)
 } NlMatrix;
 
 // The model's matrices in its family's fixed order into out (NULL: only their count); returns the count.
 size_t nl_model_matrices(const NlModel *model, NlMatrix *out);
-// Points matrix k of model at data[k] ((rows, cols) floats) wherever data[k] is not NULL, and remakes
-// the transposed copies the plan uses; before any state is made from the model. data stays the
-// caller's, except `owned` (NULL or one allocation holding them), which the model frees.
-int nl_model_set_matrices(NlModel *model, const float *const *data, void *owned, NlError *err);
+// Points matrix k of model at data[k] ((rows, cols) stored as data[k].type) wherever data[k].data is
+// not NULL, and remakes the transposed copies the plan uses; before any state is made from the model.
+// data stays the caller's, except `owned` (NULL or one allocation holding them), which the model frees.
+int nl_model_set_matrices(NlModel *model, const NlWeight *data, void *owned, NlError *err);
 
 #pragma GCC visibility pop
 

@@ -11,16 +11,16 @@
 #include "normlab_lab.h"
 #include "quantize.h"
 
-static const char *const QUANT_NAMES[] = {"none", "q8", "q4"};  // by NlQuant
+static const char *const QUANT_NAMES[] = {"none", "q8", "q4", "f16", "bf16", "q8_0", "q4_0"};  // by NlQuant
 // the NL_MATRIX_* classes by bit, lowest first
 static const char *const CLASS_NAMES[] = {"attn", "mlp", "head", "embed", "recurrent"};
 #define N_CLASSES (sizeof CLASS_NAMES / sizeof CLASS_NAMES[0])
 #define ALL_CLASSES ((1u << N_CLASSES) - 1)
 
-const char *nl_quant_name(NlQuant q) { return (unsigned)q < 3 ? QUANT_NAMES[q] : "?"; }
+const char *nl_quant_name(NlQuant q) { return (unsigned)q < NL_QUANT_COUNT ? QUANT_NAMES[q] : "?"; }
 
 int nl_quant_parse(const char *name, NlQuant *out) {
-    for (int q = 0; q < 3; q++)
+    for (int q = 0; q < NL_QUANT_COUNT; q++)
         if (strcasecmp(name, QUANT_NAMES[q]) == 0) {
             *out = (NlQuant)q;
             return 0;
@@ -82,24 +82,69 @@ void nl_quantize_rows(float *dst, const float *src, size_t rows, size_t cols, Nl
         }
 }
 
-// The rounded matrices, all in one allocation, into data[k] for each matrix k of a picked class.
-static float *round_matrices(const NlMatrix *mats, size_t n, unsigned pick, NlQuant q, const float **data,
+// The rounded matrices, all in one allocation, into data[k] for each matrix k of a picked class (a
+// matrix stored otherwise than float32 is widened first, as the engine reads it).
+static float *round_matrices(const NlMatrix *mats, size_t n, unsigned pick, NlQuant q, NlWeight *data,
                              unsigned *rounded, size_t floats) {
     float *all = malloc(floats * sizeof(float)), *at = all;
     for (size_t k = 0; all && k < n; k++) {
         if (!(mats[k].classes & pick)) continue;
-        nl_quantize_rows(at, mats[k].data, mats[k].rows, mats[k].cols, q);
-        data[k] = at;
+        nl_weight_rows(at, mats[k].w, 0, mats[k].rows, mats[k].cols);
+        nl_quantize_rows(at, at, mats[k].rows, mats[k].cols, q);
+        data[k] = (NlWeight){at, NL_DTYPE_F32};
         at += mats[k].rows * mats[k].cols;
         *rounded |= mats[k].classes;  // a matrix rounded counts for each class it serves (a tied wte: two)
     }
     return all;
 }
 
+// The NlDType a real scheme stores (NL_DTYPE_COUNT for a simulated one).
+static NlDType stored_type(NlQuant q) {
+    switch (q) {
+    case NL_QUANT_F16: return NL_DTYPE_F16;
+    case NL_QUANT_BF16: return NL_DTYPE_BF16;
+    case NL_QUANT_Q8_0: return NL_DTYPE_Q8_0;
+    case NL_QUANT_Q4_0: return NL_DTYPE_Q4_0;
+    default: return NL_DTYPE_COUNT;
+    }
+}
+
+// Whether matrix m is rounded or stored under q: of a picked class; for a real type, as `normlab
+// quantize` does, not a table of positions, and rows of whole blocks.
+static int takes(const NlMatrix *m, unsigned pick, NlQuant q) {
+    NlDType t = stored_type(q);
+    return (m->classes & pick) && (t == NL_DTYPE_COUNT || (!m->positions && nl_weight_bytes(t, m->rows, m->cols)));
+}
+
+// The matrices stored as type t, all in one allocation, into data[k] for each matrix k taken; NULL
+// when out of memory.
+static void *store_matrices(const NlMatrix *mats, size_t n, unsigned pick, NlQuant q, NlWeight *data, unsigned *rounded,
+                            size_t bytes) {
+    NlDType t = stored_type(q);
+    size_t widest = 1;
+    for (size_t k = 0; k < n; k++) widest = mats[k].cols > widest ? mats[k].cols : widest;
+    unsigned char *all = malloc(bytes), *at = all;
+    float *row = malloc(widest * sizeof *row);
+    for (size_t k = 0; all && row && k < n; k++) {
+        if (!takes(&mats[k], pick, q)) continue;
+        size_t row_bytes = nl_weight_bytes(t, 1, mats[k].cols);
+        for (size_t r = 0; r < mats[k].rows; r++) {
+            nl_weight_rows(row, mats[k].w, r, 1, mats[k].cols);
+            nl_weight_store_rows(at + r * row_bytes, row, 1, mats[k].cols, t);
+        }
+        data[k] = (NlWeight){at, t};
+        at += mats[k].rows * row_bytes;
+        *rounded |= mats[k].classes;
+    }
+    free(row);
+    if (!row) free(all);
+    return row ? all : NULL;
+}
+
 int nl_quantize_model(NlModel *model, NlQuant q, unsigned only, unsigned *rounded, NlError *err) {
     unsigned pick = only ? only : ALL_CLASSES;
     *rounded = 0;
-    if (q != NL_QUANT_Q8 && q != NL_QUANT_Q4) {
+    if (q == NL_QUANT_NONE || (unsigned)q >= NL_QUANT_COUNT) {
         nl_error(err, NL_ERR_ARG, "unknown quantization %d", (int)q);
         return -1;
     }
@@ -107,9 +152,10 @@ int nl_quantize_model(NlModel *model, NlQuant q, unsigned only, unsigned *rounde
         nl_error(err, NL_ERR_ARG, "unknown quantization classes 0x%x", pick & ~ALL_CLASSES);
         return -1;
     }
-    size_t n = nl_model_matrices(model, NULL), floats = 0;
+    size_t n = nl_model_matrices(model, NULL), bytes = 0;
     NlMatrix *mats = calloc(n ? n : 1, sizeof *mats);
-    const float **data = calloc(n ? n : 1, sizeof *data);
+    NlWeight *data = calloc(n ? n : 1, sizeof *data);
+    NlDType t = stored_type(q);
     int rc = -1;
     if (!mats || !data) {
         nl_error(err, NL_ERR_NOMEM, "out of memory");
@@ -117,18 +163,27 @@ int nl_quantize_model(NlModel *model, NlQuant q, unsigned only, unsigned *rounde
     }
     nl_model_matrices(model, mats);
     for (size_t k = 0; k < n; k++)
-        if (mats[k].classes & pick) floats += mats[k].rows * mats[k].cols;
-    if (floats == 0) {
-        nl_error(err, NL_ERR_ARG, "this %s has no matrix of the classes to quantize",
-                 nl_name(NL_NAMES_ARCH, nl_model_config(model)->arch));
+        if (takes(&mats[k], pick, q))
+            bytes += t == NL_DTYPE_COUNT ? mats[k].rows * mats[k].cols * sizeof(float)
+                                         : nl_weight_bytes(t, mats[k].rows, mats[k].cols);
+    if (bytes == 0) {
+        if (t == NL_DTYPE_COUNT)
+            nl_error(err, NL_ERR_ARG, "this %s has no matrix of the classes to quantize",
+                     nl_name(NL_NAMES_ARCH, nl_model_config(model)->arch));
+        else
+            nl_error(err, NL_ERR_ARG,
+                     "this %s has no matrix of the classes that can be stored as %s (positions stay float32; q8_0 "
+                     "and q4_0 need rows of whole blocks of 32)",
+                     nl_name(NL_NAMES_ARCH, nl_model_config(model)->arch), nl_quant_name(q));
         goto cleanup;
     }
-    float *owned = round_matrices(mats, n, pick, q, data, rounded, floats);
+    void *owned = t == NL_DTYPE_COUNT ? (void *)round_matrices(mats, n, pick, q, data, rounded, bytes / sizeof(float))
+                                      : store_matrices(mats, n, pick, q, data, rounded, bytes);
     if (!owned) {
-        nl_error(err, NL_ERR_NOMEM, "out of memory for %zu bytes of quantized weights", floats * sizeof(float));
+        nl_error(err, NL_ERR_NOMEM, "out of memory for %zu bytes of quantized weights", bytes);
         goto cleanup;
     }
-    rc = nl_model_set_matrices(model, (const float *const *)data, owned, err);
+    rc = nl_model_set_matrices(model, data, owned, err);
 cleanup:
     free(mats);
     free(data);

@@ -28,6 +28,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define NL_VERSION "0.1.0"
 #define NL_FORMAT_NAME "normlab"
@@ -148,6 +149,9 @@ typedef enum { NL_ACT_GELU, NL_ACT_GELU_TANH, NL_ACT_RELU, NL_ACT_SILU } NlActiv
 // layer-normalised (Ba, Kiros & Hinton 2016) or plain, with no context window; or (format version 4)
 // Llama's blocks: RoPE in place of learned positions, a gated SiLU MLP, grouped key/value heads.
 typedef enum { NL_ARCH_TRANSFORMER, NL_ARCH_LSTM, NL_ARCH_GRU, NL_ARCH_LLAMA } NlArch;
+// How a weight matrix is stored (docs/format.md): float32; IEEE half or bfloat16; or ggml's Q8_0 and
+// Q4_0, blocks of 32 weights along a row with one F16 scale each (8.5 and 4.5 bits a weight).
+typedef enum { NL_DTYPE_F32, NL_DTYPE_F16, NL_DTYPE_BF16, NL_DTYPE_Q8_0, NL_DTYPE_Q4_0, NL_DTYPE_COUNT } NlDType;
 
 // A model's config as loaded, or as a state runs it: opaque here, because its fields are its
 // family's (a new family adds its own without changing this header). What describes a model —
@@ -382,6 +386,7 @@ typedef enum {
     NL_NAMES_ARCH,  // NlArch: "transformer", "lstm", "gru", "llama"
     NL_NAMES_TOKENIZER,  // NlTokenizerKind: "char", "bpe", "sentencepiece"
     NL_NAMES_QK_NORM,  // NlQkNorm: "on", "off"
+    NL_NAMES_DTYPE,  // NlDType: "f32", "f16", "bf16", "q8_0", "q4_0"
 } NlNames;
 // The name of value (a static string), "?" when it has none.
 const char *nl_name(NlNames kind, int value);
@@ -487,6 +492,16 @@ typedef struct {
 #define NL_CONFIG_FIELDS_MAX 16
 
 // ---- describing a model (describe.c): what `normlab info` shows, as llama.h's llama_model_desc
+
+// One weight matrix as the model stores it: its tensor in model.safetensors, its type, its shape in
+// weights and its bytes.
+typedef struct {
+    char name[64];
+    NlDType type;
+    size_t rows, cols;
+    size_t bytes;
+} NlMatrixDesc;
+
 typedef struct {
     const NlFamilyInfo *family;  // its family's answers (nl_family_info)
     // What every family has, as the model was trained.
@@ -506,7 +521,7 @@ typedef struct {
     // cache (block_size rounded up to a multiple of 32), a recurrent model's h of every layer and the LSTM's c.
     size_t state_bytes;
     size_t parameters;  // distinct weights (a tied head counted once)
-    size_t weight_bytes;  // bytes of tensor data
+    size_t weight_bytes;  // bytes of tensor data, as stored (bits per weight: 8 weight_bytes / parameters)
     // Bytes of the transposed copies of small weights the loader makes where the OpenBLAS kernels in use
     // run a few-row product faster on them (weights of at most 512K elements, 2 MiB; none for recurrent
     // models, nor where OpenBLAS's kernels are older than AVX2).
@@ -519,8 +534,38 @@ typedef struct {
     // for the model's lifetime.
     size_t n_metadata;
     const char *const *metadata_keys, *const *metadata_values;
+    // Its weight matrices (the linears', the embeddings', the head's: a tied head is wte's) in its
+    // family's order, borrowed for the model's lifetime; norm gains and biases are float32.
+    size_t n_matrices;
+    const NlMatrixDesc *matrices;
 } NlModelDesc;
 void nl_model_describe(const NlModel *model, NlModelDesc *out);
+
+// ---- storing a model's matrices in another type (model_write.c): llama.cpp's llama_model_quantize
+
+typedef struct {
+    NlDType type;  // every matrix's type (the linears', the embedding's and the head's)
+    const char *const *keep;  // names of matrices (NlMatrixDesc.name) kept float32: n_keep of them
+    size_t n_keep;
+} NlQuantizeParams;
+
+typedef struct {
+    size_t stored;  // matrices written as NlQuantizeParams.type
+    size_t kept;  // written float32: named in keep
+    size_t unblockable;  // written float32: Q8_0 or Q4_0 asked of rows that are not whole blocks of 32
+    size_t positions;  // written float32: tables of learned positions (wpe), as ggml's gpt-2 keeps them
+    char unblockable_name[64];  // the first unblockable one ("" for none)
+    size_t bytes;  // the file's bytes
+} NlQuantizeResult;
+
+// Writes the model.safetensors of model (loaded from a model directory, not a single .json file)
+// with its matrices stored as params->type, to out: each matrix widened to float32 as the engine
+// reads it, then stored (Q8_0 and Q4_0 exactly as ggml's reference quantizers; docs/format.md); norm
+// gains, biases and positions float32; the metadata kept, with "quantization" set to the type's name.
+// Q8_0 and Q4_0 of a matrix whose rows are not whole blocks of 32 leave it float32 (counted in
+// result). Fails on a name in keep that is no matrix of the model, or a write error.
+int nl_model_quantize(const NlModel *model, const NlQuantizeParams *params, FILE *out, NlQuantizeResult *result,
+                      NlError *err);
 
 // ---- a model's matrices (model.c; the lab's simulated quantization rounds them)
 

@@ -11,15 +11,27 @@
 
 #include "normlab.h"
 
-// ---- simulated quantization (quantize.c)
+// ---- quantization, simulated and real (quantize.c)
 //
-// Weights rounded once (nl_quantize_model), activations before each product (nl_quant_state_create),
-// and stored back as float32, so the products run as fast as ever: this measures what the rounding
-// costs in quality, not what it saves in time. q8: a float32 scale per row, max |x| / 127, x / scale
-// rounded half away from zero (roundf) and clamped to [-127, 127]; q4: the same per group of 32
-// consecutive columns of a row, with 7 levels.
-typedef enum { NL_QUANT_NONE, NL_QUANT_Q8, NL_QUANT_Q4 } NlQuant;
-const char *nl_quant_name(NlQuant q);  // "none", "q8", "q4"
+// Simulated (q8, q4): weights rounded once (nl_quantize_model), activations before each product
+// (nl_quant_state_create), and stored back as float32, so the products run as fast as ever: this
+// measures what the rounding costs in quality, not what it saves in time. q8: a float32 scale per
+// row, max |x| / 127, x / scale rounded half away from zero (roundf) and clamped to [-127, 127]; q4:
+// the same per group of 32 consecutive columns of a row, with 7 levels.
+// Real (f16, bf16, q8_0, q4_0): the weights stored as that NlDType exactly as `normlab quantize`
+// writes them (nl_model_quantize: positions, and rows that are not whole blocks, stay float32), run
+// by its kernels: the model a quantized file holds, in memory.
+typedef enum {
+    NL_QUANT_NONE,
+    NL_QUANT_Q8,
+    NL_QUANT_Q4,
+    NL_QUANT_F16,
+    NL_QUANT_BF16,
+    NL_QUANT_Q8_0,
+    NL_QUANT_Q4_0
+} NlQuant;
+#define NL_QUANT_COUNT 7
+const char *nl_quant_name(NlQuant q);  // "none", "q8", "q4", "f16", "bf16", "q8_0", "q4_0"
 int nl_quant_parse(const char *name, NlQuant *out);  // any case; -1 when none
 // "attn,mlp": the names of the NL_MATRIX_* classes set, comma-separated, into buf ("" for none).
 const char *nl_quant_classes_name(unsigned classes, char *buf, size_t len);
@@ -29,6 +41,8 @@ int nl_quant_classes_parse(const char *list, unsigned *out);
 // place (nl_model_set_matrices: before any state is made from it); a head tied to wte is rounded
 // once, by rows of wte, when either class is picked. Norm gains, biases and running statistics stay
 // float32. *rounded: the classes of the matrices rounded. An error when none has those classes.
+// A real type's matrices (q of NL_QUANT_F16 on) are stored as it, from their float32 values as the
+// engine reads them (a matrix stored otherwise is widened first).
 int nl_quantize_model(NlModel *model, NlQuant q, unsigned only, unsigned *rounded, NlError *err);
 // nl_quantize_model on a new model *out on base's files, tokenizer and tensors (base stays as it
 // is; free *out before base). On failure *out is NULL.

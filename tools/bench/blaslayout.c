@@ -122,7 +122,7 @@ static double stream_pass(const float *mats, size_t count, size_t n_out, size_t 
                           const float *x, float *y) {
     double t0 = now();
     for (size_t m = 0; m < count; m++) {
-        NlLinear lin = {mats + m * n_out * n_in, mats + m * n_out * n_in, NULL, n_out, n_in, -1, 0};
+        NlLinear lin = {{mats + m * n_out * n_in, NL_DTYPE_F32}, mats + m * n_out * n_in, NULL, n_out, n_in, -1, 0};
         nl_linear_run(y, x, 1, &lin, pool, p);
     }
     return (double)count * (double)(n_out * n_in * sizeof(float)) / (now() - t0) / 1e9;
@@ -215,14 +215,14 @@ static void dram_table(const cpu_set_t *all_cpus) {
         pool_done(pool, all_cpus);
         return;
     }
-    NlLinear lin = {w, NULL, NULL, n_out, n_in, -1, 0};
+    NlLinear lin = {{w, NL_DTYPE_F32}, NULL, NULL, n_out, n_in, -1, 0};
     ReadJob rj = {w, n_out * n_in, {0, 0}};
     double best[4] = {1e30, 1e30, 1e30, 1e30};
     for (int r = 0; r < 5; r++) {
         double t0 = now();
-        nl_linear(y, x, 1, &lin, NULL);
+        nl_linear(y, x, 1, &lin, NULL, NULL);
         double t1 = now();
-        nl_linear(y, x, 1, &lin, pool);
+        nl_linear(y, x, 1, &lin, pool, NULL);
         double t2 = now();
         nl_pool_run(NULL, read_all, &rj);
         double t3 = now();

@@ -16,6 +16,7 @@ import tempfile
 import numpy as np
 
 import nltool
+import qformats
 
 FORMAT = {"name": "normlab", "version": 1}
 
@@ -253,8 +254,13 @@ def write_safetensors(path, tensors, metadata=None):
             del a
 
 
-def read_safetensors(path):
-    """Return (name -> float32 array, metadata dict). Trusts the file: for tools, not the engine."""
+DTYPE_KEY = "dtype."  # __metadata__'s "dtype.NAME": the blocks a U8 tensor NAME holds (docs/format.md)
+
+
+def read_safetensors_raw(path):
+    """Return (name -> (type, shape of its weights, stored bytes), metadata dict without the "dtype."
+    entries): type "F32", "F16", "BF16", or the "Q8_0"/"Q4_0" a U8 tensor's entry names. Trusts the
+    file: for tools, not the engine."""
     with open(path, "rb") as f:
         data = f.read()
     (n,) = struct.unpack("<Q", data[:8])
@@ -263,10 +269,22 @@ def read_safetensors(path):
     base = 8 + n
     out = {}
     for name, e in header.items():
-        assert e["dtype"] == "F32", name
+        kind, shape = e["dtype"], list(e["shape"])
+        if kind == "U8":
+            kind = meta[DTYPE_KEY + name]
+            shape[1] = shape[1] // qformats.BLOCK_BYTES[kind] * qformats.BLOCK
+        if kind not in ("F32", "F16", "BF16", "Q8_0", "Q4_0"):
+            raise ValueError(f"{path}: tensor {name!r} has dtype {kind}, which normlab does not write")
         lo, hi = e["data_offsets"]
-        out[name] = np.frombuffer(data[base + lo:base + hi], dtype="<f4").reshape(e["shape"]).copy()
-    return out, meta
+        out[name] = (kind, shape, data[base + lo:base + hi])
+    return out, {k: v for k, v in meta.items() if not k.startswith(DTYPE_KEY)}
+
+
+def read_safetensors(path):
+    """Return (name -> float32 array, metadata dict): 16-bit and block tensors widened as the engine
+    reads them (qformats.dequantize). Trusts the file: for tools, not the engine."""
+    raw, meta = read_safetensors_raw(path)
+    return {name: qformats.dequantize(b, kind, shape) for name, (kind, shape, b) in raw.items()}, meta
 
 
 TOKENIZER_FILES = ("tokenizer.json", "vocab.json", "merges.txt")
