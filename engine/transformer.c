@@ -78,7 +78,10 @@ static size_t qkv_width(const NlConfig *c) { return (size_t)c->n_embd + 2 * kv_w
 // transparent huge pages: the first touch of a 4 KiB page cost 11.6 us on the VM we measure on
 // (64 MiB touched page by page), and a 16-stream KV cache is 2,048 of them. Pages are zero until
 // written and become resident only when touched; the cache's tile-outermost layout touches it only
-// as far as it is filled.
+// as far as it is filled. A model whose weights are read from memory at every step (streamed:
+// GPT-2 small's shape) keeps 4 KiB pages: there one stream's decode touches a few rows of each
+// buffer, and a huge page apiece came to 25 MB of resident memory (a Q8_0 GPT-2 small at 1.25x its
+// file's 129 MiB), where its cache's page faults cost about 2% of a token's time.
 #define ARENA_ALIGN ((size_t)2 << 20)
 #define BUF_ALIGN ((size_t)64)  // each buffer starts on its own cache line
 
@@ -91,7 +94,7 @@ static size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
 // Maps one arena for the buffers and points each *dst into it. Under AddressSanitizer the gaps
 // between buffers are poisoned, so an overrun is still reported.
-static int arena_create(Transformer *s, const BufferSpec *bufs, size_t n) {
+static int arena_create(Transformer *s, const BufferSpec *bufs, size_t n, int huge) {
     size_t total = 0;
     for (size_t i = 0; i < n; i++) total += round_up(bufs[i].count * sizeof(float) + BUF_ALIGN, BUF_ALIGN);
     s->arena_bytes = round_up(total, ARENA_ALIGN) + ARENA_ALIGN;  // room to align the start
@@ -100,7 +103,7 @@ static int arena_create(Transformer *s, const BufferSpec *bufs, size_t n) {
     s->arena = map;
     char *at = (char *)round_up((size_t)map, ARENA_ALIGN);
 #ifdef MADV_HUGEPAGE
-    (void)madvise(at, round_up(total, ARENA_ALIGN), MADV_HUGEPAGE);  // advice only: fine if refused
+    if (huge) (void)madvise(at, round_up(total, ARENA_ALIGN), MADV_HUGEPAGE);  // advice only: fine if refused
 #endif
     for (size_t i = 0; i < n; i++) {
         size_t bytes = bufs[i].count * sizeof(float);
@@ -220,7 +223,7 @@ static int transformer_create(void **impl, const void *weights, const NlConfig *
         {&s->qin, s->input_hook.fn ? BT * (D > F ? D : F) : 0},
         {&s->scratch, linear_scratch(s->w, cfg, nl_pool_workers(pool))},
     };
-    if (arena_create(s, bufs, sizeof bufs / sizeof bufs[0]) != 0) {
+    if (arena_create(s, bufs, sizeof bufs / sizeof bufs[0], !s->w->lm_head.streamed) != 0) {
         nl_error(err, NL_ERR_NOMEM, "out of memory for activations and KV cache (%zu bytes of cache)",
                  batch * transformer_state_bytes(model_cfg));
         transformer_destroy(s);
