@@ -272,7 +272,7 @@ static void tiles_share(void *ctx, int share) {
     float *tile = j->scratch + (size_t)share * QTILE_ROWS * n_in;
     for (size_t t = (size_t)share * j->each; t < tiles && t < (size_t)(share + 1) * j->each; t++) {
         size_t lo = t * QTILE_ROWS, rows = n_out - lo < QTILE_ROWS ? n_out - lo : QTILE_ROWS;
-        nl_weight_rows(tile, lin->w, lo, rows, n_in);
+        nl_qwiden(tile, lin->w.data, lin->w.type, lo, rows, n_in, j->path);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)j->n, (int)rows, (int)n_in, 1.0f, j->x, (int)n_in,
                     tile, (int)n_in, 0.0f, j->y + lo, (int)n_out);
         stored_bias(j, lo, lo + rows);

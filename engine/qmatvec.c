@@ -97,3 +97,20 @@ void nl_qmatvec(float *y, size_t ldy, const void *w, NlDType type, const float *
     (void)path;
     qmatvec_scalar(y, ldy, w, row_bytes, type, x, nr, n_in, lo, hi);
 }
+
+void nl_qwiden(float *dst, const void *w, NlDType type, size_t row0, size_t rows, size_t n_in, NlQPath path) {
+    size_t row_bytes = nl_dtype_row_bytes(type, n_in);
+    const unsigned char *from = (const unsigned char *)w + row0 * row_bytes;
+#ifdef NL_QMATVEC_X86
+    if (path == NL_QPATH_AVX512) {
+        qwiden_16(dst, from, row_bytes, type, rows, n_in);
+        return;
+    }
+    if (path == NL_QPATH_AVX2) {
+        qwiden_8(dst, from, row_bytes, type, rows, n_in);
+        return;
+    }
+#endif
+    (void)path;
+    for (size_t r = 0; r < rows; r++) nl_dtype_to_f32(dst + r * n_in, from + r * row_bytes, n_in, type);
+}

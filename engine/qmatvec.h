@@ -30,6 +30,10 @@ const char *nl_qpath_name(NlQPath path);  // "scalar", "avx2", "avx512"
 void nl_qmatvec(float *y, size_t ldy, const void *w, NlDType type, const float *x, size_t nr, size_t n_in, size_t lo,
                 size_t hi, NlQPath path);
 
+// dst (rows, n_in) = rows row0.. of w (n_in whole blocks of type, not F32) widened to float32, the
+// values nl_dtype_to_f32 gives, on path: the tiles prefill and evaluation give to sgemm (linear.c).
+void nl_qwiden(float *dst, const void *w, NlDType type, size_t row0, size_t rows, size_t n_in, NlQPath path);
+
 #pragma GCC visibility pop
 
 #endif

@@ -157,6 +157,38 @@ QM_ATTR static void QM_FN(qmatvec_)(float *y, size_t ldy, const unsigned char *w
     }
 }
 
+// dst (rows, n_in) = rows of w widened as nl_dtype_to_f32 widens them (q d in float; the 16-bit values).
+QM_INLINE void QM_FN(widen_rows_)(float *dst, const unsigned char *w, size_t row_bytes, const NlDType TYPE, size_t rows,
+                                  size_t n_in) {
+    for (size_t o = 0; o < rows; o++) {
+        const unsigned char *row = w + o * row_bytes;
+        float *out = dst + o * n_in;
+        size_t blocks = n_in / 32;
+        for (size_t b = 0; b < blocks; b++) {
+            QV v[QM_K];
+            float d = QM_FN(widen_)(row, b, TYPE, v);
+            for (int k = 0; k < QM_K; k++) {
+                QV x = TYPE == NL_DTYPE_F16 || TYPE == NL_DTYPE_BF16 ? v[k] : QV_MUL(v[k], QV_SET1(d));
+                memcpy(out + b * 32 + QM_LANES * k, &x, sizeof x);
+            }
+        }
+        for (size_t i = blocks * 32; i < n_in; i++) {
+            uint16_t h = u16_at(row + 2 * i);
+            out[i] = TYPE == NL_DTYPE_F16 ? _cvtsh_ss(h) : nl_bf16_to_f32(h);
+        }
+    }
+}
+
+QM_ATTR static void QM_FN(qwiden_)(float *dst, const unsigned char *w, size_t row_bytes, NlDType type, size_t rows,
+                                   size_t n_in) {
+    switch (type) {
+    case NL_DTYPE_F16: QM_FN(widen_rows_)(dst, w, row_bytes, NL_DTYPE_F16, rows, n_in); break;
+    case NL_DTYPE_BF16: QM_FN(widen_rows_)(dst, w, row_bytes, NL_DTYPE_BF16, rows, n_in); break;
+    case NL_DTYPE_Q8_0: QM_FN(widen_rows_)(dst, w, row_bytes, NL_DTYPE_Q8_0, rows, n_in); break;
+    default: QM_FN(widen_rows_)(dst, w, row_bytes, NL_DTYPE_Q4_0, rows, n_in); break;
+    }
+}
+
 #undef QV
 #undef QV_LOAD
 #undef QV_MUL

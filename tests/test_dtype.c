@@ -237,6 +237,15 @@ static void kernels_match_the_widened_product(void) {
                           outside_bound(y[p], n_out, &m, x, 1, n_out, n_in) == 0,
                       "%s and scalar %s: both within the bound", name, type);
             }
+            float *tile = malloc(n_out * n_in * sizeof *tile);  // the tiles sgemm gets: exactly the widened values
+            for (NlQPath p = NL_QPATH_SCALAR; tile && p < NL_QPATH_COUNT; p++) {
+                if (!nl_qpath_supported(p)) continue;
+                nl_qwiden(tile, m.stored, t, 1, n_out - 1, n_in, p);
+                CHECK(memcmp(tile, m.widened + n_in, (n_out - 1) * n_in * sizeof *tile) == 0,
+                      "%s %s %zu x %zu: rows 1.. widened as nl_dtype_to_f32 widens them, bit for bit", nl_qpath_name(p),
+                      nl_name(NL_NAMES_DTYPE, t), n_out, n_in);
+            }
+            free(tile);
             for (int p = 0; p < NL_QPATH_COUNT; p++) free(y[p]);
             free(x), free(one), free(m.stored), free(m.widened);
         }
