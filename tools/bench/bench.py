@@ -17,7 +17,9 @@ bandwidth sgemv reaches on a matrix in memory; the fused attention pass against 
 count (build/attnrows); random-weight models of growing size (up to
 GPT-2-small shape, nanoGPT's shakespeare_char among them) for scaling at 1 and 2 threads, the time
 per token against position, and the memory-bandwidth bound of the largest; the Llama rows
-(tools/bench/llama_bench.py: llama2.c's shapes, shakespeare-llama's --samples 16). Besides: the default
+(tools/bench/llama_bench.py: llama2.c's shapes, shakespeare-llama's --samples 16); stored weights
+(tools/bench/quant_bench.py: F16, Q8_0 and Q4_0 at GPT-2 small's shape, beside ggml's gpt-2 example
+where $NORMLAB_GGML names a build of it, and the shipped models stored so). Besides: the default
 model's profile, `normlab compare` of every shipped model and BPE on 1 MB pieces against Hugging
 Face's tokenizers (tools/bench/tokenize_bench.py), so that every speed and share the
 documents quote comes from this one run, with the machine, CPU, kernel family and date beside it.
@@ -51,6 +53,7 @@ import torch  # noqa: E402
 import nlformat  # noqa: E402
 import nltool  # noqa: E402
 from llama_bench import llama_rows  # noqa: E402  (tools/bench, beside this file)
+from quant_bench import quant_rows  # noqa: E402
 from sampler_bench import sampler_rows  # noqa: E402  (tools/bench, beside this file)
 from tokenize_bench import long_pieces  # noqa: E402  (tools/bench, beside this file)
 from torch_side import TorchModel, set_torch_threads  # noqa: E402  (tools/bench, beside this file)
@@ -556,6 +559,7 @@ def main(argv):
     scaling(args, out, tm.vocab, all_cpus)
     os.sched_setaffinity(0, all_cpus)
     llama_rows(args.repeats, out)
+    quant_rows(args.repeats, out)
     out["seconds"] = time.time() - t_start
     nlformat.atomic_write(args.out, json.dumps(out, indent=1) + "\n", "w")  # whole or not at all
     if args.log:
