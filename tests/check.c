@@ -1,9 +1,13 @@
 // check.c — see check.h.
+#define _POSIX_C_SOURCE 200809L
 #include "check.h"
 
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "normlab.h"
 
@@ -82,4 +86,48 @@ int generate_one_state(NlState *s, NlSampler *const *samplers, size_t n, const i
 int generate_one(NlState *s, NlSampler *sampler, const int *prompt, size_t n_prompt, const NlGenerateOptions *opts,
                  NlEmitFn emit, void *ctx, NlGenerateStats *st, NlError *err) {
     return generate_one_state(s, &sampler, 1, prompt, n_prompt, opts, emit, ctx, st, err);
+}
+
+static int copy_into(const char *from_dir, const char *to_dir, const char *name) {
+    char from[512], to[512], buf[65536];
+    snprintf(from, sizeof from, "%s/%s", from_dir, name);
+    snprintf(to, sizeof to, "%s/%s", to_dir, name);
+    FILE *in = fopen(from, "rb"), *out = in ? fopen(to, "wb") : NULL;
+    int ok = in && out;
+    for (size_t n; ok && (n = fread(buf, 1, sizeof buf, in)) > 0;) ok = fwrite(buf, 1, n, out) == n;
+    if (in) fclose(in);
+    if (out && fclose(out) != 0) ok = 0;
+    return ok ? 0 : -1;
+}
+
+const char *float32_twin(const char *model, char *dir) {
+    NlModel *m = NULL;
+    NlError err = {NL_OK, ""};
+    char path[512];
+    snprintf(dir, 64, "/tmp/normlab-twin-XXXXXX");
+    if (!mkdtemp(dir)) {
+        CHECK(0, "mkdtemp");
+        return NULL;
+    }
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    FILE *f = fopen(path, "wb");
+    NlQuantizeParams p = {NL_DTYPE_F32, NULL, 0};
+    NlQuantizeResult r;
+    int ok = f && nl_model_load(&m, model, NULL, &err) == 0 && nl_model_quantize(m, &p, f, &r, &err) == 0;
+    if (f && fclose(f) != 0) ok = 0;
+    nl_model_free(m);
+    ok = ok && copy_into(model, dir, "config.json") == 0 && copy_into(model, dir, "tokenizer.json") == 0;
+    CHECK(ok, "the float32 twin of %s: %s", model, err.msg);
+    if (!ok) remove_twin(dir);
+    return ok ? dir : NULL;
+}
+
+void remove_twin(const char *dir) {
+    const char *const files[] = {"model.safetensors", "config.json", "tokenizer.json"};
+    char path[512];
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        unlink(path);
+    }
+    rmdir(dir);
 }

@@ -26,6 +26,12 @@ const char *fixture(const char *name);
 // The fixture model name, loaded; NULL after a failed check naming the loader's message.
 struct NlModel *load_fixture(const char *name);
 
+// The float32 twin of the model folder `model` (its matrices widened by nl_model_quantize, its
+// config.json and tokenizer.json copied) in a new temporary folder, into dir (room for 64 bytes);
+// NULL after a failed check. remove_twin(dir) deletes it.
+const char *float32_twin(const char *model, char *dir);
+void remove_twin(const char *dir);
+
 // nl_generate on one state, with emit and ctx put into a copy of opts: n streams sampled by
 // samplers[0..n), or one stream by sampler.
 int generate_one_state(NlState *s, NlSampler *const *samplers, size_t n, const int *prompt, size_t n_prompt,

@@ -463,7 +463,7 @@ static void one_stream_is_bitwise_the_same_at_any_thread_count(void) {
                            "tests/fixtures/rms-peri-nobias.json",
                            "tests/fixtures/lstm-ln.json",
                            "weights/shakespeare-bpe",
-                           "tests/fixtures/ln-pre-dh64.json"};  // its 50257 x 64 head streams from its copy, in halves
+                           "tests/fixtures/ln-pre-dh64.json"};  // shakespeare-bpe: its matrices as stored (F16)
     for (size_t f = 0; f < sizeof paths / sizeof paths[0]; f++) {
         NlModel *m = NULL;
         NlError err;
@@ -556,27 +556,31 @@ static void transposed_copies_are_exact_mapped_or_read(void) {
     nl_model_free(read);
 }
 
-// A tall weight above the copy bound (shakespeare-bpe's 50257 x 64 head, with AVX2 or AVX-512
-// kernels) is read only from its copy (linear.c): the copy is exact, the mapped file's pages it was
-// copied from still read back the file's values once handed back, and --no-repack's model (no
-// copies at all) gives logits within float rounding of it: 1e-5 + 1e-5 |want| on each, a sum of 64
-// products of values below 1 (seen: a few 1e-7), for one row (sgemv on the copy) and 24 (NN).
+// A tall weight above the copy bound (shakespeare-bpe's 50257-row head, in its float32 twin, with
+// AVX2 or AVX-512 kernels) is read only from its copy (linear.c): the copy is exact, the mapped file's
+// pages it was copied from still read back the file's values once handed back, and --no-repack's
+// model (no copies at all) gives logits within float rounding of it: 1e-5 + 1e-5 |want| on each, a
+// sum of D products of values below 1 (seen: a few 1e-7), for one row (sgemv on the copy) and 24 (NN).
 static void large_tall_weights_stream_from_their_copy(void) {
-    const char *path = "weights/shakespeare-bpe";
+    char twin[64];
+    const char *path = float32_twin("weights/shakespeare-bpe", twin);
     NlModel *mapped = NULL, *read = NULL, *plain = NULL;
     NlError err;
+    if (!path) return;
     NlLoadOptions no_mmap = {.no_mmap = 1}, no_repack = {.no_repack = 1};
     if (nl_model_load(&mapped, path, NULL, &err) != 0 || nl_model_load(&read, path, &no_mmap, &err) != 0 ||
         nl_model_load(&plain, path, &no_repack, &err) != 0) {
         CHECK(0, "%s", err.msg);
         nl_model_free(mapped);
         nl_model_free(read);
+        remove_twin(twin);
         return;
     }
     const NlLinear *head = &nl_model_transformer_weights(mapped)->lm_head;
     const NlLinear *head_read = &nl_model_transformer_weights(read)->lm_head;
     int tier = nl_blas_tier(nl_blas_core());
-    CHECK(head->n_out == 50257 && head->n_in == 64, "the head is %zu x %zu", head->n_out, head->n_in);
+    CHECK(head->n_out == 50257 && head->w.type == NL_DTYPE_F32, "the head is %zu x %zu, float32", head->n_out,
+          head->n_in);
     CHECK((head->wt != NULL) == (tier >= 2), "the head has a copy exactly with AVX2 or AVX-512 (tier %d)", tier);
     CHECK(nl_model_transposed_bytes(plain) == 0 && !nl_model_transformer_weights(plain)->lm_head.wt,
           "no_repack makes no copies (%zu bytes)", nl_model_transposed_bytes(plain));
@@ -614,6 +618,7 @@ static void large_tall_weights_stream_from_their_copy(void) {
     nl_model_free(mapped);
     nl_model_free(read);
     nl_model_free(plain);
+    remove_twin(twin);
 }
 
 // Attention as products (ln-pre-dh64: head size 64, a window of 70 in one call) gives the same bits
