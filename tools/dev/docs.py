@@ -257,10 +257,41 @@ def bench_scaling_table():
     return "\n".join(out)
 
 
+def quant_gpt2_table():
+    """make bench's stored weights at GPT-2 small's shape (tools/bench/quant_bench.py): ms a token."""
+    q = bench()["quant"]["gpt2small"]
+    ggml = bool(q.get("ggml"))
+    head = "| type | file MB | 1 thread ms/token | bound | of the bound | 2 threads |"
+    head += " ggml 1 thread | ggml 2 threads | ggml / normlab |" if ggml else ""
+    out = [head, "|---" * (head.count("|") - 1) + "|"]
+    for t, r in q["types"].items():
+        n1, n2 = med(r["normlab_ms_1"]), med(r["normlab_ms_2"])
+        row = (f"| {t} | {r['file_bytes'] / 1e6:.0f} | {n1:.1f} | {r['bound_ms']:.2f} "
+               f"| {100 * r['bound_ms'] / n1:.0f}% | {n2:.1f} |")
+        if ggml and "ggml_ms_1" in r:
+            g1, g2 = med(r["ggml_ms_1"]), med(r["ggml_ms_2"])
+            row += f" {g1:.1f} | {g2:.1f} | {g1 / n1:.2f}x, {g2 / n2:.2f}x |"
+        elif ggml:
+            row += " - | - | - |"
+        out.append(row)
+    return "\n".join(out)
+
+
+def quant_shipped_table():
+    """make bench's shipped models in every stored type: decode at 1 thread, eval at 2."""
+    out = ["| model | type | MB | decode tok/s | eval chars/s |", "|---|---|---|---|---|"]
+    for name, types in bench()["quant"]["shipped"].items():
+        for i, (t, r) in enumerate(types.items()):
+            out.append(f"| {name if i == 0 else ''} | {t} | {r['file_bytes'] / 1e6:.2f} | "
+                       f"{med(r['decode_tok_s']):,.0f} | {med(r['eval_chars_s']):,.0f} |")
+    return "\n".join(out)
+
+
 TABLES = {"models": models_table, "compare": compare_table, "profile": profile_table, "rnn": rnn_table,
           "rnn_segments": rnn_segments_table, "rnn_decode": rnn_decode_table, "shipped_speed": shipped_speed_table,
           "bench_main": bench_main_table, "bench_kernels": bench_kernels_table, "bench_plan": bench_plan_table,
-          "bench_threads": bench_threads_table, "bench_scaling": bench_scaling_table}
+          "bench_threads": bench_threads_table, "bench_scaling": bench_scaling_table, "quant_gpt2": quant_gpt2_table,
+          "quant_shipped": quant_shipped_table}
 def scaling_row(prefix):
     return next(r for r in bench()["scaling"] if r["model"].startswith(prefix))
 
@@ -292,8 +323,14 @@ def ratio(x):
 
 T1 = lambda k: med(bench()["threads_1"][k])  # noqa: E731
 TH = lambda t, k: med(bench()["threads"][str(t)][k])  # noqa: E731
+QG = lambda: bench()["quant"]["gpt2small"]  # noqa: E731
 FIGURES = {  # every figure a sentence quotes: name -> its text, from docs/bench.json
     "machine": machine,
+    "quant_copy_gb_s": lambda: f"{QG()['copy_gb_per_s']:.1f} GB/s",
+    "quant_rss": lambda: ", ".join(f"{e} {r['peak_rss_bytes'] / 2 ** 20:.1f} MiB, "
+                                  f"{r['peak_rss_bytes'] / r['file_bytes']:.2f}x" for e, r in QG()["peak_rss"].items()),
+    "quant_eval": lambda: ", ".join(f"{t} {med(r['eval_s']) / med(QG()['types']['f32']['eval_s']):.2f}x"
+                                   for t, r in QG()["types"].items() if t != "f32"),
     "repeats": lambda: str(bench()["threads_1"]["n_decode"]["runs"]),
     "decode_1t": lambda: f"{T1('n_decode'):,.0f}",
     "decode_1t_vs_a": lambda: ratio(T1("n_decode") / T1("a_decode")),
