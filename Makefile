@@ -37,7 +37,7 @@ LIB_SRC = engine/nl_error.c engine/model.c engine/config.c engine/safetensors.c 
           engine/generate.c engine/context.c \
           engine/eval.c engine/parallel.c engine/blascore.c engine/clock.c \
           engine/lab/profile.c engine/lab/stats.c engine/lab/compare.c engine/lab/lens.c engine/lab/quantize.c \
-          engine/lab/kldiv.c \
+          engine/lab/kldiv.c engine/lab/attnstats.c \
           engine/rnn.c \
           tokenizer/tokenizer.c tokenizer/tokenizer_files.c tokenizer/bpe.c tokenizer/spm.c tokenizer/spm_hf.c \
           tokenizer/unicode.c \
@@ -49,6 +49,7 @@ CLI_SRC = engine/cli/main.c engine/cli/options.c engine/cli/models.c engine/cli/
           engine/cli/cmd_eval.c engine/cli/cmd_compare.c engine/cli/cmd_info.c engine/cli/cmd_profile.c \
           engine/cli/cmd_tokenize.c engine/cli/commands_table.c engine/cli/options_table.c engine/cli/help.c \
           engine/cli/output.c engine/cli/msg.c engine/cli/report_profile.c engine/cli/report_compare.c \
+          engine/cli/report_attention.c \
           engine/cli/jsonout.c engine/cli/escape.c engine/cli/stops.c engine/cli/kl.c engine/cli/cmd_bench.c \
           engine/cli/stream.c engine/cli/cmd_interactive.c engine/cli/option_choices.c \
           engine/cli/utf8.c engine/cli/collect.c engine/cli/cmd_quantize.c
@@ -102,8 +103,8 @@ build/san/tests/%: build/san/tests/%.o build/san/tests/check.o build/san/tests/r
 	$(CC) $(SAN_FLAGS) $(filter %.o,$^) $(filter %.a,$^) $(PKG_LIBS) -o $@
 
 # The report writers are the command line's (presentation); the tests of the reports link them too.
-REPORT_OBJ = engine/cli/report_profile.o engine/cli/report_compare.o engine/cli/jsonout.o engine/cli/msg.o \
-             engine/cli/utf8.o
+REPORT_OBJ = engine/cli/report_profile.o engine/cli/report_compare.o engine/cli/report_attention.o \
+             engine/cli/jsonout.o engine/cli/msg.o engine/cli/utf8.o
 build/rel/tests/test_profile build/rel/tests/test_compare build/rel/tests/test_lab: $(REPORT_OBJ:%=build/rel/%)
 build/san/tests/test_profile build/san/tests/test_compare build/san/tests/test_lab: $(REPORT_OBJ:%=build/san/%)
 # The command line's UTF-8 writing (utf8.c) is tested beside the tokenizer's decoder it is built on.

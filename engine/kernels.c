@@ -384,6 +384,40 @@ static void attend_block(float *out, size_t out_stride, const float *q, size_t q
     }
 }
 
+// In 8 lanes, so that the compiler keeps the exponentials in vectors (AVX2 where the CPU has it).
+__attribute__((target_clones("arch=x86-64-v3", "default"))) double
+nl_attention_probs(float *p, const float *q, const float *K, size_t stride, size_t len, size_t Dh, float scale) {
+    for (size_t j0 = 0; j0 < len; j0 += NL_TILE) {  // a tile's keys side by side: (Dh, NL_TILE) rows
+        size_t keys = len - j0 < NL_TILE ? len - j0 : NL_TILE;
+        const float *tile = K + (j0 / NL_TILE) * stride;
+        float *s = p + j0;
+        for (size_t j = 0; j < keys; j++) s[j] = 0.0f;
+        for (size_t d = 0; d < Dh; d++)
+            for (size_t j = 0; j < keys; j++) s[j] += q[d] * tile[d * NL_TILE + j];
+    }
+    for (size_t j = 0; j < len; j++) p[j] *= scale;
+    float max = max_lanes(p, len), e_lanes[8] = {0}, ez_lanes[8] = {0};  // sums of e^z and e^z z, z = s - max
+    size_t j = 0;
+    for (; j + 8 <= len; j += 8)
+        for (size_t k = 0; k < 8; k++) {
+            float z = p[j + k] - max, e = exp_poly(z);
+            p[j + k] = e;
+            e_lanes[k] += e;
+            ez_lanes[k] += e * z;
+        }
+    double sum = 0.0, weighted = 0.0;
+    for (; j < len; j++) {
+        float z = p[j] - max, e = exp_poly(z);
+        p[j] = e;
+        sum += e;
+        weighted += (double)e * z;
+    }
+    for (size_t k = 0; k < 8; k++) sum += e_lanes[k], weighted += ez_lanes[k];
+    float inv = (float)(1.0 / sum);
+    for (j = 0; j < len; j++) p[j] *= inv;
+    return log(sum) - weighted / sum;  // -sum p ln p, with ln p = z - ln sum
+}
+
 void nl_attend_rows(float *out, size_t out_stride, const float *q, size_t q_stride, size_t n, size_t first_len,
                     const float *K, const float *V, size_t stride, size_t Dh, float scale, float *scores, size_t ld) {
     for (size_t r0 = 0; r0 < n; r0 += NL_ATTEND_BLOCK)

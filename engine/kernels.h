@@ -119,6 +119,12 @@ enum { NL_ATTEND_BLOCK = 64 };
 void nl_attend_rows(float *out, size_t out_stride, const float *q, size_t q_stride, size_t n, size_t first_len,
                     const float *K, const float *V, size_t stride, size_t Dh, float scale, float *scores, size_t ld);
 
+// p (len) = softmax(scale * K q) of one query over keys 0..len-1 of a head's cache (nl_key_offset's
+// layout, stride between tiles): the probabilities nl_attend_one weights the values by, computed
+// apart from it, for a watcher (the lab's attention statistics); returns the distribution's entropy in
+// nats, -sum p ln p, from the scores in double (no logarithm of each p). Plain loops: off the fast path.
+double nl_attention_probs(float *p, const float *q, const float *K, size_t stride, size_t len, size_t Dh, float scale);
+
 // Index of the first NaN or infinity in x[0..n), or SIZE_MAX. Vectorised: it scans every weight at load.
 size_t nl_first_nonfinite(const float *x, size_t n);
 

@@ -352,6 +352,22 @@ static void attention_share(void *ctx, int share) {
     for (size_t b = 0; h0 < h1 && b < j->B; b++) attention_heads(j->s, b, j->l, j->n, j->pos, j->keep, h0, h1, scores);
 }
 
+// Each query's probabilities over its keys, for a watcher: after the pass, on the calling thread.
+static void watch_attention(Transformer *s, size_t B, size_t l, size_t n, size_t pos, size_t keep) {
+    size_t H = (size_t)s->cfg->n_head, KVH = (size_t)s->cfg->n_kv_head, Dh = head_width(s->cfg);
+    size_t W = qkv_width(s->cfg), stride = tile_floats(s);
+    float scale = 1.0f / sqrtf((float)Dh);
+    for (size_t b = 0; b < B; b++)
+        for (size_t h = 0; h < H; h++) {
+            const float *K = s->k_cache + b * seq_floats(s) + (l * KVH + h / (H / KVH)) * Dh * NL_TILE;
+            for (size_t i = n - keep; i < n; i++) {
+                const float *q = s->qkv + (b * n + i) * W + h * Dh;
+                double entropy = nl_attention_probs(s->scores, q, K, stride, pos + i + 1, Dh, scale);
+                s->obs->attention(s->obs->watcher, (int)l, b, h, s->scores, pos + i + 1, entropy);
+            }
+        }
+}
+
 // The new keys and values enter the cache first; then query heads are independent (each writes its
 // own output columns, reading the cache), so the pool's workers take a share of them each: the same
 // bits as one thread.
@@ -361,6 +377,7 @@ static void attention(Transformer *s, size_t B, size_t l, size_t n, size_t pos, 
     AttentionJob j = {s, B, l, n, pos, keep, (H + workers - 1) / workers};  // scores: one slot a share
     if (workers < 2 || H < 2) attention_share(&j, 0);
     else nl_pool_run(s->pool, attention_share, &j);
+    if (s->obs->attention) watch_attention(s, B, l, n, pos, keep);
 }
 
 // x (B*n, D) -> (B*keep, D): the last keep rows of each sequence, in place.

@@ -178,6 +178,8 @@ static void attn(double *out, const double *in, const NlLayerWeights *w, const N
                 if (p[j] > max) max = p[j];
             }
             for (size_t j = 0; j <= i; j++) sum += (p[j] = exp(p[j] - max));
+            for (size_t j = 0; trace && j <= i; j++)  // (the trace's rows are n long: ref_forward's n)
+                trace->attn[(((size_t)layer * H + h) * n + i) * n + j] = p[j] / sum;
             for (size_t k = 0; k < Dh; k++) {
                 double acc = 0.0;
                 for (size_t j = 0; j <= i; j++) acc += p[j] / sum * qkv[j * 3 * D + 2 * D + h * Dh + k];
@@ -307,7 +309,11 @@ int ref_forward_trace(double *logits, const NlConfig *cfg, const NlTransformerWe
     memset(t, 0, sizeof *t);
     if (cfg->n_layer > REF_MAX_LAYERS) return -1;
     t->lens = malloc(((size_t)cfg->n_layer + 1) * n * (size_t)cfg->vocab_size * sizeof *t->lens);
-    if (!t->lens) return -1;
+    t->attn = calloc((size_t)cfg->n_layer * (size_t)cfg->n_head * n * n, sizeof *t->attn);
+    if (!t->lens || !t->attn) {
+        ref_trace_free(t);
+        return -1;
+    }
     trace = t;
     trace_failed = 0;
     int rc = ref_forward(logits, cfg, w, tokens, n);
@@ -319,6 +325,7 @@ void ref_trace_free(RefTrace *t) {
     for (int l = 0; l <= REF_MAX_LAYERS; l++)
         for (int k = 0; k < NL_SITE_COUNT; k++) free(t->rows[l][k]);
     free(t->lens);
+    free(t->attn);
     memset(t, 0, sizeof *t);
 }
 

@@ -24,7 +24,7 @@ int ref_forward_bn(double *logits, const NlConfig *cfg, const NlTransformerWeigh
 // final norm as layer L); and for the invariance experiment, over every norm input x, the largest
 // |N(x * s + shift) - N(x)| per norm type ([0] LayerNorm, [1] RMSNorm) and case, with the norm's
 // gains and eps (0 for the last case).
-enum { REF_MAX_LAYERS = 16, REF_INV_CASES = 5 };
+enum { REF_MAX_LAYERS = 16, REF_MAX_HEADS = 16, REF_INV_CASES = 5 };
 // Peri's output norms are kept apart (norm_post_std), and branch_rms is the RMS of each sublayer's
 // output as it joins the stream (after an output norm, before DeepNorm's alpha), both sublayers.
 typedef struct {
@@ -41,11 +41,13 @@ int ref_forward_stats(double *logits, const NlConfig *cfg, const NlTransformerWe
 // The rows every place NlSite names saw in one ref_forward call (double), and the logit lens: the
 // logits when the stream entering layer l (l = L: leaving the last) is read out through the final
 // norm (pre, peri; none in post) and the head. rows[l][site] is (n, width[l][site]), NULL where the
-// place does not exist; lens (L + 1, n, V). Free with ref_trace_free.
+// place does not exist; lens (L + 1, n, V); attn (L, H, n, n) each head's attention probabilities,
+// row i over keys 0..i (0 beyond). Free with ref_trace_free.
 typedef struct {
     double *rows[REF_MAX_LAYERS + 1][NL_SITE_COUNT];
     size_t width[REF_MAX_LAYERS + 1][NL_SITE_COUNT];
     double *lens;
+    double *attn;
 } RefTrace;
 // As ref_forward, filling *trace. Returns 0, or -1 when out of memory or L > REF_MAX_LAYERS.
 int ref_forward_trace(double *logits, const NlConfig *cfg, const NlTransformerWeights *w, const int *tokens, size_t n,

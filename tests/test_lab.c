@@ -252,7 +252,64 @@ static const float *site_gain(const NlConfig *c, const NlTransformerWeights *w, 
 typedef struct {
     Rows rows[REF_MAX_LAYERS + 1][NL_SITE_COUNT];
     double *lens_nll;  // (L + 1) summed over the scored characters
+    // (L + 1) each, summed likewise (nats): KL(last layer || layer), its square, the layer's entropy,
+    // and the positions whose top token (ties: the lowest index) is the last layer's
+    double *lens_kl, *lens_kl_sq, *lens_entropy, *lens_agree;
+    // (L, H) sums over every query of every window: entropy (bits), sink and self shares, distance;
+    // the queries; (L, H, T) the sink share by query position and (T) the queries there; the last
+    // head of the last layer's pattern on the first window (T, T)
+    double attn[REF_MAX_LAYERS][REF_MAX_HEADS][4], attn_queries;
+    double *sink_at, *queries_at, *pattern;
+    size_t pattern_rows;
 } RefRun;
+
+// One window's attention (tr->attn, len queries) into the sums.
+static void ref_attention_window(const RefTrace *tr, size_t L, size_t H, size_t T, size_t len, int first, RefRun *out) {
+    for (size_t l = 0; l < L; l++)
+        for (size_t h = 0; h < H; h++)
+            for (size_t i = 0; i < len; i++) {
+                const double *p = tr->attn + ((l * H + h) * len + i) * len;
+                double entropy = 0.0, distance = 0.0;
+                for (size_t j = 0; j <= i; j++) {
+                    if (p[j] > 0.0) entropy -= p[j] * log2(p[j]);
+                    distance += p[j] * (double)(i - j);
+                }
+                double *sums = out->attn[l][h];
+                sums[0] += entropy, sums[1] += p[0], sums[2] += p[i], sums[3] += distance;
+                out->sink_at[(l * H + h) * T + i] += p[0];
+                if (l == 0 && h == 0) out->queries_at[i]++, out->attn_queries++;
+                if (first && l == L - 1 && h == H - 1) memcpy(out->pattern + i * T, p, (i + 1) * sizeof *p);
+            }
+    if (first) out->pattern_rows = len;
+}
+
+// The tuned lens's statistics of one position from the definitions: the readout z (V) of a layer
+// against the last layer's zf, both as log-softmax in double.
+static void ref_lens_position(const double *z, const double *zf, size_t V, RefRun *out, size_t l) {
+    double lse = 0.0, lse_f = 0.0, max = z[0], max_f = zf[0], kl = 0.0, entropy = 0.0;
+    size_t top = 0, top_f = 0;
+    for (size_t v = 1; v < V; v++) {
+        if (z[v] > z[top]) top = v;
+        if (zf[v] > zf[top_f]) top_f = v;
+    }
+    max = z[top];
+    max_f = zf[top_f];
+    for (size_t v = 0; v < V; v++) {
+        lse += exp(z[v] - max);
+        lse_f += exp(zf[v] - max_f);
+    }
+    lse = max + log(lse);
+    lse_f = max_f + log(lse_f);
+    for (size_t v = 0; v < V; v++) {
+        double logp = z[v] - lse, logp_f = zf[v] - lse_f;
+        kl += exp(logp_f) * (logp_f - logp);
+        entropy -= exp(logp) * logp;
+    }
+    out->lens_kl[l] += kl;
+    out->lens_kl_sq[l] += kl * kl;
+    out->lens_entropy[l] += entropy;
+    out->lens_agree[l] += top == top_f;
+}
 
 // The reference's traces over compare's eval windows (nl_eval_window, stride
 // T/2, one at a time).
@@ -261,9 +318,19 @@ static int ref_run(const NlModel *m, RefRun *out) {
     size_t T = (size_t)c->block_size, V = (size_t)c->vocab_size, L = (size_t)c->n_layer;
     size_t windows = nl_eval_windows(N_TEXT, T, T / 2);
     memset(out, 0, sizeof *out);
-    out->lens_nll = calloc(L + 1, sizeof *out->lens_nll);
+    out->lens_nll = calloc(5 * (L + 1), sizeof *out->lens_nll);
     double *logits = malloc(T * V * sizeof *logits);
-    int rc = out->lens_nll && logits ? 0 : -1;
+    size_t H = (size_t)c->n_head;
+    out->sink_at = calloc(L * H * T, sizeof *out->sink_at);
+    out->queries_at = calloc(T, sizeof *out->queries_at);
+    out->pattern = calloc(T * T, sizeof *out->pattern);
+    int rc = out->lens_nll && logits && out->sink_at && out->queries_at && out->pattern && H <= REF_MAX_HEADS ? 0 : -1;
+    if (rc == 0) {
+        out->lens_kl = out->lens_nll + (L + 1);
+        out->lens_kl_sq = out->lens_nll + 2 * (L + 1);
+        out->lens_entropy = out->lens_nll + 3 * (L + 1);
+        out->lens_agree = out->lens_nll + 4 * (L + 1);
+    }
     for (size_t win = 0; rc == 0 && win < windows; win++) {
         size_t start, begin, end;
         nl_eval_window(N_TEXT, T, T / 2, win, &start, &begin, &end);
@@ -282,8 +349,10 @@ static int ref_run(const NlModel *m, RefRun *out) {
                 for (size_t v = 1; v < V; v++) max = fmax(max, z[v]);
                 for (size_t v = 0; v < V; v++) sum += exp(z[v] - max);
                 out->lens_nll[l] += log(sum) - (z[TEXT[p + 1]] - max);
+                ref_lens_position(z, tr.lens + (L * len + (p - start)) * V, V, out, l);
             }
         }
+        if (rc == 0) ref_attention_window(&tr, L, H, T, len, win == 0, out);
         ref_trace_free(&tr);
     }
     free(logits);
@@ -294,6 +363,9 @@ static void ref_run_free(RefRun *r) {
     for (int l = 0; l <= REF_MAX_LAYERS; l++)
         for (int k = 0; k < NL_SITE_COUNT; k++) free(r->rows[l][k].x);
     free(r->lens_nll);
+    free(r->sink_at);
+    free(r->queries_at);
+    free(r->pattern);
 }
 
 static const char *const FIXTURES[] = {"ln-pre-bias.json",  "ln-post-nobias.json", "ln-peri-bias.json",
@@ -305,7 +377,15 @@ static const char *const FIXTURES[] = {"ln-pre-bias.json",  "ln-post-nobias.json
 static int quantized_row(const NlModel *m, NlBnStats bn, NlQuant quant, unsigned classes, int reference,
                          NlCompareRow *row) {
     const NlConfig *c = nl_model_config(m);
-    NlCompareOptions o = {.repeats = 1, .invariance = 0, .fault = NL_FAULT_NONE, .lens = 1, .outliers = 1};
+    NlCompareOptions o = {.repeats = 1,
+                          .invariance = 0,
+                          .fault = NL_FAULT_NONE,
+                          .lens = 1,
+                          .outliers = 1,
+                          .attention = 1,
+                          .pattern = 1,
+                          .pattern_layer = c->n_layer - 1,
+                          .pattern_head = c->n_head - 1};
     NlRunOptions run = {.norm = c->norm, .placement = c->placement, .batch = 1, .threads = 1, .bn_stats = bn};
     NlError err;
     NlCompareJob job = {.model = m,
@@ -345,6 +425,82 @@ static void check_fixture_outliers(const char *name, const NlModel *m, const NlC
     CHECK(seen == 5 * c->n_layer + 2, "%s: 5 places a layer, the stream out and the head (%d)", name, seen);
 }
 
+// The attention statistics of every head against the reference's probabilities
+// (float32 against float64, 1e-6), the sink share by position likewise, and the
+// kept pattern: its rows sum to 1 (1e-6), zero above the diagonal, equal to the
+// reference's first window within 1e-6.
+static void check_fixture_attention(const char *name, const NlModel *m, const NlCompareRow *row, const RefRun *ref) {
+    const NlConfig *c = nl_model_config(m);
+    size_t L = (size_t)c->n_layer, H = (size_t)c->n_head, T = (size_t)c->block_size;
+    CHECK(row->has_attention && row->n_head == (int)H && row->window == T, "%s: attention set", name);
+    if (!row->has_attention) return;
+    double worst = 0.0, worst_at = 0.0;
+    int queries_ok = 1;
+    for (size_t l = 0; l < L; l++)
+        for (size_t h = 0; h < H; h++) {
+            const NlAttentionStats *a = &row->attention[l * H + h];
+            double got[4] = {a->entropy_bits, a->sink, a->self, a->distance};
+            for (int k = 0; k < 4; k++) worst = fmax(worst, fabs(got[k] - ref->attn[l][h][k] / ref->attn_queries));
+            queries_ok &= (double)a->queries == ref->attn_queries;
+            for (size_t t = 0; t < T; t++) {
+                double want = ref->queries_at[t] ? ref->sink_at[(l * H + h) * T + t] / ref->queries_at[t] : NAN;
+                double have = row->attention_sink_at[(l * H + h) * T + t];
+                worst_at = isnan(want) ? (isnan(have) ? worst_at : INFINITY) : fmax(worst_at, fabs(have - want));
+            }
+        }
+    CHECK(queries_ok, "%s: every head saw the reference's %.0f queries", name, ref->attn_queries);
+    CHECK(worst <= 1e-6, "%s: entropy, sink, self and distance of every head within 1e-6 (worst %.3g)", name, worst);
+    CHECK(worst_at <= 1e-6, "%s: the sink share by position within 1e-6 (worst %.3g)", name, worst_at);
+    const NlAttentionStats *first = &row->attention[0];
+    CHECK(first->sink > 0.0 && first->sink < 1.0 && first->entropy_bits > 0.0,
+          "%s: layer 0 head 0 is not trivial "
+          "(sink %.3g, entropy %.3g)",
+          name, first->sink, first->entropy_bits);
+    size_t n = row->pattern_rows;
+    CHECK(row->attention_pattern && n == ref->pattern_rows && row->pattern_layer == (int)L - 1 &&
+              row->pattern_head == (int)H - 1,
+          "%s: the pattern of head %zu.%zu kept, %zu rows (want %zu)", name, L - 1, H - 1, n, ref->pattern_rows);
+    double row_sum_err = 0.0, diff = 0.0, above = 0.0;
+    for (size_t i = 0; row->attention_pattern && i < n; i++) {
+        double sum = 0.0;
+        for (size_t j = 0; j < n; j++) {
+            float p = row->attention_pattern[i * n + j];
+            sum += p;
+            if (j > i) above = fmax(above, fabs(p));
+            diff = fmax(diff, fabs(p - ref->pattern[i * T + j]));
+        }
+        row_sum_err = fmax(row_sum_err, fabs(sum - 1.0));
+    }
+    CHECK(row_sum_err <= 1e-6 && above == 0.0 && diff <= 1e-6,
+          "%s: the pattern's rows sum to 1 (worst %.3g), 0 above the diagonal, the reference's within 1e-6 (%.3g)",
+          name, row_sum_err, diff);
+}
+
+// The tuned lens's statistics against the reference's from the same readouts:
+// KL and entropy within 1e-6 bits, the KL's standard error within 1e-6 bits,
+// top-1 agreement exactly (float32 against float64: no near tie on this text);
+// the last layer's KL exactly 0 and its agreement exactly 1.
+static void check_fixture_lens_stats(const char *name, int L, const NlCompareRow *row, const RefRun *ref) {
+    double n = (double)(N_TEXT - 1), bit = log(2.0);
+    for (int l = 0; l <= L; l++) {
+        double kl = ref->lens_kl[l] / n, var = ref->lens_kl_sq[l] / n - kl * kl;
+        double se = sqrt(fmax(var, 0.0) / (n - 1)) / bit, entropy = ref->lens_entropy[l] / n / bit;
+        CHECK(fabs(row->lens_kl_bits[l] - kl / bit) <= 1e-6, "%s: lens KL after layer %d %.9g bits want %.9g", name, l,
+              row->lens_kl_bits[l], kl / bit);
+        CHECK(fabs(row->lens_kl_bits_stderr[l] - se) <= 1e-6, "%s: its standard error %.9g want %.9g", name,
+              row->lens_kl_bits_stderr[l], se);
+        CHECK(fabs(row->lens_entropy_bits[l] - entropy) <= 1e-6, "%s: entropy after layer %d %.9g bits want %.9g", name,
+              l, row->lens_entropy_bits[l], entropy);
+        CHECK(row->lens_top1_agree[l] == ref->lens_agree[l] / n, "%s: top-1 agreement after layer %d %.9g want %.9g",
+              name, l, row->lens_top1_agree[l], ref->lens_agree[l] / n);
+    }
+    CHECK(row->lens_kl_bits[L] == 0.0 && row->lens_kl_bits_stderr[L] == 0.0 && row->lens_top1_agree[L] == 1.0,
+          "%s: the last layer against itself: KL exactly 0 (%g), agreement exactly 1 (%g)", name, row->lens_kl_bits[L],
+          row->lens_top1_agree[L]);
+    CHECK(row->lens_kl_bits[0] > 1e-3, "%s: the embeddings' readout is apart from the last layer's (%g bits)", name,
+          row->lens_kl_bits[0]);
+}
+
 // The lens after each layer against the reference's readout of that layer's
 // stream (1e-5 relative), and its last layer the row's own bits/char exactly.
 static void check_fixture_lens(const char *name, const NlModel *m, const NlCompareRow *row, const RefRun *ref) {
@@ -358,6 +514,7 @@ static void check_fixture_lens(const char *name, const NlModel *m, const NlCompa
     CHECK(row->lens_bits_per_char[L] == row->bits_per_char, "%s: the lens's last layer %.17g is eval's %.17g", name,
           row->lens_bits_per_char[L], row->bits_per_char);
     CHECK(fabs(row->lens_bits_per_char[0] - row->lens_bits_per_char[L]) > 1e-3, "%s: the layers are read apart", name);
+    check_fixture_lens_stats(name, L, row, ref);
 }
 
 // On its own, at another stride: with statistics attached eval computes every
@@ -454,6 +611,7 @@ static void fixtures_match_reference(void) {
         if (compare_row(m, NL_BN_RUNNING, row) == 0 && ref_run(m, &ref) == 0) {
             check_fixture_outliers(FIXTURES[f], m, row, &ref);
             check_fixture_lens(FIXTURES[f], m, row, &ref);
+            check_fixture_attention(FIXTURES[f], m, row, &ref);
         } else CHECK(0, "%s: compare and the reference ran", FIXTURES[f]);
         check_lens_alone(FIXTURES[f], m);
         nl_compare_row_free(row);

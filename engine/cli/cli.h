@@ -73,6 +73,8 @@ typedef struct {
     int quantize_rows;  // compare: bits (1 << NlQuant) of the weight quantizations to add rows for
     int lens;  // compare: the logit lens
     int outliers;  // compare: the outlier statistics
+    int attention;  // compare: the attention statistics
+    const char *attention_pattern;  // compare: "LAYER.HEAD", the head whose full pattern is kept (NULL: none)
     const char **models;  // compare: the models, -m and positional, in the order given
     int n_models;
     int layers;  // profile --layers: the full layer x component table instead of the summary

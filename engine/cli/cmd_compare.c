@@ -127,14 +127,41 @@ static int compare_load(const Options *o, const char *path, const char *text, si
     return compare_quantized(o, path, *model, *ids, n, runs[0], first, quant, jobs, labels, n_jobs);
 }
 
-static const char *const PLOTS[] = {"bits_per_char.png", "residual_rms.png", "branch_rms.png", "time_share.png",
-                                    "state_norm.png",    "lens.png",         "outliers.png",   "quantization.png"};
+static const char *const PLOTS[] = {
+    "bits_per_char.png", "residual_rms.png", "branch_rms.png",   "time_share.png", "state_norm.png",
+    "lens.png",          "outliers.png",     "quantization.png", "attention.png",  "attention_pattern.png"};
 
 #define N_PLOTS (sizeof PLOTS / sizeof PLOTS[0])
 
 // Whether the run draws PLOTS[i]: the first five always, the others with their experiment.
 static int plot_drawn(const Options *o, size_t i) {
-    return i < 5 || (i == 5 && o->lens) || (i == 6 && o->outliers) || (i == 7 && (o->quantize_rows || o->quantize_act));
+    return i < 5 || (i == 5 && o->lens) || (i == 6 && o->outliers) ||
+           (i == 7 && (o->quantize_rows || o->quantize_act)) || (i == 8 && o->attention) ||
+           (i == 9 && o->attention && o->attention_pattern);
+}
+
+// --attention-pattern LAYER.HEAD into copts; -1 with a message when it is not two whole numbers.
+static int pattern_option(const Options *o, NlCompareOptions *copts) {
+    if (!o->attention_pattern) return 0;
+    const char *s = o->attention_pattern;
+    char *end;
+    long layer = -1, head = -1;
+    if (s[0] >= '0' && s[0] <= '9') layer = strtol(s, &end, 10);
+    if (layer >= 0 && *end == '.' && end[1] >= '0' && end[1] <= '9') head = strtol(end + 1, &end, 10);
+    if (layer < 0 || head < 0 || *end != '\0' || layer > 255 || head > 4095) {
+        char shown[128];
+        msg_error("--attention-pattern: '%s' is not LAYER.HEAD (two whole numbers from 0, as 1.3)",
+                  msg_escape(shown, sizeof shown, s));
+        return -1;
+    }
+    if (!o->attention) {
+        msg_error("--attention-pattern needs --attention");
+        return -1;
+    }
+    copts->pattern = 1;
+    copts->pattern_layer = (int)layer;
+    copts->pattern_head = (int)head;
+    return 0;
 }
 
 // The plot script: tools/lab/plot_compare.py in the source tree, share/normlab/lab/plot_compare.py
@@ -261,6 +288,13 @@ int cmd_compare(Options *o) {
         msg_usage(o->cmd, "%s", "give the text with -f FILE (or --text FILE)");
         return EXIT_USAGE;
     }
+    NlCompareOptions copts = {.repeats = o->repeats,
+                              .invariance = o->invariance,
+                              .fault = NL_FAULT_NONE,
+                              .lens = o->lens,
+                              .outliers = o->outliers,
+                              .attention = o->attention};
+    if (pattern_option(o, &copts) != 0) return EXIT_USAGE;
     int rc0 = check_compare_outputs(o);
     if (rc0) return rc0;
     OutFile out = {0}, csv_o = {0};
@@ -285,11 +319,6 @@ int cmd_compare(Options *o) {
     if (rc) goto cleanup;
     if (isatty(STDERR_FILENO))
         fprintf(stderr, "compare: %zu rows on %d thread%s ...", n_rows, o->threads, plural((size_t)o->threads));
-    NlCompareOptions copts = {.repeats = o->repeats,
-                              .invariance = o->invariance,
-                              .fault = NL_FAULT_NONE,
-                              .lens = o->lens,
-                              .outliers = o->outliers};
     NlError err;
     size_t failed;
     if (nl_compare_models(jobs, n_rows, o->threads, &copts, rows, &failed, &err) != 0) {
@@ -307,7 +336,9 @@ int cmd_compare(Options *o) {
                         .invariance = o->invariance,
                         .quantize = o->quantize_rows || o->quantize_act,
                         .lens = o->lens,
-                        .outliers = o->outliers};
+                        .outliers = o->outliers,
+                        .attention = o->attention,
+                        .pattern = copts.pattern};
     shown = o->json ? NULL : calloc(n_rows ? n_rows : 1, sizeof *shown);
     for (size_t i = 0; shown && i < n_rows; i++) labels[i] = msg_escape(shown[i], sizeof shown[i], labels[i]);
     // The files, the plots and held stdout are finished together at the end: all in place or none.

@@ -53,14 +53,16 @@ const Command COMMANDS[] = {
      NULL, NULL, cmd_profile, PROFILE_OPTIONS, PROFILE_RELATIONS},
     {"compare", CMD_COMPARE, "models that differ in normalization, side by side on one text",
      "MODEL... -f FILE [--json] [-o FILE] [--csv FILE] [--plot-dir DIR] [--also-swap] [--invariance] "
-     "[--lens] [--outliers] [--quantize LIST] [--quantize-act Q] [--repeats N] [--threads N]",
+     "[--lens] [--outliers] [--attention [--attention-pattern L.H]] [--quantize LIST] [--quantize-act Q] "
+     "[--repeats N] [--threads N]",
      "The same text through every model: one row per model with norm type, placement, parameters, bits/char "
      "(bits/token for a BPE model, each row in its own unit) and perplexity, prefill and decode tokens/s (medians), "
      "the share of forward time in normalization, "
      "per-layer hidden-state statistics, and the largest logit difference between a sequence alone and in a "
      "batch of 16, and between prefill and KV-cache decoding. Recurrent models (lstm, gru) share the table; "
      "their hidden states are the norms of h_t (and the LSTM's c_t) over the text, from one unbroken pass. "
-     "The lab's options add the logit lens, outlier statistics and quantized rows (docs/lab.md).",
+     "The lab's options add the logit lens, outlier statistics, attention statistics and quantized rows "
+     "(docs/lab.md).",
      "MODEL", "a model by name ('normlab list') or path; -m MODEL is the same", cmd_compare, COMPARE_OPTIONS,
      COMPARE_RELATIONS},
     {"bench", CMD_BENCH, "prompt-processing and generation speed, as llama-bench measures it",

@@ -458,6 +458,18 @@ const OptSpec COMPARE_OPTIONS[] = {
      .value = 1,
      .help = "outlier statistics per layer of the residual stream and of every linear's input: max |x| / RMS, "
              "the share of |x| >= 6 and >= 6 RMS, kurtosis, the top channels and the norm gains' (docs/lab.md)"},
+    {.name = "attention",
+     .type = OT_FLAG,
+     .field = OPT_FIELD(attention),
+     .value = 1,
+     .help = "attention statistics per layer and head over eval's windows: entropy, the share on the first "
+             "position (the sink) and on the query's own, the distance attended (docs/lab.md)"},
+    {.name = "attention-pattern",
+     .type = OT_STRING,
+     .arg = "LAYER.HEAD",
+     .field = OPT_FIELD(attention_pattern),
+     .help = "with --attention, keep one head's full pattern on the text's first window (JSON, --plot-dir); "
+             "layers and heads count from 0"},
     OPT_NO_MMAP,
     OPT_NO_REPACK,
     OPT_END,

@@ -2,12 +2,14 @@
 #include "report_compare.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cjson/cJSON.h>
 
 #include "jsonout.h"
+#include "report_attention.h"
 
 // "layernorm*/pre": the norm and placement a row ran as, * where not as trained; BatchNorm with
 // its statistics ("batchnorm:batch").
@@ -130,12 +132,30 @@ static int quant_text_section(FILE *f, const NlCompareRow *rows, const char *con
     return ferror(f) ? -1 : 0;
 }
 
+// The lens's statistics beside its bits: each an (L + 1) array of NlCompareRow at `field`.
+static const struct {
+    const char *text, *name, *fmt;  // text: NULL where the text report leaves it out
+    size_t field;
+} LENS_STATS[] = {
+    {"KL(last || layer), bits", "lens_kl_bits", "%.4f", offsetof(NlCompareRow, lens_kl_bits)},
+    {NULL, "lens_kl_bits_stderr", NULL, offsetof(NlCompareRow, lens_kl_bits_stderr)},
+    {"entropy, bits", "lens_entropy_bits", "%.3f", offsetof(NlCompareRow, lens_entropy_bits)},
+    {"top-1 as the last layer", "lens_top1_agreement", "%.3f", offsetof(NlCompareRow, lens_top1_agree)},
+};
+#define N_LENS_STATS (sizeof LENS_STATS / sizeof LENS_STATS[0])
+
+static const double *lens_stat(const NlCompareRow *r, size_t k) {
+    return *(double *const *)((const char *)r + LENS_STATS[k].field);
+}
+
 static void lens_text_section(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n) {
     const char *per = per_token_name(rows, n);
     fprintf(f,
             "\nlogit lens: %s with the prediction read after layer 0 (the embeddings), 1, ..., L through\n"
             "the model's own final norm and head (post, DeepNorm: the head alone; no norm: raw); L is the row's\n"
-            "%s\n",
+            "%s; below it the tuned lens's statistics, means over the positions: the KL divergence of each\n"
+            "layer's distribution from the last layer's, its entropy, and the share of positions whose most\n"
+            "likely token is the last layer's\n",
             per, per);
     for (size_t i = 0; i < n; i++) {
         const NlCompareRow *r = &rows[i];
@@ -147,6 +167,11 @@ static void lens_text_section(FILE *f, const NlCompareRow *rows, const char *con
         }
         join(v, sizeof v, r->lens_bits_per_char, r->n_layer + 1, "%.3f");
         fprintf(f, "%-34s %s\n    %s\n", labels[i], as, v);
+        for (size_t k = 0; k < N_LENS_STATS; k++) {
+            if (!LENS_STATS[k].text) continue;
+            join(v, sizeof v, lens_stat(r, k), r->n_layer + 1, LENS_STATS[k].fmt);
+            fprintf(f, "    %s: %s\n", LENS_STATS[k].text, v);
+        }
     }
 }
 
@@ -254,6 +279,7 @@ int report_compare_text(FILE *f, const NlCompareRow *rows, const char *const *la
     if (info->quantize && quant_text_section(f, rows, labels, n) != 0) return -1;
     if (info->lens) lens_text_section(f, rows, labels, n);
     if (info->outliers) outliers_text_section(f, rows, labels, n);
+    if (info->attention) report_attention_text(f, rows, labels, n);
     int with_blocks = 0;  // rows whose norms see a residual stream: the invariance experiment's
     for (size_t i = 0; i < n; i++) with_blocks += nl_family_info(rows[i].arch)->has_residual_stream;
     if (info->invariance && with_blocks) {
@@ -402,12 +428,16 @@ static cJSON *compare_row_json(const NlCompareRow *r, const char *label, const C
     if (info->lens && r->has_lens) {  // per token, as bits_per_char; lens_bits_per_token says so by name
         cJSON_AddItemToObject(o, "lens_bits_per_char", numbers(r->lens_bits_per_char, r->n_layer + 1));
         cJSON_AddItemToObject(o, "lens_bits_per_token", numbers(r->lens_bits_per_char, r->n_layer + 1));
+        for (size_t k = 0; k < N_LENS_STATS; k++)
+            cJSON_AddItemToObject(o, LENS_STATS[k].name, numbers(lens_stat(r, k), r->n_layer + 1));
     } else if (info->lens) {
         cJSON_AddNullToObject(o, "lens_bits_per_char");
         cJSON_AddNullToObject(o, "lens_bits_per_token");
+        for (size_t k = 0; k < N_LENS_STATS; k++) cJSON_AddNullToObject(o, LENS_STATS[k].name);
     }
     if (info->outliers && r->has_outliers) cJSON_AddItemToObject(o, "outliers", outliers_json(r));
     else if (info->outliers) cJSON_AddNullToObject(o, "outliers");
+    if (info->attention) report_attention_json(o, r, info->pattern);
     if (info->invariance && blocks) {
         cJSON *inv = cJSON_AddObjectToObject(o, "invariance");
         for (int t = 0; t < 2; t++) {
@@ -474,8 +504,13 @@ static void quant_csv(FILE *f, const NlCompareRow *rows, size_t i) {
 
 int report_compare_csv(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n,
                        const CompareInfo *info) {
-    int L = 0;
+    int L = 0, LA = 0, H = 0;  // LA, H: the most layers and heads of a row with attention
     for (size_t i = 0; i < n; i++) L = rows[i].n_layer > L ? rows[i].n_layer : L;
+    for (size_t i = 0; i < n; i++)
+        if (rows[i].has_attention) {
+            LA = rows[i].n_layer > LA ? rows[i].n_layer : LA;
+            H = rows[i].n_head > H ? rows[i].n_head : H;
+        }
     fputs("model,norm,placement,override,bn_stats,residual_scale,parameters,weight_bytes,text,chars,nats_per_char,bits_"
           "per_char,perplexity,"
           "threads,repeats,"
@@ -495,10 +530,13 @@ int report_compare_csv(FILE *f, const NlCompareRow *rows, const char *const *lab
     if (info->quantize)
         fputs(",quantize,quantized,quantize_act,bits_per_char_cost,kl_divergence,kl_divergence_stderr,same_top", f);
     for (int l = 0; info->lens && l <= L; l++) fprintf(f, ",lens_bits_per_char_%d", l);
+    for (size_t k = 0; info->lens && k < N_LENS_STATS; k++)
+        for (int l = 0; l <= L; l++) fprintf(f, ",%s_%d", LENS_STATS[k].name, l);
     for (int l = 0; info->outliers && l <= L; l++)
         for (int k = 0; k < NL_SITE_COUNT; k++)
             for (int c = 0; c < N_OUTLIER_CSV; c++)
                 fprintf(f, ",outlier_%d_%s_%s", l, nl_site_name((NlSite)k), OUTLIER_CSV[c]);
+    if (info->attention) report_attention_csv_header(f, LA, H);
     fputc('\n', f);
     for (size_t i = 0; i < n; i++) {
         const NlCompareRow *r = &rows[i];
@@ -531,9 +569,13 @@ int report_compare_csv(FILE *f, const NlCompareRow *rows, const char *const *lab
             int known = r->has_lens && l <= r->n_layer;  // (apart: clang-format spaced "&& l" as "&&l")
             known ? fprintf(f, ",%.6g", r->lens_bits_per_char[l]) : fputs(",", f);
         }
+        for (size_t k = 0; info->lens && k < N_LENS_STATS; k++)
+            for (int l = 0; l <= L; l++)
+                r->has_lens &&l <= r->n_layer ? fprintf(f, ",%.6g", lens_stat(r, k)[l]) : fputs(",", f);
         for (int l = 0; info->outliers && l <= L; l++)
             for (int k = 0; k < NL_SITE_COUNT; k++)
                 outlier_csv(f, r->has_outliers && l <= r->n_layer ? &r->outliers[l][k] : NULL);
+        if (info->attention) report_attention_csv_row(f, r, LA, H);
         fputc('\n', f);
     }
     return ferror(f) ? -1 : 0;

@@ -16,6 +16,8 @@ typedef struct {
     int quantize;  // some rows are quantized (--quantize, --quantize-act): the quantization section
     int lens;  // rows carry the logit lens
     int outliers;  // rows carry the outlier statistics
+    int attention;  // rows carry the attention statistics
+    int pattern;  // and one head's pattern (--attention-pattern)
 } CompareInfo;
 
 int report_compare_text(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n,

@@ -174,6 +174,10 @@ typedef struct {
     // rows of width at one of NlSite's places in layer; gain (width) is that of the
     // norm NlSite names for the place, or NULL where there is none
     void (*site)(void *watcher, int layer, NlSite site, const float *x, size_t rows, size_t width, const float *gain);
+    // one query's attention in layer: head's probabilities p (len) over keys 0..len-1 for the query at
+    // position len - 1 of sequence b, and their entropy in nats (nl_attention_probs: computed beside
+    // the forward's own)
+    void (*attention)(void *watcher, int layer, size_t b, size_t head, const float *p, size_t len, double entropy);
 } NlObserver;
 
 // Copies *obs into the state (NULL detaches everything); the objects it names stay the caller's.

@@ -25,8 +25,6 @@ static void summarize(double *v, int n, double *median, double *min, double *max
     *max = v[n - 1];
 }
 
-// Eval with statistics and a profile attached: quality, hidden states, time per component; and the
-// logit lens read from the same pass, when row->has_lens.
 // The reference job's log-softmax at every position eval scores, into k->base (eval's windows).
 static int kl_reference(const NlCompareJob *ref, size_t stride, NlKlRecord *k, NlError *err) {
     NlRunOptions run = ref->run;
@@ -51,6 +49,47 @@ static int kl_figures(const NlKlRecord *k, NlCompareRow *row, NlError *err) {
     return 0;
 }
 
+// The lens's figures of an eval (L + 1 layers) into the row's arrays.
+static int lens_figures(const NlLens *lens, size_t L, NlCompareRow *row, NlError *err) {
+    NlLensLayer *layers = malloc((L + 1) * sizeof *layers);
+    if (!layers) return nl_error(err, NL_ERR_NOMEM, "out of memory");
+    int rc = nl_lens_bits(lens, row->lens_bits_per_char, err) != 0 || nl_lens_layers(lens, layers, err) != 0 ? -1 : 0;
+    for (size_t l = 0; rc == 0 && l <= L; l++) {
+        row->lens_kl_bits[l] = layers[l].kl_bits;
+        row->lens_kl_bits_stderr[l] = layers[l].kl_bits_stderr;
+        row->lens_entropy_bits[l] = layers[l].entropy_bits;
+        row->lens_top1_agree[l] = layers[l].top1_agree;
+    }
+    free(layers);
+    return rc;
+}
+
+// The attention figures of the statistics st (of model c) into the row: per head, by position, the pattern.
+static int attention_figures(const NlStats *st, const NlConfig *c, NlCompareRow *row, NlError *err) {
+    size_t L = (size_t)c->n_layer, H = (size_t)c->n_head, T = (size_t)c->block_size, rows;
+    const float *pattern = nl_stats_pattern(st, &rows);
+    row->attention = malloc(L * H * sizeof *row->attention);
+    row->attention_sink_at = malloc(L * H * T * sizeof *row->attention_sink_at);
+    row->attention_pattern = pattern ? malloc(rows * rows * sizeof *row->attention_pattern) : NULL;
+    if (!row->attention || !row->attention_sink_at || (pattern && !row->attention_pattern))
+        return nl_error(err, NL_ERR_NOMEM, "out of memory for the attention statistics");
+    for (size_t l = 0; l < L; l++)
+        for (size_t h = 0; h < H; h++) {
+            (void)nl_stats_attention(st, (int)l, (int)h, &row->attention[l * H + h]);
+            for (size_t t = 0; t < T; t++)
+                row->attention_sink_at[(l * H + h) * T + t] = nl_stats_attention_sink_at(st, (int)l, (int)h, t);
+        }
+    for (size_t i = 0; pattern && i < rows; i++)
+        memcpy(row->attention_pattern + i * rows, pattern + i * T, rows * sizeof *pattern);
+    row->pattern_rows = pattern ? rows : 0;
+    row->has_attention = 1;
+    row->n_head = (int)H;
+    row->window = T;
+    return 0;
+}
+
+// Eval with statistics and a profile attached: quality, hidden states, time per component; and the
+// logit lens read from the same pass, when row->has_lens.
 static int measure_eval(NlState *s, const NlConfig *c, const int *ids, size_t n, const NlCompareOptions *opts,
                         NlKlRecord *kl, NlCompareRow *row, NlError *err) {
     NlStats *st = NULL;
@@ -60,15 +99,19 @@ static int measure_eval(NlState *s, const NlConfig *c, const int *ids, size_t n,
     int rc = -1, blocks = nl_family_info(c->arch)->has_residual_stream;
     int invariance = opts->invariance && blocks;  // an experiment on the norms of a residual stream
     int outliers = opts->outliers && !row->quant && !row->quant_act;  // of the float32 model's activations
-    int what = (invariance ? NL_STATS_INVARIANCE : 0) | (outliers ? NL_STATS_OUTLIERS : 0);
+    int attention = opts->attention && blocks;
+    int what = (invariance ? NL_STATS_INVARIANCE : 0) | (outliers ? NL_STATS_OUTLIERS : 0) |
+               (attention ? NL_STATS_ATTENTION : 0);
     if (nl_stats_create(&st, c, T, what, err) != 0 || nl_profiler_create(&prof, c, 0, 0, err) != 0) goto cleanup;
+    if (attention && opts->pattern && nl_stats_keep_pattern(st, opts->pattern_layer, opts->pattern_head, err) != 0)
+        goto cleanup;
     if (row->has_lens && nl_lens_create(&lens, c, 1, ids, n, stride, err) != 0) goto cleanup;
     nl_state_set_stats(s, st);
     nl_state_set_profiler(s, prof);
     NlEvalResult r;
     NlEvalOptions eo = {.stride = stride, .scored = kl ? nl_kl_scored : NULL, .scored_ctx = kl};
     int failed = lens ? nl_lens_eval(lens, s, &eo, &r, err) : nl_eval(&s, 1, ids, n, &eo, &r, err);
-    if (failed || (lens && nl_lens_bits(lens, row->lens_bits_per_char, err) != 0)) goto cleanup;
+    if (failed || (lens && lens_figures(lens, (size_t)c->n_layer, row, err) != 0)) goto cleanup;
     row->chars = r.count;
     row->bytes = r.bytes;  // the scored tokens' bytes: all but the first
     row->nats_per_char = r.nll_sum / (double)r.count;
@@ -105,6 +148,11 @@ static int measure_eval(NlState *s, const NlConfig *c, const int *ids, size_t n,
     row->has_outliers = outliers;
     for (int l = 0; outliers && l <= c->n_layer; l++)
         for (int k = 0; k < NL_SITE_COUNT; k++) nl_stats_outliers(st, l, (NlSite)k, &row->outliers[l][k]);
+    if (attention && attention_figures(st, c, row, err) != 0) goto cleanup;
+    if (attention && opts->pattern) {
+        row->pattern_layer = opts->pattern_layer;
+        row->pattern_head = opts->pattern_head;
+    }
     rc = 0;
 cleanup:
     nl_state_set_stats(s, NULL);
@@ -194,7 +242,7 @@ cleanup:
 // A zeroed row with its per-layer arrays for L layers.
 static int row_create(NlCompareRow *row, size_t L, NlError *err) {
     memset(row, 0, sizeof *row);
-    double *d = calloc(6 * L + 4, sizeof *d);
+    double *d = calloc(10 * L + 8, sizeof *d);
     row->outliers = calloc(L + 1, sizeof *row->outliers);
     if (!d || !row->outliers) {
         free(d);
@@ -209,6 +257,10 @@ static int row_create(NlCompareRow *row, size_t L, NlError *err) {
     row->lens_bits_per_char = d + 3 * (L + 1);
     row->norm_post_std = d + 4 * (L + 1);
     row->branch_rms = d + 4 * (L + 1) + L;
+    row->lens_kl_bits = d + 6 * L + 4;
+    row->lens_kl_bits_stderr = d + 7 * L + 5;
+    row->lens_entropy_bits = d + 8 * L + 6;
+    row->lens_top1_agree = d + 9 * L + 7;
     return 0;
 }
 
@@ -217,6 +269,13 @@ void nl_compare_row_free(NlCompareRow *row) {
     free(row->residual_rms);
     free(row->outliers);
     row->residual_rms = row->residual_abs_mean = row->norm_std = row->lens_bits_per_char = NULL;
+    row->lens_kl_bits = row->lens_kl_bits_stderr = row->lens_entropy_bits = row->lens_top1_agree = NULL;
+    free(row->attention);
+    free(row->attention_sink_at);
+    free(row->attention_pattern);
+    row->attention = NULL;
+    row->attention_sink_at = NULL;
+    row->attention_pattern = NULL;
     row->norm_post_std = row->branch_rms = NULL;
     row->outliers = NULL;
 }

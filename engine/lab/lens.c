@@ -9,9 +9,14 @@
 
 struct NlLens {
     const int *ids;  // (n) the text eval scores, borrowed
-    size_t n, T, D, n_layer, stride, room;  // room: B*T rows a layer
+    size_t n, T, D, V, n_layer, stride, room;  // room: B*T rows a layer
     float *rows;  // (L + 1, B*T, D) the stream entering each layer (and leaving the last) of one call
     double *sums;  // (L + 1) the loss of each layer's readout, summed window by window
+    // The tuned lens's statistics, summed over the scored positions (nats): KL(final || layer) and
+    // its square, the entropy of the layer's prediction, and the positions whose top token is the final's.
+    double *kl, *kl_sq, *entropy, *agree;  // (L + 1) each
+    float *final;  // (B*T, V) one call's scored positions read after the last layer: eval's logits
+    double *final_lse;  // (B*T) their ln sum exp
     NlObserver saved;  // the state's observer before nl_lens_eval attached it (the statistics, the profiler)
 };
 
@@ -44,12 +49,59 @@ static void pass_site(void *w, int layer, NlSite site, const float *x, size_t ro
     lens->saved.site(lens->saved.watcher, layer, site, x, rows, width, gain);
 }
 
+// Layer l's logits z (V) at one position against the final layer's (fin, with its ln sum exp):
+// KL(final || layer), the layer's entropy (nats) and whether the two most likely tokens (ties: the
+// lowest index) agree, added to layer l's sums. The final layer against itself adds exactly 0.
+static void add_position(NlLens *lens, size_t l, const float *z, const float *fin, double fin_lse) {
+    size_t V = lens->V, top = 0, fin_top = 0;
+    double lse = nl_logsumexp(z, V), kl = 0.0, entropy = 0.0;
+    for (size_t v = 0; v < V; v++) {
+        double a = (double)fin[v] - fin_lse, b = (double)z[v] - lse;  // the two log-probabilities
+        kl += exp(a) * (a - b);
+        entropy -= exp(b) * b;
+        if (z[v] > z[top]) top = v;
+        if (fin[v] > fin[fin_top]) fin_top = v;
+    }
+    lens->kl[l] += kl;
+    lens->kl_sq[l] += kl * kl;
+    lens->entropy[l] += entropy;
+    lens->agree[l] += top == fin_top;
+}
+
+// Layer l's readout of the call's windows (count, k_max, V): each scored position's loss and
+// statistics. With keep, the readout is the final layer's, kept as the others' reference first.
+static void score_layer(NlLens *lens, size_t l, const float *logits, size_t first, size_t count, size_t k_max,
+                        int keep) {
+    size_t V = lens->V, start, begin, end, scored = 0;
+    for (size_t b = 0; b < count; b++) {
+        nl_eval_window(lens->n, lens->T, lens->stride, first + b, &start, &begin, &end);
+        size_t k = end - begin;
+        const float *last = logits + (b * k_max + k_max - k) * V;  // its last k positions
+        double sum = 0.0;
+        for (size_t i = 0; i < k; i++, scored++) {
+            const float *z = last + i * V;
+            sum += nl_nll(z, V, lens->ids[begin + i + 1]);
+            if (keep) {
+                memcpy(lens->final + scored * V, z, V * sizeof *z);
+                lens->final_lse[scored] = nl_logsumexp(z, V);
+            }
+            add_position(lens, l, z, lens->final + scored * V, lens->final_lse[scored]);
+        }
+        lens->sums[l] += sum;
+    }
+}
+
+static void pass_attention(void *w, int layer, size_t b, size_t head, const float *p, size_t len, double entropy) {
+    NlLens *lens = w;
+    lens->saved.attention(lens->saved.watcher, layer, b, head, p, len, entropy);
+}
+
 // eval's call hook: windows first.. first+count-1 have just run in s, their streams captured; each
 // layer's rows are read out (with the observer off, so that the profiler does not time the lens)
-// and scored on the windows' targets.
+// and scored on the windows' targets, the last layer first: the others are measured against it.
 static void score_call(void *ctx, NlState *s, size_t first, size_t count) {
     NlLens *lens = ctx;
-    size_t V = (size_t)nl_state_config(s)->vocab_size, len = 0, k_max = 0, start, begin, end;
+    size_t len = 0, k_max = 0, start, begin, end;
     for (size_t b = 0; b < count; b++) {
         nl_eval_window(lens->n, lens->T, lens->stride, first + b, &start, &begin, &end);
         len = end - start;  // the same for every window of a call
@@ -57,17 +109,10 @@ static void score_call(void *ctx, NlState *s, size_t first, size_t count) {
     }
     NlObserver attached = *nl_state_observer(s);
     nl_state_set_observer(s, NULL);
-    for (size_t l = 0; l <= lens->n_layer; l++) {
+    for (size_t i = 0; i <= lens->n_layer; i++) {
+        size_t l = i == 0 ? lens->n_layer : i - 1;  // L, then 0 .. L-1
         const float *x = lens->rows + l * lens->room * lens->D;
-        const float *logits = nl_state_readout(s, x, count, len, k_max);  // (count, k_max, V)
-        for (size_t b = 0; b < count; b++) {
-            nl_eval_window(lens->n, lens->T, lens->stride, first + b, &start, &begin, &end);
-            size_t k = end - begin;
-            const float *last = logits + (b * k_max + k_max - k) * V;  // its last k positions
-            double sum = 0.0;
-            for (size_t i = 0; i < k; i++) sum += nl_nll(last + i * V, V, lens->ids[begin + i + 1]);
-            lens->sums[l] += sum;
-        }
+        score_layer(lens, l, nl_state_readout(s, x, count, len, k_max), first, count, k_max, i == 0);
     }
     nl_state_set_observer(s, &attached);
 }
@@ -87,12 +132,26 @@ int nl_lens_create(NlLens **out, const NlConfig *c, size_t batch, const int *ids
     }
     NlLens *lens = calloc(1, sizeof *lens);
     if (lens) {
-        *lens =
-            (NlLens){.ids = ids, .n = n, .T = T, .D = (size_t)c->n_embd, .n_layer = L, .stride = stride, .room = B * T};
+        *lens = (NlLens){.ids = ids,
+                         .n = n,
+                         .T = T,
+                         .D = (size_t)c->n_embd,
+                         .V = (size_t)c->vocab_size,
+                         .n_layer = L,
+                         .stride = stride,
+                         .room = B * T};
         lens->rows = malloc((L + 1) * B * T * lens->D * sizeof(float));
-        lens->sums = calloc(L + 1, sizeof *lens->sums);
+        lens->sums = calloc(5 * (L + 1), sizeof *lens->sums);  // the statistics' sums after the losses'
+        lens->final = malloc(B * T * lens->V * sizeof *lens->final);
+        lens->final_lse = malloc(B * T * sizeof *lens->final_lse);
     }
-    if (!lens || !lens->rows || !lens->sums) {
+    if (lens && lens->sums) {
+        lens->kl = lens->sums + (L + 1);
+        lens->kl_sq = lens->sums + 2 * (L + 1);
+        lens->entropy = lens->sums + 3 * (L + 1);
+        lens->agree = lens->sums + 4 * (L + 1);
+    }
+    if (!lens || !lens->rows || !lens->sums || !lens->final || !lens->final_lse) {
         nl_lens_free(lens);
         nl_error(err, NL_ERR_NOMEM, "out of memory for the logit lens");
         return -1;
@@ -105,6 +164,8 @@ void nl_lens_free(NlLens *lens) {
     if (!lens) return;
     free(lens->rows);
     free(lens->sums);
+    free(lens->final);
+    free(lens->final_lse);
     free(lens);
 }
 
@@ -118,6 +179,7 @@ static void lens_attach(NlLens *lens, NlState *s) {
     obs.branch = was->branch ? pass_branch : NULL;
     obs.state = was->state ? pass_state : NULL;
     obs.site = was->site ? pass_site : NULL;
+    obs.attention = was->attention ? pass_attention : NULL;
     nl_state_set_observer(s, &obs);
 }
 
@@ -130,16 +192,34 @@ int nl_lens_eval(NlLens *lens, NlState *s, const NlEvalOptions *opts, NlEvalResu
     return rc;
 }
 
+// 0, or -1 naming the first layer whose loss (then: whose KL divergence) is not finite.
+static int check_finite(const NlLens *lens, NlError *err) {
+    for (size_t l = 0; l <= lens->n_layer; l++)
+        if (!isfinite(lens->sums[l]))
+            return nl_error(err, NL_ERR_NUMERIC, "the logit lens after layer %zu has a non-finite loss", l);
+    for (size_t l = 0; l <= lens->n_layer; l++)
+        if (!isfinite(lens->kl[l]))
+            return nl_error(err, NL_ERR_NUMERIC, "the logit lens after layer %zu has a non-finite KL divergence", l);
+    return 0;
+}
+
 int nl_lens_bits(const NlLens *lens, double *bits, NlError *err) {
-    int rc = 0;
+    for (size_t l = 0; l <= lens->n_layer; l++) bits[l] = lens->sums[l] / (double)(lens->n - 1) / log(2.0);
+    return check_finite(lens, err);
+}
+
+int nl_lens_layers(const NlLens *lens, NlLensLayer *layers, NlError *err) {
+    double scored = (double)(lens->n - 1), bit = log(2.0);
     for (size_t l = 0; l <= lens->n_layer; l++) {
-        bits[l] = lens->sums[l] / (double)(lens->n - 1) / log(2.0);
-        if (!isfinite(bits[l]) && rc == 0) {
-            nl_error(err, NL_ERR_NUMERIC, "the logit lens after layer %zu has a non-finite loss", l);
-            rc = -1;
-        }
+        double mean = lens->kl[l] / scored, var = lens->kl_sq[l] / scored - mean * mean;  // nats
+        double se = scored > 1 ? sqrt(fmax(var, 0.0) / (scored - 1)) : 0.0;  // sd (n-1) / sqrt(n)
+        layers[l] = (NlLensLayer){.bits = lens->sums[l] / scored / bit,
+                                  .kl_bits = mean / bit,
+                                  .kl_bits_stderr = se / bit,
+                                  .entropy_bits = lens->entropy[l] / scored / bit,
+                                  .top1_agree = lens->agree[l] / scored};
     }
-    return rc;
+    return check_finite(lens, err);
 }
 
 int nl_lens(NlState *s, const int *ids, size_t n, size_t stride, double *bits, NlError *err) {

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "attnstats.h"
 #include "normlab.h"
 #include "normlab_internal.h"
 #include "normlab_lab.h"
@@ -44,6 +45,7 @@ struct NlStats {
     double max_change[2][NL_INV_COUNT];  // [norm type][case]
     float *scratch;  // (3, max_rows, D) perturbed input, reference and perturbed outputs
     size_t max_rows;
+    NlAttnSums *attention;  // with NL_STATS_ATTENTION (a transformer), else NULL
 };
 
 static const char *const INV_NAMES[NL_INV_COUNT] = {"scale_0.5", "scale_2", "scale_10", "shift_1", "scale_2_eps0"};
@@ -65,6 +67,7 @@ int nl_stats_create(NlStats **out, const NlConfig *cfg, size_t max_rows, int wha
     int invariance =
         (what & NL_STATS_INVARIANCE) && nl_family_info(cfg->arch)->has_residual_stream;  // norms of a stream
     int outliers = (what & NL_STATS_OUTLIERS) != 0;
+    int attention = (what & NL_STATS_ATTENTION) && nl_family_info(cfg->arch)->has_residual_stream;
     size_t n_sites = ((size_t)cfg->n_layer + 1) * NL_SITE_COUNT;
     size_t width = max4((size_t)cfg->n_embd, (size_t)cfg->n_inner, (size_t)cfg->n_hidden, (size_t)cfg->n_input);
     if (s) {
@@ -72,8 +75,11 @@ int nl_stats_create(NlStats **out, const NlConfig *cfg, size_t max_rows, int wha
         if (invariance) s->scratch = malloc(3 * max_rows * (size_t)cfg->n_embd * sizeof(float));
         if (outliers) s->sites = calloc(n_sites, sizeof *s->sites);
         if (outliers) s->chan_abs = calloc(n_sites * width, sizeof *s->chan_abs);
+        if (attention)
+            s->attention = nl_attn_sums_create((size_t)cfg->n_layer, (size_t)cfg->n_head, (size_t)cfg->block_size);
     }
-    if (!s || !s->layers || (invariance && !s->scratch) || (outliers && (!s->sites || !s->chan_abs))) {
+    if (!s || !s->layers || (invariance && !s->scratch) || (outliers && (!s->sites || !s->chan_abs)) ||
+        (attention && !s->attention)) {
         nl_stats_free(s);
         nl_error(err, NL_ERR_NOMEM, "out of memory for hidden-state statistics");
         return -1;
@@ -93,6 +99,7 @@ void nl_stats_free(NlStats *s) {
     free(s->sites);
     free(s->chan_abs);
     free(s->scratch);
+    nl_attn_sums_free(s->attention);
     free(s);
 }
 
@@ -292,6 +299,33 @@ double nl_stats_invariance(const NlStats *s, NlNormType t, NlInvarianceCase c) {
     return s->max_change[t == NL_NORM_RMSNORM][c];  // [0] LayerNorm, [1] RMSNorm
 }
 
+int nl_stats_attention(const NlStats *s, int layer, int head, NlAttentionStats *out) {
+    if (!s->attention || layer < 0 || layer >= s->cfg.n_layer || head < 0 || head >= s->cfg.n_head) return -1;
+    nl_attn_sums_read(s->attention, layer, head, out);
+    return 0;
+}
+
+double nl_stats_attention_sink_at(const NlStats *s, int layer, int head, size_t t) {
+    if (!s->attention || layer < 0 || layer >= s->cfg.n_layer || head < 0 || head >= s->cfg.n_head ||
+        t >= (size_t)s->cfg.block_size)
+        return NAN;
+    return nl_attn_sums_sink_at(s->attention, layer, head, t);
+}
+
+int nl_stats_keep_pattern(NlStats *s, int layer, int head, NlError *err) {
+    if (!s->attention || layer < 0 || layer >= s->cfg.n_layer || head < 0 || head >= s->cfg.n_head)
+        return nl_error(err, NL_ERR_ARG, "no attention pattern %d.%d: the model has %d layers of %d heads", layer, head,
+                        s->cfg.n_layer, s->cfg.n_head);
+    if (nl_attn_sums_keep_pattern(s->attention, layer, head) != 0)
+        return nl_error(err, NL_ERR_NOMEM, "out of memory for an attention pattern");
+    return 0;
+}
+
+const float *nl_stats_pattern(const NlStats *s, size_t *rows) {
+    *rows = 0;
+    return s->attention ? nl_attn_sums_pattern(s->attention, rows) : NULL;
+}
+
 // The statistics as a state's watcher (normlab.h NlObserver).
 static void watch_residual(void *s, int layer, const float *x, size_t rows, size_t width) {
     nl_stats_residual(s, layer, x, rows, width);
@@ -306,6 +340,9 @@ static void watch_state(void *s, int layer, size_t t, const float *h, const floa
 static void watch_site(void *s, int layer, NlSite site, const float *x, size_t rows, size_t width, const float *gain) {
     nl_stats_site(s, layer, site, x, rows, width, gain);
 }
+static void watch_attention(void *s, int layer, size_t b, size_t head, const float *p, size_t len, double entropy) {
+    nl_attn_sums_add(((NlStats *)s)->attention, layer, b, head, p, len, entropy);
+}
 
 void nl_state_set_stats(NlState *state, NlStats *stats) {
     NlObserver obs = *nl_state_observer(state);  // the profiler's half stays as it is
@@ -315,5 +352,6 @@ void nl_state_set_stats(NlState *state, NlStats *stats) {
     obs.branch = stats ? watch_branch : NULL;
     obs.state = stats ? watch_state : NULL;
     obs.site = stats && stats->sites ? watch_site : NULL;
+    obs.attention = stats && stats->attention ? watch_attention : NULL;
     nl_state_set_observer(state, &obs);
 }

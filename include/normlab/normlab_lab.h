@@ -135,7 +135,16 @@ typedef enum {
 } NlInvarianceCase;
 
 // What the statistics collect (nl_stats_create's `what`, bits).
-enum { NL_STATS_INVARIANCE = 1, NL_STATS_OUTLIERS = 2 };
+enum { NL_STATS_INVARIANCE = 1, NL_STATS_OUTLIERS = 2, NL_STATS_ATTENTION = 4 };
+
+// One head's attention over the queries a pass ran (every position of every window: the first
+// query of a window sees only itself), means over the queries: the entropy of the distribution over
+// the keys in bits, the share on the window's first position (the sink) and on the query's own, and
+// the distance attended, sum_j p_j (t - j) for the query at t.
+typedef struct {
+    double entropy_bits, sink, self, distance;
+    uint64_t queries;
+} NlAttentionStats;
 
 // The outlier statistics of the rows one place (NlSite) of one layer saw over a run (LLM.int8()'s
 // questions): RMS is each row's (one position's) sqrt(mean x^2).
@@ -165,12 +174,21 @@ typedef struct NlStats NlStats;
 // NL_STATS_INVARIANCE in `what`, every norm input x is also normalised as x*0.5, x*2, x*10 and x+1 by
 // both LayerNorm and RMSNorm (with the model's gains), recording the largest change of the output;
 // and once more as x*2 with eps = 0 on both sides. With NL_STATS_OUTLIERS, the outlier statistics of
-// every place NlSite names.
+// every place NlSite names. With NL_STATS_ATTENTION (a transformer), every query's attention in every
+// layer and head (the probabilities recomputed beside the forward's own, nl_stats_attention).
 int nl_stats_create(NlStats **out, const NlConfig *cfg, size_t max_rows, int what, NlError *err);
 // The outlier statistics of one place of layer (0..L; the head and the stream leaving the last layer
 // are layer L); -1 when it saw no rows or outliers were not collected.
 int nl_stats_outliers(const NlStats *stats, int layer, NlSite site, NlOutlierStats *out);
 const char *nl_site_name(NlSite site);  // "residual", "qkv_in", ...
+// The attention statistics of head of layer (0..L-1); -1 when they were not collected.
+int nl_stats_attention(const NlStats *stats, int layer, int head, NlAttentionStats *out);
+// The mean share on the first position of the queries at position t of their window; NaN when none.
+double nl_stats_attention_sink_at(const NlStats *stats, int layer, int head, size_t t);
+// Keeps head's full pattern in layer on the first window the pass runs (with NL_STATS_ATTENTION).
+int nl_stats_keep_pattern(NlStats *stats, int layer, int head, NlError *err);
+// That pattern (rows, rows): row i query i's probabilities over keys 0..i, 0 beyond; NULL when none.
+const float *nl_stats_pattern(const NlStats *stats, size_t *rows);
 void nl_stats_free(NlStats *stats);
 void nl_state_set_stats(NlState *state, NlStats *stats);
 double nl_stats_residual_rms(const NlStats *stats, int layer);  // mean over positions, layer 0..L
@@ -211,6 +229,15 @@ void nl_lens_free(NlLens *lens);
 int nl_lens_eval(NlLens *lens, NlState *state, const NlEvalOptions *opts, NlEvalResult *out, NlError *err);
 // bits[0..L] of the eval run with the lens; -1 naming the layer when one is not finite.
 int nl_lens_bits(const NlLens *lens, double *bits, NlError *err);
+// Layer l's prediction beside the final layer's, the tuned lens's statistics (Belrose et al. 2023),
+// means over the scored positions: bits is nl_lens_bits's; kl_bits KL(final || layer l) in bits
+// (exactly 0 at l = L) with its standard error; entropy_bits the layer's own; top1_agree the share of
+// positions whose most likely token (ties: the lowest index) is the final layer's.
+typedef struct {
+    double bits, kl_bits, kl_bits_stderr, entropy_bits, top1_agree;
+} NlLensLayer;
+// layers[0..L] of the eval run with the lens; -1 as nl_lens_bits (then for a KL divergence).
+int nl_lens_layers(const NlLens *lens, NlLensLayer *layers, NlError *err);
 // All of it: an eval of ids on state with the lens attached.
 int nl_lens(NlState *state, const int *ids, size_t n, size_t stride, double *bits, NlError *err);
 
@@ -222,6 +249,9 @@ typedef struct {
     int fault;  // tests only, to show the checks can fail: NL_FAULT_* (0: none)
     int lens;  // the logit lens (transformers)
     int outliers;  // the outlier statistics (of rows whose weights and activations are float32)
+    int attention;  // the attention statistics (transformers)
+    int pattern;  // with attention: keep head pattern_head's full pattern in layer pattern_layer
+    int pattern_layer, pattern_head;
 } NlCompareOptions;
 // A wrong value slipped into one consistency check: one decoded position's input token changed
 // (the cache check must then report a difference), or one token of one window in the batch of 16.
@@ -269,6 +299,17 @@ typedef struct {
     double same_top;  // the share of positions whose most likely token is the float32 row's
     int has_lens;  // lens_bits_per_char is set (asked, and a transformer)
     double *lens_bits_per_char;  // (L + 1) nl_lens: [l] read after l layers; [L] = bits_per_char
+    // (L + 1) each, nl_lens_layers's (set with has_lens): KL(last layer || layer) in bits with its
+    // standard error, the layer's entropy in bits, the share of positions whose top token is the last's
+    double *lens_kl_bits, *lens_kl_bits_stderr, *lens_entropy_bits, *lens_top1_agree;
+    int has_attention;  // the attention figures are set (asked, and a transformer)
+    int n_head;
+    size_t window;  // T: the query positions of attention_sink_at
+    NlAttentionStats *attention;  // (L, n_head) nl_stats_attention over eval's windows
+    double *attention_sink_at;  // (L, n_head, T) nl_stats_attention_sink_at (NaN where no query was)
+    float *attention_pattern;  // (pattern_rows, pattern_rows) nl_stats_pattern of the kept head, or NULL
+    size_t pattern_rows;
+    int pattern_layer, pattern_head;
     int has_outliers;  // outliers is set (asked, and nothing rounded)
     NlOutlierStats (*outliers)[NL_SITE_COUNT];  // (L + 1) over eval's positions; rows 0: not seen
 } NlCompareRow;

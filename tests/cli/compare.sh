@@ -145,3 +145,36 @@ printf 'a' > "$TMP/one_char.txt"
 expect_fail "compare: one character counts characters" 1 \
     "$TMP/one_char.txt: the text needs at least 2 known characters" \
     compare $FIX/ln-pre-bias.json -f "$TMP/one_char.txt"
+# --attention and the lens's statistics in every format: JSON per head (null for a recurrent row), the
+# pattern's rows summing to 1, the lens's KL 0 at the last layer, the CSV's columns; the bad patterns
+expect_ok "compare --attention --attention-pattern" compare $FIX/ln-pre-bias.json $FIX/lstm-ln.json \
+    -f "$TMP/text.txt" --repeats 1 --lens --attention --attention-pattern 1.1 --json -o "$TMP/cmp_attn.json" \
+    --csv "$TMP/cmp_attn.csv"
+got=$(python3 -c 'import json, sys
+rows = json.load(open(sys.argv[1]))
+t, r = rows[0], rows[1]
+a, p = t["attention"], t["attention_pattern"]
+L, H = len(a["sink"]), len(a["sink"][0])
+sums = [sum(row) for row in p["probabilities"]]
+print(L, H, a["queries"], all(0 < s < 1 for h in a["sink"] for s in h), max(abs(s - 1) for s in sums) < 1e-6,
+      p["layer"], p["head"], t["lens_kl_bits"][-1], t["lens_top1_agreement"][-1], t["lens_kl_bits"][0] > 0,
+      r["attention"], r["attention_pattern"], r["lens_kl_bits"])
+' "$TMP/cmp_attn.json" 2>&1)
+# eval's windows of 9 positions moving 4 over 26 inputs: 1 + ceil(17 / 4) = 6 windows of 9 queries each
+[ "$got" = "2 3 54 True True 1 1 0 1 True None None None" ] \
+    && ok "compare --attention: per head, the pattern's rows sum to 1, the lens's last KL 0; null if recurrent" \
+    || bad "compare attention json" "$got"
+cols=$(head -1 "$TMP/cmp_attn.csv" | tr ',' '\n' | grep -c '^attention_\|^lens_kl_bits_[0-9]')
+# (the lens's columns run to the deepest row's layers, the LSTM's 3; the attention's to the transformer's 2)
+[ "$cols" -eq $((4 * 2 * 3 + 4)) ] && ok "compare --attention --csv: a column per statistic, layer and head" \
+    || bad "compare attention csv" "$cols columns"
+run compare $FIX/ln-pre-bias.json -f "$TMP/text.txt" --repeats 1 --attention
+grep -q "^attention per layer and head" "$TMP/out" \
+    && grep -q "^    layer 1  *entropy_bits  *[0-9.]*/[0-9.]*/" "$TMP/out" \
+    && ok "compare --attention: the text section" || bad "compare attention text" "$(tail -5 "$TMP/out")"
+expect_fail "compare --attention-pattern beyond the model" 1 "no attention pattern 2.0: the model has 2 layers" \
+    compare $FIX/ln-pre-bias.json -f "$TMP/text.txt" --repeats 1 --attention --attention-pattern 2.0
+expect_fail "compare --attention-pattern not LAYER.HEAD" 2 "'1' is not LAYER.HEAD" \
+    compare $FIX/ln-pre-bias.json -f "$TMP/text.txt" --attention --attention-pattern 1
+expect_fail "compare --attention-pattern without --attention" 2 "--attention-pattern needs --attention" \
+    compare $FIX/ln-pre-bias.json -f "$TMP/text.txt" --attention-pattern 0.0

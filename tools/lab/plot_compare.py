@@ -3,9 +3,11 @@
 of what each sublayer adds to the stream by layer (transformers), the share of forward time per
 component, and the recurrent models' state norms ||h_t|| and ||c_t|| over time: five PNG files
 into OUT_DIR (the last one says so when no row is recurrent). Rows of compare --lens add lens.png
-(bits/char against the layer the prediction is read after), rows of --outliers outliers.png (max
+(bits/char, the KL divergence from the last layer and the entropy, against the layer the
+prediction is read after), rows of --outliers outliers.png (max
 |x| / RMS and kurtosis by layer), and quantized rows (--quantize, --quantize-act) quantization.png
-(the bits/char each rounding costs).
+(the bits/char each rounding costs), rows of --attention attention.png (the sink share by head and
+query position, per layer) and of --attention-pattern attention_pattern.png (one head's pattern).
 
     /usr/bin/python3 tools/lab/plot_compare.py compare.json OUT_DIR      (needs python3-matplotlib)
 """
@@ -161,19 +163,83 @@ def float_rows(rows):
 
 
 def lens(rows, path):
-    """Bits/char when the prediction is read after layer 0 (the embeddings), 1, ..., L: one line per
-    transformer as trained."""
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-    for r in float_rows(rows):
-        if r.get("lens_bits_per_char"):
-            v = r["lens_bits_per_char"]
-            ax.plot(range(len(v)), v, marker="o", label=label(r))
-    ax.set_yscale("log")
-    ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
-    ax.set_xlabel("layers the stream has passed (0: the embeddings)")
-    ax.set_ylabel("bits per character (log scale)")
-    ax.set_title("Logit lens: the prediction read through the final norm and head after each layer")
-    ax.legend(fontsize=7, bbox_to_anchor=(1.01, 1), loc="upper left")
+    """The lens read after layer 0 (the embeddings), 1, ..., L, one line per transformer as trained:
+    bits/char, and where the rows carry them (compare --lens) the tuned lens's statistics: the KL
+    divergence from the last layer (with its standard error) and the entropy of the prediction."""
+    shown = [r for r in float_rows(rows) if r.get("lens_bits_per_char")]
+    stats = any(r.get("lens_kl_bits") for r in shown)
+    fig, axes = plt.subplots(1, 3 if stats else 1, figsize=(17 if stats else 8, 4.5), squeeze=False)
+    axes = axes[0]
+    for r in shown:
+        v = r["lens_bits_per_char"]
+        axes[0].plot(range(len(v)), v, marker="o", label=label(r))
+        if stats and r.get("lens_kl_bits"):
+            kl, se = r["lens_kl_bits"], r["lens_kl_bits_stderr"]
+            axes[1].errorbar(range(len(kl) - 1), kl[:-1], yerr=se[:-1], marker="o", capsize=2)  # the last: 0
+            axes[2].plot(range(len(v)), r["lens_entropy_bits"], marker="o")
+    axes[0].set_yscale("log")
+    axes[0].set_ylabel("bits per character (log scale)")
+    axes[0].set_title("Logit lens: the prediction read through the final norm and head after each layer"
+                      if not stats else "Logit lens: bits/char read after each layer")
+    if stats:
+        axes[1].set_yscale("log")
+        axes[1].set_ylabel("KL(last layer || layer), bits (log scale)")
+        axes[1].set_title("How far each layer's distribution is from the last")
+        axes[2].set_ylabel("entropy of the prediction, bits")
+        axes[2].set_title("How sure each layer is")
+    for ax in axes:
+        ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+        ax.set_xlabel("layers the stream has passed (0: the embeddings)")
+    axes[-1].legend(*axes[0].get_legend_handles_labels(), fontsize=7, bbox_to_anchor=(1.01, 1), loc="upper left")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def attention_rows(rows):
+    return [r for r in float_rows(rows) if r.get("attention")]
+
+
+def attention(rows, path):
+    """One heat map per model (as trained) and layer: head against query position, the mean share of
+    attention on the window's first position (the sink) of the queries at that position."""
+    shown = attention_rows(rows)
+    cols = max([len(r["attention"]["sink_by_position"]) for r in shown] or [1])
+    fig, axes = plt.subplots(max(len(shown), 1), cols, figsize=(3.2 * cols + 1.5, 2.8 * max(len(shown), 1) + 0.6),
+                             squeeze=False, constrained_layout=True)
+    image = None
+    for i, r in enumerate(shown):
+        for l, heads in enumerate(r["attention"]["sink_by_position"]):
+            grid = [[float("nan") if v is None else v for v in at] for at in heads]
+            image = axes[i][l].imshow(grid, aspect="auto", vmin=0.0, vmax=1.0, cmap="viridis", interpolation="nearest")
+            axes[i][l].set_title(f"{label(r)}: layer {l}", fontsize=8)
+            axes[i][l].set_xlabel("query position", fontsize=7)
+            axes[i][l].set_ylabel("head", fontsize=7)
+            axes[i][l].set_yticks(range(len(heads)))
+        for l in range(len(r["attention"]["sink_by_position"]), cols):
+            axes[i][l].axis("off")
+    if not shown:
+        axes[0][0].text(0.5, 0.5, "no transformer rows", ha="center")
+        axes[0][0].axis("off")
+    if image is not None:
+        fig.colorbar(image, ax=axes, shrink=0.8, label="share on the first position")
+    fig.suptitle("Attention sink: the first position's share, by head and query position")
+    fig.savefig(path, dpi=110)
+
+
+def attention_pattern(rows, path):
+    """The kept head's full pattern on the text's first window, one panel per model as trained."""
+    shown = [r for r in float_rows(rows) if r.get("attention_pattern")]
+    fig, axes = plt.subplots(1, max(len(shown), 1), figsize=(5 * max(len(shown), 1), 4.6), squeeze=False)
+    for i, r in enumerate(shown):
+        p = r["attention_pattern"]
+        image = axes[0][i].imshow(p["probabilities"], cmap="magma", vmin=0.0, interpolation="nearest")
+        axes[0][i].set_title(f"{label(r)}: head {p['layer']}.{p['head']}", fontsize=9)
+        axes[0][i].set_xlabel("key position")
+        axes[0][i].set_ylabel("query position")
+        fig.colorbar(image, ax=axes[0][i], shrink=0.8)
+    if not shown:
+        axes[0][0].text(0.5, 0.5, "no transformer rows", ha="center")
+        axes[0][0].axis("off")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
@@ -251,6 +317,10 @@ def main(argv):
         outputs["outliers.png"] = outliers
     if any("quantize" in r for r in rows):
         outputs["quantization.png"] = quantization
+    if any("attention" in r for r in rows):
+        outputs["attention.png"] = attention
+    if any("attention_pattern" in r for r in rows):
+        outputs["attention_pattern.png"] = attention_pattern
     for name, draw in outputs.items():
         draw(rows, os.path.join(argv[1], name))
         if not quiet:
