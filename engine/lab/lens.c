@@ -17,6 +17,7 @@ struct NlLens {
     double *kl, *kl_sq, *entropy, *agree;  // (L + 1) each
     float *final;  // (B*T, V) one call's scored positions read after the last layer: eval's logits
     double *final_lse;  // (B*T) their ln sum exp
+    size_t *final_top;  // (B*T) their most likely token (ties: the lowest index)
     NlObserver saved;  // the state's observer before nl_lens_eval attached it (the statistics, the profiler)
 };
 
@@ -49,23 +50,30 @@ static void pass_site(void *w, int layer, NlSite site, const float *x, size_t ro
     lens->saved.site(lens->saved.watcher, layer, site, x, rows, width, gain);
 }
 
-// Layer l's logits z (V) at one position against the final layer's (fin, with its ln sum exp):
-// KL(final || layer), the layer's entropy (nats) and whether the two most likely tokens (ties: the
-// lowest index) agree, added to layer l's sums. The final layer against itself adds exactly 0.
-static void add_position(NlLens *lens, size_t l, const float *z, const float *fin, double fin_lse) {
-    size_t V = lens->V, top = 0, fin_top = 0;
-    double lse = nl_logsumexp(z, V), kl = 0.0, entropy = 0.0;
+// The most likely of z (V); ties: the lowest index.
+static size_t top_of(const float *z, size_t V) {
+    size_t top = 0;
+    for (size_t v = 1; v < V; v++)
+        if (z[v] > z[top]) top = v;
+    return top;
+}
+
+// Layer l's logits z (V) at scored position i against the final layer's kept there: KL(final ||
+// layer), the layer's entropy (nats) and whether the two most likely tokens agree, added to layer
+// l's sums. The final layer against itself adds exactly 0.
+static void add_position(NlLens *lens, size_t l, const float *z, size_t i) {
+    const float *fin = lens->final + i * lens->V;
+    size_t V = lens->V;
+    double lse = nl_logsumexp(z, V), fin_lse = lens->final_lse[i], kl = 0.0, entropy = 0.0;
     for (size_t v = 0; v < V; v++) {
         double a = (double)fin[v] - fin_lse, b = (double)z[v] - lse;  // the two log-probabilities
         kl += exp(a) * (a - b);
         entropy -= exp(b) * b;
-        if (z[v] > z[top]) top = v;
-        if (fin[v] > fin[fin_top]) fin_top = v;
     }
     lens->kl[l] += kl;
     lens->kl_sq[l] += kl * kl;
     lens->entropy[l] += entropy;
-    lens->agree[l] += top == fin_top;
+    lens->agree[l] += top_of(z, V) == lens->final_top[i];
 }
 
 // Layer l's readout of the call's windows (count, k_max, V): each scored position's loss and
@@ -84,8 +92,9 @@ static void score_layer(NlLens *lens, size_t l, const float *logits, size_t firs
             if (keep) {
                 memcpy(lens->final + scored * V, z, V * sizeof *z);
                 lens->final_lse[scored] = nl_logsumexp(z, V);
+                lens->final_top[scored] = top_of(z, V);
             }
-            add_position(lens, l, z, lens->final + scored * V, lens->final_lse[scored]);
+            add_position(lens, l, z, scored);
         }
         lens->sums[l] += sum;
     }
@@ -144,6 +153,7 @@ int nl_lens_create(NlLens **out, const NlConfig *c, size_t batch, const int *ids
         lens->sums = calloc(5 * (L + 1), sizeof *lens->sums);  // the statistics' sums after the losses'
         lens->final = malloc(B * T * lens->V * sizeof *lens->final);
         lens->final_lse = malloc(B * T * sizeof *lens->final_lse);
+        lens->final_top = malloc(B * T * sizeof *lens->final_top);
     }
     if (lens && lens->sums) {
         lens->kl = lens->sums + (L + 1);
@@ -151,7 +161,7 @@ int nl_lens_create(NlLens **out, const NlConfig *c, size_t batch, const int *ids
         lens->entropy = lens->sums + 3 * (L + 1);
         lens->agree = lens->sums + 4 * (L + 1);
     }
-    if (!lens || !lens->rows || !lens->sums || !lens->final || !lens->final_lse) {
+    if (!lens || !lens->rows || !lens->sums || !lens->final || !lens->final_lse || !lens->final_top) {
         nl_lens_free(lens);
         nl_error(err, NL_ERR_NOMEM, "out of memory for the logit lens");
         return -1;
@@ -166,6 +176,7 @@ void nl_lens_free(NlLens *lens) {
     free(lens->sums);
     free(lens->final);
     free(lens->final_lse);
+    free(lens->final_top);
     free(lens);
 }
 
@@ -213,8 +224,7 @@ int nl_lens_layers(const NlLens *lens, NlLensLayer *layers, NlError *err) {
     for (size_t l = 0; l <= lens->n_layer; l++) {
         double mean = lens->kl[l] / scored, var = lens->kl_sq[l] / scored - mean * mean;  // nats
         double se = scored > 1 ? sqrt(fmax(var, 0.0) / (scored - 1)) : 0.0;  // sd (n-1) / sqrt(n)
-        layers[l] = (NlLensLayer){.bits = lens->sums[l] / scored / bit,
-                                  .kl_bits = mean / bit,
+        layers[l] = (NlLensLayer){.kl_bits = mean / bit,
                                   .kl_bits_stderr = se / bit,
                                   .entropy_bits = lens->entropy[l] / scored / bit,
                                   .top1_agree = lens->agree[l] / scored};

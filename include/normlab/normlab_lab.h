@@ -230,11 +230,11 @@ int nl_lens_eval(NlLens *lens, NlState *state, const NlEvalOptions *opts, NlEval
 // bits[0..L] of the eval run with the lens; -1 naming the layer when one is not finite.
 int nl_lens_bits(const NlLens *lens, double *bits, NlError *err);
 // Layer l's prediction beside the final layer's, the tuned lens's statistics (Belrose et al. 2023),
-// means over the scored positions: bits is nl_lens_bits's; kl_bits KL(final || layer l) in bits
+// means over the scored positions (the bits are nl_lens_bits's): kl_bits KL(final || layer l) in bits
 // (exactly 0 at l = L) with its standard error; entropy_bits the layer's own; top1_agree the share of
 // positions whose most likely token (ties: the lowest index) is the final layer's.
 typedef struct {
-    double bits, kl_bits, kl_bits_stderr, entropy_bits, top1_agree;
+    double kl_bits, kl_bits_stderr, entropy_bits, top1_agree;
 } NlLensLayer;
 // layers[0..L] of the eval run with the lens; -1 as nl_lens_bits (then for a KL divergence).
 int nl_lens_layers(const NlLens *lens, NlLensLayer *layers, NlError *err);
