@@ -593,6 +593,7 @@ size_t nl_first_nonfinite(const float *x, size_t n) {
 __asm__(".hidden nl_layernorm\n.hidden nl_layernorm.resolver\n"
         ".hidden nl_rmsnorm\n.hidden nl_rmsnorm.resolver\n"
         ".hidden nl_activation\n.hidden nl_activation.resolver\n"
+        ".hidden nl_attention_probs\n.hidden nl_attention_probs.resolver\n"
         ".hidden nl_max\n.hidden nl_max.resolver\n"
         ".hidden nl_max_finite\n.hidden nl_max_finite.resolver\n"
         ".hidden nl_exp_weights\n.hidden nl_exp_weights.resolver\n"
