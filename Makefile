@@ -31,13 +31,13 @@ PKG_LIBS = $(shell pkg-config --libs openblas libcjson) -lm -pthread
 LIB_SRC = engine/nl_error.c engine/model.c engine/config.c engine/safetensors.c engine/jsonx.c engine/fileio.c \
           engine/kernels.c engine/linear.c engine/matvec.c engine/dtype.c engine/qmatvec.c engine/bind.c \
           engine/transformer_weights.c engine/transformer.c engine/transformer_info.c engine/families.c \
-          engine/describe.c engine/state.c engine/model_write.c \
+          engine/describe.c engine/state.c engine/model_write.c engine/fold.c engine/transformer_fold.c \
           engine/sampler.c \
           engine/sampler_fast.c engine/rng.c \
           engine/generate.c engine/context.c \
           engine/eval.c engine/parallel.c engine/blascore.c engine/clock.c \
           engine/lab/profile.c engine/lab/stats.c engine/lab/compare.c engine/lab/lens.c engine/lab/quantize.c \
-          engine/lab/kldiv.c engine/lab/attnstats.c \
+          engine/lab/fold.c engine/lab/kldiv.c engine/lab/attnstats.c \
           engine/rnn.c \
           tokenizer/tokenizer.c tokenizer/tokenizer_files.c tokenizer/bpe.c tokenizer/spm.c tokenizer/spm_hf.c \
           tokenizer/unicode.c \
@@ -52,7 +52,8 @@ CLI_SRC = engine/cli/main.c engine/cli/options.c engine/cli/models.c engine/cli/
           engine/cli/report_attention.c \
           engine/cli/jsonout.c engine/cli/escape.c engine/cli/stops.c engine/cli/kl.c engine/cli/cmd_bench.c \
           engine/cli/stream.c engine/cli/cmd_interactive.c engine/cli/option_choices.c \
-          engine/cli/utf8.c engine/cli/collect.c engine/cli/cmd_quantize.c
+          engine/cli/utf8.c engine/cli/collect.c engine/cli/cmd_quantize.c engine/cli/model_folder.c \
+          engine/cli/cmd_fold.c
 TESTS = test_tokenizer test_spm test_kernels test_sampler test_sampler_fast test_loader test_config test_forward \
         test_golden test_profile test_compare test_parallel test_rnn test_quant test_lab test_context test_dtype
 FUZZERS = safetensors config tokenizer inline prompt

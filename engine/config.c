@@ -240,10 +240,10 @@ static int parse_rnn_config(NlConfig *c, const cJSON *root, NlArch arch, int ver
 // (default rmsnorm), placement pre|post|peri (default pre), norm_eps, rope_theta (> 0, default 10000),
 // tie_embeddings, qk_norm and attn_bias (default false). No learned positions, a gated SiLU MLP.
 static int parse_llama_config(NlConfig *c, const cJSON *root, int version, const char *what, NlError *err) {
-    static const char *const KEYS[] = {"format",         "arch",     "vocab_size", "n_layer", "n_head",
-                                       "n_kv_head",      "n_embd",   "block_size", "n_inner", "norm",
-                                       "placement",      "norm_eps", "rope_theta", "qk_norm", "attn_bias",
-                                       "tie_embeddings", NULL};
+    static const char *const KEYS[] = {"format",         "arch",      "vocab_size", "n_layer", "n_head",
+                                       "n_kv_head",      "n_embd",    "block_size", "n_inner", "norm",
+                                       "placement",      "norm_eps",  "rope_theta", "qk_norm", "attn_bias",
+                                       "tie_embeddings", "head_bias", NULL};
     static const char *const LLAMA_NORMS[] = {"rmsnorm", "layernorm", "none", NULL};
     static const NlNormType NORM_OF[] = {NL_NORM_RMSNORM, NL_NORM_LAYERNORM, NL_NORM_NONE};
     if (nl_jsonx_only_keys(root, KEYS, what, err) != 0) return -1;
@@ -253,7 +253,7 @@ static int parse_llama_config(NlConfig *c, const cJSON *root, int version, const
         return -1;
     }
     int64_t v, l, h, kvh, d, t, f;
-    int norm = 0, place = 0, tie = 0, qk = 0, ab = 0;
+    int norm = 0, place = 0, tie = 0, qk = 0, ab = 0, hb = 0;
     double eps = 1e-5, theta = 10000.0;
     const char *pn[COUNT(PLACEMENTS) + 1];
     if (nl_jsonx_int(root, "vocab_size", 1, 1, 1 << 20, &v, what, err) != 0 ||
@@ -273,7 +273,8 @@ static int parse_llama_config(NlConfig *c, const cJSON *root, int version, const
         nl_jsonx_number(root, "rope_theta", 0, -1e300, 1e300, &theta, what, err) != 0 ||
         nl_jsonx_bool(root, "tie_embeddings", 0, &tie, what, err) != 0 ||
         nl_jsonx_bool(root, "qk_norm", 0, &qk, what, err) != 0 ||
-        nl_jsonx_bool(root, "attn_bias", 0, &ab, what, err) != 0)
+        nl_jsonx_bool(root, "attn_bias", 0, &ab, what, err) != 0 ||
+        nl_jsonx_bool(root, "head_bias", 0, &hb, what, err) != 0)
         return -1;
     // RoPE's table is float (run.c's): a base below 1 turns pairs faster than a radian a position and,
     // near 0, overflows to inf (then NaN); above FLT_MAX it is no float
@@ -310,7 +311,8 @@ static int parse_llama_config(NlConfig *c, const cJSON *root, int version, const
                     .rope_theta = theta,
                     .gated_mlp = 1,
                     .qk_norm = qk,
-                    .attn_bias = ab};
+                    .attn_bias = ab,
+                    .head_bias = hb};
     return 0;
 }
 
@@ -318,7 +320,7 @@ int nl_config_from_json(NlConfig *c, const cJSON *root, const char *what, NlErro
     static const char *const KEYS[] = {"format",         "arch",       "vocab_size", "n_layer", "n_head",
                                        "n_embd",         "block_size", "mlp_ratio",  "n_inner", "norm",
                                        "placement",      "norm_eps",   "activation", "bias",    "tie_embeddings",
-                                       "residual_scale", NULL};
+                                       "residual_scale", "head_bias",  NULL};
     if (!cJSON_IsObject(root)) {
         nl_error(err, NL_ERR_FORMAT, "%s: config must be a JSON object", what);
         return -1;
@@ -364,7 +366,8 @@ int nl_config_from_json(NlConfig *c, const cJSON *root, const char *what, NlErro
         nl_jsonx_choice(root, "activation", names_of(ACTIVATIONS, COUNT(ACTIVATIONS), an), &act, what, err) != 0 ||
         nl_jsonx_number(root, "norm_eps", 1, 1e-12, 1, &eps, what, err) != 0 ||
         nl_jsonx_bool(root, "bias", 1, &c->bias, what, err) != 0 ||
-        nl_jsonx_bool(root, "tie_embeddings", 1, &c->tie_embeddings, what, err) != 0)
+        nl_jsonx_bool(root, "tie_embeddings", 1, &c->tie_embeddings, what, err) != 0 ||
+        nl_jsonx_bool(root, "head_bias", 0, &c->head_bias, what, err) != 0)
         return -1;
     c->norm = (NlNormType)NORMS[norm].value;  // jsonx_choice gave the place in the names list
     c->placement = (NlPlacement)PLACEMENTS[place].value;
@@ -440,4 +443,25 @@ int nl_tokenizer_parse(NlTokenizer **out, const char *buf, size_t len, const cha
     int rc = root ? nl_tokenizer_from_json(out, root, what, err) : -1;
     cJSON_Delete(root);
     return rc;
+}
+
+// ---- config.json rewritten (normlab fold's)
+
+int nl_config_json_set(const char *json, size_t len, const char *const *keys, const int *values, size_t n, char **out,
+                       const char *what, NlError *err) {
+    cJSON *root = nl_jsonx_parse(json, len, what, err);
+    *out = NULL;
+    if (!root) return -1;
+    int ok = cJSON_IsObject(root);
+    for (size_t i = 0; ok && i < n; i++) {
+        cJSON *v = cJSON_CreateBool(values[i]);
+        ok = v &&
+             (cJSON_GetObjectItemCaseSensitive(root, keys[i]) ? cJSON_ReplaceItemInObjectCaseSensitive(root, keys[i], v)
+                                                              : cJSON_AddItemToObject(root, keys[i], v));
+    }
+    if (ok) *out = cJSON_Print(root);
+    cJSON_Delete(root);
+    if (*out) return 0;
+    return nl_error(err, ok ? NL_ERR_NOMEM : NL_ERR_FORMAT, ok ? "out of memory" : "%s: config must be a JSON object",
+                    what);
 }

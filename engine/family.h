@@ -70,6 +70,9 @@ struct NlFamily {
                      double *bytes);
     // nl_state_readout's contract; NULL for a family without a residual stream.
     const float *(*lab_readout)(void *impl, const float *x, size_t B, size_t n, size_t n_logits);
+    // nl_model_fold_rule's contract (normlab_internal.h) on the model's tensors set, its config cfg;
+    // NULL for a family whose norms cannot move (the recurrent cells').
+    int (*fold)(NlTensorSet *set, const NlConfig *cfg, const NlFoldOptions *opts, NlFoldResult *r, NlError *err);
 };
 
 // Each family's table (functions, not variables: no global symbol but the nl_ functions).

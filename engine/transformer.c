@@ -587,7 +587,7 @@ static size_t transformer_state_bytes(const NlConfig *c) {
     .destroy = transformer_destroy, .forward = transformer_forward, .copy = transformer_copy,                       \
     .shift = transformer_shift, .window = transformer_window, .call_logits = transformer_window,                    \
     .state_bytes = transformer_state_bytes, .has_component = nl_transformer_has_component,                          \
-    .lab_cost = nl_transformer_cost, .lab_readout = transformer_readout
+    .lab_cost = nl_transformer_cost, .lab_readout = transformer_readout, .fold = nl_transformer_fold
 
 const NlFamily *nl_family_transformer(void) {
     static const NlFamilyInfo INFO = {

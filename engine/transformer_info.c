@@ -22,6 +22,7 @@ size_t nl_transformer_describe(const NlConfig *c, NlConfigField *f) {
     f[k++] = (NlConfigField){"activation", NL_FIELD_STRING, 0, nl_name(NL_NAMES_ACTIVATION, c->activation)};
     f[k++] = (NlConfigField){"bias", NL_FIELD_BOOL, c->bias, NULL};
     f[k++] = (NlConfigField){"tie_embeddings", NL_FIELD_BOOL, c->tie_embeddings, NULL};
+    if (c->head_bias) f[k++] = (NlConfigField){"head_bias", NL_FIELD_BOOL, 1, NULL};  // a folded model's only
     return k;
 }
 
@@ -41,6 +42,7 @@ size_t nl_llama_describe(const NlConfig *c, NlConfigField *f) {
     f[k++] = (NlConfigField){"qk_norm", NL_FIELD_BOOL, c->qk_norm, NULL};
     f[k++] = (NlConfigField){"attn_bias", NL_FIELD_BOOL, c->attn_bias, NULL};
     f[k++] = (NlConfigField){"tie_embeddings", NL_FIELD_BOOL, c->tie_embeddings, NULL};
+    if (c->head_bias) f[k++] = (NlConfigField){"head_bias", NL_FIELD_BOOL, 1, NULL};  // a folded model's only
     return k;
 }
 
@@ -101,10 +103,7 @@ void nl_transformer_cost(const NlConfig *c, NlComponent comp, size_t batch, size
         *flops = n * F * (act_flops(c->activation) + (c->gated_mlp ? 1 : 0));  // and the gate's product
         *bytes = 4 * (c->gated_mlp ? 3 : 2) * n * F;
         break;
-    case NL_COMP_LM_HEAD:
-        *flops = 2 * n * D * V;
-        *bytes = 4 * (V * D + n * D + n * V);
-        break;
+    case NL_COMP_LM_HEAD: nl_cost_linear(c->head_bias, n, D, V, flops, bytes); break;
     case NL_COMP_SAMPLING: *bytes = 4 * (double)batch * V; break;
     default: break;  // another family's
     }

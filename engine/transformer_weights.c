@@ -43,7 +43,8 @@ static int bind_layer(NlBinder *b, const NlConfig *c, int i, NlLayerWeights *lw)
     return nl_bind_norm(b, c->norm, D, p, &lw->ln_2_post);
 }
 
-// wte, wpe (none with RoPE), its blocks, ln_f (pre and peri) and lm_head when untied.
+// wte, wpe (none with RoPE), its blocks, ln_f (pre and peri), lm_head.weight when untied and
+// lm_head.bias with head_bias.
 int nl_transformer_bind(void **weights, const NlConfig *c, NlBinder *b) {
     size_t V = (size_t)c->vocab_size, D = (size_t)c->n_embd, T = (size_t)c->block_size;
     NlTransformerWeights *w = nl_bind_alloc(b, 1, sizeof *w);
@@ -59,7 +60,7 @@ int nl_transformer_bind(void **weights, const NlConfig *c, NlBinder *b) {
     if (c->placement != NL_PLACE_POST && nl_bind_norm(b, c->norm, D, "ln_f", &w->ln_f) != 0) return -1;
     w->lm_head = (NlLinear){.w = w->wte, .n_out = V, .n_in = D, .tier = -1};
     if (!c->tie_embeddings && nl_bind_matrix(b, "lm_head.weight", V, D, &w->lm_head.w) != 0) return -1;
-    return 0;
+    return c->head_bias ? nl_bind_tensor(b, "lm_head.bias", V, 0, 1, &w->lm_head.b) : 0;
 }
 
 void *nl_transformer_copy_weights(const void *weights, const NlConfig *c) {

@@ -80,6 +80,8 @@ typedef struct {
     int layers;  // profile --layers: the full layer x component table instead of the summary
     int qtype;  // quantize --type: the NlDType every matrix is stored as
     const char *keep;  // quantize --keep: comma-separated names of matrices kept float32
+    int center, force;  // fold --center, --force; compare --center: a centred folded row too
+    int fold;  // compare --fold: a folded row per transformer
     int closed_std;  // CLOSED_STDIN | CLOSED_STDOUT | CLOSED_STDERR: closed at start (now /dev/null)
 } Options;
 
@@ -98,7 +100,8 @@ enum {
     CMD_TOKENIZE = 128,
     CMD_BENCH = 256,
     CMD_QUANTIZE = 512,
-    CMD_ALL = 1023
+    CMD_FOLD = 1024,
+    CMD_ALL = 2047
 };
 enum { BENCH_MD, BENCH_TEXT, BENCH_CSV, BENCH_JSON };  // bench --format
 enum { BN_STATS_BOTH = 2 };  // --bn-stats both (compare)

@@ -13,14 +13,16 @@
 #include "cli.h"
 #include "commands.h"
 #include "io_check.h"
+#include "model_folder.h"
 #include "models.h"
 #include "output.h"
 #include "process.h"
 #include "prompts.h"
 #include "report_compare.h"
 
-#define MAX_RUNS 11  // rows of one model, at most: 4 runs, each BatchNorm one with both statistics; q8, q4, a8
-#define MAX_QUANT (NL_QUANT_COUNT - 1)  // quantized copies of one model: one per scheme
+#define MAX_RUNS 16  // rows of one model, at most: 5 runs and 2 BatchNorm ones again with batch statistics; 6
+// quantized, a8; 2 folded
+#define MAX_QUANT (NL_QUANT_COUNT + 1)  // copies of one model: one per quantization scheme, 2 folded
 
 // The runs of one model (returns their count): as trained; with also_swap, the other norm type
 // (LayerNorm and RMSNorm each other's, BatchNorm's LayerNorm), the other placement (pre and post each
@@ -97,8 +99,51 @@ static int compare_quantized(const Options *o, const char *path, const NlModel *
     return 0;
 }
 
+// A copy of model folded (center: and centred, forced where that is not exact) into *out, through a
+// temporary model folder that is removed once the copy is read into memory. 0, or EXIT_DATA.
+static int fold_copy(const char *path, const NlModel *model, int center, NlModel **out) {
+    const char *tmpdir = getenv("TMPDIR");
+    OutDir d = {0};
+    NlFoldOptions fo = {center, center};
+    NlFoldResult fr;
+    NlLoadOptions lo = {.no_mmap = 1};
+    NlError err;
+    if (snprintf(d.tmp, sizeof d.tmp, "%s/normlab-fold-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp") >=
+        (int)sizeof d.tmp) {
+        msg_error("TMPDIR: path too long");
+        return EXIT_DATA;
+    }
+    int rc = model_folder_create(&d) == 0 && fold_model_folder(&d, path, model, &fo, &fr) == 0 ? 0 : EXIT_DATA;
+    if (!rc && nl_model_load(out, d.tmp, &lo, &err) != 0) {
+        msg_error("%s folded: %s", path, err.msg);
+        rc = EXIT_DATA;
+    }
+    model_folder_discard(&d);
+    return rc;
+}
+
+// With --fold, the rows of the model folded (and with --center, folded and centred), each measured
+// against the row as trained (jobs[reference]); a model whose family cannot fold has none.
+static int compare_folded(const Options *o, const char *path, const NlModel *model, const int *ids, size_t n,
+                          NlRunOptions as, int reference, NlModel **copies, NlCompareJob *jobs, const char **labels,
+                          size_t *n_jobs) {
+    NlModelDesc desc = model_desc(model);
+    Options with = *o;
+    char buf[4400];
+    with.model = path;
+    if (!o->fold || !desc.family->has_residual_stream) return 0;
+    for (int center = 0; center <= o->center; center++) {
+        int rc = fold_copy(model_path(&with, buf, sizeof buf), model, center, &copies[center]);
+        if (rc) return rc;
+        labels[*n_jobs] = path;
+        jobs[(*n_jobs)++] = (NlCompareJob){
+            .model = copies[center], .run = as, .ids = ids, .n = n, .reference = reference, .folded = 1 + center};
+    }
+    return 0;
+}
+
 // Loads one compare model and encodes the text for it; appends its rows (as trained, then with
-// --also-swap the other norm and the other placement, then the quantized ones) to jobs.
+// --also-swap the other norm and the other placement, then the quantized and folded ones) to jobs.
 static int compare_load(const Options *o, const char *path, const char *text, size_t len, NlModel **model,
                         NlModel **quant, int **ids, NlCompareJob *jobs, const char **labels, size_t *n_jobs) {
     size_t n = 0, skipped = 0;
@@ -124,7 +169,10 @@ static int compare_load(const Options *o, const char *path, const char *text, si
         labels[*n_jobs] = path;
         jobs[(*n_jobs)++] = (NlCompareJob){.model = *model, .run = runs[r], .ids = *ids, .n = n, .reference = -1};
     }
-    return compare_quantized(o, path, *model, *ids, n, runs[0], first, quant, jobs, labels, n_jobs);
+    rc = compare_quantized(o, path, *model, *ids, n, runs[0], first, quant, jobs, labels, n_jobs);
+    return rc ? rc
+              : compare_folded(o, path, *model, *ids, n, runs[0], first, quant + NL_QUANT_COUNT - 1, jobs, labels,
+                               n_jobs);
 }
 
 static const char *const PLOTS[] = {
@@ -338,7 +386,8 @@ int cmd_compare(Options *o) {
                         .lens = o->lens,
                         .outliers = o->outliers,
                         .attention = o->attention,
-                        .pattern = copts.pattern};
+                        .pattern = copts.pattern,
+                        .fold = o->fold};
     shown = o->json ? NULL : calloc(n_rows ? n_rows : 1, sizeof *shown);
     for (size_t i = 0; shown && i < n_rows; i++) labels[i] = msg_escape(shown[i], sizeof shown[i], labels[i]);
     // The files, the plots and held stdout are finished together at the end: all in place or none.

@@ -36,5 +36,6 @@ int cmd_list(Options *o);
 int cmd_profile(Options *o);
 int cmd_bench(Options *o);
 int cmd_quantize(Options *o);
+int cmd_fold(Options *o);
 
 #endif

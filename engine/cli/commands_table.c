@@ -79,6 +79,16 @@ const Command COMMANDS[] = {
      "weights (docs/quantization.md). The other files are copied. Every command runs the new model; 'normlab "
      "info' shows each matrix's type and the bits a weight.",
      NULL, NULL, cmd_quantize, QUANTIZE_OPTIONS, NO_RELATIONS},
+    {"fold", CMD_FOLD, "a model folder with its norms folded into the linears that read them",
+     "[-m MODEL] -o DIR [--center [--force]]",
+     "Writes an equivalent model into the folder DIR, as TransformerLens's fold_ln does: each norm's gain (and "
+     "LayerNorm's bias, BatchNorm's running statistics) moves into the linear that reads it, and the norm is left "
+     "as the identity; a head tied to wte gets its own matrix, and a bias where a norm's bias moves into it. "
+     "Pre placement folds every norm; peri keeps its output norms; post folds only its last (docs/lab.md). "
+     "--center also centres the matrices writing into the residual stream and the unembedding "
+     "(center_writing_weights, center_unembed), exact with LayerNorm placed pre or peri only. Every tensor is "
+     "written float32; 'normlab compare --fold' measures the difference.",
+     NULL, NULL, cmd_fold, FOLD_OPTIONS, FOLD_RELATIONS},
     {"tokenize", CMD_TOKENIZE, "a text's token ids and their pieces", "[-m MODEL] (-p TEXT | -f FILE) [--json]",
      "Prints the ids the model's tokenizer gives the text, one 'ID -> 'PIECE'' a line (as llama.cpp's "
      "llama-tokenize does; control characters and bytes that are not valid UTF-8 escaped), for a character "

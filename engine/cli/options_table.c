@@ -436,6 +436,18 @@ const OptSpec COMPARE_OPTIONS[] = {
              "the model 'normlab quantize' writes, run by its kernels, its MB as stored), with the bits/char (a BPE "
              "model's bits/token) and the KL divergence it costs against the float32 row"},
     OPT_QUANTIZE_ONLY,
+    {.name = "fold",
+     .type = OT_FLAG,
+     .field = OPT_FIELD(fold),
+     .value = 1,
+     .help = "add, per transformer, a row with its norms folded into the linears that read them ('normlab fold'), with "
+             "the largest difference of its log-probabilities from the row as trained: 0 but for float32 rounding"},
+    {.name = "center",
+     .type = OT_FLAG,
+     .field = OPT_FIELD(center),
+     .value = 1,
+     .help = "with --fold, also a row folded and centred ('normlab fold --center --force': exact with LayerNorm placed "
+             "pre or peri only, so the row measures what centering changes elsewhere)"},
     {.name = "quantize-act",
      .type = OT_CHOICE,
      .arg = "Q",
@@ -592,6 +604,31 @@ const OptSpec QUANTIZE_OPTIONS[] = {
     OPT_END,
 };
 
+const OptSpec FOLD_OPTIONS[] = {
+    OPT_HELP,
+    OPT_MODEL,
+    {.name = "output",
+     .letter = 'o',
+     .type = OT_STRING,
+     .arg = "DIR",
+     .field = OPT_FIELD(output),
+     .help = "the model folder to write (required), whole or not at all: an existing one is replaced (it must be a "
+             "model folder; its other files are kept)"},
+    {.name = "center",
+     .type = OT_FLAG,
+     .field = OPT_FIELD(center),
+     .value = 1,
+     .help = "also centre wte, wpe, attn.c_proj and mlp.c_proj (with their biases) over the stream's width, and the "
+             "head over the vocabulary; refused where it is not exact (not LayerNorm, or post placement)"},
+    {.name = "force",
+     .type = OT_FLAG,
+     .field = OPT_FIELD(force),
+     .value = 1,
+     .help = "centre even where it is not exact, to measure what it changes (compare --fold --center does)"},
+    OPT_NO_MMAP,
+    OPT_END,
+};
+
 // ---- the relations between a command's options, checked in this order after parsing (options_check)
 #define QUANTIZE_ONLY(by)                             \
     REQUIRES(GIVEN_INT(quantize_only), GIVEN_INT(by), \
@@ -631,6 +668,11 @@ const OptRelation PROFILE_RELATIONS[] = {QUANTIZE_ONLY(quantize), START_ALONE, P
 const OptRelation EVAL_RELATIONS[] = {QUANTIZE_ONLY(quantize), COUNTERS_NEED_PROFILE, REL_END};
 const OptRelation LOGITS_RELATIONS[] = {QUANTIZE_ONLY(quantize), PROMPT_OR_FILE, REL_END};
 const OptRelation INFO_RELATIONS[] = {QUANTIZE_ONLY(quantize), REL_END};
-const OptRelation COMPARE_RELATIONS[] = {QUANTIZE_ONLY(quantize_rows), REL_END};  // (its --quantize: rows to add)
+const OptRelation COMPARE_RELATIONS[] = {
+    QUANTIZE_ONLY(quantize_rows),
+    REQUIRES(GIVEN_INT(center), GIVEN_INT(fold), "--center adds a centred folded row: give --fold too"),
+    REL_END};  // (its --quantize: rows to add)
 const OptRelation TOKENIZE_RELATIONS[] = {PROMPT_OR_FILE, REL_END};
+const OptRelation FOLD_RELATIONS[] = {
+    REQUIRES(GIVEN_INT(force), GIVEN_INT(center), "--force centres where it is not exact: give --center too"), REL_END};
 const OptRelation NO_RELATIONS[] = {REL_END};  // list, bench

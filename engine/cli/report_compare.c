@@ -28,7 +28,7 @@ static void run_as(char *buf, size_t len, const NlCompareRow *r) {
 }
 
 // " w:q8" / " w:q4[attn,mlp]" / " a:q8": a quantized row's rounding ([the classes] when not all the
-// family's); "" for a float32 one.
+// family's), " fold" / " fold+center" a folded row's; "" for a float32 one.
 static void quant_text(char *buf, size_t len, const NlCompareRow *r) {
     unsigned all = nl_family_info(r->arch)->matrix_classes;
     char classes[64];
@@ -38,6 +38,7 @@ static void quant_text(char *buf, size_t len, const NlCompareRow *r) {
         snprintf(buf, len, " w:%s[%s]", nl_quant_name(r->quant),
                  nl_quant_classes_name(r->quant_classes, classes, sizeof classes));
     if (r->quant_act) snprintf(buf + strlen(buf), len - strlen(buf), " a:%s", nl_quant_name(r->quant_act));
+    if (r->folded) snprintf(buf + strlen(buf), len - strlen(buf), " %s", r->folded == 2 ? "fold+center" : "fold");
 }
 
 // run_as with a quantized row's rounding after it ("layernorm/pre w:q8").
@@ -128,6 +129,24 @@ static int quant_text_section(FILE *f, const NlCompareRow *rows, const char *con
         } else {
             fprintf(f, " %21s %9s\n", "-", "-");
         }
+    }
+    return ferror(f) ? -1 : 0;
+}
+
+// The folded rows against their rows as trained: the largest log-probability difference beside the
+// float32 rounding the engine already shows on the row as trained (its larger consistency check).
+static int fold_text_section(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n) {
+    fprintf(f, "\nfolding ('normlab fold'; docs/lab.md#folding-the-norms): max |d log p| = the largest difference of\n"
+               "a log-probability from the row as trained, over every position and token; float32 = that row's own\n"
+               "larger consistency check (vs batch16, vs cache), the rounding any change of summation order shows\n");
+    fprintf(f, "%-34s %-36s %9s %14s %11s\n", "model", "run as", "bits/tok", "max |d log p|", "float32");
+    for (size_t i = 0; i < n; i++) {
+        const NlCompareRow *r = &rows[i], *base = r->reference >= 0 ? &rows[r->reference] : NULL;
+        if (!r->folded || !base) continue;
+        char as[160];
+        run_as_quant(as, sizeof as, r);
+        fprintf(f, "%-34s %-36s %9.4f %14.3g %11.3g\n", labels[i], as, r->bits_per_char, r->max_dlogp,
+                base->batch_diff > base->cache_diff ? base->batch_diff : base->cache_diff);
     }
     return ferror(f) ? -1 : 0;
 }
@@ -277,6 +296,7 @@ int report_compare_text(FILE *f, const NlCompareRow *rows, const char *const *la
         }
     }
     if (info->quantize && quant_text_section(f, rows, labels, n) != 0) return -1;
+    if (info->fold && fold_text_section(f, rows, labels, n) != 0) return -1;
     if (info->lens) lens_text_section(f, rows, labels, n);
     if (info->outliers) outliers_text_section(f, rows, labels, n);
     if (info->attention) report_attention_text(f, rows, labels, n);
@@ -425,6 +445,13 @@ static cJSON *compare_row_json(const NlCompareRow *r, const char *label, const C
     cJSON_AddNumberToObject(o, "batch16_max_logit_diff", r->batch_diff);
     cJSON_AddNumberToObject(o, "cache_max_logit_diff", r->cache_diff);
     if (info->quantize) quant_json(o, r);
+    if (info->fold) {
+        cJSON_AddStringToObject(o, "folded", r->folded == 2 ? "fold+center" : r->folded ? "fold" : "none");
+        if (r->folded && r->has_kl) {
+            cJSON_AddNumberToObject(o, "fold_max_dlogp", r->max_dlogp);
+            cJSON_AddNumberToObject(o, "fold_kl_divergence", r->kl_divergence);
+        }
+    }
     if (info->lens && r->has_lens) {  // per token, as bits_per_char; lens_bits_per_token says so by name
         cJSON_AddItemToObject(o, "lens_bits_per_char", numbers(r->lens_bits_per_char, r->n_layer + 1));
         cJSON_AddItemToObject(o, "lens_bits_per_token", numbers(r->lens_bits_per_char, r->n_layer + 1));
@@ -529,6 +556,7 @@ int report_compare_csv(FILE *f, const NlCompareRow *rows, const char *const *lab
                         nl_invariance_name((NlInvarianceCase)k));
     if (info->quantize)
         fputs(",quantize,quantized,quantize_act,bits_per_char_cost,kl_divergence,kl_divergence_stderr,same_top", f);
+    if (info->fold) fputs(",folded,fold_max_dlogp", f);
     for (int l = 0; info->lens && l <= L; l++) fprintf(f, ",lens_bits_per_char_%d", l);
     for (size_t k = 0; info->lens && k < N_LENS_STATS; k++)
         for (int l = 0; l <= L; l++) fprintf(f, ",%s_%d", LENS_STATS[k].name, l);
@@ -565,6 +593,10 @@ int report_compare_csv(FILE *f, const NlCompareRow *rows, const char *const *lab
                 for (int k = 0; k < NL_INV_COUNT; k++)
                     fam->has_residual_stream ? fprintf(f, ",%.6g", r->invariance[t][k]) : fputs(",", f);
         if (info->quantize) quant_csv(f, rows, i);
+        if (info->fold) {
+            fprintf(f, ",%s,", r->folded == 2 ? "fold+center" : r->folded ? "fold" : "none");
+            if (r->folded && r->has_kl) fprintf(f, "%.9g", r->max_dlogp);
+        }
         for (int l = 0; info->lens && l <= L; l++) {
             int known = r->has_lens && l <= r->n_layer;  // (apart: clang-format spaced "&& l" as "&&l")
             known ? fprintf(f, ",%.6g", r->lens_bits_per_char[l]) : fputs(",", f);

@@ -18,6 +18,7 @@ typedef struct {
     int outliers;  // rows carry the outlier statistics
     int attention;  // rows carry the attention statistics
     int pattern;  // and one head's pattern (--attention-pattern)
+    int fold;  // some rows are folded (--fold): the folding section
 } CompareInfo;
 
 int report_compare_text(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n,

@@ -40,6 +40,7 @@ struct NlConfig {
     NlActivation activation;
     int bias;  // linears have biases
     int tie_embeddings;  // lm_head is wte
+    int head_bias;  // lm_head has a bias (V): a folded model's (normlab fold)
     // the Llama family's (a GPT-style transformer: n_kv_head = n_head, the rest 0)
     int n_kv_head;  // KVH: key/value heads, dividing H (H: multi-head attention, 1: multi-query)
     int rope;  // 1: rotary positions (interleaved pairs, Meta's and llama2.c's), no wpe
@@ -252,6 +253,42 @@ size_t nl_model_matrices(const NlModel *model, NlMatrix *out);
 // not NULL, and remakes the transposed copies the plan uses; before any state is made from the model.
 // data stays the caller's, except `owned` (NULL or one allocation holding them), which the model frees.
 int nl_model_set_matrices(NlModel *model, const NlWeight *data, void *owned, NlError *err);
+
+// ---- a model's tensors as float32, by name (fold.c; normlab fold rewrites them)
+
+typedef struct {
+    char name[64];  // as in model.safetensors
+    int ndim;  // 1 or 2
+    size_t rows, cols;  // (rows, cols); a vector's rows are 1
+    float *data;  // (rows, cols), owned
+} NlTensorF32;
+
+typedef struct {
+    NlTensorF32 *t;  // (n) in the file's order, then those added
+    size_t n, cap;
+} NlTensorSet;
+
+// Every tensor of the model's model.safetensors widened to float32 as the engine reads it, into a new
+// set (free it with nl_tensor_set_free, also after a failure). An error for a single .json file's model.
+int nl_model_tensors(const NlModel *model, NlTensorSet *out, NlError *err);
+void nl_tensor_set_free(NlTensorSet *set);
+// The values of tensor `name` when it holds `count` of them; NULL when there is none (or another size).
+float *nl_tensor_find(const NlTensorSet *set, const char *name, size_t count);
+// A new tensor of zeros (rows, cols) (ndim 1: a vector of cols) at the set's end; NULL when out of memory.
+float *nl_tensor_add(NlTensorSet *set, const char *name, int ndim, size_t rows, size_t cols);
+// model.safetensors of set's tensors, all F32, in the set's order, with the model's metadata less
+// its "quantization" and "folded" entries, plus the n_extra pairs given. *bytes: the file's.
+int nl_tensors_write(FILE *out, const NlTensorSet *set, const NlModel *model, const char *const *extra_keys,
+                     const char *const *extra_values, size_t n_extra, size_t *bytes, NlError *err);
+// The model's family's fold rule applied to set (the model's tensors, nl_model_tensors): its norms
+// moved into the linears that read them, and with opts->center the writing weights centred; an
+// error for a family without one (the recurrent models), or centering that is not exact without force.
+int nl_model_fold_rule(const NlModel *model, NlTensorSet *set, const NlFoldOptions *opts, NlFoldResult *r,
+                       NlError *err);
+// config.json's text with n boolean keys set (added where missing), in a new string (free it) in *out,
+// pretty-printed; `what` names it in errors. (config.c)
+int nl_config_json_set(const char *json, size_t len, const char *const *keys, const int *values, size_t n, char **out,
+                       const char *what, NlError *err);
 
 #pragma GCC visibility pop
 

@@ -46,6 +46,7 @@ static int kl_figures(const NlKlRecord *k, NlCompareRow *row, NlError *err) {
     row->kl_divergence = sum.kl;
     row->kl_divergence_stderr = sum.kl_se;
     row->same_top = sum.same_top;
+    row->max_dlogp = sum.max_dlogp;
     return 0;
 }
 
@@ -299,6 +300,7 @@ static int compare_one(const NlCompareJob *job, const NlCompareJob *ref, const N
     row->quant_classes = job->quant_classes;
     row->quant_act = job->quant_act;
     row->reference = job->reference;
+    row->folded = job->folded;
     row->parameters = nl_model_parameters(model);
     const NlTokenizer *tok = nl_model_tokenizer(model);
     row->bpe = nl_tokenizer_info(tok).kind != NL_TOKENIZER_CHAR;  // (a subword vocabulary: BPE or sentencepiece)

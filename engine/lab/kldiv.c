@@ -81,6 +81,11 @@ void nl_kl_scored(void *ctx, size_t input, const float *logits, double nll) {
         return;
     }
     int same;
+    double lse = nl_logsumexp(logits, r->V);
+    for (size_t v = 0; v < r->V; v++) {
+        double d = fabs((double)logits[v] - lse - (double)row[v]);
+        if (d > r->max_dlogp) r->max_dlogp = d;
+    }
     r->kl[input] = nl_kl_from_logits(row, logits, r->V, &same);
     r->same[input] = (unsigned char)same;
     r->dnll[input] = nll + (double)row[r->ids[input + 1]];  // -ln q - (-ln p) of the target
@@ -97,6 +102,7 @@ int nl_kl_summary(const NlKlRecord *r, NlKlSummary *s, NlError *err) {
     memset(s, 0, sizeof *s);
     nl_mean_stderr(r->kl, r->n, &s->kl, &s->kl_se);
     nl_mean_stderr(r->dnll, r->n, &s->ln_ratio, &s->ln_ratio_se);
+    s->max_dlogp = r->max_dlogp;
     memcpy(sorted, r->kl, r->n * sizeof *sorted);
     qsort(sorted, r->n, sizeof *sorted, by_value);
     size_t same = 0;

@@ -567,6 +567,24 @@ typedef struct {
 int nl_model_quantize(const NlModel *model, const NlQuantizeParams *params, FILE *out, NlQuantizeResult *result,
                       NlError *err);
 
+// ---- folding a model's norms into its linears (the lab's nl_model_fold, normlab_lab.h)
+
+typedef struct {
+    int center;  // also centre the writing weights and the unembedding (TransformerLens's centering)
+    int force;  // centre where it is not exact (not LayerNorm, or post placement): the lab measures it
+} NlFoldOptions;
+
+typedef struct {
+    size_t folded;  // norms whose gain (and bias, or BatchNorm's statistics) moved into the linear reading them
+    size_t kept;  // norms left as they are: kept_reason says why the first was
+    char kept_reason[200];
+    size_t centered;  // matrices centred (center)
+    int untied;  // the head was wte's and is now a matrix of its own
+    int head_bias;  // the head has a bias (a norm's bias folded into it)
+    int exact;  // 1: the folded model's log-probabilities are the model's up to rounding
+    char inexact_reason[200];  // why not, when exact is 0
+} NlFoldResult;
+
 // ---- a model's matrices (model.c; the lab's simulated quantization rounds them)
 
 // The classes of a model's matrices: the attention's c_attn and c_proj, the MLP's c_fc and c_proj,

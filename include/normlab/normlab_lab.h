@@ -51,6 +51,17 @@ int nl_quantize_copy(NlModel **out, const NlModel *base, NlQuant q, unsigned onl
 // before the product (NL_QUANT_NONE: a plain state).
 int nl_quant_state_create(NlState **out, const NlModel *model, const NlRunOptions *opts, NlQuant act, NlError *err);
 
+// ---- folding the norms (fold.c): TransformerLens's fold_ln, center_writing_weights, center_unembed
+
+// Writes to `weights` the model.safetensors of model (loaded from a model directory) with its norms
+// folded into the linears that read them (NlFoldOptions, NlFoldResult in normlab.h; which norms each
+// placement allows: docs/lab.md), every tensor float32, and into *config (a new string: free it) its
+// config.json, `config` (len bytes), with "tie_embeddings" false where the head was untied and
+// "head_bias" true where it gained a bias. A recurrent model, or centering that is not exact without
+// opts->force, is refused with the reason.
+int nl_model_fold(const NlModel *model, const NlFoldOptions *opts, const char *config, size_t len, FILE *weights,
+                  char **config_out, NlFoldResult *result, NlError *err);
+
 // ---- profiling (profile.c)
 
 // The components (NlComponent) and phases (NlPhase) are the engine's (normlab.h): the profiler and
@@ -297,6 +308,8 @@ typedef struct {
     int has_kl;  // a quantized row measured by nl_compare_models: the three below are set
     double kl_divergence, kl_divergence_stderr;  // mean KL(float32 row || this row) over the positions, nats
     double same_top;  // the share of positions whose most likely token is the float32 row's
+    double max_dlogp;  // the largest |log-probability difference| from the float32 row, any position and token
+    int folded;  // the reference's model folded (NlCompareJob.folded): 1, and 2 with its centering
     int has_lens;  // lens_bits_per_char is set (asked, and a transformer)
     double *lens_bits_per_char;  // (L + 1) nl_lens: [l] read after l layers; [L] = bits_per_char
     // (L + 1) each, nl_lens_layers's (set with has_lens): KL(last layer || layer) in bits with its
@@ -330,6 +343,7 @@ typedef struct {
     unsigned quant_classes;  // the matrices it rounded
     NlQuant quant_act;  // every linear's input rows rounded so (nl_quant_state_create)
     int reference;  // the float32 row's index among the jobs; -1 for a float32 row
+    int folded;  // the model is the reference's folded (nl_model_fold): 1, and 2 with its centering
 } NlCompareJob;
 
 // Measures one job on the text ids[0..n) (n >= 2) into a new row (free it with
@@ -370,12 +384,14 @@ typedef struct {
     int compare;  // 1: base is the reference the run is compared with
     double *kl, *dnll;  // (n) compare: KL(base || run), and the loss less the base's
     unsigned char *same;  // (n) compare: the same most likely token
+    double max_dlogp;  // compare: the largest |ln q - ln p| over every position and token
 } NlKlRecord;
 enum { NL_KL_LOSSES = 1, NL_KL_BASE = 2, NL_KL_COMPARE = 4 };  // what a record keeps: or'ed
 typedef struct {
     double kl, kl_se, median, p99, max;  // nats
     double same_top, same_top_se;  // fractions
     double ln_ratio, ln_ratio_se;  // mean loss less the base's: ln(PPL / PPL(base))
+    double max_dlogp;  // the record's
 } NlKlSummary;
 // A record for n_ids tokens of a V-word model keeping `what` (NL_KL_COMPARE: base too, and compare
 // 1; the caller fills base, from a file or a reference run at compare 0). Free it either way.
