@@ -37,7 +37,7 @@ LIB_SRC = engine/nl_error.c engine/model.c engine/config.c engine/safetensors.c 
           engine/generate.c engine/context.c \
           engine/eval.c engine/parallel.c engine/blascore.c engine/clock.c \
           engine/lab/profile.c engine/lab/stats.c engine/lab/compare.c engine/lab/lens.c engine/lab/quantize.c \
-          engine/lab/fold.c engine/lab/kldiv.c engine/lab/attnstats.c \
+          engine/lab/fold.c engine/lab/patch.c engine/lab/kldiv.c engine/lab/attnstats.c \
           engine/rnn.c \
           tokenizer/tokenizer.c tokenizer/tokenizer_files.c tokenizer/bpe.c tokenizer/spm.c tokenizer/spm_hf.c \
           tokenizer/unicode.c \
@@ -53,7 +53,7 @@ CLI_SRC = engine/cli/main.c engine/cli/options.c engine/cli/models.c engine/cli/
           engine/cli/jsonout.c engine/cli/escape.c engine/cli/stops.c engine/cli/kl.c engine/cli/cmd_bench.c \
           engine/cli/stream.c engine/cli/cmd_interactive.c engine/cli/option_choices.c \
           engine/cli/utf8.c engine/cli/collect.c engine/cli/cmd_quantize.c engine/cli/model_folder.c \
-          engine/cli/cmd_fold.c
+          engine/cli/cmd_fold.c engine/cli/cmd_patch.c
 TESTS = test_tokenizer test_spm test_kernels test_sampler test_sampler_fast test_loader test_config test_forward \
         test_golden test_profile test_compare test_parallel test_rnn test_quant test_lab test_context test_dtype
 FUZZERS = safetensors config tokenizer inline prompt
@@ -359,7 +359,7 @@ install: all build/libnormlab.a build/normlab.1 build/normlab.bash build/normlab
 	install -m 644 build/normlab.1 $(DESTDIR)$(DATADIR)/man/man1/normlab.1
 	install -m 644 build/normlab.bash $(DESTDIR)$(DATADIR)/bash-completion/completions/normlab
 	install -d $(DESTDIR)$(DATADIR)/normlab/lab $(DESTDIR)$(DATADIR)/normlab/lib
-	install -m 644 tools/lab/plot_compare.py $(DESTDIR)$(DATADIR)/normlab/lab/plot_compare.py
+	install -m 644 tools/lab/plot_compare.py tools/lab/plot_patch.py $(DESTDIR)$(DATADIR)/normlab/lab/
 	install -m 644 tools/lib/nltool.py tools/lib/needs.py $(DESTDIR)$(DATADIR)/normlab/lib/
 	for m in $(MODELS); do \
 	    install -d $(DESTDIR)$(DATADIR)/normlab/models/$$m && \

@@ -488,6 +488,7 @@ static void block(Transformer *s, size_t l, size_t B, size_t n, size_t pos, size
     const LayerNorms *w = &s->norms[l];
     size_t D = (size_t)s->cfg->n_embd, len = pos + n, rows = B * keep;
     double t_layer = nl_obs_begin(s->obs);
+    if (s->obs->patch) s->obs->patch(s->obs->watcher, (int)l, s->x, B * n, D);
     if (s->obs->residual) s->obs->residual(s->obs->watcher, (int)l, s->x, B * n, (size_t)s->cfg->n_embd);
     watch_site(s, l, NL_SITE_RESIDUAL, s->x, B * n, D, stream_gain(s, l));
     if (s->cfg->placement == NL_PLACE_POST) {  // x = N1(a*x + Attn(x)); x = N2(a*x + MLP(x)); xn becomes x
@@ -559,6 +560,7 @@ static const float *transformer_forward(void *impl, const int *tokens, size_t B,
     int all_rows = s->obs->watcher || (s->cfg->norm == NL_NORM_BATCHNORM && s->bn_stats == NL_BN_BATCH);
     size_t keep = all_rows ? n : n_logits;
     for (size_t l = 0; l < L; l++) block(s, l, B, n, pos, l + 1 == L ? keep : n);
+    if (s->obs->patch) s->obs->patch(s->obs->watcher, (int)L, s->x, B * keep, D);
     if (s->obs->residual) s->obs->residual(s->obs->watcher, (int)L, s->x, B * keep, D);
     watch_site(s, L, NL_SITE_RESIDUAL, s->x, B * keep, D, stream_gain(s, L));
     return readout(s, B, keep, n_logits, len);

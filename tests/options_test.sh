@@ -111,6 +111,8 @@ base() {  # base CMD OPTION: a cheap run of CMD that the option's value is added
         logits*) echo "logits -m $FIX/ln-pre-bias.json -p ab" ;;
         compare*) echo "compare $FIX/ln-pre-bias.json --text $TMP/short.txt --repeats 1" ;;
         bench*) echo "bench -m $FIX/ln-pre-t70.json -p 4 -n 4 -t 1" ;;
+        "patch --target") echo "patch -m $FIX/ln-pre-bias.json --clean abcab --corrupt abbab --foil 1" ;;
+        "patch --foil") echo "patch -m $FIX/ln-pre-bias.json --clean abcab --corrupt abbab --target 2" ;;
     esac
 }
 # Accepted values a fixture cannot run, with the message that says why (still not "must be").
@@ -118,6 +120,7 @@ model_limit() {
     case "$1 $2 $3" in
         "eval --stride 65536") echo "is larger than the model's context" ;;
         "generate --steps -1" | "profile --steps -1") echo "goes with" ;;  # (generate -i's)
+        "patch --target 1048576" | "patch --foil 1048576") echo "is outside the vocabulary" ;;
     esac
 }
 while IFS=$'\t' read -r c long alias short type arg def choices accepted refused; do

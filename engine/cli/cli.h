@@ -82,6 +82,8 @@ typedef struct {
     const char *keep;  // quantize --keep: comma-separated names of matrices kept float32
     int center, force;  // fold --center, --force; compare --center: a centred folded row too
     int fold;  // compare --fold: a folded row per transformer
+    const char *clean, *corrupt;  // patch --clean, --corrupt: the two texts
+    int target, foil;  // patch --target, --foil: token ids (-1: each run's top token)
     int closed_std;  // CLOSED_STDIN | CLOSED_STDOUT | CLOSED_STDERR: closed at start (now /dev/null)
 } Options;
 
@@ -101,7 +103,8 @@ enum {
     CMD_BENCH = 256,
     CMD_QUANTIZE = 512,
     CMD_FOLD = 1024,
-    CMD_ALL = 2047
+    CMD_PATCH = 2048,
+    CMD_ALL = 4095
 };
 enum { BENCH_MD, BENCH_TEXT, BENCH_CSV, BENCH_JSON };  // bench --format
 enum { BN_STATS_BOTH = 2 };  // --bn-stats both (compare)

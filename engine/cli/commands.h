@@ -37,5 +37,6 @@ int cmd_profile(Options *o);
 int cmd_bench(Options *o);
 int cmd_quantize(Options *o);
 int cmd_fold(Options *o);
+int cmd_patch(Options *o);
 
 #endif

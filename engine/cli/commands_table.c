@@ -89,6 +89,16 @@ const Command COMMANDS[] = {
      "(center_writing_weights, center_unembed), exact with LayerNorm placed pre or peri only. Every tensor is "
      "written float32; 'normlab compare --fold' measures the difference.",
      NULL, NULL, cmd_fold, FOLD_OPTIONS, FOLD_RELATIONS},
+    {"patch", CMD_PATCH, "activation patching: the logit difference each residual-stream cell recovers",
+     "[-m MODEL] --clean TEXT --corrupt TEXT [--target ID --foil ID] [--json] [-o FILE] [--plot-dir DIR]",
+     "Runs the clean and the corrupted text (the same number of tokens), then the corrupted one again once per "
+     "layer boundary and position with the clean run's residual-stream row put in there, as TransformerLens's "
+     "patching does, and prints the (layer x position) map of the share of logit[target] - logit[foil] at the "
+     "last position that each patch recovers: (patched - corrupted) / (clean - corrupted). Layer l is the "
+     "stream entering layer l, and the last row the stream leaving the last layer; the target and foil are by "
+     "default the clean and the corrupted run's top tokens. One forward pass a cell; transformers only "
+     "(docs/lab.md).",
+     NULL, NULL, cmd_patch, PATCH_OPTIONS, PATCH_RELATIONS},
     {"tokenize", CMD_TOKENIZE, "a text's token ids and their pieces", "[-m MODEL] (-p TEXT | -f FILE) [--json]",
      "Prints the ids the model's tokenizer gives the text, one 'ID -> 'PIECE'' a line (as llama.cpp's "
      "llama-tokenize does; control characters and bytes that are not valid UTF-8 escaped), for a character "

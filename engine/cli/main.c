@@ -164,7 +164,14 @@ int main(int argc, char **argv) {
     }
     if (!cmd) return unknown_command(name);
     // The numeric defaults come from the option table (options_parse); the prompt is echoed as llama-cli does.
-    Options o = {.cmd = name, .blas = blas, .norm = -1, .placement = -1, .echo = 1, .closed_std = closed};
+    Options o = {.cmd = name,
+                 .blas = blas,
+                 .norm = -1,
+                 .placement = -1,
+                 .target = -1,
+                 .foil = -1,
+                 .echo = 1,
+                 .closed_std = closed};
     int rc = options_parse(&o, cmd, argc - 1, argv + 1);
     if (rc) {
         options_free(&o);

@@ -48,7 +48,8 @@ typedef struct {
 
 // Each command's rows, ending in a row with no name (OPT_END).
 extern const OptSpec GENERATE_OPTIONS[], EVAL_OPTIONS[], INFO_OPTIONS[], LIST_OPTIONS[], LOGITS_OPTIONS[],
-    PROFILE_OPTIONS[], COMPARE_OPTIONS[], BENCH_OPTIONS[], TOKENIZE_OPTIONS[], QUANTIZE_OPTIONS[], FOLD_OPTIONS[];
+    PROFILE_OPTIONS[], COMPARE_OPTIONS[], BENCH_OPTIONS[], TOKENIZE_OPTIONS[], QUANTIZE_OPTIONS[], FOLD_OPTIONS[],
+    PATCH_OPTIONS[];
 
 // When an option counts as given for a relation, from its field in the parsed Options.
 typedef enum {
@@ -90,7 +91,7 @@ typedef struct {
     { REL_CONFLICTS, GIVEN_INT(json), GIVEN_INT(json), NULL }
 
 extern const OptRelation GENERATE_RELATIONS[], EVAL_RELATIONS[], INFO_RELATIONS[], LOGITS_RELATIONS[],
-    PROFILE_RELATIONS[], COMPARE_RELATIONS[], TOKENIZE_RELATIONS[], FOLD_RELATIONS[], NO_RELATIONS[];
+    PROFILE_RELATIONS[], COMPARE_RELATIONS[], TOKENIZE_RELATIONS[], FOLD_RELATIONS[], PATCH_RELATIONS[], NO_RELATIONS[];
 
 // Parses argv (argv[0] is the command) into o for cmd, after the table's defaults; returns 0, -1 for
 // --help, or EXIT_USAGE with the message printed (with a "did you mean" for a near miss). o->models

@@ -629,6 +629,55 @@ const OptSpec FOLD_OPTIONS[] = {
     OPT_END,
 };
 
+const OptSpec PATCH_OPTIONS[] = {
+    OPT_HELP,
+    OPT_MODEL,
+    {.name = "clean",
+     .type = OT_STRING,
+     .arg = "TEXT",
+     .field = OPT_FIELD(clean),
+     .help = "the clean text (required), whose residual stream is patched in"},
+    {.name = "corrupt",
+     .type = OT_STRING,
+     .arg = "TEXT",
+     .field = OPT_FIELD(corrupt),
+     .help = "the corrupted text (required): the same number of tokens as --clean"},
+    {.name = "target",
+     .type = OT_INT,
+     .arg = "ID",
+     .lo = 0,
+     .hi = 1 << 20,
+     .range = "a token id in [0, 1048576]",
+     .def_text = "the clean run's top token at the last position",
+     .field = OPT_FIELD(target),
+     .help = "the token whose logit counts positively ('normlab tokenize' shows ids)"},
+    {.name = "foil",
+     .type = OT_INT,
+     .arg = "ID",
+     .lo = 0,
+     .hi = 1 << 20,
+     .range = "a token id in [0, 1048576]",
+     .def_text = "the corrupted run's top token at the last position",
+     .field = OPT_FIELD(foil),
+     .help = "the token whose logit counts negatively"},
+    OPT_ESCAPE,
+    {.name = "json",
+     .type = OT_FLAG,
+     .field = OPT_FIELD(json),
+     .value = 1,
+     .help = "one JSON object: both texts' ids and pieces, target, foil, clean_diff, corrupt_diff, recovered and "
+             "diff as [layer][position] arrays, seconds and seconds_per_cell"},
+    OPT_OUTPUT,
+    {.name = "plot-dir",
+     .type = OT_STRING,
+     .arg = "DIR",
+     .field = OPT_FIELD(plot_dir),
+     .help = "also draw the map as DIR/patch.png via tools/lab/plot_patch.py (needs python3-matplotlib)"},
+    OPT_SPECIAL,
+    OPT_NO_MMAP,
+    OPT_END,
+};
+
 // ---- the relations between a command's options, checked in this order after parsing (options_check)
 #define QUANTIZE_ONLY(by)                             \
     REQUIRES(GIVEN_INT(quantize_only), GIVEN_INT(by), \
@@ -675,4 +724,7 @@ const OptRelation COMPARE_RELATIONS[] = {
 const OptRelation TOKENIZE_RELATIONS[] = {PROMPT_OR_FILE, REL_END};
 const OptRelation FOLD_RELATIONS[] = {
     REQUIRES(GIVEN_INT(force), GIVEN_INT(center), "--force centres where it is not exact: give --center too"), REL_END};
+const OptRelation PATCH_RELATIONS[] = {
+    REQUIRES(GIVEN_ABOVE(foil, -1), GIVEN_ABOVE(target, -1), "--foil goes with --target: give both ids"),
+    REQUIRES(GIVEN_ABOVE(target, -1), GIVEN_ABOVE(foil, -1), "--target goes with --foil: give both ids"), REL_END};
 const OptRelation NO_RELATIONS[] = {REL_END};  // list, bench

@@ -165,6 +165,9 @@ typedef struct {
     void (*add_wall)(void *timer, double begin);
     void (*set_phase)(void *timer, NlPhase phase);
     void *watcher;
+    // the one callback that may change the pass (activation patching, a transformer's only): the stream
+    // entering layer (L: leaving the last), rows of width D, before any other callback sees it
+    void (*patch)(void *watcher, int layer, float *x, size_t rows, size_t width);
     // the stream entering layer: rows of width (D; a recurrent model's embeddings, layer 0: E)
     void (*residual)(void *watcher, int layer, const float *x, size_t rows, size_t width);
     // a norm's input and output (post: peri's output norms ln_1_post, ln_2_post)

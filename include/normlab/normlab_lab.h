@@ -62,6 +62,37 @@ int nl_quant_state_create(NlState **out, const NlModel *model, const NlRunOption
 int nl_model_fold(const NlModel *model, const NlFoldOptions *opts, const char *config, size_t len, FILE *weights,
                   char **config_out, NlFoldResult *result, NlError *err);
 
+// ---- activation patching (patch.c)
+
+// TransformerLens's residual-stream patching: a clean and a corrupted text of n tokens each run
+// through the model; then, for every layer boundary l (0..L: the stream entering layer l, and at L
+// leaving the last) and position p, the corrupted text again with the clean run's stream row p put
+// in at l. Each run's metric is logit[target] - logit[foil] at the last position; a cell's recovered
+// share is (patched - corrupted) / (clean - corrupted): 0 where the patch changes nothing, exactly 1
+// at (L, n - 1). One forward pass a cell, every run on the same code path.
+typedef struct {
+    int target, foil;  // token ids; -1: the clean run's top token (target), the corrupted run's (foil)
+    NlProgressFn progress;  // after each layer of cells (NULL: none)
+    void *progress_ctx;
+} NlPatchOptions;
+
+typedef struct {
+    size_t layers, positions;  // L + 1 and n
+    int target, foil;  // as measured (the defaults resolved)
+    double clean_diff, corrupt_diff;  // each run's logit[target] - logit[foil], last position
+    double *diff;  // (layers, positions) the patched runs' difference
+    double *recovered;  // (layers, positions) (diff - corrupt_diff) / (clean_diff - corrupt_diff)
+    double seconds;  // wall time of the patched runs, all cells
+} NlPatchMap;
+
+// Fills *map (free it with nl_patch_map_free, also after a failure) on the state (its batch and
+// observer are kept; its cache is overwritten). Refused in one line: a model without a residual
+// stream, n of 0 or past the window, a target or foil outside the vocabulary, target == foil, and
+// runs whose differences are equal (nothing to recover).
+int nl_patch(NlState *state, const int *clean, const int *corrupt, size_t n, const NlPatchOptions *opts,
+             NlPatchMap *map, NlError *err);
+void nl_patch_map_free(NlPatchMap *map);
+
 // ---- profiling (profile.c)
 
 // The components (NlComponent) and phases (NlPhase) are the engine's (normlab.h): the profiler and
