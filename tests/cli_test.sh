@@ -66,7 +66,7 @@ M="-m $FIX/ln-pre-bias.json"
 U="-m $FIX/utf8.json"
 
 # The checks, command by command, in one shell (later parts use files earlier ones made).
-for part in errors generate eval profile compare engine streams many sampling kl bench interactive fold patch; do
+for part in errors generate eval profile compare engine streams many sampling kl bench interactive fold patch lab; do
     . "$(dirname "$0")/cli/$part.sh"
 done
 

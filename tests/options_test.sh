@@ -111,6 +111,7 @@ base() {  # base CMD OPTION: a cheap run of CMD that the option's value is added
         logits*) echo "logits -m $FIX/ln-pre-bias.json -p ab" ;;
         compare*) echo "compare $FIX/ln-pre-bias.json --text $TMP/short.txt --repeats 1" ;;
         bench*) echo "bench -m $FIX/ln-pre-t70.json -p 4 -n 4 -t 1" ;;
+        "patch --threads") echo "patch -m $FIX/ln-pre-bias.json --clean abcab --corrupt abbab" ;;
         "patch --target") echo "patch -m $FIX/ln-pre-bias.json --clean abcab --corrupt abbab --foil 1" ;;
         "patch --foil") echo "patch -m $FIX/ln-pre-bias.json --clean abcab --corrupt abbab --target 2" ;;
     esac

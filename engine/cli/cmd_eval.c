@@ -17,6 +17,7 @@
 #include "io_check.h"
 #include "kl.h"
 #include "models.h"
+#include "normlab_lab.h"
 #include "output.h"
 #include "process.h"
 #include "prompts.h"
@@ -128,6 +129,78 @@ static int print_extras(FILE *out, int json, const NlKlRecord *r, const NlKlSumm
     return ok && (!json || fputs("}\n", out) != EOF);
 }
 
+// --lens and --attention (a transformer's): the lab's figures read from the eval's own pass, on its
+// one state, as compare reads them (docs/lab.md).
+typedef struct {
+    NlStats *stats;  // with --attention
+    NlLens *lens;  // with --lens
+    int L, H;
+    double *bits;  // (L + 1) the lens's bits per token read after each layer
+    NlLensLayer *layers;  // (L + 1)
+} EvalLab;
+
+static void eval_lab_free(EvalLab *lab) {
+    nl_stats_free(lab->stats);
+    nl_lens_free(lab->lens);
+    free(lab->bits);
+    free(lab->layers);
+}
+
+// The statistics and the lens, attached to the one state; 0 or an exit status after a message.
+static int eval_lab_create(const Options *o, const NlModel *model, NlState *state, const int *ids, size_t n,
+                           size_t stride, EvalLab *lab) {
+    const NlConfig *c = nl_state_config(state);
+    NlModelDesc d = model_desc(model);
+    lab->L = d.n_layer;
+    for (size_t i = 0; i < d.n_fields; i++)
+        if (strcmp(d.fields[i].key, "n_head") == 0) lab->H = (int)d.fields[i].number;
+    NlError err;
+    int rc = 0;
+    if (o->attention && nl_stats_create(&lab->stats, c, d.window, NL_STATS_ATTENTION, &err) != 0) rc = -1;
+    if (!rc && o->lens) {
+        lab->bits = malloc((size_t)(lab->L + 1) * sizeof *lab->bits);
+        lab->layers = malloc((size_t)(lab->L + 1) * sizeof *lab->layers);
+        if (!lab->bits || !lab->layers) {
+            msg_error("out of memory for the lens");
+            return EXIT_DATA;
+        }
+        if (nl_lens_create(&lab->lens, c, 1, ids, n, stride, &err) != 0) rc = -1;
+    }
+    if (rc) return fail(&err);
+    if (lab->stats) nl_state_set_stats(state, lab->stats);
+    return 0;
+}
+
+// The lens's layers and the attention statistics after the result: text lines, or JSON members.
+static int print_lab(FILE *out, int json, const EvalLab *lab) {
+    int ok = 1;
+    for (int l = 0; lab->lens && l <= lab->L && ok; l++) {
+        const NlLensLayer *y = &lab->layers[l];
+        ok = json ? fprintf(out,
+                            "%s{\"layer\": %d, \"bits_per_token\": %.9g, \"kl_bits\": %.9g, \"kl_bits_stderr\": "
+                            "%.9g, \"entropy_bits\": %.9g, \"top1_agreement\": %.9g}%s",
+                            l ? ", " : ", \"lens\": [", l, lab->bits[l], y->kl_bits, y->kl_bits_stderr, y->entropy_bits,
+                            y->top1_agree, l == lab->L ? "]" : "") > 0
+                  : fprintf(out, "lens %d bits %.6f kl_bits %.6f +/- %.6f entropy_bits %.6f top1 %.4f\n", l,
+                            lab->bits[l], y->kl_bits, y->kl_bits_stderr, y->entropy_bits, y->top1_agree) > 0;
+    }
+    for (int l = 0; lab->stats && l < lab->L && ok; l++)
+        for (int h = 0; h < lab->H && ok; h++) {
+            NlAttentionStats a;
+            (void)nl_stats_attention(lab->stats, l, h, &a);
+            const char *open = h ? "" : l ? "[" : ", \"attention\": [[";
+            const char *close = h + 1 < lab->H ? ", " : l + 1 < lab->L ? "], " : "]]";
+            ok = json ? fprintf(out,
+                                "%s{\"entropy_bits\": %.9g, \"sink\": %.9g, \"self\": %.9g, \"distance\": %.9g, "
+                                "\"queries\": %llu}%s",
+                                open, a.entropy_bits, a.sink, a.self, a.distance, (unsigned long long)a.queries,
+                                close) > 0
+                      : fprintf(out, "attention %d.%d entropy_bits %.6f sink %.6f self %.6f distance %.4f\n", l, h,
+                                a.entropy_bits, a.sink, a.self, a.distance) > 0;
+        }
+    return ok;
+}
+
 // How eval cuts the text: windows of a transformer's context at a stride, in batches of windows
 // a forward call; or a windowless model's segments, run together through one state.
 typedef struct {
@@ -153,16 +226,22 @@ static int plan_eval(const Options *o, const NlModel *model, size_t n, EvalPlan 
     // One state per worker thread, each running whole windows with one OpenBLAS thread per product.
     // A recurrent model: one state, its segments (one unless asked) run together.
     p->batch = p->windowless ? (int)p->segments : o->batch ? o->batch : (int)(EVAL_ROWS / T > 0 ? EVAL_ROWS / T : 1);
+    if (o->lens || o->attention) p->batch = 1;  // the lab's figures come from one state, a window a call
     size_t windows = p->windowless ? 1 : nl_profile_eval_windows(n, T, p->stride);
     size_t groups = (windows + (size_t)p->batch - 1) / (size_t)p->batch;  // a forward call a group
     p->calls = groups;
     if (groups < 1) groups = 1;  // a text too short to score: eval says so, from one state
-    p->workers = o->counters ? 1 : o->threads;  // counters: one thread (see generate)
+    p->workers = o->counters || o->lens || o->attention ? 1 : o->threads;  // counters: one thread (see generate)
     if ((size_t)p->workers > groups) p->workers = (int)groups;  // no state for a worker without a window
     // Threads left over (fewer groups than threads: a text shorter than a few windows) split each
     // state's products, as one stream's are (llama-perplexity's -t); the bits do not change.
     p->product_threads = o->counters ? 1 : o->threads / p->workers;
     if (p->windowless) p->product_threads = o->threads;  // (one state; its large sgemv may split)
+    if (p->windowless && (o->lens || o->attention)) {
+        msg_usage(o->cmd, "%s reads a residual stream and attention: a recurrent model has neither",
+                  o->lens ? "--lens" : "--attention");
+        return EXIT_USAGE;
+    }
     if (p->windowless && p->segments > (n > 1 ? n - 1 : 1)) {
         msg_usage(o->cmd, "--segments %zu: the text has %zu %ss to score", p->segments, n > 1 ? n - 1 : 0,
                   token_unit(model));
@@ -174,7 +253,7 @@ static int plan_eval(const Options *o, const NlModel *model, size_t n, EvalPlan 
 
 // Scores ids[0..n) as planned (with a progress line on a terminal) into *r; the seconds it took.
 static int score(const Options *o, const NlModel *model, const Workers *wk, const EvalPlan *p, const int *ids, size_t n,
-                 NlKlRecord *rec, NlEvalResult *r, double *seconds) {
+                 NlKlRecord *rec, EvalLab *lab, NlEvalResult *r, double *seconds) {
     NlError err;
     Progress prog = {0.0, 0, nl_tokenizer_info(nl_model_tokenizer(model)).kind == NL_TOKENIZER_CHAR};
     NlProgressFn show = isatty(STDERR_FILENO) ? eval_progress : NULL;
@@ -185,7 +264,10 @@ static int score(const Options *o, const NlModel *model, const Workers *wk, cons
                         .progress_ctx = &prog,
                         .scored = record ? nl_kl_scored : NULL,
                         .scored_ctx = rec};
-    int failed = nl_eval(wk->states, (size_t)p->workers, ids, n, &eo, r, &err);
+    int failed = lab->lens ? nl_lens_eval(lab->lens, wk->states[0], &eo, r, &err)
+                           : nl_eval(wk->states, (size_t)p->workers, ids, n, &eo, r, &err);
+    if (!failed && lab->lens)
+        failed = nl_lens_bits(lab->lens, lab->bits, &err) != 0 || nl_lens_layers(lab->lens, lab->layers, &err) != 0;
     if (failed) {
         if (prog.shown) fprintf(stderr, "\n");
         msg_error("%s: %s", o->text_file, err.msg);
@@ -209,6 +291,7 @@ int cmd_eval(Options *o) {
     Workers wk = {0};
     OutFile out = {0}, base_out = {0};
     KlRecord rec = {0};
+    EvalLab lab = {0};
     int *ids = NULL;
     char *text = NULL;
     size_t n = 0, len = 0, skipped = 0;
@@ -230,10 +313,11 @@ int cmd_eval(Options *o) {
                             p.windowless, p.windowless ? p.segments : p.stride);
     if (!rc && o->kl_base) rc = out_open(&base_out, o->kl_base);
     if (!rc) rc = workers_create(&wk, o, model, p.workers, p.batch, p.product_threads, o->profile, p.calls);
+    if (!rc && (o->lens || o->attention)) rc = eval_lab_create(o, model, wk.states[0], ids, n, p.stride, &lab);
     if (!rc) rc = open_main_output(o, &out);
     NlEvalResult r;
     double seconds = 0.0, nats, se;
-    if (!rc) rc = score(o, model, &wk, &p, ids, n, &rec.pos, &r, &seconds);
+    if (!rc) rc = score(o, model, &wk, &p, ids, n, &rec.pos, &lab, &r, &seconds);
     NlKlSummary kls = {0};
     NlError err;
     if (!rc && rec.pos.compare && nl_kl_summary(&rec.pos, &kls, &err) != 0) {
@@ -253,7 +337,7 @@ int cmd_eval(Options *o) {
             plural((size_t)threads));
     int ok = print_eval(out.f, o->json, &r, nats, se, skipped, p.windowless ? "segments" : "stride",
                         p.windowless ? p.segments : p.stride, chars ? "char" : "token", r.bytes);
-    ok = ok && print_extras(out.f, o->json, &rec.pos, &kls);
+    ok = ok && print_lab(out.f, o->json, &lab) && print_extras(out.f, o->json, &rec.pos, &kls);
     if (!ok || fflush(out.f) == EOF) {
         msg_error("cannot write %s: %s", o->output ? o->output : "to stdout", strerror(errno));
         rc = EXIT_DATA;
@@ -274,7 +358,8 @@ cleanup:;
     OutFile *const outputs[2] = {&base_out, &out};
     if (out_finish_all(outputs, 2, rc == 0) != 0) rc = EXIT_DATA;
     kl_record_free(&rec);
-    workers_free(&wk);
+    workers_free(&wk);  // (before the statistics it holds)
+    eval_lab_free(&lab);
     free(ids);
     free(text);
     nl_model_free(model);

@@ -303,4 +303,21 @@
             "layout"                                                                                                 \
     }
 
+// eval, compare
+#define OPT_LENS                                                                                                      \
+    {                                                                                                                 \
+        .name = "lens", .type = OT_FLAG, .field = OPT_FIELD(lens), .value = 1,                                        \
+        .help = "the logit lens: bits/char (a BPE model's bits/token) of the text read after each layer through the " \
+                "model's own final norm and head, with the tuned lens's KL from the last layer, entropy and top-1 "   \
+                "agreement (docs/lab.md)"                                                                             \
+    }
+
+// eval, compare
+#define OPT_ATTENTION                                                                                           \
+    {                                                                                                           \
+        .name = "attention", .type = OT_FLAG, .field = OPT_FIELD(attention), .value = 1,                        \
+        .help = "attention statistics per layer and head over eval's windows: entropy, the share on the first " \
+                "position (the sink) and on the query's own, the distance attended (docs/lab.md)"               \
+    }
+
 #endif

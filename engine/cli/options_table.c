@@ -158,6 +158,8 @@ const OptSpec EVAL_OPTIONS[] = {
              "error, median, 99th percentile and maximum, the share of positions with the same most likely token, "
              "and ln(PPL / PPL(base)) (llama-perplexity's --kl-divergence)"},
     OPT_OUTPUT,
+    OPT_LENS,
+    OPT_ATTENTION,
     {.name = "batch",
      .type = OT_INT,
      .arg = "N",
@@ -457,25 +459,14 @@ const OptSpec COMPARE_OPTIONS[] = {
      .choose = choose_act_quant,
      .choices = "none q8",
      .help = "add, per model, a row with every linear's input rows rounded (q8 per row), weights float32"},
-    {.name = "lens",
-     .type = OT_FLAG,
-     .field = OPT_FIELD(lens),
-     .value = 1,
-     .help = "the logit lens: bits/char (a BPE model's bits/token) of the text read after each layer through the "
-             "model's own final norm "
-             "and head (docs/lab.md)"},
+    OPT_LENS,
     {.name = "outliers",
      .type = OT_FLAG,
      .field = OPT_FIELD(outliers),
      .value = 1,
      .help = "outlier statistics per layer of the residual stream and of every linear's input: max |x| / RMS, "
              "the share of |x| >= 6 and >= 6 RMS, kurtosis, the top channels and the norm gains' (docs/lab.md)"},
-    {.name = "attention",
-     .type = OT_FLAG,
-     .field = OPT_FIELD(attention),
-     .value = 1,
-     .help = "attention statistics per layer and head over eval's windows: entropy, the share on the first "
-             "position (the sink) and on the query's own, the distance attended (docs/lab.md)"},
+    OPT_ATTENTION,
     {.name = "attention-pattern",
      .type = OT_STRING,
      .arg = "LAYER.HEAD",
@@ -673,6 +664,16 @@ const OptSpec PATCH_OPTIONS[] = {
      .arg = "DIR",
      .field = OPT_FIELD(plot_dir),
      .help = "also draw the map as DIR/patch.png via tools/lab/plot_patch.py (needs python3-matplotlib)"},
+    {.name = "threads",
+     .letter = 't',
+     .type = OT_INT,
+     .arg = "N",
+     .lo = 1,
+     .hi = 1024,
+     .range = "an integer in [1, 1024]",
+     .def_text = "every CPU this process may use",
+     .field = OPT_FIELD(threads),
+     .help = "threads each pass splits its matrix products and attention heads over"},
     OPT_SPECIAL,
     OPT_NO_MMAP,
     OPT_END,
@@ -714,7 +715,12 @@ const OptRelation GENERATE_RELATIONS[] = {
     REL_END,
 };
 const OptRelation PROFILE_RELATIONS[] = {QUANTIZE_ONLY(quantize), START_ALONE, PROMPT_OR_FILE, REL_END};
-const OptRelation EVAL_RELATIONS[] = {QUANTIZE_ONLY(quantize), COUNTERS_NEED_PROFILE, REL_END};
+const OptRelation EVAL_RELATIONS[] = {
+    QUANTIZE_ONLY(quantize), COUNTERS_NEED_PROFILE,
+    CONFLICTS(GIVEN_INT(lens), GIVEN_INT(batch), "--lens runs one window a call, on one thread's state: not --batch"),
+    CONFLICTS(GIVEN_INT(attention), GIVEN_INT(batch),
+              "--attention runs one window a call, on one thread's state: not --batch"),
+    REL_END};
 const OptRelation LOGITS_RELATIONS[] = {QUANTIZE_ONLY(quantize), PROMPT_OR_FILE, REL_END};
 const OptRelation INFO_RELATIONS[] = {QUANTIZE_ONLY(quantize), REL_END};
 const OptRelation COMPARE_RELATIONS[] = {

@@ -45,13 +45,16 @@ expect_ok "patch --target 57 --foil 1" patch $P --clean "I am thy father" --corr
 import json, sys
 d = json.load(open(sys.argv[1]))
 sys.exit(not (d["target"] == 57 and d["foil"] == 1 and d["recovered"][-1][-1] == 1.0))' "$TMP/out" \
-    && ok "patch: chosen ids are measured, and the last cell is still exactly 1" || bad "patch chosen ids" "$(head -c 200 "$TMP/out")"
+    && ok "patch: chosen ids are measured, and the last cell is still exactly 1" \
+    || bad "patch chosen ids" "$(head -c 200 "$TMP/out")"
 expect_ok "patch (text)" patch $P --clean "I am thy father" --corrupt "I am thy mother" -o "$TMP/patch.txt"
 grep -q "^4 (out)  *0.000 .* 1.000$" "$TMP/patch.txt" && grep -q "target 1 ' ', foil 6 ','" "$TMP/patch.txt" \
-    && ok "patch's table: the last row ends in 1.000, target and foil named" || bad "patch text" "$(cat "$TMP/patch.txt")"
+    && ok "patch's table: the last row ends in 1.000, target and foil named" \
+    || bad "patch text" "$(cat "$TMP/patch.txt")"
 expect_ok "patch of a llama model" patch -m weights/shakespeare-llama --clean "Good morrow, sir" \
     --corrupt "Good morrow, mad" --json
-expect_fail "patch: texts of different lengths" 2 "the clean text is 18 tokens and the corrupted one 19: patching needs the same length" \
+expect_fail "patch: texts of different lengths" 2 \
+    "the clean text is 18 tokens and the corrupted one 19: patching needs the same length" \
     patch $P --clean "ROMEO: I love thee" --corrupt "JULIET: I love thee"
 expect_fail "patch: --corrupt missing" 2 "give both texts: --clean TEXT --corrupt TEXT" patch $P --clean "abc"
 expect_fail "patch: --target alone" 2 "--target goes with --foil" patch $P --clean abc --corrupt abd --target 3

@@ -52,6 +52,7 @@ import torch  # noqa: E402
 
 import nlformat  # noqa: E402
 import nltool  # noqa: E402
+from lab_bench import lab_rows  # noqa: E402  (tools/bench, beside this file)
 from llama_bench import llama_rows  # noqa: E402  (tools/bench, beside this file)
 from quant_bench import quant_rows  # noqa: E402
 from sampler_bench import sampler_rows  # noqa: E402  (tools/bench, beside this file)
@@ -548,6 +549,7 @@ def main(argv):
     shipped(args, out)
     long_pieces(args.repeats, out)
     sampler_rows(args.repeats, out)
+    lab_rows(args.repeats, out)  # (pinned: 1-thread runs)
     kernels(args, out, long_text, long_chars)
     D = tm.c["n_embd"]
     layout(out, [(os.path.basename(args.model), D, tm.c.get("n_inner") or tm.c.get("mlp_ratio", 4) * D,

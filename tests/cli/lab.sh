@@ -1,0 +1,48 @@
+# tests/cli/lab.sh — cli_test.sh's part: eval --lens and --attention, against compare's figures for
+# the same model and text. compare's are checked against the float64 reference in tests/test_lab.c
+# (1e-6 bits); eval reads the same pass on one state with its products split over the threads, so the
+# two agree to float32 rounding: 1e-6 here. And the refusals.
+# Sourced by tests/cli_test.sh in order, in its shell: its helpers, $BIN, $TMP and the files earlier parts made.
+
+head -c 600 tests/data/held_out.txt > "$TMP/lab.txt"
+for m in shakespeare-pre-ln shakespeare-llama; do
+    if ! "$BIN" compare "weights/$m" -f "$TMP/lab.txt" --repeats 1 --lens --attention --json -o "$TMP/lab_c.json" \
+        2>"$TMP/err"; then
+        bad "compare --lens --attention $m" "$(head -c 300 "$TMP/err")"
+        continue
+    fi
+    expect_ok "eval --lens --attention $m" eval -m "weights/$m" -f "$TMP/lab.txt" --lens --attention --json
+    why=$(/usr/bin/python3 -c '
+import json, sys
+e, c = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))[0]
+L = len(c["lens_kl_bits"]) - 1
+if len(e["lens"]) != L + 1 or len(e["attention"]) != L:
+    sys.exit("layers: lens %d, attention %d, expected %d and %d" % (len(e["lens"]), len(e["attention"]), L + 1, L))
+worst = 0.0
+for l, y in enumerate(e["lens"]):
+    for k, ck in (("bits_per_token", "lens_bits_per_char"), ("kl_bits", "lens_kl_bits"),
+                  ("entropy_bits", "lens_entropy_bits"), ("top1_agreement", "lens_top1_agreement")):
+        worst = max(worst, abs(y[k] - c[ck][l]))
+for l, heads in enumerate(e["attention"]):
+    for h, a in enumerate(heads):
+        for k in ("entropy_bits", "sink", "self", "distance"):
+            worst = max(worst, abs(a[k] - c["attention"][k][l][h]))
+        if a["queries"] != c["attention"]["queries"]:
+            sys.exit("queries %d, compare %d" % (a["queries"], c["attention"]["queries"]))
+if worst > 1e-6:
+    sys.exit("largest difference from compare %g" % worst)
+if e["lens"][L]["kl_bits"] != 0.0 or abs(e["lens"][L]["bits_per_token"] - e["bits_per_token"]) > 1e-6:
+    sys.exit("the last layer: kl %r, bits %r against eval %r"
+             % (e["lens"][L]["kl_bits"], e["lens"][L]["bits_per_token"], e["bits_per_token"]))
+' "$TMP/out" "$TMP/lab_c.json" 2>&1)
+    [ -z "$why" ] && ok "eval --lens --attention $m: every figure within 1e-6 of compare's, the last layer's KL 0" \
+        || bad "eval --lens --attention $m" "$why"
+done
+expect_ok "eval --lens (text)" eval -m weights/shakespeare-pre-ln -f "$TMP/lab.txt" --lens
+grep -q "^lens 4 bits .* kl_bits 0.000000 +/- 0.000000 " "$TMP/out" && ! grep -q "^attention" "$TMP/out" \
+    && ok "eval --lens prints a line a layer, the last with KL 0, and no attention" \
+    || bad "eval --lens" "$(cat "$TMP/out")"
+expect_fail "eval --lens of an LSTM" 2 "--lens reads a residual stream and attention: a recurrent model has neither" \
+    eval -m weights/shakespeare-lstm-ln -f "$TMP/lab.txt" --lens
+expect_fail "eval --attention --batch" 2 "--attention runs one window a call" \
+    eval -m weights/shakespeare-pre-ln -f "$TMP/lab.txt" --attention --batch 4
