@@ -34,6 +34,18 @@ double nl_logsumexp(const float *logits, size_t V) {
     return max + ls;
 }
 
+double nl_softmax_entropy(const float *logits, size_t V, double *lse) {
+    float max = nl_max(logits, V), w[512];  // the weights a chunk at a time
+    double sum = 0.0, weighted = 0.0;  // sum w, sum w (logit - max)
+    for (size_t at = 0; at < V; at += 512) {
+        size_t n = V - at < 512 ? V - at : 512;
+        sum += nl_exp_weights(w, logits + at, n, max, 1.0f);
+        for (size_t v = 0; v < n; v++) weighted += (double)w[v] * ((double)logits[at + v] - max);
+    }
+    *lse = max + log(sum);
+    return log(sum) - weighted / sum;
+}
+
 // Window w scores the inputs [begin, end) (input p predicts ids[p + 1]) from inputs [start, end).
 // Window 0 is the first min(T, inputs) inputs, all scored; each later one moves `stride` inputs and
 // scores the new ones. Every window but a lone first one is T inputs long.
@@ -96,7 +108,7 @@ static double eval_group(EvalJob *j, size_t worker, size_t g, size_t *bad, doubl
         }
     }
     atomic_fetch_add(&j->done_chars, window_at(j, w0 + nb - 1).end - window_at(j, w0).begin);
-    if (j->call_done) j->call_done(j->call_ctx, s, w0, nb);
+    if (j->call_done) j->call_done(j->call_ctx, s, w0, nb, logits);
     return sum;
 }
 

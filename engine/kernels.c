@@ -385,15 +385,20 @@ static void attend_block(float *out, size_t out_stride, const float *q, size_t q
 }
 
 // In 8 lanes, so that the compiler keeps the exponentials in vectors (AVX2 where the CPU has it).
-__attribute__((target_clones("arch=x86-64-v3", "default"))) double
-nl_attention_probs(float *p, const float *q, const float *K, size_t stride, size_t len, size_t Dh, float scale) {
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) double
+nl_attention_probs(float *restrict p, const float *restrict q, const float *restrict K, size_t stride, size_t len,
+                   size_t Dh, float scale) {
     for (size_t j0 = 0; j0 < len; j0 += NL_TILE) {  // a tile's keys side by side: (Dh, NL_TILE) rows
         size_t keys = len - j0 < NL_TILE ? len - j0 : NL_TILE;
         const float *tile = K + (j0 / NL_TILE) * stride;
-        float *s = p + j0;
-        for (size_t j = 0; j < keys; j++) s[j] = 0.0f;
-        for (size_t d = 0; d < Dh; d++)
-            for (size_t j = 0; j < keys; j++) s[j] += q[d] * tile[d * NL_TILE + j];
+        float acc[NL_TILE] = {0};  // in registers: the sums over d of a whole tile (the same order as before)
+        if (keys == NL_TILE)
+            for (size_t d = 0; d < Dh; d++)
+                for (size_t j = 0; j < NL_TILE; j++) acc[j] += q[d] * tile[d * NL_TILE + j];
+        else
+            for (size_t d = 0; d < Dh; d++)
+                for (size_t j = 0; j < keys; j++) acc[j] += q[d] * tile[d * NL_TILE + j];
+        memcpy(p + j0, acc, keys * sizeof *acc);
     }
     for (size_t j = 0; j < len; j++) p[j] *= scale;
     float max = max_lanes(p, len), e_lanes[8] = {0}, ez_lanes[8] = {0};  // sums of e^z and e^z z, z = s - max

@@ -156,7 +156,8 @@ static int eval_lab_create(const Options *o, const NlModel *model, NlState *stat
         if (strcmp(d.fields[i].key, "n_head") == 0) lab->H = (int)d.fields[i].number;
     NlError err;
     int rc = 0;
-    if (o->attention && nl_stats_create(&lab->stats, c, d.window, NL_STATS_ATTENTION, &err) != 0) rc = -1;
+    if (o->attention && nl_stats_create(&lab->stats, c, d.window, NL_STATS_ATTENTION | NL_STATS_NO_STREAM, &err) != 0)
+        rc = -1;
     if (!rc && o->lens) {
         lab->bits = malloc((size_t)(lab->L + 1) * sizeof *lab->bits);
         lab->layers = malloc((size_t)(lab->L + 1) * sizeof *lab->layers);

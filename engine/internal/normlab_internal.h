@@ -75,9 +75,10 @@ typedef struct {
 int nl_state_create_hooked(NlState **out, const NlModel *model, const NlRunOptions *opts, NlLinearInputHook hook,
                            NlError *err);
 // After each forward call of a windowed model: `windows` windows from window `first` on
-// (nl_eval_window) have just run in state, their logits scored; the state may be used
-// (nl_state_readout) until the hook returns. Called from the thread that ran the call.
-typedef void (*NlEvalCallFn)(void *ctx, NlState *state, size_t first, size_t windows);
+// (nl_eval_window) have just run in state, their logits scored: logits (windows, n_logits, V), each
+// window's scored positions last in its n_logits rows, valid until the state runs again; the state
+// may be used (nl_state_readout) until the hook returns. Called from the thread that ran the call.
+typedef void (*NlEvalCallFn)(void *ctx, NlState *state, size_t first, size_t windows, const float *logits);
 // nl_eval with call_done (NULL: none) called after each forward call of a windowed model (the lab's
 // logit lens). (eval.c)
 int nl_eval_calls(NlState *const *states, size_t n_states, const int *ids, size_t n, const NlEvalOptions *opts,
@@ -223,6 +224,9 @@ void nl_eval_window(size_t n, size_t block_size, size_t stride, size_t w, size_t
 double nl_nll(const float *logits, size_t V, int target);
 // ln sum exp(logits) in double (max + ln sum exp(logits - max)): what a log-softmax subtracts.
 double nl_logsumexp(const float *logits, size_t V);
+// The entropy (nats) of softmax(logits), and their ln sum exp in *lse, from one pass of the
+// exponentials nl_logsumexp uses (float, within 2 ulp), summed in double.
+double nl_softmax_entropy(const float *logits, size_t V, double *lse);
 
 // ---- a model's matrices (model.c; the lab's simulated quantization rounds them)
 

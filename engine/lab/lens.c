@@ -17,6 +17,8 @@ struct NlLens {
     double *kl, *kl_sq, *entropy, *agree;  // (L + 1) each
     float *final;  // (B*T, V) one call's scored positions read after the last layer: eval's logits
     double *final_lse;  // (B*T) their ln sum exp
+    double *final_p;  // (B*T, V) their probabilities, e^(logit - lse): computed once, read by every layer
+    double *final_psum;  // (B*T) the sum of each position's (1 but for rounding)
     size_t *final_top;  // (B*T) their most likely token (ties: the lowest index)
     NlObserver saved;  // the state's observer before nl_lens_eval attached it (the statistics, the profiler)
 };
@@ -60,20 +62,25 @@ static size_t top_of(const float *z, size_t V) {
 
 // Layer l's logits z (V) at scored position i against the final layer's kept there: KL(final ||
 // layer), the layer's entropy (nats) and whether the two most likely tokens agree, added to layer
-// l's sums. The final layer against itself adds exactly 0.
-static void add_position(NlLens *lens, size_t l, const float *z, size_t i) {
-    const float *fin = lens->final + i * lens->V;
+// l's sums. The final layer against itself adds exactly 0. Returns ln sum exp z.
+static double add_position(NlLens *lens, size_t l, const float *z, size_t i) {
     size_t V = lens->V;
-    double lse = nl_logsumexp(z, V), fin_lse = lens->final_lse[i], kl = 0.0, entropy = 0.0;
-    for (size_t v = 0; v < V; v++) {
-        double a = (double)fin[v] - fin_lse, b = (double)z[v] - lse;  // the two log-probabilities
-        kl += exp(a) * (a - b);
-        entropy -= exp(b) * b;
-    }
+    const float *fin = lens->final + i * V;
+    const double *p = lens->final_p + i * V;
+    double lse, entropy = nl_softmax_entropy(z, V, &lse), fin_lse = lens->final_lse[i];
+    // KL = sum p (a - b), the log-probabilities a = fin - fin_lse and b = z - lse: sum p (fin - z) -
+    // (fin_lse - lse) sum p, in four sums side by side (each difference exact in double)
+    double part[4] = {0.0, 0.0, 0.0, 0.0};
+    size_t v = 0;
+    for (; v + 4 <= V; v += 4)
+        for (size_t k = 0; k < 4; k++) part[k] += p[v + k] * ((double)fin[v + k] - (double)z[v + k]);
+    for (; v < V; v++) part[0] += p[v] * ((double)fin[v] - (double)z[v]);
+    double kl = (part[0] + part[1]) + (part[2] + part[3]) - (fin_lse - lse) * lens->final_psum[i];
     lens->kl[l] += kl;
     lens->kl_sq[l] += kl * kl;
     lens->entropy[l] += entropy;
     lens->agree[l] += top_of(z, V) == lens->final_top[i];
+    return lse;
 }
 
 // Layer l's readout of the call's windows (count, k_max, V): each scored position's loss and
@@ -88,13 +95,18 @@ static void score_layer(NlLens *lens, size_t l, const float *logits, size_t firs
         double sum = 0.0;
         for (size_t i = 0; i < k; i++, scored++) {
             const float *z = last + i * V;
-            sum += nl_nll(z, V, lens->ids[begin + i + 1]);
-            if (keep) {
+            int target = lens->ids[begin + i + 1];
+            if (keep) {  // the final layer, kept as the others' reference
                 memcpy(lens->final + scored * V, z, V * sizeof *z);
-                lens->final_lse[scored] = nl_logsumexp(z, V);
+                (void)nl_softmax_entropy(z, V, &lens->final_lse[scored]);  // (the lse every layer's is)
+                double psum = 0.0;
+                for (size_t v = 0; v < V; v++)
+                    psum += lens->final_p[scored * V + v] = exp((double)z[v] - lens->final_lse[scored]);
+                lens->final_psum[scored] = psum;
                 lens->final_top[scored] = top_of(z, V);
             }
-            add_position(lens, l, z, scored);
+            double lse = add_position(lens, l, z, scored);
+            sum += keep ? nl_nll(z, V, target) : lse - (double)z[target];  // (the last: eval's sum, bit for bit)
         }
         lens->sums[l] += sum;
     }
@@ -108,7 +120,7 @@ static void pass_attention(void *w, int layer, size_t b, size_t head, const floa
 // eval's call hook: windows first.. first+count-1 have just run in s, their streams captured; each
 // layer's rows are read out (with the observer off, so that the profiler does not time the lens)
 // and scored on the windows' targets, the last layer first: the others are measured against it.
-static void score_call(void *ctx, NlState *s, size_t first, size_t count) {
+static void score_call(void *ctx, NlState *s, size_t first, size_t count, const float *logits) {
     NlLens *lens = ctx;
     size_t len = 0, k_max = 0, start, begin, end;
     for (size_t b = 0; b < count; b++) {
@@ -118,10 +130,11 @@ static void score_call(void *ctx, NlState *s, size_t first, size_t count) {
     }
     NlObserver attached = *nl_state_observer(s);
     nl_state_set_observer(s, NULL);
-    for (size_t i = 0; i <= lens->n_layer; i++) {
-        size_t l = i == 0 ? lens->n_layer : i - 1;  // L, then 0 .. L-1
+    // The last layer's are the call's own logits (read before any readout reuses their buffer).
+    score_layer(lens, lens->n_layer, logits, first, count, k_max, 1);
+    for (size_t l = 0; l < lens->n_layer; l++) {
         const float *x = lens->rows + l * lens->room * lens->D;
-        score_layer(lens, l, nl_state_readout(s, x, count, len, k_max), first, count, k_max, i == 0);
+        score_layer(lens, l, nl_state_readout(s, x, count, len, k_max), first, count, k_max, 0);
     }
     nl_state_set_observer(s, &attached);
 }
@@ -153,6 +166,8 @@ int nl_lens_create(NlLens **out, const NlConfig *c, size_t batch, const int *ids
         lens->sums = calloc(5 * (L + 1), sizeof *lens->sums);  // the statistics' sums after the losses'
         lens->final = malloc(B * T * lens->V * sizeof *lens->final);
         lens->final_lse = malloc(B * T * sizeof *lens->final_lse);
+        lens->final_p = malloc(B * T * lens->V * sizeof *lens->final_p);
+        lens->final_psum = malloc(B * T * sizeof *lens->final_psum);
         lens->final_top = malloc(B * T * sizeof *lens->final_top);
     }
     if (lens && lens->sums) {
@@ -161,7 +176,8 @@ int nl_lens_create(NlLens **out, const NlConfig *c, size_t batch, const int *ids
         lens->entropy = lens->sums + 3 * (L + 1);
         lens->agree = lens->sums + 4 * (L + 1);
     }
-    if (!lens || !lens->rows || !lens->sums || !lens->final || !lens->final_lse || !lens->final_top) {
+    if (!lens || !lens->rows || !lens->sums || !lens->final || !lens->final_lse || !lens->final_p ||
+        !lens->final_psum || !lens->final_top) {
         nl_lens_free(lens);
         nl_error(err, NL_ERR_NOMEM, "out of memory for the logit lens");
         return -1;
@@ -176,6 +192,8 @@ void nl_lens_free(NlLens *lens) {
     free(lens->sums);
     free(lens->final);
     free(lens->final_lse);
+    free(lens->final_p);
+    free(lens->final_psum);
     free(lens->final_top);
     free(lens);
 }

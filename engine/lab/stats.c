@@ -42,6 +42,7 @@ struct NlStats {
     double *chan_abs;  // every place's channel sums, max_width each
     size_t max_width;
     int invariance;
+    int stream;  // the stream's own figures are collected (not NL_STATS_NO_STREAM)
     double max_change[2][NL_INV_COUNT];  // [norm type][case]
     float *scratch;  // (3, max_rows, D) perturbed input, reference and perturbed outputs
     size_t max_rows;
@@ -88,6 +89,7 @@ int nl_stats_create(NlStats **out, const NlConfig *cfg, size_t max_rows, int wha
     s->max_width = width;
     for (size_t i = 0; outliers && i < n_sites; i++) s->sites[i].chan_abs = s->chan_abs + i * width;
     s->invariance = invariance;
+    s->stream = !(what & NL_STATS_NO_STREAM);
     s->max_rows = max_rows;
     *out = s;
     return 0;
@@ -347,10 +349,11 @@ static void watch_attention(void *s, int layer, size_t b, size_t head, const flo
 void nl_state_set_stats(NlState *state, NlStats *stats) {
     NlObserver obs = *nl_state_observer(state);  // the profiler's half stays as it is
     obs.watcher = stats;
-    obs.residual = stats ? watch_residual : NULL;
-    obs.norm = stats ? watch_norm : NULL;
-    obs.branch = stats ? watch_branch : NULL;
-    obs.state = stats ? watch_state : NULL;
+    int stream = stats && stats->stream;
+    obs.residual = stream ? watch_residual : NULL;
+    obs.norm = stream || (stats && stats->invariance) ? watch_norm : NULL;  // (invariance is measured there)
+    obs.branch = stream ? watch_branch : NULL;
+    obs.state = stream ? watch_state : NULL;
     obs.site = stats && stats->sites ? watch_site : NULL;
     obs.attention = stats && stats->attention ? watch_attention : NULL;
     nl_state_set_observer(state, &obs);

@@ -177,7 +177,9 @@ typedef enum {
 } NlInvarianceCase;
 
 // What the statistics collect (nl_stats_create's `what`, bits).
-enum { NL_STATS_INVARIANCE = 1, NL_STATS_OUTLIERS = 2, NL_STATS_ATTENTION = 4 };
+// NL_STATS_NO_STREAM leaves out what is collected otherwise (the stream's RMS and |mean|, the norms'
+// output std, the sublayers' RMS, a recurrent layer's state norms): for a caller that wants only the others.
+enum { NL_STATS_INVARIANCE = 1, NL_STATS_OUTLIERS = 2, NL_STATS_ATTENTION = 4, NL_STATS_NO_STREAM = 8 };
 
 // One head's attention over the queries a pass ran (every position of every window: the first
 // query of a window sees only itself), means over the queries: the entropy of the distribution over

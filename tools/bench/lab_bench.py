@@ -59,8 +59,9 @@ def lab_rows(repeats, out):
                                 "--json"])[0])
             per.append(d["seconds_per_cell"])
         cells[m] = {"positions": d["positions"], "layers": d["layers"], "ms_per_cell": 1e3 * statistics.median(per)}
+        whole = cells[m]["ms_per_cell"] * d["layers"] * d["positions"] / 1e3
         print(f"patch -m {m}: {d['layers']} x {d['positions']} cells, {cells[m]['ms_per_cell']:.2f} ms a cell "
-              f"(one forward pass of {d['positions']} tokens), {cells[m]['ms_per_cell'] * d['layers'] * d['positions'] / 1e3:.1f} s the map")
+              f"(one forward pass of {d['positions']} tokens), {whole:.1f} s the map")
     out["lab_cost"] = {"eval": res, "patch": cells, "bound": BOUND}
 
 
