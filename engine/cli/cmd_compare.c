@@ -212,26 +212,6 @@ static int pattern_option(const Options *o, NlCompareOptions *copts) {
     return 0;
 }
 
-// The plot script: tools/lab/plot_compare.py in the source tree, share/normlab/lab/plot_compare.py
-// installed (beside share/normlab/lib/, the tools' library it imports); NULL where neither is.
-static const char *plot_script(char *buf, size_t len) {
-    const char *p = beside_binary("tools/lab/plot_compare.py", buf, len);
-    return p ? p : beside_binary("share/normlab/lab/plot_compare.py", buf, len);
-}
-
-// Before any work: the plotting tool runs here (python3 with matplotlib) and its script is found.
-static int check_plot_tool(const char *cmd) {
-    char script[4400];
-    char *argv[] = {"/usr/bin/python3", "-c", "import matplotlib", NULL};
-    const char *found = plot_script(script, sizeof script);
-    if (!found || access(found, R_OK) != 0 || spawn_wait(argv) != 0) {
-        msg_usage(cmd, "--plot-dir needs /usr/bin/python3 with matplotlib and tools/lab/plot_compare.py "
-                       "(tools/install-deps.sh --python)");
-        return EXIT_USAGE;
-    }
-    return 0;
-}
-
 // The plots of one run: drawn into a temporary folder inside the plot directory, then adopted as
 // outputs, renamed in with the run's other files or not at all.
 typedef struct {
@@ -261,7 +241,9 @@ static int run_plots(const Options *o, const NlCompareRow *rows, const char *con
     int ok = f && report_compare_json(f, rows, labels, n, info) == 0;
     if (f && fclose(f) != 0) ok = 0;
     if (!ok) msg_error("%s: cannot write the rows for the plots", o->plot_dir);
-    char *argv[] = {"/usr/bin/python3", (char *)plot_script(script, sizeof script), "--quiet", json, plots->tmp, NULL};
+    char *argv[] = {"/usr/bin/python3", (char *)lab_script("plot_compare.py", script, sizeof script),
+                    "--quiet",          json,
+                    plots->tmp,         NULL};
     if (ok && spawn_wait(argv) != 0) {
         msg_error("tools/lab/plot_compare.py failed; no plot was written");
         ok = 0;
@@ -312,7 +294,7 @@ static int check_compare_outputs(const Options *o) {
         return EXIT_USAGE;
     }
     int rc = check_outputs(o, outs, n_outs);
-    return !rc && o->plot_dir ? check_plot_tool(o->cmd) : rc;
+    return !rc && o->plot_dir ? check_plot_tool(o->cmd, "plot_compare.py") : rc;
 }
 
 // The table or JSON rows into out (-o, or held stdout; csv: the CSV of --csv). 0, or EXIT_DATA.

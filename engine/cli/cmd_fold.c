@@ -85,19 +85,9 @@ int cmd_fold(Options *o) {
     char buf[4400];
     const char *input = model_path(o, buf, sizeof buf);
     OutDir d = {0};
-    if (!o->output) {
-        msg_usage("fold", "needs -o DIR, the folder to write");
-        return EXIT_USAGE;
-    }
-    int rc = model_folder_check(&d, "fold", o->output, input);
+    NlModel *model;
+    int rc = model_folder_start(&d, "fold", o->output, input, o->no_mmap, &model);
     if (rc != 0) return rc;
-    NlModel *model = NULL;
-    NlLoadOptions lo = {.no_mmap = o->no_mmap, .no_repack = 1};
-    NlError err;
-    if (nl_model_load(&model, input, &lo, &err) != 0) {
-        msg_error("%s", err.msg);
-        return EXIT_DATA;
-    }
     NlFoldOptions opts = {o->center, o->force};
     NlFoldResult r;
     rc = EXIT_DATA;

@@ -150,26 +150,14 @@ typedef struct {
     OutFile file;
 } PatchPlot;
 
-static const char *plot_script(char *buf, size_t len) {
-    const char *p = beside_binary("tools/lab/plot_patch.py", buf, len);
-    return p ? p : beside_binary("share/normlab/lab/plot_patch.py", buf, len);
-}
-
+// --plot-dir: not a file, and the plotting tool runs here.
 static int check_plot(const Options *o) {
-    char script[4400];
-    char *argv[] = {"/usr/bin/python3", "-c", "import matplotlib", NULL};
-    const char *found = plot_script(script, sizeof script);
     struct stat st;
     if (stat(o->plot_dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
         msg_usage(o->cmd, "--plot-dir '%s' is not a directory", o->plot_dir);
         return EXIT_USAGE;
     }
-    if (!found || access(found, R_OK) != 0 || spawn_wait(argv) != 0) {
-        msg_usage(o->cmd, "--plot-dir needs /usr/bin/python3 with matplotlib and tools/lab/plot_patch.py "
-                          "(tools/install-deps.sh --python)");
-        return EXIT_USAGE;
-    }
-    return 0;
+    return check_plot_tool(o->cmd, "plot_patch.py");
 }
 
 static int draw_plot(const Options *o, const NlModel *model, const PatchText *clean, const PatchText *corrupt,
@@ -188,7 +176,7 @@ static int draw_plot(const Options *o, const NlModel *model, const PatchText *cl
     FILE *f = fopen(json, "w");
     int ok = f && report_json(f, o, model, clean, corrupt, m) == 0;
     if (f && fclose(f) != 0) ok = 0;
-    char *argv[] = {"/usr/bin/python3", (char *)plot_script(script, sizeof script), json, png, NULL};
+    char *argv[] = {"/usr/bin/python3", (char *)lab_script("plot_patch.py", script, sizeof script), json, png, NULL};
     if (ok && spawn_wait(argv) != 0) {
         msg_error("tools/lab/plot_patch.py failed; no plot was written");
         ok = 0;

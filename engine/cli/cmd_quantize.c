@@ -58,19 +58,9 @@ int cmd_quantize(Options *o) {
     char buf[4400];
     const char *input = model_path(o, buf, sizeof buf);
     OutDir d = {0};
-    if (!o->output) {
-        msg_usage("quantize", "needs -o DIR, the folder to write");
-        return EXIT_USAGE;
-    }
-    int rc = model_folder_check(&d, "quantize", o->output, input);
+    NlModel *model;
+    int rc = model_folder_start(&d, "quantize", o->output, input, o->no_mmap, &model);
     if (rc != 0) return rc;
-    NlModel *model = NULL;
-    NlLoadOptions lo = {.no_mmap = o->no_mmap, .no_repack = 1};
-    NlError err;
-    if (nl_model_load(&model, input, &lo, &err) != 0) {
-        msg_error("%s", err.msg);
-        return EXIT_DATA;
-    }
     size_t n_keep = 0;
     char *list = o->keep ? strdup(o->keep) : NULL;
     const char **keep = keep_names(list, &n_keep);

@@ -156,6 +156,24 @@ int model_folder_put_in_place(const OutDir *d) {
     return 0;
 }
 
+int model_folder_start(OutDir *d, const char *cmd, const char *output, const char *input, int no_mmap,
+                       NlModel **model) {
+    *model = NULL;
+    if (!output) {
+        msg_usage(cmd, "needs -o DIR, the folder to write");
+        return EXIT_USAGE;
+    }
+    int rc = model_folder_check(d, cmd, output, input);
+    if (rc != 0) return rc;
+    NlLoadOptions lo = {.no_mmap = no_mmap, .no_repack = 1};
+    NlError err;
+    if (nl_model_load(model, input, &lo, &err) != 0) {
+        msg_error("%s", err.msg);
+        return EXIT_DATA;
+    }
+    return 0;
+}
+
 int model_folder_create(OutDir *d) {
     if (!mkdtemp(d->tmp)) {
         msg_error("%s: cannot create a folder: %s", d->tmp, strerror(errno));

@@ -19,6 +19,10 @@ typedef struct {
 // model folder, not in the shipped models' folder, an existing one a model folder, its parent a
 // writable folder. 0, or an exit status after a usage message naming cmd.
 int model_folder_check(OutDir *d, const char *cmd, const char *path, const char *input);
+// What quantize and fold do first: -o DIR given (output) and checked (model_folder_check), then the
+// input model loaded as stored (no transposed copies; no_mmap: read into memory). 0, or an exit
+// status after a message naming cmd.
+int model_folder_start(OutDir *d, const char *cmd, const char *output, const char *input, int no_mmap, NlModel **model);
 // The new folder made (the umask's permissions): 0, or -1 after a message.
 int model_folder_create(OutDir *d);
 // The input folder's files besides model.safetensors (config.json, tokenizer files) copied into it.

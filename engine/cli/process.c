@@ -68,6 +68,28 @@ const char *beside_binary(const char *rel, char *buf, size_t len) {
     return NULL;
 }
 
+const char *lab_script(const char *name, char *buf, size_t len) {
+    char rel[256];
+    snprintf(rel, sizeof rel, "tools/lab/%s", name);
+    const char *p = beside_binary(rel, buf, len);
+    snprintf(rel, sizeof rel, "share/normlab/lab/%s", name);
+    return p ? p : beside_binary(rel, buf, len);
+}
+
+int check_plot_tool(const char *cmd, const char *name) {
+    char script[4400];
+    char *argv[] = {"/usr/bin/python3", "-c", "import matplotlib", NULL};
+    const char *found = lab_script(name, script, sizeof script);
+    if (!found || access(found, R_OK) != 0 || spawn_wait(argv) != 0) {
+        msg_usage(cmd,
+                  "--plot-dir needs /usr/bin/python3 with matplotlib and tools/lab/%s "
+                  "(tools/install-deps.sh --python)",
+                  name);
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
 uint64_t seed_from_os(void) {
     uint64_t seed = 0;
     if (getrandom(&seed, sizeof seed, 0) != (ssize_t)sizeof seed) {

@@ -17,6 +17,12 @@ int stdout_closed(void);
 int print_text(const char *text);
 int available_cpus(void);
 const char *beside_binary(const char *rel, char *buf, size_t len);
+// tools/lab/NAME in the source tree, share/normlab/lab/NAME installed (beside share/normlab/lib/, the
+// tools' library it imports); NULL where neither is.
+const char *lab_script(const char *name, char *buf, size_t len);
+// Before any work: the plotting tool runs here (/usr/bin/python3 with matplotlib) and its script
+// tools/lab/NAME is found. 0, or EXIT_USAGE after a usage message naming cmd and --plot-dir.
+int check_plot_tool(const char *cmd, const char *name);
 uint64_t seed_from_os(void);
 int spawn_wait(char *const *argv);
 
