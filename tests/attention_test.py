@@ -1,0 +1,106 @@
+#!/usr/bin/python3
+"""eval --attention against an independent float64 PyTorch reference (docs/lab.md "Attention").
+
+The reference runs tools/lib/nlmodel.py's float64 forward (nlmodel_llama.py's for the Llama family:
+RoPE, grouped KV heads) and keeps every layer's attention probabilities as they leave the softmax;
+the statistics are then computed here from their definitions, per head, means over the queries of
+the text's one window: the entropy -sum p log2 p, the share on the first position (the sink) and on
+the query's own, and the distance sum_j p_j (t - j). Texts shorter than the window, so that eval runs
+one window of every input. For four shipped transformers (pre-LN, post-LN, Llama, the BPE model):
+- the entropy (bits), the sink and self shares of every layer and head within 1e-6 of the reference,
+  the distance (positions, up to ~50) within 1e-6 of it relative, and the query counts equal;
+- the reference's rows sum to 1 within 1e-12 (the check that it read whole distributions).
+
+    /usr/bin/python3 tests/attention_test.py [NORMLAB_BINARY]      (make test runs it)
+"""
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+from tooltest import Checks, skip_unless  # noqa: E402
+
+skip_unless("attention_test", "torch", "numpy")
+import torch  # noqa: E402
+import nlformat  # noqa: E402  (tools/lib, on the path through tooltest)
+import nlmodel  # noqa: E402
+
+BIN = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "normlab"))
+MODELS = ("shakespeare-pre-ln", "shakespeare-post-ln", "shakespeare-llama", "shakespeare-bpe")
+TEXT = "ROMEO:\nI dreamt a dream to-night.\n\nMERCUTIO:\nAnd so did I.\n\nROMEO:\nWell, what was yours?\n"
+check = Checks("attention_test")
+
+
+def probabilities(model, ids):
+    """Every layer's attention (H, n, n) on ids, in float64: what leaves each softmax of the forward."""
+    kept, softmax = [], torch.Tensor.softmax
+
+    def keep(t, *args, **kwargs):
+        out = softmax(t, *args, **kwargs)
+        kept.append(out.detach().clone())
+        return out
+
+    torch.Tensor.softmax = keep
+    try:
+        with torch.no_grad():
+            model.stream(torch.tensor([ids]))
+    finally:
+        torch.Tensor.softmax = softmax
+    n = len(ids)
+    return [p.reshape(-1, n, n) for p in kept]  # (B=1, H, n, n) or (1, KVH, G, n, n): head h = kv * G + g
+
+
+def statistics(p):
+    """(entropy_bits, sink, self, distance) per head of one layer's p (H, n, n), means over queries."""
+    H, n, _ = p.shape
+    t = torch.arange(n, dtype=torch.float64)
+    back = (t[:, None] - t[None, :]).clamp(min=0)  # t - j for key j at or before query t
+    plogp = torch.where(p > 0, p * torch.log2(p), torch.zeros_like(p))
+    return [(float(-plogp[h].sum(1).mean()), float(p[h, :, 0].mean()), float(p[h].diagonal().mean()),
+             float((p[h] * back).sum(1).mean())) for h in range(H)]
+
+
+def main():
+    for name in MODELS:
+        path = os.path.join(ROOT, "weights", name)
+        with tempfile.NamedTemporaryFile("w", suffix=".txt", encoding="utf-8") as f:
+            f.write(TEXT)
+            f.flush()
+            r = subprocess.run([BIN, "eval", "-m", path, "-f", f.name, "--attention", "--json"], capture_output=True,
+                               text=True, stdin=subprocess.DEVNULL)
+            t = subprocess.run([BIN, "tokenize", "-m", path, "-f", f.name, "--json"], capture_output=True, text=True,
+                               stdin=subprocess.DEVNULL)
+        if r.returncode != 0 or t.returncode != 0:
+            check(False, f"{name}: eval --attention and tokenize run", (r.stderr + t.stderr).strip())
+            continue
+        got, ids = json.loads(r.stdout)["attention"], json.loads(t.stdout)["ids"][:-1]  # the inputs
+        config, _, tensors = nlformat.load_model(path)
+        if len(ids) + 1 > config["block_size"]:
+            check(False, f"{name}: the text fits one window", f"{len(ids)} inputs")
+            continue
+        model = nlmodel.build(config, tensors, dtype=torch.float64)
+        layers = probabilities(model, ids)
+        rows = max(float((p.sum(-1) - 1).abs().max()) for p in layers)
+        check(len(layers) == len(got) and rows < 1e-12, f"{name}: the reference's {len(layers)} layers' rows sum "
+              f"to 1 (1e-12)", f"{len(layers)} layers against {len(got)}, rows off by {rows}")
+        worst, queries = [0.0] * 4, True
+        for l, p in enumerate(layers):
+            for h, ref in enumerate(statistics(p)):
+                have = got[l][h]
+                queries &= have["queries"] == len(ids)
+                for k, key in enumerate(("entropy_bits", "sink", "self", "distance")):
+                    scale = max(1.0, abs(ref[k])) if key == "distance" else 1.0  # (positions: relative)
+                    worst[k] = max(worst[k], abs(have[key] - ref[k]) / scale)
+        check(max(worst) < 1e-6 and queries and not any(math.isnan(w) for w in worst),
+              f"{name}: every head's entropy, sink and self share within 1e-6 of float64, distance within 1e-6 "
+              f"relative (largest {', '.join(f'{w:.2g}' for w in worst)}), {len(ids)} queries each",
+              f"largest differences {worst}, queries {queries}")
+    return check.summary()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
