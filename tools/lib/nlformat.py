@@ -109,6 +109,8 @@ def llama_tensor_shapes(config):
         norm("ln_f", D)
     if not config["tie_embeddings"]:
         shapes["lm_head.weight"] = (V, D)
+    if config.get("head_bias"):  # (normlab fold writes it: a norm's bias moved into the head)
+        shapes["lm_head.bias"] = (V,)
     return shapes
 
 
@@ -164,6 +166,8 @@ def tensor_shapes(config, rms_bias=False):
         norm("ln_f")
     if not config["tie_embeddings"]:
         shapes["lm_head.weight"] = (V, D)
+    if config.get("head_bias"):  # (normlab fold writes it: a norm's bias moved into the head)
+        shapes["lm_head.bias"] = (V,)
     return shapes
 
 

@@ -240,7 +240,10 @@ class Transformer(_ActRounding, nn.Module):
         self.wpe = nn.Embedding(c["block_size"], D)
         self.h = nn.ModuleList(Block(c, self.placement, make_norm) for _ in range(L))
         self.ln_f = make_norm() if self.placement in ("pre", "peri") else None
-        self.lm_head = None if c["tie_embeddings"] else nn.Linear(D, c["vocab_size"], bias=False)
+        if c["tie_embeddings"] and c.get("head_bias"):
+            raise ValueError("head_bias with a head tied to wte is not built here")
+        head_bias = c.get("head_bias", False)
+        self.lm_head = None if c["tie_embeddings"] else nn.Linear(D, c["vocab_size"], bias=head_bias)
         self.apply(self._init)
         for name, p in self.named_parameters():  # GPT-2's scaled init of residual projections
             if name.endswith("attn_proj.weight") or name.endswith("mlp_proj.weight"):

@@ -128,7 +128,10 @@ class Llama(nn.Module):
         self.wte = nn.Embedding(c["vocab_size"], D)
         self.h = nn.ModuleList(LlamaBlock(c, self.placement, make_norm) for _ in range(L))
         self.ln_f = make_norm(D) if self.placement != "post" else None
-        self.lm_head = None if c["tie_embeddings"] else nn.Linear(D, c["vocab_size"], bias=False)
+        if c["tie_embeddings"] and c.get("head_bias"):
+            raise ValueError("head_bias with a head tied to wte is not built here")
+        head_bias = c.get("head_bias", False)
+        self.lm_head = None if c["tie_embeddings"] else nn.Linear(D, c["vocab_size"], bias=head_bias)
         for name, p in self.named_parameters():
             if name.endswith("c_proj.weight"):  # attn.c_proj and mlp.c_proj: the residual projections
                 nn.init.normal_(p, 0.0, 0.02 / math.sqrt(2 * L))
