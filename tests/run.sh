@@ -81,7 +81,7 @@ tally symbols_test tests/symbols_test.sh "$build/libnormlab.a"
 [ "$variant" = plain ] && py_tally export_test tests/export_test.py "$bin"
 [ "$variant" = plain ] && py_tally quant_test tests/quant_test.py "$bin"  # normlab quantize against numpy's ggml rules
 [ "$variant" = plain ] && py_tally patch_test tests/patch_test.py "$bin"  # normlab patch against a float64 reference
-[ "$variant" = plain ] && py_tally attention_test tests/attention_test.py "$bin"  # eval --attention against float64
+[ "$variant" = plain ] && py_tally lens_attention_test tests/lens_attention_test.py "$bin"  # the lab against float64
 [ "$variant" = plain ] && py_tally fold_test tests/fold_test.py "$bin"  # normlab fold measured in float64
 [ "$variant" = plain ] && py_tally torchzip_test tests/torchzip_test.py
 [ "$variant" = plain ] && py_tally split_test tests/split_test.py

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""eval --attention against an independent float64 PyTorch reference (docs/lab.md "Attention").
+"""eval --attention and --lens against an independent float64 PyTorch reference (docs/lab.md).
 
 The reference runs tools/lib/nlmodel.py's float64 forward (nlmodel_llama.py's for the Llama family:
 RoPE, grouped KV heads) and keeps every layer's attention probabilities as they leave the softmax;
@@ -9,9 +9,13 @@ the query's own, and the distance sum_j p_j (t - j). Texts shorter than the wind
 one window of every input. For four shipped transformers (pre-LN, post-LN, Llama, the BPE model):
 - the entropy (bits), the sink and self shares of every layer and head within 1e-6 of the reference,
   the distance (positions, up to ~50) within 1e-6 of it relative, and the query counts equal;
-- the reference's rows sum to 1 within 1e-12 (the check that it read whole distributions).
+- the reference's rows sum to 1 within 1e-12 (the check that it read whole distributions);
+- the logit lens: the stream entering each block (and leaving the last) read out through the model's
+  own final norm and head (nlmodel's head()); per layer, means over the scored positions, KL(last ||
+  layer) in bits and the layer's entropy in bits within 1e-6 of eval --lens's, the top-1 agreement
+  equal (one position's change is 1/n), and the last layer's KL exactly 0 in eval.
 
-    /usr/bin/python3 tests/attention_test.py [NORMLAB_BINARY]      (make test runs it)
+    /usr/bin/python3 tests/lens_attention_test.py [NORMLAB_BINARY]      (make test runs it)
 """
 import json
 import math
@@ -24,7 +28,7 @@ ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 from tooltest import Checks, skip_unless  # noqa: E402
 
-skip_unless("attention_test", "torch", "numpy")
+skip_unless("lens_attention_test", "torch", "numpy")
 import torch  # noqa: E402
 import nlformat  # noqa: E402  (tools/lib, on the path through tooltest)
 import nlmodel  # noqa: E402
@@ -32,7 +36,7 @@ import nlmodel  # noqa: E402
 BIN = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "normlab"))
 MODELS = ("shakespeare-pre-ln", "shakespeare-post-ln", "shakespeare-llama", "shakespeare-bpe")
 TEXT = "ROMEO:\nI dreamt a dream to-night.\n\nMERCUTIO:\nAnd so did I.\n\nROMEO:\nWell, what was yours?\n"
-check = Checks("attention_test")
+check = Checks("lens_attention_test")
 
 
 def probabilities(model, ids):
@@ -54,6 +58,33 @@ def probabilities(model, ids):
     return [p.reshape(-1, n, n) for p in kept]  # (B=1, H, n, n) or (1, KVH, G, n, n): head h = kv * G + g
 
 
+def lens(model, ids):
+    """Per layer 0..L: (KL(last || layer) bits, entropy bits, top-1 agreement), means over positions."""
+    kept = [None] * len(model.h)
+
+    def keep(layer):
+        def hook(module, args):
+            kept[layer] = args[0]
+        return hook
+
+    handles = [b.register_forward_pre_hook(keep(l)) for l, b in enumerate(model.h)]
+    try:
+        with torch.no_grad():
+            last = model.stream(torch.tensor([ids]))
+            logp = [torch.log_softmax(model.head(x)[0], -1) for x in kept + [last]]  # (n, V) each
+    finally:
+        for h in handles:
+            h.remove()
+    fin, bit = logp[-1], math.log(2.0)
+    out = []
+    for lp in logp:
+        kl = (fin.exp() * (fin - lp)).sum(-1) / bit
+        entropy = -(lp.exp() * lp).sum(-1) / bit
+        agree = (lp.argmax(-1) == fin.argmax(-1)).double()
+        out.append((float(kl.mean()), float(entropy.mean()), float(agree.mean())))
+    return out
+
+
 def statistics(p):
     """(entropy_bits, sink, self, distance) per head of one layer's p (H, n, n), means over queries."""
     H, n, _ = p.shape
@@ -70,14 +101,15 @@ def main():
         with tempfile.NamedTemporaryFile("w", suffix=".txt", encoding="utf-8") as f:
             f.write(TEXT)
             f.flush()
-            r = subprocess.run([BIN, "eval", "-m", path, "-f", f.name, "--attention", "--json"], capture_output=True,
-                               text=True, stdin=subprocess.DEVNULL)
+            r = subprocess.run([BIN, "eval", "-m", path, "-f", f.name, "--attention", "--lens", "--json"],
+                               capture_output=True, text=True, stdin=subprocess.DEVNULL)
             t = subprocess.run([BIN, "tokenize", "-m", path, "-f", f.name, "--json"], capture_output=True, text=True,
                                stdin=subprocess.DEVNULL)
         if r.returncode != 0 or t.returncode != 0:
             check(False, f"{name}: eval --attention and tokenize run", (r.stderr + t.stderr).strip())
             continue
-        got, ids = json.loads(r.stdout)["attention"], json.loads(t.stdout)["ids"][:-1]  # the inputs
+        result = json.loads(r.stdout)
+        got, ids = result["attention"], json.loads(t.stdout)["ids"][:-1]  # the inputs
         config, _, tensors = nlformat.load_model(path)
         if len(ids) + 1 > config["block_size"]:
             check(False, f"{name}: the text fits one window", f"{len(ids)} inputs")
@@ -99,6 +131,15 @@ def main():
               f"{name}: every head's entropy, sink and self share within 1e-6 of float64, distance within 1e-6 "
               f"relative (largest {', '.join(f'{w:.2g}' for w in worst)}), {len(ids)} queries each",
               f"largest differences {worst}, queries {queries}")
+        ref = lens(model, ids)
+        have = result["lens"]
+        kl_e = max(abs(y["kl_bits"] - r_[0]) for y, r_ in zip(have, ref))
+        h_e = max(abs(y["entropy_bits"] - r_[1]) for y, r_ in zip(have, ref))
+        agree = all(abs(y["top1_agreement"] - r_[2]) < 1e-8 for y, r_ in zip(have, ref))  # (printed to 9 digits)
+        check(len(have) == len(ref) and kl_e < 1e-6 and h_e < 1e-6 and agree and have[-1]["kl_bits"] == 0.0,
+              f"{name}: the lens's KL ({kl_e:.2g}) and entropy ({h_e:.2g}) within 1e-6 bits of float64 at each of "
+              f"{len(ref)} layers, top-1 agreement equal, the last KL exactly 0",
+              f"KL {kl_e}, entropy {h_e}, agreement {agree}, last {have[-1]['kl_bits']}")
     return check.summary()
 
 
