@@ -31,7 +31,8 @@ PKG_LIBS = $(shell pkg-config --libs openblas libcjson) -lm -pthread
 LIB_SRC = engine/nl_error.c engine/model.c engine/config.c engine/safetensors.c engine/jsonx.c engine/fileio.c \
           engine/kernels.c engine/linear.c engine/matvec.c engine/dtype.c engine/qmatvec.c engine/bind.c \
           engine/transformer_weights.c engine/transformer.c engine/transformer_info.c engine/families.c \
-          engine/describe.c engine/state.c engine/model_write.c engine/fold.c engine/transformer_fold.c \
+          engine/describe.c engine/state.c engine/model_write.c engine/tensor_set.c engine/fold.c \
+          engine/transformer_fold.c \
           engine/sampler.c \
           engine/sampler_fast.c engine/rng.c \
           engine/generate.c engine/context.c \

@@ -1,4 +1,4 @@
-// fold.c — a model's tensors as float32 by name (normlab_internal.h's NlTensorSet), what its family's
+// fold.c — a model's tensors read into an NlTensorSet (tensor_set.c) as float32, what its family's
 // fold rule rewrites (family.h), and model.safetensors written back from them, every tensor F32.
 #include <errno.h>
 #include <stdlib.h>
@@ -13,33 +13,6 @@
 
 #define FOLDED_KEY "folded"  // the metadata entry of a folded model
 #define QUANTIZATION_KEY "quantization"  // model_write.c's: the file is float32 now
-
-void nl_tensor_set_free(NlTensorSet *set) {
-    for (size_t i = 0; set && i < set->n; i++) free(set->t[i].data);
-    if (set) free(set->t);
-    if (set) *set = (NlTensorSet){0};
-}
-
-float *nl_tensor_add(NlTensorSet *set, const char *name, int ndim, size_t rows, size_t cols) {
-    if (set->n == set->cap) {
-        size_t cap = set->cap ? 2 * set->cap : 64;
-        NlTensorF32 *t = realloc(set->t, cap * sizeof *t);
-        if (!t) return NULL;
-        set->t = t, set->cap = cap;
-    }
-    float *data = calloc(rows * cols > 0 ? rows * cols : 1, sizeof *data);
-    if (!data) return NULL;
-    NlTensorF32 *t = &set->t[set->n++];
-    *t = (NlTensorF32){"", ndim, rows, cols, data};
-    snprintf(t->name, sizeof t->name, "%s", name);
-    return data;
-}
-
-float *nl_tensor_find(const NlTensorSet *set, const char *name, size_t count) {
-    for (size_t i = 0; i < set->n; i++)
-        if (strcmp(set->t[i].name, name) == 0) return set->t[i].rows * set->t[i].cols == count ? set->t[i].data : NULL;
-    return NULL;
-}
 
 // dst (rows, cols) = tensor t's values widened: row by row as stored (blocks along each row).
 static void widen(float *dst, const StTensor *t, size_t rows, size_t cols) {
