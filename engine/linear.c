@@ -14,19 +14,23 @@
 //   the matrix stays in cache (384 x 128: 4.0 us a row; NT costs 17.8-27.4 us at 4 to 6 rows). A
 //   matrix too big for the cache (the 154 MB GPT-2 head) is read from memory again for every row:
 //   sgemm wins from 3 rows on (4 rows: 18.6 against 25.3 ms).
-// - With AVX2 (Haswell, Zen kernels), sgemm on a copy of the weight stored (in, out) (NoTrans/
-//   NoTrans, "NN") beats NT by 1.05-1.5x from 4 to 63 rows on every linear of the shipped models
-//   (8 rows of qkv, 384 x 128: 18.9 against 23.5 us; 4 rows: 12.0, against 17.1 for 4 sgemv), of
-//   nanoGPT's (D 384: mlp_up at 8 rows 198 against 252 us) and mostly of GPT-2's; from 64 rows on
-//   the two are within noise. A copy costs the weight's memory again and its transposition at load
-//   (copying every weight of a 25M-parameter model took its load from 9 to 218 ms and its peak RSS
-//   from 120 to 217 MiB), so it is made for weights up to TRANSPOSED_MAX_WEIGHTS only, which gives
-//   up NN's 1.2-1.4x on nanoGPT's mlp_up and mlp_down (590K weights each). Where the plan is off
-//   the fastest (6 rows of a 128-row weight: sgemv; 4 rows of mlp_down), it costs 1.03-1.23x.
-// - With AVX-512 (SkylakeX, Cooperlake kernels) OpenBLAS's small-matrix kernels skip packing when
-//   M*N*K <= 100^3, but for a transposed A (what NT is, column-major) only when the output has at
-//   most 1200 elements: NN at 8 rows of 384 x 128 ran 6.8 us against 17.2 NT and 23.1 for 8 sgemv
-//   (Zen 4, issue 26's table). There NN is used from 2 rows wherever the kernels permit it.
+// - A weight of up to TRANSPOSED_MAX_WEIGHTS elements gets a copy stored (in, out) with AVX2 and
+//   AVX-512 kernels (tier 2 and up), and from MATMUL_MIN_ROWS rows matvec.c's nl_matmul_t runs on it:
+//   blocks of 8 rows x 32 outputs summed in zmm registers (6 x 16 in ymm with AVX2), which reach the
+//   FMA units' peak where OpenBLAS 0.3.21 repacks the weight at every call. On a Zen 5 EPYC with
+//   Haswell kernels (2026-12-06, one thread, blaslayout's shapes and others): 8 rows of 256 x 128
+//   2.2 us against 9.9 for NN (233 against 53 GFLOP/s), 16 rows of 704 x 128 11.5 against 36.7, 128
+//   rows of 384 x 384 164 against 335; 2 rows of 128 x 128 0.57 against 3.2. Its AVX2 build ran at
+//   105-120 GFLOP/s, at or above NN from 2 to 128 rows. Each output is one chain of multiply-adds in
+//   the order of the inputs, nl_matvec_t's for its row alone: the same bits at any row count, split
+//   or vector width, so a row's result does not depend on the rows beside it. One row keeps sgemv
+//   (a lone row runs two chains per block; sgemv was as fast or faster).
+//   Before it (issue 26): with AVX2, NN on the copy beat NT by 1.05-1.5x from 4 to 63 rows; with
+//   AVX-512, OpenBLAS's small-matrix kernels skip packing when M*N*K <= 100^3, but for a transposed A
+//   only when the output has at most 1200 elements. A copy costs the weight's memory again and its
+//   transposition at load (copying every weight of a 25M-parameter model took its load from 9 to 218
+//   ms and its peak RSS from 120 to 217 MiB), so it is made for weights up to TRANSPOSED_MAX_WEIGHTS
+//   only: nanoGPT's mlp_up and mlp_down (590K weights each) keep sgemm.
 // - Above TRANSPOSED_MAX_WEIGHTS a matrix is read from memory once per decode step, and the speed
 //   at which sgemv streams it depends on its layout, by shape (blaslayout's streaming table: one
 //   row through distinct matrices, 256 MiB or more a pass). On a Zen 4 EPYC with Cooperlake
@@ -72,15 +76,16 @@
 enum {
     SGEMM_MIN_ROWS = 6,
     SGEMM_MIN_ROWS_UNCACHED = 3,
-    NN_MIN_ROWS = 4,  // AVX2: NN from here, where the copy exists
-    NN_MAX_ROWS = 64,  // ... to here
-    NN_SMALL_MIN_ROWS = 2,  // AVX-512: NN from here, where the small-matrix kernels run
+    NN_MIN_ROWS = 4,  // a weight whose copy is its only layout: NN from here (in the cache)
+    NN_MAX_ROWS = 64,  // the row counts nl_linear_wants_transposed asks the plan about
     SPLIT_MIN_WEIGHTS = 1 << 15,
     SPLIT_ALIGN = 16,
     T_SHARES = 2,  // the sgemv calls on a transposed copy: the outputs in halves, at any worker count
     TALL_RATIO_AVX512 = 2,  // out >= this * in: a weight that streams faster stored (in, out), AVX-512
     TALL_RATIO_AVX2 = 16,  // ... and with AVX2: only a head's shape
     SPLIT_GEMM_ALIGN = 64,  // an sgemm's shares start on multiples of this many outputs
+    MATMUL_MIN_ROWS = 2,  // nl_matmul_t on the copy from here
+    SPLIT_MATMUL_ALIGN = 32,  // ... its shares on multiples of its blocks' outputs (two zmm)
 };
 
 #define CACHED_MATRIX_BYTES ((size_t)16 << 20)
@@ -124,12 +129,13 @@ NlLinearPlan nl_linear_plan(size_t rows, size_t n_out, size_t n_in, int tier, in
         if (p.call == NL_CALL_SGEMM_NN) p.split = gemm_split(p.call, rows, n_out, n_in, tier, workers);
         return p;
     }
-    if (copy && tier >= 3 && rows >= NN_SMALL_MIN_ROWS && (double)rows * (double)weights <= SMALL_KERNEL_MAX_MNK) {
-        p.call = NL_CALL_SGEMM_NN;
-        return p;  // (whole: below the split's bound)
+    if (copy && rows >= MATMUL_MIN_ROWS) {  // matvec.c's blocks on the copy, split as a sgemv is
+        p.call = NL_CALL_MATMUL_T;
+        if (workers >= 2 && weights >= SPLIT_MIN_WEIGHTS) p.split = workers;
+        return p;
     }
-    if ((copy && rows >= NN_MIN_ROWS && rows < NN_MAX_ROWS) || rows >= min_rows) {
-        p.call = copy && rows >= NN_MIN_ROWS && rows < NN_MAX_ROWS ? NL_CALL_SGEMM_NN : NL_CALL_SGEMM_NT;
+    if (rows >= min_rows) {
+        p.call = NL_CALL_SGEMM_NT;
         p.split = gemm_split(p.call, rows, n_out, n_in, tier, workers);
         return p;
     }
@@ -149,7 +155,7 @@ NlLinearPlan nl_linear_plan_streamed(size_t rows, size_t n_out, size_t n_in, int
 int nl_linear_wants_transposed(size_t n_out, size_t n_in, int tier) {
     for (size_t rows = 1; rows <= NN_MAX_ROWS; rows++) {
         NlCall call = nl_linear_plan(rows, n_out, n_in, tier, 1).call;
-        if (call == NL_CALL_SGEMM_NN || call == NL_CALL_SGEMV_T_ROWS) return 1;
+        if (call == NL_CALL_SGEMM_NN || call == NL_CALL_SGEMV_T_ROWS || call == NL_CALL_MATMUL_T) return 1;
     }
     return 0;
 }
@@ -203,8 +209,26 @@ static void gemv_share(void *ctx, int share) {
     if (lo < j->n_out) gemv_outputs(j, lo, j->n_out - lo < j->each ? j->n_out - lo : j->each);
 }
 
+// Outputs of share `share` of every row: one nl_matmul_t on those columns of wt.
+static void matmul_share(void *ctx, int share) {
+    const GemvJob *j = ctx;
+    size_t lo = (size_t)share * j->each, hi = lo + j->each < j->n_out ? lo + j->each : j->n_out;
+    if (lo >= hi) return;
+    nl_matmul_t(j->y, j->w, j->x, j->n, j->n_in, j->n_out, lo, hi);
+    for (size_t r = 0; j->b && r < j->n; r++) nl_add(j->y + r * j->n_out + lo, j->b + lo, hi - lo);
+}
+
 void nl_linear_run(float *y, const float *x, size_t n, const NlLinear *lin, NlPool *pool, NlLinearPlan p) {
     size_t n_out = lin->n_out, n_in = lin->n_in;
+    if (p.call == NL_CALL_MATMUL_T && !lin->wt) p.call = NL_CALL_SGEMM_NT;
+    if (p.call == NL_CALL_MATMUL_T) {
+        GemvJob j = {y, x, lin->wt, lin->b, n, n_out, n_in, n_out, 1, 1};
+        j.each = share_outputs(n_out, (size_t)(p.split >= 2 ? p.split : 1), SPLIT_MATMUL_ALIGN);
+        if (p.split >= 2 && nl_pool_workers(pool) >= 2) nl_pool_run(pool, matmul_share, &j);
+        else
+            for (int k = 0; k < (p.split >= 2 ? p.split : 1); k++) matmul_share(&j, k);
+        return;
+    }
     if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
     if (p.call == NL_CALL_SGEMM_NN && !lin->wt) p.call = NL_CALL_SGEMM_NT;
     if (p.call == NL_CALL_SGEMV_T_ROWS && !lin->wt) p.call = NL_CALL_SGEMV_ROWS;

@@ -31,6 +31,7 @@ typedef enum {
     NL_CALL_SGEMV_T_ROWS,  // one sgemv per row of x, on wt: the layout some shapes stream faster from memory
     NL_CALL_MATVEC_ROWS,  // nl_matvec per row of x, on w: a streamed weight (matvec.c)
     NL_CALL_MATVEC_T_ROWS,  // nl_matvec_t per row of x, on wt: a streamed weight whose copy is its only layout
+    NL_CALL_MATMUL_T,  // nl_matmul_t, every row of x at once, on wt: the rows of a weight that stays in the cache
 } NlCall;
 
 typedef struct {
@@ -54,6 +55,12 @@ NlLinearPlan nl_linear_plan_streamed(size_t rows, size_t n_out, size_t n_in, int
 // (n_in, n_out): each output one chain of operations in a fixed order, the same bits at any split.
 void nl_matvec(float *y, const float *w, const float *x, size_t n_in, size_t lo, size_t hi);
 void nl_matvec_t(float *y, const float *wt, const float *x, size_t n_in, size_t n_out, size_t lo, size_t hi);
+// y (n, n_out) = x (n, n_in) wt, outputs [lo, hi) of every row, each output bit for bit nl_matvec_t's.
+// It runs in 16-float vectors where the CPU has AVX-512, else in 8; nl_matmul_t_lanes runs the width
+// asked for (16 or 8) and returns 0, or -1 where the CPU lacks it.
+void nl_matmul_t(float *y, const float *wt, const float *x, size_t n, size_t n_in, size_t n_out, size_t lo, size_t hi);
+int nl_matmul_t_lanes(size_t lanes, float *y, const float *wt, const float *x, size_t n, size_t n_in, size_t n_out,
+                      size_t lo, size_t hi);
 // The tier of an OpenBLAS kernel family (blascore.c): 0 SSE, 1 AVX, 2 AVX2 + FMA, 3 AVX-512; -1 unknown.
 int nl_blas_tier(const char *family);
 

@@ -8,6 +8,8 @@
 // rounds each product first, so its last bits differ.
 #include "linear.h"
 
+#include <string.h>
+
 // y[o] for o in [lo, hi) = w[o] . x, w (n_out, n_in): 16 partial sums, lane k over the inputs i with
 // i % 16 == k (the loop the vectoriser turns into 16-float chains), then added in order.
 __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void
@@ -51,6 +53,52 @@ nl_matvec_t(float *y, const float *wt, const float *x, size_t n_in, size_t n_out
     }
     for (; i < n_in; i++)
         for (size_t o = lo; o < hi; o++) y[o] += x[i] * wt[i * n_out + o];
+}
+
+// ---- several rows at once: y (n, n_out) = x (n, n_in) wt, outputs [lo, hi) of every row
+//
+// matmul_lanes.h, built for 16-float vectors (AVX-512) and for 8 (AVX2, and the baseline): each output
+// the one chain nl_matvec_t computes for its row alone, the same bits at either width.
+#define MM_LANES 8
+#define MM_ROWS 6
+#include "matmul_lanes.h"
+#undef MM_ROWS
+#undef MM_LANES
+#define MM_LANES 16
+#define MM_ROWS 8
+#include "matmul_lanes.h"
+#undef MM_ROWS
+#undef MM_LANES
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target("arch=x86-64-v4"))) static void matmul_avx512(float *y, const float *wt, const float *x, size_t n,
+                                                                    size_t n_in, size_t n_out, size_t lo, size_t hi) {
+    matmul_16(y, wt, x, n, n_in, n_out, lo, hi);
+}
+
+__attribute__((target_clones("arch=x86-64-v3", "default"))) static void
+matmul_avx2(float *y, const float *wt, const float *x, size_t n, size_t n_in, size_t n_out, size_t lo, size_t hi) {
+    matmul_8(y, wt, x, n, n_in, n_out, lo, hi);
+}
+#endif
+
+int nl_matmul_t_lanes(size_t lanes, float *y, const float *wt, const float *x, size_t n, size_t n_in, size_t n_out,
+                      size_t lo, size_t hi) {
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+    if (lanes == 16 && !__builtin_cpu_supports("x86-64-v4")) return -1;
+    if (lanes == 16) matmul_avx512(y, wt, x, n, n_in, n_out, lo, hi);
+    else if (lanes == 8) matmul_avx2(y, wt, x, n, n_in, n_out, lo, hi);
+    else return -1;
+#else
+    if (lanes != 8) return -1;
+    matmul_8(y, wt, x, n, n_in, n_out, lo, hi);
+#endif
+    return 0;
+}
+
+void nl_matmul_t(float *y, const float *wt, const float *x, size_t n, size_t n_in, size_t n_out, size_t lo, size_t hi) {
+    if (nl_matmul_t_lanes(16, y, wt, x, n, n_in, n_out, lo, hi) != 0)
+        (void)nl_matmul_t_lanes(8, y, wt, x, n, n_in, n_out, lo, hi);
 }
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)

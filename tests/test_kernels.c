@@ -167,8 +167,8 @@ static void split_linear_is_bitwise_unsplit(void) {
             for (size_t i = 0; i < in; i++) wt[i * o + r] = w[r * in + i];
         NlLinear lin = {{w, NL_DTYPE_F32}, wt, b, o, in, 2, 0};
         static const NlCall CALLS[] = {NL_CALL_SGEMV_ROWS, NL_CALL_SGEMV_T_ROWS, NL_CALL_MATVEC_ROWS,
-                                       NL_CALL_MATVEC_T_ROWS};
-        for (int layout = 0; layout < 4; layout++) {  // w as stored (out, in), then the copy (in, out); OpenBLAS, ours
+                                       NL_CALL_MATVEC_T_ROWS, NL_CALL_MATMUL_T};
+        for (int layout = 0; layout < 5; layout++) {  // w as stored (out, in), then the copy (in, out); OpenBLAS, ours
             NlCall call = CALLS[layout];
             nl_linear_run(whole, x, n, &lin, NULL, (NlLinearPlan){call, 1});
             for (int p = 0; p < 3; p++) {
@@ -177,7 +177,11 @@ static void split_linear_is_bitwise_unsplit(void) {
                 nl_linear_run(split, x, n, &lin, pools[p], (NlLinearPlan){call, p + 2});
                 CHECK(memcmp(whole, split, n * o * sizeof *split) == 0,
                       "%zu x %zu x %zu %s%s split over %d workers differs", n, o, in,
-                      layout % 2 ? "(in, out)" : "(out, in)", layout >= 2 ? " matvec" : "", p + 2);
+                      layout % 2 || layout == 4 ? "(in, out)" : "(out, in)",
+                      layout == 4   ? " matmul"
+                      : layout >= 2 ? " matvec"
+                                    : "",
+                      p + 2);
             }
         }
         free(x);
@@ -188,6 +192,40 @@ static void split_linear_is_bitwise_unsplit(void) {
         free(split);
     }
     for (int p = 0; p < 3; p++) nl_pool_free(pools[p]);
+}
+
+// nl_matmul_t gives every output the bits of nl_matvec_t on its row alone, at every row count (1 to
+// 20: whole blocks of 6 and 8 rows and every remainder), in 8-float and 16-float vectors alike (where
+// the CPU has AVX-512), for outputs that fill two vectors, one, or part of one; and over a range of
+// outputs that starts past 0, as a worker's share does. So a row's result never depends on its batch.
+static void matmul_is_bitwise_matvec_per_row(void) {
+    const size_t shapes[][2] = {{1, 5},    {15, 7},    {16, 128},  {17, 129},  {33, 1},
+                                {65, 128}, {256, 128}, {352, 128}, {128, 352}, {1001, 33}};
+    unsigned s = 23;
+    size_t cases = 0, differing = 0;
+    int wide = 0;
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        size_t o = shapes[k][0], in = shapes[k][1], most = 20;
+        float *x = malloc(most * in * sizeof *x), *wt = malloc(o * in * sizeof *wt);
+        float *want = malloc(most * o * sizeof *want), *got = malloc(most * o * sizeof *got);
+        for (size_t i = 0; i < most * in; i++) x[i] = (float)uniform(&s);
+        for (size_t i = 0; i < o * in; i++) wt[i] = (float)uniform(&s);
+        for (size_t r = 0; r < most; r++) nl_matvec_t(want + r * o, wt, x + r * in, in, o, 0, o);
+        for (size_t n = 1; n <= most; n++)
+            for (size_t lanes = 8; lanes <= 16; lanes += 8) {
+                size_t lo = o > 16 ? 16 : 0;  // a share that starts at a later vector
+                memset(got, 0xff, most * o * sizeof *got);
+                if (nl_matmul_t_lanes(lanes, got, wt, x, n, in, o, 0, lo) != 0) continue;
+                (void)nl_matmul_t_lanes(lanes, got, wt, x, n, in, o, lo, o);
+                wide |= lanes == 16;
+                cases++;
+                differing += memcmp(got, want, n * o * sizeof *got) != 0;
+            }
+        free(x), free(wt), free(want), free(got);
+    }
+    CHECK(nl_matmul_t_lanes(4, NULL, NULL, NULL, 0, 0, 0, 0, 0) == -1, "4 lanes refused");
+    CHECK(differing == 0 && cases >= 200, "%zu of %zu products differ from nl_matvec_t row by row (%s)", differing,
+          cases, wide ? "8 and 16 lanes" : "8 lanes: no AVX-512 here");
 }
 
 // An sgemm split by outputs over 2 workers, where the plan splits one (AVX-512 kernels only), gives
@@ -229,16 +267,17 @@ static void split_sgemm_is_bitwise_whole(void) {
     }
     printf("     %s kernels (tier %d): %d split sgemm calls, each against the whole call\n", nl_blas_core(), tier,
            splits);
-    CHECK(tier < 3 || splits >= 40, "AVX-512 kernels: only %d of the calls split", splits);
+    // (38 on Cooperlake kernels: the shapes of up to 512K weights run nl_matmul_t, not sgemm)
+    CHECK(tier < 3 || splits >= 36, "AVX-512 kernels: only %d of the calls split", splits);
     nl_pool_free(pool);
 }
 
 // The plan's rules (linear.c), row by row: sgemv per row below 6 rows (3 for a matrix over 16 MiB),
-// split over the workers from 32K weights; with AVX2 the transposed copy (NN) for 4 to 63 rows of a
-// weight up to 512K elements; with AVX-512 NN also from 2 rows wherever M*N*K <= 1e6; above 512K
-// elements a tall weight (out >= 2 in with AVX-512, out >= 16 in with AVX2) only from its copy:
-// sgemv on it, split over the workers, below 4 rows (3 over 16 MiB), NN from there; the plain rule
-// for older tiers and unknown kernels.
+// split over the workers from 32K weights; with AVX2 and AVX-512 a weight up to 512K elements gets a
+// transposed copy, and from 2 rows matvec.c's nl_matmul_t runs on it, split over the workers from 32K
+// weights; above 512K elements a tall weight (out >= 2 in with AVX-512, out >= 16 in with AVX2) only
+// from its copy: sgemv on it, split over the workers, below 4 rows (3 over 16 MiB), NN from there; the
+// plain rule for older tiers and unknown kernels.
 typedef struct {
     size_t rows, n_out, n_in;
     int tier, workers;
@@ -261,22 +300,23 @@ static void check_plans(const PlanCase *cases, size_t n, int streamed) {
 
 static void plan_follows_its_rules(void) {
     const NlCall R = NL_CALL_SGEMV_ROWS, NT = NL_CALL_SGEMM_NT, NN = NL_CALL_SGEMM_NN, T = NL_CALL_SGEMV_T_ROWS;
+    const NlCall MM = NL_CALL_MATMUL_T;
     const PlanCase cases[] = {
-        {1, 384, 128, 2, 1, R, 1},    {1, 384, 128, 2, 2, R, 2},     {3, 384, 128, 2, 2, R, 2},
-        {1, 128, 128, 2, 2, R, 1},    {1, 128, 256, 2, 2, R, 2},     {4, 384, 128, 2, 1, NN, 1},
-        {8, 384, 128, 2, 2, NN, 1},   {63, 384, 128, 2, 1, NN, 1},   {64, 384, 128, 2, 1, NT, 1},
-        {128, 384, 128, 2, 1, NT, 1}, {8, 1536, 384, 2, 1, NT, 1},   {8, 1536, 384, 3, 1, NN, 1},
+        {1, 384, 128, 2, 1, R, 1},    {1, 384, 128, 2, 2, R, 2},     {3, 384, 128, 2, 2, MM, 2},
+        {1, 128, 128, 2, 2, R, 1},    {1, 128, 256, 2, 2, R, 2},     {4, 384, 128, 2, 1, MM, 1},
+        {8, 384, 128, 2, 2, MM, 2},   {63, 384, 128, 2, 1, MM, 1},   {64, 384, 128, 2, 1, MM, 1},
+        {128, 384, 128, 2, 1, MM, 1}, {8, 1536, 384, 2, 1, NT, 1},   {8, 1536, 384, 3, 1, NN, 1},
         {3, 2304, 768, 3, 2, T, 2},   {4, 2304, 768, 3, 2, NN, 1},   {5, 2304, 768, 2, 2, R, 2},
-        {8, 1024, 512, 2, 1, NN, 1},  {8, 512, 1025, 2, 1, NT, 1},   {1, 1025, 512, 3, 1, T, 1},
+        {8, 1024, 512, 2, 1, MM, 1},  {8, 512, 1025, 2, 1, NT, 1},   {1, 1025, 512, 3, 1, T, 1},
         {1, 1025, 512, 2, 1, R, 1},   {8, 2304, 768, 2, 1, NT, 1},   {128, 2304, 768, 3, 1, NN, 1},
         {2, 50257, 768, 2, 1, T, 1},  {1, 50257, 768, 3, 2, T, 2},   {3, 50257, 768, 2, 1, NN, 1},
         {1, 768, 3072, 2, 2, R, 2},   {5, 768, 3072, 3, 2, R, 2},    {8, 768, 3072, 2, 1, NT, 1},
         {1, 50257, 768, 1, 2, R, 2},  {3, 50257, 768, -1, 1, NT, 1}, {8, 384, 128, 1, 1, NT, 1},
         {5, 384, 128, 1, 1, R, 1},    {8, 384, 128, -1, 1, NT, 1},   {8, 384, 128, 0, 1, NT, 1},
-        {1, 384, 128, 3, 2, R, 2},    {2, 384, 128, 3, 2, NN, 1},    {16, 384, 128, 3, 1, NN, 1},
-        {21, 384, 128, 3, 1, NN, 1},  {64, 384, 128, 3, 1, NT, 1},   {2, 1152, 384, 3, 1, NN, 1},
-        {3, 1152, 384, 3, 2, R, 2},   {99, 384, 128, 3, 2, NT, 2},   {99, 384, 128, 2, 2, NT, 1},
-        {99, 128, 128, 3, 2, NT, 1},  {99, 512, 128, 3, 3, NT, 3},   {1024, 65, 128, 3, 2, NT, 1},
+        {1, 384, 128, 3, 2, R, 2},    {2, 384, 128, 3, 2, MM, 2},    {16, 384, 128, 3, 1, MM, 1},
+        {21, 384, 128, 3, 1, MM, 1},  {64, 384, 128, 3, 1, MM, 1},   {2, 1152, 384, 3, 1, MM, 1},
+        {3, 1152, 384, 3, 2, MM, 2},  {99, 384, 128, 3, 2, MM, 2},   {99, 384, 128, 2, 2, MM, 2},
+        {99, 128, 128, 3, 2, MM, 1},  {99, 512, 128, 3, 3, MM, 3},   {1024, 65, 128, 3, 2, MM, 1},
         {64, 2304, 768, 3, 2, NN, 2}, {8, 2304, 768, 3, 2, NN, 1},   {128, 2304, 768, 2, 2, NT, 1},
     };
     check_plans(cases, sizeof cases / sizeof cases[0], 0);
@@ -287,7 +327,7 @@ static void plan_follows_its_rules(void) {
         {1, 864, 288, 3, 1, M, 1},   {1, 864, 288, 3, 2, M, 2},    {2, 288, 768, 2, 2, M, 2},
         {1, 128, 128, 3, 2, M, 1},   {1, 32000, 288, 3, 2, MT, 2}, {2, 50257, 768, 2, 1, MT, 1},
         {1, 32000, 288, 1, 2, M, 2}, {1, 2304, 768, -1, 1, M, 1},  {3, 32000, 288, 3, 1, NN, 1},
-        {3, 288, 768, 2, 2, R, 2},
+        {3, 288, 768, 2, 2, MM, 2},
     };
     check_plans(streamed, sizeof streamed / sizeof streamed[0], 1);
     CHECK(nl_linear_streamed((size_t)16 << 20) == 0 && nl_linear_streamed(((size_t)16 << 20) + 1) == 1,
@@ -627,6 +667,7 @@ int main(void) {
     RUN(linear_blas_matches_naive_on_odd_shapes);
     RUN(split_linear_is_bitwise_unsplit);
     RUN(split_sgemm_is_bitwise_whole);
+    RUN(matmul_is_bitwise_matvec_per_row);
     RUN(plan_follows_its_rules);
     RUN(pool_runs_every_worker_once_per_call);
     RUN(attention_softmax_is_stable);

@@ -6,8 +6,9 @@
 //
 // For each linear of a model of width D, MLP width F and vocabulary V, at row counts from 1 to 64
 // (1: decode; 8: a sample group; more: prefill and eval), one thread: the time of one sgemv per row,
-// of sgemm on the weight as stored, (out, in) (NT), and of sgemm on its transposed copy (NN), best
-// of several repeats; the fastest; and the call the plan picks, with its time against the fastest.
+// of sgemm on the weight as stored, (out, in) (NT), of sgemm on its transposed copy (NN), and of
+// matvec.c's nl_matmul_t on the copy (matmul), best of several repeats; the fastest; and the call the
+// plan picks, with its time against the fastest.
 // Then, on a 256 MiB matrix (in memory, not cache): sgemv's GB/s and a plain read's (a float sum),
 // at 1 and 2 threads (2 threads: nl_linear's split by rows over a pool; the sum over halves).
 #define _GNU_SOURCE  // sched_setaffinity
@@ -22,7 +23,7 @@
 #include "linear.h"
 #include "normlab.h"
 
-// Best seconds of one product of `rows` rows by call (0 sgemv rows, 1 NT, 2 NN), over ~0.1 s.
+// Best seconds of one product of `rows` rows by call (0 sgemv rows, 1 NT, 2 NN, 3 matmul), over ~0.1 s.
 static double time_call(int call, int rows, int n_out, int n_in, const float *w, const float *wt, const float *x,
                         float *y) {
     double best = 1e30, spent = 0.0;
@@ -37,9 +38,10 @@ static double time_call(int call, int rows, int n_out, int n_in, const float *w,
             else if (call == 1)
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, n_out, n_in, 1.0f, x, n_in, w, n_in, 0.0f, y,
                             n_out);
-            else
+            else if (call == 2)
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, n_out, n_in, 1.0f, x, n_in, wt, n_out,
                             0.0f, y, n_out);
+            else nl_matmul_t(y, wt, x, (size_t)rows, (size_t)n_in, (size_t)n_out, 0, (size_t)n_out);
         }
         double dt = (now() - t0) / inner;
         spent += dt * inner;
@@ -49,16 +51,19 @@ static double time_call(int call, int rows, int n_out, int n_in, const float *w,
 }
 
 static int plan_call(NlLinearPlan p) {
-    return p.call == NL_CALL_SGEMV_ROWS || p.call == NL_CALL_SGEMV_T_ROWS ? 0 : p.call == NL_CALL_SGEMM_NT ? 1 : 2;
+    return p.call == NL_CALL_SGEMV_ROWS || p.call == NL_CALL_SGEMV_T_ROWS ? 0
+           : p.call == NL_CALL_SGEMM_NT                                   ? 1
+           : p.call == NL_CALL_MATMUL_T                                   ? 3
+                                                                          : 2;
 }
 
 static void layout_table(int D, int F, int V, int tier) {
     const char *names[5] = {"qkv", "attn_proj", "mlp_up", "mlp_down", "lm_head"};
     const int shapes[5][2] = {{3 * D, D}, {D, D}, {F, D}, {D, F}, {V, D}};
     const int rows_list[] = {1, 2, 4, 6, 8, 16, 32, 64};
-    const char *call_names[3] = {"sgemv", "NT", "NN"};
-    printf("%-9s %11s %4s %11s %11s %11s  %-7s %-7s %s\n", "linear", "shape", "rows", "sgemv us", "NT us", "NN us",
-           "fastest", "plan", "plan/fastest");
+    const char *call_names[4] = {"sgemv", "NT", "NN", "matmul"};
+    printf("%-9s %11s %4s %11s %11s %11s %11s  %-7s %-7s %s\n", "linear", "shape", "rows", "sgemv us", "NT us", "NN us",
+           "matmul us", "fastest", "plan", "plan/fastest");
     for (int s = 0; s < 5; s++) {
         int n_out = shapes[s][0], n_in = shapes[s][1];
         size_t weights = (size_t)n_out * n_in;
@@ -67,12 +72,16 @@ static void layout_table(int D, int F, int V, int tier) {
         float *y = random_floats((size_t)64 * n_out);
         for (int r = 0; w && wt && x && y && r < (int)(sizeof rows_list / sizeof rows_list[0]); r++) {
             int rows = rows_list[r];
-            double t[3];
-            for (int c = 0; c < 3; c++) t[c] = time_call(c, rows, n_out, n_in, w, wt, x, y);
-            int fastest = t[0] <= t[1] && t[0] <= t[2] ? 0 : t[1] <= t[2] ? 1 : 2;
+            double t[4];
+            int fastest = 0;
+            for (int c = 0; c < 4; c++) {
+                t[c] = time_call(c, rows, n_out, n_in, w, wt, x, y);
+                if (t[c] < t[fastest]) fastest = c;
+            }
             int planned = plan_call(nl_linear_plan((size_t)rows, (size_t)n_out, (size_t)n_in, tier, 1));
-            printf("%-9s %5dx%-5d %4d %11.2f %11.2f %11.2f  %-7s %-7s %.2f\n", names[s], n_out, n_in, rows, t[0] * 1e6,
-                   t[1] * 1e6, t[2] * 1e6, call_names[fastest], call_names[planned], t[planned] / t[fastest]);
+            printf("%-9s %5dx%-5d %4d %11.2f %11.2f %11.2f %11.2f  %-7s %-7s %.2f\n", names[s], n_out, n_in, rows,
+                   t[0] * 1e6, t[1] * 1e6, t[2] * 1e6, t[3] * 1e6, call_names[fastest], call_names[planned],
+                   t[planned] / t[fastest]);
         }
         free(w);
         free(wt);

@@ -205,29 +205,33 @@ def bench_kernels_table():
     return "\n".join(out)
 
 
-PLAN_ROW = re.compile(r"^(\w+)\s+(\d+x\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(\w+)\s+(\w+)\s+([\d.]+)$")
+# (a run before nl_matmul_t has no matmul column)
+PLAN_ROW = re.compile(r"^(\w+)\s+(\d+x\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)(?:\s+([\d.]+))?\s+(\w+)\s+(\w+)"
+                      r"\s+([\d.]+)$")
 
 
 def plan_rows():
-    """build/blaslayout's rows from docs/bench.json: (model, linear, shape, rows, sgemv, NT, NN, fastest,
-    plan, plan/fastest)."""
+    """build/blaslayout's rows from docs/bench.json: (model, linear, shape, rows, sgemv, NT, NN, matmul or
+    None, fastest, plan, plan/fastest)."""
     for model, lines in bench()["layout"].items():
         for line in lines:
             m = PLAN_ROW.match(line.strip())
             if m:
                 g = m.groups()
-                yield (model, g[0], g[1], int(g[2]), float(g[3]), float(g[4]), float(g[5]), g[6], g[7], float(g[8]))
+                yield (model, g[0], g[1], int(g[2]), float(g[3]), float(g[4]), float(g[5]),
+                       float(g[6]) if g[6] else None, g[7], g[8], float(g[9]))
 
 
 def bench_plan_table():
     """The plan against the fastest call: the rows of one and eight rows of every linear, and every
     row where the plan is more than 3% off the fastest."""
-    out = ["| model | linear | rows | sgemv per row us | NT us | NN us | fastest | plan | plan / fastest |",
-           "|---|---|---|---|---|---|---|---|---|"]
-    for model, lin, shape, rows, sgemv, nt, nn, fastest, plan, ratio in plan_rows():
+    out = ["| model | linear | rows | sgemv per row us | NT us | NN us | matmul us | fastest | plan | plan / fastest |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    for model, lin, shape, rows, sgemv, nt, nn, mm, fastest, plan, ratio in plan_rows():
         if rows in (1, 8) or ratio > 1.03:
-            out.append(f"| {model} | {lin} {shape} | {rows} | {sgemv:.1f} | {nt:.1f} | {nn:.1f} | {fastest} | {plan} | "
-                       f"{ratio:.2f} |")
+            matmul = "-" if mm is None else f"{mm:.1f}"
+            out.append(f"| {model} | {lin} {shape} | {rows} | {sgemv:.1f} | {nt:.1f} | {nn:.1f} | {matmul} | "
+                       f"{fastest} | {plan} | {ratio:.2f} |")
     return "\n".join(out)
 
 
