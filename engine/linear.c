@@ -54,6 +54,12 @@
 //   thread and a plain read 27 (blaslayout's streaming table). So below SGEMM_MIN_ROWS_UNCACHED rows
 //   such a weight runs nl_matvec on w, or nl_matvec_t on the copy where it is the only layout, split by
 //   outputs over the workers as sgemv is; from there the rules above. A cached model keeps OpenBLAS.
+//   Where a weight of at most TRANSPOSED_MAX_WEIGHTS has the copy anyway (nl_matmul_t's) and is not
+//   wider than tall, nl_matvec_t reads the copy: on a Zen 5 EPYC (2026-12-06, blaslayout's streaming
+//   table, one thread) stories15M's qkv streamed at 26.3 GB/s (in, out) against 13.7 (out, in), mlp_up
+//   25.9 against 13.6, attn_proj 20.8 against 13.7, while the wide mlp_down ran 20.6 against 19.3 and,
+//   at two threads, 23.0 against 34.7: it stays on w. A stories15M-shaped model's greedy decode went
+//   from 429-474 to 543-660 tokens/s at one thread, 830-868 to 1146-1207 at two, with the same ids.
 // A sgemv of SPLIT_MIN_WEIGHTS or more is split by output rows over the pool's workers, each one
 // sgemv on one OpenBLAS thread over its slice of rows; each output is still one sgemv dot product
 // over the whole input, so the result is the same bit for bit at any worker count (test_kernels
@@ -147,7 +153,9 @@ int nl_linear_streamed(size_t bytes) { return bytes > CACHED_MATRIX_BYTES; }
 
 NlLinearPlan nl_linear_plan_streamed(size_t rows, size_t n_out, size_t n_in, int tier, int workers) {
     if (rows >= SGEMM_MIN_ROWS_UNCACHED) return nl_linear_plan(rows, n_out, n_in, tier, workers);
-    NlLinearPlan p = {streams_transposed(n_out, n_in, tier) ? NL_CALL_MATVEC_T_ROWS : NL_CALL_MATVEC_ROWS, 1};
+    int copy = tier >= 2 && n_out * n_in <= TRANSPOSED_MAX_WEIGHTS;  // the cached plan's copy (nl_matmul_t's)
+    int on_copy = streams_transposed(n_out, n_in, tier) || (copy && n_out >= n_in);
+    NlLinearPlan p = {on_copy ? NL_CALL_MATVEC_T_ROWS : NL_CALL_MATVEC_ROWS, 1};
     if (workers >= 2 && n_out * n_in >= SPLIT_MIN_WEIGHTS) p.split = workers;
     return p;
 }

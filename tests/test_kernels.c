@@ -321,13 +321,15 @@ static void plan_follows_its_rules(void) {
     };
     check_plans(cases, sizeof cases / sizeof cases[0], 0);
     // A streamed weight (its model's matrices over 16 MiB): matvec.c's loops below 3 rows, split from
-    // 32K weights, on the copy where it is the only layout; from 3 rows the plan above.
+    // 32K weights, on the copy where it is the only layout or where a weight of at most 512K elements has
+    // one and is not wider than tall (AVX2, AVX-512); from 3 rows the plan above.
     const NlCall M = NL_CALL_MATVEC_ROWS, MT = NL_CALL_MATVEC_T_ROWS;
     const PlanCase streamed[] = {
-        {1, 864, 288, 3, 1, M, 1},   {1, 864, 288, 3, 2, M, 2},    {2, 288, 768, 2, 2, M, 2},
-        {1, 128, 128, 3, 2, M, 1},   {1, 32000, 288, 3, 2, MT, 2}, {2, 50257, 768, 2, 1, MT, 1},
+        {1, 864, 288, 3, 1, MT, 1},  {1, 864, 288, 3, 2, MT, 2},   {2, 288, 768, 2, 2, M, 2},
+        {1, 128, 128, 3, 2, MT, 1},  {1, 32000, 288, 3, 2, MT, 2}, {2, 50257, 768, 2, 1, MT, 1},
         {1, 32000, 288, 1, 2, M, 2}, {1, 2304, 768, -1, 1, M, 1},  {3, 32000, 288, 3, 1, NN, 1},
-        {3, 288, 768, 2, 2, MM, 2},
+        {3, 288, 768, 2, 2, MM, 2},  {1, 768, 768, 2, 1, M, 1},    {1, 288, 288, 2, 2, MT, 2},
+        {1, 864, 288, 1, 1, M, 1},
     };
     check_plans(streamed, sizeof streamed / sizeof streamed[0], 1);
     CHECK(nl_linear_streamed((size_t)16 << 20) == 0 && nl_linear_streamed(((size_t)16 << 20) + 1) == 1,
