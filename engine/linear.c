@@ -23,8 +23,12 @@
 //   rows of 384 x 384 164 against 335; 2 rows of 128 x 128 0.57 against 3.2. Its AVX2 build ran at
 //   105-120 GFLOP/s, at or above NN from 2 to 128 rows. Each output is one chain of multiply-adds in
 //   the order of the inputs, nl_matvec_t's for its row alone: the same bits at any row count, split
-//   or vector width, so a row's result does not depend on the rows beside it. One row keeps sgemv
-//   (a lone row runs two chains per block; sgemv was as fast or faster).
+//   or vector width, so a row's result does not depend on the rows beside it. One row runs
+//   nl_matvec_t on the same copy (a lone row in nl_matmul_t's blocks runs two chains), with the same
+//   bits: one stream's decode is bit for bit a stream's of --samples, and one sequence's logits its
+//   own in a batch. Against one sgemv per row it ran 1.26x on 256 x 128, 1.4x on 512 x 128, 0.92x on
+//   128 x 128; shakespeare-pre-ln's and shakespeare-llama's one-stream decode went from 15-16K to
+//   17-20K tokens/s at one thread, 13-17K to 15-18.5K at two.
 //   Before it (issue 26): with AVX2, NN on the copy beat NT by 1.05-1.5x from 4 to 63 rows; with
 //   AVX-512, OpenBLAS's small-matrix kernels skip packing when M*N*K <= 100^3, but for a transposed A
 //   only when the output has at most 1200 elements. A copy costs the weight's memory again and its
@@ -135,8 +139,8 @@ NlLinearPlan nl_linear_plan(size_t rows, size_t n_out, size_t n_in, int tier, in
         if (p.call == NL_CALL_SGEMM_NN) p.split = gemm_split(p.call, rows, n_out, n_in, tier, workers);
         return p;
     }
-    if (copy && rows >= MATMUL_MIN_ROWS) {  // matvec.c's blocks on the copy, split as a sgemv is
-        p.call = NL_CALL_MATMUL_T;
+    if (copy) {  // matvec.c's loops on the copy, one row or blocks of rows, split as a sgemv is
+        p.call = rows >= MATMUL_MIN_ROWS ? NL_CALL_MATMUL_T : NL_CALL_MATVEC_T_ROWS;
         if (workers >= 2 && weights >= SPLIT_MIN_WEIGHTS) p.split = workers;
         return p;
     }

@@ -28,6 +28,7 @@ while IFS='|' read -r file from to what; do
     i=$((i + 1))
     [ -n "$sel" ] && { [ "$i" -lt "${sel%-*}" ] || [ "$i" -gt "${sel#*-}" ]; } && continue  # N or N-M
     total=$((total + 1))
+    case "$what" in *'|'*) echo "SKIP $i: a field holds '|', the separator"; continue ;; esac
     scratch
     if ! /usr/bin/python3 - "$work/$file" "$from" "$to" <<'PY'
 import sys

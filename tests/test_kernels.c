@@ -274,10 +274,10 @@ static void split_sgemm_is_bitwise_whole(void) {
 
 // The plan's rules (linear.c), row by row: sgemv per row below 6 rows (3 for a matrix over 16 MiB),
 // split over the workers from 32K weights; with AVX2 and AVX-512 a weight up to 512K elements gets a
-// transposed copy, and from 2 rows matvec.c's nl_matmul_t runs on it, split over the workers from 32K
-// weights; above 512K elements a tall weight (out >= 2 in with AVX-512, out >= 16 in with AVX2) only
-// from its copy: sgemv on it, split over the workers, below 4 rows (3 over 16 MiB), NN from there; the
-// plain rule for older tiers and unknown kernels.
+// transposed copy, and matvec.c's loops run on it (nl_matvec_t for 1 row, nl_matmul_t from 2), split
+// over the workers from 32K weights; above 512K elements a tall weight (out >= 2 in with AVX-512,
+// out >= 16 in with AVX2) only from its copy: sgemv on it, split over the workers, below 4 rows (3 over
+// 16 MiB), NN from there; the plain rule for older tiers and unknown kernels.
 typedef struct {
     size_t rows, n_out, n_in;
     int tier, workers;
@@ -300,10 +300,10 @@ static void check_plans(const PlanCase *cases, size_t n, int streamed) {
 
 static void plan_follows_its_rules(void) {
     const NlCall R = NL_CALL_SGEMV_ROWS, NT = NL_CALL_SGEMM_NT, NN = NL_CALL_SGEMM_NN, T = NL_CALL_SGEMV_T_ROWS;
-    const NlCall MM = NL_CALL_MATMUL_T;
+    const NlCall MM = NL_CALL_MATMUL_T, MT = NL_CALL_MATVEC_T_ROWS;
     const PlanCase cases[] = {
-        {1, 384, 128, 2, 1, R, 1},    {1, 384, 128, 2, 2, R, 2},     {3, 384, 128, 2, 2, MM, 2},
-        {1, 128, 128, 2, 2, R, 1},    {1, 128, 256, 2, 2, R, 2},     {4, 384, 128, 2, 1, MM, 1},
+        {1, 384, 128, 2, 1, MT, 1},   {1, 384, 128, 2, 2, MT, 2},    {3, 384, 128, 2, 2, MM, 2},
+        {1, 128, 128, 2, 2, MT, 1},   {1, 128, 256, 2, 2, MT, 2},    {4, 384, 128, 2, 1, MM, 1},
         {8, 384, 128, 2, 2, MM, 2},   {63, 384, 128, 2, 1, MM, 1},   {64, 384, 128, 2, 1, MM, 1},
         {128, 384, 128, 2, 1, MM, 1}, {8, 1536, 384, 2, 1, NT, 1},   {8, 1536, 384, 3, 1, NN, 1},
         {3, 2304, 768, 3, 2, T, 2},   {4, 2304, 768, 3, 2, NN, 1},   {5, 2304, 768, 2, 2, R, 2},
@@ -313,7 +313,7 @@ static void plan_follows_its_rules(void) {
         {1, 768, 3072, 2, 2, R, 2},   {5, 768, 3072, 3, 2, R, 2},    {8, 768, 3072, 2, 1, NT, 1},
         {1, 50257, 768, 1, 2, R, 2},  {3, 50257, 768, -1, 1, NT, 1}, {8, 384, 128, 1, 1, NT, 1},
         {5, 384, 128, 1, 1, R, 1},    {8, 384, 128, -1, 1, NT, 1},   {8, 384, 128, 0, 1, NT, 1},
-        {1, 384, 128, 3, 2, R, 2},    {2, 384, 128, 3, 2, MM, 2},    {16, 384, 128, 3, 1, MM, 1},
+        {1, 384, 128, 3, 2, MT, 2},   {2, 384, 128, 3, 2, MM, 2},    {16, 384, 128, 3, 1, MM, 1},
         {21, 384, 128, 3, 1, MM, 1},  {64, 384, 128, 3, 1, MM, 1},   {2, 1152, 384, 3, 1, MM, 1},
         {3, 1152, 384, 3, 2, MM, 2},  {99, 384, 128, 3, 2, MM, 2},   {99, 384, 128, 2, 2, MM, 2},
         {99, 128, 128, 3, 2, MM, 1},  {99, 512, 128, 3, 3, MM, 3},   {1024, 65, 128, 3, 2, MM, 1},
@@ -323,7 +323,7 @@ static void plan_follows_its_rules(void) {
     // A streamed weight (its model's matrices over 16 MiB): matvec.c's loops below 3 rows, split from
     // 32K weights, on the copy where it is the only layout or where a weight of at most 512K elements has
     // one and is not wider than tall (AVX2, AVX-512); from 3 rows the plan above.
-    const NlCall M = NL_CALL_MATVEC_ROWS, MT = NL_CALL_MATVEC_T_ROWS;
+    const NlCall M = NL_CALL_MATVEC_ROWS;
     const PlanCase streamed[] = {
         {1, 864, 288, 3, 1, MT, 1},  {1, 864, 288, 3, 2, MT, 2},   {2, 288, 768, 2, 2, M, 2},
         {1, 128, 128, 3, 2, MT, 1},  {1, 32000, 288, 3, 2, MT, 2}, {2, 50257, 768, 2, 1, MT, 1},
