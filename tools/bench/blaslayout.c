@@ -7,8 +7,8 @@
 // For each linear of a model of width D, MLP width F and vocabulary V, at row counts from 1 to 64
 // (1: decode; 8: a sample group; more: prefill and eval), one thread: the time of one sgemv per row,
 // of sgemm on the weight as stored, (out, in) (NT), of sgemm on its transposed copy (NN), and of
-// matvec.c's nl_matmul_t on the copy (matmul), best of several repeats; the fastest; and the call the
-// plan picks, with its time against the fastest.
+// matvec.c's loops on the copy ("matmul": nl_matvec_t for one row, nl_matmul_t for more), best of
+// several repeats; the fastest; and the call the plan picks, with its time against the fastest.
 // Then, on a 256 MiB matrix (in memory, not cache): sgemv's GB/s and a plain read's (a float sum),
 // at 1 and 2 threads (2 threads: nl_linear's split by rows over a pool; the sum over halves).
 #define _GNU_SOURCE  // sched_setaffinity
@@ -41,6 +41,7 @@ static double time_call(int call, int rows, int n_out, int n_in, const float *w,
             else if (call == 2)
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, n_out, n_in, 1.0f, x, n_in, wt, n_out,
                             0.0f, y, n_out);
+            else if (rows == 1) nl_matvec_t(y, wt, x, (size_t)n_in, (size_t)n_out, 0, (size_t)n_out);
             else nl_matmul_t(y, wt, x, (size_t)rows, (size_t)n_in, (size_t)n_out, 0, (size_t)n_out);
         }
         double dt = (now() - t0) / inner;
@@ -51,10 +52,10 @@ static double time_call(int call, int rows, int n_out, int n_in, const float *w,
 }
 
 static int plan_call(NlLinearPlan p) {
-    return p.call == NL_CALL_SGEMV_ROWS || p.call == NL_CALL_SGEMV_T_ROWS ? 0
-           : p.call == NL_CALL_SGEMM_NT                                   ? 1
-           : p.call == NL_CALL_MATMUL_T                                   ? 3
-                                                                          : 2;
+    return p.call == NL_CALL_SGEMV_ROWS || p.call == NL_CALL_SGEMV_T_ROWS  ? 0
+           : p.call == NL_CALL_SGEMM_NT                                    ? 1
+           : p.call == NL_CALL_MATMUL_T || p.call == NL_CALL_MATVEC_T_ROWS ? 3
+                                                                           : 2;
 }
 
 static void layout_table(int D, int F, int V, int tier) {
