@@ -201,7 +201,8 @@ static void json_rows_parse_with_stable_fields(void) {
     const cJSON *per_token = cJSON_GetObjectItem(first, "bits_per_token");
     CHECK(cJSON_IsString(unit) && strcmp(unit->valuestring, "char") == 0 && cJSON_IsNumber(tokens) &&
               tokens->valuedouble == (double)rows[0].chars && cJSON_IsNumber(per_token) &&
-              per_token->valuedouble == rows[0].bits_per_char && cJSON_HasObjectItem(first, "nats_per_token"),
+              fabs(per_token->valuedouble - rows[0].bits_per_char) <= DBL_EPSILON * fabs(rows[0].bits_per_char) &&
+              cJSON_HasObjectItem(first, "nats_per_token"),
           "a character row: unit char, tokens and bits_per_token its chars and bits_per_char");
     cJSON_Delete(root);
     // The same rows as if the second were a BPE model's (its own, smaller counts): its unit is token,

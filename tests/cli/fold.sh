@@ -1,10 +1,11 @@
 # tests/cli/fold.sh — cli_test.sh's part: normlab fold and compare --fold on every shipped
 # transformer. The reference is the model as trained, run by the same engine: a folded model's
-# log-probabilities equal its own up to float32 rounding, both models' own: each one's rounding is
-# measured by the larger of compare's two consistency checks on its row (a sequence alone against in
-# a batch of 16, prefill against KV-cache decoding), the same sums in another order (1.2e-5 to 8.7e-5
-# on the shipped models, docs/lab.md). The tolerance is 1e-5, or twice the two models' floors added
-# where that is larger: |folded - trained| <= |folded - exact| + |trained - exact|.
+# log-probabilities equal its own up to float32 rounding, both models' own, since the fold changes
+# every weight: |folded - trained| <= |folded - exact| + |trained - exact|. Each term is bounded by
+# 1e-4, test_golden's bound on a float32 forward pass against float64, so the tolerance is 2e-4
+# (measured 1e-5 to 1.02e-4 on the shipped models, docs/lab.md). compare's own consistency checks
+# no longer measure that rounding: a batch and the KV cache run the same chains as one row (0).
+# tests/fold_test.py holds the fold itself to 1e-5, in float64.
 # Sourced by tests/cli_test.sh in order, in its shell: its helpers, $BIN, $TMP and the files earlier parts made.
 
 head -c 400 tests/data/held_out.txt > "$TMP/fold.txt"
@@ -20,10 +21,8 @@ fold_check() {
     why=$(/usr/bin/python3 -c '
 import json, sys
 rows = json.load(open(sys.argv[1]))
-floor = lambda r: max(r["batch16_max_logit_diff"], r["cache_max_logit_diff"])
-base = floor([r for r in rows if r["folded"] == "none"][0])
+tol = 2e-4
 for r in rows:
-    tol = max(1e-5, 2 * (base + floor(r)))
     if r["folded"] == "fold" and not r["fold_max_dlogp"] <= tol:
         sys.exit("fold: max |d log p| %.3g > %.3g" % (r["fold_max_dlogp"], tol))
     if r["folded"] == "fold+center":
@@ -37,7 +36,7 @@ if n != {"none": 1, "fold": 1, "fold+center": 0 if sys.argv[2] == "none" else 1}
     sys.exit("rows %s" % n)
 print("ok %.3g" % max(r.get("fold_max_dlogp", 0) for r in rows))' "$TMP/fold.json" "$center" 2>&1)
     case $why in
-    ok*) ok "compare --fold $m ${center/none/}: folded within max(1e-5, 2x both float32 floors), largest ${why#ok }" ;;
+    ok*) ok "compare --fold $m ${center/none/}: folded within 2e-4 (two float32 passes), largest ${why#ok }" ;;
     *) bad "compare --fold $m" "$why" ;;
     esac
 }
