@@ -21,9 +21,12 @@
 //   Haswell kernels (2026-12-06, one thread, blaslayout's shapes and others): 8 rows of 256 x 128
 //   2.2 us against 9.9 for NN (233 against 53 GFLOP/s), 16 rows of 704 x 128 11.5 against 36.7, 128
 //   rows of 384 x 384 164 against 335; 2 rows of 128 x 128 0.57 against 3.2. Its AVX2 build ran at
-//   105-120 GFLOP/s, at or above NN from 2 to 128 rows. Each output is one chain of multiply-adds in
-//   the order of the inputs, nl_matvec_t's for its row alone: the same bits at any row count, split
-//   or vector width, so a row's result does not depend on the rows beside it. One row runs
+//   105-120 GFLOP/s, at or above NN from 2 to 128 rows. Each output is one chain of multiply-adds per
+//   NL_MATVEC_SEG inputs, in their order, the chains added in order: nl_matvec_t's for its row alone,
+//   the same bits at any row count, split or vector width, so a row's result does not depend on the
+//   rows beside it. (One chain over all the inputs failed make parity by a hair: post-BN with a foreign
+//   norm 1.06e-4 against 1e-4, and its mean error on the shipped models' prompts rose 11-24% over
+//   OpenBLAS's; chains of 128 brought the mean back within 3%, and that case to 7.6e-5.) One row runs
 //   nl_matvec_t on the same copy (a lone row in nl_matmul_t's blocks runs two chains), with the same
 //   bits: one stream's decode is bit for bit a stream's of --samples, and one sequence's logits its
 //   own in a batch. Against one sgemv per row it ran 1.26x on 256 x 128, 1.4x on 512 x 128, 0.92x on

@@ -53,6 +53,9 @@ NlLinearPlan nl_linear_plan_streamed(size_t rows, size_t n_out, size_t n_in, int
 
 // (matvec.c) y[lo..hi) of one row's product, y = w x with w (n_out, n_in), or y = x wt with wt
 // (n_in, n_out): each output one chain of operations in a fixed order, the same bits at any split.
+// On wt, one chain of multiply-adds per NL_MATVEC_SEG inputs, in their order, and the chains' sums
+// added in order: shorter chains round less (a GEMM's blocking of the inputs does the same).
+#define NL_MATVEC_SEG 128
 void nl_matvec(float *y, const float *w, const float *x, size_t n_in, size_t lo, size_t hi);
 void nl_matvec_t(float *y, const float *wt, const float *x, size_t n_in, size_t n_out, size_t lo, size_t hi);
 // y (n, n_out) = x (n, n_in) wt, outputs [lo, hi) of every row, each output bit for bit nl_matvec_t's.

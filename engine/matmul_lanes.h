@@ -2,8 +2,9 @@
 // linear.h), written once for vectors of MM_LANES floats with blocks of MM_ROWS rows. matvec.c
 // includes it twice: 8 lanes and 6 rows (12 ymm accumulators) for its AVX2 and baseline builds, 16
 // lanes and 8 rows (16 zmm) for its AVX-512 build. The outputs of a block of rows x two vectors of
-// wt's columns are summed in registers over i in order, so each output is one chain of multiply-adds
-// in the order of i, nl_matvec_t's for its row alone: the same bits at any row count, block or width.
+// wt's columns are summed in registers over i in order, one chain of multiply-adds per NL_MATVEC_SEG
+// inputs, the chains added in order: nl_matvec_t's for its row alone, the same bits at any row count,
+// block or width.
 // Defines matmul_8 or matmul_16.
 #define MM_CAT2(a, b) a##b
 #define MM_CAT(a, b) MM_CAT2(a, b)
@@ -15,20 +16,32 @@
 typedef float MV __attribute__((vector_size(MM_LANES * sizeof(float))));
 
 // y rows 0 .. R-1, outputs 0 .. C*MM_LANES-1, from x's rows and wt's columns at these pointers; R and
-// C are constants after inlining.
+// C are constants after inlining. One chain per NL_MATVEC_SEG inputs, stored, then each later one
+// added to y: nl_matvec_t's order.
 static inline __attribute__((always_inline)) void MM_FN(mm_block_)(float *y, const float *wt, const float *x,
                                                                    size_t n_in, size_t n_out, size_t R, size_t C) {
-    MV acc[MM_MAX_ROWS][MM_VECS] = {{{0}}};
-    for (size_t i = 0; i < n_in; i++) {
-        MV w[MM_VECS];
-        for (size_t c = 0; c < C; c++) memcpy(&w[c], wt + i * n_out + c * MM_LANES, sizeof(MV));
-        for (size_t r = 0; r < R; r++) {
-            float xr = x[r * n_in + i];
-            for (size_t c = 0; c < C; c++) acc[r][c] += xr * w[c];
+    for (size_t i0 = 0; i0 < n_in; i0 += NL_MATVEC_SEG) {
+        size_t i1 = n_in - i0 < NL_MATVEC_SEG ? n_in : i0 + NL_MATVEC_SEG;
+        MV acc[MM_MAX_ROWS][MM_VECS] = {{{0}}};
+        for (size_t i = i0; i < i1; i++) {
+            MV w[MM_VECS];
+            for (size_t c = 0; c < C; c++) memcpy(&w[c], wt + i * n_out + c * MM_LANES, sizeof(MV));
+            for (size_t r = 0; r < R; r++) {
+                float xr = x[r * n_in + i];
+                for (size_t c = 0; c < C; c++) acc[r][c] += xr * w[c];
+            }
         }
+        for (size_t r = 0; r < R; r++)
+            for (size_t c = 0; c < C; c++) {
+                MV sum = acc[r][c];
+                if (i0 > 0) {
+                    MV before;
+                    memcpy(&before, y + r * n_out + c * MM_LANES, sizeof(MV));
+                    sum = before + sum;
+                }
+                memcpy(y + r * n_out + c * MM_LANES, &sum, sizeof(MV));
+            }
     }
-    for (size_t r = 0; r < R; r++)
-        for (size_t c = 0; c < C; c++) memcpy(y + r * n_out + c * MM_LANES, &acc[r][c], sizeof(MV));
 }
 
 // Rows 0 .. n-1 of one block of C vectors at output o: whole blocks of MM_ROWS, then the rest as one
@@ -57,11 +70,15 @@ static inline __attribute__((always_inline)) void MM_FN(matmul_)(float *y, const
     size_t o = lo;
     for (; o + MM_VECS * MM_LANES <= hi; o += MM_VECS * MM_LANES) MM_FN(mm_rows_)(y, wt, x, n, n_in, n_out, o, MM_VECS);
     for (; o + MM_LANES <= hi; o += MM_LANES) MM_FN(mm_rows_)(y, wt, x, n, n_in, n_out, o, 1);
-    for (size_t r = 0; o < hi && r < n; r++) {  // the outputs past the last whole vector: a chain each,
-        float *yr = y + r * n_out;  // summed over i in an outer loop (an inner one is vectorised as a
-        for (size_t k = o; k < hi; k++) yr[k] = 0.0f;  // sum of rounded products)
-        for (size_t i = 0; i < n_in; i++)
-            for (size_t k = o; k < hi; k++) yr[k] += x[r * n_in + i] * wt[i * n_out + k];
+    for (size_t r = 0; o < hi && r < n; r++) {  // the outputs past the last whole vector (fewer than
+        float *yr = y + r * n_out, part[MM_LANES];  // a vector): chains as above, summed over i in an
+        for (size_t i0 = 0; i0 < n_in; i0 += NL_MATVEC_SEG) {  // outer loop (an inner one is vectorised
+            size_t i1 = n_in - i0 < NL_MATVEC_SEG ? n_in : i0 + NL_MATVEC_SEG;  // as a sum of rounded products)
+            for (size_t k = o; k < hi; k++) part[k - o] = 0.0f;
+            for (size_t i = i0; i < i1; i++)
+                for (size_t k = o; k < hi; k++) part[k - o] += x[r * n_in + i] * wt[i * n_out + k];
+            for (size_t k = o; k < hi; k++) yr[k] = i0 > 0 ? yr[k] + part[k - o] : part[k - o];
+        }
     }
 }
 
