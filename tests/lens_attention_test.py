@@ -12,8 +12,11 @@ one window of every input. For four shipped transformers (pre-LN, post-LN, Llama
 - the reference's rows sum to 1 within 1e-12 (the check that it read whole distributions);
 - the logit lens: the stream entering each block (and leaving the last) read out through the model's
   own final norm and head (nlmodel's head()); per layer, means over the scored positions, KL(last ||
-  layer) in bits and the layer's entropy in bits within 1e-6 of eval --lens's, the top-1 agreement
-  equal (one position's change is 1/n), and the last layer's KL exactly 0 in eval.
+  layer) in bits and the layer's entropy in bits within LENS_TOL of eval --lens's, the top-1 agreement
+  equal (one position's change is 1/n), and the last layer's KL exactly 0 in eval. LENS_TOL is 3e-6
+  bits: two float32 ulps of a logit between 8 and 16 (the shipped models' reach ~15), 2 * 2^-20 / ln 2
+  = 2.75e-6 bits of log-probability; a bound of 1e-6, below one ulp, held only by averaging and was
+  crossed (1.1e-6 on shakespeare-llama) when the engine's products changed their rounding.
 
     /usr/bin/python3 tests/lens_attention_test.py [NORMLAB_BINARY]      (make test runs it)
 """
@@ -33,6 +36,7 @@ import torch  # noqa: E402
 import nlformat  # noqa: E402  (tools/lib, on the path through tooltest)
 import nlmodel  # noqa: E402
 
+LENS_TOL = 3e-6  # bits: two float32 ulps of a logit of 8 to 16 (the docstring)
 BIN = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "normlab"))
 MODELS = ("shakespeare-pre-ln", "shakespeare-post-ln", "shakespeare-llama", "shakespeare-bpe")
 TEXT = "ROMEO:\nI dreamt a dream to-night.\n\nMERCUTIO:\nAnd so did I.\n\nROMEO:\nWell, what was yours?\n"
@@ -136,9 +140,10 @@ def main():
         kl_e = max(abs(y["kl_bits"] - r_[0]) for y, r_ in zip(have, ref))
         h_e = max(abs(y["entropy_bits"] - r_[1]) for y, r_ in zip(have, ref))
         agree = all(abs(y["top1_agreement"] - r_[2]) < 1e-8 for y, r_ in zip(have, ref))  # (printed to 9 digits)
-        check(len(have) == len(ref) and kl_e < 1e-6 and h_e < 1e-6 and agree and have[-1]["kl_bits"] == 0.0,
-              f"{name}: the lens's KL ({kl_e:.2g}) and entropy ({h_e:.2g}) within 1e-6 bits of float64 at each of "
-              f"{len(ref)} layers, top-1 agreement equal, the last KL exactly 0",
+        last_zero = have[-1]["kl_bits"] == 0.0
+        check(len(have) == len(ref) and kl_e < LENS_TOL and h_e < LENS_TOL and agree and last_zero,
+              f"{name}: the lens's KL ({kl_e:.2g}) and entropy ({h_e:.2g}) within {LENS_TOL:g} bits of float64 "
+              f"at each of {len(ref)} layers, top-1 agreement equal, the last KL exactly 0",
               f"KL {kl_e}, entropy {h_e}, agreement {agree}, last {have[-1]['kl_bits']}")
     return check.summary()
 
