@@ -107,6 +107,9 @@ enum {
 #define SMALL_KERNEL_MAX_MNK 1e6  // OpenBLAS 0.3.21's permit for its AVX-512 small-matrix kernels
 #define DIRECT_KERNEL_MAX_MNK (28.0 * 512 * 512)  // ... and for its direct sgemm (NN, alpha 1, beta 0)
 
+// Whether the loader keeps a weight's copy (in, out) for matvec.c's loops (see the rule above).
+static int has_copy(size_t n_out, size_t n_in, int tier) { return tier >= 2 && n_out * n_in <= TRANSPOSED_MAX_WEIGHTS; }
+
 // Whether a weight too big for the cache streams faster stored (in, out) (see the rule above).
 static int streams_transposed(size_t n_out, size_t n_in, int tier) {
     size_t ratio = tier >= 3 ? TALL_RATIO_AVX512 : TALL_RATIO_AVX2;
@@ -132,7 +135,6 @@ static int gemm_split(NlCall call, size_t rows, size_t n_out, size_t n_in, int t
 
 NlLinearPlan nl_linear_plan(size_t rows, size_t n_out, size_t n_in, int tier, int workers) {
     size_t weights = n_out * n_in;
-    int copy = tier >= 2 && weights <= TRANSPOSED_MAX_WEIGHTS;
     NlLinearPlan p = {NL_CALL_SGEMV_ROWS, 1};
     size_t min_rows = weights * sizeof(float) <= CACHED_MATRIX_BYTES ? SGEMM_MIN_ROWS : SGEMM_MIN_ROWS_UNCACHED;
     if (streams_transposed(n_out, n_in, tier)) {  // the copy is the only layout read: NN for many rows
@@ -142,7 +144,7 @@ NlLinearPlan nl_linear_plan(size_t rows, size_t n_out, size_t n_in, int tier, in
         if (p.call == NL_CALL_SGEMM_NN) p.split = gemm_split(p.call, rows, n_out, n_in, tier, workers);
         return p;
     }
-    if (copy) {  // matvec.c's loops on the copy, one row or blocks of rows, split as a sgemv is
+    if (has_copy(n_out, n_in, tier)) {  // matvec.c's loops on the copy, one row or blocks of rows, split as a sgemv is
         p.call = rows >= MATMUL_MIN_ROWS ? NL_CALL_MATMUL_T : NL_CALL_MATVEC_T_ROWS;
         if (workers >= 2 && weights >= SPLIT_MIN_WEIGHTS) p.split = workers;
         return p;
@@ -160,8 +162,7 @@ int nl_linear_streamed(size_t bytes) { return bytes > CACHED_MATRIX_BYTES; }
 
 NlLinearPlan nl_linear_plan_streamed(size_t rows, size_t n_out, size_t n_in, int tier, int workers) {
     if (rows >= SGEMM_MIN_ROWS_UNCACHED) return nl_linear_plan(rows, n_out, n_in, tier, workers);
-    int copy = tier >= 2 && n_out * n_in <= TRANSPOSED_MAX_WEIGHTS;  // the cached plan's copy (nl_matmul_t's)
-    int on_copy = streams_transposed(n_out, n_in, tier) || (copy && n_out >= n_in);
+    int on_copy = streams_transposed(n_out, n_in, tier) || (has_copy(n_out, n_in, tier) && n_out >= n_in);
     NlLinearPlan p = {on_copy ? NL_CALL_MATVEC_T_ROWS : NL_CALL_MATVEC_ROWS, 1};
     if (workers >= 2 && n_out * n_in >= SPLIT_MIN_WEIGHTS) p.split = workers;
     return p;
@@ -237,11 +238,12 @@ void nl_linear_run(float *y, const float *x, size_t n, const NlLinear *lin, NlPo
     size_t n_out = lin->n_out, n_in = lin->n_in;
     if (p.call == NL_CALL_MATMUL_T && !lin->wt) p.call = NL_CALL_SGEMM_NT;
     if (p.call == NL_CALL_MATMUL_T) {
+        int shares = p.split >= 2 ? p.split : 1;
         GemvJob j = {y, x, lin->wt, lin->b, n, n_out, n_in, n_out, 1, 1};
-        j.each = share_outputs(n_out, (size_t)(p.split >= 2 ? p.split : 1), SPLIT_MATMUL_ALIGN);
-        if (p.split >= 2 && nl_pool_workers(pool) >= 2) nl_pool_run(pool, matmul_share, &j);
+        j.each = share_outputs(n_out, (size_t)shares, SPLIT_MATMUL_ALIGN);
+        if (shares >= 2 && nl_pool_workers(pool) >= 2) nl_pool_run(pool, matmul_share, &j);
         else
-            for (int k = 0; k < (p.split >= 2 ? p.split : 1); k++) matmul_share(&j, k);
+            for (int k = 0; k < shares; k++) matmul_share(&j, k);
         return;
     }
     if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);

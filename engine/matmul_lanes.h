@@ -70,16 +70,8 @@ static inline __attribute__((always_inline)) void MM_FN(matmul_)(float *y, const
     size_t o = lo;
     for (; o + MM_VECS * MM_LANES <= hi; o += MM_VECS * MM_LANES) MM_FN(mm_rows_)(y, wt, x, n, n_in, n_out, o, MM_VECS);
     for (; o + MM_LANES <= hi; o += MM_LANES) MM_FN(mm_rows_)(y, wt, x, n, n_in, n_out, o, 1);
-    for (size_t r = 0; o < hi && r < n; r++) {  // the outputs past the last whole vector (fewer than
-        float *yr = y + r * n_out, part[MM_LANES];  // a vector): chains as above, summed over i in an
-        for (size_t i0 = 0; i0 < n_in; i0 += NL_MATVEC_SEG) {  // outer loop (an inner one is vectorised
-            size_t i1 = n_in - i0 < NL_MATVEC_SEG ? n_in : i0 + NL_MATVEC_SEG;  // as a sum of rounded products)
-            for (size_t k = o; k < hi; k++) part[k - o] = 0.0f;
-            for (size_t i = i0; i < i1; i++)
-                for (size_t k = o; k < hi; k++) part[k - o] += x[r * n_in + i] * wt[i * n_out + k];
-            for (size_t k = o; k < hi; k++) yr[k] = i0 > 0 ? yr[k] + part[k - o] : part[k - o];
-        }
-    }
+    for (size_t r = 0; o < hi && r < n; r++)  // the outputs past the last whole vector: the same chains
+        nl_matvec_t(y + r * n_out, wt, x + r * n_in, n_in, n_out, o, hi);
 }
 
 #undef MM_MAX_ROWS
