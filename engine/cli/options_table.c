@@ -87,7 +87,10 @@ const OptSpec GENERATE_OPTIONS[] = {
      .field = OPT_FIELD(json),
      .value = 1,
      .help = "one JSON object: {seed, prompt, text, prompt_tokens, prefill_seconds, decode_tokens, "
-             "decode_seconds, decode_tok_s, context_shifts}; with --samples N > 1, one line per sample: "
+             "decode_seconds, decode_tok_s, context_shifts}, and shift_seconds after a context shift (decode_* "
+             "count every decode step, the shifts' too; the line on stderr says those apart); with --stop or an "
+             "end-of-sequence token, also llama-server's {stop_type, stopping_word}; with --samples N > 1, one "
+             "line per sample: "
              "{sample, seed, prompt, text}; with several -m, those lines for each model in turn, each starting with "
              "{model (as given), run (as in the text's header)}, all printed once every model is done"},
     OPT_OUTPUT,
