@@ -7,12 +7,15 @@ snapshot (HF's layout: rotate_half RoPE, repeat_kv, separate projections), withi
 Cases: grouped KV heads (4 over 2) in F32, untied, in 2 shards; MHA (4 over 4) in BF16, tied; MQA (4
 over 1) in F16 with q_norm/k_norm; Qwen2's qkv bias; and for each model llama2.c can hold, its
 model.bin (legacy layout) and model-v1.bin of the same weights, which must give the same logits.
+Each case's first import also runs with QK-norm switched (--qk-norm off where the model has it, on
+where it has not), against the reference with q_norm/k_norm dropped or set to unit gains.
 The ids are the engine's own tokenization of each prompt (normlab tokenize --json), so this checks
 the forward pass; the tokenizer has its own references.
 
     make parity     (or: /usr/bin/python3 tools/reference/llama_parity.py [--seed S] [--prompts N])
 """
 import argparse
+import copy
 import json
 import os
 import subprocess
@@ -57,12 +60,12 @@ def engine(*args):
     return r.stdout
 
 
-def compare(model, snap, prompts):
+def compare(model, snap, prompts, flags=()):
     """The largest |engine - reference| logit over the prompts, and the reference logits' spread."""
     worst, spread = 0.0, []
     for text in prompts:
         ids = json.loads(engine("tokenize", "-m", model, "-p", text, "--json"))["ids"]
-        got = np.array([json.loads(line) for line in engine("logits", "-m", model, "-p", text).splitlines()])
+        got = np.array([json.loads(line) for line in engine("logits", "-m", model, "-p", text, *flags).splitlines()])
         want = llama_reference.logits(snap, ids)
         if got.shape != want.shape:
             raise RuntimeError(f"logits of shape {got.shape}, the reference's {want.shape}")
@@ -97,7 +100,34 @@ def check(label, kw, seed, tmp, prompts):
         ok &= good
         print(f"{label}: {what}: {len(prompts)} prompts, max |logit diff| {worst:.2e} (tolerance {LOGIT_ATOL:g}), "
               f"logit std {spread:.1f}  {'ok' if good else 'FAIL'}")
+        if k == 0:
+            ok &= check_switch(label, out, snap, prompts)
     return ok
+
+
+def check_switch(label, model, snap, prompts):
+    """--qk-norm switched at run time against the reference with the slot changed the same way: off drops
+    q_norm/k_norm; on gives a model without them unit gains (docs/llama.md)."""
+    c = snap.cfg
+    Dh = c.get("head_dim") or c["hidden_size"] // c["num_attention_heads"]
+    names = [f"layers.{i}.self_attn.{n}.weight" for i in range(c["num_hidden_layers"]) for n in ("q_norm", "k_norm")]
+    has = names[0] in snap.w
+    switched = copy.copy(snap)
+    switched.w = {k: v for k, v in snap.w.items() if k not in names}
+    if not has:
+        switched.w.update({n: np.ones(Dh) for n in names})
+    flag = "off" if has else "on"
+    try:
+        worst, spread = compare(model, switched, prompts, ("--qk-norm", flag))
+    except RuntimeError as e:
+        print(f"{label}: --qk-norm {flag}: the engine failed: {e}  FAIL")
+        return False
+    same, _ = compare(model, snap, prompts[:1], ("--qk-norm", "on" if has else "off"))
+    good = worst <= LOGIT_ATOL and same <= LOGIT_ATOL
+    print(f"{label}: --qk-norm {flag} against the reference {'without q_norm/k_norm' if has else 'with unit gains'}: "
+          f"max |logit diff| {worst:.2e}, and --qk-norm {'on' if has else 'off'} (as configured) {same:.2e} "
+          f"(tolerance {LOGIT_ATOL:g})  {'ok' if good else 'FAIL'}")
+    return good
 
 
 def main(argv):
