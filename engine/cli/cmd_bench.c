@@ -175,7 +175,7 @@ static int bench_model(const Options *o, const char *name, const long *pp, int n
                             .n = (size_t)len,
                             .reps = o->repeats};
             run_name(r->run, sizeof r->run, desc.arch, o->norm >= 0 ? (NlNormType)o->norm : desc.norm,
-                     o->placement >= 0 ? (NlPlacement)o->placement : desc.placement);
+                     o->placement >= 0 ? (NlPlacement)o->placement : desc.placement, run_qk_norm(&desc, o->qk_norm));
             if (!(r->seconds = malloc((size_t)r->reps * sizeof *r->seconds))) {
                 msg_error("out of memory");
                 rc = EXIT_DATA;

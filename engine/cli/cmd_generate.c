@@ -335,7 +335,7 @@ static int setup_model(const Options *o, GenRun *r, const char *given, size_t le
     if (!rc && r->name) {
         NlModelDesc d = model_desc(r->model);
         run_name(r->run, sizeof r->run, d.arch, o->norm >= 0 ? (NlNormType)o->norm : d.norm,
-                 o->placement >= 0 ? (NlPlacement)o->placement : d.placement);
+                 o->placement >= 0 ? (NlPlacement)o->placement : d.placement, run_qk_norm(&d, o->qk_norm));
     }
     return rc;
 }

@@ -253,10 +253,19 @@ size_t model_keep(const NlModel *model, const int *ids, size_t n) {
 
 int model_windowed(const NlModel *model) { return model_desc(model).family->windowed; }
 
-const char *run_name(char *buf, size_t size, NlArch arch, NlNormType norm, NlPlacement placement) {
+int run_qk_norm(const NlModelDesc *d, int qk_option) {
+    if (!d->family->qk_norm) return -1;
+    return qk_option == NL_QK_NORM_AS_CONFIGURED ? desc_number(d, "qk_norm", 0) != 0 : qk_option == NL_QK_NORM_ON;
+}
+
+const char *run_name(char *buf, size_t size, NlArch arch, NlNormType norm, NlPlacement placement, int qk) {
     if (!nl_family_info(arch)->has_placement)
         snprintf(buf, size, "%s/%s", nl_name(NL_NAMES_ARCH, arch), nl_name(NL_NAMES_NORM, norm));
-    else snprintf(buf, size, "%s/%s", nl_name(NL_NAMES_NORM, norm), nl_name(NL_NAMES_PLACEMENT, placement));
+    else
+        snprintf(buf, size, "%s/%s%s", nl_name(NL_NAMES_NORM, norm), nl_name(NL_NAMES_PLACEMENT, placement),
+                 qk < 0 ? ""
+                 : qk   ? "+qk"
+                        : "-qk");
     return buf;
 }
 

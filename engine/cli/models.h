@@ -52,7 +52,11 @@ int model_eos(const Options *o, const NlModel *model);
 // The tokens at the start of ids[0..n) that a RoPE shift keeps (NlContextOptions.keep): 1 when the
 // text starts with the tokenizer's bos, as llama.cpp's n_keep; else 0.
 size_t model_keep(const NlModel *model, const int *ids, size_t n);
-// "layernorm/pre" (norm/placement) for a transformer run, "lstm/none" for a recurrent one, into buf.
-const char *run_name(char *buf, size_t size, NlArch arch, NlNormType norm, NlPlacement placement);
+// Whether QK-norm runs (1) or not (0) in a model whose family has the slot, as configured or as
+// qk_option (NlQkNorm, --qk-norm) says; -1 where the family has none.
+int run_qk_norm(const NlModelDesc *d, int qk_option);
+// "layernorm/pre" (norm/placement) for a transformer run, "lstm/none" for a recurrent one, into buf;
+// "rmsnorm/pre+qk" or "rmsnorm/pre-qk" where qk (run_qk_norm) is 1 or 0, as compare's rows say.
+const char *run_name(char *buf, size_t size, NlArch arch, NlNormType norm, NlPlacement placement, int qk);
 
 #endif

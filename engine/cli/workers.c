@@ -28,10 +28,11 @@ int make_state_as(const Options *o, const NlModel *model, int batch, int product
         return EXIT_USAGE;
     }
     char trained[64], as_run[64];
-    if (warn && (run.norm != d.norm || run.placement != d.placement))
+    int qk_trained = run_qk_norm(&d, NL_QK_NORM_AS_CONFIGURED), qk_run = run_qk_norm(&d, o->qk_norm);
+    if (warn && (run.norm != d.norm || run.placement != d.placement || qk_run != qk_trained))
         msg_error("warning: the model was trained as %s; running it as %s",
-                  run_name(trained, sizeof trained, d.arch, d.norm, d.placement),
-                  run_name(as_run, sizeof as_run, d.arch, run.norm, run.placement));
+                  run_name(trained, sizeof trained, d.arch, d.norm, d.placement, qk_trained),
+                  run_name(as_run, sizeof as_run, d.arch, run.norm, run.placement, qk_run));
     if (warn && run.bn_stats == NL_BN_BATCH && run.norm != NL_NORM_BATCHNORM)
         msg_error("warning: --bn-stats batch has no effect: the model runs as %s", nl_name(NL_NAMES_NORM, run.norm));
     return 0;

@@ -41,6 +41,18 @@ cmp -s "$TMP/pp.1" "$TMP/pre1" && cmp -s "$TMP/pp.2" "$TMP/post1" && ! cmp -s "$
 [ "$(grep -c "^normlab: $PRE: prefill 6 tokens" "$TMP/err")" -eq 1 ] \
     && [ "$(grep -c "^normlab: $POST: prefill 6 tokens" "$TMP/err")" -eq 1 ] \
     && ok "a timing line per model, naming it" || bad "timing per model" "$(cat "$TMP/err")"
+# a Llama model's run says whether QK-norm runs, as compare's rows do; switching it warns as --norm does
+LL=weights/shakespeare-llama
+expect_ok "llama beside pre-ln" generate -m "$LL" -m "$PRE" -p "ROMEO:" -n 5 -s 7
+blocks "$TMP/out" "$TMP/ll"
+expect_ok "llama twice, --qk-norm on" generate -m "$LL" -m "$LL" -p "ROMEO:" -n 5 -s 7 --qk-norm on
+blocks "$TMP/out" "$TMP/llon"
+[ "$(cat "$TMP/ll.h")" = "=== $LL (rmsnorm/pre-qk) ===
+=== $PRE (layernorm/pre) ===" ] && [ "$(cat "$TMP/llon.h")" = "=== $LL (rmsnorm/pre+qk) ===
+=== $LL (rmsnorm/pre+qk) ===" ] \
+    && grep -qF "warning: the model was trained as rmsnorm/pre-qk; running it as rmsnorm/pre+qk" "$TMP/err" \
+    && ok "a llama header says -qk or +qk (--qk-norm on), and switching it warns" \
+    || bad "llama run names" "$(cat "$TMP/ll.h" "$TMP/llon.h" "$TMP/err")"
 expect_ok "several models, --no-echo" generate -m "$PRE" -m "$POST" -p "ROMEO:" -n 80 -s 7 --top-k 20 --no-echo
 blocks "$TMP/out" "$TMP/ne"
 single "$TMP/pre1" generate -m "$PRE" -p "ROMEO:" -n 80 -s 7 --top-k 20 --no-echo
