@@ -359,3 +359,11 @@ kb=$(peak_kb info -m "$BIG")
 expect_fail "info --check-weights reads them, and refuses the NaN" 1 "has a non-finite value (nan)" \
     info -m "$BIG" --check-weights
 rm -rf "$BIG"
+# --qk-norm switches the slot at run time (its values against float64: make parity's llama_parity.py)
+QK=weights/shakespeare-llama
+"$BIN" logits -m "$QK" -p "ROMEO:" > "$TMP/qk_as" 2>/dev/null
+"$BIN" logits -m "$QK" -p "ROMEO:" --qk-norm off > "$TMP/qk_off" 2>/dev/null
+"$BIN" logits -m "$QK" -p "ROMEO:" --qk-norm on > "$TMP/qk_on" 2>/dev/null
+[ -s "$TMP/qk_as" ] && [ -s "$TMP/qk_on" ] && cmp -s "$TMP/qk_as" "$TMP/qk_off" && ! cmp -s "$TMP/qk_as" "$TMP/qk_on" \
+    && ok "--qk-norm: off is shakespeare-llama as trained, on (unit gains) changes its logits" \
+    || bad "--qk-norm switch" "$(head -c 200 "$TMP/qk_on")"
