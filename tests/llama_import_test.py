@@ -280,6 +280,15 @@ def bad_snapshots(tmp):
         ("a shard index listing a tensor twice", {"shards": 2}, None, None, dup_index, "appears twice"),
         ("a tensor held by two shards", {"shards": 2}, None, None, two_shards, "held twice"),
         ("hidden_act gelu", {}, {"hidden_act": "gelu"}, None, None, "hidden_act"),
+        ("config.json not JSON", {}, None, None, lambda hf: open(os.path.join(hf, "config.json"), "a").write("}"),
+         "config.json: not valid JSON: Extra data at line "),
+        ("num_attention_heads missing", {}, None, None,
+         lambda hf: edit_json(os.path.join(hf, "config.json"), lambda d: d.pop("num_attention_heads")),
+         "num_attention_heads is missing"),
+        ("neither architectures nor model_type", {}, None, None,
+         lambda hf: edit_json(os.path.join(hf, "config.json"), lambda d: [d.pop(k) for k in ("architectures",
+                                                                                              "model_type")]),
+         "neither architectures nor model_type is given"),
     ]
     for label, kw, cfg, state, after, word in cases:
         hf = variant(label, kw, cfg, state, after)

@@ -64,6 +64,8 @@ CASES = [  # (tool, arguments, a word the line must hold)
     ("reference/llama_reference.py", [NONE, "--ids", "x"], "not comma-separated"),
     ("reference/llama_parity.py", ["--bogus"], "unrecognized arguments"),
     ("dev/make_llama_snapshot.py", ["--out", OUT, "--vocab", "5"], "--vocab 5"),
+    ("dev/make_llama_snapshot.py", ["--out", OUT, "--heads", "4", "--kv-heads", "3"], "--kv-heads 3 does not divide"),
+    ("dev/make_llama_snapshot.py", ["--out", OUT, "--heads", "64"], "into heads of an even size"),
 ]
 
 

@@ -168,8 +168,11 @@ def make(out, seed=0, dtype="F32", shards=1, tied=False, qk_norm=False, attn_bia
     """Writes out/hf (and out/llama2c when llama2.c can hold the model); returns (shape dict, Meta weights)."""
     s = {**DEFAULT, **shape, "dtype": dtype, "tied": tied, "qk_norm": qk_norm, "attn_bias": attn_bias}
     pieces(s["vocab"])
-    if s["dim"] % s["heads"] or s["heads"] % s["kv_heads"] or (s["dim"] // s["heads"]) % 2:
-        raise ToolError(f"--heads {s['heads']} / --kv-heads {s['kv_heads']} do not give even heads of --dim {s['dim']}")
+    if s["heads"] % s["kv_heads"]:
+        raise ToolError(f"--kv-heads {s['kv_heads']} does not divide --heads {s['heads']}")
+    if s["dim"] % s["heads"] or (s["dim"] // s["heads"]) % 2:
+        raise ToolError(f"--heads {s['heads']} does not split --dim {s['dim']} into heads of an even size "
+                        "(RoPE's pairs)")
     m = meta_weights(s, dtype, np.random.default_rng(seed))
     write_hf(os.path.join(out, "hf"), hf_state(m, s, "model." if prefix else ""), s, shards)
     if not qk_norm and not attn_bias:

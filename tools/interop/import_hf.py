@@ -41,8 +41,10 @@ def main(argv):
         return import_hf_gpt2.main(argv)
     if arch in import_hf_llama.ARCHES:
         return import_hf_llama.main(argv, cfg, arch)
-    raise ToolError(f"{where}: architectures {cfg.get('architectures', cfg.get('model_type'))!r}: normlab imports "
-                    + ", ".join(["GPT2LMHeadModel", "GPT2Model", *import_hf_llama.ARCHES]))
+    given = cfg.get("architectures", cfg.get("model_type"))
+    said = "neither architectures nor model_type is given" if given is None else f"architectures {given!r}"
+    raise ToolError(f"{where}: {said}: normlab imports " + ", ".join(["GPT2LMHeadModel", "GPT2Model",
+                                                                    *import_hf_llama.ARCHES]))
 
 
 if __name__ == "__main__":

@@ -67,6 +67,8 @@ CONV1D = ("attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_
 
 def number(cfg, key, kind, where, default=None):
     v = cfg.get(key, default)
+    if v is None:
+        raise ToolError(f"{where}: {key} is missing")
     if kind is int and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
         raise ToolError(f"{where}: {key} is {v!r}, not a positive integer")
     if kind is float and (not isinstance(v, (int, float)) or isinstance(v, bool) or not 0 < v < 1):

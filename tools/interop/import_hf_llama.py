@@ -53,7 +53,7 @@ def positive(cfg, key, where, default=None):
     v = cfg.get(key)
     v = default if v is None else v  # (HF writes num_key_value_heads: null for "as many as the heads")
     if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-        raise ToolError(f"{where}: {key} is {v!r}, not a positive integer")
+        raise ToolError(f"{where}: {key} is " + ("missing" if v is None else f"{v!r}, not a positive integer"))
     return v
 
 

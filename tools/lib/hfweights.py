@@ -38,8 +38,14 @@ def read_json(path, what=None):
     try:
         with open(path, "rb") as f:
             return json.loads(f.read(16 << 20).decode("utf-8"), object_pairs_hook=_no_duplicates)
-    except (OSError, UnicodeDecodeError, ValueError) as e:
-        raise ToolError(f"{what or path}: {getattr(e, 'strerror', None) or e}")
+    except OSError as e:
+        raise ToolError(f"{what or path}: {e.strerror or e}")
+    except UnicodeDecodeError as e:
+        raise ToolError(f"{what or path}: not UTF-8 text ({e.reason} at byte {e.start})")
+    except json.JSONDecodeError as e:
+        raise ToolError(f"{what or path}: not valid JSON: {e.msg} at line {e.lineno}, column {e.colno}")
+    except ValueError as e:  # a key given twice (_no_duplicates)
+        raise ToolError(f"{what or path}: {e}")
 
 
 class Stored:
