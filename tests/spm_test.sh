@@ -162,6 +162,12 @@ want=$(printf "     1 -> '' (bos)\n   378 -> ' R'\n   479 -> 'O'\n   489 -> 'M'\
 json=$("$BIN" tokenize -m "$TMP/m.json" -p "a <s>" --special --json 2>&1)
 [ "$json" = '{"tokenizer":"sentencepiece","ids":[1,261,448,1],"pieces":[""," a"," ",""]}' ] \
     && ok "tokenize --special --json: a typed <s> is the control piece" || bad "tokenize --special" "$json"
+"$BIN" tokenize -m "$TMP/m.json" -p "<s>a" --special --json > "$TMP/bos2.out" 2> "$TMP/bos2.err"
+"$BIN" tokenize -m "$TMP/m.json" -p "a<s>" --special --json > /dev/null 2> "$TMP/bos1.err"
+grep -q '"ids":\[1,1,' "$TMP/bos2.out" && [ "$(wc -l < "$TMP/bos2.err")" -eq 1 ] && [ ! -s "$TMP/bos1.err" ] \
+    && grep -qF "warning: prompt: the text starts with a bos of its own after the one the model adds" "$TMP/bos2.err" \
+    && ok "a text starting with <s> (--special) after the added bos: two, and one line warns (a later <s> does not)" \
+    || bad "double bos" "$(cat "$TMP/bos2.out" "$TMP/bos2.err" "$TMP/bos1.err")"
 echoed=$("$BIN" generate -m "$TMP/m.json" -p "ROMEO: to be" -n 3 --seed 1 --echo 2> /dev/null | head -c 12)
 [ "$echoed" = "ROMEO: to be" ] && ok "generate --echo: the prompt as typed (no dummy prefix's space)" \
     || bad "echo" "'$echoed'"

@@ -36,6 +36,11 @@ int encode(const NlModel *model, const char *what, const char *text, size_t len,
     }
     if (*skipped)
         msg_error("warning: %s: dropped %zu character%s outside the vocabulary", what, *skipped, plural(*skipped));
+    int bos = nl_tokenizer_info(nl_model_tokenizer(model)).bos;
+    if ((flags & NL_ENCODE_BOS) && bos >= 0 && *n >= 2 && (*ids)[0] == bos && (*ids)[1] == bos)
+        msg_error("warning: %s: the text starts with a bos of its own after the one the model adds: two in a row "
+                  "(as llama.cpp warns)",
+                  what);
     return 0;
 }
 
