@@ -395,6 +395,7 @@ static cJSON *compare_row_json(const NlCompareRow *r, const char *label, const C
     else cJSON_AddStringToObject(o, "placement", nl_name(NL_NAMES_PLACEMENT, r->placement));
     cJSON_AddStringToObject(o, "override", override_name(r));
     if (r->norm == NL_NORM_BATCHNORM) cJSON_AddStringToObject(o, "bn_stats", nl_name(NL_NAMES_BN_STATS, r->bn_stats));
+    if (fam->qk_norm) cJSON_AddBoolToObject(o, "qk_norm", r->qk_norm);  // the table's "+qk" / "-qk"
     cJSON_AddNumberToObject(o, "residual_scale", r->residual_scale);
     cJSON_AddNumberToObject(o, "parameters", (double)r->parameters);
     cJSON_AddNumberToObject(o, "weight_bytes", (double)r->weight_bytes);

@@ -26,6 +26,21 @@ expect_ok "compare --also-swap" compare $FIX/ln-post-bias.json --text "$TMP/text
     && grep -q '"norm":[[:space:]]*"none"' "$TMP/swap.json" \
     && ok "--also-swap adds the other norm, the other placement and no norm" \
     || bad "--also-swap rows" "$(grep override "$TMP/swap.json")"
+# a Llama model: --also-swap adds the QK-norm switch; the table's "-qk"/"+qk*" is the JSON's qk_norm
+expect_ok "compare llama --also-swap" compare weights/shakespeare-llama --text tests/data/held_out.txt --repeats 1 \
+    --also-swap --json -o "$TMP/llswap.json"
+run compare weights/shakespeare-llama --text tests/data/held_out.txt --repeats 1 --also-swap
+/usr/bin/python3 -c '
+import json, sys
+rows = json.load(open(sys.argv[1]))
+table = [l.split()[1] for l in open(sys.argv[2]) if l.startswith("weights/shakespeare-llama ") and len(l.split()) > 10]
+assert [(r["override"], r["qk_norm"]) for r in rows] == [("none", False), ("norm", False), ("placement", False),
+                                                        ("norm", False), ("qk_norm", True)], rows
+assert table == ["rmsnorm/pre-qk", "layernorm*/pre-qk", "rmsnorm/post*-qk", "none*/pre-qk", "rmsnorm/pre+qk*"], table
+assert rows[4]["bits_per_token"] != rows[0]["bits_per_token"]
+' "$TMP/llswap.json" "$TMP/out" 2>&1 \
+    && ok "compare llama --also-swap: a QK-norm row, its qk_norm in the JSON as the table's +qk/-qk" \
+    || bad "compare llama qk" "$(head -c 300 "$TMP/llswap.json")"
 expect_ok "compare --invariance" compare $FIX/ln-pre-bias.json --text "$TMP/text.txt" --repeats 1 --invariance
 grep -q "scale_0.5" "$TMP/out" && grep -q "shift_1" "$TMP/out" \
     && ok "invariance table printed" || bad "invariance table" "$(tail -4 "$TMP/out")"
@@ -57,6 +72,12 @@ if have_python 7 matplotlib; then
     [ "$(cat "$TMP/err")
 " = "$want" ] && ok "compare --plot-dir names each plot where it is, on normlab's lines, once in place" \
         || bad "plot lines" "$(cat "$TMP/err")"
+    # a Llama row is a transformer's (it once went to the recurrent plot and failed the whole call)
+    expect_ok "compare --plot-dir with a llama model" compare weights/shakespeare-llama shakespeare-lstm-ln \
+        --text tests/data/held_out.txt --repeats 1 --also-swap --plot-dir "$TMP/llplots"
+    [ "$(ls "$TMP/llplots" | wc -l)" -eq 5 ] && ! grep -q "failed" "$TMP/err" \
+        && ok "compare --plot-dir: a llama model beside an LSTM, every plot written" \
+        || bad "llama plots" "$(cat "$TMP/err")"
 fi
 # Quantized rows: each one's cost is its bits/char less that of its own model's row as trained (the
 # first of the model's rows), whatever the swaps between them; and the q8 row's bits/char is eval's

@@ -152,6 +152,7 @@ def shipped_speed_table():
            "|---|---|---|---|---|"]
     for r in bench()["shipped"]:
         run_as = f"{r['arch']}/{r['norm']}" if r.get("placement") is None else f"{r['norm']}/{r['placement']}"
+        run_as += {True: "+qk", False: "-qk"}.get(r.get("qk_norm"), "")  # (a Llama row, as compare prints it)
         out.append(f"| {short(r['model'])} | {run_as} | {r['decode_tok_s']:,.0f} "
                    f"[{r['decode_tok_s_min']:,.0f}-{r['decode_tok_s_max']:,.0f}] | {r['prefill_tok_s']:,.0f} | "
                    f"{100 * r['norm_time_share']:.1f}% |")

@@ -37,11 +37,14 @@ def label(row):
     name = os.path.basename(os.path.normpath(row["model"])).replace("shakespeare-", "")
     stats = f" ({row['bn_stats']} stats)" if row.get("bn_stats") == "batch" else ""
     run = row["norm"] if row.get("placement") is None else f"{row['norm']}/{row['placement']}"  # recurrent: none
+    run += {True: "+qk", False: "-qk"}.get(row.get("qk_norm"), "")  # a Llama row, as compare's table says
     return (name if row["override"] == "none" else f"{name} as {run}") + stats
 
 
 def recurrent(row):
-    return row.get("arch", "transformer") != "transformer"
+    """A recurrent row (LSTM, GRU): compare writes a null placement for the families without one; a
+    transformer or a Llama has one."""
+    return row.get("placement") is None
 
 
 def as_trained(rows):
@@ -49,23 +52,31 @@ def as_trained(rows):
     return [r for r in rows if r["override"] == "none" and r.get("bn_stats") != "batch"]
 
 
-def ablation(row):
+def quality_key(rows):
+    """bits_per_char where every row scores characters; bits_per_byte, the one unit every model shares,
+    where a BPE model (GPT-2's, a Llama's: bits per token) is among them."""
+    return "bits_per_char" if all(r.get("unit", "char") == "char" for r in rows) else "bits_per_byte"
+
+
+def ablation(row, key="bits_per_char"):
     """Rows far worse than the models as trained (another placement, no norms, BatchNorm weights run
-    as LayerNorm): more than 3 bits/char where the models reach 2.2-2.6."""
-    return row["bits_per_char"] > 3.0
+    as LayerNorm): more than 3 bits/char (or bits/byte) where the models reach 2.2-2.6."""
+    return row[key] > 3.0
 
 
 def bits_per_char(rows, path):
     """Horizontal bars (labels never overlap). Rows far worse than the rest get their own panel, on
     a log axis: the differences among the others (thousandths of a bit) stay visible."""
-    near = [r for r in rows if not ablation(r)]
-    far = [r for r in rows if ablation(r)]
-    panels = [(g, t) for g, t in ((near, "as trained, and the runs within 3 bits/char"),
-                                  (far, "the runs past 3 bits/char (log axis)")) if g]
+    key = quality_key(rows)
+    unit = "char" if key == "bits_per_char" else "byte"
+    near = [r for r in rows if not ablation(r, key)]
+    far = [r for r in rows if ablation(r, key)]
+    panels = [(g, t) for g, t in ((near, f"as trained, and the runs within 3 bits/{unit}"),
+                                  (far, f"the runs past 3 bits/{unit} (log axis)")) if g]
     height = 0.45 * max(len(near), len(far)) + 1.6
     fig, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), height), squeeze=False)
     for ax, (group, title) in zip(axes[0], panels):
-        vals = [r["bits_per_char"] for r in group]
+        vals = [r[key] for r in group]
         colors = ["tab:blue" if r["override"] == "none" else "tab:gray" for r in group]
         bars = ax.barh(range(len(group)), vals, color=colors)
         ax.bar_label(bars, fmt="%.4f", fontsize=8, padding=2)
@@ -78,9 +89,10 @@ def bits_per_char(rows, path):
         else:
             span = hi - lo if hi > lo else 0.05 * hi
             ax.set_xlim(max(0.0, lo - 0.5 * span), hi + 0.6 * span)  # zoomed: the bars start near the smallest
-        ax.set_xlabel("bits per character (lower is better)")
+        ax.set_xlabel(f"bits per {'character' if unit == 'char' else 'byte'} (lower is better)")
         ax.set_title(title, fontsize=10)
-    fig.suptitle(f"Quality on {os.path.basename(rows[0]['text'])} ({rows[0]['chars']} characters)", fontsize=11)
+    size = f"{rows[0]['chars']} characters" if unit == "char" else f"{rows[0]['bytes']} bytes"
+    fig.suptitle(f"Quality on {os.path.basename(rows[0]['text'])} ({size})", fontsize=11)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
