@@ -53,7 +53,7 @@ static int compare_runs(const NlModelDesc *c, int also_swap, int bn_stats, NlRun
         runs[n++].norm = NL_NORM_NONE;
         if (fam->qk_norm) {  // QK-norm switched: off where the model has it, on (unit gains) where not
             runs[n] = as;
-            runs[n++].qk_norm = desc_number(c, "qk_norm", 0) ? NL_QK_NORM_OFF : NL_QK_NORM_ON;
+            runs[n++].qk_norm = run_qk_norm(c, NL_QK_NORM_AS_CONFIGURED) ? NL_QK_NORM_OFF : NL_QK_NORM_ON;
         }
     }
     for (int i = 0, m = n; bn_stats == BN_STATS_BOTH && i < m; i++)
