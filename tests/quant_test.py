@@ -158,10 +158,13 @@ def test_choices(tmp):
           == "q4_0" and mats["h.0.attn.c_attn.weight"]["bytes"] == 384 * 128 // 32 * 18,
           "info lists each matrix's type and bytes", info.stderr)
     small = from_fixture(tmp, "ln-pre-bias.json", "d12")  # n_embd 12: no row is whole blocks of 32
-    r = quantize(small, "q8_0", os.path.join(tmp, "d12-q8"))
-    _, _, _, kinds = matches_reference(small, "q8_0", os.path.join(tmp, "d12-q8"))
-    check(r.returncode == 0 and "note:" in r.stderr and "whole blocks of 32" in r.stderr and
-          set(kinds.values()) == {"F32"}, "matrices that cannot be blocked stay float32, with a note", r.stderr)
+    refused("a model none of whose matrices can be blocked (nothing written as the type it names)",
+            ["quantize", "-m", small, "--type", "q8_0", "-o", os.path.join(tmp, "d12-q8")],
+            ["no matrix can be stored as q8_0", "whole blocks of 32", "f16"], 1, tmp, [small])
+    # llama-quantize's spellings, in any case
+    r = quantize(model, "Q8_0", os.path.join(tmp, "upper"))
+    _, _, q, _ = matches_reference(model, "q8_0", os.path.join(tmp, "upper"))
+    check(r.returncode == 0 and q == "q8_0", "--type Q8_0 (llama-quantize's spelling) is q8_0", r.stderr)
     # an existing model folder is replaced, its other files kept
     dest = os.path.join(tmp, "dest")
     quantize(model, "q8_0", dest)
@@ -199,6 +202,16 @@ def test_refusals(tmp):
     refused("an unknown --keep name", ["quantize", "-m", model, "--type", "q8_0", "-o", os.path.join(tmp, "y"),
                                        "--keep", "h.9.mlp.c_fc.weight"], ["h.9.mlp.c_fc.weight"], 1, tmp, [model])
     refused("no -o", ["quantize", "-m", model, "--type", "q8_0"], ["-o DIR"], 2, tmp, [model])
+    refused("a K-quant's name: the valid types listed, the K-quants not yet",
+            ["quantize", "-m", model, "--type", "Q4_K_M", "-o", os.path.join(tmp, "x")],
+            ["'Q4_K_M'", "f32, f16, bf16, q8_0 or q4_0", "not yet"], 2, tmp, [model])
+    refused("a quantized model quantized again without --allow-requantize",
+            ["quantize", "-m", q8, "--type", "q4_0", "-o", os.path.join(tmp, "rq")],
+            ["already quantized", "q8_0", "--allow-requantize"], 2, tmp, [q8])
+    r = quantize(q8, "q4_0", os.path.join(tmp, "rq"), "--allow-requantize")
+    _, _, q, _ = matches_reference(q8, "q4_0", os.path.join(tmp, "rq"))
+    check(r.returncode == 0 and q == "q4_0", "--allow-requantize quantizes a quantized model's widened weights",
+          r.stderr)
     huge = from_fixture(tmp, "ln-pre-dh64.json", "huge", lambda c, t: t["h.0.mlp.c_fc.weight"].__setitem__((3, 5), 1e6))
     refused("a weight too large for f16", ["quantize", "-m", huge, "--type", "f16", "-o", os.path.join(tmp, "z")],
             ["too large for f16"], 1, tmp, [huge])

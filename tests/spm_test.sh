@@ -140,7 +140,8 @@ printf 'ok \377\376 bad\300\257 utf-8 \355\240\200 and a cut \342\202' > "$TMP/i
     && ok "invalid UTF-8: every byte its byte piece, decoded back to itself" \
     || bad "invalid UTF-8" "$(cat "$TMP/inv.err")"
 # A small model (tests/fixtures' untied pre-LN transformer) with the shipped tokenizer, V = 512;
-# rigged: every next token is </s> (ln_f's output its bias e_0, the head's row 2 the only one on it);
+# rigged: every next token is </s> (ln_f's output its bias e_0, the head's row 2 the only one on it),
+# and in sampled-bos.json <s> (row 1), as a TinyStories model ends a story for run.c;
 # its tokenizer adds a BOS, as Llama 2's does (the shipped one does not: its model never saw one).
 /usr/bin/python3 -c 'import json, random, sys
 m, t = json.load(open(sys.argv[1])), json.load(open(sys.argv[2], encoding="utf-8"))
@@ -152,8 +153,10 @@ m["tokenizer"] = dict(t, add_bos=True)
 json.dump(m, open(sys.argv[3], "w"), ensure_ascii=False)
 m["tensors"]["ln_f.weight"]["data"], m["tensors"]["ln_f.bias"]["data"] = [0.0] * D, [1.0] + [0.0] * (D - 1)
 m["tensors"]["lm_head.weight"]["data"] = [10.0 if i == 2 * D else 0.0 for i in range(V * D)]
-json.dump(m, open(sys.argv[4], "w"), ensure_ascii=False)' tests/fixtures/ln-pre-untied.json "$SHIPPED" \
-    "$TMP/m.json" "$TMP/eos.json"
+json.dump(m, open(sys.argv[4], "w"), ensure_ascii=False)
+m["tensors"]["lm_head.weight"]["data"] = [10.0 if i == 1 * D else 0.0 for i in range(V * D)]
+json.dump(m, open(sys.argv[5], "w"), ensure_ascii=False)' tests/fixtures/ln-pre-untied.json "$SHIPPED" \
+    "$TMP/m.json" "$TMP/eos.json" "$TMP/sampled-bos.json"
 out=$("$BIN" tokenize -m "$TMP/m.json" -p "ROMEO: <s>" 2>&1)
 want=$(printf "     1 -> '' (bos)\n   378 -> ' R'\n   479 -> 'O'\n   489 -> 'M'\n   477 -> 'E'\n   479 -> 'O'\n%b" \
     "   471 -> ':'\n   448 -> ' '\n    63 -> '<'\n   454 -> 's'\n    65 -> '>'")
@@ -194,6 +197,15 @@ long=$(printf 'the %.0s' $(seq 80)) short=$(printf 'the %.0s' $(seq 59))
     && grep -q 'ended by the end-of-sequence' "$TMP/s.err" \
     && ok "--samples 2 --json: each stream ends at </s>, stop_type eos (llama-server's)" \
     || bad "eos samples" "$(head -c 300 "$TMP/s.out" "$TMP/s.err")"
+"$BIN" generate -m "$TMP/sampled-bos.json" -p "ROMEO:" -n 5 --temp 0 > "$TMP/sbos.out" 2> "$TMP/sbos.err"
+"$BIN" generate -m "$TMP/sampled-bos.json" -p "ROMEO:" -n 5 --temp 0 --ignore-eos > "$TMP/bign.out" 2> "$TMP/bign.err"
+"$BIN" generate -m "$TMP/sampled-bos.json" -p "ROMEO:" -n 5 --temp 0 --samples 2 --json > "$TMP/bs.out" 2> /dev/null
+[ "$(cat "$TMP/sbos.out" "$TMP/bign.out")" = "ROMEO:ROMEO:" ] \
+    && grep -q '; 1 new token .*ended by a sampled begin-of-sequence token (where run.c ends) (counted' "$TMP/sbos.err" \
+    && grep -q '; 5 new tokens' "$TMP/bign.err" && ! grep -q 'ended by' "$TMP/bign.err" \
+    && [ "$(grep -c '"text":"","stop_type":"eos","stopping_word":""' "$TMP/bs.out")" = 2 ] \
+    && ok "a sampled <s> ends the stream unprinted as run.c stops, stop_type eos; --ignore-eos runs -n 5" \
+    || bad "bos ends" "$(cat "$TMP/sbos.err" "$TMP/bign.err" "$TMP/bs.out" | head -c 400)"
 "$BIN" generate -m "$TMP/eos.json" -p "ROMEO:" -n 3 --temp 0 --ignore-eos --json --stop zzz > "$TMP/l.out" 2>&1
 grep -q '"stop_type":"limit","stopping_word":""' "$TMP/l.out" \
     && ok "--ignore-eos --stop: stop_type limit after -n" || bad "eos limit" "$(head -c 300 "$TMP/l.out")"

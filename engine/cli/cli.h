@@ -79,6 +79,7 @@ typedef struct {
     int n_models;
     int layers;  // profile --layers: the full layer x component table instead of the summary
     int qtype;  // quantize --type: the NlDType every matrix is stored as
+    int allow_requantize;  // quantize --allow-requantize: a q8_0 or q4_0 model quantized again
     const char *keep;  // quantize --keep: comma-separated names of matrices kept float32
     int center, force;  // fold --center, --force; compare --center: a centred folded row too
     int fold;  // compare --fold: a folded row per transformer

@@ -121,7 +121,7 @@ static int print_samples(FILE *out, const Collect *c, int n, uint64_t seed, cons
             add_u64(j, "seed", seed + (uint64_t)i);
             cJSON_AddItemToObject(j, "prompt", nl_jsonx_bytes(prompt, prompt_len));  // (it may hold a NUL)
             cJSON_AddItemToObject(j, "text", nl_jsonx_bytes(text, c->len[i]));  // (a BPE text may hold a NUL)
-            if (o->stops.n || c->eos >= 0) add_stop(j, c, i);
+            if (o->stops.n || end_tokens_any(c->end)) add_stop(j, c, i);
             if (c->width) cJSON_AddItemToObject(j, "completion_probabilities", probs_json(c, i));
             if (n == 1) add_timings(j, st, 1);
             ok = print_json(out, j);
@@ -147,8 +147,9 @@ static int same_destination(void) {
            a.st_ino == b.st_ino;
 }
 
-// What ended streams early, for print_timing: --stop (1), </s> (2), or either (3: some of each may have).
-static int stop_kind(const Options *o, int eos_ended) { return !eos_ended ? 1 : o->stops.n ? 3 : 2; }
+// What ended streams early, for print_timing, as bits: 1 --stop (alone, or given beside an end token:
+// some of each may have), 2 </s>, 4 a sampled <s> (eos_ended's END_BY_* shifted up one).
+static int stop_kind(const Options *o, int eos_ended) { return (o->stops.n || !eos_ended) | eos_ended << 1; }
 
 // Timing on stderr; a newline first when the generated text went to the same place and did not end
 // its line (at a terminal it does). It counts the
@@ -156,7 +157,7 @@ static int stop_kind(const Options *o, int eos_ended) { return !eos_ended ? 1 : 
 // step ("-n 100": 100 new characters, 99 decode steps). With several models, label names the model
 // ("normlab: MODEL: prefill ..."), and the text, which then ends in a newline, needs none; NULL: one model.
 static void print_timing(const NlGenerateStats *st, size_t n_new, int streams, const char *label, const char *unit,
-                         int stopped) {  // stopped: 1 by --stop, 2 by </s>, 3 by </s> or --stop, 0 neither
+                         int stopped) {  // stopped: stop_kind's bits, 0 none
     // decode's rate leaves out the steps that shifted the context: those are said apart
     size_t plain = st->decode_tokens > st->context_shifts ? st->decode_tokens - st->context_shifts : 0;
     size_t steps = plain * (size_t)streams;
@@ -177,9 +178,10 @@ static void print_timing(const NlGenerateStats *st, size_t n_new, int streams, c
         fprintf(stderr, "; %zu context shift%s in %.2f ms", st->context_shifts, plural(st->context_shifts),
                 st->shift_seconds * 1e3);
     if (stopped == 1) fprintf(stderr, "; ended by --stop (the stop text counted, not printed)");
-    if (stopped >= 2)
-        fprintf(stderr, "; ended by the end-of-sequence token%s (counted, not printed)",
-                stopped == 3 ? " or --stop" : "");
+    const char *end = (stopped & 6) == 6 ? "the end-of-sequence token or a sampled begin-of-sequence token"
+                      : stopped & 4    ? "a sampled begin-of-sequence token (where run.c ends)"
+                                       : "the end-of-sequence token";
+    if (stopped >= 2) fprintf(stderr, "; ended by %s%s (counted, not printed)", end, stopped & 1 ? " or --stop" : "");
     fprintf(stderr, "\n");
 }
 
@@ -268,7 +270,7 @@ typedef struct {
     char *text, *prompt;  // the prompt as read, and as the model saw it (for echoing)
     size_t n, len, prompt_len;  // the prompt's tokens, the text's bytes, the echoed prompt's bytes
     int fell_back;  // the mode's default prompt could not be encoded: the run starts from a newline
-    int eos_ended;  // some stream ended at the end-of-sequence token
+    int eos_ended;  // END_BY_* bits: some stream ended at the end-of-sequence token, or at a sampled bos
     uint64_t seed;
     Collect col;  // the texts, with several samples or --json
     NlGenerateStats st;
@@ -397,12 +399,12 @@ static int decode_streams(const Options *o, GenRun *r, FILE *out, int *write_fai
     int collect = o->samples > 1 || o->json;
     size_t T = model_context(r->model), n = r->n;  // a recurrent model's (SIZE_MAX) takes the whole prompt
     EmitCtx ectx = {
-        .tok = nl_model_tokenizer(r->model), .out = out, .stop = {.stops = &o->stops}, .eos = model_eos(o, r->model)};
+        .tok = nl_model_tokenizer(r->model), .out = out, .stop = {.stops = &o->stops}, .end = model_end_tokens(o, r->model)};
     if (o->echo && !collect && r->mode->keep_text &&
         (fwrite(r->prompt, 1, r->prompt_len, out) != r->prompt_len || fflush(out) == EOF))
         ectx.write_failed = errno;
     r->col.tok = nl_model_tokenizer(r->model);
-    r->col.eos = ectx.eos;
+    r->col.end = ectx.end;
     if (o->warmup) nl_forward(r->wk.states[0], r->ids + (n > T ? n - T : 0), n > T ? T : n, 0, 1);
     NlGenerateOptions gopts = {.n_new = (size_t)o->n_new,
                                .exact_window = o->exact_window,

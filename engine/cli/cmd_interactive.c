@@ -108,7 +108,7 @@ static void say_timings(const Context *c, const NlModel *model) {
 
 static int run_turns(const Options *o, const NlModel *model, Context *c, NlSampler *smp, const float *logits) {
     EmitCtx e = {
-        .tok = nl_model_tokenizer(model), .out = stdout, .stop = {.stops = &o->stops}, .eos = model_eos(o, model)};
+        .tok = nl_model_tokenizer(model), .out = stdout, .stop = {.stops = &o->stops}, .end = model_end_tokens(o, model)};
     char *line = NULL;
     size_t cap = 0;
     ssize_t got;

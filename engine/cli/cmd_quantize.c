@@ -54,6 +54,34 @@ static void report(const Options *o, const char *input, const NlModelDesc *befor
            8.0 * (double)r->bytes / (double)before->parameters);
 }
 
+// The first matrix stored in a block type (q8_0, q4_0) of desc, or NULL: quantizing such a model
+// again rounds a rounding, which llama-quantize refuses without --allow-requantize.
+static const NlMatrixDesc *quantized_matrix(const NlModelDesc *desc) {
+    for (size_t i = 0; i < desc->n_matrices; i++)
+        if (desc->matrices[i].type == NL_DTYPE_Q8_0 || desc->matrices[i].type == NL_DTYPE_Q4_0) return &desc->matrices[i];
+    return NULL;
+}
+
+// 0 when the model may be written as o->qtype; else a usage error's message and EXIT_USAGE.
+static int check_requantize(const Options *o, const NlModelDesc *before) {
+    const NlMatrixDesc *q = quantized_matrix(before);
+    if (!q || o->qtype == NL_DTYPE_F32 || o->allow_requantize) return 0;
+    msg_usage(o->cmd, "the model is already quantized (%s is %s): --type %s would round its rounding, so its "
+                      "error would be at least %s's; quantize the float model, or give --allow-requantize",
+              q->name, nl_name(NL_NAMES_DTYPE, q->type), nl_name(NL_NAMES_DTYPE, o->qtype),
+              nl_name(NL_NAMES_DTYPE, q->type));
+    return EXIT_USAGE;
+}
+
+// 0 when r stored some matrix as asked; else an error naming why none could be.
+static int check_stored(const Options *o, const NlQuantizeResult *r) {
+    if (r->stored > 0 || r->unblockable == 0) return 0;
+    msg_error("no matrix can be stored as %s: the rows of every one (the first: %s) are not whole blocks of 32; "
+              "choose f16 or bf16",
+              nl_name(NL_NAMES_DTYPE, o->qtype), r->unblockable_name);
+    return -1;
+}
+
 int cmd_quantize(Options *o) {
     char buf[4400];
     const char *input = model_path(o, buf, sizeof buf);
@@ -67,11 +95,14 @@ int cmd_quantize(Options *o) {
     NlQuantizeParams p = {(NlDType)o->qtype, keep, n_keep};
     NlQuantizeResult r;
     NlModelDesc before = model_desc(model);
-    rc = EXIT_DATA;
-    if (!keep || (o->keep && !list)) msg_error("out of memory");
-    else if (model_folder_create(&d) == 0 && write_folder(&d, input, model, &p, &r) == 0 &&
-             model_folder_put_in_place(&d) == 0)
-        rc = 0;
+    rc = check_requantize(o, &before);
+    if (rc == 0) {
+        rc = EXIT_DATA;
+        if (!keep || (o->keep && !list)) msg_error("out of memory");
+        else if (model_folder_create(&d) == 0 && write_folder(&d, input, model, &p, &r) == 0 &&
+                 check_stored(o, &r) == 0 && model_folder_put_in_place(&d) == 0)
+            rc = 0;
+    }
     if (rc != 0) model_folder_discard(&d);
     if (rc == 0) report(o, input, &before, &r);
     free(keep);

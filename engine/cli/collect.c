@@ -55,8 +55,8 @@ static int append_text(Collect *c, int stream, const char *text, size_t n) {
 // the stream's end, collect_end).
 int collect_token(int stream, int token, void *ctx) {
     Collect *c = ctx;
-    if (token == c->eos) {
-        c->at_eos[stream] = 1;
+    if (end_tokens_has(c->end, token)) {
+        c->at_eos[stream] = token == c->end.eos ? END_BY_EOS : END_BY_BOS;
         return NL_EMIT_DONE;
     }
     StopFilter *f = &c->stop[stream];

@@ -28,8 +28,8 @@ typedef struct {
     NlSampler **samplers;  // (N) with --n-probs: what each stream's last draw recorded
     int width;  // --n-probs: the top tokens recorded a draw (0: none)
     Probs *probs;  // (N) with --n-probs
-    int eos;  // the token that ends a stream, unrecorded (a sentencepiece model's </s>); -1: none
-    unsigned char *at_eos;  // (N) 1: the stream ended at eos (each set by the worker running its stream)
+    EndTokens end;  // the tokens that end a stream, unrecorded
+    unsigned char *at_eos;  // (N) END_BY_EOS or END_BY_BOS: the stream ended at one of them (each set by the worker running its stream)
 } Collect;
 
 // An NlEmitFn on a Collect: the token's bytes through the stream's filter into its text.

@@ -242,8 +242,9 @@ const char *token_unit(const NlModel *model) {
     return nl_tokenizer_info(nl_model_tokenizer(model)).kind == NL_TOKENIZER_CHAR ? "character" : "token";
 }
 
-int model_eos(const Options *o, const NlModel *model) {
-    return o->ignore_eos ? -1 : nl_tokenizer_info(nl_model_tokenizer(model)).eos;
+EndTokens model_end_tokens(const Options *o, const NlModel *model) {
+    NlTokenizerInfo info = nl_tokenizer_info(nl_model_tokenizer(model));
+    return o->ignore_eos ? (EndTokens){-1, -1} : (EndTokens){info.eos, info.bos};
 }
 
 size_t model_keep(const NlModel *model, const int *ids, size_t n) {

@@ -5,6 +5,7 @@
 #include <stddef.h>
 
 #include "cli.h"
+#include "stops.h"
 
 #define DEFAULT_MODEL "shakespeare-pre-ln"
 
@@ -46,9 +47,10 @@ double desc_number(const NlModelDesc *d, const char *key, double absent);
 int model_windowed(const NlModel *model);
 // What the model's tokens are, for messages: "character" (a char tokenizer) or "token" (BPE).
 const char *token_unit(const NlModel *model);
-// The token that ends a generated stream unprinted: a sentencepiece model's end of sequence (</s>),
-// unless --ignore-eos; -1 for none (the other kinds: GPT-2's "<|endoftext|>" never ended one).
-int model_eos(const Options *o, const NlModel *model);
+// The tokens that end a generated stream unprinted: a sentencepiece model's end of sequence (</s>)
+// and its begin of sequence (<s>) when sampled, as run.c stops, unless --ignore-eos; -1 for none
+// (the other kinds: GPT-2's "<|endoftext|>" never ended one).
+EndTokens model_end_tokens(const Options *o, const NlModel *model);
 // The tokens at the start of ids[0..n) that a RoPE shift keeps (NlContextOptions.keep): 1 when the
 // text starts with the tokenizer's bos, as llama.cpp's n_keep; else 0.
 size_t model_keep(const NlModel *model, const int *ids, size_t n);

@@ -52,8 +52,9 @@ const OptSpec GENERATE_OPTIONS[] = {
      .type = OT_FLAG,
      .field = OPT_FIELD(ignore_eos),
      .value = 1,
-     .help = "a sentencepiece model: go on past its end-of-sequence token (</s>), which otherwise ends a stream "
-             "unprinted, as in llama.cpp; the other kinds have none"},
+     .help = "a sentencepiece model: go on past its end-of-sequence token (</s>) and a sampled begin-of-sequence "
+             "token (<s>), either of which otherwise ends a stream unprinted, as in llama.cpp (llama2.c's run.c "
+             "ends at <s>); the other kinds have none"},
     {.name = "interactive",
      .letter = 'i',
      .type = OT_FLAG,
@@ -574,13 +575,16 @@ const OptSpec QUANTIZE_OPTIONS[] = {
      .type = OT_CHOICE,
      .arg = "TYPE",
      .def = "q8_0",
+     .range = "f32, f16, bf16, q8_0 or q4_0 (any case, as llama-quantize's F16 or Q8_0; the K-quants, "
+              "Q4_K_M and the rest, not yet)",
      .field = OPT_FIELD(qtype),
      .choose = choose_dtype,
      .choices = "f32 f16 bf16 q8_0 q4_0",
      .help = "how every matrix is stored: f32; f16 or bf16 (16-bit floats); q8_0 or q4_0, ggml's blocks of 32 "
              "weights with an F16 scale (8.5 and 4.5 bits a weight; a matrix whose rows are not whole blocks stays "
-             "f32, and a note says so). Norm gains, biases and wpe stay f32. From a model stored otherwise, f32 "
-             "writes its weights widened, as the engine reads them"},
+             "f32, and a note says so; a model with none is refused). Norm gains, biases and wpe stay f32. From a model "
+             "stored otherwise, f32 writes its weights widened, as the engine reads them; a model with q8_0 or q4_0 "
+             "matrices is quantized again only with --allow-requantize"},
     {.name = "output",
      .letter = 'o',
      .type = OT_STRING,
@@ -594,6 +598,12 @@ const OptSpec QUANTIZE_OPTIONS[] = {
      .field = OPT_FIELD(keep),
      .help = "matrices kept f32, by their tensor's name as 'normlab info' lists them (wte.weight, "
              "h.0.mlp.c_fc.weight, ...), comma-separated"},
+    {.name = "allow-requantize",
+     .type = OT_FLAG,
+     .value = 1,
+     .field = OPT_FIELD(allow_requantize),
+     .help = "quantize a model whose matrices are already q8_0 or q4_0 (llama-quantize's flag): the new type "
+             "rounds the old one's rounding, so its error is at least the old type's"},
     OPT_NO_MMAP,
     OPT_END,
 };

@@ -21,4 +21,13 @@ size_t stop_filter_held(const StopFilter *f);  // the bytes held back now
 void stop_filter_flush(StopFilter *f, const char **out, size_t *n_out);
 void stop_filter_free(StopFilter *f);
 
+// The tokens that end a stream unprinted, llama.cpp's end-of-generation set: a sentencepiece
+// model's eos (</s>), and its bos (<s>) when sampled, where llama2.c's run.c ends a story; -1: none.
+typedef struct {
+    int eos, bos;
+} EndTokens;
+enum { END_BY_EOS = 1, END_BY_BOS = 2 };  // which of them ended a stream, as bits
+static inline int end_tokens_has(EndTokens e, int token) { return token >= 0 && (token == e.eos || token == e.bos); }
+static inline int end_tokens_any(EndTokens e) { return e.eos >= 0 || e.bos >= 0; }
+
 #endif

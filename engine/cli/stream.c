@@ -46,8 +46,8 @@ static int emit_bytes(EmitCtx *e, const char *bytes, size_t len) {
 // stream ends (NL_EMIT_DONE); an end that may begin one waits.
 int emit_token(int token, void *ctx) {
     EmitCtx *e = ctx;
-    if (token == e->eos) {
-        e->eos_ended = 1;
+    if (end_tokens_has(e->end, token)) {
+        e->eos_ended |= token == e->end.eos ? END_BY_EOS : END_BY_BOS;
         return NL_EMIT_DONE;
     }
     size_t len, n;

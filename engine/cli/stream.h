@@ -18,8 +18,8 @@ typedef struct {
     char held[HELD_MAX];  // the start of a UTF-8 character that a later token completes (BPE), not yet written
     size_t n_held;
     StopFilter stop;  // --stop's filter of the text (stop_filter_free it when done)
-    int eos;  // the token that ends the stream, unprinted (a sentencepiece model's </s>); -1: none
-    int eos_ended;  // 1 once it did
+    EndTokens end;  // the tokens that end the stream, unprinted
+    int eos_ended;  // END_BY_EOS or END_BY_BOS once one did
 } EmitCtx;
 // One token's bytes to e->out: NL_EMIT_CONTINUE, NL_EMIT_DONE when a stop text ended the stream (the
 // text before it written), NL_EMIT_STOP when a write failed. An NlEmitFn's body.
