@@ -171,6 +171,15 @@ grep -q '"ids":\[1,1,' "$TMP/bos2.out" && [ "$(wc -l < "$TMP/bos2.err")" -eq 1 ]
     && grep -qF "warning: prompt: the text starts with a bos of its own after the one the model adds" "$TMP/bos2.err" \
     && ok "a text starting with <s> (--special) after the added bos: two, and one line warns (a later <s> does not)" \
     || bad "double bos" "$(cat "$TMP/bos2.out" "$TMP/bos2.err" "$TMP/bos1.err")"
+ids=$("$BIN" tokenize -m "$TMP/m.json" -p "a" --ids 2>&1) nobos=$("$BIN" tokenize -m "$TMP/m.json" -p "a" --ids --no-bos 2>&1)
+[ "$ids" = "[1, 261]" ] && [ "$nobos" = "[261]" ] && ok "tokenize --ids: [1, 261]; --no-bos leaves the bos out: [261]" \
+    || bad "--no-bos" "$ids / $nobos"
+# an empty prompt, one rule: the bos alone where the model adds one (tokenize and generate alike)
+empty=$("$BIN" tokenize -m "$TMP/m.json" -p "" --ids 2>&1)
+"$BIN" generate -m "$TMP/m.json" -p "" -n 2 --seed 1 --json > "$TMP/empty.json" 2> /dev/null
+[ "$empty" = "[1]" ] && grep -q '"prompt":"",.*"prompt_tokens":1,' "$TMP/empty.json" \
+    && ok "an empty prompt is the bos alone, in tokenize and in generate" \
+    || bad "empty prompt" "$empty $(head -c 300 "$TMP/empty.json")"
 echoed=$("$BIN" generate -m "$TMP/m.json" -p "ROMEO: to be" -n 3 --seed 1 --echo 2> /dev/null | head -c 12)
 [ "$echoed" = "ROMEO: to be" ] && ok "generate --echo: the prompt as typed (no dummy prefix's space)" \
     || bad "echo" "'$echoed'"

@@ -45,6 +45,7 @@ typedef struct {
     const char *text_file;  // -f / --text for eval and compare
     const char *output;  // -o: the main result to this file ("-": stdout)
     const char *kl_base, *kl;  // eval: write the reference log-probabilities; compare with them
+    int kl_from_base;  // eval --kl given bare: compare with the --kl-base file (llama-perplexity's form)
     IntList bench_prompt, bench_gen, bench_threads;  // bench: -p, -n, -t (n 0: the defaults)
     int bench_format;  // BENCH_*
     long n_new;
@@ -56,6 +57,7 @@ typedef struct {
     int bn_stats;  // NlBnStats; compare also BN_STATS_BOTH (a row with each)
     int threads;  // engine worker threads; OpenBLAS threads for large sgemv
     int exact_window, skip_unknown, special, json, echo, ignore_eos;
+    int ids_only, no_bos;  // tokenize --ids (the ids alone, as llama-tokenize prints them), --no-bos
     long stride;  // 0: T/2
     long segments;  // eval of a recurrent model: independent parts run together (0: 1)
     int profile, counters;

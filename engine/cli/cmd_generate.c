@@ -611,6 +611,7 @@ static int generate_many(const Options *o) {
 // One model (-m once, or the default) is generate_run; several run one after another (generate_many),
 // --profile refused: its report is one model's.
 int cmd_generate(Options *o) {
+    prompt_warn_number(o);
     if (o->interactive) return generate_interactive(o);
     if (o->n_models == 1) o->model = o->models[0];
     if (o->n_models < 2) return generate_run(o, &GENERATE);

@@ -32,6 +32,13 @@ static int print_piece(FILE *out, const char *bytes, size_t len) {
     return ok;
 }
 
+// The ids as llama-tokenize --ids prints them: "[1, 15043, 3186]".
+static int print_ids(FILE *out, const int *ids, size_t n) {
+    int ok = fputc('[', out) != EOF;
+    for (size_t i = 0; i < n && ok; i++) ok = fprintf(out, "%s%d", i ? ", " : "", ids[i]) > 0;
+    return ok && fputs("]\n", out) != EOF;
+}
+
 // "ID -> 'PIECE'" a line, or one JSON object {tokenizer, ids, pieces}.
 static int print_tokens(FILE *out, const NlModel *model, const int *ids, size_t n, int json) {
     const NlTokenizer *tok = nl_model_tokenizer(model);
@@ -81,7 +88,8 @@ int cmd_tokenize(Options *o) {
     if (!rc)
         rc = encode(model, o->prompt_file ? o->prompt_file : "prompt", text, len, encode_flags(o), &ids, &n, &skipped);
     if (!rc) rc = open_main_output(o, &out);
-    if (!rc && (!print_tokens(out.f, model, ids, n, o->json) || fflush(out.f) == EOF)) {
+    int printed = rc ? 0 : o->ids_only ? print_ids(out.f, ids, n) : print_tokens(out.f, model, ids, n, o->json);
+    if (!rc && (!printed || fflush(out.f) == EOF)) {
         msg_error("cannot write %s: %s", o->output ? o->output : "to stdout", strerror(errno));
         rc = EXIT_DATA;
     }

@@ -209,6 +209,14 @@ static const struct {
                       "(scores, softmax and values), and prefill in tiles"},
     {"device dtype compile", "nanoGPT's: normlab runs float32 on the CPU"},
     {"out-dir init-from", "nanoGPT's: a model is named with -m (a name from 'normlab list', or a folder)"},
+    {"sys system-prompt", "llama.cpp's system prompt; there is no chat template: put the whole text in -p"},
+    {"grammar grammar-file json-schema", "llama.cpp's constrained sampling (GBNF); normlab samples from the whole "
+                                         "vocabulary (--top-k, --top-p, --min-p narrow it)"},
+    {"keep", "llama.cpp's tokens kept at a context shift; generate keeps the bos where the model adds one (n_keep "
+             "1), else none, and drops the older half of the window (docs/usage.md); quantize's --keep names "
+             "matrices kept float32"},
+    {"z", "run.c's tokenizer file; a model folder holds its tokenizer.json (tools/interop/import_llama2c.py "
+          "--tokenizer tokenizer.bin writes it)"},
 };
 
 // llama.cpp's names for options normlab spells otherwise: the hint names normlab's.
@@ -217,7 +225,6 @@ static const struct {
 } RENAMED[] = {
     {"no-display-prompt", "--no-echo"},
     {"prompt-file", "-f FILE"},
-    {"ids", "--json (its \"ids\")"},
 };
 
 static const char *renamed(const char *s, size_t len) {
@@ -392,6 +399,11 @@ int options_parse(Options *o, const Command *cmd, int argc, char **argv) {
         if (!takes_value(s) && value) {
             msg_usage(o->cmd, "option '%s' takes no value", shown);
             return EXIT_USAGE;
+        }
+        if (takes_value(s) && !value && (s->flags & OPT_VALUE_OPTIONAL) &&
+            (i + 1 >= argc || (argv[i + 1][0] == '-' && argv[i + 1][1]))) {
+            *(int *)((char *)o + s->bare_field) = 1;
+            continue;
         }
         if (takes_value(s) && !value && i + 1 >= argc) {
             msg_usage(o->cmd, "option '%s' needs a value", shown);

@@ -22,7 +22,9 @@ typedef enum {
     OT_CHOICE,  // a word of OptSpec.choices, any case, through OptSpec.choose into an int
     OT_INT_LIST  // integers in [lo, hi], comma-separated, at most INT_LIST_MAX: an IntList
 } OptType;
-enum { OPT_MIN_OPEN = 1, OPT_ZERO_OK = 2 };
+// OPT_VALUE_OPTIONAL: a value-taking row that may also stand bare (the last argument, or an option
+// next), as llama-perplexity's --kl-divergence does: then the int at bare_field is set to 1.
+enum { OPT_MIN_OPEN = 1, OPT_ZERO_OK = 2, OPT_VALUE_OPTIONAL = 4 };
 
 // One row of a command's options (options_table.c, option_rows.h): parsing, `normlab help CMD`, the
 // man page, the completion and docs/cli.md all read these rows. A name may have different rows in
@@ -35,11 +37,12 @@ typedef struct {
     const char *arg;  // the value's name in help ("N", "FILE"), NULL for flags
     long long lo, hi;  // OT_INT, OT_LONG, OT_INT_LIST: the accepted range
     double dlo, dhi;  // OT_DOUBLE
-    int flags;  // OPT_MIN_OPEN, OPT_ZERO_OK
+    int flags;  // OPT_MIN_OPEN, OPT_ZERO_OK, OPT_VALUE_OPTIONAL
     const char *range;  // the accepted values in words: "an integer in [1, 256]"
     const char *def;  // the default as a value, applied before parsing; NULL: none (or def_text)
     const char *def_text;  // the default in words where it is not a value ("every CPU"), or NULL
     size_t field;  // offsetof(Options, ...)
+    size_t bare_field;  // OPT_VALUE_OPTIONAL: offsetof(Options, an int) set to 1 when the option stands bare
     int value;  // OT_FLAG: the value stored
     int (*choose)(const char *word, int *out);  // OT_CHOICE: 0 and *out, or -1
     const char *choices;  // OT_CHOICE: the words, space-separated (help, completion)

@@ -103,7 +103,7 @@ const OptSpec GENERATE_OPTIONS[] = {
      .arg = "N",
      .lo = 1,
      .hi = 1024,
-     .range = "an integer in [1, 1024]",
+     .range = "an integer in [1, 1024] (the threads: run.c's -t, the temperature, is --temp here)",
      .def_text = "every CPU this process may use",
      .field = OPT_FIELD(threads),
      .help = "engine threads: sample groups run side by side; one stream's matrix-vector products and "
@@ -157,10 +157,13 @@ const OptSpec EVAL_OPTIONS[] = {
      .alias = "kl-divergence",
      .type = OT_STRING,
      .arg = "FILE",
+     .flags = OPT_VALUE_OPTIONAL,
      .field = OPT_FIELD(kl),
+     .bare_field = OPT_FIELD(kl_from_base),
      .help = "compare with a --kl-base FILE of the same text and vocabulary: the mean KL divergence from it with its "
              "error, median, 99th percentile and maximum, the share of positions with the same most likely token, "
-             "and ln(PPL / PPL(base)) (llama-perplexity's --kl-divergence)"},
+             "and ln(PPL / PPL(base)) (llama-perplexity's --kl-divergence). With no FILE (llama-perplexity's "
+             "two-flag form, '--kl-divergence-base FILE --kl-divergence'), it reads the --kl-base FILE"},
     OPT_OUTPUT,
     OPT_LENS,
     OPT_ATTENTION,
@@ -561,6 +564,17 @@ const OptSpec TOKENIZE_OPTIONS[] = {
      .value = 1,
      .help = "one JSON object: {tokenizer, ids, pieces}, each piece the token's bytes as text (a byte that is not "
              "part of valid UTF-8 as U+FFFD)"},
+    {.name = "ids",
+     .type = OT_FLAG,
+     .field = OPT_FIELD(ids_only),
+     .value = 1,
+     .help = "the ids alone, as llama-tokenize --ids prints them: one line '[1, 15043, 3186]'"},
+    {.name = "no-bos",
+     .type = OT_FLAG,
+     .field = OPT_FIELD(no_bos),
+     .value = 1,
+     .help = "leave out the bos a sentencepiece model adds at the start (llama-tokenize's --no-bos); the others add "
+             "none"},
     OPT_OUTPUT,
     OPT_SPECIAL,
     OPT_NO_MMAP,
@@ -740,7 +754,8 @@ const OptRelation COMPARE_RELATIONS[] = {
     QUANTIZE_ONLY(quantize_rows),
     REQUIRES(GIVEN_INT(center), GIVEN_INT(fold), "--center adds a centred folded row: give --fold too"),
     REL_END};  // (its --quantize: rows to add)
-const OptRelation TOKENIZE_RELATIONS[] = {PROMPT_OR_FILE, REL_END};
+const OptRelation TOKENIZE_RELATIONS[] = {
+    PROMPT_OR_FILE, CONFLICTS(GIVEN_INT(ids_only), GIVEN_INT(json), "give --ids or --json, not both"), REL_END};
 const OptRelation FOLD_RELATIONS[] = {
     REQUIRES(GIVEN_INT(force), GIVEN_INT(center), "--force centres where it is not exact: give --center too"), REL_END};
 const OptRelation PATCH_RELATIONS[] = {

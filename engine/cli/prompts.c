@@ -1,6 +1,7 @@
 // prompts.c — texts and prompts: read (a file, standard input, -p), and encoded for a model with
 // the options' tokenizer flags, an empty prompt or one with nothing known becoming a newline.
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +12,8 @@
 
 // Encodes text (len bytes) into a new id array.
 int encode_flags(const Options *o) {
-    return (o->skip_unknown ? NL_ENCODE_SKIP_UNKNOWN : 0) | (o->special ? NL_ENCODE_SPECIAL : 0) | NL_ENCODE_BOS;
+    return (o->skip_unknown ? NL_ENCODE_SKIP_UNKNOWN : 0) | (o->special ? NL_ENCODE_SPECIAL : 0) |
+           (o->no_bos ? 0 : NL_ENCODE_BOS);
 }
 
 int encode(const NlModel *model, const char *what, const char *text, size_t len, int flags, int **ids, size_t *n,
@@ -91,6 +93,15 @@ static int encodable(const NlModel *model, const char *text) {
     return ok;
 }
 
+void prompt_warn_number(const Options *o) {
+    char *end;
+    const char *p = o->prompt;
+    if (!p || !*p || isspace((unsigned char)*p)) return;
+    (void)strtod(p, &end);
+    if (*end == '\0')
+        msg_error("warning: the prompt is '%s', a number: -p is the prompt here (run.c's -p, top-p, is --top-p)", p);
+}
+
 int prompt_read(const Options *o, char **text, size_t *len) {
     if (o->prompt_file) return read_text(o->prompt_file, text, len);
     *text = strdup(o->prompt ? o->prompt : "");
@@ -100,13 +111,16 @@ int prompt_read(const Options *o, char **text, size_t *len) {
 
 int prompt_encode(const Options *o, const NlModel *model, const char *what, char **text, size_t *len, int **ids,
                   size_t *n) {
+    size_t skipped = 0;
+    if (*len == 0 && encode(model, what, "", 0, encode_flags(o), ids, n, &skipped) == 0 && *n > 0) return 0;  // bos
     if (*len == 0) {
+        free(*ids);
+        *ids = NULL;
         free(*text);
         *text = strdup("\n");
         *len = 1;
         if (!*text) return EXIT_DATA;
     }
-    size_t skipped = 0;
     int rc = encode(model, what, *text, *len, encode_flags(o), ids, n, &skipped);
     if (rc) return rc;
     if (*n == 0) {  // nothing known was left: start from a newline, as an empty prompt does

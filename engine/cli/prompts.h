@@ -16,10 +16,14 @@ int encode(const NlModel *model, const char *what, const char *text, size_t len,
            size_t *skipped);
 // A file, or with "-" standard input, read whole into a new *buf of *len bytes.
 int read_text(const char *path, char **buf, size_t *len);
+// A one-line warning when -p's text is a number ("0.9"): run.c's -p is top-p, normlab's the prompt.
+void prompt_warn_number(const Options *o);
 // The prompt as given (-p, or -f's file read whole) into a new buffer *text of *len bytes.
 int prompt_read(const Options *o, char **text, size_t *len);
-// Encodes *text (*len bytes, owned: it may be replaced) for model into a new *ids of *n: an empty
-// prompt, or one with nothing known left after --skip-unknown, becomes "\n". Messages name it `what`.
+// Encodes *text (*len bytes, owned: it may be replaced) for model into a new *ids of *n. An empty
+// prompt, or one with nothing known left after --skip-unknown, is the model's bos alone where it
+// adds one (as tokenize shows "", llama.cpp and run.c start), else "\n" (nanoGPT's start: a model
+// needs a token to predict from). Messages name it `what`.
 int prompt_encode(const Options *o, const NlModel *model, const char *what, char **text, size_t *len, int **ids,
                   size_t *n);
 // Reads the prompt (from -p or -f, else the command's default prompt when the vocabulary has its

@@ -171,5 +171,27 @@ expect_fail "--no-display-prompt names --no-echo" 2 "unknown option '--no-displa
     generate $M --no-display-prompt -p ab
 expect_fail "--prompt-file names -f" 2 "unknown option '--prompt-file' (normlab's is -f FILE)" \
     generate $M --prompt-file x
-expect_fail "tokenize --ids names --json" 2 "unknown option '--ids' (normlab's is --json" tokenize $M --ids -p ab
+run tokenize $M --ids -p ab
+ids=$(cat "$TMP/out"); run tokenize $M --json -p ab
+[ "$ids" = "$(/usr/bin/python3 -c 'import json, sys; print(json.dumps(json.load(sys.stdin)["ids"]))' < "$TMP/out")" ] \
+    && [ "$ids" != "[]" ] && ok "tokenize --ids: llama-tokenize's one line '[a, b]', the --json ids" \
+    || bad "tokenize --ids" "'$ids' $(cat "$TMP/out")"
+expect_fail "tokenize --ids with --json" 2 "give --ids or --json, not both" tokenize $M --ids --json -p ab
+# run.c's and llama.cpp's flags that read as others here: refused with the reason, or warned of
+expect_fail "-sys is not -s ys" 2 "option '-sys' has no counterpart here: llama.cpp's system prompt" \
+    generate $M -sys X -p ab
+expect_fail "--grammar: no constrained sampling" 2 "option '--grammar' has no counterpart here: llama.cpp's constrained" \
+    generate $M --grammar x -p ab
+expect_fail "generate --keep: what normlab keeps at a shift" 2 \
+    "option '--keep' has no counterpart here: llama.cpp's tokens kept at a context shift; generate keeps the bos" \
+    generate $M --keep 4 -p ab
+expect_fail "-t 0: run.c's temperature is --temp" 2 "(the threads: run.c's -t, the temperature, is --temp here), got '0'" \
+    generate $M -t 0 -p ab
+expect_fail "-z: run.c's tokenizer" 2 "option '-z' has no counterpart here: run.c's tokenizer file" \
+    generate $M -z tokenizer.bin -p ab
+run generate $M -p 0.9 -n 2 -s 1 --skip-unknown
+grep -qF "warning: the prompt is '0.9', a number: -p is the prompt here (run.c's -p, top-p, is --top-p)" "$TMP/err" \
+    && [ "$rc" -eq 0 ] && run generate $M -p "0.9 x" -n 2 -s 1 --skip-unknown && ! grep -q "a number" "$TMP/err" \
+    && ok "-p 0.9: a warning that -p is the prompt (run.c's top-p is --top-p); '0.9 x' none" \
+    || bad "-p number" "exit $rc: $(cat "$TMP/err")"
 expect_fail "perplexity names eval" 2 "unknown command 'perplexity' (normlab's is 'eval'" perplexity -m x
