@@ -28,6 +28,8 @@
 typedef struct {
     const char *model;  // as given
     char run[64];  // norm/placement, or family/norm
+    const char *type;  // the type most of its matrices are stored as (llama-bench's model column's ftype)
+    size_t bytes;  // its weights' bytes as stored (llama-bench's size)
     size_t params;
     int threads;
     int gen;  // 0: ppN (prompt processing), 1: tgN (generation)
@@ -62,24 +64,37 @@ static const char *test_name(char *buf, size_t cap, const BenchRow *r) {
     return buf;
 }
 
+// The type most of a model's matrices are stored as (the first of several as common).
+static const char *main_type(const NlModelDesc *d) {
+    size_t count[NL_DTYPE_COUNT] = {0};
+    int most = 0;
+    for (size_t i = 0; i < d->n_matrices; i++) count[d->matrices[i].type]++;
+    for (int t = 1; t < NL_DTYPE_COUNT; t++) most = count[t] > count[most] ? t : most;
+    return nl_name(NL_NAMES_DTYPE, most);
+}
+
 static int print_table(FILE *f, const BenchRow *rows, int n, int md) {
     const char *sep = md ? " | " : "  ", *edge = md ? "| " : "", *end = md ? " |" : "";
-    int ok = fprintf(f, "%s%-28s%s%-16s%s%10s%s%7s%s%7s%s%20s%s\n", edge, "model", sep, "run", sep, "params", sep,
-                     "threads", sep, "test", sep, "t/s", end) > 0;
-    if (md) ok &= fprintf(f, "| %s | %s | %s: | %s: | %s: | %s: |\n", "---", "---", "---", "---", "---", "---") > 0;
+    int ok = fprintf(f, "%s%-28s%s%-16s%s%-5s%s%10s%s%10s%s%7s%s%7s%s%20s%s\n", edge, "model", sep, "run", sep, "type",
+                     sep, "size", sep, "params", sep, "threads", sep, "test", sep, "t/s", end) > 0;
+    if (md)
+        ok &= fprintf(f, "| %s | %s | %s | %s: | %s: | %s: | %s: | %s: |\n", "---", "---", "---", "---", "---", "---",
+                      "---", "---") > 0;
     for (int i = 0; i < n; i++) {
-        char t[32], ts[48];
+        char t[32], ts[48], size[32];
         snprintf(ts, sizeof ts, "%.2f ± %.2f", rows[i].avg_ts, rows[i].sd_ts);
-        ok &= fprintf(f, "%s%-28s%s%-16s%s%10zu%s%7d%s%7s%s%20s%s\n", edge, rows[i].model, sep, rows[i].run, sep,
-                      rows[i].params, sep, rows[i].threads, sep, test_name(t, sizeof t, &rows[i]), sep, ts, end) > 0;
+        snprintf(size, sizeof size, "%.2f MiB", (double)rows[i].bytes / (1024.0 * 1024.0));
+        ok &= fprintf(f, "%s%-28s%s%-16s%s%-5s%s%10s%s%10zu%s%7d%s%7s%s%20s%s\n", edge, rows[i].model, sep,
+                      rows[i].run, sep, rows[i].type, sep, size, sep, rows[i].params, sep, rows[i].threads, sep,
+                      test_name(t, sizeof t, &rows[i]), sep, ts, end) > 0;
     }
     return ok;
 }
 
 static int print_csv(FILE *f, const BenchRow *rows, int n) {
     int ok =
-        fprintf(f, "model_filename,run,model_n_params,n_threads,test,n_prompt,n_gen,repetitions,avg_ts,stddev_ts\n") >
-        0;
+        fprintf(f, "model_filename,run,model_type,model_size,model_n_params,n_threads,test,n_prompt,n_gen,repetitions,"
+                   "avg_ts,stddev_ts\n") > 0;
     for (int i = 0; i < n; i++) {
         const BenchRow *r = &rows[i];
         char t[32], quoted[2 * PATH_MAX + 3];
@@ -92,7 +107,8 @@ static int print_csv(FILE *f, const BenchRow *rows, int n) {
         quoted[k++] = '"';
         quoted[k] = '\0';
         ok &=
-            fprintf(f, "%s,%s,%zu,%d,%s,%zu,%zu,%d,%.6f,%.6f\n", quoted, r->run, r->params, r->threads,
+            fprintf(f, "%s,%s,%s,%zu,%zu,%d,%s,%zu,%zu,%d,%.6f,%.6f\n", quoted, r->run, r->type, r->bytes, r->params,
+                    r->threads,
                     test_name(t, sizeof t, r), r->gen ? 0 : r->n, r->gen ? r->n : 0, r->reps, r->avg_ts, r->sd_ts) > 0;
     }
     return ok;
@@ -106,6 +122,8 @@ static int print_json(FILE *f, const BenchRow *rows, int n) {
         cJSON *o = cJSON_CreateObject(), *ns = cJSON_CreateArray(), *ts = cJSON_CreateArray();
         cJSON_AddItemToObject(o, "model_filename", nl_jsonx_bytes(r->model, strlen(r->model)));
         cJSON_AddStringToObject(o, "run", r->run);
+        cJSON_AddStringToObject(o, "model_type", r->type);
+        cJSON_AddNumberToObject(o, "model_size", (double)r->bytes);
         cJSON_AddNumberToObject(o, "model_n_params", (double)r->params);
         cJSON_AddNumberToObject(o, "n_threads", r->threads);
         cJSON_AddStringToObject(o, "test", test_name(t, sizeof t, r));
@@ -169,6 +187,8 @@ static int bench_model(const Options *o, const char *name, const long *pp, int n
             if (len == 0) continue;  // -p 0 or -n 0: no such test
             BenchRow *r = &rows[(*n)++];
             *r = (BenchRow){.model = name,
+                            .type = main_type(&desc),
+                            .bytes = desc.weight_bytes,
                             .params = desc.parameters,
                             .threads = (int)threads[t],
                             .gen = gen,

@@ -23,6 +23,24 @@ if got != want or any(float(r["avg_ts"]) <= 0 or r["repetitions"] != "2" for r i
     sys.exit("%r" % got)' "$TMP/out" 2>&1) \
     && ok "bench --format csv: the models in the order given, with -m repeated" \
     || bad "bench csv" "$why"
+# the stored type and size per row (llama-bench's model and size columns): three models that differ only in them
+for q in q8_0 q4_0; do "$BIN" quantize -m weights/shakespeare-pre-ln --type $q -o "$TMP/bench-$q" > /dev/null 2>&1; done
+"$BIN" bench -m weights/shakespeare-pre-ln -m "$TMP/bench-q8_0" -m "$TMP/bench-q4_0" -p 8 -n 0 -t 1 -r 1 \
+    --format csv > "$TMP/typed.csv" 2> /dev/null
+"$BIN" bench -m weights/shakespeare-pre-ln -m "$TMP/bench-q4_0" -p 8 -n 0 -t 1 -r 1 > "$TMP/typed.md" 2> /dev/null
+sizes=$(for m in weights/shakespeare-pre-ln "$TMP/bench-q8_0" "$TMP/bench-q4_0"; do
+    "$BIN" info -m "$m" --json 2>/dev/null | /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["weight_bytes"])'
+done | tr '\n' ,)
+why=$(/usr/bin/python3 -c '
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+got = [(r["model_type"], r["model_size"]) for r in rows]
+want = list(zip(["f32", "q8_0", "q4_0"], sys.argv[2].strip(",").split(",")))
+md = open(sys.argv[3]).read()
+if got != want or "|   3.12 MiB |" not in md or "| q4_0  |" not in md or "| type  |" not in md:
+    sys.exit("%r against %r; %s" % (got, want, md))' "$TMP/typed.csv" "$sizes" "$TMP/typed.md" 2>&1) \
+    && ok "bench: each row's stored type and size (f32, q8_0, q4_0: info's weight_bytes; MiB in the table)" \
+    || bad "bench type and size" "$why"
 expect_ok "bench markdown (the default)" bench $BM -p 8 -n 8 -t 1 -r 1
 [ "$(grep -c '^| ' "$TMP/out")" -eq 4 ] && sed -n 2p "$TMP/out" | grep -q '^| --- |' \
     && ok "bench: a Markdown table, a header, its rule and two rows" || bad "bench md" "$(cat "$TMP/out")"
