@@ -4,7 +4,9 @@ and the cached keys of the others are turned back by as many positions (RoPE's r
 with no re-prefill (llama.cpp's context shift). The reference is numpy, written from the rule, on
 a random llama model of the normlab layout with a character vocabulary, so that the engine's
 greedy text is its ids: the text of `normlab generate --temp 0` across three shifts must equal the
-reference's, and the log-probabilities it reports (--n-probs) must agree within 1e-4 nats.
+reference's, and the log-probabilities it reports (--n-probs) must agree within 1e-4 nats. A second
+model's sentencepiece tokenizer adds a bos, which every shift keeps at slot 0 (keep = 1, llama.cpp's
+n_keep): its drawn ids must equal the reference's with keep = 1, and differ from keep = 0's.
 Usage: llama_shift_test.py [NORMLAB]"""
 import json
 import os
@@ -23,9 +25,15 @@ import nlformat  # noqa: E402
 V, L, H, KVH, D, T, F = 40, 2, 4, 2, 32, 16, 48
 DH, EPS, THETA = D // H, 1e-5, 10000.0
 VOCAB = [chr(ord("a") + i) for i in range(26)] + [chr(ord("A") + i) for i in range(V - 27)] + ["\n"]
+# A sentencepiece tokenizer that adds a bos (<s>, id 1): <unk> <s> </s>, the 256 byte pieces, then
+# "\u2581" (the space) and a to z, one piece each, so "abcdefg" is bos, the space, then a letter a token.
+SPM_PIECES = ([["<unk>", 0.0], ["<s>", 0.0], ["</s>", 0.0]] + [[f"<0x{b:02X}>", 0.0] for b in range(256)] +
+              [["\u2581", -1.0]] + [[chr(ord("a") + i), -1.0] for i in range(26)])
+SPM = {"type": "sentencepiece", "pieces": SPM_PIECES, "unk_id": 0, "bos_id": 1, "eos_id": 2, "add_bos": True,
+       "add_dummy_prefix": True, "byte_fallback": True}
 
 
-def make_model(path, seed):
+def make_model(path, seed, V=V, vocab=VOCAB):
     """A random llama model (GQA 4/2, untied head), its logits peaked so greedy is not decided by
     rounding; the weights as float64 copies of the float32 file's."""
     rng = np.random.default_rng(seed)
@@ -42,7 +50,7 @@ def make_model(path, seed):
               "n_head": H, "n_kv_head": KVH, "n_embd": D, "block_size": T, "n_inner": F, "norm": "rmsnorm",
               "placement": "pre", "norm_eps": EPS, "rope_theta": THETA, "tie_embeddings": False}
     t = {k: v.astype(np.float32) for k, v in t.items()}
-    nlformat.write_model_dir(path, config, VOCAB, t)
+    nlformat.write_model_dir(path, config, vocab, t)
     return {k: v.astype(np.float64) for k, v in t.items()}
 
 
@@ -141,7 +149,29 @@ def main():
             check(len(probs) == n_new and worst < 1e-4,
                   f"seed {seed}: each drawn token's log-probability within 1e-4 of the reference's "
                   f"(largest difference {worst:.2g})", f"{len(probs)} probabilities")
+        check_bos_kept(check, normlab, tmp)
     return check.summary()
+
+
+def check_bos_kept(check, normlab, tmp):
+    """A model that adds a bos keeps it at slot 0 through every shift: the engine's drawn ids are the
+    reference's with keep = 1 (--ignore-eos: a drawn <s> or </s> would end the text)."""
+    model = os.path.join(tmp, "bos")
+    w = make_model(model, 3, V=len(SPM_PIECES), vocab=json.dumps(SPM))
+    prompt_ids = [1, 259] + [260 + i for i in range(7)]  # <s>, the dummy prefix's space, "abcdefg"
+    n_new = 40
+    want, shifts = reference_generate(w, prompt_ids, n_new, keep=1)
+    without, _ = reference_generate(w, prompt_ids, n_new, keep=0)
+    r = subprocess.run([normlab, "generate", "-m", model, "-p", "abcdefg", "-n", str(n_new), "--temp", "0",
+                        "--ignore-eos", "--json", "--n-probs", "1"], capture_output=True, text=True)
+    got = json.loads(r.stdout.splitlines()[0]) if r.returncode == 0 and r.stdout else {}
+    ids = [p["id"] for p in got.get("completion_probabilities", [])]
+    check(got.get("prompt_tokens") == len(prompt_ids) and shifts >= 3 and got.get("context_shifts") == shifts,
+          f"a bos model: the prompt is bos and {len(prompt_ids) - 1} tokens, shifted {shifts} times as the rule",
+          f"{got.get('prompt_tokens')} tokens, {got.get('context_shifts')} shifts: {r.stderr.strip()[-300:]}")
+    check(ids == [t for t, _ in want] and ids != [t for t, _ in without],
+          f"a bos model: {n_new} greedy ids across the shifts equal the reference's with keep = 1 (not keep = 0's)",
+          f"engine {ids}, keep 1 {[t for t, _ in want]}, keep 0 {[t for t, _ in without]}")
 
 
 if __name__ == "__main__":

@@ -258,6 +258,10 @@ def test_loader(tmp):
         del h["__metadata__"]["dtype." + name]
         return h, d
 
+    def f32_declared(h, d):  # an F32 tensor declared a type of blocks: refused, not re-read as blocks
+        h["__metadata__"]["dtype.wpe.weight"] = "Q8_0"
+        return h, d
+
     def cut_rows(h, d):  # 384 rows of 136 bytes read as 408 rows of 128: not whole blocks of 34
         h[name]["shape"] = [408, 128]
         return h, d
@@ -277,6 +281,7 @@ def test_loader(tmp):
              ("an unknown type of blocks", q8, unknown, ["Q5_1", "unknown type of blocks"]),
              ("a type that is not blocks for a U8 tensor", q8, not_blocks, ["F16", "unknown type of blocks"]),
              ("a U8 tensor without its type", q8, no_type, [name, "is U8", "which blocks"]),
+             ("a dtype entry naming an F32 tensor", q8, f32_declared, ["dtype.wpe.weight", "names no U8 tensor"]),
              ("bytes that are not whole blocks", q8, cut_rows, [name, "whole blocks of 34"]),
              ("an F16 tensor of the wrong size", f16, odd_f16, ["wpe.weight", "shape x 2 bytes"]),
              ("a NaN in a BF16 weight", bf16, bf16_nan, ["h.2.mlp.c_proj.weight", "non-finite value (nan)"])]

@@ -87,6 +87,18 @@ static void bf16_rounds_to_nearest_even(void) {
     CHECK(nl_bf16_to_f32(nl_f32_to_bf16(1.5f)) == 1.5f && (nl_f32_to_bf16(NAN) & 0x7f) != 0, "exact values; NaN");
 }
 
+// A NaN whose high mantissa bits are 0 (only the low 16, which bf16 drops, are set) is still a
+// bf16 NaN, never an infinity of its sign, and widens back to a NaN.
+static void bf16_keeps_nan_with_low_mantissa(void) {
+    static const uint32_t NANS[] = {0x7f800001u, 0xff800001u, 0x7f80ffffu, 0xff808000u};
+    for (size_t i = 0; i < sizeof NANS / sizeof NANS[0]; i++) {
+        uint16_t h = nl_f32_to_bf16(float_of(NANS[i]));
+        CHECK((h & 0x7f80u) == 0x7f80u && (h & 0x7fu) != 0 && isnan(nl_bf16_to_f32(h)) &&
+                  (h & 0x8000u) == ((NANS[i] >> 16) & 0x8000u),
+              "float bits 0x%08x: bf16 0x%04x is not a NaN of the same sign", (unsigned)NANS[i], (unsigned)h);
+    }
+}
+
 // Q8_0: d is amax / 127 stored as F16, each weight within d/2 of q d (d as float), q in [-127, 127].
 // Q4_0: d is max / -8 with max the largest in magnitude, which comes back as -8 d, each weight
 // within |d|/2 of (nibble - 8) d but where it clamps at 15 (7 d, the top of the range).
@@ -293,6 +305,7 @@ static void stored_linear_matches_and_splits(void) {
 int main(void) {
     RUN(f16_matches_the_cpu_and_round_trips);
     RUN(bf16_rounds_to_nearest_even);
+    RUN(bf16_keeps_nan_with_low_mantissa);
     RUN(blocks_keep_ggml_rules);
     RUN(nonfinite_scan_reads_each_type);
     RUN(kernels_match_the_widened_product);

@@ -304,6 +304,63 @@ static void spm_hf_merges_by_rank(void) {
     nl_tokenizer_free(t);
 }
 
+// Metaspace's prefix: an older file with neither prepend_scheme nor add_prefix_space prepends, as
+// Hugging Face's default does and as add_prefix_space true; false and "never" do not.
+static void spm_hf_metaspace_prefix_default(void) {
+    static const struct {
+        const char *keys;  // Metaspace's keys beside its type and replacement
+        const char *ab, *a_b;  // the ids of "ab" and "a b"
+    } CASES[] = {
+        {"\"add_prefix_space\": true", "264 261", "264 259 261"},
+        {"\"split\": true", "264 261", "264 259 261"},  // neither key: HF prepends
+        {"\"prepend_scheme\": \"always\"", "264 261", "264 259 261"},
+        {"\"add_prefix_space\": false", "263", "260 259 261"},
+        {"\"prepend_scheme\": \"never\"", "263", "260 259 261"},
+    };
+    for (size_t c = 0; c < sizeof CASES / sizeof CASES[0]; c++) {
+        char meta[256];
+        snprintf(meta, sizeof meta, "{\"type\": \"Metaspace\", \"replacement\": \"" SP "\", %s}", CASES[c].keys);
+        NlError err;
+        NlTokenizer *t = parse(hf_doc("\"" SP " a\", \"a b\"", "null", meta, "null", BYTE_FALLBACK), &err);
+        char ab[64];
+        snprintf(ab, sizeof ab, "%s", t ? ids_text(t, "ab", 0) : err.msg);
+        const char *a_b = t ? ids_text(t, "a b", 0) : "";
+        CHECK(t && strcmp(ab, CASES[c].ab) == 0 && strcmp(a_b, CASES[c].a_b) == 0,
+              "Metaspace {%s}: \"ab\" -> %s (want %s), \"a b\" -> %s (want %s)", CASES[c].keys, ab, CASES[c].ab, a_b,
+              CASES[c].a_b);
+        nl_tokenizer_free(t);
+    }
+}
+
+// --special: where two control pieces start the text ("<|im" and "<|im_start|>"), the longer one
+// is the token, whichever of the two is listed first.
+static void spm_special_longest_control_wins(void) {
+    for (int order = 0; order < 2; order++) {
+        const char *pieces[3 + 256 + 4];
+        double scores[3 + 256 + 4] = {0};
+        unsigned char special[3 + 256 + 4] = {0};
+        char bytes[256][8];
+        pieces[0] = "<unk>", pieces[1] = "<s>", pieces[2] = "</s>";
+        for (int b = 0; b < 256; b++) snprintf(bytes[b], sizeof bytes[b], "<0x%02X>", b), pieces[3 + b] = bytes[b];
+        pieces[259] = SP, pieces[260] = "x";
+        pieces[261] = order ? "<|im_start|>" : "<|im", pieces[262] = order ? "<|im" : "<|im_start|>";
+        special[261] = special[262] = 1;
+        int longer = order ? 261 : 262;
+        NlSpmSpec spec = {.pieces = pieces, .scores = scores, .special = special, .n = 263, .unk = 0, .bos = 1,
+                          .eos = 2, .dummy_prefix = 0};
+        NlSpm *spm = NULL;
+        NlError err;
+        int ids[32];
+        size_t n = 0;
+        int rc = nl_spm_create(&spm, &spec, "t", &err);
+        if (rc == 0) rc = nl_spm_encode(spm, "<|im_start|>x", 13, NL_ENCODE_SPECIAL, ids, &n, &err);
+        CHECK(rc == 0 && n == 2 && ids[0] == longer && ids[1] == 260,
+              "\"<|im_start|>x\" with \"%s\" listed first: %zu ids, the first %d (want %d, then 260): %s",
+              pieces[261], n, n ? ids[0] : -1, longer, rc ? err.msg : "");
+        nl_spm_free(spm);
+    }
+}
+
 // ---- refusals: one line, naming the file and the entry
 
 static void spm_refuses_bad_files(void) {
@@ -406,6 +463,8 @@ int main(void) {
     RUN(spm_text_bytes_less_the_dummy_prefix);
     RUN(spm_merges_as_the_naive_twin);
     RUN(spm_hf_merges_by_rank);
+    RUN(spm_hf_metaspace_prefix_default);
+    RUN(spm_special_longest_control_wins);
     RUN(spm_refuses_bad_files);
     RUN(spm_reads_the_shipped_tokenizer);
     return check_summary("test_spm");
