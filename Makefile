@@ -29,7 +29,8 @@ PKG_CFLAGS = $(shell pkg-config --cflags openblas libcjson)
 PKG_LIBS = $(shell pkg-config --libs openblas libcjson) -lm -pthread
 
 LIB_SRC = engine/nl_error.c engine/model.c engine/config.c engine/safetensors.c engine/jsonx.c engine/fileio.c \
-          engine/kernels.c engine/linear.c engine/matvec.c engine/dtype.c engine/qmatvec.c engine/bind.c \
+          engine/norms.c engine/activations.c engine/rope.c engine/rnn_cells.c engine/attention.c \
+          engine/sampler_math.c engine/linear.c engine/matvec.c engine/dtype.c engine/qmatvec.c engine/bind.c \
           engine/transformer_weights.c engine/transformer.c engine/transformer_info.c engine/families.c \
           engine/describe.c engine/state.c engine/model_write.c engine/tensor_set.c engine/fold.c \
           engine/transformer_fold.c \
@@ -72,7 +73,8 @@ deps:
 # ---- one object tree per variant: build/rel (plain) and build/san (sanitizers)
 # The element-wise kernels are written for the vectoriser, which -O2 leaves mostly off; without
 # -fno-trapping-math it will not turn the clamps in the GELU loop into blends.
-build/rel/engine/kernels.o build/san/engine/kernels.o build/rel/engine/matvec.o build/san/engine/matvec.o: \
+VEC_OBJ = norms activations rope rnn_cells attention sampler_math matvec
+$(foreach v,rel san,$(VEC_OBJ:%=build/$(v)/engine/%.o)): \
     VEC_FLAGS = -O3 -fno-trapping-math -fno-math-errno -ffp-contract=fast
 
 build/rel/%.o: %.c $(HEADERS)

@@ -1,5 +1,5 @@
 // attend_lanes.h — one query's fused attention (nl_attend_one, kernels.h), written once for vectors
-// of ATTEND_LANES floats. kernels.c includes it twice: 8 lanes (a ymm register) for its AVX2 and
+// of ATTEND_LANES floats. attention.c includes it twice: 8 lanes (a ymm register) for its AVX2 and
 // baseline builds, 16 (a zmm) for its AVX-512 build. Each key's score and each output element is one
 // chain of operations in the same order at either width, so both give the same bits. Defines
 // attend_8 or attend_16; needs softmax_inline and NL_TILE.

@@ -1,6 +1,8 @@
 // kernels.h — the numeric building blocks of the forward pass but its products (linear.h). Outputs
 // first, then inputs, weights, sizes. Matrices are row-major; weights are in torch.nn.Linear layout
-// (out, in). None of these allocate.
+// (out, in). None of these allocate. One header, a file a job: norms.c, activations.c, rope.c,
+// rnn_cells.c, attention.c, and sampler_math.c (the sampler's and eval's scans of a row), with the
+// element-wise math they share inline in vecmath.h.
 #ifndef NL_KERNELS_H
 #define NL_KERNELS_H
 

@@ -120,6 +120,6 @@ void nl_matmul_t(float *y, const float *wt, const float *x, size_t n, size_t n_i
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 // GCC gives the dispatchers of target_clones default visibility whatever the declaration says, so
-// they are hidden here, as the rest of linear.h is (kernels.c does the same).
+// they are hidden here, as the rest of linear.h is (the kernels' files do the same).
 __asm__(".hidden nl_matvec\n.hidden nl_matvec.resolver\n.hidden nl_matvec_t\n.hidden nl_matvec_t.resolver\n");
 #endif

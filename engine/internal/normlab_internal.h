@@ -205,7 +205,7 @@ void nl_profile_cost(const NlConfig *cfg, NlComponent comp, size_t batch, size_t
                      double *bytes);
 // out (n, D) = the norm of type `type` over each row of x (n, D) with w's gain, bias and (BatchNorm)
 // statistics, exactly as a forward pass runs it; NL_NORM_NONE copies x (out may equal x). The lab's
-// invariance experiment runs it on perturbed inputs. (kernels.c)
+// invariance experiment runs it on perturbed inputs. (norms.c)
 void nl_norm(float *out, const float *x, NlNormWeights w, NlNormType type, size_t n, size_t D, float eps);
 // Runs fn(ctx, worker) for every worker in [0, n_workers), each on its own thread (the caller's is
 // worker 0), and returns when all are done; a worker whose thread could not be started runs on the

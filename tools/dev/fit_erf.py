@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Fit the rational erf approximation used by engine/kernels.c (nl_erf):
+"""Fit the rational erf approximation used by engine/vecmath.h (erf_rational, nl_erf):
 
     erf(x) ~= x * P(x^2) / Q(x^2),  |x| <= 3.92,  P of degree 5, Q of degree 5 with Q(0) = 1
 
