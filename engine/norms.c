@@ -5,7 +5,6 @@
 #include <stdint.h>
 #include <string.h>
 
-
 // Sums of x[i] and of (x[i] - c)^2 over D floats in double, in 4 independent lanes so that the
 // vectoriser can use them (one running sum is a serial chain it must keep in order).
 static inline __attribute__((always_inline)) double sum_d(const float *x, size_t D) {

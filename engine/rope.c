@@ -5,7 +5,6 @@
 #include <stdint.h>
 #include <string.h>
 
-
 void nl_rope(float *x, size_t heads, size_t Dh, const float *cos_sin) {
     for (size_t h = 0; h < heads; h++) {
         float *v = x + h * Dh;

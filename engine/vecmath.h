@@ -1,6 +1,7 @@
 // vecmath.h — the element-wise math the kernels share, inline so that each loop that calls it
 // vectorises (erf, e^x, GELU's tanh form, sigmoid and tanh, and max, sum and softmax over 8 lanes).
-// Included by the kernels' files only (activations.c, rnn_cells.c, attention.c, sampler_math.c), each built with the vectoriser's flags (the Makefile's VEC_FLAGS).
+// Included by the kernels' files only (activations.c, rnn_cells.c, attention.c, sampler_math.c),
+// each built with the vectoriser's flags (the Makefile's VEC_FLAGS).
 #ifndef NL_VECMATH_H
 #define NL_VECMATH_H
 
@@ -28,7 +29,6 @@ static inline float erf_rational(float x) {
     q = q * t + 1.0f;
     return c * p / q;
 }
-
 
 // e^x for float x, branch-free so that loops over it vectorise: round x / ln 2 to k with the
 // 1.5 * 2^23 trick (no float-to-int conversion), reduce r = x - k ln 2 in two parts (Cody-Waite),

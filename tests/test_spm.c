@@ -346,8 +346,14 @@ static void spm_special_longest_control_wins(void) {
         pieces[261] = order ? "<|im_start|>" : "<|im", pieces[262] = order ? "<|im" : "<|im_start|>";
         special[261] = special[262] = 1;
         int longer = order ? 261 : 262;
-        NlSpmSpec spec = {.pieces = pieces, .scores = scores, .special = special, .n = 263, .unk = 0, .bos = 1,
-                          .eos = 2, .dummy_prefix = 0};
+        NlSpmSpec spec = {.pieces = pieces,
+                          .scores = scores,
+                          .special = special,
+                          .n = 263,
+                          .unk = 0,
+                          .bos = 1,
+                          .eos = 2,
+                          .dummy_prefix = 0};
         NlSpm *spm = NULL;
         NlError err;
         int ids[32];
@@ -355,8 +361,8 @@ static void spm_special_longest_control_wins(void) {
         int rc = nl_spm_create(&spm, &spec, "t", &err);
         if (rc == 0) rc = nl_spm_encode(spm, "<|im_start|>x", 13, NL_ENCODE_SPECIAL, ids, &n, &err);
         CHECK(rc == 0 && n == 2 && ids[0] == longer && ids[1] == 260,
-              "\"<|im_start|>x\" with \"%s\" listed first: %zu ids, the first %d (want %d, then 260): %s",
-              pieces[261], n, n ? ids[0] : -1, longer, rc ? err.msg : "");
+              "\"<|im_start|>x\" with \"%s\" listed first: %zu ids, the first %d (want %d, then 260): %s", pieces[261],
+              n, n ? ids[0] : -1, longer, rc ? err.msg : "");
         nl_spm_free(spm);
     }
 }

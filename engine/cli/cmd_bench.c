@@ -84,8 +84,8 @@ static int print_table(FILE *f, const BenchRow *rows, int n, int md) {
         char t[32], ts[48], size[32];
         snprintf(ts, sizeof ts, "%.2f ± %.2f", rows[i].avg_ts, rows[i].sd_ts);
         snprintf(size, sizeof size, "%.2f MiB", (double)rows[i].bytes / (1024.0 * 1024.0));
-        ok &= fprintf(f, "%s%-28s%s%-16s%s%-5s%s%10s%s%10zu%s%7d%s%7s%s%20s%s\n", edge, rows[i].model, sep,
-                      rows[i].run, sep, rows[i].type, sep, size, sep, rows[i].params, sep, rows[i].threads, sep,
+        ok &= fprintf(f, "%s%-28s%s%-16s%s%-5s%s%10s%s%10zu%s%7d%s%7s%s%20s%s\n", edge, rows[i].model, sep, rows[i].run,
+                      sep, rows[i].type, sep, size, sep, rows[i].params, sep, rows[i].threads, sep,
                       test_name(t, sizeof t, &rows[i]), sep, ts, end) > 0;
     }
     return ok;
@@ -106,10 +106,9 @@ static int print_csv(FILE *f, const BenchRow *rows, int n) {
         }
         quoted[k++] = '"';
         quoted[k] = '\0';
-        ok &=
-            fprintf(f, "%s,%s,%s,%zu,%zu,%d,%s,%zu,%zu,%d,%.6f,%.6f\n", quoted, r->run, r->type, r->bytes, r->params,
-                    r->threads,
-                    test_name(t, sizeof t, r), r->gen ? 0 : r->n, r->gen ? r->n : 0, r->reps, r->avg_ts, r->sd_ts) > 0;
+        ok &= fprintf(f, "%s,%s,%s,%zu,%zu,%d,%s,%zu,%zu,%d,%.6f,%.6f\n", quoted, r->run, r->type, r->bytes, r->params,
+                      r->threads, test_name(t, sizeof t, r), r->gen ? 0 : r->n, r->gen ? r->n : 0, r->reps, r->avg_ts,
+                      r->sd_ts) > 0;
     }
     return ok;
 }

@@ -285,8 +285,9 @@ int cmd_eval(Options *o) {
         return EXIT_USAGE;
     }
     if (o->kl_from_base && !o->kl_base) {
-        msg_usage(o->cmd, "%s", "--kl with no FILE reads the --kl-base FILE (llama-perplexity's '--kl-divergence-base "
-                                "FILE --kl-divergence'): give that FILE, or --kl FILE");
+        msg_usage(o->cmd, "%s",
+                  "--kl with no FILE reads the --kl-base FILE (llama-perplexity's '--kl-divergence-base "
+                  "FILE --kl-divergence'): give that FILE, or --kl FILE");
         return EXIT_USAGE;
     }
     if (o->kl_from_base && !o->kl) o->kl = o->kl_base, o->kl_base = NULL;  // read the reference, not write it

@@ -179,8 +179,8 @@ static void print_timing(const NlGenerateStats *st, size_t n_new, int streams, c
                 st->shift_seconds * 1e3);
     if (stopped == 1) fprintf(stderr, "; ended by --stop (the stop text counted, not printed)");
     const char *end = (stopped & 6) == 6 ? "the end-of-sequence token or a sampled begin-of-sequence token"
-                      : stopped & 4    ? "a sampled begin-of-sequence token (where run.c ends)"
-                                       : "the end-of-sequence token";
+                      : stopped & 4      ? "a sampled begin-of-sequence token (where run.c ends)"
+                                         : "the end-of-sequence token";
     if (stopped >= 2) fprintf(stderr, "; ended by %s%s (counted, not printed)", end, stopped & 1 ? " or --stop" : "");
     fprintf(stderr, "\n");
 }
@@ -398,8 +398,10 @@ static int setup_run(const Options *o, GenRun *r) {
 static int decode_streams(const Options *o, GenRun *r, FILE *out, int *write_failed) {
     int collect = o->samples > 1 || o->json;
     size_t T = model_context(r->model), n = r->n;  // a recurrent model's (SIZE_MAX) takes the whole prompt
-    EmitCtx ectx = {
-        .tok = nl_model_tokenizer(r->model), .out = out, .stop = {.stops = &o->stops}, .end = model_end_tokens(o, r->model)};
+    EmitCtx ectx = {.tok = nl_model_tokenizer(r->model),
+                    .out = out,
+                    .stop = {.stops = &o->stops},
+                    .end = model_end_tokens(o, r->model)};
     if (o->echo && !collect && r->mode->keep_text &&
         (fwrite(r->prompt, 1, r->prompt_len, out) != r->prompt_len || fflush(out) == EOF))
         ectx.write_failed = errno;

@@ -107,8 +107,10 @@ static void say_timings(const Context *c, const NlModel *model) {
 }
 
 static int run_turns(const Options *o, const NlModel *model, Context *c, NlSampler *smp, const float *logits) {
-    EmitCtx e = {
-        .tok = nl_model_tokenizer(model), .out = stdout, .stop = {.stops = &o->stops}, .end = model_end_tokens(o, model)};
+    EmitCtx e = {.tok = nl_model_tokenizer(model),
+                 .out = stdout,
+                 .stop = {.stops = &o->stops},
+                 .end = model_end_tokens(o, model)};
     char *line = NULL;
     size_t cap = 0;
     ssize_t got;

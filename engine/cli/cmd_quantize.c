@@ -58,7 +58,8 @@ static void report(const Options *o, const char *input, const NlModelDesc *befor
 // again rounds a rounding, which llama-quantize refuses without --allow-requantize.
 static const NlMatrixDesc *quantized_matrix(const NlModelDesc *desc) {
     for (size_t i = 0; i < desc->n_matrices; i++)
-        if (desc->matrices[i].type == NL_DTYPE_Q8_0 || desc->matrices[i].type == NL_DTYPE_Q4_0) return &desc->matrices[i];
+        if (desc->matrices[i].type == NL_DTYPE_Q8_0 || desc->matrices[i].type == NL_DTYPE_Q4_0)
+            return &desc->matrices[i];
     return NULL;
 }
 
@@ -66,8 +67,9 @@ static const NlMatrixDesc *quantized_matrix(const NlModelDesc *desc) {
 static int check_requantize(const Options *o, const NlModelDesc *before) {
     const NlMatrixDesc *q = quantized_matrix(before);
     if (!q || o->qtype == NL_DTYPE_F32 || o->allow_requantize) return 0;
-    msg_usage(o->cmd, "the model is already quantized (%s is %s): --type %s would round its rounding, so its "
-                      "error would be at least %s's; quantize the float model, or give --allow-requantize",
+    msg_usage(o->cmd,
+              "the model is already quantized (%s is %s): --type %s would round its rounding, so its "
+              "error would be at least %s's; quantize the float model, or give --allow-requantize",
               q->name, nl_name(NL_NAMES_DTYPE, q->type), nl_name(NL_NAMES_DTYPE, o->qtype),
               nl_name(NL_NAMES_DTYPE, q->type));
     return EXIT_USAGE;

@@ -29,7 +29,8 @@ typedef struct {
     int width;  // --n-probs: the top tokens recorded a draw (0: none)
     Probs *probs;  // (N) with --n-probs
     EndTokens end;  // the tokens that end a stream, unrecorded
-    unsigned char *at_eos;  // (N) END_BY_EOS or END_BY_BOS: the stream ended at one of them (each set by the worker running its stream)
+    // (N) END_BY_EOS or END_BY_BOS: the stream ended at one of them (each set by the worker running it)
+    unsigned char *at_eos;
 } Collect;
 
 // An NlEmitFn on a Collect: the token's bytes through the stream's filter into its text.

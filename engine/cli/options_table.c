@@ -594,11 +594,12 @@ const OptSpec QUANTIZE_OPTIONS[] = {
      .field = OPT_FIELD(qtype),
      .choose = choose_dtype,
      .choices = "f32 f16 bf16 q8_0 q4_0",
-     .help = "how every matrix is stored: f32; f16 or bf16 (16-bit floats); q8_0 or q4_0, ggml's blocks of 32 "
-             "weights with an F16 scale (8.5 and 4.5 bits a weight; a matrix whose rows are not whole blocks stays "
-             "f32, and a note says so; a model with none is refused). Norm gains, biases and wpe stay f32. From a model "
-             "stored otherwise, f32 writes its weights widened, as the engine reads them; a model with q8_0 or q4_0 "
-             "matrices is quantized again only with --allow-requantize"},
+     .help =
+         "how every matrix is stored: f32; f16 or bf16 (16-bit floats); q8_0 or q4_0, ggml's blocks of 32 "
+         "weights with an F16 scale (8.5 and 4.5 bits a weight; a matrix whose rows are not whole blocks stays "
+         "f32, and a note says so; a model with none is refused). Norm gains, biases and wpe stay f32. From a model "
+         "stored otherwise, f32 writes its weights widened, as the engine reads them; a model with q8_0 or q4_0 "
+         "matrices is quantized again only with --allow-requantize"},
     {.name = "output",
      .letter = 'o',
      .type = OT_STRING,

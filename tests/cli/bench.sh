@@ -29,7 +29,8 @@ for q in q8_0 q4_0; do "$BIN" quantize -m weights/shakespeare-pre-ln --type $q -
     --format csv > "$TMP/typed.csv" 2> /dev/null
 "$BIN" bench -m weights/shakespeare-pre-ln -m "$TMP/bench-q4_0" -p 8 -n 0 -t 1 -r 1 > "$TMP/typed.md" 2> /dev/null
 sizes=$(for m in weights/shakespeare-pre-ln "$TMP/bench-q8_0" "$TMP/bench-q4_0"; do
-    "$BIN" info -m "$m" --json 2>/dev/null | /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["weight_bytes"])'
+    "$BIN" info -m "$m" --json 2>/dev/null \
+        | /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["weight_bytes"])'
 done | tr '\n' ,)
 why=$(/usr/bin/python3 -c '
 import csv, sys

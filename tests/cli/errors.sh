@@ -180,12 +180,14 @@ expect_fail "tokenize --ids with --json" 2 "give --ids or --json, not both" toke
 # run.c's and llama.cpp's flags that read as others here: refused with the reason, or warned of
 expect_fail "-sys is not -s ys" 2 "option '-sys' has no counterpart here: llama.cpp's system prompt" \
     generate $M -sys X -p ab
-expect_fail "--grammar: no constrained sampling" 2 "option '--grammar' has no counterpart here: llama.cpp's constrained" \
+expect_fail "--grammar: no constrained sampling" 2 \
+    "option '--grammar' has no counterpart here: llama.cpp's constrained" \
     generate $M --grammar x -p ab
 expect_fail "generate --keep: what normlab keeps at a shift" 2 \
     "option '--keep' has no counterpart here: llama.cpp's tokens kept at a context shift; generate keeps the bos" \
     generate $M --keep 4 -p ab
-expect_fail "-t 0: run.c's temperature is --temp" 2 "(the threads: run.c's -t, the temperature, is --temp here), got '0'" \
+expect_fail "-t 0: run.c's temperature is --temp" 2 \
+    "(the threads: run.c's -t, the temperature, is --temp here), got '0'" \
     generate $M -t 0 -p ab
 expect_fail "-z: run.c's tokenizer" 2 "option '-z' has no counterpart here: run.c's tokenizer file" \
     generate $M -z tokenizer.bin -p ab

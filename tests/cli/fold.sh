@@ -80,7 +80,8 @@ expr+=' and all(abs(sum(t["lm_head.weight"][v * 128 + j] for v in range(65)) / 6
 expr+=' and all(abs(sum(t["h.%d.%s.c_proj.bias" % (l, k)]) / 128) < 1e-6 for l in range(4) for k in ("attn", "mlp"))'
 expr+=' and meta["folded"] == "gains,center"'
 w=$(st_check "$TMP/centred" "$expr")
-[ -z "$w" ] && ok "fold --center: wte's rows, c_proj's columns and biases (every writer), the head's over the vocabulary mean 0 (1e-6)" \
+[ -z "$w" ] \
+    && ok "fold --center: wte's rows, c_proj's columns and biases (every writer), the head's over V mean 0 (1e-6)" \
     || bad "fold --center's tensors" "$w"
 expect_ok "fold of a folded model" fold -m "$F" -o "$TMP/folded3"
 grep -q "9 norms folded" "$TMP/out" && ! grep -q "untied" "$TMP/out" && ok "folding again keeps the head as it is" \

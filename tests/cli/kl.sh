@@ -58,7 +58,8 @@ and d['kl_divergence_max'] < 1e-6 and 'token_nll' not in d") \
     && ok "--kl against its own base: 0, the same top everywhere (float32 rows: 1e-6); no losses on stdout" \
     || bad "--kl self" "$why"
 "$BIN" eval $KM -f "$TMP/own.txt" --quantize q4 --kl "$TMP/base.kl" > "$TMP/kltext" 2>/dev/null
-"$BIN" eval $KM -f "$TMP/own.txt" --quantize q4 --kl-divergence-base "$TMP/base.kl" --kl-divergence > "$TMP/kl2" 2>/dev/null
+"$BIN" eval $KM -f "$TMP/own.txt" --quantize q4 --kl-divergence-base "$TMP/base.kl" --kl-divergence \
+    > "$TMP/kl2" 2>/dev/null
 cmp -s "$TMP/kltext" "$TMP/kl2" && grep -q '^kl_divergence ' "$TMP/kl2" \
     && ok "llama-perplexity's two-flag form (--kl-divergence-base F --kl-divergence) reads F, as --kl F" \
     || bad "kl two-flag form" "$(diff "$TMP/kltext" "$TMP/kl2" | head -5)"
