@@ -1,4 +1,4 @@
-// clock.c — the one clock behind every time normlab reports (normlab_ext.h).
+// clock.c — the one clock behind every time normlab reports (normlab.h).
 #define _POSIX_C_SOURCE 200809L
 #include <time.h>
 

@@ -64,7 +64,7 @@ struct NlFamily {
     // nl_config_describe's and nl_config_has_component's contracts.
     size_t (*describe)(const NlConfig *cfg, NlConfigField *fields);
     int (*has_component)(const NlConfig *cfg, NlComponent comp);
-    // The lab's hooks. nl_profile_cost's contract (normlab_ext.h) for the family's components; 0 for
+    // The lab's hooks. nl_profile_cost's contract (normlab_internal.h) for the family's components; 0 for
     // any other.
     void (*lab_cost)(const NlConfig *cfg, NlComponent comp, size_t batch, size_t n, size_t ctx, double *flops,
                      double *bytes);

@@ -28,7 +28,7 @@ void nl_batchnorm(float *out, const float *x, const float *gain, const float *bi
 // mean, var (D): each feature's mean and biased (1/n) variance over the n rows of x (n, D), in
 // double, two passes: BatchNorm's statistics of a batch as PyTorch normalises with them in training.
 void nl_batch_stats(float *mean, float *var, const float *x, size_t n, size_t D);
-// nl_norm (normlab_ext.h) dispatches on type; BatchNorm reads w.mean and w.var.
+// nl_norm (normlab_internal.h) dispatches on type; BatchNorm reads w.mean and w.var.
 
 // In place over count values. GELU uses nl_erf; SiLU is x / (1 + e^-x) through nl_exp.
 void nl_activation(float *x, size_t count, NlActivation act);

@@ -6,93 +6,22 @@
 
 #include "kernels.h"
 
-// ---- the plan: which OpenBLAS call each shape and row count gets
+// ---- the plan: which OpenBLAS call (or matvec.c loop) each shape and row count gets
 //
-// Measured with tools/bench/blaslayout.c, whose table `make bench` prints (one thread, OpenBLAS
-// 0.3.21's Zen kernels on a Zen 3 EPYC; docs/bench.txt has the whole table):
-// - One sgemv per row beats sgemm on the weight as stored (NoTrans/Trans, "NT") below 6 rows while
-//   the matrix stays in cache (384 x 128: 4.0 us a row; NT costs 17.8-27.4 us at 4 to 6 rows). A
-//   matrix too big for the cache (the 154 MB GPT-2 head) is read from memory again for every row:
-//   sgemm wins from 3 rows on (4 rows: 18.6 against 25.3 ms).
-// - A weight of up to TRANSPOSED_MAX_WEIGHTS elements gets a copy stored (in, out) with AVX2 and
-//   AVX-512 kernels (tier 2 and up), and from MATMUL_MIN_ROWS rows matvec.c's nl_matmul_t runs on it:
-//   blocks of 8 rows x 32 outputs summed in zmm registers (6 x 16 in ymm with AVX2), which reach the
-//   FMA units' peak where OpenBLAS 0.3.21 repacks the weight at every call. On a Zen 5 EPYC with
-//   Haswell kernels (2026-12-06, one thread, blaslayout's shapes and others): 8 rows of 256 x 128
-//   2.2 us against 9.9 for NN (233 against 53 GFLOP/s), 16 rows of 704 x 128 11.5 against 36.7, 128
-//   rows of 384 x 384 164 against 335; 2 rows of 128 x 128 0.57 against 3.2. Its AVX2 build ran at
-//   105-120 GFLOP/s, at or above NN from 2 to 128 rows. Each output is one chain of multiply-adds per
-//   NL_MATVEC_SEG inputs, in their order, the chains added in order: nl_matvec_t's for its row alone,
-//   the same bits at any row count, split or vector width, so a row's result does not depend on the
-//   rows beside it. (One chain over all the inputs failed make parity by a hair: post-BN with a foreign
-//   norm 1.06e-4 against 1e-4, and its mean error on the shipped models' prompts rose 11-24% over
-//   OpenBLAS's; chains of 128 brought the mean back within 3%, and that case to 7.6e-5.) One row runs
-//   nl_matvec_t on the same copy (a lone row in nl_matmul_t's blocks runs two chains), with the same
-//   bits: one stream's decode is bit for bit a stream's of --samples, and one sequence's logits its
-//   own in a batch. Against one sgemv per row it ran 1.26x on 256 x 128, 1.4x on 512 x 128, 0.92x on
-//   128 x 128; shakespeare-pre-ln's and shakespeare-llama's one-stream decode went from 15-16K to
-//   17-20K tokens/s at one thread, 13-17K to 15-18.5K at two.
-//   Before it (issue 26): with AVX2, NN on the copy beat NT by 1.05-1.5x from 4 to 63 rows; with
-//   AVX-512, OpenBLAS's small-matrix kernels skip packing when M*N*K <= 100^3, but for a transposed A
-//   only when the output has at most 1200 elements. A copy costs the weight's memory again and its
-//   transposition at load (copying every weight of a 25M-parameter model took its load from 9 to 218
-//   ms and its peak RSS from 120 to 217 MiB), so it is made for weights up to TRANSPOSED_MAX_WEIGHTS
-//   only: nanoGPT's mlp_up and mlp_down (590K weights each) keep sgemm.
-// - Above TRANSPOSED_MAX_WEIGHTS a matrix is read from memory once per decode step, and the speed
-//   at which sgemv streams it depends on its layout, by shape (blaslayout's streaming table: one
-//   row through distinct matrices, 256 MiB or more a pass). On a Zen 4 EPYC with Cooperlake
-//   kernels (issue 36), stored (in, out) the tall GPT-2 shapes streamed 1.4-1.6x faster (qkv
-//   2304 x 768: 19.1 against 13.3 GB/s; mlp_up 3072 x 768: 22.8 against 14.4) and the wide
-//   mlp_down slower (16.2 against 19.4). On a Zen 5 EPYC (2026-12-02, one thread, three rounds)
-//   the layouts were within noise of each other with either family but for the 50257 x 768 head
-//   (in, out) in two calls (below): Haswell 29.3-30.5 against 26.5-29.6 GB/s; and mlp_up in two
-//   calls ran 24.2-26.8 against 28.7-29.2 (Haswell) and 26.6-26.8 against 26.4-29.8 (Cooperlake).
-//   So a weight above the bound with out >= TALL_RATIO_AVX512 * in (AVX-512), or >= TALL_RATIO_AVX2
-//   * in (AVX2: a head's shape only), is copied (in, out) and read only there: sgemv on the copy
-//   below NN_MIN_ROWS rows (3 above CACHED_MATRIX_BYTES), NN from there (NN ran as fast as NT or
-//   faster on GPT-2's tall shapes at 4 to 64 rows: qkv at 8 rows 388 against 554 us). Its source
-//   pages are handed back as it is copied (model.c), so resident memory stays about the file's
-//   size. --no-repack turns every copy off.
-// - Tiers below AVX2, and kernels this table does not know, keep the plain rule (no copy).
-// - A model whose matrices hold more than CACHED_MATRIX_BYTES in all reads each from memory at every
-//   decode step, whatever its own size (NlLinear.streamed, set by the loader). OpenBLAS 0.3.21's sgemv
-//   streams a row at 9-19 GB/s there on a Zen 4 EPYC with Cooperlake kernels (2026-12-04, stories15M's
-//   shapes: qkv 864 x 288 10.3 (out, in), 15.5 (in, out)), where matvec.c's loops run 19-24 at one
-//   thread and a plain read 27 (blaslayout's streaming table). So below SGEMM_MIN_ROWS_UNCACHED rows
-//   such a weight runs nl_matvec on w, or nl_matvec_t on the copy where it is the only layout, split by
-//   outputs over the workers as sgemv is; from there the rules above. A cached model keeps OpenBLAS.
-//   Where a weight of at most TRANSPOSED_MAX_WEIGHTS has the copy anyway (nl_matmul_t's) and is not
-//   wider than tall, nl_matvec_t reads the copy: on a Zen 5 EPYC (2026-12-06, blaslayout's streaming
-//   table, one thread) stories15M's qkv streamed at 26.3 GB/s (in, out) against 13.7 (out, in), mlp_up
-//   25.9 against 13.6, attn_proj 20.8 against 13.7, while the wide mlp_down ran 20.6 against 19.3 and,
-//   at two threads, 23.0 against 34.7: it stays on w. A stories15M-shaped model's greedy decode went
-//   from 429-474 to 543-660 tokens/s at one thread, 830-868 to 1146-1207 at two, with the same ids.
-// A sgemv of SPLIT_MIN_WEIGHTS or more is split by output rows over the pool's workers, each one
-// sgemv on one OpenBLAS thread over its slice of rows; each output is still one sgemv dot product
-// over the whole input, so the result is the same bit for bit at any worker count (test_kernels
-// checks it on every model shape). Slices start on multiples of SPLIT_ALIGN rows, which keeps
-// OpenBLAS's groups of 4 columns where they fall in one call. Split, 128 x 128 (16K weights) ran
-// slower than whole (1.4 against 2.0 us); 384 x 128 1.2-1.7x faster. sgemm runs whole on one
-// OpenBLAS thread: OpenBLAS's threaded sgemm splits the rows and its kernels then round
-// differently (tools/bench/blasrows.c); its parallelism comes from the engine's own threads, over
-// windows and sample groups. On a copy (in, out) OpenBLAS's kernel rounds an output differently
-// with the number of outputs in its call (1001 x 129 split at 512: 14 of 1001 differ), so there the
-// calls are always the same T_SHARES halves, run one after the other or on two workers.
-// An sgemm is split by outputs (columns of y) too, over the pool's workers, where that keeps the bits
-// of the whole call: with AVX-512 kernels (SkylakeX, OpenBLAS 0.3.21, Xeon with AVX-512, 2026-12-03,
-// /tmp/colsplit.c in issue 46) two shares starting on a multiple of SPLIT_GEMM_ALIGN columns gave the
-// whole call's bits at 6 to 1024 rows of every model shape above, wherever each share stays off
-// OpenBLAS's small-matrix kernels (M*N*K over SMALL_KERNEL_MAX_MNK) and, for NN, off its direct
-// kernel (M*N*K of DIRECT_KERNEL_MAX_MNK or more), which round differently: 65 x 128 split 64 + 1 and
-// 384 x 128 at 6 rows, on those kernels, did not. With the AVX2 (Haswell) kernels a split changed
-// bits from 24 rows on almost every shape, by columns or by rows: there sgemm stays whole.
+// A pure function of shape, row count, kernel tier and workers. In short: below SGEMM_MIN_ROWS rows
+// one sgemv a row (below SGEMM_MIN_ROWS_UNCACHED for a weight read from memory); a weight of at most
+// TRANSPOSED_MAX_WEIGHTS has a copy (in, out), on which nl_matmul_t runs from MATMUL_MIN_ROWS rows and
+// nl_matvec_t one row, with the same bits at any row count; a larger weight that streams faster
+// stored (in, out) is read only there; a model whose matrices exceed CACHED_MATRIX_BYTES streams its
+// rows through matvec.c's loops; products are split over the workers only where the bits stay those
+// of the whole call. Why each bound is where it is, measured: docs/performance.md, "The linear plan".
 enum {
-    SGEMM_MIN_ROWS = 6,
-    SGEMM_MIN_ROWS_UNCACHED = 3,
+    SGEMM_MIN_ROWS = 6,  // one sgemv a row below this, in the cache: sgemm on the weight as stored from here
+    SGEMM_MIN_ROWS_UNCACHED = 3,  // ... and for a weight read from memory at every row
     NN_MIN_ROWS = 4,  // a weight whose copy is its only layout: NN from here (in the cache)
     NN_MAX_ROWS = 64,  // the row counts nl_linear_wants_transposed asks the plan about
-    SPLIT_MIN_WEIGHTS = 1 << 15,
-    SPLIT_ALIGN = 16,
+    SPLIT_MIN_WEIGHTS = 1 << 15,  // an sgemv this large is split by output rows over the workers
+    SPLIT_ALIGN = 16,  // ... its slices start on multiples of this (OpenBLAS's groups of 4 columns stay whole)
     T_SHARES = 2,  // the sgemv calls on a transposed copy: the outputs in halves, at any worker count
     TALL_RATIO_AVX512 = 2,  // out >= this * in: a weight that streams faster stored (in, out), AVX-512
     TALL_RATIO_AVX2 = 16,  // ... and with AVX2: only a head's shape
@@ -101,7 +30,7 @@ enum {
     SPLIT_MATMUL_ALIGN = 32,  // ... its shares on multiples of its blocks' outputs (two zmm)
 };
 
-#define CACHED_MATRIX_BYTES ((size_t)16 << 20)
+#define CACHED_MATRIX_BYTES ((size_t)16 << 20)  // a model's matrices past this stream from memory each step
 // 2 MiB a copy: the shipped models whole, a third of nanoGPT's shape, none of GPT-2 small
 #define TRANSPOSED_MAX_WEIGHTS ((size_t)1 << 19)
 #define SMALL_KERNEL_MAX_MNK 1e6  // OpenBLAS 0.3.21's permit for its AVX-512 small-matrix kernels

@@ -1,4 +1,4 @@
-// nl_error.c — filling an NlError (nl_error.h).
+// nl_error.c — filling an NlError (normlab.h's type; nl_error is normlab_internal.h's).
 #include "normlab_internal.h"
 
 #include <stdarg.h>

@@ -16,7 +16,7 @@
 // *v = min(*v, x), atomically: the first failed group of a run, whichever worker finds it.
 void nl_atomic_lower(atomic_size_t *v, size_t x);
 
-// nl_parallel_run (normlab_ext.h) runs one call's workers.
+// nl_parallel_run (normlab_internal.h) runs one call's workers.
 
 // A pool of threads kept for a state's life, for work too fine for nl_parallel_run: a decode step's
 // products, each a few microseconds. nl_pool_run(p, fn, ctx) runs fn(ctx, s) once for every share s

@@ -271,17 +271,8 @@ static int transformer_shift(void *impl, size_t b, size_t keep, size_t drop, siz
 }
 
 // Where attention runs as products (nl_attend_rows) rather than one fused pass per query
-// (nl_attend_one): ATTEND_ROWS_MIN queries of a head in one call or more, heads of ATTEND_HEAD_MIN
-// or more. Measured by tools/bench/attnrows.c (one thread, Zen 5 EPYC, Haswell kernels): at head
-// size 64 products ran 1.04-1.23x the fused kernel from 24 queries (GPT-2 small's shape, prefill and
-// eval's second half; nanoGPT's 1.01-1.21x) and 0.39-0.93x below 12-24; at head size 32 (the shipped
-// models) 0.77x or less in eval and 0.84-1.04x in prefill at any count, so it keeps the fused kernel.
-// Since the fused pass runs in 16-float vectors on AVX-512 CPUs (attend_lanes.h; 2026-12-02, same
-// machine): with Cooperlake kernels products ran 1.3-1.7x the fused pass from 24 queries at head 64;
-// with the Haswell kernels the environment sets, 0.95-1.05x in prefill up to 32 and 1.02-1.32x slower
-// beyond or in eval. The rule is kept: it is right where the BLAS kernels match the CPU, and where
-// Haswell kernels are forced on an AVX-512 CPU it gives up 2% of GPT-2 small's eval attention at 512
-// queries (2152 against 2107 us a head) and 6% of its prefill's.
+// (nl_attend_one): ATTEND_ROWS_MIN queries of a head in one call or more, heads of ATTEND_HEAD_MIN or
+// more (the measurements: docs/performance.md, "Attention as products").
 enum { ATTEND_ROWS_MIN = 24, ATTEND_HEAD_MIN = 64 };
 
 // The new positions' keys and values into the cache of layer l: each position's q and k heads

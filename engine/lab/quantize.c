@@ -1,6 +1,6 @@
 // quantize.c — simulated quantization, the lab's (normlab_lab.h): round-to-nearest with a float32
 // scale per row or group, applied to a model's matrices through the core's matrix API
-// (normlab_ext.h) and to every linear's input rows through the run's input hook.
+// (normlab_internal.h) and to every linear's input rows through the run's input hook.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
