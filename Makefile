@@ -29,8 +29,8 @@ PKG_CFLAGS = $(shell pkg-config --cflags openblas libcjson)
 PKG_LIBS = $(shell pkg-config --libs openblas libcjson) -lm -pthread
 
 LIB_SRC = engine/nl_error.c engine/model.c engine/config.c engine/safetensors.c engine/jsonx.c engine/fileio.c \
-          engine/inline_tensors.c engine/norms.c engine/activations.c engine/rope.c engine/rnn_cells.c engine/attention.c \
-          engine/sampler_math.c engine/linear.c engine/matvec.c engine/dtype.c engine/qmatvec.c engine/bind.c \
+          engine/inline_tensors.c engine/norms.c engine/activations.c engine/rope.c engine/rnn_cells.c \
+          engine/attention.c engine/sampler_math.c engine/linear.c engine/matvec.c engine/dtype.c engine/qmatvec.c engine/bind.c \
           engine/transformer_weights.c engine/transformer.c engine/transformer_info.c engine/families.c \
           engine/describe.c engine/state.c engine/model_write.c engine/tensor_set.c engine/fold.c \
           engine/transformer_fold.c \
@@ -357,7 +357,8 @@ install: all build/libnormlab.a build/normlab.1 build/normlab.bash build/normlab
 	    $(DESTDIR)$(DATADIR)/man/man1 $(DESTDIR)$(DATADIR)/bash-completion/completions $(DESTDIR)$(DATADIR)/normlab
 	install -m 755 normlab $(DESTDIR)$(BINDIR)/normlab
 	install -m 644 build/libnormlab.a $(DESTDIR)$(LIBDIR)/libnormlab.a
-	install -m 644 include/normlab/normlab.h include/normlab/normlab_lab.h $(DESTDIR)$(INCLUDEDIR)/
+	install -m 644 include/normlab/normlab.h include/normlab/normlab_error.h include/normlab/normlab_tokenizer.h \
+	    include/normlab/normlab_lab.h $(DESTDIR)$(INCLUDEDIR)/
 	install -m 644 build/normlab.pc $(DESTDIR)$(LIBDIR)/pkgconfig/normlab.pc
 	install -m 644 build/normlab.1 $(DESTDIR)$(DATADIR)/man/man1/normlab.1
 	install -m 644 build/normlab.bash $(DESTDIR)$(DATADIR)/bash-completion/completions/normlab

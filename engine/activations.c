@@ -78,3 +78,5 @@ void nl_add_scaled(float *y, float alpha, const float *x, size_t count) {
 
 float nl_sigmoid(float x) { return sigmoid_poly(x); }
 float nl_tanh(float x) { return tanh_poly(x); }
+
+NL_HIDDEN_CLONE(nl_activation);

@@ -128,3 +128,5 @@ void nl_attend_rows(float *out, size_t out_stride, const float *q, size_t q_stri
         attend_block(out, out_stride, q, q_stride, r0, r0 + NL_ATTEND_BLOCK < n ? r0 + NL_ATTEND_BLOCK : n, first_len,
                      K, V, stride, Dh, scale, scores, ld);
 }
+
+NL_HIDDEN_CLONE(nl_attention_probs);

@@ -132,4 +132,13 @@ size_t nl_first_nonfinite(const float *x, size_t n);
 
 #pragma GCC visibility pop
 
+// GCC gives the dispatchers of target_clones default visibility whatever the declaration says
+// (visibility attributes and pragmas are ignored for them), so each kernels' file hides its own
+// with this, at file scope after the function, as the rest of this header is hidden.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define NL_HIDDEN_CLONE(name) __asm__(".hidden " #name "\n.hidden " #name ".resolver\n")
+#else
+#define NL_HIDDEN_CLONE(name) _Static_assert(1, #name)
+#endif
+
 #endif

@@ -87,3 +87,6 @@ void nl_norm(float *out, const float *x, NlNormWeights w, NlNormType type, size_
     default: nl_layernorm(out, x, w.gain, w.bias, n, D, eps); break;
     }
 }
+
+NL_HIDDEN_CLONE(nl_layernorm);
+NL_HIDDEN_CLONE(nl_rmsnorm);

@@ -170,17 +170,8 @@ size_t nl_first_nonfinite(const float *x, size_t n) {
     return SIZE_MAX;
 }
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-// GCC gives the dispatchers of target_clones default visibility whatever the declaration says
-// (visibility attributes and pragmas are ignored for them), so they are hidden here, as the rest of
-// kernels.h is.
-__asm__(".hidden nl_layernorm\n.hidden nl_layernorm.resolver\n"
-        ".hidden nl_rmsnorm\n.hidden nl_rmsnorm.resolver\n"
-        ".hidden nl_activation\n.hidden nl_activation.resolver\n"
-        ".hidden nl_attention_probs\n.hidden nl_attention_probs.resolver\n"
-        ".hidden nl_max\n.hidden nl_max.resolver\n"
-        ".hidden nl_max_finite\n.hidden nl_max_finite.resolver\n"
-        ".hidden nl_exp_weights\n.hidden nl_exp_weights.resolver\n"
-        ".hidden nl_mass_split\n.hidden nl_mass_split.resolver\n"
-        ".hidden nl_collect_band\n.hidden nl_collect_band.resolver\n");
-#endif
+NL_HIDDEN_CLONE(nl_max);
+NL_HIDDEN_CLONE(nl_max_finite);
+NL_HIDDEN_CLONE(nl_exp_weights);
+NL_HIDDEN_CLONE(nl_mass_split);
+NL_HIDDEN_CLONE(nl_collect_band);

@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.." || exit 1
 passed=0 failed=0
 ok() { passed=$((passed + 1)); echo "ok   $1"; }
 bad() { failed=$((failed + 1)); echo "FAIL $1: $2"; }
-PUBLIC="normlab.h normlab_lab.h"
+PUBLIC="normlab.h normlab_error.h normlab_tokenizer.h normlab_lab.h"
 LAB_SEES="normlab.h normlab_internal.h"
 
 # violations ROOT: one line per include that breaks a rule, "FILE includes HEADER (LAYER's)".
