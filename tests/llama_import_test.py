@@ -9,11 +9,14 @@ tools/reference/llama_reference.py's forward on HF's layout (rotate_half) to 1e-
 un-permute is exact. llama2.c's legacy .bin and v1 export of the same weights import to tensors
 bit-identical to the snapshot's; a .bin built here, by hand from run.c's and export.py's orders, with
 each block a distinct constant, lands every block in its place; tokenizer.bin becomes the
-sentencepiece tokenizer.json (spaces as U+2581, "\\n<s>\\n" as "<s>"). Each bad input of issue 48's
-items 4 and 9 gets one line, exit 1, nothing written, its input untouched.
+sentencepiece tokenizer.json (spaces as U+2581, "\\n<s>\\n" as "<s>"). F16 and BF16 matrices are kept
+as stored (--dtype chooses), and the engine's logits (normlab logits) are within llama_parity's 1e-4
+of the float64 reference; --ctx caps the context; MistralForCausalLM imports as Llama while its window
+covers the context; tokenizer.model and pytorch_model.bin are read.
+Each bad input docs/interop.md lists gets one line, exit 1, nothing written, its input untouched.
 
 The engine's loader checks what an importer writes (nltool.check_model), and the engine's own logits
-are checked by tools/reference/llama_parity.py (make parity).
+are checked here once a case and by tools/reference/llama_parity.py (make parity) over more prompts.
 
     /usr/bin/python3 tests/llama_import_test.py [NORMLAB_BINARY]      (make test runs it)
 """
@@ -37,6 +40,8 @@ for d in ("lib", "dev", "reference"):
     sys.path.insert(0, os.path.join(ROOT, "tools", d))
 import hfweights  # noqa: E402
 import llama_reference  # noqa: E402
+import spmjson  # noqa: E402
+from llama_parity import LOGIT_ATOL  # noqa: E402
 import make_llama_snapshot as mk  # noqa: E402
 import nlformat  # noqa: E402
 
@@ -98,6 +103,32 @@ def read_model(out):
     return config, nlformat.read_safetensors(os.path.join(out, "model.safetensors"))[0]
 
 
+MATRICES = ("wte.weight", "lm_head.weight", "attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight",
+            "mlp.c_proj.weight")
+PROMPT = "the king my lord thou art what shall I say to thee Romeo"
+
+
+def stored_types(out):
+    """name -> the dtype model.safetensors stores it as, in the file's order."""
+    raw = nlformat.read_safetensors_raw(os.path.join(out, "model.safetensors"))[0]
+    return {n: kind for n, (kind, _, _) in raw.items()}
+
+
+def types_are(out, matrix_type):
+    """Whether every weight matrix of out is stored as matrix_type and every other tensor as F32."""
+    return all(kind == (matrix_type if n.endswith(MATRICES) else "F32") for n, kind in stored_types(out).items())
+
+
+def engine_logit_diff(model, hf):
+    """The largest |engine - float64 reference| logit over PROMPT (the ids the engine's tokenizer gives)."""
+    ids = json.loads(subprocess.run([BIN, "tokenize", "-m", model, "-p", PROMPT, "--json"], capture_output=True,
+                                    text=True).stdout)["ids"]
+    r = subprocess.run([BIN, "logits", "-m", model, "-p", PROMPT], capture_output=True, text=True)
+    got = np.array([json.loads(line) for line in r.stdout.splitlines()])
+    want = llama_reference.logits(llama_reference.Snapshot(hf), ids)
+    return float(np.abs(got - want).max()) if got.shape == want.shape else float("inf")
+
+
 CASES = [
     ("GQA 4/2, F32, untied, 3 shards", dict(heads=4, kv_heads=2, shards=3)),
     ("MHA 4/4, BF16, tied", dict(heads=4, kv_heads=4, dtype="BF16", tied=True)),
@@ -126,6 +157,12 @@ def good_paths(tmp):
         diff = np.abs(normlab_forward(config, t, ids) - ref).max()
         check(diff <= EXACT, f"{label}: normlab's layout gives HF's float64 logits (max diff {diff:.1e}, "
               f"logit std {ref.std(1).mean():.1f})", f"{diff}")
+        kept = s["dtype"] if s["dtype"] in ("F16", "BF16") else "F32"
+        check(types_are(out, kept), f"{label}: the matrices are stored {kept}, as the snapshot stores them; norms "
+              "and biases F32", str(stored_types(out)))
+        diff = engine_logit_diff(out, os.path.join(folder, "hf"))
+        check(diff <= LOGIT_ATOL, f"{label}: the engine's logits match the float64 reference within {LOGIT_ATOL:g} "
+              f"(llama_parity's tolerance; max diff {diff:.1e})", f"{diff}")
         check(snapshot(folder) == before, f"{label}: the snapshot is untouched")
         l2c = os.path.join(folder, "llama2c")
         if not os.path.isdir(l2c):
@@ -134,7 +171,7 @@ def good_paths(tmp):
             o = os.path.join(tmp, f"good{k}-{name}")
             rc, err = run(L2C, os.path.join(l2c, name), "--out", o)
             got = read_model(o) if rc == 0 else (None, {})
-            same = rc == 0 and list(got[1]) == list(t) and all(np.array_equal(got[1][n], t[n]) for n in t)
+            same = rc == 0 and sorted(got[1]) == sorted(t) and all(np.array_equal(got[1][n], t[n]) for n in t)
             check(same and got[0] == config, f"{label}: llama2.c {name} of the same weights imports bit-identical "
                   "to the snapshot (no permute: already interleaved)", err)
         if k == 0:
@@ -195,6 +232,174 @@ def hand_made_bin(tmp):
               "it (c_attn = wq|wk|wv, c_fc = w1|w3, freq_cis skipped, wcls the head)", err)
 
 
+def dtypes(tmp):
+    """--dtype: f32 widens (the old output), bf16 and f16 round; an F32 snapshot's default output is all
+    F32 in the documented order; f16 refuses a value past its range."""
+    folder = os.path.join(tmp, "dtypes")
+    mk.make(folder, seed=7, dtype="BF16")
+    hf = os.path.join(folder, "hf")
+    for flag, kind in (("f32", "F32"), ("f16", "F16"), ("bf16", "BF16")):
+        out = os.path.join(tmp, f"dtype-{flag}")
+        rc, err = run(HF, hf, "--out", out, "--dtype", flag)
+        ok = rc == 0 and types_are(out, kind)
+        check(ok, f"--dtype {flag} of a BF16 snapshot: matrices stored {kind}", err)
+        if ok:
+            diff = engine_logit_diff(out, hf)  # (F16 holds BF16's 8-bit mantissas exactly above 2**-14)
+            check(diff <= LOGIT_ATOL, f"--dtype {flag}: the engine's logits within {LOGIT_ATOL:g} of the float64 "
+                  f"reference of the BF16 snapshot (max diff {diff:.1e})", f"{diff}")
+    f32 = os.path.join(tmp, "dtypes32")
+    mk.make(f32, seed=7)
+    out = os.path.join(tmp, "dtype-default32")
+    rc, err = run(HF, os.path.join(f32, "hf"), "--out", out)
+    config = read_model(out)[0] if rc == 0 else None
+    check(rc == 0 and list(stored_types(out)) == list(nlformat.llama_tensor_shapes(config)) and types_are(out, "F32"),
+          "an F32 snapshot: every tensor F32, in llama_tensor_shapes' order (the output of before --dtype)", err)
+    big = variant_with(tmp, "big", lambda st: st["model.layers.0.mlp.up_proj.weight"].__setitem__((1, 2), 1e5))
+    refused("--dtype f16 of a weight past F16's 65504", HF, [big, "--dtype", "f16"], "beyond float16's largest",
+            big + "-out", [big])
+
+
+def variant_with(tmp, name, change, **kw):
+    """A snapshot (make_llama_snapshot) whose HF state dict change(state) edits, rewritten in its dtype."""
+    folder = os.path.join(tmp, name)
+    s, m = mk.make(folder, seed=5, **kw)
+    hf = os.path.join(folder, "hf")
+    st = mk.hf_state(m, s)
+    change(st)
+    hfweights.write_safetensors(os.path.join(hf, "model.safetensors"), st, s["dtype"])
+    return hf
+
+
+def context_cap(tmp):
+    """max_position_embeddings past the engine's 65536 imports capped, and says so; --ctx sets the cap."""
+    folder = os.path.join(tmp, "long")
+    mk.make(folder, seed=8)
+    hf = os.path.join(folder, "hf")
+    edit_json(os.path.join(hf, "config.json"), lambda d: d.update(max_position_embeddings=131072))
+    out = os.path.join(tmp, "long-out")
+    rc, err = run(HF, hf, "--out", out)
+    check(rc == 0 and read_model(out)[0]["block_size"] == 65536 and "max_position_embeddings 131072 capped" in err,
+          "max_position_embeddings 131072: imported with context 65536 (the engine's limit), and said", err)
+    rc, err = run(HF, hf, "--out", out, "--ctx", "48")
+    check(rc == 0 and read_model(out)[0]["block_size"] == 48, "--ctx 48: context 48", err)
+    for bad in ("0", "65537", "x"):
+        r = subprocess.run(["/usr/bin/python3", HF, hf, "--out", out + bad, "--ctx", bad], capture_output=True,
+                           text=True)
+        check(r.returncode == 2 and r.stderr.count("\n") == 1 and "--ctx" in r.stderr and not os.path.exists(out + bad),
+              f"--ctx {bad}: a usage error in one line, exit 2", r.stderr)
+
+
+def mistral(tmp):
+    """MistralForCausalLM is Llama while its window covers the context: the same files as the Llama's."""
+    folder = os.path.join(tmp, "mistral")
+    mk.make(folder, seed=9)
+    hf = os.path.join(folder, "hf")
+    llama = os.path.join(tmp, "mistral-as-llama")
+    run(HF, hf, "--out", llama)
+    for window in (None, 64, 4096):
+        edit_json(os.path.join(hf, "config.json"), lambda d: d.update(
+            architectures=["MistralForCausalLM"], model_type="mistral", sliding_window=window))
+        out = os.path.join(tmp, f"mistral-{window}")
+        rc, err = run(HF, hf, "--out", out)
+        same = rc == 0 and all(snapshot(os.path.join(out, n)) == snapshot(os.path.join(llama, n))
+                               for n in ("config.json", "tokenizer.json")) and \
+            read_model(out)[1].keys() == read_model(llama)[1].keys() and \
+            all(np.array_equal(read_model(out)[1][n], read_model(llama)[1][n]) for n in read_model(llama)[1])
+        check(same, f"MistralForCausalLM, sliding_window {window} of context 64: imports as the Llama of the same "
+              "weights", err)
+    edit_json(os.path.join(hf, "config.json"), lambda d: d.update(sliding_window=32))
+    refused("MistralForCausalLM with sliding_window 32 < context 64", HF, [hf], "sliding_window 32 is shorter",
+            hf + "-out", [hf])
+    rc, err = run(HF, hf, "--out", os.path.join(tmp, "mistral-32"), "--ctx", "32")
+    check(rc == 0 and read_model(os.path.join(tmp, "mistral-32"))[0]["block_size"] == 32,
+          "MistralForCausalLM with sliding_window 32, --ctx 32: imports (the window covers the context)", err)
+
+
+def sentencepiece_model(tmp):
+    """A snapshot with tokenizer.model and no tokenizer.json: the .model read (no sentencepiece needed),
+    and the engine's ids those of the same pieces' tokenizer.json."""
+    folder = os.path.join(tmp, "spm")
+    s, _ = mk.make(folder, seed=10)
+    hf = os.path.join(folder, "hf")
+    json_out = os.path.join(tmp, "spm-json")
+    run(HF, hf, "--out", json_out)
+    os.remove(os.path.join(hf, "tokenizer.json"))
+    refused("neither tokenizer.json nor tokenizer.model", HF, [hf], "has neither tokenizer.json nor tokenizer.model",
+            hf + "-out", [hf])
+    if not check.unless_missing("sentencepiece", what="tokenizer.model made by sentencepiece", count=4):
+        return
+    toks = mk.pieces(s["vocab"])
+    rank = {p: i for i, (p, m) in enumerate([t for t in toks if t[1]])}
+    form = {"type": "sentencepiece", "pieces": [[p, -float(rank[p]) if m else 0.0] for p, m in toks], "unk_id": 0,
+            "bos_id": 1, "eos_id": 2, "add_bos": True, "add_dummy_prefix": True, "byte_fallback": True}
+    proto = spmjson.to_model_proto(form)
+    check(spmjson.read_model_proto(proto) == spmjson.from_model_proto(proto) == form,
+          "tokenizer.model read without sentencepiece: the pieces, scores and ids sentencepiece reads")
+    with open(os.path.join(hf, "tokenizer.model"), "wb") as f:
+        f.write(proto)
+    out = os.path.join(tmp, "spm-model")
+    rc, err = run(HF, hf, "--out", out)
+    texts = ["the king, my lord!", "  Romeo?  thou art\nwhat", "xq zz 'tis"]
+
+    def ids(model, text):
+        return subprocess.run([BIN, "tokenize", "-m", model, "-p", text, "--json"], capture_output=True,
+                              text=True).stdout
+    check(rc == 0 and all(ids(out, t) == ids(json_out, t) and ids(out, t) for t in texts),
+          "a snapshot with tokenizer.model only: imports, and the engine's ids are those of its tokenizer.json", err)
+    with open(os.path.join(hf, "tokenizer.model"), "wb") as f:
+        f.write(b"IQ== 0\nIg== 1\n")  # tiktoken's form, as Llama 3 ships it
+    refused("a tokenizer.model that is tiktoken's (Llama 3)", HF, [hf], "not a SentencePiece model", hf + "-out", [hf])
+    from sentencepiece import sentencepiece_model_pb2 as pb
+    unigram = pb.ModelProto()
+    unigram.ParseFromString(proto)
+    unigram.trainer_spec.model_type = pb.TrainerSpec.UNIGRAM
+    with open(os.path.join(hf, "tokenizer.model"), "wb") as f:
+        f.write(unigram.SerializeToString())
+    refused("a unigram tokenizer.model", HF, [hf], "UNIGRAM", hf + "-out", [hf])
+
+
+def pytorch_bin(tmp):
+    """pytorch_model.bin (one file, or shards by its index), read through torchzip: BF16 kept; the same
+    tensors as the safetensors snapshot's import; a pickle that names a function refused."""
+    if not check.unless_missing("torch", what="pytorch_model.bin written by torch.save", count=3):
+        return
+    import torch
+    folder = os.path.join(tmp, "pt")
+    s, m = mk.make(folder, seed=11, dtype="BF16")
+    hf = os.path.join(folder, "hf")
+    want = os.path.join(tmp, "pt-safetensors")
+    run(HF, hf, "--out", want)
+    os.remove(os.path.join(hf, "model.safetensors"))
+    st = {k: torch.from_numpy(np.ascontiguousarray(v)).to(torch.bfloat16) for k, v in mk.hf_state(m, s).items()}
+    torch.save(st, os.path.join(hf, "pytorch_model.bin"))
+    out = os.path.join(tmp, "pt-out")
+    rc, err = run(HF, hf, "--out", out)
+    same = rc == 0 and nlformat.read_safetensors_raw(os.path.join(out, "model.safetensors"))[0] == \
+        nlformat.read_safetensors_raw(os.path.join(want, "model.safetensors"))[0]
+    check(same, "a BF16 pytorch_model.bin: the tensors, stored BF16, of the safetensors snapshot's import", err)
+    os.remove(os.path.join(hf, "pytorch_model.bin"))
+    names, wmap = list(st), {}
+    for k in range(2):
+        file = f"pytorch_model-{k + 1:05d}-of-00002.bin"
+        torch.save({n: st[n] for n in names[k::2]}, os.path.join(hf, file))
+        wmap.update({n: file for n in names[k::2]})
+    with open(os.path.join(hf, "pytorch_model.bin.index.json"), "w") as f:
+        json.dump({"weight_map": wmap}, f)
+    rc, err = run(HF, hf, "--out", out)
+    same = rc == 0 and nlformat.read_safetensors_raw(os.path.join(out, "model.safetensors"))[0] == \
+        nlformat.read_safetensors_raw(os.path.join(want, "model.safetensors"))[0]
+    check(same, "pytorch_model.bin in 2 shards (pytorch_model.bin.index.json): the same tensors", err)
+    evil = os.path.join(tmp, "pt-evil")
+    os.makedirs(evil)
+    for n in ("config.json", "tokenizer.json"):
+        with open(os.path.join(hf, n), "rb") as src, open(os.path.join(evil, n), "wb") as dst:
+            dst.write(src.read())
+    torch.save({"model.norm.weight": st["model.norm.weight"], "hook": os.system},
+               os.path.join(evil, "pytorch_model.bin"))
+    refused("a pytorch_model.bin whose pickle names os.system", HF, [evil], "refused, nothing was run", evil + "-out",
+            [evil])
+
+
 def gpt2_dispatch(tmp):
     import hf_gpt2_test
     snap = hf_gpt2_test.snapshot(os.path.join(tmp, "gpt2-hf"), hf_gpt2_test.weights(np.random.default_rng(1)),
@@ -203,6 +408,8 @@ def gpt2_dispatch(tmp):
     info = subprocess.run([BIN, "info", "-m", os.path.join(tmp, "gpt2"), "--json"], capture_output=True, text=True)
     check(rc == 0 and info.returncode == 0 and json.loads(info.stdout).get("activation") == "gelu_tanh",
           "import_hf.py: GPT2LMHeadModel goes to the GPT-2 importer, and the engine runs it", err)
+    refused("import_hf.py --dtype bf16 of a GPT-2 snapshot", HF, [snap, "--dtype", "bf16"],
+            "--dtype is for the Llama family", os.path.join(tmp, "gpt2-bf16"), [snap])
 
 
 def refused(label, tool, args, word, out, inputs=()):
@@ -263,7 +470,7 @@ def bad_snapshots(tmp):
         ("rope_theta 1e-45 (0 as a float: NaN logits)", {}, {"rope_theta": 1e-45}, None, None, "rope_theta is 1e-45"),
         ("rope_theta 10**400 (no float)", {}, {"rope_theta": 10 ** 400}, None, None, "rope_theta is 1000"),
         ("rope_scaling set", {}, {"rope_scaling": {"rope_type": "linear", "factor": 2.0}}, None, None, "rope_scaling"),
-        ("an unknown architecture", {}, {"architectures": ["MistralForCausalLM"]}, None, None, "MistralForCausalLM"),
+        ("an unknown architecture", {}, {"architectures": ["GemmaForCausalLM"]}, None, None, "GemmaForCausalLM"),
         ("head_dim other than hidden_size / heads", {}, {"head_dim": 32}, None, None, "head_dim 32"),
         ("intermediate_size disagreeing with the MLP's shapes", {}, {"intermediate_size": 100}, None, None,
          "intermediate_size 100"),
@@ -341,11 +548,20 @@ def bad_bins(tmp):
          tok_file("nobyte-tok.bin", no_byte))
     case("a tokenizer.bin of a larger vocabulary", "ok4.bin", data, "bytes after token",
          tok_file("long-tok.bin", toks, struct.pack("<fi", 0.0, 1) + b"x"))
+    model = os.path.join(tmp, "tokenizer.model")
+    with open(model, "wb") as f:  # a ModelProto's start: piece 1 {piece "<unk>", score 0}
+        f.write(b"\x0a\x0c\x0a\x05<unk>\x15\x00\x00\x00\x00\x18\x02" * 3)
+    case("--tokenizer a SentencePiece tokenizer.model", "ok6.bin", data, "a SentencePiece .model", model)
 
 
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         good_paths(tmp)
+        dtypes(tmp)
+        context_cap(tmp)
+        mistral(tmp)
+        sentencepiece_model(tmp)
+        pytorch_bin(tmp)
         hand_made_bin(tmp)
         gpt2_dispatch(tmp)
         with tempfile.TemporaryDirectory() as bad:

@@ -57,6 +57,8 @@ CASES = [  # (tool, arguments, a word the line must hold)
     ("lib/gpt2bpe.py", [NONE, TEXT], "No such file"),
     ("interop/import_hf.py", [NONE, "--out", OUT], "not a folder"),
     ("interop/import_hf.py", [os.path.join(ROOT, "tests"), "--out", OUT], "config.json"),
+    ("interop/import_hf.py", [os.path.join(ROOT, "tests"), "--out", OUT, "--ctx", "0"], "--ctx: '0' is not a number"),
+    ("interop/import_hf.py", [os.path.join(ROOT, "tests"), "--out", OUT, "--dtype", "q8_0"], "invalid choice"),
     ("interop/import_llama2c.py", [NONE, "--out", OUT], "no such file"),
     ("interop/import_llama2c.py", [os.path.join(ROOT, "tests"), "--out", OUT], "is a directory"),
     ("interop/import_llama2c.py", [TEXT, "--out", OUT], "--tokenizer"),

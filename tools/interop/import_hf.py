@@ -7,7 +7,9 @@ config.json names (`architectures`, else `model_type`):
     GPT2LMHeadModel, GPT2Model (gpt2)           tools/interop/import_hf_gpt2.py (docs/gpt2.md)
     LlamaForCausalLM (llama), Qwen2ForCausalLM  tools/interop/import_hf_llama.py: arch llama
     (qwen2, its qkv bias), Qwen3ForCausalLM     (docs/format.md), HF's q/k rows un-permuted to
-    (qwen3, its QK-norm)                        RoPE's interleaved pairs (docs/interop.md)
+    (qwen3, its QK-norm), MistralForCausalLM    RoPE's interleaved pairs (docs/interop.md); options
+    (mistral: a window no shorter than the      --dtype (default: F16/BF16 matrices kept as stored)
+    context imported)                           and --ctx N (the context cap, default 65536)
 
 Any other architecture is refused by name, in one line, exit 1, with nothing written.
 """
@@ -25,12 +27,12 @@ import import_hf_llama  # noqa: E402
 import nltool  # noqa: E402
 from nltool import ToolError  # noqa: E402
 
-BY_TYPE = {"gpt2": "GPT2LMHeadModel", "llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
-           "qwen3": "Qwen3ForCausalLM"}
+BY_TYPE = {"gpt2": "GPT2LMHeadModel", "llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM",
+           "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM"}
 
 
 def main(argv):
-    a = hfweights.snapshot_arguments("import_hf.py", __doc__, argv)
+    a = hfweights.snapshot_arguments("import_hf.py", __doc__, argv, options=import_hf_llama.options)
     where = os.path.join(a.snapshot, "config.json")
     cfg = hfweights.read_json(where)
     if not isinstance(cfg, dict):
@@ -38,6 +40,10 @@ def main(argv):
     names = cfg.get("architectures") or [BY_TYPE.get(cfg.get("model_type"))]
     arch = names[0] if isinstance(names, list) and len(names) == 1 else None
     if arch in ("GPT2LMHeadModel", "GPT2Model"):
+        given = [o for o in ("--dtype", "--ctx") if any(x == o or x.startswith(o + "=") for x in argv)]
+        if given:
+            raise ToolError(f"{where}: a GPT-2 snapshot: {' and '.join(given)} {'is' if len(given) == 1 else 'are'} "
+                            "for the Llama family's import; GPT-2's writes float32 and its n_positions (docs/gpt2.md)")
         return import_hf_gpt2.main(argv)
     if arch in import_hf_llama.ARCHES:
         return import_hf_llama.main(argv, cfg, arch)

@@ -1,15 +1,21 @@
 #!/usr/bin/python3
-"""Convert a Hugging Face Llama snapshot folder (LlamaForCausalLM; Qwen2ForCausalLM with its qkv bias;
-Qwen3ForCausalLM with its QK-norm) into a normlab model directory of arch llama (docs/format.md).
-Run through tools/interop/import_hf.py, which reads config.json's `architectures`:
+"""Convert a Hugging Face Llama snapshot folder (LlamaForCausalLM; MistralForCausalLM while its
+sliding_window covers the context; Qwen2ForCausalLM with its qkv bias; Qwen3ForCausalLM with its
+QK-norm) into a normlab model directory of arch llama (docs/format.md). Run through
+tools/interop/import_hf.py, which reads config.json's `architectures`:
 
-    /usr/bin/python3 tools/interop/import_hf.py SNAPSHOT --out weights/tinyllama
+    /usr/bin/python3 tools/interop/import_hf.py SNAPSHOT --out weights/tinyllama [--dtype stored] [--ctx N]
     ./normlab generate -m weights/tinyllama -p "Once upon a time"
 
-SNAPSHOT holds config.json, model.safetensors or shards named by model.safetensors.index.json (F32,
-F16 or BF16, widened to float32), and tokenizer.json (copied as it is). Tensor names come with or
-without the "model." prefix (a ...ForCausalLM's or a LlamaModel's); lm_head.weight is present, or
-absent with tie_word_embeddings; rotary_emb.inv_freq buffers of older checkpoints are dropped.
+SNAPSHOT holds config.json; model.safetensors or shards named by model.safetensors.index.json, else
+pytorch_model.bin or its shards (read by tools/lib/torchzip.py: nothing in the pickle runs), in F32,
+F16 or BF16; and tokenizer.json (copied as it is), else a SentencePiece tokenizer.model (written in
+normlab's sentencepiece form, tools/lib/spmjson.py). The weight matrices keep their stored type (F16,
+BF16; F64 or parts of mixed types become F32) unless --dtype names one; norm gains and biases are
+F32. The context is max_position_embeddings capped at --ctx (default 65536, the engine's limit).
+Tensor names come with or without the "model." prefix (a ...ForCausalLM's or a LlamaModel's);
+lm_head.weight is present, or absent with tie_word_embeddings; rotary_emb.inv_freq buffers of older
+checkpoints are dropped.
 
 RoPE: Hugging Face rotates the halves of each head (rotate_half: dims i and i + Dh/2) and its
 convert_llama_weights_to_hf.py permutes Meta's q and k rows to match; normlab rotates Meta's
@@ -22,10 +28,13 @@ Refused with one line naming the file and what it says: an unknown architecture,
 disagrees with a tensor's shape, hidden_size not divisible by num_attention_heads, a head_dim other
 than their quotient, num_key_value_heads not dividing num_attention_heads, an odd head width,
 rope_theta <= 0, rope_scaling set (normlab has no RoPE scaling), an activation other than silu, an
-MLP bias, sliding-window attention, a tensor a Llama does not have or one missing, a NaN or Inf in
-a weight, and the shard index's errors (tools/lib/hfweights.py). The written model is then checked by
+MLP bias, Qwen2's sliding-window attention, a Mistral sliding_window shorter than the context (its
+--ctx named), a tensor a Llama does not have or one missing, a NaN or Inf in a weight, a value past
+F16's range under --dtype f16, a tokenizer.model that is not a SentencePiece BPE without
+normalization, and the shard index's errors (tools/lib/hfweights.py). The written model is then checked by
 the engine's loader (normlab info) before it replaces anything, as import_hf_gpt2.py's.
 """
+import argparse
 import hashlib
 import os
 import sys
@@ -40,10 +49,15 @@ import numpy as np  # noqa: E402
 import hfweights  # noqa: E402
 import nlformat  # noqa: E402
 import nltool  # noqa: E402
+import spmjson  # noqa: E402
 from import_hf_gpt2 import same_rows  # noqa: E402
 from nltool import ToolError  # noqa: E402
 
-ARCHES = {"LlamaForCausalLM": "llama", "Qwen2ForCausalLM": "qwen2", "Qwen3ForCausalLM": "qwen3"}
+ARCHES = {"LlamaForCausalLM": "llama", "MistralForCausalLM": "mistral", "Qwen2ForCausalLM": "qwen2",
+          "Qwen3ForCausalLM": "qwen3"}
+CTX_LIMIT = 1 << 16  # the most positions the engine's config takes (block_size, engine/config.c)
+DTYPES = {"stored": None, "f32": "F32", "f16": "F16", "bf16": "BF16"}  # --dtype
+F16_MAX = 65504.0
 
 
 FLT_MAX = 3.4028234663852886e38  # the largest float: the engine keeps RoPE's table in float
@@ -57,8 +71,31 @@ def positive(cfg, key, where, default=None):
     return v
 
 
-def convert_config(cfg, kind, where):
-    """normlab's arch llama config from a Llama/Qwen2/Qwen3 config.json (a dict), every field checked."""
+def options(p):
+    """The options of a Llama-family import, added to the argparse parser p."""
+    p.add_argument("--dtype", choices=list(DTYPES), default="stored",
+                   help="the type the weight matrices are written as: as the snapshot stores them (default: F16 "
+                        "and BF16 kept, others float32), or f32, f16, bf16; norm gains and biases are float32")
+    p.add_argument("--ctx", type=context_cap, default=CTX_LIMIT, metavar="N",
+                   help=f"the most positions the model keeps (block_size): max_position_embeddings, capped at N "
+                        f"(default {CTX_LIMIT}, the engine's limit)")
+
+
+def context_cap(text):
+    """--ctx's value: a number of positions the engine can hold, else a usage error."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if not 1 <= n <= CTX_LIMIT:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of positions from 1 to {CTX_LIMIT} "
+                                         "(the engine's limit)")
+    return n
+
+
+def convert_config(cfg, kind, where, ctx=CTX_LIMIT):
+    """normlab's arch llama config from a Llama/Mistral/Qwen2/Qwen3 config.json (a dict), every field
+    checked; its context max_position_embeddings capped at ctx."""
     D, H = positive(cfg, "hidden_size", where), positive(cfg, "num_attention_heads", where)
     KVH = positive(cfg, "num_key_value_heads", where, H)
     if D % H:
@@ -82,9 +119,18 @@ def convert_config(cfg, kind, where):
         if cfg.get(key, want) != want:
             raise ToolError(f"{where}: {key} is {cfg[key]!r}, not {want!r}: normlab does not run it")
     bias = kind == "qwen2" or bool(cfg.get("attention_bias", False))  # (Llama's also has o_proj.bias: refused)
+    T = min(positive(cfg, "max_position_embeddings", where), ctx)
+    window = cfg.get("sliding_window") if kind == "mistral" else None
+    if window is not None and (not isinstance(window, int) or isinstance(window, bool) or window < T):
+        # Mistral attends to the last sliding_window positions; within a context no longer than that
+        # window it is Llama exactly, beyond it normlab (no sliding window) would attend further.
+        raise ToolError(f"{where}: sliding_window {window!r} is shorter than the context imported ({T} positions): "
+                        "normlab has no sliding-window attention; import with --ctx "
+                        + (f"{window} to run it exactly" if isinstance(window, int) and window >= 1
+                           else "N no longer than the window"))
     return nlformat.llama_config(
         positive(cfg, "vocab_size", where), positive(cfg, "num_hidden_layers", where), H, KVH, D,
-        positive(cfg, "max_position_embeddings", where), positive(cfg, "intermediate_size", where), eps, theta,
+        T, positive(cfg, "intermediate_size", where), eps, theta,
         bool(cfg.get("tie_word_embeddings", False)), qk_norm=kind == "qwen3", attn_bias=bias)
 
 
@@ -140,8 +186,29 @@ def finite(t, name):
     return a
 
 
-def convert_tensors(src, config, where):
-    """normlab's arch llama tensors (Deferred: read when written) from HF's, every shape checked first."""
+def matrix_type(parts, dtype):
+    """The type a weight matrix made of HF's tensors parts is written as: dtype (F32, F16, BF16), or
+    with dtype None the parts' own where all are F16 or all BF16, else float32 (F32, F64, or mixed)."""
+    if dtype:
+        return dtype
+    kinds = {t.dtype for t in parts}
+    return kinds.pop() if len(kinds) == 1 and kinds <= {"F16", "BF16"} else "F32"
+
+
+def storable(a, dtype, parts):
+    """a, refused where --dtype f16 cannot hold a value of it (F16's largest is 65504)."""
+    if dtype == "F16":
+        big = float(np.abs(a).max()) if a.size else 0.0
+        if big > F16_MAX:
+            raise ToolError(f"{parts[0].path}: {' | '.join(t.hf_name for t in parts)} holds {big:g}, beyond "
+                            f"float16's largest value {F16_MAX:g}: --dtype f16 cannot store it (give --dtype bf16 "
+                            "or f32)")
+    return a
+
+
+def convert_tensors(src, config, where, dtype=None):
+    """normlab's arch llama tensors (Deferred: read when written) from HF's, every shape checked first;
+    the weight matrices written as matrix_type says, the norm gains and biases as float32."""
     hf = plain_names(src)
     if "lm_head.weight" in hf and config["tie_embeddings"]:
         head, emb = hf.pop("lm_head.weight"), hf.get("embed_tokens.weight")
@@ -187,13 +254,24 @@ def convert_tensors(src, config, where):
             "mlp.c_proj.weight": lambda: get(p + "mlp.down_proj.weight")}
 
     top = {"wte.weight": "embed_tokens.weight", "ln_f.weight": "norm.weight", "lm_head.weight": "lm_head.weight"}
+    matrices = {"attn.c_attn.weight": ("self_attn.q_proj.weight", "self_attn.k_proj.weight",
+                                       "self_attn.v_proj.weight"),
+                "attn.c_proj.weight": ("self_attn.o_proj.weight",),
+                "mlp.c_fc.weight": ("mlp.gate_proj.weight", "mlp.up_proj.weight"),
+                "mlp.c_proj.weight": ("mlp.down_proj.weight",)}
     out = {}
     for name, shape in nlformat.llama_tensor_shapes(config).items():
         if name in top:
-            out[name] = nlformat.Deferred(shape, lambda n=top[name]: get(n))
+            load, parts = (lambda n=top[name]: get(n)), ([hf[top[name]]] if name != "ln_f.weight" else None)
         else:
             _, i, rest = name.split(".", 2)
-            out[name] = nlformat.Deferred(shape, layer_loads(f"layers.{i}.")[rest])
+            load = layer_loads(f"layers.{i}.")[rest]
+            parts = [hf[f"layers.{i}.{n}"] for n in matrices[rest]] if rest in matrices else None
+        if parts is None:  # a norm gain or a bias: float32 always (docs/format.md)
+            out[name] = nlformat.Deferred(shape, load)
+            continue
+        kind = matrix_type(parts, dtype)
+        out[name] = nlformat.Deferred(shape, lambda f=load, k=kind, p=parts: storable(f(), k, p), kind)
     return out
 
 
@@ -203,22 +281,36 @@ def detect_qk_norm(config, src):
         config["qk_norm"] = True
 
 
+def read_tokenizer(folder):
+    """(the tokenizer.json text, the file it came from): tokenizer.json as it is, else tokenizer.model
+    (SentencePiece) in normlab's sentencepiece form (tools/lib/spmjson.py)."""
+    tj, tm = os.path.join(folder, "tokenizer.json"), os.path.join(folder, "tokenizer.model")
+    if os.path.isfile(tj):
+        with open(tj, "rb") as f:
+            return f.read().decode("utf-8", "replace"), tj
+    if not os.path.isfile(tm):
+        raise ToolError(f"{folder}: has neither tokenizer.json nor tokenizer.model")
+    with open(tm, "rb") as f:
+        data = f.read(64 << 20)
+    try:
+        return spmjson.dumps(spmjson.read_model_proto(data)), tm
+    except ValueError as e:
+        raise ToolError(f"{tm}: {e}")
+
+
 def main(argv, cfg=None, arch=None):
-    a = hfweights.snapshot_arguments("import_hf.py", __doc__, argv, "config.json, weights, tokenizer.json")
+    a = hfweights.snapshot_arguments("import_hf.py", __doc__, argv, "config.json, weights, tokenizer.json",
+                                     options)
     where = os.path.join(a.snapshot, "config.json")
     cfg = hfweights.read_json(where) if cfg is None else cfg
     arch = arch or (cfg.get("architectures") or [None])[0]
     if arch not in ARCHES:
         raise ToolError(f"{where}: architecture {arch!r}: this importer reads " + ", ".join(ARCHES))
-    config = convert_config(cfg, ARCHES[arch], where)
+    config = convert_config(cfg, ARCHES[arch], where, a.ctx)
     src, files = hfweights.read_weights(a.snapshot)
     detect_qk_norm(config, src)
-    tensors = convert_tensors(src, config, where)
-    tj = os.path.join(a.snapshot, "tokenizer.json")
-    if not os.path.isfile(tj):
-        raise ToolError(f"{a.snapshot}: has no tokenizer.json")
-    with open(tj, "rb") as f:
-        tokenizer = f.read().decode("utf-8", "replace")
+    tensors = convert_tensors(src, config, where, DTYPES[a.dtype])
+    tokenizer, tj = read_tokenizer(a.snapshot)
     digest = hashlib.sha256()
     for path in files:
         with open(path, "rb") as f:
@@ -229,10 +321,13 @@ def main(argv, cfg=None, arch=None):
     with nltool.writing(a.out):
         nlformat.write_model_dir(a.out, config, tokenizer, tensors, metadata=meta,
                                  check=lambda new, _: nltool.check_model(new, a.snapshot, shown))
+    kinds = sorted({t.dtype for t in tensors.values()} - {"F32"})
+    capped = cfg["max_position_embeddings"] > config["block_size"]
     print(f"wrote {a.out}: {arch}, {config['n_layer']} layers x {config['n_embd']}, {config['n_head']} heads over "
-          f"{config['n_kv_head']} KV heads, vocabulary {config['vocab_size']}, context {config['block_size']}, head "
-          f"{'tied' if config['tie_embeddings'] else 'untied'}{', QK-norm' if config['qk_norm'] else ''}",
-          file=sys.stderr)
+          f"{config['n_kv_head']} KV heads, vocabulary {config['vocab_size']}, context {config['block_size']}"
+          + (f" (max_position_embeddings {cfg['max_position_embeddings']} capped by --ctx)" if capped else "")
+          + f", head {'tied' if config['tie_embeddings'] else 'untied'}{', QK-norm' if config['qk_norm'] else ''}"
+          + (f", matrices stored {'/'.join(kinds)}" if kinds else ""), file=sys.stderr)
 
 
 if __name__ == "__main__":

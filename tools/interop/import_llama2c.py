@@ -19,7 +19,8 @@ Refused with one line, exit 1, nothing written: a file cut short, a header that 
 file's size, a header no model has (a head count that does not divide dim, n_kv_heads not dividing
 n_heads), a NaN or Inf weight, a tokenizer.bin with a negative length, cut short, with bytes after
 the model's vocabulary, a piece that is not UTF-8 or given twice, no <unk>, <s> or </s>, or a
-missing byte piece. The written model is then checked by the engine's loader (normlab info).
+missing byte piece; a SentencePiece tokenizer.model given as --tokenizer (named as such: llama2.c's
+tokenizer.bin is wanted). The written model is then checked by the engine's loader (normlab info).
 """
 import argparse
 import hashlib
@@ -37,6 +38,7 @@ import numpy as np  # noqa: E402
 import llama2c  # noqa: E402
 import nlformat  # noqa: E402
 import nltool  # noqa: E402
+import spmjson  # noqa: E402
 from nltool import ToolError  # noqa: E402
 
 SPACE = "\u2581"  # SentencePiece's visible space
@@ -115,6 +117,11 @@ def main(argv):
         raise ToolError(f"{tok}: no such file"
                         + ("" if a.tokenizer else ": name llama2.c's tokenizer.bin with --tokenizer"))
     nltool.check_out(a.out, [a.model, tok], want_dir=True, make_parents=True)
+    with open(tok, "rb") as f:
+        if spmjson.looks_like_model_proto(f.read(16)):
+            raise ToolError(f"{tok}: is a SentencePiece .model, not llama2.c's tokenizer.bin: give the tokenizer.bin "
+                            "llama2.c ships (its tokenizer.py -t tokenizer.model writes one), or import a Hugging Face "
+                            "snapshot with it (tools/interop/import_hf.py reads tokenizer.model)")
     h, blocks = llama2c.read_model(a.model)
     tokenizer = sentencepiece_json(llama2c.read_tokenizer(tok, h["vocab_size"]), tok)
     config, tensors = convert(h, blocks, a.model)

@@ -1,6 +1,7 @@
 """Hugging Face snapshot files read with numpy alone: JSON documents and safetensors weights, one
 file or shards with model.safetensors.index.json, F32, F16, BF16 or F64, checked against the file
-(which is untrusted) before any tensor is read, every refusal a ToolError of one line.
+(which is untrusted) before any tensor is read, every refusal a ToolError of one line; else
+pytorch_model.bin (or its shards), through tools/lib/torchzip.py's restricted unpickler.
 
     import hfweights
     config = hfweights.read_json(path)                 # duplicate keys refused
@@ -112,12 +113,14 @@ def read_safetensors(path):
     return out
 
 
-def read_sharded(folder):
-    """name -> Stored over the shards that model.safetensors.index.json's weight_map names, and the
+def read_sharded(folder, index_name=INDEX, read=None):
+    """name -> Stored over the shards that model.safetensors.index.json's weight_map names (or
+    index_name's, each shard read by read: pytorch_model.bin.index.json's), and the
     shards' paths. Refused: a shard named that is missing or not a plain file name in folder, a tensor
     the index lists twice or that two shards hold, one the index puts in a shard that lacks it, and one
     a shard holds that the index does not put there."""
-    index = os.path.join(folder, INDEX)
+    index = os.path.join(folder, index_name)
+    read = read or read_safetensors
     doc = read_json(index)
     wmap = doc.get("weight_map") if isinstance(doc, dict) else None
     if not isinstance(wmap, dict) or not wmap or not all(isinstance(v, str) for v in wmap.values()):
@@ -130,7 +133,7 @@ def read_sharded(folder):
         if not os.path.isfile(path):
             raise ToolError(f"{index}: names shard {shard}, which is missing from {folder}")
         paths.append(path)
-        for name, t in read_safetensors(path).items():
+        for name, t in read(path).items():
             if name in held:
                 raise ToolError(f"{index}: tensor {name} is held twice, by {os.path.basename(held[name].path)} "
                                 f"and {shard}")
@@ -138,7 +141,7 @@ def read_sharded(folder):
     out = {}
     for name, t in held.items():
         if wmap.get(name) != os.path.basename(t.path):
-            raise ToolError(f"{t.path}: holds tensor {name}, which {INDEX} puts "
+            raise ToolError(f"{t.path}: holds tensor {name}, which {index_name} puts "
                             + (f"in {wmap[name]}" if name in wmap else "nowhere"))
         out[name] = t
     lost = sorted(set(wmap) - set(out))
@@ -147,12 +150,15 @@ def read_sharded(folder):
     return out, paths
 
 
-def snapshot_arguments(prog, doc, argv, files="config.json, weights, tokenizer files"):
-    """The command line of an importer of snapshots (SNAPSHOT --out DIR), parsed; SNAPSHOT must be a
-    folder and --out a place a model may be written (nltool.check_out), or ToolError."""
+def snapshot_arguments(prog, doc, argv, files="config.json, weights, tokenizer files", options=None):
+    """The command line of an importer of snapshots (SNAPSHOT --out DIR, and what options(parser)
+    adds), parsed; SNAPSHOT must be a folder and --out a place a model may be written
+    (nltool.check_out), or ToolError."""
     p = nltool.ArgumentParser(prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("snapshot", help=f"the Hugging Face snapshot folder ({files})")
     p.add_argument("--out", required=True, help="normlab model directory to write (replaced whole if it is one)")
+    if options:
+        options(p)
     a = p.parse_args(argv)
     if not os.path.isdir(a.snapshot):
         raise ToolError(f"{a.snapshot}: not a folder (give the snapshot folder that holds config.json)")
@@ -160,14 +166,53 @@ def snapshot_arguments(prog, doc, argv, files="config.json, weights, tokenizer f
     return a
 
 
+PT_SINGLE, PT_INDEX = "pytorch_model.bin", "pytorch_model.bin.index.json"
+PT_DTYPES = {np.dtype("<f4"): "F32", np.dtype("<f2"): "F16", np.dtype("<u2"): "BF16", np.dtype("<f8"): "F64"}
+
+
+class Loaded:
+    """One tensor of a pytorch_model.bin, read whole by tools/lib/torchzip.py (bfloat16 as its bits),
+    with Stored's interface: load() gives float32."""
+
+    def __init__(self, path, name, array):
+        if not isinstance(array, np.ndarray) or array.dtype not in PT_DTYPES:
+            found = f"a tensor of {array.dtype}" if isinstance(array, np.ndarray) else f"a {type(array).__name__}"
+            raise ToolError(f"{path}: {name} is {found}; a weight is a float32, float16 or bfloat16 tensor")
+        self.path, self.array, self.dtype, self.shape = path, array, PT_DTYPES[array.dtype], tuple(array.shape)
+
+    def load(self, lo=0, hi=None):
+        a = self.array[lo:hi] if self.shape else self.array
+        if self.dtype == "BF16":  # the high half of a float32
+            return (a.astype(np.uint32) << 16).view(np.float32)
+        return a.astype(np.float32)
+
+
+def read_pytorch(path):
+    """name -> Loaded of one pytorch_model.bin, read through torchzip's restricted unpickler (nothing
+    the file names runs)."""
+    import torchzip
+    try:
+        state = torchzip.load(path, bf16_bits=True)
+    except torchzip.CheckpointError as e:
+        raise ToolError(str(e))
+    if not isinstance(state, dict) or not all(isinstance(k, str) for k in state):
+        raise ToolError(f"{path}: not a state dict (tensors by name)")
+    return {k: Loaded(path, k, v) for k, v in state.items()}
+
+
 def read_weights(folder):
-    """(name -> Stored, the weight files): model.safetensors, else the shards of its index."""
+    """(name -> Stored or Loaded, the weight files): model.safetensors, else the shards of its index,
+    else pytorch_model.bin, else the shards of pytorch_model.bin.index.json (the same checks)."""
     single = os.path.join(folder, "model.safetensors")
     if os.path.isfile(single):
         return read_safetensors(single), [single]
     if os.path.isfile(os.path.join(folder, INDEX)):
         return read_sharded(folder)
-    raise ToolError(f"{folder}: has neither model.safetensors nor {INDEX}")
+    if os.path.isfile(os.path.join(folder, PT_SINGLE)):
+        return read_pytorch(os.path.join(folder, PT_SINGLE)), [os.path.join(folder, PT_SINGLE)]
+    if os.path.isfile(os.path.join(folder, PT_INDEX)):
+        return read_sharded(folder, PT_INDEX, read_pytorch)
+    raise ToolError(f"{folder}: has none of model.safetensors, {INDEX}, {PT_SINGLE} and {PT_INDEX}")
 
 
 def write_safetensors(path, tensors, dtype="F32"):

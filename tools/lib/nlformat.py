@@ -223,20 +223,37 @@ def _exchange(a, b):
 class Deferred:
     """A tensor whose values are made when write_safetensors reaches it: its shape now, its values
     from load() (an array of that shape) then. The writer drops each array once written, so a model
-    of deferred tensors is written holding one tensor at a time (an importer's peak memory)."""
+    of deferred tensors is written holding one tensor at a time (an importer's peak memory). dtype is
+    the type it is stored as: F32, or F16 or BF16 for a weight matrix (docs/format.md, "Stored
+    types"), whose values the loader must give exactly (rounded_exactly)."""
 
-    def __init__(self, shape, load):
-        self.shape, self.load = tuple(int(d) for d in shape), load
+    def __init__(self, shape, load, dtype="F32"):
+        self.shape, self.load, self.dtype = tuple(int(d) for d in shape), load, dtype
+
+
+ITEM_BYTES = {"F32": 4, "F16": 2, "BF16": 2}
+
+
+def _dtype(t):
+    return getattr(t, "dtype", "F32") if isinstance(t, Deferred) else "F32"
+
+
+def float32_first(tensors):
+    """tensors (name -> array or Deferred) reordered F32 first, then the 16-bit ones, each group in
+    its order, so that every tensor's data starts aligned for its values (as normlab quantize
+    writes them). The same dict where all are F32."""
+    return {**{n: t for n, t in tensors.items() if _dtype(t) == "F32"},
+            **{n: t for n, t in tensors.items() if _dtype(t) != "F32"}}
 
 
 def safetensors_header(tensors, metadata=None):
-    """The length field and JSON header of a safetensors file of F32 tensors (name -> array or
-    Deferred), contiguous, in order."""
+    """The length field and JSON header of a safetensors file of tensors (name -> array or Deferred,
+    F32 unless a Deferred says F16 or BF16), contiguous, in order."""
     header = {}
     offset = 0
     for name, t in tensors.items():
-        nbytes = 4 * int(np.prod(t.shape, dtype=np.int64))
-        header[name] = {"dtype": "F32", "shape": list(t.shape), "data_offsets": [offset, offset + nbytes]}
+        nbytes = ITEM_BYTES[_dtype(t)] * int(np.prod(t.shape, dtype=np.int64))
+        header[name] = {"dtype": _dtype(t), "shape": list(t.shape), "data_offsets": [offset, offset + nbytes]}
         offset += nbytes
     if metadata:
         header["__metadata__"] = {k: str(v) for k, v in metadata.items()}
@@ -245,16 +262,27 @@ def safetensors_header(tensors, metadata=None):
     return struct.pack("<Q", len(head)) + head
 
 
+def stored_bits(a, dtype):
+    """a's values as dtype stores them: float32, or F16's or BF16's bits rounded to nearest even."""
+    if dtype == "F16":
+        return qformats.f16_bits(a)
+    if dtype == "BF16":
+        return qformats.bf16_bits(a)
+    return np.asarray(a, dtype="<f4", order="C")
+
+
 def write_safetensors(path, tensors, metadata=None):
-    """Write F32 tensors (name -> numpy array or Deferred) contiguously, in the order given, replacing
-    path; one tensor at a time, so the file is never held in memory whole."""
+    """Write tensors (name -> numpy array or Deferred) contiguously, F32 first (float32_first), then
+    in the order given, replacing path; one tensor at a time, so the file is never held in memory
+    whole."""
+    tensors = float32_first(tensors)
     with atomic_file(path) as f:
         f.write(safetensors_header(tensors, metadata))
         for name, t in tensors.items():
             a = np.asarray(t.load() if isinstance(t, Deferred) else t, dtype="<f4", order="C")  # (0-d stays 0-d)
             if tuple(a.shape) != tuple(t.shape):
                 raise ValueError(f"{name}: load() gave shape {a.shape}, not {t.shape}")
-            f.write(memoryview(a).cast("B"))
+            f.write(memoryview(np.ascontiguousarray(stored_bits(a, _dtype(t)))).cast("B"))
             del a
 
 

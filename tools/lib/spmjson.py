@@ -5,10 +5,12 @@ SentencePiece model (train_spm.py) and readable by the tests' references:
      "eos_id": 2, "add_bos": true, "add_dummy_prefix": true, "byte_fallback": true}
 
 Pieces in id order with their scores; "▁" (U+2581) stands for a space, as in SentencePiece; a byte
-piece is "<0xXX>". The standard library only (from_model_proto imports sentencepiece itself).
+piece is "<0xXX>". The standard library only (from_model_proto imports sentencepiece itself;
+read_model_proto reads a .model's fields itself, for the importers).
 """
 import json
 import os
+import struct
 import tempfile
 
 
@@ -32,6 +34,103 @@ def from_model_proto(proto):
         "add_dummy_prefix": bool(m.normalizer_spec.add_dummy_prefix),
         "byte_fallback": bool(m.trainer_spec.byte_fallback),
     }
+
+
+# sentencepiece_model.proto's field numbers, the ones read here (protobuf's wire format: each field a
+# varint key, field << 3 | wire type; 0 a varint, 1 eight bytes, 2 a length and bytes, 5 four bytes).
+MODEL_PIECES, MODEL_TRAINER, MODEL_NORMALIZER = 1, 2, 3  # ModelProto
+PIECE_TEXT, PIECE_SCORE = 1, 2  # ModelProto.SentencePiece
+TRAINER_TYPE, TRAINER_BYTE_FALLBACK, TRAINER_UNK, TRAINER_BOS, TRAINER_EOS = 3, 35, 40, 41, 42  # TrainerSpec
+NORM_NAME, NORM_CHARSMAP, NORM_DUMMY_PREFIX, NORM_EXTRA_SPACES = 1, 2, 3, 4  # NormalizerSpec
+MODEL_TYPES = {1: "UNIGRAM", 2: "BPE", 3: "WORD", 4: "CHAR"}
+
+
+def _varint(data, at):
+    value, shift = 0, 0
+    while True:
+        if at >= len(data) or shift > 63:
+            raise ValueError("a varint runs past the end")
+        b = data[at]
+        value |= (b & 0x7F) << shift
+        at, shift = at + 1, shift + 7
+        if b < 0x80:
+            return value, at
+
+
+def _fields(data):
+    """[(field, value)] of one protobuf message: varints as int (int32's negatives as 2**64 - n), eight
+    and four bytes and lengths as bytes."""
+    out, at = [], 0
+    while at < len(data):
+        key, at = _varint(data, at)
+        field, wire = key >> 3, key & 7
+        if wire == 0:
+            value, at = _varint(data, at)
+        elif wire in (1, 5):
+            value, at = data[at:at + (8 if wire == 1 else 4)], at + (8 if wire == 1 else 4)
+        elif wire == 2:
+            n, at = _varint(data, at)
+            value, at = data[at:at + n], at + n
+        else:
+            raise ValueError(f"field {field} has wire type {wire}, which a ModelProto does not use")
+        if field < 1 or at > len(data):
+            raise ValueError("a field runs past the end" if at > len(data) else "a field numbered 0")
+        out.append((field, value))
+    return out
+
+
+def _last(fields, number, default):
+    found = [v for f, v in fields if f == number]
+    return found[-1] if found else default
+
+
+def _int32(v):
+    return v - (1 << 64) if isinstance(v, int) and v >= 1 << 63 else v
+
+
+def looks_like_model_proto(head):
+    """Whether bytes begin as a serialized ModelProto does (its first piece: 0x0A, a length, 0x0A),
+    as a llama2.c tokenizer.bin (an int32 max_token_length, then a float score) does not."""
+    try:
+        _, at = _varint(head, 1) if head[:1] == b"\x0a" else (None, None)
+    except ValueError:
+        return False
+    return at is not None and head[at:at + 1] == b"\x0a"
+
+
+def read_model_proto(data):
+    """The JSON form (a dict) of a serialized SentencePiece ModelProto, read with the standard library
+    (from_model_proto's result, without python3-sentencepiece). ValueError, in one line, for bytes
+    that are not a ModelProto, a model that is not BPE, or a normalizer normlab does not run."""
+    if not looks_like_model_proto(data[:16]):
+        hint = " (Llama 3's tokenizer.model is tiktoken's: give its tokenizer.json)" if data[:1].isalnum() else ""
+        raise ValueError(f"not a SentencePiece model (a serialized ModelProto starts with its first piece){hint}")
+    try:
+        top = _fields(data)
+        pieces = []
+        for f, v in top:
+            if f == MODEL_PIECES:
+                p = _fields(v)
+                text = _last(p, PIECE_TEXT, b"").decode("utf-8")
+                score = struct.unpack("<f", _last(p, PIECE_SCORE, bytes(4)))[0]
+                pieces.append([text, float(score)])
+        trainer = _fields(_last(top, MODEL_TRAINER, b""))
+        norm = _fields(_last(top, MODEL_NORMALIZER, b""))
+    except (ValueError, UnicodeDecodeError, struct.error) as e:
+        raise ValueError(f"not a SentencePiece model ({e})")
+    kind = _last(trainer, TRAINER_TYPE, 1)
+    if kind != 2:
+        raise ValueError(f"a SentencePiece {MODEL_TYPES.get(kind, kind)} model: normlab runs SentencePiece BPE only")
+    name = _last(norm, NORM_NAME, b"").decode("utf-8", "replace")
+    if _last(norm, NORM_CHARSMAP, b"") or name not in ("", "identity"):
+        raise ValueError(f"normalizer {name!r}: normlab's SentencePiece tokenizer runs none (identity only)")
+    if _last(norm, NORM_EXTRA_SPACES, 1):
+        raise ValueError("remove_extra_whitespaces is set: normlab's SentencePiece tokenizer keeps every space")
+    ids = {k: _int32(_last(trainer, f, d)) for k, f, d in (("unk_id", TRAINER_UNK, 0), ("bos_id", TRAINER_BOS, 1),
+                                                           ("eos_id", TRAINER_EOS, 2))}
+    return {"type": "sentencepiece", "pieces": pieces, **ids, "add_bos": True,
+            "add_dummy_prefix": bool(_last(norm, NORM_DUMMY_PREFIX, 1)),
+            "byte_fallback": bool(_last(trainer, TRAINER_BYTE_FALLBACK, 0))}
 
 
 def dumps(form):

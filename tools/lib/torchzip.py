@@ -98,11 +98,12 @@ def _int_tuple(value, what):
     return value
 
 
-def _rebuild_tensor_v2(budget, storage, storage_offset, size, stride, requires_grad=False, backward_hooks=None,
-                       metadata=None):
+def _rebuild_tensor_v2(budget, widen, storage, storage_offset, size, stride, requires_grad=False,
+                       backward_hooks=None, metadata=None):
     """The tensor as a new numpy array, after checking that every element lies in the storage and that
     the tensors so far hold no more elements than the storages read plus MAX_TENSOR_ELEMENTS (budget,
-    a one-element list, is what is left)."""
+    a one-element list, is what is left); bfloat16 widened to float32, or its bits (uint16) where
+    widen is false."""
     del requires_grad, backward_hooks, metadata  # inference: no autograd state
     if not isinstance(storage, _Storage):
         raise CheckpointError("a tensor is rebuilt from something other than a storage")
@@ -125,7 +126,7 @@ def _rebuild_tensor_v2(budget, storage, storage_offset, size, stride, requires_g
     view = np.lib.stride_tricks.as_strided(storage.array[storage_offset:] if 0 not in size else storage.array[:0],
                                            shape=size, strides=tuple(st * itemsize for st in stride))
     out = np.array(view)  # a copy: contiguous, and no view into the zip's bytes
-    if storage.type.name == "BFloat16Storage":
+    if storage.type.name == "BFloat16Storage" and widen:
         out = (out.astype(np.uint32) << 16).view(np.float32)
     return out
 
@@ -141,11 +142,11 @@ STORAGE_TYPES = tuple(STORAGE_DTYPES)
 
 
 class _Unpickler(pickle.Unpickler):
-    def __init__(self, data, zf, prefix):
+    def __init__(self, data, zf, prefix, widen):
         super().__init__(io.BytesIO(data))
         self.zf, self.prefix, self.storages = zf, prefix, {}
         self.budget = [MAX_TENSOR_ELEMENTS]  # grows by each storage's elements as it is read
-        rebuild = _Callable("torch._utils._rebuild_tensor_v2", lambda *a: _rebuild_tensor_v2(self.budget, *a))
+        rebuild = _Callable("torch._utils._rebuild_tensor_v2", lambda *a: _rebuild_tensor_v2(self.budget, widen, *a))
         parameter = _Callable("torch._utils._rebuild_parameter", _rebuild_parameter)
         # Fresh stand-ins for every load: nothing one file does can reach the next.
         self.allowed = {("collections", "OrderedDict"): _StateDict, ("torch._utils", "_rebuild_tensor_v2"): rebuild,
@@ -191,9 +192,11 @@ def _stored(info):
         raise CheckpointError(f"entry {info.filename} is compressed or encrypted; torch.save writes neither")
 
 
-def load(path, data=None):
+def load(path, data=None, bf16_bits=False):
     """The checkpoint's object: dicts, lists, tuples, numbers, strings and numpy arrays. data: the
-    file's bytes, when the caller has read them already (path then only names it)."""
+    file's bytes, when the caller has read them already (path then only names it). bf16_bits: a
+    bfloat16 tensor comes back as its bits, a uint16 array (no other storage gives uint16), for a
+    caller that keeps the type; else widened to float32."""
     try:
         zf = zipfile.ZipFile(io.BytesIO(data) if data is not None else path)
     except zipfile.BadZipFile:
@@ -203,14 +206,14 @@ def load(path, data=None):
         raise CheckpointError(f"{path}: cannot read: {e.strerror or e}")
     with zf:
         try:
-            return _load_zip(zf)
+            return _load_zip(zf, not bf16_bits)
         except CheckpointError as e:
             raise CheckpointError(f"{path}: {e}")
         except Exception as e:  # noqa: BLE001 - whatever a malformed file raises becomes one line
             raise CheckpointError(f"{path}: not a readable checkpoint: {type(e).__name__}: {str(e)[:120]}")
 
 
-def _load_zip(zf):
+def _load_zip(zf, widen=True):
     pickles = [n for n in zf.namelist() if n.endswith("/data.pkl") and n.count("/") == 1]
     if len(pickles) != 1:
         raise CheckpointError("a zip, but not a PyTorch checkpoint (no single <name>/data.pkl)")
@@ -224,7 +227,7 @@ def _load_zip(zf):
     _stored(info)
     if info.file_size > MAX_PICKLE_BYTES:
         raise CheckpointError(f"data.pkl is {info.file_size} bytes, more than the limit of {MAX_PICKLE_BYTES}")
-    return _Unpickler(zf.read(info), zf, prefix).load()
+    return _Unpickler(zf.read(info), zf, prefix, widen).load()
 
 
 class _PlainUnpickler(pickle.Unpickler):
