@@ -12,7 +12,7 @@ each block a distinct constant, lands every block in its place; tokenizer.bin be
 sentencepiece tokenizer.json (spaces as U+2581, "\\n<s>\\n" as "<s>"). F16 and BF16 matrices are kept
 as stored (--dtype chooses), and the engine's logits (normlab logits) are within llama_parity's 1e-4
 of the float64 reference; --ctx caps the context; MistralForCausalLM imports as Llama while its window
-covers the context; tokenizer.model and pytorch_model.bin are read.
+covers the context; tokenizer.model and pytorch_model.bin are read; docs/llama.md's examples run.
 Each bad input docs/interop.md lists gets one line, exit 1, nothing written, its input untouched.
 
 The engine's loader checks what an importer writes (nltool.check_model), and the engine's own logits
@@ -400,6 +400,18 @@ def pytorch_bin(tmp):
             [evil])
 
 
+def doc_examples():
+    """docs/llama.md's examples (long: they need numpy) run as tests/examples_test.sh runs them, in a
+    scratch copy of the checkout, on the random model they make: every one passes."""
+    script = os.path.join(ROOT, "tests", "examples_test.sh")
+    listed = subprocess.run([script, "--list", "docs/llama.md"], capture_output=True, text=True, cwd=ROOT).stdout
+    r = subprocess.run([script, "--long", BIN, "docs/llama.md"], capture_output=True, text=True, cwd=ROOT,
+                       timeout=600)
+    n = len(listed.splitlines())
+    check(r.returncode == 0 and n >= 5 and f"examples_test: {n} passed, 0 failed" in r.stdout,
+          f"docs/llama.md: its {n} examples run, on a model they make", r.stdout[-600:])
+
+
 def gpt2_dispatch(tmp):
     import hf_gpt2_test
     snap = hf_gpt2_test.snapshot(os.path.join(tmp, "gpt2-hf"), hf_gpt2_test.weights(np.random.default_rng(1)),
@@ -564,6 +576,7 @@ def main():
         pytorch_bin(tmp)
         hand_made_bin(tmp)
         gpt2_dispatch(tmp)
+        doc_examples()
         with tempfile.TemporaryDirectory() as bad:
             bad_snapshots(bad)
             bad_bins(bad)
