@@ -24,8 +24,9 @@ the storages read plus MAX_TENSOR_ELEMENTS, so a small file cannot ask for gigab
 stride-0 views, and entries must be stored uncompressed, as torch.save writes them (no zip bomb).
 load_plain() reads a plain pickle (nanoGPT's meta.pkl) with an unpickler that resolves no name at
 all. Storages are read from the zip and checked: a known element type, a size that
-matches the entry, little-endian. Tensors come back as numpy arrays (bfloat16 as float32); torch
-is not needed to read a checkpoint. to_torch() turns the arrays back into tensors where a caller
+matches the entry, little-endian. Tensors come back as numpy arrays (bfloat16 as float32, or as its
+bits, uint16, with load(..., bf16_bits=True) for a caller that keeps the type); torch is not needed
+to read a checkpoint. to_torch() turns the arrays back into tensors where a caller
 needs them (train.py --resume).
 """
 import collections
