@@ -41,6 +41,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.join(ROOT, "tools", "lib"))
 import gpt2bpe  # noqa: E402
+import hfweights  # noqa: E402
 import nlformat  # noqa: E402
 
 check = Checks("hf_gpt2_test")
@@ -80,7 +81,7 @@ def weights(rng, V=260, T=16):
     return {k: v.astype(np.float32) for k, v in w.items()}
 
 
-def snapshot(folder, st, config=None, tokenizer=None, pair=None, prefix=""):
+def snapshot(folder, st, config=None, tokenizer=None, pair=None, prefix="", dtype="F32"):
     os.makedirs(folder)
     cfg = {"model_type": "gpt2", "activation_function": "gelu_new", "layer_norm_epsilon": 1e-5, "vocab_size": 260,
            "n_inner": None, **SHAPE, **(config or {})}
@@ -93,7 +94,10 @@ def snapshot(folder, st, config=None, tokenizer=None, pair=None, prefix=""):
             tensors[f"{prefix}h.{i}.attn.bias"] = np.tril(np.ones((T, T), np.float32)).reshape(1, 1, T, T)
             tensors[f"{prefix}h.{i}.attn.masked_bias"] = np.full((), -1e4, np.float32)
         tensors["lm_head.weight"] = st["wte.weight"]
-    nlformat.write_safetensors(os.path.join(folder, "model.safetensors"), tensors)
+    if dtype == "F32":
+        nlformat.write_safetensors(os.path.join(folder, "model.safetensors"), tensors)
+    else:
+        hfweights.write_safetensors(os.path.join(folder, "model.safetensors"), tensors, dtype)
     if pair is not None:
         for name, text in pair.items():
             with open(os.path.join(folder, name), "w", encoding="utf-8") as f:
@@ -224,6 +228,30 @@ def logits_match(label, out, st, text, ids, V):
     diff = np.abs(got - reference(st, ids)[:, :V]).max() if got.shape == (len(ids), V) else math.inf
     check(diff <= LOGIT_ATOL, f"{label}: logits over its {V} tokens within {LOGIT_ATOL:g} of the reference "
           f"(max {diff:.2g})", f"{got.shape} {err}")
+
+
+def stored_types(tmp, rng):
+    """F16 and BF16 snapshots keep their weight matrices (wte, the Conv1D weights) as stored; wpe, the
+    biases and LayerNorm's parameters become F32; --dtype f32 widens them all; the engine's logits are
+    within LOGIT_ATOL of the float64 reference of the stored values either way."""
+    st = weights(rng)
+    text = " the theme the\nthe"
+    ids = [vocab()[t] for t in ("\u0120the", "\u0120the", "m", "e", "\u0120the", "\u010a", "t", "he")]
+    for dtype in ("F16", "BF16"):
+        stored = {k: hfweights.rounded(v, dtype) for k, v in st.items()}
+        snap = snapshot(os.path.join(tmp, f"stored-{dtype}-hf"), st, dtype=dtype)
+        for flag, want in ((None, dtype), ("f32", "F32")):
+            out = os.path.join(tmp, f"stored-{dtype}-{flag}")
+            rc, _, err = run("/usr/bin/python3", TOOL, snap, "--out", out, *(["--dtype", flag] if flag else []))
+            raw = nlformat.read_safetensors_raw(os.path.join(out, "model.safetensors"))[0] if rc == 0 else {}
+            matrices = ("wte.weight", "attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight",
+                        "mlp.c_proj.weight")
+            ok = rc == 0 and all(kind == (want if n.endswith(matrices) else "F32") for n, (kind, _, _) in raw.items())
+            label = f"a {dtype} snapshot" + (f", --dtype {flag}" if flag else "")
+            check(ok, f"{label}: matrices stored {want}, wpe, biases and LayerNorm F32",
+                  err or str({n: k for n, (k, _, _) in raw.items()}))
+            if rc == 0:
+                logits_match(label, out, stored, text, ids, 260)
 
 
 def vocab_shapes(tmp, rng):
@@ -367,6 +395,7 @@ def main():
     rng = np.random.default_rng(35)
     with tempfile.TemporaryDirectory() as tmp:
         good_paths(tmp, rng)
+        stored_types(tmp, rng)
         vocab_shapes(tmp, rng)
         parents_and_modes(tmp, rng)
         truncated(tmp, rng)

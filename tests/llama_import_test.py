@@ -420,8 +420,8 @@ def gpt2_dispatch(tmp):
     info = subprocess.run([BIN, "info", "-m", os.path.join(tmp, "gpt2"), "--json"], capture_output=True, text=True)
     check(rc == 0 and info.returncode == 0 and json.loads(info.stdout).get("activation") == "gelu_tanh",
           "import_hf.py: GPT2LMHeadModel goes to the GPT-2 importer, and the engine runs it", err)
-    refused("import_hf.py --dtype bf16 of a GPT-2 snapshot", HF, [snap, "--dtype", "bf16"],
-            "--dtype is for the Llama family", os.path.join(tmp, "gpt2-bf16"), [snap])
+    refused("import_hf.py --ctx of a GPT-2 snapshot", HF, [snap, "--ctx", "8"],
+            "--ctx is for the Llama family", os.path.join(tmp, "gpt2-ctx"), [snap])
 
 
 def refused(label, tool, args, word, out, inputs=()):

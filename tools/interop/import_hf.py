@@ -8,8 +8,10 @@ config.json names (`architectures`, else `model_type`):
     LlamaForCausalLM (llama), Qwen2ForCausalLM  tools/interop/import_hf_llama.py: arch llama
     (qwen2, its qkv bias), Qwen3ForCausalLM     (docs/format.md), HF's q/k rows un-permuted to
     (qwen3, its QK-norm), MistralForCausalLM    RoPE's interleaved pairs (docs/interop.md); options
-    (mistral: a window no shorter than the      --dtype (default: F16/BF16 matrices kept as stored)
-    context imported)                           and --ctx N (the context cap, default 65536)
+    (mistral: a window no shorter than the      --ctx N (the context cap, default 65536)
+    context imported)
+
+Both keep the weight matrices' stored type (F16 and BF16 as stored) unless --dtype f32|f16|bf16 names one.
 
 Any other architecture is refused by name, in one line, exit 1, with nothing written.
 """
@@ -40,10 +42,9 @@ def main(argv):
     names = cfg.get("architectures") or [BY_TYPE.get(cfg.get("model_type"))]
     arch = names[0] if isinstance(names, list) and len(names) == 1 else None
     if arch in ("GPT2LMHeadModel", "GPT2Model"):
-        given = [o for o in ("--dtype", "--ctx") if any(x == o or x.startswith(o + "=") for x in argv)]
-        if given:
-            raise ToolError(f"{where}: a GPT-2 snapshot: {' and '.join(given)} {'is' if len(given) == 1 else 'are'} "
-                            "for the Llama family's import; GPT-2's writes float32 and its n_positions (docs/gpt2.md)")
+        if any(x == "--ctx" or x.startswith("--ctx=") for x in argv):
+            raise ToolError(f"{where}: a GPT-2 snapshot: --ctx is for the Llama family's import; GPT-2's context "
+                            "is its n_positions, the rows of its learned position table (docs/gpt2.md)")
         return import_hf_gpt2.main(argv)
     if arch in import_hf_llama.ARCHES:
         return import_hf_llama.main(argv, cfg, arch)

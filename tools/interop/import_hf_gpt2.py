@@ -8,9 +8,13 @@ SNAPSHOT is a folder as Hugging Face's hub keeps one (e.g. what `git clone
 https://huggingface.co/openai-community/gpt2` or huggingface_hub's snapshot_download gives), holding:
   config.json          GPT2Config: n_layer, n_head, n_embd, n_positions, vocab_size, layer_norm_epsilon,
                        activation_function (gelu_new), n_inner (null: 4 n_embd)
-  model.safetensors    the weights (F32, F16, BF16 or F64; written as F32), or else
+  model.safetensors    the weights (F32, F16, BF16 or F64), or else
   pytorch_model.bin    the same as a PyTorch pickle, read by tools/lib/torchzip.py, so no code runs
   tokenizer.json       GPT-2's byte-level BPE, or else vocab.json + merges.txt
+
+The weight matrices (wte, the Conv1D weights, an untied head) keep the type they are stored in: F16
+and BF16 as stored (the engine runs both), F32 and F64 as float32; --dtype f32|f16|bf16 chooses
+instead. Biases, LayerNorm's gains and biases and wpe are float32 (docs/format.md).
 
 What a GPT-2 is in normlab's format: pre-LN, LayerNorm with eps layer_norm_epsilon, GELU with
 tanh (HF's gelu_new; "gelu" is the exact one), biases everywhere, learned positions, the head tied
@@ -102,13 +106,18 @@ def convert_config(cfg, where):
 
 
 class InMemory:
-    """A tensor already read (pytorch_model.bin's), with hfweights.Stored's interface."""
+    """A tensor already read (pytorch_model.bin's; bfloat16 as its bits, uint16), with
+    hfweights.Stored's interface."""
 
     def __init__(self, array):
         self.array, self.shape = array, tuple(array.shape)
+        self.dtype = {"float16": "F16", "uint16": "BF16", "float64": "F64"}.get(array.dtype.name, "F32")
 
     def load(self, lo=0, hi=None):
-        return (self.array[lo:hi] if self.shape else self.array).astype(np.float32)
+        a = self.array[lo:hi] if self.shape else self.array
+        if self.dtype == "BF16":  # the high half of a float32
+            return (a.astype(np.uint32) << 16).view(np.float32)
+        return a.astype(np.float32)
 
 
 def read_weights(folder):
@@ -119,7 +128,7 @@ def read_weights(folder):
     if not os.path.isfile(pt):
         raise ToolError(f"{folder}: has neither model.safetensors nor pytorch_model.bin")
     try:
-        state = torchzip.load(pt)
+        state = torchzip.load(pt, bf16_bits=True)
     except torchzip.CheckpointError as e:
         raise ToolError(str(e))
     if not isinstance(state, dict) or not all(isinstance(k, str) and isinstance(v, np.ndarray)
@@ -134,19 +143,23 @@ def same_rows(a, b, rows):
                for i in range(0, rows, 4096))
 
 
-def deferred(name, t, rows, transpose, where):
-    """nlformat.Deferred: t's first rows rows (all when None), transposed for a Conv1D, checked finite."""
+def deferred(name, t, rows, transpose, where, kind="F32"):
+    """nlformat.Deferred: t's first rows rows (all when None), transposed for a Conv1D, checked finite,
+    stored as kind (F16: checked within its range)."""
     def load():
         a = t.load(0, rows) if rows is not None else t.load()
         a = np.ascontiguousarray(a.T) if transpose else a
         if not np.all(np.isfinite(a)):
             raise ToolError(f"{where}: tensor {name} holds a value that is not finite")
-        return a
+        return hfweights.storable(a, kind, where, name)
     shape = ((rows,) + t.shape[1:]) if rows is not None else t.shape
-    return nlformat.Deferred(shape[::-1] if transpose else shape, load)
+    return nlformat.Deferred(shape[::-1] if transpose else shape, load, kind)
 
 
-def convert_tensors(src, config, n_tokens, where):
+MATRICES = ("wte.weight", "lm_head.weight") + CONV1D  # the weight matrices, which may keep a 16-bit type
+
+
+def convert_tensors(src, config, n_tokens, where, dtype=None):
     """normlab's tensors (Deferred: read when written) from HF's: the prefix dropped, the mask buffers
     dropped, Conv1D transposed, and the embedding's rows past the last token's id (padding) cropped."""
     plain = {}
@@ -172,7 +185,8 @@ def convert_tensors(src, config, n_tokens, where):
         if tuple(got[::-1] if conv else got) != tuple(shape):
             hf = tuple(reversed(shape)) if conv else tuple(shape)
             raise ToolError(f"{where}: {name} has shape {tuple(t.shape)}, config.json says {hf}")
-        tensors[name] = deferred(name, t, crop, conv, where)
+        kind = hfweights.matrix_type([t], dtype) if name.endswith(MATRICES) and len(t.shape) == 2 else "F32"
+        tensors[name] = deferred(name, t, crop, conv, where, kind)
     if plain:
         raise ToolError(f"{where}: the weights hold tensors a GPT-2 does not: " + ", ".join(sorted(plain)[:5]))
     return tensors
@@ -252,13 +266,13 @@ def tokenizer_files(folder):
 
 
 def main(argv):
-    a = hfweights.snapshot_arguments("import_hf_gpt2.py", __doc__, argv)
+    a = hfweights.snapshot_arguments("import_hf_gpt2.py", __doc__, argv, options=hfweights.dtype_option)
     config_path = os.path.join(a.snapshot, "config.json")
     config = convert_config(read_json(config_path, config_path), config_path)
     src, weights_path = read_weights(a.snapshot)
     tokenizer, extra, n_tokens, shown = tokenizer_files(a.snapshot)
     padded = config["vocab_size"]
-    tensors = convert_tensors(src, config, n_tokens or padded, weights_path)
+    tensors = convert_tensors(src, config, n_tokens or padded, weights_path, hfweights.DTYPE_FLAGS[a.dtype])
     shown.update({"config.json": config_path, "model.safetensors": weights_path})
     with open(weights_path, "rb") as f:
         digest = hashlib.file_digest(f, "sha256").hexdigest()
@@ -268,9 +282,10 @@ def main(argv):
         nlformat.write_model_dir(a.out, config, tokenizer, tensors, metadata=meta, extra=extra,
                                  check=lambda new, _: nltool.check_model(new, a.snapshot, shown))
     cropped = f" ({padded - config['vocab_size']} padding rows dropped)" if padded > config["vocab_size"] else ""
+    kinds = sorted({t.dtype for t in tensors.values()} - {"F32"})
     print(f"wrote {a.out}: {config['n_layer']} layers x {config['n_embd']}, vocabulary {config['vocab_size']}"
-          f"{cropped}, context {config['block_size']}, head {'tied' if config['tie_embeddings'] else 'untied'}",
-          file=sys.stderr)
+          f"{cropped}, context {config['block_size']}, head {'tied' if config['tie_embeddings'] else 'untied'}"
+          + (f", matrices stored {'/'.join(kinds)}" if kinds else ""), file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -56,8 +56,6 @@ from nltool import ToolError  # noqa: E402
 ARCHES = {"LlamaForCausalLM": "llama", "MistralForCausalLM": "mistral", "Qwen2ForCausalLM": "qwen2",
           "Qwen3ForCausalLM": "qwen3"}
 CTX_LIMIT = 1 << 16  # the most positions the engine's config takes (block_size, engine/config.c)
-DTYPES = {"stored": None, "f32": "F32", "f16": "F16", "bf16": "BF16"}  # --dtype
-F16_MAX = 65504.0
 
 
 FLT_MAX = 3.4028234663852886e38  # the largest float: the engine keeps RoPE's table in float
@@ -73,9 +71,7 @@ def positive(cfg, key, where, default=None):
 
 def options(p):
     """The options of a Llama-family import, added to the argparse parser p."""
-    p.add_argument("--dtype", choices=list(DTYPES), default="stored",
-                   help="the type the weight matrices are written as: as the snapshot stores them (default: F16 "
-                        "and BF16 kept, others float32), or f32, f16, bf16; norm gains and biases are float32")
+    hfweights.dtype_option(p)
     p.add_argument("--ctx", type=context_cap, default=CTX_LIMIT, metavar="N",
                    help=f"the most positions the model keeps (block_size): max_position_embeddings, capped at N "
                         f"(default {CTX_LIMIT}, the engine's limit)")
@@ -186,29 +182,9 @@ def finite(t, name):
     return a
 
 
-def matrix_type(parts, dtype):
-    """The type a weight matrix made of HF's tensors parts is written as: dtype (F32, F16, BF16), or
-    with dtype None the parts' own where all are F16 or all BF16, else float32 (F32, F64, or mixed)."""
-    if dtype:
-        return dtype
-    kinds = {t.dtype for t in parts}
-    return kinds.pop() if len(kinds) == 1 and kinds <= {"F16", "BF16"} else "F32"
-
-
-def storable(a, dtype, parts):
-    """a, refused where --dtype f16 cannot hold a value of it (F16's largest is 65504)."""
-    if dtype == "F16":
-        big = float(np.abs(a).max()) if a.size else 0.0
-        if big > F16_MAX:
-            raise ToolError(f"{parts[0].path}: {' | '.join(t.hf_name for t in parts)} holds {big:g}, beyond "
-                            f"float16's largest value {F16_MAX:g}: --dtype f16 cannot store it (give --dtype bf16 "
-                            "or f32)")
-    return a
-
-
 def convert_tensors(src, config, where, dtype=None):
     """normlab's arch llama tensors (Deferred: read when written) from HF's, every shape checked first;
-    the weight matrices written as matrix_type says, the norm gains and biases as float32."""
+    the weight matrices written as hfweights.matrix_type says, the norm gains and biases as float32."""
     hf = plain_names(src)
     if "lm_head.weight" in hf and config["tie_embeddings"]:
         head, emb = hf.pop("lm_head.weight"), hf.get("embed_tokens.weight")
@@ -270,8 +246,10 @@ def convert_tensors(src, config, where, dtype=None):
         if parts is None:  # a norm gain or a bias: float32 always (docs/format.md)
             out[name] = nlformat.Deferred(shape, load)
             continue
-        kind = matrix_type(parts, dtype)
-        out[name] = nlformat.Deferred(shape, lambda f=load, k=kind, p=parts: storable(f(), k, p), kind)
+        kind = hfweights.matrix_type(parts, dtype)
+        names = " | ".join(t.hf_name for t in parts)
+        out[name] = nlformat.Deferred(
+            shape, lambda f=load, k=kind, w=parts[0].path, n=names: hfweights.storable(f(), k, w, n), kind)
     return out
 
 
@@ -309,7 +287,7 @@ def main(argv, cfg=None, arch=None):
     config = convert_config(cfg, ARCHES[arch], where, a.ctx)
     src, files = hfweights.read_weights(a.snapshot)
     detect_qk_norm(config, src)
-    tensors = convert_tensors(src, config, where, DTYPES[a.dtype])
+    tensors = convert_tensors(src, config, where, hfweights.DTYPE_FLAGS[a.dtype])
     tokenizer, tj = read_tokenizer(a.snapshot)
     digest = hashlib.sha256()
     for path in files:

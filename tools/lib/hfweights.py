@@ -166,6 +166,39 @@ def snapshot_arguments(prog, doc, argv, files="config.json, weights, tokenizer f
     return a
 
 
+DTYPE_FLAGS = {"stored": None, "f32": "F32", "f16": "F16", "bf16": "BF16"}  # an importer's --dtype
+F16_MAX = 65504.0  # float16's largest finite value
+
+
+def dtype_option(p):
+    """An importer's --dtype, added to the argparse parser p (its value: a key of DTYPE_FLAGS)."""
+    p.add_argument("--dtype", choices=list(DTYPE_FLAGS), default="stored",
+                   help="the type the weight matrices are written as: as the snapshot stores them (default: F16 "
+                        "and BF16 kept, others float32), or f32, f16, bf16; norm gains, biases and position "
+                        "tables are float32")
+
+
+def matrix_type(parts, dtype):
+    """The type a weight matrix made of the snapshot's tensors parts (Stored or Loaded) is written as:
+    dtype (F32, F16, BF16), or with dtype None the parts' own where all are F16 or all BF16, else
+    float32 (F32, F64, or types mixed)."""
+    if dtype:
+        return dtype
+    kinds = {t.dtype for t in parts}
+    return kinds.pop() if len(kinds) == 1 and kinds <= {"F16", "BF16"} else "F32"
+
+
+def storable(a, dtype, path, names):
+    """a, refused where it is to be stored as F16 and a value of it is past F16's range (path and
+    names: the file and the tensors it came from, for the message)."""
+    if dtype == "F16":
+        big = float(np.abs(a).max()) if a.size else 0.0
+        if big > F16_MAX:
+            raise ToolError(f"{path}: {names} holds {big:g}, beyond float16's largest value {F16_MAX:g}: "
+                            "--dtype f16 cannot store it (give --dtype bf16 or f32)")
+    return a
+
+
 PT_SINGLE, PT_INDEX = "pytorch_model.bin", "pytorch_model.bin.index.json"
 PT_DTYPES = {np.dtype("<f4"): "F32", np.dtype("<f2"): "F16", np.dtype("<u2"): "BF16", np.dtype("<f8"): "F64"}
 
