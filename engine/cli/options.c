@@ -1,4 +1,4 @@
-// options.c — the command line's parser, driven by the option table (options_table.c): strict
+// options.c — the command line's parser, driven by the option rows (each command's, in its cmd_*.c): strict
 // numbers, choices without case, long options by any unambiguous prefix after "--" and by their
 // exact name after one dash (-temp, -no-echo, as llama.cpp's), and a "did you mean" for near misses.
 #define _GNU_SOURCE
@@ -212,9 +212,9 @@ static const struct {
     {"sys system-prompt", "llama.cpp's system prompt; there is no chat template: put the whole text in -p"},
     {"grammar grammar-file json-schema", "llama.cpp's constrained sampling (GBNF); normlab samples from the whole "
                                          "vocabulary (--top-k, --top-p, --min-p narrow it)"},
-    {"keep", "llama.cpp's tokens kept at a context shift; generate keeps the bos where the model adds one (n_keep "
-             "1), else none, and drops the older half of the window (docs/usage.md); quantize's --keep names "
-             "matrices kept float32"},
+    {"keep", "it is quantize's (matrices kept float32); llama.cpp's --keep, the tokens kept at a context shift, "
+             "has no counterpart: generate keeps the bos where the model adds one (n_keep 1), else none, and "
+             "drops the older half of the window (docs/usage.md)"},
     {"z", "run.c's tokenizer file; a model folder holds its tokenizer.json (tools/interop/import_llama2c.py "
           "--tokenizer tokenizer.bin writes it)"},
 };
@@ -280,6 +280,11 @@ static const OptSpec *resolve(const Command *cmd, const char *a, char *shown, si
     *value = name[len] == '=' ? name + len + 1 : NULL;
     const OptSpec *s = two || len > 1 ? option_find(cmd, name, len) : NULL, *other = NULL;
     const char *why = s ? NULL : foreign(name, len);
+    if (why && (two || len > 1 ? any_option(name, len, two) : any_letter(a[1]))) {
+        msg_usage(cmd->name, "option '%s' does not apply to this command: %s", given,
+                  why);  // another's, and llama.cpp's
+        return NULL;
+    }
     if (why) {
         msg_usage(cmd->name, "option '%s' has no counterpart here: %s", given, why);
         return NULL;

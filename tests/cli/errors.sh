@@ -184,7 +184,7 @@ expect_fail "--grammar: no constrained sampling" 2 \
     "option '--grammar' has no counterpart here: llama.cpp's constrained" \
     generate $M --grammar x -p ab
 expect_fail "generate --keep: what normlab keeps at a shift" 2 \
-    "option '--keep' has no counterpart here: llama.cpp's tokens kept at a context shift; generate keeps the bos" \
+    "option '--keep' does not apply to this command: it is quantize's (matrices kept float32); llama.cpp's --keep" \
     generate $M --keep 4 -p ab
 expect_fail "-t 0: run.c's temperature is --temp" 2 \
     "(the threads: run.c's -t, the temperature, is --temp here), got '0'" \
