@@ -50,7 +50,7 @@ HEADERS = $(wildcard include/normlab/*.h engine/internal/*.h engine/*.h engine/l
 CLI_SRC = engine/cli/main.c engine/cli/options.c engine/cli/models.c engine/cli/process.c engine/cli/io_check.c \
           engine/cli/prompts.c engine/cli/workers.c engine/cli/distance.c engine/cli/cmd_generate.c \
           engine/cli/cmd_eval.c engine/cli/cmd_compare.c engine/cli/cmd_info.c engine/cli/cmd_profile.c \
-          engine/cli/cmd_tokenize.c engine/cli/commands_table.c engine/cli/options_table.c engine/cli/help.c \
+          engine/cli/cmd_tokenize.c engine/cli/commands_table.c engine/cli/help.c \
           engine/cli/output.c engine/cli/msg.c engine/cli/report_profile.c engine/cli/report_compare.c \
           engine/cli/report_attention.c \
           engine/cli/jsonout.c engine/cli/escape.c engine/cli/stops.c engine/cli/kl.c engine/cli/cmd_bench.c \

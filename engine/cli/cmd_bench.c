@@ -21,6 +21,7 @@
 #include "output.h"
 #include "process.h"
 #include "workers.h"
+#include "option_rows.h"
 
 #define DEFAULT_PP 512  // llama-bench's -p and -n, at most the model's context
 #define DEFAULT_TG 128
@@ -267,3 +268,73 @@ int cmd_bench(Options *o) {
     free(rows);
     return rc;
 }
+
+// ---- its options, declared once (the parser, help, the man page and completion read them;
+// option_rows.h holds the rows several commands share), and the relations between them
+
+const OptSpec BENCH_OPTIONS[] = {
+    OPT_HELP,
+    {.name = "model",
+     .letter = 'm',
+     .type = OT_MODELS,
+     .arg = "NAME|PATH",
+     .def_text = "$NORMLAB_MODEL, else shakespeare-pre-ln",
+     .help = "a model to measure (repeatable: each in the order given)"},
+    OPT_OUTPUT,
+    {.name = "n-prompt",
+     .letter = 'p',
+     .type = OT_INT_LIST,
+     .lo = 0,
+     .hi = 1 << 20,
+     .arg = "N,...",
+     .def_text = "512, or the model's context if shorter",
+     .field = OPT_FIELD(bench_prompt),
+     .help = "prompt-processing tests: N tokens in one forward pass each (ppN); comma-separated, 0 for none"},
+    {.name = "n-gen",
+     .letter = 'n',
+     .type = OT_INT_LIST,
+     .lo = 0,
+     .hi = 1 << 20,
+     .arg = "N,...",
+     .def_text = "128, or the model's context if shorter",
+     .field = OPT_FIELD(bench_gen),
+     .help = "text-generation tests: N tokens decoded one at a time from an empty context (tgN); comma-separated, "
+             "0 for none"},
+    {.name = "threads",
+     .letter = 't',
+     .type = OT_INT_LIST,
+     .lo = 1,
+     .hi = 1024,
+     .arg = "N,...",
+     .def_text = "every CPU this process may use",
+     .field = OPT_FIELD(bench_threads),
+     .help = "the thread counts each test runs at (one stream's products split over N threads); comma-separated"},
+    {.name = "repetitions",
+     .letter = 'r',
+     .type = OT_INT,
+     .arg = "N",
+     .lo = 1,
+     .hi = 1000,
+     .range = "an integer in [1, 1000]",
+     .def = "5",
+     .field = OPT_FIELD(repeats),
+     .help = "timed runs of each test, after one untimed warm-up"},
+    {.name = "json",
+     .type = OT_FLAG,
+     .field = OPT_FIELD(bench_format),
+     .value = BENCH_JSON,
+     .help = "--format json, as every other command's --json"},
+    {.name = "format",
+     .type = OT_CHOICE,
+     .arg = "F",
+     .range = "md, text, csv or json (any case)",
+     .def = "md",
+     .field = OPT_FIELD(bench_format),
+     .choose = choose_format,
+     .choices = "md text csv json",
+     .help = "the rows as a Markdown table (llama-bench's default), aligned text, CSV or a JSON array with each "
+             "repetition's time (samples_ns)"},
+    OPT_NO_MMAP,
+    OPT_NO_REPACK,
+    OPT_END,
+};

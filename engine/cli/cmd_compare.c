@@ -19,6 +19,7 @@
 #include "process.h"
 #include "prompts.h"
 #include "report_compare.h"
+#include "option_rows.h"
 
 #define MAX_RUNS 16  // rows of one model, at most: 5 runs and 2 BatchNorm ones again with batch statistics; 6
 // quantized, a8; 2 folded
@@ -399,3 +400,130 @@ cleanup:
     free(labels);
     return rc;
 }
+
+// ---- its options, declared once (the parser, help, the man page and completion read them;
+// option_rows.h holds the rows several commands share), and the relations between them
+
+const OptSpec COMPARE_OPTIONS[] = {
+    OPT_HELP,
+    {.name = "model",
+     .letter = 'm',
+     .type = OT_MODELS,
+     .arg = "NAME|PATH",
+     .help = "a model to compare (repeatable; the same as a positional MODEL, in the order given)"},
+    OPT_TEXT_FILE,
+    OPT_TEXT,
+    {.name = "json",
+     .type = OT_FLAG,
+     .field = OPT_FIELD(json),
+     .value = 1,
+     .help = "the rows as a JSON array instead of the table"},
+    OPT_OUTPUT,
+    {.name = "threads",
+     .letter = 't',
+     .type = OT_INT,
+     .arg = "N",
+     .lo = 1,
+     .hi = 1024,
+     .range = "an integer in [1, 1024]",
+     .def = "1",
+     .field = OPT_FIELD(threads),
+     .help = "rows measured side by side on N threads (1: one at a time, so that the speed columns are those "
+             "of an idle machine); the other columns are the same at any N"},
+    {.name = "bn-stats",
+     .type = OT_CHOICE,
+     .arg = "S",
+     .range = "running or batch or both (any case)",
+     .def_text = "running",
+     .field = OPT_FIELD(bn_stats),
+     .choose = choose_bn_or_both,
+     .choices = "running batch both",
+     .help = "BatchNorm rows with running or batch statistics, or a row with each"},
+    OPT_SKIP_UNKNOWN,
+    OPT_SPECIAL,
+    {.name = "also-swap",
+     .type = OT_FLAG,
+     .field = OPT_FIELD(also_swap),
+     .value = 1,
+     .help = "add, per model, rows with the other norm type (layernorm and rmsnorm each other's, batchnorm's "
+             "layernorm), the other placement (pre and post each other's, peri's pre) and no norm at all; a "
+             "recurrent model with LayerNorm: a row without it"},
+    {.name = "invariance",
+     .type = OT_FLAG,
+     .field = OPT_FIELD(invariance),
+     .value = 1,
+     .help = "the LayerNorm/RMSNorm invariance experiment on the text's activations"},
+    {.name = "repeats",
+     .type = OT_INT,
+     .arg = "N",
+     .lo = 1,
+     .hi = 1000,
+     .range = "an integer in [1, 1000]",
+     .def = "5",
+     .field = OPT_FIELD(repeats),
+     .help = "timing repeats"},
+    {.name = "csv",
+     .type = OT_STRING,
+     .arg = "FILE",
+     .field = OPT_FIELD(csv_out),
+     .help = "also write the rows as CSV to FILE"},
+    {.name = "plot-dir",
+     .type = OT_STRING,
+     .arg = "DIR",
+     .field = OPT_FIELD(plot_dir),
+     .help = "PNG charts via tools/lab/plot_compare.py (needs python3-matplotlib)"},
+    {.name = "quantize",
+     .type = OT_CHOICE,
+     .arg = "LIST",
+     .range = "q8, q4, f16, bf16, q8_0 or q4_0, or several joined by commas (any case)",
+     .field = OPT_FIELD(quantize_rows),
+     .choose = choose_quant_rows,
+     .choices = "q8 q4 q8,q4 f16 bf16 q8_0 q4_0 q8_0,q4_0",
+     .help = "add, per model, a row with its weights rounded so (as for eval: q8, q4 simulated; f16, bf16, q8_0, q4_0 "
+             "the model 'normlab quantize' writes, run by its kernels, its MB as stored), with the bits/char (a BPE "
+             "model's bits/token) and the KL divergence it costs against the float32 row"},
+    OPT_QUANTIZE_ONLY,
+    {.name = "fold",
+     .type = OT_FLAG,
+     .field = OPT_FIELD(fold),
+     .value = 1,
+     .help = "add, per transformer, a row with its norms folded into the linears that read them ('normlab fold'), with "
+             "the largest difference of its log-probabilities from the row as trained: 0 but for float32 rounding"},
+    {.name = "center",
+     .type = OT_FLAG,
+     .field = OPT_FIELD(center),
+     .value = 1,
+     .help = "with --fold, also a row folded and centred ('normlab fold --center --force': exact with LayerNorm placed "
+             "pre or peri only, so the row measures what centering changes elsewhere)"},
+    {.name = "quantize-act",
+     .type = OT_CHOICE,
+     .arg = "Q",
+     .range = "none or q8 (any case)",
+     .def_text = "none",
+     .field = OPT_FIELD(quantize_act),
+     .choose = choose_act_quant,
+     .choices = "none q8",
+     .help = "add, per model, a row with every linear's input rows rounded (q8 per row), weights float32"},
+    OPT_LENS,
+    {.name = "outliers",
+     .type = OT_FLAG,
+     .field = OPT_FIELD(outliers),
+     .value = 1,
+     .help = "outlier statistics per layer of the residual stream and of every linear's input: max |x| / RMS, "
+             "the share of |x| >= 6 and >= 6 RMS, kurtosis, the top channels and the norm gains' (docs/lab.md)"},
+    OPT_ATTENTION,
+    {.name = "attention-pattern",
+     .type = OT_STRING,
+     .arg = "LAYER.HEAD",
+     .field = OPT_FIELD(attention_pattern),
+     .help = "with --attention, keep one head's full pattern on the text's first window (JSON, --plot-dir); "
+             "layers and heads count from 0"},
+    OPT_NO_MMAP,
+    OPT_NO_REPACK,
+    OPT_END,
+};
+
+const OptRelation COMPARE_RELATIONS[] = {
+    QUANTIZE_ONLY(quantize_rows),
+    REQUIRES(GIVEN_INT(center), GIVEN_INT(fold), "--center adds a centred folded row: give --fold too"),
+    REL_END};  // (its --quantize: rows to add)

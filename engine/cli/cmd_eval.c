@@ -23,6 +23,7 @@
 #include "prompts.h"
 #include "report_profile.h"
 #include "workers.h"
+#include "option_rows.h"
 
 // Progress on a terminal, as llama-perplexity shows it: from one second in, tokens done (characters
 // for a character model), rate and time left, redrawn at most 4 times a second.
@@ -438,3 +439,145 @@ cleanup:
     nl_model_free(model);
     return rc;
 }
+
+// ---- its options, declared once (the parser, help, the man page and completion read them;
+// option_rows.h holds the rows several commands share), and the relations between them
+
+const OptSpec EVAL_OPTIONS[] = {
+    OPT_HELP,
+    OPT_MODEL,
+    OPT_TEXT_FILE,
+    OPT_TEXT,
+    {.name = "json",
+     .type = OT_FLAG,
+     .field = OPT_FIELD(json),
+     .value = 1,
+     .help = "one JSON object: {chars, nats_per_char, nats_per_char_stderr, bits_per_char, bits_per_char_stderr, "
+             "perplexity, perplexity_stderr, bytes, bits_per_byte, bits_per_byte_stderr, skipped, unit (char), tokens, "
+             "nats_per_token, nats_per_token_stderr, bits_per_token, bits_per_token_stderr, stride or segments}; a BPE "
+             "model's has only the per-token keys, with unit token; "
+             "with --kl, then {kl_divergence, kl_divergence_stderr, kl_divergence_median, kl_divergence_p99, "
+             "kl_divergence_max, same_top, same_top_stderr, ln_ppl_ratio, ln_ppl_ratio_stderr}; into a file (-o "
+             "FILE), then token_nll: each scored token's -ln p, in nats"},
+    {.name = "kl-base",
+     .alias = "kl-divergence-base",
+     .type = OT_STRING,
+     .arg = "FILE",
+     .field = OPT_FIELD(kl_base),
+     .help = "write every scored position's log-probabilities to FILE, the reference for --kl (llama-perplexity's "
+             "--kl-divergence-base; float32, V per position, whole or not at all)"},
+    {.name = "kl",
+     .alias = "kl-divergence",
+     .type = OT_STRING,
+     .arg = "FILE",
+     .flags = OPT_VALUE_OPTIONAL,
+     .field = OPT_FIELD(kl),
+     .bare_field = OPT_FIELD(kl_from_base),
+     .help = "compare with a --kl-base FILE of the same text and vocabulary: the mean KL divergence from it with its "
+             "error, median, 99th percentile and maximum, the share of positions with the same most likely token, "
+             "and ln(PPL / PPL(base)) (llama-perplexity's --kl-divergence). With no FILE (llama-perplexity's "
+             "two-flag form, '--kl-divergence-base FILE --kl-divergence'), it reads the --kl-base FILE"},
+    OPT_OUTPUT,
+    OPT_LENS,
+    OPT_ATTENTION,
+    {.name = "batch",
+     .type = OT_INT,
+     .arg = "N",
+     .lo = 1,
+     .hi = 256,
+     .range = "an integer in [1, 256]",
+     .def_text = "1024 / block_size, at least 1",
+     .field = OPT_FIELD(batch),
+     .help = "windows per forward call; changes the order of float sums, so the last digits may differ (with "
+             "--bn-stats batch the statistics are those of the call's windows)"},
+    {.name = "threads",
+     .letter = 't',
+     .type = OT_INT,
+     .arg = "N",
+     .lo = 1,
+     .hi = 1024,
+     .range = "an integer in [1, 1024]",
+     .def_text = "every CPU this process may use",
+     .field = OPT_FIELD(threads),
+     .help = "engine threads, each scoring its share of the windows (a recurrent model: its products split "
+             "by rows); the result is the same at any N"},
+    OPT_NORM,
+    OPT_PLACEMENT,
+    OPT_QK_NORM,
+    OPT_BN_STATS,
+    OPT_SKIP_UNKNOWN,
+    OPT_SPECIAL,
+    OPT_PROFILE,
+    OPT_COUNTERS,
+    {.name = "stride",
+     .type = OT_LONG,
+     .arg = "N",
+     .lo = 1,
+     .hi = 65536,
+     .range = "an integer in [1, 65536]",
+     .def_text = "block_size/2",
+     .field = OPT_FIELD(stride),
+     .help = "window step for texts longer than the context, at most block_size: each character is scored "
+             "once, with at least block_size - N characters of context; the last window ends at the text's end"},
+    {.name = "segments",
+     .type = OT_LONG,
+     .arg = "N",
+     .lo = 1,
+     .hi = 4096,
+     .range = "an integer in [1, 4096]",
+     .def_text = "1",
+     .field = OPT_FIELD(segments),
+     .help = "recurrent models (lstm, gru), which score the text through one unbroken state: cut it into N "
+             "parts, each from the zero state, run together (faster; every cut loses its context, so the loss "
+             "rises)"},
+    OPT_QUANTIZE,
+    OPT_QUANTIZE_ONLY,
+    OPT_QUANTIZE_ACT,
+    OPT_NO_MMAP,
+    OPT_NO_REPACK,
+    OPT_END,
+};
+
+const OptSpec LOGITS_OPTIONS[] = {
+    OPT_HELP,
+    OPT_MODEL,
+    OPT_PROMPT,
+    OPT_PROMPT_FILE,
+    OPT_ESCAPE,
+    {.name = "json",
+     .type = OT_FLAG,
+     .field = OPT_FIELD(json),
+     .value = 1,
+     .help = "accepted: the output is JSON lines already"},
+    OPT_OUTPUT,
+    {.name = "threads",
+     .letter = 't',
+     .type = OT_INT,
+     .arg = "N",
+     .lo = 1,
+     .hi = 1024,
+     .range = "an integer in [1, 1024]",
+     .def_text = "every CPU this process may use",
+     .field = OPT_FIELD(threads),
+     .help = "OpenBLAS threads for the matrix products"},
+    OPT_NORM,
+    OPT_PLACEMENT,
+    OPT_QK_NORM,
+    OPT_BN_STATS,
+    OPT_SKIP_UNKNOWN,
+    OPT_SPECIAL,
+    OPT_QUANTIZE,
+    OPT_QUANTIZE_ONLY,
+    OPT_QUANTIZE_ACT,
+    OPT_NO_MMAP,
+    OPT_NO_REPACK,
+    OPT_END,
+};
+
+const OptRelation EVAL_RELATIONS[] = {
+    QUANTIZE_ONLY(quantize), COUNTERS_NEED_PROFILE,
+    CONFLICTS(GIVEN_INT(lens), GIVEN_INT(batch), "--lens runs one window a call, on one thread's state: not --batch"),
+    CONFLICTS(GIVEN_INT(attention), GIVEN_INT(batch),
+              "--attention runs one window a call, on one thread's state: not --batch"),
+    REL_END};
+const OptRelation LOGITS_RELATIONS[] = {QUANTIZE_ONLY(quantize), PROMPT_OR_FILE, REL_END};

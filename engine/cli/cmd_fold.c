@@ -16,6 +16,7 @@
 #include "models.h"
 #include "normlab_lab.h"
 #include "process.h"
+#include "option_rows.h"
 
 #define CONFIG_CAP ((size_t)1 << 20)  // the most bytes a config.json may hold here
 
@@ -99,3 +100,34 @@ int cmd_fold(Options *o) {
     nl_model_free(model);
     return rc;
 }
+
+// ---- its options, declared once (the parser, help, the man page and completion read them;
+// option_rows.h holds the rows several commands share), and the relations between them
+
+const OptSpec FOLD_OPTIONS[] = {
+    OPT_HELP,
+    OPT_MODEL,
+    {.name = "output",
+     .letter = 'o',
+     .type = OT_STRING,
+     .arg = "DIR",
+     .field = OPT_FIELD(output),
+     .help = "the model folder to write (required), whole or not at all: an existing one is replaced (it must be a "
+             "model folder; its other files are kept)"},
+    {.name = "center",
+     .type = OT_FLAG,
+     .field = OPT_FIELD(center),
+     .value = 1,
+     .help = "also centre wte, wpe, attn.c_proj and mlp.c_proj (with their biases) over the stream's width, and the "
+             "head over the vocabulary; refused where it is not exact (not LayerNorm, or post placement)"},
+    {.name = "force",
+     .type = OT_FLAG,
+     .field = OPT_FIELD(force),
+     .value = 1,
+     .help = "centre even where it is not exact, to measure what it changes (compare --fold --center does)"},
+    OPT_NO_MMAP,
+    OPT_END,
+};
+
+const OptRelation FOLD_RELATIONS[] = {
+    REQUIRES(GIVEN_INT(force), GIVEN_INT(center), "--force centres where it is not exact: give --center too"), REL_END};

@@ -31,6 +31,7 @@
 #include "stream.h"
 #include "utf8.h"
 #include "workers.h"
+#include "option_rows.h"
 
 static int stream_token(int stream, int token, void *ctx) {
     (void)stream;
@@ -50,36 +51,6 @@ static int make_samplers(const Options *o, const NlModel *model, uint64_t seed, 
     int rc = 0;
     for (int i = 0; i < o->samples && !rc; i++) rc = make_sampler(o, model, seed + (uint64_t)i, ids, n, &samplers[i]);
     return rc;
-}
-
-// A piece's bytes as they stand in the text (*len of them): the dummy prefix's space dropped from the
-// first piece with bytes of a text that starts here (*at_start, which that piece clears), as
-// sentencepiece's decoder drops it.
-static const char *text_piece(const NlTokenizer *tok, int id, int *at_start, size_t *len) {
-    const char *p = nl_tokenizer_bytes(tok, id, len);
-    size_t skip = *at_start && *len && p[0] == ' ';
-    *at_start &= *len == 0;
-    *len -= skip;
-    return p + skip;
-}
-
-// The prompt the model saw, for echoing, and its length (*len_out: a BPE prompt may hold a NUL byte).
-// whole: the ids start the text (the prompt was not cut to the window), so a sentencepiece prompt's
-// first piece carries the dummy prefix.
-static char *prompt_text(const NlModel *model, const int *ids, size_t n, int whole, size_t *len_out) {
-    const NlTokenizer *tok = nl_model_tokenizer(model);
-    size_t cap = 1, used = 0, len;
-    int at_start = whole && nl_tokenizer_info(tok).dummy_prefix;
-    for (size_t i = 0; i < n; i++) cap += (nl_tokenizer_bytes(tok, ids[i], &len), len);
-    char *s = malloc(cap);
-    for (size_t i = 0; s && i < n; i++) {
-        const char *p = text_piece(tok, ids[i], &at_start, &len);
-        memcpy(s + used, p, len);
-        used += len;
-    }
-    if (s) s[used] = '\0';
-    *len_out = used;
-    return s;
 }
 
 // Streams decoded together in one forward call by default (--samples): groups of 8 measured within
@@ -472,3 +443,151 @@ int cmd_generate(Options *o) {
     if (o->n_models < 2) return generate_run(o, &GENERATE);
     return generate_many(o);
 }
+
+// ---- its options, declared once (the parser, help, the man page and completion read them;
+// option_rows.h holds the rows several commands share), and the relations between them
+
+const OptSpec GENERATE_OPTIONS[] = {
+    OPT_HELP,
+    {.name = "model",
+     .letter = 'm',
+     .type = OT_MODELS,
+     .arg = "NAME|PATH",
+     .def_text = "$NORMLAB_MODEL, else shakespeare-pre-ln",
+     .help = "a model by name ('normlab list') or path (a directory or a .json file). Repeatable: the same "
+             "prompt, seed and sampling through each model in the order given, each block under a line "
+             "'=== MODEL (RUN) ===' (RUN: norm/placement, or family/norm for a recurrent model) and ending in a "
+             "newline; every model must know the prompt's characters (checked before any output); one model "
+             "with --profile"},
+    OPT_PROMPT,
+    OPT_START,
+    OPT_PROMPT_FILE,
+    OPT_STEPS,
+    OPT_SAMPLING,
+    {.name = "n-probs",
+     .type = OT_INT,
+     .arg = "N",
+     .lo = 0,
+     .hi = NL_SAMPLER_PROBS_MAX,
+     .range = "an integer in [0, 100]",
+     .def = "0",
+     .field = OPT_FIELD(sampling.n_probs),
+     .help = "with --json: each sample's \"completion_probabilities\", one {id, token, logprob, top_logprobs} per "
+             "generated token, top_logprobs the N most likely {id, token, logprob} of the model's own distribution "
+             "(temperature 1, no penalties), natural logs, as llama-server's"},
+    {.name = "stop",
+     .alias = "reverse-prompt",
+     .letter = 'r',
+     .type = OT_LIST,
+     .arg = "TEXT",
+     .field = OPT_FIELD(stops),
+     .help = "end a stream where its new text first holds TEXT, found across tokens; TEXT itself is not "
+             "printed. Repeatable: the first of them to appear ends it (-r, --reverse-prompt: llama.cpp's names)"},
+    {.name = "ignore-eos",
+     .type = OT_FLAG,
+     .field = OPT_FIELD(ignore_eos),
+     .value = 1,
+     .help = "a sentencepiece model: go on past its end-of-sequence token (</s>) and a sampled begin-of-sequence "
+             "token (<s>), either of which otherwise ends a stream unprinted, as in llama.cpp (llama2.c's run.c "
+             "ends at <s>); the other kinds have none"},
+    {.name = "interactive",
+     .letter = 'i',
+     .type = OT_FLAG,
+     .field = OPT_FIELD(interactive),
+     .value = 1,
+     .help = "after the prompt's -n tokens (or a --stop text, which stays in the context unprinted), read a line "
+             "from standard input (asked with '> ' on stderr) and continue the text after it with -n more, turn "
+             "after turn on one KV cache (a full window shifts, keeping its last half); the end of input "
+             "(Ctrl-D) ends it. llama-cli's -i"},
+    OPT_ESCAPE,
+    {.name = "seed",
+     .letter = 's',
+     .type = OT_SEED,
+     .arg = "S",
+     .range = "-1 (random) or an integer in [0, 2^64-1]",
+     .def = "-1",
+     .help = "-1 draws a seed from the system and prints it to stderr; a given seed is not printed. With several -m, "
+             "one seed for all (printed once): every model's sampler draws the same random numbers"},
+    {.name = "echo",
+     .type = OT_FLAG,
+     .field = OPT_FIELD(echo),
+     .value = 1,
+     .help = "print the prompt before the continuation (the default)"},
+    {.name = "no-echo",
+     .type = OT_FLAG,
+     .field = OPT_FIELD(echo),
+     .value = 0,
+     .help = "do not print the prompt before the continuation (for scripts)"},
+    {.name = "json",
+     .type = OT_FLAG,
+     .field = OPT_FIELD(json),
+     .value = 1,
+     .help = "one JSON object: {seed, prompt, text, prompt_tokens, prefill_seconds, decode_tokens, "
+             "decode_seconds, decode_tok_s, context_shifts}, and shift_seconds after a context shift (decode_* "
+             "count every decode step, the shifts' too; the line on stderr says those apart); with --stop or an "
+             "end-of-sequence token, also llama-server's {stop_type, stopping_word}; with --samples N > 1, one "
+             "line per sample: "
+             "{sample, seed, prompt, text}; with several -m, those lines for each model in turn, each starting with "
+             "{model (as given), run (as in the text's header)}, all printed once every model is done"},
+    OPT_OUTPUT,
+    OPT_SAMPLES,
+    OPT_BATCH,
+    {.name = "threads",
+     .letter = 't',
+     .type = OT_INT,
+     .arg = "N",
+     .lo = 1,
+     .hi = 1024,
+     .range = "an integer in [1, 1024] (the threads: run.c's -t, the temperature, is --temp here)",
+     .def_text = "every CPU this process may use",
+     .field = OPT_FIELD(threads),
+     .help = "engine threads: sample groups run side by side; one stream's matrix-vector products and "
+             "attention heads are split over N threads (at most the CPUs). The text is the same at any N"},
+    OPT_NORM,
+    OPT_PLACEMENT,
+    OPT_QK_NORM,
+    OPT_BN_STATS,
+    OPT_EXACT_WINDOW,
+    OPT_SKIP_UNKNOWN,
+    OPT_SPECIAL,
+    {.name = "warmup",
+     .type = OT_FLAG,
+     .field = OPT_FIELD(warmup),
+     .value = 1,
+     .help = "run the prompt once, untimed, before the timed run (benchmarks)"},
+    OPT_PROFILE,
+    OPT_COUNTERS,
+    OPT_QUANTIZE,
+    OPT_QUANTIZE_ONLY,
+    OPT_QUANTIZE_ACT,
+    OPT_NO_MMAP,
+    OPT_NO_REPACK,
+    OPT_END,
+};
+
+// generate -i: one stream, printed as it comes, of one model, reading standard input
+#define ALONE_WITH_I(b, what)                                                                              \
+    {                                                                                                      \
+        REL_CONFLICTS, GIVEN_INT(interactive), b,                                                          \
+            "-i is one stream printed as it comes, read from standard input: " what " does not go with it" \
+    }
+
+const OptRelation GENERATE_RELATIONS[] = {
+    QUANTIZE_ONLY(quantize),
+    START_ALONE,
+    PROMPT_OR_FILE,
+    COUNTERS_NEED_PROFILE,
+    REQUIRES(GIVEN_INT(sampling.n_probs), GIVEN_INT(json),
+             "--n-probs goes with --json: the probabilities are written in the JSON lines"),
+    ALONE_WITH_I(GIVEN_ABOVE(samples, 1), "--samples"),
+    ALONE_WITH_I(GIVEN_INT(json), "--json"),
+    ALONE_WITH_I(GIVEN_ABOVE(n_models, 1), "several -m"),
+    ALONE_WITH_I(GIVEN_INT(profile), "--profile"),
+    ALONE_WITH_I(GIVEN_INT(exact_window), "--exact-window"),
+    ALONE_WITH_I(GIVEN_TEXT(output), "-o"),
+    ALONE_WITH_I(GIVEN_AS(prompt_file, "-"), "-f -"),
+    REQUIRES(GIVEN_BELOW(n_new, 0), GIVEN_INT(interactive),
+             "-n -1 (each turn until the window is full) goes with -i; give generate a count"),
+    CONFLICTS(GIVEN_INT(profile), GIVEN_ABOVE(n_models, 1), "--profile takes one model, got %d (-m)"),
+    REL_END,
+};

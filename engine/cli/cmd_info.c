@@ -16,6 +16,7 @@
 #include "models.h"
 #include "output.h"
 #include "process.h"
+#include "option_rows.h"
 
 // Whether s is a number as JSON writes one (-?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?): such
 // metadata values go into info's JSON as numbers, digit for digit; any other ("007", "1e", a hash)
@@ -303,3 +304,47 @@ int cmd_list(Options *o) {
     }
     return write_result(o, all, print_list_text);
 }
+
+// ---- its options, declared once (the parser, help, the man page and completion read them;
+// option_rows.h holds the rows several commands share), and the relations between them
+
+const OptSpec INFO_OPTIONS[] = {
+    OPT_HELP,
+    OPT_MODEL,
+    {.name = "json", .type = OT_FLAG, .field = OPT_FIELD(json), .value = 1, .help = "one JSON object"},
+    {.name = "check-weights",
+     .type = OT_FLAG,
+     .field = OPT_FIELD(check_weights),
+     .value = 1,
+     .help = "also read every weight and refuse a non-finite one, as the commands that run a model do (info "
+             "alone reads the files' headers and shapes only; the Python tools check what they write with it)"},
+    OPT_OUTPUT,
+    OPT_QUANTIZE,
+    OPT_QUANTIZE_ONLY,
+    OPT_NO_MMAP,
+    OPT_NO_REPACK,
+    OPT_END,
+};
+
+const OptSpec LIST_OPTIONS[] = {
+    OPT_HELP,
+    {.name = "model",
+     .letter = 'm',
+     .type = OT_STRING,
+     .arg = "NAME",
+     .field = OPT_FIELD(model),
+     .help = "only the models of that name: the one -m NAME loads and those it shadows"},
+    {.name = "json",
+     .type = OT_FLAG,
+     .field = OPT_FIELD(json),
+     .value = 1,
+     .help = "a JSON array of {name, path, norm, arch, placement, parameters, val_loss (nats/char), val_loss_by "
+             "(\"train.py\" or \"nanoGPT\"), shadowed} (val_loss and val_loss_by only when stored; {name, path, "
+             "error, shadowed} for a model that does not load)"},
+    OPT_OUTPUT,
+    OPT_NO_MMAP,
+    OPT_NO_REPACK,
+    OPT_END,
+};
+
+const OptRelation INFO_RELATIONS[] = {QUANTIZE_ONLY(quantize), REL_END};

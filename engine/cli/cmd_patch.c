@@ -23,6 +23,7 @@
 #include "process.h"
 #include "prompts.h"
 #include "workers.h"
+#include "option_rows.h"
 
 // One of the two texts: its bytes (escapes processed with -e) and its ids.
 typedef struct {
@@ -253,3 +254,69 @@ int cmd_patch(Options *o) {
     free(clean.text), free(clean.ids), free(corrupt.text), free(corrupt.ids);
     return rc;
 }
+
+// ---- its options, declared once (the parser, help, the man page and completion read them;
+// option_rows.h holds the rows several commands share), and the relations between them
+
+const OptSpec PATCH_OPTIONS[] = {
+    OPT_HELP,
+    OPT_MODEL,
+    {.name = "clean",
+     .type = OT_STRING,
+     .arg = "TEXT",
+     .field = OPT_FIELD(clean),
+     .help = "the clean text (required), whose residual stream is patched in"},
+    {.name = "corrupt",
+     .type = OT_STRING,
+     .arg = "TEXT",
+     .field = OPT_FIELD(corrupt),
+     .help = "the corrupted text (required): the same number of tokens as --clean"},
+    {.name = "target",
+     .type = OT_INT,
+     .arg = "ID",
+     .lo = 0,
+     .hi = 1 << 20,
+     .range = "a token id in [0, 1048576]",
+     .def_text = "the clean run's top token at the last position",
+     .field = OPT_FIELD(target),
+     .help = "the token whose logit counts positively ('normlab tokenize' shows ids)"},
+    {.name = "foil",
+     .type = OT_INT,
+     .arg = "ID",
+     .lo = 0,
+     .hi = 1 << 20,
+     .range = "a token id in [0, 1048576]",
+     .def_text = "the corrupted run's top token at the last position",
+     .field = OPT_FIELD(foil),
+     .help = "the token whose logit counts negatively"},
+    OPT_ESCAPE,
+    {.name = "json",
+     .type = OT_FLAG,
+     .field = OPT_FIELD(json),
+     .value = 1,
+     .help = "one JSON object: both texts' ids and pieces, target, foil, clean_diff, corrupt_diff, recovered and "
+             "diff as [layer][position] arrays, seconds and seconds_per_cell"},
+    OPT_OUTPUT,
+    {.name = "plot-dir",
+     .type = OT_STRING,
+     .arg = "DIR",
+     .field = OPT_FIELD(plot_dir),
+     .help = "also draw the map as DIR/patch.png via tools/lab/plot_patch.py (needs python3-matplotlib)"},
+    {.name = "threads",
+     .letter = 't',
+     .type = OT_INT,
+     .arg = "N",
+     .lo = 1,
+     .hi = 1024,
+     .range = "an integer in [1, 1024]",
+     .def_text = "every CPU this process may use",
+     .field = OPT_FIELD(threads),
+     .help = "threads each pass splits its matrix products and attention heads over"},
+    OPT_SPECIAL,
+    OPT_NO_MMAP,
+    OPT_END,
+};
+
+const OptRelation PATCH_RELATIONS[] = {
+    REQUIRES(GIVEN_ABOVE(foil, -1), GIVEN_ABOVE(target, -1), "--foil goes with --target: give both ids"),
+    REQUIRES(GIVEN_ABOVE(target, -1), GIVEN_ABOVE(foil, -1), "--target goes with --foil: give both ids"), REL_END};

@@ -12,6 +12,7 @@
 #include "model_folder.h"
 #include "models.h"
 #include "process.h"
+#include "option_rows.h"
 
 // The model's folder written again into d's new folder: its files copied, model.safetensors stored as asked.
 static int write_folder(const OutDir *d, const char *input, const NlModel *model, const NlQuantizeParams *p,
@@ -112,3 +113,47 @@ int cmd_quantize(Options *o) {
     nl_model_free(model);
     return rc;
 }
+
+// ---- its options, declared once (the parser, help, the man page and completion read them;
+// option_rows.h holds the rows several commands share), and the relations between them
+
+const OptSpec QUANTIZE_OPTIONS[] = {
+    OPT_HELP,
+    OPT_MODEL,
+    {.name = "type",
+     .type = OT_CHOICE,
+     .arg = "TYPE",
+     .def = "q8_0",
+     .range = "f32, f16, bf16, q8_0 or q4_0 (any case, as llama-quantize's F16 or Q8_0; the K-quants, "
+              "Q4_K_M and the rest, not yet)",
+     .field = OPT_FIELD(qtype),
+     .choose = choose_dtype,
+     .choices = "f32 f16 bf16 q8_0 q4_0",
+     .help =
+         "how every matrix is stored: f32; f16 or bf16 (16-bit floats); q8_0 or q4_0, ggml's blocks of 32 "
+         "weights with an F16 scale (8.5 and 4.5 bits a weight; a matrix whose rows are not whole blocks stays "
+         "f32, and a note says so; a model with none is refused). Norm gains, biases and wpe stay f32. From a model "
+         "stored otherwise, f32 writes its weights widened, as the engine reads them; a model with q8_0 or q4_0 "
+         "matrices is quantized again only with --allow-requantize"},
+    {.name = "output",
+     .letter = 'o',
+     .type = OT_STRING,
+     .arg = "DIR",
+     .field = OPT_FIELD(output),
+     .help = "the model folder to write (required), whole or not at all: an existing one is replaced (it must be a "
+             "model folder; its other files are kept)"},
+    {.name = "keep",
+     .type = OT_STRING,
+     .arg = "NAME,...",
+     .field = OPT_FIELD(keep),
+     .help = "matrices kept f32, by their tensor's name as 'normlab info' lists them (wte.weight, "
+             "h.0.mlp.c_fc.weight, ...), comma-separated"},
+    {.name = "allow-requantize",
+     .type = OT_FLAG,
+     .value = 1,
+     .field = OPT_FIELD(allow_requantize),
+     .help = "quantize a model whose matrices are already q8_0 or q4_0 (llama-quantize's flag): the new type "
+             "rounds the old one's rounding, so its error is at least the old type's"},
+    OPT_NO_MMAP,
+    OPT_END,
+};

@@ -15,6 +15,7 @@
 #include "models.h"
 #include "output.h"
 #include "prompts.h"
+#include "option_rows.h"
 
 // A token's bytes for a line of text: escaped as messages are (\n, \t, \xHH for a byte that is not
 // part of valid UTF-8), a NUL as \x00.
@@ -99,3 +100,39 @@ int cmd_tokenize(Options *o) {
     nl_model_free(model);
     return rc;
 }
+
+// ---- its options, declared once (the parser, help, the man page and completion read them;
+// option_rows.h holds the rows several commands share), and the relations between them
+
+const OptSpec TOKENIZE_OPTIONS[] = {
+    OPT_HELP,
+    OPT_MODEL,
+    OPT_PROMPT,
+    OPT_PROMPT_FILE,
+    OPT_ESCAPE,
+    {.name = "json",
+     .type = OT_FLAG,
+     .field = OPT_FIELD(json),
+     .value = 1,
+     .help = "one JSON object: {tokenizer, ids, pieces}, each piece the token's bytes as text (a byte that is not "
+             "part of valid UTF-8 as U+FFFD)"},
+    {.name = "ids",
+     .type = OT_FLAG,
+     .field = OPT_FIELD(ids_only),
+     .value = 1,
+     .help = "the ids alone, as llama-tokenize --ids prints them: one line '[1, 15043, 3186]'"},
+    {.name = "no-bos",
+     .type = OT_FLAG,
+     .field = OPT_FIELD(no_bos),
+     .value = 1,
+     .help = "leave out the bos a sentencepiece model adds at the start (llama-tokenize's --no-bos); the others add "
+             "none"},
+    OPT_OUTPUT,
+    OPT_SPECIAL,
+    OPT_NO_MMAP,
+    OPT_NO_REPACK,
+    OPT_END,
+};
+
+const OptRelation TOKENIZE_RELATIONS[] = {
+    PROMPT_OR_FILE, CONFLICTS(GIVEN_INT(ids_only), GIVEN_INT(json), "give --ids or --json, not both"), REL_END};

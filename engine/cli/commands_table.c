@@ -1,13 +1,14 @@
 // commands_table.c — the command table: every command declared once (name, summary, usage, help,
-// handler). The dispatcher (main.c), `normlab help`, the man page, the completion and docs/cli.md
-// read these rows, as they read options_table.c's options; tests/options_test.sh checks that they
-// agree.
+// handler, and its options array, which each command's file declares beside it). The dispatcher
+// (main.c), `normlab help`, the man page, the completion and docs/cli.md read these rows, as they
+// read the options; tests/options_test.sh checks that they agree.
 #define _GNU_SOURCE
 #include <stddef.h>
 #include <stdio.h>
 
 #include "cli.h"
 #include "commands.h"
+#include "options.h"
 
 const Command COMMANDS[] = {
     {"generate", CMD_GENERATE, "sample text from a model, streamed to stdout",
@@ -106,3 +107,5 @@ const Command COMMANDS[] = {
      NULL, NULL, cmd_tokenize, TOKENIZE_OPTIONS, TOKENIZE_RELATIONS},
 };
 const size_t N_COMMANDS = sizeof COMMANDS / sizeof COMMANDS[0];
+
+const OptRelation NO_RELATIONS[] = {REL_END};  // list, bench, quantize: none between their options

@@ -127,11 +127,13 @@ int help_options_table(FILE *f) {
 }
 
 int help_markdown(FILE *f) {
-    int ok = fprintf(f, "# The normlab command line\n\n"
-                        "Generated from the option table (engine/cli/options_table.c) by `normlab help --markdown`;\n"
-                        "tests/options_test.sh checks that this file, `normlab help CMD`, the man page and the bash\n"
-                        "completion agree with it. Exit status: 0 ok, 1 runtime or data error, 2 usage error.\n\n"
-                        "```text\n") > 0;
+    int ok =
+        fprintf(f,
+                "# The normlab command line\n\n"
+                "Generated from the option rows (each command's, in engine/cli/cmd_*.c) by `normlab help --markdown`;\n"
+                "tests/options_test.sh checks that this file, `normlab help CMD`, the man page and the bash\n"
+                "completion agree with it. Exit status: 0 ok, 1 runtime or data error, 2 usage error.\n\n"
+                "```text\n") > 0;
     ok &= help_main(f) == 0 && fprintf(f, "```\n") > 0;
     for (size_t c = 0; c < N_COMMANDS; c++) {
         ok &= fprintf(f, "\n## %s\n\n```text\n", COMMANDS[c].name) > 0;

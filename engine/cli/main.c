@@ -184,7 +184,7 @@ int main(int argc, char **argv) {
     if ((cmd->bit & (CMD_GENERATE | CMD_LOGITS | CMD_TOKENIZE)) && !o.interactive && !o.prompt && !o.prompt_file &&
         !(closed & CLOSED_STDIN) && stdin_has_prompt())
         o.prompt_file = "-";
-    rc = options_check(&o, cmd);  // the relations between its options (options_table.c)
+    rc = options_check(&o, cmd);  // the relations between its options (its cmd_*.c)
     if (o.start && strncmp(o.start, "FILE:", 5) == 0) o.prompt_file = o.start + 5;  // nanoGPT's start=FILE:path
     else if (o.start) o.prompt = o.start;
     if (!rc) rc = check_std_streams(&o);

@@ -1,9 +1,10 @@
 // option_rows.h — the option rows more than one command shares, one macro each, as git's OPT_*
-// macros: a command's array (options_table.c) lists them beside its own rows, so that an option
+// macros: a command's array (in its cmd_*.c) lists them beside its own rows, so that an option
 // shared by several commands is still declared once. Ends with OPT_END, the arrays' last row.
 #ifndef NL_CLI_OPTION_ROWS_H
 #define NL_CLI_OPTION_ROWS_H
 
+#include <limits.h>
 #include <stddef.h>
 
 #include "option_choices.h"
@@ -319,5 +320,15 @@
         .help = "attention statistics per layer and head over eval's windows: entropy, the share on the first " \
                 "position (the sink) and on the query's own, the distance attended (docs/lab.md)"               \
     }
+
+// ---- the relations several commands share (options.h's OptRelation), checked after parsing
+#define QUANTIZE_ONLY(by)                             \
+    REQUIRES(GIVEN_INT(quantize_only), GIVEN_INT(by), \
+             "--quantize-only picks what --quantize rounds: give --quantize too")
+#define START_ALONE                                                                          \
+    CONFLICTS(GIVEN_TEXT(start), GIVEN_TEXT(prompt), "give --start, -p or -f, one of them"), \
+        CONFLICTS(GIVEN_TEXT(start), GIVEN_TEXT(prompt_file), "give --start, -p or -f, one of them")
+#define PROMPT_OR_FILE CONFLICTS(GIVEN_TEXT(prompt), GIVEN_TEXT(prompt_file), "give -p or -f, not both")
+#define COUNTERS_NEED_PROFILE REQUIRES(GIVEN_INT(counters), GIVEN_INT(profile), "--counters needs --profile")
 
 #endif

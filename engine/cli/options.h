@@ -1,4 +1,4 @@
-// options.h — the option rows (options_table.c) and the parser that reads them (options.c).
+// options.h — the option rows (each command's in its cmd_*.c) and the parser that reads them (options.c).
 #ifndef NL_CLI_OPTIONS_H
 #define NL_CLI_OPTIONS_H
 
@@ -26,7 +26,7 @@ typedef enum {
 // next), as llama-perplexity's --kl-divergence does: then the int at bare_field is set to 1.
 enum { OPT_MIN_OPEN = 1, OPT_ZERO_OK = 2, OPT_VALUE_OPTIONAL = 4 };
 
-// One row of a command's options (options_table.c, option_rows.h): parsing, `normlab help CMD`, the
+// One row of a command's options (its cmd_*.c, option_rows.h): parsing, `normlab help CMD`, the
 // man page, the completion and docs/cli.md all read these rows. A name may have different rows in
 // different commands (-f is the prompt of generate and the text of eval).
 typedef struct {

@@ -147,3 +147,33 @@ int prompt_ids(const Options *o, const NlModel *model, const char *default_promp
     snprintf(what, sizeof what, "%s", o->prompt_file ? o->prompt_file : "prompt");
     return prompt_encode(o, model, what, text, len, ids, n);
 }
+
+// A piece's bytes as they stand in the text (*len of them): the dummy prefix's space dropped from the
+// first piece with bytes of a text that starts here (*at_start, which that piece clears), as
+// sentencepiece's decoder drops it.
+const char *text_piece(const NlTokenizer *tok, int id, int *at_start, size_t *len) {
+    const char *p = nl_tokenizer_bytes(tok, id, len);
+    size_t skip = *at_start && *len && p[0] == ' ';
+    *at_start &= *len == 0;
+    *len -= skip;
+    return p + skip;
+}
+
+// The prompt the model saw, for echoing, and its length (*len_out: a BPE prompt may hold a NUL byte).
+// whole: the ids start the text (the prompt was not cut to the window), so a sentencepiece prompt's
+// first piece carries the dummy prefix.
+char *prompt_text(const NlModel *model, const int *ids, size_t n, int whole, size_t *len_out) {
+    const NlTokenizer *tok = nl_model_tokenizer(model);
+    size_t cap = 1, used = 0, len;
+    int at_start = whole && nl_tokenizer_info(tok).dummy_prefix;
+    for (size_t i = 0; i < n; i++) cap += (nl_tokenizer_bytes(tok, ids[i], &len), len);
+    char *s = malloc(cap);
+    for (size_t i = 0; s && i < n; i++) {
+        const char *p = text_piece(tok, ids[i], &at_start, &len);
+        memcpy(s + used, p, len);
+        used += len;
+    }
+    if (s) s[used] = '\0';
+    *len_out = used;
+    return s;
+}

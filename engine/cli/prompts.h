@@ -33,4 +33,12 @@ int prompt_encode(const Options *o, const NlModel *model, const char *what, char
 int prompt_ids(const Options *o, const NlModel *model, const char *default_prompt, int **ids, size_t *n, char **text,
                size_t *len, int *fell_back);
 
+// A piece's bytes as they stand in the text (*len of them): the dummy prefix's space dropped from
+// the first piece with bytes of a text that starts here (*at_start, which that piece clears).
+const char *text_piece(const NlTokenizer *tok, int id, int *at_start, size_t *len);
+// The prompt the model saw (ids[0..n)), for echoing, in a new NUL-terminated buffer of *len_out
+// bytes (a BPE prompt may hold a NUL); NULL out of memory. whole: the ids start the text (not cut to
+// the window), so a sentencepiece prompt's first piece carries the dummy prefix, which is dropped.
+char *prompt_text(const NlModel *model, const int *ids, size_t n, int whole, size_t *len_out);
+
 #endif
