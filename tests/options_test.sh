@@ -1,5 +1,5 @@
 #!/bin/bash
-# tests/options_test.sh BINARY — the option table (engine/cli/options_table.c), read from the binary's
+# tests/options_test.sh BINARY — the option rows (each command's, in engine/cli/cmd_*.c), read from the binary's
 # `normlab help --options-table`: (1) help CMD, the man page, the bash completion and docs/cli.md
 # name every option of every command, and the parser takes each for its commands and refuses it for
 # the others; (2) every numeric option at the edges of its range: the smallest and largest accepted
