@@ -52,13 +52,14 @@ CLI_SRC = engine/cli/main.c engine/cli/options.c engine/cli/models.c engine/cli/
           engine/cli/cmd_eval.c engine/cli/cmd_compare.c engine/cli/cmd_info.c engine/cli/cmd_profile.c \
           engine/cli/cmd_tokenize.c engine/cli/commands_table.c engine/cli/help.c \
           engine/cli/output.c engine/cli/msg.c engine/cli/report_profile.c engine/cli/report_compare.c \
-          engine/cli/report_attention.c \
+          engine/cli/report_attention.c engine/cli/report_compare_data.c engine/cli/report_rows.c \
           engine/cli/jsonout.c engine/cli/escape.c engine/cli/stops.c engine/cli/kl.c engine/cli/cmd_bench.c \
           engine/cli/stream.c engine/cli/cmd_interactive.c engine/cli/option_choices.c \
           engine/cli/utf8.c engine/cli/collect.c engine/cli/cmd_quantize.c engine/cli/model_folder.c \
           engine/cli/cmd_fold.c engine/cli/cmd_patch.c engine/cli/generate_report.c
 TESTS = test_tokenizer test_spm test_kernels test_sampler test_sampler_fast test_loader test_config test_forward \
-        test_golden test_profile test_compare test_parallel test_rnn test_quant test_lab test_context test_dtype
+        test_golden test_profile test_compare test_parallel test_rnn test_quant test_lab test_context test_dtype \
+        test_report_compare
 FUZZERS = safetensors config tokenizer inline prompt
 RUN_ARGS ?= -n 500
 
@@ -108,10 +109,11 @@ build/san/tests/%: build/san/tests/%.o build/san/tests/check.o build/san/tests/r
 	$(CC) $(SAN_FLAGS) $(filter %.o,$^) $(filter %.a,$^) $(PKG_LIBS) -o $@
 
 # The report writers are the command line's (presentation); the tests of the reports link them too.
-REPORT_OBJ = engine/cli/report_profile.o engine/cli/report_compare.o engine/cli/report_attention.o \
+REPORT_OBJ = engine/cli/report_profile.o engine/cli/report_compare.o engine/cli/report_compare_data.o \
+             engine/cli/report_rows.o engine/cli/report_attention.o \
              engine/cli/jsonout.o engine/cli/msg.o engine/cli/utf8.o
-build/rel/tests/test_profile build/rel/tests/test_compare build/rel/tests/test_lab: $(REPORT_OBJ:%=build/rel/%)
-build/san/tests/test_profile build/san/tests/test_compare build/san/tests/test_lab: $(REPORT_OBJ:%=build/san/%)
+build/rel/tests/test_profile build/rel/tests/test_compare build/rel/tests/test_lab build/rel/tests/test_report_compare: $(REPORT_OBJ:%=build/rel/%)
+build/san/tests/test_profile build/san/tests/test_compare build/san/tests/test_lab build/san/tests/test_report_compare: $(REPORT_OBJ:%=build/san/%)
 # The command line's UTF-8 writing (utf8.c) is tested beside the tokenizer's decoder it is built on.
 build/rel/tests/test_tokenizer: build/rel/engine/cli/utf8.o
 build/san/tests/test_tokenizer: build/san/engine/cli/utf8.o

@@ -4,8 +4,9 @@
 The reference runs tools/lib/nlmodel.py's float64 forward (nlmodel_llama.py's for the Llama family:
 RoPE, grouped KV heads) and keeps every layer's attention probabilities as they leave the softmax;
 the statistics are then computed here from their definitions, per head, means over the queries of
-the text's one window: the entropy -sum p log2 p, the share on the first position (the sink) and on
-the query's own, and the distance sum_j p_j (t - j). Texts shorter than the window, so that eval runs
+the text's one window: the entropy -sum p log2 p and the distance sum_j p_j (t - j); over the queries
+past the first (whose only key is itself), the share on the first position (the sink) and on the
+query's own, beside uniform attention's, the mean of 1/(t + 1). Texts shorter than the window, so that eval runs
 one window of every input. For four shipped transformers (pre-LN, post-LN, Llama, the BPE model):
 - the entropy (bits), the sink and self shares of every layer and head within 1e-6 of the reference,
   the distance (positions, up to ~50) within 1e-6 of it relative, and the query counts equal;
@@ -90,13 +91,16 @@ def lens(model, ids):
 
 
 def statistics(p):
-    """(entropy_bits, sink, self, distance) per head of one layer's p (H, n, n), means over queries."""
+    """(entropy_bits, sink, self, distance, uniform) per head of one layer's p (H, n, n): the entropy and
+    distance means over every query; the sink and self shares over the queries t >= 1 (query 0's only key
+    is itself, both 1 by construction), beside uniform attention's over the same queries, mean 1/(t+1)."""
     H, n, _ = p.shape
     t = torch.arange(n, dtype=torch.float64)
     back = (t[:, None] - t[None, :]).clamp(min=0)  # t - j for key j at or before query t
     plogp = torch.where(p > 0, p * torch.log2(p), torch.zeros_like(p))
-    return [(float(-plogp[h].sum(1).mean()), float(p[h, :, 0].mean()), float(p[h].diagonal().mean()),
-             float((p[h] * back).sum(1).mean())) for h in range(H)]
+    uniform = float((1.0 / (t[1:] + 1)).mean())
+    return [(float(-plogp[h].sum(1).mean()), float(p[h, 1:, 0].mean()), float(p[h].diagonal()[1:].mean()),
+             float((p[h] * back).sum(1).mean()), uniform) for h in range(H)]
 
 
 def main():
@@ -123,17 +127,18 @@ def main():
         rows = max(float((p.sum(-1) - 1).abs().max()) for p in layers)
         check(len(layers) == len(got) and rows < 1e-12, f"{name}: the reference's {len(layers)} layers' rows sum "
               f"to 1 (1e-12)", f"{len(layers)} layers against {len(got)}, rows off by {rows}")
-        worst, queries = [0.0] * 4, True
+        worst, queries = [0.0] * 5, True
         for l, p in enumerate(layers):
             for h, ref in enumerate(statistics(p)):
                 have = got[l][h]
-                queries &= have["queries"] == len(ids)
-                for k, key in enumerate(("entropy_bits", "sink", "self", "distance")):
+                queries &= have["queries"] == len(ids) and have["queries_past_first"] == len(ids) - 1
+                for k, key in enumerate(("entropy_bits", "sink", "self", "distance", "uniform")):
                     scale = max(1.0, abs(ref[k])) if key == "distance" else 1.0  # (positions: relative)
                     worst[k] = max(worst[k], abs(have[key] - ref[k]) / scale)
         check(max(worst) < 1e-6 and queries and not any(math.isnan(w) for w in worst),
-              f"{name}: every head's entropy, sink and self share within 1e-6 of float64, distance within 1e-6 "
-              f"relative (largest {', '.join(f'{w:.2g}' for w in worst)}), {len(ids)} queries each",
+              f"{name}: every head's entropy, sink and self share (past query 0) and the uniform baseline within "
+              f"1e-6 of float64, distance within 1e-6 relative (largest {', '.join(f'{w:.2g}' for w in worst)}), "
+              f"{len(ids)} queries each",
               f"largest differences {worst}, queries {queries}")
         ref = lens(model, ids)
         have = result["lens"]

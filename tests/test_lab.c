@@ -9,12 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cjson/cJSON.h>
-
 #include "check.h"
 #include "normlab_lab.h"
 #include "ref_forward.h"
-#include "report_compare.h"
 
 static const int TEXT[] = {2, 3, 1,  3, 2, 4, 1, 5, 2, 3, 6, 1, 7, 2, 8, 3,
                            0, 9, 10, 2, 3, 1, 4, 5, 6, 7, 8, 9, 2, 2, 3};
@@ -255,10 +252,11 @@ typedef struct {
     // (L + 1) each, summed likewise (nats): KL(last layer || layer), its square, the layer's entropy,
     // and the positions whose top token (ties: the lowest index) is the last layer's
     double *lens_kl, *lens_kl_sq, *lens_entropy, *lens_agree;
-    // (L, H) sums over every query of every window: entropy (bits), sink and self shares, distance;
-    // the queries; (L, H, T) the sink share by query position and (T) the queries there; the last
-    // head of the last layer's pattern on the first window (T, T)
-    double attn[REF_MAX_LAYERS][REF_MAX_HEADS][4], attn_queries;
+    // (L, H) sums over every query of every window: entropy (bits) and distance, and over the queries
+    // past a window's first the sink and self shares; the queries, those past the first and their
+    // sum of 1/(t + 1); (L, H, T) the sink share by query position and (T) the queries there; the
+    // last head of the last layer's pattern on the first window (T, T)
+    double attn[REF_MAX_LAYERS][REF_MAX_HEADS][4], attn_queries, attn_past_first, attn_uniform;
     double *sink_at, *queries_at, *pattern;
     size_t pattern_rows;
 } RefRun;
@@ -275,9 +273,11 @@ static void ref_attention_window(const RefTrace *tr, size_t L, size_t H, size_t 
                     distance += p[j] * (double)(i - j);
                 }
                 double *sums = out->attn[l][h];
-                sums[0] += entropy, sums[1] += p[0], sums[2] += p[i], sums[3] += distance;
+                sums[0] += entropy, sums[3] += distance;
+                if (i > 0) sums[1] += p[0], sums[2] += p[i];  // query 0's are 1 by construction: left out
                 out->sink_at[(l * H + h) * T + i] += p[0];
                 if (l == 0 && h == 0) out->queries_at[i]++, out->attn_queries++;
+                if (l == 0 && h == 0 && i > 0) out->attn_past_first++, out->attn_uniform += 1.0 / (double)(i + 1);
                 if (first && l == L - 1 && h == H - 1) memcpy(out->pattern + i * T, p, (i + 1) * sizeof *p);
             }
     if (first) out->pattern_rows = len;
@@ -439,17 +439,24 @@ static void check_fixture_attention(const char *name, const NlModel *m, const Nl
     for (size_t l = 0; l < L; l++)
         for (size_t h = 0; h < H; h++) {
             const NlAttentionStats *a = &row->attention[l * H + h];
-            double got[4] = {a->entropy_bits, a->sink, a->self, a->distance};
-            for (int k = 0; k < 4; k++) worst = fmax(worst, fabs(got[k] - ref->attn[l][h][k] / ref->attn_queries));
-            queries_ok &= (double)a->queries == ref->attn_queries;
+            double got[5] = {a->entropy_bits, a->sink, a->self, a->distance, a->uniform};
+            double per[5] = {ref->attn_queries, ref->attn_past_first, ref->attn_past_first, ref->attn_queries, 1.0};
+            for (int k = 0; k < 4; k++) worst = fmax(worst, fabs(got[k] - ref->attn[l][h][k] / per[k]));
+            worst = fmax(worst, fabs(got[4] - ref->attn_uniform / ref->attn_past_first));
+            queries_ok &=
+                (double)a->queries == ref->attn_queries && (double)a->queries_past_first == ref->attn_past_first;
             for (size_t t = 0; t < T; t++) {
                 double want = ref->queries_at[t] ? ref->sink_at[(l * H + h) * T + t] / ref->queries_at[t] : NAN;
                 double have = row->attention_sink_at[(l * H + h) * T + t];
                 worst_at = isnan(want) ? (isnan(have) ? worst_at : INFINITY) : fmax(worst_at, fabs(have - want));
             }
         }
-    CHECK(queries_ok, "%s: every head saw the reference's %.0f queries", name, ref->attn_queries);
-    CHECK(worst <= 1e-6, "%s: entropy, sink, self and distance of every head within 1e-6 (worst %.3g)", name, worst);
+    CHECK(queries_ok, "%s: every head saw the reference's %.0f queries, %.0f past a window's first", name,
+          ref->attn_queries, ref->attn_past_first);
+    CHECK(worst <= 1e-6,
+          "%s: entropy, distance, and sink, self and uniform past each window's first query, of every head within "
+          "1e-6 (worst %.3g)",
+          name, worst);
     CHECK(worst_at <= 1e-6, "%s: the sink share by position within 1e-6 (worst %.3g)", name, worst_at);
     const NlAttentionStats *first = &row->attention[0];
     CHECK(first->sink > 0.0 && first->sink < 1.0 && first->entropy_bits > 0.0,
@@ -663,61 +670,6 @@ static void lens_refuses_a_recurrent_model(void) {
     nl_model_free(m);
 }
 
-// The JSON rows carry the new fields, and the text and CSV name them.
-static void reports_carry_lens_outliers_and_quantization(void) {
-    NlModel *m = load_fixture("ln-pre-bias.json");
-    NlCompareRow *rows = calloc(2, sizeof *rows);
-    NlError err;
-    NlModel *mq = NULL;
-    unsigned rounded = 0;
-    if (!m || !rows || nl_model_copy(&mq, m, &err) != 0 || nl_quantize_model(mq, NL_QUANT_Q8, 0, &rounded, &err) != 0 ||
-        compare_row(m, NL_BN_RUNNING, &rows[0]) ||
-        quantized_row(mq, NL_BN_RUNNING, NL_QUANT_Q8, rounded, 0, &rows[1])) {
-        CHECK(0, "rows");
-        goto done;
-    }
-    const char *labels[2] = {"a", "a"};
-    CompareInfo info = {
-        .text = "text", .threads = 1, .repeats = 1, .invariance = 0, .quantize = 1, .lens = 1, .outliers = 1};
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    CHECK(report_compare_json(f, rows, labels, 2, &info) == 0, "written");
-    fclose(f);
-    cJSON *a = cJSON_Parse(buf);
-    cJSON *r1 = cJSON_GetArrayItem(a, 1), *lens = cJSON_GetObjectItem(r1, "lens_bits_per_char");
-    cJSON *out = cJSON_GetObjectItem(cJSON_GetArrayItem(a, 0), "outliers");
-    CHECK(cJSON_GetArraySize(lens) == 3 && cJSON_GetArrayItem(lens, 2)->valuedouble == rows[1].bits_per_char,
-          "lens: L + 1 values, the last the row's bits/char");
-    CHECK(cJSON_GetArraySize(out) == 12, "outliers: 5 places x 2 layers + the stream out + the head");
-    CHECK(cJSON_IsNull(cJSON_GetObjectItem(r1, "outliers")), "none for a quantized row");
-    CHECK(strcmp(cJSON_GetObjectItem(r1, "quantize")->valuestring, "q8") == 0, "quantize q8");
-    free(buf);
-    cJSON_Delete(a);
-    buf = NULL;
-    f = open_memstream(&buf, &len);
-    CHECK(report_compare_text(f, rows, labels, 2, &info) == 0, "text written");
-    fclose(f);
-    char cost[64];
-    snprintf(cost, sizeof cost, "%+9.4f", rows[1].bits_per_char - rows[0].bits_per_char);
-    CHECK(strstr(buf, "logit lens") && strstr(buf, "outliers per layer") && strstr(buf, "w:q8") && strstr(buf, cost),
-          "text: the three sections and the cost %s", cost);
-    free(buf);
-    buf = NULL;
-    f = open_memstream(&buf, &len);
-    CHECK(report_compare_csv(f, rows, labels, 2, &info) == 0, "csv written");
-    fclose(f);
-    CHECK(strstr(buf, ",lens_bits_per_char_2") && strstr(buf, ",outlier_1_out_in_kurtosis") &&
-              strstr(buf, ",bits_per_char_cost"),
-          "csv: the new columns");
-    free(buf);
-done:
-    for (int i = 0; rows && i < 2; i++) nl_compare_row_free(&rows[i]);
-    free(rows);
-    nl_model_free(mq);  // (it borrows m's tensors)
-    nl_model_free(m);
-}
-
 int main(void) {
     RUN(outliers_of_planted_rows_match_double);
     RUN(outlier_shares_count_exactly_6);
@@ -725,6 +677,5 @@ int main(void) {
     RUN(lens_rides_on_eval_over_statistics_and_profiler);
     RUN(lens_with_batch_statistics_ends_at_eval);
     RUN(lens_refuses_a_recurrent_model);
-    RUN(reports_carry_lens_outliers_and_quantization);
     return check_summary("test_lab");
 }

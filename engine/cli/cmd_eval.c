@@ -193,12 +193,13 @@ static int print_lab(FILE *out, int json, const EvalLab *lab) {
             const char *open = h ? "" : l ? "[" : ", \"attention\": [[";
             const char *close = h + 1 < lab->H ? ", " : l + 1 < lab->L ? "], " : "]]";
             ok = json ? fprintf(out,
-                                "%s{\"entropy_bits\": %.9g, \"sink\": %.9g, \"self\": %.9g, \"distance\": %.9g, "
-                                "\"queries\": %llu}%s",
-                                open, a.entropy_bits, a.sink, a.self, a.distance, (unsigned long long)a.queries,
-                                close) > 0
-                      : fprintf(out, "attention %d.%d entropy_bits %.6f sink %.6f self %.6f distance %.4f\n", l, h,
-                                a.entropy_bits, a.sink, a.self, a.distance) > 0;
+                                "%s{\"entropy_bits\": %.9g, \"sink\": %.9g, \"self\": %.9g, \"uniform\": %.9g, "
+                                "\"distance\": %.9g, \"queries\": %llu, \"queries_past_first\": %llu}%s",
+                                open, a.entropy_bits, a.sink, a.self, a.uniform, a.distance,
+                                (unsigned long long)a.queries, (unsigned long long)a.queries_past_first, close) > 0
+                      : fprintf(out,
+                                "attention %d.%d entropy_bits %.6f sink %.6f self %.6f uniform %.6f distance %.4f\n", l,
+                                h, a.entropy_bits, a.sink, a.self, a.uniform, a.distance) > 0;
         }
     return ok;
 }

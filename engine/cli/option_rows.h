@@ -317,8 +317,9 @@
 #define OPT_ATTENTION                                                                                           \
     {                                                                                                           \
         .name = "attention", .type = OT_FLAG, .field = OPT_FIELD(attention), .value = 1,                        \
-        .help = "attention statistics per layer and head over eval's windows: entropy, the share on the first " \
-                "position (the sink) and on the query's own, the distance attended (docs/lab.md)"               \
+        .help = "attention statistics per layer and head over eval's windows: entropy, the distance attended, " \
+                "and past each window's first query the share on the first position (the sink) and on the "     \
+                "query's own, beside uniform attention's (docs/lab.md)"                                         \
     }
 
 // ---- the relations several commands share (options.h's OptRelation), checked after parsing

@@ -4,6 +4,8 @@
 #include <math.h>
 #include <stddef.h>
 
+#include "report_rows.h"
+
 static cJSON *new_array_in(cJSON *array) {
     cJSON *a = cJSON_CreateArray();
     cJSON_AddItemToArray(array, a);
@@ -28,15 +30,25 @@ static double stat(const NlCompareRow *r, int l, int h, size_t k) {
 
 void report_attention_text(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n) {
     fprintf(f, "\nattention per layer and head, means over every query of eval's windows: the entropy of the\n"
-               "distribution over the keys (bits), its share on the window's first position (sink) and on the\n"
-               "query's own (self), and the distance attended (positions back)\n");
+               "distribution over the keys (bits) and the distance attended (positions back); over the queries\n"
+               "past each window's first (whose only key is itself: both shares 1), the share on the window's\n"
+               "first position (sink) and on the query's own (self), beside uniform attention's on both\n");
     for (size_t i = 0; i < n; i++) {
         const NlCompareRow *r = &rows[i];
+        char as[160];
+        report_rows_run_as_variant(as, sizeof as, r);
         if (!r->has_attention) {
-            fprintf(f, "%-34s - (no attention)\n", labels[i]);
+            fprintf(f, "%-34s %s  - (no attention)\n", labels[i], as);
             continue;
         }
-        fprintf(f, "%-34s %llu queries a head\n", labels[i], (unsigned long long)r->attention[0].queries);
+        const NlAttentionStats *a0 = &r->attention[0];
+        fprintf(f, "%-34s %s, %llu queries a head (sink, self: %llu; uniform %.3f)\n", labels[i], as,
+                (unsigned long long)a0->queries, (unsigned long long)a0->queries_past_first, a0->uniform);
+        if (r->sink_bos)
+            fprintf(f, "    sink: %s\n",
+                    r->sink_bos == 2 ? "BOS in every window"
+                                     : "BOS in the first window only; later windows begin "
+                                       "anywhere in the text, their sink is an arbitrary token");
         for (int l = 0; l < r->n_layer; l++)
             for (size_t k = 0; k < N_STATS; k++) {
                 if (k == 0) fprintf(f, "    layer %-3d %-13s", l, STATS[k].name);
@@ -85,6 +97,9 @@ void report_attention_json(cJSON *o, const NlCompareRow *r, int pattern) {
     }
     cJSON *a = cJSON_AddObjectToObject(o, "attention");
     cJSON_AddNumberToObject(a, "queries", (double)r->attention[0].queries);
+    cJSON_AddNumberToObject(a, "queries_past_first", (double)r->attention[0].queries_past_first);
+    cJSON_AddNumberToObject(a, "uniform", r->attention[0].uniform);  // sink and self of uniform attention
+    cJSON_AddStringToObject(a, "sink_token", r->sink_bos == 2 ? "bos" : r->sink_bos ? "bos_first_window" : "text");
     for (size_t k = 0; k < N_STATS; k++) cJSON_AddItemToObject(a, STATS[k].name, per_layer_head(r, k));
     cJSON_AddItemToObject(a, "sink_by_position", sink_by_position(r));
     if (!r->attention_pattern) return;
@@ -100,12 +115,14 @@ void report_attention_json(cJSON *o, const NlCompareRow *r, int pattern) {
 }
 
 void report_attention_csv_header(FILE *f, int L, int H) {
+    fputs(",attention_uniform", f);
     for (size_t k = 0; k < N_STATS; k++)
         for (int l = 0; l < L; l++)
             for (int h = 0; h < H; h++) fprintf(f, ",attention_%s_%d_%d", STATS[k].name, l, h);
 }
 
 void report_attention_csv_row(FILE *f, const NlCompareRow *r, int L, int H) {
+    r->has_attention ? fprintf(f, ",%.6g", r->attention[0].uniform) : fputs(",", f);
     for (size_t k = 0; k < N_STATS; k++)
         for (int l = 0; l < L; l++)
             for (int h = 0; h < H; h++) {

@@ -9,8 +9,9 @@
 #include <string.h>
 
 typedef struct {
-    double entropy, sink, self, distance;  // sums over queries: bits, shares, positions
-    uint64_t queries;
+    double entropy, distance;  // sums over every query: bits, positions
+    double sink, self, uniform;  // sums over the queries past a window's first: shares, and 1/(t+1)
+    uint64_t queries, past_first;
 } HeadSums;
 
 struct NlAttnSums {
@@ -66,10 +67,14 @@ void nl_attn_sums_add(NlAttnSums *a, int layer, size_t b, size_t head, const flo
     for (size_t j = 0; j < len; j++) distance += (double)p[j] * (double)(t - j);
     HeadSums *h = &a->heads[(size_t)layer * a->H + head];
     h->entropy += entropy / log(2.0);
-    h->sink += p[0];
-    h->self += p[t];
     h->distance += distance;
     h->queries++;
+    if (t > 0) {  // query 0 has no key but itself: its sink and self shares are 1 by construction
+        h->sink += p[0];
+        h->self += p[t];
+        h->uniform += 1.0 / (double)len;
+        h->past_first++;
+    }
     a->sink_at[((size_t)layer * a->H + head) * a->T + t] += p[0];
     if (head == 0) a->queries_at[(size_t)layer * a->T + t]++;
     if (b == 0 && layer == a->pattern_layer && (int)head == a->pattern_head) keep_row(a, p, len);
@@ -77,12 +82,14 @@ void nl_attn_sums_add(NlAttnSums *a, int layer, size_t b, size_t head, const flo
 
 void nl_attn_sums_read(const NlAttnSums *a, int layer, int head, NlAttentionStats *out) {
     const HeadSums *h = &a->heads[(size_t)layer * a->H + (size_t)head];
-    double n = h->queries ? (double)h->queries : 1.0;
+    double n = h->queries ? (double)h->queries : 1.0, m = h->past_first ? (double)h->past_first : 1.0;
     *out = (NlAttentionStats){.entropy_bits = h->entropy / n,
-                              .sink = h->sink / n,
-                              .self = h->self / n,
+                              .sink = h->sink / m,
+                              .self = h->self / m,
+                              .uniform = h->uniform / m,
                               .distance = h->distance / n,
-                              .queries = h->queries};
+                              .queries = h->queries,
+                              .queries_past_first = h->past_first};
 }
 
 double nl_attn_sums_sink_at(const NlAttnSums *a, int layer, int head, size_t t) {

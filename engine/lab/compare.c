@@ -303,7 +303,12 @@ static int compare_one(const NlCompareJob *job, const NlCompareJob *ref, const N
     row->folded = job->folded;
     row->parameters = nl_model_parameters(model);
     const NlTokenizer *tok = nl_model_tokenizer(model);
-    row->bpe = nl_tokenizer_info(tok).kind != NL_TOKENIZER_CHAR;  // (a subword vocabulary: BPE or sentencepiece)
+    NlTokenizerInfo ti = nl_tokenizer_info(tok);
+    row->bpe = ti.kind != NL_TOKENIZER_CHAR;  // (a subword vocabulary: BPE or sentencepiece)
+    if (ti.add_bos && ti.bos >= 0 && n > 0 && ids[0] == ti.bos) {  // eval's windows move T/2: only the first has it
+        size_t Tw = (size_t)trained->block_size;
+        row->sink_bos = nl_eval_windows(n, Tw, Tw / 2 ? Tw / 2 : 1) > 1 ? 1 : 2;
+    }
     row->weight_bytes = nl_model_weight_bytes(model);
     run.batch = 1;
     NlState *s = NULL;

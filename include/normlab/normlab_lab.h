@@ -181,13 +181,17 @@ typedef enum {
 // output std, the sublayers' RMS, a recurrent layer's state norms): for a caller that wants only the others.
 enum { NL_STATS_INVARIANCE = 1, NL_STATS_OUTLIERS = 2, NL_STATS_ATTENTION = 4, NL_STATS_NO_STREAM = 8 };
 
-// One head's attention over the queries a pass ran (every position of every window: the first
-// query of a window sees only itself), means over the queries: the entropy of the distribution over
-// the keys in bits, the share on the window's first position (the sink) and on the query's own, and
-// the distance attended, sum_j p_j (t - j) for the query at t.
+// One head's attention over the queries a pass ran (every position of every window), means over the
+// queries: the entropy of the distribution over the keys in bits and the distance attended, sum_j
+// p_j (t - j) for the query at t, over every query; the share on the window's first position (the
+// sink) and on the query's own over the queries past a window's first (t >= 1: the first query sees
+// only itself, so both its shares are 1 by construction), beside `uniform`, what a head spreading
+// evenly over its keys scores on either share over the same queries, the mean of 1/(t + 1).
 typedef struct {
     double entropy_bits, sink, self, distance;
-    uint64_t queries;
+    double uniform;  // the sink and self shares of uniform attention over the same queries
+    uint64_t queries;  // every query: entropy_bits and distance
+    uint64_t queries_past_first;  // the queries at t >= 1: sink, self and uniform
 } NlAttentionStats;
 
 // The outlier statistics of the rows one place (NlSite) of one layer saw over a run (LLM.int8()'s
@@ -349,6 +353,9 @@ typedef struct {
     // standard error, the layer's entropy in bits, the share of positions whose top token is the last's
     double *lens_kl_bits, *lens_kl_bits_stderr, *lens_entropy_bits, *lens_top1_agree;
     int has_attention;  // the attention figures are set (asked, and a transformer)
+    // What the sink share's position holds: 0 the text's token (the model adds no BOS), 1 BOS in the
+    // first of eval's windows only (the later ones begin anywhere in the text), 2 BOS in every window
+    int sink_bos;
     int n_head;
     size_t window;  // T: the query positions of attention_sink_at
     NlAttentionStats *attention;  // (L, n_head) nl_stats_attention over eval's windows

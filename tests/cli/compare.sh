@@ -186,8 +186,9 @@ print(L, H, a["queries"], all(0 < s < 1 for h in a["sink"] for s in h), max(abs(
     && ok "compare --attention: per head, the pattern's rows sum to 1, the lens's last KL 0; null if recurrent" \
     || bad "compare attention json" "$got"
 cols=$(head -1 "$TMP/cmp_attn.csv" | tr ',' '\n' | grep -c '^attention_\|^lens_kl_bits_[0-9]')
-# (the lens's columns run to the deepest row's layers, the LSTM's 3; the attention's to the transformer's 2)
-[ "$cols" -eq $((4 * 2 * 3 + 4)) ] && ok "compare --attention --csv: a column per statistic, layer and head" \
+# (the lens's columns run to the deepest row's layers, the LSTM's 3; the attention's to the transformer's 2;
+# and attention_uniform, one a row)
+[ "$cols" -eq $((4 * 2 * 3 + 4 + 1)) ] && ok "compare --attention --csv: a column per statistic, layer and head" \
     || bad "compare attention csv" "$cols columns"
 run compare $FIX/ln-pre-bias.json -f "$TMP/text.txt" --repeats 1 --attention
 grep -q "^attention per layer and head" "$TMP/out" \

@@ -46,3 +46,27 @@ expect_fail "eval --lens of an LSTM" 2 "--lens reads a residual stream and atten
     eval -m weights/shakespeare-lstm-ln -f "$TMP/lab.txt" --lens
 expect_fail "eval --attention --batch" 2 "--attention runs one window a call" \
     eval -m weights/shakespeare-pre-ln -f "$TMP/lab.txt" --attention --batch 4
+
+# A model that begins a text with BOS (shakespeare-llama with add_bos): eval's windows move by half a
+# window, so only the first begins with it, and compare says so; a text of one window has it in every one.
+mkdir -p "$TMP/bosm"
+for f in config.json model.safetensors; do ln -sf "$PWD/weights/shakespeare-llama/$f" "$TMP/bosm/$f"; done
+sed 's/"add_bos": false/"add_bos": true/' weights/shakespeare-llama/tokenizer.json > "$TMP/bosm/tokenizer.json"
+expect_ok "compare --attention of a bos model" compare "$TMP/bosm" -f tests/data/held_out.txt --attention --repeats 1
+grep -q "^    sink: BOS in the first window only; later windows begin anywhere" "$TMP/out" \
+    && ok "compare --attention says that only the first window's sink is BOS" \
+    || bad "compare --attention bos" "$(grep -A1 'queries a head' "$TMP/out")"
+head -c 100 tests/data/held_out.txt > "$TMP/bos_short.txt"
+expect_ok "compare --attention --json of a bos model, one window" \
+    compare "$TMP/bosm" -f "$TMP/bos_short.txt" --attention --repeats 1 --json
+why=$(strict_json "$TMP/out" '(d[0]["attention"]["sink_token"] == "bos"
+    and d[0]["attention"]["queries_past_first"] < d[0]["attention"]["queries"])')
+[ -z "$why" ] && ok "one window: sink_token bos, sink and self over the queries past the first" \
+    || bad "compare --json sink_token" "$why"
+expect_ok "compare --attention of a model without bos" compare weights/shakespeare-pre-ln -f "$TMP/bos_short.txt" \
+    --attention --repeats 1 --fold --json
+why=$(strict_json "$TMP/out" '(d[0]["attention"]["sink_token"] == "text" and abs(d[0]["attention"]["uniform"]
+    - sum(1 / (t + 1) for t in range(1, d[0]["attention"]["queries_past_first"] + 1))
+    / d[0]["attention"]["queries_past_first"]) < 1e-12)')
+[ -z "$why" ] && ok "no bos: sink_token text; uniform = the mean of 1/(t+1) over the queries past the first" \
+    || bad "compare --json uniform" "$why"
