@@ -114,7 +114,7 @@ static int fold_copy(const char *path, const NlModel *model, int center, NlModel
         msg_error("TMPDIR: path too long");
         return EXIT_DATA;
     }
-    int rc = model_folder_create(&d) == 0 && fold_model_folder(&d, path, model, &fo, &fr) == 0 ? 0 : EXIT_DATA;
+    int rc = model_folder_create(&d) == 0 ? fold_model_folder(&d, path, model, &fo, &fr) : EXIT_DATA;
     if (!rc && nl_model_load(out, d.tmp, &lo, &err) != 0) {
         msg_error("%s folded: %s", path, err.msg);
         rc = EXIT_DATA;

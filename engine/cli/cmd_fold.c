@@ -44,27 +44,26 @@ int fold_model_folder(const OutDir *d, const char *input, const NlModel *model, 
     struct stat st;
     if (stat(input, &st) == 0 && !S_ISDIR(st.st_mode)) {
         msg_error("%s: a model read from one .json file cannot be folded: give a model directory", input);
-        return -1;
+        return EXIT_USAGE;  // a refusal, as every other
     }
     char *config = read_config(input, &len), *config_out = NULL, path[PATH_MAX + 32];
     FILE *f = config && model_folder_copy(d, input) == 0 ? model_folder_open(d, "model.safetensors", path, sizeof path)
                                                          : NULL;
     NlError err;
-    int rc = -1;
+    int rc = EXIT_DATA;
     if (f) {
-        rc = nl_model_fold(model, opts, config, len, f, &config_out, r, &err);
-        if (rc != 0) msg_error("%s", err.msg);
+        rc = nl_model_fold(model, opts, config, len, f, &config_out, r, &err) == 0 ? 0 : fail(&err);
         if (close_synced(f) != 0 && rc == 0) {
             msg_error("%s: cannot write: %s", path, strerror(errno));
-            rc = -1;
+            rc = EXIT_DATA;
         }
     }
     if (rc == 0) {  // config.json: the copy replaced by the folded model's
         snprintf(path, sizeof path, "%s/config.json", d->tmp);
         FILE *c = unlink(path) == 0 || errno == ENOENT ? model_folder_open(d, "config.json", path, sizeof path) : NULL;
         size_t n = strlen(config_out);
-        rc = c && fwrite(config_out, 1, n, c) == n && fputc('\n', c) != EOF ? 0 : -1;
-        if (c && close_synced(c) != 0) rc = -1;
+        rc = c && fwrite(config_out, 1, n, c) == n && fputc('\n', c) != EOF ? 0 : EXIT_DATA;
+        if (c && close_synced(c) != 0) rc = EXIT_DATA;
         if (rc != 0) msg_error("%s: cannot write: %s", path, strerror(errno));
     }
     free(config);
@@ -91,10 +90,8 @@ int cmd_fold(Options *o) {
     if (rc != 0) return rc;
     NlFoldOptions opts = {o->center, o->force};
     NlFoldResult r;
-    rc = EXIT_DATA;
-    if (model_folder_create(&d) == 0 && fold_model_folder(&d, input, model, &opts, &r) == 0 &&
-        model_folder_put_in_place(&d) == 0)
-        rc = 0;
+    rc = model_folder_create(&d) == 0 ? fold_model_folder(&d, input, model, &opts, &r) : EXIT_DATA;
+    if (rc == 0 && model_folder_put_in_place(&d) != 0) rc = EXIT_DATA;
     if (rc != 0) model_folder_discard(&d);
     if (rc == 0) report(o, input, &r);
     nl_model_free(model);

@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,11 @@ static int patch_text(const Options *o, const NlModel *model, const char *arg, P
     return rc;
 }
 
+// Below this |clean - corrupted| (logits) the recovered shares divide by a difference the texts hardly
+// make, and read as noise: pre-rms on "I am thy father" / "I am thy mother" gave 0.039, cells from
+// -17 to 26. patch warns.
+#define PATCH_MIN_SPAN 1.0
+
 // A token's piece for the table: escaped, at most `width` characters shown.
 static const char *piece(const NlModel *model, int id, char *buf, size_t len, int width) {
     size_t n;
@@ -58,6 +64,21 @@ static const char *piece(const NlModel *model, int id, char *buf, size_t len, in
     msg_escape(shown, sizeof shown, raw);
     snprintf(buf, len, "%.*s", width, shown);
     return buf;
+}
+
+// A column header: the piece with each space shown as U+2423 (an open box), right-aligned in 7
+// characters (not bytes).
+static void put_header(FILE *f, const char *piece_text, int differs) {
+    char shown[160];
+    size_t k = 0, chars = 0;
+    for (const char *c = piece_text; *c && k + 4 < sizeof shown; c++) {
+        if (*c == ' ') k += (size_t)snprintf(shown + k, sizeof shown - k, "\xe2\x90\xa3");
+        else shown[k++] = *c;
+        chars += ((unsigned char)*c & 0xC0) != 0x80;
+    }
+    if (differs && k + 1 < sizeof shown) shown[k++] = '*', chars++;
+    shown[k] = '\0';
+    fprintf(f, " %*s%s", chars < 7 ? (int)(7 - chars) : 0, "", shown);
 }
 
 static void progress(size_t done, size_t total, double seconds, void *ctx) {
@@ -83,17 +104,19 @@ static int report_text(FILE *f, const Options *o, const NlModel *model, const Pa
     fprintf(f, "%-9s", "layer");
     for (size_t t = 0; t < m->positions; t++) {  // each position's clean token, * where the texts differ
         int same = clean->ids[t] == corrupt->ids[t];
-        snprintf(b, sizeof b, "%s%s", piece(model, clean->ids[t], a, sizeof a, same ? 7 : 6), same ? "" : "*");
-        fprintf(f, " %7s", b);
+        put_header(f, piece(model, clean->ids[t], a, sizeof a, same ? 7 : 6), !same);
     }
     fputc('\n', f);
     for (size_t l = 0; l < m->layers; l++) {
         snprintf(a, sizeof a, "%zu%s", l, l == 0 ? " (emb)" : l + 1 == m->layers ? " (out)" : "");
         fprintf(f, "%-9s", a);
-        for (size_t t = 0; t < m->positions; t++) fprintf(f, " %7.3f", m->recovered[l * m->positions + t]);
+        for (size_t t = 0; t < m->positions; t++) {
+            double v = m->recovered[l * m->positions + t];
+            fprintf(f, " %7.3f", fabs(v) < 0.0005 ? 0.0 : v);  // 0.000, never -0.000
+        }
         fputc('\n', f);
     }
-    fprintf(f, "(a column marked * is a position where the two texts differ)\n");
+    fprintf(f, "(a column marked * is a position where the two texts differ; \xe2\x90\xa3 a space)\n");
     return ferror(f) ? -1 : 0;
 }
 
@@ -238,6 +261,10 @@ int cmd_patch(Options *o) {
         msg_error("%s", err.msg);
         rc = exit_code(&err);
     }
+    if (!rc && fabs(map.clean_diff - map.corrupt_diff) < PATCH_MIN_SPAN)
+        msg_error("warning: |clean - corrupted| is %.3g logits, below %g: every share divides by it and is mostly "
+                  "noise; choose texts, or --target and --foil, that the model tells apart",
+                  fabs(map.clean_diff - map.corrupt_diff), PATCH_MIN_SPAN);
     if (!rc && (o->json ? report_json(out.f, o, model, &clean, &corrupt, &map)
                         : report_text(out.f, o, model, &clean, &corrupt, &map)) != 0) {
         msg_error("cannot write %s: %s", o->output ? o->output : "to stdout", strerror(errno));

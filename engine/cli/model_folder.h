@@ -41,7 +41,9 @@ int model_folder_put_in_place(const OutDir *d);
 // The new folder and its files removed (after a failure).
 void model_folder_discard(OutDir *d);
 // The new folder's model.safetensors folded from model's and its config.json as it then becomes, the
-// input folder's other files copied (cmd_fold.c; compare --fold's rows use it too): 0, or -1 after a message.
+// input folder's other files copied (cmd_fold.c; compare --fold's rows use it too): 0, or after a
+// message an exit status: EXIT_USAGE where the fold refuses the model as asked (--center where it is
+// not exact), as every other refusal of a model for an option, else EXIT_DATA.
 int fold_model_folder(const OutDir *d, const char *input, const NlModel *model, const NlFoldOptions *opts,
                       NlFoldResult *r);
 // Removes the folder dir and the files in it (a folder normlab wrote: files only).

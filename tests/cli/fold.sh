@@ -92,7 +92,8 @@ grep -q "1 norm folded, 7 kept (h.0.ln_1: post placement" "$TMP/out" && ok "post
 expect_ok "fold of peri placement" fold -m weights/shakespeare-peri-ln -o "$TMP/peri"
 grep -q "9 norms folded, 8 kept (h.0.ln_1_post: peri's output norm" "$TMP/out" && ok "peri keeps its 8 output norms" \
     || bad "peri's fold" "$(cat "$TMP/out")"
-expect_fail "fold --center on RMSNorm is refused" 1 "centering is exact only where every reader" \
+# a refusal of a model for an option exits 2, as patch's and eval --lens's do
+expect_fail "fold --center on RMSNorm is refused" 2 "centering is exact only where every reader" \
     fold -m weights/shakespeare-pre-rms --center -o "$TMP/rms"
 [ ! -e "$TMP/rms" ] && ok "a refused fold writes no folder" || bad "refused fold" "$TMP/rms exists"
 expect_ok "fold --center --force on RMSNorm" fold -m weights/shakespeare-pre-rms --center --force -o "$TMP/rms"
@@ -100,11 +101,11 @@ grep -q "note: not exact: centering is exact only" "$TMP/err" && ok "a forced ce
     || bad "forced note" "$(cat "$TMP/err")"
 expect_fail "fold --force needs --center" 2 "--force centres where it is not exact" \
     fold -m weights/shakespeare-pre-rms --force -o "$TMP/x"
-expect_fail "fold of an LSTM is refused" 1 "arch lstm: its norms sit inside the recurrence" \
+expect_fail "fold of an LSTM is refused" 2 "arch lstm: its norms sit inside the recurrence" \
     fold -m weights/shakespeare-lstm-ln -o "$TMP/x"
 expect_fail "fold needs -o" 2 "needs -o DIR" fold -m weights/shakespeare-pre-ln
 expect_fail "fold onto its input is refused" 2 "is the input model" fold -m "$F" -o "$F"
-expect_fail "fold of a single .json model is refused" 1 "cannot be folded: give a model directory" \
+expect_fail "fold of a single .json model is refused" 2 "cannot be folded: give a model directory" \
     fold $M -o "$TMP/x"
 expect_fail "compare --center needs --fold" 2 "give --fold too" \
     compare weights/shakespeare-pre-ln -f "$TMP/fold.txt" --center

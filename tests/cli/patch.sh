@@ -74,3 +74,22 @@ if have_python 1 matplotlib; then
         && [ "$(ls -A "$TMP/patchplots")" = patch.png ] && ok "patch --plot-dir writes patch.png alone" \
         || bad "patch.png" "$(ls -A "$TMP/patchplots")"
 fi
+
+# docs/lab.md's example: its default target and foil differ on every character model (the earlier
+# pair's collided on 6 of 9), and its table prints spaces visibly and no -0.000.
+E=(--clean "ROMEO and JULIE" --corrupt "Romeo and Julie")
+n=0
+for m in pre-ln post-ln pre-rms post-rms pre-bn post-bn peri-ln deepnorm nonorm; do
+    "$BIN" patch -m "weights/shakespeare-$m" "${E[@]}" > /dev/null 2>&1 && n=$((n + 1))
+done
+[ "$n" -eq 9 ] && ok "patch: the docs' example runs with its default target and foil on all 9 character models" \
+    || bad "patch: the docs' example" "$n of 9 models"
+expect_ok "patch (text) of the docs' example, post-ln" patch -m weights/shakespeare-post-ln "${E[@]}"
+grep -q "^layer  .* ␣ .* ␣ " "$TMP/out" && ! grep -q -- "-0\.000" "$TMP/out" && [ ! -s "$TMP/err" ] \
+    && ok "patch's table: spaces shown as ␣ in its header, 0.000 never signed, no warning" \
+    || bad "patch's header and zeros" "$(head -c 600 "$TMP/out")"
+expect_ok "patch with a difference the model hardly makes" patch -m weights/shakespeare-pre-rms \
+    --clean "I am thy father" --corrupt "I am thy mother" --target 1 --foil 6
+grep -q "^normlab: warning: |clean - corrupted| is 0.039 logits, below 1: every share" "$TMP/err" \
+    && [ "$(wc -l < "$TMP/err")" -eq 1 ] && ok "patch warns in one line when |clean - corrupted| is below 1 logit" \
+    || bad "patch's warning" "$(cat "$TMP/err")"
