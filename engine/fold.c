@@ -37,14 +37,17 @@ int nl_model_tensors(const NlModel *model, NlTensorSet *out, NlError *err) {
     return 0;
 }
 
-// The metadata written: the model's but "quantization" and "folded", then the extra pairs. keys and
-// values have room for the model's and n_extra; returns their count.
+// The metadata written: the model's but "quantization", "folded" and those the extra pairs give anew,
+// then the extra pairs. keys and values have room for the model's and n_extra; returns their count.
 static size_t metadata(const NlModel *model, const char *const *extra_keys, const char *const *extra_values,
                        size_t n_extra, const char **keys, const char **values) {
     const char *const *k, *const *v;
     size_t m = nl_model_metadata(model, &k, &v), at = 0;
-    for (size_t i = 0; i < m; i++)
-        if (strcmp(k[i], QUANTIZATION_KEY) != 0 && strcmp(k[i], FOLDED_KEY) != 0) keys[at] = k[i], values[at++] = v[i];
+    for (size_t i = 0; i < m; i++) {
+        int replaced = strcmp(k[i], QUANTIZATION_KEY) == 0 || strcmp(k[i], FOLDED_KEY) == 0;
+        for (size_t j = 0; j < n_extra && !replaced; j++) replaced = strcmp(k[i], extra_keys[j]) == 0;
+        if (!replaced) keys[at] = k[i], values[at++] = v[i];
+    }
     for (size_t i = 0; i < n_extra; i++) keys[at] = extra_keys[i], values[at++] = extra_values[i];
     return at;
 }

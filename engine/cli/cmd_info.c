@@ -207,7 +207,10 @@ static int print_list_text(FILE *out, const cJSON *j) {
     for (const cJSON *m = j->child; m && ok; m = m->next) {
         const cJSON *loss = cJSON_GetObjectItem(m, "val_loss"), *by = cJSON_GetObjectItem(m, "val_loss_by");
         char l[48] = "-";
-        if (cJSON_IsNumber(loss)) snprintf(l, sizeof l, "%.4f (%s)", loss->valuedouble / M_LN2, by->valuestring);
+        const cJSON *folded = cJSON_GetObjectItem(m, "folded");
+        if (cJSON_IsNumber(loss))
+            snprintf(l, sizeof l, "%.4f (%s%s)", loss->valuedouble / M_LN2, by->valuestring, folded ? ", fold" : "");
+        else if (cJSON_IsString(folded) && strstr(folded->valuestring, "forced")) snprintf(l, sizeof l, "- (forced)");
         const cJSON *err = cJSON_GetObjectItem(m, "error");
         char name[256], path[1024];  // file names: escaped like every message
         msg_escape(name, sizeof name, cJSON_GetObjectItem(m, "name")->valuestring);
@@ -219,6 +222,15 @@ static int print_list_text(FILE *out, const cJSON *j) {
                      err ? " (does not load)" : "") > 0;
     }
     return ok;
+}
+
+// The text stored under key in the model's metadata; NULL when there is none.
+static const char *metadata_text(const NlModel *model, const char *key) {
+    NlModelDesc d;
+    nl_model_describe(model, &d);
+    for (size_t i = 0; i < d.n_metadata; i++)
+        if (strcmp(d.metadata_keys[i], key) == 0) return d.metadata_values[i];
+    return NULL;
 }
 
 // The number stored under key in the model's metadata; NAN when there is none.
@@ -268,8 +280,12 @@ static cJSON *list_entry(const Options *o, const ModelEntry *e) {
         if (d.family->has_placement) cJSON_AddStringToObject(m, "placement", nl_name(NL_NAMES_PLACEMENT, d.placement));
         else cJSON_AddNullToObject(m, "placement");  // a family with none: the text shows its arch
         cJSON_AddNumberToObject(m, "parameters", (double)d.parameters);
-        const char *by = NULL;
+        const char *by = NULL, *folded = metadata_text(model, "folded");
         double loss = stored_val_loss(model, &by);
+        if (folded) cJSON_AddStringToObject(m, "folded", folded);  // normlab fold's tag
+        // A centering forced where it is not exact made another model: the loss its training stored is
+        // not this one's (an exact fold computes the same function, and keeps it).
+        if (folded && strstr(folded, "forced")) loss = NAN;
         if (!isnan(loss)) {
             cJSON_AddNumberToObject(m, "val_loss", loss);
             cJSON_AddStringToObject(m, "val_loss_by", by);  // whose estimate: "train.py" or "nanoGPT"

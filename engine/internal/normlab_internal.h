@@ -284,7 +284,8 @@ float *nl_tensor_find(const NlTensorSet *set, const char *name, size_t count);
 // A new tensor of zeros (rows, cols) (ndim 1: a vector of cols) at the set's end; NULL when out of memory.
 float *nl_tensor_add(NlTensorSet *set, const char *name, int ndim, size_t rows, size_t cols);
 // model.safetensors of set's tensors, all F32, in the set's order, with the model's metadata less
-// its "quantization" and "folded" entries, plus the n_extra pairs given. *bytes: the file's.
+// its "quantization" and "folded" entries and those the n_extra pairs given replace, plus the pairs.
+// *bytes: the file's.
 int nl_tensors_write(FILE *out, const NlTensorSet *set, const NlModel *model, const char *const *extra_keys,
                      const char *const *extra_values, size_t n_extra, size_t *bytes, NlError *err);
 // The model's family's fold rule applied to set (the model's tensors, nl_model_tensors): its norms

@@ -10,16 +10,26 @@
 
 int nl_model_fold(const NlModel *model, const NlFoldOptions *opts, const char *config, size_t len, FILE *weights,
                   char **config_out, NlFoldResult *result, NlError *err) {
-    static const char *const KEYS[] = {"folded"};
-    const char *const values[] = {opts->center ? "gains,center" : "gains"};
+    static const char *const KEYS[] = {"folded", "parameters"};
     const char *const config_keys[] = {"tie_embeddings", "head_bias"};
     NlTensorSet set;
     size_t bytes;
     *config_out = NULL;
-    int rc = nl_model_tensors(model, &set, err) == 0 && nl_model_fold_rule(model, &set, opts, result, err) == 0 &&
-                     nl_tensors_write(weights, &set, model, KEYS, values, 1, &bytes, err) == 0
-                 ? 0
-                 : -1;
+    int rc =
+        nl_model_tensors(model, &set, err) == 0 && nl_model_fold_rule(model, &set, opts, result, err) == 0 ? 0 : -1;
+    if (rc == 0) {
+        // "gains,center-forced": a centering --force made where it is not exact, a different model
+        const char *tag = !opts->center ? "gains" : result->exact ? "gains,center" : "gains,center-forced";
+        // the count train.py stored, made again: the fold adds an untied head and its bias
+        const char *const *k, *const *v;
+        size_t m = nl_model_metadata(model, &k, &v), count = 0, n_keys = 1;
+        for (size_t i = 0; i < set.n; i++) count += set.t[i].rows * set.t[i].cols;
+        for (size_t i = 0; i < m; i++) n_keys = strcmp(k[i], KEYS[1]) == 0 ? 2 : n_keys;  // replaced where stored
+        char parameters[32];
+        snprintf(parameters, sizeof parameters, "%zu", count);
+        const char *const values[] = {tag, parameters};
+        rc = nl_tensors_write(weights, &set, model, KEYS, values, n_keys, &bytes, err);
+    }
     nl_tensor_set_free(&set);
     if (rc != 0) return -1;
     // Only the keys that changed are written: an untouched config.json stays as it was, byte for byte.

@@ -65,9 +65,9 @@ assert eval(sys.argv[2]), sys.argv[2]' "$@" 2>&1 | tail -1
 expr='all(x == 1.0 for k in t if k.endswith(("ln_1.weight", "ln_2.weight")) or k == "ln_f.weight" for x in t[k])'
 expr+=' and all(x == 0.0 for k in t if k.endswith(("ln_1.bias", "ln_2.bias")) or k == "ln_f.bias" for x in t[k])'
 expr+=' and len(t["lm_head.bias"]) == 65 and cfg["tie_embeddings"] is False and cfg["head_bias"] is True'
-expr+=' and meta["folded"] == "gains"'
+expr+=' and meta["folded"] == "gains" and meta["parameters"] == str(818048 + 65 * 128 + 65)'
 w=$(st_check "$F" "$expr")
-[ -z "$w" ] && ok "fold: every norm the identity, lm_head.weight and .bias, config untied with head_bias" \
+[ -z "$w" ] && ok "fold: every norm the identity, lm_head, config untied with head_bias, parameters counted anew" \
     || bad "fold's tensors" "$w"
 "$BIN" fold -m weights/shakespeare-pre-ln -o "$TMP/folded2" > /dev/null 2>&1
 cmp -s "$F/model.safetensors" "$TMP/folded2/model.safetensors" && ok "fold writes the same bytes twice" \
@@ -99,6 +99,18 @@ expect_fail "fold --center on RMSNorm is refused" 2 "centering is exact only whe
 expect_ok "fold --center --force on RMSNorm" fold -m weights/shakespeare-pre-rms --center --force -o "$TMP/rms"
 grep -q "note: not exact: centering is exact only" "$TMP/err" && ok "a forced centering says it is not exact" \
     || bad "forced note" "$(cat "$TMP/err")"
+w=$(st_check "$TMP/rms" 'meta["folded"] == "gains,center-forced"')
+[ -z "$w" ] && ok "a forced centering is tagged gains,center-forced, not as an exact one" || bad "forced tag" "$w"
+# list: the folded model's stored loss with ", fold" (the same function); none for the forced one
+mkdir -p "$TMP/listed"
+ln -s "$F" "$TMP/listed/exact" && ln -s "$TMP/rms" "$TMP/listed/forced"
+NORMLAB_MODELS="$TMP/listed" "$BIN" list > "$TMP/out" 2> "$TMP/err"
+grep -q "^exact .* [0-9.]* (train.py, fold) " "$TMP/out" && grep -q "^forced .* - (forced) " "$TMP/out" \
+    && ok "list: a folded model's stored loss marked fold; a forced centering's not shown" \
+    || bad "list of folded models" "$(cat "$TMP/out" "$TMP/err")"
+expect_ok "compare --fold's table" compare weights/shakespeare-pre-ln -f tests/data/held_out.txt --fold --repeats 1
+grep -q "^model .* bits/tok  max |d log p|$" "$TMP/out" && ok "compare --fold: no float32 column that reads 0" \
+    || bad "compare --fold's table" "$(grep -A2 '^folding' "$TMP/out")"
 expect_fail "fold --force needs --center" 2 "--force centres where it is not exact" \
     fold -m weights/shakespeare-pre-rms --force -o "$TMP/x"
 expect_fail "fold of an LSTM is refused" 2 "arch lstm: its norms sit inside the recurrence" \
