@@ -69,7 +69,7 @@ struct NlFamily {
     void (*lab_cost)(const NlConfig *cfg, NlComponent comp, size_t batch, size_t n, size_t ctx, double *flops,
                      double *bytes);
     // nl_state_readout's contract; NULL for a family without a residual stream.
-    const float *(*lab_readout)(void *impl, const float *x, size_t B, size_t n, size_t n_logits);
+    const float *(*lab_readout)(void *impl, const float *x, size_t B, size_t n, size_t n_logits, int normed);
     // nl_model_fold_rule's contract (normlab_internal.h) on the model's tensors set, its config cfg;
     // NULL for a family whose norms cannot move (the recurrent cells').
     int (*fold)(NlTensorSet *set, const NlConfig *cfg, const NlFoldOptions *opts, NlFoldResult *r, NlError *err);

@@ -86,5 +86,9 @@ int nl_state_shift(NlState *s, size_t seq, size_t keep, size_t drop, size_t len)
 }
 
 const float *nl_state_readout(NlState *s, const float *x, size_t B, size_t n, size_t n_logits) {
-    return s->family->lab_readout ? s->family->lab_readout(s->impl, x, B, n, n_logits) : NULL;
+    return s->family->lab_readout ? s->family->lab_readout(s->impl, x, B, n, n_logits, 0) : NULL;
+}
+
+const float *nl_state_readout_head(NlState *s, const float *x, size_t B, size_t n, size_t n_logits) {
+    return s->family->lab_readout ? s->family->lab_readout(s->impl, x, B, n, n_logits, 1) : NULL;
 }

@@ -528,11 +528,12 @@ static void head_input(Transformer *s, size_t B, size_t n, size_t k, size_t len)
 }
 
 // The logits (B*k, V) of the last k of the n rows of each sequence in x (the stream after the last
-// layer): through the final norm unless post, then the head.
-static const float *readout(Transformer *s, size_t B, size_t n, size_t k, size_t len) {
+// layer): through the final norm unless post (or `normed`: x is the head's input already), then the head.
+static const float *readout(Transformer *s, size_t B, size_t n, size_t k, size_t len, int normed) {
     const NlLinear *head = &s->w->lm_head;
     size_t L = (size_t)s->cfg->n_layer;
-    head_input(s, B, n, k, len);
+    if (!normed) head_input(s, B, n, k, len);
+    else memcpy(s->xn, s->x, B * n * head->n_in * sizeof(float)), keep_last_rows(s->xn, B, n, k, head->n_in);
     watch_site(s, L, NL_SITE_HEAD, s->xn, B * k, head->n_in, stream_gain(s, L));
     NL_TIMED(s->obs, -1, NL_COMP_LM_HEAD, B, k, len, linear(s, s->logits, s->xn, B * k, head));
     return s->logits;
@@ -554,15 +555,16 @@ static const float *transformer_forward(void *impl, const int *tokens, size_t B,
     if (s->obs->patch) s->obs->patch(s->obs->watcher, (int)L, s->x, B * keep, D);
     if (s->obs->residual) s->obs->residual(s->obs->watcher, (int)L, s->x, B * keep, D);
     watch_site(s, L, NL_SITE_RESIDUAL, s->x, B * keep, D, stream_gain(s, L));
-    return readout(s, B, keep, n_logits, len);
+    return readout(s, B, keep, n_logits, len, 0);
 }
 
-// x (B*n, D) as if it left the last layer: into the stream, then out as transformer_forward reads it.
-static const float *transformer_readout(void *impl, const float *x, size_t B, size_t n, size_t n_logits) {
+// x (B*n, D) as if it left the last layer: into the stream, then out as transformer_forward reads it
+// (normed: x is the head's input, the final norm not applied).
+static const float *transformer_readout(void *impl, const float *x, size_t B, size_t n, size_t n_logits, int normed) {
     Transformer *s = impl;
     assert(B >= 1 && B <= s->batch && n >= 1 && n <= (size_t)s->cfg->block_size && n_logits >= 1 && n_logits <= n);
     memcpy(s->x, x, B * n * (size_t)s->cfg->n_embd * sizeof(float));
-    return readout(s, B, n, n_logits, n);
+    return readout(s, B, n, n_logits, n, normed);
 }
 
 static size_t transformer_window(const NlConfig *cfg) { return (size_t)cfg->block_size; }

@@ -63,7 +63,39 @@ def probabilities(model, ids):
     return [p.reshape(-1, n, n) for p in kept]  # (B=1, H, n, n) or (1, KVH, G, n, n): head h = kv * G + g
 
 
-def lens(model, ids):
+def head_alone(model, y):
+    """The head's logits of rows y that are its input already (the final norm not applied)."""
+    ln_f, model.ln_f = model.ln_f, None
+    try:
+        return model.head(y)
+    finally:
+        model.ln_f = ln_f
+
+
+def readout(model, streams, l, scale):
+    """Layer l's logits (1, n, V) from the streams entering each layer (and leaving the last), as
+    normlab_lab.h's lens reads them: pre and peri through ln_f with the stream's own scale (recompute) or
+    the last layer's at the same position (final: g (x - mean x) / s_L + b, s_L = sqrt(var x_L + eps);
+    RMSNorm x / sqrt(mean x_L^2 + eps)); post with LayerNorm or RMSNorm, below the last layer, the affine
+    of the norm that wrote the stream (layer l - 1's ln_2; none for the embeddings) off and the last ln_2's
+    on, g_L (x - b_l) / g_l + b_L, then the head."""
+    x, L = streams[l], len(model.h)
+    if model.placement == "post" and model.norm in ("layernorm", "rmsnorm") and l < L:
+        fin = model.h[-1].ln_2
+        if l > 0:
+            own = model.h[l - 1].ln_2
+            x = (x - (own.bias if own.bias is not None else 0.0)) / own.weight
+        return head_alone(model, fin.weight * x + (fin.bias if fin.bias is not None else 0.0))
+    if scale == "final" and model.placement != "post" and model.norm in ("layernorm", "rmsnorm"):
+        f, last = model.ln_f, streams[-1]
+        if model.norm == "layernorm":
+            x, last = x - x.mean(-1, keepdim=True), last - last.mean(-1, keepdim=True)
+        y = x / torch.sqrt(last.pow(2).mean(-1, keepdim=True) + f.eps) * f.weight
+        return head_alone(model, y if f.bias is None else y + f.bias)
+    return model.head(x)
+
+
+def lens(model, ids, scale="recompute"):
     """Per layer 0..L: (KL(last || layer) bits, entropy bits, top-1 agreement), means over positions."""
     kept = [None] * len(model.h)
 
@@ -76,7 +108,8 @@ def lens(model, ids):
     try:
         with torch.no_grad():
             last = model.stream(torch.tensor([ids]))
-            logp = [torch.log_softmax(model.head(x)[0], -1) for x in kept + [last]]  # (n, V) each
+            streams = kept + [last]
+            logp = [torch.log_softmax(readout(model, streams, l, scale)[0], -1) for l in range(len(streams))]
     finally:
         for h in handles:
             h.remove()
@@ -140,17 +173,32 @@ def main():
               f"1e-6 of float64, distance within 1e-6 relative (largest {', '.join(f'{w:.2g}' for w in worst)}), "
               f"{len(ids)} queries each",
               f"largest differences {worst}, queries {queries}")
-        ref = lens(model, ids)
-        have = result["lens"]
-        kl_e = max(abs(y["kl_bits"] - r_[0]) for y, r_ in zip(have, ref))
-        h_e = max(abs(y["entropy_bits"] - r_[1]) for y, r_ in zip(have, ref))
-        agree = all(abs(y["top1_agreement"] - r_[2]) < 1e-8 for y, r_ in zip(have, ref))  # (printed to 9 digits)
-        last_zero = have[-1]["kl_bits"] == 0.0
-        check(len(have) == len(ref) and kl_e < LENS_TOL and h_e < LENS_TOL and agree and last_zero,
-              f"{name}: the lens's KL ({kl_e:.2g}) and entropy ({h_e:.2g}) within {LENS_TOL:g} bits of float64 "
-              f"at each of {len(ref)} layers, top-1 agreement equal, the last KL exactly 0",
-              f"KL {kl_e}, entropy {h_e}, agreement {agree}, last {have[-1]['kl_bits']}")
+        for scale in ("recompute", "final"):
+            lens_check(name, path, model, ids, scale, result["lens"] if scale == "recompute" else None)
     return check.summary()
+
+
+def lens_check(name, path, model, ids, scale, have):
+    """eval --lens (--lens-scale scale) against the reference's lens, layer by layer."""
+    if have is None:
+        with tempfile.NamedTemporaryFile("w", suffix=".txt", encoding="utf-8") as f:
+            f.write(TEXT)
+            f.flush()
+            r = subprocess.run([BIN, "eval", "-m", path, "-f", f.name, "--lens", "--lens-scale", scale, "--json"],
+                               capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        if r.returncode != 0:
+            check(False, f"{name}: eval --lens --lens-scale {scale} runs", r.stderr.strip())
+            return
+        have = json.loads(r.stdout)["lens"]
+    ref = lens(model, ids, scale)
+    kl_e = max(abs(y["kl_bits"] - r_[0]) for y, r_ in zip(have, ref))
+    h_e = max(abs(y["entropy_bits"] - r_[1]) for y, r_ in zip(have, ref))
+    agree = all(abs(y["top1_agreement"] - r_[2]) < 1e-8 for y, r_ in zip(have, ref))  # (printed to 9 digits)
+    last_zero = have[-1]["kl_bits"] == 0.0
+    check(len(have) == len(ref) and kl_e < LENS_TOL and h_e < LENS_TOL and agree and last_zero,
+          f"{name}: the lens's ({scale}) KL ({kl_e:.2g}) and entropy ({h_e:.2g}) within {LENS_TOL:g} bits of "
+          f"float64 at each of {len(ref)} layers, top-1 agreement equal, the last KL exactly 0",
+          f"KL {kl_e}, entropy {h_e}, agreement {agree}, last {have[-1]['kl_bits']}")
 
 
 if __name__ == "__main__":

@@ -217,12 +217,29 @@ static void readout(double *logits, const double *x, double *xn, const NlConfig 
 }
 
 // The lens's logits of the stream entering layer l (when tracing; the final norm is not observed).
+// Post placement with LayerNorm or RMSNorm, below the last layer: the affine of the norm that wrote
+// the stream (layer l - 1's ln_2; none for the embeddings) taken off and the last ln_2's put on,
+// g_L (x - b_l) / g_l + b_L, then the head (normlab_lab.h's lens).
 static void trace_lens(const double *x, double *xn, const NlConfig *c, const NlTransformerWeights *w, size_t n,
                        const float *ones, int layer) {
     if (!trace) return;
     RefStats *saved = observe;
     observe = NULL;
-    readout(trace->lens + (size_t)layer * n * (size_t)c->vocab_size, x, xn, c, w, n, ones, 0);
+    size_t D = (size_t)c->n_embd;
+    int affine = c->norm == NL_NORM_LAYERNORM || c->norm == NL_NORM_RMSNORM;
+    double *moved =
+        c->placement == NL_PLACE_POST && affine && layer < c->n_layer ? malloc(n * D * sizeof *moved) : NULL;
+    if (moved) {
+        NlNormWeights fin = w->layers[c->n_layer - 1].ln_2, own = layer ? w->layers[layer - 1].ln_2 : fin;
+        for (size_t i = 0; i < n * D; i++) {
+            size_t k = i % D;
+            double g = own.gain ? own.gain[k] : 1.0, b = own.bias ? own.bias[k] : 0.0;
+            double u = layer ? (x[i] - b) / g : x[i];
+            moved[i] = (fin.gain ? fin.gain[k] : 1.0) * u + (fin.bias ? fin.bias[k] : 0.0);
+        }
+    }
+    readout(trace->lens + (size_t)layer * n * (size_t)c->vocab_size, moved ? moved : x, xn, c, w, n, ones, 0);
+    free(moved);
     observe = saved;
 }
 

@@ -74,6 +74,7 @@ typedef struct {
     int quantize_act;  // NlQuant of every linear's input rows (compare: adds a row per model)
     int quantize_rows;  // compare: bits (1 << NlQuant) of the weight quantizations to add rows for
     int lens;  // compare: the logit lens
+    int lens_scale;  // NlLensScale of the lens (eval, compare)
     int outliers;  // compare: the outlier statistics
     int attention;  // compare: the attention statistics
     const char *attention_pattern;  // compare: "LAYER.HEAD", the head whose full pattern is kept (NULL: none)

@@ -323,6 +323,7 @@ int cmd_compare(Options *o) {
                               .invariance = o->invariance,
                               .fault = NL_FAULT_NONE,
                               .lens = o->lens,
+                              .lens_scale = (NlLensScale)o->lens_scale,
                               .outliers = o->outliers,
                               .attention = o->attention};
     if (pattern_option(o, &copts) != 0) return EXIT_USAGE;
@@ -367,6 +368,7 @@ int cmd_compare(Options *o) {
                         .invariance = o->invariance,
                         .quantize = o->quantize_rows || o->quantize_act,
                         .lens = o->lens,
+                        .lens_scale = o->lens_scale,
                         .outliers = o->outliers,
                         .attention = o->attention,
                         .pattern = copts.pattern,
@@ -505,6 +507,7 @@ const OptSpec COMPARE_OPTIONS[] = {
      .choices = "none q8",
      .help = "add, per model, a row with every linear's input rows rounded (q8 per row), weights float32"},
     OPT_LENS,
+    OPT_LENS_SCALE,
     {.name = "outliers",
      .type = OT_FLAG,
      .field = OPT_FIELD(outliers),
@@ -526,4 +529,5 @@ const OptSpec COMPARE_OPTIONS[] = {
 const OptRelation COMPARE_RELATIONS[] = {
     QUANTIZE_ONLY(quantize_rows),
     REQUIRES(GIVEN_INT(center), GIVEN_INT(fold), "--center adds a centred folded row: give --fold too"),
+    REQUIRES(GIVEN_INT(lens_scale), GIVEN_INT(lens), "--lens-scale is how --lens reads a layer: give --lens too"),
     REL_END};  // (its --quantize: rows to add)

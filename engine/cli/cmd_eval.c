@@ -138,6 +138,7 @@ typedef struct {
     int L, H;
     double *bits;  // (L + 1) the lens's bits per token read after each layer
     NlLensLayer *layers;  // (L + 1)
+    const char *reading;  // how the lens read a layer (docs/lab.md): "recompute", "final", "last affine", "head"
 } EvalLab;
 
 static void eval_lab_free(EvalLab *lab) {
@@ -167,6 +168,8 @@ static int eval_lab_create(const Options *o, const NlModel *model, NlState *stat
             return EXIT_DATA;
         }
         if (nl_lens_create(&lab->lens, c, 1, ids, n, stride, &err) != 0) rc = -1;
+        if (!rc) (void)nl_lens_set_scale(lab->lens, c, (NlLensScale)o->lens_scale);
+        if (!rc) lab->reading = nl_lens_reading(lab->lens);
     }
     if (rc) return fail(&err);
     if (lab->stats) nl_state_set_stats(state, lab->stats);
@@ -175,7 +178,9 @@ static int eval_lab_create(const Options *o, const NlModel *model, NlState *stat
 
 // The lens's layers and the attention statistics after the result: text lines, or JSON members.
 static int print_lab(FILE *out, int json, const EvalLab *lab) {
-    int ok = 1;
+    int ok = !lab->lens ||
+             (json ? fprintf(out, ", \"lens_reading\": \"%s\"", lab->reading)
+                   : fprintf(out, "lens reading %s (docs/lab.md#the-logit-lens-compare---lens)\n", lab->reading)) > 0;
     for (int l = 0; lab->lens && l <= lab->L && ok; l++) {
         const NlLensLayer *y = &lab->layers[l];
         ok = json ? fprintf(out,
@@ -480,6 +485,7 @@ const OptSpec EVAL_OPTIONS[] = {
              "two-flag form, '--kl-divergence-base FILE --kl-divergence'), it reads the --kl-base FILE"},
     OPT_OUTPUT,
     OPT_LENS,
+    OPT_LENS_SCALE,
     OPT_ATTENTION,
     {.name = "batch",
      .type = OT_INT,
@@ -576,7 +582,9 @@ const OptSpec LOGITS_OPTIONS[] = {
 };
 
 const OptRelation EVAL_RELATIONS[] = {
-    QUANTIZE_ONLY(quantize), COUNTERS_NEED_PROFILE,
+    QUANTIZE_ONLY(quantize),
+    COUNTERS_NEED_PROFILE,
+    REQUIRES(GIVEN_INT(lens_scale), GIVEN_INT(lens), "--lens-scale is how --lens reads a layer: give --lens too"),
     CONFLICTS(GIVEN_INT(lens), GIVEN_INT(batch), "--lens runs one window a call, on one thread's state: not --batch"),
     CONFLICTS(GIVEN_INT(attention), GIVEN_INT(batch),
               "--attention runs one window a call, on one thread's state: not --batch"),

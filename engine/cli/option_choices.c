@@ -26,6 +26,16 @@ int choose_bn_or_both(const char *w, int *out) {
     return choose_bn(w, out);
 }
 
+int choose_lens_scale(const char *w, int *out) {
+    static const char *const WORDS[] = {"recompute", "final"};  // NlLensScale's order
+    for (int i = 0; i < 2; i++)
+        if (strcasecmp(w, WORDS[i]) == 0) {
+            *out = i;
+            return 0;
+        }
+    return -1;
+}
+
 int choose_dtype(const char *w, int *out) { return nl_name_parse(NL_NAMES_DTYPE, w, out); }
 
 int choose_quant(const char *w, int *out) {

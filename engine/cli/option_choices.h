@@ -13,5 +13,6 @@ int choose_quant_rows(const char *w, int *out);
 int choose_format(const char *w, int *out);
 int choose_quant_only(const char *w, int *out);
 int choose_dtype(const char *w, int *out);
+int choose_lens_scale(const char *w, int *out);
 
 #endif

@@ -309,8 +309,19 @@
     {                                                                                                                 \
         .name = "lens", .type = OT_FLAG, .field = OPT_FIELD(lens), .value = 1,                                        \
         .help = "the logit lens: bits/char (a BPE model's bits/token) of the text read after each layer through the " \
-                "model's own final norm and head, with the tuned lens's KL from the last layer, entropy and top-1 "   \
-                "agreement (docs/lab.md)"                                                                             \
+                "model's own final norm and head, with the KL from the last layer, entropy and top-1 agreement "      \
+                "(docs/lab.md)"                                                                                       \
+    }
+
+// eval, compare
+#define OPT_LENS_SCALE                                                                                                 \
+    {                                                                                                                  \
+        .name = "lens-scale", .type = OT_CHOICE, .arg = "S", .range = "recompute or final (any case)",                 \
+        .def_text = "recompute", .field = OPT_FIELD(lens_scale), .choose = choose_lens_scale,                          \
+        .choices = "recompute final",                                                                                  \
+        .help = "how --lens scales a layer's stream through the final norm: by its own scale, recomputed (as "         \
+                "tuned-lens), or by the last layer's at the same position (final: TransformerLens's "                  \
+                "apply_ln_to_stack); the same for models without a final norm to recompute (post, no norm, BatchNorm)" \
     }
 
 // eval, compare

@@ -82,15 +82,19 @@ static int fold_text_section(FILE *f, const NlCompareRow *rows, const char *cons
     return ferror(f) ? -1 : 0;
 }
 
-static void lens_text_section(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n) {
+static void lens_text_section(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n,
+                              const CompareInfo *info) {
     const char *per = report_rows_per_token(rows, n);
     fprintf(f,
-            "\nlogit lens: %s with the prediction read after layer 0 (the embeddings), 1, ..., L through\n"
-            "the model's own final norm and head (post, DeepNorm: the head alone; no norm: raw); L is the row's\n"
-            "%s; below it the tuned lens's statistics, means over the positions: the KL divergence of each\n"
-            "layer's distribution from the last layer's, its entropy, and the share of positions whose most\n"
-            "likely token is the last layer's\n",
-            per, per);
+            "\nlogit lens (--lens-scale %s): %s with the prediction read after layer 0 (the embeddings), 1, ...,\n"
+            "L through the model's own final norm and head, each row's reading in brackets: recompute = the final\n"
+            "norm on the layer's stream with its own scale (tuned-lens's logit lens), final = with the last layer's\n"
+            "scale at the position (TransformerLens's apply_ln_to_stack), last affine = post and DeepNorm: the\n"
+            "affine of the norm that wrote the stream off and the last norm's on (the same on the folded model),\n"
+            "head = the head alone (no norm, post BatchNorm); L is the row's %s; below it, means over the\n"
+            "positions: the KL divergence of each layer's distribution from the last layer's, its entropy, and\n"
+            "the share of positions whose most likely token is the last layer's (no translator is trained)\n",
+            info->lens_scale ? "final" : "recompute", per, per);
     for (size_t i = 0; i < n; i++) {
         const NlCompareRow *r = &rows[i];
         char as[160], v[2048];
@@ -100,7 +104,7 @@ static void lens_text_section(FILE *f, const NlCompareRow *rows, const char *con
             continue;
         }
         report_rows_join(v, sizeof v, r->lens_bits_per_char, r->n_layer + 1, "%.3f");
-        fprintf(f, "%-34s %s\n    %s\n", labels[i], as, v);
+        fprintf(f, "%-34s %s [%s]\n    %s\n", labels[i], as, report_rows_lens_reading(r), v);
         for (size_t k = 0; k < REPORT_N_LENS_STATS; k++) {
             if (!REPORT_LENS_STATS[k].text) continue;
             report_rows_join(v, sizeof v, report_rows_lens_stat(r, k), r->n_layer + 1, REPORT_LENS_STATS[k].fmt);
@@ -213,7 +217,7 @@ int report_compare_text(FILE *f, const NlCompareRow *rows, const char *const *la
     }
     if (info->quantize && quant_text_section(f, rows, labels, n) != 0) return -1;
     if (info->fold && fold_text_section(f, rows, labels, n) != 0) return -1;
-    if (info->lens) lens_text_section(f, rows, labels, n);
+    if (info->lens) lens_text_section(f, rows, labels, n, info);
     if (info->outliers) outliers_text_section(f, rows, labels, n);
     if (info->attention) report_attention_text(f, rows, labels, n);
     int with_blocks = 0;  // rows whose norms see a residual stream: the invariance experiment's

@@ -15,6 +15,7 @@ typedef struct {
     int invariance;  // rows carry the invariance experiment
     int quantize;  // some rows are quantized (--quantize, --quantize-act): the quantization section
     int lens;  // rows carry the logit lens
+    int lens_scale;  // NlLensScale the lens was asked to read with
     int outliers;  // rows carry the outlier statistics
     int attention;  // rows carry the attention statistics
     int pattern;  // and one head's pattern (--attention-pattern)

@@ -142,11 +142,13 @@ static cJSON *compare_row_json(const NlCompareRow *r, const char *label, const C
         }
     }
     if (info->lens && r->has_lens) {  // per token, as bits_per_char; lens_bits_per_token says so by name
+        cJSON_AddStringToObject(o, "lens_reading", report_rows_lens_reading(r));
         cJSON_AddItemToObject(o, "lens_bits_per_char", numbers(r->lens_bits_per_char, r->n_layer + 1));
         cJSON_AddItemToObject(o, "lens_bits_per_token", numbers(r->lens_bits_per_char, r->n_layer + 1));
         for (size_t k = 0; k < REPORT_N_LENS_STATS; k++)
             cJSON_AddItemToObject(o, REPORT_LENS_STATS[k].name, numbers(report_rows_lens_stat(r, k), r->n_layer + 1));
     } else if (info->lens) {
+        cJSON_AddNullToObject(o, "lens_reading");
         cJSON_AddNullToObject(o, "lens_bits_per_char");
         cJSON_AddNullToObject(o, "lens_bits_per_token");
         for (size_t k = 0; k < REPORT_N_LENS_STATS; k++) cJSON_AddNullToObject(o, REPORT_LENS_STATS[k].name);
@@ -246,6 +248,7 @@ int report_compare_csv(FILE *f, const NlCompareRow *rows, const char *const *lab
     if (info->quantize)
         fputs(",quantize,quantized,quantize_act,bits_per_char_cost,kl_divergence,kl_divergence_stderr,same_top", f);
     if (info->fold) fputs(",folded,fold_max_dlogp", f);
+    if (info->lens) fputs(",lens_reading", f);
     for (int l = 0; info->lens && l <= L; l++) fprintf(f, ",lens_bits_per_char_%d", l);
     for (size_t k = 0; info->lens && k < REPORT_N_LENS_STATS; k++)
         for (int l = 0; l <= L; l++) fprintf(f, ",%s_%d", REPORT_LENS_STATS[k].name, l);
@@ -286,6 +289,7 @@ int report_compare_csv(FILE *f, const NlCompareRow *rows, const char *const *lab
             fprintf(f, ",%s,", r->folded == 2 ? "fold+center" : r->folded ? "fold" : "none");
             if (r->folded && r->has_kl) fprintf(f, "%.9g", r->max_dlogp);
         }
+        if (info->lens) fprintf(f, ",%s", r->has_lens ? report_rows_lens_reading(r) : "");
         for (int l = 0; info->lens && l <= L; l++) {
             int known = r->has_lens && l <= r->n_layer;  // (apart: clang-format spaced "&& l" as "&&l")
             known ? fprintf(f, ",%.6g", r->lens_bits_per_char[l]) : fputs(",", f);

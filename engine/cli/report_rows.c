@@ -97,3 +97,5 @@ int report_rows_run_as_width(const NlCompareRow *rows, size_t n) {
     }
     return width;
 }
+
+const char *report_rows_lens_reading(const NlCompareRow *r) { return r->lens_reading ? r->lens_reading : "-"; }

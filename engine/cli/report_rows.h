@@ -33,5 +33,7 @@ typedef struct {
 extern const ReportLensStat REPORT_LENS_STATS[];
 extern const size_t REPORT_N_LENS_STATS;
 const double *report_rows_lens_stat(const NlCompareRow *r, size_t k);
+// How the row's lens read a layer: "recompute", "final", "last affine" or "head" (docs/lab.md).
+const char *report_rows_lens_reading(const NlCompareRow *r);
 
 #endif

@@ -195,6 +195,8 @@ const NlObserver *nl_state_observer(const NlState *state);  // never NULL: all-N
 // lens (normlab_lab.h). The stream's rows replace the state's; its cache is untouched. NULL for a
 // family without a residual stream (the recurrent models). Valid until the next call.
 const float *nl_state_readout(NlState *state, const float *x, size_t B, size_t n, size_t n_logits);
+// The same with x (B*n, D) the head's input: the final norm not applied (the lens applies its own).
+const float *nl_state_readout_head(NlState *state, const float *x, size_t B, size_t n, size_t n_logits);
 
 // ---- the engine's pieces the lab reuses
 

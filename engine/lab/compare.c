@@ -107,6 +107,8 @@ static int measure_eval(NlState *s, const NlConfig *c, const int *ids, size_t n,
     if (attention && opts->pattern && nl_stats_keep_pattern(st, opts->pattern_layer, opts->pattern_head, err) != 0)
         goto cleanup;
     if (row->has_lens && nl_lens_create(&lens, c, 1, ids, n, stride, err) != 0) goto cleanup;
+    if (lens) (void)nl_lens_set_scale(lens, c, opts->lens_scale);
+    if (lens) row->lens_reading = nl_lens_reading(lens);
     nl_state_set_stats(s, st);
     nl_state_set_profiler(s, prof);
     NlEvalResult r;

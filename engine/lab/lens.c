@@ -20,6 +20,15 @@ struct NlLens {
     double *final_p;  // (B*T, V) their probabilities, e^(logit - lse): computed once, read by every layer
     double *final_psum;  // (B*T) the sum of each position's (1 but for rounding)
     size_t *final_top;  // (B*T) their most likely token (ties: the lowest index)
+    // Where the lens normalises a layer's stream itself (NlLensScale), and how: `post_affine` (post
+    // placement, LayerNorm or RMSNorm): the layer's own norm's affine stripped and the last one's
+    // applied; `scale_final` (pre or peri, LayerNorm or RMSNorm, NL_LENS_FINAL): the final norm with the
+    // last layer's scale at the position. Both read the norms' weights as the pass runs them (norm_w).
+    int post_affine, scale_final, head_alone;  // head_alone: no norm to read through (none, post BatchNorm)
+    NlNormType norm;
+    double eps;
+    NlNormWeights *norm_w;  // (L + 1) the last norm each layer ran (post: ln_2), [L] the final norm
+    float *xn;  // (B*T, D) a layer's rows as the head's input
     NlObserver saved;  // the state's observer before nl_lens_eval attached it (the statistics, the profiler)
 };
 
@@ -34,7 +43,8 @@ static void capture(void *w, int layer, const float *x, size_t rows, size_t widt
 
 static void pass_norm(void *w, int layer, int post, const float *in, const float *out, NlNormWeights nw, size_t rows) {
     NlLens *lens = w;
-    lens->saved.norm(lens->saved.watcher, layer, post, in, out, nw, rows);
+    if (!post && layer >= 0 && (size_t)layer <= lens->n_layer) lens->norm_w[layer] = nw;
+    if (lens->saved.norm) lens->saved.norm(lens->saved.watcher, layer, post, in, out, nw, rows);
 }
 
 static void pass_branch(void *w, int layer, const float *branch, size_t rows) {
@@ -117,6 +127,44 @@ static void pass_attention(void *w, int layer, size_t b, size_t head, const floa
     lens->saved.attention(lens->saved.watcher, layer, b, head, p, len, entropy);
 }
 
+// A norm's gain and bias at channel i (none: 1 and 0).
+static double gain_at(NlNormWeights w, size_t i) { return w.gain ? (double)w.gain[i] : 1.0; }
+static double bias_at(NlNormWeights w, size_t i) { return w.bias ? (double)w.bias[i] : 0.0; }
+
+// Layer l's n captured rows made the head's input (lens->xn), in double:
+// post_affine: g_L (x - b_l) / g_l + b_L, with (g_l, b_l) the affine of the norm that wrote the stream
+//   (the previous layer's ln_2) and (g_L, b_L) the last one's, which the head reads after; layer 0,
+//   written by no norm, gets the last affine alone. The exact fold moves (g_L, b_L) into the head and
+//   leaves the others, so the readout is the same on the model and its folded copy.
+// scale_final: the final norm with the last layer's scale at the same row (TransformerLens's
+//   apply_ln_to_stack): g_f (x - mean x) / s_L + b_f, s_L = sqrt(var x_L + eps) (RMSNorm: x / s_L with
+//   s_L = sqrt(mean x_L^2 + eps)).
+static const float *head_rows(NlLens *lens, size_t l, size_t n) {
+    size_t D = lens->D, L = lens->n_layer;
+    const float *x = lens->rows + l * lens->room * D, *xl = lens->rows + L * lens->room * D;
+    NlNormWeights fin = lens->norm_w[lens->post_affine ? L - 1 : L], own = lens->norm_w[l ? l - 1 : 0];
+    int ln = lens->norm == NL_NORM_LAYERNORM;
+    for (size_t r = 0; r < n; r++) {
+        const float *v = x + r * D;
+        float *y = lens->xn + r * D;
+        if (lens->post_affine) {
+            for (size_t i = 0; i < D; i++) {
+                double u = l ? ((double)v[i] - bias_at(own, i)) / gain_at(own, i) : (double)v[i];
+                y[i] = (float)(gain_at(fin, i) * u + bias_at(fin, i));
+            }
+            continue;
+        }
+        double mean = 0.0, mean_l = 0.0, sq = 0.0;
+        for (size_t i = 0; i < D; i++) mean += v[i], mean_l += xl[r * D + i];
+        mean = ln ? mean / (double)D : 0.0, mean_l = ln ? mean_l / (double)D : 0.0;
+        for (size_t i = 0; i < D; i++) sq += ((double)xl[r * D + i] - mean_l) * ((double)xl[r * D + i] - mean_l);
+        double scale = sqrt(sq / (double)D + lens->eps);
+        for (size_t i = 0; i < D; i++)
+            y[i] = (float)(gain_at(fin, i) * ((double)v[i] - mean) / scale + bias_at(fin, i));
+    }
+    return lens->xn;
+}
+
 // eval's call hook: windows first.. first+count-1 have just run in s, their streams captured; each
 // layer's rows are read out (with the observer off, so that the profiler does not time the lens)
 // and scored on the windows' targets, the last layer first: the others are measured against it.
@@ -134,7 +182,10 @@ static void score_call(void *ctx, NlState *s, size_t first, size_t count, const 
     score_layer(lens, lens->n_layer, logits, first, count, k_max, 1);
     for (size_t l = 0; l < lens->n_layer; l++) {
         const float *x = lens->rows + l * lens->room * lens->D;
-        score_layer(lens, l, nl_state_readout(s, x, count, len, k_max), first, count, k_max, 0);
+        const float *z = lens->post_affine || lens->scale_final
+                             ? nl_state_readout_head(s, head_rows(lens, l, count * len), count, len, k_max)
+                             : nl_state_readout(s, x, count, len, k_max);
+        score_layer(lens, l, z, first, count, k_max, 0);
     }
     nl_state_set_observer(s, &attached);
 }
@@ -169,6 +220,13 @@ int nl_lens_create(NlLens **out, const NlConfig *c, size_t batch, const int *ids
         lens->final_p = malloc(B * T * lens->V * sizeof *lens->final_p);
         lens->final_psum = malloc(B * T * sizeof *lens->final_psum);
         lens->final_top = malloc(B * T * sizeof *lens->final_top);
+        lens->norm_w = calloc(L + 1, sizeof *lens->norm_w);
+        lens->xn = malloc(B * T * lens->D * sizeof *lens->xn);
+        int affine = c->norm == NL_NORM_LAYERNORM || c->norm == NL_NORM_RMSNORM;
+        lens->post_affine = affine && c->placement == NL_PLACE_POST;
+        lens->head_alone = c->norm == NL_NORM_NONE || (!affine && c->placement == NL_PLACE_POST);
+        lens->norm = c->norm;
+        lens->eps = c->norm_eps;
     }
     if (lens && lens->sums) {
         lens->kl = lens->sums + (L + 1);
@@ -177,7 +235,7 @@ int nl_lens_create(NlLens **out, const NlConfig *c, size_t batch, const int *ids
         lens->agree = lens->sums + 4 * (L + 1);
     }
     if (!lens || !lens->rows || !lens->sums || !lens->final || !lens->final_lse || !lens->final_p ||
-        !lens->final_psum || !lens->final_top) {
+        !lens->final_psum || !lens->final_top || !lens->norm_w || !lens->xn) {
         nl_lens_free(lens);
         nl_error(err, NL_ERR_NOMEM, "out of memory for the logit lens");
         return -1;
@@ -195,6 +253,8 @@ void nl_lens_free(NlLens *lens) {
     free(lens->final_p);
     free(lens->final_psum);
     free(lens->final_top);
+    free(lens->norm_w);
+    free(lens->xn);
     free(lens);
 }
 
@@ -204,12 +264,22 @@ static void lens_attach(NlLens *lens, NlState *s) {
     lens->saved = *was;
     obs.watcher = lens;
     obs.residual = capture;
-    obs.norm = was->norm ? pass_norm : NULL;
+    obs.norm = pass_norm;  // (the norms' weights, for the lens's own readouts)
     obs.branch = was->branch ? pass_branch : NULL;
     obs.state = was->state ? pass_state : NULL;
     obs.site = was->site ? pass_site : NULL;
     obs.attention = was->attention ? pass_attention : NULL;
     nl_state_set_observer(s, &obs);
+}
+
+int nl_lens_set_scale(NlLens *lens, const NlConfig *c, NlLensScale scale) {
+    int affine = c->norm == NL_NORM_LAYERNORM || c->norm == NL_NORM_RMSNORM;
+    lens->scale_final = scale == NL_LENS_FINAL && affine && c->placement != NL_PLACE_POST;
+    return lens->scale_final;
+}
+
+const char *nl_lens_reading(const NlLens *lens) {
+    return lens->scale_final ? "final" : lens->post_affine ? "last affine" : lens->head_alone ? "head" : "recompute";
 }
 
 int nl_lens_eval(NlLens *lens, NlState *s, const NlEvalOptions *opts, NlEvalResult *out, NlError *err) {

@@ -259,10 +259,15 @@ const char *nl_invariance_name(NlInvarianceCase c);
 
 // Bits per character of ids[0..n) when the prediction is read after each layer: bits[l] (l = 0..L;
 // 0 is the embeddings) from the stream entering layer l (L: leaving the last) through the model's
-// own final norm and head (nl_state_readout: ln_f as run in pre and peri, the head alone in post
-// and DeepNorm, whose stream is already normalised, and raw without norms; a BatchNorm ln_f with
-// the run's statistics). It reads eval's own pass: attached to a state, it captures each call's
-// stream and reads it out after the call (nl_lens_eval). bits[L] is bit for bit that
+// own final norm and head (nl_state_readout: ln_f as run in pre and peri, recomputed on each layer's
+// stream as tuned-lens does (NL_LENS_RECOMPUTE), or with the last layer's scale at the position as
+// TransformerLens's apply_ln_to_stack (NL_LENS_FINAL, nl_lens_set_scale); raw without norms; a
+// BatchNorm ln_f with the run's statistics). Post placement and DeepNorm, whose stream is already a
+// norm's output: with LayerNorm or RMSNorm, the affine of the norm that wrote layer l's stream is
+// taken off and the last norm's put on, so that the exact fold (which moves the last affine into the
+// head) leaves every layer's readout as it was; post BatchNorm: the head alone. It reads eval's own
+// pass: attached to a state, it captures each call's stream and reads it out after the call
+// (nl_lens_eval). bits[L] is bit for bit that
 // eval's bits/char, since with the lens (or statistics) attached a forward pass computes every row
 // of its last layer; a plain eval computes only the rows a logit needs, and its products of fewer
 // rows may round differently in the last bits. Transformers only.
@@ -275,9 +280,21 @@ void nl_lens_free(NlLens *lens);
 // the lens attached over the observer the state has (statistics and a profiler attached before see
 // the pass as ever; the readouts are not timed); the state's observer is put back after.
 int nl_lens_eval(NlLens *lens, NlState *state, const NlEvalOptions *opts, NlEvalResult *out, NlError *err);
+// How a layer's stream is scaled by the final norm: NL_LENS_RECOMPUTE its own scale (tuned-lens's
+// logit lens, the default), NL_LENS_FINAL the last layer's at the same position (TransformerLens).
+typedef enum { NL_LENS_RECOMPUTE, NL_LENS_FINAL } NlLensScale;
+// Sets it on a lens made for a model of config c; returns 1 where it changes the readout (pre or peri
+// with LayerNorm or RMSNorm, and NL_LENS_FINAL), 0 where both are the same (no final norm to
+// recompute: post, DeepNorm, no norm; BatchNorm's fixed statistics).
+int nl_lens_set_scale(NlLens *lens, const NlConfig *c, NlLensScale scale);
+// How the lens reads a layer, in a word (static): "recompute" or "final" (the final norm with the
+// layer's own scale or the last layer's), "last affine" (post: the writing norm's affine off, the last
+// one's on) or "head" (the head alone: no norm, post BatchNorm).
+const char *nl_lens_reading(const NlLens *lens);
 // bits[0..L] of the eval run with the lens; -1 naming the layer when one is not finite.
 int nl_lens_bits(const NlLens *lens, double *bits, NlError *err);
-// Layer l's prediction beside the final layer's, the tuned lens's statistics (Belrose et al. 2023),
+// Layer l's prediction beside the final layer's, the statistics Belrose et al. 2023 report for a lens
+// (here the logit lens: no translator is trained),
 // means over the scored positions (the bits are nl_lens_bits's): kl_bits KL(final || layer l) in bits
 // (exactly 0 at l = L) with its standard error; entropy_bits the layer's own; top1_agree the share of
 // positions whose most likely token (ties: the lowest index) is the final layer's.
@@ -296,6 +313,7 @@ typedef struct {
     int invariance;  // run the invariance experiment
     int fault;  // tests only, to show the checks can fail: NL_FAULT_* (0: none)
     int lens;  // the logit lens (transformers)
+    NlLensScale lens_scale;  // how the lens scales a layer's stream through the final norm
     int outliers;  // the outlier statistics (of rows whose weights and activations are float32)
     int attention;  // the attention statistics (transformers)
     int pattern;  // with attention: keep head pattern_head's full pattern in layer pattern_layer
@@ -348,6 +366,7 @@ typedef struct {
     double max_dlogp;  // the largest |log-probability difference| from the float32 row, any position and token
     int folded;  // the reference's model folded (NlCompareJob.folded): 1, and 2 with its centering
     int has_lens;  // lens_bits_per_char is set (asked, and a transformer)
+    const char *lens_reading;  // nl_lens_reading's word for how the lens read a layer (static)
     double *lens_bits_per_char;  // (L + 1) nl_lens: [l] read after l layers; [L] = bits_per_char
     // (L + 1) each, nl_lens_layers's (set with has_lens): KL(last layer || layer) in bits with its
     // standard error, the layer's entropy in bits, the share of positions whose top token is the last's

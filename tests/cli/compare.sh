@@ -147,14 +147,16 @@ json=$(echo "$rows" | awk '$2 == "none" { print $1, $4, $9 }')
     && ok "compare: each row's own tokens and bytes, in the table and its JSON" \
     || bad "compare counts" "table: $table; json: $json; $(head -1 "$TMP/cmp_bpe.out")"
 grep -q "cost = bits/tok$" "$TMP/cmp_bpe.out" && grep -q "^model .* rounded  *bits/tok  *cost " "$TMP/cmp_bpe.out" \
-    && grep -q "^logit lens: bits/tok with" "$TMP/cmp_bpe.out" && ! grep -q "bits/char" "$TMP/cmp_bpe.out" \
+    && grep -q "^logit lens (--lens-scale recompute): bits/tok with" "$TMP/cmp_bpe.out" \
+    && ! grep -q "bits/char" "$TMP/cmp_bpe.out" \
     && ok "compare: the quantization and lens sections say bits/tok beside a BPE model" \
     || bad "compare bpe sections" "$(grep -n 'bits/' "$TMP/cmp_bpe.out")"
 expect_ok "compare, character models only" compare $FIX/ln-pre-bias.json -f "$TMP/text.txt" --repeats 1 --lens \
     --quantize q8 --json -o "$TMP/cmp_char.json"
 run compare $FIX/ln-pre-bias.json -f "$TMP/text.txt" --repeats 1 --lens --quantize q8
 grep -q "cost = bits/char$" "$TMP/out" && grep -q "^model .* rounded  *bits/char  *cost " "$TMP/out" \
-    && grep -q "^logit lens: bits/char with" "$TMP/out" && grep -q "(26 characters scored)" "$TMP/out" \
+    && grep -q "^logit lens (--lens-scale recompute): bits/char with" "$TMP/out" \
+    && grep -q "(26 characters scored)" "$TMP/out" \
     && ! grep -q "bits/tok" "$TMP/out" \
     && ok "compare: the sections say bits/char for character models" || bad "compare char sections" "$(cat "$TMP/out")"
 u=$(units "$TMP/cmp_char.json")

@@ -121,3 +121,16 @@ expect_fail "fold of a single .json model is refused" 2 "cannot be folded: give 
     fold $M -o "$TMP/x"
 expect_fail "compare --center needs --fold" 2 "give --fold too" \
     compare weights/shakespeare-pre-ln -f "$TMP/fold.txt" --center
+# The lens on post placement takes the writing norm's affine off and puts the last one on, so the exact
+# fold (the last ln_2's affine moved into the head) leaves every layer's readout as it was: within
+# float32 rounding (1e-4 bits/char; it moved 7.31 -> 10.02 at post-LN's layer 1 when the lens read the
+# head alone)
+for m in post-ln deepnorm post-rms; do
+    expect_ok "compare --lens --fold $m" compare "weights/shakespeare-$m" -f tests/data/held_out.txt --lens --fold \
+        --repeats 1 --json
+    why=$(strict_json "$TMP/out" '(d[1]["folded"] == "fold" and d[0]["lens_reading"] == "last affine"
+        and max(abs(a - b) for a, b in zip(d[0]["lens_bits_per_char"], d[1]["lens_bits_per_char"])) < 1e-4
+        and max(abs(a - b) for a, b in zip(d[0]["lens_kl_bits"], d[1]["lens_kl_bits"])) < 1e-4)')
+    [ -z "$why" ] && ok "the lens of folded $m: every layer within 1e-4 of the model as trained" \
+        || bad "the lens after a fold, $m" "$why"
+done

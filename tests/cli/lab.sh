@@ -70,3 +70,23 @@ why=$(strict_json "$TMP/out" '(d[0]["attention"]["sink_token"] == "text" and abs
     / d[0]["attention"]["queries_past_first"]) < 1e-12)')
 [ -z "$why" ] && ok "no bos: sink_token text; uniform = the mean of 1/(t+1) over the queries past the first" \
     || bad "compare --json uniform" "$why"
+
+# --lens-scale: the final norm with the last layer's scale (TransformerLens) against its own (tuned-lens);
+# on pre-LN the embeddings' KL from the last layer is 16.3 bits one way and 3.2 the other (held_out.txt)
+expect_ok "eval --lens --lens-scale final" eval -m weights/shakespeare-pre-ln -f tests/data/held_out.txt --lens \
+    --lens-scale final --json
+cp "$TMP/out" "$TMP/lens_final.json"
+expect_ok "eval --lens (recompute)" eval -m weights/shakespeare-pre-ln -f tests/data/held_out.txt --lens --json
+why=$(/usr/bin/python3 -c '
+import json, sys
+f, r = (json.load(open(p)) for p in sys.argv[1:3])
+if (f["lens_reading"], r["lens_reading"]) != ("final", "recompute"):
+    sys.exit("readings %s, %s" % (f["lens_reading"], r["lens_reading"]))
+if not (abs(f["lens"][0]["kl_bits"] - 3.22) < 0.01 and abs(r["lens"][0]["kl_bits"] - 16.31) < 0.01):
+    sys.exit("layer 0 KL: final %r, recompute %r" % (f["lens"][0]["kl_bits"], r["lens"][0]["kl_bits"]))
+if f["lens"][-1] != r["lens"][-1]:
+    sys.exit("the last layer differs: %r %r" % (f["lens"][-1], r["lens"][-1]))' "$TMP/lens_final.json" "$TMP/out" 2>&1)
+[ -z "$why" ] && ok "--lens-scale final: labelled, layer 0's KL 3.22 bits against recompute's 16.31, the last equal" \
+    || bad "--lens-scale" "$why"
+expect_fail "--lens-scale without --lens" 2 "--lens-scale is how --lens reads a layer: give --lens too" \
+    compare weights/shakespeare-pre-ln -f "$TMP/lab.txt" --lens-scale final
