@@ -32,47 +32,7 @@
 #define ASAN_UNPOISON_MEMORY_REGION(addr, size) ((void)(addr), (void)(size))
 #endif
 
-typedef struct {
-    NlNormWeights ln_1, ln_1_post, ln_2, ln_2_post;
-    NlNormWeights q_norm, k_norm;  // (Dh) QK-norm as run (its gains, or unit gains); unused without it
-} LayerNorms;
-
-// The transformer family's state (family.h); `s` throughout this file.
-typedef struct {
-    const NlTransformerWeights *w;  // the model's, borrowed
-    const NlConfig *model_cfg;  // the model's config as loaded, borrowed
-    const NlConfig *cfg;  // the NlState's: the model's config with the run options applied
-    const NlObserver *obs;  // the NlState's
-    NlBnStats bn_stats;
-    LayerNorms *norms;  // (L) the norms as run: the model's, or unit gain where it has none
-    NlNormWeights ln_f;  // final norm (unit gain when forced onto a model without one)
-    size_t batch;  // B: sequences per call, at most
-    NlPool *pool;  // the NlState's workers for a product's rows, or NULL
-    float *x;  // (B*T, D) residual stream
-    float *xn;  // (B*T, D) normalised sublayer input
-    float *qkv;  // (B*T, W) W = (H + 2 KVH) Dh: q, k, v of each position (3D with KVH = H)
-    float *att;  // (B*T, D) attention output, heads concatenated
-    float *tmp;  // (B*T, D) sublayer output
-    float *hid;  // (B*T, F) MLP hidden; gated: (B*T, 2F) gate and up, then (B*T, F)
-    float *rope;  // (T, Dh) RoPE's cos and sin of each position's angles, pair by pair (RoPE only)
-    float *scores;  // (workers, NL_ATTEND_BLOCK, T rounded up to whole tiles) each worker's probabilities
-    float *logits;  // (B*T, V)
-    float *k_cache;  // (B, T/32, L, KVH, Dh, 32) keys in tiles of 32 positions (kernels.h), T rounded up
-    float *v_cache;  // (B, T/32, L, KVH, 32, Dh) values, the same tiles
-    float *ones;  // (D) unit gain
-    float *bn_mean, *bn_var;  // (D) BatchNorm's statistics of the current call (batch statistics)
-    NlLinearInputHook input_hook;  // the run's hook on every linear's input rows (fn NULL: none)
-    float *qin;  // (B*T, max(D, F)) a linear's input as the hook rewrote it
-    float *scratch;  // the linears' tiles of weights not stored as float32 (nl_linear_scratch), or none
-    void *arena;  // every buffer above, in one mapping
-    size_t arena_bytes;
-} Transformer;
-
-static size_t transformer_state_bytes(const NlConfig *c);
-
-static size_t head_width(const NlConfig *c) { return (size_t)(c->n_embd / c->n_head); }  // Dh
-static size_t kv_width(const NlConfig *c) { return (size_t)c->n_kv_head * head_width(c); }  // KVH Dh
-static size_t qkv_width(const NlConfig *c) { return (size_t)c->n_embd + 2 * kv_width(c); }  // W
+#include "transformer_state.h"
 
 // All of a state's buffers live in one anonymous mapping, aligned to 2 MiB and marked for
 // transparent huge pages: the first touch of a 4 KiB page cost 11.6 us on the VM we measure on
@@ -204,7 +164,7 @@ static int transformer_create(void **impl, const void *weights, const NlConfig *
     s->input_hook = hook;
     size_t T = (size_t)cfg->block_size, D = (size_t)cfg->n_embd, F = (size_t)cfg->n_inner, Dh = head_width(cfg);
     size_t V = (size_t)cfg->vocab_size, BT = batch * T, hidden = cfg->gated_mlp ? 2 * F : F;
-    size_t KV = batch * transformer_state_bytes(model_cfg) / (2 * sizeof(float));  // floats in each of K and V
+    size_t KV = batch * nl_transformer_state_bytes(model_cfg) / (2 * sizeof(float));  // floats in each of K and V
     const BufferSpec bufs[] = {
         {&s->x, BT * D},
         {&s->xn, BT * D},
@@ -225,7 +185,7 @@ static int transformer_create(void **impl, const void *weights, const NlConfig *
     };
     if (arena_create(s, bufs, sizeof bufs / sizeof bufs[0], !s->w->lm_head.streamed) != 0) {
         nl_error(err, NL_ERR_NOMEM, "out of memory for activations and KV cache (%zu bytes of cache)",
-                 batch * transformer_state_bytes(model_cfg));
+                 batch * nl_transformer_state_bytes(model_cfg));
         transformer_destroy(s);
         return -1;
     }
@@ -237,138 +197,6 @@ static int transformer_create(void **impl, const void *weights, const NlConfig *
     }
     *impl = s;
     return 0;
-}
-
-// A cache tile holds one tile of positions for every layer and key/value head: L * KVH Dh * NL_TILE floats.
-static size_t tile_floats(const Transformer *s) { return (size_t)s->cfg->n_layer * kv_width(s->cfg) * NL_TILE; }
-
-// Floats of one sequence in the K cache (and in the V cache): all its tiles.
-static size_t seq_floats(const Transformer *s) { return transformer_state_bytes(s->model_cfg) / (2 * sizeof(float)); }
-
-static void transformer_copy(void *impl, size_t from, size_t to, size_t n) {
-    Transformer *s = impl;
-    size_t per_seq = seq_floats(s);
-    assert(from < s->batch && to < s->batch && n <= (size_t)s->cfg->block_size);
-    if (from == to) return;
-    size_t count = nl_tiles(n) * tile_floats(s);  // the tiles holding positions 0..n-1, all layers
-    memcpy(s->k_cache + to * per_seq, s->k_cache + from * per_seq, count * sizeof(float));
-    memcpy(s->v_cache + to * per_seq, s->v_cache + from * per_seq, count * sizeof(float));
-}
-
-// RoPE's context shift of sequence b (nl_state_shift): positions keep+drop..len-1 move down by drop
-// in every layer's and key/value head's cache (nl_rope_shift).
-static int transformer_shift(void *impl, size_t b, size_t keep, size_t drop, size_t len) {
-    Transformer *s = impl;
-    const NlConfig *c = s->cfg;
-    size_t Dh = head_width(c), KVH = (size_t)c->n_kv_head, stride = tile_floats(s);
-    if (!c->rope || keep + drop > len || len > (size_t)c->block_size || Dh > NL_ROPE_SHIFT_HEAD_MAX) return -1;
-    for (size_t l = 0; drop && l < (size_t)c->n_layer; l++)
-        for (size_t g = 0; g < KVH; g++) {
-            size_t head = b * seq_floats(s) + (l * KVH + g) * Dh * NL_TILE;
-            nl_rope_shift(s->k_cache + head, s->v_cache + head, stride, Dh, keep, drop, len, s->rope + drop * Dh);
-        }
-    return 0;
-}
-
-// Where attention runs as products (nl_attend_rows) rather than one fused pass per query
-// (nl_attend_one): ATTEND_ROWS_MIN queries of a head in one call or more, heads of ATTEND_HEAD_MIN or
-// more (the measurements: docs/performance.md, "Attention as products").
-enum { ATTEND_ROWS_MIN = 24, ATTEND_HEAD_MIN = 64 };
-
-// The new positions' keys and values into the cache of layer l: each position's q and k heads
-// normalised (QK-norm) and rotated (RoPE) first, where the family has them, in qkv (B*n, W).
-static void cache_new_positions(Transformer *s, size_t B, size_t l, size_t n, size_t pos) {
-    const NlConfig *c = s->cfg;
-    size_t H = (size_t)c->n_head, KVH = (size_t)c->n_kv_head, Dh = head_width(c), W = qkv_width(c);
-    size_t stride = tile_floats(s);  // between a head's consecutive tiles
-    const LayerNorms *w = &s->norms[l];
-    for (size_t b = 0; b < B; b++)
-        for (size_t i = 0; i < n; i++) {
-            float *q = s->qkv + (b * n + i) * W, *k = q + H * Dh;  // (H, Dh) and (KVH, Dh)
-            const float *v = k + KVH * Dh;
-            if (c->qk_norm && c->norm != NL_NORM_NONE) {
-                nl_norm(q, q, w->q_norm, c->norm, H, Dh, (float)c->norm_eps);
-                nl_norm(k, k, w->k_norm, c->norm, KVH, Dh, (float)c->norm_eps);
-            }
-            if (c->rope) {
-                nl_rope(q, H, Dh, s->rope + (pos + i) * Dh);
-                nl_rope(k, KVH, Dh, s->rope + (pos + i) * Dh);
-            }
-            for (size_t g = 0; g < KVH; g++) {
-                size_t head = b * seq_floats(s) + (l * KVH + g) * Dh * NL_TILE;  // its first tile
-                float *K = s->k_cache + head, *V = s->v_cache + head;
-                for (size_t d = 0; d < Dh; d++) K[nl_key_offset(pos + i, d, stride)] = k[g * Dh + d];
-                memcpy(V + nl_value_offset(pos + i, Dh, stride), v + g * Dh, Dh * sizeof(float));
-            }
-        }
-}
-
-// Causal self-attention of n new positions (pos..pos+n-1) of sequence b in layer l, query heads
-// h0..h1-1, each reading its group's key/value head (h / (H / KVH)) from the cache, which holds the
-// new positions already: att (keep, D) = softmax(q K^T / sqrt(Dh)) V for the last `keep` of them (all
-// n, except in a last layer whose other rows nobody reads). scores is the caller's scratch, one
-// query's probabilities.
-static void attention_heads(Transformer *s, size_t b, size_t l, size_t n, size_t pos, size_t keep, size_t h0, size_t h1,
-                            float *scores) {
-    size_t D = (size_t)s->cfg->n_embd, H = (size_t)s->cfg->n_head, KVH = (size_t)s->cfg->n_kv_head;
-    size_t Dh = D / H, W = qkv_width(s->cfg), stride = tile_floats(s);  // between a head's consecutive tiles
-    float scale = 1.0f / sqrtf((float)Dh);
-    const float *qkv = s->qkv + b * n * W;  // (n, W) of this sequence
-    float *att = s->att + b * keep * D;  // (keep, D)
-    for (size_t h = h0; h < h1; h++) {
-        size_t head = b * seq_floats(s) + (l * KVH + h / (H / KVH)) * Dh * NL_TILE;  // its group's first tile
-        const float *K = s->k_cache + head, *V = s->v_cache + head;
-        const float *q = qkv + h * Dh;  // row i at q + i * W
-        // Row i sees keys 0..pos+i: one fused pass over the cache per query, or, for many, products.
-        if (keep >= ATTEND_ROWS_MIN && Dh >= ATTEND_HEAD_MIN) {
-            nl_attend_rows(att + h * Dh, D, q + (n - keep) * W, W, keep, pos + (n - keep) + 1, K, V, stride, Dh, scale,
-                           scores, nl_tiles((size_t)s->cfg->block_size) * NL_TILE);
-            continue;
-        }
-        for (size_t i = n - keep; i < n; i++)
-            nl_attend_one(att + (i - (n - keep)) * D + h * Dh, q + i * W, K, V, stride, pos + i + 1, Dh, scale, scores);
-    }
-}
-
-typedef struct {
-    Transformer *s;
-    size_t B, l, n, pos, keep, heads;  // heads: how many each share takes (the last takes the rest)
-} AttentionJob;
-
-static void attention_share(void *ctx, int share) {
-    const AttentionJob *j = ctx;
-    size_t H = (size_t)j->s->cfg->n_head, h0 = (size_t)share * j->heads;
-    size_t h1 = h0 + j->heads < H ? h0 + j->heads : H;
-    float *scores = j->s->scores + (size_t)share * NL_ATTEND_BLOCK * nl_tiles((size_t)j->s->cfg->block_size) * NL_TILE;
-    for (size_t b = 0; h0 < h1 && b < j->B; b++) attention_heads(j->s, b, j->l, j->n, j->pos, j->keep, h0, h1, scores);
-}
-
-// Each query's probabilities over its keys, for a watcher: after the pass, on the calling thread.
-static void watch_attention(Transformer *s, size_t B, size_t l, size_t n, size_t pos, size_t keep) {
-    size_t H = (size_t)s->cfg->n_head, KVH = (size_t)s->cfg->n_kv_head, Dh = head_width(s->cfg);
-    size_t W = qkv_width(s->cfg), stride = tile_floats(s);
-    float scale = 1.0f / sqrtf((float)Dh);
-    for (size_t b = 0; b < B; b++)
-        for (size_t h = 0; h < H; h++) {
-            const float *K = s->k_cache + b * seq_floats(s) + (l * KVH + h / (H / KVH)) * Dh * NL_TILE;
-            for (size_t i = n - keep; i < n; i++) {
-                const float *q = s->qkv + (b * n + i) * W + h * Dh;
-                double entropy = nl_attention_probs(s->scores, q, K, stride, pos + i + 1, Dh, scale);
-                s->obs->attention(s->obs->watcher, (int)l, b, h, s->scores, pos + i + 1, entropy);
-            }
-        }
-}
-
-// The new keys and values enter the cache first; then query heads are independent (each writes its
-// own output columns, reading the cache), so the pool's workers take a share of them each: the same
-// bits as one thread.
-static void attention(Transformer *s, size_t B, size_t l, size_t n, size_t pos, size_t keep) {
-    size_t H = (size_t)s->cfg->n_head, workers = (size_t)nl_pool_workers(s->pool);
-    cache_new_positions(s, B, l, n, pos);
-    AttentionJob j = {s, B, l, n, pos, keep, (H + workers - 1) / workers};  // scores: one slot a share
-    if (workers < 2 || H < 2) attention_share(&j, 0);
-    else nl_pool_run(s->pool, attention_share, &j);
-    if (s->obs->attention) watch_attention(s, B, l, n, pos, keep);
 }
 
 // x (B*n, D) -> (B*keep, D): the last keep rows of each sequence, in place.
@@ -412,7 +240,7 @@ static void attn_block(Transformer *s, float *out, const float *in, const float 
     size_t len = pos + n, rows = B * n;
     watch_site(s, l, NL_SITE_QKV, in, rows, w->attn.n_in, in_gain);
     NL_TIMED(s->obs, l, NL_COMP_QKV, B, n, len, linear(s, s->qkv, in, rows, &w->attn));
-    NL_TIMED(s->obs, l, NL_COMP_ATTENTION, B, keep, len, attention(s, B, l, n, pos, keep));
+    NL_TIMED(s->obs, l, NL_COMP_ATTENTION, B, keep, len, nl_transformer_attention(s, B, l, n, pos, keep));
     watch_site(s, l, NL_SITE_PROJ, s->att, B * keep, w->proj.n_in, NULL);
     NL_TIMED(s->obs, l, NL_COMP_ATTN_PROJ, B, keep, len, linear(s, out, s->att, B * keep, &w->proj));
 }
@@ -569,19 +397,14 @@ static const float *transformer_readout(void *impl, const float *x, size_t B, si
 
 static size_t transformer_window(const NlConfig *cfg) { return (size_t)cfg->block_size; }
 
-static size_t transformer_state_bytes(const NlConfig *c) {
-    // keys and values of every layer, positions rounded up to whole tiles, as allocated
-    return 2 * (size_t)c->n_layer * nl_tiles((size_t)c->block_size) * NL_TILE * kv_width(c) * sizeof(float);
-}
-
 // The operations both rows share: the Llama family runs these blocks with its config's RoPE,
 // grouped KV heads, QK-norm and gated MLP, and differs in what it is and how info describes it.
 #define TRANSFORMER_OPS                                                                                             \
     .bind = nl_transformer_bind, .copy_weights = nl_transformer_copy_weights,                                       \
     .free_weights = nl_transformer_free_weights, .matrices = nl_transformer_matrices, .create = transformer_create, \
-    .destroy = transformer_destroy, .forward = transformer_forward, .copy = transformer_copy,                       \
-    .shift = transformer_shift, .window = transformer_window, .call_logits = transformer_window,                    \
-    .state_bytes = transformer_state_bytes, .has_component = nl_transformer_has_component,                          \
+    .destroy = transformer_destroy, .forward = transformer_forward, .copy = nl_transformer_copy,                    \
+    .shift = nl_transformer_shift, .window = transformer_window, .call_logits = transformer_window,                 \
+    .state_bytes = nl_transformer_state_bytes, .has_component = nl_transformer_has_component,                       \
     .lab_cost = nl_transformer_cost, .lab_readout = transformer_readout, .fold = nl_transformer_fold
 
 const NlFamily *nl_family_transformer(void) {
