@@ -31,8 +31,8 @@ PKG_LIBS = $(shell pkg-config --libs openblas libcjson) -lm -pthread
 LIB_SRC = engine/nl_error.c engine/model.c engine/config.c engine/safetensors.c engine/jsonx.c engine/fileio.c \
           engine/inline_tensors.c engine/norms.c engine/activations.c engine/rope.c engine/rnn_cells.c \
           engine/attention.c engine/sampler_math.c engine/linear.c engine/matvec.c engine/dtype.c engine/qmatvec.c \
-          engine/bind.c \
-          engine/transformer_weights.c engine/transformer.c engine/transformer_attention.c engine/transformer_info.c engine/families.c \
+          engine/bind.c engine/transformer_weights.c engine/transformer.c engine/transformer_attention.c \
+          engine/transformer_info.c engine/families.c \
           engine/describe.c engine/state.c engine/model_write.c engine/tensor_set.c engine/fold.c \
           engine/transformer_fold.c \
           engine/sampler.c \
@@ -112,8 +112,9 @@ build/san/tests/%: build/san/tests/%.o build/san/tests/check.o build/san/tests/r
 REPORT_OBJ = engine/cli/report_profile.o engine/cli/report_compare.o engine/cli/report_compare_data.o \
              engine/cli/report_rows.o engine/cli/report_attention.o \
              engine/cli/jsonout.o engine/cli/msg.o engine/cli/utf8.o
-build/rel/tests/test_profile build/rel/tests/test_compare build/rel/tests/test_lab build/rel/tests/test_report_compare: $(REPORT_OBJ:%=build/rel/%)
-build/san/tests/test_profile build/san/tests/test_compare build/san/tests/test_lab build/san/tests/test_report_compare: $(REPORT_OBJ:%=build/san/%)
+REPORT_TESTS = test_profile test_compare test_lab test_report_compare
+$(REPORT_TESTS:%=build/rel/tests/%): $(REPORT_OBJ:%=build/rel/%)
+$(REPORT_TESTS:%=build/san/tests/%): $(REPORT_OBJ:%=build/san/%)
 # The command line's UTF-8 writing (utf8.c) is tested beside the tokenizer's decoder it is built on.
 build/rel/tests/test_tokenizer: build/rel/engine/cli/utf8.o
 build/san/tests/test_tokenizer: build/san/engine/cli/utf8.o

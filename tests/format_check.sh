@@ -1,7 +1,9 @@
 #!/bin/sh
 # tests/format_check.sh — checks, never rewrites: every tracked C file is as clang-format
-# (.clang-format) would leave it, and no tracked source line (C, shell, Python, Makefile) is over
-# 120 characters. One check per file; prints the files that fail and
+# (.clang-format) would leave it, no tracked source line (C, shell, Python, Makefile) is over
+# 120 characters, and no file is over the house's size for one job: 600 lines for a source of the
+# engine, the tokenizer, the public headers and the tools (the generated tokenizer/unicode_tables.c
+# aside), 700 for a test. One check per file; prints the files that fail and
 # "format_check: N passed, M failed".
 # To fix: clang-format -i FILE (C), or wrap the line by hand.
 cd "$(dirname "$0")/.." || exit 1
@@ -30,5 +32,19 @@ for f in $(sources '*.c' '*.h' '*.sh' '*.py' Makefile .ci/run); do
         failed=$((failed + 1)); echo "FAIL $f: lines over 120 characters:" $long
     fi
 done
+# too_long LIMIT FILE...: each file over LIMIT lines fails (split it by job)
+too_long() {
+    limit=$1
+    shift
+    for f in "$@"; do
+        n=$(wc -l < "$f")
+        if [ "$n" -le "$limit" ]; then passed=$((passed + 1)); else
+            failed=$((failed + 1)); echo "FAIL $f: $n lines, over $limit (split it by job)"
+        fi
+    done
+}
+too_long 600 $(sources 'engine/*.c' 'engine/*.h' 'tokenizer/*.c' 'tokenizer/*.h' 'include/*.h' 'tools/*.py' \
+    'tools/*.c' 'tools/*.js' | grep -v '^tokenizer/unicode_tables\.c$')
+too_long 700 $(sources 'tests/*.c' 'tests/*.h' 'tests/*.py' 'tests/*.sh')
 echo "format_check: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

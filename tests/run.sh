@@ -95,6 +95,7 @@ tally safety_test tests/safety_test.sh "$bin"
 # the shim is preloaded into the plain build only: AddressSanitizer must be the first library loaded
 [ "$variant" = plain ] && tally layers_test tests/layers_test.sh
 [ "$variant" = plain ] && tally layout_test tests/layout_test.sh  # docs/layout.md names every file
+[ "$variant" = plain ] && py_tally mutants_check tests/mutants_check.py  # every mutant of mutants.txt still applies
 [ "$variant" = plain ] && tally fault_test tests/fault_test.sh "$bin" build/fault_shim.so
 [ "$variant" = plain ] && tally rewrite_test tests/rewrite_test.sh "$bin"  # a long decode: too slow sanitized
 [ "$variant" = plain ] && tally valgrind tests/valgrind.sh "$bin"  # valgrind cannot run the sanitizer build
