@@ -62,6 +62,30 @@ sys.exit(0 if eval(sys.argv[2]) else "%s is false of %r" % (sys.argv[2], d))' "$
     return "${PIPESTATUS[0]}"
 }
 
+# png_check FILE EXPR: FILE is a PNG; EXPR, Python of w and h (its size in pixels) and text (its
+# Description: the titles and legend labels the plotting tools write there), holds. Prints what failed.
+png_check() {
+    /usr/bin/python3 -c '
+import struct, sys, zlib
+d = open(sys.argv[1], "rb").read()
+if d[:8] != b"\x89PNG\r\n\x1a\n":
+    sys.exit("not a PNG")
+w, h = struct.unpack(">II", d[16:24])
+text, at = "", 8
+while at < len(d):
+    n, kind = struct.unpack(">I4s", d[at:at + 8])
+    body = d[at + 8:at + 8 + n]
+    if kind == b"tEXt" and body.startswith(b"Description\0"):
+        text = body.split(b"\0", 1)[1].decode("latin-1")
+    if kind == b"zTXt" and body.startswith(b"Description\0"):
+        text = zlib.decompress(body.split(b"\0", 1)[1][1:]).decode("latin-1")
+    if kind == b"iTXt" and body.startswith(b"Description\0"):
+        text = body.split(b"\0", 5)[5].decode("utf-8")
+    at += 12 + n
+sys.exit(0 if eval(sys.argv[2]) else "%s is false (w %d, h %d, text %r)" % (sys.argv[2], w, h, text[:300]))' \
+        "$1" "$2" 2>&1 | head -c 500
+}
+
 M="-m $FIX/ln-pre-bias.json"
 U="-m $FIX/utf8.json"
 

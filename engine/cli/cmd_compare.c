@@ -182,7 +182,8 @@ static const char *const PLOTS[] = {
 
 #define N_PLOTS (sizeof PLOTS / sizeof PLOTS[0])
 
-// Whether the run draws PLOTS[i]: the first five always, the others with their experiment.
+// Whether the run may draw PLOTS[i]: the first five (state_norm.png where a recurrent row is, see
+// plot_made), the others with their experiment.
 static int plot_drawn(const Options *o, size_t i) {
     return i < 5 || (i == 5 && o->lens) || (i == 6 && o->outliers) ||
            (i == 7 && (o->quantize_rows || o->quantize_act)) || (i == 8 && o->attention) ||
@@ -218,8 +219,14 @@ static int pattern_option(const Options *o, NlCompareOptions *copts) {
 typedef struct {
     char tmp[PATH_MAX];  // the temporary folder, "" when none was made
     int made;  // the plot directory was made by this run (removed again if the run fails)
+    int recurrent;  // a recurrent row is among the rows: state_norm.png is drawn
     OutFile files[N_PLOTS];
 } Plots;
+
+// Whether the run drew PLOTS[i]: state_norm.png only beside a recurrent model (plot_compare.py).
+static int plot_made(const Options *o, const Plots *plots, size_t i) {
+    return plot_drawn(o, i) && (strcmp(PLOTS[i], "state_norm.png") != 0 || plots->recurrent);
+}
 
 // Draws the plots of the rows into plots->tmp (made now inside the plot directory, which is made if
 // missing), from a JSON file of the rows written there, and adopts each as an output.
@@ -237,6 +244,7 @@ static int run_plots(const Options *o, const NlCompareRow *rows, const char *con
         plots->tmp[0] = '\0';
         return EXIT_DATA;
     }
+    for (size_t i = 0; i < n; i++) plots->recurrent |= !nl_family_info(rows[i].arch)->has_residual_stream;
     snprintf(json, sizeof json, "%s/rows.json", plots->tmp);
     FILE *f = fopen(json, "w");
     int ok = f && report_compare_json(f, rows, labels, n, info) == 0;
@@ -250,7 +258,7 @@ static int run_plots(const Options *o, const NlCompareRow *rows, const char *con
         ok = 0;
     }
     for (size_t i = 0; ok && i < N_PLOTS; i++) {
-        if (!plot_drawn(o, i)) continue;
+        if (!plot_made(o, plots, i)) continue;
         snprintf(from, sizeof from, "%s/%s", plots->tmp, PLOTS[i]);
         snprintf(to, sizeof to, "%s/%s", o->plot_dir, PLOTS[i]);
         ok = out_adopt(&plots->files[i], from, to) == 0;
@@ -372,6 +380,7 @@ int cmd_compare(Options *o) {
                         .outliers = o->outliers,
                         .attention = o->attention,
                         .pattern = copts.pattern,
+                        .jobs = jobs,
                         .fold = o->fold};
     shown = o->json ? NULL : calloc(n_rows ? n_rows : 1, sizeof *shown);
     for (size_t i = 0; shown && i < n_rows; i++) labels[i] = msg_escape(shown[i], sizeof shown[i], labels[i]);
@@ -388,7 +397,7 @@ cleanup:
     if (out_finish_all(outputs, 2 + N_PLOTS, rc == 0) != 0) rc = EXIT_DATA;
     plots_cleanup(o, &plots, rc == 0);
     for (size_t i = 0; rc == 0 && o->plot_dir && i < N_PLOTS; i++)  // named once they are in place
-        if (plot_drawn(o, i)) msg_error("wrote %s/%s", o->plot_dir, PLOTS[i]);
+        if (plot_made(o, &plots, i)) msg_error("wrote %s/%s", o->plot_dir, PLOTS[i]);
     for (size_t i = 0; rows && i < n_rows; i++) nl_compare_row_free(&rows[i]);
     for (int i = 0; quant && i < o->n_models * MAX_QUANT; i++) nl_model_free(quant[i]);  // before their bases
     for (int i = 0; models && i < o->n_models; i++) nl_model_free(models[i]);

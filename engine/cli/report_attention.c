@@ -89,7 +89,7 @@ static cJSON *sink_by_position(const NlCompareRow *r) {
     return layers;
 }
 
-void report_attention_json(cJSON *o, const NlCompareRow *r, int pattern) {
+void report_attention_json(cJSON *o, const NlCompareRow *r, int pattern, const NlCompareJob *job) {
     if (pattern && !r->attention_pattern) cJSON_AddNullToObject(o, "attention_pattern");
     if (!r->has_attention) {
         cJSON_AddNullToObject(o, "attention");
@@ -106,6 +106,14 @@ void report_attention_json(cJSON *o, const NlCompareRow *r, int pattern) {
     cJSON *p = cJSON_AddObjectToObject(o, "attention_pattern");
     cJSON_AddNumberToObject(p, "layer", r->pattern_layer);
     cJSON_AddNumberToObject(p, "head", r->pattern_head);
+    if (job && job->n >= r->pattern_rows) {  // the first window's tokens: the text's first pattern_rows
+        cJSON *pieces = cJSON_AddArrayToObject(p, "pieces");
+        for (size_t i = 0; i < r->pattern_rows; i++) {
+            size_t len;
+            const char *b = nl_tokenizer_bytes(nl_model_tokenizer(job->model), job->ids[i], &len);
+            cJSON_AddItemToArray(pieces, cJSON_CreateString(b ? b : ""));
+        }
+    }
     cJSON *rows = cJSON_AddArrayToObject(p, "probabilities");  // row i: query i over keys 0..rows-1
     for (size_t i = 0; i < r->pattern_rows; i++) {
         cJSON *row = new_array_in(rows);

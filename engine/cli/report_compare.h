@@ -20,6 +20,7 @@ typedef struct {
     int attention;  // rows carry the attention statistics
     int pattern;  // and one head's pattern (--attention-pattern)
     int fold;  // some rows are folded (--fold): the folding section
+    const NlCompareJob *jobs;  // the rows' jobs: the pattern's token pieces in JSON (NULL: none written)
 } CompareInfo;
 
 int report_compare_text(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n,

@@ -73,7 +73,8 @@ static cJSON *outliers_json(const NlCompareRow *r) {
     return a;
 }
 
-static cJSON *compare_row_json(const NlCompareRow *r, const char *label, const CompareInfo *info) {
+static cJSON *compare_row_json(const NlCompareRow *r, const char *label, const CompareInfo *info,
+                               const NlCompareJob *job) {
     cJSON *o = cJSON_CreateObject();
     const NlFamilyInfo *fam = nl_family_info(r->arch);
     cJSON_AddStringToObject(o, "model", label);
@@ -155,7 +156,7 @@ static cJSON *compare_row_json(const NlCompareRow *r, const char *label, const C
     }
     if (info->outliers && r->has_outliers) cJSON_AddItemToObject(o, "outliers", outliers_json(r));
     else if (info->outliers) cJSON_AddNullToObject(o, "outliers");
-    if (info->attention) report_attention_json(o, r, info->pattern);
+    if (info->attention) report_attention_json(o, r, info->pattern, job);
     if (info->invariance && blocks) {
         cJSON *inv = cJSON_AddObjectToObject(o, "invariance");
         for (int t = 0; t < 2; t++) {
@@ -170,7 +171,8 @@ static cJSON *compare_row_json(const NlCompareRow *r, const char *label, const C
 int report_compare_json(FILE *f, const NlCompareRow *rows, const char *const *labels, size_t n,
                         const CompareInfo *info) {
     cJSON *a = cJSON_CreateArray();
-    for (size_t i = 0; i < n; i++) cJSON_AddItemToArray(a, compare_row_json(&rows[i], labels[i], info));
+    for (size_t i = 0; i < n; i++)
+        cJSON_AddItemToArray(a, compare_row_json(&rows[i], labels[i], info, info->jobs ? &info->jobs[i] : NULL));
     char *text = nl_jsonx_print(a, 1);
     int rc = text && fputs(text, f) != EOF && fputc('\n', f) != EOF ? 0 : -1;
     free(text);

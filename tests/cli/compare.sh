@@ -59,11 +59,11 @@ expect_fail "output inside an executable file" 2 "output $TMP/exe/x.json: $NOT_D
     info $M --json -o "$TMP/exe/x.json"
 expect_fail "output inside a plain file" 2 "output $TMP/plain/x.txt: $NOT_DIR" \
     generate $M -p ab -n 2 -s 1 -o "$TMP/plain/x.txt"
-if have_python 7 matplotlib; then
+if have_python 13 matplotlib; then
     expect_ok "compare --plot-dir" compare $FIX/ln-pre-bias.json $FIX/rms-pre-bias.json --text "$TMP/text.txt" \
         --repeats 1 --plot-dir "$TMP/plots"
-    want=""
-    for png in bits_per_char residual_rms branch_rms time_share state_norm; do
+    want=""  # (no state_norm.png: no recurrent model is compared)
+    for png in bits_per_char residual_rms branch_rms time_share; do
         [ "$(head -c 4 "$TMP/plots/$png.png" | od -An -c | tr -d ' ')" = "211PNG" ] \
             && ok "$png.png is a PNG" || bad "$png.png" "missing or not PNG"
         want="${want}normlab: wrote $TMP/plots/$png.png
@@ -72,6 +72,28 @@ if have_python 7 matplotlib; then
     [ "$(cat "$TMP/err")
 " = "$want" ] && ok "compare --plot-dir names each plot where it is, on normlab's lines, once in place" \
         || bad "plot lines" "$(cat "$TMP/err")"
+    [ ! -e "$TMP/plots/state_norm.png" ] && ok "compare --plot-dir: no state_norm.png without a recurrent model" \
+        || bad "state_norm.png" "drawn without a recurrent model"
+    # figures for a paper: every line and panel named once with its variant, the pattern one square
+    # panel with its tokens, the sink's scale free of query 0
+    expect_ok "compare --plot-dir with folds, the lens and attention" compare weights/shakespeare-pre-ln \
+        weights/shakespeare-post-ln -f tests/data/held_out.txt --repeats 1 --fold --center --lens --attention \
+        --attention-pattern 1.0 --plot-dir "$TMP/figs"
+    why=$(png_check "$TMP/figs/lens.png" '(all(text.split("\n").count(l) == 1 for l in ["pre-ln [recompute]",
+        "pre-ln fold [recompute]", "pre-ln fold+center [recompute]", "post-ln [last affine]",
+        "post-ln fold [last affine]", "post-ln fold+center [last affine]"]) and w < 2400)')
+    [ -z "$why" ] && ok "lens.png: each of six rows in the legend once, with its variant and reading" \
+        || bad "lens.png" "$why"
+    why=$(png_check "$TMP/figs/residual_rms.png" '"pre-ln fold+center" in text.split("\n")')
+    [ -z "$why" ] && ok "residual_rms.png: the variants named in its legend" || bad "residual_rms.png" "$why"
+    why=$(png_check "$TMP/figs/attention.png" '("pre-ln fold: layer 3" in text and "post-ln fold+center: layer 0"
+        in text and "query 0 left out" in text and float(text.split("log scale, up to ")[1].split(")")[0]) < 0.99)')
+    [ -z "$why" ] && ok "attention.png: each panel titled with its variant, query 0 out, a log colour scale" \
+        || bad "attention.png" "$why"
+    why=$(png_check "$TMP/figs/attention_pattern.png" '(abs(w - h) < 0.2 * w and w < 2000
+        and "pre-ln: head 1.0 on the first window (and 5 other rows in the JSON)" in text)')
+    [ -z "$why" ] && ok "attention_pattern.png: one square panel under 2000 pixels, its row and head in the title" \
+        || bad "attention_pattern.png" "$why"
     # a Llama row is a transformer's (it once went to the recurrent plot and failed the whole call)
     expect_ok "compare --plot-dir with a llama model" compare weights/shakespeare-llama shakespeare-lstm-ln \
         --text tests/data/held_out.txt --repeats 1 --also-swap --plot-dir "$TMP/llplots"

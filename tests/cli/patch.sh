@@ -68,11 +68,14 @@ long=$(head -c 300 tests/data/held_out.txt | tr -d '\n')
 expect_fail "patch: texts past the window" 2 "the texts are 290 tokens: patching needs 1 to 128 (the context window)" \
     patch $P --clean "$long" --corrupt "$long"
 expect_fail "patch: a character outside the vocabulary" 1 "--clean:" patch $P --clean "é" --corrupt "a"
-if have_python 1 matplotlib; then
+if have_python 3 matplotlib; then
     expect_ok "patch --plot-dir" patch $P --clean "thy lord" --corrupt "thy lady" --plot-dir "$TMP/patchplots"
     [ "$(head -c 4 "$TMP/patchplots/patch.png" | od -An -c | tr -d ' ')" = "211PNG" ] \
         && [ "$(ls -A "$TMP/patchplots")" = patch.png ] && ok "patch --plot-dir writes patch.png alone" \
         || bad "patch.png" "$(ls -A "$TMP/patchplots")"
+    why=$(png_check "$TMP/patchplots/patch.png" '(text.startswith("shakespeare-pre-ln: clean \x27thy lord\x27, "
+        "corrupted \x27thy lady\x27") and "/" not in text.split("\n")[0] and w < 2400)')
+    [ -z "$why" ] && ok "patch.png: titled by the model and the two texts, not a path" || bad "patch.png title" "$why"
 fi
 
 # docs/lab.md's example: its default target and foil differ on every character model (the earlier

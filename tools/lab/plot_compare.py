@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 """Charts for `normlab compare --json` rows: bits/char per row, residual-stream RMS by layer, the RMS
 of what each sublayer adds to the stream by layer (transformers), the share of forward time per
-component, and the recurrent models' state norms ||h_t|| and ||c_t|| over time: five PNG files
-into OUT_DIR (the last one says so when no row is recurrent). Rows of compare --lens add lens.png
+component, and where a row is recurrent the recurrent models' state norms ||h_t|| and ||c_t|| over
+time: four or five PNG files into OUT_DIR. Every line and panel is named by its row, with its
+variant (fold, w:q8, ...), and each PNG carries its titles and legend labels in its Description.
+Rows of compare --lens add lens.png
 (bits/char, the KL divergence from the last layer and the entropy, against the layer the
 prediction is read after), rows of --outliers outliers.png (max
 |x| / RMS and kurtosis by layer), and quantized rows (--quantize, --quantize-act) quantization.png
@@ -24,6 +26,7 @@ import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.colors  # noqa: E402
 import matplotlib.ticker  # noqa: E402
 
 import nltool  # noqa: E402
@@ -33,12 +36,50 @@ COMPONENTS = ["embed", "norm1", "qkv", "attention", "attn_proj", "norm1_post", "
               "final_norm", "lm_head"]
 
 
+def model_name(row):
+    return os.path.basename(os.path.normpath(row["model"])).replace("shakespeare-", "")
+
+
+def variant(row):
+    """What the row changed of its model, as compare's table says it: " w:q8", " a:q8", " fold",
+    " fold+center"; "" for the model as it is."""
+    v = f" w:{row['quantize']}" if row.get("quantize", "none") != "none" else ""
+    v += f" a:{row['quantize_act']}" if row.get("quantize_act", "none") != "none" else ""
+    return v + (f" {row['folded']}" if row.get("folded", "none") != "none" else "")
+
+
 def label(row):
-    name = os.path.basename(os.path.normpath(row["model"])).replace("shakespeare-", "")
+    """The row's name in a legend or title: the model, how it ran where not as trained, its variant;
+    each row of a comparison has its own."""
+    name = model_name(row)
     stats = f" ({row['bn_stats']} stats)" if row.get("bn_stats") == "batch" else ""
     run = row["norm"] if row.get("placement") is None else f"{row['norm']}/{row['placement']}"  # recurrent: none
     run += {True: "+qk", False: "-qk"}.get(row.get("qk_norm"), "")  # a Llama row, as compare's table says
-    return (name if row["override"] == "none" else f"{name} as {run}") + stats
+    return (name if row["override"] == "none" else f"{name} as {run}") + stats + variant(row)
+
+
+LINESTYLES = {"": "-", " fold": "--", " fold+center": ":"}  # any rounding: "-."
+
+
+def line_styles(rows):
+    """A colour per model (tab10 up to 10 models, tab20 past them) and a linestyle per variant, so that
+    no two lines of a plot look alike up to 20 models."""
+    names = list(dict.fromkeys(model_name(r) for r in rows))
+    cmap = plt.get_cmap("tab10" if len(names) <= 10 else "tab20")
+    return [{"color": cmap(names.index(model_name(r)) % cmap.N), "ls": LINESTYLES.get(variant(r), "-.")}
+            for r in rows]
+
+
+def save(fig, path):
+    """Saves fig as PNG with its titles and legend labels in the file's Description (a tEXt chunk that
+    the tests read), one per line."""
+    texts = [fig._suptitle.get_text()] if fig._suptitle else []
+    for ax in fig.axes:
+        texts += [t for t in (ax.get_title(), ax.get_xlabel(), ax.get_ylabel()) if t]
+        legend = ax.get_legend()
+        texts += [t.get_text() for t in legend.get_texts()] if legend else []
+    fig.savefig(path, dpi=110, metadata={"Description": "\n".join(texts)})
+    plt.close(fig)
 
 
 def recurrent(row):
@@ -94,15 +135,16 @@ def bits_per_char(rows, path):
     size = f"{rows[0]['chars']} characters" if unit == "char" else f"{rows[0]['bytes']} bytes"
     fig.suptitle(f"Quality on {os.path.basename(rows[0]['text'])} ({size})", fontsize=11)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save(fig, path)
 
 
 def per_layer(rows, path, key, ticks, ylabel, title):
     """One line per transformer as trained: rows[...][key] against depth, on a log axis."""
     rows = [r for r in rows if not recurrent(r)] or rows
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    for r in as_trained(rows):
-        ax.plot(range(len(r[key])), r[key], marker="o", label=label(r))
+    shown = as_trained(rows)
+    for r, style in zip(shown, line_styles(shown)):
+        ax.plot(range(len(r[key])), r[key], marker="o", label=label(r), **style)
     n = max(len(r[key]) for r in rows)
     ax.set_xticks(range(n), ticks(n), fontsize=8)
     ax.set_yscale("log")
@@ -110,7 +152,7 @@ def per_layer(rows, path, key, ticks, ylabel, title):
     ax.set_title(title + ", models as trained")
     ax.legend(fontsize=7, bbox_to_anchor=(1.01, 1), loc="upper left")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save(fig, path)
 
 
 def residual_rms(rows, path):
@@ -140,7 +182,7 @@ def time_share(rows, path):
     ax.set_title("Share of forward time per component (norms hatched)")
     ax.legend(fontsize=7, bbox_to_anchor=(1.01, 1), loc="upper left")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save(fig, path)
 
 
 def state_norm(rows, path):
@@ -165,7 +207,7 @@ def state_norm(rows, path):
         ax.set_title("Recurrent state over one unbroken pass (LSTM cell dashed)")
         ax.legend(fontsize=7, bbox_to_anchor=(1.01, 1), loc="upper left")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save(fig, path)
 
 
 def float_rows(rows):
@@ -182,13 +224,14 @@ def lens(rows, path):
     stats = any(r.get("lens_kl_bits") for r in shown)
     fig, axes = plt.subplots(1, 3 if stats else 1, figsize=(17 if stats else 8, 4.5), squeeze=False)
     axes = axes[0]
-    for r in shown:
+    for r, style in zip(shown, line_styles(shown)):
         v = r["lens_bits_per_char"]
-        axes[0].plot(range(len(v)), v, marker="o", label=label(r))
+        reading = f" [{r['lens_reading']}]" if r.get("lens_reading") else ""
+        axes[0].plot(range(len(v)), v, marker="o", label=label(r) + reading, **style)
         if stats and r.get("lens_kl_bits"):
             kl, se = r["lens_kl_bits"], r["lens_kl_bits_stderr"]
-            axes[1].errorbar(range(len(kl) - 1), kl[:-1], yerr=se[:-1], marker="o", capsize=2)  # the last: 0
-            axes[2].plot(range(len(v)), r["lens_entropy_bits"], marker="o")
+            axes[1].errorbar(range(len(kl) - 1), kl[:-1], yerr=se[:-1], marker="o", capsize=2, **style)  # last: 0
+            axes[2].plot(range(len(v)), r["lens_entropy_bits"], marker="o", **style)
     axes[0].set_yscale("log")
     axes[0].set_ylabel("bits per character (log scale)")
     axes[0].set_title("Logit lens: the prediction read through the final norm and head after each layer"
@@ -204,7 +247,7 @@ def lens(rows, path):
         ax.set_xlabel("layers the stream has passed (0: the embeddings)")
     axes[-1].legend(*axes[0].get_legend_handles_labels(), fontsize=7, bbox_to_anchor=(1.01, 1), loc="upper left")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save(fig, path)
 
 
 def attention_rows(rows):
@@ -212,61 +255,86 @@ def attention_rows(rows):
 
 
 def attention(rows, path):
-    """One heat map per model (as trained) and layer: head against query position, the mean share of
-    attention on the window's first position (the sink) of the queries at that position."""
+    """One heat map per row and layer: head against query position t >= 1, the mean share of attention
+    on the window's first position (the sink) of the queries at t. Query 0 (its only key is itself:
+    share 1) is left out and the colours are on a log scale over the shares shown, so that the first
+    queries (few keys, large shares) do not wash the rest out; each panel's title names its row with
+    its variant."""
     shown = attention_rows(rows)
     cols = max([len(r["attention"]["sink_by_position"]) for r in shown] or [1])
     fig, axes = plt.subplots(max(len(shown), 1), cols, figsize=(3.2 * cols + 1.5, 2.8 * max(len(shown), 1) + 0.6),
                              squeeze=False, constrained_layout=True)
+    grids = [[[[float("nan") if v is None else v for v in at[1:]] for at in heads]
+              for heads in r["attention"]["sink_by_position"]] for r in shown]
+    values = [v for g in grids for layer in g for at in layer for v in at if v == v and v > 0]
+    scale = matplotlib.colors.LogNorm(vmin=max(min(values or [1e-3]), 1e-3), vmax=max(values or [1.0]))
     image = None
     for i, r in enumerate(shown):
-        for l, heads in enumerate(r["attention"]["sink_by_position"]):
-            grid = [[float("nan") if v is None else v for v in at] for at in heads]
-            image = axes[i][l].imshow(grid, aspect="auto", vmin=0.0, vmax=1.0, cmap="viridis", interpolation="nearest")
+        for l, grid in enumerate(grids[i]):
+            image = axes[i][l].imshow(grid, aspect="auto", norm=scale, cmap="viridis", interpolation="nearest",
+                                      extent=(0.5, len(grid[0]) + 0.5, len(grid) - 0.5, -0.5))
             axes[i][l].set_title(f"{label(r)}: layer {l}", fontsize=8)
-            axes[i][l].set_xlabel("query position", fontsize=7)
+            axes[i][l].set_xlabel("query position (from 1)", fontsize=7)
             axes[i][l].set_ylabel("head", fontsize=7)
-            axes[i][l].set_yticks(range(len(heads)))
-        for l in range(len(r["attention"]["sink_by_position"]), cols):
+            axes[i][l].set_yticks(range(len(grid)))
+        for l in range(len(grids[i]), cols):
             axes[i][l].axis("off")
     if not shown:
         axes[0][0].text(0.5, 0.5, "no transformer rows", ha="center")
         axes[0][0].axis("off")
     if image is not None:
-        fig.colorbar(image, ax=axes, shrink=0.8, label="share on the first position")
-    fig.suptitle("Attention sink: the first position's share, by head and query position")
-    fig.savefig(path, dpi=110)
+        fig.colorbar(image, ax=axes, shrink=0.8,
+                     label=f"share on the first position (log scale, up to {scale.vmax:.3g})")
+    fig.suptitle("Attention sink: the first position's share, by head and query position (query 0 left out)")
+    save(fig, path)
+
+
+def shown_piece(piece):
+    """A token as an axis label: a space as an open box, a newline as a return sign."""
+    return piece.replace(" ", "\u2423").replace("\n", "\u23ce") or "\u2205"
 
 
 def attention_pattern(rows, path):
-    """The kept head's full pattern on the text's first window, one panel per model as trained."""
+    """The kept head's full pattern on the text's first window, in one square panel: the first row
+    that kept one (the title says which, and how many others compare's JSON keeps), key against query,
+    every token on both axes."""
     shown = [r for r in float_rows(rows) if r.get("attention_pattern")]
-    fig, axes = plt.subplots(1, max(len(shown), 1), figsize=(5 * max(len(shown), 1), 4.6), squeeze=False)
-    for i, r in enumerate(shown):
-        p = r["attention_pattern"]
-        image = axes[0][i].imshow(p["probabilities"], cmap="magma", vmin=0.0, interpolation="nearest")
-        axes[0][i].set_title(f"{label(r)}: head {p['layer']}.{p['head']}", fontsize=9)
-        axes[0][i].set_xlabel("key position")
-        axes[0][i].set_ylabel("query position")
-        fig.colorbar(image, ax=axes[0][i], shrink=0.8)
-    if not shown:
-        axes[0][0].text(0.5, 0.5, "no transformer rows", ha="center")
-        axes[0][0].axis("off")
+    n = len(shown[0]["attention_pattern"]["probabilities"]) if shown else 0
+    side = max(6.0, 0.075 * n + 2.0)  # about 8 pixels a token at 110 dpi
+    fig, ax = plt.subplots(figsize=(side + 1.2, side))
+    if shown:
+        r, p = shown[0], shown[0]["attention_pattern"]
+        image = ax.imshow(p["probabilities"], cmap="magma", vmin=0.0, interpolation="nearest")
+        ax.set_aspect("equal")
+        others = f" (and {len(shown) - 1} other rows in the JSON)" if len(shown) > 1 else ""
+        ax.set_title(f"{label(r)}: head {p['layer']}.{p['head']} on the first window{others}", fontsize=10)
+        ax.set_xlabel("key")
+        ax.set_ylabel("query")
+        pieces = p.get("pieces") or []
+        if len(pieces) == n:
+            ticks = [shown_piece(t) for t in pieces]
+            ax.set_xticks(range(n), ticks, fontsize=5 if n > 64 else 7, rotation=90)
+            ax.set_yticks(range(n), ticks, fontsize=5 if n > 64 else 7)
+        fig.colorbar(image, ax=ax, shrink=0.8, label="attention")
+    else:
+        ax.text(0.5, 0.5, "no transformer rows", ha="center")
+        ax.axis("off")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save(fig, path)
 
 
 def outliers(rows, path):
     """Two panels, one line per model as trained: the largest |x| / RMS of the residual stream by
     layer, and the kurtosis of the MLP's c_proj input (the sharpest place in these models) by layer."""
     fig, axes = plt.subplots(1, 2, figsize=(13, 4.8))
-    for r in float_rows(rows):
+    shown = float_rows(rows)
+    for r, style in zip(shown, line_styles(shown)):
         for ax, site, key in ((axes[0], "residual", "max_abs_over_rms"), (axes[1], "out_in", "kurtosis")):
             pts = [(e["layer"], e[key]) for e in r.get("outliers", []) if e["site"] == site and e[key] is not None]
             if not pts and site == "out_in":  # a recurrent model: its h
                 pts = [(e["layer"], e[key]) for e in r.get("outliers", []) if e["site"] == "h" and e[key] is not None]
             if pts:
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label(r))
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label(r), **style)
     axes[0].set_title("residual stream: largest |x| / RMS of a position")
     axes[1].set_title("kurtosis of the MLP c_proj input (recurrent: of h)")
     for ax in axes:
@@ -276,7 +344,7 @@ def outliers(rows, path):
     axes[1].axhline(3.0, color="gray", ls=":", lw=1)
     axes[1].legend(fontsize=7, bbox_to_anchor=(1.01, 1), loc="upper left")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save(fig, path)
 
 
 def quantization(rows, path):
@@ -305,7 +373,7 @@ def quantization(rows, path):
     ax.set_title("What rounding the weights (w) or the linears' inputs (a) costs")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save(fig, path)
 
 
 def main(argv):
@@ -322,7 +390,9 @@ def main(argv):
         raise nltool.ToolError(f"{argv[0]}: no rows of compare --json (a JSON array of objects with \"model\")")
     os.makedirs(argv[1], exist_ok=True)
     outputs = {"bits_per_char.png": bits_per_char, "residual_rms.png": residual_rms, "branch_rms.png": branch_rms,
-               "time_share.png": time_share, "state_norm.png": state_norm}
+               "time_share.png": time_share}
+    if any(recurrent(r) for r in rows):  # (none drawn where no recurrent model is compared)
+        outputs["state_norm.png"] = state_norm
     if any("lens_bits_per_char" in r for r in rows):
         outputs["lens.png"] = lens
     if any("outliers" in r for r in rows):

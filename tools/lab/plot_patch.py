@@ -1,9 +1,11 @@
 #!/usr/bin/python3
 """tools/lab/plot_patch.py PATCH.json OUT.png — the heat map of `normlab patch --json`: the share of the
 logit difference each (layer, position) patch recovers, layers down, positions across (each labelled
-with its clean token; * where the texts differ). normlab patch --plot-dir runs it."""
+with its clean token, a space as an open box; * where the texts differ), titled by the model's name and
+the two texts; the PNG's Description holds its title and axis labels. normlab patch --plot-dir runs it."""
 import json
 import math
+import os
 import sys
 
 
@@ -40,18 +42,22 @@ def main(argv):
     im = ax.imshow(rec, cmap="RdBu", vmin=-lim, vmax=lim, aspect="auto")
     clean, corrupt = d["clean"]["pieces"], d["corrupt"]["pieces"]
     ax.set_xticks(range(n))
-    ax.set_xticklabels([repr(c)[1:-1] + ("" if c == k else "*") for c, k in zip(clean, corrupt)], fontsize=7,
+    shown = [c.replace(" ", "\u2423").replace("\n", "\u23ce") for c in clean]  # a space as an open box
+    ax.set_xticklabels([c + ("" if a == k else "*") for c, a, k in zip(shown, clean, corrupt)], fontsize=7,
                        rotation=90)
     ax.set_yticks(range(L))
     ax.set_yticklabels([f"{l}" + (" (emb)" if l == 0 else " (out)" if l == L - 1 else "") for l in range(L)])
     ax.set_xlabel("position (clean token; * where the texts differ)")
     ax.set_ylabel("layer boundary")
-    ax.set_title(f"{d['model']}: share of logit[{d['target_piece']!r}] - logit[{d['foil_piece']!r}] recovered",
-                 fontsize=9)
+    name = os.path.basename(os.path.normpath(d["model"]))  # the model's name, not where its folder is
+    title = (f"{name}: clean {d['clean']['text']!r}, corrupted {d['corrupt']['text']!r}\n"
+             f"share of logit[{d['target_piece']!r}] - logit[{d['foil_piece']!r}] recovered "
+             f"(clean {d['clean_diff']:.3g}, corrupted {d['corrupt_diff']:.3g})")
+    ax.set_title(title, fontsize=9)
     fig.colorbar(im, ax=ax, fraction=0.03)
     fig.tight_layout()
     try:
-        fig.savefig(argv[2], dpi=100)
+        fig.savefig(argv[2], dpi=100, metadata={"Description": "\n".join([title, ax.get_xlabel(), ax.get_ylabel()])})
     except OSError as e:
         fail(f"{argv[2]}: {e}")
 
