@@ -283,7 +283,7 @@ static void ref_attention_window(const RefTrace *tr, size_t L, size_t H, size_t 
     if (first) out->pattern_rows = len;
 }
 
-// The tuned lens's statistics of one position from the definitions: the readout z (V) of a layer
+// The lens's statistics (Belrose et al.'s) of one position from the definitions: the readout z (V) of a layer
 // against the last layer's zf, both as log-softmax in double.
 static void ref_lens_position(const double *z, const double *zf, size_t V, RefRun *out, size_t l) {
     double lse = 0.0, lse_f = 0.0, max = z[0], max_f = zf[0], kl = 0.0, entropy = 0.0;
@@ -483,7 +483,7 @@ static void check_fixture_attention(const char *name, const NlModel *m, const Nl
           name, row_sum_err, diff);
 }
 
-// The tuned lens's statistics against the reference's from the same readouts:
+// The lens's statistics (Belrose et al.'s) against the reference's from the same readouts:
 // KL and entropy within 1e-6 bits, the KL's standard error within 1e-6 bits,
 // top-1 agreement exactly (float32 against float64: no near tie on this text);
 // the last layer's KL exactly 0 and its agreement exactly 1.

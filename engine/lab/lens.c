@@ -12,8 +12,8 @@ struct NlLens {
     size_t n, T, D, V, n_layer, stride, room;  // room: B*T rows a layer
     float *rows;  // (L + 1, B*T, D) the stream entering each layer (and leaving the last) of one call
     double *sums;  // (L + 1) the loss of each layer's readout, summed window by window
-    // The tuned lens's statistics, summed over the scored positions (nats): KL(final || layer) and
-    // its square, the entropy of the layer's prediction, and the positions whose top token is the final's.
+    // The lens's statistics (Belrose et al.'s), summed over the scored positions (nats): KL(final ||
+    // layer) and its square, the layer's entropy, and the positions whose top token is the final's.
     double *kl, *kl_sq, *entropy, *agree;  // (L + 1) each
     float *final;  // (B*T, V) one call's scored positions read after the last layer: eval's logits
     double *final_lse;  // (B*T) their ln sum exp

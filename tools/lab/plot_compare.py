@@ -218,7 +218,7 @@ def float_rows(rows):
 
 def lens(rows, path):
     """The lens read after layer 0 (the embeddings), 1, ..., L, one line per transformer as trained:
-    bits/char, and where the rows carry them (compare --lens) the tuned lens's statistics: the KL
+    bits/char, and where the rows carry them (compare --lens) the lens's statistics: the KL
     divergence from the last layer (with its standard error) and the entropy of the prediction."""
     shown = [r for r in float_rows(rows) if r.get("lens_bits_per_char")]
     stats = any(r.get("lens_kl_bits") for r in shown)
