@@ -139,6 +139,7 @@ typedef struct {
     double *bits;  // (L + 1) the lens's bits per token read after each layer
     NlLensLayer *layers;  // (L + 1)
     const char *reading;  // how the lens read a layer (docs/lab.md): "recompute", "final", "last affine", "head"
+    int sink_bos;  // nl_attention_sink_bos of the text
 } EvalLab;
 
 static void eval_lab_free(EvalLab *lab) {
@@ -173,6 +174,7 @@ static int eval_lab_create(const Options *o, const NlModel *model, NlState *stat
     }
     if (rc) return fail(&err);
     if (lab->stats) nl_state_set_stats(state, lab->stats);
+    lab->sink_bos = nl_attention_sink_bos(model, ids, n, stride);
     return 0;
 }
 
@@ -191,6 +193,10 @@ static int print_lab(FILE *out, int json, const EvalLab *lab) {
                   : fprintf(out, "lens %d bits %.6f kl_bits %.6f +/- %.6f entropy_bits %.6f top1 %.4f\n", l,
                             lab->bits[l], y->kl_bits, y->kl_bits_stderr, y->entropy_bits, y->top1_agree) > 0;
     }
+    static const char *const SINK[] = {"text", "bos_first_window", "bos"};
+    if (lab->stats && ok)  // (a bos model's later windows begin anywhere in the text: docs/lab.md)
+        ok = (json ? fprintf(out, ", \"sink_token\": \"%s\"", SINK[lab->sink_bos])
+                   : fprintf(out, "attention sink token %s\n", SINK[lab->sink_bos])) > 0;
     for (int l = 0; lab->stats && l < lab->L && ok; l++)
         for (int h = 0; h < lab->H && ok; h++) {
             NlAttentionStats a;

@@ -166,6 +166,15 @@ cleanup:
     return rc;
 }
 
+int nl_attention_sink_bos(const NlModel *model, const int *ids, size_t n, size_t stride) {
+    NlTokenizerInfo ti = nl_tokenizer_info(nl_model_tokenizer(model));
+    size_t T = (size_t)nl_model_config(model)->block_size;
+    if (!nl_family_info(nl_model_config(model)->arch)->has_residual_stream || !ti.add_bos || ti.bos < 0 || n == 0 ||
+        ids[0] != ti.bos)
+        return 0;
+    return nl_eval_windows(n, T, stride) > 1 ? 1 : 2;  // the windows after the first begin anywhere in the text
+}
+
 // Prefill of one window and teacher-forced decoding of the same window, timed `repeats` times.
 static int measure_speed(NlState *s, const int *ids, size_t m, int repeats, NlCompareRow *row, NlError *err) {
     double *pre = malloc((size_t)repeats * sizeof *pre), *dec = malloc((size_t)repeats * sizeof *dec);
@@ -305,12 +314,9 @@ static int compare_one(const NlCompareJob *job, const NlCompareJob *ref, const N
     row->folded = job->folded;
     row->parameters = nl_model_parameters(model);
     const NlTokenizer *tok = nl_model_tokenizer(model);
-    NlTokenizerInfo ti = nl_tokenizer_info(tok);
-    row->bpe = ti.kind != NL_TOKENIZER_CHAR;  // (a subword vocabulary: BPE or sentencepiece)
-    if (ti.add_bos && ti.bos >= 0 && n > 0 && ids[0] == ti.bos) {  // eval's windows move T/2: only the first has it
-        size_t Tw = (size_t)trained->block_size;
-        row->sink_bos = nl_eval_windows(n, Tw, Tw / 2 ? Tw / 2 : 1) > 1 ? 1 : 2;
-    }
+    row->bpe = nl_tokenizer_info(tok).kind != NL_TOKENIZER_CHAR;  // (a subword vocabulary: BPE or sentencepiece)
+    size_t Tw = (size_t)trained->block_size;
+    row->sink_bos = nl_attention_sink_bos(model, ids, n, Tw / 2 ? Tw / 2 : 1);
     row->weight_bytes = nl_model_weight_bytes(model);
     run.batch = 1;
     NlState *s = NULL;

@@ -386,6 +386,10 @@ typedef struct {
     NlOutlierStats (*outliers)[NL_SITE_COUNT];  // (L + 1) over eval's positions; rows 0: not seen
 } NlCompareRow;
 
+// What the attention sink's position holds in eval's windows of ids[0..n) at this stride (NlCompareRow's
+// sink_bos): 0 the text's token (no BOS added), 1 BOS in the first window only, 2 BOS in every one.
+int nl_attention_sink_bos(const NlModel *model, const int *ids, size_t n, size_t stride);
+
 // Frees what nl_compare_model allocated in row (its per-layer arrays) and zeroes them; NULL-safe,
 // and safe on a zeroed row.
 void nl_compare_row_free(NlCompareRow *row);

@@ -56,6 +56,9 @@ expect_ok "compare --attention of a bos model" compare "$TMP/bosm" -f tests/data
 grep -q "^    sink: BOS in the first window only; later windows begin anywhere" "$TMP/out" \
     && ok "compare --attention says that only the first window's sink is BOS" \
     || bad "compare --attention bos" "$(grep -A1 'queries a head' "$TMP/out")"
+expect_ok "eval --attention of a bos model" eval -m "$TMP/bosm" -f tests/data/held_out.txt --attention --json
+why=$(strict_json "$TMP/out" 'd["sink_token"] == "bos_first_window"')
+[ -z "$why" ] && ok "eval --attention says that only the first window's sink is BOS" || bad "eval sink_token" "$why"
 head -c 100 tests/data/held_out.txt > "$TMP/bos_short.txt"
 expect_ok "compare --attention --json of a bos model, one window" \
     compare "$TMP/bosm" -f "$TMP/bos_short.txt" --attention --repeats 1 --json
