@@ -333,6 +333,17 @@
                 "query's own, beside uniform attention's (docs/lab.md)"                                         \
     }
 
+// -t: the threads, as every command but bench (its -t is a list) takes them, with the command's own
+// help, default and (generate: run.c's -t named) range in words
+#define THREADS_RANGE "an integer in [1, 1024]"
+#define THREADS_EVERY_CPU "every CPU this process may use"
+#define OPT_THREADS_AS(range_words, default_value, default_words, help_text)                                     \
+    {                                                                                                            \
+        .name = "threads", .letter = 't', .type = OT_INT, .arg = "N", .lo = 1, .hi = 1024, .range = range_words, \
+        .def = default_value, .def_text = default_words, .field = OPT_FIELD(threads), .help = help_text          \
+    }
+#define OPT_THREADS(help_text) OPT_THREADS_AS(THREADS_RANGE, NULL, THREADS_EVERY_CPU, help_text)
+
 // ---- the relations several commands share (options.h's OptRelation), checked after parsing
 #define QUANTIZE_ONLY(by)                             \
     REQUIRES(GIVEN_INT(quantize_only), GIVEN_INT(by), \
