@@ -1,5 +1,6 @@
 // prompts.c — texts and prompts: read (a file, standard input, -p), and encoded for a model with
-// the options' tokenizer flags, an empty prompt or one with nothing known becoming a newline.
+// the options' tokenizer flags, an empty prompt or one with nothing known becoming the bos alone
+// (a model that adds one) or a newline.
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <errno.h>
