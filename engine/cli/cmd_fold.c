@@ -104,13 +104,7 @@ int cmd_fold(Options *o) {
 const OptSpec FOLD_OPTIONS[] = {
     OPT_HELP,
     OPT_MODEL,
-    {.name = "output",
-     .letter = 'o',
-     .type = OT_STRING,
-     .arg = "DIR",
-     .field = OPT_FIELD(output),
-     .help = "the model folder to write (required), whole or not at all: an existing one is replaced (it must be a "
-             "model folder; its other files are kept)"},
+    OPT_OUTPUT_FOLDER,
     {.name = "center",
      .type = OT_FLAG,
      .field = OPT_FIELD(center),

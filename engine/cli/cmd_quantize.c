@@ -135,13 +135,7 @@ const OptSpec QUANTIZE_OPTIONS[] = {
          "f32, and a note says so; a model with none is refused). Norm gains, biases and wpe stay f32. From a model "
          "stored otherwise, f32 writes its weights widened, as the engine reads them; a model with q8_0 or q4_0 "
          "matrices is quantized again only with --allow-requantize"},
-    {.name = "output",
-     .letter = 'o',
-     .type = OT_STRING,
-     .arg = "DIR",
-     .field = OPT_FIELD(output),
-     .help = "the model folder to write (required), whole or not at all: an existing one is replaced (it must be a "
-             "model folder; its other files are kept)"},
+    OPT_OUTPUT_FOLDER,
     {.name = "keep",
      .type = OT_STRING,
      .arg = "NAME,...",

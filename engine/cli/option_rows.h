@@ -333,6 +333,15 @@
                 "query's own, beside uniform attention's (docs/lab.md)"                                         \
     }
 
+// quantize, fold: -o DIR, the model folder written
+#define OPT_OUTPUT_FOLDER                                                                                           \
+    {                                                                                                               \
+        .name = "output", .letter = 'o', .type = OT_STRING, .arg = "DIR", .field = OPT_FIELD(output),               \
+        .help =                                                                                                     \
+            "the model folder to write (required), whole or not at all: an existing one is replaced (it must be a " \
+            "model folder; its other files are kept)"                                                               \
+    }
+
 // -t: the threads, as every command but bench (its -t is a list) takes them, with the command's own
 // help, default and (generate: run.c's -t named) range in words
 #define THREADS_RANGE "an integer in [1, 1024]"
