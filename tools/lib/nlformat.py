@@ -19,6 +19,12 @@ import nltool
 import qformats
 
 FORMAT = {"name": "normlab", "version": 1}
+# Each placement's norms in a block (tools/lib/nlmodel.py runs them; docs/comparing.md)
+BLOCK_NORMS = {
+    "pre": ("ln_1", "ln_2"), "post": ("ln_1", "ln_2"), "mix": ("ln_1", "ln_2"),
+    "peri": ("ln_1", "ln_2", "ln_1_post", "ln_2_post"), "post-sublayer": ("ln_1_post", "ln_2_post"),
+    "parallel": ("ln_1", "ln_2"), "parallel-shared": ("ln_1",), "sub": ("ln_1", "ln_2", "ln_1_sub", "ln_2_sub"),
+}
 
 
 def format_version(config):
@@ -28,6 +34,9 @@ def format_version(config):
         return 4  # version 4 adds arch llama
     if config.get("arch", "transformer") != "transformer":
         return 3  # version 3 adds arch lstm|gru
+    if (config.get("norm") == "dyt" or config.get("placement", "pre") not in ("pre", "post", "peri")
+            or "block" in config):
+        return 5  # version 5 adds norm dyt, the placements of docs/comparing.md beyond these three, and "block"
     v2 = (config.get("norm") in ("batchnorm", "none") or config.get("placement") == "peri"
           or config.get("residual_scale", 1.0) != 1.0)
     return 2 if v2 else 1  # version 2 adds norm batchnorm|none, placement peri and residual_scale
@@ -133,36 +142,38 @@ def tensor_shapes(config, rms_bias=False):
     F = mlp_width(config)
     kind = config["norm"]
     placement = config.get("placement", "pre")
-    norm_has_bias = kind in ("layernorm", "batchnorm") or rms_bias
+    norm_has_bias = kind in ("layernorm", "batchnorm", "dyt") or rms_bias
     shapes = {"wte.weight": (V, D), "wpe.weight": (T, D)}
+    block_norms = BLOCK_NORMS[placement]
 
-    def norm(name):
+    def norm(name, width=D):
         if kind == "none":
             return
-        shapes[name + ".weight"] = (D,)
+        shapes[name + ".weight"] = (width,)
         if norm_has_bias:
-            shapes[name + ".bias"] = (D,)
+            shapes[name + ".bias"] = (width,)
         if kind == "batchnorm":
-            shapes[name + ".running_mean"] = (D,)
-            shapes[name + ".running_var"] = (D,)
+            shapes[name + ".running_mean"] = (width,)
+            shapes[name + ".running_var"] = (width,)
+        if kind == "dyt":
+            shapes[name + ".alpha"] = (1,)
 
     def linear(name, n_out, n_in):
         shapes[name + ".weight"] = (n_out, n_in)
         if config["bias"]:
             shapes[name + ".bias"] = (n_out,)
 
-    for i in range(L):
-        norm(f"h.{i}.ln_1")
-        linear(f"h.{i}.attn.c_attn", 3 * D, D)
-        linear(f"h.{i}.attn.c_proj", D, D)
-        if placement == "peri":
-            norm(f"h.{i}.ln_1_post")
-        norm(f"h.{i}.ln_2")
-        linear(f"h.{i}.mlp.c_fc", F, D)
-        linear(f"h.{i}.mlp.c_proj", D, F)
-        if placement == "peri":
-            norm(f"h.{i}.ln_2_post")
-    if placement in ("pre", "peri"):
+    for i in range(L):  # the attention (1), then the MLP (2): input norm, in, inner norm, out, output norm
+        for part, branch, first, width in (("1", "attn", "c_attn", D), ("2", "mlp", "c_fc", F)):
+            if "ln_" + part in block_norms:
+                norm(f"h.{i}.ln_{part}")
+            linear(f"h.{i}.{branch}.{first}", 3 * D if part == "1" else F, D)
+            if f"ln_{part}_sub" in block_norms:
+                norm(f"h.{i}.ln_{part}_sub", width)
+            linear(f"h.{i}.{branch}.c_proj", D, width)
+            if f"ln_{part}_post" in block_norms:
+                norm(f"h.{i}.ln_{part}_post")
+    if placement != "post":
         norm("ln_f")
     if not config["tie_embeddings"]:
         shapes["lm_head.weight"] = (V, D)

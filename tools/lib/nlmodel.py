@@ -32,8 +32,53 @@ import torch.nn.functional as Fn
 
 import nlformat
 
-NORMS = ("layernorm", "rmsnorm", "batchnorm", "none")
-PLACEMENTS = ("pre", "post", "peri")
+NORMS = ("layernorm", "rmsnorm", "batchnorm", "dyt", "none")
+PLACEMENTS = ("pre", "post", "peri", "post-sublayer", "parallel", "parallel-shared", "mix", "sub")
+BLOCK_NORMS = nlformat.BLOCK_NORMS  # each placement's norms in a block, by module name
+# DyT's alpha at initialisation (Zhu et al. 2025): 0.5 in every norm; their Llama recipe's 0.8 in the
+# attention branch, 0.2 in the MLP's and the final norm.
+DYT_ALPHA = (0.5, 0.5, 0.5)
+
+
+def has_final_norm(placement):
+    """Every placement but post ends the stack with ln_f."""
+    return placement != "post"
+
+
+def mix_post_layers(c):
+    """Mix-LN's count of leading post layers: c's mix_post_layers, default floor(L/4)."""
+    return int(c.get("mix_post_layers", c["n_layer"] // 4))
+
+
+def layer_placement(placement, i, c):
+    """The placement layer i runs: mix's first mix_post_layers(c) layers post, the rest pre."""
+    if placement == "mix":
+        return "post" if i < mix_post_layers(c) else "pre"
+    return placement
+
+
+def run_placement(placement, x, attn, mlp, norms, alpha=1.0):
+    """One block's equations (docs/comparing.md): x (B, n, D) the stream, attn and mlp the branches,
+    norms[name] the block's norms (sub's inner ones live in its branches), alpha DeepNorm's residual
+    scale (post only)."""
+    n = norms
+    if placement in ("pre", "sub"):
+        x = x + attn(n["ln_1"](x))
+        return x + mlp(n["ln_2"](x))
+    if placement == "peri":
+        x = x + n["ln_1_post"](attn(n["ln_1"](x)))
+        return x + n["ln_2_post"](mlp(n["ln_2"](x)))
+    if placement == "post-sublayer":
+        x = x + n["ln_1_post"](attn(x))
+        return x + n["ln_2_post"](mlp(x))
+    if placement == "parallel":
+        return x + attn(n["ln_1"](x)) + mlp(n["ln_2"](x))
+    if placement == "parallel-shared":
+        h = n["ln_1"](x)
+        return x + attn(h) + mlp(h)
+    assert placement == "post", placement
+    x = n["ln_1"](alpha * x + attn(x))
+    return n["ln_2"](alpha * x + mlp(x))
 BN_STATS = ("running", "batch")
 ACTIVATIONS = {
     "gelu": Fn.gelu,
@@ -137,7 +182,8 @@ class _ActRounding:
 
 
 class Norm(nn.Module):
-    """LayerNorm (biased variance) or RMSNorm over the last dimension, or BatchNorm over every row.
+    """LayerNorm (biased variance) or RMSNorm over the last dimension, BatchNorm over every row, or DyT
+    (Zhu et al. 2025: weight * tanh(alpha * x) + bias, alpha one learned scalar, no statistics).
 
     BatchNorm follows torch.nn.BatchNorm1d on the (B*n, D) rows: in training it normalises with the
     statistics of every position of every sequence of the call (so a position sees the later positions
@@ -145,11 +191,13 @@ class Norm(nn.Module):
     variance unbiased); out of training it uses the running averages, or with stats "batch" the mean and
     biased variance of the call's rows, as the engine's --bn-stats batch."""
 
-    def __init__(self, kind, D, eps, bias, stats="running"):
+    def __init__(self, kind, D, eps, bias, stats="running", alpha=0.5):
         super().__init__()
         self.kind, self.D, self.eps, self.stats = kind, D, eps, stats  # D static: the ONNX graph's shapes
         self.weight = nn.Parameter(torch.ones(D))
         self.bias = nn.Parameter(torch.zeros(D)) if bias else None
+        if kind == "dyt":  # one learned scalar
+            self.alpha = nn.Parameter(torch.full((1,), float(alpha)))
         if kind == "batchnorm":
             self.register_buffer("running_mean", torch.zeros(D))
             self.register_buffer("running_var", torch.ones(D))
@@ -157,6 +205,9 @@ class Norm(nn.Module):
     def forward(self, x):
         if self.kind == "layernorm":
             return Fn.layer_norm(x, (self.D,), self.weight, self.bias, self.eps)
+        if self.kind == "dyt":  # Zhu et al. 2025: gamma * tanh(alpha x) + beta
+            y = torch.tanh(self.alpha * x) * self.weight
+            return y if self.bias is None else y + self.bias
         if self.kind == "batchnorm":
             rows = x.reshape(-1, self.D)  # (B*n, D)
             if self.training:
@@ -181,16 +232,15 @@ class Block(_ActRounding, nn.Module):
         D, F, b = c["n_embd"], nlformat.mlp_width(c), c["bias"]
         self.placement, self.D, self.H = placement, D, c["n_head"]  # static: only B and n vary in a graph
         self.alpha = c.get("residual_scale", 1.0)  # DeepNorm's a; only post placement has it in its formula
-        self.ln_1 = make_norm()
-        self.ln_2 = make_norm()
-        if placement == "peri":
-            self.ln_1_post = make_norm()
-            self.ln_2_post = make_norm()
+        for name in BLOCK_NORMS[placement]:  # make_norm(width, branch): 0 attention's, 1 the MLP's
+            setattr(self, name, make_norm(F if name == "ln_2_sub" else D, 0 if name.startswith("ln_1") else 1))
         self.c_attn = nn.Linear(D, 3 * D, bias=b)
         self.attn_proj = nn.Linear(D, D, bias=b)
         self.c_fc = nn.Linear(D, F, bias=b)
         self.mlp_proj = nn.Linear(F, D, bias=b)
         self.act = ACTIVATIONS[c["activation"]]
+        self.norms = {name: getattr(self, name) for name in BLOCK_NORMS[placement]}
+        self.inner = (self.norms.get("ln_1_sub", nn.Identity()), self.norms.get("ln_2_sub", nn.Identity()))
 
     def attn(self, x, future, cache):
         """x (B, n, D); future (n, m) True where key j lies after query i; cache: this layer's keys and
@@ -204,20 +254,14 @@ class Block(_ActRounding, nn.Module):
             cache["k"], cache["v"] = k, v
         att = (q @ k.transpose(-2, -1)) / math.sqrt(D // self.H)  # (B, H, n, m)
         att = att.masked_fill(future, float("-inf")).softmax(-1)
-        return self.attn_proj(self._qa((att @ v).transpose(1, 2).reshape(B, n, D)))
+        return self.attn_proj(self._qa(self.inner[0]((att @ v).transpose(1, 2).reshape(B, n, D))))
 
     def mlp(self, x):
-        return self.mlp_proj(self._qa(self.act(self.c_fc(self._qa(x)))))
+        return self.mlp_proj(self._qa(self.inner[1](self.act(self.c_fc(self._qa(x))))))
 
     def forward(self, x, future, cache=None):
-        if self.placement == "pre":
-            x = x + self.attn(self.ln_1(x), future, cache)
-            return x + self.mlp(self.ln_2(x))
-        if self.placement == "peri":
-            x = x + self.ln_1_post(self.attn(self.ln_1(x), future, cache))
-            return x + self.ln_2_post(self.mlp(self.ln_2(x)))
-        x = self.ln_1(self.alpha * x + self.attn(x, future, cache))
-        return self.ln_2(self.alpha * x + self.mlp(x))
+        return run_placement(self.placement, x, lambda h: self.attn(h, future, cache), self.mlp, self.norms,
+                             self.alpha)
 
 
 class Transformer(_ActRounding, nn.Module):
@@ -231,15 +275,18 @@ class Transformer(_ActRounding, nn.Module):
         self.norm = norm or c["norm"]
         self.placement = placement or c.get("placement", "pre")
         D, L = c["n_embd"], c["n_layer"]
-        bias = self.norm in ("layernorm", "batchnorm") or c.get("rms_bias", False)
+        bias = self.norm in ("layernorm", "batchnorm", "dyt") or c.get("rms_bias", False)
+        alpha0 = c.get("dyt_alpha", DYT_ALPHA)  # training only: DyT's alpha at init, by branch
 
-        def make_norm():
-            return nn.Identity() if self.norm == "none" else Norm(self.norm, D, c["norm_eps"], bias, bn_stats)
+        def make_norm(width=D, branch=2):
+            if self.norm == "none":
+                return nn.Identity()
+            return Norm(self.norm, width, c["norm_eps"], bias, bn_stats, alpha0[branch])
 
         self.wte = nn.Embedding(c["vocab_size"], D)
         self.wpe = nn.Embedding(c["block_size"], D)
-        self.h = nn.ModuleList(Block(c, self.placement, make_norm) for _ in range(L))
-        self.ln_f = make_norm() if self.placement in ("pre", "peri") else None
+        self.h = nn.ModuleList(Block(c, layer_placement(self.placement, i, c), make_norm) for i in range(L))
+        self.ln_f = make_norm() if has_final_norm(self.placement) else None
         if c["tie_embeddings"] and c.get("head_bias"):
             raise ValueError("head_bias with a head tied to wte is not built here")
         head_bias = c.get("head_bias", False)
@@ -321,6 +368,8 @@ class Transformer(_ActRounding, nn.Module):
                     raise ValueError(f"the model has no tensor {name}")
                 elif "running_" in name and owner.stats == "running":
                     raise ValueError(f"batchnorm with running statistics needs {name}")
+                elif name.endswith(".alpha"):
+                    raise ValueError(f"dyt needs its alpha {name}, which the model lacks")
         return self
 
     def export_tensors(self):
@@ -461,9 +510,9 @@ def build(config, tensors, norm=None, placement=None, bn_stats="running", dtype=
         import nlmodel_llama
         if quantize is not None or quantize_only is not None or quantize_act is not None or bn_stats != "running":
             raise ValueError("arch llama is built here without quantization or BatchNorm statistics")
-        if (norm or "rmsnorm") not in nlmodel_llama.NORMS or (placement or "pre") not in PLACEMENTS:
+        if (norm or "rmsnorm") not in nlmodel_llama.NORMS or (placement or "pre") not in nlmodel_llama.PLACEMENTS:
             raise ValueError(f"arch llama runs with norm {'|'.join(nlmodel_llama.NORMS)} and placement "
-                             f"{'|'.join(PLACEMENTS)}")
+                             f"{'|'.join(nlmodel_llama.PLACEMENTS)}")
         return nlmodel_llama.Llama(config, norm, placement, dtype).load_tensors(tensors).eval()
     if quantize is not None:
         tensors = quantize_tensors(config, tensors, quantize, quantize_only)

@@ -25,6 +25,7 @@ import nlformat
 from nlmodel import Norm
 
 NORMS = ("rmsnorm", "layernorm", "none")
+PLACEMENTS = ("pre", "post", "peri")  # the placements its tools run (the engine runs them all)
 
 
 def default_inner(D):

@@ -80,9 +80,15 @@ def parse_args(argv):
                    help="a byte-level BPE tokenizer.json (GPT-2's) or normlab's sentencepiece tokenizer.json "
                    "instead of the text's characters")
     p.add_argument("--arch", choices=["transformer", "lstm", "gru", "llama"], default="transformer")
-    p.add_argument("--norm", choices=["layernorm", "rmsnorm", "batchnorm", "none"],
-                   help="default layernorm; llama: rmsnorm")
-    p.add_argument("--placement", choices=["pre", "post", "peri"], default="pre")
+    p.add_argument("--norm", choices=list(nlmodel.NORMS),
+                   help="default layernorm; llama: rmsnorm; dyt: Zhu et al.'s tanh in place of every norm")
+    p.add_argument("--placement", choices=list(nlmodel.PLACEMENTS), default="pre",
+                   help="where the norms sit in a block (docs/comparing.md)")
+    p.add_argument("--mix-post-layers", type=int, metavar="K",
+                   help="--placement mix: the leading post layers (default n_layer // 4)")
+    p.add_argument("--dyt-alpha", metavar="A[,M,F]",
+                   help="--norm dyt: alpha at initialisation, one for every norm or three for the attention's, "
+                   "the MLP's and the final norm (default 0.5; Zhu et al.'s Llama recipe 0.8,0.2,0.2)")
     p.add_argument("--deepnorm", action="store_true",
                    help="DeepNorm: post placement, residual scaled by (2L)^(1/4), DeepNet's beta-scaled init")
     p.add_argument("--rms-bias", action="store_true", help="give RMSNorm layers a bias")
@@ -290,6 +296,24 @@ def write_diverged(a, log, step, wall):
 LLAMA_ONLY = ("n_kv_head", "n_inner", "rope_theta", "qk_norm")
 
 
+def check_block_options(a):
+    """--mix-post-layers and --dyt-alpha checked and resolved (a.dyt_alpha a triple or None), or one line
+    and exit 1."""
+    if a.mix_post_layers is not None and (a.placement != "mix" or not 0 <= a.mix_post_layers <= a.n_layer):
+        sys.exit(f"train.py: --mix-post-layers takes 0 to --n-layer {a.n_layer} with --placement mix")
+    if a.dyt_alpha is None:
+        return
+    if a.norm != "dyt":
+        sys.exit("train.py: --dyt-alpha is for --norm dyt")
+    try:
+        alpha = [float(v) for v in a.dyt_alpha.split(",")]
+    except ValueError:
+        alpha = []
+    if len(alpha) not in (1, 3) or not all(0 < v < 1e3 for v in alpha):
+        sys.exit(f"train.py: --dyt-alpha must be one or three positive numbers below 1000, got {a.dyt_alpha!r}")
+    a.dyt_alpha = tuple(alpha * 3 if len(alpha) == 1 else alpha)
+
+
 def check_llama(a):
     """--arch llama's options resolved to their defaults, or one line and exit 1 (before anything is read)."""
     given = [k for k in LLAMA_ONLY if getattr(a, k) not in (None, False)]
@@ -297,9 +321,10 @@ def check_llama(a):
         if given:
             sys.exit(f"train.py: --{given[0].replace('_', '-')} is for --arch llama")
         return
-    if a.norm not in nlmodel_llama.NORMS or a.deepnorm or a.rms_bias:
-        sys.exit(f"train.py: --arch llama takes --norm {'|'.join(nlmodel_llama.NORMS)}, without --deepnorm "
-                 "or --rms-bias")
+    if (a.norm not in nlmodel_llama.NORMS or a.deepnorm or a.rms_bias
+            or a.placement not in nlmodel_llama.PLACEMENTS):
+        sys.exit(f"train.py: --arch llama takes --norm {'|'.join(nlmodel_llama.NORMS)} and --placement "
+                 f"{'|'.join(nlmodel_llama.PLACEMENTS)}, without --deepnorm or --rms-bias")
     a.n_kv_head = a.n_head if a.n_kv_head is None else a.n_kv_head
     a.n_inner = nlmodel_llama.default_inner(a.n_embd) if a.n_inner is None else a.n_inner
     a.rope_theta = 10000.0 if a.rope_theta is None else a.rope_theta
@@ -341,6 +366,7 @@ def main(argv):
         sys.exit("train.py: --deepnorm needs --placement post")
     if a.norm == "none" and a.placement != "pre":
         sys.exit("train.py: --norm none needs --placement pre")
+    check_block_options(a)
     recurrent = a.arch in ("lstm", "gru")
     if recurrent and a.norm not in ("layernorm", "none"):
         sys.exit(f"train.py: --arch {a.arch} takes --norm layernorm or none")
@@ -380,6 +406,10 @@ def main(argv):
         config["rms_bias"] = True  # training-only keys: not written to config.json
     if a.deepnorm:
         config["deepnorm_init"] = True
+    if a.mix_post_layers is not None:
+        config["mix_post_layers"] = a.mix_post_layers
+    if a.dyt_alpha is not None:
+        config["dyt_alpha"] = a.dyt_alpha
 
     torch.manual_seed(a.seed)
     # the same initial weights in every process (the same seed)
@@ -493,7 +523,7 @@ def main(argv):
         "final_train_loss": log["train"][-1][1],
         "final_val_loss": log["val"][-1][1] if log["val"] else None,
     }
-    export_cfg = {k: v for k, v in config.items() if k not in ("rms_bias", "deepnorm_init")}
+    export_cfg = {k: v for k, v in config.items() if k not in ("rms_bias", "deepnorm_init", "dyt_alpha")}
     train_log = json.dumps({**provenance, "args": vars(a), "loss_curve": log}, indent=1) + "\n"
     nlformat.write_model_dir(a.out, export_cfg, vocab, model.export_tensors(), metadata=provenance,
                              extra={"train_log.json": train_log})  # replaced whole, never in place
