@@ -32,7 +32,7 @@ LIB_SRC = engine/nl_error.c engine/model.c engine/config.c engine/safetensors.c 
           engine/inline_tensors.c engine/norms.c engine/activations.c engine/rope.c engine/rnn_cells.c \
           engine/attention.c engine/sampler_math.c engine/linear.c engine/matvec.c engine/dtype.c engine/qmatvec.c \
           engine/bind.c engine/transformer_weights.c engine/transformer.c engine/transformer_attention.c \
-          engine/transformer_info.c engine/families.c \
+          engine/transformer_info.c engine/recipe.c engine/families.c \
           engine/describe.c engine/state.c engine/model_write.c engine/tensor_set.c engine/fold.c \
           engine/transformer_fold.c \
           engine/sampler.c \

@@ -32,8 +32,8 @@ typedef struct {
 static const Named NORMS[] = {{NL_NORM_LAYERNORM, "layernorm"},
                               {NL_NORM_RMSNORM, "rmsnorm"},
                               {NL_NORM_BATCHNORM, "batchnorm"},
-                              {NL_NORM_NONE, "none"}};
-static const Named PLACEMENTS[] = {{NL_PLACE_PRE, "pre"}, {NL_PLACE_POST, "post"}, {NL_PLACE_PERI, "peri"}};
+                              {NL_NORM_NONE, "none"},
+                              {NL_NORM_DYT, "dyt"}};
 static const Named BN_STATS[] = {{NL_BN_RUNNING, "running"}, {NL_BN_BATCH, "batch"}};
 static const Named ARCHS[] = {
     {NL_ARCH_TRANSFORMER, "transformer"}, {NL_ARCH_LSTM, "lstm"}, {NL_ARCH_GRU, "gru"}, {NL_ARCH_LLAMA, "llama"}};
@@ -73,7 +73,7 @@ static const Named *names_table(NlNames kind, size_t *n) {
                                    {NL_DTYPE_Q4_0, "q4_0"}};
     switch (kind) {
     case NL_NAMES_NORM: *n = COUNT(NORMS); return NORMS;
-    case NL_NAMES_PLACEMENT: *n = COUNT(PLACEMENTS); return PLACEMENTS;
+    case NL_NAMES_PLACEMENT: break;  // the recipes' table: nl_name and nl_name_parse ask recipe.c
     case NL_NAMES_BN_STATS: *n = COUNT(BN_STATS); return BN_STATS;
     case NL_NAMES_ACTIVATION: *n = COUNT(ACTIVATIONS); return ACTIVATIONS;
     case NL_NAMES_ARCH: *n = COUNT(ARCHS); return ARCHS;
@@ -86,12 +86,24 @@ static const Named *names_table(NlNames kind, size_t *n) {
 }
 
 const char *nl_name(NlNames kind, int value) {
+    if (kind == NL_NAMES_PLACEMENT) {  // the recipes' table (recipe.c)
+        const NlPlacementInfo *info = nl_recipe_info((NlPlacement)value);
+        return info ? info->name : "?";
+    }
     size_t n;
     const Named *t = names_table(kind, &n);
     return name_of(t, n, value);
 }
 
 int nl_name_parse(NlNames kind, const char *name, int *value) {
+    if (kind == NL_NAMES_PLACEMENT) {
+        const char *names[NL_PLACEMENTS_MAX + 1];
+        NlPlacement values[NL_PLACEMENTS_MAX];
+        size_t n = nl_recipe_placements(names, values);
+        for (size_t i = 0; i < n; i++)
+            if (strcasecmp(names[i], name) == 0) return *value = (int)values[i], 0;
+        return -1;
+    }
     size_t n;
     const Named *t = names_table(kind, &n);
     int v = value_of(t, n, name);
@@ -153,29 +165,48 @@ static int parse_format(const cJSON *root, const char *what, int *version, NlErr
     return 0;
 }
 
-// The keys of version 2 (norm batchnorm or none, placement peri, residual_scale) and how they
-// combine: a version-1 file using one is refused, so that a file always names the version it needs.
-static int check_v2(const NlConfig *c, const cJSON *root, int version, const char *what, NlError *err) {
+// The version a file's norm needs (2: batchnorm or none; 5: dyt), and its residual_scale's; the
+// placement's rules are its recipe's (nl_recipe_check_config). A file always names the version it needs.
+static int check_versions(const NlConfig *c, const cJSON *root, int version, const char *what, NlError *err) {
     int has_scale = cJSON_GetObjectItemCaseSensitive(root, "residual_scale") != NULL;
-    const char *feature = c->norm == NL_NORM_BATCHNORM    ? "norm \"batchnorm\""
-                          : c->norm == NL_NORM_NONE       ? "norm \"none\""
-                          : c->placement == NL_PLACE_PERI ? "placement \"peri\""
-                          : has_scale                     ? "\"residual_scale\""
-                                                          : NULL;
-    if (feature && version < 2) {
-        nl_error(err, NL_ERR_FORMAT, "%s: %s needs format version 2 (the file says version %d)", what, feature,
+    const char *feature = c->norm == NL_NORM_BATCHNORM ? "norm \"batchnorm\""
+                          : c->norm == NL_NORM_NONE    ? "norm \"none\""
+                                                       : NULL;
+    int need = feature ? 2 : 1;
+    if (c->norm == NL_NORM_DYT) feature = "norm \"dyt\"", need = 5;
+    if (!feature && has_scale) feature = "\"residual_scale\"", need = 2;
+    if (feature && version < need) {
+        nl_error(err, NL_ERR_FORMAT, "%s: %s needs format version %d (the file says version %d)", what, feature, need,
                  version);
         return -1;
     }
-    if (has_scale && c->placement != NL_PLACE_POST) {
-        nl_error(err, NL_ERR_FORMAT, "%s: \"residual_scale\" is allowed with placement \"post\" only", what);
+    return nl_recipe_check_config(c, has_scale, version, what, err);
+}
+
+// The block a transformer-family config runs (docs/format.md): "placement" (default pre) and mix's
+// "mix_post_layers", or config.json's own "block" (a list of steps; placement custom, or none given)
+// with "final_norm" (default true), read here and made a recipe by recipe.c.
+static int parse_block(NlConfig *c, const cJSON *root, int need_place, const char *what, NlError *err) {
+    const char *names[NL_PLACEMENTS_MAX + 1], *steps[NL_RECIPE_STEPS_MAX + 1];
+    const cJSON *block = cJSON_GetObjectItemCaseSensitive(root, "block");
+    int place = 0, final_norm = -1, n = 0;  // placement may be left out: names[0] is pre
+    int64_t mix = -1;
+    nl_recipe_placements(names, NULL);
+    if ((((need_place && !block) || cJSON_GetObjectItemCaseSensitive(root, "placement")) &&
+         nl_jsonx_choice(root, "placement", names, &place, what, err) != 0) ||
+        nl_jsonx_bool(root, "final_norm", 0, &final_norm, what, err) != 0 ||
+        nl_jsonx_int(root, "mix_post_layers", 0, 0, c->n_layer, &mix, what, err) != 0)
         return -1;
+    if (block && (n = cJSON_IsArray(block) ? cJSON_GetArraySize(block) : 0) < 1)
+        return nl_error(err, NL_ERR_FORMAT, "%s: \"block\" must be a list of steps (strings)", what);
+    for (int k = 0; k < n && k <= NL_RECIPE_STEPS_MAX; k++) {
+        const cJSON *step = cJSON_GetArrayItem(block, k);
+        if (!cJSON_IsString(step))
+            return nl_error(err, NL_ERR_FORMAT, "%s: \"block\" step %d must be a string", what, k + 1);
+        steps[k] = step->valuestring;
     }
-    if (c->norm == NL_NORM_NONE && c->placement != NL_PLACE_PRE) {
-        nl_error(err, NL_ERR_FORMAT, "%s: norm \"none\" needs placement \"pre\" (or none given)", what);
-        return -1;
-    }
-    return 0;
+    int given = cJSON_GetObjectItemCaseSensitive(root, "placement") ? place : -1;
+    return nl_recipe_of_config(c, given, block ? steps : NULL, (size_t)n, final_norm, (int)mix, what, err);
 }
 
 static int parse_mlp_width(NlConfig *c, const cJSON *root, const char *what, NlError *err) {
@@ -240,12 +271,12 @@ static int parse_rnn_config(NlConfig *c, const cJSON *root, NlArch arch, int ver
 // (default rmsnorm), placement pre|post|peri (default pre), norm_eps, rope_theta (> 0, default 10000),
 // tie_embeddings, qk_norm and attn_bias (default false). No learned positions, a gated SiLU MLP.
 static int parse_llama_config(NlConfig *c, const cJSON *root, int version, const char *what, NlError *err) {
-    static const char *const KEYS[] = {"format",         "arch",      "vocab_size", "n_layer", "n_head",
-                                       "n_kv_head",      "n_embd",    "block_size", "n_inner", "norm",
-                                       "placement",      "norm_eps",  "rope_theta", "qk_norm", "attn_bias",
-                                       "tie_embeddings", "head_bias", NULL};
-    static const char *const LLAMA_NORMS[] = {"rmsnorm", "layernorm", "none", NULL};
-    static const NlNormType NORM_OF[] = {NL_NORM_RMSNORM, NL_NORM_LAYERNORM, NL_NORM_NONE};
+    static const char *const KEYS[] = {
+        "format",     "arch",           "vocab_size", "n_layer",   "n_head",     "n_kv_head",       "n_embd",
+        "block_size", "n_inner",        "norm",       "placement", "norm_eps",   "rope_theta",      "qk_norm",
+        "attn_bias",  "tie_embeddings", "head_bias",  "block",     "final_norm", "mix_post_layers", NULL};
+    static const char *const LLAMA_NORMS[] = {"rmsnorm", "layernorm", "none", "dyt", NULL};
+    static const NlNormType NORM_OF[] = {NL_NORM_RMSNORM, NL_NORM_LAYERNORM, NL_NORM_NONE, NL_NORM_DYT};
     if (nl_jsonx_only_keys(root, KEYS, what, err) != 0) return -1;
     if (version < 4) {
         nl_error(err, NL_ERR_FORMAT, "%s: arch \"llama\" needs format version 4 (the file says version %d)", what,
@@ -253,9 +284,8 @@ static int parse_llama_config(NlConfig *c, const cJSON *root, int version, const
         return -1;
     }
     int64_t v, l, h, kvh, d, t, f;
-    int norm = 0, place = 0, tie = 0, qk = 0, ab = 0, hb = 0;
+    int norm = 0, tie = 0, qk = 0, ab = 0, hb = 0;
     double eps = 1e-5, theta = 10000.0;
-    const char *pn[COUNT(PLACEMENTS) + 1];
     if (nl_jsonx_int(root, "vocab_size", 1, 1, 1 << 20, &v, what, err) != 0 ||
         nl_jsonx_int(root, "n_layer", 1, 1, 256, &l, what, err) != 0 ||
         nl_jsonx_int(root, "n_head", 1, 1, 1024, &h, what, err) != 0 ||
@@ -267,8 +297,6 @@ static int parse_llama_config(NlConfig *c, const cJSON *root, int version, const
     if (nl_jsonx_int(root, "n_kv_head", 0, 1, 1024, &kvh, what, err) != 0 ||
         (cJSON_GetObjectItemCaseSensitive(root, "norm") &&
          nl_jsonx_choice(root, "norm", LLAMA_NORMS, &norm, what, err) != 0) ||
-        (cJSON_GetObjectItemCaseSensitive(root, "placement") &&
-         nl_jsonx_choice(root, "placement", names_of(PLACEMENTS, COUNT(PLACEMENTS), pn), &place, what, err) != 0) ||
         nl_jsonx_number(root, "norm_eps", 0, 1e-12, 1, &eps, what, err) != 0 ||
         nl_jsonx_number(root, "rope_theta", 0, -1e300, 1e300, &theta, what, err) != 0 ||
         nl_jsonx_bool(root, "tie_embeddings", 0, &tie, what, err) != 0 ||
@@ -302,7 +330,6 @@ static int parse_llama_config(NlConfig *c, const cJSON *root, int version, const
                     .block_size = (int)t,
                     .n_inner = (int)f,
                     .norm = NORM_OF[norm],
-                    .placement = (NlPlacement)PLACEMENTS[place].value,
                     .norm_eps = eps,
                     .residual_scale = 1.0,
                     .activation = NL_ACT_SILU,
@@ -313,14 +340,18 @@ static int parse_llama_config(NlConfig *c, const cJSON *root, int version, const
                     .qk_norm = qk,
                     .attn_bias = ab,
                     .head_bias = hb};
-    return 0;
+    if (parse_block(c, root, 0, what, err) != 0) return -1;
+    if (c->norm == NL_NORM_DYT && version < 5)
+        return nl_error(err, NL_ERR_FORMAT, "%s: norm \"dyt\" needs format version 5 (the file says version %d)", what,
+                        version);
+    return nl_recipe_check_config(c, 0, version, what, err);
 }
 
 int nl_config_from_json(NlConfig *c, const cJSON *root, const char *what, NlError *err) {
-    static const char *const KEYS[] = {"format",         "arch",       "vocab_size", "n_layer", "n_head",
-                                       "n_embd",         "block_size", "mlp_ratio",  "n_inner", "norm",
-                                       "placement",      "norm_eps",   "activation", "bias",    "tie_embeddings",
-                                       "residual_scale", "head_bias",  NULL};
+    static const char *const KEYS[] = {
+        "format",         "arch",           "vocab_size", "n_layer",   "n_head",     "n_embd",          "block_size",
+        "mlp_ratio",      "n_inner",        "norm",       "placement", "norm_eps",   "activation",      "bias",
+        "tie_embeddings", "residual_scale", "head_bias",  "block",     "final_norm", "mix_post_layers", NULL};
     if (!cJSON_IsObject(root)) {
         nl_error(err, NL_ERR_FORMAT, "%s: config must be a JSON object", what);
         return -1;
@@ -353,15 +384,14 @@ int nl_config_from_json(NlConfig *c, const cJSON *root, const char *what, NlErro
                  (long long)h);
         return -1;
     }
-    int norm, place = 0, act;  // placement may be left out with norm none: PLACEMENTS[0] is pre
+    int norm, act;
     double eps, alpha = 1.0;
-    const char *nn[COUNT(NORMS) + 1], *pn[COUNT(PLACEMENTS) + 1], *an[COUNT(ACTIVATIONS) + 1];
+    const char *nn[COUNT(NORMS) + 1], *an[COUNT(ACTIVATIONS) + 1];
     if (parse_mlp_width(c, root, what, err) != 0 ||
         nl_jsonx_choice(root, "norm", names_of(NORMS, COUNT(NORMS), nn), &norm, what, err) != 0)
         return -1;
-    int need_place = NORMS[norm].value != NL_NORM_NONE || cJSON_GetObjectItemCaseSensitive(root, "placement") != NULL;
-    if ((need_place &&
-         nl_jsonx_choice(root, "placement", names_of(PLACEMENTS, COUNT(PLACEMENTS), pn), &place, what, err) != 0) ||
+    // placement may be left out with norm none (it is pre)
+    if (parse_block(c, root, NORMS[norm].value != NL_NORM_NONE, what, err) != 0 ||
         nl_jsonx_number(root, "residual_scale", 0, 1e-3, 1e3, &alpha, what, err) != 0 ||
         nl_jsonx_choice(root, "activation", names_of(ACTIVATIONS, COUNT(ACTIVATIONS), an), &act, what, err) != 0 ||
         nl_jsonx_number(root, "norm_eps", 1, 1e-12, 1, &eps, what, err) != 0 ||
@@ -370,11 +400,10 @@ int nl_config_from_json(NlConfig *c, const cJSON *root, const char *what, NlErro
         nl_jsonx_bool(root, "head_bias", 0, &c->head_bias, what, err) != 0)
         return -1;
     c->norm = (NlNormType)NORMS[norm].value;  // jsonx_choice gave the place in the names list
-    c->placement = (NlPlacement)PLACEMENTS[place].value;
     c->activation = (NlActivation)ACTIVATIONS[act].value;
     c->norm_eps = eps;
     c->residual_scale = alpha;
-    return check_v2(c, root, version, what, err);
+    return check_versions(c, root, version, what, err);
 }
 
 // ---- tokenizer

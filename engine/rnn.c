@@ -55,7 +55,7 @@ typedef struct {
 // The norm as run: none has no gain (the identity); layernorm uses the model's, or unit gain.
 static NlNormWeights as_run(const NlRnn *r, NlNormWeights w) {
     if (!r->ln) return (NlNormWeights){0};
-    return w.gain ? w : (NlNormWeights){r->ones, NULL, NULL, NULL};
+    return w.gain ? w : (NlNormWeights){.gain = r->ones};
 }
 
 static void rnn_destroy(void *impl);
@@ -299,7 +299,7 @@ static int rnn_create(void **impl, const void *weights, const NlConfig *model_cf
     *impl = NULL;
     const NlRunOptions o = opts ? *opts : NL_RUN_DEFAULTS;
     const char *arch = nl_name(NL_NAMES_ARCH, cfg->arch);
-    if (o.placement != NL_PLACE_AS_CONFIGURED) {
+    if (nl_placement_named(o.placement)) {
         nl_error(err, NL_ERR_ARG, "a placement applies to transformers, not to this recurrent (%s) model", arch);
         return -1;
     }

@@ -37,7 +37,13 @@ int nl_state_create_hooked(NlState **out, const NlModel *model, const NlRunOptio
     int threads = 1;
     if (opts) {
         if (opts->norm != NL_NORM_AS_CONFIGURED) s->cfg.norm = opts->norm;
-        if (opts->placement != NL_PLACE_AS_CONFIGURED) s->cfg.placement = opts->placement;
+        if (nl_placement_named(opts->placement) && opts->placement != s->cfg.placement &&
+            nl_family_info(s->cfg.arch)->has_placement &&
+            nl_recipe_of_placement(&s->cfg.recipe, opts->placement, s->cfg.n_layer, s->cfg.mix_post_layers, err) != 0) {
+            free(s);
+            return -1;
+        }
+        if (nl_placement_named(opts->placement)) s->cfg.placement = opts->placement;
         if (opts->qk_norm != NL_QK_NORM_AS_CONFIGURED) s->cfg.qk_norm = opts->qk_norm == NL_QK_NORM_ON;
         s->batch = opts->batch > 0 ? (size_t)opts->batch : 1;
         threads = opts->threads > 0 ? opts->threads : 1;

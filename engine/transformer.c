@@ -1,10 +1,9 @@
 // transformer.c — the transformer forward pass over a KV cache (docs/forward.md; the reference:
 // tools/lib/nlmodel.py in float64):
 //   x = wte[tok] + wpe[pos]                                  (RoPE, the Llama family: x = wte[tok])
-//   pre:  x = x + Attn(N1(x)); x = x + MLP(N2(x))                  ... then ln_f
-//   post: x = N1(a*x + Attn(x)); x = N2(a*x + MLP(x))              (a = residual_scale, DeepNorm)
-//   peri: x = x + N1post(Attn(N1(x))); x = x + N2post(MLP(N2(x)))  ... then ln_f
-//   logits = x @ lm_head^T
+//   each layer: its block's recipe, step by step (recipe.h: norms, attention, MLP, residual adds;
+//               pre: x = x + Attn(N1(x)); x = x + MLP(N2(x)), and the other placements' rows there)
+//   the final norm where the recipe has one, then logits = x @ lm_head^T
 // Norm "none" is the identity wherever a norm stands. The Llama family (docs/llama.md) runs the same
 // blocks with grouped key/value heads, q and k normalised per head (QK-norm) and rotated (RoPE) before
 // they enter the cache, and a gated MLP: c_proj(silu(gate x) * up x).
@@ -75,15 +74,21 @@ static int arena_create(Transformer *s, const BufferSpec *bufs, size_t n, int hu
 }
 
 // *out = the model's norm `w` as the run uses it: unit gain and no bias where the model has none;
-// BatchNorm with running statistics needs the model's.
+// BatchNorm with running statistics needs the model's, and DyT its alpha.
 // (`norm` names it in an error: "ln_1" of layer l, or "ln_f" with layer -1.)
 static int resolve_norm(const Transformer *s, NlNormWeights w, int layer, const char *norm, NlNormWeights *out,
                         NlError *err) {
     *out = w;
-    if (!out->gain) *out = (NlNormWeights){s->ones, NULL, NULL, NULL};
-    if (s->cfg->norm != NL_NORM_BATCHNORM || s->bn_stats != NL_BN_RUNNING || out->mean) return 0;
+    if (!out->gain) *out = (NlNormWeights){.gain = s->ones};
+    int bn = s->cfg->norm == NL_NORM_BATCHNORM && s->bn_stats == NL_BN_RUNNING && !out->mean;
+    if (!bn && (s->cfg->norm != NL_NORM_DYT || out->alpha)) return 0;
     char name[64] = "";
     if (layer >= 0) snprintf(name, sizeof name, "h.%d.", layer);
+    if (!bn)
+        return nl_error(err, NL_ERR_ARG,
+                        "dyt needs its alpha, tensor \"%s%s.alpha\", which this %s model lacks (dyt runs on a model "
+                        "trained with it)",
+                        name, norm, nl_name(NL_NAMES_NORM, s->model_cfg->norm));
     nl_error(err, NL_ERR_ARG,
              "batchnorm with running statistics needs tensor \"%s%s.running_mean\", which this %s model lacks; "
              "use batch statistics",
@@ -91,28 +96,27 @@ static int resolve_norm(const Transformer *s, NlNormWeights w, int layer, const 
     return -1;
 }
 
-// Resolves every norm the run's placement uses (the others stay unset).
+// Resolves every norm the run's recipe uses (the others stay unset).
 static int resolve_norms(Transformer *s, NlError *err) {
     const NlTransformerWeights *w = s->w;
-    size_t L = (size_t)s->cfg->n_layer;
-    s->norms = calloc(L, sizeof *s->norms);
+    const NlConfig *c = s->cfg;
+    s->norms = calloc((size_t)c->n_layer, sizeof *s->norms);
     if (!s->norms) {
         nl_error(err, NL_ERR_NOMEM, "out of memory");
         return -1;
     }
-    int peri = s->cfg->placement == NL_PLACE_PERI;
-    for (int l = 0; l < (int)L; l++) {
+    for (int l = 0; l < c->n_layer; l++) {
         const NlLayerWeights *lw = &w->layers[l];
         LayerNorms *n = &s->norms[l];
-        n->q_norm = lw->q_norm.gain ? lw->q_norm : (NlNormWeights){s->ones, NULL, NULL, NULL};
-        n->k_norm = lw->k_norm.gain ? lw->k_norm : (NlNormWeights){s->ones, NULL, NULL, NULL};
-        if (resolve_norm(s, lw->ln_1, l, "ln_1", &n->ln_1, err) != 0 ||
-            resolve_norm(s, lw->ln_2, l, "ln_2", &n->ln_2, err) != 0 ||
-            (peri && (resolve_norm(s, lw->ln_1_post, l, "ln_1_post", &n->ln_1_post, err) != 0 ||
-                      resolve_norm(s, lw->ln_2_post, l, "ln_2_post", &n->ln_2_post, err) != 0)))
+        unsigned used = nl_recipe_block(&c->recipe, l)->norms;
+        if (c->qk_norm && (resolve_norm(s, lw->q_norm, l, "attn.q_norm", &n->q_norm, err) != 0 ||
+                           resolve_norm(s, lw->k_norm, l, "attn.k_norm", &n->k_norm, err) != 0))
             return -1;
+        for (int k = 0; k < NL_NS_COUNT; k++)
+            if ((used >> k & 1u) && resolve_norm(s, lw->norm[k], l, nl_recipe_norm_name(k), &n->norm[k], err) != 0)
+                return -1;
     }
-    if (s->cfg->placement == NL_PLACE_POST) return 0;
+    if (!c->recipe.final_norm) return 0;
     return resolve_norm(s, w->ln_f, -1, "ln_f", &s->ln_f, err);
 }
 
@@ -165,23 +169,30 @@ static int transformer_create(void **impl, const void *weights, const NlConfig *
     size_t T = (size_t)cfg->block_size, D = (size_t)cfg->n_embd, F = (size_t)cfg->n_inner, Dh = head_width(cfg);
     size_t V = (size_t)cfg->vocab_size, BT = batch * T, hidden = cfg->gated_mlp ? 2 * F : F;
     size_t KV = batch * nl_transformer_state_bytes(model_cfg) / (2 * sizeof(float));  // floats in each of K and V
+    size_t N = nl_recipe_norms(&cfg->recipe) >> NL_NS_LN_2_SUB & 1u && F > D ? F : D;  // the widest norm
+    size_t extra = (size_t)nl_recipe_buffers(&cfg->recipe);  // scratch buffers beyond the first two
+    extra = extra > 2 ? extra - 2 : 0;
     const BufferSpec bufs[] = {
-        {&s->x, BT * D},
-        {&s->xn, BT * D},
+        {&s->buf[0], BT * D},
+        {&s->buf[1], BT * D},
         {&s->qkv, BT * qkv_width(cfg)},
         {&s->att, BT * D},
-        {&s->tmp, BT * D},
+        {&s->buf[2], BT * D},
         {&s->hid, BT * hidden},
         {&s->rope, cfg->rope ? T * Dh : 0},
         {&s->scores, (size_t)nl_pool_workers(pool) * NL_ATTEND_BLOCK * nl_tiles(T) * NL_TILE},
         {&s->logits, BT * V},
         {&s->k_cache, KV},
         {&s->v_cache, KV},
-        {&s->ones, D},
-        {&s->bn_mean, D},
-        {&s->bn_var, D},
+        {&s->ones, N},
+        {&s->bn_mean, N},
+        {&s->bn_var, N},
         {&s->qin, s->input_hook.fn ? BT * (D > F ? D : F) : 0},
         {&s->scratch, linear_scratch(s->w, cfg, nl_pool_workers(pool))},
+        {&s->buf[3], extra > 0 ? BT * D : 0},
+        {&s->buf[4], extra > 1 ? BT * D : 0},
+        {&s->buf[5], extra > 2 ? BT * D : 0},
+        {&s->buf[6], extra > 3 ? BT * D : 0},
     };
     if (arena_create(s, bufs, sizeof bufs / sizeof bufs[0], !s->w->lm_head.streamed) != 0) {
         nl_error(err, NL_ERR_NOMEM, "out of memory for activations and KV cache (%zu bytes of cache)",
@@ -189,7 +200,7 @@ static int transformer_create(void **impl, const void *weights, const NlConfig *
         transformer_destroy(s);
         return -1;
     }
-    for (size_t i = 0; i < D; i++) s->ones[i] = 1.0f;
+    for (size_t i = 0; i < N; i++) s->ones[i] = 1.0f;
     if (cfg->rope) nl_rope_table(s->rope, T, Dh, (float)cfg->rope_theta);
     if (resolve_norms(s, err) != 0) {
         transformer_destroy(s);
@@ -210,11 +221,13 @@ static const float *gain_of(const Transformer *s, const NlNormWeights *w) {
     return s->cfg->norm == NL_NORM_NONE ? NULL : w->gain;
 }
 
-// The gain NlSite names for the stream entering layer l (l = L: leaving the last): post, the
-// previous layer's ln_2 (none for the embeddings); pre and peri, ln_1 (at L, ln_f).
+// The gain NlSite names for the stream entering layer l (l = L: leaving the last): the norm it last
+// passed through (post: the previous layer's ln_2), else the one it is about to (pre, peri: ln_1; at
+// L, ln_f); NULL with neither (post's embeddings).
 static const float *stream_gain(const Transformer *s, size_t l) {
-    if (s->cfg->placement == NL_PLACE_POST) return l ? gain_of(s, &s->norms[l - 1].ln_2) : NULL;
-    return gain_of(s, l < (size_t)s->cfg->n_layer ? &s->norms[l].ln_1 : &s->ln_f);
+    int layer, slot = nl_recipe_stream_norm(&s->cfg->recipe, s->cfg->n_layer, (int)l, &layer);
+    if (slot == NL_NS_NONE) return NULL;
+    return gain_of(s, slot == NL_NS_FINAL ? &s->ln_f : &s->norms[layer].norm[slot]);
 }
 
 static void watch_site(const Transformer *s, size_t l, NlSite site, const float *x, size_t rows, size_t width,
@@ -232,105 +245,138 @@ static void linear(Transformer *s, float *y, const float *x, size_t rows, const 
     nl_linear(y, x, rows, lin, s->pool, s->scratch);
 }
 
+// out = N(in) over rows of width; BatchNorm with batch statistics computes them from these rows first
+// and points w at them.
+static void norm_rows(Transformer *s, float *out, const float *in, NlNormWeights *w, size_t rows, size_t width) {
+    if (s->cfg->norm == NL_NORM_BATCHNORM && s->bn_stats == NL_BN_BATCH) {
+        nl_batch_stats(s->bn_mean, s->bn_var, in, rows, width);
+        w->mean = s->bn_mean;
+        w->var = s->bn_var;
+    }
+    nl_norm(out, in, *w, s->cfg->norm, rows, width, (float)s->cfg->norm_eps);
+}
+
+// out = N(in) over B*n rows of width, timed as comp, observed by the statistics when attached (the
+// final norm as layer L there; a branch's inner norm not: its rows are not the stream's width). Norm
+// none is a copy, neither timed nor observed.
+static void normalize(Transformer *s, float *out, const float *in, NlNormWeights w, int layer, NlComponent comp,
+                      size_t B, size_t n, size_t width, size_t len) {
+    size_t rows = B * n;
+    if (s->cfg->norm == NL_NORM_NONE) {
+        if (out != in) memcpy(out, in, rows * width * sizeof(float));
+        return;
+    }
+    NL_TIMED(s->obs, layer, comp, B, n, len, norm_rows(s, out, in, &w, rows, width));
+    if (!s->obs->norm || comp == NL_COMP_NORM1_SUB || comp == NL_COMP_NORM2_SUB) return;
+    int post = comp == NL_COMP_NORM1_POST || comp == NL_COMP_NORM2_POST;
+    s->obs->norm(s->obs->watcher, comp == NL_COMP_FINAL_NORM ? s->cfg->n_layer : layer, post, in, out, w, rows);
+}
+
 // out (B*keep, D) = c_proj(Attn(c_attn(in))) for layer l, in (B*n, D) the output of the norm of
-// gain in_gain: keys and values of all n positions, the output for the last keep of each sequence.
-static void attn_block(Transformer *s, float *out, const float *in, const float *in_gain, size_t l, size_t B, size_t n,
-                       size_t pos, size_t keep) {
+// gain in_gain: keys and values of all n positions, the output for the last keep of each sequence;
+// inner (NL_NS_NONE: none) normalises Attn's output first.
+static void attn_block(Transformer *s, float *out, const float *in, const float *in_gain, int inner, size_t l, size_t B,
+                       size_t n, size_t pos, size_t keep) {
     const NlLayerWeights *w = &s->w->layers[l];
     size_t len = pos + n, rows = B * n;
+    const float *proj_gain = NULL;
     watch_site(s, l, NL_SITE_QKV, in, rows, w->attn.n_in, in_gain);
     NL_TIMED(s->obs, l, NL_COMP_QKV, B, n, len, linear(s, s->qkv, in, rows, &w->attn));
     NL_TIMED(s->obs, l, NL_COMP_ATTENTION, B, keep, len, nl_transformer_attention(s, B, l, n, pos, keep));
-    watch_site(s, l, NL_SITE_PROJ, s->att, B * keep, w->proj.n_in, NULL);
+    if (inner != NL_NS_NONE) {
+        normalize(s, s->att, s->att, s->norms[l].norm[inner], (int)l, NL_COMP_NORM1_SUB, B, keep, w->proj.n_in, len);
+        proj_gain = gain_of(s, &s->norms[l].norm[inner]);
+    }
+    watch_site(s, l, NL_SITE_PROJ, s->att, B * keep, w->proj.n_in, proj_gain);
     NL_TIMED(s->obs, l, NL_COMP_ATTN_PROJ, B, keep, len, linear(s, out, s->att, B * keep, &w->proj));
 }
 
-// out (B*n, D) = c_proj(act(c_fc(in))) for layer l, in the output of the norm of gain in_gain.
-static void mlp_block(Transformer *s, float *out, const float *in, const float *in_gain, size_t l, size_t B, size_t n,
-                      size_t len) {
+// out (B*n, D) = c_proj(act(c_fc(in))) for layer l, in the output of the norm of gain in_gain; inner
+// (NL_NS_NONE: none) normalises the hidden first.
+static void mlp_block(Transformer *s, float *out, const float *in, const float *in_gain, int inner, size_t l, size_t B,
+                      size_t n, size_t len) {
     const NlLayerWeights *w = &s->w->layers[l];
     size_t F = (size_t)s->cfg->n_inner, rows = B * n;
+    const float *out_gain = NULL;
     watch_site(s, l, NL_SITE_FC, in, rows, w->fc.n_in, in_gain);
     NL_TIMED(s->obs, l, NL_COMP_MLP_UP, B, n, len, linear(s, s->hid, in, rows, &w->fc));
     if (s->cfg->gated_mlp)  // (rows, 2F) -> (rows, F)
         NL_TIMED(s->obs, l, NL_COMP_ACTIVATION, B, n, len, nl_gated_activation(s->hid, rows, F, s->cfg->activation));
     else NL_TIMED(s->obs, l, NL_COMP_ACTIVATION, B, n, len, nl_activation(s->hid, rows * F, s->cfg->activation));
-    watch_site(s, l, NL_SITE_OUT, s->hid, rows, w->out.n_in, NULL);
+    if (inner != NL_NS_NONE) {
+        normalize(s, s->hid, s->hid, s->norms[l].norm[inner], (int)l, NL_COMP_NORM2_SUB, B, n, F, len);
+        out_gain = gain_of(s, &s->norms[l].norm[inner]);
+    }
+    watch_site(s, l, NL_SITE_OUT, s->hid, rows, w->out.n_in, out_gain);
     NL_TIMED(s->obs, l, NL_COMP_MLP_DOWN, B, n, len, linear(s, out, s->hid, rows, &w->out));
 }
 
-// out = N(in) over rows; BatchNorm with batch statistics computes them from these rows first and
-// points w at them.
-static void norm_rows(Transformer *s, float *out, const float *in, NlNormWeights *w, size_t rows) {
-    size_t D = (size_t)s->cfg->n_embd;
-    if (s->cfg->norm == NL_NORM_BATCHNORM && s->bn_stats == NL_BN_BATCH) {
-        nl_batch_stats(s->bn_mean, s->bn_var, in, rows, D);
-        w->mean = s->bn_mean;
-        w->var = s->bn_var;
-    }
-    nl_norm(out, in, *w, s->cfg->norm, rows, D, (float)s->cfg->norm_eps);
-}
-
-// out = N(in) over rows, timed as comp, observed by the statistics when attached (the final norm
-// as layer L there). Norm none is a copy, neither timed nor observed.
-static void normalize(Transformer *s, float *out, const float *in, NlNormWeights w, int layer, NlComponent comp,
-                      size_t B, size_t n, size_t rows, size_t len) {
-    size_t D = (size_t)s->cfg->n_embd;
-    if (s->cfg->norm == NL_NORM_NONE) {
-        memcpy(out, in, rows * D * sizeof(float));
-        return;
-    }
-    NL_TIMED(s->obs, layer, comp, B, n, len, norm_rows(s, out, in, &w, rows));
-    if (!s->obs->norm) return;
-    int post = comp == NL_COMP_NORM1_POST || comp == NL_COMP_NORM2_POST;
-    s->obs->norm(s->obs->watcher, comp == NL_COMP_FINAL_NORM ? s->cfg->n_layer : layer, post, in, out, w, rows);
-}
-
-static void swap_stream(Transformer *s) {
-    float *t = s->x;
-    s->x = s->xn;
-    s->xn = t;
-}
-
-// x (rows, D) = a*x + branch (rows, D): the residual add, with DeepNorm's a in post placement.
-static void residual(Transformer *s, const float *branch, size_t l, size_t B, size_t n, size_t len) {
+// x (B*n, D) += branch, or x = a*x + branch (a: residual_scale, a scaled add: DeepNorm).
+static void residual(Transformer *s, const float *branch, int scaled, size_t l, size_t B, size_t n, size_t len) {
     size_t rows = B * n, D = (size_t)s->cfg->n_embd;
-    float a = s->cfg->placement == NL_PLACE_POST ? (float)s->cfg->residual_scale : 1.0f;
+    float a = scaled ? (float)s->cfg->residual_scale : 1.0f;
     if (s->obs->branch) s->obs->branch(s->obs->watcher, (int)l, branch, rows);
     NL_TIMED(s->obs, l, NL_COMP_RESIDUAL, B, n, len,
-             a == 1.0f ? nl_add(s->x, branch, rows * D) : nl_add_scaled(s->x, a, branch, rows * D));
+             a == 1.0f ? nl_add(s->buf[0], branch, rows * D) : nl_add_scaled(s->buf[0], a, branch, rows * D));
 }
 
-// Layer l over B sequences of n new positions. Only the last `keep` rows of each sequence leave it
-// (keep < n in a last layer whose other rows no logit needs): x becomes (B*keep, D).
+// A block's buffers as it runs: the rows per sequence each holds, and the gain of the norm whose
+// output it is (the watched sites' gains).
+typedef struct {
+    size_t n[1 + NL_RECIPE_SLOTS_MAX];
+    const float *gain[1 + NL_RECIPE_SLOTS_MAX];
+} Held;
+
+// Buffer b for a step on `cur` rows of each of B sequences: a buffer written before attention pruned
+// its rows to the last cur of each sequence first.
+static float *take(Transformer *s, Held *h, int b, size_t B, size_t cur) {
+    if (h->n[b] > cur) keep_last_rows(s->buf[b], B, h->n[b], cur, (size_t)s->cfg->n_embd), h->n[b] = cur;
+    return s->buf[b];
+}
+
+// Buffer b becomes the stream (a norm into x wrote it), the stream's buffer free for a later step.
+static void into_stream(Transformer *s, Held *h, int b) {
+    float *t = s->buf[0];
+    s->buf[0] = s->buf[b], s->buf[b] = t;
+    h->n[0] = h->n[b], h->gain[0] = h->gain[b];
+}
+
+// Layer l over B sequences of n new positions, step by step as its recipe says. Only the last `keep`
+// rows of each sequence leave attention (keep < n in a last layer whose other rows no logit needs):
+// x becomes (B*keep, D).
 static void block(Transformer *s, size_t l, size_t B, size_t n, size_t pos, size_t keep) {
+    const NlBlockRecipe *r = nl_recipe_block(&s->cfg->recipe, (int)l);
     const LayerNorms *w = &s->norms[l];
-    size_t D = (size_t)s->cfg->n_embd, len = pos + n, rows = B * keep;
+    size_t D = (size_t)s->cfg->n_embd, len = pos + n, cur = n;  // cur: the rows each step runs on
+    Held h = {.n = {n}, .gain = {stream_gain(s, l)}};
     double t_layer = nl_obs_begin(s->obs);
-    if (s->obs->patch) s->obs->patch(s->obs->watcher, (int)l, s->x, B * n, D);
-    if (s->obs->residual) s->obs->residual(s->obs->watcher, (int)l, s->x, B * n, (size_t)s->cfg->n_embd);
-    watch_site(s, l, NL_SITE_RESIDUAL, s->x, B * n, D, stream_gain(s, l));
-    if (s->cfg->placement == NL_PLACE_POST) {  // x = N1(a*x + Attn(x)); x = N2(a*x + MLP(x)); xn becomes x
-        attn_block(s, s->tmp, s->x, stream_gain(s, l), l, B, n, pos, keep);
-        keep_last_rows(s->x, B, n, keep, D);
-        residual(s, s->tmp, l, B, keep, len);
-        normalize(s, s->xn, s->x, w->ln_1, (int)l, NL_COMP_NORM1, B, keep, rows, len);
-        swap_stream(s);
-        mlp_block(s, s->tmp, s->x, gain_of(s, &w->ln_1), l, B, keep, len);
-        residual(s, s->tmp, l, B, keep, len);
-        normalize(s, s->xn, s->x, w->ln_2, (int)l, NL_COMP_NORM2, B, keep, rows, len);
-        swap_stream(s);
-    } else {  // pre: x = x + Attn(N1(x)); x = x + MLP(N2(x)); peri also normalises each branch
-        int peri = s->cfg->placement == NL_PLACE_PERI;
-        normalize(s, s->xn, s->x, w->ln_1, (int)l, NL_COMP_NORM1, B, n, B * n, len);
-        attn_block(s, s->tmp, s->xn, gain_of(s, &w->ln_1), l, B, n, pos, keep);
-        keep_last_rows(s->x, B, n, keep, D);
-        if (peri) normalize(s, s->xn, s->tmp, w->ln_1_post, (int)l, NL_COMP_NORM1_POST, B, keep, rows, len);
-        residual(s, peri ? s->xn : s->tmp, l, B, keep, len);
-        normalize(s, s->xn, s->x, w->ln_2, (int)l, NL_COMP_NORM2, B, keep, rows, len);
-        mlp_block(s, s->tmp, s->xn, gain_of(s, &w->ln_2), l, B, keep, len);
-        if (peri) normalize(s, s->xn, s->tmp, w->ln_2_post, (int)l, NL_COMP_NORM2_POST, B, keep, rows, len);
-        residual(s, peri ? s->xn : s->tmp, l, B, keep, len);
+    if (s->obs->patch) s->obs->patch(s->obs->watcher, (int)l, s->buf[0], B * n, D);
+    if (s->obs->residual) s->obs->residual(s->obs->watcher, (int)l, s->buf[0], B * n, D);
+    watch_site(s, l, NL_SITE_RESIDUAL, s->buf[0], B * n, D, h.gain[0]);
+    for (int k = 0; k < r->n_steps; k++) {
+        const NlStep *st = &r->step[k];
+        float *in = take(s, &h, st->in, B, cur);
+        int out = st->op == NL_STEP_NORM && st->out == 0 ? st->via : st->out;
+        switch (st->op) {
+        case NL_STEP_NORM:
+            normalize(s, s->buf[out], in, w->norm[st->norm], (int)l, nl_recipe_norm_component(st->norm), B, cur, D,
+                      len);
+            h.n[out] = cur, h.gain[out] = gain_of(s, &w->norm[st->norm]);
+            if (st->out == 0) into_stream(s, &h, out);
+            break;
+        case NL_STEP_ATTN:
+            attn_block(s, s->buf[out], in, h.gain[st->in], st->norm, l, B, n, pos, keep);
+            cur = keep, h.n[out] = keep, h.gain[out] = NULL;
+            break;
+        case NL_STEP_MLP:
+            mlp_block(s, s->buf[out], in, h.gain[st->in], st->norm, l, B, cur, len);
+            h.n[out] = cur, h.gain[out] = NULL;
+            break;
+        default:  // NL_STEP_ADD
+            take(s, &h, 0, B, cur);
+            residual(s, in, st->scaled, l, B, cur, len);
+            h.gain[0] = NULL;
+        }
     }
     nl_obs_record_layer(s->obs, t_layer, (int)l);
 }
@@ -341,18 +387,18 @@ static void embed(Transformer *s, const int *tokens, size_t B, size_t n, size_t 
     size_t D = (size_t)s->cfg->n_embd;
     for (size_t r = 0; r < B * n; r++) {
         assert(tokens[r] >= 0 && tokens[r] < s->cfg->vocab_size);
-        nl_weight_rows(s->x + r * D, w->wte, (size_t)tokens[r], 1, D);
-        if (w->wpe.data) nl_add(s->x + r * D, nl_weight_f32(w->wpe) + (pos + r % n) * D, D);
+        nl_weight_rows(s->buf[0] + r * D, w->wte, (size_t)tokens[r], 1, D);
+        if (w->wpe.data) nl_add(s->buf[0] + r * D, nl_weight_f32(w->wpe) + (pos + r % n) * D, D);
     }
 }
 
-// xn (B*k, D) = the last k of the n rows of each sequence in x, through the final norm unless
-// post (the norm runs over all n rows, so that batch statistics are those of the call).
+// buf[1] (B*k, D) = the last k of the n rows of each sequence in x, through the final norm where the
+// recipe has one (over all n rows, so that batch statistics are those of the call).
 static void head_input(Transformer *s, size_t B, size_t n, size_t k, size_t len) {
     size_t D = (size_t)s->cfg->n_embd;
-    if (s->cfg->placement == NL_PLACE_POST) memcpy(s->xn, s->x, B * n * D * sizeof(float));
-    else normalize(s, s->xn, s->x, s->ln_f, -1, NL_COMP_FINAL_NORM, B, n, B * n, len);
-    keep_last_rows(s->xn, B, n, k, D);
+    if (!s->cfg->recipe.final_norm) memcpy(s->buf[1], s->buf[0], B * n * D * sizeof(float));
+    else normalize(s, s->buf[1], s->buf[0], s->ln_f, -1, NL_COMP_FINAL_NORM, B, n, D, len);
+    keep_last_rows(s->buf[1], B, n, k, D);
 }
 
 // The logits (B*k, V) of the last k of the n rows of each sequence in x (the stream after the last
@@ -361,9 +407,11 @@ static const float *readout(Transformer *s, size_t B, size_t n, size_t k, size_t
     const NlLinear *head = &s->w->lm_head;
     size_t L = (size_t)s->cfg->n_layer;
     if (!normed) head_input(s, B, n, k, len);
-    else memcpy(s->xn, s->x, B * n * head->n_in * sizeof(float)), keep_last_rows(s->xn, B, n, k, head->n_in);
-    watch_site(s, L, NL_SITE_HEAD, s->xn, B * k, head->n_in, stream_gain(s, L));
-    NL_TIMED(s->obs, -1, NL_COMP_LM_HEAD, B, k, len, linear(s, s->logits, s->xn, B * k, head));
+    else
+        memcpy(s->buf[1], s->buf[0], B * n * head->n_in * sizeof(float)),
+            keep_last_rows(s->buf[1], B, n, k, head->n_in);
+    watch_site(s, L, NL_SITE_HEAD, s->buf[1], B * k, head->n_in, stream_gain(s, L));
+    NL_TIMED(s->obs, -1, NL_COMP_LM_HEAD, B, k, len, linear(s, s->logits, s->buf[1], B * k, head));
     return s->logits;
 }
 
@@ -380,9 +428,9 @@ static const float *transformer_forward(void *impl, const int *tokens, size_t B,
     int all_rows = s->obs->watcher || (s->cfg->norm == NL_NORM_BATCHNORM && s->bn_stats == NL_BN_BATCH);
     size_t keep = all_rows ? n : n_logits;
     for (size_t l = 0; l < L; l++) block(s, l, B, n, pos, l + 1 == L ? keep : n);
-    if (s->obs->patch) s->obs->patch(s->obs->watcher, (int)L, s->x, B * keep, D);
-    if (s->obs->residual) s->obs->residual(s->obs->watcher, (int)L, s->x, B * keep, D);
-    watch_site(s, L, NL_SITE_RESIDUAL, s->x, B * keep, D, stream_gain(s, L));
+    if (s->obs->patch) s->obs->patch(s->obs->watcher, (int)L, s->buf[0], B * keep, D);
+    if (s->obs->residual) s->obs->residual(s->obs->watcher, (int)L, s->buf[0], B * keep, D);
+    watch_site(s, L, NL_SITE_RESIDUAL, s->buf[0], B * keep, D, stream_gain(s, L));
     return readout(s, B, keep, n_logits, len, 0);
 }
 
@@ -391,7 +439,7 @@ static const float *transformer_forward(void *impl, const int *tokens, size_t B,
 static const float *transformer_readout(void *impl, const float *x, size_t B, size_t n, size_t n_logits, int normed) {
     Transformer *s = impl;
     assert(B >= 1 && B <= s->batch && n >= 1 && n <= (size_t)s->cfg->block_size && n_logits >= 1 && n_logits <= n);
-    memcpy(s->x, x, B * n * (size_t)s->cfg->n_embd * sizeof(float));
+    memcpy(s->buf[0], x, B * n * (size_t)s->cfg->n_embd * sizeof(float));
     return readout(s, B, n, n_logits, n, normed);
 }
 
@@ -414,8 +462,9 @@ const NlFamily *nl_family_transformer(void) {
         .windowed = 1,
         .has_residual_stream = 1,
         .state_bytes_key = "kv_cache_bytes",
-        .norms = 1u << NL_NORM_LAYERNORM | 1u << NL_NORM_RMSNORM | 1u << NL_NORM_BATCHNORM | 1u << NL_NORM_NONE,
-        .trace_events_per_layer = 14,  // peri: 11 components and the layer itself, and slack
+        .norms = 1u << NL_NORM_LAYERNORM | 1u << NL_NORM_RMSNORM | 1u << NL_NORM_BATCHNORM | 1u << NL_NORM_NONE |
+                 1u << NL_NORM_DYT,
+        .trace_events_per_layer = 16,  // a recipe's at most 11 components, 2 inner norms, the layer, and slack
         .prunes_rows = 1,  // after the last layer's attention (transformer_forward)
         .matrix_classes = NL_MATRIX_ATTN | NL_MATRIX_MLP | NL_MATRIX_HEAD | NL_MATRIX_EMBED,
     };
@@ -431,8 +480,8 @@ const NlFamily *nl_family_llama(void) {
         .windowed = 1,
         .has_residual_stream = 1,
         .state_bytes_key = "kv_cache_bytes",
-        .norms = 1u << NL_NORM_LAYERNORM | 1u << NL_NORM_RMSNORM | 1u << NL_NORM_NONE,
-        .trace_events_per_layer = 14,
+        .norms = 1u << NL_NORM_LAYERNORM | 1u << NL_NORM_RMSNORM | 1u << NL_NORM_NONE | 1u << NL_NORM_DYT,
+        .trace_events_per_layer = 16,
         .prunes_rows = 1,
         .matrix_classes = NL_MATRIX_ATTN | NL_MATRIX_MLP | NL_MATRIX_HEAD | NL_MATRIX_EMBED,
     };

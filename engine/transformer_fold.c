@@ -2,12 +2,14 @@
 // a norm whose output one linear alone reads moves into that linear, and is left as the identity:
 //   W (g * n + b) + c = (W diag g) n + (W b + c)
 // where BatchNorm (with its running statistics) has g / sqrt(var + eps) for g, b - mean g / sqrt(var + eps)
-// for b. Which norms those are depends on the placement (docs/lab.md, "Folding the norms"):
+// for b, and DyT g for g and b for b (its alpha stays). Which norms those are, and which linears read
+// each, its recipe says (nl_recipe_fold_rule; docs/lab.md, "Folding the norms"):
 //   pre   ln_1 -> attn.c_attn, ln_2 -> mlp.c_fc, ln_f -> the head: every one
 //   peri  the same; ln_1_post and ln_2_post are added to the residual stream, which later blocks read
 //         through their skips as well as their norms: they stay
 //   post  each norm's output is the residual stream itself, read by the next sublayer and by its skip:
 //         only the last layer's ln_2, which the head alone reads, moves
+//   parallel-shared's ln_1 -> c_attn and c_fc both; sub's inner norms -> the output projections
 // QK-norm's gains stay: they scale q and k after its normalization, and RoPE then mixes pairs of them.
 // center (TransformerLens's center_writing_weights and center_unembed): each matrix writing into the
 // residual stream (wte, wpe, attn.c_proj and mlp.c_proj, with their biases) loses its mean over the
@@ -26,7 +28,7 @@
 typedef struct {
     NlTensorSet *set;
     const NlConfig *c;
-    size_t D;
+    size_t D;  // the width of the norm being folded (D, or F inside the MLP)
     NlFoldResult *r;
     NlError *err;
     double *scale, *shift;  // (D) the norm being folded's map
@@ -113,23 +115,6 @@ static float *head_bias(Fold *f) {
     return b;
 }
 
-// Norm `prefix` folded into the linear `reader` of `rows` outputs (NULL: the head), or kept where
-// the reader has no bias for its shift. 0, or -1 with an error.
-static int fold_norm(Fold *f, const char *prefix, const char *reader, size_t rows) {
-    int head = reader == NULL;
-    float *W = head ? head_matrix(f) : tensor(f, reader, "weight", rows * f->D);
-    float *bias = head ? nl_tensor_find(f->set, "lm_head.bias", rows) : tensor(f, reader, "bias", rows);
-    if (!W) return head ? -1 : nl_error(f->err, NL_ERR_FORMAT, "linear \"%s\": its weight is missing", reader);
-    if (!bias && !unshifted(f, prefix)) {
-        if (!head) return keep(f, prefix, "its bias has nowhere to go: the linear reading it has none"), 0;
-        if (!(bias = head_bias(f))) return -1;
-    }
-    if (take_norm(f, prefix) < 0) return -1;
-    fold_into(f, W, bias, rows);
-    f->r->folded++;
-    return 0;
-}
-
 // x (rows, cols): each row less its mean (centre = 0: each column less its mean over the rows).
 static void center(float *x, size_t rows, size_t cols, int by_row) {
     size_t n = by_row ? rows : cols, len = by_row ? cols : rows, step = by_row ? 1 : cols, at = by_row ? cols : 1;
@@ -168,49 +153,70 @@ static int center_all(Fold *f) {
     return 0;
 }
 
-// Each layer's norms by placement (the file's header comment), then the final one.
-static int fold_layers(Fold *f) {
+// Norm `prefix` of width `width` folded into every linear its readers' bits name (layer l's), or kept
+// where one of them has no bias for its shift. 0, or -1 with an error.
+static int fold_into_readers(Fold *f, const char *prefix, size_t width, unsigned readers, int l) {
     const NlConfig *c = f->c;
-    size_t D = f->D, Dh = D / (size_t)c->n_head, qkv = ((size_t)c->n_head + 2 * (size_t)c->n_kv_head) * Dh;
+    size_t D = (size_t)c->n_embd, Dh = D / (size_t)c->n_head, qkv = ((size_t)c->n_head + 2 * (size_t)c->n_kv_head) * Dh;
     size_t up = c->gated_mlp ? 2 * (size_t)c->n_inner : (size_t)c->n_inner;
-    int post = c->placement == NL_PLACE_POST;
-    for (int l = 0; l < c->n_layer; l++) {
-        char n1[48], n2[48], attn[48], fc[48];
-        snprintf(n1, sizeof n1, "h.%d.ln_1", l);
-        snprintf(n2, sizeof n2, "h.%d.ln_2", l);
-        snprintf(attn, sizeof attn, "h.%d.attn.c_attn", l);
-        snprintf(fc, sizeof fc, "h.%d.mlp.c_fc", l);
-        if (post) {
-            keep(f, n1, "post placement: its output is the residual stream, read by the MLP and by its skip");
-            if (l + 1 < c->n_layer)
-                keep(f, n2, "post placement: its output is the residual stream, read by the next block and its skip");
-            else if (fold_norm(f, n2, NULL, (size_t)c->vocab_size) != 0) return -1;
-        } else if (fold_norm(f, n1, attn, qkv) != 0 || fold_norm(f, n2, fc, up) != 0) return -1;
-        if (c->placement == NL_PLACE_PERI) {
-            snprintf(n1, sizeof n1, "h.%d.ln_1_post", l);
-            snprintf(n2, sizeof n2, "h.%d.ln_2_post", l);
-            keep(f, n1,
-                 "peri's output norm: added to the residual stream, which later blocks read through their skips");
-            keep(f, n2,
-                 "peri's output norm: added to the residual stream, which later blocks read through their skips");
-        }
-        for (int k = 0; c->qk_norm && k < 2; k++) {
-            snprintf(n1, sizeof n1, "h.%d.attn.%s_norm", l, k ? "k" : "q");
-            keep(f, n1, "QK-norm's gain scales q or k after the normalization, and RoPE mixes its pairs");
+    static const char *const NAMES[4] = {"attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj"};
+    size_t rows[5] = {qkv, D, up, D, (size_t)c->vocab_size};
+    float *W[5] = {0}, *bias[5] = {0};
+    f->D = width;
+    for (int k = 0; k < 5; k++) {
+        if (!(readers >> k & 1u)) continue;
+        char name[48];
+        snprintf(name, sizeof name, "h.%d.%s", l, k < 4 ? NAMES[k] : "");
+        W[k] = k == 4 ? head_matrix(f) : tensor(f, name, "weight", rows[k] * width);
+        bias[k] = k == 4 ? nl_tensor_find(f->set, "lm_head.bias", rows[k]) : tensor(f, name, "bias", rows[k]);
+        if (!W[k]) return k == 4 ? -1 : nl_error(f->err, NL_ERR_FORMAT, "linear \"%s\": its weight is missing", name);
+        if (!bias[k] && !unshifted(f, prefix)) {
+            if (k < 4) return keep(f, prefix, "its bias has nowhere to go: the linear reading it has none"), 0;
+            if (!(bias[k] = head_bias(f))) return -1;
         }
     }
-    return post ? 0 : fold_norm(f, "ln_f", NULL, (size_t)c->vocab_size);
+    if (take_norm(f, prefix) < 0) return -1;
+    for (int k = 0; k < 5; k++)
+        if (W[k]) fold_into(f, W[k], bias[k], rows[k]);
+    f->r->folded++;
+    return 0;
+}
+
+// Each layer's norms as its recipe places them (the file's header comment), then the final one.
+static int fold_layers(Fold *f) {
+    const NlConfig *c = f->c;
+    const char *placement = nl_name(NL_NAMES_PLACEMENT, c->placement);
+    for (int l = 0; l < c->n_layer; l++) {
+        char name[48], why[160];
+        for (int k = 0; k < NL_NS_COUNT; k++) {
+            if (!(nl_recipe_block(&c->recipe, l)->norms >> k & 1u)) continue;
+            unsigned readers;
+            const char *rule;
+            snprintf(name, sizeof name, "h.%d.%s", l, nl_recipe_norm_name(k));
+            if (nl_recipe_fold_rule(&c->recipe, c->n_layer, l, k, &readers, &rule) == NL_FOLD_KEEP) {
+                snprintf(why, sizeof why, rule, placement);
+                keep(f, name, why);
+            } else if (fold_into_readers(f, name, (size_t)(k == NL_NS_LN_2_SUB ? c->n_inner : c->n_embd), readers, l) !=
+                       0)
+                return -1;
+        }
+        for (int k = 0; c->qk_norm && k < 2; k++) {
+            snprintf(name, sizeof name, "h.%d.attn.%s_norm", l, k ? "k" : "q");
+            keep(f, name, "QK-norm's gain scales q or k after the normalization, and RoPE mixes its pairs");
+        }
+    }
+    return c->recipe.final_norm ? fold_into_readers(f, "ln_f", (size_t)c->n_embd, NL_READ_HEAD, c->n_layer) : 0;
 }
 
 int nl_transformer_fold(NlTensorSet *set, const NlConfig *c, const NlFoldOptions *opts, NlFoldResult *r, NlError *err) {
-    size_t D = (size_t)c->n_embd;
-    Fold f = {set, c, D, r, err, calloc(D, sizeof(double)), calloc(D, sizeof(double))};
+    size_t D = (size_t)c->n_embd, widest = c->n_inner > c->n_embd ? (size_t)c->n_inner : D;
+    Fold f = {set, c, D, r, err, calloc(widest, sizeof(double)), calloc(widest, sizeof(double))};
     int rc = -1;
     r->exact = 1;
-    if (opts->center && !(c->norm == NL_NORM_LAYERNORM && c->placement != NL_PLACE_POST)) {
+    if (opts->center && !(c->norm == NL_NORM_LAYERNORM && nl_recipe_stream_read_by_norms(&c->recipe))) {
         snprintf(r->inexact_reason, sizeof r->inexact_reason,
-                 "centering is exact only where every reader of the residual stream removes its mean, LayerNorm "
-                 "placed pre or peri (this model: %s, %s)",
+                 "centering is exact only where every reader of the residual stream removes its mean: LayerNorm "
+                 "where norms alone read it (this model: %s, %s)",
                  nl_name(NL_NAMES_NORM, c->norm), nl_name(NL_NAMES_PLACEMENT, c->placement));
         r->exact = 0;
         if (!opts->force) {
@@ -223,7 +229,7 @@ int nl_transformer_fold(NlTensorSet *set, const NlConfig *c, const NlFoldOptions
         nl_error(err, NL_ERR_NOMEM, "out of memory");
         goto done;
     }
-    if ((c->norm == NL_NORM_NONE || fold_layers(&f) == 0) && (!opts->center || center_all(&f) == 0)) rc = 0;
+    if ((c->norm == NL_NORM_NONE || fold_layers(&f) == 0) && (f.D = D, !opts->center || center_all(&f) == 0)) rc = 0;
     r->head_bias = nl_tensor_find(set, "lm_head.bias", (size_t)c->vocab_size) != NULL;
 done:
     free(f.scale);

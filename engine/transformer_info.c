@@ -15,9 +15,7 @@ size_t nl_transformer_describe(const NlConfig *c, NlConfigField *f) {
     f[k++] = (NlConfigField){"block_size", NL_FIELD_NUMBER, c->block_size, NULL};
     f[k++] = (NlConfigField){"n_inner", NL_FIELD_NUMBER, c->n_inner, NULL};
     f[k++] = (NlConfigField){"norm", NL_FIELD_STRING, 0, nl_name(NL_NAMES_NORM, c->norm)};
-    f[k++] = (NlConfigField){"placement", NL_FIELD_STRING, 0, nl_name(NL_NAMES_PLACEMENT, c->placement)};
-    if (c->placement == NL_PLACE_POST)
-        f[k++] = (NlConfigField){"residual_scale", NL_FIELD_NUMBER, c->residual_scale, NULL};
+    k += nl_recipe_describe(c, 1, f + k);
     f[k++] = (NlConfigField){"norm_eps", NL_FIELD_NUMBER, c->norm_eps, NULL};
     f[k++] = (NlConfigField){"activation", NL_FIELD_STRING, 0, nl_name(NL_NAMES_ACTIVATION, c->activation)};
     f[k++] = (NlConfigField){"bias", NL_FIELD_BOOL, c->bias, NULL};
@@ -36,7 +34,7 @@ size_t nl_llama_describe(const NlConfig *c, NlConfigField *f) {
     f[k++] = (NlConfigField){"block_size", NL_FIELD_NUMBER, c->block_size, NULL};
     f[k++] = (NlConfigField){"n_inner", NL_FIELD_NUMBER, c->n_inner, NULL};
     f[k++] = (NlConfigField){"norm", NL_FIELD_STRING, 0, nl_name(NL_NAMES_NORM, c->norm)};
-    f[k++] = (NlConfigField){"placement", NL_FIELD_STRING, 0, nl_name(NL_NAMES_PLACEMENT, c->placement)};
+    k += nl_recipe_describe(c, 0, f + k);
     f[k++] = (NlConfigField){"norm_eps", NL_FIELD_NUMBER, c->norm_eps, NULL};
     f[k++] = (NlConfigField){"rope_theta", NL_FIELD_NUMBER, c->rope_theta, NULL};
     f[k++] = (NlConfigField){"qk_norm", NL_FIELD_BOOL, c->qk_norm, NULL};
@@ -46,10 +44,10 @@ size_t nl_llama_describe(const NlConfig *c, NlConfigField *f) {
     return k;
 }
 
-// The output norms only in peri placement; none of a recurrent layer's components.
+// The norms the recipe runs (the final norm always listed); none of a recurrent layer's components.
 int nl_transformer_has_component(const NlConfig *c, NlComponent comp) {
     if (comp >= NL_COMP_RNN_INPUT && comp <= NL_COMP_RNN_GATES) return 0;
-    return c->placement == NL_PLACE_PERI || (comp != NL_COMP_NORM1_POST && comp != NL_COMP_NORM2_POST);
+    return comp == NL_COMP_FINAL_NORM || nl_recipe_has_component(&c->recipe, comp);
 }
 
 // FLOPs per element of each activation (SiLU: x / (1 + e^-x), the exponential counted 1).
@@ -83,9 +81,14 @@ void nl_transformer_cost(const NlConfig *c, NlComponent comp, size_t batch, size
     case NL_COMP_NORM2:
     case NL_COMP_NORM1_POST:
     case NL_COMP_NORM2_POST:
+    case NL_COMP_NORM1_SUB:
     case NL_COMP_FINAL_NORM:
         *flops = n * nl_cost_norm_flops(c->norm, D);
         *bytes = 4 * (2 * n * D + 2 * D);
+        break;
+    case NL_COMP_NORM2_SUB:  // the MLP's hidden, F wide
+        *flops = n * nl_cost_norm_flops(c->norm, F);
+        *bytes = 4 * (2 * n * F + 2 * F);
         break;
     case NL_COMP_QKV:
         nl_cost_linear(c->bias || c->attn_bias, n, D,

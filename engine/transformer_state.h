@@ -15,7 +15,7 @@
 #pragma GCC visibility push(hidden)
 
 typedef struct {
-    NlNormWeights ln_1, ln_1_post, ln_2, ln_2_post;
+    NlNormWeights norm[NL_NS_COUNT];  // each norm slot the run's recipe names (recipe.h), as run
     NlNormWeights q_norm, k_norm;  // (Dh) QK-norm as run (its gains, or unit gains); unused without it
 } LayerNorms;
 
@@ -30,19 +30,19 @@ typedef struct {
     NlNormWeights ln_f;  // final norm (unit gain when forced onto a model without one)
     size_t batch;  // B: sequences per call, at most
     NlPool *pool;  // the NlState's workers for a product's rows, or NULL
-    float *x;  // (B*T, D) residual stream
-    float *xn;  // (B*T, D) normalised sublayer input
+    // buf[0] (B*T, D) the residual stream; buf[1..] (B*T, D) the recipe's scratch slots (a norm's
+    // output, a branch's); a norm into the stream writes a free one, which then becomes buf[0]
+    float *buf[1 + NL_RECIPE_SLOTS_MAX];
     float *qkv;  // (B*T, W) W = (H + 2 KVH) Dh: q, k, v of each position (3D with KVH = H)
     float *att;  // (B*T, D) attention output, heads concatenated
-    float *tmp;  // (B*T, D) sublayer output
     float *hid;  // (B*T, F) MLP hidden; gated: (B*T, 2F) gate and up, then (B*T, F)
     float *rope;  // (T, Dh) RoPE's cos and sin of each position's angles, pair by pair (RoPE only)
     float *scores;  // (workers, NL_ATTEND_BLOCK, T rounded up to whole tiles) each worker's probabilities
     float *logits;  // (B*T, V)
     float *k_cache;  // (B, T/32, L, KVH, Dh, 32) keys in tiles of 32 positions (kernels.h), T rounded up
     float *v_cache;  // (B, T/32, L, KVH, 32, Dh) values, the same tiles
-    float *ones;  // (D) unit gain
-    float *bn_mean, *bn_var;  // (D) BatchNorm's statistics of the current call (batch statistics)
+    float *ones;  // (N) unit gain, N the widest norm's width (D; F with an MLP inner norm)
+    float *bn_mean, *bn_var;  // (N) BatchNorm's statistics of the current call (batch statistics)
     NlLinearInputHook input_hook;  // the run's hook on every linear's input rows (fn NULL: none)
     float *qin;  // (B*T, max(D, F)) a linear's input as the hook rewrote it
     float *scratch;  // the linears' tiles of weights not stored as float32 (nl_linear_scratch), or none

@@ -19,31 +19,34 @@ static int bind_qk_norm(NlBinder *b, const NlConfig *c, int i, NlLayerWeights *l
     return nl_bind_norm(b, c->norm, Dh, p, &lw->k_norm);
 }
 
+// Layer i's norm slot k where its recipe names it: (D), or (F) inside the MLP.
+static int bind_block_norm(NlBinder *b, const NlConfig *c, int i, int k, NlLayerWeights *lw) {
+    char p[48];
+    if (!(nl_recipe_block(&c->recipe, i)->norms >> k & 1u)) return 0;
+    snprintf(p, sizeof p, "h.%d.%s", i, nl_recipe_norm_name(k));
+    return nl_bind_norm(b, c->norm, (size_t)(k == NL_NS_LN_2_SUB ? c->n_inner : c->n_embd), p, &lw->norm[k]);
+}
+
 static int bind_layer(NlBinder *b, const NlConfig *c, int i, NlLayerWeights *lw) {
     char p[48];
     size_t D = (size_t)c->n_embd, F = (size_t)c->n_inner, Dh = D / (size_t)c->n_head;
     size_t qkv = ((size_t)c->n_head + 2 * (size_t)c->n_kv_head) * Dh;  // 3D with as many KV heads as heads
-    snprintf(p, sizeof p, "h.%d.ln_1", i);
-    if (nl_bind_norm(b, c->norm, D, p, &lw->ln_1) != 0) return -1;
+    if (bind_block_norm(b, c, i, NL_NS_LN_1, lw) != 0) return -1;
     snprintf(p, sizeof p, "h.%d.attn.c_attn", i);
     if (nl_bind_linear(b, c->bias || c->attn_bias, p, qkv, D, &lw->attn) != 0 || bind_qk_norm(b, c, i, lw) != 0)
         return -1;
     snprintf(p, sizeof p, "h.%d.attn.c_proj", i);
-    if (nl_bind_linear(b, c->bias, p, D, D, &lw->proj) != 0) return -1;
-    snprintf(p, sizeof p, "h.%d.ln_2", i);
-    if (nl_bind_norm(b, c->norm, D, p, &lw->ln_2) != 0) return -1;
+    if (nl_bind_linear(b, c->bias, p, D, D, &lw->proj) != 0 || bind_block_norm(b, c, i, NL_NS_LN_2, lw) != 0) return -1;
     snprintf(p, sizeof p, "h.%d.mlp.c_fc", i);
     if (nl_bind_linear(b, c->bias, p, c->gated_mlp ? 2 * F : F, D, &lw->fc) != 0) return -1;
     snprintf(p, sizeof p, "h.%d.mlp.c_proj", i);
     if (nl_bind_linear(b, c->bias, p, D, F, &lw->out) != 0) return -1;
-    if (c->placement != NL_PLACE_PERI) return 0;
-    snprintf(p, sizeof p, "h.%d.ln_1_post", i);
-    if (nl_bind_norm(b, c->norm, D, p, &lw->ln_1_post) != 0) return -1;
-    snprintf(p, sizeof p, "h.%d.ln_2_post", i);
-    return nl_bind_norm(b, c->norm, D, p, &lw->ln_2_post);
+    for (int k = NL_NS_LN_1_POST; k < NL_NS_COUNT; k++)  // the output norms, then the inner ones
+        if (bind_block_norm(b, c, i, k, lw) != 0) return -1;
+    return 0;
 }
 
-// wte, wpe (none with RoPE), its blocks, ln_f (pre and peri), lm_head.weight when untied and
+// wte, wpe (none with RoPE), its blocks, ln_f (where the recipe has one), lm_head.weight when untied and
 // lm_head.bias with head_bias.
 int nl_transformer_bind(void **weights, const NlConfig *c, NlBinder *b) {
     size_t V = (size_t)c->vocab_size, D = (size_t)c->n_embd, T = (size_t)c->block_size;
@@ -57,7 +60,7 @@ int nl_transformer_bind(void **weights, const NlConfig *c, NlBinder *b) {
     if (!(w->layers = nl_bind_alloc(b, (size_t)c->n_layer, sizeof *w->layers))) return -1;
     for (int i = 0; i < c->n_layer; i++)
         if (bind_layer(b, c, i, &w->layers[i]) != 0) return -1;
-    if (c->placement != NL_PLACE_POST && nl_bind_norm(b, c->norm, D, "ln_f", &w->ln_f) != 0) return -1;
+    if (c->recipe.final_norm && nl_bind_norm(b, c->norm, D, "ln_f", &w->ln_f) != 0) return -1;
     w->lm_head = (NlLinear){.w = w->wte, .n_out = V, .n_in = D, .tier = -1};
     if (!c->tie_embeddings && nl_bind_matrix(b, "lm_head.weight", V, D, &w->lm_head.w) != 0) return -1;
     return c->head_bias ? nl_bind_tensor(b, "lm_head.bias", V, 0, 1, &w->lm_head.b) : 0;

@@ -13,8 +13,7 @@
 #pragma GCC visibility push(hidden)
 
 typedef struct {
-    NlNormWeights ln_1, ln_2;  // all-NULL for a norm-free model
-    NlNormWeights ln_1_post, ln_2_post;  // peri placement only, else all-NULL
+    NlNormWeights norm[NL_NS_COUNT];  // the norms the model's recipe names (recipe.h), else all-NULL
     NlNormWeights q_norm, k_norm;  // (Dh) QK-norm's gains (Llama family with qk_norm), else all-NULL
     NlLinear attn;  // w ((H + 2 KVH) Dh, D) rows: q (H heads), k, v (KVH heads each); b or NULL
     NlLinear proj;  // (D, D)

@@ -109,7 +109,7 @@ static void norm_rows(double *out, const double *x, NlNormWeights w, const NlCon
         memcpy(out, x, n * D * sizeof *out);
         return;
     }
-    if (!w.gain) w = (NlNormWeights){ones, NULL, NULL, NULL};
+    if (!w.gain) w = (NlNormWeights){.gain = ones};
     if (c->norm == NL_NORM_BATCHNORM) {
         double mean[1024], var[1024];  // D <= 1024 in the fixtures
         for (size_t i = 0; i < D; i++) {
@@ -230,7 +230,8 @@ static void trace_lens(const double *x, double *xn, const NlConfig *c, const NlT
     double *moved =
         c->placement == NL_PLACE_POST && affine && layer < c->n_layer ? malloc(n * D * sizeof *moved) : NULL;
     if (moved) {
-        NlNormWeights fin = w->layers[c->n_layer - 1].ln_2, own = layer ? w->layers[layer - 1].ln_2 : fin;
+        NlNormWeights fin = w->layers[c->n_layer - 1].norm[NL_NS_LN_2],
+                      own = layer ? w->layers[layer - 1].norm[NL_NS_LN_2] : fin;
         for (size_t i = 0; i < n * D; i++) {
             size_t k = i % D;
             double g = own.gain ? own.gain[k] : 1.0, b = own.bias ? own.bias[k] : 0.0;
@@ -269,25 +270,25 @@ int ref_forward(double *logits, const NlConfig *c, const NlTransformerWeights *w
         trace_lens(x, xn, c, w, n, ones, l);
         if (c->placement != NL_PLACE_POST) {  // pre; peri also normalises each sublayer's output
             int peri = c->placement == NL_PLACE_PERI;
-            norm_rows(xn, x, lw->ln_1, c, n, l, 0, ones);
+            norm_rows(xn, x, lw->norm[NL_NS_LN_1], c, n, l, 0, ones);
             attn(t, xn, lw, c, n, qkv, y, l);
-            if (peri) norm_rows(xn, t, lw->ln_1_post, c, n, l, 1, ones);
+            if (peri) norm_rows(xn, t, lw->norm[NL_NS_LN_1_POST], c, n, l, 1, ones);
             observe_branch(peri ? xn : t, n, D, l);
             for (size_t i = 0; i < n * D; i++) x[i] += peri ? xn[i] : t[i];
-            norm_rows(xn, x, lw->ln_2, c, n, l, 0, ones);
+            norm_rows(xn, x, lw->norm[NL_NS_LN_2], c, n, l, 0, ones);
             mlp(t, xn, lw, c, n, hid, l);
-            if (peri) norm_rows(xn, t, lw->ln_2_post, c, n, l, 1, ones);
+            if (peri) norm_rows(xn, t, lw->norm[NL_NS_LN_2_POST], c, n, l, 1, ones);
             observe_branch(peri ? xn : t, n, D, l);
             for (size_t i = 0; i < n * D; i++) x[i] += peri ? xn[i] : t[i];
         } else {  // x = N(a x + Sublayer(x))
             attn(t, x, lw, c, n, qkv, y, l);
             observe_branch(t, n, D, l);
             for (size_t i = 0; i < n * D; i++) t[i] += a * x[i];
-            norm_rows(x, t, lw->ln_1, c, n, l, 0, ones);
+            norm_rows(x, t, lw->norm[NL_NS_LN_1], c, n, l, 0, ones);
             mlp(t, x, lw, c, n, hid, l);
             observe_branch(t, n, D, l);
             for (size_t i = 0; i < n * D; i++) t[i] += a * x[i];
-            norm_rows(x, t, lw->ln_2, c, n, l, 0, ones);
+            norm_rows(x, t, lw->norm[NL_NS_LN_2], c, n, l, 0, ones);
         }
     }
     if (rc == 0) observe_residual(x, n, D, c->n_layer);

@@ -53,7 +53,7 @@ static const char *const BASE_L[][2] = {{"arch", "\"llama\""}, {"vocab_size", "3
 // config.json from a base and edits "key=value;...": a value replaces the base's, "-" removes the
 // key, a new key is added at the end; "version=N" sets the format's version (1, or 3 for recurrent).
 static void config_with(Buf *b, char base, const char *edits) {
-    char keys[24][32], vals[24][64], ed[512];
+    char keys[24][32], vals[24][400], ed[512];
     const char *const(*pairs)[2] = base == 'R' ? BASE_R : base == 'L' ? BASE_L : BASE_T;
     size_t n = base == 'R'   ? sizeof BASE_R / sizeof BASE_R[0]
                : base == 'L' ? sizeof BASE_L / sizeof BASE_L[0]
@@ -88,33 +88,37 @@ static int config_has(const NlConfig *c, const char *want) {
     char field[32];
     double v;
     if (sscanf(want, "%31[^=]=%lf", field, &v) != 2) return 0;
-    double got = strcmp(field, "n_inner") == 0          ? c->n_inner
-                 : strcmp(field, "residual_scale") == 0 ? c->residual_scale
-                 : strcmp(field, "placement") == 0      ? (double)c->placement
-                 : strcmp(field, "norm") == 0           ? (double)c->norm
-                 : strcmp(field, "norm_eps") == 0       ? c->norm_eps
-                 : strcmp(field, "arch") == 0           ? (double)c->arch
-                 : strcmp(field, "activation") == 0     ? (double)c->activation
-                 : strcmp(field, "n_hidden") == 0       ? c->n_hidden
-                 : strcmp(field, "n_input") == 0        ? c->n_input
-                 : strcmp(field, "vocab_size") == 0     ? c->vocab_size
-                 : strcmp(field, "n_layer") == 0        ? c->n_layer
-                 : strcmp(field, "n_head") == 0         ? c->n_head
-                 : strcmp(field, "n_embd") == 0         ? c->n_embd
-                 : strcmp(field, "block_size") == 0     ? c->block_size
-                 : strcmp(field, "n_kv_head") == 0      ? c->n_kv_head
-                 : strcmp(field, "rope_theta") == 0     ? c->rope_theta
-                 : strcmp(field, "qk_norm") == 0        ? c->qk_norm
-                 : strcmp(field, "tie_embeddings") == 0 ? c->tie_embeddings
-                                                        : NAN;
+    double got = strcmp(field, "n_inner") == 0           ? c->n_inner
+                 : strcmp(field, "residual_scale") == 0  ? c->residual_scale
+                 : strcmp(field, "placement") == 0       ? (double)c->placement
+                 : strcmp(field, "norm") == 0            ? (double)c->norm
+                 : strcmp(field, "norm_eps") == 0        ? c->norm_eps
+                 : strcmp(field, "arch") == 0            ? (double)c->arch
+                 : strcmp(field, "activation") == 0      ? (double)c->activation
+                 : strcmp(field, "n_hidden") == 0        ? c->n_hidden
+                 : strcmp(field, "n_input") == 0         ? c->n_input
+                 : strcmp(field, "vocab_size") == 0      ? c->vocab_size
+                 : strcmp(field, "n_layer") == 0         ? c->n_layer
+                 : strcmp(field, "n_head") == 0          ? c->n_head
+                 : strcmp(field, "n_embd") == 0          ? c->n_embd
+                 : strcmp(field, "block_size") == 0      ? c->block_size
+                 : strcmp(field, "n_kv_head") == 0       ? c->n_kv_head
+                 : strcmp(field, "rope_theta") == 0      ? c->rope_theta
+                 : strcmp(field, "qk_norm") == 0         ? c->qk_norm
+                 : strcmp(field, "tie_embeddings") == 0  ? c->tie_embeddings
+                 : strcmp(field, "mix_post_layers") == 0 ? c->mix_post_layers
+                 : strcmp(field, "final_norm") == 0      ? c->recipe.final_norm
+                 : strcmp(field, "steps") == 0           ? c->recipe.block[0].n_steps
+                 : strcmp(field, "buffers") == 0         ? nl_recipe_buffers(&c->recipe)
+                                                         : NAN;
     return got == v;
 }
 
 // One case of tests/fixtures/config_bounds.txt (its header says the format): the refused config's
 // message, or the value an accepted one parses to.
 static void config_case(const char *line) {
-    char base[4], edits[256], expect[256];
-    if (sscanf(line, "%3[^|]|%255[^|]|%255[^\n]", base, edits, expect) != 3) {
+    char base[4], edits[512], expect[256];
+    if (sscanf(line, "%3[^|]|%511[^|]|%255[^\n]", base, edits, expect) != 3) {
         CHECK(0, "config_bounds.txt: malformed line '%s'", line);
         return;
     }

@@ -432,7 +432,7 @@ static void the_table_describes_the_transformer(void) {
         const NlConfig *c = nl_model_config(m);
         const NlFamilyInfo *f = nl_family_info(c->arch);
         CHECK(strcmp(f->name, "transformer") == 0 && f->has_placement && f->has_residual_stream &&
-                  f->state_vectors == 0 && strcmp(f->state_bytes_key, "kv_cache_bytes") == 0 && f->norms == 0x1e &&
+                  f->state_vectors == 0 && strcmp(f->state_bytes_key, "kv_cache_bytes") == 0 && f->norms == 0x3e &&
                   f->prunes_rows,
               "%s: %s", FIXTURES[i], f->name);
         NlConfigField fl[NL_CONFIG_FIELDS_MAX];

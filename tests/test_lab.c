@@ -234,14 +234,14 @@ static void outlier_shares_count_exactly_6(void) {
 static const float *site_gain(const NlConfig *c, const NlTransformerWeights *w, int l, NlSite site) {
     int L = c->n_layer, post = c->placement == NL_PLACE_POST;
     if (c->norm == NL_NORM_NONE) return NULL;
-    const float *before = post    ? (l > 0 ? w->layers[l - 1].ln_2.gain : NULL)
-                          : l < L ? w->layers[l].ln_1.gain
+    const float *before = post    ? (l > 0 ? w->layers[l - 1].norm[NL_NS_LN_2].gain : NULL)
+                          : l < L ? w->layers[l].norm[NL_NS_LN_1].gain
                                   : w->ln_f.gain;
     switch (site) {
     case NL_SITE_RESIDUAL:
     case NL_SITE_QKV:
     case NL_SITE_HEAD: return before;
-    case NL_SITE_FC: return post ? w->layers[l].ln_1.gain : w->layers[l].ln_2.gain;
+    case NL_SITE_FC: return post ? w->layers[l].norm[NL_NS_LN_1].gain : w->layers[l].norm[NL_NS_LN_2].gain;
     default: return NULL;
     }
 }

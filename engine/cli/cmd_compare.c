@@ -26,16 +26,19 @@
 #define MAX_QUANT (NL_QUANT_COUNT + 1)  // copies of one model: one per quantization scheme, 2 folded
 
 // The runs of one model (returns their count): as trained; with also_swap, the other norm type
-// (LayerNorm and RMSNorm each other's, BatchNorm's LayerNorm), the other placement (pre and post each
-// other's, peri's pre) and no norm at all, of these the ones its family runs (an LN-RNN: only without
-// its LNs), and QK-norm switched where the family has it; a norm-free model has no swaps. BatchNorm runs with
-// bn_stats, or each twice (running,
-// then batch) with BN_STATS_BOTH; a BatchNorm post model run as pre has no running statistics for
-// its ln_f, so that row runs with batch statistics only.
+// (LayerNorm and RMSNorm each other's, BatchNorm's and DyT's LayerNorm), the other placement (its
+// recipe's swap: pre and post each other's, peri's pre, ...) and no norm at all, of these the ones
+// its family runs (an LN-RNN: only without its LNs), and QK-norm switched where the family has it; a
+// norm-free model has no swaps. BatchNorm runs with bn_stats, or each twice (running, then batch)
+// with BN_STATS_BOTH; a BatchNorm model without a final norm (post) run with one has no running
+// statistics for its ln_f, so that row runs with batch statistics only.
 static int compare_runs(const NlModelDesc *c, int also_swap, int bn_stats, NlRunOptions *runs) {
     NlBnStats first = bn_stats == BN_STATS_BOTH ? NL_BN_RUNNING : (NlBnStats)bn_stats;
     NlRunOptions as = {.norm = c->norm, .placement = c->placement, .batch = 1, .threads = 1, .bn_stats = first};
-    int n = 0, lacks_ln_f = c->norm == NL_NORM_BATCHNORM && c->placement == NL_PLACE_POST;
+    const NlPlacementInfo *place = nl_placement_info(c->placement);
+    NlPlacement swap = place ? place->swap : c->placement;  // (a recurrent model has none)
+    int n = 0,
+        lacks_ln_f = c->norm == NL_NORM_BATCHNORM && place && !place->final_norm && nl_placement_info(swap)->final_norm;
     runs[n++] = as;
     const NlFamilyInfo *fam = c->family;
     if (also_swap && c->norm != NL_NORM_NONE) {  // the swaps the family runs
@@ -46,7 +49,7 @@ static int compare_runs(const NlModelDesc *c, int also_swap, int bn_stats, NlRun
         }
         if (fam->has_placement && (!lacks_ln_f || bn_stats != NL_BN_RUNNING)) {
             runs[n] = as;
-            runs[n].placement = c->placement == NL_PLACE_PRE ? NL_PLACE_POST : NL_PLACE_PRE;
+            runs[n].placement = swap;
             if (lacks_ln_f) runs[n].bn_stats = NL_BN_BATCH;
             n++;
         }

@@ -210,7 +210,7 @@ int report_compare_text(FILE *f, const NlCompareRow *rows, const char *const *la
         if (r->residual_scale != 1.0) fprintf(f, ", residual scale %.4g", r->residual_scale);
         fprintf(f, "\n    residual rms  %s\n    |mean|        %s\n    branch rms    %s\n    norm out std  %s\n", a, b,
                 d, r->norm == NL_NORM_NONE ? "-" : c);
-        if (r->placement == NL_PLACE_PERI && r->norm != NL_NORM_NONE) {
+        if (r->output_norms && r->norm != NL_NORM_NONE) {
             report_rows_join(c, sizeof c, r->norm_post_std, L, "%.3g");
             fprintf(f, "    post out std  %s\n", c);
         }

@@ -111,8 +111,9 @@ static cJSON *compare_row_json(const NlCompareRow *r, const char *label, const C
     cJSON_AddNumberToObject(o, "decode_tok_s_max", r->decode_tok_s_max);
     cJSON_AddNumberToObject(o, "norm_time_share", r->norm_share);
     cJSON *share = cJSON_AddObjectToObject(o, "time_share");
-    for (int k = 0; k < NL_COMP_COUNT; k++)
-        if (k != NL_COMP_SAMPLING) cJSON_AddNumberToObject(share, nl_component_name((NlComponent)k), r->time_share[k]);
+    for (int k = 0; k < NL_COMP_COUNT; k++)  // every component, but the inner norms where the run has none
+        if (k != NL_COMP_SAMPLING && (r->in_run[k] || (k != NL_COMP_NORM1_SUB && k != NL_COMP_NORM2_SUB)))
+            cJSON_AddNumberToObject(share, nl_component_name((NlComponent)k), r->time_share[k]);
     cJSON_AddItemToObject(o, "residual_rms", numbers(r->residual_rms, r->n_layer + 1));
     cJSON_AddItemToObject(o, "residual_abs_mean", numbers(r->residual_abs_mean, r->n_layer + 1));
     if (fam->state_vectors) {  // the last layer's state norms over time: bucket k holds t in [2^k - 1, 2^(k+1) - 1)
@@ -130,7 +131,7 @@ static cJSON *compare_row_json(const NlCompareRow *r, const char *label, const C
     cJSON_AddItemToObject(o, "branch_rms", numbers(r->branch_rms, blocks ? r->n_layer : 0));
     cJSON_AddItemToObject(
         o, "norm_std", numbers(r->norm_std, r->norm == NL_NORM_NONE || !blocks ? 0 : r->n_layer + r->has_final_norm));
-    if (r->placement == NL_PLACE_PERI && r->norm != NL_NORM_NONE)
+    if (r->output_norms && r->norm != NL_NORM_NONE)
         cJSON_AddItemToObject(o, "norm_post_std", numbers(r->norm_post_std, r->n_layer));
     cJSON_AddNumberToObject(o, "batch16_max_logit_diff", r->batch_diff);
     cJSON_AddNumberToObject(o, "cache_max_logit_diff", r->cache_diff);
@@ -275,7 +276,7 @@ int report_compare_csv(FILE *f, const NlCompareRow *rows, const char *const *lab
                 r->batch_diff, r->cache_diff);
         fprintf(f, ",%s", fam->name);
         int nstd = r->norm == NL_NORM_NONE || !fam->has_residual_stream ? 0 : r->n_layer + r->has_final_norm;
-        int npost = r->placement == NL_PLACE_PERI && r->norm != NL_NORM_NONE ? r->n_layer : 0;
+        int npost = r->output_norms && r->norm != NL_NORM_NONE ? r->n_layer : 0;
         for (int l = 0; l <= L; l++) l <= r->n_layer ? fprintf(f, ",%.6g", r->residual_rms[l]) : fputs(",", f);
         for (int l = 0; l <= L; l++) l <= r->n_layer ? fprintf(f, ",%.6g", r->residual_abs_mean[l]) : fputs(",", f);
         for (int l = 0; l < L; l++)

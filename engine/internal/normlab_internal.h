@@ -17,13 +17,15 @@
 #include "normlab.h"
 
 // Internal: hidden from the symbols a shared object built from the library would export.
+#include "recipe.h"
+
 #pragma GCC visibility push(hidden)
 
 // ---- a config's fields (normlab.h has NlConfig opaque; NlModelDesc describes it to embedders)
 
 // Every family has arch, vocab_size, n_layer, norm and norm_eps; the other fields are one family's,
 // and 0 in a model of the other (residual_scale 1). A recurrent model has n_input (E) and n_hidden (S), no context
-// window (nl_forward takes any number of positions) and placement NL_PLACE_AS_CONFIGURED.
+// window (nl_forward takes any number of positions) and no placement (0, "as configured").
 struct NlConfig {
     NlArch arch;
     int vocab_size;  // V
@@ -35,8 +37,10 @@ struct NlConfig {
     int n_embd;  // D
     int block_size;  // T
     int n_inner;  // F (from n_inner, or mlp_ratio * D)
-    NlPlacement placement;
-    double residual_scale;  // alpha of post placement, x = N(alpha*x + Sublayer(x)); 1 but for DeepNorm
+    NlPlacement placement;  // its name; the block it runs is recipe
+    NlRecipe recipe;  // the steps of each layer's block and the final norm (recipe.h)
+    int mix_post_layers;  // mix: the leading post layers (config.json's, default L/4)
+    double residual_scale;  // the scaled adds' alpha, x = N(alpha*x + Sublayer(x)) (post); 1 but for DeepNorm
     NlActivation activation;
     int bias;  // linears have biases
     int tie_embeddings;  // lm_head is wte
@@ -148,6 +152,7 @@ typedef struct {
     const float *gain;  // (D)
     const float *bias;  // (D), or NULL (RMSNorm without bias)
     const float *mean, *var;  // (D) BatchNorm's statistics (running, or of the call), else NULL
+    const float *alpha;  // (1) DyT's scale, else NULL
 } NlNormWeights;
 
 // What a forward pass tells an observer: two groups of callbacks, each with its own borrowed object

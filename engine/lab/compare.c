@@ -13,6 +13,8 @@
 
 #define BATCH 16
 
+const NlPlacementInfo *nl_placement_info(NlPlacement p) { return nl_recipe_info(p); }
+
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
@@ -127,12 +129,14 @@ static int measure_eval(NlState *s, const NlConfig *c, const int *ids, size_t n,
             per_comp[k] += nl_profiler_cell(prof, NL_PHASE_PREFILL, l, (NlComponent)k)->seconds;
     for (int k = 0; k < NL_COMP_COUNT; k++) total += per_comp[k];
     for (int k = 0; k < NL_COMP_COUNT; k++) row->time_share[k] = total > 0 ? per_comp[k] / total : 0.0;
-    static const NlComponent NORMS[] = {NL_COMP_NORM1, NL_COMP_NORM2, NL_COMP_NORM1_POST, NL_COMP_NORM2_POST,
-                                        NL_COMP_FINAL_NORM};
+    static const NlComponent NORMS[] = {NL_COMP_NORM1,     NL_COMP_NORM2,     NL_COMP_NORM1_POST, NL_COMP_NORM2_POST,
+                                        NL_COMP_NORM1_SUB, NL_COMP_NORM2_SUB, NL_COMP_FINAL_NORM};
+    for (int k = 0; k < NL_COMP_COUNT; k++) row->in_run[k] = (unsigned char)nl_config_has_component(c, (NlComponent)k);
     for (size_t k = 0; k < sizeof NORMS / sizeof NORMS[0]; k++) row->norm_share += row->time_share[NORMS[k]];
     if (c->norm == NL_NORM_LAYERNORM) row->norm_share += row->time_share[NL_COMP_RNN_NORM];  // (else: bias adds)
     row->n_layer = c->n_layer;
-    row->has_final_norm = blocks && c->placement != NL_PLACE_POST && c->norm != NL_NORM_NONE;
+    row->has_final_norm = blocks && c->recipe.final_norm && c->norm != NL_NORM_NONE;
+    row->output_norms = blocks && (nl_recipe_norms(&c->recipe) & (1u << NL_NS_LN_1_POST | 1u << NL_NS_LN_2_POST)) != 0;
     for (int k = 0; k < NL_STATE_BUCKETS; k++)
         for (int cell = 0; cell < 2; cell++)
             row->state_norm[cell][k] = nl_stats_state_norm(st, c->n_layer - 1, cell, k);
@@ -329,7 +333,7 @@ static int compare_one(const NlCompareJob *job, const NlCompareJob *ref, const N
         goto cleanup;
     }
     if (nl_quant_state_create(&s, model, &run, job->quant_act, err) != 0) goto cleanup;
-    row->residual_scale = nl_state_config(s)->placement == NL_PLACE_POST ? nl_state_config(s)->residual_scale : 1.0;
+    row->residual_scale = nl_recipe_scaled(&nl_state_config(s)->recipe) ? nl_state_config(s)->residual_scale : 1.0;
     row->qk_norm = nl_state_config(s)->qk_norm;
     row->swapped_qk_norm = row->qk_norm != trained->qk_norm;
     row->has_lens = opts->lens && nl_family_info(trained->arch)->has_residual_stream;

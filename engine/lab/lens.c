@@ -223,8 +223,8 @@ int nl_lens_create(NlLens **out, const NlConfig *c, size_t batch, const int *ids
         lens->norm_w = calloc(L + 1, sizeof *lens->norm_w);
         lens->xn = malloc(B * T * lens->D * sizeof *lens->xn);
         int affine = c->norm == NL_NORM_LAYERNORM || c->norm == NL_NORM_RMSNORM;
-        lens->post_affine = affine && c->placement == NL_PLACE_POST;
-        lens->head_alone = c->norm == NL_NORM_NONE || (!affine && c->placement == NL_PLACE_POST);
+        lens->post_affine = affine && !c->recipe.final_norm;  // the stream leaves through a norm (post)
+        lens->head_alone = c->norm == NL_NORM_NONE || (!affine && !c->recipe.final_norm);
         lens->norm = c->norm;
         lens->eps = c->norm_eps;
     }
@@ -274,7 +274,7 @@ static void lens_attach(NlLens *lens, NlState *s) {
 
 int nl_lens_set_scale(NlLens *lens, const NlConfig *c, NlLensScale scale) {
     int affine = c->norm == NL_NORM_LAYERNORM || c->norm == NL_NORM_RMSNORM;
-    lens->scale_final = scale == NL_LENS_FINAL && affine && c->placement != NL_PLACE_POST;
+    lens->scale_final = scale == NL_LENS_FINAL && affine && c->recipe.final_norm;
     return lens->scale_final;
 }
 

@@ -31,9 +31,9 @@ struct NlProfiler {
 };
 
 static const char *const COMP_NAMES[NL_COMP_COUNT] = {
-    "embed",    "norm1",  "qkv",        "attention", "attn_proj",  "norm1_post", "residual",
-    "norm2",    "mlp_up", "activation", "mlp_down",  "norm2_post", "input_proj", "recurrent_proj",
-    "rnn_norm", "gates",  "final_norm", "lm_head",   "sampling"};
+    "embed",      "norm1",          "qkv",      "attention",  "norm1_sub",  "attn_proj", "norm1_post",
+    "residual",   "norm2",          "mlp_up",   "activation", "norm2_sub",  "mlp_down",  "norm2_post",
+    "input_proj", "recurrent_proj", "rnn_norm", "gates",      "final_norm", "lm_head",   "sampling"};
 static const char *const PHASE_NAMES[NL_PHASE_COUNT] = {"prefill", "decode"};
 
 const char *nl_component_name(NlComponent comp) { return COMP_NAMES[comp]; }

@@ -32,15 +32,46 @@
 
 #define NL_VERSION "0.1.0"
 #define NL_FORMAT_NAME "normlab"
-#define NL_FORMAT_VERSION 4  // the newest version read; versions 1 to 3 load unchanged
+#define NL_FORMAT_VERSION 5  // the newest version read; versions 1 to 4 load unchanged
 
 #include "normlab_error.h"
 #include "normlab_tokenizer.h"
 
 // The zero of each is "as the model is configured", so that a zero-initialised NlRunOptions never
 // runs a model otherwise than it was trained. A model's own config never holds it.
-typedef enum { NL_NORM_AS_CONFIGURED, NL_NORM_LAYERNORM, NL_NORM_RMSNORM, NL_NORM_BATCHNORM, NL_NORM_NONE } NlNormType;
-typedef enum { NL_PLACE_AS_CONFIGURED, NL_PLACE_PRE, NL_PLACE_POST, NL_PLACE_PERI } NlPlacement;
+// NL_NORM_DYT: no statistics, gain * tanh(alpha x) + bias (Zhu et al. 2025, "Transformers without
+// Normalization"), alpha one learned scalar per norm.
+typedef enum {
+    NL_NORM_AS_CONFIGURED,
+    NL_NORM_LAYERNORM,
+    NL_NORM_RMSNORM,
+    NL_NORM_BATCHNORM,
+    NL_NORM_NONE,
+    NL_NORM_DYT
+} NlNormType;
+// Where a block's norms sit: each placement is a recipe of steps (normlab_lab.h's nl_placement_info; docs/comparing.md
+// gives their equations and sources); NL_PLACE_CUSTOM is a model's own, config.json's "block".
+typedef enum {
+    NL_PLACE_AS_CONFIGURED,
+    NL_PLACE_PRE,
+    NL_PLACE_POST,
+    NL_PLACE_PERI,
+    NL_PLACE_POST_SUBLAYER,
+    NL_PLACE_PARALLEL,
+    NL_PLACE_PARALLEL_SHARED,
+    NL_PLACE_MIX,
+    NL_PLACE_SUB,
+    NL_PLACE_CUSTOM
+} NlPlacement;
+// A placement as its recipe describes it (recipe.c's table; normlab_lab.h's nl_placement_info).
+typedef struct {
+    const char *name;  // nl_name(NL_NAMES_PLACEMENT, p)
+    const char *equations;  // the block, one line
+    const char *source;  // the paper or model family it comes from
+    int final_norm;  // ln_f before the head
+    int output_norms;  // its norms on the branches' outputs (ln_1_post, ln_2_post)
+    NlPlacement swap;  // compare --also-swap's other placement
+} NlPlacementInfo;
 // Which statistics BatchNorm normalises with: the running averages stored with the model (as at
 // inference in PyTorch), or those of the rows of the current forward call: every position of
 // every sequence in it (as in training). One-token decoding of one sequence is a call of one row,
@@ -287,7 +318,7 @@ int nl_eval(NlState *const *states, size_t n_states, const int *ids, size_t n, c
 // The words normlab and config.json use for a choice: a kind of choice and one of its values.
 typedef enum {
     NL_NAMES_NORM,  // NlNormType: "layernorm", "rmsnorm", "batchnorm", "none"
-    NL_NAMES_PLACEMENT,  // NlPlacement: "pre", "post", "peri"
+    NL_NAMES_PLACEMENT,  // NlPlacement: "pre", "post", "peri", "post-sublayer", ..., "custom"
     NL_NAMES_BN_STATS,  // NlBnStats: "running", "batch"
     NL_NAMES_ACTIVATION,  // NlActivation: "gelu", "gelu_tanh", "relu", "silu"
     NL_NAMES_ARCH,  // NlArch: "transformer", "lstm", "gru", "llama"
@@ -330,12 +361,14 @@ typedef enum {
     NL_COMP_NORM1,
     NL_COMP_QKV,
     NL_COMP_ATTENTION,
+    NL_COMP_NORM1_SUB,  // sub placement's inner norms (before attention's output projection, the MLP's down)
     NL_COMP_ATTN_PROJ,
     NL_COMP_NORM1_POST,  // peri placement's output norms
     NL_COMP_RESIDUAL,
     NL_COMP_NORM2,
     NL_COMP_MLP_UP,
     NL_COMP_ACTIVATION,
+    NL_COMP_NORM2_SUB,
     NL_COMP_MLP_DOWN,
     NL_COMP_NORM2_POST,
     NL_COMP_RNN_INPUT,  // recurrent layers: input projections of a chunk (sgemm; `ctx` = input width)

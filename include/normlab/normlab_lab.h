@@ -306,6 +306,12 @@ int nl_lens_layers(const NlLens *lens, NlLensLayer *layers, NlError *err);
 // All of it: an eval of ids on state with the lens attached.
 int nl_lens(NlState *state, const int *ids, size_t n, size_t stride, double *bits, NlError *err);
 
+// ---- placements (the core's recipes: NlPlacementInfo in normlab.h)
+
+// A placement as its recipe describes it: what the command line and reports ask of a placement, never
+// which one it is. NULL for NL_PLACE_AS_CONFIGURED or a value outside the enum.
+const NlPlacementInfo *nl_placement_info(NlPlacement p);
+
 // ---- comparing norm placements (compare.c)
 
 typedef struct {
@@ -328,7 +334,7 @@ typedef struct {
     NlNormType norm;  // as run
     NlPlacement placement;  // NL_PLACE_AS_CONFIGURED for a recurrent model
     NlBnStats bn_stats;  // as run (BatchNorm rows)
-    double residual_scale;  // as run (post placement)
+    double residual_scale;  // as run (1 but where the recipe's adds are scaled: post, mix)
     int swapped_norm, swapped_placement;  // 1 when run otherwise than trained
     int qk_norm, swapped_qk_norm;  // QK-norm as run (a family with NlFamilyInfo.qk_norm), and 1 when switched
     size_t parameters, weight_bytes;
@@ -340,7 +346,9 @@ typedef struct {
     double prefill_tok_s, decode_tok_s;  // medians over repeats
     double prefill_tok_s_min, prefill_tok_s_max, decode_tok_s_min, decode_tok_s_max;
     double time_share[NL_COMP_COUNT];  // share of forward time per component, during eval
-    double norm_share;  // every norm: norm1, norm2, their _post (peri) and final_norm
+    unsigned char in_run[NL_COMP_COUNT];  // 1: the run has the component (nl_component_in_run)
+    int output_norms;  // its recipe has norms on the branches' outputs (ln_1_post, ln_2_post: peri's)
+    double norm_share;  // every norm: norm1, norm2, their _post (peri), _sub (sub) and final_norm
     int n_layer;
     // The per-layer figures, sized to the model (nl_compare_row_free frees them):
     double *residual_rms;  // (L + 1) entering block l; [L] leaving the last

@@ -221,7 +221,7 @@ expect_fail "negative running variance" 1 'tensor "h.1.ln_2.running_var" has a n
     info -m "$TMP/neg-var.json"
 mutate pre-alpha ln-peri-bias 'd["config"]["placement"] = "pre"; d["config"]["residual_scale"] = 2
 [d["tensors"].pop(k) for k in list(d["tensors"]) if "_post" in k]'
-expect_fail "residual_scale with pre" 1 '"residual_scale" is allowed with placement "post" only' \
+expect_fail "residual_scale with pre" 1 '"residual_scale" is allowed only where the block's adds are scaled' \
     info -m "$TMP/pre-alpha.json"
 mutate zero-alpha deepnorm 'd["config"]["residual_scale"] = 0'
 expect_fail "residual_scale 0" 1 '"residual_scale" = 0 is outside [0.001, 1000]' info -m "$TMP/zero-alpha.json"
