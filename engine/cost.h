@@ -11,11 +11,13 @@
 // LayerNorm: sum (D), centre + square + accumulate (3D), centre + scale + gain + bias (4D).
 // RMSNorm: square + accumulate (2D), scale + gain + bias (3D). Bias assumed present.
 // BatchNorm: centre, add eps, square root, divide, gain, bias (6D) per row; the batch statistics'
-// passes are not counted. None: no norm runs.
+// passes are not counted. DyT: alpha, tanh (a transcendental, as exp and erf), gain, bias (4D). None:
+// no norm runs.
 static inline double nl_cost_norm_flops(NlNormType t, double D) {
     switch (t) {
     case NL_NORM_LAYERNORM: return 8 * D;
     case NL_NORM_BATCHNORM: return 6 * D;
+    case NL_NORM_DYT: return 4 * D;
     case NL_NORM_NONE: return 0;
     default: return 5 * D;
     }

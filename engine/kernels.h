@@ -28,7 +28,11 @@ void nl_batchnorm(float *out, const float *x, const float *gain, const float *bi
 // mean, var (D): each feature's mean and biased (1/n) variance over the n rows of x (n, D), in
 // double, two passes: BatchNorm's statistics of a batch as PyTorch normalises with them in training.
 void nl_batch_stats(float *mean, float *var, const float *x, size_t n, size_t D);
-// nl_norm (normlab_internal.h) dispatches on type; BatchNorm reads w.mean and w.var.
+// DyT (Dynamic Tanh, Zhu et al. 2025) of n rows of width D: gain[i] * tanh(alpha x[i]) + bias[i], one
+// scalar alpha, no statistics; bias may be NULL. tanh is vecmath.h's tanh_odd: odd bit for bit, within
+// 1e-7 of libm's tanh, absolute, and 2e-7 relative (tests/test_norms.c). out may equal x.
+void nl_dyt(float *out, const float *x, const float *gain, const float *bias, float alpha, size_t n, size_t D);
+// nl_norm (normlab_internal.h) dispatches on type; BatchNorm reads w.mean and w.var, DyT *w.alpha.
 
 // In place over count values. GELU uses nl_erf; SiLU is x / (1 + e^-x) through nl_exp.
 void nl_activation(float *x, size_t count, NlActivation act);

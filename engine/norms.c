@@ -1,9 +1,11 @@
-// norms.c — LayerNorm, RMSNorm and BatchNorm over rows, and nl_norm, their dispatch (kernels.h).
+// norms.c — LayerNorm, RMSNorm, BatchNorm and DyT over rows, and nl_norm, their dispatch (kernels.h).
 #include "kernels.h"
 
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "vecmath.h"
 
 // Sums of x[i] and of (x[i] - c)^2 over D floats in double, in 4 independent lanes so that the
 // vectoriser can use them (one running sum is a serial chain it must keep in order).
@@ -66,6 +68,20 @@ void nl_batchnorm(float *out, const float *x, const float *gain, const float *bi
         }
 }
 
+// Element-wise through tanh_odd, so the loop vectorises; built for AVX-512 too, as the activations
+// (the norms above are not), since it computes rather than streams: 0.42-0.56 ns an element against
+// 1.18-1.33 for the AVX2 build and 15 for a libm tanhf loop (rows of 128, Zen 5, one thread).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#endif
+void nl_dyt(float *out, const float *x, const float *gain, const float *bias, float alpha, size_t n, size_t D) {
+    for (size_t r = 0; r < n; r++, x += D, out += D)
+        for (size_t i = 0; i < D; i++) {
+            float y = tanh_odd(alpha * x[i]) * gain[i];
+            out[i] = bias ? y + bias[i] : y;
+        }
+}
+
 void nl_batch_stats(float *mean, float *var, const float *x, size_t n, size_t D) {
     for (size_t i = 0; i < D; i++) {
         double sum = 0.0, sq = 0.0;
@@ -81,6 +97,7 @@ void nl_norm(float *out, const float *x, NlNormWeights w, NlNormType type, size_
     switch (type) {
     case NL_NORM_RMSNORM: nl_rmsnorm(out, x, w.gain, w.bias, n, D, eps); break;
     case NL_NORM_BATCHNORM: nl_batchnorm(out, x, w.gain, w.bias, w.mean, w.var, n, D, eps); break;
+    case NL_NORM_DYT: nl_dyt(out, x, w.gain, w.bias, *w.alpha, n, D); break;
     case NL_NORM_NONE:
         if (out != x) memcpy(out, x, n * D * sizeof(float));
         break;
@@ -90,3 +107,4 @@ void nl_norm(float *out, const float *x, NlNormWeights w, NlNormType type, size_
 
 NL_HIDDEN_CLONE(nl_layernorm);
 NL_HIDDEN_CLONE(nl_rmsnorm);
+NL_HIDDEN_CLONE(nl_dyt);

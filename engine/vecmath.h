@@ -1,10 +1,11 @@
 // vecmath.h — the element-wise math the kernels share, inline so that each loop that calls it
-// vectorises (erf, e^x, GELU's tanh form, sigmoid and tanh, and max, sum and softmax over 8 lanes).
-// Included by the kernels' files only (activations.c, rnn_cells.c, attention.c, sampler_math.c),
-// each built with the vectoriser's flags (the Makefile's VEC_FLAGS).
+// vectorises (erf, e^x, GELU's tanh form, sigmoid and tanh, DyT's odd tanh, and max, sum and softmax
+// over 8 lanes). Included by the kernels' files only (activations.c, rnn_cells.c, attention.c,
+// sampler_math.c, norms.c), each built with the vectoriser's flags (the Makefile's VEC_FLAGS).
 #ifndef NL_VECMATH_H
 #define NL_VECMATH_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -75,6 +76,24 @@ static inline __attribute__((always_inline)) float gelu_tanh_poly(float v) {
 // 1 / (1 + e^-x) and tanh(x) = 2 sigmoid(2x) - 1 (absolute error, not relative, near 0: ~1e-7).
 static inline __attribute__((always_inline)) float sigmoid_poly(float x) { return 1.0f / (1.0f + exp_poly(-x)); }
 static inline __attribute__((always_inline)) float tanh_poly(float x) { return 2.0f * sigmoid_poly(2.0f * x) - 1.0f; }
+
+// tanh for DyT, odd bit for bit (tanh_odd(-y) == -tanh_odd(y)) and never above 1 in magnitude: Cephes's
+// tanhf made branch-free, both halves computed and one kept. |y| < 0.625: y + y z P(z), z = y^2, its
+// degree-4 fit, relatively accurate near 0 (a tiny y gives y itself), where DyT's inputs mostly sit;
+// beyond, 1 - 2 / (e^2|y| + 1) through exp_poly, which clamps at e^88, so an infinite y gives 1. The
+// sign goes on last; NaN stays NaN. Against libm's tanh in double over every float of [0, 20] (beyond,
+// it is 1): at most 7.9e-8 absolute, 1.4e-7 relative, both at 0.62831 (tests/test_norms.c holds it to
+// 1e-7 and 2e-7). tanh_poly above is neither odd bit for bit nor relatively accurate near 0.
+static inline __attribute__((always_inline)) float tanh_odd(float y) {
+    float a = fabsf(y), z = a * a;
+    float p = -5.70498872745e-3f;
+    p = p * z + 2.06390887954e-2f;
+    p = p * z - 5.37397155531e-2f;
+    p = p * z + 1.33314422036e-1f;
+    p = p * z - 3.33332819422e-1f;
+    float t = a < 0.625f ? p * z * a + a : 1.0f - 2.0f / (exp_poly(2.0f * a) + 1.0f);
+    return copysignf(t, y);
+}
 
 // Max and sum over n floats in 8 independent lanes, which the vectoriser maps onto registers
 // (a single running max or sum is a serial chain it must keep in order).

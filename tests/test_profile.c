@@ -61,6 +61,9 @@ static void costs_match_hand_computed_formulas(void) {
     double f, b;
     nl_profile_cost(&rms, NL_COMP_NORM2, 1, 5, 5, &f, &b);
     CHECK(f == 300, "RMSNorm of 5 rows: 5 FLOPs per element, got %g", f);
+    rms.norm = NL_NORM_DYT;
+    nl_profile_cost(&rms, NL_COMP_NORM2, 1, 5, 5, &f, &b);
+    CHECK(f == 240, "DyT of 5 rows: 4 FLOPs per element (alpha, tanh, gain, bias), got %g", f);
 }
 
 // A recurrent model's components (E 7, S 5; the LSTM's 4 gate blocks, the GRU's 3), by

@@ -147,10 +147,11 @@ const char *nl_blas_choose_core_for(const char *reported, NlCpuFeatures cpu, con
 // 1 for OpenBLAS's SSE-only families (nl_blas_choose_core's rule).
 int nl_blas_is_generic(const char *family);
 
-// A norm's parameters as a forward pass runs it: gain and bias (D), BatchNorm's mean and var (D).
+// A norm's parameters as a forward pass runs it: gain and bias (D), BatchNorm's mean and var (D),
+// DyT's alpha (1).
 typedef struct {
     const float *gain;  // (D)
-    const float *bias;  // (D), or NULL (RMSNorm without bias)
+    const float *bias;  // (D), or NULL (RMSNorm or DyT without bias)
     const float *mean, *var;  // (D) BatchNorm's statistics (running, or of the call), else NULL
     const float *alpha;  // (1) DyT's scale, else NULL
 } NlNormWeights;
@@ -211,8 +212,8 @@ const float *nl_state_readout_head(NlState *state, const float *x, size_t B, siz
 void nl_profile_cost(const NlConfig *cfg, NlComponent comp, size_t batch, size_t n, size_t ctx, double *flops,
                      double *bytes);
 // out (n, D) = the norm of type `type` over each row of x (n, D) with w's gain, bias and (BatchNorm)
-// statistics, exactly as a forward pass runs it; NL_NORM_NONE copies x (out may equal x). The lab's
-// invariance experiment runs it on perturbed inputs. (norms.c)
+// statistics (DyT: w.alpha; eps unused), exactly as a forward pass runs it; NL_NORM_NONE copies x
+// (out may equal x). The lab's invariance experiment runs it on perturbed inputs. (norms.c)
 void nl_norm(float *out, const float *x, NlNormWeights w, NlNormType type, size_t n, size_t D, float eps);
 // Runs fn(ctx, worker) for every worker in [0, n_workers), each on its own thread (the caller's is
 // worker 0), and returns when all are done; a worker whose thread could not be started runs on the
