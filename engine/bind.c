@@ -55,16 +55,18 @@ int nl_bind_matrix(NlBinder *b, const char *name, size_t rows, size_t cols, NlWe
 }
 
 int nl_bind_norm(NlBinder *b, NlNormType norm, size_t width, const char *prefix, NlNormWeights *w) {
-    static const char *const SUFFIX[] = {"weight", "bias", "running_mean", "running_var"};
-    const float **dst[] = {&w->gain, &w->bias, &w->mean, &w->var};
-    int bn = norm == NL_NORM_BATCHNORM;
-    int required[] = {1, norm != NL_NORM_RMSNORM, bn, bn};
-    int n = norm == NL_NORM_NONE ? 0 : bn ? 4 : 2;
+    static const char *const SUFFIX[] = {"weight", "bias", "running_mean", "running_var", "alpha"};
+    const float **dst[] = {&w->gain, &w->bias, &w->mean, &w->var, &w->alpha};
+    int bn = norm == NL_NORM_BATCHNORM, dyt = norm == NL_NORM_DYT, none = norm == NL_NORM_NONE;
+    int takes[] = {!none, !none, bn, bn, dyt};  // the tensors this norm has
+    int required[] = {1, norm != NL_NORM_RMSNORM && !dyt, 1, 1, 1};  // of those, the ones it must have
+    size_t len[] = {width, width, width, width, 1};
     *w = (NlNormWeights){0};
-    for (int k = 0; k < n; k++) {
+    for (int k = 0; k < 5; k++) {
+        if (!takes[k]) continue;
         char name[64];
         snprintf(name, sizeof name, "%s.%s", prefix, SUFFIX[k]);
-        if (nl_bind_tensor(b, name, width, 0, required[k], dst[k]) != 0) return -1;
+        if (nl_bind_tensor(b, name, len[k], 0, required[k], dst[k]) != 0) return -1;
     }
     for (size_t i = 0; bn && i < width; i++)
         if (w->var[i] < 0.0f) {  // a NaN is caught with the other non-finite weights

@@ -39,7 +39,9 @@ int nl_bind_tensor(NlBinder *b, const char *name, size_t d0, size_t d1, int requ
 int nl_bind_matrix(NlBinder *b, const char *name, size_t rows, size_t cols, NlWeight *out);
 // A norm of type norm over width features, as PREFIX.weight and so on: LayerNorm weight and bias;
 // RMSNorm weight and an optional bias; BatchNorm weight, bias, running_mean and running_var
-// (PyTorch's BatchNorm1d, whose variances must not be negative); nothing for norm none.
+// (PyTorch's BatchNorm1d, whose variances must not be negative); DyT weight, an optional bias and
+// alpha, shape (1) (a NaN or infinite alpha is refused with every other weight, by the loader);
+// nothing for norm none.
 int nl_bind_norm(NlBinder *b, NlNormType norm, size_t width, const char *prefix, NlNormWeights *w);
 // PREFIX.weight (n_out, n_in) of any NlDType, and PREFIX.bias (n_out, float32) when bias; the plan's
 // tier is left unknown (-1) for the loader to set.

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bind.h"
 #include "check.h"
 #include "linear.h"
 #include "model.h"
@@ -529,8 +530,43 @@ static void errors_carry_codes(void) {
           "sampler: %d", err.code);
 }
 
+// nl_bind_norm for DyT, on a table of tensors (no config names the norm yet): weight, an optional bias
+// and alpha of shape (1). A missing alpha is the binder's one-line error naming it, as is an alpha of
+// another shape; LayerNorm takes no alpha, which the loader then refuses as unexpected.
+static void dyt_norm_binds_its_alpha_or_names_it_missing(void) {
+    float gain[4] = {1, 2, 3, 4}, bias[4] = {0}, alpha[2] = {0.5f, 0.5f};
+    NlTensorRef refs[] = {
+        {.name = "h.0.ln_1.weight", .ndim = 1, .shape = {4}, .data = gain, .type = NL_DTYPE_F32},
+        {.name = "h.0.ln_1.bias", .ndim = 1, .shape = {4}, .data = bias, .type = NL_DTYPE_F32},
+        {.name = "h.0.ln_1.alpha", .ndim = 1, .shape = {1}, .data = alpha, .type = NL_DTYPE_F32},
+    };
+    NlError err = {NL_OK, ""};
+    NlBinder b = {refs, 3, "m/model.safetensors", &err};
+    NlNormWeights w;
+    CHECK(nl_bind_norm(&b, NL_NORM_DYT, 4, "h.0.ln_1", &w) == 0 && w.gain == gain && w.bias == bias &&
+              w.alpha == alpha && !w.mean && !w.var && refs[2].used,
+          "DyT with bias: %s", err.msg);
+    NlTensorRef no_bias[] = {refs[0], refs[2]};
+    b = (NlBinder){no_bias, 2, "m/model.safetensors", &err};
+    CHECK(nl_bind_norm(&b, NL_NORM_DYT, 4, "h.0.ln_1", &w) == 0 && w.gain == gain && !w.bias && w.alpha == alpha,
+          "DyT without bias (Zhu et al.'s Llama): %s", err.msg);
+    b = (NlBinder){refs, 2, "m/model.safetensors", &err};
+    CHECK(nl_bind_norm(&b, NL_NORM_DYT, 4, "h.0.ln_1", &w) != 0 && err.code == NL_ERR_FORMAT &&
+              strcmp(err.msg, "m/model.safetensors: missing tensor \"h.0.ln_1.alpha\"") == 0,
+          "no alpha: %d %s", err.code, err.msg);
+    refs[2].shape[0] = 2;
+    b = (NlBinder){refs, 3, "m/model.safetensors", &err};
+    CHECK(nl_bind_norm(&b, NL_NORM_DYT, 4, "h.0.ln_1", &w) != 0 &&
+              strcmp(err.msg, "m/model.safetensors: tensor \"h.0.ln_1.alpha\" has shape (2), expected (1)") == 0,
+          "alpha of 2: %s", err.msg);
+    refs[2].shape[0] = 1, refs[2].used = 0;
+    CHECK(nl_bind_norm(&b, NL_NORM_LAYERNORM, 4, "h.0.ln_1", &w) == 0 && !w.alpha && !refs[2].used,
+          "LayerNorm took an alpha: %s", err.msg);
+}
+
 int main(void) {
     RUN(errors_carry_codes);
+    RUN(dyt_norm_binds_its_alpha_or_names_it_missing);
     snprintf(dir, sizeof dir, "/tmp/normlab-loader-XXXXXX");
     if (!mkdtemp(dir)) {
         perror("mkdtemp");
