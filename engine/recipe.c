@@ -207,31 +207,27 @@ static int parse_step(NlBlockRecipe *b, Slots *s, const Where *w, int *attns, in
                 NULL);
 }
 
+// The lowest buffer (from 1) that no slot live at step k holds: written before k, read at k or later.
+static int free_buffer(NlBlockRecipe *b, const Slots *s, const int *buf, int k) {
+    unsigned busy = 0;
+    for (int j = 1; j < s->n; j++)
+        if (s->def[j] < k && s->last[j] >= k) busy |= 1u << buf[j];
+    int p = 1;
+    while (busy & (1u << p)) p++;
+    if (p > b->n_buffers) b->n_buffers = p;
+    return p;
+}
+
 // The slots' buffers: each written slot takes the lowest buffer no live slot holds (a slot lives from
-// the step writing it to the last reading it; x is buffer 0).
+// the step writing it to the last reading it; x is buffer 0); a norm into the stream writes a free
+// one (via), which then becomes the stream.
 static void assign_buffers(NlBlockRecipe *b, const Slots *s) {
     int buf[NL_RECIPE_SLOTS_MAX + 1] = {0};
     for (int k = 1; k <= b->n_steps; k++) {
         NlStep *st = &b->step[k - 1];
         for (int i = 1; i < s->n; i++)
-            if (s->def[i] == k) {
-                unsigned busy = 0;
-                for (int j = 1; j < s->n; j++)
-                    if (j != i && s->def[j] < k && s->last[j] >= k) busy |= 1u << buf[j];
-                int p = 1;
-                while (busy & (1u << p)) p++;
-                buf[i] = p;
-                if (p > b->n_buffers) b->n_buffers = p;
-            }
-        if (st->op == NL_STEP_NORM && st->out == 0) {  // into the stream: through a free buffer
-            unsigned busy = 0;
-            for (int j = 1; j < s->n; j++)
-                if (s->def[j] < k && s->last[j] >= k) busy |= 1u << buf[j];
-            int p = 1;
-            while (busy & (1u << p)) p++;
-            st->via = (uint8_t)p;
-            if (p > b->n_buffers) b->n_buffers = p;
-        }
+            if (s->def[i] == k) buf[i] = free_buffer(b, s, buf, k);
+        if (st->op == NL_STEP_NORM && st->out == 0) st->via = (uint8_t)free_buffer(b, s, buf, k);
         st->in = (uint8_t)buf[st->in];
         if (st->op != NL_STEP_ADD) st->out = (uint8_t)buf[st->out];
     }

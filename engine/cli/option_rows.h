@@ -11,7 +11,7 @@
 #include "options.h"
 
 #define OPT_FIELD(x) offsetof(Options, x)
-#define NORM_WORDS "layernorm, rmsnorm, batchnorm or none (any case)"
+#define NORM_WORDS "layernorm, rmsnorm, batchnorm, dyt or none (any case)"
 #define OPT_END \
     { .name = NULL }
 
@@ -184,16 +184,19 @@
 #define OPT_NORM                                                                                            \
     {                                                                                                       \
         .name = "norm", .type = OT_CHOICE, .arg = "NAME", .range = NORM_WORDS, .def_text = "as configured", \
-        .field = OPT_FIELD(norm), .choose = choose_norm, .choices = "layernorm rmsnorm batchnorm none",     \
+        .field = OPT_FIELD(norm), .choose = choose_norm, .choices = "layernorm rmsnorm batchnorm dyt none", \
         .help = "run the norms as NAME (overrides the config; none removes them)"                           \
     }
 
 // generate, eval, logits, profile
-#define OPT_PLACEMENT                                                                                   \
-    {                                                                                                   \
-        .name = "placement", .type = OT_CHOICE, .arg = "NAME", .range = "pre, post or peri (any case)", \
-        .def_text = "as configured", .field = OPT_FIELD(placement), .choose = choose_placement,         \
-        .choices = "pre post peri", .help = "run the blocks pre, post or peri (overrides the config)"   \
+#define OPT_PLACEMENT                                                                                        \
+    {                                                                                                        \
+        .name = "placement", .type = OT_CHOICE, .arg = "NAME",                                               \
+        .range = "pre, post, peri, post-sublayer, parallel, parallel-shared, mix, sub or custom (any case)", \
+        .def_text = "as configured", .field = OPT_FIELD(placement), .choose = choose_placement,              \
+        .choices = "pre post peri post-sublayer parallel parallel-shared mix sub custom",                    \
+        .help = "run the blocks with placement NAME, each a recipe of steps (overrides the config; "         \
+                "docs/comparing.md gives their equations)"                                                   \
     }
 
 // generate, eval, logits, profile

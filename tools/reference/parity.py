@@ -90,7 +90,7 @@ def engine_eval(model, path, bn_stats="running", segments=1):
     return json.loads(out)
 
 
-def random_model(out_dir, norm, placement, bias, rng, residual_scale=None):
+def random_model(out_dir, norm, placement, bias, rng, residual_scale=None, extra=None):
     vocab = VOCAB
     config = {"vocab_size": len(vocab), "n_layer": 3, "n_head": 3, "n_embd": 24, "block_size": 16,
               "mlp_ratio": 2, "norm": norm, "placement": placement, "norm_eps": 1e-5,
@@ -98,10 +98,11 @@ def random_model(out_dir, norm, placement, bias, rng, residual_scale=None):
               "tie_embeddings": bool(rng.integers(2))}
     if residual_scale:
         config["residual_scale"] = residual_scale
+    config.update(extra or {})
     tensors = {}
     for name, shape in nlformat.tensor_shapes(config).items():
         is_norm = ".ln_" in name or name.startswith("ln_f")
-        base = 1.0 if is_norm and name.endswith(".weight") else 0.0
+        base = 1.0 if is_norm and name.endswith(".weight") else 0.5 if name.endswith(".alpha") else 0.0
         # 0.15 keeps the stream bounded even run without norms (at 0.3 it grows ~300x: float32 rounding too)
         tensors[name] = (base + (0.3 if is_norm else 0.15) * rng.standard_normal(shape)).astype(np.float32)
         if name.endswith(".running_var"):  # a variance: positive, around 1
@@ -181,6 +182,23 @@ def overrides_for(config):
         # running statistics only where the model has every norm the placement runs (else refused)
         if config["norm"] == "batchnorm" and needs[placement] <= needs[config.get("placement", "pre")]:
             runs.append(("batchnorm", placement, "running"))
+    return runs
+
+
+def block_norms(placement):
+    """The norms a placement runs: its block's, and ln_f where it has one (nlformat.BLOCK_NORMS)."""
+    return set(nlformat.BLOCK_NORMS[placement]) | ({"ln_f"} if placement != "post" else set())
+
+
+def recipe_overrides(config):
+    """A model of issue 61's placements or DyT: as configured, then run as every placement (DyT: those
+    whose norms the model has, each needing its alpha), and its placement with the other norms."""
+    own, norm = config["placement"], config["norm"]
+    runs = [(None, None, "running")]
+    for placement in nlmodel.PLACEMENTS:
+        if placement != own and (norm != "dyt" or block_norms(placement) <= block_norms(own)):
+            runs.append((None, placement, "running"))
+    runs += [(other, own, "running") for other in ("layernorm", "rmsnorm", "none") if other != norm]
     return runs
 
 
@@ -345,6 +363,23 @@ def main(argv):
         d = tie_model(os.path.join(tmp, "ties"), np.random.default_rng(a.seed + 1))
         print("random layernorm/pre, its matrices on rounding ties")
         ok &= check_quant(d, quant_prompts, "attn,head", quant, with_act=False)
+        # issue 61's placements and DyT, with their own generators, after everything above
+        rrng, rpy = np.random.default_rng(a.seed + 2), random.Random(a.seed + 2)
+
+        def recipe_prompts(ref):
+            T = ref.config["block_size"]
+            return ["".join(rpy.choice(ref.vocab) for _ in range(n)) for n in [1, T, rpy.randint(2, T)]]
+
+        new = ("post-sublayer", "parallel", "parallel-shared", "mix", "sub")
+        combos = [(n, p) for n in ("layernorm", "rmsnorm", "dyt") for p in new] + [("dyt", p) for p in ("pre", "post", "peri")]
+        for norm, placement in combos:
+            for bias in (True, False):
+                extra = {"mix_post_layers": 1} if placement == "mix" else None  # of 3 layers (L/4 is 0)
+                d = random_model(os.path.join(tmp, f"r-{norm}-{placement}-{bias}"), norm, placement, bias, rrng,
+                                 extra=extra)
+                label = f"random {norm}/{placement} bias={str(bias).lower()} (+ placements)"
+                ok &= check_model(label, d, recipe_prompts, recipe_overrides(nlformat.load_model(d)[0]), report)
+                ok &= check_eval(d, text_path)
     print(f"tolerance {LOGIT_ATOL:g} per logit (--quantize-act: before the first rounding flip, and {FLIP_ATOL:g} "
           f"after it), {EVAL_RTOL:g} relative for eval")
     n_pass = sum(w <= LOGIT_ATOL for _, w in report) + sum(evals) + sum(quant)
