@@ -101,7 +101,8 @@ typedef struct {
     char names[NL_RECIPE_SLOTS_MAX + 1][16];  // [0] "x"
     int n;
     int def[NL_RECIPE_SLOTS_MAX + 1], last[NL_RECIPE_SLOTS_MAX + 1];  // the step writing each, the last reading it
-    int branch[NL_RECIPE_SLOTS_MAX + 1];  // 1: holds a branch's output not yet added ('a': attn, 'm': mlp)
+    int branch[NL_RECIPE_SLOTS_MAX + 1];  // 1: holds a branch's output not yet added
+    unsigned added;  // bit i: slot i was added to x
 } Slots;
 
 typedef struct {
@@ -196,6 +197,8 @@ static int parse_step(NlBlockRecipe *b, Slots *s, const Where *w, int *attns, in
         int in = slot(s, word[1], 0, k, w);
         if (in < 0) return -1;
         if (in == 0) return fail(w, "x added to itself", NULL);
+        if (s->added & (1u << in)) return fail(w, "a slot added twice: ", word[1]);
+        s->added |= 1u << in;
         s->branch[in] = 0;
         *st = (NlStep){NL_STEP_ADD, NL_NS_NONE, (uint8_t)in, 0, (uint8_t)(n == 3), 0};
         b->scaled |= n == 3;
@@ -354,7 +357,8 @@ int nl_recipe_check_config(const NlConfig *c, int has_scale, int version, const 
                         "\"post\", \"mix\", or a \"block\" with \"add IN scaled\")",
                         what);
     if (c->norm == NL_NORM_NONE && c->placement != NL_PLACE_PRE)
-        return nl_error(err, NL_ERR_FORMAT, "%s: norm \"none\" needs placement \"pre\" (or none given)", what);
+        return nl_error(err, NL_ERR_FORMAT, "%s: norm \"none\" needs placement \"pre\" (or none given%s)", what,
+                        c->placement == NL_PLACE_CUSTOM ? ", and no \"block\"" : "");
     return 0;
 }
 

@@ -86,8 +86,8 @@ static int resolve_norm(const Transformer *s, NlNormWeights w, int layer, const 
     if (layer >= 0) snprintf(name, sizeof name, "h.%d.", layer);
     if (!bn)
         return nl_error(err, NL_ERR_ARG,
-                        "dyt needs its alpha, tensor \"%s%s.alpha\", which this %s model lacks (dyt runs on a model "
-                        "trained with it)",
+                        "dyt needs its alpha, tensor \"%s%s.alpha\", which this %s model lacks (a norm of its own, "
+                        "trained as dyt: a unit-gain stand-in has no alpha)",
                         name, norm, nl_name(NL_NAMES_NORM, s->model_cfg->norm));
     nl_error(err, NL_ERR_ARG,
              "batchnorm with running statistics needs tensor \"%s%s.running_mean\", which this %s model lacks; "

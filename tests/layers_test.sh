@@ -98,6 +98,15 @@ rnn_constants() {
     (cd "$1" && grep -n 'NL_RNN_LOGITS' engine/*.[ch] engine/lab/*.[ch] engine/cli/*.[ch] tokenizer/*.[ch] \
         include/normlab/*.h) | grep -v -E '^engine/rnn\.[ch]:' | cut -d: -f1,2
 }
+# placement_values ROOT: "FILE:LINE" naming a placement's value (NL_PLACE_*) outside the recipe code
+# (engine/recipe.c, engine/internal/recipe.h): a block's shape is its recipe's, asked, never tested.
+placement_values() {
+    (cd "$1" && grep -n 'NL_PLACE_[A-Z]' engine/*.[ch] engine/internal/*.h engine/lab/*.[ch] engine/cli/*.[ch] \
+        tokenizer/*.[ch]) | grep -v -E '^engine/(recipe\.c|internal/recipe\.h):' | cut -d: -f1,2
+}
+found=$(placement_values .)
+[ -z "$found" ] && ok "no placement value is named outside the recipe code" \
+    || bad "placement named" "$(echo "$found" | tr '\n' ' ')"
 found=$(rnn_constants .)
 [ -z "$found" ] && ok "NL_RNN_LOGITS is the recurrent family's alone" \
     || bad "NL_RNN_LOGITS outside rnn.c" "$(echo "$found" | tr '\n' ' ')"
@@ -112,7 +121,13 @@ for planted in "engine/cli/report_compare.c|int planted(const NlConfig *c) { ret
 arch_compares" \
                "engine/eval.c|int planted(size_t window) { return window == SIZE_MAX; }|window_sentinels" \
                "engine/cli/cmd_eval.c|int planted(void) { return NL_RNN_LOGITS; }|rnn_constants" \
-               "engine/lab/compare.c|int planted(void) { return NL_RNN_LOGITS; }|rnn_constants"; do
+               "engine/lab/compare.c|int planted(void) { return NL_RNN_LOGITS; }|rnn_constants" \
+               "engine/cli/report_compare.c|int planted(NlPlacement p) { return p == NL_PLACE_PERI; }|\
+placement_values" \
+               "engine/lab/lens.c|int planted(const NlConfig *c) { return c->placement != NL_PLACE_POST; }|\
+placement_values" \
+               "engine/transformer.c|int planted(const NlConfig *c) { return c->placement == NL_PLACE_PRE; }|\
+placement_values"; do
     f=${planted%%|*} rest=${planted#*|}; code=${rest%|*} check=${rest##*|}
     rm -rf "$TMP/tree"; mkdir -p "$TMP/tree"
     cp -r include engine tokenizer "$TMP/tree/"

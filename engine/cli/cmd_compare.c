@@ -47,7 +47,9 @@ static int compare_runs(const NlModelDesc *c, int also_swap, int bn_stats, NlRun
             runs[n] = as;
             runs[n++].norm = other;
         }
-        if (fam->has_placement && (!lacks_ln_f || bn_stats != NL_BN_RUNNING)) {
+        // DyT has no unit-gain stand-in (its alpha): the swap only where it needs no norm the model lacks
+        int dyt_lacks = c->norm == NL_NORM_DYT && (nl_placement_norms(swap) & ~nl_placement_norms(c->placement));
+        if (fam->has_placement && (!lacks_ln_f || bn_stats != NL_BN_RUNNING) && !dyt_lacks) {
             runs[n] = as;
             runs[n].placement = swap;
             if (lacks_ln_f) runs[n].bn_stats = NL_BN_BATCH;
@@ -452,8 +454,9 @@ const OptSpec COMPARE_OPTIONS[] = {
      .field = OPT_FIELD(also_swap),
      .value = 1,
      .help = "add, per model, rows with the other norm type (layernorm and rmsnorm each other's, batchnorm's "
-             "layernorm), the other placement (pre and post each other's, peri's pre) and no norm at all; a "
-             "recurrent model with LayerNorm: a row without it"},
+             "and dyt's layernorm), the other placement (pre and post each other's, peri's pre: each placement's "
+             "swap in docs/comparing.md; a dyt model's only where it needs no norm the model lacks) and no norm "
+             "at all; a recurrent model with LayerNorm: a row without it"},
     {.name = "invariance",
      .type = OT_FLAG,
      .field = OPT_FIELD(invariance),

@@ -110,7 +110,8 @@ const OptSpec FOLD_OPTIONS[] = {
      .field = OPT_FIELD(center),
      .value = 1,
      .help = "also centre wte, wpe, attn.c_proj and mlp.c_proj (with their biases) over the stream's width, and the "
-             "head over the vocabulary; refused where it is not exact (not LayerNorm, or post placement)"},
+             "head over the vocabulary; refused where it is not exact (not LayerNorm, or a placement where a branch "
+             "reads the raw stream: post, post-sublayer, mix)"},
     {.name = "force",
      .type = OT_FLAG,
      .field = OPT_FIELD(force),

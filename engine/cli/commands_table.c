@@ -85,9 +85,10 @@ const Command COMMANDS[] = {
      "Writes an equivalent model into the folder DIR, as TransformerLens's fold_ln does: each norm's gain (and "
      "LayerNorm's bias, BatchNorm's running statistics) moves into the linear that reads it, and the norm is left "
      "as the identity; a head tied to wte gets its own matrix, and a bias where a norm's bias moves into it. "
-     "Pre placement folds every norm; peri keeps its output norms; post folds only its last (docs/lab.md). "
-     "--center also centres the matrices writing into the residual stream and the unembedding "
-     "(center_writing_weights, center_unembed), exact with LayerNorm placed pre or peri only. Every tensor is "
+     "Pre placement folds every norm; peri keeps its output norms; post folds only its last; each placement's "
+     "rule is its recipe's (docs/lab.md). --center also centres the matrices writing into the residual stream "
+     "and the unembedding (center_writing_weights, center_unembed), exact with LayerNorm where only norms read "
+     "the stream (pre, peri, parallel, parallel-shared, sub). Every tensor is "
      "written float32; 'normlab compare --fold' measures the difference.",
      NULL, NULL, cmd_fold, FOLD_OPTIONS, FOLD_RELATIONS},
     {"patch", CMD_PATCH, "activation patching: the logit difference each residual-stream cell recovers",

@@ -56,7 +56,8 @@ void report_rows_join(char *buf, size_t len, const double *v, int count, const c
         size_t used = strlen(buf);
         snprintf(buf + used, len - used, i ? "/" : "");
         used = strlen(buf);
-        snprintf(buf + used, len - used, fmt, v[i]);
+        if (isnan(v[i])) snprintf(buf + used, len - used, "-");  // none measured (a layer without such a norm)
+        else snprintf(buf + used, len - used, fmt, v[i]);
     }
 }
 

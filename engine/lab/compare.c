@@ -15,6 +15,13 @@
 
 const NlPlacementInfo *nl_placement_info(NlPlacement p) { return nl_recipe_info(p); }
 
+unsigned nl_placement_norms(NlPlacement p) {
+    NlRecipe r;
+    NlError err;
+    if (nl_recipe_of_placement(&r, p, 4, 1, &err) != 0) return 0;
+    return nl_recipe_norms(&r) | (r.final_norm ? 1u << NL_NS_COUNT : 0u);
+}
+
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
@@ -144,6 +151,9 @@ static int measure_eval(NlState *s, const NlConfig *c, const int *ids, size_t n,
         row->residual_rms[l] = nl_stats_residual_rms(st, l);
         row->residual_abs_mean[l] = nl_stats_residual_abs_mean(st, l);
         row->norm_std[l] = nl_stats_norm_std(st, l);
+        if (blocks && l < c->n_layer &&
+            !(nl_recipe_block(&c->recipe, l)->norms & (1u << NL_NS_LN_1 | 1u << NL_NS_LN_2)))
+            row->norm_std[l] = NAN;  // no input norm in this layer's block (post-sublayer): none to measure
         if (l == c->n_layer) break;
         row->norm_post_std[l] = nl_stats_norm_post_std(st, l);
         row->branch_rms[l] = nl_stats_branch_rms(st, l);

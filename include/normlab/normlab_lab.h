@@ -311,6 +311,10 @@ int nl_lens(NlState *state, const int *ids, size_t n, size_t stride, double *bit
 // A placement as its recipe describes it: what the command line and reports ask of a placement, never
 // which one it is. NULL for NL_PLACE_AS_CONFIGURED or a value outside the enum.
 const NlPlacementInfo *nl_placement_info(NlPlacement p);
+// The norms placement p's blocks run: bit k for each of ln_1, ln_2, ln_1_post, ln_2_post, ln_1_sub,
+// ln_2_sub (k = 0..5), bit 6 for ln_f; 0 for a model's own "block" (custom) or none. A run whose
+// placement needs norms the trained one lacks gets unit gains there, which DyT cannot (no alpha).
+unsigned nl_placement_norms(NlPlacement p);
 
 // ---- comparing norm placements (compare.c)
 

@@ -221,7 +221,7 @@ expect_fail "negative running variance" 1 'tensor "h.1.ln_2.running_var" has a n
     info -m "$TMP/neg-var.json"
 mutate pre-alpha ln-peri-bias 'd["config"]["placement"] = "pre"; d["config"]["residual_scale"] = 2
 [d["tensors"].pop(k) for k in list(d["tensors"]) if "_post" in k]'
-expect_fail "residual_scale with pre" 1 '"residual_scale" is allowed only where the block's adds are scaled' \
+expect_fail "residual_scale with pre" 1 '"residual_scale" is allowed only where the block' \
     info -m "$TMP/pre-alpha.json"
 mutate zero-alpha deepnorm 'd["config"]["residual_scale"] = 0'
 expect_fail "residual_scale 0" 1 '"residual_scale" = 0 is outside [0.001, 1000]' info -m "$TMP/zero-alpha.json"
@@ -234,6 +234,36 @@ expect_fail "peri without an output norm's bias" 1 'missing tensor "h.1.ln_2_pos
     info -m "$TMP/peri-missing.json"
 mutate pre-extra ln-pre-bias 'd["tensors"]["h.0.ln_1_post.weight"] = {"shape": [12], "data": [1.0] * 12}'
 expect_fail "pre with an output norm" 1 'unexpected tensor "h.0.ln_1_post.weight"' info -m "$TMP/pre-extra.json"
+# ---- a block recipe in config.json (issue 61; docs/format.md): pre spelled as steps runs pre's bytes;
+# a norm the block names and the file lacks, a custom placement asked of a model without a block, and
+# DyT on a model without its alpha each get one line
+PRE_STEPS='["norm ln_1 x h", "attn h a", "add a", "norm ln_2 x g", "mlp g m", "add m"]'
+mutate as-block ln-pre-bias "d['config']['format']['version'] = 5; del d['config']['placement']
+d['config']['block'] = $PRE_STEPS"
+"$BIN" logits -m $FIX/ln-pre-bias.json -p "ab cd" > "$TMP/want" 2>/dev/null
+expect_ok "logits of a block spelling pre" logits -m "$TMP/as-block.json" -p "ab cd" \
+    && { cmp -s "$TMP/out" "$TMP/want" && ok "a block spelling pre gives pre's logits, byte for byte" \
+         || bad "block as pre" "$(head -c 200 "$TMP/out")"; }
+expect_ok "info of a block model" info -m "$TMP/as-block.json"
+grep -q "^placement *custom" "$TMP/out" && grep -q "^final_norm *true" "$TMP/out" \
+    && ok "info: a block model's placement is custom, with its final norm" || bad "custom info" "$(cat "$TMP/out")"
+mutate block-lacks ln-pre-bias "d['config']['format']['version'] = 5; del d['config']['placement']
+d['config']['block'] = ['norm ln_1 x h', 'attn h a', 'norm ln_1_post a p', 'add p', 'norm ln_2 x g', 'mlp g m',
+'add m']"
+expect_fail "a block's norm without weights" 1 'missing tensor "h.0.ln_1_post.weight"' info -m "$TMP/block-lacks.json"
+mutate block-bad ln-pre-bias "d['config']['format']['version'] = 5; del d['config']['placement']
+d['config']['block'] = ['norm ln_1 x h', 'attn h a', 'add a', 'mlp q m', 'add m']"
+expect_fail "a block reading an unknown slot" 1 '"block" step 4 "mlp q m": an unknown slot' \
+    info -m "$TMP/block-bad.json"
+expect_fail "placement custom without a block" 2 "placement \"custom\" runs a model's own \"block\" recipe" \
+    generate -m $FIX/ln-pre-bias.json -p ab --placement custom
+expect_fail "dyt on a model without alpha" 2 'dyt needs its alpha, tensor "h.0.ln_1.alpha"' \
+    generate -m $FIX/ln-pre-bias.json -p ab --norm dyt
+for place in post-sublayer parallel parallel-shared mix sub; do  # (mix: L/4 = 0 post layers of 2, pre's bytes)
+    expect_ok "logits as $place" logits -m $FIX/ln-pre-bias.json -p "ab cd" --placement $place
+    grep -q "running it as layernorm/$place" "$TMP/err" && { [ $place = mix ] || ! cmp -s "$TMP/out" "$TMP/want"; } \
+        && ok "--placement $place: said, and its own logits" || bad "run as $place" "$(cat "$TMP/err")"
+done
 mutate ln-stats ln-pre-bias 'd["tensors"]["h.0.ln_1.running_mean"] = {"shape": [12], "data": [0.0] * 12}'
 expect_fail "layernorm with running statistics" 1 'unexpected tensor "h.0.ln_1.running_mean"' \
     info -m "$TMP/ln-stats.json"

@@ -28,9 +28,10 @@ expect_fail "subnormal temperature" 2 "got '1e-310'" generate $M --temperature 1
 expect_fail "top-p zero" 2 "--top-p must be in (0, 1], got '0'" generate $M --top-p 0
 expect_fail "top-p above one" 2 "--top-p must be in (0, 1], got '1.5'" generate $M --top-p 1.5
 expect_fail "negative top-k" 2 "--top-k must be an integer >= 0" generate $M --top-k -3
-expect_fail "unknown norm" 2 "--norm must be layernorm, rmsnorm, batchnorm or none (any case), got 'groupnorm'" \
+expect_fail "unknown norm" 2 "--norm must be layernorm, rmsnorm, batchnorm, dyt or none (any case), got 'groupnorm'" \
     generate $M --norm groupnorm
-expect_fail "unknown placement" 2 "--placement must be pre, post or peri (any case), got 'middle'" \
+PLACES="pre, post, peri, post-sublayer, parallel, parallel-shared, mix, sub or custom"
+expect_fail "unknown placement" 2 "--placement must be $PLACES (any case), got 'middle'" \
     generate $M --placement middle
 expect_ok "choices without case" generate $M -p ab -n 5 -s 1 --norm RMSNorm --placement PRE --no-echo
 expect_fail "negative seed" 2 "--seed must be -1 (random) or an integer in [0, 2^64-1], got '-2'" generate $M --seed -2

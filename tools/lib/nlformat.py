@@ -132,6 +132,19 @@ def llama_config(V, L, H, KVH, D, T, F, eps, theta, tied, qk_norm=False, attn_bi
             "attn_bias": bool(attn_bias)}
 
 
+def block_recipe_norms(steps):
+    """The norms a config.json "block" names (docs/format.md's grammar): each norm step's, and each
+    branch's inner one (its fourth word); the engine checks the rest of the grammar."""
+    names = set()
+    for step in steps:
+        words = str(step).split()
+        if words[:1] == ["norm"] and len(words) == 4:
+            names.add(words[1])
+        elif words[:1] in (["attn"], ["mlp"]) and len(words) == 4:
+            names.add(words[3])
+    return tuple(sorted(names))
+
+
 def tensor_shapes(config, rms_bias=False):
     """The exact tensor set a config requires, name -> shape (torch.nn.Linear layout (out, in))."""
     if config.get("arch") == "llama":
@@ -141,10 +154,11 @@ def tensor_shapes(config, rms_bias=False):
     V, T, D, L = config["vocab_size"], config["block_size"], config["n_embd"], config["n_layer"]
     F = mlp_width(config)
     kind = config["norm"]
-    placement = config.get("placement", "pre")
+    placement = config.get("placement", "custom" if "block" in config else "pre")
     norm_has_bias = kind in ("layernorm", "batchnorm", "dyt") or rms_bias
     shapes = {"wte.weight": (V, D), "wpe.weight": (T, D)}
-    block_norms = BLOCK_NORMS[placement]
+    block_norms = block_recipe_norms(config["block"]) if "block" in config else BLOCK_NORMS[placement]
+    final_norm = config.get("final_norm", True) if "block" in config else placement != "post"
 
     def norm(name, width=D):
         if kind == "none":
@@ -173,7 +187,7 @@ def tensor_shapes(config, rms_bias=False):
             linear(f"h.{i}.{branch}.c_proj", D, width)
             if f"ln_{part}_post" in block_norms:
                 norm(f"h.{i}.ln_{part}_post")
-    if placement != "post":
+    if final_norm:
         norm("ln_f")
     if not config["tie_embeddings"]:
         shapes["lm_head.weight"] = (V, D)

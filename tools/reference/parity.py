@@ -371,7 +371,8 @@ def main(argv):
             return ["".join(rpy.choice(ref.vocab) for _ in range(n)) for n in [1, T, rpy.randint(2, T)]]
 
         new = ("post-sublayer", "parallel", "parallel-shared", "mix", "sub")
-        combos = [(n, p) for n in ("layernorm", "rmsnorm", "dyt") for p in new] + [("dyt", p) for p in ("pre", "post", "peri")]
+        combos = [(n, p) for n in ("layernorm", "rmsnorm", "dyt") for p in new]
+        combos += [("dyt", p) for p in ("pre", "post", "peri")]
         for norm, placement in combos:
             for bias in (True, False):
                 extra = {"mix_post_layers": 1} if placement == "mix" else None  # of 3 layers (L/4 is 0)
