@@ -42,6 +42,8 @@ CASES = [  # (tool, arguments, a word the line must hold)
     ("train/split.py", [NONE, OUT], "No such file"),
     ("train/train.py", ["--data", TEXT, "--out", OUT, "--bogus"], "unrecognized arguments"),
     ("bench/bench.py", ["--bogus"], "unrecognized arguments"),
+    ("bench/ab_bench.py", [NONE, NONE], "not an executable file"),
+    ("bench/ab_bench.py", [os.path.join(ROOT, "normlab"), os.path.join(ROOT, "normlab"), "--tasks", "x"], "--tasks"),
     ("dev/make_fixtures.py", ["--bogus"], "takes no arguments"),
     ("dev/make_fuzz_seeds.py", ["--bogus"], "takes no arguments"),
     ("dev/fit_erf.py", ["--bogus"], "takes no arguments"),
