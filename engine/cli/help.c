@@ -39,9 +39,11 @@ static int wrap(FILE *f, const char *text, size_t col, size_t indent) {
 // An option's text: its help, then its values and default ("N is an integer in [1, 256]; default 1").
 static void option_text(char *buf, size_t cap, const OptSpec *s) {
     const char *def = s->def_text ? s->def_text : s->def;
+    char words[256];
+    const char *range = option_range(s, words, sizeof words);
     int n = snprintf(buf, cap, "%s", s->help);
-    if (s->range && n >= 0 && (size_t)n < cap)
-        n += snprintf(buf + n, cap - (size_t)n, ". %s is %s%s%s", s->arg, s->range, def ? "; default " : "",
+    if (range && n >= 0 && (size_t)n < cap)
+        n += snprintf(buf + n, cap - (size_t)n, ". %s is %s%s%s", s->arg, range, def ? "; default " : "",
                       def ? def : "");
     else if (def && n >= 0 && (size_t)n < cap) n += snprintf(buf + n, cap - (size_t)n, ". Default: %s", def);
     if (n >= 0 && (size_t)n + 1 < cap && s->type != OT_HELP) strcat(buf, ".");
@@ -113,15 +115,16 @@ static void edges(const OptSpec *s, char *acc, size_t na, char *ref, size_t nr) 
 
 int help_options_table(FILE *f) {
     int ok = fprintf(f, "# command\tlong\talias\tshort\ttype\targ\tdefault\tchoices\taccepted\trefused\n") > 0;
-    char acc[128], ref[128];
+    char acc[128], ref[128], words[256];
     for (size_t c = 0; c < N_COMMANDS; c++)
         for (const OptSpec *s = COMMANDS[c].options; s->name; s++) {
+            const char *choices = option_choices(s, words, sizeof words);
             edges(s, acc, sizeof acc, ref, sizeof ref);
             char letter[4] = "-";
             if (s->letter) snprintf(letter, sizeof letter, "-%c", s->letter);
             ok &= fprintf(f, "%s\t--%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", COMMANDS[c].name, s->name,
                           s->alias ? s->alias : "-", letter, TYPE_NAMES[s->type], s->arg ? s->arg : "-",
-                          s->def ? s->def : "-", s->choices ? s->choices : "-", *acc ? acc : "-", *ref ? ref : "-") > 0;
+                          s->def ? s->def : "-", choices ? choices : "-", *acc ? acc : "-", *ref ? ref : "-") > 0;
         }
     return ok ? 0 : -1;
 }

@@ -11,6 +11,17 @@
 int choose_norm(const char *w, int *out) { return nl_name_parse(NL_NAMES_NORM, w, out); }
 
 int choose_placement(const char *w, int *out) { return nl_name_parse(NL_NAMES_PLACEMENT, w, out); }
+
+void placement_words(char *buf, size_t cap, int as_range) {
+    size_t n = 0, at = 0;
+    while (nl_placement_info((NlPlacement)(n + 1))) n++;
+    buf[0] = '\0';
+    for (size_t i = 0; i < n && at < cap; i++) {
+        const char *sep = i == 0 ? "" : !as_range ? " " : i + 1 == n ? " or " : ", ";
+        at += (size_t)snprintf(buf + at, cap - at, "%s%s", sep, nl_placement_info((NlPlacement)(i + 1))->name);
+    }
+    if (as_range && at < cap) snprintf(buf + at, cap - at, " (any case)");
+}
 int choose_qk_norm(const char *w, int *out) { return nl_name_parse(NL_NAMES_QK_NORM, w, out); }
 
 int choose_bn(const char *w, int *out) { return nl_name_parse(NL_NAMES_BN_STATS, w, out); }

@@ -189,14 +189,12 @@
     }
 
 // generate, eval, logits, profile
-#define OPT_PLACEMENT                                                                                        \
-    {                                                                                                        \
-        .name = "placement", .type = OT_CHOICE, .arg = "NAME",                                               \
-        .range = "pre, post, peri, post-sublayer, parallel, parallel-shared, mix, sub or custom (any case)", \
-        .def_text = "as configured", .field = OPT_FIELD(placement), .choose = choose_placement,              \
-        .choices = "pre post peri post-sublayer parallel parallel-shared mix sub custom",                    \
-        .help = "run the blocks with placement NAME, each a recipe of steps (overrides the config; "         \
-                "docs/comparing.md gives their equations)"                                                   \
+#define OPT_PLACEMENT                                                                                                 \
+    {                                                                                                                 \
+        .name = "placement", .type = OT_CHOICE, .arg = "NAME", .words = placement_words, .def_text = "as configured", \
+        .field = OPT_FIELD(placement), .choose = choose_placement,                                                    \
+        .help = "run the blocks with placement NAME, each a recipe of steps (overrides the config; "                  \
+                "docs/comparing.md gives their equations)"                                                            \
     }
 
 // generate, eval, logits, profile

@@ -118,8 +118,21 @@ static int apply_option(Options *o, const OptSpec *s, const char *shown, const c
         break;
     case OT_INT_LIST: return parse_int_list(o, s, arg, (IntList *)(base + s->field));
     }
-    if (bad) msg_usage(o->cmd, "%s must be %s, got '%s'", shown, s->range, arg);
+    char words[256];
+    if (bad) msg_usage(o->cmd, "%s must be %s, got '%s'", shown, option_range(s, words, sizeof words), arg);
     return bad ? EXIT_USAGE : 0;
+}
+
+const char *option_range(const OptSpec *s, char *buf, size_t cap) {
+    if (!s->words) return s->range;
+    s->words(buf, cap, 1);
+    return buf;
+}
+
+const char *option_choices(const OptSpec *s, char *buf, size_t cap) {
+    if (!s->words) return s->choices;
+    s->words(buf, cap, 0);
+    return buf;
 }
 
 // Whether s[0..len) is name[0..len), '_' standing for '-' (nanoGPT's --max_new_tokens).

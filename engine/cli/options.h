@@ -46,8 +46,14 @@ typedef struct {
     int value;  // OT_FLAG: the value stored
     int (*choose)(const char *word, int *out);  // OT_CHOICE: 0 and *out, or -1
     const char *choices;  // OT_CHOICE: the words, space-separated (help, completion)
+    // OT_CHOICE whose words are a table's (the placements): writes them into buf, as range's words
+    // (as_range 1) or as choices'; range and choices are then NULL
+    void (*words)(char *buf, size_t cap, int as_range);
     const char *help;  // one sentence or a few; help wraps it
 } OptSpec;
+// s's range and choices in words, from its words function where it has one (buf: room for them).
+const char *option_range(const OptSpec *s, char *buf, size_t cap);
+const char *option_choices(const OptSpec *s, char *buf, size_t cap);
 
 // Each command's rows, ending in a row with no name (OPT_END).
 extern const OptSpec GENERATE_OPTIONS[], EVAL_OPTIONS[], INFO_OPTIONS[], LIST_OPTIONS[], LOGITS_OPTIONS[],
