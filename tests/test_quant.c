@@ -236,7 +236,8 @@ static void check_load(const char *name, NlQuant q, unsigned only) {
     if (nl_model_config(plain)->arch == NL_ARCH_TRANSFORMER) {
         const NlTransformerWeights *wp = nl_model_transformer_weights(plain), *wq = nl_model_transformer_weights(quant);
         size_t D = (size_t)nl_model_config(plain)->n_embd;
-        CHECK(memcmp(wp->layers[0].norm[NL_NS_LN_1].gain, wq->layers[0].norm[NL_NS_LN_1].gain, D * sizeof(float)) == 0, "gains stay float32");
+        CHECK(memcmp(wp->layers[0].norm[NL_NS_LN_1].gain, wq->layers[0].norm[NL_NS_LN_1].gain, D * sizeof(float)) == 0,
+              "gains stay float32");
         if (wp->layers[0].attn.b)
             CHECK(memcmp(wp->layers[0].attn.b, wq->layers[0].attn.b, 3 * D * sizeof(float)) == 0, "biases too");
         if (nl_model_config(plain)->tie_embeddings) CHECK(wq->lm_head.w.data == wq->wte.data, "a tied head stays wte");
