@@ -14,8 +14,8 @@ and each figure quoted in a sentence between two inline markers (Markdown shows 
     tools/dev/docs.py --write     rewrite every marked table and figure from docs/ (make docs runs it last)
     tools/dev/docs.py --check     exit 1, naming the file and table, when one differs from docs/ (make test)
 
-Tables: models (the shipped models, docs/rnn/rnn.json, docs/compare/compare.json and
-docs/gpt2/eval.json), compare
+Tables: models (the shipped models, docs/rnn/rnn.json, docs/compare/compare.json, docs/lab/recipes.json
+for issue 61's models, and docs/gpt2/eval.json), compare
 (docs/compare/compare.json, from make compare-models: quality, no speed), rnn and rnn_segments
 (docs/rnn/rnn.json, from make rnn-report), and the speed tables, from docs/bench.json (make
 bench): profile, shipped_speed, rnn_decode, bench_main, bench_kernels, bench_plan, bench_threads
@@ -52,6 +52,14 @@ def models_table():
             placement += f", residual x{scale[r['model']]:.3f} (DeepNorm)"
         out.append(f"| {name} | {r['arch']} | {r['norm']} | {placement} | {trained[r['model']]['parameters']:,} | "
                    f"{r['eval_bits_per_char']:.4f} |")
+    listed = {r["model"] for r in rows}
+    for r in json.load(open(os.path.join(ROOT, "docs", "lab", "recipes.json"), encoding="utf-8")):
+        name = os.path.basename(os.path.normpath(r["model"]))  # issue 61's models (findings-norms.md's command)
+        if name in listed or r["override"] != "none" or r["quantize"] != "none" or r["folded"] != "none":
+            continue
+        listed.add(name)
+        out.append(f"| `{name}` | {r['arch']} | {r['norm']} | {r['placement']} | {r['parameters']:,} | "
+                   f"{r['bits_per_char']:.4f} |")
     ev, info = (json.load(open(os.path.join(ROOT, "docs", "gpt2", f), encoding="utf-8"))  # make bpe-eval
                 for f in ("eval.json", "info.json"))
     out.append(f"| `{os.path.basename(info['model'].rstrip('/'))}` (GPT-2's BPE) | {info['arch']} | {info['norm']} | "

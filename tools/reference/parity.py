@@ -32,6 +32,9 @@ import nlmodel  # noqa: E402
 import nltool  # noqa: E402
 from reference import RECURRENT, ROOT, SHIPPED, Reference, is_recurrent, load_reference  # noqa: E402
 
+# issue 61's trained models: each placement's and DyT's (tools/train/train.py, docs/training.md)
+RECIPE_SHIPPED = ["shakespeare-post-sublayer-rms", "shakespeare-parallel-ln", "shakespeare-parallel-shared-ln",
+                  "shakespeare-mix-ln", "shakespeare-sub-ln", "shakespeare-dyt"]
 LOGIT_ATOL = 1e-4   # max |engine - reference| per logit (float32 engine vs float64 reference) where the logits
                     # stay within 10 in magnitude; beyond, 1e-5 of the largest |logit| (the norm-free model's
                     # reach 30: float32 keeps ~7 digits of them)
@@ -370,6 +373,15 @@ def main(argv):
             T = ref.config["block_size"]
             return ["".join(rpy.choice(ref.vocab) for _ in range(n)) for n in [1, T, rpy.randint(2, T)]]
 
+        for name in RECIPE_SHIPPED:  # the models trained for them (docs/findings-norms.md)
+            path = os.path.join(ROOT, "weights", name)
+            if not os.path.isfile(os.path.join(path, "model.safetensors")):
+                print(f"{name}: missing (weights/{name}); FAIL")
+                ok = False
+                continue
+            config = nlformat.load_model(path)[0]
+            ok &= check_model(f"weights/{name} (+ placements)", path, recipe_prompts, recipe_overrides(config), report)
+            ok &= check_eval(path, held_out)
         new = ("post-sublayer", "parallel", "parallel-shared", "mix", "sub")
         combos = [(n, p) for n in ("layernorm", "rmsnorm", "dyt") for p in new]
         combos += [("dyt", p) for p in ("pre", "post", "peri")]
