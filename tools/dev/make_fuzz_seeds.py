@@ -100,6 +100,18 @@ def main():
                 continue  # GPT-2's 1.8 MB tokenizer.json: the small BPE seed below stands for it
         shutil.copy(os.path.join(os.path.dirname(model), "tokenizer.json"),
                     os.path.join(OUT, "tokenizer", name + ".json"))
+    # config.json's own block recipes (format version 5): pre spelled as steps, and sub's inner norms
+    # with DyT and no final norm, so the fuzzer starts from the grammar's every step kind
+    base = {"format": {"name": "normlab", "version": 5}, "vocab_size": 11, "n_layer": 2, "n_head": 3, "n_embd": 12,
+            "block_size": 9, "n_inner": 20, "norm": "layernorm", "norm_eps": 1e-05, "activation": "gelu",
+            "bias": True, "tie_embeddings": True}
+    blocks = {"block-pre": (["norm ln_1 x h", "attn h a", "add a", "norm ln_2 x g", "mlp g m", "add m"], {}),
+              "block-sub-dyt": (["norm ln_1 x h", "attn h a ln_1_sub", "add a scaled", "mlp x m ln_2_sub",
+                                 "add m", "norm ln_2 x x"], {"norm": "dyt", "final_norm": False,
+                                                              "residual_scale": 1.5})}
+    for name, (steps, extra) in blocks.items():
+        with open(os.path.join(OUT, "config", name + ".json"), "w") as f:
+            json.dump(dict(base, block=steps, **extra), f)
     with open(os.path.join(OUT, "tokenizer", "bpe-small.json"), "w", encoding="utf-8") as f:
         json.dump(small_bpe(), f, ensure_ascii=False)
     for name, form in zip(("spm-small", "spm-small-hf"), small_spm()):
