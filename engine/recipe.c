@@ -364,7 +364,7 @@ int nl_recipe_check_config(const NlConfig *c, int has_scale, int version, const 
 
 size_t nl_recipe_describe(const NlConfig *c, int scale, NlConfigField *f) {
     size_t k = 0;
-    f[k++] = (NlConfigField){"placement", NL_FIELD_STRING, 0, nl_name(NL_NAMES_PLACEMENT, c->placement)};
+    f[k++] = (NlConfigField){"placement", NL_FIELD_STRING, 0, row_of(c->placement)->info.name};
     if (c->placement == NL_PLACE_MIX)
         f[k++] = (NlConfigField){"mix_post_layers", NL_FIELD_NUMBER, c->mix_post_layers, NULL};
     if (c->placement == NL_PLACE_CUSTOM)
