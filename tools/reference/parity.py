@@ -279,6 +279,15 @@ def check_quant(path, prompts, only, results, with_act=True):
     return ok
 
 
+def shipped(name):
+    """weights/NAME's path and config; config None (and a FAIL line) when the model is missing."""
+    path = os.path.join(ROOT, "weights", name)
+    if not os.path.isfile(os.path.join(path, "model.safetensors")):
+        print(f"{name}: missing (weights/{name}); FAIL")
+        return path, None
+    return path, nlformat.load_model(path)[0]
+
+
 def main(argv):
     p = nltool.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--seed", type=int, default=20261130)
@@ -315,12 +324,10 @@ def main(argv):
 
     held_out = os.path.join(ROOT, "tests", "data", "held_out.txt")
     for name in SHIPPED:
-        path = os.path.join(ROOT, "weights", name)
-        if not os.path.isfile(os.path.join(path, "model.safetensors")):
-            print(f"{name}: missing (weights/{name}); FAIL")
+        path, config = shipped(name)
+        if config is None:
             ok = False
             continue
-        config = nlformat.load_model(path)[0]
         ok &= check_model(f"weights/{name} (+ overrides)", path, random_prompts, overrides_for(config), report)
         for bn_stats in ("running", "batch") if config["norm"] == "batchnorm" else ("running",):
             ok &= check_eval(path, held_out, bn_stats)
@@ -374,12 +381,10 @@ def main(argv):
             return ["".join(rpy.choice(ref.vocab) for _ in range(n)) for n in [1, T, rpy.randint(2, T)]]
 
         for name in RECIPE_SHIPPED:  # the models trained for them (docs/findings-norms.md)
-            path = os.path.join(ROOT, "weights", name)
-            if not os.path.isfile(os.path.join(path, "model.safetensors")):
-                print(f"{name}: missing (weights/{name}); FAIL")
+            path, config = shipped(name)
+            if config is None:
                 ok = False
                 continue
-            config = nlformat.load_model(path)[0]
             ok &= check_model(f"weights/{name} (+ placements)", path, recipe_prompts, recipe_overrides(config), report)
             ok &= check_eval(path, held_out)
         new = ("post-sublayer", "parallel", "parallel-shared", "mix", "sub")
