@@ -11,7 +11,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     NlError err;
     if (nl_config_parse(&c, (const char *)data, size, "fuzz", &err) != 0) return 0;
     assert(c.vocab_size >= 1 && c.n_layer >= 1 && c.norm_eps > 0);
-    if (c.arch != NL_ARCH_TRANSFORMER) {  // a recurrent model: its own widths, no window, LayerNorm or none
+    if (c.arch == NL_ARCH_LSTM || c.arch == NL_ARCH_GRU) {  // recurrent: its own widths, no window, LayerNorm or none
         assert(c.n_input >= 1 && c.n_hidden >= 1 && c.n_embd == 0 && c.block_size == 0 && c.n_head == 0);
         assert(c.norm == NL_NORM_LAYERNORM || c.norm == NL_NORM_NONE);
         return 0;
