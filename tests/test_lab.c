@@ -428,7 +428,11 @@ static void check_fixture_outliers(const char *name, const NlModel *m, const NlC
 // The attention statistics of every head against the reference's probabilities
 // (float32 against float64, 1e-6), the sink share by position likewise, and the
 // kept pattern: its rows sum to 1 (1e-6), zero above the diagonal, equal to the
-// reference's first window within 1e-6.
+// reference's first window within PATTERN_TOL: one probability of the last layer, float32 noise of every
+// layer before it, which bn-pre-bias.json's running statistics magnify (Zen 5, the x86-64-v4 build: 1.5e-7
+// with GELU's erf evaluated in float, 6.9e-7 with libm's erf rounded once, 1.04e-6 with the rational erf
+// in double, the engine's; every other fixture under 2.2e-7). A wrong head, layer or row is off by 1e-3 or more.
+#define PATTERN_TOL 3e-6
 static void check_fixture_attention(const char *name, const NlModel *m, const NlCompareRow *row, const RefRun *ref) {
     const NlConfig *c = nl_model_config(m);
     size_t L = (size_t)c->n_layer, H = (size_t)c->n_head, T = (size_t)c->block_size;
@@ -478,8 +482,10 @@ static void check_fixture_attention(const char *name, const NlModel *m, const Nl
         }
         row_sum_err = fmax(row_sum_err, fabs(sum - 1.0));
     }
-    CHECK(row_sum_err <= 1e-6 && above == 0.0 && diff <= 1e-6,
-          "%s: the pattern's rows sum to 1 (worst %.3g), 0 above the diagonal, the reference's within 1e-6 (%.3g)",
+    printf("     %s: head %zu.%zu's pattern within %.3g of the reference's (tolerance %.0e)\n", name, L - 1, H - 1,
+           diff, PATTERN_TOL);
+    CHECK(row_sum_err <= 1e-6 && above == 0.0 && diff <= PATTERN_TOL,
+          "%s: the pattern's rows sum to 1 (worst %.3g), 0 above the diagonal, the reference's within 3e-6 (%.3g)",
           name, row_sum_err, diff);
 }
 
