@@ -241,7 +241,7 @@ SHIPPED_MODELS = weights/shakespeare-pre-ln weights/shakespeare-post-ln weights/
     weights/shakespeare-peri-ln weights/shakespeare-deepnorm weights/shakespeare-nonorm \
     weights/shakespeare-lstm-ln weights/shakespeare-lstm weights/shakespeare-gru-ln weights/shakespeare-gru \
     weights/shakespeare-post-sublayer-rms weights/shakespeare-parallel-ln weights/shakespeare-parallel-shared-ln \
-    weights/shakespeare-mix-ln weights/shakespeare-sub-ln weights/shakespeare-dyt
+    weights/shakespeare-mix-ln weights/shakespeare-sub-ln weights/shakespeare-dyt weights/shakespeare-peri-rms
 compare-models: all
 	@/usr/bin/python3 tools/train/split.py $(CORPUS) build/val.txt
 	./normlab compare $(SHIPPED_MODELS) -f build/val.txt --also-swap --invariance --bn-stats both --threads 1 \

@@ -34,7 +34,7 @@ from reference import RECURRENT, ROOT, SHIPPED, Reference, is_recurrent, load_re
 
 # issue 61's trained models: each placement's and DyT's (tools/train/train.py, docs/training.md)
 RECIPE_SHIPPED = ["shakespeare-post-sublayer-rms", "shakespeare-parallel-ln", "shakespeare-parallel-shared-ln",
-                  "shakespeare-mix-ln", "shakespeare-sub-ln", "shakespeare-dyt"]
+                  "shakespeare-mix-ln", "shakespeare-sub-ln", "shakespeare-dyt", "shakespeare-peri-rms"]
 LOGIT_ATOL = 1e-4   # max |engine - reference| per logit (float32 engine vs float64 reference) where the logits
                     # stay within 10 in magnitude; beyond, 1e-5 of the largest |logit| (the norm-free model's
                     # reach 30: float32 keeps ~7 digits of them)
