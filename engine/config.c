@@ -266,15 +266,44 @@ static int parse_rnn_config(NlConfig *c, const cJSON *root, NlArch arch, int ver
     return 0;
 }
 
+// The Llama family's head width and QK-norm (format version 6 for either twist): head_dim, an even Dh
+// not tied to n_embd / n_head (Qwen3's; absent: n_embd / n_head, whole and even), and qk_norm: false,
+// true or "head" (each head's Dh values), or "projection" (q's H Dh and k's KVH Dh values, OLMo 2's).
+static int parse_heads(NlConfig *c, const cJSON *root, int version, const char *what, NlError *err) {
+    static const char *const OVER[] = {"head", "projection", NULL};
+    const cJSON *qk = cJSON_GetObjectItemCaseSensitive(root, "qk_norm");
+    int64_t dh = 0;
+    int over = 0;
+    if (nl_jsonx_int(root, "head_dim", 0, 2, 1024, &dh, what, err) != 0) return -1;
+    if (cJSON_IsString(qk)) {
+        if (nl_jsonx_choice(root, "qk_norm", OVER, &over, what, err) != 0) return -1;
+        c->qk_norm = over + NL_QK_OVER_HEAD;
+    } else if (nl_jsonx_bool(root, "qk_norm", 0, &c->qk_norm, what, err) != 0) return -1;
+    if ((dh || cJSON_IsString(qk)) && version < 6)
+        return nl_error(err, NL_ERR_FORMAT, "%s: %s needs format version 6 (the file says version %d)", what,
+                        dh ? "\"head_dim\"" : "\"qk_norm\" as a string", version);
+    if (dh % 2 != 0)
+        return nl_error(err, NL_ERR_FORMAT, "%s: \"head_dim\" %lld is odd: RoPE turns pairs", what, (long long)dh);
+    int64_t D = c->n_embd, H = c->n_head;
+    if (!dh && (D % H != 0 || (D / H) % 2 != 0))
+        return nl_error(err, NL_ERR_FORMAT,
+                        "%s: \"n_embd\" %lld over \"n_head\" %lld is not a whole, even head width (or give "
+                        "\"head_dim\")",
+                        what, (long long)D, (long long)H);
+    c->head_dim = (int)dh;
+    return 0;
+}
+
 // A Llama model (format version 4; docs/llama.md): arch llama, vocab_size, n_layer, n_head,
 // n_kv_head (dividing n_head; default n_head), n_embd, block_size, n_inner, norm rmsnorm|layernorm|none
 // (default rmsnorm), placement pre|post|peri (default pre), norm_eps, rope_theta (> 0, default 10000),
-// tie_embeddings, qk_norm and attn_bias (default false). No learned positions, a gated SiLU MLP.
+// tie_embeddings, qk_norm and attn_bias (default false), head_dim (parse_heads). No learned positions, a
+// gated SiLU MLP.
 static int parse_llama_config(NlConfig *c, const cJSON *root, int version, const char *what, NlError *err) {
     static const char *const KEYS[] = {
-        "format",     "arch",           "vocab_size", "n_layer",   "n_head",     "n_kv_head",       "n_embd",
-        "block_size", "n_inner",        "norm",       "placement", "norm_eps",   "rope_theta",      "qk_norm",
-        "attn_bias",  "tie_embeddings", "head_bias",  "block",     "final_norm", "mix_post_layers", NULL};
+        "format",    "arch",  "vocab_size", "n_layer",         "n_head",     "n_kv_head", "n_embd",    "block_size",
+        "n_inner",   "norm",  "placement",  "norm_eps",        "rope_theta", "qk_norm",   "attn_bias", "tie_embeddings",
+        "head_bias", "block", "final_norm", "mix_post_layers", "head_dim",   NULL};
     static const char *const LLAMA_NORMS[] = {"rmsnorm", "layernorm", "none", "dyt", NULL};
     static const NlNormType NORM_OF[] = {NL_NORM_RMSNORM, NL_NORM_LAYERNORM, NL_NORM_NONE, NL_NORM_DYT};
     if (nl_jsonx_only_keys(root, KEYS, what, err) != 0) return -1;
@@ -284,7 +313,7 @@ static int parse_llama_config(NlConfig *c, const cJSON *root, int version, const
         return -1;
     }
     int64_t v, l, h, kvh, d, t, f;
-    int norm = 0, tie = 0, qk = 0, ab = 0, hb = 0;
+    int norm = 0, tie = 0, ab = 0, hb = 0;
     double eps = 1e-5, theta = 10000.0;
     if (nl_jsonx_int(root, "vocab_size", 1, 1, 1 << 20, &v, what, err) != 0 ||
         nl_jsonx_int(root, "n_layer", 1, 1, 256, &l, what, err) != 0 ||
@@ -300,7 +329,6 @@ static int parse_llama_config(NlConfig *c, const cJSON *root, int version, const
         nl_jsonx_number(root, "norm_eps", 0, 1e-12, 1, &eps, what, err) != 0 ||
         nl_jsonx_number(root, "rope_theta", 0, -1e300, 1e300, &theta, what, err) != 0 ||
         nl_jsonx_bool(root, "tie_embeddings", 0, &tie, what, err) != 0 ||
-        nl_jsonx_bool(root, "qk_norm", 0, &qk, what, err) != 0 ||
         nl_jsonx_bool(root, "attn_bias", 0, &ab, what, err) != 0 ||
         nl_jsonx_bool(root, "head_bias", 0, &hb, what, err) != 0)
         return -1;
@@ -309,11 +337,6 @@ static int parse_llama_config(NlConfig *c, const cJSON *root, int version, const
     if (!(theta >= 1 && theta <= FLT_MAX)) {
         nl_error(err, NL_ERR_FORMAT, "%s: \"rope_theta\" = %g must be in [1, %g] (RoPE's base, a float)", what, theta,
                  (double)FLT_MAX);
-        return -1;
-    }
-    if (d % h != 0 || (d / h) % 2 != 0) {
-        nl_error(err, NL_ERR_FORMAT, "%s: \"n_embd\" %lld over \"n_head\" %lld is not a whole, even head width", what,
-                 (long long)d, (long long)h);
         return -1;
     }
     if (h % kvh != 0) {
@@ -337,10 +360,9 @@ static int parse_llama_config(NlConfig *c, const cJSON *root, int version, const
                     .rope = 1,
                     .rope_theta = theta,
                     .gated_mlp = 1,
-                    .qk_norm = qk,
                     .attn_bias = ab,
                     .head_bias = hb};
-    if (parse_block(c, root, 0, what, err) != 0) return -1;
+    if (parse_heads(c, root, version, what, err) != 0 || parse_block(c, root, 0, what, err) != 0) return -1;
     if (c->norm == NL_NORM_DYT && version < 5)
         return nl_error(err, NL_ERR_FORMAT, "%s: norm \"dyt\" needs format version 5 (the file says version %d)", what,
                         version);

@@ -44,7 +44,10 @@ int nl_state_create_hooked(NlState **out, const NlModel *model, const NlRunOptio
             return -1;
         }
         if (nl_placement_named(opts->placement)) s->cfg.placement = opts->placement;
-        if (opts->qk_norm != NL_QK_NORM_AS_CONFIGURED) s->cfg.qk_norm = opts->qk_norm == NL_QK_NORM_ON;
+        if (opts->qk_norm != NL_QK_NORM_AS_CONFIGURED)  // on: the model's own kind, else per head
+            s->cfg.qk_norm = opts->qk_norm == NL_QK_NORM_OFF ? NL_QK_OVER_NONE
+                             : s->cfg.qk_norm                ? s->cfg.qk_norm
+                                                             : NL_QK_OVER_HEAD;
         s->batch = opts->batch > 0 ? (size_t)opts->batch : 1;
         threads = opts->threads > 0 ? opts->threads : 1;
     }

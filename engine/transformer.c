@@ -169,14 +169,15 @@ static int transformer_create(void **impl, const void *weights, const NlConfig *
     size_t T = (size_t)cfg->block_size, D = (size_t)cfg->n_embd, F = (size_t)cfg->n_inner, Dh = head_width(cfg);
     size_t V = (size_t)cfg->vocab_size, BT = batch * T, hidden = cfg->gated_mlp ? 2 * F : F;
     size_t KV = batch * nl_transformer_state_bytes(model_cfg) / (2 * sizeof(float));  // floats in each of K and V
-    size_t N = nl_recipe_norms(&cfg->recipe) >> NL_NS_LN_2_SUB & 1u && F > D ? F : D;  // the widest norm
+    size_t A = nl_query_width(cfg), N = nl_recipe_norms(&cfg->recipe) >> NL_NS_LN_2_SUB & 1u && F > D ? F : D;
+    N = cfg->qk_norm && A > N ? A : N;  // the widest norm
     size_t extra = (size_t)nl_recipe_buffers(&cfg->recipe);  // scratch buffers beyond the first two
     extra = extra > 2 ? extra - 2 : 0;
     const BufferSpec bufs[] = {
         {&s->buf[0], BT * D},
         {&s->buf[1], BT * D},
         {&s->qkv, BT * qkv_width(cfg)},
-        {&s->att, BT * D},
+        {&s->att, BT * A},
         {&s->buf[2], BT * D},
         {&s->hid, BT * hidden},
         {&s->rope, cfg->rope ? T * Dh : 0},
@@ -187,7 +188,7 @@ static int transformer_create(void **impl, const void *weights, const NlConfig *
         {&s->ones, N},
         {&s->bn_mean, N},
         {&s->bn_var, N},
-        {&s->qin, s->input_hook.fn ? BT * (D > F ? D : F) : 0},
+        {&s->qin, s->input_hook.fn ? BT * (D > F ? (D > A ? D : A) : (F > A ? F : A)) : 0},
         {&s->scratch, linear_scratch(s->w, cfg, nl_pool_workers(pool))},
         {&s->buf[3], extra > 0 ? BT * D : 0},
         {&s->buf[4], extra > 1 ? BT * D : 0},

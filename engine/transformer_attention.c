@@ -67,9 +67,10 @@ static void cache_new_positions(Transformer *s, size_t B, size_t l, size_t n, si
         for (size_t i = 0; i < n; i++) {
             float *q = s->qkv + (b * n + i) * W, *k = q + H * Dh;  // (H, Dh) and (KVH, Dh)
             const float *v = k + KVH * Dh;
-            if (c->qk_norm && c->norm != NL_NORM_NONE) {
-                nl_norm(q, q, w->q_norm, c->norm, H, Dh, (float)c->norm_eps);
-                nl_norm(k, k, w->k_norm, c->norm, KVH, Dh, (float)c->norm_eps);
+            if (c->qk_norm && c->norm != NL_NORM_NONE) {  // H rows of Dh, or one of H Dh (and of k's)
+                size_t whole = c->qk_norm == NL_QK_OVER_PROJECTION;
+                nl_norm(q, q, w->q_norm, c->norm, whole ? 1 : H, whole ? H * Dh : Dh, (float)c->norm_eps);
+                nl_norm(k, k, w->k_norm, c->norm, whole ? 1 : KVH, whole ? KVH * Dh : Dh, (float)c->norm_eps);
             }
             if (c->rope) {
                 nl_rope(q, H, Dh, s->rope + (pos + i) * Dh);
@@ -91,12 +92,12 @@ static void cache_new_positions(Transformer *s, size_t B, size_t l, size_t n, si
 // query's probabilities.
 static void attention_heads(Transformer *s, size_t b, size_t l, size_t n, size_t pos, size_t keep, size_t h0, size_t h1,
                             float *scores) {
-    size_t D = (size_t)s->cfg->n_embd, H = (size_t)s->cfg->n_head, KVH = (size_t)s->cfg->n_kv_head;
-    size_t Dh = D / H, W = qkv_width(s->cfg),
+    size_t H = (size_t)s->cfg->n_head, KVH = (size_t)s->cfg->n_kv_head;
+    size_t Dh = head_width(s->cfg), A = H * Dh, W = qkv_width(s->cfg),
            stride = nl_transformer_tile_floats(s);  // between a head's consecutive tiles
     float scale = attention_scale(Dh);
     const float *qkv = s->qkv + b * n * W;  // (n, W) of this sequence
-    float *att = s->att + b * keep * D;  // (keep, D)
+    float *att = s->att + b * keep * A;  // (keep, H Dh)
     for (size_t h = h0; h < h1; h++) {
         size_t head =
             b * nl_transformer_seq_floats(s) + (l * KVH + h / (H / KVH)) * Dh * NL_TILE;  // its group's first tile
@@ -104,12 +105,12 @@ static void attention_heads(Transformer *s, size_t b, size_t l, size_t n, size_t
         const float *q = qkv + h * Dh;  // row i at q + i * W
         // Row i sees keys 0..pos+i: one fused pass over the cache per query, or, for many, products.
         if (keep >= ATTEND_ROWS_MIN && Dh >= ATTEND_HEAD_MIN) {
-            nl_attend_rows(att + h * Dh, D, q + (n - keep) * W, W, keep, pos + (n - keep) + 1, K, V, stride, Dh, scale,
+            nl_attend_rows(att + h * Dh, A, q + (n - keep) * W, W, keep, pos + (n - keep) + 1, K, V, stride, Dh, scale,
                            scores, nl_tiles((size_t)s->cfg->block_size) * NL_TILE);
             continue;
         }
         for (size_t i = n - keep; i < n; i++)
-            nl_attend_one(att + (i - (n - keep)) * D + h * Dh, q + i * W, K, V, stride, pos + i + 1, Dh, scale, scores);
+            nl_attend_one(att + (i - (n - keep)) * A + h * Dh, q + i * W, K, V, stride, pos + i + 1, Dh, scale, scores);
     }
 }
 

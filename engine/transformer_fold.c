@@ -157,7 +157,7 @@ static int center_all(Fold *f) {
 // where one of them has no bias for its shift. 0, or -1 with an error.
 static int fold_into_readers(Fold *f, const char *prefix, size_t width, unsigned readers, int l) {
     const NlConfig *c = f->c;
-    size_t D = (size_t)c->n_embd, Dh = D / (size_t)c->n_head, qkv = ((size_t)c->n_head + 2 * (size_t)c->n_kv_head) * Dh;
+    size_t D = (size_t)c->n_embd, Dh = nl_head_width(c), qkv = nl_query_width(c) + 2 * (size_t)c->n_kv_head * Dh;
     size_t up = c->gated_mlp ? 2 * (size_t)c->n_inner : (size_t)c->n_inner;
     static const char *const NAMES[4] = {"attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj"};
     size_t rows[5] = {qkv, D, up, D, (size_t)c->vocab_size};

@@ -25,7 +25,7 @@ size_t nl_transformer_describe(const NlConfig *c, NlConfigField *f) {
 }
 
 // The Llama family's: heads and key/value heads, width, window, MLP width, the norm as placed,
-// RoPE's base, QK-norm, the qkv bias and the head.
+// RoPE's base, QK-norm (and what it spans), the head width where head_dim sets it, the qkv bias and the head.
 size_t nl_llama_describe(const NlConfig *c, NlConfigField *f) {
     size_t k = 0;
     f[k++] = (NlConfigField){"n_head", NL_FIELD_NUMBER, c->n_head, NULL};
@@ -37,7 +37,10 @@ size_t nl_llama_describe(const NlConfig *c, NlConfigField *f) {
     k += nl_recipe_describe(c, 0, f + k);
     f[k++] = (NlConfigField){"norm_eps", NL_FIELD_NUMBER, c->norm_eps, NULL};
     f[k++] = (NlConfigField){"rope_theta", NL_FIELD_NUMBER, c->rope_theta, NULL};
-    f[k++] = (NlConfigField){"qk_norm", NL_FIELD_BOOL, c->qk_norm, NULL};
+    int whole = c->qk_norm == NL_QK_OVER_PROJECTION;  // a string, its number still true for desc_number
+    f[k++] =
+        (NlConfigField){"qk_norm", whole ? NL_FIELD_STRING : NL_FIELD_BOOL, c->qk_norm, whole ? "projection" : NULL};
+    if (c->head_dim) f[k++] = (NlConfigField){"head_dim", NL_FIELD_NUMBER, c->head_dim, NULL};
     f[k++] = (NlConfigField){"attn_bias", NL_FIELD_BOOL, c->attn_bias, NULL};
     f[k++] = (NlConfigField){"tie_embeddings", NL_FIELD_BOOL, c->tie_embeddings, NULL};
     if (c->head_bias) f[k++] = (NlConfigField){"head_bias", NL_FIELD_BOOL, 1, NULL};  // a folded model's only
@@ -55,15 +58,20 @@ static double act_flops(NlActivation a) {
     return a == NL_ACT_GELU ? 5 : a == NL_ACT_GELU_TANH ? 9 : a == NL_ACT_SILU ? 4 : 1;
 }
 
+// The queries' width H Dh (D but where head_dim is set) and the cache's KVH Dh (D unless grouped).
+static double query_width(const NlConfig *c) { return (double)nl_query_width(c); }
+static double kv_cache_width(const NlConfig *c) {
+    return (double)nl_head_width(c) * (c->n_kv_head ? c->n_kv_head : c->n_head);
+}
+
 // Attention of one sequence: n queries against ctx keys.
 static void attention_cost(const NlConfig *c, double n, double ctx, double *flops, double *bytes) {
-    double D = c->n_embd;
+    double A = query_width(c), KV = kv_cache_width(c);
     // The fused kernel computes only the unmasked (query, key) pairs: q k^T and p v, 2 Dh FLOPs
-    // each per head, so 4 D per pair in all; softmax (max, subtract + exp, sum, scale) 4 per score.
+    // each per head, so 4 H Dh per pair in all; softmax (max, subtract + exp, sum, scale) 4 per score.
     double unmasked = n * (ctx - n) + n * (n + 1) / 2;
-    double KV = D / c->n_head * (c->n_kv_head ? c->n_kv_head : c->n_head);  // the cache's width: D unless grouped
-    *flops = 4 * unmasked * D + 4 * unmasked * c->n_head;
-    *bytes = 4 * (n * (D + 2 * KV) + 2 * n * KV + 2 * ctx * KV + n * D);  // qkv in, K/V appended, K/V read, out
+    *flops = 4 * unmasked * A + 4 * unmasked * c->n_head;
+    *bytes = 4 * (n * (A + 2 * KV) + 2 * n * KV + 2 * ctx * KV + n * A);  // qkv in, K/V appended, K/V read, out
 }
 
 // cost.h's rules for one call of comp on `batch` sequences of n positions against ctx keys.
@@ -91,10 +99,9 @@ void nl_transformer_cost(const NlConfig *c, NlComponent comp, size_t batch, size
         *bytes = 4 * (2 * n * F + 2 * F);
         break;
     case NL_COMP_QKV:
-        nl_cost_linear(c->bias || c->attn_bias, n, D,
-                       D + 2.0 * D / c->n_head * (c->n_kv_head ? c->n_kv_head : c->n_head), flops, bytes);
+        nl_cost_linear(c->bias || c->attn_bias, n, D, query_width(c) + 2 * kv_cache_width(c), flops, bytes);
         break;
-    case NL_COMP_ATTN_PROJ: nl_cost_linear(c->bias, n, D, D, flops, bytes); break;
+    case NL_COMP_ATTN_PROJ: nl_cost_linear(c->bias, n, query_width(c), D, flops, bytes); break;
     case NL_COMP_MLP_UP: nl_cost_linear(c->bias, n, D, c->gated_mlp ? 2 * F : F, flops, bytes); break;
     case NL_COMP_MLP_DOWN: nl_cost_linear(c->bias, n, F, D, flops, bytes); break;
     case NL_COMP_ATTENTION:

@@ -34,25 +34,25 @@ typedef struct {
     // output, a branch's); a norm into the stream writes a free one, which then becomes buf[0]
     float *buf[1 + NL_RECIPE_SLOTS_MAX];
     float *qkv;  // (B*T, W) W = (H + 2 KVH) Dh: q, k, v of each position (3D with KVH = H)
-    float *att;  // (B*T, D) attention output, heads concatenated
+    float *att;  // (B*T, H Dh) attention output, heads concatenated (D but where head_dim is set)
     float *hid;  // (B*T, F) MLP hidden; gated: (B*T, 2F) gate and up, then (B*T, F)
     float *rope;  // (T, Dh) RoPE's cos and sin of each position's angles, pair by pair (RoPE only)
     float *scores;  // (workers, NL_ATTEND_BLOCK, T rounded up to whole tiles) each worker's probabilities
     float *logits;  // (B*T, V)
     float *k_cache;  // (B, T/32, L, KVH, Dh, 32) keys in tiles of 32 positions (kernels.h), T rounded up
     float *v_cache;  // (B, T/32, L, KVH, 32, Dh) values, the same tiles
-    float *ones;  // (N) unit gain, N the widest norm's width (D; F with an MLP inner norm)
+    float *ones;  // (N) unit gain, N the widest norm's width (D; F with an MLP inner norm; H Dh, QK-norm's)
     float *bn_mean, *bn_var;  // (N) BatchNorm's statistics of the current call (batch statistics)
     NlLinearInputHook input_hook;  // the run's hook on every linear's input rows (fn NULL: none)
-    float *qin;  // (B*T, max(D, F)) a linear's input as the hook rewrote it
+    float *qin;  // (B*T, max(D, F, H Dh)) a linear's input as the hook rewrote it
     float *scratch;  // the linears' tiles of weights not stored as float32 (nl_linear_scratch), or none
     void *arena;  // every buffer above, in one mapping
     size_t arena_bytes;
 } Transformer;
 
-static inline size_t head_width(const NlConfig *c) { return (size_t)(c->n_embd / c->n_head); }  // Dh
+static inline size_t head_width(const NlConfig *c) { return nl_head_width(c); }  // Dh
 static inline size_t kv_width(const NlConfig *c) { return (size_t)c->n_kv_head * head_width(c); }  // KVH Dh
-static inline size_t qkv_width(const NlConfig *c) { return (size_t)c->n_embd + 2 * kv_width(c); }  // W
+static inline size_t qkv_width(const NlConfig *c) { return nl_query_width(c) + 2 * kv_width(c); }  // W
 
 // The bytes of one sequence's KV cache: keys and values of every layer, positions rounded up to whole
 // tiles, as allocated (the family's state_bytes).

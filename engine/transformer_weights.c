@@ -8,15 +8,15 @@
 #include "model.h"
 #include "transformer_weights.h"
 
-// QK-norm's two gains (qk_norm only), over the head width.
+// QK-norm's two gains (qk_norm only), over the head width, or over the projection's (H Dh and KVH Dh).
 static int bind_qk_norm(NlBinder *b, const NlConfig *c, int i, NlLayerWeights *lw) {
     char p[48];
-    size_t Dh = (size_t)(c->n_embd / c->n_head);
+    size_t Dh = nl_head_width(c), whole = c->qk_norm == NL_QK_OVER_PROJECTION;
     if (!c->qk_norm) return 0;
     snprintf(p, sizeof p, "h.%d.attn.q_norm", i);
-    if (nl_bind_norm(b, c->norm, Dh, p, &lw->q_norm) != 0) return -1;
+    if (nl_bind_norm(b, c->norm, whole ? (size_t)c->n_head * Dh : Dh, p, &lw->q_norm) != 0) return -1;
     snprintf(p, sizeof p, "h.%d.attn.k_norm", i);
-    return nl_bind_norm(b, c->norm, Dh, p, &lw->k_norm);
+    return nl_bind_norm(b, c->norm, whole ? (size_t)c->n_kv_head * Dh : Dh, p, &lw->k_norm);
 }
 
 // Layer i's norm slot k where its recipe names it: (D), or (F) inside the MLP.
@@ -29,14 +29,14 @@ static int bind_block_norm(NlBinder *b, const NlConfig *c, int i, int k, NlLayer
 
 static int bind_layer(NlBinder *b, const NlConfig *c, int i, NlLayerWeights *lw) {
     char p[48];
-    size_t D = (size_t)c->n_embd, F = (size_t)c->n_inner, Dh = D / (size_t)c->n_head;
-    size_t qkv = ((size_t)c->n_head + 2 * (size_t)c->n_kv_head) * Dh;  // 3D with as many KV heads as heads
+    size_t D = (size_t)c->n_embd, F = (size_t)c->n_inner, Dh = nl_head_width(c), A = nl_query_width(c);
+    size_t qkv = A + 2 * (size_t)c->n_kv_head * Dh;  // 3D with as many KV heads as heads
     if (bind_block_norm(b, c, i, NL_NS_LN_1, lw) != 0) return -1;
     snprintf(p, sizeof p, "h.%d.attn.c_attn", i);
     if (nl_bind_linear(b, c->bias || c->attn_bias, p, qkv, D, &lw->attn) != 0 || bind_qk_norm(b, c, i, lw) != 0)
         return -1;
     snprintf(p, sizeof p, "h.%d.attn.c_proj", i);
-    if (nl_bind_linear(b, c->bias, p, D, D, &lw->proj) != 0 || bind_block_norm(b, c, i, NL_NS_LN_2, lw) != 0) return -1;
+    if (nl_bind_linear(b, c->bias, p, D, A, &lw->proj) != 0 || bind_block_norm(b, c, i, NL_NS_LN_2, lw) != 0) return -1;
     snprintf(p, sizeof p, "h.%d.mlp.c_fc", i);
     if (nl_bind_linear(b, c->bias, p, c->gated_mlp ? 2 * F : F, D, &lw->fc) != 0) return -1;
     snprintf(p, sizeof p, "h.%d.mlp.c_proj", i);

@@ -1,9 +1,10 @@
 #!/usr/bin/python3
-"""tools/interop/import_hf.py (Llama, Qwen2, Qwen3; GPT-2 dispatched to import_hf_gpt2.py) and
+"""tools/interop/import_hf.py (Llama, Qwen2, Qwen3, OLMo 2; GPT-2 dispatched to import_hf_gpt2.py) and
 tools/interop/import_llama2c.py on random models of tools/dev/make_llama_snapshot.py, numpy only.
 
 Checks: each HF snapshot (GQA, MHA, MQA; F32, BF16, F16; one file or shards; with and without
-"model."; tied and untied; QK-norm; Qwen2's qkv bias) imports, and a float64 forward written here
+"model."; tied and untied; QK-norm; Qwen2's qkv bias; Qwen3's head_dim other than D/H; OLMo 2's
+post-sublayer block and QK-norm over the projection) imports, and a float64 forward written here
 on normlab's layout (fused c_attn and c_fc, RoPE on interleaved pairs) gives the logits of
 tools/reference/llama_reference.py's forward on HF's layout (rotate_half) to 1e-9: the importer's
 un-permute is exact. llama2.c's legacy .bin and v1 export of the same weights import to tensors
@@ -58,10 +59,12 @@ def run(tool, *args):
 
 def normlab_forward(config, t, ids):
     """arch llama's forward (docs/format.md) in float64 on normlab's tensors: written apart from the
-    reference, on the interleaved RoPE pairs, fused qkv and gate/up rows."""
+    reference, on the interleaved RoPE pairs, fused qkv and gate/up rows; head_dim where given, QK-norm
+    per head or over the projection, and placement pre or post-sublayer (OLMo 2's)."""
     t = {k: v.astype(np.float64) for k, v in t.items()}
     D, H, KVH, F = config["n_embd"], config["n_head"], config["n_kv_head"], config["n_inner"]
-    Dh, eps, n = D // H, config["norm_eps"], len(ids)
+    Dh, eps, n = config.get("head_dim", D // H), config["norm_eps"], len(ids)
+    sublayer = config["placement"] == "post-sublayer"
 
     def rms(x, g):
         return x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * g
@@ -75,11 +78,13 @@ def normlab_forward(config, t, ids):
     x = t["wte.weight"][ids]
     for i in range(config["n_layer"]):
         p = f"h.{i}."
-        qkv = rms(x, t[p + "ln_1.weight"]) @ t[p + "attn.c_attn.weight"].T + t.get(p + "attn.c_attn.bias", 0)
-        q = qkv[:, :H * Dh].reshape(n, H, Dh)
-        k = qkv[:, H * Dh:(H + KVH) * Dh].reshape(n, KVH, Dh)
-        v = qkv[:, (H + KVH) * Dh:].reshape(n, KVH, Dh)
-        if config["qk_norm"]:
+        h_in = x if sublayer else rms(x, t[p + "ln_1.weight"])
+        qkv = h_in @ t[p + "attn.c_attn.weight"].T + t.get(p + "attn.c_attn.bias", 0)
+        q, k, v = qkv[:, :H * Dh], qkv[:, H * Dh:(H + KVH) * Dh], qkv[:, (H + KVH) * Dh:]
+        if config["qk_norm"] == "projection":
+            q, k = rms(q, t[p + "attn.q_norm.weight"]), rms(k, t[p + "attn.k_norm.weight"])
+        q, k, v = q.reshape(n, H, Dh), k.reshape(n, KVH, Dh), v.reshape(n, KVH, Dh)
+        if config["qk_norm"] is True:
             q, k = rms(q, t[p + "attn.q_norm.weight"]), rms(k, t[p + "attn.k_norm.weight"])
         q, k = rope(q), rope(k)
         y = np.zeros((n, H * Dh))
@@ -89,12 +94,34 @@ def normlab_forward(config, t, ids):
             s = np.where(np.tri(n, dtype=bool), s, -np.inf)
             s = np.exp(s - s.max(1, keepdims=True))
             y[:, h * Dh:(h + 1) * Dh] = s / s.sum(1, keepdims=True) @ v[:, kv]
-        x = x + y @ t[p + "attn.c_proj.weight"].T
-        u = rms(x, t[p + "ln_2.weight"]) @ t[p + "mlp.c_fc.weight"].T
+        y = y @ t[p + "attn.c_proj.weight"].T
+        x = x + (rms(y, t[p + "ln_1_post.weight"]) if sublayer else y)
+        u = (x if sublayer else rms(x, t[p + "ln_2.weight"])) @ t[p + "mlp.c_fc.weight"].T
         g, up = u[:, :F], u[:, F:]
-        x = x + (g / (1 + np.exp(-g)) * up) @ t[p + "mlp.c_proj.weight"].T
+        y = (g / (1 + np.exp(-g)) * up) @ t[p + "mlp.c_proj.weight"].T
+        x = x + (rms(y, t[p + "ln_2_post.weight"]) if sublayer else y)
     head = t["wte.weight"] if config["tie_embeddings"] else t["lm_head.weight"]
     return rms(x, t["ln_f.weight"]) @ head.T
+
+
+def logits_text(model, *flags):
+    return subprocess.run([BIN, "logits", "-m", model, "-p", PROMPT, *flags], capture_output=True, text=True).stdout
+
+
+def check_profile_costs(label, model, s):
+    """The profiler's FLOPs of layer 0's attention rows where head_dim sets the heads' width: q is H Dh
+    wide, not D (cost.h's rules: 2 n in out a product; 4 H Dh + 4 H per unmasked query-key pair)."""
+    r = subprocess.run([BIN, "profile", "-m", model, "-p", PROMPT, "-n", "0", "--json"], capture_output=True,
+                       text=True)
+    prefill = json.loads(r.stdout)["phases"][0] if r.returncode == 0 else {"rows": [], "tokens": 0}
+    got = {row["component"]: row["flops"] for row in prefill["rows"] if row["layer"] == 0}
+    n, D, H, KVH, Dh = prefill["tokens"], s["dim"], s["heads"], s["kv_heads"], s["head_dim"]
+    pairs = n * (n + 1) // 2
+    want = {"qkv": 2 * n * D * (H + 2 * KVH) * Dh, "attn_proj": 2 * n * H * Dh * D,
+            "attention": 4 * pairs * H * Dh + 4 * pairs * H}
+    check(n > 1 and all(got.get(k) == v for k, v in want.items()),
+          f"{label}: profile counts layer 0's qkv, attention and attn_proj FLOPs over H Dh ({n} tokens: {want})",
+          f"{got}")
 
 
 def read_model(out):
@@ -135,6 +162,10 @@ CASES = [
     ("MQA 4/1, F16, no model. prefix", dict(heads=4, kv_heads=1, dtype="F16", prefix=False)),
     ("QK-norm (self_attn.q_norm/k_norm), GQA 8/2, BF16", dict(heads=8, kv_heads=2, dtype="BF16", qk_norm=True)),
     ("Qwen2 qkv bias, GQA 4/2, tied", dict(heads=4, kv_heads=2, attn_bias=True, tied=True)),
+    ("Qwen3 (Qwen3ForCausalLM), head_dim 32 over D 64 (H Dh = 2D), GQA 4/2, 2 shards",
+     dict(heads=4, kv_heads=2, head_dim=32, family="qwen3", shards=2)),
+    ("OLMo 2 (Olmo2ForCausalLM), post-sublayer, QK-norm over the projection, GQA 4/2, BF16",
+     dict(heads=4, kv_heads=2, family="olmo2", dtype="BF16")),
 ]
 
 
@@ -150,8 +181,11 @@ def good_paths(tmp):
         if rc != 0:
             continue
         config, t = read_model(out)
+        olmo2, own_width = s["family"] == "olmo2", s["head_dim"] != s["dim"] // s["heads"]
         want = {"arch": "llama", "n_head": s["heads"], "n_kv_head": s["kv_heads"], "tie_embeddings": s["tied"],
-                "qk_norm": s["qk_norm"], "attn_bias": s["attn_bias"], "format": {"name": "normlab", "version": 4}}
+                "qk_norm": "projection" if olmo2 else s["qk_norm"], "attn_bias": s["attn_bias"],
+                "placement": "post-sublayer" if olmo2 else "pre", "head_dim": s["head_dim"] if own_width else None,
+                "format": {"name": "normlab", "version": 6 if olmo2 or own_width else 4}}
         check(all(config.get(key) == v for key, v in want.items()), f"{label}: config.json", str(config))
         ref = llama_reference.logits(llama_reference.Snapshot(os.path.join(folder, "hf")), ids)
         diff = np.abs(normlab_forward(config, t, ids) - ref).max()
@@ -164,6 +198,11 @@ def good_paths(tmp):
         check(diff <= LOGIT_ATOL, f"{label}: the engine's logits match the float64 reference within {LOGIT_ATOL:g} "
               f"(llama_parity's tolerance; max diff {diff:.1e})", f"{diff}")
         check(snapshot(folder) == before, f"{label}: the snapshot is untouched")
+        if s["qk_norm"]:
+            check(logits_text(out, "--qk-norm", "on") == logits_text(out), f"{label}: --qk-norm on runs the model's "
+                  "own QK-norm (its kind, per head or over the projection), the logits as configured to the byte")
+        if own_width:
+            check_profile_costs(label, out, s)
         l2c = os.path.join(folder, "llama2c")
         if not os.path.isdir(l2c):
             continue
@@ -473,8 +512,6 @@ def bad_snapshots(tmp):
         edit_json(os.path.join(hf, hfweights.INDEX), lambda d: d["weight_map"].update({"extra": "extra.safetensors"}))
         hfweights.write_safetensors(os.path.join(hf, "extra.safetensors"), st)
     cases = [
-        ("num_attention_heads 5 not dividing hidden_size 64", {}, {"num_attention_heads": 5}, None, None,
-         "does not divide hidden_size"),
         ("num_key_value_heads 3 not dividing num_attention_heads 4", {}, {"num_key_value_heads": 3}, None, None,
          "num_key_value_heads 3 does not divide"),
         ("rope_theta 0", {}, {"rope_theta": 0}, None, None, "rope_theta is 0"),
@@ -483,7 +520,12 @@ def bad_snapshots(tmp):
         ("rope_theta 10**400 (no float)", {}, {"rope_theta": 10 ** 400}, None, None, "rope_theta is 1000"),
         ("rope_scaling set", {}, {"rope_scaling": {"rope_type": "linear", "factor": 2.0}}, None, None, "rope_scaling"),
         ("an unknown architecture", {}, {"architectures": ["GemmaForCausalLM"]}, None, None, "GemmaForCausalLM"),
-        ("head_dim other than hidden_size / heads", {}, {"head_dim": 32}, None, None, "head_dim 32"),
+        ("head_dim disagreeing with q_proj's rows", {}, {"head_dim": 32}, None, None,
+         "q_proj.weight has shape (64, 64)"),
+        ("head_dim odd", {}, {"head_dim": 15}, None, None, "head width 15 is odd"),
+        ("head_dim past the engine's 1024", {}, {"head_dim": 2048}, None, None, "over 1024"),
+        ("num_attention_heads 5 not dividing hidden_size 64, no head_dim", {}, {"num_attention_heads": 5}, None,
+         None, "and no head_dim is given"),
         ("intermediate_size disagreeing with the MLP's shapes", {}, {"intermediate_size": 100}, None, None,
          "intermediate_size 100"),
         ("num_key_value_heads disagreeing with k_proj", {}, {"num_key_value_heads": 4}, None, None,

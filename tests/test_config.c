@@ -105,6 +105,7 @@ static int config_has(const NlConfig *c, const char *want) {
                  : strcmp(field, "n_kv_head") == 0       ? c->n_kv_head
                  : strcmp(field, "rope_theta") == 0      ? c->rope_theta
                  : strcmp(field, "qk_norm") == 0         ? c->qk_norm
+                 : strcmp(field, "head_dim") == 0        ? c->head_dim
                  : strcmp(field, "tie_embeddings") == 0  ? c->tie_embeddings
                  : strcmp(field, "mix_post_layers") == 0 ? c->mix_post_layers
                  : strcmp(field, "final_norm") == 0      ? c->recipe.final_norm

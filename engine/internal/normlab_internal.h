@@ -50,12 +50,23 @@ struct NlConfig {
     int rope;  // 1: rotary positions (interleaved pairs, Meta's and llama2.c's), no wpe
     double rope_theta;  // RoPE's base
     int gated_mlp;  // c_fc holds gate and up rows (2F, D): c_proj(act(gate x) * up x)
-    int qk_norm;  // q and k normalised per head over Dh before RoPE (OLMo-2, Qwen3)
+    int qk_norm;  // NL_QK_OVER_*: q and k normalised before RoPE, per head (Qwen3) or over the projection (OLMo 2)
+    int head_dim;  // Dh where it is not n_embd / n_head (config.json's "head_dim", Qwen3's), else 0
     int attn_bias;  // c_attn alone has a bias (Qwen2's)
     // the recurrent models'
     int n_input;  // E: the embedding width, config.json's "n_embd"
     int n_hidden;  // S: the state width
 };
+
+// NlConfig.qk_norm: none, RMS- or LayerNorm of each head's Dh values of q and k (gains (Dh)), or of the
+// whole projection, q's H Dh and k's KVH Dh values (gains (H Dh) and (KVH Dh)).
+enum { NL_QK_OVER_NONE = 0, NL_QK_OVER_HEAD = 1, NL_QK_OVER_PROJECTION = 2 };
+
+// Dh, a head's width: config.json's head_dim, else n_embd / n_head; and H Dh, the queries' width.
+static inline size_t nl_head_width(const NlConfig *c) {
+    return (size_t)(c->head_dim ? c->head_dim : c->n_embd / c->n_head);
+}
+static inline size_t nl_query_width(const NlConfig *c) { return (size_t)c->n_head * nl_head_width(c); }
 
 // The model's config as loaded (borrowed for its lifetime). (model.c)
 const NlConfig *nl_model_config(const NlModel *model);

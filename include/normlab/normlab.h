@@ -32,7 +32,7 @@
 
 #define NL_VERSION "0.1.0"
 #define NL_FORMAT_NAME "normlab"
-#define NL_FORMAT_VERSION 5  // the newest version read; versions 1 to 4 load unchanged
+#define NL_FORMAT_VERSION 6  // the newest version read; versions 1 to 5 load unchanged
 
 #include "normlab_error.h"
 #include "normlab_tokenizer.h"

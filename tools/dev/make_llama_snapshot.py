@@ -1,16 +1,20 @@
 #!/usr/bin/python3
 """Random Llama models in their outside formats, for the importers' tests and make parity: a Hugging
-Face snapshot (LlamaForCausalLM, or Qwen2's qkv bias, or q_norm/k_norm as OLMo-2 and Qwen3 name them)
-and llama2.c's .bin (legacy and version 1) and tokenizer.bin, all of the same weights.
+Face snapshot (LlamaForCausalLM, or Qwen2's qkv bias, or q_norm/k_norm as Qwen3 names them; with
+--family qwen3 a Qwen3ForCausalLM, with --family olmo2 an Olmo2ForCausalLM: its post-sublayer norms and
+QK-norm over the whole projection) and llama2.c's .bin (legacy and version 1) and tokenizer.bin, all
+of the same weights.
 
     /usr/bin/python3 tools/dev/make_llama_snapshot.py --out DIR [--dim 64 --hidden 96 --layers 2 --heads 4
-        --kv-heads 2 --vocab 320 --seq-len 64] [--dtype F32|F16|BF16] [--shards N] [--tied] [--qk-norm]
-        [--attn-bias] [--no-prefix] [--seed S]
+        --kv-heads 2 --vocab 320 --seq-len 64] [--head-dim N] [--dtype F32|F16|BF16] [--shards N] [--tied]
+        [--qk-norm] [--attn-bias] [--family llama|qwen3|olmo2] [--no-prefix] [--seed S]
 
 writes DIR/hf/ (config.json, model.safetensors or N shards with model.safetensors.index.json,
-tokenizer.json: a Llama-2-style BPE with byte fallback) and, unless the model has QK-norm or a qkv
-bias (which llama2.c's files cannot hold), DIR/llama2c/ (model.bin in the legacy layout, model-v1.bin,
-tokenizer.bin). The weights are drawn in Meta's layout (RoPE's pairs interleaved, as llama2.c stores
+tokenizer.json: a Llama-2-style BPE with byte fallback) and, unless the model has QK-norm, a qkv
+bias, a --head-dim other than dim / heads or OLMo 2's block (which llama2.c's files cannot hold),
+DIR/llama2c/ (model.bin in the legacy layout, model-v1.bin, tokenizer.bin). Qwen3-0.6B's shape
+(H * Dh = 2 D) in small: --dim 64 --heads 4 --kv-heads 2 --head-dim 32 --family qwen3.
+The weights are drawn in Meta's layout (RoPE's pairs interleaved, as llama2.c stores
 them) and rounded to --dtype first, so every file holds the same numbers; the snapshot's q_proj and
 k_proj rows (and q/k biases, q_norm/k_norm gains) are then moved by HF's convert_llama_weights_to_hf.py
 permute, in the forward direction (the importer undoes it: the two are written apart). The head
@@ -38,6 +42,7 @@ from nltool import ToolError  # noqa: E402
 SPACE = "\u2581"
 LETTERS = SPACE + "etaoinshrdlucmfwypvbgkjqxzETAOINSHRDLU.,!?'"
 DEFAULT = dict(dim=64, hidden=96, layers=2, heads=4, kv_heads=2, vocab=320, seq_len=64)
+FAMILIES = {"llama": None, "qwen3": ("Qwen3ForCausalLM", "qwen3"), "olmo2": ("Olmo2ForCausalLM", "olmo2")}
 
 
 def pieces(V):
@@ -73,7 +78,7 @@ def meta_weights(s, dtype, rng):
     """Random weights in Meta's layout (name -> float32, already rounded to dtype): llama2.c's block
     names, one array per layer in lists, plus q_norm/k_norm/bq/bk/bv when asked."""
     D, F, L, H, KVH, V = s["dim"], s["hidden"], s["layers"], s["heads"], s["kv_heads"], s["vocab"]
-    Dh = D // H
+    Dh, whole = s["head_dim"], s["family"] == "olmo2"
 
     def w(*shape, std=1.0, mean=0.0):
         return hfweights.rounded(mean + rng.standard_normal(shape) * std, dtype)
@@ -86,8 +91,9 @@ def meta_weights(s, dtype, rng):
              "wo": lambda: w(D, H * Dh, std=(H * Dh) ** -0.5), "rms_ffn": lambda: w(D, std=0.1, mean=1.0),
              "w1": lambda: w(F, D, std=D ** -0.5), "w2": lambda: w(D, F, std=F ** -0.5),
              "w3": lambda: w(F, D, std=D ** -0.5)}
-    if s["qk_norm"]:
-        layer.update(q_norm=lambda: w(Dh, std=0.2, mean=1.0), k_norm=lambda: w(Dh, std=0.2, mean=1.0))
+    if s["qk_norm"]:  # per head, or OLMo 2's over the whole projection
+        layer.update(q_norm=lambda: w(H * Dh if whole else Dh, std=0.2, mean=1.0),
+                     k_norm=lambda: w(KVH * Dh if whole else Dh, std=0.2, mean=1.0))
     if s["attn_bias"]:
         layer.update(bq=lambda: w(H * Dh, std=0.3), bk=lambda: w(KVH * Dh, std=0.3), bv=lambda: w(KVH * Dh, std=0.3))
     for name, make in layer.items():
@@ -108,12 +114,15 @@ def hf_state(m, s, prefix="model."):
     st = {prefix + "embed_tokens.weight": m["tok_embeddings"], prefix + "norm.weight": m["rms_final"]}
     if not s["tied"]:
         st["lm_head.weight"] = m["wcls"]
-    names = {"rms_att": "input_layernorm.weight", "wq": "self_attn.q_proj.weight", "wk": "self_attn.k_proj.weight",
+    olmo2 = s["family"] == "olmo2"  # its two gains norm the branches' outputs (no input norm)
+    names = {"rms_att": "post_attention_layernorm.weight" if olmo2 else "input_layernorm.weight",
+             "wq": "self_attn.q_proj.weight", "wk": "self_attn.k_proj.weight",
              "wv": "self_attn.v_proj.weight", "wo": "self_attn.o_proj.weight", "bq": "self_attn.q_proj.bias",
              "bk": "self_attn.k_proj.bias", "bv": "self_attn.v_proj.bias", "q_norm": "self_attn.q_norm.weight",
-             "k_norm": "self_attn.k_norm.weight", "rms_ffn": "post_attention_layernorm.weight",
+             "k_norm": "self_attn.k_norm.weight",
+             "rms_ffn": "post_feedforward_layernorm.weight" if olmo2 else "post_attention_layernorm.weight",
              "w1": "mlp.gate_proj.weight", "w2": "mlp.down_proj.weight", "w3": "mlp.up_proj.weight"}
-    heads = {"wq": H, "bq": H, "wk": KVH, "bk": KVH, "q_norm": 1, "k_norm": 1}
+    heads = {"wq": H, "bq": H, "wk": KVH, "bk": KVH, "q_norm": H if olmo2 else 1, "k_norm": KVH if olmo2 else 1}
     for i in range(s["layers"]):
         for k, hf in names.items():
             if k in m:
@@ -123,8 +132,10 @@ def hf_state(m, s, prefix="model."):
 
 
 def hf_config(s):
-    arch = "Qwen2ForCausalLM" if s["attn_bias"] else "LlamaForCausalLM"
-    return {"architectures": [arch], "model_type": "qwen2" if s["attn_bias"] else "llama",
+    arch, kind = FAMILIES[s["family"]] or (("Qwen2ForCausalLM", "qwen2") if s["attn_bias"]
+                                          else ("LlamaForCausalLM", "llama"))
+    extra = {"head_dim": s["head_dim"]} if s["head_dim"] != s["dim"] // s["heads"] or s["family"] == "qwen3" else {}
+    return {"architectures": [arch], "model_type": kind, **extra,
             "vocab_size": s["vocab"], "hidden_size": s["dim"], "intermediate_size": s["hidden"],
             "num_hidden_layers": s["layers"], "num_attention_heads": s["heads"], "num_key_value_heads": s["kv_heads"],
             "max_position_embeddings": s["seq_len"], "rms_norm_eps": 1e-5, "rope_theta": s.get("rope_theta", 10000.0),
@@ -164,20 +175,30 @@ def write_llama2c(folder, m, s):
     llama2c.write_tokenizer(os.path.join(folder, "tokenizer.bin"), bin_tokens(pieces(s["vocab"])))
 
 
-def make(out, seed=0, dtype="F32", shards=1, tied=False, qk_norm=False, attn_bias=False, prefix=True, **shape):
-    """Writes out/hf (and out/llama2c when llama2.c can hold the model); returns (shape dict, Meta weights)."""
-    s = {**DEFAULT, **shape, "dtype": dtype, "tied": tied, "qk_norm": qk_norm, "attn_bias": attn_bias}
+def make(out, seed=0, dtype="F32", shards=1, tied=False, qk_norm=False, attn_bias=False, prefix=True,
+         family="llama", head_dim=None, **shape):
+    """Writes out/hf (and out/llama2c when llama2.c can hold the model); returns (shape dict, Meta weights).
+    family qwen3 and olmo2 have QK-norm always."""
+    s = {**DEFAULT, **shape, "dtype": dtype, "tied": tied, "qk_norm": qk_norm or family != "llama",
+         "attn_bias": attn_bias, "family": family}
     pieces(s["vocab"])
     if s["heads"] % s["kv_heads"]:
         raise ToolError(f"--kv-heads {s['kv_heads']} does not divide --heads {s['heads']}")
-    if s["dim"] % s["heads"] or (s["dim"] // s["heads"]) % 2:
-        raise ToolError(f"--heads {s['heads']} does not split --dim {s['dim']} into heads of an even size "
-                        "(RoPE's pairs)")
+    if head_dim is None and s["dim"] % s["heads"]:
+        raise ToolError(f"--heads {s['heads']} does not divide --dim {s['dim']}; give --head-dim")
+    s["head_dim"] = s["dim"] // s["heads"] if head_dim is None else head_dim
+    if s["head_dim"] < 2 or s["head_dim"] % 2:
+        raise ToolError(f"head width {s['head_dim']} is not even (RoPE's pairs)")
     m = meta_weights(s, dtype, np.random.default_rng(seed))
     write_hf(os.path.join(out, "hf"), hf_state(m, s, "model." if prefix else ""), s, shards)
-    if not qk_norm and not attn_bias:
+    if llama2c_holds(s):
         write_llama2c(os.path.join(out, "llama2c"), m, s)
     return s, m
+
+
+def llama2c_holds(s):
+    """llama2.c's files hold a plain Llama: no QK-norm, qkv bias, head width of its own or OLMo 2 block."""
+    return not (s["qk_norm"] or s["attn_bias"] or s["head_dim"] != s["dim"] // s["heads"] or s["family"] != "llama")
 
 
 def main(argv):
@@ -189,14 +210,17 @@ def main(argv):
     p.add_argument("--dtype", choices=("F32", "F16", "BF16"), default="F32")
     p.add_argument("--shards", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--head-dim", type=int, help="each head's width (default dim / heads)")
+    p.add_argument("--family", choices=tuple(FAMILIES), default="llama")
     for flag in ("--tied", "--qk-norm", "--attn-bias", "--no-prefix"):
         p.add_argument(flag, action="store_true")
     a = p.parse_args(argv)
     if os.path.lexists(a.out):
         raise ToolError(f"--out {a.out}: exists; name a new folder")
     shape = {k: getattr(a, k) for k in DEFAULT}
-    make(a.out, a.seed, a.dtype, a.shards, a.tied, a.qk_norm, a.attn_bias, not a.no_prefix, **shape)
-    print(f"wrote {a.out}/hf" + ("" if a.qk_norm or a.attn_bias else f" and {a.out}/llama2c"), file=sys.stderr)
+    s, _ = make(a.out, a.seed, a.dtype, a.shards, a.tied, a.qk_norm, a.attn_bias, not a.no_prefix, a.family,
+                a.head_dim, **shape)
+    print(f"wrote {a.out}/hf" + (f" and {a.out}/llama2c" if llama2c_holds(s) else ""), file=sys.stderr)
 
 
 if __name__ == "__main__":

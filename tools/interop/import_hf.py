@@ -7,9 +7,11 @@ config.json names (`architectures`, else `model_type`):
     GPT2LMHeadModel, GPT2Model (gpt2)           tools/interop/import_hf_gpt2.py (docs/gpt2.md)
     LlamaForCausalLM (llama), Qwen2ForCausalLM  tools/interop/import_hf_llama.py: arch llama
     (qwen2, its qkv bias), Qwen3ForCausalLM     (docs/format.md), HF's q/k rows un-permuted to
-    (qwen3, its QK-norm), MistralForCausalLM    RoPE's interleaved pairs (docs/interop.md); options
-    (mistral: a window no shorter than the      --ctx N (the context cap, default 65536)
-    context imported)
+    (qwen3, its QK-norm, head_dim),             RoPE's interleaved pairs (docs/interop.md); options
+    Olmo2ForCausalLM (olmo2: post-sublayer,     --ctx N (the context cap, default 65536)
+    QK-norm over the projection),
+    MistralForCausalLM (mistral: a window no
+    shorter than the context imported)
 
 Both keep the weight matrices' stored type (F16 and BF16 as stored) unless --dtype f32|f16|bf16 names one.
 
@@ -30,7 +32,7 @@ import nltool  # noqa: E402
 from nltool import ToolError  # noqa: E402
 
 BY_TYPE = {"gpt2": "GPT2LMHeadModel", "llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM",
-           "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM"}
+           "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM", "olmo2": "Olmo2ForCausalLM"}
 
 
 def main(argv):

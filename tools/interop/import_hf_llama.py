@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Convert a Hugging Face Llama snapshot folder (LlamaForCausalLM; MistralForCausalLM while its
 sliding_window covers the context; Qwen2ForCausalLM with its qkv bias; Qwen3ForCausalLM with its
-QK-norm) into a normlab model directory of arch llama (docs/format.md). Run through
+QK-norm and head_dim; Olmo2ForCausalLM with its post-sublayer block and QK-norm over the whole
+projection) into a normlab model directory of arch llama (docs/format.md). Run through
 tools/interop/import_hf.py, which reads config.json's `architectures`:
 
     /usr/bin/python3 tools/interop/import_hf.py SNAPSHOT --out weights/tinyllama [--dtype stored] [--ctx N]
@@ -25,8 +26,8 @@ the QK-norm gains, per dimension of a head, are moved the same way. q.k and the 
 the same numbers in another order, so the logits are HF's exactly (tools/reference/llama_parity.py).
 
 Refused with one line naming the file and what it says: an unknown architecture, a config that
-disagrees with a tensor's shape, hidden_size not divisible by num_attention_heads, a head_dim other
-than their quotient, num_key_value_heads not dividing num_attention_heads, an odd head width,
+disagrees with a tensor's shape, hidden_size not divisible by num_attention_heads with no head_dim
+given, num_key_value_heads not dividing num_attention_heads, an odd head width or one over 1024,
 rope_theta <= 0, rope_scaling set (normlab has no RoPE scaling), an activation other than silu, an
 MLP bias, Qwen2's sliding-window attention, a Mistral sliding_window shorter than the context (its
 --ctx named), a tensor a Llama does not have or one missing, a NaN or Inf in a weight, a value past
@@ -54,7 +55,11 @@ from import_hf_gpt2 import same_rows  # noqa: E402
 from nltool import ToolError  # noqa: E402
 
 ARCHES = {"LlamaForCausalLM": "llama", "MistralForCausalLM": "mistral", "Qwen2ForCausalLM": "qwen2",
-          "Qwen3ForCausalLM": "qwen3"}
+          "Qwen3ForCausalLM": "qwen3", "Olmo2ForCausalLM": "olmo2"}
+# OLMo 2's block (modeling_olmo2.py): no input norm; each branch's output normalised before its add
+# (normlab's post-sublayer placement, docs/comparing.md), and q and k normalised over the whole projection
+OLMO2_NORMS = {"ln_1_post.weight": "post_attention_layernorm.weight",
+               "ln_2_post.weight": "post_feedforward_layernorm.weight"}
 CTX_LIMIT = 1 << 16  # the most positions the engine's config takes (block_size, engine/config.c)
 
 
@@ -94,15 +99,14 @@ def convert_config(cfg, kind, where, ctx=CTX_LIMIT):
     checked; its context max_position_embeddings capped at ctx."""
     D, H = positive(cfg, "hidden_size", where), positive(cfg, "num_attention_heads", where)
     KVH = positive(cfg, "num_key_value_heads", where, H)
-    if D % H:
-        raise ToolError(f"{where}: num_attention_heads {H} does not divide hidden_size {D}")
+    if cfg.get("head_dim") is None and D % H:
+        raise ToolError(f"{where}: num_attention_heads {H} does not divide hidden_size {D}, and no head_dim is given")
     if H % KVH:
         raise ToolError(f"{where}: num_key_value_heads {KVH} does not divide num_attention_heads {H}")
-    if cfg.get("head_dim") not in (None, D // H):
-        raise ToolError(f"{where}: head_dim {cfg['head_dim']!r} is not hidden_size / num_attention_heads "
-                        f"({D // H}): normlab's heads are D/H wide")
-    if (D // H) % 2:
-        raise ToolError(f"{where}: head width {D // H} is odd: RoPE rotates pairs of dimensions")
+    Dh = D // H if cfg.get("head_dim") is None else positive(cfg, "head_dim", where)
+    if Dh % 2 or Dh > 1024:
+        raise ToolError(f"{where}: head width {Dh} is " + ("odd: RoPE rotates pairs of dimensions" if Dh % 2
+                                                          else "over 1024, the engine's limit"))
     theta = cfg.get("rope_theta", 10000.0)
     if not isinstance(theta, (int, float)) or isinstance(theta, bool) or not 1 <= theta <= FLT_MAX:
         raise ToolError(f"{where}: rope_theta is {theta!r}, not a number in [1, {FLT_MAX:g}] (RoPE's base, a float)")
@@ -124,10 +128,12 @@ def convert_config(cfg, kind, where, ctx=CTX_LIMIT):
                         "normlab has no sliding-window attention; import with --ctx "
                         + (f"{window} to run it exactly" if isinstance(window, int) and window >= 1
                            else "N no longer than the window"))
+    olmo2 = kind == "olmo2"
     return nlformat.llama_config(
         positive(cfg, "vocab_size", where), positive(cfg, "num_hidden_layers", where), H, KVH, D,
         T, positive(cfg, "intermediate_size", where), eps, theta,
-        bool(cfg.get("tie_word_embeddings", False)), qk_norm=kind == "qwen3", attn_bias=bias)
+        bool(cfg.get("tie_word_embeddings", False)), qk_norm="projection" if olmo2 else kind == "qwen3",
+        attn_bias=bias, placement="post-sublayer" if olmo2 else "pre", head_dim=Dh)
 
 
 def interleave(w, heads):
@@ -140,20 +146,24 @@ def interleave(w, heads):
 def hf_shapes(c):
     """The HF tensors (names without "model.") a config needs, name -> shape."""
     V, D, H, KVH, F = c["vocab_size"], c["n_embd"], c["n_head"], c["n_kv_head"], c["n_inner"]
-    Dh = D // H
+    Dh, whole = nlformat.head_width(c), nlformat.qk_norm_kind(c) == "projection"
     want = {"embed_tokens.weight": (V, D), "norm.weight": (D,)}
+    norms = OLMO2_NORMS.values() if c["placement"] == "post-sublayer" else ("input_layernorm.weight",
+                                                                             "post_attention_layernorm.weight")
     for i in range(c["n_layer"]):
         p = f"layers.{i}."
-        want.update({p + "input_layernorm.weight": (D,), p + "self_attn.q_proj.weight": (H * Dh, D),
+        want.update({p + n: (D,) for n in norms})
+        want.update({p + "self_attn.q_proj.weight": (H * Dh, D),
                      p + "self_attn.k_proj.weight": (KVH * Dh, D), p + "self_attn.v_proj.weight": (KVH * Dh, D),
-                     p + "self_attn.o_proj.weight": (D, H * Dh), p + "post_attention_layernorm.weight": (D,),
+                     p + "self_attn.o_proj.weight": (D, H * Dh),
                      p + "mlp.gate_proj.weight": (F, D), p + "mlp.up_proj.weight": (F, D),
                      p + "mlp.down_proj.weight": (D, F)})
         if c["attn_bias"]:
             want.update({p + "self_attn.q_proj.bias": (H * Dh,), p + "self_attn.k_proj.bias": (KVH * Dh,),
                          p + "self_attn.v_proj.bias": (KVH * Dh,)})
         if c["qk_norm"]:
-            want.update({p + "self_attn.q_norm.weight": (Dh,), p + "self_attn.k_norm.weight": (Dh,)})
+            want.update({p + "self_attn.q_norm.weight": (H * Dh if whole else Dh,),
+                         p + "self_attn.k_norm.weight": (KVH * Dh if whole else Dh,)})
     if not c["tie_embeddings"]:
         want["lm_head.weight"] = (V, D)
     return want
@@ -207,6 +217,7 @@ def convert_tensors(src, config, where, dtype=None):
         raise ToolError(f"{hf[extra[0]].path}: holds tensors that {where} does not describe: "
                         + ", ".join(hf[n].hf_name for n in extra[:4]))
     H, KVH = config["n_head"], config["n_kv_head"]
+    qh, kh = (H, KVH) if nlformat.qk_norm_kind(config) == "projection" else (1, 1)  # heads in a QK-norm gain
 
     def get(name):
         return finite(hf[name], name)
@@ -223,8 +234,9 @@ def convert_tensors(src, config, where, dtype=None):
             "attn.c_attn.bias": lambda: np.concatenate([interleave(get(a + "q_proj.bias"), H),
                                                         interleave(get(a + "k_proj.bias"), KVH),
                                                         get(a + "v_proj.bias")]),
-            "attn.q_norm.weight": lambda: interleave(get(a + "q_norm.weight"), 1),
-            "attn.k_norm.weight": lambda: interleave(get(a + "k_norm.weight"), 1),
+            "attn.q_norm.weight": lambda: interleave(get(a + "q_norm.weight"), qh),
+            "attn.k_norm.weight": lambda: interleave(get(a + "k_norm.weight"), kh),
+            **{k: (lambda n=n: get(p + n)) for k, n in OLMO2_NORMS.items()},
             "attn.c_proj.weight": lambda: get(a + "o_proj.weight"),
             "mlp.c_fc.weight": lambda: np.concatenate([get(p + "mlp.gate_proj.weight"), get(p + "mlp.up_proj.weight")]),
             "mlp.c_proj.weight": lambda: get(p + "mlp.down_proj.weight")}
@@ -254,7 +266,7 @@ def convert_tensors(src, config, where, dtype=None):
 
 
 def detect_qk_norm(config, src):
-    """A LlamaForCausalLM that carries q_norm/k_norm (as OLMo-2 and Qwen3 name them) runs with them."""
+    """A LlamaForCausalLM that carries q_norm/k_norm (as Qwen3 names them) runs with them, per head."""
     if not config["qk_norm"] and any(k.endswith("self_attn.q_norm.weight") for k in src):
         config["qk_norm"] = True
 

@@ -2,7 +2,8 @@
 """Every model exported by tools/interop/export_onnx.py, run by ONNX Runtime (onnxruntime-node, through
 tools/interop/ort_logits.js), against `normlab logits` on the same text: the shipped models and the test
 fixtures of every norm type x placement (with and without biases, DeepNorm, no norm), and two random
-Llamas (QK-norm with grouped heads, MQA untied) beside the shipped one. Two sequences
+Llamas (QK-norm with grouped heads, MQA untied, Qwen3's head_dim of its own, OLMo 2's block) beside the
+shipped one. Two sequences
 run as one ONNX batch (B = 2), one a full window and one shorter run as its own batch (T dynamic).
 Tolerance, as make parity's: max |logit difference| <= 1e-4 where the logits stay within 10 in
 magnitude, 1e-5 of the largest |logit| beyond (both sides run in float32). Prints the worst per
@@ -34,9 +35,11 @@ BIN = os.path.join(ROOT, "normlab")
 NODE_PATH = os.path.join(ROOT, "build", "ort", "node_modules")
 ATOL = 1e-4
 EXPORTED = ("transformer", "llama")
-# random Llamas beside the shipped one (GQA 4/2): QK-norm with grouped heads, MQA, an untied head
+# random Llamas beside the shipped one (GQA 4/2): QK-norm with grouped heads, MQA, an untied head, Qwen3, OLMo 2
 LLAMAS = [("qk-norm-8-2", ["--heads", "8", "--kv-heads", "2", "--qk-norm"]),
-          ("mqa-4-1-untied", ["--heads", "4", "--kv-heads", "1"])]
+          ("mqa-4-1-untied", ["--heads", "4", "--kv-heads", "1"]),
+          ("qwen3-head-dim-32", ["--heads", "4", "--kv-heads", "2", "--head-dim", "32", "--family", "qwen3"]),
+          ("olmo2-4-2", ["--heads", "4", "--kv-heads", "2", "--family", "olmo2"])]
 FIXTURES = ["ln-pre-bias", "ln-post-nobias", "rms-pre-rmsbias", "rms-post-bias", "ln-pre-untied", "bn-pre-bias",
             "bn-post-nobias", "bn-peri-bias", "ln-peri-bias", "rms-peri-nobias", "deepnorm", "nonorm", "utf8"]
 

@@ -30,13 +30,14 @@ BLOCK_NORMS = {
 def format_version(config):
     """The lowest format version that describes config: 1 unless it uses a version-2 feature, so a
     model that an older normlab can run keeps the version it reads."""
-    if config.get("arch") == "llama":
-        return 4  # version 4 adds arch llama
+    v5 = (config.get("norm") == "dyt" or config.get("placement", "pre") not in ("pre", "post", "peri")
+          or "block" in config)  # version 5 adds norm dyt, docs/comparing.md's placements beyond these three, "block"
+    if config.get("arch") == "llama":  # version 4 adds arch llama; 6 its head_dim and qk_norm "head"|"projection"
+        return 6 if "head_dim" in config or isinstance(config.get("qk_norm"), str) else 5 if v5 else 4
     if config.get("arch", "transformer") != "transformer":
         return 3  # version 3 adds arch lstm|gru
-    if (config.get("norm") == "dyt" or config.get("placement", "pre") not in ("pre", "post", "peri")
-            or "block" in config):
-        return 5  # version 5 adds norm dyt, the placements of docs/comparing.md beyond these three, and "block"
+    if v5:
+        return 5
     v2 = (config.get("norm") in ("batchnorm", "none") or config.get("placement") == "peri"
           or config.get("residual_scale", 1.0) != 1.0)
     return 2 if v2 else 1  # version 2 adds norm batchnorm|none, placement peri and residual_scale
@@ -83,12 +84,15 @@ def rnn_tensor_shapes(config):
 def llama_tensor_shapes(config):
     """The tensor set of arch llama (format version 4), name -> shape: no position table; c_attn's rows
     q (H*Dh), k (KVH*Dh), v (KVH*Dh), RoPE's pairs interleaved (dims 2i, 2i+1 of a head); c_fc's rows
-    the gate (F), then the up projection (F). KVH n_kv_head, Dh = D/H. The norms are the config's, as
-    the engine binds them: RMSNorm a gain, LayerNorm a gain and a bias, none nothing (QK-norm's too);
-    peri adds ln_1_post and ln_2_post, post has no ln_f."""
+    the gate (F), then the up projection (F). KVH n_kv_head, Dh head_width(config). The norms are the
+    config's, as the engine binds them: RMSNorm a gain, LayerNorm a gain and a bias, none nothing
+    (QK-norm's too: (Dh) per head, (H*Dh) and (KVH*Dh) over the projection); each block's are its
+    placement's (BLOCK_NORMS: peri adds ln_1_post and ln_2_post), and post has no ln_f."""
     V, D, L, H, KVH, F = (config[k] for k in ("vocab_size", "n_embd", "n_layer", "n_head", "n_kv_head", "n_inner"))
-    Dh = D // H
+    Dh = head_width(config)
     kind, placement = config.get("norm", "rmsnorm"), config.get("placement", "pre")
+    qk = qk_norm_kind(config)
+    block = BLOCK_NORMS[placement]
     shapes = {"wte.weight": (V, D)}
 
     def norm(name, width):
@@ -99,20 +103,22 @@ def llama_tensor_shapes(config):
 
     for i in range(L):
         p = f"h.{i}."
-        norm(p + "ln_1", D)
+        if "ln_1" in block:
+            norm(p + "ln_1", D)
         shapes[p + "attn.c_attn.weight"] = ((H + 2 * KVH) * Dh, D)
         if config.get("attn_bias"):
             shapes[p + "attn.c_attn.bias"] = ((H + 2 * KVH) * Dh,)
-        if config.get("qk_norm"):
-            norm(p + "attn.q_norm", Dh)
-            norm(p + "attn.k_norm", Dh)
+        if qk:
+            norm(p + "attn.q_norm", H * Dh if qk == "projection" else Dh)
+            norm(p + "attn.k_norm", KVH * Dh if qk == "projection" else Dh)
         shapes[p + "attn.c_proj.weight"] = (D, H * Dh)
-        if placement == "peri":
+        if "ln_1_post" in block:
             norm(p + "ln_1_post", D)
-        norm(p + "ln_2", D)
+        if "ln_2" in block:
+            norm(p + "ln_2", D)
         shapes[p + "mlp.c_fc.weight"] = (2 * F, D)
         shapes[p + "mlp.c_proj.weight"] = (D, F)
-        if placement == "peri":
+        if "ln_2_post" in block:
             norm(p + "ln_2_post", D)
     if placement != "post":
         norm("ln_f", D)
@@ -124,12 +130,28 @@ def llama_tensor_shapes(config):
 
 
 def llama_config(V, L, H, KVH, D, T, F, eps, theta, tied, qk_norm=False, attn_bias=False, norm="rmsnorm",
-                 placement="pre"):
-    """An arch llama config (docs/format.md), its keys in the documented order."""
-    return {"arch": "llama", "vocab_size": V, "n_layer": L, "n_head": H, "n_kv_head": KVH, "n_embd": D,
-            "block_size": T, "n_inner": F, "norm": norm, "placement": placement, "norm_eps": float(eps),
-            "rope_theta": float(theta), "tie_embeddings": bool(tied), "qk_norm": bool(qk_norm),
-            "attn_bias": bool(attn_bias)}
+                 placement="pre", head_dim=None):
+    """An arch llama config (docs/format.md), its keys in the documented order. qk_norm: False, True (per
+    head) or "projection"; head_dim: Dh where it is not D / H."""
+    c = {"arch": "llama", "vocab_size": V, "n_layer": L, "n_head": H, "n_kv_head": KVH, "n_embd": D,
+         "block_size": T, "n_inner": F, "norm": norm, "placement": placement, "norm_eps": float(eps),
+         "rope_theta": float(theta), "tie_embeddings": bool(tied),
+         "qk_norm": qk_norm if qk_norm == "projection" else bool(qk_norm), "attn_bias": bool(attn_bias)}
+    if head_dim is not None and (head_dim != D // H or D % H):
+        c["head_dim"] = int(head_dim)
+    return c
+
+
+def head_width(config):
+    """Dh: config's head_dim, else n_embd / n_head."""
+    return int(config.get("head_dim") or config["n_embd"] // config["n_head"])
+
+
+def qk_norm_kind(config):
+    """None, "head" (qk_norm true or "head": each head's Dh values) or "projection" (OLMo 2's: q's H*Dh
+    and k's KVH*Dh values at once)."""
+    qk = config.get("qk_norm", False)
+    return qk if isinstance(qk, str) else "head" if qk else None
 
 
 def block_recipe_norms(steps):

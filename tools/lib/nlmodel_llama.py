@@ -22,10 +22,11 @@ import torch.nn as nn
 import torch.nn.functional as Fn
 
 import nlformat
-from nlmodel import Norm
+from nlmodel import BLOCK_NORMS, Norm, layer_placement, run_placement
 
 NORMS = ("rmsnorm", "layernorm", "none")
-PLACEMENTS = ("pre", "post", "peri")  # the placements its tools run (the engine runs them all)
+# the placements its tools run: every one of nlmodel.py's but sub (the engine runs that too)
+PLACEMENTS = ("pre", "post", "peri", "post-sublayer", "parallel", "parallel-shared", "mix")
 
 
 def default_inner(D):
@@ -46,26 +47,31 @@ def rope(x, pos, theta):
 
 
 class LlamaBlock(nn.Module):
-    """One layer: attention (grouped KV heads, QK-norm optional, RoPE) and the gated SiLU MLP, with their
-    norms where the placement puts them (nlmodel.Block's pre, post and peri)."""
+    """One layer: attention (grouped KV heads, QK-norm optional per head or over the projection, RoPE) and
+    the gated SiLU MLP, with their norms where the placement puts them (nlmodel.run_placement)."""
 
     def __init__(self, c, placement, make_norm):
         super().__init__()
         D, H, KVH, F = c["n_embd"], c["n_head"], c["n_kv_head"], c["n_inner"]
-        Dh = D // H
+        Dh = nlformat.head_width(c)
         self.placement, self.H, self.KVH, self.Dh, self.F, self.theta = placement, H, KVH, Dh, F, c["rope_theta"]
-        self.ln_1 = make_norm(D)
+        names = BLOCK_NORMS[placement]
+        if "ln_1" in names:
+            self.ln_1 = make_norm(D)
         self.attn = nn.ModuleDict({"c_attn": nn.Linear(D, (H + 2 * KVH) * Dh, bias=c.get("attn_bias", False)),
                                    "c_proj": nn.Linear(H * Dh, D, bias=False)})
-        self.qk_norm = c.get("qk_norm", False)
+        self.qk_norm = nlformat.qk_norm_kind(c)
         if self.qk_norm:
-            self.attn["q_norm"] = make_norm(Dh)
-            self.attn["k_norm"] = make_norm(Dh)
-        self.ln_2 = make_norm(D)
+            whole = self.qk_norm == "projection"
+            self.attn["q_norm"] = make_norm(H * Dh if whole else Dh)
+            self.attn["k_norm"] = make_norm(KVH * Dh if whole else Dh)
+        if "ln_2" in names:
+            self.ln_2 = make_norm(D)
         self.mlp = nn.ModuleDict({"c_fc": nn.Linear(D, 2 * F, bias=False), "c_proj": nn.Linear(F, D, bias=False)})
-        if placement == "peri":
-            self.ln_1_post = make_norm(D)
-            self.ln_2_post = make_norm(D)
+        for name in ("ln_1_post", "ln_2_post"):
+            if name in names:
+                setattr(self, name, make_norm(D))
+        self.norms = {name: getattr(self, name) for name in names}
 
     def attention(self, x, future, pos, cache):
         """x (B, n, D) at positions pos..pos+n-1; future (n, pos + n) True where key j lies after query
@@ -74,9 +80,11 @@ class LlamaBlock(nn.Module):
         B, n = x.shape[0], x.shape[1]
         H, KVH, Dh = self.H, self.KVH, self.Dh
         q, k, v = self.attn["c_attn"](x).split([H * Dh, KVH * Dh, KVH * Dh], dim=2)
+        if self.qk_norm == "projection":  # (B, n, H*Dh) and (B, n, KVH*Dh), before the heads are split
+            q, k = self.attn["q_norm"](q), self.attn["k_norm"](k)
         q = q.reshape(B, n, H, Dh).transpose(1, 2)  # (B, H, n, Dh)
         k, v = (t.reshape(B, n, KVH, Dh).transpose(1, 2) for t in (k, v))  # (B, KVH, n, Dh)
-        if self.qk_norm:
+        if self.qk_norm == "head":
             q, k = self.attn["q_norm"](q), self.attn["k_norm"](k)
         q, k = rope(q, pos, self.theta), rope(k, pos, self.theta)
         if cache is not None:
@@ -98,14 +106,8 @@ class LlamaBlock(nn.Module):
         return self.mlp["c_proj"](Fn.silu(gate) * up)
 
     def forward(self, x, future, pos, cache=None):
-        if self.placement == "pre":
-            x = x + self.attention(self.ln_1(x), future, pos, cache)
-            return x + self.feed_forward(self.ln_2(x))
-        if self.placement == "peri":
-            x = x + self.ln_1_post(self.attention(self.ln_1(x), future, pos, cache))
-            return x + self.ln_2_post(self.feed_forward(self.ln_2(x)))
-        x = self.ln_1(x + self.attention(x, future, pos, cache))
-        return self.ln_2(x + self.feed_forward(x))
+        return run_placement(self.placement, x, lambda h: self.attention(h, future, pos, cache), self.feed_forward,
+                             self.norms)
 
 
 class Llama(nn.Module):
@@ -127,7 +129,7 @@ class Llama(nn.Module):
             return Norm(self.norm, width, c["norm_eps"], self.norm == "layernorm")
 
         self.wte = nn.Embedding(c["vocab_size"], D)
-        self.h = nn.ModuleList(LlamaBlock(c, self.placement, make_norm) for _ in range(L))
+        self.h = nn.ModuleList(LlamaBlock(c, layer_placement(self.placement, i, c), make_norm) for i in range(L))
         self.ln_f = make_norm(D) if self.placement != "post" else None
         if c["tie_embeddings"] and c.get("head_bias"):
             raise ValueError("head_bias with a head tied to wte is not built here")

@@ -5,7 +5,8 @@ the engine (normlab logits), against tools/reference/llama_reference.py's float6
 snapshot (HF's layout: rotate_half RoPE, repeat_kv, separate projections), within LOGIT_ATOL.
 
 Cases: grouped KV heads (4 over 2) in F32, untied, in 2 shards; MHA (4 over 4) in BF16, tied; MQA (4
-over 1) in F16 with q_norm/k_norm; Qwen2's qkv bias; and for each model llama2.c can hold, its
+over 1) in F16 with q_norm/k_norm; Qwen2's qkv bias; Qwen3's head_dim independent of D/H; OLMo 2's
+block and QK-norm over the whole projection; and for each model llama2.c can hold, its
 model.bin (legacy layout) and model-v1.bin of the same weights, which must give the same logits.
 Each case's first import also runs with QK-norm switched (--qk-norm off where the model has it, on
 where it has not), against the reference with q_norm/k_norm dropped or set to unit gains.
@@ -43,6 +44,10 @@ CASES = [  # (label, make_llama_snapshot.make keywords)
     ("MHA 4/4, BF16, tied", dict(heads=4, kv_heads=4, dtype="BF16", tied=True)),
     ("MQA 4/1, F16, QK-norm, no model. prefix", dict(heads=4, kv_heads=1, dtype="F16", qk_norm=True, prefix=False)),
     ("Qwen2 qkv bias, GQA 4/2, F32, tied", dict(heads=4, kv_heads=2, dtype="F32", attn_bias=True, tied=True)),
+    ("Qwen3 head_dim 32 over D 64 (H Dh = 2D, as Qwen3-0.6B), GQA 4/2, BF16",
+     dict(heads=4, kv_heads=2, head_dim=32, family="qwen3", dtype="BF16")),
+    ("OLMo 2 post-sublayer norms, QK-norm over the projection, GQA 4/2, F32, tied",
+     dict(heads=4, kv_heads=2, family="olmo2", tied=True)),
 ]
 WORDS = "the king my lord thou art what shall I say to thee Romeo : , . ! ? 'tis".split(" ")
 

@@ -2,10 +2,14 @@
 """An independent float64 forward of a Hugging Face Llama snapshot, written from HF's layout and
 modeling_llama.py's formulas (not from normlab's format or its importer): separate q/k/v/o and
 gate/up/down projections, rotate_half RoPE (dims i and i + Dh/2 of a head), repeat_kv's grouped
-heads (query head i reads KV head i // (H/KVH)), q_norm/k_norm over each head's Dh before RoPE when the
-snapshot carries them (Qwen3, OLMo-2's names), Qwen2's q/k/v biases, and the head tied to
-embed_tokens when lm_head.weight is absent. numpy only; the weights are read by tools/lib/hfweights.py
-(F32, F16, BF16; one file or shards), widened to float64.
+heads (query head i reads KV head i // (H/KVH)), head_dim where config.json gives one (Qwen3's, H*Dh
+other than D), q_norm/k_norm when the snapshot carries them: over each head's Dh before RoPE (Qwen3),
+or over the whole q and k projections before the heads are split (OLMo 2, modeling_olmo2.py, whose
+gains are H*Dh and KVH*Dh wide), Qwen2's q/k/v biases, OLMo 2's block (model_type olmo2: no input
+norm; post_attention_layernorm on the attention's output and post_feedforward_layernorm on the MLP's,
+each before its residual add), and the head tied to embed_tokens when lm_head.weight is absent.
+numpy only; the weights are read by tools/lib/hfweights.py (F32, F16, BF16; one file or shards),
+widened to float64.
 
     /usr/bin/python3 tools/reference/llama_reference.py SNAPSHOT --ids 1,52,300 [--out logits.npy]
 
@@ -67,6 +71,7 @@ def logits(snap, ids):
     KVH = c.get("num_key_value_heads") or H
     Dh, eps, theta = c.get("head_dim") or D // H, c.get("rms_norm_eps", 1e-6), c.get("rope_theta", 10000.0)
     n = len(ids)
+    olmo2 = c.get("model_type") == "olmo2"
     x = w["embed_tokens.weight"][ids]
     mask = np.triu(np.full((n, n), -np.inf), 1)
     for i in range(c["num_hidden_layers"]):
@@ -75,20 +80,29 @@ def logits(snap, ids):
         def proj(name, h):
             y = h @ w[p + name + ".weight"].T
             return y + w[p + name + ".bias"] if p + name + ".bias" in w else y
-        h = rmsnorm(x, w[p + "input_layernorm.weight"], eps)
-        q = proj("self_attn.q_proj", h).reshape(n, H, Dh).transpose(1, 0, 2)  # (H, n, Dh)
-        k = proj("self_attn.k_proj", h).reshape(n, KVH, Dh).transpose(1, 0, 2)
-        v = proj("self_attn.v_proj", h).reshape(n, KVH, Dh).transpose(1, 0, 2)
-        if p + "self_attn.q_norm.weight" in w:
-            q = rmsnorm(q, w[p + "self_attn.q_norm.weight"], eps)
-            k = rmsnorm(k, w[p + "self_attn.k_norm.weight"], eps)
+        h = x if olmo2 else rmsnorm(x, w[p + "input_layernorm.weight"], eps)
+        q, k, v = proj("self_attn.q_proj", h), proj("self_attn.k_proj", h), proj("self_attn.v_proj", h)
+        qn, kn = w.get(p + "self_attn.q_norm.weight"), w.get(p + "self_attn.k_norm.weight")
+        if qn is not None and qn.shape[0] == H * Dh != Dh:  # OLMo 2's: over the whole projection
+            q, k = rmsnorm(q, qn, eps), rmsnorm(k, kn, eps)
+        q = q.reshape(n, H, Dh).transpose(1, 0, 2)  # (H, n, Dh)
+        k = k.reshape(n, KVH, Dh).transpose(1, 0, 2)
+        v = v.reshape(n, KVH, Dh).transpose(1, 0, 2)
+        if qn is not None and qn.shape[0] == Dh:  # Qwen3's: each head's
+            q, k = rmsnorm(q, qn, eps), rmsnorm(k, kn, eps)
         q, k = rope(q, theta), rope(k, theta)
         k, v = np.repeat(k, H // KVH, axis=0), np.repeat(v, H // KVH, axis=0)  # repeat_kv
         att = q @ k.transpose(0, 2, 1) / math.sqrt(Dh) + mask
         att = np.exp(att - att.max(-1, keepdims=True))
         att /= att.sum(-1, keepdims=True)
-        y = (att @ v).transpose(1, 0, 2).reshape(n, H * Dh)
-        x = x + proj("self_attn.o_proj", y)
+        y = proj("self_attn.o_proj", (att @ v).transpose(1, 0, 2).reshape(n, H * Dh))
+        if olmo2:
+            x = x + rmsnorm(y, w[p + "post_attention_layernorm.weight"], eps)
+            g = proj("mlp.gate_proj", x)
+            y = proj("mlp.down_proj", g / (1 + np.exp(-g)) * proj("mlp.up_proj", x))
+            x = x + rmsnorm(y, w[p + "post_feedforward_layernorm.weight"], eps)
+            continue
+        x = x + y
         h = rmsnorm(x, w[p + "post_attention_layernorm.weight"], eps)
         g = proj("mlp.gate_proj", h)
         x = x + proj("mlp.down_proj", g / (1 + np.exp(-g)) * proj("mlp.up_proj", h))
