@@ -266,44 +266,78 @@ static int parse_rnn_config(NlConfig *c, const cJSON *root, NlArch arch, int ver
     return 0;
 }
 
-// The Llama family's head width and QK-norm (format version 6 for either twist): head_dim, an even Dh
-// not tied to n_embd / n_head (Qwen3's; absent: n_embd / n_head, whole and even), and qk_norm: false,
-// true or "head" (each head's Dh values), or "projection" (q's H Dh and k's KVH Dh values, OLMo 2's).
-static int parse_heads(NlConfig *c, const cJSON *root, int version, const char *what, NlError *err) {
-    static const char *const OVER[] = {"head", "projection", NULL};
+// The Llama family's keys of format version 6, refused in an older file.
+static int need_v6(const cJSON *root, int version, const char *what, NlError *err) {
+    static const char *const V6[] = {"head_dim", "rope_dims", "activation", "gated_mlp", "bias", NULL};
     const cJSON *qk = cJSON_GetObjectItemCaseSensitive(root, "qk_norm");
-    int64_t dh = 0;
+    if (version >= 6) return 0;
+    for (int i = 0; V6[i]; i++)
+        if (cJSON_GetObjectItemCaseSensitive(root, V6[i]))
+            return nl_error(err, NL_ERR_FORMAT, "%s: \"%s\" needs format version 6 (the file says version %d)", what,
+                            V6[i], version);
+    if (cJSON_IsString(qk))
+        return nl_error(err, NL_ERR_FORMAT,
+                        "%s: \"qk_norm\" as a string needs format version 6 (the file says version %d)", what, version);
+    return 0;
+}
+
+// The heads' twists (v6): head_dim, an even Dh not tied to n_embd / n_head (Qwen3's; absent: n_embd /
+// n_head, whole and even); qk_norm false, true or "head" (each head's Dh values), or "projection" (q's
+// H Dh and k's KVH Dh values, OLMo 2's); rope_dims, the even count of a head's first dims RoPE turns
+// (GPT-NeoX's and Phi's partial rotary; absent: all Dh).
+static int parse_heads(NlConfig *c, const cJSON *root, const char *what, NlError *err) {
+    static const char *const OVER[] = {"head", "projection", NULL};
+    int64_t dh = 0, rot = 0, D = c->n_embd, H = c->n_head;
     int over = 0;
-    if (nl_jsonx_int(root, "head_dim", 0, 2, 1024, &dh, what, err) != 0) return -1;
-    if (cJSON_IsString(qk)) {
+    if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(root, "qk_norm"))) {
         if (nl_jsonx_choice(root, "qk_norm", OVER, &over, what, err) != 0) return -1;
         c->qk_norm = over + NL_QK_OVER_HEAD;
     } else if (nl_jsonx_bool(root, "qk_norm", 0, &c->qk_norm, what, err) != 0) return -1;
-    if ((dh || cJSON_IsString(qk)) && version < 6)
-        return nl_error(err, NL_ERR_FORMAT, "%s: %s needs format version 6 (the file says version %d)", what,
-                        dh ? "\"head_dim\"" : "\"qk_norm\" as a string", version);
+    if (nl_jsonx_int(root, "head_dim", 0, 2, 1024, &dh, what, err) != 0 ||
+        nl_jsonx_int(root, "rope_dims", 0, 2, 1024, &rot, what, err) != 0)
+        return -1;
     if (dh % 2 != 0)
         return nl_error(err, NL_ERR_FORMAT, "%s: \"head_dim\" %lld is odd: RoPE turns pairs", what, (long long)dh);
-    int64_t D = c->n_embd, H = c->n_head;
     if (!dh && (D % H != 0 || (D / H) % 2 != 0))
         return nl_error(err, NL_ERR_FORMAT,
                         "%s: \"n_embd\" %lld over \"n_head\" %lld is not a whole, even head width (or give "
                         "\"head_dim\")",
                         what, (long long)D, (long long)H);
     c->head_dim = (int)dh;
+    if (rot % 2 != 0 || (size_t)rot > nl_head_width(c))
+        return nl_error(err, NL_ERR_FORMAT, "%s: \"rope_dims\" %lld must be even and at most the head width %zu", what,
+                        (long long)rot, nl_head_width(c));
+    c->rope_dims = (int)rot;
+    return 0;
+}
+
+// The MLP and linears of GPT-NeoX and Phi (v6): activation (default silu), gated_mlp (default true:
+// c_fc holds the gate's and the up projection's rows) and bias (every linear has one; default false).
+static int parse_mlp_kind(NlConfig *c, const cJSON *root, const char *what, NlError *err) {
+    const char *an[COUNT(ACTIVATIONS) + 1];
+    int act;
+    if (cJSON_GetObjectItemCaseSensitive(root, "activation")) {
+        if (nl_jsonx_choice(root, "activation", names_of(ACTIVATIONS, COUNT(ACTIVATIONS), an), &act, what, err) != 0)
+            return -1;
+        c->activation = (NlActivation)ACTIVATIONS[act].value;
+    }
+    if (nl_jsonx_bool(root, "gated_mlp", 0, &c->gated_mlp, what, err) != 0 ||
+        nl_jsonx_bool(root, "bias", 0, &c->bias, what, err) != 0)
+        return -1;
     return 0;
 }
 
 // A Llama model (format version 4; docs/llama.md): arch llama, vocab_size, n_layer, n_head,
 // n_kv_head (dividing n_head; default n_head), n_embd, block_size, n_inner, norm rmsnorm|layernorm|none
 // (default rmsnorm), placement pre|post|peri (default pre), norm_eps, rope_theta (> 0, default 10000),
-// tie_embeddings, qk_norm and attn_bias (default false), head_dim (parse_heads). No learned positions, a
-// gated SiLU MLP.
+// tie_embeddings, qk_norm and attn_bias (default false), and the v6 keys (parse_heads, parse_mlp_kind).
+// No learned positions; by default a gated SiLU MLP without biases.
 static int parse_llama_config(NlConfig *c, const cJSON *root, int version, const char *what, NlError *err) {
     static const char *const KEYS[] = {
-        "format",    "arch",  "vocab_size", "n_layer",         "n_head",     "n_kv_head", "n_embd",    "block_size",
-        "n_inner",   "norm",  "placement",  "norm_eps",        "rope_theta", "qk_norm",   "attn_bias", "tie_embeddings",
-        "head_bias", "block", "final_norm", "mix_post_layers", "head_dim",   NULL};
+        "format",     "arch",           "vocab_size", "n_layer",   "n_head",     "n_kv_head",       "n_embd",
+        "block_size", "n_inner",        "norm",       "placement", "norm_eps",   "rope_theta",      "qk_norm",
+        "attn_bias",  "tie_embeddings", "head_bias",  "block",     "final_norm", "mix_post_layers", "head_dim",
+        "rope_dims",  "activation",     "gated_mlp",  "bias",      NULL};
     static const char *const LLAMA_NORMS[] = {"rmsnorm", "layernorm", "none", "dyt", NULL};
     static const NlNormType NORM_OF[] = {NL_NORM_RMSNORM, NL_NORM_LAYERNORM, NL_NORM_NONE, NL_NORM_DYT};
     if (nl_jsonx_only_keys(root, KEYS, what, err) != 0) return -1;
@@ -362,7 +396,9 @@ static int parse_llama_config(NlConfig *c, const cJSON *root, int version, const
                     .gated_mlp = 1,
                     .attn_bias = ab,
                     .head_bias = hb};
-    if (parse_heads(c, root, version, what, err) != 0 || parse_block(c, root, 0, what, err) != 0) return -1;
+    if (need_v6(root, version, what, err) != 0 || parse_heads(c, root, what, err) != 0 ||
+        parse_mlp_kind(c, root, what, err) != 0 || parse_block(c, root, 0, what, err) != 0)
+        return -1;
     if (c->norm == NL_NORM_DYT && version < 5)
         return nl_error(err, NL_ERR_FORMAT, "%s: norm \"dyt\" needs format version 5 (the file says version %d)", what,
                         version);

@@ -43,10 +43,12 @@ void nl_gated_activation(float *h, size_t rows, size_t F, NlActivation act);
 // angle whose cosine and sine are cos_sin[2i] and cos_sin[2i+1] (the position's row of the table,
 // Dh floats: llama2.c's and Meta's interleaved pairs).
 void nl_rope(float *x, size_t heads, size_t Dh, const float *cos_sin);
-// The RoPE table (T, Dh): position p's pair i (i even) turns by p theta^(-i/Dh), computed in float as
-// llama2.c's run.c does (1 / powf(theta, i / Dh), then cosf and sinf of p times it): the cosine at
-// rope[p Dh + i], the sine at rope[p Dh + i + 1].
-void nl_rope_table(float *rope, size_t T, size_t Dh, float theta);
+// The RoPE table (T, Dh): position p's pair i (i even, i < rot) turns by p theta^(-i/rot), computed in
+// float as llama2.c's run.c does (1 / powf(theta, i / rot), then cosf and sinf of p times it): the
+// cosine at rope[p Dh + i], the sine at rope[p Dh + i + 1]. Pairs from rot on do not turn (cosine 1,
+// sine 0: nl_rope leaves them exactly as they are): partial rotary (GPT-NeoX's rotary_pct, Phi's
+// partial_rotary_factor) over the first rot dims of a head; rot = Dh turns them all.
+void nl_rope_table(float *rope, size_t T, size_t Dh, size_t rot, float theta);
 // One key/value head's cache tiles (K, V as nl_key_offset and nl_value_offset lay them out, stride
 // between tiles): positions keep+drop..len-1 move down by drop, each key turned back by the angles
 // of `drop` positions (cos_sin: the table's row drop; its sines negated), values copied as they are.

@@ -16,12 +16,12 @@ void nl_rope(float *x, size_t heads, size_t Dh, const float *cos_sin) {
     }
 }
 
-void nl_rope_table(float *rope, size_t T, size_t Dh, float theta) {
+void nl_rope_table(float *rope, size_t T, size_t Dh, size_t rot, float theta) {
     for (size_t p = 0; p < T; p++)
         for (size_t i = 0; i < Dh; i += 2) {
-            float freq = 1.0f / powf(theta, (float)i / (float)Dh), angle = (float)p * freq;
-            rope[p * Dh + i] = cosf(angle);
-            rope[p * Dh + i + 1] = sinf(angle);
+            float freq = 1.0f / powf(theta, (float)i / (float)rot), angle = (float)p * freq;
+            rope[p * Dh + i] = i < rot ? cosf(angle) : 1.0f;
+            rope[p * Dh + i + 1] = i < rot ? sinf(angle) : 0.0f;
         }
 }
 

@@ -202,7 +202,7 @@ static int transformer_create(void **impl, const void *weights, const NlConfig *
         return -1;
     }
     for (size_t i = 0; i < N; i++) s->ones[i] = 1.0f;
-    if (cfg->rope) nl_rope_table(s->rope, T, Dh, (float)cfg->rope_theta);
+    if (cfg->rope) nl_rope_table(s->rope, T, Dh, cfg->rope_dims ? (size_t)cfg->rope_dims : Dh, (float)cfg->rope_theta);
     if (resolve_norms(s, err) != 0) {
         transformer_destroy(s);
         return -1;

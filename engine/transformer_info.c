@@ -25,7 +25,8 @@ size_t nl_transformer_describe(const NlConfig *c, NlConfigField *f) {
 }
 
 // The Llama family's: heads and key/value heads, width, window, MLP width, the norm as placed,
-// RoPE's base, QK-norm (and what it spans), the head width where head_dim sets it, the qkv bias and the head.
+// RoPE's base, QK-norm (and what it spans), and where they differ from Llama's: the head width, the dims
+// RoPE turns, the MLP's activation and gating, biases on every linear; the qkv bias and the head.
 size_t nl_llama_describe(const NlConfig *c, NlConfigField *f) {
     size_t k = 0;
     f[k++] = (NlConfigField){"n_head", NL_FIELD_NUMBER, c->n_head, NULL};
@@ -41,6 +42,11 @@ size_t nl_llama_describe(const NlConfig *c, NlConfigField *f) {
     f[k++] =
         (NlConfigField){"qk_norm", whole ? NL_FIELD_STRING : NL_FIELD_BOOL, c->qk_norm, whole ? "projection" : NULL};
     if (c->head_dim) f[k++] = (NlConfigField){"head_dim", NL_FIELD_NUMBER, c->head_dim, NULL};
+    if (c->rope_dims) f[k++] = (NlConfigField){"rope_dims", NL_FIELD_NUMBER, c->rope_dims, NULL};
+    if (c->activation != NL_ACT_SILU)
+        f[k++] = (NlConfigField){"activation", NL_FIELD_STRING, 0, nl_name(NL_NAMES_ACTIVATION, c->activation)};
+    if (!c->gated_mlp) f[k++] = (NlConfigField){"gated_mlp", NL_FIELD_BOOL, 0, NULL};
+    if (c->bias) f[k++] = (NlConfigField){"bias", NL_FIELD_BOOL, 1, NULL};
     f[k++] = (NlConfigField){"attn_bias", NL_FIELD_BOOL, c->attn_bias, NULL};
     f[k++] = (NlConfigField){"tie_embeddings", NL_FIELD_BOOL, c->tie_embeddings, NULL};
     if (c->head_bias) f[k++] = (NlConfigField){"head_bias", NL_FIELD_BOOL, 1, NULL};  // a folded model's only

@@ -384,6 +384,42 @@ static void gelu_within_1e7_of_double_formula(void) {
     CHECK(isnan(big[4]), "NaN stays NaN");
 }
 
+// RoPE's table with partial rotary (rot < Dh): the first rot dims of a head turn as a table of width rot
+// would turn them (the same floats), the rest keep their bits; against the angle p theta^(-i/rot) in
+// double, 1e-5 (float's powf, cosf and sinf of angles up to T).
+static void rope_turns_only_the_first_rot_dims(void) {
+    enum { T = 40, DH = 12, ROT = 4 };
+    float part[T * DH], whole[T * ROT], x[2 * DH], y[2 * DH];
+    nl_rope_table(part, T, DH, ROT, 10000.0f);
+    nl_rope_table(whole, T, ROT, ROT, 10000.0f);
+    double worst = 0.0;
+    int same = 1, still = 1;
+    for (size_t p = 0; p < T; p++)
+        for (size_t i = 0; i < DH; i += 2) {
+            if (i >= ROT) {
+                still &= part[p * DH + i] == 1.0f && part[p * DH + i + 1] == 0.0f;
+                continue;
+            }
+            same &= part[p * DH + i] == whole[p * ROT + i] && part[p * DH + i + 1] == whole[p * ROT + i + 1];
+            double angle = (double)p * pow(10000.0, -(double)i / ROT);
+            worst = fmax(worst, fmax(fabs(part[p * DH + i] - cos(angle)), fabs(part[p * DH + i + 1] - sin(angle))));
+        }
+    CHECK(same && still && worst <= 1e-5,
+          "the first %d dims as a table of width %d (%d), the rest cos 1 sin 0 (%d), "
+          "angles within 1e-5 (%.3g)",
+          ROT, ROT, same, still, worst);
+    for (int i = 0; i < 2 * DH; i++) x[i] = y[i] = 0.37f * (float)(i + 1) - 2.0f;
+    nl_rope(y, 2, DH, part + 7 * DH);  // two heads at position 7
+    int kept = 1, turned = 1;
+    for (int h = 0; h < 2; h++)
+        for (int i = 0; i < DH; i++) {
+            if (i >= ROT) kept &= memcmp(&x[h * DH + i], &y[h * DH + i], sizeof(float)) == 0;
+            else turned &= x[h * DH + i] != y[h * DH + i];
+        }
+    CHECK(kept && turned, "nl_rope leaves dims %d..%d of each head bit for bit and turns the first %d", ROT, DH - 1,
+          ROT);
+}
+
 static void erf_matches_libm_double_within_1e7(void) {
     double worst = 0.0, at = 0.0;
     for (int i = -600000; i <= 600000; i++) {  // [-6, 6] in steps of 1e-5
@@ -621,6 +657,7 @@ int main(void) {
     RUN(activations_match_their_formulas);
     RUN(gelu_tanh_within_3e7_of_double_formula);
     RUN(erf_matches_libm_double_within_1e7);
+    RUN(rope_turns_only_the_first_rot_dims);
     RUN(gelu_within_1e7_of_double_formula);
     RUN(exp_within_2_ulp_of_double_exp);
     RUN(sigmoid_and_tanh_within_3e7);

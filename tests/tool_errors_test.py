@@ -74,7 +74,12 @@ CASES = [  # (tool, arguments, a word the line must hold)
     ("reference/llama_parity.py", ["--bogus"], "unrecognized arguments"),
     ("dev/make_llama_snapshot.py", ["--out", OUT, "--vocab", "5"], "--vocab 5"),
     ("dev/make_llama_snapshot.py", ["--out", OUT, "--heads", "4", "--kv-heads", "3"], "--kv-heads 3 does not divide"),
-    ("dev/make_llama_snapshot.py", ["--out", OUT, "--heads", "64"], "into heads of an even size"),
+    ("dev/make_llama_snapshot.py", ["--out", OUT, "--heads", "64"], "head width 1 is not even"),
+    ("dev/make_llama_snapshot.py", ["--out", OUT, "--heads", "5", "--kv-heads", "5"],
+     "--heads 5 does not divide --dim 64"),
+    ("dev/make_parallel_snapshot.py", ["--out", OUT, "--family", "phi", "--rotary", "0.01"], "turns 0 dims"),
+    ("dev/make_parallel_snapshot.py", ["--out", OUT, "--family", "phi", "--sequential"], "--sequential is GPT-NeoX's"),
+    ("reference/parallel_reference.py", [OUT, "--ids", "1,x"], "not comma-separated integers"),
 ]
 
 

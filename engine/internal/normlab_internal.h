@@ -52,6 +52,7 @@ struct NlConfig {
     int gated_mlp;  // c_fc holds gate and up rows (2F, D): c_proj(act(gate x) * up x)
     int qk_norm;  // NL_QK_OVER_*: q and k normalised before RoPE, per head (Qwen3) or over the projection (OLMo 2)
     int head_dim;  // Dh where it is not n_embd / n_head (config.json's "head_dim", Qwen3's), else 0
+    int rope_dims;  // the dims of a head RoPE turns, from the first (partial rotary: GPT-NeoX, Phi), else 0: Dh
     int attn_bias;  // c_attn alone has a bias (Qwen2's)
     // the recurrent models'
     int n_input;  // E: the embedding width, config.json's "n_embd"

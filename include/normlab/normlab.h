@@ -429,7 +429,7 @@ typedef struct {
     double number;  // NL_FIELD_NUMBER; NL_FIELD_BOOL: 0 or 1
     const char *string;  // NL_FIELD_STRING: a static name
 } NlConfigField;
-#define NL_CONFIG_FIELDS_MAX 16
+#define NL_CONFIG_FIELDS_MAX 24
 
 // ---- describing a model (describe.c): what `normlab info` shows, as llama.h's llama_model_desc
 

@@ -144,11 +144,11 @@ def hf_config(s):
 
 
 def write_hf(folder, st, s, shards=1):
-    """An HF snapshot folder of the state dict st: config.json, the weights (shards > 1: that many
-    files and model.safetensors.index.json), tokenizer.json."""
+    """An HF snapshot folder of the state dict st: config.json (s["config"] where given, else a Llama's),
+    the weights (shards > 1: that many files and model.safetensors.index.json), tokenizer.json."""
     os.makedirs(folder)
     with open(os.path.join(folder, "config.json"), "w") as f:
-        json.dump(hf_config(s), f, indent=2)
+        json.dump(s.get("config") or hf_config(s), f, indent=2)
     with open(os.path.join(folder, "tokenizer.json"), "w", encoding="utf-8") as f:
         json.dump(hf_tokenizer(pieces(s["vocab"])), f, ensure_ascii=False)
     if shards <= 1:

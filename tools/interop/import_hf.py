@@ -12,6 +12,8 @@ config.json names (`architectures`, else `model_type`):
     QK-norm over the projection),
     MistralForCausalLM (mistral: a window no
     shorter than the context imported)
+    GPTNeoXForCausalLM (gpt_neox: Pythia),      tools/interop/import_hf_parallel.py: arch llama,
+    PhiForCausalLM (phi: Phi-2)                 their parallel blocks and partial rotary
 
 Both keep the weight matrices' stored type (F16 and BF16 as stored) unless --dtype f32|f16|bf16 names one.
 
@@ -28,11 +30,13 @@ needs.packages("numpy")
 import hfweights  # noqa: E402
 import import_hf_gpt2  # noqa: E402
 import import_hf_llama  # noqa: E402
+import import_hf_parallel  # noqa: E402
 import nltool  # noqa: E402
 from nltool import ToolError  # noqa: E402
 
 BY_TYPE = {"gpt2": "GPT2LMHeadModel", "llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM",
-           "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM", "olmo2": "Olmo2ForCausalLM"}
+           "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM", "olmo2": "Olmo2ForCausalLM",
+           "gpt_neox": "GPTNeoXForCausalLM", "phi": "PhiForCausalLM"}
 
 
 def main(argv):
@@ -50,10 +54,13 @@ def main(argv):
         return import_hf_gpt2.main(argv)
     if arch in import_hf_llama.ARCHES:
         return import_hf_llama.main(argv, cfg, arch)
+    if arch in import_hf_parallel.ARCHES:
+        return import_hf_parallel.main(argv, cfg, arch)
     given = cfg.get("architectures", cfg.get("model_type"))
     said = "neither architectures nor model_type is given" if given is None else f"architectures {given!r}"
     raise ToolError(f"{where}: {said}: normlab imports " + ", ".join(["GPT2LMHeadModel", "GPT2Model",
-                                                                    *import_hf_llama.ARCHES]))
+                                                                    *import_hf_llama.ARCHES,
+                                                                    *import_hf_parallel.ARCHES]))
 
 
 if __name__ == "__main__":

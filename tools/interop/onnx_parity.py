@@ -2,8 +2,8 @@
 """Every model exported by tools/interop/export_onnx.py, run by ONNX Runtime (onnxruntime-node, through
 tools/interop/ort_logits.js), against `normlab logits` on the same text: the shipped models and the test
 fixtures of every norm type x placement (with and without biases, DeepNorm, no norm), and two random
-Llamas (QK-norm with grouped heads, MQA untied, Qwen3's head_dim of its own, OLMo 2's block) beside the
-shipped one. Two sequences
+Llamas (QK-norm with grouped heads, MQA untied, Qwen3's head_dim of its own, OLMo 2's block, GPT-NeoX's
+and Phi's parallel blocks and partial rotary) beside the shipped one. Two sequences
 run as one ONNX batch (B = 2), one a full window and one shorter run as its own batch (T dynamic).
 Tolerance, as make parity's: max |logit difference| <= 1e-4 where the logits stay within 10 in
 magnitude, 1e-5 of the largest |logit| beyond (both sides run in float32). Prints the worst per
@@ -39,7 +39,9 @@ EXPORTED = ("transformer", "llama")
 LLAMAS = [("qk-norm-8-2", ["--heads", "8", "--kv-heads", "2", "--qk-norm"]),
           ("mqa-4-1-untied", ["--heads", "4", "--kv-heads", "1"]),
           ("qwen3-head-dim-32", ["--heads", "4", "--kv-heads", "2", "--head-dim", "32", "--family", "qwen3"]),
-          ("olmo2-4-2", ["--heads", "4", "--kv-heads", "2", "--family", "olmo2"])]
+          ("olmo2-4-2", ["--heads", "4", "--kv-heads", "2", "--family", "olmo2"]),
+          ("gpt-neox", ["--family", "gpt_neox"]), ("phi", ["--family", "phi", "--dim", "80"])]
+PARALLEL = ("gpt-neox", "phi")  # written by tools/dev/make_parallel_snapshot.py
 FIXTURES = ["ln-pre-bias", "ln-post-nobias", "rms-pre-rmsbias", "rms-post-bias", "ln-pre-untied", "bn-pre-bias",
             "bn-post-nobias", "bn-peri-bias", "ln-peri-bias", "rms-peri-nobias", "deepnorm", "nonorm", "utf8"]
 
@@ -108,9 +110,11 @@ def label(model):
 
 
 def random_llama(tmp, name, flags):
-    """A random Llama of tools/dev/make_llama_snapshot.py, imported by tools/interop/import_hf.py."""
+    """A random Llama of tools/dev/make_llama_snapshot.py (make_parallel_snapshot.py's GPT-NeoX and Phi),
+    imported by tools/interop/import_hf.py."""
     snap, out = os.path.join(tmp, name + "-snapshot"), os.path.join(tmp, name)
-    for tool, args in (("dev/make_llama_snapshot.py", ["--out", snap, *flags]),
+    maker = "dev/make_parallel_snapshot.py" if name in PARALLEL else "dev/make_llama_snapshot.py"
+    for tool, args in ((maker, ["--out", snap, *flags]),
                        ("interop/import_hf.py", [os.path.join(snap, "hf"), "--out", out])):
         subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "tools", tool), *args], check=True, capture_output=True)
     return out

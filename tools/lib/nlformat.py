@@ -33,7 +33,8 @@ def format_version(config):
     v5 = (config.get("norm") == "dyt" or config.get("placement", "pre") not in ("pre", "post", "peri")
           or "block" in config)  # version 5 adds norm dyt, docs/comparing.md's placements beyond these three, "block"
     if config.get("arch") == "llama":  # version 4 adds arch llama; 6 its head_dim and qk_norm "head"|"projection"
-        return 6 if "head_dim" in config or isinstance(config.get("qk_norm"), str) else 5 if v5 else 4
+        v6 = any(k in config for k in ("head_dim", "rope_dims", "activation", "gated_mlp", "bias"))
+        return 6 if v6 or isinstance(config.get("qk_norm"), str) else 5 if v5 else 4
     if config.get("arch", "transformer") != "transformer":
         return 3  # version 3 adds arch lstm|gru
     if v5:
@@ -84,14 +85,15 @@ def rnn_tensor_shapes(config):
 def llama_tensor_shapes(config):
     """The tensor set of arch llama (format version 4), name -> shape: no position table; c_attn's rows
     q (H*Dh), k (KVH*Dh), v (KVH*Dh), RoPE's pairs interleaved (dims 2i, 2i+1 of a head); c_fc's rows
-    the gate (F), then the up projection (F). KVH n_kv_head, Dh head_width(config). The norms are the
+    the gate (F), then the up projection (F) (gated_mlp false: F rows, no gate); with bias every linear
+    has one. KVH n_kv_head, Dh head_width(config). The norms are the
     config's, as the engine binds them: RMSNorm a gain, LayerNorm a gain and a bias, none nothing
     (QK-norm's too: (Dh) per head, (H*Dh) and (KVH*Dh) over the projection); each block's are its
     placement's (BLOCK_NORMS: peri adds ln_1_post and ln_2_post), and post has no ln_f."""
     V, D, L, H, KVH, F = (config[k] for k in ("vocab_size", "n_embd", "n_layer", "n_head", "n_kv_head", "n_inner"))
     Dh = head_width(config)
     kind, placement = config.get("norm", "rmsnorm"), config.get("placement", "pre")
-    qk = qk_norm_kind(config)
+    qk, bias = qk_norm_kind(config), config.get("bias", False)
     block = BLOCK_NORMS[placement]
     shapes = {"wte.weight": (V, D)}
 
@@ -106,18 +108,25 @@ def llama_tensor_shapes(config):
         if "ln_1" in block:
             norm(p + "ln_1", D)
         shapes[p + "attn.c_attn.weight"] = ((H + 2 * KVH) * Dh, D)
-        if config.get("attn_bias"):
+        if config.get("attn_bias") or bias:
             shapes[p + "attn.c_attn.bias"] = ((H + 2 * KVH) * Dh,)
         if qk:
             norm(p + "attn.q_norm", H * Dh if qk == "projection" else Dh)
             norm(p + "attn.k_norm", KVH * Dh if qk == "projection" else Dh)
         shapes[p + "attn.c_proj.weight"] = (D, H * Dh)
+        if bias:
+            shapes[p + "attn.c_proj.bias"] = (D,)
         if "ln_1_post" in block:
             norm(p + "ln_1_post", D)
         if "ln_2" in block:
             norm(p + "ln_2", D)
-        shapes[p + "mlp.c_fc.weight"] = (2 * F, D)
+        up = 2 * F if config.get("gated_mlp", True) else F
+        shapes[p + "mlp.c_fc.weight"] = (up, D)
+        if bias:
+            shapes[p + "mlp.c_fc.bias"] = (up,)
         shapes[p + "mlp.c_proj.weight"] = (D, F)
+        if bias:
+            shapes[p + "mlp.c_proj.bias"] = (D,)
         if "ln_2_post" in block:
             norm(p + "ln_2_post", D)
     if placement != "post":
@@ -130,15 +139,17 @@ def llama_tensor_shapes(config):
 
 
 def llama_config(V, L, H, KVH, D, T, F, eps, theta, tied, qk_norm=False, attn_bias=False, norm="rmsnorm",
-                 placement="pre", head_dim=None):
+                 placement="pre", head_dim=None, **v6):
     """An arch llama config (docs/format.md), its keys in the documented order. qk_norm: False, True (per
-    head) or "projection"; head_dim: Dh where it is not D / H."""
+    head) or "projection"; head_dim: Dh where it is not D / H; v6: rope_dims, activation, gated_mlp, bias
+    and head_bias where a family sets them (GPT-NeoX, Phi)."""
     c = {"arch": "llama", "vocab_size": V, "n_layer": L, "n_head": H, "n_kv_head": KVH, "n_embd": D,
          "block_size": T, "n_inner": F, "norm": norm, "placement": placement, "norm_eps": float(eps),
          "rope_theta": float(theta), "tie_embeddings": bool(tied),
          "qk_norm": qk_norm if qk_norm == "projection" else bool(qk_norm), "attn_bias": bool(attn_bias)}
     if head_dim is not None and (head_dim != D // H or D % H):
         c["head_dim"] = int(head_dim)
+    c.update({k: v for k, v in v6.items() if v is not None})
     return c
 
 

@@ -22,7 +22,7 @@ import torch.nn as nn
 import torch.nn.functional as Fn
 
 import nlformat
-from nlmodel import BLOCK_NORMS, Norm, layer_placement, run_placement
+from nlmodel import ACTIVATIONS, BLOCK_NORMS, Norm, layer_placement, run_placement
 
 NORMS = ("rmsnorm", "layernorm", "none")
 # the placements its tools run: every one of nlmodel.py's but sub (the engine runs that too)
@@ -35,15 +35,16 @@ def default_inner(D):
     return 16 * -(-int(2 * 4 * D / 3) // 16)
 
 
-def rope(x, pos, theta):
-    """x (B, heads, n, Dh) with position pos + j at row j: pair (2i, 2i+1) of each head turned by the
-    angle (pos + j) theta^(-2i/Dh), as llama2.c's run.c: (x0 cos - x1 sin, x0 sin + x1 cos)."""
-    n, Dh = x.shape[-2], x.shape[-1]
-    inv = theta ** (-torch.arange(0, Dh, 2, dtype=torch.float64) / Dh)  # (Dh/2)
-    angle = torch.outer(torch.arange(pos, pos + n, dtype=torch.float64), inv)  # (n, Dh/2)
+def rope(x, pos, theta, rot=None):
+    """x (B, heads, n, Dh) with position pos + j at row j: pair (2i, 2i+1) of each head's first rot dims
+    (default all Dh) turned by the angle (pos + j) theta^(-2i/rot), as llama2.c's run.c: (x0 cos - x1 sin,
+    x0 sin + x1 cos); the dims from rot on as they are (partial rotary)."""
+    n, rot = x.shape[-2], rot or x.shape[-1]
+    inv = theta ** (-torch.arange(0, rot, 2, dtype=torch.float64) / rot)  # (rot/2)
+    angle = torch.outer(torch.arange(pos, pos + n, dtype=torch.float64), inv)  # (n, rot/2)
     cos, sin = angle.cos().to(x.dtype).to(x.device), angle.sin().to(x.dtype).to(x.device)
-    x0, x1 = x[..., 0::2], x[..., 1::2]
-    return torch.stack([x0 * cos - x1 * sin, x0 * sin + x1 * cos], -1).flatten(-2)
+    x0, x1 = x[..., 0:rot:2], x[..., 1:rot:2]
+    return torch.cat([torch.stack([x0 * cos - x1 * sin, x0 * sin + x1 * cos], -1).flatten(-2), x[..., rot:]], -1)
 
 
 class LlamaBlock(nn.Module):
@@ -58,8 +59,11 @@ class LlamaBlock(nn.Module):
         names = BLOCK_NORMS[placement]
         if "ln_1" in names:
             self.ln_1 = make_norm(D)
-        self.attn = nn.ModuleDict({"c_attn": nn.Linear(D, (H + 2 * KVH) * Dh, bias=c.get("attn_bias", False)),
-                                   "c_proj": nn.Linear(H * Dh, D, bias=False)})
+        bias = c.get("bias", False)  # every linear's (GPT-NeoX, Phi); attn_bias c_attn's alone (Qwen2)
+        self.rot, self.gated = c.get("rope_dims"), c.get("gated_mlp", True)
+        self.act = {**ACTIVATIONS, "silu": Fn.silu}[c.get("activation", "silu")]
+        self.attn = nn.ModuleDict({"c_attn": nn.Linear(D, (H + 2 * KVH) * Dh, bias=c.get("attn_bias", False) or bias),
+                                   "c_proj": nn.Linear(H * Dh, D, bias=bias)})
         self.qk_norm = nlformat.qk_norm_kind(c)
         if self.qk_norm:
             whole = self.qk_norm == "projection"
@@ -67,7 +71,8 @@ class LlamaBlock(nn.Module):
             self.attn["k_norm"] = make_norm(KVH * Dh if whole else Dh)
         if "ln_2" in names:
             self.ln_2 = make_norm(D)
-        self.mlp = nn.ModuleDict({"c_fc": nn.Linear(D, 2 * F, bias=False), "c_proj": nn.Linear(F, D, bias=False)})
+        self.mlp = nn.ModuleDict({"c_fc": nn.Linear(D, 2 * F if self.gated else F, bias=bias),
+                                  "c_proj": nn.Linear(F, D, bias=bias)})
         for name in ("ln_1_post", "ln_2_post"):
             if name in names:
                 setattr(self, name, make_norm(D))
@@ -86,7 +91,7 @@ class LlamaBlock(nn.Module):
         k, v = (t.reshape(B, n, KVH, Dh).transpose(1, 2) for t in (k, v))  # (B, KVH, n, Dh)
         if self.qk_norm == "head":
             q, k = self.attn["q_norm"](q), self.attn["k_norm"](k)
-        q, k = rope(q, pos, self.theta), rope(k, pos, self.theta)
+        q, k = rope(q, pos, self.theta, self.rot), rope(k, pos, self.theta, self.rot)
         if cache is not None:
             if cache:
                 k, v = torch.cat([cache["k"], k], 2), torch.cat([cache["v"], v], 2)
@@ -101,9 +106,12 @@ class LlamaBlock(nn.Module):
         return self.attn["c_proj"](out.transpose(1, 2).reshape(B, n, H * Dh))
 
     def feed_forward(self, x):
-        """c_proj(silu(gate x) * up x): c_fc's rows 0..F-1 the gate, F..2F-1 the up projection."""
+        """c_proj(act(gate x) * up x): c_fc's rows 0..F-1 the gate, F..2F-1 the up projection; without
+        gated_mlp c_proj(act(c_fc x))."""
+        if not self.gated:
+            return self.mlp["c_proj"](self.act(self.mlp["c_fc"](x)))
         gate, up = self.mlp["c_fc"](x).split(self.F, dim=-1)
-        return self.mlp["c_proj"](Fn.silu(gate) * up)
+        return self.mlp["c_proj"](self.act(gate) * up)
 
     def forward(self, x, future, pos, cache=None):
         return run_placement(self.placement, x, lambda h: self.attention(h, future, pos, cache), self.feed_forward,

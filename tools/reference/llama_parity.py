@@ -6,7 +6,8 @@ snapshot (HF's layout: rotate_half RoPE, repeat_kv, separate projections), withi
 
 Cases: grouped KV heads (4 over 2) in F32, untied, in 2 shards; MHA (4 over 4) in BF16, tied; MQA (4
 over 1) in F16 with q_norm/k_norm; Qwen2's qkv bias; Qwen3's head_dim independent of D/H; OLMo 2's
-block and QK-norm over the whole projection; and for each model llama2.c can hold, its
+block and QK-norm over the whole projection; GPT-NeoX (parallel and sequential) and Phi through
+tools/reference/parallel_reference.py; and for each model llama2.c can hold, its
 model.bin (legacy layout) and model-v1.bin of the same weights, which must give the same logits.
 Each case's first import also runs with QK-norm switched (--qk-norm off where the model has it, on
 where it has not), against the reference with q_norm/k_norm dropped or set to unit gains.
@@ -37,6 +38,8 @@ sys.path.insert(0, os.path.join(ROOT, "tools", "dev"))
 sys.path.insert(0, os.path.join(ROOT, "tools", "reference"))
 import llama_reference  # noqa: E402
 import make_llama_snapshot  # noqa: E402
+import make_parallel_snapshot  # noqa: E402
+import parallel_reference  # noqa: E402
 
 LOGIT_ATOL = 1e-4
 CASES = [  # (label, make_llama_snapshot.make keywords)
@@ -48,7 +51,13 @@ CASES = [  # (label, make_llama_snapshot.make keywords)
      dict(heads=4, kv_heads=2, head_dim=32, family="qwen3", dtype="BF16")),
     ("OLMo 2 post-sublayer norms, QK-norm over the projection, GQA 4/2, F32, tied",
      dict(heads=4, kv_heads=2, family="olmo2", tied=True)),
+    ("GPT-NeoX (Pythia) parallel, rotary_pct 0.25, biases, BF16", dict(family="gpt_neox", dtype="BF16")),
+    ("GPT-NeoX sequential (use_parallel_residual false), full rotary, F16",
+     dict(family="gpt_neox", sequential=True, rotary=1.0, dtype="F16")),
+    ("Phi (Phi-2) parallel-shared, partial_rotary_factor 0.4 of Dh 20, gelu_new, lm_head bias, 2 shards",
+     dict(family="phi", dim=80, shards=2)),
 ]
+PARALLEL = ("gpt_neox", "phi")  # make_parallel_snapshot.py's families, parallel_reference.py's forward
 WORDS = "the king my lord thou art what shall I say to thee Romeo : , . ! ? 'tis".split(" ")
 
 
@@ -71,7 +80,8 @@ def compare(model, snap, prompts, flags=()):
     for text in prompts:
         ids = json.loads(engine("tokenize", "-m", model, "-p", text, "--json"))["ids"]
         got = np.array([json.loads(line) for line in engine("logits", "-m", model, "-p", text, *flags).splitlines()])
-        want = llama_reference.logits(snap, ids)
+        want = (parallel_reference if isinstance(snap, parallel_reference.Snapshot) else llama_reference).logits(snap,
+                                                                                                           ids)
         if got.shape != want.shape:
             raise RuntimeError(f"logits of shape {got.shape}, the reference's {want.shape}")
         worst = max(worst, float(np.abs(got - want).max()))
@@ -81,8 +91,12 @@ def compare(model, snap, prompts, flags=()):
 
 def check(label, kw, seed, tmp, prompts):
     folder = os.path.join(tmp, f"case{seed}")
-    make_llama_snapshot.make(folder, seed=seed, **kw)
-    snap = llama_reference.Snapshot(os.path.join(folder, "hf"))
+    parallel = kw.get("family") in PARALLEL
+    if parallel:
+        make_parallel_snapshot.make(folder, seed=seed, **kw)
+    else:
+        make_llama_snapshot.make(folder, seed=seed, **kw)
+    snap = (parallel_reference if parallel else llama_reference).Snapshot(os.path.join(folder, "hf"))
     runs = [("HF snapshot", ["interop/import_hf.py", os.path.join(folder, "hf")])]
     if os.path.isdir(os.path.join(folder, "llama2c")):
         for name in ("model.bin", "model-v1.bin"):
@@ -105,7 +119,7 @@ def check(label, kw, seed, tmp, prompts):
         ok &= good
         print(f"{label}: {what}: {len(prompts)} prompts, max |logit diff| {worst:.2e} (tolerance {LOGIT_ATOL:g}), "
               f"logit std {spread:.1f}  {'ok' if good else 'FAIL'}")
-        if k == 0:
+        if k == 0 and not parallel:  # (--qk-norm on adds the Llama reference's per-head norm)
             ok &= check_switch(label, out, snap, prompts)
     return ok
 
