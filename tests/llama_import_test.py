@@ -162,6 +162,7 @@ CASES = [
     ("MQA 4/1, F16, no model. prefix", dict(heads=4, kv_heads=1, dtype="F16", prefix=False)),
     ("QK-norm (self_attn.q_norm/k_norm), GQA 8/2, BF16", dict(heads=8, kv_heads=2, dtype="BF16", qk_norm=True)),
     ("Qwen2 qkv bias, GQA 4/2, tied", dict(heads=4, kv_heads=2, attn_bias=True, tied=True)),
+    ("SmolLM2-135M's GQA 9 over 3 (D 72), tied", dict(dim=72, heads=9, kv_heads=3, tied=True)),
     ("Qwen3 (Qwen3ForCausalLM), head_dim 32 over D 64 (H Dh = 2D), GQA 4/2, 2 shards",
      dict(heads=4, kv_heads=2, head_dim=32, family="qwen3", shards=2)),
     ("OLMo 2 (Olmo2ForCausalLM), post-sublayer, QK-norm over the projection, GQA 4/2, BF16",

@@ -51,6 +51,8 @@ CASES = [  # (label, make_llama_snapshot.make keywords)
      dict(heads=4, kv_heads=2, head_dim=32, family="qwen3", dtype="BF16")),
     ("OLMo 2 post-sublayer norms, QK-norm over the projection, GQA 4/2, F32, tied",
      dict(heads=4, kv_heads=2, family="olmo2", tied=True)),
+    ("SmolLM2-135M's GQA 9 over 3 (D 72, Dh 8), tied, BF16",
+     dict(dim=72, heads=9, kv_heads=3, tied=True, dtype="BF16")),
     ("GPT-NeoX (Pythia) parallel, rotary_pct 0.25, biases, BF16", dict(family="gpt_neox", dtype="BF16")),
     ("GPT-NeoX sequential (use_parallel_residual false), full rotary, F16",
      dict(family="gpt_neox", sequential=True, rotary=1.0, dtype="F16")),
