@@ -288,6 +288,22 @@ def read_tokenizer(folder):
         raise ToolError(f"{tm}: {e}")
 
 
+def write_import(a, where, arch, config, tensors, files):
+    """The model folder a.out of config and tensors, with the snapshot's tokenizer and its provenance
+    (the weight files' names and digest), checked by the engine's loader before it replaces anything."""
+    tokenizer, tj = read_tokenizer(a.snapshot)
+    digest = hashlib.sha256()
+    for path in files:
+        with open(path, "rb") as f:
+            digest.update(hashlib.file_digest(f, "sha256").digest())
+    meta = {"source": f"Hugging Face {arch} snapshot (tools/interop/import_hf.py)",
+            "source_files": ",".join(os.path.basename(f) for f in files), "source_sha256": digest.hexdigest()}
+    shown = {"config.json": where, "tokenizer.json": tj, "model.safetensors": files[0]}
+    with nltool.writing(a.out):
+        nlformat.write_model_dir(a.out, config, tokenizer, tensors, metadata=meta,
+                                 check=lambda new, _: nltool.check_model(new, a.snapshot, shown))
+
+
 def main(argv, cfg=None, arch=None):
     a = hfweights.snapshot_arguments("import_hf.py", __doc__, argv, "config.json, weights, tokenizer.json",
                                      options)
@@ -300,17 +316,7 @@ def main(argv, cfg=None, arch=None):
     src, files = hfweights.read_weights(a.snapshot)
     detect_qk_norm(config, src)
     tensors = convert_tensors(src, config, where, hfweights.DTYPE_FLAGS[a.dtype])
-    tokenizer, tj = read_tokenizer(a.snapshot)
-    digest = hashlib.sha256()
-    for path in files:
-        with open(path, "rb") as f:
-            digest.update(hashlib.file_digest(f, "sha256").digest())
-    meta = {"source": f"Hugging Face {arch} snapshot (tools/interop/import_hf.py)",
-            "source_files": ",".join(os.path.basename(f) for f in files), "source_sha256": digest.hexdigest()}
-    shown = {"config.json": where, "tokenizer.json": tj, "model.safetensors": files[0]}
-    with nltool.writing(a.out):
-        nlformat.write_model_dir(a.out, config, tokenizer, tensors, metadata=meta,
-                                 check=lambda new, _: nltool.check_model(new, a.snapshot, shown))
+    write_import(a, where, arch, config, tensors, files)
     kinds = sorted({t.dtype for t in tensors.values()} - {"F32"})
     capped = cfg["max_position_embeddings"] > config["block_size"]
     print(f"wrote {a.out}: {arch}, {config['n_layer']} layers x {config['n_embd']}, {config['n_head']} heads over "

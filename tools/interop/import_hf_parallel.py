@@ -20,7 +20,6 @@ family's, Phi's qk_layernorm, rope_scaling, a tensor missing or of the wrong sha
 has not, a NaN or Inf in a weight, tie_word_embeddings true (both families untie their head). The
 written model is checked by the engine's loader before it replaces anything.
 """
-import hashlib
 import os
 import sys
 
@@ -33,8 +32,7 @@ import numpy as np  # noqa: E402
 
 import hfweights  # noqa: E402
 import nlformat  # noqa: E402
-import nltool  # noqa: E402
-from import_hf_llama import finite, options, positive, read_tokenizer  # noqa: E402
+from import_hf_llama import finite, options, positive, write_import  # noqa: E402
 from nltool import ToolError  # noqa: E402
 
 ARCHES = {"GPTNeoXForCausalLM": "gpt_neox", "PhiForCausalLM": "phi"}
@@ -200,17 +198,7 @@ def main(argv, cfg, arch):
     config = convert_config(cfg, kind, where, a.ctx)
     src, files = hfweights.read_weights(a.snapshot)
     tensors = convert_tensors(src, config, kind, where, hfweights.DTYPE_FLAGS[a.dtype])
-    tokenizer, tj = read_tokenizer(a.snapshot)
-    digest = hashlib.sha256()
-    for path in files:
-        with open(path, "rb") as f:
-            digest.update(hashlib.file_digest(f, "sha256").digest())
-    meta = {"source": f"Hugging Face {arch} snapshot (tools/interop/import_hf.py)",
-            "source_files": ",".join(os.path.basename(f) for f in files), "source_sha256": digest.hexdigest()}
-    shown = {"config.json": where, "tokenizer.json": tj, "model.safetensors": files[0]}
-    with nltool.writing(a.out):
-        nlformat.write_model_dir(a.out, config, tokenizer, tensors, metadata=meta,
-                                 check=lambda new, _: nltool.check_model(new, a.snapshot, shown))
+    write_import(a, where, arch, config, tensors, files)
     print(f"wrote {a.out}: {arch}, {config['n_layer']} layers x {config['n_embd']}, {config['n_head']} heads, "
           f"placement {config['placement']}, RoPE on {config.get('rope_dims', nlformat.head_width(config))} of "
           f"{nlformat.head_width(config)} dims, vocabulary {config['vocab_size']}, context {config['block_size']}",

@@ -110,10 +110,10 @@ def logits(snap, ids):
     return rmsnorm(x, w["norm.weight"], eps) @ head.T
 
 
-def main(argv):
-    p = nltool.ArgumentParser(prog="llama_reference.py", description=__doc__,
-                              formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("snapshot", help="a Hugging Face Llama snapshot folder")
+def cli(prog, doc, argv, snapshot_class, forward):
+    """A reference's command line: SNAPSHOT --ids I,J,... [--out FILE]; forward(snapshot, ids) -> (n, V)."""
+    p = nltool.ArgumentParser(prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("snapshot", help="a Hugging Face snapshot folder")
     p.add_argument("--ids", required=True, help="token ids, comma-separated")
     p.add_argument("--out", help="save the (n, V) logits as a .npy file instead of printing them")
     a = p.parse_args(argv)
@@ -123,11 +123,11 @@ def main(argv):
         raise ToolError(f"--ids {a.ids!r}: not comma-separated integers")
     if not os.path.isdir(a.snapshot):
         raise ToolError(f"{a.snapshot}: not a folder")
-    snap = Snapshot(a.snapshot)
-    V = snap.w["embed_tokens.weight"].shape[0]
-    if not ids or min(ids) < 0 or max(ids) >= V:
+    snap = snapshot_class(a.snapshot)
+    V = snap.cfg.get("vocab_size")
+    if not isinstance(V, int) or not ids or min(ids) < 0 or max(ids) >= V:
         raise ToolError(f"--ids: each id must be in [0, {V})")
-    out = logits(snap, ids)
+    out = forward(snap, ids)
     if a.out:
         with nltool.writing(a.out):
             with nlformat.atomic_file(a.out) as f:
@@ -135,6 +135,10 @@ def main(argv):
         return
     for row in out:
         print(json.dumps([float(v) for v in row]))
+
+
+def main(argv):
+    cli("llama_reference.py", __doc__, argv, Snapshot, logits)
 
 
 if __name__ == "__main__":

@@ -16,12 +16,10 @@ LayerNorm with the biased variance and layer_norm_eps; Attn the causal softmax(q
 query head i on KV head i // (H / KVH). numpy only; the weights are read by tools/lib/hfweights.py
 (F32, F16, BF16; one file or shards), widened to float64.
 
-    /usr/bin/python3 tools/reference/parallel_reference.py SNAPSHOT --ids 1,52,300
+    /usr/bin/python3 tools/reference/parallel_reference.py SNAPSHOT --ids 1,52,300 [--out logits.npy]
 
-prints one JSON array of V logits per position (as normlab logits does).
+prints one JSON array of V logits per position (as normlab logits does), or saves the (n, V) array.
 """
-import argparse
-import json
 import math
 import os
 import sys
@@ -34,6 +32,7 @@ needs.packages("numpy")
 import numpy as np  # noqa: E402
 
 import hfweights  # noqa: E402
+import llama_reference  # noqa: E402
 import nltool  # noqa: E402
 from nltool import ToolError  # noqa: E402
 
@@ -123,23 +122,7 @@ def logits(snap, ids):
 
 
 def main(argv):
-    p = nltool.ArgumentParser(prog="parallel_reference.py", description=__doc__,
-                              formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("snapshot", help="a Hugging Face GPT-NeoX or Phi snapshot folder")
-    p.add_argument("--ids", required=True, help="token ids, comma-separated")
-    a = p.parse_args(argv)
-    try:
-        ids = [int(t) for t in a.ids.split(",")]
-    except ValueError:
-        raise ToolError(f"--ids {a.ids!r}: not comma-separated integers")
-    if not os.path.isdir(a.snapshot):
-        raise ToolError(f"{a.snapshot}: not a folder")
-    snap = Snapshot(a.snapshot)
-    V = snap.cfg["vocab_size"]
-    if not ids or min(ids) < 0 or max(ids) >= V:
-        raise ToolError(f"--ids: each id must be in [0, {V})")
-    for row in logits(snap, ids):
-        print(json.dumps([float(v) for v in row]))
+    llama_reference.cli("parallel_reference.py", __doc__, argv, Snapshot, logits)
 
 
 if __name__ == "__main__":
