@@ -72,6 +72,10 @@ void nl_add(float *y, const float *x, size_t count) {
     for (size_t i = 0; i < count; i++) y[i] += x[i];
 }
 
+void nl_scale(float *x, float alpha, size_t count) {
+    for (size_t i = 0; i < count; i++) x[i] *= alpha;
+}
+
 void nl_add_scaled(float *y, float alpha, const float *x, size_t count) {
     for (size_t i = 0; i < count; i++) y[i] = alpha * y[i] + x[i];
 }

@@ -60,6 +60,8 @@ void nl_rope_shift(float *K, float *V, size_t stride, size_t Dh, size_t keep, si
 float nl_erf(float x);
 // y += x over count values.
 void nl_add(float *y, const float *x, size_t count);
+// x *= alpha over count values: Gemma's embeddings times sqrt(D) (config.json's embed_scale).
+void nl_scale(float *x, float alpha, size_t count);
 // y = alpha * y + x over count values (DeepNorm's scaled residual).
 void nl_add_scaled(float *y, float alpha, const float *x, size_t count);
 // e^x, vectorisable; within 2 ulp of exp on [-87.3, 88], 0 below, e^88 above (tests/test_kernels.c).

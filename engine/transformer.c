@@ -389,6 +389,7 @@ static void embed(Transformer *s, const int *tokens, size_t B, size_t n, size_t 
     for (size_t r = 0; r < B * n; r++) {
         assert(tokens[r] >= 0 && tokens[r] < s->cfg->vocab_size);
         nl_weight_rows(s->buf[0] + r * D, w->wte, (size_t)tokens[r], 1, D);
+        if (s->cfg->embed_scale) nl_scale(s->buf[0] + r * D, (float)s->cfg->embed_scale, D);
         if (w->wpe.data) nl_add(s->buf[0] + r * D, nl_weight_f32(w->wpe) + (pos + r % n) * D, D);
     }
 }

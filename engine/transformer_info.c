@@ -47,6 +47,7 @@ size_t nl_llama_describe(const NlConfig *c, NlConfigField *f) {
         f[k++] = (NlConfigField){"activation", NL_FIELD_STRING, 0, nl_name(NL_NAMES_ACTIVATION, c->activation)};
     if (!c->gated_mlp) f[k++] = (NlConfigField){"gated_mlp", NL_FIELD_BOOL, 0, NULL};
     if (c->bias) f[k++] = (NlConfigField){"bias", NL_FIELD_BOOL, 1, NULL};
+    if (c->embed_scale) f[k++] = (NlConfigField){"embed_scale", NL_FIELD_NUMBER, c->embed_scale, NULL};
     f[k++] = (NlConfigField){"attn_bias", NL_FIELD_BOOL, c->attn_bias, NULL};
     f[k++] = (NlConfigField){"tie_embeddings", NL_FIELD_BOOL, c->tie_embeddings, NULL};
     if (c->head_bias) f[k++] = (NlConfigField){"head_bias", NL_FIELD_BOOL, 1, NULL};  // a folded model's only

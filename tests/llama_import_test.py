@@ -75,7 +75,12 @@ def normlab_forward(config, t, ids):
         out = np.empty_like(x)
         out[..., 0::2], out[..., 1::2] = a * np.cos(ang) - b * np.sin(ang), a * np.sin(ang) + b * np.cos(ang)
         return out
-    x = t["wte.weight"][ids]
+    x = t["wte.weight"][ids] * config.get("embed_scale", 1.0)
+    gelu_tanh = config.get("activation") == "gelu_tanh"  # Gemma's GeGLU, else SwiGLU
+
+    def act(g):
+        return 0.5 * g * (1 + np.tanh(math.sqrt(2 / math.pi) * (g + 0.044715 * g ** 3))) if gelu_tanh else \
+            g / (1 + np.exp(-g))
     for i in range(config["n_layer"]):
         p = f"h.{i}."
         h_in = x if sublayer else rms(x, t[p + "ln_1.weight"])
@@ -98,7 +103,7 @@ def normlab_forward(config, t, ids):
         x = x + (rms(y, t[p + "ln_1_post.weight"]) if sublayer else y)
         u = (x if sublayer else rms(x, t[p + "ln_2.weight"])) @ t[p + "mlp.c_fc.weight"].T
         g, up = u[:, :F], u[:, F:]
-        y = (g / (1 + np.exp(-g)) * up) @ t[p + "mlp.c_proj.weight"].T
+        y = (act(g) * up) @ t[p + "mlp.c_proj.weight"].T
         x = x + (rms(y, t[p + "ln_2_post.weight"]) if sublayer else y)
     head = t["wte.weight"] if config["tie_embeddings"] else t["lm_head.weight"]
     return rms(x, t["ln_f.weight"]) @ head.T
@@ -167,6 +172,8 @@ CASES = [
      dict(heads=4, kv_heads=2, head_dim=32, family="qwen3", shards=2)),
     ("OLMo 2 (Olmo2ForCausalLM), post-sublayer, QK-norm over the projection, GQA 4/2, BF16",
      dict(heads=4, kv_heads=2, family="olmo2", dtype="BF16")),
+    ("Gemma (GemmaForCausalLM), MQA 4 over 1, head_dim 32 over D 80, (1 + w) norms, GeGLU, tied, BF16",
+     dict(dim=80, heads=4, kv_heads=1, head_dim=32, family="gemma", tied=True, dtype="BF16")),
 ]
 
 
@@ -182,11 +189,12 @@ def good_paths(tmp):
         if rc != 0:
             continue
         config, t = read_model(out)
-        olmo2, own_width = s["family"] == "olmo2", s["head_dim"] != s["dim"] // s["heads"]
+        olmo2, own_width = s["family"] == "olmo2", s["head_dim"] != s["dim"] // s["heads"] or s["family"] == "gemma"
         want = {"arch": "llama", "n_head": s["heads"], "n_kv_head": s["kv_heads"], "tie_embeddings": s["tied"],
                 "qk_norm": "projection" if olmo2 else s["qk_norm"], "attn_bias": s["attn_bias"],
                 "placement": "post-sublayer" if olmo2 else "pre", "head_dim": s["head_dim"] if own_width else None,
-                "format": {"name": "normlab", "version": 6 if olmo2 or own_width else 4}}
+                "format": {"name": "normlab", "version": 6 if olmo2 or own_width else 4},
+                "embed_scale": math.sqrt(s["dim"]) if s["family"] == "gemma" else None}
         check(all(config.get(key) == v for key, v in want.items()), f"{label}: config.json", str(config))
         ref = llama_reference.logits(llama_reference.Snapshot(os.path.join(folder, "hf")), ids)
         diff = np.abs(normlab_forward(config, t, ids) - ref).max()
@@ -520,7 +528,7 @@ def bad_snapshots(tmp):
         ("rope_theta 1e-45 (0 as a float: NaN logits)", {}, {"rope_theta": 1e-45}, None, None, "rope_theta is 1e-45"),
         ("rope_theta 10**400 (no float)", {}, {"rope_theta": 10 ** 400}, None, None, "rope_theta is 1000"),
         ("rope_scaling set", {}, {"rope_scaling": {"rope_type": "linear", "factor": 2.0}}, None, None, "rope_scaling"),
-        ("an unknown architecture", {}, {"architectures": ["GemmaForCausalLM"]}, None, None, "GemmaForCausalLM"),
+        ("an unknown architecture", {}, {"architectures": ["Gemma2ForCausalLM"]}, None, None, "Gemma2ForCausalLM"),
         ("head_dim disagreeing with q_proj's rows", {}, {"head_dim": 32}, None, None,
          "q_proj.weight has shape (64, 64)"),
         ("head_dim odd", {}, {"head_dim": 15}, None, None, "head width 15 is odd"),

@@ -109,6 +109,7 @@ static int config_has(const NlConfig *c, const char *want) {
                  : strcmp(field, "rope_dims") == 0       ? c->rope_dims
                  : strcmp(field, "gated_mlp") == 0       ? c->gated_mlp
                  : strcmp(field, "bias") == 0            ? c->bias
+                 : strcmp(field, "embed_scale") == 0     ? c->embed_scale
                  : strcmp(field, "tie_embeddings") == 0  ? c->tie_embeddings
                  : strcmp(field, "mix_post_layers") == 0 ? c->mix_post_layers
                  : strcmp(field, "final_norm") == 0      ? c->recipe.final_norm

@@ -420,6 +420,17 @@ static void rope_turns_only_the_first_rot_dims(void) {
           ROT);
 }
 
+// nl_scale against its naive twin: each value times alpha, rounded once (float's product), to the bit.
+static void scale_is_each_value_times_alpha(void) {
+    enum { N = 37 };  // not a multiple of a vector's lanes
+    float x[N], want[N];
+    float alpha = (float)sqrt(2048.0);  // Gemma 2B's sqrt(D)
+    for (int i = 0; i < N; i++) x[i] = want[i] = 0.731f * (float)(i - 18) + 0.125f;
+    for (int i = 0; i < N; i++) want[i] = want[i] * alpha;
+    nl_scale(x, alpha, N);
+    CHECK(memcmp(x, want, sizeof x) == 0, "nl_scale equals x[i] * alpha for each of %d values", N);
+}
+
 static void erf_matches_libm_double_within_1e7(void) {
     double worst = 0.0, at = 0.0;
     for (int i = -600000; i <= 600000; i++) {  // [-6, 6] in steps of 1e-5
@@ -657,6 +668,7 @@ int main(void) {
     RUN(activations_match_their_formulas);
     RUN(gelu_tanh_within_3e7_of_double_formula);
     RUN(erf_matches_libm_double_within_1e7);
+    RUN(scale_is_each_value_times_alpha);
     RUN(rope_turns_only_the_first_rot_dims);
     RUN(gelu_within_1e7_of_double_formula);
     RUN(exp_within_2_ulp_of_double_exp);

@@ -53,6 +53,7 @@ struct NlConfig {
     int qk_norm;  // NL_QK_OVER_*: q and k normalised before RoPE, per head (Qwen3) or over the projection (OLMo 2)
     int head_dim;  // Dh where it is not n_embd / n_head (config.json's "head_dim", Qwen3's), else 0
     int rope_dims;  // the dims of a head RoPE turns, from the first (partial rotary: GPT-NeoX, Phi), else 0: Dh
+    double embed_scale;  // the embeddings' factor (Gemma's sqrt(D), rounded to float as it multiplies), else 0: 1
     int attn_bias;  // c_attn alone has a bias (Qwen2's)
     // the recurrent models'
     int n_input;  // E: the embedding width, config.json's "n_embd"

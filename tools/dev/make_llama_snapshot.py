@@ -2,12 +2,12 @@
 """Random Llama models in their outside formats, for the importers' tests and make parity: a Hugging
 Face snapshot (LlamaForCausalLM, or Qwen2's qkv bias, or q_norm/k_norm as Qwen3 names them; with
 --family qwen3 a Qwen3ForCausalLM, with --family olmo2 an Olmo2ForCausalLM: its post-sublayer norms and
-QK-norm over the whole projection) and llama2.c's .bin (legacy and version 1) and tokenizer.bin, all
-of the same weights.
+QK-norm over the whole projection; with --family gemma a GemmaForCausalLM: (1 + w) norm gains, GeGLU)
+and llama2.c's .bin (legacy and version 1) and tokenizer.bin, all of the same weights.
 
     /usr/bin/python3 tools/dev/make_llama_snapshot.py --out DIR [--dim 64 --hidden 96 --layers 2 --heads 4
         --kv-heads 2 --vocab 320 --seq-len 64] [--head-dim N] [--dtype F32|F16|BF16] [--shards N] [--tied]
-        [--qk-norm] [--attn-bias] [--family llama|qwen3|olmo2] [--no-prefix] [--seed S]
+        [--qk-norm] [--attn-bias] [--family llama|qwen3|olmo2|gemma] [--no-prefix] [--seed S]
 
 writes DIR/hf/ (config.json, model.safetensors or N shards with model.safetensors.index.json,
 tokenizer.json: a Llama-2-style BPE with byte fallback) and, unless the model has QK-norm, a qkv
@@ -42,7 +42,8 @@ from nltool import ToolError  # noqa: E402
 SPACE = "\u2581"
 LETTERS = SPACE + "etaoinshrdlucmfwypvbgkjqxzETAOINSHRDLU.,!?'"
 DEFAULT = dict(dim=64, hidden=96, layers=2, heads=4, kv_heads=2, vocab=320, seq_len=64)
-FAMILIES = {"llama": None, "qwen3": ("Qwen3ForCausalLM", "qwen3"), "olmo2": ("Olmo2ForCausalLM", "olmo2")}
+FAMILIES = {"llama": None, "qwen3": ("Qwen3ForCausalLM", "qwen3"), "olmo2": ("Olmo2ForCausalLM", "olmo2"),
+            "gemma": ("GemmaForCausalLM", "gemma")}
 
 
 def pieces(V):
@@ -123,6 +124,13 @@ def hf_state(m, s, prefix="model."):
              "rms_ffn": "post_feedforward_layernorm.weight" if olmo2 else "post_attention_layernorm.weight",
              "w1": "mlp.gate_proj.weight", "w2": "mlp.down_proj.weight", "w3": "mlp.up_proj.weight"}
     heads = {"wq": H, "bq": H, "wk": KVH, "bk": KVH, "q_norm": H if olmo2 else 1, "k_norm": KVH if olmo2 else 1}
+    if s["family"] == "gemma":  # GemmaRMSNorm multiplies by (1 + w): the file holds the drawn gain less 1,
+        # on a grid of 1/256, so that w is exact in every --dtype and 1 + w in float32 (HF's sum)
+        def less_one(g):
+            return (np.round((g - 1) * 256) / 256).astype(np.float32)
+        m = {k: ([less_one(g) for g in v] if k in ("rms_att", "rms_ffn") else less_one(v) if k == "rms_final"
+                 else v) for k, v in m.items()}
+        st[prefix + "norm.weight"] = m["rms_final"]
     for i in range(s["layers"]):
         for k, hf in names.items():
             if k in m:
@@ -134,13 +142,15 @@ def hf_state(m, s, prefix="model."):
 def hf_config(s):
     arch, kind = FAMILIES[s["family"]] or (("Qwen2ForCausalLM", "qwen2") if s["attn_bias"]
                                           else ("LlamaForCausalLM", "llama"))
-    extra = {"head_dim": s["head_dim"]} if s["head_dim"] != s["dim"] // s["heads"] or s["family"] == "qwen3" else {}
-    return {"architectures": [arch], "model_type": kind, **extra,
+    extra = {"head_dim": s["head_dim"]} if s["head_dim"] != s["dim"] // s["heads"] or s["family"] != "llama" else {}
+    if s["family"] == "gemma":
+        extra.update(hidden_activation="gelu_pytorch_tanh", hidden_act="gelu")
+    return {"architectures": [arch], "model_type": kind,
             "vocab_size": s["vocab"], "hidden_size": s["dim"], "intermediate_size": s["hidden"],
             "num_hidden_layers": s["layers"], "num_attention_heads": s["heads"], "num_key_value_heads": s["kv_heads"],
             "max_position_embeddings": s["seq_len"], "rms_norm_eps": 1e-5, "rope_theta": s.get("rope_theta", 10000.0),
             "rope_scaling": None, "hidden_act": "silu", "tie_word_embeddings": s["tied"], "attention_bias": False,
-            "torch_dtype": {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}[s["dtype"]]}
+            "torch_dtype": {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}[s["dtype"]], **extra}
 
 
 def write_hf(folder, st, s, shards=1):
@@ -178,8 +188,8 @@ def write_llama2c(folder, m, s):
 def make(out, seed=0, dtype="F32", shards=1, tied=False, qk_norm=False, attn_bias=False, prefix=True,
          family="llama", head_dim=None, **shape):
     """Writes out/hf (and out/llama2c when llama2.c can hold the model); returns (shape dict, Meta weights).
-    family qwen3 and olmo2 have QK-norm always."""
-    s = {**DEFAULT, **shape, "dtype": dtype, "tied": tied, "qk_norm": qk_norm or family != "llama",
+    family qwen3 and olmo2 have QK-norm always; gemma none (Gemma 3's is not built here)."""
+    s = {**DEFAULT, **shape, "dtype": dtype, "tied": tied, "qk_norm": qk_norm or family in ("qwen3", "olmo2"),
          "attn_bias": attn_bias, "family": family}
     pieces(s["vocab"])
     if s["heads"] % s["kv_heads"]:

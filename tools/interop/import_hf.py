@@ -10,6 +10,8 @@ config.json names (`architectures`, else `model_type`):
     (qwen3, its QK-norm, head_dim),             RoPE's interleaved pairs (docs/interop.md); options
     Olmo2ForCausalLM (olmo2: post-sublayer,     --ctx N (the context cap, default 65536)
     QK-norm over the projection),
+    GemmaForCausalLM (gemma: (1 + w) norms,
+    sqrt(D) embeddings, GeGLU),
     MistralForCausalLM (mistral: a window no
     shorter than the context imported)
     GPTNeoXForCausalLM (gpt_neox: Pythia),      tools/interop/import_hf_parallel.py: arch llama,

@@ -2,7 +2,9 @@
 """Convert a Hugging Face Llama snapshot folder (LlamaForCausalLM; MistralForCausalLM while its
 sliding_window covers the context; Qwen2ForCausalLM with its qkv bias; Qwen3ForCausalLM with its
 QK-norm and head_dim; Olmo2ForCausalLM with its post-sublayer block and QK-norm over the whole
-projection) into a normlab model directory of arch llama (docs/format.md). Run through
+projection; GemmaForCausalLM, its RMSNorm's (1 + w) gains baked in at import as float32 1 + w, the
+embeddings times sqrt(D) (embed_scale), GeGLU with tanh's GELU, head_dim, the head tied unless said
+otherwise) into a normlab model directory of arch llama (docs/format.md). Run through
 tools/interop/import_hf.py, which reads config.json's `architectures`:
 
     /usr/bin/python3 tools/interop/import_hf.py SNAPSHOT --out weights/tinyllama [--dtype stored] [--ctx N]
@@ -37,6 +39,7 @@ the engine's loader (normlab info) before it replaces anything, as import_hf_gpt
 """
 import argparse
 import hashlib
+import math
 import os
 import sys
 
@@ -55,7 +58,9 @@ from import_hf_gpt2 import same_rows  # noqa: E402
 from nltool import ToolError  # noqa: E402
 
 ARCHES = {"LlamaForCausalLM": "llama", "MistralForCausalLM": "mistral", "Qwen2ForCausalLM": "qwen2",
-          "Qwen3ForCausalLM": "qwen3", "Olmo2ForCausalLM": "olmo2"}
+          "Qwen3ForCausalLM": "qwen3", "Olmo2ForCausalLM": "olmo2", "GemmaForCausalLM": "gemma"}
+# Gemma's MLP activation (hidden_activation; transformers runs gelu_pytorch_tanh where it is absent)
+GEMMA_ACTS = {"gelu_pytorch_tanh": "gelu_tanh", "gelu_new": "gelu_tanh", "gelu": "gelu"}
 # OLMo 2's block (modeling_olmo2.py): no input norm; each branch's output normalised before its add
 # (normlab's post-sublayer placement, docs/comparing.md), and q and k normalised over the whole projection
 OLMO2_NORMS = {"ln_1_post.weight": "post_attention_layernorm.weight",
@@ -115,9 +120,13 @@ def convert_config(cfg, kind, where, ctx=CTX_LIMIT):
     eps = cfg.get("rms_norm_eps", 1e-6)
     if not isinstance(eps, (int, float)) or isinstance(eps, bool) or not 0 < eps < 1:
         raise ToolError(f"{where}: rms_norm_eps is {eps!r}, not a number in (0, 1)")
-    for key, want in (("hidden_act", "silu"), ("mlp_bias", False), ("use_sliding_window", False)):
-        if cfg.get(key, want) != want:
+    gemma = kind == "gemma"
+    for key, want in (("hidden_act", None if gemma else "silu"), ("mlp_bias", False), ("use_sliding_window", False)):
+        if want is not None and cfg.get(key, want) != want:
             raise ToolError(f"{where}: {key} is {cfg[key]!r}, not {want!r}: normlab does not run it")
+    act = cfg.get("hidden_activation") or "gelu_pytorch_tanh"
+    if gemma and act not in GEMMA_ACTS:
+        raise ToolError(f"{where}: hidden_activation is {act!r}, not one of {', '.join(GEMMA_ACTS)}")
     bias = kind == "qwen2" or bool(cfg.get("attention_bias", False))  # (Llama's also has o_proj.bias: refused)
     T = min(positive(cfg, "max_position_embeddings", where), ctx)
     window = cfg.get("sliding_window") if kind == "mistral" else None
@@ -132,8 +141,9 @@ def convert_config(cfg, kind, where, ctx=CTX_LIMIT):
     return nlformat.llama_config(
         positive(cfg, "vocab_size", where), positive(cfg, "num_hidden_layers", where), H, KVH, D,
         T, positive(cfg, "intermediate_size", where), eps, theta,
-        bool(cfg.get("tie_word_embeddings", False)), qk_norm="projection" if olmo2 else kind == "qwen3",
-        attn_bias=bias, placement="post-sublayer" if olmo2 else "pre", head_dim=Dh)
+        bool(cfg.get("tie_word_embeddings", gemma)), qk_norm="projection" if olmo2 else kind == "qwen3",
+        attn_bias=bias, placement="post-sublayer" if olmo2 else "pre", head_dim=Dh,
+        activation=GEMMA_ACTS[act] if gemma else None, embed_scale=math.sqrt(D) if gemma else None)
 
 
 def interleave(w, heads):
@@ -192,9 +202,10 @@ def finite(t, name):
     return a
 
 
-def convert_tensors(src, config, where, dtype=None):
+def convert_tensors(src, config, where, dtype=None, one_plus=False):
     """normlab's arch llama tensors (Deferred: read when written) from HF's, every shape checked first;
-    the weight matrices written as hfweights.matrix_type says, the norm gains and biases as float32."""
+    the weight matrices written as hfweights.matrix_type says, the norm gains and biases as float32;
+    one_plus: every norm gain is 1 + w (Gemma's)."""
     hf = plain_names(src)
     if "lm_head.weight" in hf and config["tie_embeddings"]:
         head, emb = hf.pop("lm_head.weight"), hf.get("embed_tokens.weight")
@@ -220,7 +231,9 @@ def convert_tensors(src, config, where, dtype=None):
     qh, kh = (H, KVH) if nlformat.qk_norm_kind(config) == "projection" else (1, 1)  # heads in a QK-norm gain
 
     def get(name):
-        return finite(hf[name], name)
+        a = finite(hf[name], name)
+        # Gemma's RMSNorm multiplies by (1 + w), computed in float32: baked in here, so the gain is 1 + w
+        return np.float32(1) + a.astype(np.float32) if one_plus and name.endswith("norm.weight") else a
 
     def layer_loads(p):
         """normlab's tensor of layer p (HF's "layers.{i}.") -> a function that reads and converts it."""
@@ -315,7 +328,7 @@ def main(argv, cfg=None, arch=None):
     config = convert_config(cfg, ARCHES[arch], where, a.ctx)
     src, files = hfweights.read_weights(a.snapshot)
     detect_qk_norm(config, src)
-    tensors = convert_tensors(src, config, where, hfweights.DTYPE_FLAGS[a.dtype])
+    tensors = convert_tensors(src, config, where, hfweights.DTYPE_FLAGS[a.dtype], ARCHES[arch] == "gemma")
     write_import(a, where, arch, config, tensors, files)
     kinds = sorted({t.dtype for t in tensors.values()} - {"F32"})
     capped = cfg["max_position_embeddings"] > config["block_size"]

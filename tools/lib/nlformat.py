@@ -33,7 +33,7 @@ def format_version(config):
     v5 = (config.get("norm") == "dyt" or config.get("placement", "pre") not in ("pre", "post", "peri")
           or "block" in config)  # version 5 adds norm dyt, docs/comparing.md's placements beyond these three, "block"
     if config.get("arch") == "llama":  # version 4 adds arch llama; 6 its head_dim and qk_norm "head"|"projection"
-        v6 = any(k in config for k in ("head_dim", "rope_dims", "activation", "gated_mlp", "bias"))
+        v6 = any(k in config for k in ("head_dim", "rope_dims", "activation", "gated_mlp", "bias", "embed_scale"))
         return 6 if v6 or isinstance(config.get("qk_norm"), str) else 5 if v5 else 4
     if config.get("arch", "transformer") != "transformer":
         return 3  # version 3 adds arch lstm|gru
@@ -141,8 +141,8 @@ def llama_tensor_shapes(config):
 def llama_config(V, L, H, KVH, D, T, F, eps, theta, tied, qk_norm=False, attn_bias=False, norm="rmsnorm",
                  placement="pre", head_dim=None, **v6):
     """An arch llama config (docs/format.md), its keys in the documented order. qk_norm: False, True (per
-    head) or "projection"; head_dim: Dh where it is not D / H; v6: rope_dims, activation, gated_mlp, bias
-    and head_bias where a family sets them (GPT-NeoX, Phi)."""
+    head) or "projection"; head_dim: Dh where it is not D / H; v6: rope_dims, activation, gated_mlp, bias,
+    embed_scale and head_bias where a family sets them (GPT-NeoX, Phi, Gemma)."""
     c = {"arch": "llama", "vocab_size": V, "n_layer": L, "n_head": H, "n_kv_head": KVH, "n_embd": D,
          "block_size": T, "n_inner": F, "norm": norm, "placement": placement, "norm_eps": float(eps),
          "rope_theta": float(theta), "tie_embeddings": bool(tied),

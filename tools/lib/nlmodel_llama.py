@@ -164,6 +164,8 @@ class Llama(nn.Module):
         at = torch.arange(n, device=idx.device) + pos
         future = torch.arange(pos + n, device=idx.device)[None, :] > at[:, None]  # (n, pos + n)
         x = self.wte(idx)
+        if self.c.get("embed_scale"):  # Gemma's sqrt(D), rounded to the model's dtype as it multiplies
+            x = x * torch.tensor(self.c["embed_scale"], dtype=x.dtype)
         for i, block in enumerate(self.h):
             x = block(x, future, pos, None if cache is None else cache[i])
         return x

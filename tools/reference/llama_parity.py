@@ -51,6 +51,8 @@ CASES = [  # (label, make_llama_snapshot.make keywords)
      dict(heads=4, kv_heads=2, head_dim=32, family="qwen3", dtype="BF16")),
     ("OLMo 2 post-sublayer norms, QK-norm over the projection, GQA 4/2, F32, tied",
      dict(heads=4, kv_heads=2, family="olmo2", tied=True)),
+    ("Gemma (Gemma-3-270m's 4 over 1, Dh 32 for its 256), (1 + w) norms, sqrt(D) embeddings, GeGLU, tied",
+     dict(dim=80, heads=4, kv_heads=1, head_dim=32, family="gemma", tied=True)),
     ("SmolLM2-135M's GQA 9 over 3 (D 72, Dh 8), tied, BF16",
      dict(dim=72, heads=9, kv_heads=3, tied=True, dtype="BF16")),
     ("GPT-NeoX (Pythia) parallel, rotary_pct 0.25, biases, BF16", dict(family="gpt_neox", dtype="BF16")),
@@ -136,7 +138,8 @@ def check_switch(label, model, snap, prompts):
     switched = copy.copy(snap)
     switched.w = {k: v for k, v in snap.w.items() if k not in names}
     if not has:
-        switched.w.update({n: np.ones(Dh) for n in names})
+        unit = np.zeros(Dh) if c.get("model_type") == "gemma" else np.ones(Dh)  # (Gemma's gain is 1 + w)
+        switched.w.update({n: unit for n in names})
     flag = "off" if has else "on"
     try:
         worst, spread = compare(model, switched, prompts, ("--qk-norm", flag))

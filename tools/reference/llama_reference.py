@@ -7,7 +7,8 @@ other than D), q_norm/k_norm when the snapshot carries them: over each head's Dh
 or over the whole q and k projections before the heads are split (OLMo 2, modeling_olmo2.py, whose
 gains are H*Dh and KVH*Dh wide), Qwen2's q/k/v biases, OLMo 2's block (model_type olmo2: no input
 norm; post_attention_layernorm on the attention's output and post_feedforward_layernorm on the MLP's,
-each before its residual add), and the head tied to embed_tokens when lm_head.weight is absent.
+each before its residual add), Gemma's (model_type gemma: (1 + w) RMSNorm gains, the embeddings times
+sqrt(D), gate and up through tanh's GELU), and the head tied to embed_tokens when lm_head.weight is absent.
 numpy only; the weights are read by tools/lib/hfweights.py (F32, F16, BF16; one file or shards),
 widened to float64.
 
@@ -50,6 +51,11 @@ def rmsnorm(x, g, eps):
     return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * g
 
 
+def gelu_tanh(x):
+    """gelu_pytorch_tanh: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
+    return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
 def rotate_half(x):
     h = x.shape[-1] // 2
     return np.concatenate([-x[..., h:], x[..., :h]], axis=-1)
@@ -71,8 +77,14 @@ def logits(snap, ids):
     KVH = c.get("num_key_value_heads") or H
     Dh, eps, theta = c.get("head_dim") or D // H, c.get("rms_norm_eps", 1e-6), c.get("rope_theta", 10000.0)
     n = len(ids)
-    olmo2 = c.get("model_type") == "olmo2"
+    olmo2, gemma = c.get("model_type") == "olmo2", c.get("model_type") == "gemma"
     x = w["embed_tokens.weight"][ids]
+    if gemma:  # GemmaRMSNorm's (1 + w) gains, the embeddings times sqrt(D), a GeGLU MLP with tanh's GELU
+        w = {k: (1.0 + v if k.endswith("norm.weight") else v) for k, v in w.items()}
+        x = x * math.sqrt(D)
+
+    def act(g):
+        return gelu_tanh(g) if gemma else g / (1 + np.exp(-g))
     mask = np.triu(np.full((n, n), -np.inf), 1)
     for i in range(c["num_hidden_layers"]):
         p = f"layers.{i}."
@@ -99,13 +111,13 @@ def logits(snap, ids):
         if olmo2:
             x = x + rmsnorm(y, w[p + "post_attention_layernorm.weight"], eps)
             g = proj("mlp.gate_proj", x)
-            y = proj("mlp.down_proj", g / (1 + np.exp(-g)) * proj("mlp.up_proj", x))
+            y = proj("mlp.down_proj", act(g) * proj("mlp.up_proj", x))
             x = x + rmsnorm(y, w[p + "post_feedforward_layernorm.weight"], eps)
             continue
         x = x + y
         h = rmsnorm(x, w[p + "post_attention_layernorm.weight"], eps)
         g = proj("mlp.gate_proj", h)
-        x = x + proj("mlp.down_proj", g / (1 + np.exp(-g)) * proj("mlp.up_proj", h))
+        x = x + proj("mlp.down_proj", act(g) * proj("mlp.up_proj", h))
     head = w.get("lm_head.weight", w["embed_tokens.weight"])
     return rmsnorm(x, w["norm.weight"], eps) @ head.T
 
