@@ -72,6 +72,8 @@ void nl_add(float *y, const float *x, size_t count) {
     for (size_t i = 0; i < count; i++) y[i] += x[i];
 }
 
+void nl_softcap(float *x, size_t count, float cap) { softcap_inline(x, count, cap); }
+
 void nl_scale(float *x, float alpha, size_t count) {
     for (size_t i = 0; i < count; i++) x[i] *= alpha;
 }

@@ -73,8 +73,10 @@ LANES_FN(weighted_values_fixed_)(float *out, const float *p, const float *V, siz
 
 static inline __attribute__((always_inline)) void LANES_FN(attend_)(float *out, const float *q, const float *K,
                                                                     const float *V, size_t stride, size_t len,
-                                                                    size_t Dh, float scale, float *scores) {
+                                                                    size_t Dh, float scale, float softcap,
+                                                                    float *scores) {
     LANES_FN(key_scores_)(scores, q, K, stride, len, Dh, scale);
+    if (softcap > 0.0f) softcap_inline(scores, len, softcap);
     softmax_inline(scores, len);
     switch (Dh) {  // the head sizes of GPT-2-like models get their own unrolled loops
     case 16: LANES_FN(weighted_values_fixed_)(out, scores, V, stride, len, 16); return;

@@ -268,7 +268,8 @@ static int parse_rnn_config(NlConfig *c, const cJSON *root, NlArch arch, int ver
 
 // The Llama family's keys of format version 6, refused in an older file.
 static int need_v6(const cJSON *root, int version, const char *what, NlError *err) {
-    static const char *const V6[] = {"head_dim", "rope_dims", "activation", "gated_mlp", "bias", "embed_scale", NULL};
+    static const char *const V6[] = {"head_dim",    "rope_dims",  "activation",   "gated_mlp",     "bias",
+                                     "embed_scale", "attn_scale", "attn_softcap", "final_softcap", NULL};
     const cJSON *qk = cJSON_GetObjectItemCaseSensitive(root, "qk_norm");
     if (version >= 6) return 0;
     for (int i = 0; V6[i]; i++)
@@ -324,7 +325,10 @@ static int parse_mlp_kind(NlConfig *c, const cJSON *root, const char *what, NlEr
     }
     if (nl_jsonx_bool(root, "gated_mlp", 0, &c->gated_mlp, what, err) != 0 ||
         nl_jsonx_bool(root, "bias", 0, &c->bias, what, err) != 0 ||
-        nl_jsonx_number(root, "embed_scale", 0, 1e-30, 1e4, &c->embed_scale, what, err) != 0)
+        nl_jsonx_number(root, "embed_scale", 0, 1e-30, 1e4, &c->embed_scale, what, err) != 0 ||
+        nl_jsonx_number(root, "attn_scale", 0, 1e-30, 1e4, &c->attn_scale, what, err) != 0 ||
+        nl_jsonx_number(root, "attn_softcap", 0, 1e-3, 1e4, &c->attn_softcap, what, err) != 0 ||
+        nl_jsonx_number(root, "final_softcap", 0, 1e-3, 1e4, &c->final_softcap, what, err) != 0)
         return -1;
     return 0;
 }
@@ -335,12 +339,13 @@ static int parse_mlp_kind(NlConfig *c, const cJSON *root, const char *what, NlEr
 // tie_embeddings, qk_norm and attn_bias (default false), and the v6 keys (parse_heads, parse_mlp_kind).
 // No learned positions; by default a gated SiLU MLP without biases.
 static int parse_llama_config(NlConfig *c, const cJSON *root, int version, const char *what, NlError *err) {
-    static const char *const KEYS[] = {"format",         "arch",      "vocab_size", "n_layer",    "n_head",
-                                       "n_kv_head",      "n_embd",    "block_size", "n_inner",    "norm",
-                                       "placement",      "norm_eps",  "rope_theta", "qk_norm",    "attn_bias",
-                                       "tie_embeddings", "head_bias", "block",      "final_norm", "mix_post_layers",
-                                       "head_dim",       "rope_dims", "activation", "gated_mlp",  "bias",
-                                       "embed_scale",    NULL};
+    static const char *const KEYS[] = {
+        "format",         "arch",       "vocab_size",   "n_layer",       "n_head",
+        "n_kv_head",      "n_embd",     "block_size",   "n_inner",       "norm",
+        "placement",      "norm_eps",   "rope_theta",   "qk_norm",       "attn_bias",
+        "tie_embeddings", "head_bias",  "block",        "final_norm",    "mix_post_layers",
+        "head_dim",       "rope_dims",  "activation",   "gated_mlp",     "bias",
+        "embed_scale",    "attn_scale", "attn_softcap", "final_softcap", NULL};
     static const char *const LLAMA_NORMS[] = {"rmsnorm", "layernorm", "none", "dyt", NULL};
     static const NlNormType NORM_OF[] = {NL_NORM_RMSNORM, NL_NORM_LAYERNORM, NL_NORM_NONE, NL_NORM_DYT};
     if (nl_jsonx_only_keys(root, KEYS, what, err) != 0) return -1;

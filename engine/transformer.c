@@ -414,6 +414,8 @@ static const float *readout(Transformer *s, size_t B, size_t n, size_t k, size_t
             keep_last_rows(s->buf[1], B, n, k, head->n_in);
     watch_site(s, L, NL_SITE_HEAD, s->buf[1], B * k, head->n_in, stream_gain(s, L));
     NL_TIMED(s->obs, -1, NL_COMP_LM_HEAD, B, k, len, linear(s, s->logits, s->buf[1], B * k, head));
+    if (s->cfg->final_softcap)  // Gemma 2's logits, cap tanh(logit / cap)
+        nl_softcap(s->logits, B * k * (size_t)s->cfg->vocab_size, (float)s->cfg->final_softcap);
     return s->logits;
 }
 

@@ -11,7 +11,10 @@
 #include "transformer_state.h"
 
 // 1 / sqrt(Dh): the scores' scale, q K^T / sqrt(Dh).
-static float attention_scale(size_t Dh) { return 1.0f / sqrtf((float)Dh); }
+// The scores' factor: config.json's attn_scale (Gemma 2's query_pre_attn_scalar^-1/2), else 1 / sqrt(Dh).
+static float attention_scale(const NlConfig *c, size_t Dh) {
+    return c->attn_scale ? (float)c->attn_scale : 1.0f / sqrtf((float)Dh);
+}
 
 size_t nl_transformer_state_bytes(const NlConfig *c) {
     // keys and values of every layer, positions rounded up to whole tiles, as allocated
@@ -95,7 +98,7 @@ static void attention_heads(Transformer *s, size_t b, size_t l, size_t n, size_t
     size_t H = (size_t)s->cfg->n_head, KVH = (size_t)s->cfg->n_kv_head;
     size_t Dh = head_width(s->cfg), A = H * Dh, W = qkv_width(s->cfg),
            stride = nl_transformer_tile_floats(s);  // between a head's consecutive tiles
-    float scale = attention_scale(Dh);
+    float scale = attention_scale(s->cfg, Dh), cap = (float)s->cfg->attn_softcap;
     const float *qkv = s->qkv + b * n * W;  // (n, W) of this sequence
     float *att = s->att + b * keep * A;  // (keep, H Dh)
     for (size_t h = h0; h < h1; h++) {
@@ -106,11 +109,12 @@ static void attention_heads(Transformer *s, size_t b, size_t l, size_t n, size_t
         // Row i sees keys 0..pos+i: one fused pass over the cache per query, or, for many, products.
         if (keep >= ATTEND_ROWS_MIN && Dh >= ATTEND_HEAD_MIN) {
             nl_attend_rows(att + h * Dh, A, q + (n - keep) * W, W, keep, pos + (n - keep) + 1, K, V, stride, Dh, scale,
-                           scores, nl_tiles((size_t)s->cfg->block_size) * NL_TILE);
+                           cap, scores, nl_tiles((size_t)s->cfg->block_size) * NL_TILE);
             continue;
         }
         for (size_t i = n - keep; i < n; i++)
-            nl_attend_one(att + (i - (n - keep)) * A + h * Dh, q + i * W, K, V, stride, pos + i + 1, Dh, scale, scores);
+            nl_attend_one(att + (i - (n - keep)) * A + h * Dh, q + i * W, K, V, stride, pos + i + 1, Dh, scale, cap,
+                          scores);
     }
 }
 
@@ -131,13 +135,13 @@ static void attention_share(void *ctx, int share) {
 static void watch_attention(Transformer *s, size_t B, size_t l, size_t n, size_t pos, size_t keep) {
     size_t H = (size_t)s->cfg->n_head, KVH = (size_t)s->cfg->n_kv_head, Dh = head_width(s->cfg);
     size_t W = qkv_width(s->cfg), stride = nl_transformer_tile_floats(s);
-    float scale = attention_scale(Dh);
+    float scale = attention_scale(s->cfg, Dh), cap = (float)s->cfg->attn_softcap;
     for (size_t b = 0; b < B; b++)
         for (size_t h = 0; h < H; h++) {
             const float *K = s->k_cache + b * nl_transformer_seq_floats(s) + (l * KVH + h / (H / KVH)) * Dh * NL_TILE;
             for (size_t i = n - keep; i < n; i++) {
                 const float *q = s->qkv + (b * n + i) * W + h * Dh;
-                double entropy = nl_attention_probs(s->scores, q, K, stride, pos + i + 1, Dh, scale);
+                double entropy = nl_attention_probs(s->scores, q, K, stride, pos + i + 1, Dh, scale, cap);
                 s->obs->attention(s->obs->watcher, (int)l, b, h, s->scores, pos + i + 1, entropy);
             }
         }

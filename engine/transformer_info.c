@@ -48,6 +48,9 @@ size_t nl_llama_describe(const NlConfig *c, NlConfigField *f) {
     if (!c->gated_mlp) f[k++] = (NlConfigField){"gated_mlp", NL_FIELD_BOOL, 0, NULL};
     if (c->bias) f[k++] = (NlConfigField){"bias", NL_FIELD_BOOL, 1, NULL};
     if (c->embed_scale) f[k++] = (NlConfigField){"embed_scale", NL_FIELD_NUMBER, c->embed_scale, NULL};
+    if (c->attn_scale) f[k++] = (NlConfigField){"attn_scale", NL_FIELD_NUMBER, c->attn_scale, NULL};
+    if (c->attn_softcap) f[k++] = (NlConfigField){"attn_softcap", NL_FIELD_NUMBER, c->attn_softcap, NULL};
+    if (c->final_softcap) f[k++] = (NlConfigField){"final_softcap", NL_FIELD_NUMBER, c->final_softcap, NULL};
     f[k++] = (NlConfigField){"attn_bias", NL_FIELD_BOOL, c->attn_bias, NULL};
     f[k++] = (NlConfigField){"tie_embeddings", NL_FIELD_BOOL, c->tie_embeddings, NULL};
     if (c->head_bias) f[k++] = (NlConfigField){"head_bias", NL_FIELD_BOOL, 1, NULL};  // a folded model's only

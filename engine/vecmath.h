@@ -106,6 +106,11 @@ static inline __attribute__((always_inline)) float tanh_odd(float y) {
     return copysignf(t, y);
 }
 
+// s = cap tanh(s / cap) over n scores: Gemma 2's soft-capping, with tanh_odd (odd, at most 1).
+static inline __attribute__((always_inline)) void softcap_inline(float *s, size_t n, float cap) {
+    for (size_t i = 0; i < n; i++) s[i] = cap * tanh_odd(s[i] / cap);
+}
+
 // Max and sum over n floats in 8 independent lanes, which the vectoriser maps onto registers
 // (a single running max or sum is a serial chain it must keep in order).
 static inline __attribute__((always_inline)) float max_lanes(const float *x, size_t n) {

@@ -60,11 +60,14 @@ def run(tool, *args):
 def normlab_forward(config, t, ids):
     """arch llama's forward (docs/format.md) in float64 on normlab's tensors: written apart from the
     reference, on the interleaved RoPE pairs, fused qkv and gate/up rows; head_dim where given, QK-norm
-    per head or over the projection, and placement pre or post-sublayer (OLMo 2's)."""
+    per head or over the projection, placement pre, post-sublayer (OLMo 2's) or peri (Gemma 2's
+    sandwich), the scores' scale and the soft-caps of scores and logits (Gemma 2's)."""
     t = {k: v.astype(np.float64) for k, v in t.items()}
     D, H, KVH, F = config["n_embd"], config["n_head"], config["n_kv_head"], config["n_inner"]
     Dh, eps, n = config.get("head_dim", D // H), config["norm_eps"], len(ids)
-    sublayer = config["placement"] == "post-sublayer"
+    sublayer, peri = config["placement"] == "post-sublayer", config["placement"] == "peri"
+    scale, cap, final_cap = config.get("attn_scale", 1 / math.sqrt(Dh)), config.get("attn_softcap"), \
+        config.get("final_softcap")
 
     def rms(x, g):
         return x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * g
@@ -95,18 +98,20 @@ def normlab_forward(config, t, ids):
         y = np.zeros((n, H * Dh))
         for h in range(H):
             kv = h // (H // KVH)
-            s = q[:, h] @ k[:, kv].T / math.sqrt(Dh)
+            s = q[:, h] @ k[:, kv].T * scale
+            s = np.tanh(s / cap) * cap if cap else s
             s = np.where(np.tri(n, dtype=bool), s, -np.inf)
             s = np.exp(s - s.max(1, keepdims=True))
             y[:, h * Dh:(h + 1) * Dh] = s / s.sum(1, keepdims=True) @ v[:, kv]
         y = y @ t[p + "attn.c_proj.weight"].T
-        x = x + (rms(y, t[p + "ln_1_post.weight"]) if sublayer else y)
+        x = x + (rms(y, t[p + "ln_1_post.weight"]) if sublayer or peri else y)
         u = (x if sublayer else rms(x, t[p + "ln_2.weight"])) @ t[p + "mlp.c_fc.weight"].T
         g, up = u[:, :F], u[:, F:]
         y = (act(g) * up) @ t[p + "mlp.c_proj.weight"].T
-        x = x + (rms(y, t[p + "ln_2_post.weight"]) if sublayer else y)
+        x = x + (rms(y, t[p + "ln_2_post.weight"]) if sublayer or peri else y)
     head = t["wte.weight"] if config["tie_embeddings"] else t["lm_head.weight"]
-    return rms(x, t["ln_f.weight"]) @ head.T
+    out = rms(x, t["ln_f.weight"]) @ head.T
+    return np.tanh(out / final_cap) * final_cap if final_cap else out
 
 
 def logits_text(model, *flags):
@@ -174,6 +179,8 @@ CASES = [
      dict(heads=4, kv_heads=2, family="olmo2", dtype="BF16")),
     ("Gemma (GemmaForCausalLM), MQA 4 over 1, head_dim 32 over D 80, (1 + w) norms, GeGLU, tied, BF16",
      dict(dim=80, heads=4, kv_heads=1, head_dim=32, family="gemma", tied=True, dtype="BF16")),
+    ("Gemma 2 (Gemma2ForCausalLM), sandwich norms, query_pre_attn_scalar, soft-capped scores and logits, GQA 4/2",
+     dict(dim=80, heads=4, kv_heads=2, head_dim=32, family="gemma2", tied=True)),
 ]
 
 
@@ -189,12 +196,15 @@ def good_paths(tmp):
         if rc != 0:
             continue
         config, t = read_model(out)
-        olmo2, own_width = s["family"] == "olmo2", s["head_dim"] != s["dim"] // s["heads"] or s["family"] == "gemma"
+        olmo2, gemma = s["family"] == "olmo2", s["family"] in ("gemma", "gemma2")
+        own_width = s["head_dim"] != s["dim"] // s["heads"] or gemma
         want = {"arch": "llama", "n_head": s["heads"], "n_kv_head": s["kv_heads"], "tie_embeddings": s["tied"],
                 "qk_norm": "projection" if olmo2 else s["qk_norm"], "attn_bias": s["attn_bias"],
-                "placement": "post-sublayer" if olmo2 else "pre", "head_dim": s["head_dim"] if own_width else None,
+                "placement": "post-sublayer" if olmo2 else "peri" if s["family"] == "gemma2" else "pre",
+                "head_dim": s["head_dim"] if own_width else None,
                 "format": {"name": "normlab", "version": 6 if olmo2 or own_width else 4},
-                "embed_scale": math.sqrt(s["dim"]) if s["family"] == "gemma" else None}
+                "embed_scale": math.sqrt(s["dim"]) if gemma else None,
+                "final_softcap": mk.GEMMA2["final_logit_softcapping"] if s["family"] == "gemma2" else None}
         check(all(config.get(key) == v for key, v in want.items()), f"{label}: config.json", str(config))
         ref = llama_reference.logits(llama_reference.Snapshot(os.path.join(folder, "hf")), ids)
         diff = np.abs(normlab_forward(config, t, ids) - ref).max()
@@ -528,7 +538,9 @@ def bad_snapshots(tmp):
         ("rope_theta 1e-45 (0 as a float: NaN logits)", {}, {"rope_theta": 1e-45}, None, None, "rope_theta is 1e-45"),
         ("rope_theta 10**400 (no float)", {}, {"rope_theta": 10 ** 400}, None, None, "rope_theta is 1000"),
         ("rope_scaling set", {}, {"rope_scaling": {"rope_type": "linear", "factor": 2.0}}, None, None, "rope_scaling"),
-        ("an unknown architecture", {}, {"architectures": ["Gemma2ForCausalLM"]}, None, None, "Gemma2ForCausalLM"),
+        ("an unknown architecture", {}, {"architectures": ["Gemma3ForCausalLM"]}, None, None, "Gemma3ForCausalLM"),
+        ("Gemma 2's sliding_window shorter than the context", {"family": "gemma2", "head_dim": 16},
+         {"sliding_window": 32}, None, None, "sliding_window 32 is shorter than the context imported (64"),
         ("head_dim disagreeing with q_proj's rows", {}, {"head_dim": 32}, None, None,
          "q_proj.weight has shape (64, 64)"),
         ("head_dim odd", {}, {"head_dim": 15}, None, None, "head width 15 is odd"),

@@ -110,6 +110,9 @@ static int config_has(const NlConfig *c, const char *want) {
                  : strcmp(field, "gated_mlp") == 0       ? c->gated_mlp
                  : strcmp(field, "bias") == 0            ? c->bias
                  : strcmp(field, "embed_scale") == 0     ? c->embed_scale
+                 : strcmp(field, "attn_scale") == 0      ? c->attn_scale
+                 : strcmp(field, "attn_softcap") == 0    ? c->attn_softcap
+                 : strcmp(field, "final_softcap") == 0   ? c->final_softcap
                  : strcmp(field, "tie_embeddings") == 0  ? c->tie_embeddings
                  : strcmp(field, "mix_post_layers") == 0 ? c->mix_post_layers
                  : strcmp(field, "final_norm") == 0      ? c->recipe.final_norm

@@ -305,7 +305,7 @@ static void attention_softmax_is_stable(void) {
         K[nl_key_offset(j, 0, stride)] = key0[j] * sqrtf((float)Dh);  // score = key0[j] after scaling
         V[nl_value_offset(j, Dh, stride)] = (float)j;  // first value element = j
     }
-    nl_attend_one(out, q, K, V, stride, len, Dh, 1.0f / sqrtf((float)Dh), sc);
+    nl_attend_one(out, q, K, V, stride, len, Dh, 1.0f / sqrtf((float)Dh), 0.0f, sc);
     // Reference: p = e^0, e^0, 0, e^-1 over 2 + e^-1; out[0] = sum_j p_j * j.
     double top = 1.0 / (2.0 + exp(-1.0)), third = exp(-1.0) * top, want = top * 1 + third * 3;
     CHECK(sc[2] == 0.0f && sc[0] == sc[1] && fabs(sc[0] - top) < 1e-6 && fabs(sc[3] - third) < 1e-6,
@@ -420,13 +420,29 @@ static void rope_turns_only_the_first_rot_dims(void) {
           ROT);
 }
 
+// nl_softcap against cap tanh(x / cap) in double (Gemma 2's caps: 50 on scores, 30 on logits): within
+// 2e-7 of cap (tanh_odd's 7.9e-8 and the product's rounding, both relative to cap), odd, never past cap.
+static void softcap_within_2e7_of_cap_tanh(void) {
+    enum { N = 2001 };
+    float x[N];
+    double worst = 0.0;
+    int bounded = 1;
+    for (int i = 0; i < N; i++) x[i] = (float)(i - N / 2) * 0.15f;  // [-150, 150]
+    nl_softcap(x, N, 30.0f);
+    for (int i = 0; i < N; i++) {
+        double v = (float)(i - N / 2) * 0.15f, want = 30.0 * tanh(v / 30.0);
+        worst = fmax(worst, fabs(x[i] - want) / 30.0);
+        bounded &= fabsf(x[i]) <= 30.0f && x[i] == -x[N - 1 - i];
+    }
+    printf("     softcap 30 vs 30 tanh(x / 30) on [-150, 150]: max error %.3g of the cap (tolerance 2e-7)\n", worst);
+    CHECK(worst <= 2e-7 && bounded, "softcap within 2e-7 of the cap (%.3g), odd and bounded (%d)", worst, bounded);
+}
+
 // nl_scale against its naive twin: each value times alpha, rounded once (float's product), to the bit.
 static void scale_is_each_value_times_alpha(void) {
     enum { N = 37 };  // not a multiple of a vector's lanes
-    float x[N], want[N];
-    float alpha = (float)sqrt(2048.0);  // Gemma 2B's sqrt(D)
-    for (int i = 0; i < N; i++) x[i] = want[i] = 0.731f * (float)(i - 18) + 0.125f;
-    for (int i = 0; i < N; i++) want[i] = want[i] * alpha;
+    float x[N], want[N], alpha = (float)sqrt(2048.0);  // Gemma 2B's sqrt(D)
+    for (int i = 0; i < N; i++) x[i] = want[i] = 0.731f * (float)(i - 18) + 0.125f, want[i] *= alpha;
     nl_scale(x, alpha, N);
     CHECK(memcmp(x, want, sizeof x) == 0, "nl_scale equals x[i] * alpha for each of %d values", N);
 }
@@ -516,7 +532,8 @@ static void cell_kernels_match_their_formulas(void) {
 
 static void fused_attention_matches_double_reference(void) {
     // Head sizes with their own unrolled loops (16, 32, 64) and others; key counts on both sides
-    // of the 8- and 32-key blocks.
+    // of the 8- and 32-key blocks; every other case with Gemma 2's soft-capping at 1.5 (scores reach
+    // 4 or so here, so the cap bends most of them), against cap tanh(s / cap) in double.
     const size_t cases[][2] = {{1, 8}, {7, 13}, {128, 32}, {33, 64}, {40, 16}, {65, 48}, {9, 64}};
     unsigned seed = 9;
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
@@ -529,11 +546,11 @@ static void fused_attention_matches_double_reference(void) {
             K[i] = (float)(2 * uniform(&seed));
             V[i] = (float)uniform(&seed);
         }
-        float scale = 1.0f / sqrtf((float)Dh);
+        float scale = 1.0f / sqrtf((float)Dh), cap = c % 2 ? 1.5f : 0.0f;
         for (size_t j = 0; j < len; j++) {
             double d = 0.0;
             for (size_t i = 0; i < Dh; i++) d += (double)q[i] * K[j * Dh + i];
-            p[j] = d * scale;
+            p[j] = cap > 0.0f ? cap * tanh(d * scale / cap) : d * scale;
             max = fmax(max, p[j]);
         }
         for (size_t j = 0; j < len; j++) sum += (p[j] = exp(p[j] - max));
@@ -548,7 +565,7 @@ static void fused_attention_matches_double_reference(void) {
                 Kc[nl_key_offset(j, i, stride)] = K[j * Dh + i];
                 Vc[nl_value_offset(j, Dh, stride) + i] = V[j * Dh + i];
             }
-        nl_attend_one(out, q, Kc, Vc, stride, len, Dh, scale, sc);
+        nl_attend_one(out, q, Kc, Vc, stride, len, Dh, scale, cap, sc);
         free(Kc);
         free(Vc);
         // float accumulation over at most 128 keys of |v| <= 0.5: 1e-6 covers rounding.
@@ -581,14 +598,14 @@ static void attention_widths_give_the_same_bits(void) {
             for (size_t i = 0; i < size; i++) K[i] = (float)(3 * uniform(&seed)), V[i] = (float)uniform(&seed);
             for (size_t i = 0; i < Dh; i++) q[i] = (float)(2 * uniform(&seed));
             float scale = 1.0f / sqrtf((float)Dh);
-            CHECK(nl_attend_one_lanes(8, o8, q, K, V, stride, len, Dh, scale, sc) == 0, "8 lanes always run");
-            nl_attend_one(od, q, K, V, stride, len, Dh, scale, sc);
-            wide = nl_attend_one_lanes(16, o16, q, K, V, stride, len, Dh, scale, sc) == 0;
+            CHECK(nl_attend_one_lanes(8, o8, q, K, V, stride, len, Dh, scale, 0.0f, sc) == 0, "8 lanes always run");
+            nl_attend_one(od, q, K, V, stride, len, Dh, scale, 0.0f, sc);
+            wide = nl_attend_one_lanes(16, o16, q, K, V, stride, len, Dh, scale, 0.0f, sc) == 0;
             differing += (wide && memcmp(o8, o16, Dh * sizeof *o8) != 0) || memcmp(od, o8, Dh * sizeof *od) != 0;
             cases++;
             free(K), free(V), free(q), free(o8), free(o16), free(od), free(sc);
         }
-    CHECK(nl_attend_one_lanes(4, NULL, NULL, NULL, NULL, 0, 0, 0, 0.0f, NULL) == -1, "4 lanes refused");
+    CHECK(nl_attend_one_lanes(4, NULL, NULL, NULL, NULL, 0, 0, 0, 0.0f, 0.0f, NULL) == -1, "4 lanes refused");
     CHECK(differing == 0, "%zu of %zu queries differ between the widths (%s)", differing, cases,
           wide ? "8 and 16 lanes" : "no AVX-512 here: nl_attend_one against 8 lanes");
 }
@@ -636,21 +653,21 @@ static void rows_attention_matches_double_reference(void) {
                 Kc[nl_key_offset(j, i, stride)] = K[j * Dh + i];
                 Vc[nl_value_offset(j, Dh, stride) + i] = V[j * Dh + i];
             }
-        float scale = 1.0f / sqrtf((float)Dh);
+        float scale = 1.0f / sqrtf((float)Dh), cap = c % 2 ? 1.5f : 0.0f;  // soft-capped every other case
         for (size_t r = 0; r < n; r++) {
             size_t m = first + r;
             double max = -INFINITY, sum = 0.0;
             for (size_t j = 0; j < m; j++) {
                 double d = 0.0;
                 for (size_t i = 0; i < Dh; i++) d += (double)q[r * qs + i] * K[j * Dh + i];
-                max = fmax(max, p[j] = d * scale);
+                max = fmax(max, p[j] = cap > 0.0f ? cap * tanh(d * scale / cap) : d * scale);
             }
             for (size_t j = 0; j < m; j++) sum += (p[j] = exp(p[j] - max));
             for (size_t i = 0; i < Dh; i++) want[r * Dh + i] = 0.0;
             for (size_t j = 0; j < m; j++)
                 for (size_t i = 0; i < Dh; i++) want[r * Dh + i] += p[j] / sum * V[j * Dh + i];
         }
-        nl_attend_rows(out, 2 * Dh, q, qs, n, first, Kc, Vc, stride, Dh, scale, sc, ld);
+        nl_attend_rows(out, 2 * Dh, q, qs, n, first, Kc, Vc, stride, Dh, scale, cap, sc, ld);
         for (size_t r = 0; r < n; r++) memmove(out + r * Dh, out + r * 2 * Dh, Dh * sizeof *out);  // rows 2 Dh apart
         check_close("attention as products vs double", out, want, n * Dh, 1e-6, 1e-5);
         free(q), free(Kc), free(Vc), free(K), free(V), free(out), free(sc), free(want), free(p);
@@ -669,6 +686,7 @@ int main(void) {
     RUN(gelu_tanh_within_3e7_of_double_formula);
     RUN(erf_matches_libm_double_within_1e7);
     RUN(scale_is_each_value_times_alpha);
+    RUN(softcap_within_2e7_of_cap_tanh);
     RUN(rope_turns_only_the_first_rot_dims);
     RUN(gelu_within_1e7_of_double_formula);
     RUN(exp_within_2_ulp_of_double_exp);

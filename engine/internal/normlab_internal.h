@@ -54,6 +54,8 @@ struct NlConfig {
     int head_dim;  // Dh where it is not n_embd / n_head (config.json's "head_dim", Qwen3's), else 0
     int rope_dims;  // the dims of a head RoPE turns, from the first (partial rotary: GPT-NeoX, Phi), else 0: Dh
     double embed_scale;  // the embeddings' factor (Gemma's sqrt(D), rounded to float as it multiplies), else 0: 1
+    double attn_scale;  // the attention scores' factor (Gemma 2's query_pre_attn_scalar^-1/2), else 0: 1/sqrt(Dh)
+    double attn_softcap, final_softcap;  // scores and logits as cap tanh(s / cap) (Gemma 2), else 0: none
     int attn_bias;  // c_attn alone has a bias (Qwen2's)
     // the recurrent models'
     int n_input;  // E: the embedding width, config.json's "n_embd"

@@ -2,12 +2,13 @@
 """Random Llama models in their outside formats, for the importers' tests and make parity: a Hugging
 Face snapshot (LlamaForCausalLM, or Qwen2's qkv bias, or q_norm/k_norm as Qwen3 names them; with
 --family qwen3 a Qwen3ForCausalLM, with --family olmo2 an Olmo2ForCausalLM: its post-sublayer norms and
-QK-norm over the whole projection; with --family gemma a GemmaForCausalLM: (1 + w) norm gains, GeGLU)
+QK-norm over the whole projection; with --family gemma a GemmaForCausalLM: (1 + w) norm gains, GeGLU;
+with --family gemma2 a Gemma2ForCausalLM: its sandwich norms, scale and soft-caps, GEMMA2 below)
 and llama2.c's .bin (legacy and version 1) and tokenizer.bin, all of the same weights.
 
     /usr/bin/python3 tools/dev/make_llama_snapshot.py --out DIR [--dim 64 --hidden 96 --layers 2 --heads 4
         --kv-heads 2 --vocab 320 --seq-len 64] [--head-dim N] [--dtype F32|F16|BF16] [--shards N] [--tied]
-        [--qk-norm] [--attn-bias] [--family llama|qwen3|olmo2|gemma] [--no-prefix] [--seed S]
+        [--qk-norm] [--attn-bias] [--family llama|qwen3|olmo2|gemma|gemma2] [--no-prefix] [--seed S]
 
 writes DIR/hf/ (config.json, model.safetensors or N shards with model.safetensors.index.json,
 tokenizer.json: a Llama-2-style BPE with byte fallback) and, unless the model has QK-norm, a qkv
@@ -43,7 +44,11 @@ SPACE = "\u2581"
 LETTERS = SPACE + "etaoinshrdlucmfwypvbgkjqxzETAOINSHRDLU.,!?'"
 DEFAULT = dict(dim=64, hidden=96, layers=2, heads=4, kv_heads=2, vocab=320, seq_len=64)
 FAMILIES = {"llama": None, "qwen3": ("Qwen3ForCausalLM", "qwen3"), "olmo2": ("Olmo2ForCausalLM", "olmo2"),
-            "gemma": ("GemmaForCausalLM", "gemma")}
+            "gemma": ("GemmaForCausalLM", "gemma"), "gemma2": ("Gemma2ForCausalLM", "gemma2")}
+# Gemma 2's caps and scale in these snapshots: small enough to bend a random model's scores (about 4)
+# and logits (about 8), where the real 50 and 30 would leave them nearly straight; the scalar not Dh
+GEMMA2 = {"query_pre_attn_scalar": 24, "attn_logit_softcapping": 3.0, "final_logit_softcapping": 10.0,
+          "sliding_window": 4096}
 
 
 def pieces(V):
@@ -92,6 +97,8 @@ def meta_weights(s, dtype, rng):
              "wo": lambda: w(D, H * Dh, std=(H * Dh) ** -0.5), "rms_ffn": lambda: w(D, std=0.1, mean=1.0),
              "w1": lambda: w(F, D, std=D ** -0.5), "w2": lambda: w(D, F, std=F ** -0.5),
              "w3": lambda: w(F, D, std=D ** -0.5)}
+    if s["family"] == "gemma2":  # the sandwich's output norms
+        layer.update(rms_att_post=lambda: w(D, std=0.1, mean=1.0), rms_ffn_post=lambda: w(D, std=0.1, mean=1.0))
     if s["qk_norm"]:  # per head, or OLMo 2's over the whole projection
         layer.update(q_norm=lambda: w(H * Dh if whole else Dh, std=0.2, mean=1.0),
                      k_norm=lambda: w(KVH * Dh if whole else Dh, std=0.2, mean=1.0))
@@ -121,15 +128,17 @@ def hf_state(m, s, prefix="model."):
              "wv": "self_attn.v_proj.weight", "wo": "self_attn.o_proj.weight", "bq": "self_attn.q_proj.bias",
              "bk": "self_attn.k_proj.bias", "bv": "self_attn.v_proj.bias", "q_norm": "self_attn.q_norm.weight",
              "k_norm": "self_attn.k_norm.weight",
-             "rms_ffn": "post_feedforward_layernorm.weight" if olmo2 else "post_attention_layernorm.weight",
+             "rms_ffn": "post_feedforward_layernorm.weight" if olmo2 else "pre_feedforward_layernorm.weight"
+             if s["family"] == "gemma2" else "post_attention_layernorm.weight",
+             "rms_att_post": "post_attention_layernorm.weight", "rms_ffn_post": "post_feedforward_layernorm.weight",
              "w1": "mlp.gate_proj.weight", "w2": "mlp.down_proj.weight", "w3": "mlp.up_proj.weight"}
     heads = {"wq": H, "bq": H, "wk": KVH, "bk": KVH, "q_norm": H if olmo2 else 1, "k_norm": KVH if olmo2 else 1}
-    if s["family"] == "gemma":  # GemmaRMSNorm multiplies by (1 + w): the file holds the drawn gain less 1,
+    if s["family"] in ("gemma", "gemma2"):  # GemmaRMSNorm multiplies by (1 + w): the file holds the gain less 1,
         # on a grid of 1/256, so that w is exact in every --dtype and 1 + w in float32 (HF's sum)
         def less_one(g):
             return (np.round((g - 1) * 256) / 256).astype(np.float32)
-        m = {k: ([less_one(g) for g in v] if k in ("rms_att", "rms_ffn") else less_one(v) if k == "rms_final"
-                 else v) for k, v in m.items()}
+        m = {k: ([less_one(g) for g in v] if k.startswith(("rms_att", "rms_ffn")) else less_one(v)
+                 if k == "rms_final" else v) for k, v in m.items()}
         st[prefix + "norm.weight"] = m["rms_final"]
     for i in range(s["layers"]):
         for k, hf in names.items():
@@ -143,8 +152,9 @@ def hf_config(s):
     arch, kind = FAMILIES[s["family"]] or (("Qwen2ForCausalLM", "qwen2") if s["attn_bias"]
                                           else ("LlamaForCausalLM", "llama"))
     extra = {"head_dim": s["head_dim"]} if s["head_dim"] != s["dim"] // s["heads"] or s["family"] != "llama" else {}
-    if s["family"] == "gemma":
-        extra.update(hidden_activation="gelu_pytorch_tanh", hidden_act="gelu")
+    if s["family"] in ("gemma", "gemma2"):
+        extra.update(hidden_activation="gelu_pytorch_tanh", hidden_act="gelu", **(GEMMA2 if s["family"] == "gemma2"
+                                                                                   else {}))
     return {"architectures": [arch], "model_type": kind,
             "vocab_size": s["vocab"], "hidden_size": s["dim"], "intermediate_size": s["hidden"],
             "num_hidden_layers": s["layers"], "num_attention_heads": s["heads"], "num_key_value_heads": s["kv_heads"],

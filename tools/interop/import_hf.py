@@ -11,7 +11,9 @@ config.json names (`architectures`, else `model_type`):
     Olmo2ForCausalLM (olmo2: post-sublayer,     --ctx N (the context cap, default 65536)
     QK-norm over the projection),
     GemmaForCausalLM (gemma: (1 + w) norms,
-    sqrt(D) embeddings, GeGLU),
+    sqrt(D) embeddings, GeGLU), Gemma2ForCausalLM
+    (gemma2: its sandwich and soft-caps, within
+    its sliding_window),
     MistralForCausalLM (mistral: a window no
     shorter than the context imported)
     GPTNeoXForCausalLM (gpt_neox: Pythia),      tools/interop/import_hf_parallel.py: arch llama,

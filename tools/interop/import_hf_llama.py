@@ -4,7 +4,9 @@ sliding_window covers the context; Qwen2ForCausalLM with its qkv bias; Qwen3ForC
 QK-norm and head_dim; Olmo2ForCausalLM with its post-sublayer block and QK-norm over the whole
 projection; GemmaForCausalLM, its RMSNorm's (1 + w) gains baked in at import as float32 1 + w, the
 embeddings times sqrt(D) (embed_scale), GeGLU with tanh's GELU, head_dim, the head tied unless said
-otherwise) into a normlab model directory of arch llama (docs/format.md). Run through
+otherwise; Gemma2ForCausalLM, Gemma's with placement peri for its sandwich norms, attn_scale
+query_pre_attn_scalar^-1/2 and its soft-caps, while its sliding_window covers the context) into a
+normlab model directory of arch llama (docs/format.md). Run through
 tools/interop/import_hf.py, which reads config.json's `architectures`:
 
     /usr/bin/python3 tools/interop/import_hf.py SNAPSHOT --out weights/tinyllama [--dtype stored] [--ctx N]
@@ -58,7 +60,11 @@ from import_hf_gpt2 import same_rows  # noqa: E402
 from nltool import ToolError  # noqa: E402
 
 ARCHES = {"LlamaForCausalLM": "llama", "MistralForCausalLM": "mistral", "Qwen2ForCausalLM": "qwen2",
-          "Qwen3ForCausalLM": "qwen3", "Olmo2ForCausalLM": "olmo2", "GemmaForCausalLM": "gemma"}
+          "Qwen3ForCausalLM": "qwen3", "Olmo2ForCausalLM": "olmo2", "GemmaForCausalLM": "gemma",
+          "Gemma2ForCausalLM": "gemma2"}
+# Gemma 2's sandwich (peri): input_layernorm, post_attention_layernorm, pre_ and post_feedforward_layernorm
+SANDWICH = ("input_layernorm.weight", "post_attention_layernorm.weight", "pre_feedforward_layernorm.weight",
+            "post_feedforward_layernorm.weight")
 # Gemma's MLP activation (hidden_activation; transformers runs gelu_pytorch_tanh where it is absent)
 GEMMA_ACTS = {"gelu_pytorch_tanh": "gelu_tanh", "gelu_new": "gelu_tanh", "gelu": "gelu"}
 # OLMo 2's block (modeling_olmo2.py): no input norm; each branch's output normalised before its add
@@ -120,7 +126,7 @@ def convert_config(cfg, kind, where, ctx=CTX_LIMIT):
     eps = cfg.get("rms_norm_eps", 1e-6)
     if not isinstance(eps, (int, float)) or isinstance(eps, bool) or not 0 < eps < 1:
         raise ToolError(f"{where}: rms_norm_eps is {eps!r}, not a number in (0, 1)")
-    gemma = kind == "gemma"
+    gemma = kind in ("gemma", "gemma2")
     for key, want in (("hidden_act", None if gemma else "silu"), ("mlp_bias", False), ("use_sliding_window", False)):
         if want is not None and cfg.get(key, want) != want:
             raise ToolError(f"{where}: {key} is {cfg[key]!r}, not {want!r}: normlab does not run it")
@@ -129,7 +135,7 @@ def convert_config(cfg, kind, where, ctx=CTX_LIMIT):
         raise ToolError(f"{where}: hidden_activation is {act!r}, not one of {', '.join(GEMMA_ACTS)}")
     bias = kind == "qwen2" or bool(cfg.get("attention_bias", False))  # (Llama's also has o_proj.bias: refused)
     T = min(positive(cfg, "max_position_embeddings", where), ctx)
-    window = cfg.get("sliding_window") if kind == "mistral" else None
+    window = cfg.get("sliding_window") if kind in ("mistral", "gemma2") else None
     if window is not None and (not isinstance(window, int) or isinstance(window, bool) or window < T):
         # Mistral attends to the last sliding_window positions; within a context no longer than that
         # window it is Llama exactly, beyond it normlab (no sliding window) would attend further.
@@ -137,13 +143,27 @@ def convert_config(cfg, kind, where, ctx=CTX_LIMIT):
                         "normlab has no sliding-window attention; import with --ctx "
                         + (f"{window} to run it exactly" if isinstance(window, int) and window >= 1
                            else "N no longer than the window"))
-    olmo2 = kind == "olmo2"
+    olmo2, gemma2 = kind == "olmo2", kind == "gemma2"
+    caps = {}
+    if gemma2:  # the scores' factor and the soft-caps
+        caps = {"attn_scale": number(cfg, "query_pre_attn_scalar", where, 1, 1e8) ** -0.5,
+                "attn_softcap": cfg.get("attn_logit_softcapping") and number(cfg, "attn_logit_softcapping", where,
+                                                                               1e-3, 1e4),
+                "final_softcap": cfg.get("final_logit_softcapping") and number(cfg, "final_logit_softcapping", where,
+                                                                                 1e-3, 1e4)}
     return nlformat.llama_config(
         positive(cfg, "vocab_size", where), positive(cfg, "num_hidden_layers", where), H, KVH, D,
         T, positive(cfg, "intermediate_size", where), eps, theta,
         bool(cfg.get("tie_word_embeddings", gemma)), qk_norm="projection" if olmo2 else kind == "qwen3",
-        attn_bias=bias, placement="post-sublayer" if olmo2 else "pre", head_dim=Dh,
-        activation=GEMMA_ACTS[act] if gemma else None, embed_scale=math.sqrt(D) if gemma else None)
+        attn_bias=bias, placement="post-sublayer" if olmo2 else "peri" if gemma2 else "pre", head_dim=Dh,
+        activation=GEMMA_ACTS[act] if gemma else None, embed_scale=math.sqrt(D) if gemma else None, **caps)
+
+
+def number(cfg, key, where, lo, hi):
+    v = cfg.get(key)
+    if not isinstance(v, (int, float)) or isinstance(v, bool) or not lo <= v <= hi:
+        raise ToolError(f"{where}: {key} is {v!r}, not a number in [{lo:g}, {hi:g}]")
+    return v
 
 
 def interleave(w, heads):
@@ -158,8 +178,8 @@ def hf_shapes(c):
     V, D, H, KVH, F = c["vocab_size"], c["n_embd"], c["n_head"], c["n_kv_head"], c["n_inner"]
     Dh, whole = nlformat.head_width(c), nlformat.qk_norm_kind(c) == "projection"
     want = {"embed_tokens.weight": (V, D), "norm.weight": (D,)}
-    norms = OLMO2_NORMS.values() if c["placement"] == "post-sublayer" else ("input_layernorm.weight",
-                                                                             "post_attention_layernorm.weight")
+    norms = OLMO2_NORMS.values() if c["placement"] == "post-sublayer" else SANDWICH if c["placement"] == "peri" else \
+        ("input_layernorm.weight", "post_attention_layernorm.weight")
     for i in range(c["n_layer"]):
         p = f"layers.{i}."
         want.update({p + n: (D,) for n in norms})
@@ -240,7 +260,8 @@ def convert_tensors(src, config, where, dtype=None, one_plus=False):
         a = p + "self_attn."
         return {
             "ln_1.weight": lambda: get(p + "input_layernorm.weight"),
-            "ln_2.weight": lambda: get(p + "post_attention_layernorm.weight"),
+            "ln_2.weight": lambda: get(p + ("pre_feedforward_layernorm.weight" if config["placement"] == "peri"
+                                            else "post_attention_layernorm.weight")),
             "attn.c_attn.weight": lambda: np.concatenate([interleave(get(a + "q_proj.weight"), H),
                                                           interleave(get(a + "k_proj.weight"), KVH),
                                                           get(a + "v_proj.weight")]),
@@ -328,7 +349,7 @@ def main(argv, cfg=None, arch=None):
     config = convert_config(cfg, ARCHES[arch], where, a.ctx)
     src, files = hfweights.read_weights(a.snapshot)
     detect_qk_norm(config, src)
-    tensors = convert_tensors(src, config, where, hfweights.DTYPE_FLAGS[a.dtype], ARCHES[arch] == "gemma")
+    tensors = convert_tensors(src, config, where, hfweights.DTYPE_FLAGS[a.dtype], ARCHES[arch] in ("gemma", "gemma2"))
     write_import(a, where, arch, config, tensors, files)
     kinds = sorted({t.dtype for t in tensors.values()} - {"F32"})
     capped = cfg["max_position_embeddings"] > config["block_size"]

@@ -42,7 +42,9 @@ LLAMAS = [("qk-norm-8-2", ["--heads", "8", "--kv-heads", "2", "--qk-norm"]),
           ("olmo2-4-2", ["--heads", "4", "--kv-heads", "2", "--family", "olmo2"]),
           ("gpt-neox", ["--family", "gpt_neox"]), ("phi", ["--family", "phi", "--dim", "80"]),
           ("gemma", ["--family", "gemma", "--dim", "80", "--heads", "4", "--kv-heads", "1", "--head-dim", "32",
-                     "--tied"])]
+                     "--tied"]),
+          ("gemma2", ["--family", "gemma2", "--dim", "80", "--heads", "4", "--kv-heads", "2", "--head-dim", "32",
+                      "--tied"])]
 PARALLEL = ("gpt-neox", "phi")  # written by tools/dev/make_parallel_snapshot.py
 FIXTURES = ["ln-pre-bias", "ln-post-nobias", "rms-pre-rmsbias", "rms-post-bias", "ln-pre-untied", "bn-pre-bias",
             "bn-post-nobias", "bn-peri-bias", "ln-peri-bias", "rms-peri-nobias", "deepnorm", "nonorm", "utf8"]

@@ -33,7 +33,8 @@ def format_version(config):
     v5 = (config.get("norm") == "dyt" or config.get("placement", "pre") not in ("pre", "post", "peri")
           or "block" in config)  # version 5 adds norm dyt, docs/comparing.md's placements beyond these three, "block"
     if config.get("arch") == "llama":  # version 4 adds arch llama; 6 its head_dim and qk_norm "head"|"projection"
-        v6 = any(k in config for k in ("head_dim", "rope_dims", "activation", "gated_mlp", "bias", "embed_scale"))
+        v6 = any(k in config for k in ("head_dim", "rope_dims", "activation", "gated_mlp", "bias", "embed_scale",
+                                       "attn_scale", "attn_softcap", "final_softcap"))
         return 6 if v6 or isinstance(config.get("qk_norm"), str) else 5 if v5 else 4
     if config.get("arch", "transformer") != "transformer":
         return 3  # version 3 adds arch lstm|gru

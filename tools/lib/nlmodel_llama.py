@@ -61,6 +61,7 @@ class LlamaBlock(nn.Module):
             self.ln_1 = make_norm(D)
         bias = c.get("bias", False)  # every linear's (GPT-NeoX, Phi); attn_bias c_attn's alone (Qwen2)
         self.rot, self.gated = c.get("rope_dims"), c.get("gated_mlp", True)
+        self.scale, self.softcap = c.get("attn_scale") or 1 / math.sqrt(Dh), c.get("attn_softcap")
         self.act = {**ACTIVATIONS, "silu": Fn.silu}[c.get("activation", "silu")]
         self.attn = nn.ModuleDict({"c_attn": nn.Linear(D, (H + 2 * KVH) * Dh, bias=c.get("attn_bias", False) or bias),
                                    "c_proj": nn.Linear(H * Dh, D, bias=bias)})
@@ -100,7 +101,9 @@ class LlamaBlock(nn.Module):
         # head, broadcast (the same products as repeating the keys, and a graph ONNX keeps for any n)
         q = q.reshape(B, KVH, H // KVH, n, Dh)
         k, v = k[:, :, None], v[:, :, None]  # (B, KVH, 1, m, Dh)
-        att = (q @ k.transpose(-2, -1)) / math.sqrt(Dh)  # (B, KVH, G, n, m)
+        att = (q @ k.transpose(-2, -1)) * self.scale  # (B, KVH, G, n, m)
+        if self.softcap:  # Gemma 2's soft-capping, before the mask
+            att = torch.tanh(att / self.softcap) * self.softcap
         att = att.masked_fill(future, float("-inf")).softmax(-1)
         out = (att @ v).reshape(B, H, n, Dh)
         return self.attn["c_proj"](out.transpose(1, 2).reshape(B, n, H * Dh))
@@ -175,7 +178,9 @@ class Llama(nn.Module):
         (the embedding, tied)."""
         if self.ln_f is not None:
             x = self.ln_f(x)
-        return x @ self.wte.weight.t() if self.lm_head is None else self.lm_head(x)
+        logits = x @ self.wte.weight.t() if self.lm_head is None else self.lm_head(x)
+        cap = self.c.get("final_softcap")  # Gemma 2's logits, cap tanh(logit / cap)
+        return torch.tanh(logits / cap) * cap if cap else logits
 
     def new_cache(self):
         """An empty KV cache for forward: one dict per layer."""

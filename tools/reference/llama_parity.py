@@ -53,6 +53,8 @@ CASES = [  # (label, make_llama_snapshot.make keywords)
      dict(heads=4, kv_heads=2, family="olmo2", tied=True)),
     ("Gemma (Gemma-3-270m's 4 over 1, Dh 32 for its 256), (1 + w) norms, sqrt(D) embeddings, GeGLU, tied",
      dict(dim=80, heads=4, kv_heads=1, head_dim=32, family="gemma", tied=True)),
+    ("Gemma 2 sandwich, query_pre_attn_scalar 24, scores capped at 3 and logits at 10, GQA 4/2, BF16",
+     dict(dim=80, heads=4, kv_heads=2, head_dim=32, family="gemma2", tied=True, dtype="BF16")),
     ("SmolLM2-135M's GQA 9 over 3 (D 72, Dh 8), tied, BF16",
      dict(dim=72, heads=9, kv_heads=3, tied=True, dtype="BF16")),
     ("GPT-NeoX (Pythia) parallel, rotary_pct 0.25, biases, BF16", dict(family="gpt_neox", dtype="BF16")),
@@ -138,7 +140,7 @@ def check_switch(label, model, snap, prompts):
     switched = copy.copy(snap)
     switched.w = {k: v for k, v in snap.w.items() if k not in names}
     if not has:
-        unit = np.zeros(Dh) if c.get("model_type") == "gemma" else np.ones(Dh)  # (Gemma's gain is 1 + w)
+        unit = np.zeros(Dh) if c.get("model_type") in ("gemma", "gemma2") else np.ones(Dh)  # (Gemma: 1 + w)
         switched.w.update({n: unit for n in names})
     flag = "off" if has else "on"
     try:

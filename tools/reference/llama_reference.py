@@ -8,7 +8,11 @@ or over the whole q and k projections before the heads are split (OLMo 2, modeli
 gains are H*Dh and KVH*Dh wide), Qwen2's q/k/v biases, OLMo 2's block (model_type olmo2: no input
 norm; post_attention_layernorm on the attention's output and post_feedforward_layernorm on the MLP's,
 each before its residual add), Gemma's (model_type gemma: (1 + w) RMSNorm gains, the embeddings times
-sqrt(D), gate and up through tanh's GELU), and the head tied to embed_tokens when lm_head.weight is absent.
+sqrt(D), gate and up through tanh's GELU), Gemma 2's (model_type gemma2: Gemma's, with the sandwich
+norms input/post_attention/pre_feedforward/post_feedforward_layernorm, scores times
+query_pre_attn_scalar^-1/2 and soft-capped at attn_logit_softcapping, logits at
+final_logit_softcapping; within its sliding_window only), and the head tied to embed_tokens when
+lm_head.weight is absent.
 numpy only; the weights are read by tools/lib/hfweights.py (F32, F16, BF16; one file or shards),
 widened to float64.
 
@@ -77,7 +81,12 @@ def logits(snap, ids):
     KVH = c.get("num_key_value_heads") or H
     Dh, eps, theta = c.get("head_dim") or D // H, c.get("rms_norm_eps", 1e-6), c.get("rope_theta", 10000.0)
     n = len(ids)
-    olmo2, gemma = c.get("model_type") == "olmo2", c.get("model_type") == "gemma"
+    olmo2, gemma2 = c.get("model_type") == "olmo2", c.get("model_type") == "gemma2"
+    gemma = gemma2 or c.get("model_type") == "gemma"
+    scale = c["query_pre_attn_scalar"] ** -0.5 if gemma2 else 1 / math.sqrt(Dh)
+    cap, final_cap = (c.get("attn_logit_softcapping"), c.get("final_logit_softcapping")) if gemma2 else (None, None)
+    if gemma2 and n > c.get("sliding_window", n):
+        raise ToolError(f"{n} positions: past Gemma 2's sliding_window, which this reference does not run")
     x = w["embed_tokens.weight"][ids]
     if gemma:  # GemmaRMSNorm's (1 + w) gains, the embeddings times sqrt(D), a GeGLU MLP with tanh's GELU
         w = {k: (1.0 + v if k.endswith("norm.weight") else v) for k, v in w.items()}
@@ -104,10 +113,18 @@ def logits(snap, ids):
             q, k = rmsnorm(q, qn, eps), rmsnorm(k, kn, eps)
         q, k = rope(q, theta), rope(k, theta)
         k, v = np.repeat(k, H // KVH, axis=0), np.repeat(v, H // KVH, axis=0)  # repeat_kv
-        att = q @ k.transpose(0, 2, 1) / math.sqrt(Dh) + mask
+        att = q @ k.transpose(0, 2, 1) * scale
+        att = (np.tanh(att / cap) * cap if cap else att) + mask  # Gemma 2's soft-capping, before the mask
         att = np.exp(att - att.max(-1, keepdims=True))
         att /= att.sum(-1, keepdims=True)
         y = proj("self_attn.o_proj", (att @ v).transpose(1, 0, 2).reshape(n, H * Dh))
+        if gemma2:  # the sandwich: each branch's input and output normalised
+            x = x + rmsnorm(y, w[p + "post_attention_layernorm.weight"], eps)
+            h = rmsnorm(x, w[p + "pre_feedforward_layernorm.weight"], eps)
+            g = proj("mlp.gate_proj", h)
+            x = x + rmsnorm(proj("mlp.down_proj", act(g) * proj("mlp.up_proj", h)),
+                            w[p + "post_feedforward_layernorm.weight"], eps)
+            continue
         if olmo2:
             x = x + rmsnorm(y, w[p + "post_attention_layernorm.weight"], eps)
             g = proj("mlp.gate_proj", x)
@@ -119,7 +136,8 @@ def logits(snap, ids):
         g = proj("mlp.gate_proj", h)
         x = x + proj("mlp.down_proj", act(g) * proj("mlp.up_proj", h))
     head = w.get("lm_head.weight", w["embed_tokens.weight"])
-    return rmsnorm(x, w["norm.weight"], eps) @ head.T
+    out = rmsnorm(x, w["norm.weight"], eps) @ head.T
+    return np.tanh(out / final_cap) * final_cap if final_cap else out
 
 
 def cli(prog, doc, argv, snapshot_class, forward):
