@@ -159,8 +159,9 @@ def convert_config(cfg, kind, where, ctx=CTX_LIMIT):
         activation=GEMMA_ACTS[act] if gemma else None, embed_scale=math.sqrt(D) if gemma else None, **caps)
 
 
-def number(cfg, key, where, lo, hi):
-    v = cfg.get(key)
+def number(cfg, key, where, lo, hi, default=None):
+    """config.json's key, a number in [lo, hi] (default where it is absent), else a ToolError naming it."""
+    v = cfg.get(key, default)
     if not isinstance(v, (int, float)) or isinstance(v, bool) or not lo <= v <= hi:
         raise ToolError(f"{where}: {key} is {v!r}, not a number in [{lo:g}, {hi:g}]")
     return v

@@ -32,7 +32,7 @@ import numpy as np  # noqa: E402
 
 import hfweights  # noqa: E402
 import nlformat  # noqa: E402
-from import_hf_llama import finite, options, positive, write_import  # noqa: E402
+from import_hf_llama import finite, number, options, positive, write_import  # noqa: E402
 from nltool import ToolError  # noqa: E402
 
 ARCHES = {"GPTNeoXForCausalLM": "gpt_neox", "PhiForCausalLM": "phi"}
@@ -49,13 +49,6 @@ NAMES = {
 }
 
 
-def number(cfg, key, where, default, lo, hi):
-    v = cfg.get(key, default)
-    if not isinstance(v, (int, float)) or isinstance(v, bool) or not lo <= v <= hi:
-        raise ToolError(f"{where}: {key} is {v!r}, not a number in [{lo:g}, {hi:g}]")
-    return v
-
-
 def convert_config(cfg, kind, where, ctx):
     """normlab's arch llama config from a GPT-NeoX or Phi config.json (a dict), every field checked."""
     D, H = positive(cfg, "hidden_size", where), positive(cfg, "num_attention_heads", where)
@@ -64,7 +57,7 @@ def convert_config(cfg, kind, where, ctx):
         raise ToolError(f"{where}: num_attention_heads {H} does not divide hidden_size {D}" if D % H else
                         f"{where}: num_key_value_heads {KVH} does not divide num_attention_heads {H}")
     key = "rotary_pct" if kind == "gpt_neox" else "partial_rotary_factor"
-    rot = int(D // H * number(cfg, key, where, 0.25 if kind == "gpt_neox" else 0.5, 0, 1))
+    rot = int(D // H * number(cfg, key, where, 0, 1, 0.25 if kind == "gpt_neox" else 0.5))
     if rot < 2 or rot % 2:
         raise ToolError(f"{where}: {key} {cfg.get(key)!r} turns {rot} dims of a head of {D // H}: RoPE needs an even "
                         "count of 2 or more")
@@ -73,12 +66,12 @@ def convert_config(cfg, kind, where, ctx):
                     ("tie_word_embeddings", False)):
         if cfg.get(k, want) != want:
             raise ToolError(f"{where}: {k} is {cfg[k]!r}, not {want!r}: normlab does not run it")
-    theta = number(cfg, "rotary_emb_base" if kind == "gpt_neox" else "rope_theta", where, 10000, 1, 3.4e38)
+    theta = number(cfg, "rotary_emb_base" if kind == "gpt_neox" else "rope_theta", where, 1, 3.4e38, 10000)
     parallel = kind == "phi" or cfg.get("use_parallel_residual", True) is True
     return nlformat.llama_config(
         positive(cfg, "vocab_size", where), positive(cfg, "num_hidden_layers", where), H, KVH, D,
         min(positive(cfg, "max_position_embeddings", where), ctx), positive(cfg, "intermediate_size", where),
-        number(cfg, "layer_norm_eps", where, 1e-5, 1e-12, 0.5), theta, False, norm="layernorm",
+        number(cfg, "layer_norm_eps", where, 1e-12, 0.5, 1e-5), theta, False, norm="layernorm",
         placement=("parallel-shared" if kind == "phi" else "parallel") if parallel else "pre",
         rope_dims=rot if rot < D // H else None, activation=ours, gated_mlp=False, bias=True,
         head_bias=True if kind == "phi" else None)
