@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "bpe.h"
+#include "pretokenize.h"
 #include "check.h"
 #include "model.h"
 #include "tokenizer.h"

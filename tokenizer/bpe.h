@@ -49,11 +49,6 @@ int nl_bpe_encode(const NlBpe *bpe, const char *text, size_t len, int special, i
 // The bytes of token id (0 <= id < size), *len of them (a token may hold any byte, NUL included).
 const unsigned char *nl_bpe_bytes(const NlBpe *bpe, int id, size_t *len);
 
-// The pre-tokenizer alone: the end of the piece that starts at text[at] (at < len). Pieces: a
-// contraction ('s 't 're 've 'm 'll 'd), an optional space and letters, an optional space and
-// digits, an optional space and a run of others, whitespace not followed by a non-space, whitespace.
-size_t nl_bpe_piece_end(const char *text, size_t len, size_t at);
-
 #pragma GCC visibility pop
 
 #endif
