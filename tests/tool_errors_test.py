@@ -49,6 +49,8 @@ CASES = [  # (tool, arguments, a word the line must hold)
     ("dev/fit_erf.py", ["--bogus"], "takes no arguments"),
     ("dev/docs.py", ["--bogus"], "usage"),
     ("dev/unicode_tables.py", ["--bogus"], "usage"),
+    ("dev/make_bpe_tokenizers.py", [NONE, "--out", OUT], "No such file"),
+    ("dev/make_bpe_tokenizers.py", [TEXT, "--out", OUT], TEXT),
     ("interop/gpt2_vocab.py", [NONE, "--out", OUT], "No such file"),
     ("interop/gpt2_vocab.py", [TEXT, "--out", OUT], 'is not "BASE64 RANK"'),
     ("interop/import_hf_gpt2.py", [NONE, "--out", OUT], "not a folder"),

@@ -10,6 +10,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "nfc.h"
 #include "pretokenize.h"
 #include "tokenizer.h"
 #include "unicode.h"
@@ -22,14 +23,27 @@ typedef struct {
     int rank, merged;
 } PairSlot;
 
+// A token's bytes, for the sorted index the merges are resolved through (and ignore_merges' lookup).
+typedef struct {
+    const unsigned char *bytes;
+    size_t len;
+    int id;
+} Entry;
+
 struct NlBpe {
-    int n;  // tokens
+    int n, n_vocab;  // tokens; those of the vocabulary (ids n_vocab.. are added tokens past it)
+    int padding;  // tokens of no bytes after them (nl_bpe_pad), ids n..n+padding-1
     unsigned char **bytes;  // (n) each token's bytes
     size_t *len;  // (n)
     int byte_token[256];  // the token of each single byte
     int eot;  // "<|endoftext|>", or -1
     PairSlot *pairs;  // open addressing, a power of two of slots
     size_t pair_mask;
+    Entry *sorted;  // (n_vocab) the vocabulary's tokens by their bytes
+    NlBpeKind kind;  // the pre-tokenizer, the normalizer, ignore_merges (added: not used past building)
+    NlBpeAdded *added;  // (n_added) the added tokens, matched in the text before the pre-tokenizer
+    int n_added;
+    unsigned char added_first[256];  // 1 for a byte some added token starts with
     short byte_of[ALPHABET];  // the byte each character of GPT-2's alphabet stands for, or -1 (building)
 };
 
@@ -57,13 +71,6 @@ static PairSlot *pair_slot(const NlBpe *b, int a, int c) {
     for (size_t i = hash64(key) & b->pair_mask;; i = (i + 1) & b->pair_mask)
         if (b->pairs[i].key == key || b->pairs[i].key == 0) return &b->pairs[i];
 }
-
-// A token's bytes, for the sorted index the merges are resolved through.
-typedef struct {
-    const unsigned char *bytes;
-    size_t len;
-    int id;
-} Entry;
 
 static int cmp_entries(const void *x, const void *y) {
     const Entry *a = x, *b = y;
@@ -101,15 +108,24 @@ static int token_bytes(const char *s, const short *byte_of, unsigned char *out, 
     return *n ? 0 : -1;
 }
 
-// vocab: {"token": id, ...}, file naming it in errors ("vocab.json", "model.vocab").
+// The added token of id, or NULL.
+static const NlBpeAdded *added_at(const NlBpeKind *kind, int id) {
+    for (int i = 0; i < kind->n_added; i++)
+        if (kind->added[i].id == id) return &kind->added[i];
+    return NULL;
+}
+
+// vocab: {"token": id, ...}, file naming it in errors ("vocab.json", "model.vocab"). A token not in
+// GPT-2's alphabet is taken as it is written when it is an added token's content.
 static int read_vocab(NlBpe *b, const cJSON *vocab, const char *file, const char *what, NlError *err) {
     if (!cJSON_IsObject(vocab)) {
         nl_error(err, NL_ERR_FORMAT, "%s: %s must be a JSON object of token: id", what, file);
         return -1;
     }
-    b->n = cJSON_GetArraySize(vocab);
-    b->bytes = calloc((size_t)b->n + 1, sizeof *b->bytes);
-    b->len = calloc((size_t)b->n + 1, sizeof *b->len);
+    b->n = b->n_vocab = cJSON_GetArraySize(vocab);
+    int room = b->n + b->kind.n_added;
+    b->bytes = calloc((size_t)room + 1, sizeof *b->bytes);
+    b->len = calloc((size_t)room + 1, sizeof *b->len);
     if (!b->bytes || !b->len) {
         nl_error(err, NL_ERR_NOMEM, "%s: out of memory", what);
         return -1;
@@ -124,7 +140,10 @@ static int read_vocab(NlBpe *b, const cJSON *vocab, const char *file, const char
                      e->string, cJSON_IsNumber(e) ? "out of range or repeated" : "that is not a number", b->n - 1);
             return -1;
         }
-        if (token_bytes(e->string, b->byte_of, buf, &n) != 0) {
+        int spelled = token_bytes(e->string, b->byte_of, buf, &n) == 0;
+        const NlBpeAdded *added = spelled ? NULL : added_at(&b->kind, id);
+        if (added && strcmp(added->content, e->string) == 0) memcpy(buf, added->content, n = strlen(added->content));
+        else if (!spelled) {
             nl_error(err, NL_ERR_FORMAT, "%s: %s: \"%.60s\" is not a byte-level token (GPT-2's alphabet)", what, file,
                      e->string);
             return -1;
@@ -137,7 +156,7 @@ static int read_vocab(NlBpe *b, const cJSON *vocab, const char *file, const char
         b->bytes[id][n] = '\0';  // (nl_tokenizer_piece's terminator)
         b->len[id] = n;
         if (strcmp(e->string, EOT_TEXT) == 0) b->eot = id;
-        else if (n == 1) b->byte_token[buf[0]] = id;
+        else if (n == 1 && spelled) b->byte_token[buf[0]] = id;
     }
     for (int x = 0; x < 256; x++)
         if (b->byte_token[x] < 0) {
@@ -147,10 +166,39 @@ static int read_vocab(NlBpe *b, const cJSON *vocab, const char *file, const char
     return 0;
 }
 
-// The merges being read: the tokens sorted by their bytes (to find a merge's parts), and which
-// tokens a merge makes. list names an entry in errors ("merges.txt line", "model.merges entry").
+// The added tokens (b->kind.added) into the table: one in the vocabulary must be its token there
+// (the same bytes under the same id); the others take the ids past it, leaving none out.
+static int add_tokens(NlBpe *b, const char *what, NlError *err) {
+    for (int i = 0; i < b->kind.n_added; i++) {
+        const NlBpeAdded *a = &b->kind.added[i];
+        size_t len = strlen(a->content);
+        int in_vocab = a->id < b->n_vocab;
+        const char *why = a->id >= b->n_vocab + b->kind.n_added ? "leaves a gap after model.vocab"
+                          : !in_vocab                           ? (b->bytes[a->id] ? "is another added token's" : NULL)
+                          : b->len[a->id] != len || memcmp(b->bytes[a->id], a->content, len) != 0
+                              ? "holds another token in model.vocab"
+                              : NULL;
+        if (why)
+            return nl_error(err, NL_ERR_FORMAT, "%s: added_tokens[%d] (\"%.40s\"): id %d %s", what, i, a->content,
+                            a->id, why);
+        if (!in_vocab && !(b->bytes[a->id] = malloc(len + 1)))
+            return nl_error(err, NL_ERR_NOMEM, "%s: out of memory", what);
+        memcpy(b->bytes[a->id], a->content, len + 1);  // (in the vocabulary: the same bytes)
+        b->len[a->id] = len;
+        b->added[b->n_added++] = (NlBpeAdded){NULL, a->id, a->special, a->normalized};
+        b->added_first[(unsigned char)a->content[0]] = 1;
+        if (a->id >= b->n) b->n = a->id + 1;
+        if (strcmp(a->content, EOT_TEXT) == 0) b->eot = a->id;
+    }
+    for (int id = b->n_vocab; id < b->n; id++)
+        if (!b->bytes[id])
+            return nl_error(err, NL_ERR_FORMAT, "%s: id %d is neither in model.vocab nor an added token's", what, id);
+    return 0;
+}
+
+// The merges being read: which tokens a merge makes (the vocabulary sorted by bytes finds a merge's
+// parts). list names an entry in errors ("merges.txt line", "model.merges entry").
 typedef struct {
-    Entry *sorted;  // (n)
     unsigned char *made;  // (n)
     const char *list, *what;
 } Merges;
@@ -158,15 +206,16 @@ typedef struct {
 static int merges_begin(NlBpe *b, Merges *m, size_t count, const char *list, const char *what, NlError *err) {
     size_t slots = 16;
     while (slots < 2 * count + 2) slots *= 2;
-    *m = (Merges){malloc(((size_t)b->n + 1) * sizeof *m->sorted), calloc((size_t)b->n + 1, 1), list, what};
+    *m = (Merges){calloc((size_t)b->n + 1, 1), list, what};
+    b->sorted = malloc(((size_t)b->n_vocab + 1) * sizeof *b->sorted);
     b->pairs = calloc(slots, sizeof *b->pairs);
     b->pair_mask = slots - 1;
-    if (!m->sorted || !m->made || !b->pairs) {
+    if (!b->sorted || !m->made || !b->pairs) {
         nl_error(err, NL_ERR_NOMEM, "%s: out of memory", what);
         return -1;
     }
-    for (int i = 0; i < b->n; i++) m->sorted[i] = (Entry){b->bytes[i], b->len[i], i};
-    qsort(m->sorted, (size_t)b->n, sizeof *m->sorted, cmp_entries);
+    for (int i = 0; i < b->n_vocab; i++) b->sorted[i] = (Entry){b->bytes[i], b->len[i], i};
+    qsort(b->sorted, (size_t)b->n_vocab, sizeof *b->sorted, cmp_entries);
     return 0;
 }
 
@@ -183,7 +232,7 @@ static int read_merge(NlBpe *b, Merges *m, const char *line, size_t n, int rank,
             memcpy(part[k], k ? gap + 1 : line, cut[k]);
             part[k][cut[k]] = '\0';
             if (strchr(part[k], ' ') || token_bytes(part[k], b->byte_of, bytes[k], &len[k]) != 0 ||
-                (id[k] = find_token(m->sorted, (size_t)b->n, bytes[k], len[k])) < 0)
+                (id[k] = find_token(b->sorted, (size_t)b->n_vocab, bytes[k], len[k])) < 0)
                 gap = NULL;
         }
     }
@@ -191,7 +240,7 @@ static int read_merge(NlBpe *b, Merges *m, const char *line, size_t n, int rank,
     if (gap) {
         memcpy(both, bytes[0], len[0]);
         memcpy(both + len[0], bytes[1], len[1]);
-        merged = find_token(m->sorted, (size_t)b->n, both, len[0] + len[1]);
+        merged = find_token(b->sorted, (size_t)b->n_vocab, both, len[0] + len[1]);
     }
     if (merged < 0) {
         nl_error(err, NL_ERR_FORMAT, "%s: %s %d (\"%.*s\") is not two tokens whose join is a token", m->what, m->list,
@@ -209,11 +258,11 @@ static int read_merge(NlBpe *b, Merges *m, const char *line, size_t n, int rank,
     return 0;
 }
 
-// Every token is a byte, a special token or some merge's result: otherwise merges are missing (a
+// Every token is a byte, an added token or some merge's result: otherwise merges are missing (a
 // cut merges file), and the token could never be encoded.
 // rc: the reading's so far (on a failure, only the memory is freed).
-static int merges_end(NlBpe *b, Merges *m, const int *special, int n_special, int rc, NlError *err) {
-    for (int i = 0; i < n_special && rc == 0; i++) m->made[special[i]] = 1;
+static int merges_end(NlBpe *b, Merges *m, int rc, NlError *err) {
+    for (int i = 0; i < b->n_added && rc == 0; i++) m->made[b->added[i].id] = 1;
     for (int i = 0; i < b->n && rc == 0; i++)
         if (b->len[i] > 1 && !m->made[i] && i != b->eot) {
             nl_error(err, NL_ERR_FORMAT,
@@ -221,7 +270,6 @@ static int merges_end(NlBpe *b, Merges *m, const int *special, int n_special, in
                      b->len[i]);
             rc = -1;
         }
-    free(m->sorted);
     free(m->made);
     return rc;
 }
@@ -240,15 +288,17 @@ static int read_merges_text(NlBpe *b, const char *text, size_t len, const char *
             rc = read_merge(b, &m, text + at, n, rank++, line_no, err);
         at = end + 1;
     }
-    return merges_end(b, &m, NULL, 0, rc, err);
+    return merges_end(b, &m, rc, err);
 }
 
-static NlBpe *bpe_new(const char *what, NlError *err) {
+static NlBpe *bpe_new(const NlBpeKind *kind, const char *what, NlError *err) {
     NlBpe *b = calloc(1, sizeof *b);
-    if (!b) {
+    if (!b || !(b->added = calloc((size_t)kind->n_added + 1, sizeof *b->added))) {
         nl_error(err, NL_ERR_NOMEM, "%s: out of memory", what);
+        free(b);
         return NULL;
     }
+    b->kind = *kind;
     b->eot = -1;
     invert_alphabet(b->byte_of);
     for (int x = 0; x < 256; x++) b->byte_token[x] = -1;
@@ -258,9 +308,12 @@ static NlBpe *bpe_new(const char *what, NlError *err) {
 int nl_bpe_create(NlBpe **out, const char *vocab_json, size_t vocab_len, const char *merges, size_t merges_len,
                   const char *what, NlError *err) {
     *out = NULL;
-    NlBpe *b = bpe_new(what, err);
+    NlBpeAdded eot = {EOT_TEXT, -1, 1, 0};  // GPT-2's one special token, where the vocabulary has it
+    NlBpeKind gpt2 = {NL_PATTERN_GPT2, 0, 0, 0, &eot, 1};
+    NlBpe *b = bpe_new(&gpt2, what, err);
     cJSON *vocab = b ? cJSON_ParseWithLength(vocab_json, vocab_len) : NULL;
     int rc = b ? read_vocab(b, vocab, "vocab.json", what, err) : -1;
+    if (rc == 0 && (eot.id = b->eot) >= 0) rc = add_tokens(b, what, err);
     if (rc == 0) rc = read_merges_text(b, merges, merges_len, what, err);
     cJSON_Delete(vocab);
     if (rc != 0) {
@@ -271,77 +324,9 @@ int nl_bpe_create(NlBpe **out, const char *vocab_json, size_t vocab_len, const c
     return 0;
 }
 
-// ---- Hugging Face's tokenizer.json
+// ---- a Hugging Face tokenizer.json's vocabulary (bpe_hf.c reads the rest)
 
-// A string member of o, or "" when it is absent or null; NULL when it is something else.
-static const char *member_text(const cJSON *o, const char *key) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    return !v || cJSON_IsNull(v) ? "" : cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-static int member_true(const cJSON *o, const char *key) {
-    return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, key));
-}
-
-// The parts of a tokenizer.json other than the vocabulary: those GPT-2's byte-level BPE has.
-static int check_hf_kind(const cJSON *root, const cJSON *model, const char *what, NlError *err) {
-    const char *type = member_text(model, "type"), *pre = NULL;
-    const cJSON *pt = cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer");
-    const cJSON *norm = cJSON_GetObjectItemCaseSensitive(root, "normalizer");
-    if (cJSON_IsObject(pt)) pre = member_text(pt, "type");
-    if (!type || strcmp(type, "BPE") != 0) {
-        nl_error(err, NL_ERR_FORMAT,
-                 "%s: a %.40s tokenizer (model.type); normlab reads byte-level BPE (GPT-2's) and its own \"char\"",
-                 what, type && *type ? type : "model.type-less");
-        return -1;
-    }
-    if (member_true(model, "byte_fallback") || (pre && strcmp(pre, "Metaspace") == 0)) {
-        nl_error(err, NL_ERR_FORMAT,
-                 "%s: a SentencePiece-style BPE (byte fallback, Metaspace); normlab reads byte-level BPE (GPT-2's)",
-                 what);
-        return -1;
-    }
-    if (!pre || strcmp(pre, "ByteLevel") != 0 || member_true(pt, "add_prefix_space") ||
-        cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(pt, "use_regex"))) {
-        nl_error(err, NL_ERR_FORMAT, "%s: pre_tokenizer must be GPT-2's ByteLevel (no prefix space, its regex)", what);
-        return -1;
-    }
-    const char *prefix = member_text(model, "continuing_subword_prefix"),
-               *suffix = member_text(model, "end_of_word_suffix");
-    if ((norm && !cJSON_IsNull(norm)) || !prefix || *prefix || !suffix || *suffix) {
-        nl_error(err, NL_ERR_FORMAT, "%s: a normalizer, a subword prefix or a word suffix is not GPT-2's BPE", what);
-        return -1;
-    }
-    return 0;
-}
-
-// added_tokens: each in model.vocab under its own id (GPT-2's "<|endoftext|>"); into special.
-static int read_added(const cJSON *root, const cJSON *vocab, int *special, int *n_special, const char *what,
-                      NlError *err) {
-    const cJSON *added = cJSON_GetObjectItemCaseSensitive(root, "added_tokens");
-    *n_special = 0;
-    if (!added || cJSON_IsNull(added)) return 0;
-    if (!cJSON_IsArray(added)) {
-        nl_error(err, NL_ERR_FORMAT, "%s: added_tokens must be an array", what);
-        return -1;
-    }
-    int i = 0;
-    for (const cJSON *e = added->child; e; e = e->next, i++) {
-        const char *content = member_text(e, "content");
-        const cJSON *id = cJSON_GetObjectItemCaseSensitive(e, "id"),
-                    *in = content ? cJSON_GetObjectItemCaseSensitive(vocab, content) : NULL;
-        if (!content || !cJSON_IsNumber(id) || !cJSON_IsNumber(in) || in->valuedouble != id->valuedouble ||
-            *n_special == 64) {
-            nl_error(err, NL_ERR_FORMAT, "%s: added_tokens[%d] is not in model.vocab under its id", what, i);
-            return -1;
-        }
-        special[(*n_special)++] = (int)id->valuedouble;  // (a vocabulary id: read_vocab checked its range)
-    }
-    return 0;
-}
-
-static int read_merges_json(NlBpe *b, const cJSON *merges, const int *special, int n_special, const char *what,
-                            NlError *err) {
+static int read_merges_json(NlBpe *b, const cJSON *merges, const char *what, NlError *err) {
     if (!cJSON_IsArray(merges) || !merges->child) {
         nl_error(err, NL_ERR_FORMAT, "%s: model.merges is missing or empty: a BPE needs its merges", what);
         return -1;
@@ -357,28 +342,21 @@ static int read_merges_json(NlBpe *b, const cJSON *merges, const int *special, i
                     : snprintf(line, sizeof line, "?");
         rc = read_merge(b, &m, line, (size_t)(n < (int)sizeof line ? n : (int)sizeof line - 1), rank, rank + 1, err);
     }
-    return merges_end(b, &m, special, n_special, rc, err);
+    return merges_end(b, &m, rc, err);
 }
 
-int nl_bpe_from_json(NlBpe **out, const cJSON *root, const char *what, NlError *err) {
+int nl_bpe_build(NlBpe **out, const cJSON *vocab, const cJSON *merges, const NlBpeKind *kind, const char *what,
+                 NlError *err) {
     *out = NULL;
-    const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
-    if (!cJSON_IsObject(model)) {
-        nl_error(err, NL_ERR_FORMAT, "%s: a Hugging Face tokenizer.json needs a \"model\" object", what);
-        return -1;
-    }
-    if (check_hf_kind(root, model, what, err) != 0) return -1;
-    const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab");
-    int special[64], n_special = 0;
-    NlBpe *b = bpe_new(what, err);
+    NlBpe *b = bpe_new(kind, what, err);
     int rc = b ? read_vocab(b, vocab, "model.vocab", what, err) : -1;
-    if (rc == 0) rc = read_added(root, vocab, special, &n_special, what, err);
-    if (rc == 0)
-        rc = read_merges_json(b, cJSON_GetObjectItemCaseSensitive(model, "merges"), special, n_special, what, err);
+    if (rc == 0) rc = add_tokens(b, what, err);
+    if (rc == 0) rc = read_merges_json(b, merges, what, err);
     if (rc != 0) {
         nl_bpe_free(b);
         return -1;
     }
+    b->kind.added = NULL;  // (the caller's)
     *out = b;
     return 0;
 }
@@ -389,15 +367,19 @@ void nl_bpe_free(NlBpe *b) {
     free(b->bytes);
     free(b->len);
     free(b->pairs);
+    free(b->sorted);
+    free(b->added);
     free(b);
 }
 
-int nl_bpe_size(const NlBpe *b) { return b->n; }
+void nl_bpe_pad(NlBpe *b, int n) { b->padding = n > b->n ? n - b->n : 0; }
+int nl_bpe_padding(const NlBpe *b) { return b->padding; }
+int nl_bpe_size(const NlBpe *b) { return b->n + b->padding; }
 int nl_bpe_eot(const NlBpe *b) { return b->eot; }
 
 const unsigned char *nl_bpe_bytes(const NlBpe *b, int id, size_t *len) {
-    *len = b->len[id];
-    return b->bytes[id];
+    *len = id < b->n ? b->len[id] : 0;
+    return id < b->n ? b->bytes[id] : (const unsigned char *)"";
 }
 
 // ---- encoding
@@ -504,37 +486,108 @@ static int room_fit(MergeRoom *room, size_t len, NlError *err) {
     return 0;
 }
 
-// The start of the next "<|endoftext|>" in text[at..len), or len.
-static size_t next_eot(const char *text, size_t len, size_t at) {
-    size_t k = strlen(EOT_TEXT);
-    for (size_t p = at; p + k <= len; p++)
-        if (text[p] == '<' && memcmp(text + p, EOT_TEXT, k) == 0) return p;
-    return len;
+// ---- the layers of an encoding: added tokens, the normalizer, added tokens again, the digits, pieces
+
+typedef struct {
+    const NlBpe *b;
+    int special;  // whether special added tokens are matched
+    MergeRoom room;
+    int *ids;
+    size_t n;
+} Encoding;
+
+enum { RAW, NORMALIZED };  // the two passes of the added tokens: before the normalizer and after it
+
+// The longest added token of this pass at text[at], its length, or 0; its id into *id.
+static size_t added_at_text(const Encoding *e, int pass, const char *text, size_t len, size_t at, int *id) {
+    const NlBpe *b = e->b;
+    size_t best = 0;
+    for (int i = 0; i < b->n_added; i++) {
+        const NlBpeAdded *a = &b->added[i];
+        size_t k = b->len[a->id];
+        if ((a->special && !e->special) || (b->kind.nfc && a->normalized) != (pass == NORMALIZED) || k <= best ||
+            k > len - at || memcmp(text + at, b->bytes[a->id], k) != 0)
+            continue;
+        best = k;
+        *id = a->id;
+    }
+    return best;
 }
 
-// With special, the text is cut at each "<|endoftext|>" first, and each part pre-tokenized alone
-// (as tiktoken does): a piece never looks past the special token.
-int nl_bpe_encode(const NlBpe *b, const char *text, size_t len, int special, int *ids, size_t *n_ids, NlError *err) {
-    MergeRoom room = {NULL, NULL, 0};
-    size_t n = 0;
-    int rc = 0;
-    for (size_t at = 0; at < len && rc == 0;) {
-        size_t part = special && b->eot >= 0 ? next_eot(text, len, at) : len;
-        while (at < part && rc == 0) {
-            size_t end = nl_bpe_piece_end(text, part, at), k = 1;
-            if (end - at == 1) ids[n] = b->byte_token[(unsigned char)text[at]];
-            else if ((rc = room_fit(&room, end - at, err)) == 0)
-                merge_piece(b, &room, (const unsigned char *)text + at, end - at, ids + n, &k);
-            n += k;
-            at = end;
+// One piece's ids: a byte's token, the vocabulary's token for it (ignore_merges), or its merges.
+static int encode_piece(Encoding *e, const unsigned char *s, size_t len, NlError *err) {
+    const NlBpe *b = e->b;
+    int id = len == 1 ? b->byte_token[s[0]] : -1;
+    if (id < 0 && b->kind.ignore_merges) id = find_token(b->sorted, (size_t)b->n_vocab, s, len);
+    if (id >= 0) {
+        e->ids[e->n++] = id;
+        return 0;
+    }
+    size_t k;
+    if (room_fit(&e->room, len, err) != 0) return -1;
+    merge_piece(b, &e->room, s, len, e->ids + e->n, &k);
+    e->n += k;
+    return 0;
+}
+
+// A text without added tokens: cut at each number when the digits are split, then into pieces.
+static int encode_pieces(Encoding *e, const char *text, size_t len, NlError *err) {
+    const NlBpe *b = e->b;
+    for (size_t at = 0, k; at < len;) {
+        size_t part = len;
+        if (b->kind.split_digits && (k = nl_number_at(text, len, at)) != 0) {
+            if (encode_piece(e, (const unsigned char *)text + at, k, err) != 0) return -1;
+            at += k;
+            continue;
         }
-        if (part < len && rc == 0) {
-            ids[n++] = b->eot;
-            at = part + strlen(EOT_TEXT);
+        if (b->kind.split_digits)
+            for (part = at; part < len && !nl_number_at(text, len, part); part++) {}
+        for (size_t end; at < part; at = end) {
+            end = nl_piece_end(b->kind.pattern, text, part, at);
+            if (encode_piece(e, (const unsigned char *)text + at, end - at, err) != 0) return -1;
         }
     }
-    free(room.symbols);
-    free(room.candidates);
-    *n_ids = rc == 0 ? n : 0;
+    return 0;
+}
+
+static int encode_added(Encoding *e, int pass, const char *text, size_t len, NlError *err);
+
+// A text between added tokens of the raw pass: normalized, then cut at those of the other pass.
+static int encode_normalized(Encoding *e, const char *text, size_t len, NlError *err) {
+    if (!e->b->kind.nfc || len == 0) return encode_pieces(e, text, len, err);
+    char *nfc = malloc(NL_NFC_GROWTH * len);
+    size_t nfc_len;
+    int rc = !nfc ? nl_error(err, NL_ERR_NOMEM, "BPE: out of memory to normalize %zu bytes", len)
+             : nl_nfc(text, len, nfc, &nfc_len, err) != 0 ? -1
+                                                          : encode_added(e, NORMALIZED, nfc, nfc_len, err);
+    free(nfc);
+    return rc;
+}
+
+// The text cut at each added token of the pass (the leftmost, then the longest: Hugging Face's
+// rule), each part between them encoded alone.
+static int encode_added(Encoding *e, int pass, const char *text, size_t len, NlError *err) {
+    size_t from = 0;
+    for (size_t at = 0, k; at < len; at++) {
+        int id;
+        if (!e->b->added_first[(unsigned char)text[at]] || (k = added_at_text(e, pass, text, len, at, &id)) == 0)
+            continue;
+        int rc = pass == RAW ? encode_normalized(e, text + from, at - from, err)
+                             : encode_pieces(e, text + from, at - from, err);
+        if (rc != 0) return -1;
+        e->ids[e->n++] = id;
+        from = at + k;
+        at = from - 1;
+    }
+    return pass == RAW ? encode_normalized(e, text + from, len - from, err)
+                       : encode_pieces(e, text + from, len - from, err);
+}
+
+int nl_bpe_encode(const NlBpe *b, const char *text, size_t len, int special, int *ids, size_t *n_ids, NlError *err) {
+    Encoding e = {b, special, {NULL, NULL, 0}, ids, 0};
+    int rc = encode_added(&e, RAW, text, len, err);
+    free(e.room.symbols);
+    free(e.room.candidates);
+    *n_ids = rc == 0 ? e.n : 0;
     return rc;
 }

@@ -53,11 +53,6 @@ int nl_spm_hf_kind(const cJSON *root, const char *what, NlError *err) {
         cJSON_IsTrue(get(model, "byte_fallback")) || strcmp(pre_type, "Metaspace") == 0 || is_spm_normalizer(norm);
     const cJSON *list = is(norm, "Sequence") ? get(norm, "normalizers") : NULL;
     for (const cJSON *n = cJSON_IsArray(list) ? list->child : NULL; n; n = n->next) spm |= is_spm_normalizer(n);
-    if (strcmp(pre_type, "Split") == 0 || (strcmp(pre_type, "Sequence") == 0 && !spm))
-        return nl_error(err, NL_ERR_FORMAT,
-                        "%s: a BPE with a %s pre-tokenizer (a regex pattern: Llama 3's, Qwen's): "
-                        "normlab reads GPT-2's byte-level pattern and SentencePiece-style BPE",
-                        what, pre_type);
     return spm ? NL_TOKENIZER_SPM : NL_TOKENIZER_BPE;
 }
 

@@ -108,7 +108,16 @@ int nl_tokenizer_size(const NlTokenizer *tok) { return tok->n; }
 NlTokenizerInfo nl_tokenizer_info(const NlTokenizer *tok) {
     NlTokenizerInfo info = {.kind = tok->kind, .bos = -1, .eos = -1};
     if (tok->spm) nl_spm_info(tok->spm, &info);
+    if (tok->bpe) info.padding = nl_bpe_padding(tok->bpe);
     return info;
+}
+
+int nl_tokenizer_pad(NlTokenizer *tok, int n, NlError *err) {
+    if (!tok->bpe || n < tok->n)
+        return nl_error(err, NL_ERR_FORMAT, "%d tokens cannot be padded to %d (a byte-level BPE's only)", tok->n, n);
+    nl_bpe_pad(tok->bpe, n);
+    tok->n = n;
+    return 0;
 }
 int nl_tokenizer_eot(const NlTokenizer *tok) { return tok->bpe ? nl_bpe_eot(tok->bpe) : -1; }
 

@@ -13,6 +13,9 @@ int nl_tokenizer_eot(const NlTokenizer *tok);
 
 typedef struct NlBpe NlBpe;
 
+// A BPE tokenizer padded to n tokens (nl_bpe_pad); another kind, or n below its size: an error.
+int nl_tokenizer_pad(NlTokenizer *tok, int n, NlError *err);
+
 // A byte-level BPE tokenizer; it owns bpe from here on, even on failure.
 int nl_tokenizer_create_bpe(NlTokenizer **out, NlBpe *bpe, NlError *err);
 

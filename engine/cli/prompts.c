@@ -20,7 +20,7 @@ int encode_flags(const Options *o) {
 int encode(const NlModel *model, const char *what, const char *text, size_t len, int flags, int **ids, size_t *n,
            size_t *skipped) {
     int skip_unknown = flags & NL_ENCODE_SKIP_UNKNOWN;
-    *ids = malloc((len + 2) * sizeof **ids);  // (a sentencepiece text's dummy prefix and bos)
+    *ids = malloc(NL_ENCODE_ROOM(len) * sizeof **ids);
     if (!*ids) {
         msg_error("out of memory for %s", what);
         return EXIT_DATA;
@@ -87,7 +87,7 @@ int read_text(const char *path, char **buf, size_t *len) {
 
 static int encodable(const NlModel *model, const char *text) {
     size_t len = strlen(text), n, skipped;
-    int *ids = malloc((len + 2) * sizeof *ids);
+    int *ids = malloc(NL_ENCODE_ROOM(len) * sizeof *ids);
     NlError err;
     int ok = ids && nl_tokenizer_encode(nl_model_tokenizer(model), text, len, 0, ids, &n, &skipped, &err) == 0;
     free(ids);

@@ -38,6 +38,9 @@ typedef struct {
     // 1: encoding puts "▁" (a space) before a text, SentencePiece's dummy prefix: a decoded text's
     // first token then has one space more than the text (sentencepiece's decoder drops it)
     int dummy_prefix;
+    // bpe: ids past the tokenizer's own, up to a model's vocab_size (Qwen's embedding has rows past
+    // its vocabulary): tokens of no bytes, never encoded; 0 for the others
+    int padding;
 } NlTokenizerInfo;
 
 // The most bytes a token holds: a character's 4; a BPE vocabulary's longest (GPT-2's: 128) is
@@ -47,7 +50,8 @@ typedef struct {
 // nl_tokenizer_encode's flags.
 enum {
     NL_ENCODE_SKIP_UNKNOWN = 1,  // char: drop characters outside the vocabulary (counted) instead of failing
-    NL_ENCODE_SPECIAL = 2,  // bpe: "<|endoftext|>" in the text is the special token (else plain text);
+    NL_ENCODE_SPECIAL = 2,  // bpe: a special added token ("<|endoftext|>", "<|im_start|>") is that token
+    // in the text (else plain text; an added token that is not special always is);
     // sentencepiece: "<s>", "</s>", "<unk>" are (else plain text, as in sentencepiece)
     NL_ENCODE_BOS = 4,  // sentencepiece with add_bos: bos first (the others have none)
     // sentencepiece: the text continues a sequence already encoded (generate -i's later lines): no
@@ -69,12 +73,15 @@ int nl_tokenizer_size(const NlTokenizer *tok);
 // Its kind, special pieces and how it encodes (one function for all: normlab.h keeps to 35).
 NlTokenizerInfo nl_tokenizer_info(const NlTokenizer *tok);
 
-// Encodes len bytes of text into ids (room for at least len ids is always enough). char: the text
+// Room for the ids of len bytes of text, always enough: NFC (a BPE's normalizer) may lengthen a text
+// threefold; sentencepiece adds a dummy prefix and bos.
+#define NL_ENCODE_ROOM(len) (3 * (size_t)(len) + 2)
+
+// Encodes len bytes of text into ids (room for NL_ENCODE_ROOM(len) ids). char: the text
 // must be UTF-8, and a character not in the vocabulary is an error naming it and its 1-based
 // character position, unless NL_ENCODE_SKIP_UNKNOWN is set: then it is dropped and counted in
 // *n_skipped. bpe: every byte string encodes (*n_skipped is 0). sentencepiece: every byte string
-// encodes, a character no piece holds as its UTF-8 bytes' pieces (<0xXX>), and room for len + 2
-// ids is enough (the dummy prefix and bos).
+// encodes, a character no piece holds as its UTF-8 bytes' pieces (<0xXX>).
 int nl_tokenizer_encode(const NlTokenizer *tok, const char *text, size_t len, int flags, int *ids, size_t *n_ids,
                         size_t *n_skipped, NlError *err);
 

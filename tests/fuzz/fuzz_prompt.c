@@ -15,7 +15,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     NlTokenizer *tok = NULL;
     NlError err;
     if (nl_tokenizer_create(&tok, VOCAB, 16, &err) != 0) abort();
-    int *ids = malloc((size + 1) * sizeof *ids);
+    int *ids = malloc(NL_ENCODE_ROOM(size) * sizeof *ids);
     char *back = malloc(4 * size + 1);
     for (int skip = 0; skip < 2; skip++) {
         size_t n = 0, skipped = 0, at = 0;

@@ -20,7 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (int i = 0; i < nl_tokenizer_size(tok); i++) {
         size_t len, n = 0, skipped = 0, at = 0;
         const char *piece = nl_tokenizer_bytes(tok, i, &len);
-        int *ids = malloc((len + 2) * sizeof *ids);
+        int *ids = malloc(NL_ENCODE_ROOM(len) * sizeof *ids);
         assert(ids && nl_tokenizer_encode(tok, piece, len, NL_ENCODE_BOS, ids, &n, &skipped, &err) == 0);
         assert(n <= len + 2);
         int prefix = info.dummy_prefix && len;  // (the first token's first byte: the prefix's space)
