@@ -24,6 +24,7 @@ are checked here once a case and by tools/reference/llama_parity.py (make parity
 import json
 import math
 import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -40,6 +41,8 @@ import numpy as np  # noqa: E402
 for d in ("lib", "dev", "reference"):
     sys.path.insert(0, os.path.join(ROOT, "tools", d))
 import hfweights  # noqa: E402
+from gpt2bpe import byte_alphabet  # noqa: E402
+import make_bpe_tokenizers  # noqa: E402
 import llama_reference  # noqa: E402
 import spmjson  # noqa: E402
 from llama_parity import LOGIT_ATOL  # noqa: E402
@@ -373,6 +376,45 @@ def mistral(tmp):
           "MistralForCausalLM with sliding_window 32, --ctx 32: imports (the window covers the context)", err)
 
 
+def byte_level_tokenizer(tmp):
+    """A Qwen3 snapshot with Qwen's byte-level tokenizer.json (NFC, its Split pattern, added tokens past
+    285 tokens, vocab_size 320): imported as it is, padded by the loader with 30 tokens of no text, its
+    logits the reference's, and its ids Hugging Face tokenizers' where that is installed (npm)."""
+    folder = os.path.join(tmp, "qwen-bpe")
+    mk.make(folder, seed=11, family="qwen3")
+    hf, out, a = os.path.join(folder, "hf"), os.path.join(tmp, "qwen-bpe-out"), byte_alphabet()
+    vocab, merges = {a[b]: b for b in range(256)}, []
+    for left, right in [("t", "h"), ("th", "e"), ("\u0120", "th"), ("\u0120th", "e"), ("\u0120", "k"), ("i", "n"),
+                        ("\u0120k", "in"), ("\u0120kin", "g"), ("o", "u"), ("\u0120th", "ou")]:
+        vocab[left + right] = len(vocab)
+        merges.append(f"{left} {right}")
+    vocab.update({f"\u0120{w}": len(vocab) + i for i, w in enumerate("abcdefghijlmnopqrsu")})
+    merges += [f"\u0120 {w}" for w in "abcdefghijlmnopqrsu"]
+    base = {"model": {"type": "BPE", "vocab": vocab, "merges": merges}}
+    with open(os.path.join(hf, "tokenizer.json"), "w", encoding="utf-8") as f:
+        json.dump(make_bpe_tokenizers.family_tokenizer(base, "qwen2"), f)
+    rc, err = run(HF, hf, "--out", out)
+    info = subprocess.run([BIN, "info", "-m", out, "--json"], capture_output=True, text=True).stdout
+    check(rc == 0 and snapshot(os.path.join(out, "tokenizer.json")) == snapshot(os.path.join(hf, "tokenizer.json"))
+          and '"vocab_size": 320' in info.replace(" ", "").replace(":", ": ") and
+          engine_logit_diff(out, hf) <= LOGIT_ATOL, "Qwen's byte-level tokenizer.json (285 tokens + 5 added, "
+          "vocab_size 320): imported as it is, loaded padded, logits within 1e-4 of the reference", err)
+    text = os.path.join(tmp, "qwen-bpe.txt")
+    with open(text, "w", encoding="utf-8") as f:
+        f.write("<|im_start|>the king thou e\u0301 123 <think>Ab</think><|im_end|>\n")
+    r = subprocess.run([BIN, "tokenize", "-m", out, "-f", text, "--special", "--json"], capture_output=True, text=True)
+    ids = json.loads(r.stdout)["ids"] if r.returncode == 0 else []
+    check(ids[:3] == [286, 257, 263] and ids[5:7] == [195, 169] and ids[8:11] == [49, 50, 51] and 288 in ids and
+          ids[-2] == 287, "its ids: <|im_start|> 286 with --special, the merges (the, \u0120king), e + U+0301 "
+          "composed (NFC), each digit alone, <think> 288", r.stderr.strip() or f"{ids}")
+    if not shutil.which("node") or not os.path.isdir(os.path.join(ROOT, "build", "hf", "node_modules", "tokenizers")):
+        return check.skip(1, ["tokenizers (npm)"], "the same ids as Hugging Face tokenizers")
+    hf_ids = subprocess.run(["node", os.path.join(ROOT, "tools", "reference", "hf_bpe_reference.js"),
+                             os.path.join(out, "tokenizer.json"), text], capture_output=True, text=True).stdout
+    check(hf_ids.strip() and json.loads(hf_ids) == ids, "the same ids as Hugging Face tokenizers (--special)",
+          hf_ids[:200])
+
+
 def sentencepiece_model(tmp):
     """A snapshot with tokenizer.model and no tokenizer.json: the .model read (no sentencepiece needed),
     and the engine's ids those of the same pieces' tokenizer.json."""
@@ -635,6 +677,7 @@ def main():
         dtypes(tmp)
         context_cap(tmp)
         mistral(tmp)
+        byte_level_tokenizer(tmp)
         sentencepiece_model(tmp)
         pytorch_bin(tmp)
         hand_made_bin(tmp)

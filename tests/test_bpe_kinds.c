@@ -59,7 +59,9 @@ static void nfc_matches_unicodedata(void) {
         {"\xcd\x84", "\xcc\x88\xcc\x81"},  // U+0344 -> U+0308 U+0301
         {"q\xcc\x87\xcc\xa3", "q\xcc\xa3\xcc\x87"},  // no composite: only reordered
         {"ascii only", "ascii only"},
-        {"\xff" "e\xcc\x81", "\xff\xc3\xa9"},  // a byte that is not UTF-8 stays
+        {"\xff"
+         "e\xcc\x81",
+         "\xff\xc3\xa9"},  // a byte that is not UTF-8 stays
     };
     for (size_t c = 0; c < sizeof CASES / sizeof CASES[0]; c++) {
         char out[64];
@@ -95,17 +97,21 @@ static NlTokenizer *hf_vocab(const char *norm, const char *pre, const char *mode
         if (cp < 0x80) ch[1] = 0;
         at += (size_t)snprintf(doc + at, sizeof doc - at, "\"%s%s\": %d, ", cp == '"' || cp == '\\' ? "\\" : "", ch, b);
     }
-    snprintf(doc + at, sizeof doc - at, "\"\xc4\xa0t\": 256, \"\xc4\xa0" "1\": 257%s}}}", extra);
+    snprintf(doc + at, sizeof doc - at,
+             "\"\xc4\xa0t\": 256, \"\xc4\xa0"
+             "1\": 257%s}}}",
+             extra);
     NlTokenizer *t = NULL;
     if (nl_tokenizer_parse(&t, doc, strlen(doc), "t.json", err) != 0) return NULL;
     return t;
 }
 
-#define SPLIT(regex)                                                                                     \
+#define SPLIT(regex)                                                                                       \
     "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Split\", \"pattern\": {\"Regex\": \"" regex \
     "\"}, \"behavior\": \"Isolated\"}, {\"type\": \"ByteLevel\", \"use_regex\": false}]}"
-#define QWEN_REGEX                                                                                                 \
-    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\\\r\\\\n\\\\p{L}\\\\p{N}]?\\\\p{L}+|\\\\p{N}| ?[^\\\\s\\\\p{L}\\\\p{N}]+[\\\\r\\\\n]*|" \
+#define QWEN_REGEX                                                                    \
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\\\r\\\\n\\\\p{L}\\\\p{N}]?\\\\p{L}+|\\\\p{N}| " \
+    "?[^\\\\s\\\\p{L}\\\\p{N}]+[\\\\r\\\\n]*|"                                        \
     "\\\\s*[\\\\r\\\\n]+|\\\\s+(?!\\\\S)|\\\\s+"
 #define ADDED(id, text, special) "{\"id\": " #id ", \"content\": \"" text "\", \"special\": " #special "}"
 
@@ -164,8 +170,8 @@ static void hf_kinds_refuse_what_they_do_not_run(void) {
         {"null", "{\"type\": \"ByteLevel\", \"add_prefix_space\": true}", "", "", "ByteLevel pre-tokenizer"},
         {"null", "{\"type\": \"Whitespace\"}", "", "", "Whitespace pre-tokenizer"},
         {"null", "{\"type\": \"ByteLevel\"}", "\"dropout\": 0.1,", "", "dropout"},
-        {"null", "{\"type\": \"ByteLevel\"}", "",
-         "{\"id\": 258, \"content\": \"<x>\", \"lstrip\": true}", "lstrip is not run"},
+        {"null", "{\"type\": \"ByteLevel\"}", "", "{\"id\": 258, \"content\": \"<x>\", \"lstrip\": true}",
+         "lstrip is not run"},
         {"null", "{\"type\": \"ByteLevel\"}", "", ADDED(260, "<x>", true), "leaves a gap"},
         {"null", "{\"type\": \"ByteLevel\"}", "", ADDED(256, "<x>", true), "holds another token in model.vocab"},
         {"null", "{\"type\": \"ByteLevel\"}", "", "{\"id\": 258}", "needs an id"},

@@ -84,8 +84,8 @@ static int read_model(const cJSON *model, NlBpeKind *kind, const char *what, NlE
     const cJSON *ignore = get(model, "ignore_merges");
     if (cJSON_IsTrue(get(model, "byte_fallback")))
         return nl_error(err, NL_ERR_FORMAT, "%s: a byte-level BPE with byte_fallback is none normlab runs", what);
-    if (!empty(model, "dropout") || !empty(model, "continuing_subword_prefix") ||
-        !empty(model, "end_of_word_suffix") || (ignore && !cJSON_IsBool(ignore)))
+    if (!empty(model, "dropout") || !empty(model, "continuing_subword_prefix") || !empty(model, "end_of_word_suffix") ||
+        (ignore && !cJSON_IsBool(ignore)))
         return nl_error(err, NL_ERR_FORMAT,
                         "%s: model.dropout, a subword prefix, a word suffix or a non-boolean ignore_merges is not "
                         "a byte-level BPE normlab runs",
@@ -102,8 +102,7 @@ static int read_added(const cJSON *list, NlBpeAdded **added, int *n, const char 
     if (!list || cJSON_IsNull(list)) return 0;
     int count = cJSON_IsArray(list) ? cJSON_GetArraySize(list) : -1;
     if (count < 0 || count > MAX_ADDED)
-        return nl_error(err, NL_ERR_FORMAT, "%s: added_tokens must be an array of at most %d tokens", what,
-                        MAX_ADDED);
+        return nl_error(err, NL_ERR_FORMAT, "%s: added_tokens must be an array of at most %d tokens", what, MAX_ADDED);
     if (!(*added = calloc((size_t)count + 1, sizeof **added)))
         return nl_error(err, NL_ERR_NOMEM, "%s: out of memory", what);
     for (const cJSON *e = list->child; e; e = e->next, (*n)++) {
@@ -117,8 +116,8 @@ static int read_added(const cJSON *list, NlBpeAdded **added, int *n, const char 
                             NL_TOKEN_MAX_BYTES);
         for (size_t k = 0; k < sizeof UNRUN / sizeof UNRUN[0]; k++)
             if (cJSON_IsTrue(get(e, UNRUN[k])))
-                return nl_error(err, NL_ERR_FORMAT, "%s: added_tokens[%d] (\"%.40s\"): %s is not run by normlab",
-                                what, *n, content->valuestring, UNRUN[k]);
+                return nl_error(err, NL_ERR_FORMAT, "%s: added_tokens[%d] (\"%.40s\"): %s is not run by normlab", what,
+                                *n, content->valuestring, UNRUN[k]);
         (*added)[*n] = (NlBpeAdded){content->valuestring, (int)v, cJSON_IsTrue(get(e, "special")),
                                     !cJSON_IsFalse(get(e, "normalized"))};
     }
