@@ -66,6 +66,8 @@ static cJSON *info_json(const NlModel *m, NlQuant q, unsigned classes, const cha
         nl_name(NL_NAMES_TOKENIZER,
                 nl_tokenizer_info(nl_model_tokenizer(m)).kind));  // "char", "bpe" or "sentencepiece"
     cJSON_AddNumberToObject(j, "tokenizer_size", nl_tokenizer_size(nl_model_tokenizer(m)));
+    int padding = nl_tokenizer_info(nl_model_tokenizer(m)).padding;  // (Qwen's rows past its tokens)
+    if (padding) cJSON_AddNumberToObject(j, "tokenizer_padding", padding);
     cJSON_AddNumberToObject(j, "n_layer", d.n_layer);
     const NlConfigField *f = d.fields;  // the family's own fields
     for (size_t i = 0; i < d.n_fields; i++) {

@@ -231,12 +231,13 @@
     }
 
 // generate, eval, logits, profile, compare, tokenize
-#define OPT_SPECIAL                                                                                                    \
-    {                                                                                                                  \
-        .name = "special", .type = OT_FLAG, .field = OPT_FIELD(special), .value = 1,                                   \
-        .help = "a BPE model: \"<|endoftext|>\" in the text is the special token (by default it is plain text, as in " \
-                "GPT-2's encoder and tiktoken's encode_ordinary); a sentencepiece model: <s>, </s> and <unk> (plain "  \
-                "text by default, as in sentencepiece); a character model has none"                                    \
+#define OPT_SPECIAL                                                                                                 \
+    {                                                                                                               \
+        .name = "special", .type = OT_FLAG, .field = OPT_FIELD(special), .value = 1,                                \
+        .help = "a BPE model: a special token (\"<|endoftext|>\", \"<|im_start|>\") in the text is that token (by " \
+                "default it is plain text, as in GPT-2's encoder and tiktoken's encode_ordinary; an added token "   \
+                "that is not special always is one); a sentencepiece model: <s>, </s> and <unk> (plain text by "    \
+                "default, as in sentencepiece); a character model has none"                                         \
     }
 
 // generate, eval
