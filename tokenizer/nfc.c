@@ -17,6 +17,15 @@ enum { S_BASE = 0xAC00, L_BASE = 0x1100, V_BASE = 0x1161, T_BASE = 0x11A7, L_N =
 
 static int cmp_u32(uint32_t a, uint32_t b) { return (a > b) - (a < b); }
 
+static int cmp_decomposition(const void *a, const void *b) {
+    return cmp_u32(((const NlDecomposition *)a)->cp, ((const NlDecomposition *)b)->cp);
+}
+
+static int cmp_composite(const void *a, const void *b) {
+    const NlComposite *x = a, *y = b;
+    return x->first != y->first ? cmp_u32(x->first, y->first) : cmp_u32(x->second, y->second);
+}
+
 static int combining_class(uint32_t cp) {
     size_t n;
     const NlCombiningRange *r = nl_unicode_combining(&n);
@@ -39,19 +48,11 @@ static size_t decompose(uint32_t cp, uint32_t *out) {
         return t ? 3 : 2;
     }
     size_t n;
-    const NlDecomposition *d = nl_unicode_decompositions(&n);
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (d[mid].cp < cp) lo = mid + 1;
-        else hi = mid;
-    }
-    if (lo == n || d[lo].cp != cp) {
-        out[0] = cp;
-        return 1;
-    }
+    const NlDecomposition key = {cp, {0}}, *d = nl_unicode_decompositions(&n);
+    d = bsearch(&key, d, n, sizeof *d, cmp_decomposition);
     size_t k = 0;
-    while (k < 4 && d[lo].to[k]) out[k] = d[lo].to[k], k++;
+    for (; d && k < 4 && d->to[k]; k++) out[k] = d->to[k];
+    if (k == 0) out[k++] = cp;
     return k;
 }
 
@@ -63,15 +64,9 @@ static uint32_t compose(uint32_t first, uint32_t second) {
         second < T_BASE + T_N)
         return first + (second - T_BASE);
     size_t n;
-    const NlComposite *c = nl_unicode_composites(&n);
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int order = cmp_u32(c[mid].first, first);
-        if (order < 0 || (order == 0 && c[mid].second < second)) lo = mid + 1;
-        else hi = mid;
-    }
-    return lo < n && c[lo].first == first && c[lo].second == second ? c[lo].composite : 0;
+    const NlComposite key = {first, second, 0}, *c = nl_unicode_composites(&n);
+    c = bsearch(&key, c, n, sizeof *c, cmp_composite);
+    return c ? c->composite : 0;
 }
 
 // Sorts each run of nonzero classes by class, keeping the order of equal ones (insertion sort: the
