@@ -42,8 +42,8 @@ LIB_SRC = engine/nl_error.c engine/model.c engine/config.c engine/safetensors.c 
           engine/lab/profile.c engine/lab/stats.c engine/lab/compare.c engine/lab/lens.c engine/lab/quantize.c \
           engine/lab/fold.c engine/lab/patch.c engine/lab/kldiv.c engine/lab/attnstats.c \
           engine/rnn.c \
-          tokenizer/tokenizer.c tokenizer/tokenizer_files.c tokenizer/bpe.c tokenizer/spm.c tokenizer/spm_hf.c \
-          tokenizer/bpe_hf.c tokenizer/pretokenize.c tokenizer/nfc.c tokenizer/unicode.c \
+          tokenizer/tokenizer.c tokenizer/tokenizer_files.c tokenizer/tokenizer_json.c tokenizer/bpe.c tokenizer/spm.c \
+          tokenizer/spm_hf.c tokenizer/bpe_hf.c tokenizer/pretokenize.c tokenizer/nfc.c tokenizer/unicode.c \
           tokenizer/unicode_tables.c
 HEADERS = $(wildcard include/normlab/*.h engine/internal/*.h engine/*.h engine/lab/*.h engine/cli/*.h tokenizer/*.h \
                      tests/*.h)
