@@ -59,7 +59,7 @@ CLI_SRC = engine/cli/main.c engine/cli/options.c engine/cli/models.c engine/cli/
           engine/cli/cmd_fold.c engine/cli/cmd_patch.c engine/cli/generate_report.c
 TESTS = test_tokenizer test_bpe_kinds test_spm test_kernels test_norms test_sampler test_sampler_fast test_loader \
         test_config test_forward test_golden test_profile test_compare test_parallel test_rnn test_quant test_lab \
-        test_context test_dtype test_report_compare test_recipe
+        test_context test_dtype test_report_compare test_recipe test_window
 FUZZERS = safetensors config tokenizer inline prompt
 RUN_ARGS ?= -n 500
 

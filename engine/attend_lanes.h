@@ -71,12 +71,19 @@ LANES_FN(weighted_values_fixed_)(float *out, const float *p, const float *V, siz
         LANES_FN(store_)(out + ATTEND_LANES * c, SETS == 2 ? acc[0][c] + acc[1][c] : acc[0][c]);
 }
 
+// A window starts the keys at the tile holding the first one the query sees; the keys before it in
+// that tile are masked (-inf after the cap, so 0 after the softmax). Window 0: every key, as before.
 static inline __attribute__((always_inline)) void LANES_FN(attend_)(float *out, const float *q, const float *K,
                                                                     const float *V, size_t stride, size_t len,
-                                                                    size_t Dh, float scale, float softcap,
-                                                                    float *scores) {
+                                                                    size_t window, size_t Dh, float scale,
+                                                                    float softcap, float *scores) {
+    size_t from = window && len > window ? len - window : 0, t0 = from / NL_TILE, masked = from - t0 * NL_TILE;
+    K += t0 * stride;
+    V += t0 * stride;
+    len -= t0 * NL_TILE;
     LANES_FN(key_scores_)(scores, q, K, stride, len, Dh, scale);
     if (softcap > 0.0f) softcap_inline(scores, len, softcap);
+    for (size_t j = 0; j < masked; j++) scores[j] = -INFINITY;
     softmax_inline(scores, len);
     switch (Dh) {  // the head sizes of GPT-2-like models get their own unrolled loops
     case 16: LANES_FN(weighted_values_fixed_)(out, scores, V, stride, len, 16); return;

@@ -24,44 +24,47 @@
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 __attribute__((target("arch=x86-64-v4"))) static void attend_avx512(float *out, const float *q, const float *K,
                                                                     const float *V, size_t stride, size_t len,
-                                                                    size_t Dh, float scale, float softcap,
-                                                                    float *scores) {
-    attend_16(out, q, K, V, stride, len, Dh, scale, softcap, scores);
+                                                                    size_t window, size_t Dh, float scale,
+                                                                    float softcap, float *scores) {
+    attend_16(out, q, K, V, stride, len, window, Dh, scale, softcap, scores);
 }
 
 __attribute__((target_clones("arch=x86-64-v3", "default"))) static void
-attend_avx2(float *out, const float *q, const float *K, const float *V, size_t stride, size_t len, size_t Dh,
-            float scale, float softcap, float *scores) {
-    attend_8(out, q, K, V, stride, len, Dh, scale, softcap, scores);
+attend_avx2(float *out, const float *q, const float *K, const float *V, size_t stride, size_t len, size_t window,
+            size_t Dh, float scale, float softcap, float *scores) {
+    attend_8(out, q, K, V, stride, len, window, Dh, scale, softcap, scores);
 }
 #endif
 
 int nl_attend_one_lanes(size_t lanes, float *out, const float *q, const float *K, const float *V, size_t stride,
-                        size_t len, size_t Dh, float scale, float softcap, float *scores) {
+                        size_t len, size_t window, size_t Dh, float scale, float softcap, float *scores) {
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
     if (lanes == 16 && !__builtin_cpu_supports("x86-64-v4")) return -1;
-    if (lanes == 16) attend_avx512(out, q, K, V, stride, len, Dh, scale, softcap, scores);
-    else if (lanes == 8) attend_avx2(out, q, K, V, stride, len, Dh, scale, softcap, scores);
+    if (lanes == 16) attend_avx512(out, q, K, V, stride, len, window, Dh, scale, softcap, scores);
+    else if (lanes == 8) attend_avx2(out, q, K, V, stride, len, window, Dh, scale, softcap, scores);
     else return -1;
 #else
     if (lanes != 8) return -1;
-    attend_8(out, q, K, V, stride, len, Dh, scale, softcap, scores);
+    attend_8(out, q, K, V, stride, len, window, Dh, scale, softcap, scores);
 #endif
     return 0;
 }
 
-void nl_attend_one(float *out, const float *q, const float *K, const float *V, size_t stride, size_t len, size_t Dh,
-                   float scale, float softcap, float *scores) {
-    if (nl_attend_one_lanes(16, out, q, K, V, stride, len, Dh, scale, softcap, scores) != 0)
-        (void)nl_attend_one_lanes(8, out, q, K, V, stride, len, Dh, scale, softcap, scores);
+void nl_attend_one(float *out, const float *q, const float *K, const float *V, size_t stride, size_t len, size_t window,
+                   size_t Dh, float scale, float softcap, float *scores) {
+    if (nl_attend_one_lanes(16, out, q, K, V, stride, len, window, Dh, scale, softcap, scores) != 0)
+        (void)nl_attend_one_lanes(8, out, q, K, V, stride, len, window, Dh, scale, softcap, scores);
 }
+
+// The first key a query of len keys sees through a window (0: every key).
+static size_t window_start(size_t len, size_t window) { return window && len > window ? len - window : 0; }
 
 // One block of queries r0 .. r1 - 1 (rows of scores), in three steps: scores tile by tile (only the
 // rows that see a key of the tile), softmax of each row over its own keys with the rest set to 0,
 // and the weighted values tile by tile into out (tile 0 is seen by every row: it starts the sums).
 static void attend_block(float *out, size_t out_stride, const float *q, size_t q_stride, size_t r0, size_t r1,
-                         size_t first_len, const float *K, const float *V, size_t stride, size_t Dh, float scale,
-                         float softcap, float *scores, size_t ld) {
+                         size_t first_len, size_t window, const float *K, const float *V, size_t stride, size_t Dh,
+                         float scale, float softcap, float *scores, size_t ld) {
     size_t last = first_len + r1 - 1, tiles = nl_tiles(last);  // the longest row's length
     for (size_t t = 0; t < tiles; t++) {
         size_t j0 = t * NL_TILE, rs = j0 + 1 > first_len + r0 ? j0 + 1 - first_len : r0;  // first row that sees j0
@@ -73,6 +76,7 @@ static void attend_block(float *out, size_t out_stride, const float *q, size_t q
         float *p = scores + (r - r0) * ld;
         size_t len = first_len + r;
         if (softcap > 0.0f) softcap_inline(p, len, softcap);
+        for (size_t j = 0; j < window_start(len, window); j++) p[j] = -INFINITY;  // (outside the window: 0)
         softmax_inline(p, len);
         for (size_t j = len; j < tiles * NL_TILE; j++) p[j] = 0.0f;
     }
@@ -88,7 +92,7 @@ static void attend_block(float *out, size_t out_stride, const float *q, size_t q
 // In 8 lanes, so that the compiler keeps the exponentials in vectors (AVX2 where the CPU has it).
 __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) double
 nl_attention_probs(float *restrict p, const float *restrict q, const float *restrict K, size_t stride, size_t len,
-                   size_t Dh, float scale, float softcap) {
+                   size_t window, size_t Dh, float scale, float softcap) {
     for (size_t j0 = 0; j0 < len; j0 += NL_TILE) {  // a tile's keys side by side: (Dh, NL_TILE) rows
         size_t keys = len - j0 < NL_TILE ? len - j0 : NL_TILE;
         const float *tile = K + (j0 / NL_TILE) * stride;
@@ -101,6 +105,10 @@ nl_attention_probs(float *restrict p, const float *restrict q, const float *rest
                 for (size_t j = 0; j < keys; j++) acc[j] += q[d] * tile[d * NL_TILE + j];
         memcpy(p + j0, acc, keys * sizeof *acc);
     }
+    size_t from = window_start(len, window);  // the keys before it: probability 0, the rest as a row of their own
+    for (size_t j = 0; j < from; j++) p[j] = 0.0f;
+    p += from;
+    len -= from;
     for (size_t j = 0; j < len; j++) p[j] *= scale;
     if (softcap > 0.0f) softcap_inline(p, len, softcap);
     float max = max_lanes(p, len), e_lanes[8] = {0}, ez_lanes[8] = {0};  // sums of e^z and e^z z, z = s - max
@@ -126,11 +134,11 @@ nl_attention_probs(float *restrict p, const float *restrict q, const float *rest
 }
 
 void nl_attend_rows(float *out, size_t out_stride, const float *q, size_t q_stride, size_t n, size_t first_len,
-                    const float *K, const float *V, size_t stride, size_t Dh, float scale, float softcap, float *scores,
-                    size_t ld) {
+                    size_t window, const float *K, const float *V, size_t stride, size_t Dh, float scale, float softcap,
+                    float *scores, size_t ld) {
     for (size_t r0 = 0; r0 < n; r0 += NL_ATTEND_BLOCK)
         attend_block(out, out_stride, q, q_stride, r0, r0 + NL_ATTEND_BLOCK < n ? r0 + NL_ATTEND_BLOCK : n, first_len,
-                     K, V, stride, Dh, scale, softcap, scores, ld);
+                     window, K, V, stride, Dh, scale, softcap, scores, ld);
 }
 
 NL_HIDDEN_CLONE(nl_attention_probs);

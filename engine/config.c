@@ -309,6 +309,30 @@ static int parse_heads(NlConfig *c, const cJSON *root, const char *what, NlError
     return 0;
 }
 
+// The sliding windows (v7): sliding_window W (a local layer's query sees its last W positions, itself
+// included), sliding_window_pattern k (layer i global when (i + 1) % k == 0; absent: every layer
+// local) and rope_local_theta (the local layers' RoPE base; absent: rope_theta).
+static int parse_windows(NlConfig *c, const cJSON *root, int version, const char *what, NlError *err) {
+    static const char *const V7[] = {"sliding_window", "sliding_window_pattern", "rope_local_theta", NULL};
+    int64_t w = 0, k = 0;
+    for (int i = 0; V7[i] && version < 7; i++)
+        if (cJSON_GetObjectItemCaseSensitive(root, V7[i]))
+            return nl_error(err, NL_ERR_FORMAT, "%s: \"%s\" needs format version 7 (the file says version %d)", what,
+                            V7[i], version);
+    if (nl_jsonx_int(root, "sliding_window", 0, 1, 1 << 20, &w, what, err) != 0 ||
+        nl_jsonx_int(root, "sliding_window_pattern", 0, 2, 256, &k, what, err) != 0 ||
+        nl_jsonx_number(root, "rope_local_theta", 0, 1, FLT_MAX, &c->rope_local_theta, what, err) != 0)
+        return -1;
+    if ((k || c->rope_local_theta) && !w)
+        return nl_error(err, NL_ERR_FORMAT,
+                        "%s: \"sliding_window_pattern\" and \"rope_local_theta\" are for a model with a "
+                        "\"sliding_window\"",
+                        what);
+    c->sliding_window = (int)w;
+    c->sliding_window_pattern = (int)k;
+    return 0;
+}
+
 // The MLP and linears of GPT-NeoX, Phi and Gemma (v6): activation (default silu), gated_mlp (default
 // true: c_fc holds the gate's and the up projection's rows), bias (every linear has one; default false)
 // and embed_scale (the embeddings' factor, in (0, 1e4]; Gemma's sqrt(D); default 1).
@@ -336,13 +360,39 @@ static int parse_mlp_kind(NlConfig *c, const cJSON *root, const char *what, NlEr
 // tie_embeddings, qk_norm and attn_bias (default false), and the v6 keys (parse_heads, parse_mlp_kind).
 // No learned positions; by default a gated SiLU MLP without biases.
 static int parse_llama_config(NlConfig *c, const cJSON *root, int version, const char *what, NlError *err) {
-    static const char *const KEYS[] = {
-        "format",         "arch",       "vocab_size",   "n_layer",       "n_head",
-        "n_kv_head",      "n_embd",     "block_size",   "n_inner",       "norm",
-        "placement",      "norm_eps",   "rope_theta",   "qk_norm",       "attn_bias",
-        "tie_embeddings", "head_bias",  "block",        "final_norm",    "mix_post_layers",
-        "head_dim",       "rope_dims",  "activation",   "gated_mlp",     "bias",
-        "embed_scale",    "attn_scale", "attn_softcap", "final_softcap", NULL};
+    static const char *const KEYS[] = {"format",
+                                       "arch",
+                                       "vocab_size",
+                                       "n_layer",
+                                       "n_head",
+                                       "n_kv_head",
+                                       "n_embd",
+                                       "block_size",
+                                       "n_inner",
+                                       "norm",
+                                       "placement",
+                                       "norm_eps",
+                                       "rope_theta",
+                                       "qk_norm",
+                                       "attn_bias",
+                                       "tie_embeddings",
+                                       "head_bias",
+                                       "block",
+                                       "final_norm",
+                                       "mix_post_layers",
+                                       "head_dim",
+                                       "rope_dims",
+                                       "activation",
+                                       "gated_mlp",
+                                       "bias",
+                                       "embed_scale",
+                                       "attn_scale",
+                                       "attn_softcap",
+                                       "final_softcap",
+                                       "sliding_window",
+                                       "sliding_window_pattern",
+                                       "rope_local_theta",
+                                       NULL};
     static const char *const LLAMA_NORMS[] = {"rmsnorm", "layernorm", "none", "dyt", NULL};
     static const NlNormType NORM_OF[] = {NL_NORM_RMSNORM, NL_NORM_LAYERNORM, NL_NORM_NONE, NL_NORM_DYT};
     if (nl_jsonx_only_keys(root, KEYS, what, err) != 0) return -1;
@@ -402,7 +452,8 @@ static int parse_llama_config(NlConfig *c, const cJSON *root, int version, const
                     .attn_bias = ab,
                     .head_bias = hb};
     if (need_v6(root, version, what, err) != 0 || parse_heads(c, root, what, err) != 0 ||
-        parse_mlp_kind(c, root, what, err) != 0 || parse_block(c, root, 0, what, err) != 0)
+        parse_mlp_kind(c, root, what, err) != 0 || parse_windows(c, root, version, what, err) != 0 ||
+        parse_block(c, root, 0, what, err) != 0)
         return -1;
     if (c->norm == NL_NORM_DYT && version < 5)
         return nl_error(err, NL_ERR_FORMAT, "%s: norm \"dyt\" needs format version 5 (the file says version %d)", what,

@@ -23,7 +23,7 @@ int nl_config_has_component(const NlConfig *c, NlComponent comp) {
     return nl_family_of(c->arch)->has_component(c, comp);
 }
 
-void nl_profile_cost(const NlConfig *c, NlComponent comp, size_t batch, size_t n, size_t ctx, double *flops,
+void nl_profile_cost(const NlConfig *c, int layer, NlComponent comp, size_t batch, size_t n, size_t ctx, double *flops,
                      double *bytes) {
-    nl_family_of(c->arch)->lab_cost(c, comp, batch, n, ctx, flops, bytes);
+    nl_family_of(c->arch)->lab_cost(c, layer, comp, batch, n, ctx, flops, bytes);
 }

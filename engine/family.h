@@ -66,8 +66,8 @@ struct NlFamily {
     int (*has_component)(const NlConfig *cfg, NlComponent comp);
     // The lab's hooks. nl_profile_cost's contract (normlab_internal.h) for the family's components; 0 for
     // any other.
-    void (*lab_cost)(const NlConfig *cfg, NlComponent comp, size_t batch, size_t n, size_t ctx, double *flops,
-                     double *bytes);
+    void (*lab_cost)(const NlConfig *cfg, int layer, NlComponent comp, size_t batch, size_t n, size_t ctx,
+                     double *flops, double *bytes);
     // nl_state_readout's contract; NULL for a family without a residual stream.
     const float *(*lab_readout)(void *impl, const float *x, size_t B, size_t n, size_t n_logits, int normed);
     // nl_model_fold_rule's contract (normlab_internal.h) on the model's tensors set, its config cfg;

@@ -113,30 +113,34 @@ static inline size_t nl_value_offset(size_t j, size_t Dh, size_t stride) {  // v
 // positions past len must be readable (any finite or stale value; they do not change the result).
 // At these sizes a BLAS call costs more than the arithmetic. softcap > 0 caps each score s (after
 // scale) at softcap tanh(s / softcap) before the softmax (Gemma 2's attention soft-capping); 0: none.
-void nl_attend_one(float *out, const float *q, const float *K, const float *V, size_t stride, size_t len, size_t Dh,
-                   float scale, float softcap, float *scores);
+// window > 0: the query sees only the last `window` keys (len - window .. len - 1; a sliding-window
+// layer's: Mistral, Gemma 2 and 3), the ones before it never read; 0: all len.
+void nl_attend_one(float *out, const float *q, const float *K, const float *V, size_t stride, size_t len, size_t window,
+                   size_t Dh, float scale, float softcap, float *scores);
 // nl_attend_one in vectors of `lanes` floats: 8, or 16 where the CPU has AVX-512 (x86-64-v4), the
 // width nl_attend_one picks there. Returns -1, computing nothing, for a width that cannot run here.
 // For the test that holds both widths to the same bits.
 int nl_attend_one_lanes(size_t lanes, float *out, const float *q, const float *K, const float *V, size_t stride,
-                        size_t len, size_t Dh, float scale, float softcap, float *scores);
+                        size_t len, size_t window, size_t Dh, float scale, float softcap, float *scores);
 
 // Many queries of one head as products (OpenBLAS sgemm per cache tile, one thread): query r (q + r *
 // q_stride, r < n) sees keys 0 .. first_len + r - 1, and out + r * out_stride (Dh) = softmax(scale *
 // K q_r) V. Queries go NL_ATTEND_BLOCK at a time; scores (NL_ATTEND_BLOCK * ld floats, ld =
 // nl_tiles of the longest length times NL_TILE, at least) is scratch. The cache's positions up to
-// first_len + n - 1 must be written; its keys past that in the last tile may be anything.
+// first_len + n - 1 must be written; its keys past that in the last tile may be anything. window > 0:
+// each row sees only its last `window` keys (the others are scored, then masked to 0).
 enum { NL_ATTEND_BLOCK = 64 };
 void nl_attend_rows(float *out, size_t out_stride, const float *q, size_t q_stride, size_t n, size_t first_len,
-                    const float *K, const float *V, size_t stride, size_t Dh, float scale, float softcap, float *scores,
-                    size_t ld);
+                    size_t window, const float *K, const float *V, size_t stride, size_t Dh, float scale, float softcap,
+                    float *scores, size_t ld);
 
 // p (len) = softmax(scale * K q) of one query over keys 0..len-1 of a head's cache (nl_key_offset's
 // layout, stride between tiles): the probabilities nl_attend_one weights the values by, computed
 // apart from it, for a watcher (the lab's attention statistics); returns the distribution's entropy in
 // nats, -sum p ln p, from the scores in double (no logarithm of each p). Plain loops: off the fast path.
-double nl_attention_probs(float *p, const float *q, const float *K, size_t stride, size_t len, size_t Dh, float scale,
-                          float softcap);
+// window > 0: the keys before the last `window` get probability 0, the others a softmax of their own.
+double nl_attention_probs(float *p, const float *q, const float *K, size_t stride, size_t len, size_t window, size_t Dh,
+                          float scale, float softcap);
 // x = cap tanh(x / cap) over count values (Gemma 2's soft-capping of scores and logits; tanh_odd).
 void nl_softcap(float *x, size_t count, float cap);
 

@@ -365,8 +365,9 @@ static int rnn_has_component(const NlConfig *c, NlComponent comp) {
 }
 
 // cost.h's rules for one call of comp on `batch` sequences of n positions; ctx as NlComponent says.
-static void rnn_cost(const NlConfig *c, NlComponent comp, size_t batch, size_t n_, size_t ctx, double *flops,
+static void rnn_cost(const NlConfig *c, int layer, NlComponent comp, size_t batch, size_t n_, size_t ctx, double *flops,
                      double *bytes) {
+    (void)layer;
     int lstm = c->arch == NL_ARCH_LSTM;
     double E = c->n_input, S = c->n_hidden, G = lstm ? 4 : 3, V = c->vocab_size, n = (double)batch * (double)n_;
     *flops = *bytes = 0;

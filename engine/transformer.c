@@ -181,6 +181,7 @@ static int transformer_create(void **impl, const void *weights, const NlConfig *
         {&s->buf[2], BT * D},
         {&s->hid, BT * hidden},
         {&s->rope, cfg->rope ? T * Dh : 0},
+        {&s->rope_local, cfg->rope && cfg->rope_local_theta ? T * Dh : 0},
         {&s->scores, (size_t)nl_pool_workers(pool) * NL_ATTEND_BLOCK * nl_tiles(T) * NL_TILE},
         {&s->logits, BT * V},
         {&s->k_cache, KV},
@@ -202,7 +203,9 @@ static int transformer_create(void **impl, const void *weights, const NlConfig *
         return -1;
     }
     for (size_t i = 0; i < N; i++) s->ones[i] = 1.0f;
-    if (cfg->rope) nl_rope_table(s->rope, T, Dh, cfg->rope_dims ? (size_t)cfg->rope_dims : Dh, (float)cfg->rope_theta);
+    size_t rot = cfg->rope_dims ? (size_t)cfg->rope_dims : Dh;
+    if (cfg->rope) nl_rope_table(s->rope, T, Dh, rot, (float)cfg->rope_theta);
+    if (cfg->rope && cfg->rope_local_theta) nl_rope_table(s->rope_local, T, Dh, rot, (float)cfg->rope_local_theta);
     if (resolve_norms(s, err) != 0) {
         transformer_destroy(s);
         return -1;

@@ -15,8 +15,8 @@
 size_t nl_transformer_describe(const NlConfig *c, NlConfigField *fields);
 size_t nl_llama_describe(const NlConfig *c, NlConfigField *fields);
 int nl_transformer_has_component(const NlConfig *c, NlComponent comp);
-void nl_transformer_cost(const NlConfig *c, NlComponent comp, size_t batch, size_t n, size_t ctx, double *flops,
-                         double *bytes);
+void nl_transformer_cost(const NlConfig *c, int layer, NlComponent comp, size_t batch, size_t n, size_t ctx,
+                         double *flops, double *bytes);
 // family.h's fold contract (transformer_fold.c): both rows' norms folded by placement.
 int nl_transformer_fold(NlTensorSet *set, const NlConfig *c, const NlFoldOptions *opts, NlFoldResult *r, NlError *err);
 

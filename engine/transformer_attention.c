@@ -49,7 +49,8 @@ int nl_transformer_shift(void *impl, size_t b, size_t keep, size_t drop, size_t 
     for (size_t l = 0; drop && l < (size_t)c->n_layer; l++)
         for (size_t g = 0; g < KVH; g++) {
             size_t head = b * nl_transformer_seq_floats(s) + (l * KVH + g) * Dh * NL_TILE;
-            nl_rope_shift(s->k_cache + head, s->v_cache + head, stride, Dh, keep, drop, len, s->rope + drop * Dh);
+            nl_rope_shift(s->k_cache + head, s->v_cache + head, stride, Dh, keep, drop, len,
+                          layer_rope(s, l) + drop * Dh);
         }
     return 0;
 }
@@ -76,8 +77,8 @@ static void cache_new_positions(Transformer *s, size_t B, size_t l, size_t n, si
                 nl_norm(k, k, w->k_norm, c->norm, whole ? 1 : KVH, whole ? KVH * Dh : Dh, (float)c->norm_eps);
             }
             if (c->rope) {
-                nl_rope(q, H, Dh, s->rope + (pos + i) * Dh);
-                nl_rope(k, KVH, Dh, s->rope + (pos + i) * Dh);
+                nl_rope(q, H, Dh, layer_rope(s, l) + (pos + i) * Dh);
+                nl_rope(k, KVH, Dh, layer_rope(s, l) + (pos + i) * Dh);
             }
             for (size_t g = 0; g < KVH; g++) {
                 size_t head = b * nl_transformer_seq_floats(s) + (l * KVH + g) * Dh * NL_TILE;  // its first tile
@@ -99,6 +100,7 @@ static void attention_heads(Transformer *s, size_t b, size_t l, size_t n, size_t
     size_t Dh = head_width(s->cfg), A = H * Dh, W = qkv_width(s->cfg),
            stride = nl_transformer_tile_floats(s);  // between a head's consecutive tiles
     float scale = attention_scale(s->cfg, Dh), cap = (float)s->cfg->attn_softcap;
+    size_t window = nl_layer_window(s->cfg, l);  // a local layer's: each query's last W keys
     const float *qkv = s->qkv + b * n * W;  // (n, W) of this sequence
     float *att = s->att + b * keep * A;  // (keep, H Dh)
     for (size_t h = h0; h < h1; h++) {
@@ -108,13 +110,13 @@ static void attention_heads(Transformer *s, size_t b, size_t l, size_t n, size_t
         const float *q = qkv + h * Dh;  // row i at q + i * W
         // Row i sees keys 0..pos+i: one fused pass over the cache per query, or, for many, products.
         if (keep >= ATTEND_ROWS_MIN && Dh >= ATTEND_HEAD_MIN) {
-            nl_attend_rows(att + h * Dh, A, q + (n - keep) * W, W, keep, pos + (n - keep) + 1, K, V, stride, Dh, scale,
-                           cap, scores, nl_tiles((size_t)s->cfg->block_size) * NL_TILE);
+            nl_attend_rows(att + h * Dh, A, q + (n - keep) * W, W, keep, pos + (n - keep) + 1, window, K, V, stride, Dh,
+                           scale, cap, scores, nl_tiles((size_t)s->cfg->block_size) * NL_TILE);
             continue;
         }
         for (size_t i = n - keep; i < n; i++)
-            nl_attend_one(att + (i - (n - keep)) * A + h * Dh, q + i * W, K, V, stride, pos + i + 1, Dh, scale, cap,
-                          scores);
+            nl_attend_one(att + (i - (n - keep)) * A + h * Dh, q + i * W, K, V, stride, pos + i + 1, window, Dh, scale,
+                          cap, scores);
     }
 }
 
@@ -141,7 +143,8 @@ static void watch_attention(Transformer *s, size_t B, size_t l, size_t n, size_t
             const float *K = s->k_cache + b * nl_transformer_seq_floats(s) + (l * KVH + h / (H / KVH)) * Dh * NL_TILE;
             for (size_t i = n - keep; i < n; i++) {
                 const float *q = s->qkv + (b * n + i) * W + h * Dh;
-                double entropy = nl_attention_probs(s->scores, q, K, stride, pos + i + 1, Dh, scale, cap);
+                double entropy = nl_attention_probs(s->scores, q, K, stride, pos + i + 1, nl_layer_window(s->cfg, l),
+                                                    Dh, scale, cap);
                 s->obs->attention(s->obs->watcher, (int)l, b, h, s->scores, pos + i + 1, entropy);
             }
         }

@@ -26,7 +26,8 @@ size_t nl_transformer_describe(const NlConfig *c, NlConfigField *f) {
 
 // The Llama family's: heads and key/value heads, width, window, MLP width, the norm as placed,
 // RoPE's base, QK-norm (and what it spans), and where they differ from Llama's: the head width, the dims
-// RoPE turns, the MLP's activation and gating, biases on every linear; the qkv bias and the head.
+// RoPE turns, the MLP's activation and gating, biases on every linear, the scales and caps, the sliding
+// windows; the qkv bias and the head.
 size_t nl_llama_describe(const NlConfig *c, NlConfigField *f) {
     size_t k = 0;
     f[k++] = (NlConfigField){"n_head", NL_FIELD_NUMBER, c->n_head, NULL};
@@ -51,6 +52,10 @@ size_t nl_llama_describe(const NlConfig *c, NlConfigField *f) {
     if (c->attn_scale) f[k++] = (NlConfigField){"attn_scale", NL_FIELD_NUMBER, c->attn_scale, NULL};
     if (c->attn_softcap) f[k++] = (NlConfigField){"attn_softcap", NL_FIELD_NUMBER, c->attn_softcap, NULL};
     if (c->final_softcap) f[k++] = (NlConfigField){"final_softcap", NL_FIELD_NUMBER, c->final_softcap, NULL};
+    if (c->sliding_window) f[k++] = (NlConfigField){"sliding_window", NL_FIELD_NUMBER, c->sliding_window, NULL};
+    if (c->sliding_window_pattern)
+        f[k++] = (NlConfigField){"sliding_window_pattern", NL_FIELD_NUMBER, c->sliding_window_pattern, NULL};
+    if (c->rope_local_theta) f[k++] = (NlConfigField){"rope_local_theta", NL_FIELD_NUMBER, c->rope_local_theta, NULL};
     f[k++] = (NlConfigField){"attn_bias", NL_FIELD_BOOL, c->attn_bias, NULL};
     f[k++] = (NlConfigField){"tie_embeddings", NL_FIELD_BOOL, c->tie_embeddings, NULL};
     if (c->head_bias) f[k++] = (NlConfigField){"head_bias", NL_FIELD_BOOL, 1, NULL};  // a folded model's only
@@ -74,19 +79,27 @@ static double kv_cache_width(const NlConfig *c) {
     return (double)nl_head_width(c) * (c->n_kv_head ? c->n_kv_head : c->n_head);
 }
 
-// Attention of one sequence: n queries against ctx keys.
-static void attention_cost(const NlConfig *c, double n, double ctx, double *flops, double *bytes) {
+// The sum of min(v, W) over v = a..b: the keys queries a-1..b-1 see through a window of W.
+static double window_keys(double a, double b, double W) {
+    if (b <= W) return (a + b) * (b - a + 1) / 2;
+    if (a > W) return W * (b - a + 1);
+    return (a + W) * (W - a + 1) / 2 + W * (b - W);
+}
+
+// Attention of one sequence: n queries against ctx keys (a local layer's: each its last W).
+static void attention_cost(const NlConfig *c, size_t W, double n, double ctx, double *flops, double *bytes) {
     double A = query_width(c), KV = kv_cache_width(c);
     // The fused kernel computes only the unmasked (query, key) pairs: q k^T and p v, 2 Dh FLOPs
     // each per head, so 4 H Dh per pair in all; softmax (max, subtract + exp, sum, scale) 4 per score.
-    double unmasked = n * (ctx - n) + n * (n + 1) / 2;
+    double unmasked = W ? window_keys(ctx - n + 1, ctx, (double)W) : n * (ctx - n) + n * (n + 1) / 2;
+    double read = W && ctx > n - 1 + (double)W ? n - 1 + (double)W : ctx;  // the keys some query sees
     *flops = 4 * unmasked * A + 4 * unmasked * c->n_head;
-    *bytes = 4 * (n * (A + 2 * KV) + 2 * n * KV + 2 * ctx * KV + n * A);  // qkv in, K/V appended, K/V read, out
+    *bytes = 4 * (n * (A + 2 * KV) + 2 * n * KV + 2 * read * KV + n * A);  // qkv in, K/V appended, K/V read, out
 }
 
 // cost.h's rules for one call of comp on `batch` sequences of n positions against ctx keys.
-void nl_transformer_cost(const NlConfig *c, NlComponent comp, size_t batch, size_t n_, size_t ctx, double *flops,
-                         double *bytes) {
+void nl_transformer_cost(const NlConfig *c, int layer, NlComponent comp, size_t batch, size_t n_, size_t ctx,
+                         double *flops, double *bytes) {
     double D = c->n_embd, F = c->n_inner, V = c->vocab_size, n = (double)batch * (double)n_;  // rows
     *flops = *bytes = 0;
     switch (comp) {
@@ -115,7 +128,7 @@ void nl_transformer_cost(const NlConfig *c, NlComponent comp, size_t batch, size
     case NL_COMP_MLP_UP: nl_cost_linear(c->bias, n, D, c->gated_mlp ? 2 * F : F, flops, bytes); break;
     case NL_COMP_MLP_DOWN: nl_cost_linear(c->bias, n, F, D, flops, bytes); break;
     case NL_COMP_ATTENTION:
-        attention_cost(c, (double)n_, (double)ctx, flops, bytes);
+        attention_cost(c, layer >= 0 ? nl_layer_window(c, (size_t)layer) : 0, (double)n_, (double)ctx, flops, bytes);
         *flops *= (double)batch;
         *bytes *= (double)batch;
         break;

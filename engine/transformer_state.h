@@ -37,6 +37,7 @@ typedef struct {
     float *att;  // (B*T, H Dh) attention output, heads concatenated (D but where head_dim is set)
     float *hid;  // (B*T, F) MLP hidden; gated: (B*T, 2F) gate and up, then (B*T, F)
     float *rope;  // (T, Dh) RoPE's cos and sin of each position's angles, pair by pair (RoPE only)
+    float *rope_local;  // (T, Dh) the same at the local layers' base where the config has rope_local_theta
     float *scores;  // (workers, NL_ATTEND_BLOCK, T rounded up to whole tiles) each worker's probabilities
     float *logits;  // (B*T, V)
     float *k_cache;  // (B, T/32, L, KVH, Dh, 32) keys in tiles of 32 positions (kernels.h), T rounded up
@@ -53,6 +54,11 @@ typedef struct {
 static inline size_t head_width(const NlConfig *c) { return nl_head_width(c); }  // Dh
 static inline size_t kv_width(const NlConfig *c) { return (size_t)c->n_kv_head * head_width(c); }  // KVH Dh
 static inline size_t qkv_width(const NlConfig *c) { return nl_query_width(c) + 2 * kv_width(c); }  // W
+
+// Layer l's RoPE table: the local one on a sliding-window layer where the model has one.
+static inline const float *layer_rope(const Transformer *s, size_t l) {
+    return s->cfg->rope_local_theta && nl_layer_window(s->cfg, l) ? s->rope_local : s->rope;
+}
 
 // The bytes of one sequence's KV cache: keys and values of every layer, positions rounded up to whole
 // tiles, as allocated (the family's state_bytes).

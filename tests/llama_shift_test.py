@@ -6,7 +6,9 @@ a random llama model of the normlab layout with a character vocabulary, so that 
 greedy text is its ids: the text of `normlab generate --temp 0` across three shifts must equal the
 reference's, and the log-probabilities it reports (--n-probs) must agree within 1e-4 nats. A second
 model's sentencepiece tokenizer adds a bos, which every shift keeps at slot 0 (keep = 1, llama.cpp's
-n_keep): its drawn ids must equal the reference's with keep = 1, and differ from keep = 0's.
+n_keep): its drawn ids must equal the reference's with keep = 1, and differ from keep = 0's. A third
+model has Gemma 3's windows (format v7): layer 0 sees its last 5 positions, its keys turned at RoPE
+base 100, layer 1 every position at 10000; across the shifts each layer's keys turn back at its own base.
 Usage: llama_shift_test.py [NORMLAB]"""
 import json
 import os
@@ -33,7 +35,10 @@ SPM = {"type": "sentencepiece", "pieces": SPM_PIECES, "unk_id": 0, "bos_id": 1, 
        "add_dummy_prefix": True, "byte_fallback": True}
 
 
-def make_model(path, seed, V=V, vocab=VOCAB):
+WINDOWS = {"sliding_window": 5, "sliding_window_pattern": 2, "rope_local_theta": 100.0}
+
+
+def make_model(path, seed, V=V, vocab=VOCAB, windows=None):
     """A random llama model (GQA 4/2, untied head), its logits peaked so greedy is not decided by
     rounding; the weights as float64 copies of the float32 file's."""
     rng = np.random.default_rng(seed)
@@ -49,15 +54,17 @@ def make_model(path, seed, V=V, vocab=VOCAB):
     config = {"format": {"name": "normlab", "version": 4}, "arch": "llama", "vocab_size": V, "n_layer": L,
               "n_head": H, "n_kv_head": KVH, "n_embd": D, "block_size": T, "n_inner": F, "norm": "rmsnorm",
               "placement": "pre", "norm_eps": EPS, "rope_theta": THETA, "tie_embeddings": False}
+    if windows:
+        config.update(windows, format={"name": "normlab", "version": 7})
     t = {k: v.astype(np.float32) for k, v in t.items()}
     nlformat.write_model_dir(path, config, vocab, t)
     return {k: v.astype(np.float64) for k, v in t.items()}
 
 
-def rotate(x, angle_positions):
+def rotate(x, angle_positions, theta=THETA):
     """RoPE's interleaved pairs of x (..., Dh) turned by angle_positions positions' angles."""
     i = np.arange(0, DH, 2)
-    a = angle_positions * THETA ** (-i / DH)
+    a = angle_positions * theta ** (-i / DH)
     c, s = np.cos(a), np.sin(a)
     y = np.empty_like(x)
     y[..., 0::2] = x[..., 0::2] * c - x[..., 1::2] * s
@@ -68,8 +75,11 @@ def rotate(x, angle_positions):
 class Reference:
     """One sequence, token by token, over an explicit cache of rotated keys and values per layer."""
 
-    def __init__(self, w):
+    def __init__(self, w, windows=None):
         self.w, self.keys, self.values = w, [[] for _ in range(L)], [[] for _ in range(L)]
+        local = windows and [(l + 1) % windows["sliding_window_pattern"] != 0 for l in range(L)]
+        self.window = [windows["sliding_window"] if local and local[l] else 0 for l in range(L)]  # 0: all
+        self.theta = [windows["rope_local_theta"] if local and local[l] else THETA for l in range(L)]
 
     def rms(self, x, g):
         return x / np.sqrt((x * x).mean(-1, keepdims=True) + EPS) * g
@@ -79,10 +89,11 @@ class Reference:
         x = w["wte.weight"][token]
         for l in range(L):
             qkv = w[f"h.{l}.attn.c_attn.weight"] @ self.rms(x, w[f"h.{l}.ln_1.weight"])
-            q = rotate(qkv[:H * DH].reshape(H, DH), pos)
-            self.keys[l].append(rotate(qkv[H * DH:(H + KVH) * DH].reshape(KVH, DH), pos))
+            q = rotate(qkv[:H * DH].reshape(H, DH), pos, self.theta[l])
+            self.keys[l].append(rotate(qkv[H * DH:(H + KVH) * DH].reshape(KVH, DH), pos, self.theta[l]))
             self.values[l].append(qkv[(H + KVH) * DH:].reshape(KVH, DH))
             K, Vs = np.array(self.keys[l]), np.array(self.values[l])  # (len, KVH, Dh)
+            K, Vs = (K[-self.window[l]:], Vs[-self.window[l]:]) if self.window[l] else (K, Vs)
             att = np.empty((H, DH))
             for h in range(H):
                 g = h // (H // KVH)
@@ -101,14 +112,14 @@ class Reference:
         n = len(self.keys[0])
         drop = (n - keep) // 2
         for l in range(L):
-            kept = [rotate(k, -drop) for k in self.keys[l][keep + drop:]]
+            kept = [rotate(k, -drop, self.theta[l]) for k in self.keys[l][keep + drop:]]
             self.keys[l] = self.keys[l][:keep] + kept
             self.values[l] = self.values[l][:keep] + self.values[l][keep + drop:]
         return drop
 
 
-def reference_generate(w, prompt_ids, n_new, keep):
-    ref, logp, out, shifts = Reference(w), None, [], 0
+def reference_generate(w, prompt_ids, n_new, keep, windows=None):
+    ref, logp, out, shifts = Reference(w, windows), None, [], 0
     for t in prompt_ids:
         logp = ref.step(t)
     for i in range(n_new):
@@ -127,11 +138,11 @@ def main():
     normlab = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "normlab")
     check = Checks("llama_shift_test")
     with tempfile.TemporaryDirectory() as tmp:
-        for seed in (1, 2):
-            model = os.path.join(tmp, f"m{seed}")
-            w = make_model(model, seed)
+        for seed in (1, 2, 3):
+            model, windows = os.path.join(tmp, f"m{seed}"), WINDOWS if seed == 3 else None
+            w = make_model(model, seed, windows=windows)
             prompt, n_new = "abcdefg", 40
-            want, shifts = reference_generate(w, [VOCAB.index(c) for c in prompt], n_new, keep=0)
+            want, shifts = reference_generate(w, [VOCAB.index(c) for c in prompt], n_new, 0, windows)
             r = subprocess.run([normlab, "generate", "-m", model, "-p", prompt, "-n", str(n_new), "--temp", "0",
                                 "--json", "--n-probs", "1"], capture_output=True, text=True)
             if r.returncode != 0:

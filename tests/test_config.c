@@ -88,37 +88,40 @@ static int config_has(const NlConfig *c, const char *want) {
     char field[32];
     double v;
     if (sscanf(want, "%31[^=]=%lf", field, &v) != 2) return 0;
-    double got = strcmp(field, "n_inner") == 0           ? c->n_inner
-                 : strcmp(field, "residual_scale") == 0  ? c->residual_scale
-                 : strcmp(field, "placement") == 0       ? (double)c->placement
-                 : strcmp(field, "norm") == 0            ? (double)c->norm
-                 : strcmp(field, "norm_eps") == 0        ? c->norm_eps
-                 : strcmp(field, "arch") == 0            ? (double)c->arch
-                 : strcmp(field, "activation") == 0      ? (double)c->activation
-                 : strcmp(field, "n_hidden") == 0        ? c->n_hidden
-                 : strcmp(field, "n_input") == 0         ? c->n_input
-                 : strcmp(field, "vocab_size") == 0      ? c->vocab_size
-                 : strcmp(field, "n_layer") == 0         ? c->n_layer
-                 : strcmp(field, "n_head") == 0          ? c->n_head
-                 : strcmp(field, "n_embd") == 0          ? c->n_embd
-                 : strcmp(field, "block_size") == 0      ? c->block_size
-                 : strcmp(field, "n_kv_head") == 0       ? c->n_kv_head
-                 : strcmp(field, "rope_theta") == 0      ? c->rope_theta
-                 : strcmp(field, "qk_norm") == 0         ? c->qk_norm
-                 : strcmp(field, "head_dim") == 0        ? c->head_dim
-                 : strcmp(field, "rope_dims") == 0       ? c->rope_dims
-                 : strcmp(field, "gated_mlp") == 0       ? c->gated_mlp
-                 : strcmp(field, "bias") == 0            ? c->bias
-                 : strcmp(field, "embed_scale") == 0     ? c->embed_scale
-                 : strcmp(field, "attn_scale") == 0      ? c->attn_scale
-                 : strcmp(field, "attn_softcap") == 0    ? c->attn_softcap
-                 : strcmp(field, "final_softcap") == 0   ? c->final_softcap
-                 : strcmp(field, "tie_embeddings") == 0  ? c->tie_embeddings
-                 : strcmp(field, "mix_post_layers") == 0 ? c->mix_post_layers
-                 : strcmp(field, "final_norm") == 0      ? c->recipe.final_norm
-                 : strcmp(field, "steps") == 0           ? c->recipe.block[0].n_steps
-                 : strcmp(field, "buffers") == 0         ? nl_recipe_buffers(&c->recipe)
-                                                         : NAN;
+    double got = strcmp(field, "n_inner") == 0                  ? c->n_inner
+                 : strcmp(field, "residual_scale") == 0         ? c->residual_scale
+                 : strcmp(field, "placement") == 0              ? (double)c->placement
+                 : strcmp(field, "norm") == 0                   ? (double)c->norm
+                 : strcmp(field, "norm_eps") == 0               ? c->norm_eps
+                 : strcmp(field, "arch") == 0                   ? (double)c->arch
+                 : strcmp(field, "activation") == 0             ? (double)c->activation
+                 : strcmp(field, "n_hidden") == 0               ? c->n_hidden
+                 : strcmp(field, "n_input") == 0                ? c->n_input
+                 : strcmp(field, "vocab_size") == 0             ? c->vocab_size
+                 : strcmp(field, "n_layer") == 0                ? c->n_layer
+                 : strcmp(field, "n_head") == 0                 ? c->n_head
+                 : strcmp(field, "n_embd") == 0                 ? c->n_embd
+                 : strcmp(field, "block_size") == 0             ? c->block_size
+                 : strcmp(field, "n_kv_head") == 0              ? c->n_kv_head
+                 : strcmp(field, "rope_theta") == 0             ? c->rope_theta
+                 : strcmp(field, "qk_norm") == 0                ? c->qk_norm
+                 : strcmp(field, "head_dim") == 0               ? c->head_dim
+                 : strcmp(field, "rope_dims") == 0              ? c->rope_dims
+                 : strcmp(field, "gated_mlp") == 0              ? c->gated_mlp
+                 : strcmp(field, "bias") == 0                   ? c->bias
+                 : strcmp(field, "embed_scale") == 0            ? c->embed_scale
+                 : strcmp(field, "attn_scale") == 0             ? c->attn_scale
+                 : strcmp(field, "attn_softcap") == 0           ? c->attn_softcap
+                 : strcmp(field, "final_softcap") == 0          ? c->final_softcap
+                 : strcmp(field, "sliding_window") == 0         ? c->sliding_window
+                 : strcmp(field, "sliding_window_pattern") == 0 ? c->sliding_window_pattern
+                 : strcmp(field, "rope_local_theta") == 0       ? c->rope_local_theta
+                 : strcmp(field, "tie_embeddings") == 0         ? c->tie_embeddings
+                 : strcmp(field, "mix_post_layers") == 0        ? c->mix_post_layers
+                 : strcmp(field, "final_norm") == 0             ? c->recipe.final_norm
+                 : strcmp(field, "steps") == 0                  ? c->recipe.block[0].n_steps
+                 : strcmp(field, "buffers") == 0                ? nl_recipe_buffers(&c->recipe)
+                                                                : NAN;
     return got == v;
 }
 

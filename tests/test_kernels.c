@@ -305,7 +305,7 @@ static void attention_softmax_is_stable(void) {
         K[nl_key_offset(j, 0, stride)] = key0[j] * sqrtf((float)Dh);  // score = key0[j] after scaling
         V[nl_value_offset(j, Dh, stride)] = (float)j;  // first value element = j
     }
-    nl_attend_one(out, q, K, V, stride, len, Dh, 1.0f / sqrtf((float)Dh), 0.0f, sc);
+    nl_attend_one(out, q, K, V, stride, len, 0, Dh, 1.0f / sqrtf((float)Dh), 0.0f, sc);
     // Reference: p = e^0, e^0, 0, e^-1 over 2 + e^-1; out[0] = sum_j p_j * j.
     double top = 1.0 / (2.0 + exp(-1.0)), third = exp(-1.0) * top, want = top * 1 + third * 3;
     CHECK(sc[2] == 0.0f && sc[0] == sc[1] && fabs(sc[0] - top) < 1e-6 && fabs(sc[3] - third) < 1e-6,
@@ -565,7 +565,7 @@ static void fused_attention_matches_double_reference(void) {
                 Kc[nl_key_offset(j, i, stride)] = K[j * Dh + i];
                 Vc[nl_value_offset(j, Dh, stride) + i] = V[j * Dh + i];
             }
-        nl_attend_one(out, q, Kc, Vc, stride, len, Dh, scale, cap, sc);
+        nl_attend_one(out, q, Kc, Vc, stride, len, 0, Dh, scale, cap, sc);
         free(Kc);
         free(Vc);
         // float accumulation over at most 128 keys of |v| <= 0.5: 1e-6 covers rounding.
@@ -598,14 +598,14 @@ static void attention_widths_give_the_same_bits(void) {
             for (size_t i = 0; i < size; i++) K[i] = (float)(3 * uniform(&seed)), V[i] = (float)uniform(&seed);
             for (size_t i = 0; i < Dh; i++) q[i] = (float)(2 * uniform(&seed));
             float scale = 1.0f / sqrtf((float)Dh);
-            CHECK(nl_attend_one_lanes(8, o8, q, K, V, stride, len, Dh, scale, 0.0f, sc) == 0, "8 lanes always run");
-            nl_attend_one(od, q, K, V, stride, len, Dh, scale, 0.0f, sc);
-            wide = nl_attend_one_lanes(16, o16, q, K, V, stride, len, Dh, scale, 0.0f, sc) == 0;
+            CHECK(nl_attend_one_lanes(8, o8, q, K, V, stride, len, 0, Dh, scale, 0.0f, sc) == 0, "8 lanes always run");
+            nl_attend_one(od, q, K, V, stride, len, 0, Dh, scale, 0.0f, sc);
+            wide = nl_attend_one_lanes(16, o16, q, K, V, stride, len, 0, Dh, scale, 0.0f, sc) == 0;
             differing += (wide && memcmp(o8, o16, Dh * sizeof *o8) != 0) || memcmp(od, o8, Dh * sizeof *od) != 0;
             cases++;
             free(K), free(V), free(q), free(o8), free(o16), free(od), free(sc);
         }
-    CHECK(nl_attend_one_lanes(4, NULL, NULL, NULL, NULL, 0, 0, 0, 0.0f, 0.0f, NULL) == -1, "4 lanes refused");
+    CHECK(nl_attend_one_lanes(4, NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0.0f, 0.0f, NULL) == -1, "4 lanes refused");
     CHECK(differing == 0, "%zu of %zu queries differ between the widths (%s)", differing, cases,
           wide ? "8 and 16 lanes" : "no AVX-512 here: nl_attend_one against 8 lanes");
 }
@@ -667,7 +667,7 @@ static void rows_attention_matches_double_reference(void) {
             for (size_t j = 0; j < m; j++)
                 for (size_t i = 0; i < Dh; i++) want[r * Dh + i] += p[j] / sum * V[j * Dh + i];
         }
-        nl_attend_rows(out, 2 * Dh, q, qs, n, first, Kc, Vc, stride, Dh, scale, cap, sc, ld);
+        nl_attend_rows(out, 2 * Dh, q, qs, n, first, 0, Kc, Vc, stride, Dh, scale, cap, sc, ld);
         for (size_t r = 0; r < n; r++) memmove(out + r * Dh, out + r * 2 * Dh, Dh * sizeof *out);  // rows 2 Dh apart
         check_close("attention as products vs double", out, want, n * Dh, 1e-6, 1e-5);
         free(q), free(Kc), free(Vc), free(K), free(V), free(out), free(sc), free(want), free(p);

@@ -31,7 +31,7 @@ static const NlConfig CFG = {.vocab_size = 11,
 
 static void expect_cost(NlComponent c, size_t B, size_t n, size_t ctx, double flops, double bytes) {
     double f, b;
-    nl_profile_cost(&CFG, c, B, n, ctx, &f, &b);
+    nl_profile_cost(&CFG, 0, c, B, n, ctx, &f, &b);
     CHECK(f == flops && b == bytes, "%s n=%zu ctx=%zu: %g FLOPs %g bytes, expected %g and %g", nl_component_name(c), n,
           ctx, f, b, flops, bytes);
 }
@@ -59,11 +59,23 @@ static void costs_match_hand_computed_formulas(void) {
     NlConfig rms = CFG;
     rms.norm = NL_NORM_RMSNORM;
     double f, b;
-    nl_profile_cost(&rms, NL_COMP_NORM2, 1, 5, 5, &f, &b);
+    nl_profile_cost(&rms, 0, NL_COMP_NORM2, 1, 5, 5, &f, &b);
     CHECK(f == 300, "RMSNorm of 5 rows: 5 FLOPs per element, got %g", f);
     rms.norm = NL_NORM_DYT;
-    nl_profile_cost(&rms, NL_COMP_NORM2, 1, 5, 5, &f, &b);
+    nl_profile_cost(&rms, 0, NL_COMP_NORM2, 1, 5, 5, &f, &b);
     CHECK(f == 240, "DyT of 5 rows: 4 FLOPs per element (alpha, tanh, gain, bias), got %g", f);
+    // a sliding window of 4 on layer 0 (pattern 2: layer 1 global): 10 queries from 0 see 1+2+3+4*7 = 34
+    // keys, not 55; bytes read the 9 + 4 = 13 keys some query sees, all 10 here (decode: the last 4)
+    NlConfig local = CFG;
+    local.sliding_window = 4;
+    local.sliding_window_pattern = 2;
+    nl_profile_cost(&local, 0, NL_COMP_ATTENTION, 1, 10, 10, &f, &b);
+    CHECK(f == 34 * 4 * 15, "a local layer's prefill of 10: 34 pairs, got %g FLOPs", f);
+    nl_profile_cost(&local, 1, NL_COMP_ATTENTION, 1, 10, 10, &f, &b);
+    CHECK(f == 55 * 4 * 15, "the global layer's: 55 pairs, got %g FLOPs", f);
+    nl_profile_cost(&local, 0, NL_COMP_ATTENTION, 1, 1, 9, &f, &b);
+    CHECK(f == 4 * 4 * 15 && b == 4 * (36 + 24 + 2 * 4 * 12 + 12),
+          "a local layer's decode at 8: 4 keys read, got %g %g", f, b);
 }
 
 // A recurrent model's components (E 7, S 5; the LSTM's 4 gate blocks, the GRU's 3), by
@@ -79,24 +91,24 @@ static void recurrent_costs_match_hand_computed_formulas(void) {
                      .norm = NL_NORM_LAYERNORM,
                      .norm_eps = 1e-5};
     double f, b;
-    nl_profile_cost(&lstm, NL_COMP_RNN_INPUT, 1, 3, 7, &f, &b);  // (3, 7) -> (3, 20)
+    nl_profile_cost(&lstm, 0, NL_COMP_RNN_INPUT, 1, 3, 7, &f, &b);  // (3, 7) -> (3, 20)
     CHECK(f == 2 * 3 * 7 * 20 && b == 4 * (7 * 20 + 3 * 7 + 3 * 20), "input_proj: %g FLOPs %g bytes", f, b);
-    nl_profile_cost(&lstm, NL_COMP_RNN_RECURRENT, 2, 1, 5, &f, &b);  // two sequences' h: (2, 5) -> (2, 20)
+    nl_profile_cost(&lstm, 0, NL_COMP_RNN_RECURRENT, 2, 1, 5, &f, &b);  // two sequences' h: (2, 5) -> (2, 20)
     CHECK(f == 2 * 2 * 5 * 20 && b == 4 * (5 * 20 + 2 * 5 + 2 * 20), "recurrent_proj: %g FLOPs %g bytes", f, b);
-    nl_profile_cost(&lstm, NL_COMP_RNN_NORM, 1, 3, 20, &f, &b);
+    nl_profile_cost(&lstm, 0, NL_COMP_RNN_NORM, 1, 3, 20, &f, &b);
     CHECK(f == 3 * 20 * 8 && b == 4 * (2 * 3 * 20 + 2 * 20), "rnn_norm: %g FLOPs %g bytes", f, b);
-    nl_profile_cost(&lstm, NL_COMP_RNN_GATES, 1, 1, 0, &f, &b);  // the cell's update
+    nl_profile_cost(&lstm, 0, NL_COMP_RNN_GATES, 1, 1, 0, &f, &b);  // the cell's update
     CHECK(f == 10 * 5 && b == 4 * (2 * 20 + 2 * 5), "lstm gates, c: %g FLOPs %g bytes", f, b);
-    nl_profile_cost(&lstm, NL_COMP_RNN_GATES, 1, 1, 1, &f, &b);  // h from it
+    nl_profile_cost(&lstm, 0, NL_COMP_RNN_GATES, 1, 1, 1, &f, &b);  // h from it
     CHECK(f == 3 * 5 && b == 4 * 3 * 5, "lstm gates, h: %g FLOPs %g bytes", f, b);
-    nl_profile_cost(&lstm, NL_COMP_LM_HEAD, 1, 1, 0, &f, &b);
+    nl_profile_cost(&lstm, 0, NL_COMP_LM_HEAD, 1, 1, 0, &f, &b);
     CHECK(f == 2 * 5 * 11 + 11 && b == 4 * (11 * 5 + 5 + 11 + 11), "recurrent head: %g FLOPs %g bytes", f, b);
     NlConfig gru = lstm;
     gru.arch = NL_ARCH_GRU;
     gru.norm = NL_NORM_NONE;
-    nl_profile_cost(&gru, NL_COMP_RNN_GATES, 1, 1, 0, &f, &b);
+    nl_profile_cost(&gru, 0, NL_COMP_RNN_GATES, 1, 1, 0, &f, &b);
     CHECK(f == 10 * 5 && b == 4 * (2 * 15 + 2 * 5), "gru gates: %g FLOPs %g bytes", f, b);
-    nl_profile_cost(&gru, NL_COMP_RNN_NORM, 1, 1, 15, &f, &b);
+    nl_profile_cost(&gru, 0, NL_COMP_RNN_NORM, 1, 1, 15, &f, &b);
     CHECK(f == 15, "a plain GRU's rnn_norm only adds biases: %g FLOPs", f);
 }
 

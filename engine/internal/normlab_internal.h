@@ -56,6 +56,9 @@ struct NlConfig {
     double embed_scale;  // the embeddings' factor (Gemma's sqrt(D), rounded to float as it multiplies), else 0: 1
     double attn_scale;  // the attention scores' factor (Gemma 2's query_pre_attn_scalar^-1/2), else 0: 1/sqrt(Dh)
     double attn_softcap, final_softcap;  // scores and logits as cap tanh(s / cap) (Gemma 2), else 0: none
+    int sliding_window;  // W: a local layer's query sees its last W positions (Mistral, Gemma 2 and 3), else 0
+    int sliding_window_pattern;  // k: layer i is global when (i + 1) % k == 0, the others local; 0: all local
+    double rope_local_theta;  // the local layers' RoPE base (Gemma 3's rope_local_base_freq), else 0: rope_theta
     int attn_bias;  // c_attn alone has a bias (Qwen2's)
     // the recurrent models'
     int n_input;  // E: the embedding width, config.json's "n_embd"
@@ -71,6 +74,12 @@ static inline size_t nl_head_width(const NlConfig *c) {
     return (size_t)(c->head_dim ? c->head_dim : c->n_embd / c->n_head);
 }
 static inline size_t nl_query_width(const NlConfig *c) { return (size_t)c->n_head * nl_head_width(c); }
+
+// Layer l's attention window: W where it is a local layer, else 0 (every position).
+static inline size_t nl_layer_window(const NlConfig *c, size_t l) {
+    int k = c->sliding_window_pattern;
+    return k && (l + 1) % (size_t)k == 0 ? 0 : (size_t)c->sliding_window;
+}
 
 // The model's config as loaded (borrowed for its lifetime). (model.c)
 const NlConfig *nl_model_config(const NlModel *model);
@@ -221,11 +230,12 @@ const float *nl_state_readout_head(NlState *state, const float *x, size_t B, siz
 
 // ---- the engine's pieces the lab reuses
 
-// FLOPs and bytes of one call of comp on `batch` sequences of n positions whose attention sees ctx
-// keys (pos + n), by the counting rules in docs/profiling.md: each family's own (its lab_cost,
-// family.h). Deterministic: tests check them. (state.c)
-void nl_profile_cost(const NlConfig *cfg, NlComponent comp, size_t batch, size_t n, size_t ctx, double *flops,
-                     double *bytes);
+// FLOPs and bytes of one call of comp of layer `layer` (-1: none) on `batch` sequences of n positions
+// whose attention sees ctx keys (pos + n; a sliding-window layer's query its last W of them), by the
+// counting rules in docs/profiling.md: each family's own (its lab_cost, family.h). Deterministic:
+// tests check them. (state.c)
+void nl_profile_cost(const NlConfig *cfg, int layer, NlComponent comp, size_t batch, size_t n, size_t ctx,
+                     double *flops, double *bytes);
 // out (n, D) = the norm of type `type` over each row of x (n, D) with w's gain, bias and (BatchNorm)
 // statistics (DyT: w.alpha; eps unused), exactly as a forward pass runs it; NL_NORM_NONE copies x
 // (out may equal x). The lab's invariance experiment runs it on perturbed inputs. (norms.c)

@@ -196,7 +196,7 @@ void nl_profiler_record(NlProfiler *p, double begin, int layer, NlComponent comp
     double end = now(p);
     NlProfileCell *c = cell(p, p->phase, layer, comp);
     double flops, bytes;
-    nl_profile_cost(&p->cfg, comp, batch, n, ctx, &flops, &bytes);
+    nl_profile_cost(&p->cfg, layer, comp, batch, n, ctx, &flops, &bytes);
     c->calls++;
     c->tokens += batch * n;
     c->seconds += (end - begin) * p->tick;

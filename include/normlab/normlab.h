@@ -32,7 +32,7 @@
 
 #define NL_VERSION "0.1.0"
 #define NL_FORMAT_NAME "normlab"
-#define NL_FORMAT_VERSION 6  // the newest version read; versions 1 to 5 load unchanged
+#define NL_FORMAT_VERSION 7  // the newest version read; versions 1 to 6 load unchanged
 
 #include "normlab_error.h"
 #include "normlab_tokenizer.h"
@@ -429,7 +429,7 @@ typedef struct {
     double number;  // NL_FIELD_NUMBER; NL_FIELD_BOOL: 0 or 1
     const char *string;  // NL_FIELD_STRING: a static name
 } NlConfigField;
-#define NL_CONFIG_FIELDS_MAX 24
+#define NL_CONFIG_FIELDS_MAX 28
 
 // ---- describing a model (describe.c): what `normlab info` shows, as llama.h's llama_model_desc
 

@@ -22,10 +22,10 @@ static double time_attend(int rows, size_t n, size_t first, const float *q, size
     float scale = 1.0f / sqrtf((float)Dh);
     for (int r = 0; r < 200 && (spent < 0.05 || r < 3); r++) {
         double t0 = now();
-        if (rows) nl_attend_rows(out, Dh, q, qs, n, first, K, V, stride, Dh, scale, 0.0f, scores, ld);
+        if (rows) nl_attend_rows(out, Dh, q, qs, n, first, 0, K, V, stride, Dh, scale, 0.0f, scores, ld);
         else
             for (size_t i = 0; i < n; i++)
-                nl_attend_one(out + i * Dh, q + i * qs, K, V, stride, first + i, Dh, scale, 0.0f, scores);
+                nl_attend_one(out + i * Dh, q + i * qs, K, V, stride, first + i, 0, Dh, scale, 0.0f, scores);
         double dt = now() - t0;
         spent += dt;
         if (dt < best) best = dt;

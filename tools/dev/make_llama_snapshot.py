@@ -43,12 +43,19 @@ from nltool import ToolError  # noqa: E402
 SPACE = "\u2581"
 LETTERS = SPACE + "etaoinshrdlucmfwypvbgkjqxzETAOINSHRDLU.,!?'"
 DEFAULT = dict(dim=64, hidden=96, layers=2, heads=4, kv_heads=2, vocab=320, seq_len=64)
-FAMILIES = {"llama": None, "qwen3": ("Qwen3ForCausalLM", "qwen3"), "olmo2": ("Olmo2ForCausalLM", "olmo2"),
-            "gemma": ("GemmaForCausalLM", "gemma"), "gemma2": ("Gemma2ForCausalLM", "gemma2")}
+FAMILIES = {"llama": None, "mistral": ("MistralForCausalLM", "mistral"), "qwen3": ("Qwen3ForCausalLM", "qwen3"),
+            "olmo2": ("Olmo2ForCausalLM", "olmo2"), "gemma": ("GemmaForCausalLM", "gemma"),
+            "gemma2": ("Gemma2ForCausalLM", "gemma2"), "gemma3": ("Gemma3ForCausalLM", "gemma3_text")}
+SANDWICH = ("gemma2", "gemma3")  # their four norms a layer (HF's pre/post attention and feedforward)
 # Gemma 2's caps and scale in these snapshots: small enough to bend a random model's scores (about 4)
 # and logits (about 8), where the real 50 and 30 would leave them nearly straight; the scalar not Dh
 GEMMA2 = {"query_pre_attn_scalar": 24, "attn_logit_softcapping": 3.0, "final_logit_softcapping": 10.0,
           "sliding_window": 4096}
+# Gemma 3's: no caps; every second layer global here (the real 6 would leave 2-layer snapshots all
+# local), the local layers' base far from the global one so that a mix-up shows
+GEMMA3 = {"query_pre_attn_scalar": 24, "attn_logit_softcapping": None, "final_logit_softcapping": None,
+          "sliding_window": 4096, "sliding_window_pattern": 2, "rope_local_base_freq": 100.0,
+          "rope_theta": 1000000.0}
 
 
 def pieces(V):
@@ -97,7 +104,7 @@ def meta_weights(s, dtype, rng):
              "wo": lambda: w(D, H * Dh, std=(H * Dh) ** -0.5), "rms_ffn": lambda: w(D, std=0.1, mean=1.0),
              "w1": lambda: w(F, D, std=D ** -0.5), "w2": lambda: w(D, F, std=F ** -0.5),
              "w3": lambda: w(F, D, std=D ** -0.5)}
-    if s["family"] == "gemma2":  # the sandwich's output norms
+    if s["family"] in SANDWICH:  # the sandwich's output norms
         layer.update(rms_att_post=lambda: w(D, std=0.1, mean=1.0), rms_ffn_post=lambda: w(D, std=0.1, mean=1.0))
     if s["qk_norm"]:  # per head, or OLMo 2's over the whole projection
         layer.update(q_norm=lambda: w(H * Dh if whole else Dh, std=0.2, mean=1.0),
@@ -129,15 +136,16 @@ def hf_state(m, s, prefix="model."):
              "bk": "self_attn.k_proj.bias", "bv": "self_attn.v_proj.bias", "q_norm": "self_attn.q_norm.weight",
              "k_norm": "self_attn.k_norm.weight",
              "rms_ffn": "post_feedforward_layernorm.weight" if olmo2 else "pre_feedforward_layernorm.weight"
-             if s["family"] == "gemma2" else "post_attention_layernorm.weight",
+             if s["family"] in SANDWICH else "post_attention_layernorm.weight",
              "rms_att_post": "post_attention_layernorm.weight", "rms_ffn_post": "post_feedforward_layernorm.weight",
              "w1": "mlp.gate_proj.weight", "w2": "mlp.down_proj.weight", "w3": "mlp.up_proj.weight"}
     heads = {"wq": H, "bq": H, "wk": KVH, "bk": KVH, "q_norm": H if olmo2 else 1, "k_norm": KVH if olmo2 else 1}
-    if s["family"] in ("gemma", "gemma2"):  # GemmaRMSNorm multiplies by (1 + w): the file holds the gain less 1,
+    if s["family"] in ("gemma",) + SANDWICH:  # GemmaRMSNorm multiplies by (1 + w): the file holds the gain less 1,
         # on a grid of 1/256, so that w is exact in every --dtype and 1 + w in float32 (HF's sum)
         def less_one(g):
             return (np.round((g - 1) * 256) / 256).astype(np.float32)
-        m = {k: ([less_one(g) for g in v] if k.startswith(("rms_att", "rms_ffn")) else less_one(v)
+        gains = ("rms_att", "rms_ffn", "q_norm", "k_norm")
+        m = {k: ([less_one(g) for g in v] if k.startswith(gains) else less_one(v)
                  if k == "rms_final" else v) for k, v in m.items()}
         st[prefix + "norm.weight"] = m["rms_final"]
     for i in range(s["layers"]):
@@ -152,15 +160,18 @@ def hf_config(s):
     arch, kind = FAMILIES[s["family"]] or (("Qwen2ForCausalLM", "qwen2") if s["attn_bias"]
                                           else ("LlamaForCausalLM", "llama"))
     extra = {"head_dim": s["head_dim"]} if s["head_dim"] != s["dim"] // s["heads"] or s["family"] != "llama" else {}
-    if s["family"] in ("gemma", "gemma2"):
-        extra.update(hidden_activation="gelu_pytorch_tanh", hidden_act="gelu", **(GEMMA2 if s["family"] == "gemma2"
-                                                                                   else {}))
+    if s["family"] in ("gemma",) + SANDWICH:
+        extra.update(hidden_activation="gelu_pytorch_tanh", hidden_act="gelu",
+                     **{"gemma2": GEMMA2, "gemma3": GEMMA3}.get(s["family"], {}))
+    if s.get("sliding_window"):
+        extra["sliding_window"] = s["sliding_window"]
     return {"architectures": [arch], "model_type": kind,
             "vocab_size": s["vocab"], "hidden_size": s["dim"], "intermediate_size": s["hidden"],
             "num_hidden_layers": s["layers"], "num_attention_heads": s["heads"], "num_key_value_heads": s["kv_heads"],
             "max_position_embeddings": s["seq_len"], "rms_norm_eps": 1e-5, "rope_theta": s.get("rope_theta", 10000.0),
             "rope_scaling": None, "hidden_act": "silu", "tie_word_embeddings": s["tied"], "attention_bias": False,
-            "torch_dtype": {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}[s["dtype"]], **extra}
+            "torch_dtype": {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}[s["dtype"]],
+            **{k: v for k, v in extra.items() if v is not None or k.endswith("softcapping")}}
 
 
 def write_hf(folder, st, s, shards=1):
@@ -196,11 +207,13 @@ def write_llama2c(folder, m, s):
 
 
 def make(out, seed=0, dtype="F32", shards=1, tied=False, qk_norm=False, attn_bias=False, prefix=True,
-         family="llama", head_dim=None, **shape):
+         family="llama", head_dim=None, sliding_window=None, **shape):
     """Writes out/hf (and out/llama2c when llama2.c can hold the model); returns (shape dict, Meta weights).
-    family qwen3 and olmo2 have QK-norm always; gemma none (Gemma 3's is not built here)."""
-    s = {**DEFAULT, **shape, "dtype": dtype, "tied": tied, "qk_norm": qk_norm or family in ("qwen3", "olmo2"),
-         "attn_bias": attn_bias, "family": family}
+    family qwen3, olmo2 and gemma3 have QK-norm always; gemma and gemma2 none. sliding_window: config.json's
+    (Gemma 2's and 3's default 4096 otherwise)."""
+    s = {**DEFAULT, **shape, "dtype": dtype, "tied": tied,
+         "qk_norm": qk_norm or family in ("qwen3", "olmo2", "gemma3"), "attn_bias": attn_bias, "family": family,
+         "sliding_window": sliding_window}
     pieces(s["vocab"])
     if s["heads"] % s["kv_heads"]:
         raise ToolError(f"--kv-heads {s['kv_heads']} does not divide --heads {s['heads']}")
@@ -232,6 +245,7 @@ def main(argv):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--head-dim", type=int, help="each head's width (default dim / heads)")
     p.add_argument("--family", choices=tuple(FAMILIES), default="llama")
+    p.add_argument("--sliding-window", type=int, help="config.json's sliding_window (Gemma 2 and 3: 4096)")
     for flag in ("--tied", "--qk-norm", "--attn-bias", "--no-prefix"):
         p.add_argument(flag, action="store_true")
     a = p.parse_args(argv)
@@ -239,7 +253,7 @@ def main(argv):
         raise ToolError(f"--out {a.out}: exists; name a new folder")
     shape = {k: getattr(a, k) for k in DEFAULT}
     s, _ = make(a.out, a.seed, a.dtype, a.shards, a.tied, a.qk_norm, a.attn_bias, not a.no_prefix, a.family,
-                a.head_dim, **shape)
+                a.head_dim, a.sliding_window, **shape)
     print(f"wrote {a.out}/hf" + (f" and {a.out}/llama2c" if llama2c_holds(s) else ""), file=sys.stderr)
 
 

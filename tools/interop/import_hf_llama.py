@@ -1,11 +1,13 @@
 #!/usr/bin/python3
-"""Convert a Hugging Face Llama snapshot folder (LlamaForCausalLM; MistralForCausalLM while its
-sliding_window covers the context; Qwen2ForCausalLM with its qkv bias; Qwen3ForCausalLM with its
+"""Convert a Hugging Face Llama snapshot folder (LlamaForCausalLM; MistralForCausalLM with its
+sliding_window; Qwen2ForCausalLM with its qkv bias; Qwen3ForCausalLM with its
 QK-norm and head_dim; Olmo2ForCausalLM with its post-sublayer block and QK-norm over the whole
 projection; GemmaForCausalLM, its RMSNorm's (1 + w) gains baked in at import as float32 1 + w, the
 embeddings times sqrt(D) (embed_scale), GeGLU with tanh's GELU, head_dim, the head tied unless said
 otherwise; Gemma2ForCausalLM, Gemma's with placement peri for its sandwich norms, attn_scale
-query_pre_attn_scalar^-1/2 and its soft-caps, while its sliding_window covers the context) into a
+query_pre_attn_scalar^-1/2, its soft-caps and its sliding window on every other layer;
+Gemma3ForCausalLM, Gemma 2's with (1 + w) QK-norm per head, no soft-caps, a window on all layers but
+each sliding_window_pattern-th, and those local layers' RoPE base rope_local_base_freq) into a
 normlab model directory of arch llama (docs/format.md). Run through
 tools/interop/import_hf.py, which reads config.json's `architectures`:
 
@@ -33,8 +35,8 @@ Refused with one line naming the file and what it says: an unknown architecture,
 disagrees with a tensor's shape, hidden_size not divisible by num_attention_heads with no head_dim
 given, num_key_value_heads not dividing num_attention_heads, an odd head width or one over 1024,
 rope_theta <= 0, rope_scaling set (normlab has no RoPE scaling), an activation other than silu, an
-MLP bias, Qwen2's sliding-window attention, a Mistral sliding_window shorter than the context (its
---ctx named), a tensor a Llama does not have or one missing, a NaN or Inf in a weight, a value past
+MLP bias, Qwen2's sliding-window attention, Gemma 3's layer_types other than every k-th layer global,
+a tensor a Llama does not have or one missing, a NaN or Inf in a weight, a value past
 F16's range under --dtype f16, a tokenizer.model that is not a SentencePiece BPE without
 normalization, and the shard index's errors (tools/lib/hfweights.py). The written model is then checked by
 the engine's loader (normlab info) before it replaces anything, as import_hf_gpt2.py's.
@@ -61,7 +63,7 @@ from nltool import ToolError  # noqa: E402
 
 ARCHES = {"LlamaForCausalLM": "llama", "MistralForCausalLM": "mistral", "Qwen2ForCausalLM": "qwen2",
           "Qwen3ForCausalLM": "qwen3", "Olmo2ForCausalLM": "olmo2", "GemmaForCausalLM": "gemma",
-          "Gemma2ForCausalLM": "gemma2"}
+          "Gemma2ForCausalLM": "gemma2", "Gemma3ForCausalLM": "gemma3"}
 # Gemma 2's sandwich (peri): input_layernorm, post_attention_layernorm, pre_ and post_feedforward_layernorm
 SANDWICH = ("input_layernorm.weight", "post_attention_layernorm.weight", "pre_feedforward_layernorm.weight",
             "post_feedforward_layernorm.weight")
@@ -126,7 +128,7 @@ def convert_config(cfg, kind, where, ctx=CTX_LIMIT):
     eps = cfg.get("rms_norm_eps", 1e-6)
     if not isinstance(eps, (int, float)) or isinstance(eps, bool) or not 0 < eps < 1:
         raise ToolError(f"{where}: rms_norm_eps is {eps!r}, not a number in (0, 1)")
-    gemma = kind in ("gemma", "gemma2")
+    gemma, sandwich = kind in ("gemma", "gemma2", "gemma3"), kind in ("gemma2", "gemma3")
     for key, want in (("hidden_act", None if gemma else "silu"), ("mlp_bias", False), ("use_sliding_window", False)):
         if want is not None and cfg.get(key, want) != want:
             raise ToolError(f"{where}: {key} is {cfg[key]!r}, not {want!r}: normlab does not run it")
@@ -135,28 +137,42 @@ def convert_config(cfg, kind, where, ctx=CTX_LIMIT):
         raise ToolError(f"{where}: hidden_activation is {act!r}, not one of {', '.join(GEMMA_ACTS)}")
     bias = kind == "qwen2" or bool(cfg.get("attention_bias", False))  # (Llama's also has o_proj.bias: refused)
     T = min(positive(cfg, "max_position_embeddings", where), ctx)
-    window = cfg.get("sliding_window") if kind in ("mistral", "gemma2") else None
-    if window is not None and (not isinstance(window, int) or isinstance(window, bool) or window < T):
-        # Mistral attends to the last sliding_window positions; within a context no longer than that
-        # window it is Llama exactly, beyond it normlab (no sliding window) would attend further.
-        raise ToolError(f"{where}: sliding_window {window!r} is shorter than the context imported ({T} positions): "
-                        "normlab has no sliding-window attention; import with --ctx "
-                        + (f"{window} to run it exactly" if isinstance(window, int) and window >= 1
-                           else "N no longer than the window"))
-    olmo2, gemma2 = kind == "olmo2", kind == "gemma2"
-    caps = {}
-    if gemma2:  # the scores' factor and the soft-caps
-        caps = {"attn_scale": number(cfg, "query_pre_attn_scalar", where, 1, 1e8) ** -0.5,
-                "attn_softcap": cfg.get("attn_logit_softcapping") and number(cfg, "attn_logit_softcapping", where,
-                                                                               1e-3, 1e4),
-                "final_softcap": cfg.get("final_logit_softcapping") and number(cfg, "final_logit_softcapping", where,
-                                                                                 1e-3, 1e4)}
+    olmo2 = kind == "olmo2"
+    caps = windows(cfg, kind, where, T)
+    if sandwich:  # the scores' factor and the soft-caps
+        caps.update({"attn_scale": number(cfg, "query_pre_attn_scalar", where, 1, 1e8) ** -0.5,
+                     "attn_softcap": cfg.get("attn_logit_softcapping") and number(cfg, "attn_logit_softcapping",
+                                                                                    where, 1e-3, 1e4),
+                     "final_softcap": cfg.get("final_logit_softcapping") and number(cfg, "final_logit_softcapping",
+                                                                                      where, 1e-3, 1e4)})
     return nlformat.llama_config(
         positive(cfg, "vocab_size", where), positive(cfg, "num_hidden_layers", where), H, KVH, D,
         T, positive(cfg, "intermediate_size", where), eps, theta,
-        bool(cfg.get("tie_word_embeddings", gemma)), qk_norm="projection" if olmo2 else kind == "qwen3",
-        attn_bias=bias, placement="post-sublayer" if olmo2 else "peri" if gemma2 else "pre", head_dim=Dh,
+        bool(cfg.get("tie_word_embeddings", gemma)), qk_norm="projection" if olmo2 else kind in ("qwen3", "gemma3"),
+        attn_bias=bias, placement="post-sublayer" if olmo2 else "peri" if sandwich else "pre", head_dim=Dh,
         activation=GEMMA_ACTS[act] if gemma else None, embed_scale=math.sqrt(D) if gemma else None, **caps)
+
+
+def windows(cfg, kind, where, T):
+    """The sliding windows (format v7) of Mistral (every layer), Gemma 2 (layers 0, 2, 4, ...) and
+    Gemma 3 (every layer but each sliding_window_pattern-th, by its layer_types where it has them;
+    the local layers' RoPE base rope_local_base_freq): none where the window covers the context
+    (Mistral's and Gemma 2's model is then the Llama it was), else sliding_window and its pattern."""
+    if kind not in ("mistral", "gemma2", "gemma3") or (cfg.get("sliding_window") is None and kind == "mistral"):
+        return {}
+    W = positive(cfg, "sliding_window", where)
+    if kind == "gemma3":
+        types = cfg.get("layer_types")
+        k = number(cfg, "sliding_window_pattern", where, 2, 256, 6) if types is None else None
+        for every in range(2, len(types) + 2) if isinstance(types, list) else ():
+            if types == ["full_attention" if (i + 1) % every == 0 else "sliding_attention" for i in range(len(types))]:
+                k = k or every
+        if k is None or k != int(k):
+            raise ToolError(f"{where}: layer_types {str(types)[:80]} is not every k-th layer global, the pattern "
+                            "normlab runs")
+        return {"sliding_window": W, "sliding_window_pattern": int(k),
+                "rope_local_theta": float(number(cfg, "rope_local_base_freq", where, 1, FLT_MAX, 10000.0))}
+    return {} if W >= T else {"sliding_window": W, "sliding_window_pattern": 2 if kind == "gemma2" else None}
 
 
 def number(cfg, key, where, lo, hi, default=None):
@@ -350,7 +366,8 @@ def main(argv, cfg=None, arch=None):
     config = convert_config(cfg, ARCHES[arch], where, a.ctx)
     src, files = hfweights.read_weights(a.snapshot)
     detect_qk_norm(config, src)
-    tensors = convert_tensors(src, config, where, hfweights.DTYPE_FLAGS[a.dtype], ARCHES[arch] in ("gemma", "gemma2"))
+    tensors = convert_tensors(src, config, where, hfweights.DTYPE_FLAGS[a.dtype],
+                              ARCHES[arch] in ("gemma", "gemma2", "gemma3"))
     write_import(a, where, arch, config, tensors, files)
     kinds = sorted({t.dtype for t in tensors.values()} - {"F32"})
     capped = cfg["max_position_embeddings"] > config["block_size"]

@@ -35,7 +35,8 @@ BIN = os.path.join(ROOT, "normlab")
 NODE_PATH = os.path.join(ROOT, "build", "ort", "node_modules")
 ATOL = 1e-4
 EXPORTED = ("transformer", "llama")
-# random Llamas beside the shipped one (GQA 4/2): QK-norm with grouped heads, MQA, an untied head, Qwen3, OLMo 2
+# random Llamas beside the shipped one (GQA 4/2): QK-norm with grouped heads, MQA, an untied head, Qwen3, OLMo 2,
+# the Gemmas, sliding windows
 LLAMAS = [("qk-norm-8-2", ["--heads", "8", "--kv-heads", "2", "--qk-norm"]),
           ("mqa-4-1-untied", ["--heads", "4", "--kv-heads", "1"]),
           ("qwen3-head-dim-32", ["--heads", "4", "--kv-heads", "2", "--head-dim", "32", "--family", "qwen3"]),
@@ -44,7 +45,10 @@ LLAMAS = [("qk-norm-8-2", ["--heads", "8", "--kv-heads", "2", "--qk-norm"]),
           ("gemma", ["--family", "gemma", "--dim", "80", "--heads", "4", "--kv-heads", "1", "--head-dim", "32",
                      "--tied"]),
           ("gemma2", ["--family", "gemma2", "--dim", "80", "--heads", "4", "--kv-heads", "2", "--head-dim", "32",
-                      "--tied"])]
+                      "--tied"]),
+          ("gemma3-window-5", ["--family", "gemma3", "--dim", "80", "--heads", "4", "--kv-heads", "1", "--head-dim",
+                               "32", "--tied", "--layers", "4", "--sliding-window", "5"]),
+          ("mistral-window-6", ["--family", "mistral", "--sliding-window", "6"])]
 PARALLEL = ("gpt-neox", "phi")  # written by tools/dev/make_parallel_snapshot.py
 FIXTURES = ["ln-pre-bias", "ln-post-nobias", "rms-pre-rmsbias", "rms-post-bias", "ln-pre-untied", "bn-pre-bias",
             "bn-post-nobias", "bn-peri-bias", "ln-peri-bias", "rms-peri-nobias", "deepnorm", "nonorm", "utf8"]

@@ -35,6 +35,8 @@ def format_version(config):
     if config.get("arch") == "llama":  # version 4 adds arch llama; 6 its head_dim and qk_norm "head"|"projection"
         v6 = any(k in config for k in ("head_dim", "rope_dims", "activation", "gated_mlp", "bias", "embed_scale",
                                        "attn_scale", "attn_softcap", "final_softcap"))
+        if any(k in config for k in ("sliding_window", "sliding_window_pattern", "rope_local_theta")):
+            return 7  # version 7 adds the sliding windows and the local layers' RoPE base
         return 6 if v6 or isinstance(config.get("qk_norm"), str) else 5 if v5 else 4
     if config.get("arch", "transformer") != "transformer":
         return 3  # version 3 adds arch lstm|gru

@@ -51,11 +51,15 @@ class LlamaBlock(nn.Module):
     """One layer: attention (grouped KV heads, QK-norm optional per head or over the projection, RoPE) and
     the gated SiLU MLP, with their norms where the placement puts them (nlmodel.run_placement)."""
 
-    def __init__(self, c, placement, make_norm):
+    def __init__(self, c, placement, make_norm, layer=0):
         super().__init__()
         D, H, KVH, F = c["n_embd"], c["n_head"], c["n_kv_head"], c["n_inner"]
         Dh = nlformat.head_width(c)
         self.placement, self.H, self.KVH, self.Dh, self.F, self.theta = placement, H, KVH, Dh, F, c["rope_theta"]
+        every = c.get("sliding_window_pattern")  # a local layer (format v7): its last W positions, its RoPE base
+        self.window = 0 if every and (layer + 1) % every == 0 else c.get("sliding_window", 0)
+        if self.window and c.get("rope_local_theta"):
+            self.theta = c["rope_local_theta"]
         names = BLOCK_NORMS[placement]
         if "ln_1" in names:
             self.ln_1 = make_norm(D)
@@ -104,6 +108,9 @@ class LlamaBlock(nn.Module):
         att = (q @ k.transpose(-2, -1)) * self.scale  # (B, KVH, G, n, m)
         if self.softcap:  # Gemma 2's soft-capping, before the mask
             att = torch.tanh(att / self.softcap) * self.softcap
+        if self.window:  # key j hidden from query i (at pos + i) when j <= pos + i - W
+            m = att.shape[-1]
+            future = future | (torch.arange(m)[None, :] <= torch.arange(m - n, m)[:, None] - self.window)
         att = att.masked_fill(future, float("-inf")).softmax(-1)
         out = (att @ v).reshape(B, H, n, Dh)
         return self.attn["c_proj"](out.transpose(1, 2).reshape(B, n, H * Dh))
@@ -140,7 +147,7 @@ class Llama(nn.Module):
             return Norm(self.norm, width, c["norm_eps"], self.norm == "layernorm")
 
         self.wte = nn.Embedding(c["vocab_size"], D)
-        self.h = nn.ModuleList(LlamaBlock(c, layer_placement(self.placement, i, c), make_norm) for i in range(L))
+        self.h = nn.ModuleList(LlamaBlock(c, layer_placement(self.placement, i, c), make_norm, i) for i in range(L))
         self.ln_f = make_norm(D) if self.placement != "post" else None
         if c["tie_embeddings"] and c.get("head_bias"):
             raise ValueError("head_bias with a head tied to wte is not built here")

@@ -55,6 +55,13 @@ CASES = [  # (label, make_llama_snapshot.make keywords)
      dict(dim=80, heads=4, kv_heads=1, head_dim=32, family="gemma", tied=True)),
     ("Gemma 2 sandwich, query_pre_attn_scalar 24, scores capped at 3 and logits at 10, GQA 4/2, BF16",
      dict(dim=80, heads=4, kv_heads=2, head_dim=32, family="gemma2", tied=True, dtype="BF16")),
+    ("Mistral sliding_window 6 on every layer, Dh 64 (long prompts attend as products), GQA 2/1",
+     dict(dim=128, heads=2, kv_heads=1, family="mistral", sliding_window=6)),
+    ("Gemma 2 sliding_window 5 on layers 0 and 2 of 3, capped, GQA 4/2",
+     dict(dim=80, heads=4, kv_heads=2, head_dim=32, family="gemma2", tied=True, layers=3, sliding_window=5)),
+    ("Gemma 3 (1 + w) QK-norm per head, window 5 and RoPE base 100 on layers 0 and 2 of 4 (base 1e6 on the "
+     "global ones), MQA 4/1", dict(dim=80, heads=4, kv_heads=1, head_dim=32, family="gemma3", tied=True, layers=4,
+                                  sliding_window=5)),
     ("SmolLM2-135M's GQA 9 over 3 (D 72, Dh 8), tied, BF16",
      dict(dim=72, heads=9, kv_heads=3, tied=True, dtype="BF16")),
     ("GPT-NeoX (Pythia) parallel, rotary_pct 0.25, biases, BF16", dict(family="gpt_neox", dtype="BF16")),
@@ -140,7 +147,7 @@ def check_switch(label, model, snap, prompts):
     switched = copy.copy(snap)
     switched.w = {k: v for k, v in snap.w.items() if k not in names}
     if not has:
-        unit = np.zeros(Dh) if c.get("model_type") in ("gemma", "gemma2") else np.ones(Dh)  # (Gemma: 1 + w)
+        unit = np.zeros(Dh) if c.get("model_type", "").startswith("gemma") else np.ones(Dh)  # (Gemma: 1 + w)
         switched.w.update({n: unit for n in names})
     flag = "off" if has else "on"
     try:
@@ -164,6 +171,7 @@ def main(argv):
     a = p.parse_args(argv)
     rng = np.random.default_rng(a.seed)
     prompts = [" ".join(rng.choice(WORDS) for _ in range(int(rng.integers(2, 12)))) for _ in range(a.prompts)]
+    prompts.append(" ".join(WORDS[:16]))  # 54 tokens: attention as products (24 or more), far past a window
     with tempfile.TemporaryDirectory() as tmp:
         ok = all([check(label, kw, a.seed + k, tmp, prompts) for k, (label, kw) in enumerate(CASES)])
     sys.exit(0 if ok else 1)

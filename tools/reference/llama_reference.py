@@ -11,8 +11,11 @@ each before its residual add), Gemma's (model_type gemma: (1 + w) RMSNorm gains,
 sqrt(D), gate and up through tanh's GELU), Gemma 2's (model_type gemma2: Gemma's, with the sandwich
 norms input/post_attention/pre_feedforward/post_feedforward_layernorm, scores times
 query_pre_attn_scalar^-1/2 and soft-capped at attn_logit_softcapping, logits at
-final_logit_softcapping; within its sliding_window only), and the head tied to embed_tokens when
-lm_head.weight is absent.
+final_logit_softcapping; its even layers see their last sliding_window positions), Gemma 3's
+(model_type gemma3_text: Gemma 2's without soft-caps, q_norm/k_norm per head with (1 + w) gains, a
+window on every layer but each sliding_window_pattern-th (or as layer_types says), those local layers
+rotated at rope_local_base_freq), Mistral's window on every layer, and the head tied to embed_tokens
+when lm_head.weight is absent.
 numpy only; the weights are read by tools/lib/hfweights.py (F32, F16, BF16; one file or shards),
 widened to float64.
 
@@ -74,6 +77,20 @@ def rope(x, theta):
     return x * np.cos(emb) + rotate_half(x) * np.sin(emb)
 
 
+def sliding_layers(c):
+    """The indices of the layers with a sliding window, as each family's modeling file decides."""
+    L, kind = c["num_hidden_layers"], c.get("model_type")
+    if c.get("sliding_window") is None or kind not in ("mistral", "gemma2", "gemma3_text"):
+        return set()
+    if kind == "gemma2":
+        return {i for i in range(L) if i % 2 == 0}
+    if kind == "gemma3_text":
+        types = c.get("layer_types") or ["full_attention" if (i + 1) % c.get("sliding_window_pattern", 6) == 0
+                                         else "sliding_attention" for i in range(L)]
+        return {i for i in range(L) if types[i] == "sliding_attention"}
+    return set(range(L))
+
+
 def logits(snap, ids):
     """(n, V) float64 logits of the ids at positions 0..n-1."""
     c, w = snap.cfg, snap.w
@@ -81,12 +98,12 @@ def logits(snap, ids):
     KVH = c.get("num_key_value_heads") or H
     Dh, eps, theta = c.get("head_dim") or D // H, c.get("rms_norm_eps", 1e-6), c.get("rope_theta", 10000.0)
     n = len(ids)
-    olmo2, gemma2 = c.get("model_type") == "olmo2", c.get("model_type") == "gemma2"
-    gemma = gemma2 or c.get("model_type") == "gemma"
-    scale = c["query_pre_attn_scalar"] ** -0.5 if gemma2 else 1 / math.sqrt(Dh)
-    cap, final_cap = (c.get("attn_logit_softcapping"), c.get("final_logit_softcapping")) if gemma2 else (None, None)
-    if gemma2 and n > c.get("sliding_window", n):
-        raise ToolError(f"{n} positions: past Gemma 2's sliding_window, which this reference does not run")
+    olmo2, sandwich = c.get("model_type") == "olmo2", c.get("model_type") in ("gemma2", "gemma3_text")
+    gemma = sandwich or c.get("model_type") == "gemma"
+    scale = c["query_pre_attn_scalar"] ** -0.5 if sandwich else 1 / math.sqrt(Dh)
+    cap, final_cap = (c.get("attn_logit_softcapping"), c.get("final_logit_softcapping")) if sandwich else (None, None)
+    local, W = sliding_layers(c), c.get("sliding_window") or 0
+    local_theta = c.get("rope_local_base_freq", theta) if c.get("model_type") == "gemma3_text" else theta
     x = w["embed_tokens.weight"][ids]
     if gemma:  # GemmaRMSNorm's (1 + w) gains, the embeddings times sqrt(D), a GeGLU MLP with tanh's GELU
         w = {k: (1.0 + v if k.endswith("norm.weight") else v) for k, v in w.items()}
@@ -95,6 +112,7 @@ def logits(snap, ids):
     def act(g):
         return gelu_tanh(g) if gemma else g / (1 + np.exp(-g))
     mask = np.triu(np.full((n, n), -np.inf), 1)
+    outside = mask + np.tril(np.full((n, n), -np.inf), -W) if W else mask  # key j seen when i - W < j <= i
     for i in range(c["num_hidden_layers"]):
         p = f"layers.{i}."
 
@@ -111,14 +129,14 @@ def logits(snap, ids):
         v = v.reshape(n, KVH, Dh).transpose(1, 0, 2)
         if qn is not None and qn.shape[0] == Dh:  # Qwen3's: each head's
             q, k = rmsnorm(q, qn, eps), rmsnorm(k, kn, eps)
-        q, k = rope(q, theta), rope(k, theta)
+        q, k = rope(q, local_theta if i in local else theta), rope(k, local_theta if i in local else theta)
         k, v = np.repeat(k, H // KVH, axis=0), np.repeat(v, H // KVH, axis=0)  # repeat_kv
         att = q @ k.transpose(0, 2, 1) * scale
-        att = (np.tanh(att / cap) * cap if cap else att) + mask  # Gemma 2's soft-capping, before the mask
+        att = (np.tanh(att / cap) * cap if cap else att) + (outside if i in local else mask)  # capped, then masked
         att = np.exp(att - att.max(-1, keepdims=True))
         att /= att.sum(-1, keepdims=True)
         y = proj("self_attn.o_proj", (att @ v).transpose(1, 0, 2).reshape(n, H * Dh))
-        if gemma2:  # the sandwich: each branch's input and output normalised
+        if sandwich:  # the sandwich: each branch's input and output normalised
             x = x + rmsnorm(y, w[p + "post_attention_layernorm.weight"], eps)
             h = rmsnorm(x, w[p + "pre_feedforward_layernorm.weight"], eps)
             g = proj("mlp.gate_proj", h)
