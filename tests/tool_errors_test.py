@@ -35,6 +35,7 @@ CASES = [  # (tool, arguments, a word the line must hold)
     ("interop/export_onnx.py", [NONE, "--out", OUT + ".onnx"], "no such model"),
     ("bench/overhead.py", ["-m", NONE], "no such model"),
     ("bench/overhead.py", ["--runs", "0"], "at least 1"),
+    ("bench/family_bench.py", ["--repeats", "0"], "at least 1"),
     ("bench/bench.py", ["-m", os.path.join(ROOT, "weights", "shakespeare-lstm-ln")], "recurrent"),
     ("reference/reference.py", ["logits", "-m", NONE, "-p", "ab"], "no such model"),
     ("reference/parity.py", ["--bogus"], "unrecognized arguments"),

@@ -53,6 +53,7 @@ import torch  # noqa: E402
 import nlformat  # noqa: E402
 import nltool  # noqa: E402
 from lab_bench import lab_rows  # noqa: E402  (tools/bench, beside this file)
+from family_bench import family_rows  # noqa: E402  (tools/bench, beside this file)
 from llama_bench import llama_rows  # noqa: E402  (tools/bench, beside this file)
 from quant_bench import quant_rows  # noqa: E402
 from sampler_bench import sampler_rows  # noqa: E402  (tools/bench, beside this file)
@@ -561,6 +562,7 @@ def main(argv):
     scaling(args, out, tm.vocab, all_cpus)
     os.sched_setaffinity(0, all_cpus)
     llama_rows(args.repeats, out)
+    family_rows(args.repeats, out)
     quant_rows(args.repeats, out)
     out["seconds"] = time.time() - t_start
     nlformat.atomic_write(args.out, json.dumps(out, indent=1) + "\n", "w")  # whole or not at all
