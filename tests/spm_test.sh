@@ -123,13 +123,24 @@ if command -v node > /dev/null 2>&1 && [ -f "$LJS" ] && [ -d "$HF" ]; then
         cmp -s "$TMP/cs.ids" "$TMP/hf.ids" && ok "$text: shakespeare-llama's Hugging Face form, as tokenizers" \
             || bad "$text (tokenizers, ours)" "ids differ"
     done
+    # Gemma's layout of the same pieces: the normalizer Replace(" ", "▁") alone, so no dummy prefix
+    /usr/bin/python3 -c 'import json, sys; t = json.load(open(sys.argv[1], encoding="utf-8"))
+t["normalizer"] = {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}
+json.dump(t, open(sys.argv[2], "w", encoding="utf-8"), ensure_ascii=False)' "$TMP/llama/tokenizer.json" "$TMP/gemma.json"
+    for text in $texts; do
+        "$DRIVER" "$TMP/gemma.json" "$text" --special > "$TMP/cs.ids"
+        node tools/reference/hf_bpe_reference.js "$TMP/gemma.json" "$text" > "$TMP/hf.ids" 2> "$TMP/hf.err"
+        [ -s "$TMP/hf.ids" ] && cmp -s "$TMP/cs.ids" "$TMP/hf.ids" \
+            && ok "$text: Gemma's layout (Replace alone, no dummy prefix), the same ids as tokenizers (--special)" \
+            || bad "$text (Gemma's layout)" "$(head -c 200 "$TMP/hf.err"); ids differ or none"
+    done
     "$DRIVER" "$TMP/llama/tokenizer.json" "$HARD" > "$TMP/c.ids"
     node tools/reference/hf_bpe_reference.js "$TMP/llama/tokenizer.json" "$HARD" > "$TMP/hf.ids"
     ! cmp -s "$TMP/c.ids" "$TMP/hf.ids" && grep -q ',1,' "$TMP/hf.ids" && ! grep -q ',1,' "$TMP/c.ids" \
         && ok "\"<s>\" typed: plain text by default (sentencepiece), the control piece in tokenizers" \
         || bad "typed <s>" "normlab and tokenizers should differ there, and only tokenizers hold id 1"
 else
-    n=$((1 + 3 * $(echo $texts | wc -w) + 1))
+    n=$((1 + 4 * $(echo $texts | wc -w) + 1))
     skipped=$((skipped + n)) absent="${absent:+$absent, }llama-tokenizer-js or tokenizers (npm)"
     echo "skip $n: node, llama-tokenizer-js or tokenizers (npm) missing: tools/install-deps.sh --python"
 fi
