@@ -124,7 +124,7 @@ def commands(label, model, tmp, base):
           f"{label}: generate streams text, the same twice with a seed", repr(gen))
     rc, out, err = engine("eval", "-m", model, "-f", TEXT, "--json")
     bpc = json.loads(out)["bits_per_byte"] if rc == 0 else float("nan")
-    check(rc == 0 and 0 < bpc < 40, f"{label}: eval ({bpc:.3f} bits/byte)", err)
+    check(rc == 0 and 0 < bpc < 100, f"{label}: eval ({bpc:.3f} bits/byte: a random head's)", err)
     rc, out, err = engine("bench", "-m", model, "-p", "16", "-n", "8", "-r", "1", "--format", "json")
     check(rc == 0 and len(json.loads(out)) == 2, f"{label}: bench (pp16, tg8)", err)
     rc, out, err = engine("profile", "-m", model, "-p", PROMPT, "-n", "4", "--json")
