@@ -126,7 +126,8 @@ if command -v node > /dev/null 2>&1 && [ -f "$LJS" ] && [ -d "$HF" ]; then
     # Gemma's layout of the same pieces: the normalizer Replace(" ", "▁") alone, so no dummy prefix
     /usr/bin/python3 -c 'import json, sys; t = json.load(open(sys.argv[1], encoding="utf-8"))
 t["normalizer"] = {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}
-json.dump(t, open(sys.argv[2], "w", encoding="utf-8"), ensure_ascii=False)' "$TMP/llama/tokenizer.json" "$TMP/gemma.json"
+json.dump(t, open(sys.argv[2], "w", encoding="utf-8"), ensure_ascii=False)' \
+        "$TMP/llama/tokenizer.json" "$TMP/gemma.json"
     for text in $texts; do
         "$DRIVER" "$TMP/gemma.json" "$text" --special > "$TMP/cs.ids"
         node tools/reference/hf_bpe_reference.js "$TMP/gemma.json" "$text" > "$TMP/hf.ids" 2> "$TMP/hf.err"
