@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Every command on the Llama row's families (issue 62's "every command and the lab on every family"):
-random OLMo 2 (post-sublayer, QK-norm over the projection), Gemma 3 (peri, (1 + w) QK-norm per head,
-a window of 5 and its own RoPE base on layers 0 and 2) and Mistral (a window of 5 on every layer)
+random Qwen3 (H Dh = 2D), OLMo 2 (post-sublayer, QK-norm over the projection), Gemma 2 (peri, capped,
+a window of 5 on layers 0 and 2), Gemma 3 (peri, (1 + w) QK-norm per head, a window of 5 and its own
+RoPE base on layers 0 and 2) and Mistral (a window of 5 on every layer)
 snapshots of tools/dev/make_llama_snapshot.py, imported by tools/interop/import_hf.py, each through
 tests/parallel_import_test.py's commands(): generate (the same text twice with a seed), eval, bench,
 profile, compare with the lens, attention statistics, fold and the --placement/--norm swaps, fold (the
@@ -27,7 +28,10 @@ import parallel_import_test as commands_of  # noqa: E402  (its commands(): one c
 
 check = commands_of.check = Checks("family_commands_test")
 CASES = [
+    ("Qwen3, head_dim 32 over D 64", dict(family="qwen3", head_dim=32)),
     ("OLMo 2", dict(family="olmo2")),
+    ("Gemma 2, window 5, capped", dict(dim=80, heads=4, kv_heads=2, head_dim=32, family="gemma2", tied=True,
+                                       layers=3, sliding_window=5)),
     ("Gemma 3, window 5", dict(dim=80, heads=4, kv_heads=1, head_dim=32, family="gemma3", tied=True, layers=4,
                                sliding_window=5)),
     ("Mistral, window 5", dict(family="mistral", sliding_window=5)),
