@@ -12,11 +12,10 @@ tools/interop/import_hf.py (a user's path in), into build/families/.
 """
 import json
 import os
-import shutil
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # tools/lib
-from runs import BIN, ROOT, fmt, normlab_generate, run, run_alone, summary  # noqa: E402
+from runs import BIN, ROOT, fmt, imported_model, normlab_generate, run, run_alone, summary  # noqa: E402
 
 SHAPE = ["--dim", "512", "--hidden", "1536", "--layers", "4", "--heads", "8", "--vocab", "4096", "--seq-len", "256"]
 FAMILIES = [  # name, maker, its flags beyond SHAPE
@@ -36,24 +35,11 @@ FAMILIES = [  # name, maker, its flags beyond SHAPE
 START = "the king"
 
 
-def make_model(name, maker, flags):
-    """build/families/NAME, imported from a random Hugging Face snapshot that is removed afterwards."""
-    path = os.path.join(ROOT, "build", "families", name)
-    if os.path.exists(os.path.join(path, "config.json")):
-        return path
-    src = path + "-snapshot"
-    shutil.rmtree(src, ignore_errors=True)
-    run(["/usr/bin/python3", os.path.join(ROOT, "tools", "dev", maker), "--out", src, *SHAPE, *flags])
-    run(["/usr/bin/python3", os.path.join(ROOT, "tools", "interop", "import_hf.py"), os.path.join(src, "hf"),
-         "--out", path])
-    shutil.rmtree(src)
-    return path
-
-
 def family_rows(repeats, out):
     """Each family's decode at 1 (pinned to the last CPU) and 2 threads, the rounds interleaved."""
     all_cpus = os.sched_getaffinity(0)
-    paths = {name: make_model(name, maker, flags) for name, maker, flags in FAMILIES}
+    paths = {name: imported_model(os.path.join(ROOT, "build", "families", name), maker, SHAPE + flags)
+             for name, maker, flags in FAMILIES}
     res = {name: {1: [], 2: []} for name in paths}
     for r in range(repeats):
         for t in (1, 2):

@@ -14,13 +14,12 @@ The random models are made once, by tools/dev/make_llama_snapshot.py and tools/i
 import json
 import os
 import re
-import shutil
 import statistics
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # tools/lib
-from runs import (BIN, BLASBENCH, PROMPT, ROOT, fmt, normlab_generate, run, run_alone, summary,  # noqa: E402
-                  validation_text)
+from runs import (BIN, BLASBENCH, PROMPT, ROOT, fmt, imported_model, normlab_generate, run, run_alone,  # noqa: E402
+                  summary, validation_text)
 
 SHAPES = [  # name, make_llama_snapshot.py's shape flags, tied head (llama2.c's stories models)
     ("llama-stories15M", ["--dim", "288", "--hidden", "768", "--layers", "6", "--heads", "6", "--kv-heads", "6",
@@ -35,18 +34,9 @@ SCORED = re.compile(r"scored \d+ tokens in [0-9.]+ s \(([0-9.]+) tok/s\)")
 
 
 def make_model(name, flags, tied):
-    """build/scaling/NAME, imported from a random Hugging Face snapshot that is removed afterwards."""
-    path = os.path.join(ROOT, "build", "scaling", name)
-    if os.path.exists(os.path.join(path, "config.json")):
-        return path
-    src = path + "-snapshot"
-    shutil.rmtree(src, ignore_errors=True)
-    run(["/usr/bin/python3", os.path.join(ROOT, "tools", "dev", "make_llama_snapshot.py"), "--out", src, *flags]
-        + (["--tied"] if tied else []))
-    run(["/usr/bin/python3", os.path.join(ROOT, "tools", "interop", "import_hf.py"), os.path.join(src, "hf"),
-         "--out", path])
-    shutil.rmtree(src)
-    return path
+    """build/scaling/NAME, imported from a random Hugging Face snapshot."""
+    return imported_model(os.path.join(ROOT, "build", "scaling", name), "make_llama_snapshot.py",
+                          flags + (["--tied"] if tied else []))
 
 
 def decode_rows(repeats, out, all_cpus):

@@ -5,6 +5,7 @@ import argparse
 import ctypes
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -63,6 +64,20 @@ def normlab_generate(model, prompt, n, seed, threads, samples=1, warmup=False, e
     return {"first_token_s": pre_ms / 1e3, "prefill_tok_s": pre_n / (pre_ms / 1e3),
             "decode_tok_s": dec_n / (dec_ms / 1e3) if dec_ms > 0 else 0.0,  # dec_n counts every stream
             "context_shifts": int(shifts.group(1)) if shifts else 0}
+
+
+def imported_model(path, maker, flags):
+    """path (under build/), a model imported by tools/interop/import_hf.py from a random Hugging Face
+    snapshot that tools/dev/MAKER writes with flags and that is removed afterwards; made once."""
+    if os.path.exists(os.path.join(path, "config.json")):
+        return path
+    src = path + "-snapshot"
+    shutil.rmtree(src, ignore_errors=True)
+    run(["/usr/bin/python3", os.path.join(ROOT, "tools", "dev", maker), "--out", src, *flags])
+    run(["/usr/bin/python3", os.path.join(ROOT, "tools", "interop", "import_hf.py"), os.path.join(src, "hf"),
+         "--out", path])
+    shutil.rmtree(src)
+    return path
 
 
 def normlab_eval_rate(model, path, threads, chars, env=None):

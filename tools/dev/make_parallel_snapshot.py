@@ -44,7 +44,7 @@ def rotary_dims(s):
 
 def hf_state(s, rng):
     """HF's state dict (name -> float32 rounded to s's dtype) of a random model of family s["family"]."""
-    D, F, L, H, V = s["dim"], s["hidden"], s["layers"], s["heads"], s["vocab"]
+    D, F, L, V = s["dim"], s["hidden"], s["layers"], s["vocab"]
 
     def w(*shape, std=1.0, mean=0.0):
         return hfweights.rounded(mean + rng.standard_normal(shape) * std, s["dtype"])

@@ -88,7 +88,7 @@ def logits(snap, ids):
     c, w = snap.cfg, snap.w
     neox = c["model_type"] == "gpt_neox"
     D, H, eps = c["hidden_size"], c["num_attention_heads"], c.get("layer_norm_eps", 1e-5)
-    KVH, Dh, n = c.get("num_key_value_heads") or H, D // H, len(ids)
+    Dh, n = D // H, len(ids)
     rot = int(Dh * (c.get("rotary_pct", 0.25) if neox else c.get("partial_rotary_factor", 0.5)))
     theta = c.get("rotary_emb_base", 10000) if neox else c.get("rope_theta", 10000.0)
 
