@@ -2,7 +2,7 @@
 // (normlab.h's nl_model_quantize, llama.cpp's llama_model_quantize): every matrix widened to float32
 // as the engine reads it, then stored as asked (dtype.h); the other tensors as the file holds them.
 // The file's tensors go float32 first, then the 16-bit and block types, so that every tensor's data
-// starts aligned for its values (the header is padded to 8 bytes; float32 tensors are whole words).
+// starts aligned for its values (the data section starts on 64 bytes; float32 tensors are whole words).
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>

@@ -332,7 +332,9 @@ int nl_st_write_header(FILE *out, const StEntry *entries, size_t n, const char *
     char *json = ok ? cJSON_PrintUnformatted(root) : NULL;
     cJSON_Delete(root);
     if (!json) return nl_error(err, NL_ERR_NOMEM, "out of memory for a safetensors header");
-    size_t len = strlen(json), padded = (len + 7) / 8 * 8;
+    // the data section starts on a cache line (64 bytes): memory-mapped weights read from an aligned
+    // start decoded 1.3-1.9x faster than from 8 bytes past one (docs/families.md, "Speed")
+    size_t len = strlen(json), padded = (8 + len + 63) / 64 * 64 - 8;
     unsigned char size[8];
     for (int i = 0; i < 8; i++) size[i] = (unsigned char)((uint64_t)padded >> (8 * i));
     int wrote = fwrite(size, 1, 8, out) == 8 && fwrite(json, 1, len, out) == len;

@@ -216,6 +216,9 @@ def good_paths(tmp):
         diff = np.abs(normlab_forward(config, t, ids) - ref).max()
         check(diff <= EXACT, f"{label}: normlab's layout gives HF's float64 logits (max diff {diff:.1e}, "
               f"logit std {ref.std(1).mean():.1f})", f"{diff}")
+        with open(os.path.join(out, "model.safetensors"), "rb") as f:
+            start = 8 + struct.unpack("<Q", f.read(8))[0]
+        check(start % 64 == 0, f"{label}: the tensors start on a cache line (byte {start})")
         kept = s["dtype"] if s["dtype"] in ("F16", "BF16") else "F32"
         check(types_are(out, kept), f"{label}: the matrices are stored {kept}, as the snapshot stores them; norms "
               "and biases F32", str(stored_types(out)))

@@ -83,7 +83,7 @@ def matches_reference(model, kind, out, keep=()):
             differ.append(f"{name} {k} (expected {expect})")
     n, spans, file_meta = layout(os.path.join(out, "model.safetensors"))
     floats_first = [dt for _, dt, _, _ in spans] == sorted((dt for _, dt, _, _ in spans), key=lambda d: d != "F32")
-    aligned = (8 + n) % 8 == 0 and all(lo % (4 if dt == "F32" else 2) == 0 for _, dt, lo, _ in spans)
+    aligned = (8 + n) % 64 == 0 and all(lo % (4 if dt == "F32" else 2) == 0 for _, dt, lo, _ in spans)
     return differ, floats_first and aligned, meta.get("quantization"), kinds
 
 

@@ -319,7 +319,9 @@ def safetensors_header(tensors, metadata=None):
     if metadata:
         header["__metadata__"] = {k: str(v) for k, v in metadata.items()}
     head = json.dumps(header, separators=(",", ":")).encode()
-    head += b" " * (-len(head) % 8)  # pad so the data section starts 8-byte aligned
+    # pad so the data section starts on a cache line: memory-mapped weights read from a 64-byte aligned
+    # start decoded 1.3-1.9x faster than from 8 past one (docs/families.md, "Speed")
+    head += b" " * (-(8 + len(head)) % 64)
     return struct.pack("<Q", len(head)) + head
 
 
