@@ -2,7 +2,7 @@
 // of ATTEND_LANES floats. attention.c includes it twice: 8 lanes (a ymm register) for its AVX2 and
 // baseline builds, 16 (a zmm) for its AVX-512 build. Each key's score and each output element is one
 // chain of operations in the same order at either width, so both give the same bits. Defines
-// attend_8 or attend_16; needs softmax_inline and NL_TILE.
+// attend_8 or attend_16; needs softmax_inline, window_start and NL_TILE.
 #define ATTEND_CAT2(a, b) a##b
 #define ATTEND_CAT(a, b) ATTEND_CAT2(a, b)
 #define LANES_FN(name) ATTEND_CAT(name, ATTEND_LANES)  // name_8 or name_16
@@ -77,7 +77,7 @@ static inline __attribute__((always_inline)) void LANES_FN(attend_)(float *out, 
                                                                     const float *V, size_t stride, size_t len,
                                                                     size_t window, size_t Dh, float scale,
                                                                     float softcap, float *scores) {
-    size_t from = window && len > window ? len - window : 0, t0 = from / NL_TILE, masked = from - t0 * NL_TILE;
+    size_t from = window_start(len, window), t0 = from / NL_TILE, masked = from - t0 * NL_TILE;
     K += t0 * stride;
     V += t0 * stride;
     len -= t0 * NL_TILE;

@@ -9,6 +9,9 @@
 
 #include "vecmath.h"
 
+// The first key a query of len keys sees through a window (0: every key).
+static inline size_t window_start(size_t len, size_t window) { return window && len > window ? len - window : 0; }
+
 #define ATTEND_LANES 8
 #include "attend_lanes.h"
 #undef ATTEND_LANES
@@ -56,9 +59,6 @@ void nl_attend_one(float *out, const float *q, const float *K, const float *V, s
         (void)nl_attend_one_lanes(8, out, q, K, V, stride, len, window, Dh, scale, softcap, scores);
 }
 
-// The first key a query of len keys sees through a window (0: every key).
-static size_t window_start(size_t len, size_t window) { return window && len > window ? len - window : 0; }
-
 // One block of queries r0 .. r1 - 1 (rows of scores), in three steps: scores tile by tile (only the
 // rows that see a key of the tile), softmax of each row over its own keys with the rest set to 0,
 // and the weighted values tile by tile into out (tile 0 is seen by every row: it starts the sums).
@@ -76,7 +76,7 @@ static void attend_block(float *out, size_t out_stride, const float *q, size_t q
         float *p = scores + (r - r0) * ld;
         size_t len = first_len + r;
         if (softcap > 0.0f) softcap_inline(p, len, softcap);
-        for (size_t j = 0; j < window_start(len, window); j++) p[j] = -INFINITY;  // (outside the window: 0)
+        for (size_t j = 0, from = window_start(len, window); j < from; j++) p[j] = -INFINITY;  // (then 0)
         softmax_inline(p, len);
         for (size_t j = len; j < tiles * NL_TILE; j++) p[j] = 0.0f;
     }
