@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""tools/interop/import_hf.py on the parallel-block families (tools/interop/import_hf_parallel.py):
+"""tools/interop/import_hf.py on the parallel-block families (tools/interop/families/gpt_neox.py and phi.py):
 random GPT-NeoX (Pythia) and Phi (Phi-2) snapshots of tools/dev/make_parallel_snapshot.py.
 
 Checks: each snapshot (GPT-NeoX parallel and sequential, partial and full rotary; Phi parallel-shared
