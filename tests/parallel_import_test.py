@@ -1,17 +1,20 @@
 #!/usr/bin/python3
-"""tools/interop/import_hf.py on the parallel-block families (tools/interop/families/gpt_neox.py and phi.py):
-random GPT-NeoX (Pythia) and Phi (Phi-2) snapshots of tools/dev/make_parallel_snapshot.py.
+"""tools/interop/import_hf.py on the parallel-block families (tools/interop/families/gpt_neox.py, phi.py
+and gptj.py): random GPT-NeoX (Pythia), Phi (Phi-2) and GPT-J snapshots of
+tools/dev/make_parallel_snapshot.py.
 
 Checks: each snapshot (GPT-NeoX parallel and sequential, partial and full rotary; Phi parallel-shared
-with its lm_head bias; F32, BF16, F16; one file or shards) imports to the config it should; the engine's
-logits (normlab logits) are within llama_parity's 1e-4 of tools/reference/parallel_reference.py, a
-float64 forward on HF's layout; with python3-torch, normlab's float64 model (tools/lib/nlmodel_llama.py)
-on the imported tensors gives the reference's logits to 1e-9, so the re-layout of the fused per-head
-qkv and of the rotary pairs is exact; the matrices keep their stored type. Every command runs on
-each: generate (the same text twice with a seed), eval, bench, profile, compare with the lens,
-attention statistics, fold and the swaps, fold (the folded model's logits within 1e-4), quantize q8_0
-(eval within 0.05 bits of the original), patch. Each bad input docs/interop.md lists for the two
-families gets one line, exit 1, nothing written, its input untouched.
+with its lm_head bias; GPT-J with its interleaved rotary pairs and no attention biases; F32, BF16, F16;
+one file or shards) imports to the config it should; the engine's logits (normlab logits) are within
+llama_parity's 1e-4 of the family's float64 reference on HF's layout (tools/reference/parallel_reference.py,
+gptj_reference.py); GPT-J's reference gives Phi's on the same weights re-laid (1e-9); with python3-torch,
+normlab's float64 model (tools/lib/nlmodel_llama.py) on the imported tensors gives the reference's
+logits to 1e-9, so the re-layout of the fused per-head qkv and of the rotary pairs is exact; the
+matrices keep their stored type. Every command runs on each: generate (the same text twice with a
+seed), eval, bench, profile, compare with the lens, attention statistics, fold and the swaps, fold (the
+folded model's logits within 1e-4), quantize q8_0 (eval within 0.05 bits of the original), patch. Each
+bad input docs/interop.md lists for the three families gets one line, exit 1, nothing written, its
+input untouched.
 
     /usr/bin/python3 tests/parallel_import_test.py [NORMLAB_BINARY]      (make test runs it)
 """
@@ -33,6 +36,7 @@ for d in ("lib", "dev", "reference"):
     sys.path.insert(0, os.path.join(ROOT, "tools", d))
 import make_parallel_snapshot as mk  # noqa: E402
 import nlformat  # noqa: E402
+import gptj_reference  # noqa: E402
 import parallel_reference  # noqa: E402
 from llama_parity import LOGIT_ATOL  # noqa: E402
 
@@ -47,7 +51,11 @@ CASES = [  # (label, make keywords, the config's placement, rope_dims (None: all
      dict(family="gpt_neox", sequential=True, rotary=1.0, dtype="F16", shards=2), "pre", None, "gelu"),
     ("Phi parallel-shared, partial_rotary_factor 0.4 of Dh 20", dict(family="phi", dim=80), "parallel-shared", 8,
      "gelu_tanh"),
+    ("GPT-J parallel-shared, interleaved rotary_dim 4 of Dh 16, BF16, 2 shards", dict(family="gptj", dtype="BF16",
+                                                                                    shards=2), "parallel-shared", 4,
+     "gelu_tanh"),
 ]
+REFERENCE = {"gpt_neox": parallel_reference, "phi": parallel_reference, "gptj": gptj_reference}
 
 
 def run(*args):
@@ -83,12 +91,13 @@ def good(tmp):
         with open(os.path.join(out, "config.json")) as f:
             config = json.load(f)
         want = {"arch": "llama", "norm": "layernorm", "placement": placement, "rope_dims": rot, "activation": act,
-                "gated_mlp": False, "bias": True, "head_bias": True if s["family"] == "phi" else None,
+                "gated_mlp": False, "bias": True, "head_bias": True if s["family"] != "gpt_neox" else None,
                 "tie_embeddings": False, "format": {"name": "normlab", "version": 6}}
         check(all(config.get(key) == v for key, v in want.items()), f"{label}: config.json", str(config))
-        snap = parallel_reference.Snapshot(hf)
+        reference = REFERENCE[s["family"]]
+        snap = reference.Snapshot(hf)
         ids = ids_of(out)
-        ref = parallel_reference.logits(snap, ids)
+        ref = reference.logits(snap, ids)
         got = logits(out)
         diff = float(np.abs(got - ref).max()) if got is not None and got.shape == ref.shape else float("inf")
         check(diff <= LOGIT_ATOL, f"{label}: the engine's logits within {LOGIT_ATOL:g} of the float64 reference "
@@ -101,6 +110,38 @@ def good(tmp):
               f"{label}: the matrices are stored {kept}, as the snapshot stores them; norms and biases F32")
         check(snapshot(hf) == before, f"{label}: the snapshot is untouched")
         commands(label, out, tmp, got)
+
+
+def gptj_as_phi(tmp):
+    """GPT-J's reference against Phi's where the families coincide: a GPT-J snapshot's weights as a Phi
+    (q's and k's rotary rows from interleaved pairs to rotate_half's halves, zero q/k/v/dense biases)
+    give the same float64 logits (1e-9)."""
+    s = mk.make(os.path.join(tmp, "gptj-as-phi"), "gptj", seed=9, rotary=0.5)
+    gj = gptj_reference.Snapshot(os.path.join(tmp, "gptj-as-phi", "hf"))
+    D, H, rot = s["dim"], s["heads"], gj.cfg["rotary_dim"]
+
+    def halves(a):  # each head's first rot rows (2i + j) -> row j rot/2 + i
+        h = a.reshape(H, D // H, D).copy()
+        h[:, :rot] = h[:, :rot].reshape(H, rot // 2, 2, D).swapaxes(1, 2).reshape(H, rot, D)
+        return h.reshape(D, D)
+    phi = parallel_reference.Snapshot.__new__(parallel_reference.Snapshot)
+    phi.cfg = {"model_type": "phi", "hidden_size": D, "num_attention_heads": H, "num_hidden_layers": s["layers"],
+               "layer_norm_eps": 1e-5, "partial_rotary_factor": rot / (D // H), "rope_theta": 10000.0}
+    phi.w = {"embed_tokens.weight": gj.w["wte.weight"], "final_layernorm.weight": gj.w["ln_f.weight"],
+             "final_layernorm.bias": gj.w["ln_f.bias"], "lm_head.weight": gj.w["lm_head.weight"],
+             "lm_head.bias": gj.w["lm_head.bias"]}
+    for i in range(s["layers"]):
+        g, p = f"h.{i}.", f"layers.{i}."
+        for m, theirs in (("q_proj", "q_proj"), ("k_proj", "k_proj"), ("v_proj", "v_proj"), ("dense", "out_proj")):
+            w = gj.w[g + "attn." + theirs + ".weight"]
+            phi.w.update({p + f"self_attn.{m}.weight": halves(w) if m in ("q_proj", "k_proj") else w,
+                          p + f"self_attn.{m}.bias": np.zeros(D)})
+        phi.w.update({p + "input_layernorm." + k: gj.w[g + "ln_1." + k] for k in ("weight", "bias")})
+        phi.w.update({p + f"mlp.{n}.{k}": gj.w[g + f"mlp.{m}.{k}"] for n, m in (("fc1", "fc_in"), ("fc2", "fc_out"))
+                      for k in ("weight", "bias")})
+    ids = [1, 50, 7, 300, 12, 99, 5, 260, 41, 3, 77]
+    diff = float(np.abs(gptj_reference.logits(gj, ids) - parallel_reference.logits(phi, ids)).max())
+    check(diff <= 1e-9, f"GPT-J's float64 reference gives Phi's on the same weights re-laid (max diff {diff:.1e})")
 
 
 def exact_layout(label, out, ids, ref):
@@ -177,7 +218,7 @@ def refused(tmp, label, family, cfg=None, state=None, word=""):
 
 
 def bad(tmp):
-    neox, phi = "gpt_neox", "phi"
+    neox, phi, gptj = "gpt_neox", "phi", "gptj"
     cases = [
         ("Phi's qk_layernorm", phi, {"qk_layernorm": True}, None, "qk_layernorm is True"),
         ("rotary_pct 0.1 (1 dim of 16)", neox, {"rotary_pct": 0.1}, None, "turns 1 dims"),
@@ -197,6 +238,15 @@ def bad(tmp):
          "does not describe"),
         ("a NaN in a weight", phi, None, lambda st: st["model.layers.0.mlp.fc1.weight"].__setitem__((1, 2), np.nan),
          "holds a NaN"),
+        ("GPT-J rotary_dim 3", gptj, {"rotary_dim": 3}, None, "rotary_dim 3 is not an even count"),
+        ("GPT-J rotary_dim past the head", gptj, {"rotary_dim": 32}, None, "rotary_dim 32 is not an even count"),
+        ("GPT-J activation_function gelu", gptj, {"activation_function": "gelu"}, None,
+         "activation_function is 'gelu', not 'gelu_new'"),
+        ("GPT-J n_head 5 not dividing 64", gptj, {"n_head": 5}, None, "n_head 5 does not divide n_embd 64"),
+        ("GPT-J n_positions missing", gptj, {"n_positions": None}, None, "n_positions is missing"),
+        ("GPT-J with a q_proj bias", gptj, None,
+         lambda st: st.update({"transformer.h.0.attn.q_proj.bias": np.ones(64, np.float32)}), "does not describe"),
+        ("GPT-J without lm_head.bias", gptj, None, lambda st: st.pop("lm_head.bias"), "lack lm_head.bias"),
     ]
     for label, family, cfg, state, word in cases:
         refused(tmp, label, family, cfg, state, word)
@@ -209,7 +259,7 @@ def bad(tmp):
         json.dump(doc, f)
     rc, err = run(os.path.join(folder, "hf"), "--out", folder + "-out")
     known = ("GemmaForCausalLM", "Gemma2ForCausalLM", "GPTNeoXForCausalLM", "PhiForCausalLM", "Olmo2ForCausalLM",
-             "Qwen3ForCausalLM")
+             "Qwen3ForCausalLM", "GPTJForCausalLM")
     check(rc == 1 and "MambaForCausalLM" in err and all(a in err for a in known),
           "an unknown architecture: one line naming it and every architecture the importer reads", err)
 
@@ -217,6 +267,7 @@ def bad(tmp):
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         good(tmp)
+        gptj_as_phi(tmp)
         with tempfile.TemporaryDirectory() as b:
             bad(b)
     return check.summary()

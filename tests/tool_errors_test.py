@@ -83,6 +83,9 @@ CASES = [  # (tool, arguments, a word the line must hold)
     ("dev/make_parallel_snapshot.py", ["--out", OUT, "--family", "phi", "--rotary", "0.01"], "turns 0 dims"),
     ("dev/make_parallel_snapshot.py", ["--out", OUT, "--family", "phi", "--sequential"], "--sequential is GPT-NeoX's"),
     ("reference/parallel_reference.py", [OUT, "--ids", "1,x"], "not comma-separated integers"),
+    ("reference/gptj_reference.py", [OUT, "--ids", "1,x"], "not comma-separated integers"),
+    ("reference/gptj_reference.py", [os.path.join(ROOT, "weights", "shakespeare-bpe"), "--ids", "1"],
+     "model_type None: this reference runs gptj"),
 ]
 
 

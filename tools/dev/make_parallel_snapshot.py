@@ -4,9 +4,10 @@ parity: GPTNeoXForCausalLM (Pythia: two LayerNorms, attention and MLP side by si
 use_parallel_residual, else one after the other; query_key_value fused per head as [q, k, v]; partial
 rotary over the first rotary_pct of each head; biases everywhere; untied embed_out) and PhiForCausalLM
 (Phi-2: one shared LayerNorm; q, k, v, dense, fc1, fc2 and lm_head with biases; gelu_new; partial
-rotary by partial_rotary_factor).
+rotary by partial_rotary_factor) and GPTJForCausalLM (GPT-J: Phi's block with interleaved rotary pairs,
+no q, k, v or out_proj biases, rotary_dim of a head; its old attn.bias mask buffers written too).
 
-    /usr/bin/python3 tools/dev/make_parallel_snapshot.py --out DIR --family gpt_neox|phi [--dim 64
+    /usr/bin/python3 tools/dev/make_parallel_snapshot.py --out DIR --family gpt_neox|phi|gptj [--dim 64
         --hidden 96 --layers 2 --heads 4 --vocab 320 --seq-len 64] [--rotary 0.25] [--sequential]
         [--dtype F32|F16|BF16] [--shards N] [--seed S]
 
@@ -34,7 +35,7 @@ import nltool  # noqa: E402
 from nltool import ToolError  # noqa: E402
 
 DEFAULT = dict(dim=64, hidden=96, layers=2, heads=4, vocab=320, seq_len=64)
-FAMILIES = ("gpt_neox", "phi")
+FAMILIES = ("gpt_neox", "phi", "gptj")
 
 
 def rotary_dims(s):
@@ -54,6 +55,8 @@ def hf_state(s, rng):
 
     def norm(name):
         return {name + ".weight": w(D, std=0.1, mean=1.0), name + ".bias": w(D, std=0.1)}
+    if s["family"] == "gptj":
+        return gptj_state(s, w, linear, norm)
     neox = s["family"] == "gpt_neox"
     top = "gpt_neox." if neox else "model."
     st = {top + ("embed_in" if neox else "embed_tokens") + ".weight": w(V, D)}
@@ -81,12 +84,34 @@ def hf_state(s, rng):
     return st
 
 
+def gptj_state(s, w, linear, norm):
+    """GPT-J's: transformer.h.{i} with ln_1, q/k/v/out_proj without biases, fc_in and fc_out with them;
+    the old causal-mask buffers attn.bias and attn.masked_bias, which are no weights; lm_head with a bias."""
+    D, F, V = s["dim"], s["hidden"], s["vocab"]
+    st = {"transformer.wte.weight": w(V, D)}
+    for i in range(s["layers"]):
+        p = f"transformer.h.{i}."
+        st.update(norm(p + "ln_1"))
+        st.update({p + f"attn.{m}.weight": w(D, D, std=D ** -0.5) for m in ("q_proj", "k_proj", "v_proj", "out_proj")})
+        st.update({p + "attn.bias": np.tril(np.ones((1, 1, s["seq_len"], s["seq_len"]), np.float32)),
+                   p + "attn.masked_bias": np.array(-1e9, np.float32)})
+        st.update(linear(p + "mlp.fc_in", F, D))
+        st.update(linear(p + "mlp.fc_out", D, F))
+    st.update(norm("transformer.ln_f"))
+    return {**st, "lm_head.weight": w(V, D, std=8 / np.sqrt(D)), "lm_head.bias": w(V, std=0.1)}
+
+
 def hf_config(s):
     D, H = s["dim"], s["heads"]
     common = {"vocab_size": s["vocab"], "hidden_size": D, "intermediate_size": s["hidden"],
               "num_hidden_layers": s["layers"], "num_attention_heads": H, "max_position_embeddings": s["seq_len"],
               "layer_norm_eps": 1e-5, "tie_word_embeddings": False,
               "torch_dtype": {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}[s["dtype"]]}
+    if s["family"] == "gptj":  # GPTJConfig's own names
+        return {"architectures": ["GPTJForCausalLM"], "model_type": "gptj", "vocab_size": s["vocab"], "n_embd": D,
+                "n_head": H, "n_layer": s["layers"], "n_positions": s["seq_len"], "n_inner": s["hidden"],
+                "rotary_dim": rotary_dims(s), "activation_function": "gelu_new", "layer_norm_epsilon": 1e-5,
+                "tie_word_embeddings": False, "torch_dtype": common["torch_dtype"]}
     if s["family"] == "gpt_neox":
         return {"architectures": ["GPTNeoXForCausalLM"], "model_type": "gpt_neox", **common, "hidden_act": "gelu",
                 "rotary_pct": s["rotary"], "rotary_emb_base": 10000, "use_parallel_residual": not s["sequential"],
@@ -101,7 +126,7 @@ def make(out, family, seed=0, dtype="F32", shards=1, rotary=None, sequential=Fal
     if family not in FAMILIES:
         raise ToolError(f"--family {family!r}: one of {', '.join(FAMILIES)}")
     s = {**DEFAULT, **shape, "family": family, "dtype": dtype, "sequential": sequential,
-         "rotary": (0.25 if family == "gpt_neox" else 0.4) if rotary is None else rotary}
+         "rotary": (0.4 if family == "phi" else 0.25) if rotary is None else rotary}
     mk.pieces(s["vocab"])
     if s["dim"] % s["heads"]:
         raise ToolError(f"--heads {s['heads']} does not divide --dim {s['dim']}")
@@ -121,7 +146,8 @@ def main(argv):
     p.add_argument("--family", required=True, choices=FAMILIES)
     for k, v in DEFAULT.items():
         p.add_argument("--" + k.replace("_", "-"), type=int, default=v)
-    p.add_argument("--rotary", type=float, help="the fraction of a head RoPE turns (default 0.25 GPT-NeoX, 0.4 Phi)")
+    p.add_argument("--rotary", type=float,
+                   help="the fraction of a head RoPE turns (default 0.25 GPT-NeoX and GPT-J, 0.4 Phi)")
     p.add_argument("--sequential", action="store_true", help="GPT-NeoX with use_parallel_residual false")
     p.add_argument("--dtype", choices=("F32", "F16", "BF16"), default="F32")
     p.add_argument("--shards", type=int, default=1)

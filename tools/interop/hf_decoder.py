@@ -8,8 +8,8 @@ written. A family file gives:
     PREFIX         the tensors' name prefix ("model.": also read without it)
     config(cfg, where, ctx) -> normlab's arch llama config (nlformat.llama_config) from config.json
     layout(config) -> {normlab's tensor: Source}, the HF tensors each is made of
-    and optionally DROPPED (buffers that are no weight) and from_weights(config, names) (a config
-    field the tensors decide).
+    and optionally DROPPED (buffers that are no weight), CONTEXT_KEY (config.json's context, if not
+    max_position_embeddings) and from_weights(config, names) (a config field the tensors decide).
 
 RoPE: Hugging Face rotates the halves of each head's turned dims (rotate_half: dim i with i + rot/2)
 and its convert_llama_weights_to_hf.py permutes Meta's q and k rows to match; normlab rotates Meta's
@@ -311,12 +311,13 @@ def run(a, cfg, family):
     tensors = convert_tensors(src, config, family, where, hfweights.DTYPE_FLAGS[a.dtype])
     write_import(a, where, family.ARCHITECTURE, config, tensors, files)
     kinds = sorted({t.dtype for t in tensors.values()} - {"F32"})
-    Dh, capped = nlformat.head_width(config), cfg["max_position_embeddings"] > config["block_size"]
+    key = getattr(family, "CONTEXT_KEY", "max_position_embeddings")
+    Dh, capped = nlformat.head_width(config), cfg[key] > config["block_size"]
     print(f"wrote {a.out}: {family.ARCHITECTURE}, {config['n_layer']} layers x {config['n_embd']}, "
           f"{config['n_head']} heads over {config['n_kv_head']} KV heads"
           + (f", placement {config['placement']}" if config["placement"] != "pre" else "")
           + (f", RoPE on {config['rope_dims']} of {Dh} dims" if "rope_dims" in config else "")
           + f", vocabulary {config['vocab_size']}, context {config['block_size']}"
-          + (f" (max_position_embeddings {cfg['max_position_embeddings']} capped by --ctx)" if capped else "")
+          + (f" ({key} {cfg[key]} capped by --ctx)" if capped else "")
           + f", head {'tied' if config['tie_embeddings'] else 'untied'}{', QK-norm' if config['qk_norm'] else ''}"
           + (f", matrices stored {'/'.join(kinds)}" if kinds else ""), file=sys.stderr)

@@ -44,11 +44,11 @@ import hf_decoder  # noqa: E402
 import hfweights  # noqa: E402
 import import_hf_gpt2  # noqa: E402
 import nltool  # noqa: E402
-from families import gemma, gemma2, gemma3, gpt_neox, llama, mistral, olmo2, phi, qwen2, qwen3  # noqa: E402
+from families import gemma, gemma2, gemma3, gpt_neox, gptj, llama, mistral, olmo2, phi, qwen2, qwen3  # noqa: E402
 from nltool import ToolError  # noqa: E402
 
 # The registry: one row a family (tools/interop/families/, hf_decoder.py's contract)
-FAMILIES = (llama, mistral, qwen2, qwen3, olmo2, gemma, gemma2, gemma3, gpt_neox, phi)
+FAMILIES = (llama, mistral, qwen2, qwen3, olmo2, gemma, gemma2, gemma3, gpt_neox, phi, gptj)
 BY_ARCH = {f.ARCHITECTURE: f for f in FAMILIES}
 BY_TYPE = {"gpt2": "GPT2LMHeadModel", **{f.MODEL_TYPE: f.ARCHITECTURE for f in FAMILIES}}
 GPT2 = ("GPT2LMHeadModel", "GPT2Model")

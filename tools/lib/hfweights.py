@@ -253,7 +253,7 @@ def write_safetensors(path, tensors, dtype="F32"):
     rounded to nearest even), for the tools that make test snapshots. Not atomic: for new files."""
     header, blobs, offset = {}, [], 0
     for name, a in tensors.items():
-        blob = encode(np.asarray(a, dtype=np.float32), dtype)
+        blob = encode(np.asarray(a, dtype=np.float32).reshape(-1), dtype)  # (a 0-d buffer too)
         header[name] = {"dtype": dtype, "shape": list(np.shape(a)), "data_offsets": [offset, offset + len(blob)]}
         blobs.append(blob)
         offset += len(blob)

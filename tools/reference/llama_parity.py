@@ -7,7 +7,7 @@ snapshot (HF's layout: rotate_half RoPE, repeat_kv, separate projections), withi
 Cases: grouped KV heads (4 over 2) in F32, untied, in 2 shards; MHA (4 over 4) in BF16, tied; MQA (4
 over 1) in F16 with q_norm/k_norm; Qwen2's qkv bias; Qwen3's head_dim independent of D/H; OLMo 2's
 block and QK-norm over the whole projection; GPT-NeoX (parallel and sequential) and Phi through
-tools/reference/parallel_reference.py; and for each model llama2.c can hold, its
+tools/reference/parallel_reference.py, GPT-J through gptj_reference.py; and for each model llama2.c can hold, its
 model.bin (legacy layout) and model-v1.bin of the same weights, which must give the same logits.
 Each case's first import also runs with QK-norm switched (--qk-norm off where the model has it, on
 where it has not), against the reference with q_norm/k_norm dropped or set to unit gains.
@@ -39,6 +39,7 @@ sys.path.insert(0, os.path.join(ROOT, "tools", "reference"))
 import llama_reference  # noqa: E402
 import make_llama_snapshot  # noqa: E402
 import make_parallel_snapshot  # noqa: E402
+import gptj_reference  # noqa: E402
 import parallel_reference  # noqa: E402
 
 LOGIT_ATOL = 1e-4
@@ -69,8 +70,11 @@ CASES = [  # (label, make_llama_snapshot.make keywords)
      dict(family="gpt_neox", sequential=True, rotary=1.0, dtype="F16")),
     ("Phi (Phi-2) parallel-shared, partial_rotary_factor 0.4 of Dh 20, gelu_new, lm_head bias, 2 shards",
      dict(family="phi", dim=80, shards=2)),
+    ("GPT-J parallel-shared, interleaved rotary_dim 8 of Dh 16, no q/k/v/out biases, F16",
+     dict(family="gptj", rotary=0.5, dtype="F16")),
 ]
-PARALLEL = ("gpt_neox", "phi")  # make_parallel_snapshot.py's families, parallel_reference.py's forward
+# make_parallel_snapshot.py's families, and each one's float64 reference
+PARALLEL = {"gpt_neox": parallel_reference, "phi": parallel_reference, "gptj": gptj_reference}
 WORDS = "the king my lord thou art what shall I say to thee Romeo : , . ! ? 'tis".split(" ")
 
 
@@ -87,14 +91,13 @@ def engine(*args):
     return r.stdout
 
 
-def compare(model, snap, prompts, flags=()):
+def compare(model, snap, prompts, flags=(), reference=llama_reference):
     """The largest |engine - reference| logit over the prompts, and the reference logits' spread."""
     worst, spread = 0.0, []
     for text in prompts:
         ids = json.loads(engine("tokenize", "-m", model, "-p", text, "--json"))["ids"]
         got = np.array([json.loads(line) for line in engine("logits", "-m", model, "-p", text, *flags).splitlines()])
-        want = (parallel_reference if isinstance(snap, parallel_reference.Snapshot) else llama_reference).logits(snap,
-                                                                                                           ids)
+        want = reference.logits(snap, ids)
         if got.shape != want.shape:
             raise RuntimeError(f"logits of shape {got.shape}, the reference's {want.shape}")
         worst = max(worst, float(np.abs(got - want).max()))
@@ -109,7 +112,8 @@ def check(label, kw, seed, tmp, prompts):
         make_parallel_snapshot.make(folder, seed=seed, **kw)
     else:
         make_llama_snapshot.make(folder, seed=seed, **kw)
-    snap = (parallel_reference if parallel else llama_reference).Snapshot(os.path.join(folder, "hf"))
+    reference = PARALLEL.get(kw.get("family"), llama_reference)
+    snap = reference.Snapshot(os.path.join(folder, "hf"))
     runs = [("HF snapshot", ["interop/import_hf.py", os.path.join(folder, "hf")])]
     if os.path.isdir(os.path.join(folder, "llama2c")):
         for name in ("model.bin", "model-v1.bin"):
@@ -123,7 +127,7 @@ def check(label, kw, seed, tmp, prompts):
             ok = False
             continue
         try:
-            worst, spread = compare(out, snap, prompts)
+            worst, spread = compare(out, snap, prompts, reference=reference)
         except RuntimeError as e:
             print(f"{label}: {what}: the engine failed: {e}  FAIL")
             ok = False
