@@ -2,7 +2,8 @@
 """Every command on the Llama row's families (issue 62's "every command and the lab on every family"):
 random Qwen3 (H Dh = 2D), OLMo 2 (post-sublayer, QK-norm over the projection), Gemma 2 (peri, capped,
 a window of 5 on layers 0 and 2), Gemma 3 (peri, (1 + w) QK-norm per head, a window of 5 and its own
-RoPE base on layers 0 and 2) and Mistral (a window of 5 on every layer)
+RoPE base on layers 0 and 2), Mistral (a window of 5 on every layer), Gemma (MQA), Qwen2 (q/k/v biases)
+and a SmolLM2-like Llama (GQA 9 over 3)
 snapshots of tools/dev/make_llama_snapshot.py, imported by tools/interop/import_hf.py, each through
 tests/parallel_import_test.py's commands(): generate (the same text twice with a seed), eval, bench,
 profile, compare with the lens, attention statistics, fold and the --placement/--norm swaps, fold (the
@@ -35,6 +36,9 @@ CASES = [
     ("Gemma 3, window 5", dict(dim=80, heads=4, kv_heads=1, head_dim=32, family="gemma3", tied=True, layers=4,
                                sliding_window=5)),
     ("Mistral, window 5", dict(family="mistral", sliding_window=5)),
+    ("Gemma, (1 + w) gains, GeGLU, MQA 4/1", dict(dim=80, heads=4, kv_heads=1, head_dim=32, family="gemma", tied=True)),
+    ("Qwen2, q/k/v biases", dict(attn_bias=True)),
+    ("SmolLM2-like Llama, GQA 9/3, tied", dict(dim=72, heads=9, kv_heads=3, tied=True)),
 ]
 
 
