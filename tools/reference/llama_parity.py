@@ -63,6 +63,9 @@ CASES = [  # (label, make_llama_snapshot.make keywords)
     ("Gemma 3 (1 + w) QK-norm per head, window 5 and RoPE base 100 on layers 0 and 2 of 4 (base 1e6 on the "
      "global ones), MQA 4/1", dict(dim=80, heads=4, kv_heads=1, head_dim=32, family="gemma3", tied=True, layers=4,
                                   sliding_window=5)),
+    ("Gemma-3-270m's heads: 4 over 1 of Dh 256 over D 64, 6 layers (5 local, window 5 : 1 global), BF16",
+     dict(dim=64, heads=4, kv_heads=1, head_dim=256, family="gemma3", tied=True, layers=6, sliding_window=5,
+          dtype="BF16")),
     ("SmolLM2-135M's GQA 9 over 3 (D 72, Dh 8), tied, BF16",
      dict(dim=72, heads=9, kv_heads=3, tied=True, dtype="BF16")),
     ("GPT-NeoX (Pythia) parallel, rotary_pct 0.25, biases, BF16", dict(family="gpt_neox", dtype="BF16")),
