@@ -34,7 +34,7 @@ LIB_SRC = engine/nl_error.c engine/model.c engine/config.c engine/safetensors.c 
           engine/bind.c engine/transformer_weights.c engine/transformer.c engine/transformer_attention.c \
           engine/transformer_info.c engine/recipe.c engine/families.c \
           engine/describe.c engine/state.c engine/model_write.c engine/tensor_set.c engine/fold.c \
-          engine/transformer_fold.c \
+          engine/transformer_fold.c engine/gguf.c engine/gguf_model.c \
           engine/sampler.c \
           engine/sampler_fast.c engine/rng.c \
           engine/generate.c engine/context.c \
@@ -60,7 +60,7 @@ CLI_SRC = engine/cli/main.c engine/cli/options.c engine/cli/models.c engine/cli/
 TESTS = test_tokenizer test_bpe_kinds test_spm test_kernels test_norms test_sampler test_sampler_fast test_loader \
         test_config test_forward test_golden test_profile test_compare test_parallel test_rnn test_quant test_lab \
         test_context test_dtype test_report_compare test_recipe test_window
-FUZZERS = safetensors config tokenizer inline prompt
+FUZZERS = safetensors config tokenizer inline prompt gguf
 RUN_ARGS ?= -n 500
 
 .PHONY: all deps fuzz-deps run test test-plain test-san test-install format-check parity eval-models bpe-eval \

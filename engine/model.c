@@ -21,6 +21,7 @@
 #include "dtype.h"
 #include "family.h"
 #include "fileio.h"
+#include "gguf_model.h"
 #include "inline_tensors.h"
 #include "jsonx.h"
 #include "kernels.h"
@@ -300,11 +301,11 @@ static int load_tokenizer(NlModel *m, int dirfd, const char *dir, NlError *err) 
     return rc;
 }
 
-// Reads model.safetensors whole into memory (no_mmap) or maps it.
-static int load_weights_file(NlModel *m, int dirfd, const char *what, int no_mmap, NlError *err) {
-    if (!no_mmap) return nl_file_map(dirfd, "model.safetensors", what, &m->map, &m->map_len, err);
+// Reads the weights' file (model.safetensors, a .gguf) whole into memory (no_mmap) or maps it.
+static int load_weights_file(NlModel *m, int dirfd, const char *file, const char *what, int no_mmap, NlError *err) {
+    if (!no_mmap) return nl_file_map(dirfd, file, what, &m->map, &m->map_len, err);
     char *buf = NULL;
-    if (nl_file_read_all(dirfd, "model.safetensors", what, SIZE_MAX - 1, &buf, &m->map_len, err) != 0) return -1;
+    if (nl_file_read_all(dirfd, file, what, SIZE_MAX - 1, &buf, &m->map_len, err) != 0) return -1;
     m->map = (const unsigned char *)buf;
     m->map_read = 1;
     return 0;
@@ -325,26 +326,10 @@ static int dir_replaced(int dirfd, const char *path) {
     return stat(path, &now) != 0 || now.st_dev != held.st_dev || now.st_ino != held.st_ino;
 }
 
-// A model directory: its three files are opened through one descriptor of the directory, so they
-// come from one directory even when it is replaced while they are read (tools rename a new
-// directory into place). On a failure, *replaced says whether that directory was swapped away
-// meanwhile, so that the caller reads the model again from the path.
-static int load_dir(NlModel *m, const char *dir, const NlLoadOptions *opts, int *replaced, NlError *err) {
-    cJSON *cfg = NULL;
-    NlTensorRef *refs = NULL;
-    char path[512], cut[NL_CUT_BUF];
-    const char *name = nl_cut(cut, dir);
-    int rc = -1, dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dirfd < 0) FAIL("%s: cannot open: %s", name, strerror(errno));
-    if (load_json_file(&cfg, dirfd, name, "config.json", CONFIG_CAP, path, sizeof path, err) != 0 ||
-        nl_config_from_json(&m->config, cfg, path, err) != 0)
-        goto cleanup;
-    if (load_tokenizer(m, dirfd, name, err) != 0) goto cleanup;
-    snprintf(path, sizeof path, "%s/model.safetensors", name);
-    if (load_weights_file(m, dirfd, path, opts && opts->no_mmap, err) != 0 ||
-        nl_st_parse(&m->st, m->map, m->map_len, path, err) != 0)
-        goto cleanup;
-    refs = calloc(m->st.n + 1, sizeof *refs);
+// The tensors of m->st bound by the model's family. (A GGUF's are aligned: m->owned is its joined ones.)
+static int bind_file(NlModel *m, const char *path, NlError *err) {
+    int rc = -1;
+    NlTensorRef *refs = calloc(m->st.n + 1, sizeof *refs);
     if (!refs) FAIL("%s: out of memory", path);
     // A tensor whose values are not aligned for their type (a data section that starts unaligned) is
     // read through a copy, all such in one allocation, rather than through bad pointers.
@@ -360,14 +345,51 @@ static int load_dir(NlModel *m, const char *dir, const NlLoadOptions *opts, int 
         refs[i].data = memcpy(at, t->data, t->nbytes);
         at += round8(t->nbytes);
     }
-    if (bind_weights(m, refs, m->st.n, path, err) != 0) goto cleanup;
+    rc = bind_weights(m, refs, m->st.n, path, err);
+cleanup:
+    free(refs);
+    return rc;
+}
+
+// A model directory: its three files are opened through one descriptor of the directory, so they
+// come from one directory even when it is replaced while they are read (tools rename a new
+// directory into place). On a failure, *replaced says whether that directory was swapped away
+// meanwhile, so that the caller reads the model again from the path.
+static int load_dir(NlModel *m, const char *dir, const NlLoadOptions *opts, int *replaced, NlError *err) {
+    cJSON *cfg = NULL;
+    char path[512], cut[NL_CUT_BUF];
+    const char *name = nl_cut(cut, dir);
+    int rc = -1, dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dirfd < 0) FAIL("%s: cannot open: %s", name, strerror(errno));
+    if (load_json_file(&cfg, dirfd, name, "config.json", CONFIG_CAP, path, sizeof path, err) != 0 ||
+        nl_config_from_json(&m->config, cfg, path, err) != 0)
+        goto cleanup;
+    if (load_tokenizer(m, dirfd, name, err) != 0) goto cleanup;
+    snprintf(path, sizeof path, "%s/model.safetensors", name);
+    if (load_weights_file(m, dirfd, "model.safetensors", path, opts && opts->no_mmap, err) != 0 ||
+        nl_st_parse(&m->st, m->map, m->map_len, path, err) != 0 || bind_file(m, path, err) != 0)
+        goto cleanup;
     rc = 0;
 cleanup:
     *replaced = rc != 0 && dirfd >= 0 && dir_replaced(dirfd, dir);
     if (dirfd >= 0) close(dirfd);
     cJSON_Delete(cfg);
-    free(refs);
     return rc;
+}
+
+// A GGUF file (llama.cpp's, gguf_model.h): mapped, its parts bound as a folder's tensors are.
+static int load_gguf(NlModel *m, const char *path, const NlLoadOptions *opts, NlError *err) {
+    char cut[NL_CUT_BUF];
+    const char *what = nl_cut(cut, path);
+    NlGgufParts g;
+    if (load_weights_file(m, AT_FDCWD, path, what, opts && opts->no_mmap, err) != 0 ||
+        nl_gguf_model(&g, m->map, m->map_len, what, err) != 0)
+        return -1;
+    m->config = g.config;
+    m->tok = g.tok;
+    m->st = g.st;
+    m->owned = g.owned;
+    return bind_file(m, what, err);
 }
 
 // ---- single-file models with inline tensors
@@ -410,12 +432,9 @@ static int load_inline(NlModel *m, const char *path, NlError *err) {
 // ---- entry points on bytes in memory (fuzzing, tests)
 
 int nl_model_load_inline(NlModel **out, const char *buf, size_t len, const char *what, NlError *err) {
-    *out = NULL;
     NlModel *m = calloc(1, sizeof *m);
-    if (!m) {
-        nl_error(err, NL_ERR_NOMEM, "out of memory");
-        return -1;
-    }
+    *out = NULL;
+    if (!m) return nl_error(err, NL_ERR_NOMEM, "out of memory");
     if (parse_inline(m, buf, len, what, err) != 0) {
         nl_model_free(m);
         return -1;
@@ -431,15 +450,12 @@ int nl_model_load(NlModel **out, const char *path, const NlLoadOptions *opts, Nl
     struct stat st;
     char cut[NL_CUT_BUF];
     const char *name = nl_cut(cut, path);
-    if (strlen(path) + sizeof "/model.safetensors" > PATH_MAX) {
-        nl_error(err, NL_ERR_ARG, "%s: path too long (%zu bytes; at most %zu with the file names inside)", name,
-                 strlen(path), (size_t)PATH_MAX - sizeof "/model.safetensors");
-        return -1;
-    }
-    if (stat(path, &st) != 0) {
-        nl_error(err, NL_ERR_IO, "%s: no such model (expected a model directory or a .json file)", name);
-        return -1;
-    }
+    if (strlen(path) + sizeof "/model.safetensors" > PATH_MAX)
+        return nl_error(err, NL_ERR_ARG, "%s: path too long (%zu bytes; at most %zu with the file names inside)", name,
+                        strlen(path), (size_t)PATH_MAX - sizeof "/model.safetensors");
+    if (stat(path, &st) != 0)
+        return nl_error(err, NL_ERR_IO, "%s: no such model (expected a model directory, a .gguf or a .json file)",
+                        name);
     const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
     size_t blen = strlen(base);
     if (S_ISREG(st.st_mode) && (strcmp(base, "config.json") == 0 || strcmp(base, "tokenizer.json") == 0 ||
@@ -454,6 +470,7 @@ int nl_model_load(NlModel **out, const char *path, const NlLoadOptions *opts, Nl
                  name, name);
         return -1;
     }
+    int gguf = S_ISREG(st.st_mode) && (nl_gguf_is_file(path) || (blen >= 5 && !strcmp(base + blen - 5, ".gguf")));
     if (S_ISDIR(st.st_mode)) {
         char cfg[PATH_MAX + 16];
         snprintf(cfg, sizeof cfg, "%s/config.json", path);
@@ -466,14 +483,13 @@ int nl_model_load(NlModel **out, const char *path, const NlLoadOptions *opts, Nl
     // gets the old model or the new one, never a failure the swap caused (docs/files.md).
     for (int attempt = 1;; attempt++) {
         NlModel *m = calloc(1, sizeof *m);
-        if (!m) {
-            nl_error(err, NL_ERR_NOMEM, "out of memory");
-            return -1;
-        }
+        if (!m) return nl_error(err, NL_ERR_NOMEM, "out of memory");
         int replaced = 0;
         m->no_repack = opts && opts->no_repack;
         m->shapes_only = opts && opts->shapes_only;
-        int rc = S_ISDIR(st.st_mode) ? load_dir(m, path, opts, &replaced, err) : load_inline(m, path, err);
+        int rc = S_ISDIR(st.st_mode) ? load_dir(m, path, opts, &replaced, err)
+                 : gguf              ? load_gguf(m, path, opts, err)
+                                     : load_inline(m, path, err);
         if (rc == 0) {
             *out = m;
             return 0;

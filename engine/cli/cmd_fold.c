@@ -43,7 +43,7 @@ int fold_model_folder(const OutDir *d, const char *input, const NlModel *model, 
     size_t len;
     struct stat st;
     if (stat(input, &st) == 0 && !S_ISDIR(st.st_mode)) {
-        msg_error("%s: a model read from one .json file cannot be folded: give a model directory", input);
+        msg_error("%s: a model read from one .json or .gguf file cannot be folded: give a model directory", input);
         return EXIT_USAGE;  // a refusal, as every other
     }
     char *config = read_config(input, &len), *config_out = NULL, path[PATH_MAX + 32];

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "commands.h"
@@ -85,11 +86,27 @@ static int check_stored(const Options *o, const NlQuantizeResult *r) {
     return -1;
 }
 
+// Whether the file at path starts with GGUF's magic (llama.cpp's files, which the engine reads).
+static int is_gguf(const char *path) {
+    char magic[4] = {0};
+    FILE *f = fopen(path, "rb");
+    int is = f && fread(magic, 1, 4, f) == 4 && memcmp(magic, "GGUF", 4) == 0;
+    if (f) fclose(f);
+    return is;
+}
+
 int cmd_quantize(Options *o) {
     char buf[4400];
     const char *input = model_path(o, buf, sizeof buf);
     OutDir d = {0};
     NlModel *model;
+    struct stat st;
+    if (stat(input, &st) == 0 && !S_ISDIR(st.st_mode) && is_gguf(input)) {
+        msg_error("%s: a model read from a .gguf file cannot be quantized into a model folder yet: give a model "
+                  "directory",
+                  input);
+        return EXIT_USAGE;
+    }
     int rc = model_folder_start(&d, "quantize", o->output, input, o->no_mmap, &model);
     if (rc != 0) return rc;
     size_t n_keep = 0;

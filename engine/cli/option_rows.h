@@ -20,11 +20,11 @@
     { .name = "help", .letter = 'h', .type = OT_HELP, .help = "this help" }
 
 // eval, info, logits, profile, tokenize
-#define OPT_MODEL                                                                         \
-    {                                                                                     \
-        .name = "model", .letter = 'm', .type = OT_STRING, .arg = "NAME|PATH",            \
-        .def_text = "$NORMLAB_MODEL, else shakespeare-pre-ln", .field = OPT_FIELD(model), \
-        .help = "a model by name ('normlab list') or path (a directory or a .json file)"  \
+#define OPT_MODEL                                                                                 \
+    {                                                                                             \
+        .name = "model", .letter = 'm', .type = OT_STRING, .arg = "NAME|PATH",                    \
+        .def_text = "$NORMLAB_MODEL, else shakespeare-pre-ln", .field = OPT_FIELD(model),         \
+        .help = "a model by name ('normlab list') or path (a directory, a .gguf or a .json file)" \
     }
 
 // generate, logits, tokenize

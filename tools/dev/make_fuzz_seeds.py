@@ -12,6 +12,7 @@ import shutil
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # tools/lib
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # tools/dev
 import needs  # noqa: E402
 
 needs.packages("numpy")
@@ -69,8 +70,25 @@ def small_spm():
     return ours, hf
 
 
+def gguf_seeds():
+    """Small GGUF files of tiny random Llamas (tools/dev/make_gguf.py): Q4_0 untied, F16 tied with one
+    KV head, Q8_0 with head_dim over D / H."""
+    import tempfile
+
+    import make_gguf
+    import make_llama_snapshot
+    shape = dict(dim=32, hidden=32, layers=1, heads=2, kv_heads=2, seq_len=16)
+    for name, kind, extra in (("q4_0", "Q4_0", {}), ("f16-tied-mqa", "F16", dict(tied=True, kv_heads=1)),
+                              ("q8_0-head-dim", "Q8_0", dict(head_dim=32))):
+        with tempfile.TemporaryDirectory() as tmp:
+            make_llama_snapshot.make(os.path.join(tmp, "s"), seed=1, **{**shape, **extra})
+            data = make_gguf.gguf_bytes(*make_gguf.convert(os.path.join(tmp, "s"), kind))
+        with open(os.path.join(OUT, "gguf", name + ".gguf"), "wb") as f:
+            f.write(data)
+
+
 def main():
-    for h in ("safetensors", "config", "tokenizer", "inline", "prompt"):
+    for h in ("safetensors", "config", "tokenizer", "inline", "prompt", "gguf"):
         shutil.rmtree(os.path.join(OUT, h), ignore_errors=True)
         os.makedirs(os.path.join(OUT, h))
     fixtures = sorted(glob.glob(os.path.join(ROOT, "tests", "fixtures", "*.json")))
@@ -120,6 +138,7 @@ def main():
     for i, p in enumerate(PROMPTS):
         with open(os.path.join(OUT, "prompt", f"prompt{i}.txt"), "wb") as f:
             f.write(p.encode("utf-8", "surrogateescape") if isinstance(p, str) else p)
+    gguf_seeds()
     print(f"wrote seed corpora to {os.path.relpath(OUT, ROOT)}", file=sys.stderr)
 
 

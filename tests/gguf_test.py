@@ -1,0 +1,178 @@
+#!/usr/bin/python3
+"""`-m FILE.gguf` (engine/gguf.c, engine/gguf_model.c) on GGUF files of random Llama snapshots, written
+by tools/dev/make_gguf.py as llama.cpp's converter lays them out (keys, tensor names, q/k rows in
+interleaved pairs, SentencePiece tokens with scores and types).
+
+Checks: for F32, F16, BF16, Q8_0 and Q4_0, the GGUF model's logits equal (max |diff| 0, the same bits)
+those of the same snapshot imported from Hugging Face (tools/interop/import_hf.py) and, for the
+16-bit and block types, then stored by `normlab quantize --type T`: the reader takes ggml's blocks as
+normlab's own; F32 within 1e-5 of the HF import (the issue's bound; measured 0). The ids of the
+held-out text equal the HF import's. A tied head (no output tensor), GQA and a head_dim other than
+D / H read right. Every command runs on an F32 GGUF (tests/parallel_import_test.py's commands(), fold
+aside: it needs a model folder, and says so). Each hostile file gets one line naming the problem and
+exit 1: bad magic, version 1, big-endian, counts and lengths past the end, an array of arrays, 5 dims,
+a dims product that overflows, an offset misaligned, past the end or overlapping, an unknown type
+id, an IQ and a K-quant type (refused by name), a key or tensor name twice, a required key missing,
+a key of the wrong type, a shape the config disagrees with, an unknown architecture, a truncated file.
+
+    /usr/bin/python3 tests/gguf_test.py [NORMLAB_BINARY]      (make test runs it)
+"""
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+BIN = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "normlab"))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+from tooltest import Checks, skip_unless  # noqa: E402
+
+skip_unless("gguf_test", "numpy")
+import numpy as np  # noqa: E402
+
+for d in ("lib", "dev"):
+    sys.path.insert(0, os.path.join(ROOT, "tools", d))
+import make_gguf  # noqa: E402
+import make_llama_snapshot as mk  # noqa: E402
+import qformats  # noqa: E402
+import parallel_import_test as commands_of  # noqa: E402  (its commands(): one check a command)
+
+check = commands_of.check = Checks("gguf_test")
+HF = os.path.join(ROOT, "tools", "interop", "import_hf.py")
+TEXT = os.path.join(ROOT, "tests", "data", "held_out.txt")
+PROMPT = "the king my lord thou art what shall I say to thee Romeo"
+
+
+def engine(*args):
+    r = subprocess.run([BIN, *args], capture_output=True, text=True, timeout=300)
+    return r.returncode, r.stdout, r.stderr.strip()
+
+
+def logits(model):
+    rc, out, _ = engine("logits", "-m", model, "-p", PROMPT)
+    return np.array([json.loads(line) for line in out.splitlines()]) if rc == 0 else None
+
+
+def ids(model):
+    with open(TEXT) as f:
+        text = f.read()[:3000]
+    rc, out, _ = engine("tokenize", "-m", model, "-p", text, "--json")
+    return json.loads(out)["ids"] if rc == 0 else None
+
+
+def diff(a, b):
+    return float(np.abs(a - b).max()) if a is not None and b is not None and a.shape == b.shape else float("inf")
+
+
+def types(tmp):
+    snap = os.path.join(tmp, "snap")
+    mk.make(snap, seed=5)
+    hf = os.path.join(tmp, "hf-import")
+    r = subprocess.run(["/usr/bin/python3", HF, os.path.join(snap, "hf"), "--out", hf], capture_output=True, text=True)
+    check(r.returncode == 0, "the snapshot imports from Hugging Face", r.stderr)
+    base = logits(hf)
+    for kind in ("f32", "f16", "bf16", "q8_0", "q4_0"):
+        g = os.path.join(tmp, f"m-{kind}.gguf")
+        with open(g, "wb") as f:
+            f.write(make_gguf.gguf_bytes(*make_gguf.convert(snap, qformats.NAMES[kind])))
+        if kind == "f32":
+            d = diff(logits(g), base)
+            check(d <= 1e-5, f"F32 GGUF: logits within 1e-5 of the HF import's (max diff {d:.1e})")
+            check(ids(g) == ids(hf) and ids(g), "F32 GGUF: the held-out text's ids equal the HF import's")
+            continue
+        q = os.path.join(tmp, f"hq-{kind}")
+        rc, _, err = engine("quantize", "-m", hf, "-o", q, "--type", kind)
+        d = diff(logits(g), logits(q))
+        check(rc == 0 and d == 0, f"{kind} GGUF: logits equal quantize --type {kind}'s of the HF import (max diff "
+              f"{d:.1e}): ggml's blocks read as normlab's", err)
+    return os.path.join(tmp, "m-f32.gguf")
+
+
+def shapes(tmp):
+    for label, kw in (("a tied head (no output tensor), MQA 4/1", dict(tied=True, kv_heads=1)),
+                      ("head_dim 32 over D 64 (key_length), GQA 4/2", dict(head_dim=32, kv_heads=2, qk_norm=False))):
+        snap = os.path.join(tmp, "snap-" + str(len(os.listdir(tmp))))
+        mk.make(snap, seed=7, **kw)
+        hf, g = snap + "-hf", snap + ".gguf"
+        subprocess.run(["/usr/bin/python3", HF, os.path.join(snap, "hf"), "--out", hf], capture_output=True)
+        with open(g, "wb") as f:
+            f.write(make_gguf.gguf_bytes(*make_gguf.convert(snap, "F32")))
+        d = diff(logits(g), logits(hf))
+        check(d <= 1e-5, f"{label}: the GGUF's logits within 1e-5 of the HF import's ({d:.1e})")
+
+
+def tensor_info(name, dims, type_id, offset):
+    return (make_gguf.string(name) + struct.pack("<I", len(dims)) + struct.pack(f"<{len(dims)}Q", *dims)
+            + struct.pack("<IQ", type_id, offset))
+
+
+def raw(infos, kv=b"", n_kv=0, data=b"\0" * 64, version=3):
+    """A GGUF of tensor infos given as bytes, aligned to 32, then data."""
+    head = b"GGUF" + struct.pack("<IQQ", version, len(infos), n_kv) + kv + b"".join(infos)
+    return head + b"\0" * (-len(head) % 32) + data
+
+
+def hostile(tmp, good):
+    with open(good, "rb") as f:
+        ok = f.read()
+    kvs, tensors = make_gguf.convert(os.path.join(tmp, "snap"), "F32")
+    f32 = make_gguf.TYPE_IDS["F32"]
+
+    def without(key):
+        return make_gguf.gguf_bytes({k: v for k, v in kvs.items() if k != key}, tensors)
+    cases = [
+        ("bad magic", b"GGUX" + ok[4:], "not a GGUF file"),
+        ("version 1", ok[:4] + struct.pack("<I", 1) + ok[8:], "GGUF version 1"),
+        ("a big-endian file", ok[:4] + struct.pack(">I", 3) + ok[8:], "big-endian"),
+        ("a key count past the end", ok[:16] + struct.pack("<Q", 1 << 60) + ok[24:], "run past the end"),
+        ("a tensor count past the end", ok[:8] + struct.pack("<Q", 1 << 62) + ok[16:], "run past the end"),
+        ("a string length past the end", ok[:24] + struct.pack("<Q", 1 << 63) + ok[32:], "runs past the end"),
+        ("an array of arrays", raw([], make_gguf.string("a.b") + struct.pack("<IIQ", 9, 9, 1), 1), "array of arrays"),
+        ("5 dims", raw([tensor_info("t", [1, 1, 1, 1, 1], f32, 0)]), "has over 4 dims"),
+        ("a dims product that overflows", raw([tensor_info("t", [1 << 40, 1 << 40], f32, 0)]), "overflows"),
+        ("an offset misaligned", raw([tensor_info("t", [4], f32, 4)]), "not a multiple of general.alignment"),
+        ("an offset past the end", raw([tensor_info("t", [4], f32, 1 << 20)]), "runs past the end"),
+        ("two tensors overlapping", raw([tensor_info("t", [8], f32, 0), tensor_info("u", [8], f32, 0)]), "overlap"),
+        ("an unknown type id", raw([tensor_info("t", [32], 99, 0)]), "unknown type id"),
+        ("an IQ type", raw([tensor_info("t", [256], 16, 0)]), "type IQ2_XXS, which normlab does not read"),
+        ("a K-quant (not yet read)", raw([tensor_info("t", [256], 12, 0)]), "type Q4_K, which normlab does not read"),
+        ("a row not whole blocks", raw([tensor_info("t", [40], 8, 0)]), "not whole Q8_0 blocks"),
+        ("a key twice", make_gguf.gguf_bytes(list(kvs.items()) + [("llama.block_count", 2)], tensors), "appears twice"),
+        ("a tensor name twice", make_gguf.gguf_bytes(kvs, list(tensors.items()) + [("output_norm.weight",
+                                                                                     tensors["output_norm.weight"])]),
+         "appears twice"),
+        ("llama.block_count missing", without("llama.block_count"), "lacks the key llama.block_count"),
+        ("llama.block_count a string", make_gguf.gguf_bytes({**kvs, "llama.block_count": "two"}, tensors),
+         "llama.block_count is not an integer"),
+        ("feed_forward_length disagreeing with the tensors",
+         make_gguf.gguf_bytes({**kvs, "llama.feed_forward_length": 100}, tensors), "shape"),
+        ("an unknown architecture", make_gguf.gguf_bytes({**kvs, "general.architecture": "mamba"}, tensors),
+         "general.architecture is \"mamba\""),
+        ("a tensor no llama has",
+         make_gguf.gguf_bytes(kvs, {**tensors, "rope_freqs.weight": tensors["output_norm.weight"]}),
+         "rope_freqs.weight is not one of"),
+        ("a truncated file", ok[:len(ok) // 2], "runs past the end"),
+    ]
+    for label, data, word in cases:
+        path = os.path.join(tmp, "bad.gguf")
+        with open(path, "wb") as f:
+            f.write(data)
+        rc, out, err = engine("info", "-m", path)
+        check(rc == 1 and word in err and err.count("\n") == 0 and not out, f"{label}: one line naming it, exit 1",
+              f"exit {rc}: {err[-300:]}")
+
+
+def main():
+    with tempfile.TemporaryDirectory() as tmp:
+        good = types(tmp)
+        os.makedirs(os.path.join(tmp, "shapes"))
+        shapes(os.path.join(tmp, "shapes"))
+        commands_of.commands("F32 GGUF", good, tmp, logits(good), fold=False)
+        hostile(tmp, good)
+    return check.summary()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

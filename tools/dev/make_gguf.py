@@ -1,0 +1,158 @@
+#!/usr/bin/python3
+"""A GGUF file (llama.cpp's format, version 3, little-endian, alignment 32) of a random Llama snapshot
+of tools/dev/make_llama_snapshot.py, written as llama.cpp's convert_hf_to_gguf.py lays one out, for
+the GGUF reader's tests (written from ggml's docs/gguf.md, no llama.cpp code):
+
+    /usr/bin/python3 tools/dev/make_gguf.py SNAPSHOT_DIR --out model.gguf [--type f32|f16|bf16|q8_0|q4_0]
+
+SNAPSHOT_DIR is make_llama_snapshot.py's --out (its hf/ folder is read). Keys: general.architecture
+"llama", general.name, general.file_type, llama.context_length, .embedding_length, .block_count,
+.feed_forward_length, .rope.dimension_count, .rope.freq_base, .attention.head_count, .head_count_kv,
+.attention.layer_norm_rms_epsilon, .vocab_size, tokenizer.ggml.model "llama" with its tokens, scores
+(SentencePiece's: a merged piece -rank, others 0) and token types (normal 1, unknown 2, control 3,
+byte 6), bos/eos/unknown ids, add_bos_token. Tensors: token_embd, blk.N.attn_norm, attn_q, attn_k,
+attn_v, attn_output, ffn_norm, ffn_gate, ffn_up, ffn_down, output_norm, output (absent when tied); q's
+and k's rows moved from HF's rotate_half order to Meta's interleaved pairs (as the converter's
+permute); the matrices stored as --type (tools/lib/qformats.py, ggml's rules), the norms F32.
+"""
+import json
+import os
+import struct
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))  # tools/lib
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "interop"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # tools/dev
+import needs  # noqa: E402
+
+needs.packages("numpy")
+
+import numpy as np  # noqa: E402
+
+import hfweights  # noqa: E402
+import make_llama_snapshot as mk  # noqa: E402
+import nlformat  # noqa: E402
+import nltool  # noqa: E402
+import qformats  # noqa: E402
+from hf_decoder import pair_rotary  # noqa: E402
+from nltool import ToolError  # noqa: E402
+
+TYPE_IDS = {"F32": 0, "F16": 1, "Q4_0": 2, "Q8_0": 8, "BF16": 30}  # ggml's tensor types
+FILE_TYPES = {"F32": 0, "F16": 1, "Q4_0": 2, "Q8_0": 7, "BF16": 32}  # llama_ftype
+U32, I32, F32, BOOL, STRING, ARRAY = 4, 5, 6, 7, 8, 9  # GGUF's value types
+ALIGN = 32
+
+
+def string(s):
+    b = s.encode("utf-8")
+    return struct.pack("<Q", len(b)) + b
+
+
+def value(v):
+    """(type id, bytes) of a Python value: bool, int (u32), float (f32), str, or a list of one kind."""
+    if isinstance(v, bool):
+        return BOOL, struct.pack("<B", v)
+    if isinstance(v, int):
+        return U32, struct.pack("<I", v)
+    if isinstance(v, float):
+        return F32, struct.pack("<f", v)
+    if isinstance(v, str):
+        return STRING, string(v)
+    kind, items = v  # ("i32" | "f32" | "str", list)
+    elem, body = {"i32": (I32, lambda x: struct.pack("<i", x)), "f32": (F32, lambda x: struct.pack("<f", x)),
+                  "str": (STRING, string)}[kind]
+    return ARRAY, struct.pack("<IQ", elem, len(items)) + b"".join(body(x) for x in items)
+
+
+def gguf_bytes(kvs, tensors):
+    """The file: kvs (key -> value) and tensors (name -> (type name, shape (rows, cols) or (n,), bytes));
+    either may be a list of pairs instead (a test's file with a name twice)."""
+    kvs, tensors = (list(d.items()) if isinstance(d, dict) else d for d in (kvs, tensors))
+    out = [b"GGUF", struct.pack("<IQQ", 3, len(tensors), len(kvs))]
+    for k, v in kvs:
+        t, b = value(v)
+        out += [string(k), struct.pack("<I", t), b]
+    offset, blobs = 0, []
+    for name, (kind, shape, data) in tensors:
+        ne = list(reversed(shape))  # ne[0] the columns
+        out += [string(name), struct.pack("<I", len(ne)), struct.pack(f"<{len(ne)}Q", *ne),
+                struct.pack("<IQ", TYPE_IDS[kind], offset)]
+        pad = -len(data) % ALIGN
+        blobs += [data, b"\0" * pad]
+        offset += len(data) + pad
+    head = b"".join(out)
+    return head + b"\0" * (-len(head) % ALIGN) + b"".join(blobs)
+
+
+def tokenizer_keys(V):
+    toks = mk.pieces(V)
+    scores, rank = [], 0
+    for _, merge in toks:
+        rank += 1 if merge else 0
+        scores.append(-float(rank) if merge else 0.0)
+    types = [2 if t == "<unk>" else 3 if t in ("<s>", "</s>") else 6 if t.startswith("<0x") else 1 for t, _ in toks]
+    return {"tokenizer.ggml.model": "llama", "tokenizer.ggml.tokens": ("str", [t for t, _ in toks]),
+            "tokenizer.ggml.scores": ("f32", scores), "tokenizer.ggml.token_type": ("i32", types),
+            "tokenizer.ggml.bos_token_id": 1, "tokenizer.ggml.eos_token_id": 2, "tokenizer.ggml.unknown_token_id": 0,
+            "tokenizer.ggml.add_bos_token": True, "tokenizer.ggml.add_eos_token": False}
+
+
+def convert(snapshot, kind):
+    """(kvs, tensors) of the Llama snapshot folder (its hf/), matrices stored as kind."""
+    hf = os.path.join(snapshot, "hf")
+    with open(os.path.join(hf, "config.json")) as f:
+        c = json.load(f)
+    src, _ = hfweights.read_weights(hf)
+    w = {k.removeprefix("model."): t.load().astype(np.float32) for k, t in src.items()}
+    D, H, L = c["hidden_size"], c["num_attention_heads"], c["num_hidden_layers"]
+    KVH, Dh = c.get("num_key_value_heads") or H, c.get("head_dim") or D // H
+    kvs = {"general.architecture": "llama", "general.name": "random llama", "general.file_type": FILE_TYPES[kind],
+           "llama.vocab_size": c["vocab_size"], "llama.context_length": c["max_position_embeddings"],
+           "llama.embedding_length": D, "llama.block_count": L, "llama.feed_forward_length": c["intermediate_size"],
+           "llama.rope.dimension_count": Dh, "llama.rope.freq_base": float(c.get("rope_theta", 10000.0)),
+           "llama.attention.head_count": H, "llama.attention.head_count_kv": KVH,
+           "llama.attention.layer_norm_rms_epsilon": float(c["rms_norm_eps"]), **tokenizer_keys(c["vocab_size"])}
+    if Dh != D // H:
+        kvs.update({"llama.attention.key_length": Dh, "llama.attention.value_length": Dh})
+
+    def matrix(a):
+        return kind, a.shape, qformats.quantize(a, kind).tobytes()
+
+    def vector(a):
+        return "F32", a.shape, a.astype("<f4").tobytes()
+    tensors = {"token_embd.weight": matrix(w["embed_tokens.weight"])}
+    for i in range(L):
+        p = f"layers.{i}."
+        tensors.update({
+            f"blk.{i}.attn_norm.weight": vector(w[p + "input_layernorm.weight"]),
+            f"blk.{i}.attn_q.weight": matrix(pair_rotary(w[p + "self_attn.q_proj.weight"], H, Dh)),
+            f"blk.{i}.attn_k.weight": matrix(pair_rotary(w[p + "self_attn.k_proj.weight"], KVH, Dh)),
+            f"blk.{i}.attn_v.weight": matrix(w[p + "self_attn.v_proj.weight"]),
+            f"blk.{i}.attn_output.weight": matrix(w[p + "self_attn.o_proj.weight"]),
+            f"blk.{i}.ffn_norm.weight": vector(w[p + "post_attention_layernorm.weight"]),
+            f"blk.{i}.ffn_gate.weight": matrix(w[p + "mlp.gate_proj.weight"]),
+            f"blk.{i}.ffn_up.weight": matrix(w[p + "mlp.up_proj.weight"]),
+            f"blk.{i}.ffn_down.weight": matrix(w[p + "mlp.down_proj.weight"])})
+    tensors["output_norm.weight"] = vector(w["norm.weight"])
+    if "lm_head.weight" in w:
+        tensors["output.weight"] = matrix(w["lm_head.weight"])
+    return kvs, tensors
+
+
+def main(argv):
+    p = nltool.ArgumentParser(prog="make_gguf.py", description=__doc__)
+    p.add_argument("snapshot", help="make_llama_snapshot.py's --out folder")
+    p.add_argument("--out", required=True, help="the .gguf file to write")
+    p.add_argument("--type", choices=sorted(qformats.NAMES), default="f32", help="the matrices' type")
+    a = p.parse_args(argv)
+    if not os.path.isdir(os.path.join(a.snapshot, "hf")):
+        raise ToolError(f"{a.snapshot}: has no hf/ folder (make_llama_snapshot.py's --out)")
+    data = gguf_bytes(*convert(a.snapshot, qformats.NAMES[a.type]))
+    with nltool.writing(a.out):
+        with nlformat.atomic_file(a.out) as f:
+            f.write(data)
+    print(f"wrote {a.out}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    nltool.run("make_gguf.py", main, sys.argv[1:])
