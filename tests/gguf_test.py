@@ -8,17 +8,22 @@ those of the same snapshot imported from Hugging Face (tools/interop/import_hf.p
 16-bit and block types, then stored by `normlab quantize --type T`: the reader takes ggml's blocks as
 normlab's own; F32 within 1e-5 of the HF import (the issue's bound; measured 0). The ids of the
 held-out text equal the HF import's. A tied head (no output tensor), GQA and a head_dim other than
-D / H read right. Every command runs on an F32 GGUF (tests/parallel_import_test.py's commands(), fold
+D / H read right. Byte-level BPEs (tokenizer.ggml.model gpt2) under the pre-tokenizers gpt-2, smollm,
+llama-bpe and qwen2 give the ids of the same tokenizer.json imported from HF (held-out text, digits,
+chat tokens with --special). Every command runs on an F32 GGUF (tests/parallel_import_test.py's commands(), fold
 aside: it needs a model folder, and says so). Each hostile file gets one line naming the problem and
 exit 1: bad magic, version 1, big-endian, counts and lengths past the end, an array of arrays, 5 dims,
 a dims product that overflows, an offset misaligned, past the end or overlapping, an unknown type
 id, an IQ and a K-quant type (refused by name), a key or tensor name twice, a required key missing,
-a key of the wrong type, a shape the config disagrees with, an unknown architecture, a truncated file.
+a key of the wrong type, a shape the config disagrees with, an unknown architecture, a truncated file,
+an unknown or missing pre-tokenizer, a BPE that adds a BOS.
 
     /usr/bin/python3 tests/gguf_test.py [NORMLAB_BINARY]      (make test runs it)
 """
+import collections
 import json
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -34,6 +39,8 @@ import numpy as np  # noqa: E402
 
 for d in ("lib", "dev"):
     sys.path.insert(0, os.path.join(ROOT, "tools", d))
+import gpt2bpe  # noqa: E402
+import make_bpe_tokenizers  # noqa: E402
 import make_gguf  # noqa: E402
 import make_llama_snapshot as mk  # noqa: E402
 import qformats  # noqa: E402
@@ -103,6 +110,56 @@ def shapes(tmp):
         check(d <= 1e-5, f"{label}: the GGUF's logits within 1e-5 of the HF import's ({d:.1e})")
 
 
+def small_bpe(size, text):
+    """A GPT-2-form byte-level BPE tokenizer.json of size tokens: the 256 bytes, merges learnt on text
+    (the most frequent pair of each word's symbols, GPT-2's words), "<|endoftext|>" last."""
+    alphabet = gpt2bpe.byte_alphabet()
+    words = [[alphabet[b] for b in w.encode()] for w in re.findall(r" ?[A-Za-z]+| ?[0-9]+| ?[^\sA-Za-z0-9]+|\s+", text)]
+    vocab, merges = {alphabet[b]: i for i, b in enumerate(sorted(alphabet))}, []
+    while len(vocab) < size - 1:
+        pairs = collections.Counter((a, b) for w in words for a, b in zip(w, w[1:]))
+        (a, b), _ = max(pairs.items(), key=lambda kv: (kv[1], kv[0]))
+        merges.append(f"{a} {b}")
+        vocab[a + b] = len(vocab)
+        for w in words:
+            i = 0
+            while i < len(w) - 1:
+                w[i:i + 2] = [a + b] if (w[i], w[i + 1]) == (a, b) else w[i:i + 2]
+                i += 1
+    vocab["<|endoftext|>"] = len(vocab)
+    level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
+    return {"version": "1.0", "added_tokens": [{"id": len(vocab) - 1, "content": "<|endoftext|>", "special": True,
+                                                "normalized": False}],
+            "normalizer": None, "pre_tokenizer": level, "decoder": level,
+            "model": {"type": "BPE", "vocab": vocab, "merges": merges}}
+
+
+def bpe_tokenizers(tmp):
+    """Byte-level BPEs (tokenizer.ggml.model gpt2) by their pre-tokenizer's name: the ids of the
+    held-out text and of chat tokens equal those of the same tokenizer.json imported from HF."""
+    with open(TEXT) as f:
+        text = f.read()
+    probe = text[:2000] + " 12345 <|endoftext|> <|im_start|>user\nhi<|im_end|> <think>x</think> 2026"
+    for layout, pre, size in ((None, "gpt-2", 320), ("smollm2", "smollm", 318), ("llama3", "llama-bpe", 316),
+                              ("qwen2", "qwen2", 315)):
+        base = small_bpe(size, text[:20000] + " 12345 2026 1234" * 200)  # (merges of digits: the split matters)
+        tokenizer = make_bpe_tokenizers.family_tokenizer(base, layout) if layout else base
+        snap = os.path.join(tmp, f"bpe-{pre}")
+        mk.make(snap, seed=11)
+        with open(os.path.join(snap, "hf", "tokenizer.json"), "w", encoding="utf-8") as f:
+            json.dump(tokenizer, f, ensure_ascii=False)
+        hf, g = snap + "-hf", snap + ".gguf"
+        r = subprocess.run(["/usr/bin/python3", HF, os.path.join(snap, "hf"), "--out", hf], capture_output=True,
+                           text=True)
+        with open(g, "wb") as f:
+            f.write(make_gguf.gguf_bytes(*make_gguf.convert(snap, "F32", (tokenizer, pre))))
+        got = [engine("tokenize", "-m", m, "-p", probe, "--json", "--special")[1] for m in (g, hf)]
+        same = r.returncode == 0 and got[0] == got[1] and len(json.loads(got[0])["ids"]) > 100
+        check(same, f"a byte-level BPE, pre-tokenizer {pre}: the ids equal the HF import's", r.stderr + got[0][:200])
+        d = diff(logits(g), logits(hf))
+        check(d <= 1e-5, f"a byte-level BPE, pre-tokenizer {pre}: logits within 1e-5 of the HF import's ({d:.1e})")
+
+
 def tensor_info(name, dims, type_id, offset):
     return (make_gguf.string(name) + struct.pack("<I", len(dims)) + struct.pack(f"<{len(dims)}Q", *dims)
             + struct.pack("<IQ", type_id, offset))
@@ -122,6 +179,9 @@ def hostile(tmp, good):
 
     def without(key):
         return make_gguf.gguf_bytes({k: v for k, v in kvs.items() if k != key}, tensors)
+    with open(TEXT) as f:
+        bpe = make_gguf.bpe_keys(small_bpe(300, f.read()[:5000]), "gpt-2")
+    gpt2 = {**{k: v for k, v in kvs.items() if not k.startswith("tokenizer.")}, **bpe}
     cases = [
         ("bad magic", b"GGUX" + ok[4:], "not a GGUF file"),
         ("version 1", ok[:4] + struct.pack("<I", 1) + ok[8:], "GGUF version 1"),
@@ -154,6 +214,13 @@ def hostile(tmp, good):
          make_gguf.gguf_bytes(kvs, {**tensors, "rope_freqs.weight": tensors["output_norm.weight"]}),
          "rope_freqs.weight is not one of"),
         ("a truncated file", ok[:len(ok) // 2], "runs past the end"),
+        ("an unknown pre-tokenizer", make_gguf.gguf_bytes({**gpt2, "tokenizer.ggml.pre": "deepseek-llm"}, tensors),
+         "tokenizer.ggml.pre is \"deepseek-llm\": not a pre-tokenizer normlab runs"),
+        ("no pre-tokenizer (never guessed)",
+         make_gguf.gguf_bytes({k: v for k, v in gpt2.items() if k != "tokenizer.ggml.pre"}, tensors),
+         "lacks the string key tokenizer.ggml.pre"),
+        ("a BPE that adds a BOS", make_gguf.gguf_bytes({**gpt2, "tokenizer.ggml.add_bos_token": True}, tensors),
+         "adds no BOS token yet"),
     ]
     for label, data, word in cases:
         path = os.path.join(tmp, "bad.gguf")
@@ -169,6 +236,7 @@ def main():
         good = types(tmp)
         os.makedirs(os.path.join(tmp, "shapes"))
         shapes(os.path.join(tmp, "shapes"))
+        bpe_tokenizers(tmp)
         commands_of.commands("F32 GGUF", good, tmp, logits(good), fold=False)
         hostile(tmp, good)
     return check.summary()

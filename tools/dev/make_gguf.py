@@ -97,8 +97,25 @@ def tokenizer_keys(V):
             "tokenizer.ggml.add_bos_token": True, "tokenizer.ggml.add_eos_token": False}
 
 
-def convert(snapshot, kind):
-    """(kvs, tensors) of the Llama snapshot folder (its hf/), matrices stored as kind."""
+def bpe_keys(tokenizer, pre):
+    """tokenizer.ggml.* of a Hugging Face byte-level BPE tokenizer.json (a dict) as llama.cpp's converter
+    writes them: model "gpt2", the tokens by id (model.vocab, then the added tokens past it; control 3
+    where special, user-defined 4 where not, else normal 1), the merges as "A B", the pre-tokenizer pre."""
+    vocab = dict(tokenizer["model"]["vocab"])
+    special = {t["content"]: t["special"] for t in tokenizer.get("added_tokens", [])}
+    vocab.update({t["content"]: t["id"] for t in tokenizer.get("added_tokens", [])})
+    tokens = sorted(vocab, key=vocab.get)
+    merges = [m if isinstance(m, str) else " ".join(m) for m in tokenizer["model"]["merges"]]
+    types = [(3 if special[t] else 4) if t in special else 1 for t in tokens]
+    return {"tokenizer.ggml.model": "gpt2", "tokenizer.ggml.pre": pre, "tokenizer.ggml.tokens": ("str", tokens),
+            "tokenizer.ggml.token_type": ("i32", types), "tokenizer.ggml.merges": ("str", merges),
+            "tokenizer.ggml.add_bos_token": False}
+
+
+def convert(snapshot, kind, bpe=None):
+    """(kvs, tensors) of the Llama snapshot folder (its hf/), matrices stored as kind; bpe: (its
+    tokenizer.json as a dict, llama.cpp's pre-tokenizer name) for a byte-level BPE, else the snapshot's
+    SentencePiece pieces."""
     hf = os.path.join(snapshot, "hf")
     with open(os.path.join(hf, "config.json")) as f:
         c = json.load(f)
@@ -111,7 +128,8 @@ def convert(snapshot, kind):
            "llama.embedding_length": D, "llama.block_count": L, "llama.feed_forward_length": c["intermediate_size"],
            "llama.rope.dimension_count": Dh, "llama.rope.freq_base": float(c.get("rope_theta", 10000.0)),
            "llama.attention.head_count": H, "llama.attention.head_count_kv": KVH,
-           "llama.attention.layer_norm_rms_epsilon": float(c["rms_norm_eps"]), **tokenizer_keys(c["vocab_size"])}
+           "llama.attention.layer_norm_rms_epsilon": float(c["rms_norm_eps"]),
+           **(bpe_keys(*bpe) if bpe else tokenizer_keys(c["vocab_size"]))}
     if Dh != D // H:
         kvs.update({"llama.attention.key_length": Dh, "llama.attention.value_length": Dh})
 
