@@ -1,7 +1,7 @@
-// gguf_model.c — a GGUF file's model: config, tokenizer and tensors (gguf_model.h). The llama
-// architecture so far (Llama, Mistral without a window, SmolLM2, TinyLlama), F32, F16, BF16, Q8_0 and
-// Q4_0 tensors, and llama.cpp's SentencePiece (tokenizer.ggml.model "llama") and byte-level BPE
-// ("gpt2") tokenizers.
+// gguf_model.c — a GGUF file's model: config, tokenizer and tensors (gguf_model.h). The architectures
+// llama (Llama, Mistral without a window, SmolLM2, TinyLlama), qwen2 and qwen3 so far (ARCHES), F32,
+// F16, BF16, Q8_0 and Q4_0 tensors, and llama.cpp's SentencePiece (tokenizer.ggml.model "llama") and
+// byte-level BPE ("gpt2") tokenizers.
 #define _POSIX_C_SOURCE 200809L
 #include "gguf_model.h"
 
@@ -138,7 +138,7 @@ static int get_array(const Meta *m, const char *name, GgufType elem, size_t n, c
 
 // ---- config.json's fields
 
-static int read_config(NlConfig *config, const Meta *m, int tied, size_t n_tokens) {
+static int read_config(NlConfig *config, const Meta *m, int tied, int attn_bias, int qk_norm, size_t n_tokens) {
     int64_t L, T, D, F, H, KVH, V, Dh, rot;
     double eps, theta;
     char name[160];
@@ -158,11 +158,11 @@ static int read_config(NlConfig *config, const Meta *m, int tied, size_t n_token
                         "%s: %s.rope.dimension_count %lld is not the head's %lld: normlab's "
                         "llama rotates whole heads",
                         m->what, m->arch, (long long)rot, (long long)Dh);
-    if (key(m, "rope.scaling.type", 1, name, sizeof name) || nl_gguf_find(m->f, "llama.rope.scaling.factor"))
+    if (key(m, "rope.scaling.type", 1, name, sizeof name) || key(m, "rope.scaling.factor", 1, name, sizeof name))
         return nl_error(m->err, NL_ERR_FORMAT, "%s: has %s: normlab runs RoPE unscaled only", m->what, name);
     cJSON *root = cJSON_CreateObject(), *format = cJSON_AddObjectToObject(root, "format");
     cJSON_AddStringToObject(format, "name", "normlab");
-    cJSON_AddNumberToObject(format, "version", Dh != D / H ? 6 : 4);
+    cJSON_AddNumberToObject(format, "version", Dh != D / H || qk_norm ? 6 : 4);
     cJSON_AddStringToObject(root, "arch", "llama");
     const char *const keys[] = {"vocab_size", "n_layer", "n_head", "n_kv_head", "n_embd", "block_size", "n_inner"};
     const double values[] = {
@@ -173,6 +173,8 @@ static int read_config(NlConfig *config, const Meta *m, int tied, size_t n_token
     cJSON_AddNumberToObject(root, "norm_eps", eps);
     cJSON_AddNumberToObject(root, "rope_theta", theta);
     cJSON_AddBoolToObject(root, "tie_embeddings", tied);
+    cJSON_AddBoolToObject(root, "qk_norm", qk_norm);
+    cJSON_AddBoolToObject(root, "attn_bias", attn_bias);
     if (Dh != D / H) cJSON_AddNumberToObject(root, "head_dim", (double)Dh);
     int rc = nl_config_from_json(config, root, m->what, m->err);
     cJSON_Delete(root);
@@ -327,18 +329,27 @@ static int read_spm(NlTokenizer **tok, const Meta *m, const GgufKv *tokens, cons
 
 // ---- the tensors
 
-// normlab's tensor of each layer, and the GGUF tensors (blk.N. less) it is made of, rows joined.
-static const struct {
+// One of normlab's tensors of a layer: its name, the GGUF tensors (blk.N. less) it is made of, rows
+// joined, and how many of those parts lead with q's and k's rows (or gains), which a file in HF's
+// rotate_half order (llama.cpp's NEOX RoPE) needs re-paired into Meta's interleaved pairs.
+typedef struct {
     const char *ours, *parts[3];
-} LAYER[] = {
-    {"ln_1.weight", {"attn_norm.weight"}},
-    {"attn.c_attn.weight", {"attn_q.weight", "attn_k.weight", "attn_v.weight"}},
-    {"attn.c_proj.weight", {"attn_output.weight"}},
-    {"ln_2.weight", {"ffn_norm.weight"}},
-    {"mlp.c_fc.weight", {"ffn_gate.weight", "ffn_up.weight"}},
-    {"mlp.c_proj.weight", {"ffn_down.weight"}},
+    int rope_parts;
+} LayerRow;
+
+static const LayerRow BASE_ROWS[] = {
+    {"ln_1.weight", {"attn_norm.weight"}, 0},
+    {"attn.c_attn.weight", {"attn_q.weight", "attn_k.weight", "attn_v.weight"}, 2},
+    {"attn.c_proj.weight", {"attn_output.weight"}, 0},
+    {"ln_2.weight", {"ffn_norm.weight"}, 0},
+    {"mlp.c_fc.weight", {"ffn_gate.weight", "ffn_up.weight"}, 0},
+    {"mlp.c_proj.weight", {"ffn_down.weight"}, 0},
 };
-#define N_LAYER (sizeof LAYER / sizeof LAYER[0])
+static const LayerRow BIAS_ROW = {"attn.c_attn.bias", {"attn_q.bias", "attn_k.bias", "attn_v.bias"}, 2};
+static const LayerRow QK_NORM_ROWS[] = {{"attn.q_norm.weight", {"attn_q_norm.weight"}, 1},
+                                        {"attn.k_norm.weight", {"attn_k_norm.weight"}, 1}};
+#define N_BASE (sizeof BASE_ROWS / sizeof BASE_ROWS[0])
+#define ROWS_MAX (N_BASE + 3)
 
 static NlDType dtype_of(unsigned type) {
     switch (type) {
@@ -354,6 +365,9 @@ typedef struct {
     const GgufFile *f;
     const GgufTensor **order;  // (n_tensors) by name, for bsearch
     unsigned char *used;  // (n_tensors)
+    const LayerRow *rows[ROWS_MAX];  // a layer's tensors, as the config has them
+    size_t n_rows, head;  // head: Dh, the rows a head's RoPE pairs run over
+    int neox;  // q and k in rotate_half order
     const char *what;
     NlError *err;
 } Tensors;
@@ -368,116 +382,167 @@ static const GgufTensor *find(const Tensors *ts, const char *name) {
     return hit ? *hit : NULL;
 }
 
-// normlab's tensor `ours` from the GGUF tensors parts[0..n) (rows joined: one type and width, 1 or 2
-// dims); *copy gets the bytes it takes in the owned buffer (joined, or not aligned for its type).
-static int make_tensor(Tensors *ts, StTensor *t, const char *ours, const char *const *names, size_t n, size_t *copy) {
+// What normlab's j-th tensor is made of.
+typedef struct {
+    char ours[96], parts[3][64];
+    size_t n_parts;
+    int rope_parts;  // the leading parts re-paired (none unless the file is in rotate_half order)
+    size_t copy;  // the bytes it takes in the owned buffer (0: read in place)
+} Plan;
+
+// normlab's tensor from the plan's parts (rows joined: one type and width, 1 or 2 dims); copied where
+// it is joined, re-paired, or not aligned for its type.
+static int make_tensor(Tensors *ts, StTensor *t, Plan *p) {
     const GgufTensor *part[3] = {NULL, NULL, NULL};
-    if (n < 1 || n > 3) return nl_error(ts->err, NL_ERR_FORMAT, "%s: %s: no tensor names", ts->what, ours);
     size_t rows = 0;
-    for (size_t k = 0; k < n; k++) {
-        if (!(part[k] = find(ts, names[k])))
-            return nl_error(ts->err, NL_ERR_FORMAT, "%s: lacks the tensor %s", ts->what, names[k]);
+    for (size_t k = 0; k < p->n_parts; k++) {
+        if (!(part[k] = find(ts, p->parts[k])))
+            return nl_error(ts->err, NL_ERR_FORMAT, "%s: lacks the tensor %s", ts->what, p->parts[k]);
         ts->used[part[k] - ts->f->tensors] = 1;
-        if (part[k]->n_dims > 2 || part[k]->type != part[0]->type || part[k]->ne[0] != part[0]->ne[0])
-            return nl_error(ts->err, NL_ERR_FORMAT, "%s: tensor %s: not a matrix of %s's type and width", ts->what,
-                            names[k], names[0]);
-        rows += (size_t)part[k]->ne[1];
+        if (part[k]->n_dims > 2 || part[k]->n_dims != part[0]->n_dims || part[k]->type != part[0]->type ||
+            (part[k]->n_dims == 2 && part[k]->ne[0] != part[0]->ne[0]))
+            return nl_error(ts->err, NL_ERR_FORMAT, "%s: tensor %s: not of %s's type, dims and width", ts->what,
+                            p->parts[k], p->parts[0]);
+        size_t n = part[k]->n_dims == 2 ? (size_t)part[k]->ne[1] : (size_t)part[k]->ne[0];
+        if (k < (size_t)p->rope_parts && (ts->head < 2 || n % ts->head))
+            return nl_error(ts->err, NL_ERR_FORMAT, "%s: tensor %s: its %zu rows are not whole heads of %zu", ts->what,
+                            p->parts[k], n, ts->head);
+        rows += n;
     }
     *t = (StTensor){.ndim = part[0]->n_dims, .type = dtype_of(part[0]->type), .data = part[0]->data};
-    t->shape[0] = t->ndim == 2 ? rows : (size_t)part[0]->ne[0];
-    t->shape[1] = (size_t)part[0]->ne[0];
-    for (size_t k = 0; k < n; k++) t->nbytes += part[k]->nbytes;
-    *copy = n > 1 || (uintptr_t)t->data % 4 ? t->nbytes : 0;
-    if (!(t->name = malloc(strlen(ours) + 1))) return nl_error(ts->err, NL_ERR_NOMEM, "%s: out of memory", ts->what);
-    strcpy(t->name, ours);
+    t->shape[0] = rows;  // (a vector's: its values, joined)
+    t->shape[1] = t->ndim == 2 ? (size_t)part[0]->ne[0] : 0;
+    for (size_t k = 0; k < p->n_parts; k++) t->nbytes += part[k]->nbytes;
+    p->copy = p->n_parts > 1 || p->rope_parts || (uintptr_t)t->data % 4 ? t->nbytes : 0;
+    if (!(t->name = malloc(strlen(p->ours) + 1))) return nl_error(ts->err, NL_ERR_NOMEM, "%s: out of memory", ts->what);
+    strcpy(t->name, p->ours);
     return 0;
 }
 
-// The joined tensors' bytes, into one owned buffer (the parts found again by name).
-static int join(Tensors *ts, StFile *st, void **owned, const char *const (*sources)[3], const size_t *n_parts,
-                const size_t *copies, size_t total) {
-    unsigned char *at = *owned = malloc(total ? total : 1);
-    if (!at) return nl_error(ts->err, NL_ERR_NOMEM, "%s: out of memory", ts->what);
-    for (size_t i = 0; i < st->n; i++) {
-        if (!copies[i]) continue;
+// rows (n of row_bytes each) in heads of `head` rows, each from rotate_half's halves into (2i, 2i+1)
+// pairs: row a head/2 + i of a head becomes row 2i + a. tmp: room for a head's rows.
+static void pair_rows(unsigned char *rows, size_t n, size_t row_bytes, size_t head, unsigned char *tmp) {
+    for (size_t h = 0; h + head <= n; h += head) {
+        unsigned char *at = rows + h * row_bytes;
+        memcpy(tmp, at, head * row_bytes);
+        for (size_t i = 0; i < head / 2; i++)
+            for (size_t a = 0; a < 2; a++)
+                memcpy(at + (2 * i + a) * row_bytes, tmp + (a * head / 2 + i) * row_bytes, row_bytes);
+    }
+}
+
+// The copied tensors' bytes, into one owned buffer: joined, and their q and k rows re-paired.
+static int join(Tensors *ts, StFile *st, void **owned, const Plan *plans, size_t total) {
+    size_t widest = 0;
+    for (size_t i = 0; i < st->n; i++) widest = st->tensors[i].nbytes > widest ? st->tensors[i].nbytes : widest;
+    unsigned char *at = *owned = malloc(total ? total : 1), *tmp = malloc(widest ? widest : 1);
+    int rc = at && tmp ? 0 : nl_error(ts->err, NL_ERR_NOMEM, "%s: out of memory", ts->what);
+    for (size_t i = 0; i < st->n && rc == 0; i++) {
+        if (!plans[i].copy) continue;
         const unsigned char *start = at;
-        for (size_t k = 0; k < n_parts[i]; k++) {
-            const GgufTensor *p = find(ts, sources[i][k]);
-            at = (unsigned char *)memcpy(at, p->data, p->nbytes) + p->nbytes;
+        for (size_t k = 0; k < plans[i].n_parts; k++) {
+            const GgufTensor *p = find(ts, plans[i].parts[k]);
+            size_t n = p->n_dims == 2 ? (size_t)p->ne[1] : (size_t)p->ne[0];
+            memcpy(at, p->data, p->nbytes);
+            if (k < (size_t)plans[i].rope_parts) pair_rows(at, n, p->nbytes / n, ts->head, tmp);
+            at += p->nbytes;
         }
         st->tensors[i].data = start;
         at += (size_t)(-(uintptr_t)at % 8);  // (each copy on 8 bytes)
     }
-    return 0;
+    free(tmp);
+    return rc;
 }
 
-// The names of normlab's j-th tensor and its parts: the three outside the layers, then each layer's.
-static size_t names_of(size_t j, char *ours, char (*parts)[64]) {
+// The plan of normlab's j-th tensor: the three outside the layers, then each layer's rows.
+static void plan_of(const Tensors *ts, size_t j, Plan *p) {
     static const char *const TOP[3][2] = {{"wte.weight", "token_embd.weight"},
                                           {"ln_f.weight", "output_norm.weight"},
                                           {"lm_head.weight", "output.weight"}};
-    size_t n = 0, layer = (j - 3) / N_LAYER, row = (j - 3) % N_LAYER;
+    *p = (Plan){.n_parts = 1};
     if (j < 3) {
-        snprintf(ours, 96, "%s", TOP[j][0]);
-        snprintf(parts[0], 64, "%s", TOP[j][1]);
-        return 1;
+        snprintf(p->ours, sizeof p->ours, "%s", TOP[j][0]);
+        snprintf(p->parts[0], sizeof p->parts[0], "%s", TOP[j][1]);
+        return;
     }
-    snprintf(ours, 96, "h.%zu.%s", layer, LAYER[row].ours);
-    for (; n < 3 && LAYER[row].parts[n]; n++) snprintf(parts[n], 64, "blk.%zu.%s", layer, LAYER[row].parts[n]);
-    return n;
+    size_t layer = (j - 3) / ts->n_rows;
+    const LayerRow *row = ts->rows[(j - 3) % ts->n_rows];
+    snprintf(p->ours, sizeof p->ours, "h.%zu.%s", layer, row->ours);
+    for (p->n_parts = 0; p->n_parts < 3 && row->parts[p->n_parts]; p->n_parts++)
+        snprintf(p->parts[p->n_parts], sizeof p->parts[0], "blk.%zu.%s", layer, row->parts[p->n_parts]);
+    p->rope_parts = ts->neox ? row->rope_parts : 0;
 }
 
-static int read_tensors(StFile *st, void **owned, const GgufFile *f, int n_layer, const char *what, NlError *err) {
-    Tensors ts = {f, calloc(f->n_tensors + 1, sizeof *ts.order), calloc(f->n_tensors + 1, 1), what, err};
-    size_t n = 3 + N_LAYER * (size_t)n_layer, total = 0;
-    char(*names)[3][64] = calloc(n, sizeof *names);
-    const char *(*sources)[3] = calloc(n, sizeof *sources);
-    size_t *n_parts = calloc(n, sizeof *n_parts), *copies = calloc(n, sizeof *copies);
-    int rc =
-        ts.order && ts.used && names && sources && n_parts && copies && (st->tensors = calloc(n, sizeof *st->tensors))
-            ? 0
-            : nl_error(err, NL_ERR_NOMEM, "%s: out of memory", what);
+static int read_tensors(StFile *st, void **owned, const GgufFile *f, const NlConfig *c, int neox, const char *what,
+                        NlError *err) {
+    Tensors ts = {f,
+                  calloc(f->n_tensors + 1, sizeof *ts.order),
+                  calloc(f->n_tensors + 1, 1),
+                  {NULL},
+                  0,
+                  (size_t)nl_head_width(c),
+                  neox,
+                  what,
+                  err};
+    for (size_t r = 0; r < N_BASE; r++) ts.rows[ts.n_rows++] = &BASE_ROWS[r];
+    if (c->attn_bias) ts.rows[ts.n_rows++] = &BIAS_ROW;
+    for (size_t r = 0; r < 2 && c->qk_norm; r++) ts.rows[ts.n_rows++] = &QK_NORM_ROWS[r];
+    size_t n = 3 + ts.n_rows * (size_t)c->n_layer, total = 0;
+    Plan *plans = calloc(n, sizeof *plans);
+    int rc = ts.order && ts.used && plans && (st->tensors = calloc(n, sizeof *st->tensors))
+                 ? 0
+                 : nl_error(err, NL_ERR_NOMEM, "%s: out of memory", what);
     for (size_t i = 0; i < f->n_tensors && rc == 0; i++) ts.order[i] = &f->tensors[i];
     if (rc == 0) qsort(ts.order, f->n_tensors, sizeof *ts.order, by_name);
     for (size_t i = 0; i < n && rc == 0; i++) {
-        char ours[96];
-        size_t j = st->n;  // the tensor's place: i, less the tied head's
-        n_parts[j] = names_of(i, ours, names[j]);
-        if (i == 2 && !find(&ts, names[j][0])) continue;  // no output: the head is tied to token_embd
-        for (size_t k = 0; k < n_parts[j]; k++) sources[j][k] = names[j][k];
-        if ((rc = make_tensor(&ts, &st->tensors[j], ours, sources[j], n_parts[j], &copies[j])) == 0) st->n++;
-        total += copies[j] + 8;
+        Plan *p = &plans[st->n];  // the tensor's place: i, less the tied head's
+        plan_of(&ts, i, p);
+        if (i == 2 && !find(&ts, p->parts[0])) continue;  // no output: the head is tied to token_embd
+        if ((rc = make_tensor(&ts, &st->tensors[st->n], p)) == 0) st->n++;
+        total += p->copy + 8;
     }
     for (size_t i = 0; i < f->n_tensors && rc == 0; i++)
         if (!ts.used[i])
-            rc = nl_error(err, NL_ERR_FORMAT, "%s: tensor %s is not one of a %d-layer llama model's", what,
-                          f->tensors[i].name, n_layer);
-    if (rc == 0) rc = join(&ts, st, owned, sources, n_parts, copies, total);
+            rc = nl_error(err, NL_ERR_FORMAT, "%s: tensor %s is not one of this %d-layer model's", what,
+                          f->tensors[i].name, c->n_layer);
+    if (rc == 0) rc = join(&ts, st, owned, plans, total);
     free(ts.order);
     free(ts.used);
-    free(names);
-    free(sources);
-    free(n_parts);
-    free(copies);
+    free(plans);
     return rc;
 }
 
 // ---- the model
 
+// The architectures read, by llama.cpp's names: whether q's and k's rows are in HF's rotate_half order
+// (llama.cpp's NEOX RoPE: its converter leaves them as HF has them) and the config fields they set.
+static const struct {
+    const char *name;
+    int neox, attn_bias, qk_norm;
+} ARCHES[] = {{"llama", 0, 0, 0}, {"qwen2", 1, 1, 0}, {"qwen3", 1, 0, 1}};
+#define N_ARCHES (sizeof ARCHES / sizeof ARCHES[0])
+
 int nl_gguf_model(NlGgufParts *out, const unsigned char *buf, size_t len, const char *what, NlError *err) {
-    static const char *const ARCHES[] = {"llama", NULL};
+    const char *names[N_ARCHES + 1] = {NULL};
+    for (size_t i = 0; i < N_ARCHES; i++) names[i] = ARCHES[i].name;
     GgufFile f;
     *out = (NlGgufParts){0};
     if (nl_gguf_parse(&f, buf, len, what, err) != 0) return -1;
-    Meta m = {&f, "llama", what, err};
+    Meta m = {&f, "", what, err};
     const GgufKv *tokens = nl_gguf_find(&f, "tokenizer.ggml.tokens");
-    int arch, rc = get_choice(&m, "general.architecture", ARCHES,
-                              "normlab's GGUF reader runs llama (Llama, Mistral, SmolLM2, TinyLlama) so far", &arch);
+    int arch, rc = get_choice(&m, "general.architecture", names,
+                              "normlab's GGUF reader runs llama (Llama, Mistral, SmolLM2, TinyLlama), qwen2 and qwen3 "
+                              "so far",
+                              &arch);
     int tied = 1;
     for (size_t i = 0; i < f.n_tensors; i++) tied &= strcmp(f.tensors[i].name, "output.weight") != 0;
-    if (rc == 0) rc = read_config(&out->config, &m, tied, tokens ? tokens->count : 0);
+    if (rc == 0) {
+        m.arch = ARCHES[arch].name;
+        rc = read_config(&out->config, &m, tied, ARCHES[arch].attn_bias, ARCHES[arch].qk_norm,
+                         tokens ? tokens->count : 0);
+    }
     if (rc == 0) rc = read_tokenizer(&out->tok, &m);
-    if (rc == 0) rc = read_tensors(&out->st, &out->owned, &f, out->config.n_layer, what, err);
+    if (rc == 0) rc = read_tensors(&out->st, &out->owned, &f, &out->config, ARCHES[arch].neox, what, err);
     nl_gguf_free(&f);
     if (rc != 0) {
         nl_tokenizer_free(out->tok);

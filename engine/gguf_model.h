@@ -1,10 +1,11 @@
 // gguf_model.h — a GGUF file (llama.cpp's) as the parts of a normlab model (internal): its metadata as
 // config.json's fields, checked by the same parser (nl_config_from_json); its tokenizer from the
 // tokenizer.ggml.* keys; its tensors under normlab's names (docs/format.md), in a table of the
-// safetensors reader's kind, so that the loader binds them and quantize and fold read them as they
-// read a model folder's. llama.cpp's names and keys (docs/gguf.md): token_embd, blk.N.attn_q, ...,
-// output; {arch}.block_count, {arch}.attention.layer_norm_rms_epsilon, .... q's and k's rows are in
-// Meta's interleaved RoPE pairs in both (llama.cpp's converter permutes HF's, as normlab's importer).
+// safetensors reader's kind, so that the loader binds them as it binds a model folder's. llama.cpp's
+// names and keys (docs/gguf.md): token_embd, blk.N.attn_q, ..., output; {arch}.block_count,
+// {arch}.attention.layer_norm_rms_epsilon, .... q's and k's rows are in Meta's interleaved RoPE pairs
+// in a llama file (llama.cpp's converter permutes HF's, as normlab's importer does); a qwen2 or qwen3
+// file keeps HF's rotate_half order, re-paired here.
 #ifndef NL_GGUF_MODEL_H
 #define NL_GGUF_MODEL_H
 

@@ -10,8 +10,10 @@ normlab's own; F32 within 1e-5 of the HF import (the issue's bound; measured 0).
 held-out text equal the HF import's. A tied head (no output tensor), GQA and a head_dim other than
 D / H read right. Byte-level BPEs (tokenizer.ggml.model gpt2) under the pre-tokenizers gpt-2, smollm,
 llama-bpe and qwen2 give the ids of the same tokenizer.json imported from HF (held-out text, digits,
-chat tokens with --special). Every command runs on an F32 GGUF (tests/parallel_import_test.py's commands(), fold
-aside: it needs a model folder, and says so). Each hostile file gets one line naming the problem and
+chat tokens with --special). qwen2 and qwen3 files, whose q and k rows are in HF's rotate_half order,
+give the HF import's logits (F32 within 1e-5, Q8_0 equal to quantize's). Every command runs on an F32
+GGUF (tests/parallel_import_test.py's commands(); fold and quantize refuse it in one line, asking for a
+model folder). Each hostile file gets one line naming the problem and
 exit 1: bad magic, version 1, big-endian, counts and lengths past the end, an array of arrays, 5 dims,
 a dims product that overflows, an offset misaligned, past the end or overlapping, an unknown type
 id, an IQ and a K-quant type (refused by name), a key or tensor name twice, a required key missing,
@@ -108,6 +110,30 @@ def shapes(tmp):
             f.write(make_gguf.gguf_bytes(*make_gguf.convert(snap, "F32")))
         d = diff(logits(g), logits(hf))
         check(d <= 1e-5, f"{label}: the GGUF's logits within 1e-5 of the HF import's ({d:.1e})")
+
+
+def arches(tmp):
+    """qwen2 (q/k/v biases) and qwen3 (per-head QK-norm, head_dim 32 over D 64), whose q and k rows,
+    biases and QK-norm gains a GGUF keeps in HF's rotate_half order: the reader re-pairs them, so the
+    logits are the HF import's (F32 within 1e-5; Q8_0 equal to quantize's of the import)."""
+    for arch, kw in (("qwen2", dict(attn_bias=True)), ("qwen3", dict(family="qwen3", head_dim=32))):
+        snap = os.path.join(tmp, "arch-" + arch)
+        mk.make(snap, seed=13, **kw)
+        hf = snap + "-hf"
+        r = subprocess.run(["/usr/bin/python3", HF, os.path.join(snap, "hf"), "--out", hf], capture_output=True,
+                           text=True)
+        for kind in ("F32", "Q8_0"):
+            g = f"{snap}-{kind}.gguf"
+            with open(g, "wb") as f:
+                f.write(make_gguf.gguf_bytes(*make_gguf.convert(snap, kind, arch=arch)))
+            want = logits(hf)
+            if kind == "Q8_0":
+                engine("quantize", "-m", hf, "-o", hf + "-q8", "--type", "q8_0")
+                want = logits(hf + "-q8")
+            d = diff(logits(g), want)
+            check(r.returncode == 0 and d <= (1e-5 if kind == "F32" else 0),
+                  f"GGUF arch {arch}, {kind}: logits {'within 1e-5 of' if kind == 'F32' else 'equal to'} the HF "
+                  f"import's{'' if kind == 'F32' else ' quantized'} (max diff {d:.1e})", r.stderr)
 
 
 def small_bpe(size, text):
@@ -237,6 +263,7 @@ def main():
         os.makedirs(os.path.join(tmp, "shapes"))
         shapes(os.path.join(tmp, "shapes"))
         bpe_tokenizers(tmp)
+        arches(tmp)
         commands_of.commands("F32 GGUF", good, tmp, logits(good), fold=False)
         hostile(tmp, good)
     return check.summary()

@@ -112,10 +112,12 @@ def bpe_keys(tokenizer, pre):
             "tokenizer.ggml.add_bos_token": False}
 
 
-def convert(snapshot, kind, bpe=None):
+def convert(snapshot, kind, bpe=None, arch="llama"):
     """(kvs, tensors) of the Llama snapshot folder (its hf/), matrices stored as kind; bpe: (its
     tokenizer.json as a dict, llama.cpp's pre-tokenizer name) for a byte-level BPE, else the snapshot's
-    SentencePiece pieces."""
+    SentencePiece pieces. arch: "llama" (q's and k's rows permuted into interleaved pairs), or "qwen2"
+    (q/k/v biases) or "qwen3" (attn_q_norm, attn_k_norm), whose q and k stay in HF's rotate_half order
+    (llama.cpp's NEOX RoPE)."""
     hf = os.path.join(snapshot, "hf")
     with open(os.path.join(hf, "config.json")) as f:
         c = json.load(f)
@@ -123,15 +125,19 @@ def convert(snapshot, kind, bpe=None):
     w = {k.removeprefix("model."): t.load().astype(np.float32) for k, t in src.items()}
     D, H, L = c["hidden_size"], c["num_attention_heads"], c["num_hidden_layers"]
     KVH, Dh = c.get("num_key_value_heads") or H, c.get("head_dim") or D // H
-    kvs = {"general.architecture": "llama", "general.name": "random llama", "general.file_type": FILE_TYPES[kind],
-           "llama.vocab_size": c["vocab_size"], "llama.context_length": c["max_position_embeddings"],
-           "llama.embedding_length": D, "llama.block_count": L, "llama.feed_forward_length": c["intermediate_size"],
-           "llama.rope.dimension_count": Dh, "llama.rope.freq_base": float(c.get("rope_theta", 10000.0)),
-           "llama.attention.head_count": H, "llama.attention.head_count_kv": KVH,
-           "llama.attention.layer_norm_rms_epsilon": float(c["rms_norm_eps"]),
+    a = arch + "."
+    kvs = {"general.architecture": arch, "general.name": "random " + arch, "general.file_type": FILE_TYPES[kind],
+           a + "vocab_size": c["vocab_size"], a + "context_length": c["max_position_embeddings"],
+           a + "embedding_length": D, a + "block_count": L, a + "feed_forward_length": c["intermediate_size"],
+           a + "rope.dimension_count": Dh, a + "rope.freq_base": float(c.get("rope_theta", 10000.0)),
+           a + "attention.head_count": H, a + "attention.head_count_kv": KVH,
+           a + "attention.layer_norm_rms_epsilon": float(c["rms_norm_eps"]),
            **(bpe_keys(*bpe) if bpe else tokenizer_keys(c["vocab_size"]))}
     if Dh != D // H:
-        kvs.update({"llama.attention.key_length": Dh, "llama.attention.value_length": Dh})
+        kvs.update({a + "attention.key_length": Dh, a + "attention.value_length": Dh})
+
+    def pairs(t, heads):  # llama's converter permutes q and k; the NEOX archs keep HF's order
+        return pair_rotary(t, heads, Dh) if arch == "llama" else t
 
     def matrix(a):
         return kind, a.shape, qformats.quantize(a, kind).tobytes()
@@ -143,14 +149,18 @@ def convert(snapshot, kind, bpe=None):
         p = f"layers.{i}."
         tensors.update({
             f"blk.{i}.attn_norm.weight": vector(w[p + "input_layernorm.weight"]),
-            f"blk.{i}.attn_q.weight": matrix(pair_rotary(w[p + "self_attn.q_proj.weight"], H, Dh)),
-            f"blk.{i}.attn_k.weight": matrix(pair_rotary(w[p + "self_attn.k_proj.weight"], KVH, Dh)),
+            f"blk.{i}.attn_q.weight": matrix(pairs(w[p + "self_attn.q_proj.weight"], H)),
+            f"blk.{i}.attn_k.weight": matrix(pairs(w[p + "self_attn.k_proj.weight"], KVH)),
             f"blk.{i}.attn_v.weight": matrix(w[p + "self_attn.v_proj.weight"]),
             f"blk.{i}.attn_output.weight": matrix(w[p + "self_attn.o_proj.weight"]),
             f"blk.{i}.ffn_norm.weight": vector(w[p + "post_attention_layernorm.weight"]),
             f"blk.{i}.ffn_gate.weight": matrix(w[p + "mlp.gate_proj.weight"]),
             f"blk.{i}.ffn_up.weight": matrix(w[p + "mlp.up_proj.weight"]),
             f"blk.{i}.ffn_down.weight": matrix(w[p + "mlp.down_proj.weight"])})
+        if arch == "qwen2":
+            tensors.update({f"blk.{i}.attn_{m}.bias": vector(w[p + f"self_attn.{m}_proj.bias"]) for m in "qkv"})
+        if arch == "qwen3":
+            tensors.update({f"blk.{i}.attn_{m}_norm.weight": vector(w[p + f"self_attn.{m}_norm.weight"]) for m in "qk"})
     tensors["output_norm.weight"] = vector(w["norm.weight"])
     if "lm_head.weight" in w:
         tensors["output.weight"] = matrix(w["lm_head.weight"])
