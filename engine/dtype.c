@@ -203,3 +203,60 @@ void nl_weight_store_rows(void *dst, const float *src, size_t rows, size_t cols,
     for (size_t r = 0; r < rows; r++)
         nl_dtype_from_f32((unsigned char *)dst + r * row_bytes, src + r * cols, cols, type);
 }
+
+// ---- ggml's K-quants, read only
+
+size_t nl_kquant_block_bytes(NlKQuant type) { return type == NL_KQ_Q4_K ? 144 : type == NL_KQ_Q5_K ? 176 : 210; }
+
+static float f16_at(const unsigned char *p) { return nl_f16_to_f32((uint16_t)(p[0] | p[1] << 8)); }
+
+// Sub-block j's 6-bit scale and min of the 12 packed bytes q (ggml's get_scale_min_k4).
+static void scale_min(int j, const unsigned char *q, unsigned *scale, unsigned *min) {
+    if (j < 4) {
+        *scale = q[j] & 63u;
+        *min = q[j + 4] & 63u;
+    } else {
+        *scale = (q[j + 4] & 0xFu) | (unsigned)(q[j - 4] >> 6) << 4;
+        *min = (unsigned)(q[j + 4] >> 4) | (unsigned)(q[j] >> 6) << 4;
+    }
+}
+
+// One Q4_K or Q5_K super-block (high: Q5_K's fifth bits, else NULL): 4 pairs of sub-blocks of 32, each
+// weight d sc q - dmin m.
+static void q45_k(float *y, const unsigned char *b, const unsigned char *qs, const unsigned char *high) {
+    float d = f16_at(b), dmin = f16_at(b + 2);
+    for (int j = 0; j < 4; j++, qs += 32) {
+        unsigned sc[2], m[2];
+        scale_min(2 * j, b + 4, &sc[0], &m[0]);
+        scale_min(2 * j + 1, b + 4, &sc[1], &m[1]);
+        for (int h = 0; h < 2; h++) {
+            float dh = d * (float)sc[h], mh = dmin * (float)m[h];
+            for (int l = 0; l < 32; l++) {
+                unsigned q = (h ? qs[l] >> 4 : qs[l] & 0xFu) + (high && (high[l] >> (2 * j + h) & 1) ? 16u : 0u);
+                *y++ = dh * (float)q - mh;
+            }
+        }
+    }
+}
+
+// One Q6_K super-block: 2 halves of 128, each weight d scale q with q in [-32, 31].
+static void q6_k(float *y, const unsigned char *b) {
+    const unsigned char *ql = b, *qh = b + 128;
+    const signed char *sc = (const signed char *)(b + 192);
+    float d = f16_at(b + 208);
+    for (int n = 0; n < 2; n++, y += 128, ql += 64, qh += 32, sc += 8)
+        for (int l = 0; l < 32; l++) {
+            int is = l / 16,
+                q[4] = {(ql[l] & 0xF) | ((qh[l] >> 0) & 3) << 4, (ql[l + 32] & 0xF) | ((qh[l] >> 2) & 3) << 4,
+                        (ql[l] >> 4) | ((qh[l] >> 4) & 3) << 4, (ql[l + 32] >> 4) | ((qh[l] >> 6) & 3) << 4};
+            for (int k = 0; k < 4; k++) y[l + 32 * k] = d * (float)sc[is + 2 * k] * (float)(q[k] - 32);
+        }
+}
+
+void nl_kquant_to_f32(float *dst, const void *src, size_t n, NlKQuant type) {
+    const unsigned char *b = src;
+    for (size_t i = 0; i < n / NL_QK_K; i++, b += nl_kquant_block_bytes(type), dst += NL_QK_K) {
+        if (type == NL_KQ_Q6_K) q6_k(dst, b);
+        else q45_k(dst, b, b + (type == NL_KQ_Q5_K ? 48 : 16), type == NL_KQ_Q5_K ? b + 16 : NULL);
+    }
+}

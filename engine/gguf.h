@@ -72,7 +72,16 @@ typedef struct {
 } GgufFile;
 
 // The tensor type ids normlab reads (ggml's numbers).
-enum { GGUF_T_F32 = 0, GGUF_T_F16 = 1, GGUF_T_Q4_0 = 2, GGUF_T_Q8_0 = 8, GGUF_T_BF16 = 30 };
+enum {
+    GGUF_T_F32 = 0,
+    GGUF_T_F16 = 1,
+    GGUF_T_Q4_0 = 2,
+    GGUF_T_Q8_0 = 8,
+    GGUF_T_Q4_K = 12,
+    GGUF_T_Q5_K = 13,
+    GGUF_T_Q6_K = 14,
+    GGUF_T_BF16 = 30
+};
 
 // Parses buf[0..len) (rules above). On success *out owns its keys, names and string tables; values
 // and tensor data point into buf, which must outlive *out. `what` names the file in messages.

@@ -388,10 +388,20 @@ typedef struct {
     size_t n_parts;
     int rope_parts;  // the leading parts re-paired (none unless the file is in rotate_half order)
     size_t copy;  // the bytes it takes in the owned buffer (0: read in place)
+    int widen;  // a part is a K-quant: every part widened to float32 as it is copied
 } Plan;
 
+// The K-quant a GGUF type is, or -1.
+static int kquant_of(unsigned type) {
+    return type == GGUF_T_Q4_K ? NL_KQ_Q4_K : type == GGUF_T_Q5_K ? NL_KQ_Q5_K : type == GGUF_T_Q6_K ? NL_KQ_Q6_K : -1;
+}
+
+// A part's values: its elements (n_dims at most 2).
+static size_t elements(const GgufTensor *t) { return (size_t)t->ne[0] * (size_t)t->ne[1]; }
+
 // normlab's tensor from the plan's parts (rows joined: one type and width, 1 or 2 dims); copied where
-// it is joined, re-paired, or not aligned for its type.
+// it is joined, re-paired, a K-quant (widened to float32: normlab has no K-quant kernel yet), or not
+// aligned for its type.
 static int make_tensor(Tensors *ts, StTensor *t, Plan *p) {
     const GgufTensor *part[3] = {NULL, NULL, NULL};
     size_t rows = 0;
@@ -399,8 +409,11 @@ static int make_tensor(Tensors *ts, StTensor *t, Plan *p) {
         if (!(part[k] = find(ts, p->parts[k])))
             return nl_error(ts->err, NL_ERR_FORMAT, "%s: lacks the tensor %s", ts->what, p->parts[k]);
         ts->used[part[k] - ts->f->tensors] = 1;
-        if (part[k]->n_dims > 2 || part[k]->n_dims != part[0]->n_dims || part[k]->type != part[0]->type ||
-            (part[k]->n_dims == 2 && part[k]->ne[0] != part[0]->ne[0]))
+        p->widen |= kquant_of(part[k]->type) >= 0;
+    }
+    for (size_t k = 0; k < p->n_parts; k++) {  // (widened, the parts may be of several types: Q4_K_M's q and v)
+        if (part[k]->n_dims > 2 || part[k]->n_dims != part[0]->n_dims ||
+            (part[k]->type != part[0]->type && !p->widen) || (part[k]->n_dims == 2 && part[k]->ne[0] != part[0]->ne[0]))
             return nl_error(ts->err, NL_ERR_FORMAT, "%s: tensor %s: not of %s's type, dims and width", ts->what,
                             p->parts[k], p->parts[0]);
         size_t n = part[k]->n_dims == 2 ? (size_t)part[k]->ne[1] : (size_t)part[k]->ne[0];
@@ -409,14 +422,28 @@ static int make_tensor(Tensors *ts, StTensor *t, Plan *p) {
                             p->parts[k], n, ts->head);
         rows += n;
     }
-    *t = (StTensor){.ndim = part[0]->n_dims, .type = dtype_of(part[0]->type), .data = part[0]->data};
+    *t = (StTensor){
+        .ndim = part[0]->n_dims, .type = p->widen ? NL_DTYPE_F32 : dtype_of(part[0]->type), .data = part[0]->data};
     t->shape[0] = rows;  // (a vector's: its values, joined)
     t->shape[1] = t->ndim == 2 ? (size_t)part[0]->ne[0] : 0;
-    for (size_t k = 0; k < p->n_parts; k++) t->nbytes += part[k]->nbytes;
-    p->copy = p->n_parts > 1 || p->rope_parts || (uintptr_t)t->data % 4 ? t->nbytes : 0;
+    for (size_t k = 0; k < p->n_parts; k++) t->nbytes += p->widen ? 4 * elements(part[k]) : part[k]->nbytes;
+    p->copy = p->n_parts > 1 || p->rope_parts || p->widen || (uintptr_t)t->data % 4 ? t->nbytes : 0;
     if (!(t->name = malloc(strlen(p->ours) + 1))) return nl_error(ts->err, NL_ERR_NOMEM, "%s: out of memory", ts->what);
     strcpy(t->name, p->ours);
     return 0;
+}
+
+// Tensor t's values widened to float32 into dst, row by row (a K-quant's as ggml dequantizes it, the
+// others as dtype.h reads them); returns the bytes written.
+static size_t widen(unsigned char *dst, const GgufTensor *t) {
+    float *out = (float *)(void *)dst;
+    size_t cols = (size_t)t->ne[0], rows = (size_t)t->ne[1], row_bytes = t->nbytes / rows;
+    int kq = kquant_of(t->type);
+    for (size_t r = 0; r < rows; r++) {
+        if (kq >= 0) nl_kquant_to_f32(out + r * cols, t->data + r * row_bytes, cols, (NlKQuant)kq);
+        else nl_dtype_to_f32(out + r * cols, t->data + r * row_bytes, cols, dtype_of(t->type));
+    }
+    return 4 * cols * rows;
 }
 
 // rows (n of row_bytes each) in heads of `head` rows, each from rotate_half's halves into (2i, 2i+1)
@@ -442,10 +469,11 @@ static int join(Tensors *ts, StFile *st, void **owned, const Plan *plans, size_t
         const unsigned char *start = at;
         for (size_t k = 0; k < plans[i].n_parts; k++) {
             const GgufTensor *p = find(ts, plans[i].parts[k]);
-            size_t n = p->n_dims == 2 ? (size_t)p->ne[1] : (size_t)p->ne[0];
-            memcpy(at, p->data, p->nbytes);
-            if (k < (size_t)plans[i].rope_parts) pair_rows(at, n, p->nbytes / n, ts->head, tmp);
-            at += p->nbytes;
+            size_t n = p->n_dims == 2 ? (size_t)p->ne[1] : (size_t)p->ne[0], bytes = p->nbytes;
+            if (plans[i].widen) bytes = widen(at, p);
+            else memcpy(at, p->data, bytes);
+            if (k < (size_t)plans[i].rope_parts) pair_rows(at, n, bytes / n, ts->head, tmp);
+            at += bytes;
         }
         st->tensors[i].data = start;
         at += (size_t)(-(uintptr_t)at % 8);  // (each copy on 8 bytes)

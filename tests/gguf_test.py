@@ -11,14 +11,16 @@ held-out text equal the HF import's. A tied head (no output tensor), GQA and a h
 D / H read right. Byte-level BPEs (tokenizer.ggml.model gpt2) under the pre-tokenizers gpt-2, smollm,
 llama-bpe and qwen2 give the ids of the same tokenizer.json imported from HF (held-out text, digits,
 chat tokens with --special). qwen2 and qwen3 files, whose q and k rows are in HF's rotate_half order,
-give the HF import's logits (F32 within 1e-5, Q8_0 equal to quantize's). Every command runs on an F32
+give the HF import's logits (F32 within 1e-5, Q8_0 equal to quantize's). Q4_K, Q5_K and Q6_K matrices
+of random super-blocks, widened at load, give the logits of an F32 file of tools/lib/qformats.py's
+dequantize_k values, bit for bit. Every command runs on an F32
 GGUF (tests/parallel_import_test.py's commands(); fold and quantize refuse it in one line, asking for a
 model folder). Each hostile file gets one line naming the problem and
 exit 1: bad magic, version 1, big-endian, counts and lengths past the end, an array of arrays, 5 dims,
 a dims product that overflows, an offset misaligned, past the end or overlapping, an unknown type
-id, an IQ and a K-quant type (refused by name), a key or tensor name twice, a required key missing,
-a key of the wrong type, a shape the config disagrees with, an unknown architecture, a truncated file,
-an unknown or missing pre-tokenizer, a BPE that adds a BOS.
+id, an IQ type and Q2_K (refused by name), a Q6_K row not whole super-blocks, a key or tensor name
+twice, a required key missing, a key of the wrong type, a shape the config disagrees with, an unknown
+architecture, a truncated file, an unknown or missing pre-tokenizer, a BPE that adds a BOS.
 
     /usr/bin/python3 tests/gguf_test.py [NORMLAB_BINARY]      (make test runs it)
 """
@@ -136,6 +138,39 @@ def arches(tmp):
                   f"import's{'' if kind == 'F32' else ' quantized'} (max diff {d:.1e})", r.stderr)
 
 
+def kquants(tmp):
+    """Q4_K, Q5_K and Q6_K matrices of random super-blocks (any bytes are a block; d and dmin finite):
+    the engine widens them to the float32 values tools/lib/qformats.py's transcription of ggml's
+    dequantize_row_* gives, bit for bit: the logits equal those of an F32 GGUF of those values."""
+    snap = os.path.join(tmp, "kq")
+    mk.make(snap, seed=17, dim=256, hidden=256, layers=1, heads=4, kv_heads=2)
+    kvs, tensors = make_gguf.convert(snap, "F32")
+    rng = np.random.default_rng(5)
+    kinds = ("Q4_K", "Q5_K", "Q6_K")
+    quant, widened = {}, {}
+    for k, (name, (kind, shape, data)) in enumerate(tensors.items()):
+        if len(shape) != 2:
+            quant[name] = widened[name] = (kind, shape, data)
+            continue
+        kq = kinds[k % 3]
+        b = rng.integers(0, 256, (shape[0] * shape[1] // 256, qformats.KQ_BYTES[kq]), dtype=np.uint8)
+        scale = rng.uniform(1e-4, 5e-4, (len(b), 2)).astype("<f2").view(np.uint8)
+        if kq == "Q6_K":
+            b[:, 208:210] = scale[:, :2]
+        else:
+            b[:, 0:4] = scale
+        quant[name] = (kq, shape, b.tobytes())
+        widened[name] = ("F32", shape, qformats.dequantize_k(b, kq, shape).astype("<f4").tobytes())
+    paths = [os.path.join(tmp, f"kq-{n}.gguf") for n in ("k", "f32")]
+    for path, t in zip(paths, (quant, widened)):
+        with open(path, "wb") as f:
+            f.write(make_gguf.gguf_bytes(kvs, t))
+    a, b = logits(paths[0]), logits(paths[1])
+    d = diff(a, b)
+    check(d == 0 and a is not None and np.isfinite(a).all(), f"Q4_K, Q5_K, Q6_K: the engine's widened weights are "
+          f"qformats.py's transcription of ggml's, bit for bit (logits' max diff {d:.1e})")
+
+
 def small_bpe(size, text):
     """A GPT-2-form byte-level BPE tokenizer.json of size tokens: the 256 bytes, merges learnt on text
     (the most frequent pair of each word's symbols, GPT-2's words), "<|endoftext|>" last."""
@@ -223,7 +258,8 @@ def hostile(tmp, good):
         ("two tensors overlapping", raw([tensor_info("t", [8], f32, 0), tensor_info("u", [8], f32, 0)]), "overlap"),
         ("an unknown type id", raw([tensor_info("t", [32], 99, 0)]), "unknown type id"),
         ("an IQ type", raw([tensor_info("t", [256], 16, 0)]), "type IQ2_XXS, which normlab does not read"),
-        ("a K-quant (not yet read)", raw([tensor_info("t", [256], 12, 0)]), "type Q4_K, which normlab does not read"),
+        ("Q2_K (not yet read)", raw([tensor_info("t", [256], 10, 0)]), "type Q2_K, which normlab does not read"),
+        ("a Q6_K row not whole super-blocks", raw([tensor_info("t", [128], 14, 0)]), "not whole Q6_K blocks of 256"),
         ("a row not whole blocks", raw([tensor_info("t", [40], 8, 0)]), "not whole Q8_0 blocks"),
         ("a key twice", make_gguf.gguf_bytes(list(kvs.items()) + [("llama.block_count", 2)], tensors), "appears twice"),
         ("a tensor name twice", make_gguf.gguf_bytes(kvs, list(tensors.items()) + [("output_norm.weight",
@@ -264,6 +300,7 @@ def main():
         shapes(os.path.join(tmp, "shapes"))
         bpe_tokenizers(tmp)
         arches(tmp)
+        kquants(tmp)
         commands_of.commands("F32 GGUF", good, tmp, logits(good), fold=False)
         hostile(tmp, good)
     return check.summary()

@@ -108,3 +108,49 @@ def dequantize(raw, kind, shape):
         nib = b[..., 2:]
         q = np.concatenate([(nib & 0x0F), (nib >> 4)], axis=2).astype(np.float32) - np.float32(8)
     return (q * d).astype(np.float32).reshape(rows, cols)
+
+
+# ggml's K-quants (ggml-common.h's block_q4_K, block_q5_K, block_q6_K; ggml-quants.c's dequantize_row_*):
+# super-blocks of 256 weights along a row, read only (normlab widens them from a GGUF). Each operation
+# is float32, in ggml's order.
+KQ_BYTES = {"Q4_K": 144, "Q5_K": 176, "Q6_K": 210}
+
+
+def _k_scale_min(scales):
+    """(sc, m): the 8 sub-blocks' 6-bit scales and mins of a super-block's 12 packed bytes (uint8 (..., 12))."""
+    s = scales.astype(np.uint32)
+    sc = np.concatenate([s[..., 0:4] & 63, (s[..., 8:12] & 0xF) | ((s[..., 0:4] >> 6) << 4)], axis=-1)
+    m = np.concatenate([s[..., 4:8] & 63, (s[..., 8:12] >> 4) | ((s[..., 4:8] >> 6) << 4)], axis=-1)
+    return sc.astype(np.float32), m.astype(np.float32)
+
+
+def dequantize_k(raw, kind, shape):
+    """A K-quant tensor's bytes -> float32 (rows, cols): Q4_K and Q5_K weight = (d sc) q - (dmin m), q a
+    nibble (plus 16 where Q5_K's fifth bit is set); Q6_K weight = (d sc) (q - 32), q 4 low bits and 2 high."""
+    rows, cols = shape
+    b = np.frombuffer(bytes(raw), dtype=np.uint8).reshape(rows * cols // 256, KQ_BYTES[kind])
+    f32 = np.float32
+    if kind == "Q6_K":
+        ql, qh, sc = b[:, :128].astype(np.int32), b[:, 128:192].astype(np.int32), b[:, 192:208].view(np.int8)
+        d = b[:, 208:210].copy().view("<f2").astype(f32)  # (n, 1)
+        out = np.empty((len(b), 256), f32)
+        for half in range(2):
+            lo, hi, s = ql[:, 64 * half:64 * half + 64], qh[:, 32 * half:32 * half + 32], sc[:, 8 * half:8 * half + 8]
+            q = [(lo[:, :32] & 0xF) | ((hi >> 0) & 3) << 4, (lo[:, 32:] & 0xF) | ((hi >> 2) & 3) << 4,
+                 (lo[:, :32] >> 4) | ((hi >> 4) & 3) << 4, (lo[:, 32:] >> 4) | ((hi >> 6) & 3) << 4]
+            for k in range(4):
+                scale = np.repeat(s[:, [2 * k, 2 * k + 1]].astype(f32), 16, axis=1)  # is = l / 16
+                out[:, 128 * half + 32 * k:128 * half + 32 * k + 32] = (d * scale) * (q[k] - 32).astype(f32)
+        return out.reshape(rows, cols)
+    d, dmin = (b[:, o:o + 2].copy().view("<f2").astype(f32) for o in (0, 2))
+    sc, m = _k_scale_min(b[:, 4:16])
+    qs = b[:, 48:176] if kind == "Q5_K" else b[:, 16:144]
+    out = np.empty((len(b), 256), f32)
+    for j in range(4):
+        for h in range(2):
+            q = (qs[:, 32 * j:32 * j + 32] >> 4 if h else qs[:, 32 * j:32 * j + 32] & 0xF).astype(np.int32)
+            if kind == "Q5_K":
+                q = q + ((b[:, 16:48] >> (2 * j + h)) & 1).astype(np.int32) * 16
+            dh, mh = d * sc[:, 2 * j + h:2 * j + h + 1], dmin * m[:, 2 * j + h:2 * j + h + 1]
+            out[:, 64 * j + 32 * h:64 * j + 32 * h + 32] = dh * q.astype(f32) - mh
+    return out.reshape(rows, cols)
