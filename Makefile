@@ -34,7 +34,7 @@ LIB_SRC = engine/nl_error.c engine/model.c engine/config.c engine/safetensors.c 
           engine/bind.c engine/transformer_weights.c engine/transformer.c engine/transformer_attention.c \
           engine/transformer_info.c engine/recipe.c engine/families.c \
           engine/describe.c engine/state.c engine/model_write.c engine/tensor_set.c engine/fold.c \
-          engine/transformer_fold.c engine/gguf.c engine/gguf_model.c \
+          engine/transformer_fold.c engine/gguf.c engine/gguf_model.c engine/gguf_tokenizer.c \
           engine/sampler.c \
           engine/sampler_fast.c engine/rng.c \
           engine/generate.c engine/context.c \

@@ -4,6 +4,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "gguf.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -320,4 +321,101 @@ const GgufKv *nl_gguf_find(const GgufFile *f, const char *key) {
     for (size_t i = 0; i < f->n_kv; i++)
         if (strcmp(f->kvs[i].key, key) == 0) return &f->kvs[i];
     return NULL;
+}
+
+// ---- typed reads of the keys (gguf.h)
+
+// The key {arch}.suffix (arch NULL: suffix itself), or NULL.
+const GgufKv *nl_gguf_key(const GgufMeta *m, const char *suffix, int arch, char *name, size_t cap) {
+    snprintf(name, cap, "%s%s%s", arch ? m->arch : "", arch ? "." : "", suffix);
+    return nl_gguf_find(m->f, name);
+}
+
+// An integer key (any integer type) in [lo, hi]; a missing one is def, or an error where required.
+int nl_gguf_get_int(const GgufMeta *m, const char *suffix, int arch, int required, int64_t lo, int64_t hi, int64_t def,
+                    int64_t *out) {
+    char name[160];
+    const GgufKv *kv = nl_gguf_key(m, suffix, arch, name, sizeof name);
+    *out = def;
+    if (!kv) return required ? nl_error(m->err, NL_ERR_FORMAT, "%s: lacks the key %s", m->what, name) : 0;
+    int64_t v = 0;
+    uint64_t u = 0;
+    switch (kv->type) {
+    case GGUF_U8: u = *kv->data; break;
+    case GGUF_I8: v = (int8_t)*kv->data; break;
+    case GGUF_U16: {
+        uint16_t x;
+        memcpy(&x, kv->data, 2);
+        u = x;
+    } break;
+    case GGUF_I16: {
+        int16_t x;
+        memcpy(&x, kv->data, 2);
+        v = x;
+    } break;
+    case GGUF_U32: {
+        uint32_t x;
+        memcpy(&x, kv->data, 4);
+        u = x;
+    } break;
+    case GGUF_I32: {
+        int32_t x;
+        memcpy(&x, kv->data, 4);
+        v = x;
+    } break;
+    case GGUF_U64: memcpy(&u, kv->data, 8); break;
+    case GGUF_I64: memcpy(&v, kv->data, 8); break;
+    default: return nl_error(m->err, NL_ERR_FORMAT, "%s: key %s is not an integer", m->what, name);
+    }
+    if (u > (uint64_t)INT64_MAX) u = (uint64_t)INT64_MAX;
+    v = v ? v : (int64_t)u;
+    if (v < lo || v > hi)
+        return nl_error(m->err, NL_ERR_FORMAT, "%s: key %s is %lld, not in [%lld, %lld]", m->what, name, (long long)v,
+                        (long long)lo, (long long)hi);
+    *out = v;
+    return 0;
+}
+
+int nl_gguf_get_float(const GgufMeta *m, const char *suffix, int required, double def, double *out) {
+    char name[160];
+    const GgufKv *kv = nl_gguf_key(m, suffix, 1, name, sizeof name);
+    *out = def;
+    if (!kv) return required ? nl_error(m->err, NL_ERR_FORMAT, "%s: lacks the key %s", m->what, name) : 0;
+    if (kv->type == GGUF_F32) {
+        float x;
+        memcpy(&x, kv->data, 4);
+        *out = x;
+    } else if (kv->type == GGUF_F64) memcpy(out, kv->data, 8);
+    else return nl_error(m->err, NL_ERR_FORMAT, "%s: key %s is not a float", m->what, name);
+    return 0;
+}
+
+int nl_gguf_get_bool(const GgufMeta *m, const char *name, int def, int *out) {
+    const GgufKv *kv = nl_gguf_find(m->f, name);
+    *out = def;
+    if (kv && kv->type != GGUF_BOOL) return nl_error(m->err, NL_ERR_FORMAT, "%s: key %s is not a bool", m->what, name);
+    if (kv) *out = *kv->data != 0;
+    return 0;
+}
+
+// A string key equal to one of choices (NULL-terminated): its index; missing or another: an error.
+int nl_gguf_get_choice(const GgufMeta *m, const char *name, const char *const *choices, const char *said, int *index) {
+    const GgufKv *kv = nl_gguf_find(m->f, name);
+    if (!kv || kv->type != GGUF_STRING)
+        return nl_error(m->err, NL_ERR_FORMAT, "%s: lacks the string key %s", m->what, name);
+    for (*index = 0; choices[*index]; ++*index)
+        if (strlen(choices[*index]) == kv->strings[0].len &&
+            !memcmp(choices[*index], kv->strings[0].s, kv->strings[0].len))
+            return 0;
+    return nl_error(m->err, NL_ERR_FORMAT, "%s: %s is \"%.*s\": %s", m->what, name,
+                    (int)(kv->strings[0].len > 64 ? 64 : kv->strings[0].len), kv->strings[0].s, said);
+}
+
+// An array key of n elements of type elem, or NULL where it is absent; one of another shape: an error.
+int nl_gguf_get_array(const GgufMeta *m, const char *name, GgufType elem, size_t n, const GgufKv **out) {
+    *out = nl_gguf_find(m->f, name);
+    if (*out && ((*out)->type != GGUF_ARRAY || (*out)->elem != elem || (n && (*out)->count != n)))
+        return nl_error(m->err, NL_ERR_FORMAT, "%s: key %s is not an array of the tokens' count of the type it needs",
+                        m->what, name);
+    return 0;
 }

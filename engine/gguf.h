@@ -93,6 +93,27 @@ const GgufKv *nl_gguf_find(const GgufFile *file, const char *key);
 // A tensor type id's name ("Q4_K"), or NULL for an id ggml never had.
 const char *nl_gguf_type_name(unsigned type);
 
+// Typed reads of a parsed file's keys, for the model's and the tokenizer's readers; errors name `what`
+// and the key. A key named by suffix is {arch}.suffix where arch is set, else suffix itself.
+typedef struct {
+    const GgufFile *f;
+    const char *arch, *what;
+    NlError *err;
+} GgufMeta;
+
+// The key {arch}.suffix (arch 0: suffix), its name written into name[cap], or NULL.
+const GgufKv *nl_gguf_key(const GgufMeta *m, const char *suffix, int arch, char *name, size_t cap);
+// An integer key (any integer type) in [lo, hi]; a missing one is def, or an error where required.
+int nl_gguf_get_int(const GgufMeta *m, const char *suffix, int arch, int required, int64_t lo, int64_t hi, int64_t def,
+                    int64_t *out);
+// A float key ({arch}.suffix, F32 or F64); a missing one is def, or an error where required.
+int nl_gguf_get_float(const GgufMeta *m, const char *suffix, int required, double def, double *out);
+int nl_gguf_get_bool(const GgufMeta *m, const char *name, int def, int *out);
+// A string key equal to one of choices (NULL-terminated): *index; missing or another: an error ending in said.
+int nl_gguf_get_choice(const GgufMeta *m, const char *name, const char *const *choices, const char *said, int *index);
+// An array key of n elements (0: any count) of type elem, or *out NULL where it is absent.
+int nl_gguf_get_array(const GgufMeta *m, const char *name, GgufType elem, size_t n, const GgufKv **out);
+
 #pragma GCC visibility pop
 
 #endif

@@ -1,12 +1,13 @@
-// gguf_model.c — a GGUF file's model: config, tokenizer and tensors (gguf_model.h). The architectures
-// llama (Llama, Mistral without a window, SmolLM2, TinyLlama), qwen2 and qwen3 so far (ARCHES), F32,
-// F16, BF16, Q8_0 and Q4_0 tensors, and llama.cpp's SentencePiece (tokenizer.ggml.model "llama") and
-// byte-level BPE ("gpt2") tokenizers.
+// gguf_model.c — a GGUF file's model: config and tensors (gguf_model.h), its tokenizer from
+// gguf_tokenizer.c. The architectures llama (Llama, Mistral without a window, SmolLM2, TinyLlama), qwen2,
+// qwen3, olmo2 and gemma (ARCHES); F32, F16, BF16, Q8_0 and Q4_0 tensors as they are, Q4_K, Q5_K and
+// Q6_K widened to float32.
 #define _POSIX_C_SOURCE 200809L
 #include "gguf_model.h"
 
 #include <fcntl.h>
 #include <stdint.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,11 +15,10 @@
 
 #include <cjson/cJSON.h>
 
-#include "bpe.h"
 #include "dtype.h"
 #include "gguf.h"
+#include "gguf_tokenizer.h"
 #include "model.h"
-#include "spm.h"
 #include "tokenizer.h"
 
 #define CTX_LIMIT 65536  // the most positions the engine's config takes (config.c)
@@ -33,305 +33,11 @@ int nl_gguf_is_file(const char *path) {
     return is;
 }
 
-// ---- the metadata's values
-
-typedef struct {
-    const GgufFile *f;
-    const char *arch, *what;
-    NlError *err;
-} Meta;
-
-// The key {arch}.suffix (arch NULL: suffix itself), or NULL.
-static const GgufKv *key(const Meta *m, const char *suffix, int arch, char *name, size_t cap) {
-    snprintf(name, cap, "%s%s%s", arch ? m->arch : "", arch ? "." : "", suffix);
-    return nl_gguf_find(m->f, name);
-}
-
-// An integer key (any integer type) in [lo, hi]; a missing one is def, or an error where required.
-static int get_int(const Meta *m, const char *suffix, int arch, int required, int64_t lo, int64_t hi, int64_t def,
-                   int64_t *out) {
-    char name[160];
-    const GgufKv *kv = key(m, suffix, arch, name, sizeof name);
-    *out = def;
-    if (!kv) return required ? nl_error(m->err, NL_ERR_FORMAT, "%s: lacks the key %s", m->what, name) : 0;
-    int64_t v = 0;
-    uint64_t u = 0;
-    switch (kv->type) {
-    case GGUF_U8: u = *kv->data; break;
-    case GGUF_I8: v = (int8_t)*kv->data; break;
-    case GGUF_U16: {
-        uint16_t x;
-        memcpy(&x, kv->data, 2);
-        u = x;
-    } break;
-    case GGUF_I16: {
-        int16_t x;
-        memcpy(&x, kv->data, 2);
-        v = x;
-    } break;
-    case GGUF_U32: {
-        uint32_t x;
-        memcpy(&x, kv->data, 4);
-        u = x;
-    } break;
-    case GGUF_I32: {
-        int32_t x;
-        memcpy(&x, kv->data, 4);
-        v = x;
-    } break;
-    case GGUF_U64: memcpy(&u, kv->data, 8); break;
-    case GGUF_I64: memcpy(&v, kv->data, 8); break;
-    default: return nl_error(m->err, NL_ERR_FORMAT, "%s: key %s is not an integer", m->what, name);
-    }
-    if (u > (uint64_t)INT64_MAX) u = (uint64_t)INT64_MAX;
-    v = v ? v : (int64_t)u;
-    if (v < lo || v > hi)
-        return nl_error(m->err, NL_ERR_FORMAT, "%s: key %s is %lld, not in [%lld, %lld]", m->what, name, (long long)v,
-                        (long long)lo, (long long)hi);
-    *out = v;
-    return 0;
-}
-
-static int get_float(const Meta *m, const char *suffix, int required, double def, double *out) {
-    char name[160];
-    const GgufKv *kv = key(m, suffix, 1, name, sizeof name);
-    *out = def;
-    if (!kv) return required ? nl_error(m->err, NL_ERR_FORMAT, "%s: lacks the key %s", m->what, name) : 0;
-    if (kv->type == GGUF_F32) {
-        float x;
-        memcpy(&x, kv->data, 4);
-        *out = x;
-    } else if (kv->type == GGUF_F64) memcpy(out, kv->data, 8);
-    else return nl_error(m->err, NL_ERR_FORMAT, "%s: key %s is not a float", m->what, name);
-    return 0;
-}
-
-static int get_bool(const Meta *m, const char *name, int def, int *out) {
-    const GgufKv *kv = nl_gguf_find(m->f, name);
-    *out = def;
-    if (kv && kv->type != GGUF_BOOL) return nl_error(m->err, NL_ERR_FORMAT, "%s: key %s is not a bool", m->what, name);
-    if (kv) *out = *kv->data != 0;
-    return 0;
-}
-
-// A string key equal to one of choices (NULL-terminated): its index; missing or another: an error.
-static int get_choice(const Meta *m, const char *name, const char *const *choices, const char *said, int *index) {
-    const GgufKv *kv = nl_gguf_find(m->f, name);
-    if (!kv || kv->type != GGUF_STRING)
-        return nl_error(m->err, NL_ERR_FORMAT, "%s: lacks the string key %s", m->what, name);
-    for (*index = 0; choices[*index]; ++*index)
-        if (strlen(choices[*index]) == kv->strings[0].len &&
-            !memcmp(choices[*index], kv->strings[0].s, kv->strings[0].len))
-            return 0;
-    return nl_error(m->err, NL_ERR_FORMAT, "%s: %s is \"%.*s\": %s", m->what, name,
-                    (int)(kv->strings[0].len > 64 ? 64 : kv->strings[0].len), kv->strings[0].s, said);
-}
-
-// An array key of n elements of type elem, or NULL where it is absent; one of another shape: an error.
-static int get_array(const Meta *m, const char *name, GgufType elem, size_t n, const GgufKv **out) {
-    *out = nl_gguf_find(m->f, name);
-    if (*out && ((*out)->type != GGUF_ARRAY || (*out)->elem != elem || (n && (*out)->count != n)))
-        return nl_error(m->err, NL_ERR_FORMAT, "%s: key %s is not an array of the tokens' count of the type it needs",
-                        m->what, name);
-    return 0;
-}
-
-// ---- config.json's fields
-
-static int read_config(NlConfig *config, const Meta *m, int tied, int attn_bias, int qk_norm, size_t n_tokens) {
-    int64_t L, T, D, F, H, KVH, V, Dh, rot;
-    double eps, theta;
-    char name[160];
-    if (get_int(m, "block_count", 1, 1, 1, LAYER_MAX, 0, &L) ||
-        get_int(m, "context_length", 1, 1, 1, INT64_MAX, 0, &T) ||
-        get_int(m, "embedding_length", 1, 1, 1, 1 << 20, 0, &D) ||
-        get_int(m, "feed_forward_length", 1, 1, 1, 1 << 22, 0, &F) ||
-        get_int(m, "attention.head_count", 1, 1, 1, 1 << 12, 0, &H) ||
-        get_int(m, "attention.head_count_kv", 1, 0, 1, 1 << 12, H, &KVH) ||
-        get_int(m, "vocab_size", 1, 0, 1, 1 << 30, (int64_t)n_tokens, &V) ||
-        get_int(m, "attention.key_length", 1, 0, 2, 1024, D / H, &Dh) ||
-        get_int(m, "rope.dimension_count", 1, 0, 2, 1024, Dh, &rot) ||
-        get_float(m, "attention.layer_norm_rms_epsilon", 1, 0, &eps) || get_float(m, "rope.freq_base", 0, 1e4, &theta))
-        return -1;
-    if (rot != Dh)
-        return nl_error(m->err, NL_ERR_FORMAT,
-                        "%s: %s.rope.dimension_count %lld is not the head's %lld: normlab's "
-                        "llama rotates whole heads",
-                        m->what, m->arch, (long long)rot, (long long)Dh);
-    if (key(m, "rope.scaling.type", 1, name, sizeof name) || key(m, "rope.scaling.factor", 1, name, sizeof name))
-        return nl_error(m->err, NL_ERR_FORMAT, "%s: has %s: normlab runs RoPE unscaled only", m->what, name);
-    cJSON *root = cJSON_CreateObject(), *format = cJSON_AddObjectToObject(root, "format");
-    cJSON_AddStringToObject(format, "name", "normlab");
-    cJSON_AddNumberToObject(format, "version", Dh != D / H || qk_norm ? 6 : 4);
-    cJSON_AddStringToObject(root, "arch", "llama");
-    const char *const keys[] = {"vocab_size", "n_layer", "n_head", "n_kv_head", "n_embd", "block_size", "n_inner"};
-    const double values[] = {
-        (double)V, (double)L, (double)H, (double)KVH, (double)D, (double)(T < CTX_LIMIT ? T : CTX_LIMIT), (double)F};
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) cJSON_AddNumberToObject(root, keys[i], values[i]);
-    cJSON_AddStringToObject(root, "norm", "rmsnorm");
-    cJSON_AddStringToObject(root, "placement", "pre");
-    cJSON_AddNumberToObject(root, "norm_eps", eps);
-    cJSON_AddNumberToObject(root, "rope_theta", theta);
-    cJSON_AddBoolToObject(root, "tie_embeddings", tied);
-    cJSON_AddBoolToObject(root, "qk_norm", qk_norm);
-    cJSON_AddBoolToObject(root, "attn_bias", attn_bias);
-    if (Dh != D / H) cJSON_AddNumberToObject(root, "head_dim", (double)Dh);
-    int rc = nl_config_from_json(config, root, m->what, m->err);
-    cJSON_Delete(root);
-    return rc;
-}
-
-// ---- the tokenizer
-
-enum { TOKEN_NORMAL = 1, TOKEN_UNKNOWN = 2, TOKEN_CONTROL = 3, TOKEN_BYTE = 6 };  // tokenizer.ggml.token_type
-
-// llama.cpp's names of the byte-level BPE pre-tokenizers (tokenizer.ggml.pre) normlab runs, as bpe.h's kinds
-// (llama.cpp runs no normalizer for them: neither does this).
-static const struct {
-    const char *name;
-    NlPattern pattern;
-    int split_digits, ignore_merges;
-} PRES[] = {{"default", NL_PATTERN_GPT2, 0, 0},     {"gpt-2", NL_PATTERN_GPT2, 0, 0},
-            {"olmo", NL_PATTERN_GPT2, 0, 0},        {"smollm", NL_PATTERN_GPT2, 1, 0},
-            {"llama-bpe", NL_PATTERN_CL100K, 0, 1}, {"qwen2", NL_PATTERN_QWEN2, 0, 0}};
-#define N_PRES (sizeof PRES / sizeof PRES[0])
-enum { TOKEN_USER = 4 };  // tokenizer.ggml.token_type: user-defined
-
-// A byte-level BPE (tokenizer.ggml.model "gpt2"): the tokens (GPT-2's byte alphabet) as its vocabulary,
-// its merges, its pre-tokenizer by name (never guessed: one missing or unknown is refused), control
-// tokens special and user-defined ones always matched (bpe.h's added tokens).
-static int read_bpe(NlTokenizer **tok, const Meta *m, const GgufKv *tokens, const GgufKv *types) {
-    const char *names[N_PRES + 1] = {NULL};
-    for (size_t i = 0; i < N_PRES; i++) names[i] = PRES[i].name;
-    int pre, add_bos;
-    const GgufKv *merges;
-    size_t n = tokens->count, text = 0, n_added = 0;
-    if (get_choice(
-            m, "tokenizer.ggml.pre", names,
-            "not a pre-tokenizer normlab runs (default, gpt-2, olmo, smollm, llama-bpe, qwen2; it never guesses)",
-            &pre) ||
-        get_array(m, "tokenizer.ggml.merges", GGUF_STRING, 0, &merges) ||
-        get_bool(m, "tokenizer.ggml.add_bos_token", 0, &add_bos))
-        return -1;
-    if (!merges) return nl_error(m->err, NL_ERR_FORMAT, "%s: lacks tokenizer.ggml.merges", m->what);
-    if (add_bos)
-        return nl_error(m->err, NL_ERR_FORMAT,
-                        "%s: tokenizer.ggml.add_bos_token is true: normlab's byte-level BPE "
-                        "adds no BOS token yet",
-                        m->what);
-    for (size_t i = 0; i < n; i++) text += tokens->strings[i].len + 1;
-    for (size_t i = 0; i < merges->count; i++) text += merges->strings[i].len + 1;
-    char *buf = malloc(text), *at = buf;
-    NlBpeAdded *added = calloc(n, sizeof *added);
-    cJSON *vocab = cJSON_CreateObject(), *list = cJSON_CreateArray();
-    int rc = buf && added && vocab && list ? 0 : nl_error(m->err, NL_ERR_NOMEM, "%s: out of memory", m->what);
-    for (size_t i = 0; i < n + merges->count && rc == 0; i++) {  // the tokens, then the merges
-        const GgufString *s = i < n ? &tokens->strings[i] : &merges->strings[i - n];
-        int32_t type = TOKEN_NORMAL;
-        if (types && i < n) memcpy(&type, types->data + 4 * i, 4);
-        char *copy = memcpy(at, s->s, s->len);
-        copy[s->len] = 0;
-        at += s->len + 1;
-        if (memchr(s->s, 0, s->len))
-            rc = nl_error(m->err, NL_ERR_FORMAT, "%s: a token or merge holds a NUL byte", m->what);
-        else if (i >= n)
-            rc = cJSON_AddItemToArray(list, cJSON_CreateString(copy)) ? 0 : nl_error(m->err, NL_ERR_NOMEM, "no memory");
-        else if (!cJSON_AddNumberToObject(vocab, copy, (double)i))
-            rc = nl_error(m->err, NL_ERR_NOMEM, "%s: out of memory", m->what);
-        if (i < n && (type == TOKEN_CONTROL || type == TOKEN_USER))
-            added[n_added++] = (NlBpeAdded){.content = copy, .id = (int)i, .special = type == TOKEN_CONTROL};
-    }
-    NlBpeKind kind = {.pattern = PRES[pre].pattern,
-                      .split_digits = PRES[pre].split_digits,
-                      .ignore_merges = PRES[pre].ignore_merges,
-                      .added = added,
-                      .n_added = (int)n_added};
-    NlBpe *bpe = NULL;
-    if (rc == 0)
-        rc = nl_bpe_build(&bpe, vocab, list, &kind, m->what, m->err) != 0 ? -1
-                                                                          : nl_tokenizer_create_bpe(tok, bpe, m->err);
-    cJSON_Delete(vocab);
-    cJSON_Delete(list);
-    free(added);
-    free(buf);
-    return rc;
-}
-
-static int read_spm(NlTokenizer **tok, const Meta *m, const GgufKv *tokens, const GgufKv *types);
-
-static int read_tokenizer(NlTokenizer **tok, const Meta *m) {
-    static const char *const MODELS[] = {"llama", "gpt2", NULL};
-    int model;
-    const GgufKv *tokens, *types;
-    if (get_choice(m, "tokenizer.ggml.model", MODELS, "normlab reads llama's SentencePiece and gpt2's byte-level BPE",
-                   &model) ||
-        get_array(m, "tokenizer.ggml.tokens", GGUF_STRING, 0, &tokens))
-        return -1;
-    if (!tokens || !tokens->count || tokens->count > 1 << 30)
-        return nl_error(m->err, NL_ERR_FORMAT, "%s: lacks tokenizer.ggml.tokens", m->what);
-    if (get_array(m, "tokenizer.ggml.token_type", GGUF_I32, tokens->count, &types)) return -1;
-    return model == 0 ? read_spm(tok, m, tokens, types) : read_bpe(tok, m, tokens, types);
-}
-
-// llama.cpp's SentencePiece (tokenizer.ggml.model "llama"): the pieces with their scores and types.
-static int read_spm(NlTokenizer **tok, const Meta *m, const GgufKv *tokens, const GgufKv *types) {
-    int add_bos, prefix;
-    int64_t bos, eos, unk;
-    const GgufKv *scores;
-    size_t n = tokens->count, text = 0;
-    if (get_array(m, "tokenizer.ggml.scores", GGUF_F32, n, &scores) ||
-        get_int(m, "tokenizer.ggml.bos_token_id", 0, 0, -1, (int64_t)n - 1, -1, &bos) ||
-        get_int(m, "tokenizer.ggml.eos_token_id", 0, 0, -1, (int64_t)n - 1, -1, &eos) ||
-        get_int(m, "tokenizer.ggml.unknown_token_id", 0, 0, 0, (int64_t)n - 1, 0, &unk) ||
-        get_bool(m, "tokenizer.ggml.add_bos_token", 1, &add_bos) ||
-        get_bool(m, "tokenizer.ggml.add_space_prefix", 1, &prefix))
-        return -1;
-    for (size_t i = 0; i < n; i++) text += tokens->strings[i].len + 1;
-    char *buf = malloc(text), **pieces = calloc(n, sizeof *pieces);
-    double *score = calloc(n, sizeof *score);
-    unsigned char *special = calloc(n, 1);
-    int rc = buf && pieces && score && special ? 0 : nl_error(m->err, NL_ERR_NOMEM, "%s: out of memory", m->what);
-    for (size_t i = 0, at = 0; i < n && rc == 0; i++) {
-        const GgufString *s = &tokens->strings[i];
-        int32_t type = TOKEN_NORMAL;
-        float sc = 0;
-        if (types) memcpy(&type, types->data + 4 * i, 4);
-        if (scores) memcpy(&sc, scores->data + 4 * i, 4);
-        if (memchr(s->s, 0, s->len) ||
-            (type != TOKEN_NORMAL && type != TOKEN_UNKNOWN && type != TOKEN_CONTROL && type != TOKEN_BYTE))
-            rc = nl_error(m->err, NL_ERR_FORMAT,
-                          "%s: token %zu holds a NUL byte or has type %d, which normlab does not "
-                          "read (normal 1, unknown 2, control 3, byte 6)",
-                          m->what, i, (int)type);
-        pieces[i] = memcpy(buf + at, s->s, s->len);
-        buf[at + s->len] = 0;
-        at += s->len + 1;
-        score[i] = sc;
-        special[i] = type == TOKEN_CONTROL;
-    }
-    NlSpmSpec spec = {.pieces = (const char *const *)pieces,
-                      .scores = score,
-                      .special = special,
-                      .n = (int)n,
-                      .unk = (int)unk,
-                      .bos = (int)bos,
-                      .eos = (int)eos,
-                      .add_bos = add_bos,
-                      .dummy_prefix = prefix};
-    NlSpm *spm = NULL;
-    if (rc == 0) rc = nl_spm_create(&spm, &spec, m->what, m->err) != 0 ? -1 : nl_tokenizer_create_spm(tok, spm, m->err);
-    free(buf);
-    free(pieces);
-    free(score);
-    free(special);
-    return rc;
-}
-
-// ---- the tensors
+// ---- the architectures
 
 // One of normlab's tensors of a layer: its name, the GGUF tensors (blk.N. less) it is made of, rows
 // joined, and how many of those parts lead with q's and k's rows (or gains), which a file in HF's
-// rotate_half order (llama.cpp's NEOX RoPE) needs re-paired into Meta's interleaved pairs.
+// rotate_half order (llama.cpp's NEOX RoPE) needs re-paired into GgufMeta's interleaved pairs.
 typedef struct {
     const char *ours, *parts[3];
     int rope_parts;
@@ -339,17 +45,121 @@ typedef struct {
 
 static const LayerRow BASE_ROWS[] = {
     {"ln_1.weight", {"attn_norm.weight"}, 0},
-    {"attn.c_attn.weight", {"attn_q.weight", "attn_k.weight", "attn_v.weight"}, 2},
+    {"attn.c_attn.weight", {"attn_q.weight", "attn_k.weight", "attn_v.weight"}, 2},  // (rows q, k, v)
     {"attn.c_proj.weight", {"attn_output.weight"}, 0},
     {"ln_2.weight", {"ffn_norm.weight"}, 0},
     {"mlp.c_fc.weight", {"ffn_gate.weight", "ffn_up.weight"}, 0},
     {"mlp.c_proj.weight", {"ffn_down.weight"}, 0},
 };
-static const LayerRow BIAS_ROW = {"attn.c_attn.bias", {"attn_q.bias", "attn_k.bias", "attn_v.bias"}, 2};
-static const LayerRow QK_NORM_ROWS[] = {{"attn.q_norm.weight", {"attn_q_norm.weight"}, 1},
-                                        {"attn.k_norm.weight", {"attn_k_norm.weight"}, 1}};
-#define N_BASE (sizeof BASE_ROWS / sizeof BASE_ROWS[0])
-#define ROWS_MAX (N_BASE + 3)
+static const LayerRow QWEN2_ROWS[] = {
+    {"ln_1.weight", {"attn_norm.weight"}, 0},
+    {"attn.c_attn.weight", {"attn_q.weight", "attn_k.weight", "attn_v.weight"}, 2},
+    {"attn.c_attn.bias", {"attn_q.bias", "attn_k.bias", "attn_v.bias"}, 2},
+    {"attn.c_proj.weight", {"attn_output.weight"}, 0},
+    {"ln_2.weight", {"ffn_norm.weight"}, 0},
+    {"mlp.c_fc.weight", {"ffn_gate.weight", "ffn_up.weight"}, 0},
+    {"mlp.c_proj.weight", {"ffn_down.weight"}, 0},
+};
+static const LayerRow QWEN3_ROWS[] = {
+    {"ln_1.weight", {"attn_norm.weight"}, 0},
+    {"attn.c_attn.weight", {"attn_q.weight", "attn_k.weight", "attn_v.weight"}, 2},
+    {"attn.q_norm.weight", {"attn_q_norm.weight"}, 1},
+    {"attn.k_norm.weight", {"attn_k_norm.weight"}, 1},
+    {"attn.c_proj.weight", {"attn_output.weight"}, 0},
+    {"ln_2.weight", {"ffn_norm.weight"}, 0},
+    {"mlp.c_fc.weight", {"ffn_gate.weight", "ffn_up.weight"}, 0},
+    {"mlp.c_proj.weight", {"ffn_down.weight"}, 0},
+};
+static const LayerRow OLMO2_ROWS[] = {
+    // no input norms: each branch's output normalised (post-sublayer)
+    {"attn.c_attn.weight", {"attn_q.weight", "attn_k.weight", "attn_v.weight"}, 2},
+    {"attn.q_norm.weight", {"attn_q_norm.weight"}, 1},
+    {"attn.k_norm.weight", {"attn_k_norm.weight"}, 1},
+    {"attn.c_proj.weight", {"attn_output.weight"}, 0},
+    {"ln_1_post.weight", {"post_attention_norm.weight"}, 0},
+    {"mlp.c_fc.weight", {"ffn_gate.weight", "ffn_up.weight"}, 0},
+    {"mlp.c_proj.weight", {"ffn_down.weight"}, 0},
+    {"ln_2_post.weight", {"post_ffw_norm.weight"}, 0},
+};
+#define ROWS(r) r, sizeof r / sizeof r[0]
+
+// The architectures read, by llama.cpp's names: whether q's and k's rows are in HF's rotate_half order
+// (llama.cpp's NEOX RoPE: its converter leaves them as HF has them), the config fields they set, and
+// a layer's tensors. Gemma's norms hold 1 + w already (llama.cpp's converter adds the 1), as normlab's.
+typedef struct {
+    const char *name;
+    int neox, attn_bias;
+    const char *qk_norm, *placement;  // config.json's: qk_norm false, "head" or "projection"
+    int gemma;  // GeGLU with tanh's GELU, the embeddings times sqrt(D)
+    const LayerRow *rows;
+    size_t n_rows;
+} Arch;
+
+static const Arch ARCHES[] = {
+    {"llama", 0, 0, NULL, "pre", 0, ROWS(BASE_ROWS)},
+    {"qwen2", 1, 1, NULL, "pre", 0, ROWS(QWEN2_ROWS)},
+    {"qwen3", 1, 0, "head", "pre", 0, ROWS(QWEN3_ROWS)},
+    {"olmo2", 1, 0, "projection", "post-sublayer", 0, ROWS(OLMO2_ROWS)},
+    {"gemma", 1, 0, NULL, "pre", 1, ROWS(BASE_ROWS)},
+};
+#define N_ARCHES (sizeof ARCHES / sizeof ARCHES[0])
+
+// ---- config.json's fields
+
+static int read_config(NlConfig *config, const GgufMeta *m, const Arch *a, int tied, size_t n_tokens) {
+    int64_t L, T, D, F, H, KVH, V, Dh, rot;
+    double eps, theta;
+    char name[160];
+    if (nl_gguf_get_int(m, "block_count", 1, 1, 1, LAYER_MAX, 0, &L) ||
+        nl_gguf_get_int(m, "context_length", 1, 1, 1, INT64_MAX, 0, &T) ||
+        nl_gguf_get_int(m, "embedding_length", 1, 1, 1, 1 << 20, 0, &D) ||
+        nl_gguf_get_int(m, "feed_forward_length", 1, 1, 1, 1 << 22, 0, &F) ||
+        nl_gguf_get_int(m, "attention.head_count", 1, 1, 1, 1 << 12, 0, &H) ||
+        nl_gguf_get_int(m, "attention.head_count_kv", 1, 0, 1, 1 << 12, H, &KVH) ||
+        nl_gguf_get_int(m, "vocab_size", 1, 0, 1, 1 << 30, (int64_t)n_tokens, &V) ||
+        nl_gguf_get_int(m, "attention.key_length", 1, 0, 2, 1024, D / H, &Dh) ||
+        nl_gguf_get_int(m, "rope.dimension_count", 1, 0, 2, 1024, Dh, &rot) ||
+        nl_gguf_get_float(m, "attention.layer_norm_rms_epsilon", 1, 0, &eps) ||
+        nl_gguf_get_float(m, "rope.freq_base", 0, 1e4, &theta))
+        return -1;
+    if (rot != Dh)
+        return nl_error(m->err, NL_ERR_FORMAT,
+                        "%s: %s.rope.dimension_count %lld is not the head's %lld: normlab's "
+                        "llama rotates whole heads",
+                        m->what, m->arch, (long long)rot, (long long)Dh);
+    if (nl_gguf_key(m, "rope.scaling.type", 1, name, sizeof name) ||
+        nl_gguf_key(m, "rope.scaling.factor", 1, name, sizeof name))
+        return nl_error(m->err, NL_ERR_FORMAT, "%s: has %s: normlab runs RoPE unscaled only", m->what, name);
+    cJSON *root = cJSON_CreateObject(), *format = cJSON_AddObjectToObject(root, "format");
+    cJSON_AddStringToObject(format, "name", "normlab");
+    cJSON_AddNumberToObject(format, "version",
+                            Dh != D / H || a->qk_norm || a->gemma ? 6
+                            : strcmp(a->placement, "pre")         ? 5
+                                                                  : 4);
+    cJSON_AddStringToObject(root, "arch", "llama");
+    const char *const keys[] = {"vocab_size", "n_layer", "n_head", "n_kv_head", "n_embd", "block_size", "n_inner"};
+    const double values[] = {
+        (double)V, (double)L, (double)H, (double)KVH, (double)D, (double)(T < CTX_LIMIT ? T : CTX_LIMIT), (double)F};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) cJSON_AddNumberToObject(root, keys[i], values[i]);
+    cJSON_AddStringToObject(root, "norm", "rmsnorm");
+    cJSON_AddStringToObject(root, "placement", a->placement);
+    cJSON_AddNumberToObject(root, "norm_eps", eps);
+    cJSON_AddNumberToObject(root, "rope_theta", theta);
+    cJSON_AddBoolToObject(root, "tie_embeddings", tied);
+    if (a->qk_norm && a->qk_norm[0] == 'p') cJSON_AddStringToObject(root, "qk_norm", a->qk_norm);
+    else cJSON_AddBoolToObject(root, "qk_norm", a->qk_norm != NULL);
+    cJSON_AddBoolToObject(root, "attn_bias", a->attn_bias);
+    if (Dh != D / H) cJSON_AddNumberToObject(root, "head_dim", (double)Dh);
+    if (a->gemma) {
+        cJSON_AddStringToObject(root, "activation", "gelu_tanh");
+        cJSON_AddNumberToObject(root, "embed_scale", sqrt((double)D));
+    }
+    int rc = nl_config_from_json(config, root, m->what, m->err);
+    cJSON_Delete(root);
+    return rc;
+}
+
+// ---- the tensors
 
 static NlDType dtype_of(unsigned type) {
     switch (type) {
@@ -365,7 +175,7 @@ typedef struct {
     const GgufFile *f;
     const GgufTensor **order;  // (n_tensors) by name, for bsearch
     unsigned char *used;  // (n_tensors)
-    const LayerRow *rows[ROWS_MAX];  // a layer's tensors, as the config has them
+    const LayerRow *rows;  // (n_rows) a layer's tensors
     size_t n_rows, head;  // head: Dh, the rows a head's RoPE pairs run over
     int neox;  // q and k in rotate_half order
     const char *what;
@@ -494,27 +304,24 @@ static void plan_of(const Tensors *ts, size_t j, Plan *p) {
         return;
     }
     size_t layer = (j - 3) / ts->n_rows;
-    const LayerRow *row = ts->rows[(j - 3) % ts->n_rows];
+    const LayerRow *row = &ts->rows[(j - 3) % ts->n_rows];
     snprintf(p->ours, sizeof p->ours, "h.%zu.%s", layer, row->ours);
     for (p->n_parts = 0; p->n_parts < 3 && row->parts[p->n_parts]; p->n_parts++)
         snprintf(p->parts[p->n_parts], sizeof p->parts[0], "blk.%zu.%s", layer, row->parts[p->n_parts]);
     p->rope_parts = ts->neox ? row->rope_parts : 0;
 }
 
-static int read_tensors(StFile *st, void **owned, const GgufFile *f, const NlConfig *c, int neox, const char *what,
+static int read_tensors(StFile *st, void **owned, const GgufFile *f, const NlConfig *c, const Arch *a, const char *what,
                         NlError *err) {
-    Tensors ts = {f,
-                  calloc(f->n_tensors + 1, sizeof *ts.order),
-                  calloc(f->n_tensors + 1, 1),
-                  {NULL},
-                  0,
-                  (size_t)nl_head_width(c),
-                  neox,
-                  what,
-                  err};
-    for (size_t r = 0; r < N_BASE; r++) ts.rows[ts.n_rows++] = &BASE_ROWS[r];
-    if (c->attn_bias) ts.rows[ts.n_rows++] = &BIAS_ROW;
-    for (size_t r = 0; r < 2 && c->qk_norm; r++) ts.rows[ts.n_rows++] = &QK_NORM_ROWS[r];
+    Tensors ts = {.f = f,
+                  .order = calloc(f->n_tensors + 1, sizeof *ts.order),
+                  .used = calloc(f->n_tensors + 1, 1),
+                  .rows = a->rows,
+                  .n_rows = a->n_rows,
+                  .head = nl_head_width(c),
+                  .neox = a->neox,
+                  .what = what,
+                  .err = err};
     size_t n = 3 + ts.n_rows * (size_t)c->n_layer, total = 0;
     Plan *plans = calloc(n, sizeof *plans);
     int rc = ts.order && ts.used && plans && (st->tensors = calloc(n, sizeof *st->tensors))
@@ -542,35 +349,27 @@ static int read_tensors(StFile *st, void **owned, const GgufFile *f, const NlCon
 
 // ---- the model
 
-// The architectures read, by llama.cpp's names: whether q's and k's rows are in HF's rotate_half order
-// (llama.cpp's NEOX RoPE: its converter leaves them as HF has them) and the config fields they set.
-static const struct {
-    const char *name;
-    int neox, attn_bias, qk_norm;
-} ARCHES[] = {{"llama", 0, 0, 0}, {"qwen2", 1, 1, 0}, {"qwen3", 1, 0, 1}};
-#define N_ARCHES (sizeof ARCHES / sizeof ARCHES[0])
-
 int nl_gguf_model(NlGgufParts *out, const unsigned char *buf, size_t len, const char *what, NlError *err) {
     const char *names[N_ARCHES + 1] = {NULL};
     for (size_t i = 0; i < N_ARCHES; i++) names[i] = ARCHES[i].name;
     GgufFile f;
     *out = (NlGgufParts){0};
     if (nl_gguf_parse(&f, buf, len, what, err) != 0) return -1;
-    Meta m = {&f, "", what, err};
+    GgufMeta m = {&f, "", what, err};
     const GgufKv *tokens = nl_gguf_find(&f, "tokenizer.ggml.tokens");
-    int arch, rc = get_choice(&m, "general.architecture", names,
-                              "normlab's GGUF reader runs llama (Llama, Mistral, SmolLM2, TinyLlama), qwen2 and qwen3 "
-                              "so far",
-                              &arch);
+    int arch, rc = nl_gguf_get_choice(
+                  &m, "general.architecture", names,
+                  "normlab's GGUF reader runs llama (Llama, Mistral, SmolLM2, TinyLlama), qwen2, qwen3, olmo2 "
+                  "and gemma so far",
+                  &arch);
     int tied = 1;
     for (size_t i = 0; i < f.n_tensors; i++) tied &= strcmp(f.tensors[i].name, "output.weight") != 0;
     if (rc == 0) {
         m.arch = ARCHES[arch].name;
-        rc = read_config(&out->config, &m, tied, ARCHES[arch].attn_bias, ARCHES[arch].qk_norm,
-                         tokens ? tokens->count : 0);
+        rc = read_config(&out->config, &m, &ARCHES[arch], tied, tokens ? tokens->count : 0);
     }
-    if (rc == 0) rc = read_tokenizer(&out->tok, &m);
-    if (rc == 0) rc = read_tensors(&out->st, &out->owned, &f, &out->config, ARCHES[arch].neox, what, err);
+    if (rc == 0) rc = nl_gguf_tokenizer(&out->tok, &m);
+    if (rc == 0) rc = read_tensors(&out->st, &out->owned, &f, &out->config, &ARCHES[arch], what, err);
     nl_gguf_free(&f);
     if (rc != 0) {
         nl_tokenizer_free(out->tok);

@@ -10,12 +10,12 @@ normlab's own; F32 within 1e-5 of the HF import (the issue's bound; measured 0).
 held-out text equal the HF import's. A tied head (no output tensor), GQA and a head_dim other than
 D / H read right. Byte-level BPEs (tokenizer.ggml.model gpt2) under the pre-tokenizers gpt-2, smollm,
 llama-bpe and qwen2 give the ids of the same tokenizer.json imported from HF (held-out text, digits,
-chat tokens with --special). qwen2 and qwen3 files, whose q and k rows are in HF's rotate_half order,
-give the HF import's logits (F32 within 1e-5, Q8_0 equal to quantize's). Q4_K, Q5_K and Q6_K matrices
-of random super-blocks, widened at load, give the logits of an F32 file of tools/lib/qformats.py's
-dequantize_k values, bit for bit. Every command runs on an F32
-GGUF (tests/parallel_import_test.py's commands(); fold and quantize refuse it in one line, asking for a
-model folder). Each hostile file gets one line naming the problem and
+chat tokens with --special). qwen2, qwen3, olmo2 and gemma files, whose q and k rows are in HF's
+rotate_half order, give the HF import's logits (F32 within 1e-5, Q8_0 equal to quantize's). Q4_K, Q5_K
+and Q6_K matrices of random super-blocks, widened at load, give the logits of an F32 file of
+tools/lib/qformats.py's dequantize_k values, bit for bit. Every command runs on an F32 GGUF
+(tests/parallel_import_test.py's commands(); fold and quantize refuse it in one line, asking for a model
+folder). Each hostile file gets one line naming the problem and
 exit 1: bad magic, version 1, big-endian, counts and lengths past the end, an array of arrays, 5 dims,
 a dims product that overflows, an offset misaligned, past the end or overlapping, an unknown type
 id, an IQ type and Q2_K (refused by name), a Q6_K row not whole super-blocks, a key or tensor name
@@ -115,10 +115,14 @@ def shapes(tmp):
 
 
 def arches(tmp):
-    """qwen2 (q/k/v biases) and qwen3 (per-head QK-norm, head_dim 32 over D 64), whose q and k rows,
-    biases and QK-norm gains a GGUF keeps in HF's rotate_half order: the reader re-pairs them, so the
-    logits are the HF import's (F32 within 1e-5; Q8_0 equal to quantize's of the import)."""
-    for arch, kw in (("qwen2", dict(attn_bias=True)), ("qwen3", dict(family="qwen3", head_dim=32))):
+    """qwen2 (q/k/v biases), qwen3 (per-head QK-norm, head_dim 32 over D 64), olmo2 (post-sublayer,
+    QK-norm over the projection) and gemma ((1 + w) norms as stored, sqrt(D) embeddings, GeGLU, MQA, Dh
+    32 over D 64), whose q and k rows, biases and QK-norm gains a GGUF keeps in HF's rotate_half order:
+    the reader re-pairs them, so the logits are the HF import's (F32 within 1e-5; Q8_0 equal to
+    quantize's of the import)."""
+    for arch, kw in (("qwen2", dict(attn_bias=True)), ("qwen3", dict(family="qwen3", head_dim=32)),
+                     ("olmo2", dict(family="olmo2")),
+                     ("gemma", dict(family="gemma", tied=True, kv_heads=1, head_dim=32))):
         snap = os.path.join(tmp, "arch-" + arch)
         mk.make(snap, seed=13, **kw)
         hf = snap + "-hf"

@@ -116,13 +116,16 @@ def convert(snapshot, kind, bpe=None, arch="llama"):
     """(kvs, tensors) of the Llama snapshot folder (its hf/), matrices stored as kind; bpe: (its
     tokenizer.json as a dict, llama.cpp's pre-tokenizer name) for a byte-level BPE, else the snapshot's
     SentencePiece pieces. arch: "llama" (q's and k's rows permuted into interleaved pairs), or "qwen2"
-    (q/k/v biases) or "qwen3" (attn_q_norm, attn_k_norm), whose q and k stay in HF's rotate_half order
-    (llama.cpp's NEOX RoPE)."""
+    (q/k/v biases), "qwen3" (attn_q_norm, attn_k_norm), "olmo2" (post_attention_norm and post_ffw_norm,
+    no input norms; QK-norm over the projection) or "gemma" (its norms written 1 + w, as llama.cpp's
+    converter adds the 1), whose q and k stay in HF's rotate_half order (llama.cpp's NEOX RoPE)."""
     hf = os.path.join(snapshot, "hf")
     with open(os.path.join(hf, "config.json")) as f:
         c = json.load(f)
     src, _ = hfweights.read_weights(hf)
     w = {k.removeprefix("model."): t.load().astype(np.float32) for k, t in src.items()}
+    if arch == "gemma":
+        w = {k: np.float32(1) + v if k.endswith("norm.weight") else v for k, v in w.items()}
     D, H, L = c["hidden_size"], c["num_attention_heads"], c["num_hidden_layers"]
     KVH, Dh = c.get("num_key_value_heads") or H, c.get("head_dim") or D // H
     a = arch + "."
@@ -147,19 +150,20 @@ def convert(snapshot, kind, bpe=None, arch="llama"):
     tensors = {"token_embd.weight": matrix(w["embed_tokens.weight"])}
     for i in range(L):
         p = f"layers.{i}."
+        norms = {"post_attention_norm": "post_attention_layernorm", "post_ffw_norm": "post_feedforward_layernorm"} \
+            if arch == "olmo2" else {"attn_norm": "input_layernorm", "ffn_norm": "post_attention_layernorm"}
+        tensors.update({f"blk.{i}.{ours}.weight": vector(w[p + theirs + ".weight"]) for ours, theirs in norms.items()})
         tensors.update({
-            f"blk.{i}.attn_norm.weight": vector(w[p + "input_layernorm.weight"]),
             f"blk.{i}.attn_q.weight": matrix(pairs(w[p + "self_attn.q_proj.weight"], H)),
             f"blk.{i}.attn_k.weight": matrix(pairs(w[p + "self_attn.k_proj.weight"], KVH)),
             f"blk.{i}.attn_v.weight": matrix(w[p + "self_attn.v_proj.weight"]),
             f"blk.{i}.attn_output.weight": matrix(w[p + "self_attn.o_proj.weight"]),
-            f"blk.{i}.ffn_norm.weight": vector(w[p + "post_attention_layernorm.weight"]),
             f"blk.{i}.ffn_gate.weight": matrix(w[p + "mlp.gate_proj.weight"]),
             f"blk.{i}.ffn_up.weight": matrix(w[p + "mlp.up_proj.weight"]),
             f"blk.{i}.ffn_down.weight": matrix(w[p + "mlp.down_proj.weight"])})
         if arch == "qwen2":
             tensors.update({f"blk.{i}.attn_{m}.bias": vector(w[p + f"self_attn.{m}_proj.bias"]) for m in "qkv"})
-        if arch == "qwen3":
+        if arch in ("qwen3", "olmo2"):
             tensors.update({f"blk.{i}.attn_{m}_norm.weight": vector(w[p + f"self_attn.{m}_norm.weight"]) for m in "qk"})
     tensors["output_norm.weight"] = vector(w["norm.weight"])
     if "lm_head.weight" in w:
