@@ -1,6 +1,6 @@
 // gguf_model.c — a GGUF file's model: config and tensors (gguf_model.h), its tokenizer from
 // gguf_tokenizer.c. The architectures llama (Llama, Mistral without a window, SmolLM2, TinyLlama), qwen2,
-// qwen3, olmo2 and gemma (ARCHES); F32, F16, BF16, Q8_0 and Q4_0 tensors as they are, Q4_K, Q5_K and
+// qwen3, olmo2, gemma, gemma2 and gemma3 (ARCHES); F32, F16, BF16, Q8_0 and Q4_0 tensors as they are, Q4_K, Q5_K and
 // Q6_K widened to float32.
 #define _POSIX_C_SOURCE 200809L
 #include "gguf_model.h"
@@ -81,6 +81,29 @@ static const LayerRow OLMO2_ROWS[] = {
     {"mlp.c_proj.weight", {"ffn_down.weight"}, 0},
     {"ln_2_post.weight", {"post_ffw_norm.weight"}, 0},
 };
+static const LayerRow GEMMA2_ROWS[] = {
+    // the sandwich: each branch's input and output normalised (peri)
+    {"ln_1.weight", {"attn_norm.weight"}, 0},
+    {"attn.c_attn.weight", {"attn_q.weight", "attn_k.weight", "attn_v.weight"}, 2},
+    {"attn.c_proj.weight", {"attn_output.weight"}, 0},
+    {"ln_1_post.weight", {"post_attention_norm.weight"}, 0},
+    {"ln_2.weight", {"ffn_norm.weight"}, 0},
+    {"mlp.c_fc.weight", {"ffn_gate.weight", "ffn_up.weight"}, 0},
+    {"mlp.c_proj.weight", {"ffn_down.weight"}, 0},
+    {"ln_2_post.weight", {"post_ffw_norm.weight"}, 0},
+};
+static const LayerRow GEMMA3_ROWS[] = {
+    {"ln_1.weight", {"attn_norm.weight"}, 0},
+    {"attn.c_attn.weight", {"attn_q.weight", "attn_k.weight", "attn_v.weight"}, 2},
+    {"attn.q_norm.weight", {"attn_q_norm.weight"}, 1},
+    {"attn.k_norm.weight", {"attn_k_norm.weight"}, 1},
+    {"attn.c_proj.weight", {"attn_output.weight"}, 0},
+    {"ln_1_post.weight", {"post_attention_norm.weight"}, 0},
+    {"ln_2.weight", {"ffn_norm.weight"}, 0},
+    {"mlp.c_fc.weight", {"ffn_gate.weight", "ffn_up.weight"}, 0},
+    {"mlp.c_proj.weight", {"ffn_down.weight"}, 0},
+    {"ln_2_post.weight", {"post_ffw_norm.weight"}, 0},
+};
 #define ROWS(r) r, sizeof r / sizeof r[0]
 
 // The architectures read, by llama.cpp's names: whether q's and k's rows are in HF's rotate_half order
@@ -90,7 +113,7 @@ typedef struct {
     const char *name;
     int neox, attn_bias;
     const char *qk_norm, *placement;  // config.json's: qk_norm false, "head" or "projection"
-    int gemma;  // GeGLU with tanh's GELU, the embeddings times sqrt(D)
+    int gemma;  // 1, 2, 3: Gemma's GeGLU with tanh's GELU, the embeddings times sqrt(D); 2 and 3 their attention
     const LayerRow *rows;
     size_t n_rows;
 } Arch;
@@ -101,10 +124,38 @@ static const Arch ARCHES[] = {
     {"qwen3", 1, 0, "head", "pre", 0, ROWS(QWEN3_ROWS)},
     {"olmo2", 1, 0, "projection", "post-sublayer", 0, ROWS(OLMO2_ROWS)},
     {"gemma", 1, 0, NULL, "pre", 1, ROWS(BASE_ROWS)},
+    {"gemma2", 1, 0, NULL, "peri", 2, ROWS(GEMMA2_ROWS)},
+    {"gemma3", 1, 0, "head", "peri", 3, ROWS(GEMMA3_ROWS)},
 };
 #define N_ARCHES (sizeof ARCHES / sizeof ARCHES[0])
 
 // ---- config.json's fields
+
+// Gemma 2's and 3's attention as llama.cpp runs it: scores times 1/sqrt(Dh) (1/sqrt(D/H) for the 27B
+// models, told by their layer count, 46 and 62: llama.cpp's rule, as their query_pre_attn_scalar);
+// Gemma 2's soft-caps; the sliding window on all layers but each k-th (Gemma 2: k 2, its window 4096
+// where the file gives none, none written where it covers the context; Gemma 3: k 6 unless
+// attention.sliding_window_pattern says, the local layers' RoPE base rope.freq_base_swa, else 10000).
+static int gemma_attention(cJSON *root, const GgufMeta *m, const Arch *a, int64_t L, int64_t D_H, int64_t Dh,
+                           int64_t T) {
+    int two = a->gemma == 2;
+    int64_t W, k;
+    double attn_cap, final_cap, local;
+    if (nl_gguf_get_int(m, "attention.sliding_window", 1, !two, 1, INT32_MAX, 4096, &W) ||
+        nl_gguf_get_int(m, "attention.sliding_window_pattern", 1, 0, 2, 256, two ? 2 : 6, &k) ||
+        nl_gguf_get_float(m, "attn_logit_softcapping", 0, 0, &attn_cap) ||
+        nl_gguf_get_float(m, "final_logit_softcapping", 0, 0, &final_cap) ||
+        nl_gguf_get_float(m, "rope.freq_base_swa", 0, 1e4, &local))
+        return -1;
+    cJSON_AddNumberToObject(root, "attn_scale", 1.0 / sqrt((double)(L == (two ? 46 : 62) ? D_H : Dh)));
+    if (two && attn_cap > 0) cJSON_AddNumberToObject(root, "attn_softcap", attn_cap);
+    if (two && final_cap > 0) cJSON_AddNumberToObject(root, "final_softcap", final_cap);
+    if (two && W >= T) return 0;
+    cJSON_AddNumberToObject(root, "sliding_window", (double)W);
+    cJSON_AddNumberToObject(root, "sliding_window_pattern", (double)k);
+    if (!two) cJSON_AddNumberToObject(root, "rope_local_theta", local);
+    return 0;
+}
 
 static int read_config(NlConfig *config, const GgufMeta *m, const Arch *a, int tied, size_t n_tokens) {
     int64_t L, T, D, F, H, KVH, V, Dh, rot;
@@ -133,9 +184,10 @@ static int read_config(NlConfig *config, const GgufMeta *m, const Arch *a, int t
     cJSON *root = cJSON_CreateObject(), *format = cJSON_AddObjectToObject(root, "format");
     cJSON_AddStringToObject(format, "name", "normlab");
     cJSON_AddNumberToObject(format, "version",
-                            Dh != D / H || a->qk_norm || a->gemma ? 6
-                            : strcmp(a->placement, "pre")         ? 5
-                                                                  : 4);
+                            a->gemma > 1                            ? 7
+                            : Dh != D / H || a->qk_norm || a->gemma ? 6
+                            : strcmp(a->placement, "pre")           ? 5
+                                                                    : 4);
     cJSON_AddStringToObject(root, "arch", "llama");
     const char *const keys[] = {"vocab_size", "n_layer", "n_head", "n_kv_head", "n_embd", "block_size", "n_inner"};
     const double values[] = {
@@ -154,7 +206,8 @@ static int read_config(NlConfig *config, const GgufMeta *m, const Arch *a, int t
         cJSON_AddStringToObject(root, "activation", "gelu_tanh");
         cJSON_AddNumberToObject(root, "embed_scale", sqrt((double)D));
     }
-    int rc = nl_config_from_json(config, root, m->what, m->err);
+    int rc = a->gemma > 1 ? gemma_attention(root, m, a, L, D / H, Dh, T < CTX_LIMIT ? T : CTX_LIMIT) : 0;
+    if (rc == 0) rc = nl_config_from_json(config, root, m->what, m->err);
     cJSON_Delete(root);
     return rc;
 }
@@ -359,8 +412,8 @@ int nl_gguf_model(NlGgufParts *out, const unsigned char *buf, size_t len, const 
     const GgufKv *tokens = nl_gguf_find(&f, "tokenizer.ggml.tokens");
     int arch, rc = nl_gguf_get_choice(
                   &m, "general.architecture", names,
-                  "normlab's GGUF reader runs llama (Llama, Mistral, SmolLM2, TinyLlama), qwen2, qwen3, olmo2 "
-                  "and gemma so far",
+                  "normlab's GGUF reader runs llama (Llama, Mistral, SmolLM2, TinyLlama), qwen2, qwen3, olmo2, "
+                  "gemma, gemma2 and gemma3 so far",
                   &arch);
     int tied = 1;
     for (size_t i = 0; i < f.n_tensors; i++) tied &= strcmp(f.tensors[i].name, "output.weight") != 0;

@@ -10,7 +10,7 @@ normlab's own; F32 within 1e-5 of the HF import (the issue's bound; measured 0).
 held-out text equal the HF import's. A tied head (no output tensor), GQA and a head_dim other than
 D / H read right. Byte-level BPEs (tokenizer.ggml.model gpt2) under the pre-tokenizers gpt-2, smollm,
 llama-bpe and qwen2 give the ids of the same tokenizer.json imported from HF (held-out text, digits,
-chat tokens with --special). qwen2, qwen3, olmo2 and gemma files, whose q and k rows are in HF's
+chat tokens with --special). qwen2, qwen3, olmo2, gemma, gemma2 and gemma3 files, whose q and k rows are in HF's
 rotate_half order, give the HF import's logits (F32 within 1e-5, Q8_0 equal to quantize's). Q4_K, Q5_K
 and Q6_K matrices of random super-blocks, widened at load, give the logits of an F32 file of
 tools/lib/qformats.py's dequantize_k values, bit for bit. Every command runs on an F32 GGUF
@@ -116,15 +116,25 @@ def shapes(tmp):
 
 def arches(tmp):
     """qwen2 (q/k/v biases), qwen3 (per-head QK-norm, head_dim 32 over D 64), olmo2 (post-sublayer,
-    QK-norm over the projection) and gemma ((1 + w) norms as stored, sqrt(D) embeddings, GeGLU, MQA, Dh
+    QK-norm over the projection), gemma2 (the sandwich, soft-caps, a window of 5 on layers 0 and 2 of
+    3), gemma3 (per-head (1 + w) QK-norm, a window of 5 and a local RoPE base on every other layer of 4)
+    and gemma ((1 + w) norms as stored, sqrt(D) embeddings, GeGLU, MQA, Dh
     32 over D 64), whose q and k rows, biases and QK-norm gains a GGUF keeps in HF's rotate_half order:
     the reader re-pairs them, so the logits are the HF import's (F32 within 1e-5; Q8_0 equal to
     quantize's of the import)."""
     for arch, kw in (("qwen2", dict(attn_bias=True)), ("qwen3", dict(family="qwen3", head_dim=32)),
                      ("olmo2", dict(family="olmo2")),
-                     ("gemma", dict(family="gemma", tied=True, kv_heads=1, head_dim=32))):
+                     ("gemma", dict(family="gemma", tied=True, kv_heads=1, head_dim=32)),
+                     ("gemma2", dict(family="gemma2", tied=True, head_dim=32, layers=3, sliding_window=5)),
+                     ("gemma3", dict(family="gemma3", tied=True, kv_heads=1, head_dim=32, layers=4, sliding_window=5))):
         snap = os.path.join(tmp, "arch-" + arch)
         mk.make(snap, seed=13, **kw)
+        if arch in ("gemma2", "gemma3"):  # llama.cpp scales their scores by 1/sqrt(Dh): HF's the same where
+            edit = os.path.join(snap, "hf", "config.json")  # query_pre_attn_scalar is Dh
+            with open(edit) as f:
+                doc = json.load(f)
+            with open(edit, "w") as f:
+                json.dump({**doc, "query_pre_attn_scalar": doc["head_dim"]}, f)
         hf = snap + "-hf"
         r = subprocess.run(["/usr/bin/python3", HF, os.path.join(snap, "hf"), "--out", hf], capture_output=True,
                            text=True)

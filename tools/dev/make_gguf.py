@@ -117,14 +117,15 @@ def convert(snapshot, kind, bpe=None, arch="llama"):
     tokenizer.json as a dict, llama.cpp's pre-tokenizer name) for a byte-level BPE, else the snapshot's
     SentencePiece pieces. arch: "llama" (q's and k's rows permuted into interleaved pairs), or "qwen2"
     (q/k/v biases), "qwen3" (attn_q_norm, attn_k_norm), "olmo2" (post_attention_norm and post_ffw_norm,
-    no input norms; QK-norm over the projection) or "gemma" (its norms written 1 + w, as llama.cpp's
-    converter adds the 1), whose q and k stay in HF's rotate_half order (llama.cpp's NEOX RoPE)."""
+    no input norms; QK-norm over the projection), "gemma", "gemma2" or "gemma3" (their norms written
+    1 + w, as llama.cpp's converter adds the 1; Gemma 2's soft-caps and window, Gemma 3's window, its
+    pattern and local RoPE base), whose q and k stay in HF's rotate_half order (llama.cpp's NEOX RoPE)."""
     hf = os.path.join(snapshot, "hf")
     with open(os.path.join(hf, "config.json")) as f:
         c = json.load(f)
     src, _ = hfweights.read_weights(hf)
     w = {k.removeprefix("model."): t.load().astype(np.float32) for k, t in src.items()}
-    if arch == "gemma":
+    if arch.startswith("gemma"):
         w = {k: np.float32(1) + v if k.endswith("norm.weight") else v for k, v in w.items()}
     D, H, L = c["hidden_size"], c["num_attention_heads"], c["num_hidden_layers"]
     KVH, Dh = c.get("num_key_value_heads") or H, c.get("head_dim") or D // H
@@ -138,6 +139,14 @@ def convert(snapshot, kind, bpe=None, arch="llama"):
            **(bpe_keys(*bpe) if bpe else tokenizer_keys(c["vocab_size"]))}
     if Dh != D // H:
         kvs.update({a + "attention.key_length": Dh, a + "attention.value_length": Dh})
+    if arch in ("gemma2", "gemma3"):
+        kvs[a + "attention.sliding_window"] = c["sliding_window"]
+    if arch == "gemma2":
+        kvs.update({a + "attn_logit_softcapping": float(c["attn_logit_softcapping"]),
+                    a + "final_logit_softcapping": float(c["final_logit_softcapping"])})
+    if arch == "gemma3":
+        kvs.update({a + "attention.sliding_window_pattern": c.get("sliding_window_pattern", 6),
+                    a + "rope.freq_base_swa": float(c.get("rope_local_base_freq", 10000.0))})
 
     def pairs(t, heads):  # llama's converter permutes q and k; the NEOX archs keep HF's order
         return pair_rotary(t, heads, Dh) if arch == "llama" else t
@@ -152,6 +161,9 @@ def convert(snapshot, kind, bpe=None, arch="llama"):
         p = f"layers.{i}."
         norms = {"post_attention_norm": "post_attention_layernorm", "post_ffw_norm": "post_feedforward_layernorm"} \
             if arch == "olmo2" else {"attn_norm": "input_layernorm", "ffn_norm": "post_attention_layernorm"}
+        if arch in ("gemma2", "gemma3"):  # the sandwich
+            norms = {"attn_norm": "input_layernorm", "post_attention_norm": "post_attention_layernorm",
+                     "ffn_norm": "pre_feedforward_layernorm", "post_ffw_norm": "post_feedforward_layernorm"}
         tensors.update({f"blk.{i}.{ours}.weight": vector(w[p + theirs + ".weight"]) for ours, theirs in norms.items()})
         tensors.update({
             f"blk.{i}.attn_q.weight": matrix(pairs(w[p + "self_attn.q_proj.weight"], H)),
@@ -163,7 +175,7 @@ def convert(snapshot, kind, bpe=None, arch="llama"):
             f"blk.{i}.ffn_down.weight": matrix(w[p + "mlp.down_proj.weight"])})
         if arch == "qwen2":
             tensors.update({f"blk.{i}.attn_{m}.bias": vector(w[p + f"self_attn.{m}_proj.bias"]) for m in "qkv"})
-        if arch in ("qwen3", "olmo2"):
+        if arch in ("qwen3", "olmo2", "gemma3"):
             tensors.update({f"blk.{i}.attn_{m}_norm.weight": vector(w[p + f"self_attn.{m}_norm.weight"]) for m in "qk"})
     tensors["output_norm.weight"] = vector(w["norm.weight"])
     if "lm_head.weight" in w:
