@@ -1,7 +1,7 @@
 // gguf_model.c — a GGUF file's model: config and tensors (gguf_model.h), its tokenizer from
 // gguf_tokenizer.c. The architectures llama (Llama, Mistral without a window, SmolLM2, TinyLlama), qwen2,
-// qwen3, olmo2, gemma, gemma2 and gemma3 (ARCHES); F32, F16, BF16, Q8_0 and Q4_0 tensors as they are, Q4_K, Q5_K and
-// Q6_K widened to float32.
+// qwen3, olmo2, gemma, gemma2, gemma3, phi2 and gptneox (ARCHES); F32, F16, BF16, Q8_0 and Q4_0 tensors
+// as they are, Q4_K, Q5_K and Q6_K widened to float32.
 #define _POSIX_C_SOURCE 200809L
 #include "gguf_model.h"
 
@@ -37,74 +37,107 @@ int nl_gguf_is_file(const char *path) {
 
 // One of normlab's tensors of a layer: its name, the GGUF tensors (blk.N. less) it is made of, rows
 // joined, and how many of those parts lead with q's and k's rows (or gains), which a file in HF's
-// rotate_half order (llama.cpp's NEOX RoPE) needs re-paired into GgufMeta's interleaved pairs.
+// rotate_half order (llama.cpp's NEOX RoPE) needs re-paired into Meta's interleaved pairs.
 typedef struct {
     const char *ours, *parts[3];
     int rope_parts;
+    int per_head_qkv;  // one part whose rows run per head as q, k, v (GPT-NeoX's query_key_value)
+    int optional;  // absent: left out (the head tied to token_embd)
 } LayerRow;
 
+// The tensors outside the layers: an RMSNorm model's, and a LayerNorm model's with their biases.
+static const LayerRow TOP_ROWS[] = {{"wte.weight", {"token_embd.weight"}, 0, 0, 0},
+                                    {"ln_f.weight", {"output_norm.weight"}, 0, 0, 0},
+                                    {"lm_head.weight", {"output.weight"}, 0, 0, 1}};
+static const LayerRow LN_TOP_ROWS[] = {{"wte.weight", {"token_embd.weight"}, 0, 0, 0},
+                                       {"ln_f.weight", {"output_norm.weight"}, 0, 0, 0},
+                                       {"ln_f.bias", {"output_norm.bias"}, 0, 0, 0},
+                                       {"lm_head.weight", {"output.weight"}, 0, 0, 0},
+                                       {"lm_head.bias", {"output.bias"}, 0, 0, 1}};
+
 static const LayerRow BASE_ROWS[] = {
-    {"ln_1.weight", {"attn_norm.weight"}, 0},
-    {"attn.c_attn.weight", {"attn_q.weight", "attn_k.weight", "attn_v.weight"}, 2},  // (rows q, k, v)
-    {"attn.c_proj.weight", {"attn_output.weight"}, 0},
-    {"ln_2.weight", {"ffn_norm.weight"}, 0},
-    {"mlp.c_fc.weight", {"ffn_gate.weight", "ffn_up.weight"}, 0},
-    {"mlp.c_proj.weight", {"ffn_down.weight"}, 0},
+    {"ln_1.weight", {"attn_norm.weight"}, 0, 0, 0},
+    {"attn.c_attn.weight", {"attn_q.weight", "attn_k.weight", "attn_v.weight"}, 2, 0, 0},  // (rows q, k, v)
+    {"attn.c_proj.weight", {"attn_output.weight"}, 0, 0, 0},
+    {"ln_2.weight", {"ffn_norm.weight"}, 0, 0, 0},
+    {"mlp.c_fc.weight", {"ffn_gate.weight", "ffn_up.weight"}, 0, 0, 0},
+    {"mlp.c_proj.weight", {"ffn_down.weight"}, 0, 0, 0},
 };
 static const LayerRow QWEN2_ROWS[] = {
-    {"ln_1.weight", {"attn_norm.weight"}, 0},
-    {"attn.c_attn.weight", {"attn_q.weight", "attn_k.weight", "attn_v.weight"}, 2},
-    {"attn.c_attn.bias", {"attn_q.bias", "attn_k.bias", "attn_v.bias"}, 2},
-    {"attn.c_proj.weight", {"attn_output.weight"}, 0},
-    {"ln_2.weight", {"ffn_norm.weight"}, 0},
-    {"mlp.c_fc.weight", {"ffn_gate.weight", "ffn_up.weight"}, 0},
-    {"mlp.c_proj.weight", {"ffn_down.weight"}, 0},
+    {"ln_1.weight", {"attn_norm.weight"}, 0, 0, 0},
+    {"attn.c_attn.weight", {"attn_q.weight", "attn_k.weight", "attn_v.weight"}, 2, 0, 0},
+    {"attn.c_attn.bias", {"attn_q.bias", "attn_k.bias", "attn_v.bias"}, 2, 0, 0},
+    {"attn.c_proj.weight", {"attn_output.weight"}, 0, 0, 0},
+    {"ln_2.weight", {"ffn_norm.weight"}, 0, 0, 0},
+    {"mlp.c_fc.weight", {"ffn_gate.weight", "ffn_up.weight"}, 0, 0, 0},
+    {"mlp.c_proj.weight", {"ffn_down.weight"}, 0, 0, 0},
 };
 static const LayerRow QWEN3_ROWS[] = {
-    {"ln_1.weight", {"attn_norm.weight"}, 0},
-    {"attn.c_attn.weight", {"attn_q.weight", "attn_k.weight", "attn_v.weight"}, 2},
-    {"attn.q_norm.weight", {"attn_q_norm.weight"}, 1},
-    {"attn.k_norm.weight", {"attn_k_norm.weight"}, 1},
-    {"attn.c_proj.weight", {"attn_output.weight"}, 0},
-    {"ln_2.weight", {"ffn_norm.weight"}, 0},
-    {"mlp.c_fc.weight", {"ffn_gate.weight", "ffn_up.weight"}, 0},
-    {"mlp.c_proj.weight", {"ffn_down.weight"}, 0},
+    {"ln_1.weight", {"attn_norm.weight"}, 0, 0, 0},
+    {"attn.c_attn.weight", {"attn_q.weight", "attn_k.weight", "attn_v.weight"}, 2, 0, 0},
+    {"attn.q_norm.weight", {"attn_q_norm.weight"}, 1, 0, 0},
+    {"attn.k_norm.weight", {"attn_k_norm.weight"}, 1, 0, 0},
+    {"attn.c_proj.weight", {"attn_output.weight"}, 0, 0, 0},
+    {"ln_2.weight", {"ffn_norm.weight"}, 0, 0, 0},
+    {"mlp.c_fc.weight", {"ffn_gate.weight", "ffn_up.weight"}, 0, 0, 0},
+    {"mlp.c_proj.weight", {"ffn_down.weight"}, 0, 0, 0},
 };
 static const LayerRow OLMO2_ROWS[] = {
     // no input norms: each branch's output normalised (post-sublayer)
-    {"attn.c_attn.weight", {"attn_q.weight", "attn_k.weight", "attn_v.weight"}, 2},
-    {"attn.q_norm.weight", {"attn_q_norm.weight"}, 1},
-    {"attn.k_norm.weight", {"attn_k_norm.weight"}, 1},
-    {"attn.c_proj.weight", {"attn_output.weight"}, 0},
-    {"ln_1_post.weight", {"post_attention_norm.weight"}, 0},
-    {"mlp.c_fc.weight", {"ffn_gate.weight", "ffn_up.weight"}, 0},
-    {"mlp.c_proj.weight", {"ffn_down.weight"}, 0},
-    {"ln_2_post.weight", {"post_ffw_norm.weight"}, 0},
+    {"attn.c_attn.weight", {"attn_q.weight", "attn_k.weight", "attn_v.weight"}, 2, 0, 0},
+    {"attn.q_norm.weight", {"attn_q_norm.weight"}, 1, 0, 0},
+    {"attn.k_norm.weight", {"attn_k_norm.weight"}, 1, 0, 0},
+    {"attn.c_proj.weight", {"attn_output.weight"}, 0, 0, 0},
+    {"ln_1_post.weight", {"post_attention_norm.weight"}, 0, 0, 0},
+    {"mlp.c_fc.weight", {"ffn_gate.weight", "ffn_up.weight"}, 0, 0, 0},
+    {"mlp.c_proj.weight", {"ffn_down.weight"}, 0, 0, 0},
+    {"ln_2_post.weight", {"post_ffw_norm.weight"}, 0, 0, 0},
 };
 static const LayerRow GEMMA2_ROWS[] = {
     // the sandwich: each branch's input and output normalised (peri)
-    {"ln_1.weight", {"attn_norm.weight"}, 0},
-    {"attn.c_attn.weight", {"attn_q.weight", "attn_k.weight", "attn_v.weight"}, 2},
-    {"attn.c_proj.weight", {"attn_output.weight"}, 0},
-    {"ln_1_post.weight", {"post_attention_norm.weight"}, 0},
-    {"ln_2.weight", {"ffn_norm.weight"}, 0},
-    {"mlp.c_fc.weight", {"ffn_gate.weight", "ffn_up.weight"}, 0},
-    {"mlp.c_proj.weight", {"ffn_down.weight"}, 0},
-    {"ln_2_post.weight", {"post_ffw_norm.weight"}, 0},
+    {"ln_1.weight", {"attn_norm.weight"}, 0, 0, 0},
+    {"attn.c_attn.weight", {"attn_q.weight", "attn_k.weight", "attn_v.weight"}, 2, 0, 0},
+    {"attn.c_proj.weight", {"attn_output.weight"}, 0, 0, 0},
+    {"ln_1_post.weight", {"post_attention_norm.weight"}, 0, 0, 0},
+    {"ln_2.weight", {"ffn_norm.weight"}, 0, 0, 0},
+    {"mlp.c_fc.weight", {"ffn_gate.weight", "ffn_up.weight"}, 0, 0, 0},
+    {"mlp.c_proj.weight", {"ffn_down.weight"}, 0, 0, 0},
+    {"ln_2_post.weight", {"post_ffw_norm.weight"}, 0, 0, 0},
 };
 static const LayerRow GEMMA3_ROWS[] = {
-    {"ln_1.weight", {"attn_norm.weight"}, 0},
-    {"attn.c_attn.weight", {"attn_q.weight", "attn_k.weight", "attn_v.weight"}, 2},
-    {"attn.q_norm.weight", {"attn_q_norm.weight"}, 1},
-    {"attn.k_norm.weight", {"attn_k_norm.weight"}, 1},
-    {"attn.c_proj.weight", {"attn_output.weight"}, 0},
-    {"ln_1_post.weight", {"post_attention_norm.weight"}, 0},
-    {"ln_2.weight", {"ffn_norm.weight"}, 0},
-    {"mlp.c_fc.weight", {"ffn_gate.weight", "ffn_up.weight"}, 0},
-    {"mlp.c_proj.weight", {"ffn_down.weight"}, 0},
-    {"ln_2_post.weight", {"post_ffw_norm.weight"}, 0},
+    {"ln_1.weight", {"attn_norm.weight"}, 0, 0, 0},
+    {"attn.c_attn.weight", {"attn_q.weight", "attn_k.weight", "attn_v.weight"}, 2, 0, 0},
+    {"attn.q_norm.weight", {"attn_q_norm.weight"}, 1, 0, 0},
+    {"attn.k_norm.weight", {"attn_k_norm.weight"}, 1, 0, 0},
+    {"attn.c_proj.weight", {"attn_output.weight"}, 0, 0, 0},
+    {"ln_1_post.weight", {"post_attention_norm.weight"}, 0, 0, 0},
+    {"ln_2.weight", {"ffn_norm.weight"}, 0, 0, 0},
+    {"mlp.c_fc.weight", {"ffn_gate.weight", "ffn_up.weight"}, 0, 0, 0},
+    {"mlp.c_proj.weight", {"ffn_down.weight"}, 0, 0, 0},
+    {"ln_2_post.weight", {"post_ffw_norm.weight"}, 0, 0, 0},
 };
-#define ROWS(r) r, sizeof r / sizeof r[0]
+static const LayerRow PHI2_ROWS[] = {
+    // one LayerNorm read by attention and MLP side by side
+    {"ln_1.weight", {"attn_norm.weight"}, 0, 0, 0},
+    {"ln_1.bias", {"attn_norm.bias"}, 0, 0, 0},
+    {"attn.c_attn.weight", {"attn_q.weight", "attn_k.weight", "attn_v.weight"}, 2, 0, 0},
+    {"attn.c_attn.bias", {"attn_q.bias", "attn_k.bias", "attn_v.bias"}, 2, 0, 0},
+    {"attn.c_proj.weight", {"attn_output.weight"}, 0, 0, 0},
+    {"attn.c_proj.bias", {"attn_output.bias"}, 0, 0, 0},
+    {"mlp.c_fc.weight", {"ffn_up.weight"}, 0, 0, 0},
+    {"mlp.c_fc.bias", {"ffn_up.bias"}, 0, 0, 0},
+    {"mlp.c_proj.weight", {"ffn_down.weight"}, 0, 0, 0},
+    {"mlp.c_proj.bias", {"ffn_down.bias"}, 0, 0, 0},
+};
+static const LayerRow GPTNEOX_ROWS[] = {
+    {"ln_1.weight", {"attn_norm.weight"}, 0, 0, 0},          {"ln_1.bias", {"attn_norm.bias"}, 0, 0, 0},
+    {"attn.c_attn.weight", {"attn_qkv.weight"}, 1, 1, 0},    {"attn.c_attn.bias", {"attn_qkv.bias"}, 1, 1, 0},
+    {"attn.c_proj.weight", {"attn_output.weight"}, 0, 0, 0}, {"attn.c_proj.bias", {"attn_output.bias"}, 0, 0, 0},
+    {"ln_2.weight", {"ffn_norm.weight"}, 0, 0, 0},           {"ln_2.bias", {"ffn_norm.bias"}, 0, 0, 0},
+    {"mlp.c_fc.weight", {"ffn_up.weight"}, 0, 0, 0},         {"mlp.c_fc.bias", {"ffn_up.bias"}, 0, 0, 0},
+    {"mlp.c_proj.weight", {"ffn_down.weight"}, 0, 0, 0},     {"mlp.c_proj.bias", {"ffn_down.bias"}, 0, 0, 0},
+};
+#define N_OF(r) (sizeof r / sizeof r[0])
 
 // The architectures read, by llama.cpp's names: whether q's and k's rows are in HF's rotate_half order
 // (llama.cpp's NEOX RoPE: its converter leaves them as HF has them), the config fields they set, and
@@ -114,18 +147,23 @@ typedef struct {
     int neox, attn_bias;
     const char *qk_norm, *placement;  // config.json's: qk_norm false, "head" or "projection"
     int gemma;  // 1, 2, 3: Gemma's GeGLU with tanh's GELU, the embeddings times sqrt(D); 2 and 3 their attention
-    const LayerRow *rows;
-    size_t n_rows;
+    const char *layer_norm;  // LayerNorm with biases, every linear biased, a plain MLP of this activation
+    int head_bias;
+    const LayerRow *top, *rows;
+    size_t n_top, n_rows;
 } Arch;
 
+#define RMS_ROWS(r) NULL, 0, TOP_ROWS, r, 3, N_OF(r)
 static const Arch ARCHES[] = {
-    {"llama", 0, 0, NULL, "pre", 0, ROWS(BASE_ROWS)},
-    {"qwen2", 1, 1, NULL, "pre", 0, ROWS(QWEN2_ROWS)},
-    {"qwen3", 1, 0, "head", "pre", 0, ROWS(QWEN3_ROWS)},
-    {"olmo2", 1, 0, "projection", "post-sublayer", 0, ROWS(OLMO2_ROWS)},
-    {"gemma", 1, 0, NULL, "pre", 1, ROWS(BASE_ROWS)},
-    {"gemma2", 1, 0, NULL, "peri", 2, ROWS(GEMMA2_ROWS)},
-    {"gemma3", 1, 0, "head", "peri", 3, ROWS(GEMMA3_ROWS)},
+    {"llama", 0, 0, NULL, "pre", 0, RMS_ROWS(BASE_ROWS)},
+    {"qwen2", 1, 1, NULL, "pre", 0, RMS_ROWS(QWEN2_ROWS)},
+    {"qwen3", 1, 0, "head", "pre", 0, RMS_ROWS(QWEN3_ROWS)},
+    {"olmo2", 1, 0, "projection", "post-sublayer", 0, RMS_ROWS(OLMO2_ROWS)},
+    {"gemma", 1, 0, NULL, "pre", 1, RMS_ROWS(BASE_ROWS)},
+    {"gemma2", 1, 0, NULL, "peri", 2, RMS_ROWS(GEMMA2_ROWS)},
+    {"gemma3", 1, 0, "head", "peri", 3, RMS_ROWS(GEMMA3_ROWS)},
+    {"phi2", 1, 0, NULL, "parallel-shared", 0, "gelu_tanh", 1, LN_TOP_ROWS, PHI2_ROWS, 5, N_OF(PHI2_ROWS)},
+    {"gptneox", 1, 0, NULL, "parallel", 0, "gelu", 0, LN_TOP_ROWS, GPTNEOX_ROWS, 4, N_OF(GPTNEOX_ROWS)},
 };
 #define N_ARCHES (sizeof ARCHES / sizeof ARCHES[0])
 
@@ -170,31 +208,35 @@ static int read_config(NlConfig *config, const GgufMeta *m, const Arch *a, int t
         nl_gguf_get_int(m, "vocab_size", 1, 0, 1, 1 << 30, (int64_t)n_tokens, &V) ||
         nl_gguf_get_int(m, "attention.key_length", 1, 0, 2, 1024, D / H, &Dh) ||
         nl_gguf_get_int(m, "rope.dimension_count", 1, 0, 2, 1024, Dh, &rot) ||
-        nl_gguf_get_float(m, "attention.layer_norm_rms_epsilon", 1, 0, &eps) ||
+        nl_gguf_get_float(m, a->layer_norm ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon", 1, 0,
+                          &eps) ||
         nl_gguf_get_float(m, "rope.freq_base", 0, 1e4, &theta))
         return -1;
-    if (rot != Dh)
-        return nl_error(m->err, NL_ERR_FORMAT,
-                        "%s: %s.rope.dimension_count %lld is not the head's %lld: normlab's "
-                        "llama rotates whole heads",
-                        m->what, m->arch, (long long)rot, (long long)Dh);
+    if (a->layer_norm ? rot > Dh || rot % 2 : rot != Dh)
+        return nl_error(m->err, NL_ERR_FORMAT, "%s: %s.rope.dimension_count %lld: not %s of the head's %lld", m->what,
+                        m->arch, (long long)rot, a->layer_norm ? "an even count" : "all", (long long)Dh);
     if (nl_gguf_key(m, "rope.scaling.type", 1, name, sizeof name) ||
         nl_gguf_key(m, "rope.scaling.factor", 1, name, sizeof name))
         return nl_error(m->err, NL_ERR_FORMAT, "%s: has %s: normlab runs RoPE unscaled only", m->what, name);
     cJSON *root = cJSON_CreateObject(), *format = cJSON_AddObjectToObject(root, "format");
     cJSON_AddStringToObject(format, "name", "normlab");
     cJSON_AddNumberToObject(format, "version",
-                            a->gemma > 1                            ? 7
-                            : Dh != D / H || a->qk_norm || a->gemma ? 6
-                            : strcmp(a->placement, "pre")           ? 5
-                                                                    : 4);
+                            a->gemma > 1                                             ? 7
+                            : Dh != D / H || a->qk_norm || a->gemma || a->layer_norm ? 6
+                            : strcmp(a->placement, "pre")                            ? 5
+                                                                                     : 4);
     cJSON_AddStringToObject(root, "arch", "llama");
     const char *const keys[] = {"vocab_size", "n_layer", "n_head", "n_kv_head", "n_embd", "block_size", "n_inner"};
     const double values[] = {
         (double)V, (double)L, (double)H, (double)KVH, (double)D, (double)(T < CTX_LIMIT ? T : CTX_LIMIT), (double)F};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) cJSON_AddNumberToObject(root, keys[i], values[i]);
-    cJSON_AddStringToObject(root, "norm", "rmsnorm");
-    cJSON_AddStringToObject(root, "placement", a->placement);
+    cJSON_AddStringToObject(root, "norm", a->layer_norm ? "layernorm" : "rmsnorm");
+    int parallel = 1;  // (GPT-NeoX's use_parallel_residual: false runs its two LayerNorms one after the other)
+    if (nl_gguf_get_bool(m, strcmp(a->name, "gptneox") ? "" : "gptneox.use_parallel_residual", 1, &parallel)) {
+        cJSON_Delete(root);
+        return -1;
+    }
+    cJSON_AddStringToObject(root, "placement", parallel ? a->placement : "pre");
     cJSON_AddNumberToObject(root, "norm_eps", eps);
     cJSON_AddNumberToObject(root, "rope_theta", theta);
     cJSON_AddBoolToObject(root, "tie_embeddings", tied);
@@ -205,6 +247,13 @@ static int read_config(NlConfig *config, const GgufMeta *m, const Arch *a, int t
     if (a->gemma) {
         cJSON_AddStringToObject(root, "activation", "gelu_tanh");
         cJSON_AddNumberToObject(root, "embed_scale", sqrt((double)D));
+    }
+    if (a->layer_norm) {
+        if (rot < Dh) cJSON_AddNumberToObject(root, "rope_dims", (double)rot);
+        cJSON_AddStringToObject(root, "activation", a->layer_norm);
+        cJSON_AddBoolToObject(root, "gated_mlp", 0);
+        cJSON_AddBoolToObject(root, "bias", 1);
+        if (a->head_bias) cJSON_AddBoolToObject(root, "head_bias", 1);
     }
     int rc = a->gemma > 1 ? gemma_attention(root, m, a, L, D / H, Dh, T < CTX_LIMIT ? T : CTX_LIMIT) : 0;
     if (rc == 0) rc = nl_config_from_json(config, root, m->what, m->err);
@@ -228,8 +277,8 @@ typedef struct {
     const GgufFile *f;
     const GgufTensor **order;  // (n_tensors) by name, for bsearch
     unsigned char *used;  // (n_tensors)
-    const LayerRow *rows;  // (n_rows) a layer's tensors
-    size_t n_rows, head;  // head: Dh, the rows a head's RoPE pairs run over
+    const LayerRow *top, *rows;  // (n_top) the tensors outside the layers, (n_rows) a layer's
+    size_t n_top, n_rows, head, rot;  // head: Dh; rot: the rows of a head RoPE turns
     int neox;  // q and k in rotate_half order
     const char *what;
     NlError *err;
@@ -250,6 +299,7 @@ typedef struct {
     char ours[96], parts[3][64];
     size_t n_parts;
     int rope_parts;  // the leading parts re-paired (none unless the file is in rotate_half order)
+    int per_head_qkv;  // one part of rows per head q, k, v: re-laid as all q, all k, all v
     size_t copy;  // the bytes it takes in the owned buffer (0: read in place)
     int widen;  // a part is a K-quant: every part widened to float32 as it is copied
 } Plan;
@@ -280,7 +330,7 @@ static int make_tensor(Tensors *ts, StTensor *t, Plan *p) {
             return nl_error(ts->err, NL_ERR_FORMAT, "%s: tensor %s: not of %s's type, dims and width", ts->what,
                             p->parts[k], p->parts[0]);
         size_t n = part[k]->n_dims == 2 ? (size_t)part[k]->ne[1] : (size_t)part[k]->ne[0];
-        if (k < (size_t)p->rope_parts && (ts->head < 2 || n % ts->head))
+        if (k < (size_t)p->rope_parts && (ts->head < 2 || n % (ts->head * (p->per_head_qkv ? 3 : 1))))
             return nl_error(ts->err, NL_ERR_FORMAT, "%s: tensor %s: its %zu rows are not whole heads of %zu", ts->what,
                             p->parts[k], n, ts->head);
         rows += n;
@@ -290,7 +340,7 @@ static int make_tensor(Tensors *ts, StTensor *t, Plan *p) {
     t->shape[0] = rows;  // (a vector's: its values, joined)
     t->shape[1] = t->ndim == 2 ? (size_t)part[0]->ne[0] : 0;
     for (size_t k = 0; k < p->n_parts; k++) t->nbytes += p->widen ? 4 * elements(part[k]) : part[k]->nbytes;
-    p->copy = p->n_parts > 1 || p->rope_parts || p->widen || (uintptr_t)t->data % 4 ? t->nbytes : 0;
+    p->copy = p->n_parts > 1 || p->rope_parts || p->per_head_qkv || p->widen || (uintptr_t)t->data % 4 ? t->nbytes : 0;
     if (!(t->name = malloc(strlen(p->ours) + 1))) return nl_error(ts->err, NL_ERR_NOMEM, "%s: out of memory", ts->what);
     strcpy(t->name, p->ours);
     return 0;
@@ -309,16 +359,26 @@ static size_t widen(unsigned char *dst, const GgufTensor *t) {
     return 4 * cols * rows;
 }
 
-// rows (n of row_bytes each) in heads of `head` rows, each from rotate_half's halves into (2i, 2i+1)
-// pairs: row a head/2 + i of a head becomes row 2i + a. tmp: room for a head's rows.
-static void pair_rows(unsigned char *rows, size_t n, size_t row_bytes, size_t head, unsigned char *tmp) {
+// rows (n of row_bytes each) in heads of `head` rows, each head's first rot from rotate_half's halves
+// into (2i, 2i+1) pairs: row a rot/2 + i of a head becomes row 2i + a; the rows past rot stay. tmp:
+// room for a head's rows.
+static void pair_rows(unsigned char *rows, size_t n, size_t row_bytes, size_t head, size_t rot, unsigned char *tmp) {
     for (size_t h = 0; h + head <= n; h += head) {
         unsigned char *at = rows + h * row_bytes;
-        memcpy(tmp, at, head * row_bytes);
-        for (size_t i = 0; i < head / 2; i++)
+        memcpy(tmp, at, rot * row_bytes);
+        for (size_t i = 0; i < rot / 2; i++)
             for (size_t a = 0; a < 2; a++)
-                memcpy(at + (2 * i + a) * row_bytes, tmp + (a * head / 2 + i) * row_bytes, row_bytes);
+                memcpy(at + (2 * i + a) * row_bytes, tmp + (a * rot / 2 + i) * row_bytes, row_bytes);
     }
+}
+
+// n rows of row_bytes that run per head as q, k, v (head rows each), re-laid as every head's q, then
+// every head's k, then every head's v. tmp: room for all n.
+static void split_qkv(unsigned char *rows, size_t n, size_t row_bytes, size_t head, unsigned char *tmp) {
+    size_t heads = n / (3 * head), block = head * row_bytes;
+    memcpy(tmp, rows, n * row_bytes);
+    for (size_t h = 0; h < heads; h++)
+        for (size_t j = 0; j < 3; j++) memcpy(rows + (j * heads + h) * block, tmp + (3 * h + j) * block, block);
 }
 
 // The copied tensors' bytes, into one owned buffer: joined, and their q and k rows re-paired.
@@ -335,7 +395,9 @@ static int join(Tensors *ts, StFile *st, void **owned, const Plan *plans, size_t
             size_t n = p->n_dims == 2 ? (size_t)p->ne[1] : (size_t)p->ne[0], bytes = p->nbytes;
             if (plans[i].widen) bytes = widen(at, p);
             else memcpy(at, p->data, bytes);
-            if (k < (size_t)plans[i].rope_parts) pair_rows(at, n, bytes / n, ts->head, tmp);
+            if (plans[i].per_head_qkv) split_qkv(at, n, bytes / n, ts->head, tmp);
+            if (k < (size_t)plans[i].rope_parts)  // (the split q and k: two thirds of its rows)
+                pair_rows(at, plans[i].per_head_qkv ? 2 * n / 3 : n, bytes / n, ts->head, ts->rot, tmp);
             at += bytes;
         }
         st->tensors[i].data = start;
@@ -345,23 +407,20 @@ static int join(Tensors *ts, StFile *st, void **owned, const Plan *plans, size_t
     return rc;
 }
 
-// The plan of normlab's j-th tensor: the three outside the layers, then each layer's rows.
-static void plan_of(const Tensors *ts, size_t j, Plan *p) {
-    static const char *const TOP[3][2] = {{"wte.weight", "token_embd.weight"},
-                                          {"ln_f.weight", "output_norm.weight"},
-                                          {"lm_head.weight", "output.weight"}};
-    *p = (Plan){.n_parts = 1};
-    if (j < 3) {
-        snprintf(p->ours, sizeof p->ours, "%s", TOP[j][0]);
-        snprintf(p->parts[0], sizeof p->parts[0], "%s", TOP[j][1]);
-        return;
+// The plan of normlab's j-th tensor: those outside the layers, then each layer's rows.
+static void plan_of(const Tensors *ts, size_t j, Plan *p, int *optional) {
+    int top = j < ts->n_top;
+    const LayerRow *row = top ? &ts->top[j] : &ts->rows[(j - ts->n_top) % ts->n_rows];
+    size_t layer = top ? 0 : (j - ts->n_top) / ts->n_rows;
+    *p = (Plan){.rope_parts = ts->neox ? row->rope_parts : 0, .per_head_qkv = row->per_head_qkv};
+    *optional = row->optional;
+    if (top) snprintf(p->ours, sizeof p->ours, "%s", row->ours);
+    else snprintf(p->ours, sizeof p->ours, "h.%zu.%s", layer, row->ours);
+    for (; p->n_parts < 3 && row->parts[p->n_parts]; p->n_parts++) {
+        char *part = p->parts[p->n_parts];
+        if (top) snprintf(part, sizeof p->parts[0], "%s", row->parts[p->n_parts]);
+        else snprintf(part, sizeof p->parts[0], "blk.%zu.%s", layer, row->parts[p->n_parts]);
     }
-    size_t layer = (j - 3) / ts->n_rows;
-    const LayerRow *row = &ts->rows[(j - 3) % ts->n_rows];
-    snprintf(p->ours, sizeof p->ours, "h.%zu.%s", layer, row->ours);
-    for (p->n_parts = 0; p->n_parts < 3 && row->parts[p->n_parts]; p->n_parts++)
-        snprintf(p->parts[p->n_parts], sizeof p->parts[0], "blk.%zu.%s", layer, row->parts[p->n_parts]);
-    p->rope_parts = ts->neox ? row->rope_parts : 0;
 }
 
 static int read_tensors(StFile *st, void **owned, const GgufFile *f, const NlConfig *c, const Arch *a, const char *what,
@@ -369,13 +428,16 @@ static int read_tensors(StFile *st, void **owned, const GgufFile *f, const NlCon
     Tensors ts = {.f = f,
                   .order = calloc(f->n_tensors + 1, sizeof *ts.order),
                   .used = calloc(f->n_tensors + 1, 1),
+                  .top = a->top,
                   .rows = a->rows,
+                  .n_top = a->n_top,
                   .n_rows = a->n_rows,
                   .head = nl_head_width(c),
+                  .rot = c->rope_dims ? (size_t)c->rope_dims : nl_head_width(c),
                   .neox = a->neox,
                   .what = what,
                   .err = err};
-    size_t n = 3 + ts.n_rows * (size_t)c->n_layer, total = 0;
+    size_t n = ts.n_top + ts.n_rows * (size_t)c->n_layer, total = 0;
     Plan *plans = calloc(n, sizeof *plans);
     int rc = ts.order && ts.used && plans && (st->tensors = calloc(n, sizeof *st->tensors))
                  ? 0
@@ -383,9 +445,10 @@ static int read_tensors(StFile *st, void **owned, const GgufFile *f, const NlCon
     for (size_t i = 0; i < f->n_tensors && rc == 0; i++) ts.order[i] = &f->tensors[i];
     if (rc == 0) qsort(ts.order, f->n_tensors, sizeof *ts.order, by_name);
     for (size_t i = 0; i < n && rc == 0; i++) {
-        Plan *p = &plans[st->n];  // the tensor's place: i, less the tied head's
-        plan_of(&ts, i, p);
-        if (i == 2 && !find(&ts, p->parts[0])) continue;  // no output: the head is tied to token_embd
+        Plan *p = &plans[st->n];  // the tensor's place: i, less those left out
+        int optional;
+        plan_of(&ts, i, p, &optional);
+        if (optional && !find(&ts, p->parts[0])) continue;  // (no output: the head is tied to token_embd)
         if ((rc = make_tensor(&ts, &st->tensors[st->n], p)) == 0) st->n++;
         total += p->copy + 8;
     }
@@ -413,7 +476,7 @@ int nl_gguf_model(NlGgufParts *out, const unsigned char *buf, size_t len, const 
     int arch, rc = nl_gguf_get_choice(
                   &m, "general.architecture", names,
                   "normlab's GGUF reader runs llama (Llama, Mistral, SmolLM2, TinyLlama), qwen2, qwen3, olmo2, "
-                  "gemma, gemma2 and gemma3 so far",
+                  "gemma, gemma2, gemma3, phi2 and gptneox so far",
                   &arch);
     int tied = 1;
     for (size_t i = 0; i < f.n_tensors; i++) tied &= strcmp(f.tensors[i].name, "output.weight") != 0;

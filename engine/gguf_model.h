@@ -5,7 +5,7 @@
 // names and keys (docs/gguf.md): token_embd, blk.N.attn_q, ..., output; {arch}.block_count,
 // {arch}.attention.layer_norm_rms_epsilon, .... q's and k's rows are in Meta's interleaved RoPE pairs
 // in a llama file (llama.cpp's converter permutes HF's, as normlab's importer does); the NEOX
-// architectures' files (qwen2, qwen3, olmo2, the gemmas) keep HF's rotate_half order, re-paired here.
+// architectures' files (all the others) keep HF's rotate_half order, re-paired here.
 #ifndef NL_GGUF_MODEL_H
 #define NL_GGUF_MODEL_H
 

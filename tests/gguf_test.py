@@ -11,7 +11,8 @@ held-out text equal the HF import's. A tied head (no output tensor), GQA and a h
 D / H read right. Byte-level BPEs (tokenizer.ggml.model gpt2) under the pre-tokenizers gpt-2, smollm,
 llama-bpe and qwen2 give the ids of the same tokenizer.json imported from HF (held-out text, digits,
 chat tokens with --special). qwen2, qwen3, olmo2, gemma, gemma2 and gemma3 files, whose q and k rows are in HF's
-rotate_half order, give the HF import's logits (F32 within 1e-5, Q8_0 equal to quantize's). Q4_K, Q5_K
+rotate_half order, give the HF import's logits (F32 within 1e-5, Q8_0 equal to quantize's), as do
+phi2 and gptneox files (partial rotary; GPT-NeoX's per-head fused qkv; parallel and sequential). Q4_K, Q5_K
 and Q6_K matrices of random super-blocks, widened at load, give the logits of an F32 file of
 tools/lib/qformats.py's dequantize_k values, bit for bit. Every command runs on an F32 GGUF
 (tests/parallel_import_test.py's commands(); fold and quantize refuse it in one line, asking for a model
@@ -47,6 +48,7 @@ import gpt2bpe  # noqa: E402
 import make_bpe_tokenizers  # noqa: E402
 import make_gguf  # noqa: E402
 import make_llama_snapshot as mk  # noqa: E402
+import make_parallel_snapshot as parallel_snapshot  # noqa: E402
 import qformats  # noqa: E402
 import parallel_import_test as commands_of  # noqa: E402  (its commands(): one check a command)
 
@@ -185,6 +187,32 @@ def kquants(tmp):
           f"qformats.py's transcription of ggml's, bit for bit (logits' max diff {d:.1e})")
 
 
+def parallel_arches(tmp):
+    """phi2 (one LayerNorm, partial rotary 0.4 of Dh 20, biased head) and gptneox (per-head fused qkv,
+    rotary 0.25; parallel and sequential), NEOX order over the turned dims only: the logits equal the HF
+    import's (F32 within 1e-5; Q8_0 equal to quantize's of the import)."""
+    for label, arch, kw in (("phi2", "phi2", dict(family="phi", dim=80)),
+                            ("gptneox", "gptneox", dict(family="gpt_neox")),
+                            ("gptneox sequential", "gptneox", dict(family="gpt_neox", sequential=True))):
+        snap = os.path.join(tmp, "par-" + label.replace(" ", "-"))
+        parallel_snapshot.make(snap, seed=19, **kw)
+        hf = snap + "-hf"
+        r = subprocess.run(["/usr/bin/python3", HF, os.path.join(snap, "hf"), "--out", hf], capture_output=True,
+                           text=True)
+        for kind in ("F32", "Q8_0") if kw.get("dim", 64) % 32 == 0 else ("F32",):
+            g = f"{snap}-{kind}.gguf"
+            with open(g, "wb") as f:
+                f.write(make_gguf.gguf_bytes(*make_gguf.convert_parallel(snap, kind, arch)))
+            want = logits(hf)
+            if kind == "Q8_0":
+                engine("quantize", "-m", hf, "-o", hf + "-q8", "--type", "q8_0")
+                want = logits(hf + "-q8")
+            d = diff(logits(g), want)
+            check(r.returncode == 0 and d <= (1e-5 if kind == "F32" else 0),
+                  f"GGUF arch {label}, {kind}: logits {'within 1e-5 of' if kind == 'F32' else 'equal to'} the HF "
+                  f"import's{'' if kind == 'F32' else ' quantized'} (max diff {d:.1e})", r.stderr)
+
+
 def small_bpe(size, text):
     """A GPT-2-form byte-level BPE tokenizer.json of size tokens: the 256 bytes, merges learnt on text
     (the most frequent pair of each word's symbols, GPT-2's words), "<|endoftext|>" last."""
@@ -315,6 +343,7 @@ def main():
         bpe_tokenizers(tmp)
         arches(tmp)
         kquants(tmp)
+        parallel_arches(tmp)
         commands_of.commands("F32 GGUF", good, tmp, logits(good), fold=False)
         hostile(tmp, good)
     return check.summary()

@@ -183,6 +183,61 @@ def convert(snapshot, kind, bpe=None, arch="llama"):
     return kvs, tensors
 
 
+def convert_parallel(snapshot, kind, arch):
+    """(kvs, tensors) of a make_parallel_snapshot.py folder as llama.cpp lays out "phi2" (separate q, k,
+    v with biases; one LayerNorm; lm_head's bias as output.bias) or "gptneox" (attn_qkv as HF fuses it,
+    its rows per head q, k, v; two LayerNorms; use_parallel_residual); q and k in HF's rotate_half order
+    (llama.cpp's NEOX RoPE) over the first rope.dimension_count dims of a head."""
+    hf = os.path.join(snapshot, "hf")
+    with open(os.path.join(hf, "config.json")) as f:
+        c = json.load(f)
+    src, _ = hfweights.read_weights(hf)
+    neox = arch == "gptneox"
+    w = {k.split(".", 1)[1] if k.startswith(("gpt_neox.", "model.")) else k: t.load().astype(np.float32)
+         for k, t in src.items()}
+    D, H, L = c["hidden_size"], c["num_attention_heads"], c["num_hidden_layers"]
+    rot = int(D // H * c["rotary_pct" if neox else "partial_rotary_factor"])
+    a = arch + "."
+    kvs = {"general.architecture": arch, "general.name": "random " + arch, "general.file_type": FILE_TYPES[kind],
+           a + "context_length": c["max_position_embeddings"], a + "embedding_length": D, a + "block_count": L,
+           a + "feed_forward_length": c["intermediate_size"], a + "rope.dimension_count": rot,
+           a + "attention.head_count": H, a + "attention.layer_norm_epsilon": float(c["layer_norm_eps"]),
+           **tokenizer_keys(c["vocab_size"])}
+    if neox:
+        kvs[a + "use_parallel_residual"] = bool(c.get("use_parallel_residual", True))
+
+    def matrix(t):
+        return kind, t.shape, qformats.quantize(t, kind).tobytes()
+
+    def vector(t):
+        return "F32", t.shape, t.astype("<f4").tobytes()
+
+    def pair(_, ours, theirs, kind_of=matrix):
+        return {f"{ours}.weight": kind_of(w[theirs + ".weight"]), f"{ours}.bias": vector(w[theirs + ".bias"])}
+    tensors = {"token_embd.weight": matrix(w["embed_in.weight" if neox else "embed_tokens.weight"])}
+    for i in range(L):
+        p, b = f"layers.{i}.", f"blk.{i}."
+        tensors.update(pair(None, b + "attn_norm", p + "input_layernorm", vector))
+        if neox:
+            tensors.update(pair(None, b + "attn_qkv", p + "attention.query_key_value"))
+            tensors.update(pair(None, b + "attn_output", p + "attention.dense"))
+            tensors.update(pair(None, b + "ffn_norm", p + "post_attention_layernorm", vector))
+            tensors.update(pair(None, b + "ffn_up", p + "mlp.dense_h_to_4h"))
+            tensors.update(pair(None, b + "ffn_down", p + "mlp.dense_4h_to_h"))
+            continue
+        for m in "qkv":
+            tensors.update(pair(None, b + f"attn_{m}", p + f"self_attn.{m}_proj"))
+        tensors.update(pair(None, b + "attn_output", p + "self_attn.dense"))
+        tensors.update(pair(None, b + "ffn_up", p + "mlp.fc1"))
+        tensors.update(pair(None, b + "ffn_down", p + "mlp.fc2"))
+    tensors.update(pair(None, "output_norm", "final_layer_norm" if neox else "final_layernorm", vector))
+    if neox:
+        tensors["output.weight"] = matrix(w["embed_out.weight"])
+    else:
+        tensors.update(pair(None, "output", "lm_head"))
+    return kvs, tensors
+
+
 def main(argv):
     p = nltool.ArgumentParser(prog="make_gguf.py", description=__doc__)
     p.add_argument("snapshot", help="make_llama_snapshot.py's --out folder")
