@@ -120,10 +120,9 @@ def arches(tmp):
     """qwen2 (q/k/v biases), qwen3 (per-head QK-norm, head_dim 32 over D 64), olmo2 (post-sublayer,
     QK-norm over the projection), gemma2 (the sandwich, soft-caps, a window of 5 on layers 0 and 2 of
     3), gemma3 (per-head (1 + w) QK-norm, a window of 5 and a local RoPE base on every other layer of 4)
-    and gemma ((1 + w) norms as stored, sqrt(D) embeddings, GeGLU, MQA, Dh
-    32 over D 64), whose q and k rows, biases and QK-norm gains a GGUF keeps in HF's rotate_half order:
-    the reader re-pairs them, so the logits are the HF import's (F32 within 1e-5; Q8_0 equal to
-    quantize's of the import)."""
+    and gemma ((1 + w) norms as stored, sqrt(D) embeddings, GeGLU, MQA, Dh 32 over D 64), whose q and
+    k rows, biases and QK-norm gains a GGUF keeps in HF's rotate_half order: the reader re-pairs them,
+    so the logits are the HF import's (F32 within 1e-5; Q8_0 equal to quantize's of the import)."""
     for arch, kw in (("qwen2", dict(attn_bias=True)), ("qwen3", dict(family="qwen3", head_dim=32)),
                      ("olmo2", dict(family="olmo2")),
                      ("gemma", dict(family="gemma", tied=True, kv_heads=1, head_dim=32)),
@@ -137,21 +136,26 @@ def arches(tmp):
                 doc = json.load(f)
             with open(edit, "w") as f:
                 json.dump({**doc, "query_pre_attn_scalar": doc["head_dim"]}, f)
-        hf = snap + "-hf"
-        r = subprocess.run(["/usr/bin/python3", HF, os.path.join(snap, "hf"), "--out", hf], capture_output=True,
-                           text=True)
-        for kind in ("F32", "Q8_0"):
-            g = f"{snap}-{kind}.gguf"
-            with open(g, "wb") as f:
-                f.write(make_gguf.gguf_bytes(*make_gguf.convert(snap, kind, arch=arch)))
-            want = logits(hf)
-            if kind == "Q8_0":
-                engine("quantize", "-m", hf, "-o", hf + "-q8", "--type", "q8_0")
-                want = logits(hf + "-q8")
-            d = diff(logits(g), want)
-            check(r.returncode == 0 and d <= (1e-5 if kind == "F32" else 0),
-                  f"GGUF arch {arch}, {kind}: logits {'within 1e-5 of' if kind == 'F32' else 'equal to'} the HF "
-                  f"import's{'' if kind == 'F32' else ' quantized'} (max diff {d:.1e})", r.stderr)
+        against_import(arch, snap, ("F32", "Q8_0"), lambda kind: make_gguf.convert(snap, kind, arch=arch))
+
+
+def against_import(label, snap, kinds, convert):
+    """The snapshot's HF import against its GGUF of each kind (convert(kind) -> (kvs, tensors)): F32's
+    logits within 1e-5, another type's equal to those of the import stored as that type by quantize."""
+    hf = snap + "-hf"
+    r = subprocess.run(["/usr/bin/python3", HF, os.path.join(snap, "hf"), "--out", hf], capture_output=True, text=True)
+    for kind in kinds:
+        g = f"{snap}-{kind}.gguf"
+        with open(g, "wb") as f:
+            f.write(make_gguf.gguf_bytes(*convert(kind)))
+        want = logits(hf)
+        if kind != "F32":
+            engine("quantize", "-m", hf, "-o", f"{hf}-{kind}", "--type", kind.lower())
+            want = logits(f"{hf}-{kind}")
+        d = diff(logits(g), want)
+        check(r.returncode == 0 and d <= (1e-5 if kind == "F32" else 0),
+              f"GGUF arch {label}, {kind}: logits {'within 1e-5 of' if kind == 'F32' else 'equal to'} the HF "
+              f"import's{'' if kind == 'F32' else ' quantized'} (max diff {d:.1e})", r.stderr)
 
 
 def kquants(tmp):
@@ -196,21 +200,8 @@ def parallel_arches(tmp):
                             ("gptneox sequential", "gptneox", dict(family="gpt_neox", sequential=True))):
         snap = os.path.join(tmp, "par-" + label.replace(" ", "-"))
         parallel_snapshot.make(snap, seed=19, **kw)
-        hf = snap + "-hf"
-        r = subprocess.run(["/usr/bin/python3", HF, os.path.join(snap, "hf"), "--out", hf], capture_output=True,
-                           text=True)
-        for kind in ("F32", "Q8_0") if kw.get("dim", 64) % 32 == 0 else ("F32",):
-            g = f"{snap}-{kind}.gguf"
-            with open(g, "wb") as f:
-                f.write(make_gguf.gguf_bytes(*make_gguf.convert_parallel(snap, kind, arch)))
-            want = logits(hf)
-            if kind == "Q8_0":
-                engine("quantize", "-m", hf, "-o", hf + "-q8", "--type", "q8_0")
-                want = logits(hf + "-q8")
-            d = diff(logits(g), want)
-            check(r.returncode == 0 and d <= (1e-5 if kind == "F32" else 0),
-                  f"GGUF arch {label}, {kind}: logits {'within 1e-5 of' if kind == 'F32' else 'equal to'} the HF "
-                  f"import's{'' if kind == 'F32' else ' quantized'} (max diff {d:.1e})", r.stderr)
+        kinds = ("F32", "Q8_0") if kw.get("dim", 64) % 32 == 0 else ("F32",)
+        against_import(label, snap, kinds, lambda kind: make_gguf.convert_parallel(snap, kind, arch))
 
 
 def small_bpe(size, text):
