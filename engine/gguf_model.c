@@ -1,7 +1,7 @@
 // gguf_model.c — a GGUF file's model: config and tensors (gguf_model.h), its tokenizer from
 // gguf_tokenizer.c. The architectures llama (Llama, Mistral without a window, SmolLM2, TinyLlama), qwen2,
-// qwen3, olmo2, gemma, gemma2, gemma3, phi2 and gptneox (ARCHES); F32, F16, BF16, Q8_0 and Q4_0 tensors
-// as they are, Q4_K, Q5_K and Q6_K widened to float32.
+// qwen3, olmo2, gemma, gemma2, gemma3, phi2, gptneox and gpt2 (ARCHES); F32, F16, BF16, Q8_0 and Q4_0
+// tensors as they are, Q4_K, Q5_K and Q6_K widened to float32.
 #define _POSIX_C_SOURCE 200809L
 #include "gguf_model.h"
 
@@ -137,6 +137,20 @@ static const LayerRow GPTNEOX_ROWS[] = {
     {"mlp.c_fc.weight", {"ffn_up.weight"}, 0, 0, 0},         {"mlp.c_fc.bias", {"ffn_up.bias"}, 0, 0, 0},
     {"mlp.c_proj.weight", {"ffn_down.weight"}, 0, 0, 0},     {"mlp.c_proj.bias", {"ffn_down.bias"}, 0, 0, 0},
 };
+static const LayerRow GPT2_TOP_ROWS[] = {
+    {"wte.weight", {"token_embd.weight"}, 0, 0, 0},   {"wpe.weight", {"position_embd.weight"}, 0, 0, 0},
+    {"ln_f.weight", {"output_norm.weight"}, 0, 0, 0}, {"ln_f.bias", {"output_norm.bias"}, 0, 0, 0},
+    {"lm_head.weight", {"output.weight"}, 0, 0, 1},
+};
+static const LayerRow GPT2_ROWS[] = {
+    // c_attn's q, k, v rows one after the other, as GPT-2's c_attn
+    {"ln_1.weight", {"attn_norm.weight"}, 0, 0, 0},          {"ln_1.bias", {"attn_norm.bias"}, 0, 0, 0},
+    {"attn.c_attn.weight", {"attn_qkv.weight"}, 0, 0, 0},    {"attn.c_attn.bias", {"attn_qkv.bias"}, 0, 0, 0},
+    {"attn.c_proj.weight", {"attn_output.weight"}, 0, 0, 0}, {"attn.c_proj.bias", {"attn_output.bias"}, 0, 0, 0},
+    {"ln_2.weight", {"ffn_norm.weight"}, 0, 0, 0},           {"ln_2.bias", {"ffn_norm.bias"}, 0, 0, 0},
+    {"mlp.c_fc.weight", {"ffn_up.weight"}, 0, 0, 0},         {"mlp.c_fc.bias", {"ffn_up.bias"}, 0, 0, 0},
+    {"mlp.c_proj.weight", {"ffn_down.weight"}, 0, 0, 0},     {"mlp.c_proj.bias", {"ffn_down.bias"}, 0, 0, 0},
+};
 #define N_OF(r) (sizeof r / sizeof r[0])
 
 // The architectures read, by llama.cpp's names: whether q's and k's rows are in HF's rotate_half order
@@ -151,9 +165,10 @@ typedef struct {
     int head_bias;
     const LayerRow *top, *rows;
     size_t n_top, n_rows;
+    int positions;  // GPT-2's learned positions: normlab's transformer arch, no RoPE
 } Arch;
 
-#define RMS_ROWS(r) NULL, 0, TOP_ROWS, r, 3, N_OF(r)
+#define RMS_ROWS(r) NULL, 0, TOP_ROWS, r, 3, N_OF(r), 0
 static const Arch ARCHES[] = {
     {"llama", 0, 0, NULL, "pre", 0, RMS_ROWS(BASE_ROWS)},
     {"qwen2", 1, 1, NULL, "pre", 0, RMS_ROWS(QWEN2_ROWS)},
@@ -162,8 +177,9 @@ static const Arch ARCHES[] = {
     {"gemma", 1, 0, NULL, "pre", 1, RMS_ROWS(BASE_ROWS)},
     {"gemma2", 1, 0, NULL, "peri", 2, RMS_ROWS(GEMMA2_ROWS)},
     {"gemma3", 1, 0, "head", "peri", 3, RMS_ROWS(GEMMA3_ROWS)},
-    {"phi2", 1, 0, NULL, "parallel-shared", 0, "gelu_tanh", 1, LN_TOP_ROWS, PHI2_ROWS, 5, N_OF(PHI2_ROWS)},
-    {"gptneox", 1, 0, NULL, "parallel", 0, "gelu", 0, LN_TOP_ROWS, GPTNEOX_ROWS, 4, N_OF(GPTNEOX_ROWS)},
+    {"phi2", 1, 0, NULL, "parallel-shared", 0, "gelu_tanh", 1, LN_TOP_ROWS, PHI2_ROWS, 5, N_OF(PHI2_ROWS), 0},
+    {"gptneox", 1, 0, NULL, "parallel", 0, "gelu", 0, LN_TOP_ROWS, GPTNEOX_ROWS, 4, N_OF(GPTNEOX_ROWS), 0},
+    {"gpt2", 0, 0, NULL, "pre", 0, "gelu_tanh", 0, GPT2_TOP_ROWS, GPT2_ROWS, N_OF(GPT2_TOP_ROWS), N_OF(GPT2_ROWS), 1},
 };
 #define N_ARCHES (sizeof ARCHES / sizeof ARCHES[0])
 
@@ -195,6 +211,26 @@ static int gemma_attention(cJSON *root, const GgufMeta *m, const Arch *a, int64_
     return 0;
 }
 
+// GPT-2's: normlab's transformer arch (docs/gpt2.md), its positions learned (context_length of them).
+static int gpt2_config(NlConfig *config, const GgufMeta *m, int tied, int64_t V, int64_t L, int64_t H, int64_t D,
+                       int64_t T, int64_t F, double eps) {
+    cJSON *root = cJSON_CreateObject(), *format = cJSON_AddObjectToObject(root, "format");
+    cJSON_AddStringToObject(format, "name", "normlab");
+    cJSON_AddNumberToObject(format, "version", 1);
+    const char *const keys[] = {"vocab_size", "n_layer", "n_head", "n_embd", "block_size", "n_inner"};
+    const double values[] = {(double)V, (double)L, (double)H, (double)D, (double)T, (double)F};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) cJSON_AddNumberToObject(root, keys[i], values[i]);
+    cJSON_AddStringToObject(root, "norm", "layernorm");
+    cJSON_AddStringToObject(root, "placement", "pre");
+    cJSON_AddNumberToObject(root, "norm_eps", eps);
+    cJSON_AddStringToObject(root, "activation", "gelu_tanh");  // (gelu_new)
+    cJSON_AddBoolToObject(root, "bias", 1);
+    cJSON_AddBoolToObject(root, "tie_embeddings", tied);
+    int rc = nl_config_from_json(config, root, m->what, m->err);
+    cJSON_Delete(root);
+    return rc;
+}
+
 static int read_config(NlConfig *config, const GgufMeta *m, const Arch *a, int tied, size_t n_tokens) {
     int64_t L, T, D, F, H, KVH, V, Dh, rot;
     double eps, theta;
@@ -218,6 +254,7 @@ static int read_config(NlConfig *config, const GgufMeta *m, const Arch *a, int t
     if (nl_gguf_key(m, "rope.scaling.type", 1, name, sizeof name) ||
         nl_gguf_key(m, "rope.scaling.factor", 1, name, sizeof name))
         return nl_error(m->err, NL_ERR_FORMAT, "%s: has %s: normlab runs RoPE unscaled only", m->what, name);
+    if (a->positions) return gpt2_config(config, m, tied, V, L, H, D, T, F, eps);
     cJSON *root = cJSON_CreateObject(), *format = cJSON_AddObjectToObject(root, "format");
     cJSON_AddStringToObject(format, "name", "normlab");
     cJSON_AddNumberToObject(format, "version",
@@ -476,7 +513,7 @@ int nl_gguf_model(NlGgufParts *out, const unsigned char *buf, size_t len, const 
     int arch, rc = nl_gguf_get_choice(
                   &m, "general.architecture", names,
                   "normlab's GGUF reader runs llama (Llama, Mistral, SmolLM2, TinyLlama), qwen2, qwen3, olmo2, "
-                  "gemma, gemma2, gemma3, phi2 and gptneox so far",
+                  "gemma, gemma2, gemma3, phi2, gptneox and gpt2 so far",
                   &arch);
     int tied = 1;
     for (size_t i = 0; i < f.n_tensors; i++) tied &= strcmp(f.tensors[i].name, "output.weight") != 0;

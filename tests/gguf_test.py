@@ -12,7 +12,8 @@ D / H read right. Byte-level BPEs (tokenizer.ggml.model gpt2) under the pre-toke
 llama-bpe and qwen2 give the ids of the same tokenizer.json imported from HF (held-out text, digits,
 chat tokens with --special). qwen2, qwen3, olmo2, gemma, gemma2 and gemma3 files, whose q and k rows are in HF's
 rotate_half order, give the HF import's logits (F32 within 1e-5, Q8_0 equal to quantize's), as do
-phi2 and gptneox files (partial rotary; GPT-NeoX's per-head fused qkv; parallel and sequential). Q4_K, Q5_K
+phi2 and gptneox files (partial rotary; GPT-NeoX's per-head fused qkv; parallel and sequential) and a
+gpt2 file (learned positions, its byte-level BPE). Q4_K, Q5_K
 and Q6_K matrices of random super-blocks, widened at load, give the logits of an F32 file of
 tools/lib/qformats.py's dequantize_k values, bit for bit. Every command runs on an F32 GGUF
 (tests/parallel_import_test.py's commands(); fold and quantize refuse it in one line, asking for a model
@@ -45,6 +46,7 @@ import numpy as np  # noqa: E402
 for d in ("lib", "dev"):
     sys.path.insert(0, os.path.join(ROOT, "tools", d))
 import gpt2bpe  # noqa: E402
+import hf_gpt2_test  # noqa: E402
 import make_bpe_tokenizers  # noqa: E402
 import make_gguf  # noqa: E402
 import make_llama_snapshot as mk  # noqa: E402
@@ -63,8 +65,8 @@ def engine(*args):
     return r.returncode, r.stdout, r.stderr.strip()
 
 
-def logits(model):
-    rc, out, _ = engine("logits", "-m", model, "-p", PROMPT)
+def logits(model, prompt=PROMPT):
+    rc, out, _ = engine("logits", "-m", model, "-p", prompt)
     return np.array([json.loads(line) for line in out.splitlines()]) if rc == 0 else None
 
 
@@ -139,7 +141,7 @@ def arches(tmp):
         against_import(arch, snap, ("F32", "Q8_0"), lambda kind: make_gguf.convert(snap, kind, arch=arch))
 
 
-def against_import(label, snap, kinds, convert):
+def against_import(label, snap, kinds, convert, prompt=PROMPT):
     """The snapshot's HF import against its GGUF of each kind (convert(kind) -> (kvs, tensors)): F32's
     logits within 1e-5, another type's equal to those of the import stored as that type by quantize."""
     hf = snap + "-hf"
@@ -148,11 +150,11 @@ def against_import(label, snap, kinds, convert):
         g = f"{snap}-{kind}.gguf"
         with open(g, "wb") as f:
             f.write(make_gguf.gguf_bytes(*convert(kind)))
-        want = logits(hf)
+        want = logits(hf, prompt)
         if kind != "F32":
             engine("quantize", "-m", hf, "-o", f"{hf}-{kind}", "--type", kind.lower())
-            want = logits(f"{hf}-{kind}")
-        d = diff(logits(g), want)
+            want = logits(f"{hf}-{kind}", prompt)
+        d = diff(logits(g, prompt), want)
         check(r.returncode == 0 and d <= (1e-5 if kind == "F32" else 0),
               f"GGUF arch {label}, {kind}: logits {'within 1e-5 of' if kind == 'F32' else 'equal to'} the HF "
               f"import's{'' if kind == 'F32' else ' quantized'} (max diff {d:.1e})", r.stderr)
@@ -202,6 +204,20 @@ def parallel_arches(tmp):
         parallel_snapshot.make(snap, seed=19, **kw)
         kinds = ("F32", "Q8_0") if kw.get("dim", 64) % 32 == 0 else ("F32",)
         against_import(label, snap, kinds, lambda kind: make_gguf.convert_parallel(snap, kind, arch))
+
+
+def gpt2(tmp):
+    """gpt2 (learned positions, LayerNorm, fused q, k, v rows, its byte-level BPE with pre-tokenizer
+    gpt-2, an output.weight copy of token_embd), as tests/hf_gpt2_test.py's random snapshot: the HF
+    import's logits (F32 within 1e-5; Q8_0 equal to quantize's) and ids."""
+    snap = os.path.join(tmp, "gpt2")
+    hf_gpt2_test.snapshot(os.path.join(snap, "hf"), hf_gpt2_test.weights(np.random.default_rng(21)))
+    kinds = ("F32", "Q8_0") if hf_gpt2_test.SHAPE["n_embd"] % 32 == 0 else ("F32",)
+    text = "the king, thou"  # (within its 16 positions)
+    against_import("gpt2", snap, kinds, lambda kind: make_gguf.convert_gpt2(os.path.join(snap, "hf"), kind), text)
+    got = [engine("tokenize", "-m", m, "-p", text, "--json")[1] for m in (snap + "-F32.gguf", snap + "-hf")]
+    check(got[0] == got[1] and json.loads(got[0])["ids"], "GGUF arch gpt2: its byte-level BPE gives the HF "
+          "import's ids", got[0][:200])
 
 
 def small_bpe(size, text):
@@ -335,6 +351,7 @@ def main():
         arches(tmp)
         kquants(tmp)
         parallel_arches(tmp)
+        gpt2(tmp)
         commands_of.commands("F32 GGUF", good, tmp, logits(good), fold=False)
         hostile(tmp, good)
     return check.summary()

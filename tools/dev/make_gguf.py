@@ -238,6 +238,43 @@ def convert_parallel(snapshot, kind, arch):
     return kvs, tensors
 
 
+def convert_gpt2(folder, kind):
+    """(kvs, tensors) of a Hugging Face GPT-2 snapshot folder (config.json, model.safetensors with or
+    without the transformer. prefix, tokenizer.json) as llama.cpp lays out "gpt2": its Conv1D weights
+    transposed to (out, in), c_attn as attn_qkv (q, k, v rows one after the other), output.weight a copy
+    of token_embd (llama.cpp's converter writes one), the byte-level BPE with pre-tokenizer gpt-2."""
+    with open(os.path.join(folder, "config.json")) as f:
+        c = json.load(f)
+    with open(os.path.join(folder, "tokenizer.json"), encoding="utf-8") as f:
+        tokenizer = json.load(f)
+    src, _ = hfweights.read_weights(folder)
+    w = {k.removeprefix("transformer."): t.load().astype(np.float32) for k, t in src.items()}
+    D, L = c["n_embd"], c["n_layer"]
+    a = "gpt2."
+    kvs = {"general.architecture": "gpt2", "general.name": "random gpt2", "general.file_type": FILE_TYPES[kind],
+           a + "context_length": c["n_positions"], a + "embedding_length": D, a + "block_count": L,
+           a + "feed_forward_length": c.get("n_inner") or 4 * D, a + "attention.head_count": c["n_head"],
+           a + "attention.layer_norm_epsilon": float(c["layer_norm_epsilon"]), **bpe_keys(tokenizer, "gpt-2")}
+
+    def matrix(t):
+        return kind, t.shape, qformats.quantize(t, kind).tobytes()
+
+    def vector(t):
+        return "F32", t.shape, t.astype("<f4").tobytes()
+    tensors = {"token_embd.weight": matrix(w["wte.weight"]), "position_embd.weight": vector(w["wpe.weight"])}
+    for i in range(L):
+        p, b = f"h.{i}.", f"blk.{i}."
+        for ours, theirs, linear in (("attn_norm", "ln_1", False), ("attn_qkv", "attn.c_attn", True),
+                                     ("attn_output", "attn.c_proj", True), ("ffn_norm", "ln_2", False),
+                                     ("ffn_up", "mlp.c_fc", True), ("ffn_down", "mlp.c_proj", True)):
+            weight = w[p + theirs + ".weight"]
+            tensors[b + ours + ".weight"] = matrix(np.ascontiguousarray(weight.T)) if linear else vector(weight)
+            tensors[b + ours + ".bias"] = vector(w[p + theirs + ".bias"])
+    tensors.update({"output_norm.weight": vector(w["ln_f.weight"]), "output_norm.bias": vector(w["ln_f.bias"]),
+                    "output.weight": matrix(w["wte.weight"])})
+    return kvs, tensors
+
+
 def main(argv):
     p = nltool.ArgumentParser(prog="make_gguf.py", description=__doc__)
     p.add_argument("snapshot", help="make_llama_snapshot.py's --out folder")
