@@ -36,7 +36,6 @@ import sys
 import tempfile
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-BIN = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "normlab"))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 from tooltest import Checks, skip_unless  # noqa: E402
 
@@ -55,19 +54,10 @@ import qformats  # noqa: E402
 import parallel_import_test as commands_of  # noqa: E402  (its commands(): one check a command)
 
 check = commands_of.check = Checks("gguf_test")
-HF = os.path.join(ROOT, "tools", "interop", "import_hf.py")
-TEXT = os.path.join(ROOT, "tests", "data", "held_out.txt")
-PROMPT = "the king my lord thou art what shall I say to thee Romeo"
-
-
-def engine(*args):
-    r = subprocess.run([BIN, *args], capture_output=True, text=True, timeout=300)
-    return r.returncode, r.stdout, r.stderr.strip()
-
-
-def logits(model, prompt=PROMPT):
-    rc, out, _ = engine("logits", "-m", model, "-p", prompt)
-    return np.array([json.loads(line) for line in out.splitlines()]) if rc == 0 else None
+# the importer, the held-out text, the prompt, and running the engine (rc, stdout, stderr) and its
+# logits (None on a failure): the parallel families' test's
+HF, TEXT, PROMPT, engine, logits = (commands_of.HF, commands_of.TEXT, commands_of.PROMPT, commands_of.engine,
+                                    commands_of.logits)
 
 
 def ids(model):
