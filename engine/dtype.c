@@ -204,11 +204,75 @@ void nl_weight_store_rows(void *dst, const float *src, size_t rows, size_t cols,
         nl_dtype_from_f32((unsigned char *)dst + r * row_bytes, src + r * cols, cols, type);
 }
 
-// ---- ggml's K-quants, read only
-
-size_t nl_kquant_block_bytes(NlKQuant type) { return type == NL_KQ_Q4_K ? 144 : type == NL_KQ_Q5_K ? 176 : 210; }
+// ---- ggml's block types normlab widens (read only)
 
 static float f16_at(const unsigned char *p) { return nl_f16_to_f32((uint16_t)(p[0] | p[1] << 8)); }
+
+// The fifth bit of a Q5_0 or Q5_1 block's weight i (0..31): bit i of the 4 bytes qh, as 16 or 0.
+static int fifth_bit(const unsigned char *qh, int i) { return (qh[i / 8] >> (i % 8) & 1) << 4; }
+
+// Q4_1 (d, m, 16 bytes of nibbles), Q5_0 (d, 4 bytes of fifth bits, nibbles) and Q5_1 (d, m, fifth
+// bits, nibbles): weight j (low nibble) and j + 16 (high) of a block of 32, x = q d (+ m), Q5_0's q - 16.
+static void q4_1(float *y, const unsigned char *b) {
+    float d = f16_at(b), m = f16_at(b + 2);
+    for (int j = 0; j < 16; j++) {
+        y[j] = (float)(b[4 + j] & 0xF) * d + m;
+        y[j + 16] = (float)(b[4 + j] >> 4) * d + m;
+    }
+}
+static void q5_0(float *y, const unsigned char *b) {
+    float d = f16_at(b);
+    for (int j = 0; j < 16; j++) {
+        y[j] = (float)(((b[6 + j] & 0xF) | fifth_bit(b + 2, j)) - 16) * d;
+        y[j + 16] = (float)(((b[6 + j] >> 4) | fifth_bit(b + 2, j + 16)) - 16) * d;
+    }
+}
+static void q5_1(float *y, const unsigned char *b) {
+    float d = f16_at(b), m = f16_at(b + 2);
+    for (int j = 0; j < 16; j++) {
+        y[j] = (float)((b[8 + j] & 0xF) | fifth_bit(b + 4, j)) * d + m;
+        y[j + 16] = (float)((b[8 + j] >> 4) | fifth_bit(b + 4, j + 16)) * d + m;
+    }
+}
+
+// Q2_K (16 bytes of 4-bit scale and min pairs, 64 of 2-bit quants, d, dmin): 16 sub-blocks of 16, each
+// weight (d sc) q - (dmin m); weight 128 n + 32 j + l is bits 2j of quant byte 32 n + l.
+static void q2_k(float *y, const unsigned char *b) {
+    float d = f16_at(b + 80), dmin = f16_at(b + 82);
+    for (int n = 0; n < 2; n++)
+        for (int j = 0; j < 4; j++)
+            for (int l = 0; l < 32; l++) {
+                unsigned sc = b[8 * n + 2 * j + l / 16];
+                float dl = d * (float)(sc & 0xF), ml = dmin * (float)(sc >> 4);
+                *y++ = dl * (float)(b[16 + 32 * n + l] >> 2 * j & 3) - ml;
+            }
+}
+
+// Q3_K's 16 6-bit scales of its 12 packed bytes s: low nibbles from s[0..7], high pairs from s[8..11].
+static void q3_k_scales(int scale[16], const unsigned char *s) {
+    for (int k = 0; k < 4; k++) {
+        scale[k] = (s[k] & 0xF) | (s[8 + k] & 3) << 4;
+        scale[4 + k] = (s[4 + k] & 0xF) | (s[8 + k] >> 2 & 3) << 4;
+        scale[8 + k] = (s[k] >> 4) | (s[8 + k] >> 4 & 3) << 4;
+        scale[12 + k] = (s[4 + k] >> 4) | (s[8 + k] >> 6 & 3) << 4;
+    }
+}
+
+// Q3_K (32 bytes of high bits, 64 of 2-bit quants, 12 of scales, d): 16 sub-blocks of 16, each weight
+// (d (sc - 32)) (q - 4 unless its high bit is set); weight 128 n + 32 j + l: bits 2j of quant byte
+// 32 n + l, bit 4 n + j of high byte l.
+static void q3_k(float *y, const unsigned char *b) {
+    int scale[16];
+    q3_k_scales(scale, b + 96);
+    float d = f16_at(b + 108);
+    for (int n = 0; n < 2; n++)
+        for (int j = 0; j < 4; j++)
+            for (int l = 0; l < 32; l++) {
+                float dl = d * (float)(scale[8 * n + 2 * j + l / 16] - 32);
+                int q = (b[32 + 32 * n + l] >> 2 * j & 3) - (b[l] >> (4 * n + j) & 1 ? 0 : 4);
+                *y++ = dl * (float)q;
+            }
+}
 
 // Sub-block j's 6-bit scale and min of the 12 packed bytes q (ggml's get_scale_min_k4).
 static void scale_min(int j, const unsigned char *q, unsigned *scale, unsigned *min) {
@@ -238,6 +302,8 @@ static void q45_k(float *y, const unsigned char *b, const unsigned char *qs, con
         }
     }
 }
+static void q4_k(float *y, const unsigned char *b) { q45_k(y, b, b + 16, NULL); }
+static void q5_k(float *y, const unsigned char *b) { q45_k(y, b, b + 48, b + 16); }
 
 // One Q6_K super-block: 2 halves of 128, each weight d scale q with q in [-32, 31].
 static void q6_k(float *y, const unsigned char *b) {
@@ -253,10 +319,21 @@ static void q6_k(float *y, const unsigned char *b) {
         }
 }
 
-void nl_kquant_to_f32(float *dst, const void *src, size_t n, NlKQuant type) {
+static const struct {
+    size_t weights, bytes;
+    void (*widen)(float *y, const unsigned char *block);
+} GGML_BLOCKS[] = {
+    [NL_GQ_Q4_1] = {32, 20, q4_1},   [NL_GQ_Q5_0] = {32, 22, q5_0},   [NL_GQ_Q5_1] = {32, 24, q5_1},
+    [NL_GQ_Q2_K] = {256, 84, q2_k},  [NL_GQ_Q3_K] = {256, 110, q3_k}, [NL_GQ_Q4_K] = {256, 144, q4_k},
+    [NL_GQ_Q5_K] = {256, 176, q5_k}, [NL_GQ_Q6_K] = {256, 210, q6_k},
+};
+
+size_t nl_ggml_block_weights(NlGgmlBlock type) { return GGML_BLOCKS[type].weights; }
+size_t nl_ggml_block_bytes(NlGgmlBlock type) { return GGML_BLOCKS[type].bytes; }
+
+void nl_ggml_block_to_f32(float *dst, const void *src, size_t n, NlGgmlBlock type) {
     const unsigned char *b = src;
-    for (size_t i = 0; i < n / NL_QK_K; i++, b += nl_kquant_block_bytes(type), dst += NL_QK_K) {
-        if (type == NL_KQ_Q6_K) q6_k(dst, b);
-        else q45_k(dst, b, b + (type == NL_KQ_Q5_K ? 48 : 16), type == NL_KQ_Q5_K ? b + 16 : NULL);
-    }
+    size_t weights = GGML_BLOCKS[type].weights;
+    for (size_t i = 0; i < n / weights; i++, b += GGML_BLOCKS[type].bytes, dst += weights)
+        GGML_BLOCKS[type].widen(dst, b);
 }

@@ -39,15 +39,23 @@ void nl_dtype_from_f32(void *dst, const float *src, size_t cols, NlDType type);
 void nl_dtype_to_f32(float *dst, const void *src, size_t cols, NlDType type);
 // The scale d of block `block` (0, 1, ... in the order of the data) of a matrix stored as type Q8_0 or Q4_0.
 float nl_dtype_scale(const void *data, NlDType type, size_t block);
-// ggml's K-quant super-blocks of 256 weights along a row, which normlab reads from a GGUF and widens:
-// Q4_K (144 bytes: d, dmin, 12 bytes of 6-bit scales and mins, 128 of nibbles), Q5_K (176: Q4_K's
-// and 32 bytes of fifth bits) and Q6_K (210: 128 bytes of low nibbles, 64 of high pairs, 16 int8
-// scales, d). dst (n floats, whole super-blocks) = src as ggml's dequantize_row_q4_K, _q5_K and _q6_K
-// compute it, in float, operation for operation.
-typedef enum { NL_KQ_Q4_K, NL_KQ_Q5_K, NL_KQ_Q6_K } NlKQuant;
-enum { NL_QK_K = 256 };
-size_t nl_kquant_block_bytes(NlKQuant type);
-void nl_kquant_to_f32(float *dst, const void *src, size_t n, NlKQuant type);
+// ggml's block types that normlab reads from a GGUF and widens to float32: Q4_1, Q5_0 and Q5_1 (blocks
+// of 32 weights) and the K-quants Q2_K, Q3_K, Q4_K, Q5_K and Q6_K (super-blocks of 256), laid out as
+// ggml-common.h's block_* structs. dst (n floats, whole blocks) = src as ggml's dequantize_row_*
+// computes it, in float, operation for operation.
+typedef enum {
+    NL_GQ_Q4_1,
+    NL_GQ_Q5_0,
+    NL_GQ_Q5_1,
+    NL_GQ_Q2_K,
+    NL_GQ_Q3_K,
+    NL_GQ_Q4_K,
+    NL_GQ_Q5_K,
+    NL_GQ_Q6_K
+} NlGgmlBlock;
+size_t nl_ggml_block_weights(NlGgmlBlock type);
+size_t nl_ggml_block_bytes(NlGgmlBlock type);
+void nl_ggml_block_to_f32(float *dst, const void *src, size_t n, NlGgmlBlock type);
 // The index of the first weight of rows x cols stored as type whose value is not finite (an F16 or
 // BF16 weight, or a block's scale: its first weight's index), or SIZE_MAX when all are finite.
 size_t nl_dtype_first_nonfinite(const void *data, size_t rows, size_t cols, NlDType type);

@@ -27,9 +27,9 @@ static const struct {
     const char *name;
     size_t block, bytes;
 } TYPES[] = {
-    [0] = {"F32", 1, 4},         [1] = {"F16", 1, 2},       [2] = {"Q4_0", 32, 18},      [3] = {"Q4_1", 0, 0},
-    [6] = {"Q5_0", 0, 0},        [7] = {"Q5_1", 0, 0},      [8] = {"Q8_0", 32, 34},      [9] = {"Q8_1", 0, 0},
-    [10] = {"Q2_K", 0, 0},       [11] = {"Q3_K", 0, 0},     [12] = {"Q4_K", 256, 144},   [13] = {"Q5_K", 256, 176},
+    [0] = {"F32", 1, 4},         [1] = {"F16", 1, 2},       [2] = {"Q4_0", 32, 18},      [3] = {"Q4_1", 32, 20},
+    [6] = {"Q5_0", 32, 22},      [7] = {"Q5_1", 32, 24},    [8] = {"Q8_0", 32, 34},      [9] = {"Q8_1", 0, 0},
+    [10] = {"Q2_K", 256, 84},    [11] = {"Q3_K", 256, 110}, [12] = {"Q4_K", 256, 144},   [13] = {"Q5_K", 256, 176},
     [14] = {"Q6_K", 256, 210},   [15] = {"Q8_K", 0, 0},     [16] = {"IQ2_XXS", 0, 0},    [17] = {"IQ2_XS", 0, 0},
     [18] = {"IQ3_XXS", 0, 0},    [19] = {"IQ1_S", 0, 0},    [20] = {"IQ4_NL", 0, 0},     [21] = {"IQ3_S", 0, 0},
     [22] = {"IQ2_S", 0, 0},      [23] = {"IQ4_XS", 0, 0},   [24] = {"I8", 0, 0},         [25] = {"I16", 0, 0},
@@ -230,7 +230,7 @@ static int read_tensor(Cursor *c, GgufTensor *t, uint64_t *offset) {
                         t->name, name,
                         name[0] == 'I' || name[0] == 'T' || name[0] == 'M'
                             ? "no IQ, ternary or MXFP4 type"
-                            : "F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K and Q6_K");
+                            : "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and Q2_K to Q6_K");
     if (t->ne[0] % TYPES[type].block)
         return nl_error(c->err, NL_ERR_FORMAT, "%s: tensor %s: its rows of %llu are not whole %s blocks of %zu",
                         c->what, t->name, (unsigned long long)t->ne[0], name, TYPES[type].block);

@@ -1,7 +1,7 @@
 // gguf_model.c — a GGUF file's model: config and tensors (gguf_model.h), its tokenizer from
 // gguf_tokenizer.c. The architectures llama (Llama, Mistral without a window, SmolLM2, TinyLlama), qwen2,
 // qwen3, olmo2, gemma, gemma2, gemma3, phi2, gptneox and gpt2 (ARCHES); F32, F16, BF16, Q8_0 and Q4_0
-// tensors as they are, Q4_K, Q5_K and Q6_K widened to float32.
+// tensors as they are, Q4_1, Q5_0, Q5_1 and the K-quants Q2_K to Q6_K widened to float32.
 #define _POSIX_C_SOURCE 200809L
 #include "gguf_model.h"
 
@@ -338,19 +338,29 @@ typedef struct {
     int rope_parts;  // the leading parts re-paired (none unless the file is in rotate_half order)
     int per_head_qkv;  // one part of rows per head q, k, v: re-laid as all q, all k, all v
     size_t copy;  // the bytes it takes in the owned buffer (0: read in place)
-    int widen;  // a part is a K-quant: every part widened to float32 as it is copied
+    int widen;  // a part is of a type normlab widens (dtype.h's NlGgmlBlock): all widened to float32 as copied
 } Plan;
 
-// The K-quant a GGUF type is, or -1.
-static int kquant_of(unsigned type) {
-    return type == GGUF_T_Q4_K ? NL_KQ_Q4_K : type == GGUF_T_Q5_K ? NL_KQ_Q5_K : type == GGUF_T_Q6_K ? NL_KQ_Q6_K : -1;
+// The ggml block type normlab widens that a GGUF type is, or -1 (a type read as it is).
+static int widened_of(unsigned type) {
+    switch (type) {
+    case GGUF_T_Q4_1: return NL_GQ_Q4_1;
+    case GGUF_T_Q5_0: return NL_GQ_Q5_0;
+    case GGUF_T_Q5_1: return NL_GQ_Q5_1;
+    case GGUF_T_Q2_K: return NL_GQ_Q2_K;
+    case GGUF_T_Q3_K: return NL_GQ_Q3_K;
+    case GGUF_T_Q4_K: return NL_GQ_Q4_K;
+    case GGUF_T_Q5_K: return NL_GQ_Q5_K;
+    case GGUF_T_Q6_K: return NL_GQ_Q6_K;
+    default: return -1;
+    }
 }
 
 // A part's values: its elements (n_dims at most 2).
 static size_t elements(const GgufTensor *t) { return (size_t)t->ne[0] * (size_t)t->ne[1]; }
 
 // normlab's tensor from the plan's parts (rows joined: one type and width, 1 or 2 dims); copied where
-// it is joined, re-paired, a K-quant (widened to float32: normlab has no K-quant kernel yet), or not
+// it is joined, re-paired, of a type normlab widens (to float32: it has no kernel for it yet), or not
 // aligned for its type.
 static int make_tensor(Tensors *ts, StTensor *t, Plan *p) {
     const GgufTensor *part[3] = {NULL, NULL, NULL};
@@ -359,7 +369,7 @@ static int make_tensor(Tensors *ts, StTensor *t, Plan *p) {
         if (!(part[k] = find(ts, p->parts[k])))
             return nl_error(ts->err, NL_ERR_FORMAT, "%s: lacks the tensor %s", ts->what, p->parts[k]);
         ts->used[part[k] - ts->f->tensors] = 1;
-        p->widen |= kquant_of(part[k]->type) >= 0;
+        p->widen |= widened_of(part[k]->type) >= 0;
     }
     for (size_t k = 0; k < p->n_parts; k++) {  // (widened, the parts may be of several types: Q4_K_M's q and v)
         if (part[k]->n_dims > 2 || part[k]->n_dims != part[0]->n_dims ||
@@ -383,14 +393,14 @@ static int make_tensor(Tensors *ts, StTensor *t, Plan *p) {
     return 0;
 }
 
-// Tensor t's values widened to float32 into dst, row by row (a K-quant's as ggml dequantizes it, the
+// Tensor t's values widened to float32 into dst, row by row (a widened type's as ggml dequantizes it, the
 // others as dtype.h reads them); returns the bytes written.
 static size_t widen(unsigned char *dst, const GgufTensor *t) {
     float *out = (float *)(void *)dst;
     size_t cols = (size_t)t->ne[0], rows = (size_t)t->ne[1], row_bytes = t->nbytes / rows;
-    int kq = kquant_of(t->type);
+    int block = widened_of(t->type);
     for (size_t r = 0; r < rows; r++) {
-        if (kq >= 0) nl_kquant_to_f32(out + r * cols, t->data + r * row_bytes, cols, (NlKQuant)kq);
+        if (block >= 0) nl_ggml_block_to_f32(out + r * cols, t->data + r * row_bytes, cols, (NlGgmlBlock)block);
         else nl_dtype_to_f32(out + r * cols, t->data + r * row_bytes, cols, dtype_of(t->type));
     }
     return 4 * cols * rows;

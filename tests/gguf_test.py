@@ -13,14 +13,14 @@ llama-bpe and qwen2 give the ids of the same tokenizer.json imported from HF (he
 chat tokens with --special). qwen2, qwen3, olmo2, gemma, gemma2 and gemma3 files, whose q and k rows are in HF's
 rotate_half order, give the HF import's logits (F32 within 1e-5, Q8_0 equal to quantize's), as do
 phi2 and gptneox files (partial rotary; GPT-NeoX's per-head fused qkv; parallel and sequential) and a
-gpt2 file (learned positions, its byte-level BPE). Q4_K, Q5_K
-and Q6_K matrices of random super-blocks, widened at load, give the logits of an F32 file of
-tools/lib/qformats.py's dequantize_k values, bit for bit. Every command runs on an F32 GGUF
+gpt2 file (learned positions, its byte-level BPE). Q4_1, Q5_0,
+Q5_1 and Q2_K to Q6_K matrices of random blocks, widened at load, give the logits of an F32 file of
+tools/lib/qformats.py's dequantize_ggml values, bit for bit. Every command runs on an F32 GGUF
 (tests/parallel_import_test.py's commands(); fold and quantize refuse it in one line, asking for a model
 folder). Each hostile file gets one line naming the problem and
 exit 1: bad magic, version 1, big-endian, counts and lengths past the end, an array of arrays, 5 dims,
 a dims product that overflows, an offset misaligned, past the end or overlapping, an unknown type
-id, an IQ type and Q2_K (refused by name), a Q6_K row not whole super-blocks, a key or tensor name
+id, an IQ type and Q8_1 (refused by name), Q6_K and Q3_K rows not whole super-blocks, a key or tensor name
 twice, a required key missing, a key of the wrong type, a shape the config disagrees with, an unknown
 architecture, a truncated file, an unknown or missing pre-tokenizer, a BPE that adds a BOS.
 
@@ -150,37 +150,37 @@ def against_import(label, snap, kinds, convert, prompt=PROMPT):
               f"import's{'' if kind == 'F32' else ' quantized'} (max diff {d:.1e})", r.stderr)
 
 
-def kquants(tmp):
-    """Q4_K, Q5_K and Q6_K matrices of random super-blocks (any bytes are a block; d and dmin finite):
-    the engine widens them to the float32 values tools/lib/qformats.py's transcription of ggml's
-    dequantize_row_* gives, bit for bit: the logits equal those of an F32 GGUF of those values."""
+def widened_types(tmp):
+    """Q4_1, Q5_0, Q5_1 and Q2_K to Q6_K matrices of random blocks (any bytes are a block; its float16
+    scales finite): the engine widens them to the float32 values tools/lib/qformats.py's transcription of
+    ggml's dequantize_row_* gives, bit for bit: the logits equal those of an F32 GGUF of those values."""
     snap = os.path.join(tmp, "kq")
-    mk.make(snap, seed=17, dim=256, hidden=256, layers=1, heads=4, kv_heads=2)
+    mk.make(snap, seed=17, dim=256, hidden=256, layers=2, heads=4, kv_heads=2)
     kvs, tensors = make_gguf.convert(snap, "F32")
     rng = np.random.default_rng(5)
-    kinds = ("Q4_K", "Q5_K", "Q6_K")
-    quant, widened = {}, {}
-    for k, (name, (kind, shape, data)) in enumerate(tensors.items()):
+    kinds = list(qformats.GGML_BLOCKS)
+    quant, widened, used = {}, {}, []
+    for name, (kind, shape, data) in tensors.items():
         if len(shape) != 2:
             quant[name] = widened[name] = (kind, shape, data)
             continue
-        kq = kinds[k % 3]
-        b = rng.integers(0, 256, (shape[0] * shape[1] // 256, qformats.KQ_BYTES[kq]), dtype=np.uint8)
-        scale = rng.uniform(1e-4, 5e-4, (len(b), 2)).astype("<f2").view(np.uint8)
-        if kq == "Q6_K":
-            b[:, 208:210] = scale[:, :2]
-        else:
-            b[:, 0:4] = scale
+        kq = kinds[len(used) % len(kinds)]
+        used.append(kq)
+        weights, nbytes, scales = qformats.GGML_BLOCKS[kq]
+        b = rng.integers(0, 256, (shape[0] * shape[1] // weights, nbytes), dtype=np.uint8)
+        for at in scales:
+            b[:, at:at + 2] = rng.uniform(1e-4, 5e-4, (len(b), 1)).astype("<f2").view(np.uint8)
         quant[name] = (kq, shape, b.tobytes())
-        widened[name] = ("F32", shape, qformats.dequantize_k(b, kq, shape).astype("<f4").tobytes())
+        widened[name] = ("F32", shape, qformats.dequantize_ggml(b, kq, shape).astype("<f4").tobytes())
     paths = [os.path.join(tmp, f"kq-{n}.gguf") for n in ("k", "f32")]
     for path, t in zip(paths, (quant, widened)):
         with open(path, "wb") as f:
             f.write(make_gguf.gguf_bytes(kvs, t))
     a, b = logits(paths[0]), logits(paths[1])
     d = diff(a, b)
-    check(d == 0 and a is not None and np.isfinite(a).all(), f"Q4_K, Q5_K, Q6_K: the engine's widened weights are "
-          f"qformats.py's transcription of ggml's, bit for bit (logits' max diff {d:.1e})")
+    check(d == 0 and a is not None and np.isfinite(a).all() and set(used) == set(kinds),
+          f"{', '.join(kinds)}: the engine's widened weights are qformats.py's transcription of ggml's, bit for "
+          f"bit (logits' max diff {d:.1e}; {len(used)} matrices)")
 
 
 def parallel_arches(tmp):
@@ -297,7 +297,8 @@ def hostile(tmp, good):
         ("two tensors overlapping", raw([tensor_info("t", [8], f32, 0), tensor_info("u", [8], f32, 0)]), "overlap"),
         ("an unknown type id", raw([tensor_info("t", [32], 99, 0)]), "unknown type id"),
         ("an IQ type", raw([tensor_info("t", [256], 16, 0)]), "type IQ2_XXS, which normlab does not read"),
-        ("Q2_K (not yet read)", raw([tensor_info("t", [256], 10, 0)]), "type Q2_K, which normlab does not read"),
+        ("Q8_1 (for activations)", raw([tensor_info("t", [32], 9, 0)]), "type Q8_1, which normlab does not read"),
+        ("a Q3_K row not whole super-blocks", raw([tensor_info("t", [96], 11, 0)]), "not whole Q3_K blocks of 256"),
         ("a Q6_K row not whole super-blocks", raw([tensor_info("t", [128], 14, 0)]), "not whole Q6_K blocks of 256"),
         ("a row not whole blocks", raw([tensor_info("t", [40], 8, 0)]), "not whole Q8_0 blocks"),
         ("a key twice", make_gguf.gguf_bytes(list(kvs.items()) + [("llama.block_count", 2)], tensors), "appears twice"),
@@ -339,7 +340,7 @@ def main():
         shapes(os.path.join(tmp, "shapes"))
         bpe_tokenizers(tmp)
         arches(tmp)
-        kquants(tmp)
+        widened_types(tmp)
         parallel_arches(tmp)
         gpt2(tmp)
         commands_of.commands("F32 GGUF", good, tmp, logits(good), fold=False)

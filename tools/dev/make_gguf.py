@@ -37,7 +37,8 @@ import qformats  # noqa: E402
 from hf_decoder import pair_rotary  # noqa: E402
 from nltool import ToolError  # noqa: E402
 
-TYPE_IDS = {"F32": 0, "F16": 1, "Q4_0": 2, "Q8_0": 8, "Q4_K": 12, "Q5_K": 13, "Q6_K": 14, "BF16": 30}  # ggml's
+TYPE_IDS = {"F32": 0, "F16": 1, "Q4_0": 2, "Q4_1": 3, "Q5_0": 6, "Q5_1": 7, "Q8_0": 8, "Q2_K": 10, "Q3_K": 11,
+            "Q4_K": 12, "Q5_K": 13, "Q6_K": 14, "BF16": 30}  # ggml's
 FILE_TYPES = {"F32": 0, "F16": 1, "Q4_0": 2, "Q8_0": 7, "BF16": 32}  # llama_ftype
 U32, I32, F32, BOOL, STRING, ARRAY = 4, 5, 6, 7, 8, 9  # GGUF's value types
 ALIGN = 32

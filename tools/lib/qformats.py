@@ -110,10 +110,67 @@ def dequantize(raw, kind, shape):
     return (q * d).astype(np.float32).reshape(rows, cols)
 
 
-# ggml's K-quants (ggml-common.h's block_q4_K, block_q5_K, block_q6_K; ggml-quants.c's dequantize_row_*):
-# super-blocks of 256 weights along a row, read only (normlab widens them from a GGUF). Each operation
-# is float32, in ggml's order.
-KQ_BYTES = {"Q4_K": 144, "Q5_K": 176, "Q6_K": 210}
+# ggml's block types normlab reads from a GGUF by widening them (ggml-common.h's block_q4_1 ... block_q6_K,
+# ggml-quants.c's dequantize_row_*): weights a block holds, its bytes, and the offsets of its float16
+# scales. Each operation is float32, in ggml's order.
+GGML_BLOCKS = {"Q4_1": (32, 20, (0, 2)), "Q5_0": (32, 22, (0,)), "Q5_1": (32, 24, (0, 2)),
+               "Q2_K": (256, 84, (80, 82)), "Q3_K": (256, 110, (108,)), "Q4_K": (256, 144, (0, 2)),
+               "Q5_K": (256, 176, (0, 2)), "Q6_K": (256, 210, (208,))}
+F32 = np.float32
+
+
+def _f16(b, at):
+    """(n, 1) float32: the float16 at byte `at` of each block."""
+    return b[:, at:at + 2].copy().view("<f2").astype(F32)
+
+
+def _fifth_bits(qh):
+    """(n, 32) int32: 16 where bit i of each block's 4 little-endian bytes qh (uint8 (n, 4)) is set."""
+    word = qh.copy().view("<u4").astype(np.int64)  # (n, 1)
+    return (((word >> np.arange(32)) & 1) * 16).astype(np.int32)
+
+
+def _nibbles(qs):
+    """(n, 32) int32: weight j is byte j's low nibble, weight j + 16 its high one."""
+    q = qs.astype(np.int32)
+    return np.concatenate([q & 0xF, q >> 4], axis=1)
+
+
+def _q4_1(b):
+    return _nibbles(b[:, 4:20]).astype(F32) * _f16(b, 0) + _f16(b, 2)
+
+
+def _q5_0(b):
+    return ((_nibbles(b[:, 6:22]) | _fifth_bits(b[:, 2:6])) - 16).astype(F32) * _f16(b, 0)
+
+
+def _q5_1(b):
+    return (_nibbles(b[:, 8:24]) | _fifth_bits(b[:, 4:8])).astype(F32) * _f16(b, 0) + _f16(b, 2)
+
+
+def _two_bit(qs):
+    """(n, 256) int32: weight 128 h + 32 j + l is bits 2j of byte 32 h + l (qs: uint8 (n, 64))."""
+    q = qs.astype(np.int32).reshape(-1, 2, 1, 32)
+    return ((q >> (2 * np.arange(4)).reshape(1, 1, 4, 1)) & 3).reshape(-1, 256)
+
+
+def _q2_k(b):
+    sc = np.repeat(b[:, 0:16].astype(np.int32), 16, axis=1)  # sub-block of 16 weights each
+    dl, ml = _f16(b, 80) * (sc & 0xF).astype(F32), _f16(b, 82) * (sc >> 4).astype(F32)
+    return dl * _two_bit(b[:, 16:80]).astype(F32) - ml
+
+
+def _q3_k(b):
+    s = b[:, 96:108].astype(np.int32)
+    low, high = s[:, 0:8], s[:, 8:12]
+    scale = np.concatenate([(low[:, 0:4] & 0xF) | (high & 3) << 4, (low[:, 4:8] & 0xF) | (high >> 2 & 3) << 4,
+                            (low[:, 0:4] >> 4) | (high >> 4 & 3) << 4, (low[:, 4:8] >> 4) | (high >> 6 & 3) << 4],
+                           axis=1)
+    hm = b[:, 0:32].astype(np.int32).reshape(-1, 1, 1, 32)  # weight 128 h + 32 j + l: bit 4 h + j of byte l
+    bit = (hm >> (4 * np.arange(2).reshape(1, 2, 1, 1) + np.arange(4).reshape(1, 1, 4, 1))) & 1
+    q = _two_bit(b[:, 32:96]) - np.where(bit.reshape(-1, 256) == 1, 0, 4)
+    dl = _f16(b, 108) * np.repeat(scale - 32, 16, axis=1).astype(F32)
+    return dl * q.astype(F32)
 
 
 def _k_scale_min(scales):
@@ -124,12 +181,18 @@ def _k_scale_min(scales):
     return sc.astype(np.float32), m.astype(np.float32)
 
 
-def dequantize_k(raw, kind, shape):
-    """A K-quant tensor's bytes -> float32 (rows, cols): Q4_K and Q5_K weight = (d sc) q - (dmin m), q a
-    nibble (plus 16 where Q5_K's fifth bit is set); Q6_K weight = (d sc) (q - 32), q 4 low bits and 2 high."""
+def dequantize_ggml(raw, kind, shape):
+    """A GGML_BLOCKS tensor's bytes -> float32 (rows, cols). Q4_1 weight = q d + m, Q5_0 (q - 16) d, Q5_1
+    q d + m (q 4 bits, Q5's plus a fifth); Q2_K (d sc) q - (dmin m) over sub-blocks of 16, Q3_K (d (sc - 32))
+    (q - 4 unless its high bit is set); Q4_K and Q5_K (d sc) q - (dmin m) over sub-blocks of 32, q a
+    nibble (plus 16 where Q5_K's fifth bit is set); Q6_K (d sc) (q - 32), q 4 low bits and 2 high."""
     rows, cols = shape
-    b = np.frombuffer(bytes(raw), dtype=np.uint8).reshape(rows * cols // 256, KQ_BYTES[kind])
-    f32 = np.float32
+    weights, nbytes, _ = GGML_BLOCKS[kind]
+    b = np.frombuffer(bytes(raw), dtype=np.uint8).reshape(rows * cols // weights, nbytes)
+    small = {"Q4_1": _q4_1, "Q5_0": _q5_0, "Q5_1": _q5_1, "Q2_K": _q2_k, "Q3_K": _q3_k}
+    if kind in small:
+        return small[kind](b).reshape(rows, cols)
+    f32 = F32
     if kind == "Q6_K":
         ql, qh, sc = b[:, :128].astype(np.int32), b[:, 128:192].astype(np.int32), b[:, 192:208].view(np.int8)
         d = b[:, 208:210].copy().view("<f2").astype(f32)  # (n, 1)
