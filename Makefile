@@ -49,7 +49,8 @@ HEADERS = $(wildcard include/normlab/*.h engine/internal/*.h engine/*.h engine/l
                      tests/*.h)
 CLI_SRC = engine/cli/main.c engine/cli/options.c engine/cli/models.c engine/cli/process.c engine/cli/io_check.c \
           engine/cli/prompts.c engine/cli/workers.c engine/cli/distance.c engine/cli/cmd_generate.c \
-          engine/cli/cmd_eval.c engine/cli/cmd_compare.c engine/cli/cmd_info.c engine/cli/cmd_profile.c \
+          engine/cli/cmd_eval.c engine/cli/cmd_logits.c engine/cli/cmd_compare.c engine/cli/cmd_info.c \
+          engine/cli/cmd_profile.c \
           engine/cli/cmd_tokenize.c engine/cli/commands_table.c engine/cli/help.c \
           engine/cli/output.c engine/cli/msg.c engine/cli/report_profile.c engine/cli/report_compare.c \
           engine/cli/report_attention.c engine/cli/report_compare_data.c engine/cli/report_rows.c \
