@@ -48,7 +48,8 @@ double nl_softmax_entropy(const float *logits, size_t V, double *lse) {
 
 // Window w scores the inputs [begin, end) (input p predicts ids[p + 1]) from inputs [start, end).
 // Window 0 is the first min(T, inputs) inputs, all scored; each later one moves `stride` inputs and
-// scores the new ones. Every window but a lone first one is T inputs long.
+// scores the new ones. Every window but a lone first one is T inputs long. With chunks of N instead,
+// window w is chunk w: inputs [wN, wN + N - 1), its last N - 1 - N/2 scored.
 typedef struct {
     size_t start, begin, end;
 } Window;
@@ -57,6 +58,9 @@ typedef struct {
     NlState *const *states;
     const int *ids;
     size_t n_inputs, T, V, stride, B, n_windows, n_groups;
+    size_t chunk;  // 0, or llama-perplexity's chunks of this many ids
+    int chunk_bos;  // the id put first in each chunk, or -1
+    size_t n_scored;  // inputs the windows score
     int *tokens;  // (n_states, B, T) scratch: a group's windows packed
     double *group_nll;  // (n_groups) loss of each group, its windows summed in order
     double *group_sq;  // (n_groups) the same for the squared losses
@@ -70,6 +74,7 @@ typedef struct {
 } EvalJob;
 
 static Window window_at(const EvalJob *j, size_t w) {
+    if (j->chunk) return (Window){w * j->chunk, w * j->chunk + j->chunk / 2, w * j->chunk + j->chunk - 1};
     size_t first = j->n_inputs < j->T ? j->n_inputs : j->T;
     size_t end = w == 0 ? first : first + w * j->stride, begin = w == 0 ? 0 : end - j->stride;
     if (end > j->n_inputs) end = j->n_inputs;
@@ -86,6 +91,7 @@ static double eval_group(EvalJob *j, size_t worker, size_t g, size_t *bad, doubl
         Window win = window_at(j, w0 + b);
         len = win.end - win.start;  // the same for every window of a group
         memcpy(tokens + b * len, j->ids + win.start, len * sizeof *tokens);
+        if (j->chunk_bos >= 0) tokens[b * len] = j->chunk_bos;
         if (win.end - win.begin > n_logits) n_logits = win.end - win.begin;
     }
     const NlObserver *obs = nl_state_observer(s);
@@ -121,8 +127,8 @@ static void eval_worker(void *arg, int worker) {
         j->group_nll[g] = eval_group(j, (size_t)worker, g, &j->group_bad[g], &j->group_sq[g]);
         if (j->group_bad[g] != SIZE_MAX) nl_atomic_lower(&j->first_bad, g);
         size_t done = atomic_load(&j->done_chars);
-        if (worker == 0 && j->opts->progress && done < j->n_inputs)
-            j->opts->progress(done, j->n_inputs, nl_clock_seconds() - j->start, j->opts->progress_ctx);
+        if (worker == 0 && j->opts->progress && done < j->n_scored)
+            j->opts->progress(done, j->n_scored, nl_clock_seconds() - j->start, j->opts->progress_ctx);
     }
 }
 
@@ -234,7 +240,19 @@ int nl_eval_calls(NlState *const *states, size_t n_states, const int *ids, size_
                   NlEvalCallFn call_done, void *call_ctx, NlEvalResult *out, NlError *err) {
     if (eval_run(states, n_states, ids, n, opts, call_done, call_ctx, out, err) != 0) return -1;
     const NlTokenizer *tok = nl_model_tokenizer(nl_state_model(states[0]));
-    out->bytes = nl_tokenizer_text_bytes(tok, ids, n, 1);  // the scored: all but the first
+    size_t N = opts ? opts->chunk : 0;
+    if (!N) out->bytes = nl_tokenizer_text_bytes(tok, ids, n, 1);  // the scored: all but the first
+    for (size_t at = 0; N && at + N <= n; at += N)  // a chunk's scored: its targets past its first half
+        out->bytes += nl_tokenizer_text_bytes(tok, ids, at + N, at + N / 2 + 1);
+    return 0;
+}
+
+// llama-perplexity's chunks of N over n ids: N within the context T, and two of them at least.
+static int check_chunks(size_t N, size_t n, size_t T, NlError *err) {
+    if (N < 3 || N > T) return nl_error(err, NL_ERR_ARG, "chunks of %zu: give 3 to %zu (the context)", N, T);
+    if (n < 2 * N)
+        return nl_error(err, NL_ERR_FORMAT,
+                        "the text has %zu tokens: chunks of %zu need %zu (two, as llama-perplexity asks)", n, N, 2 * N);
     return 0;
 }
 
@@ -254,7 +272,8 @@ static int eval_run(NlState *const *states, size_t n_states, const int *ids, siz
         return -1;
     }
     size_t T = (size_t)c->block_size;
-    if (stride < 1 || stride > T) {
+    if (opts->chunk && check_chunks(opts->chunk, n, T, err) != 0) return -1;
+    if (!opts->chunk && (stride < 1 || stride > T)) {
         nl_error(err, NL_ERR_ARG, "stride %zu is outside [1, %zu]", stride, T);
         return -1;
     }
@@ -270,12 +289,17 @@ static int eval_run(NlState *const *states, size_t n_states, const int *ids, siz
                  .T = T,
                  .V = (size_t)c->vocab_size,
                  .stride = stride,
+                 .chunk = opts->chunk,
+                 .chunk_bos = opts->chunk && opts->chunk_bos
+                                  ? nl_tokenizer_info(nl_model_tokenizer(nl_state_model(states[0]))).bos
+                                  : -1,
                  .B = nl_state_batch(states[0]),
                  .opts = opts,
                  .call_done = call_done,
                  .call_ctx = call_ctx,
                  .start = t0};
-    j.n_windows = nl_eval_windows(n, T, stride);
+    j.n_windows = j.chunk ? n / j.chunk : nl_eval_windows(n, T, stride);
+    j.n_scored = j.chunk ? j.n_windows * (j.chunk - 1 - j.chunk / 2) : j.n_inputs;
     j.n_groups = (j.n_windows + j.B - 1) / j.B;
     j.n_workers = n_states < j.n_groups ? n_states : j.n_groups;  // no thread without a group
     j.tokens = malloc(n_states * j.B * T * sizeof *j.tokens);
@@ -301,9 +325,9 @@ static int eval_run(NlState *const *states, size_t n_states, const int *ids, siz
         out->nll_sq_sum += j.group_sq[g];
     }
     if (rc == 0) {
-        out->count = j.n_inputs;
+        out->count = j.n_scored;
         out->seconds = nl_clock_seconds() - t0;
-        if (opts->progress) opts->progress(j.n_inputs, j.n_inputs, out->seconds, opts->progress_ctx);
+        if (opts->progress) opts->progress(j.n_scored, j.n_scored, out->seconds, opts->progress_ctx);
     }
 cleanup:
     free(j.tokens);

@@ -15,7 +15,8 @@ rotate_half order, give the HF import's logits (F32 within 1e-5, Q8_0 equal to q
 phi2 and gptneox files (partial rotary; GPT-NeoX's per-head fused qkv; parallel and sequential) and a
 gpt2 file (learned positions, its byte-level BPE). Q4_1, Q5_0,
 Q5_1 and Q2_K to Q6_K matrices of random blocks, widened at load, give the logits of an F32 file of
-tools/lib/qformats.py's dequantize_ggml values, bit for bit. Every command runs on an F32 GGUF
+tools/lib/qformats.py's dequantize_ggml values, bit for bit. eval --chunk N's losses are those of
+a float64 forward of llama-perplexity's chunks (the bos first, the first half unscored). Every command runs on an F32 GGUF
 (tests/parallel_import_test.py's commands(); fold and quantize refuse it in one line, asking for a model
 folder). Each hostile file gets one line naming the problem and
 exit 1: bad magic, version 1, big-endian, counts and lengths past the end, an array of arrays, 5 dims,
@@ -28,6 +29,7 @@ architecture, a truncated file, an unknown or missing pre-tokenizer, a BPE that 
 """
 import collections
 import json
+import math
 import os
 import re
 import struct
@@ -42,10 +44,11 @@ from tooltest import Checks, skip_unless  # noqa: E402
 skip_unless("gguf_test", "numpy")
 import numpy as np  # noqa: E402
 
-for d in ("lib", "dev"):
+for d in ("lib", "dev", "reference"):
     sys.path.insert(0, os.path.join(ROOT, "tools", d))
 import gpt2bpe  # noqa: E402
 import hf_gpt2_test  # noqa: E402
+import llama_reference  # noqa: E402
 import make_bpe_tokenizers  # noqa: E402
 import make_gguf  # noqa: E402
 import make_llama_snapshot as mk  # noqa: E402
@@ -181,6 +184,69 @@ def widened_types(tmp):
     check(d == 0 and a is not None and np.isfinite(a).all() and set(used) == set(kinds),
           f"{', '.join(kinds)}: the engine's widened weights are qformats.py's transcription of ggml's, bit for "
           f"bit (logits' max diff {d:.1e}; {len(used)} matrices)")
+
+
+def nll_of_chunks(snap, ids, N, bos):
+    """llama-perplexity -c N's losses, in float64 (tools/reference/llama_reference.py's forward): chunk k
+    is ids[kN, kN + N) with bos (None: the text's own) in its first place, scored on its targets past
+    N/2."""
+    losses = []
+    for k in range(len(ids) // N):
+        chunk = list(ids[k * N:(k + 1) * N])
+        chunk[0] = chunk[0] if bos is None else bos
+        z = llama_reference.logits(snap, chunk)  # (N, V)
+        lse = z.max(axis=1) + np.log(np.exp(z - z.max(axis=1, keepdims=True)).sum(axis=1))
+        losses += [lse[i] - z[i, chunk[i + 1]] for i in range(N // 2, N - 1)]
+    return np.array(losses)
+
+
+def perplexity_chunks(tmp, good):
+    """eval --chunk N scores as llama-perplexity -c N: its losses are those of a float64 forward of
+    each chunk with the bos in its first place (the first N/2 targets unscored), per token within 1e-4
+    (float32 logits against float64) and their mean within 1e-5; a forward that kept the text's token
+    there is farther off. The text result ends with llama-perplexity's line. Misuses are refused."""
+    N = 32
+    snap = llama_reference.Snapshot(os.path.join(tmp, "snap", "hf"))
+    text = os.path.join(tmp, "chunk-text.txt")
+    with open(TEXT) as f, open(text, "w") as out:
+        out.write(f.read()[:1500])
+    with open(text) as f:
+        rc, out, _ = engine("tokenize", "-m", good, "-p", f.read(), "--json")
+    toks = json.loads(out)["ids"] if rc == 0 else []
+    bos = toks[0] if toks else None
+    want, kept = nll_of_chunks(snap, toks, N, bos), nll_of_chunks(snap, toks, N, None)
+    per_token = os.path.join(tmp, "chunk.json")
+    rc, _, err = engine("eval", "-m", good, "-f", text, "--chunk", str(N), "--json", "-o", per_token)
+    with open(per_token) as f:
+        got = json.load(f) if rc == 0 else {}
+    nll = np.array(got.get("token_nll", []))
+    d = float(np.abs(nll - want).max()) if nll.shape == want.shape else float("inf")
+    dm = abs(got.get("nats_per_token", 0) - want.mean())
+    check(len(toks) >= 2 * N and got.get("tokens") == len(want) == (len(toks) // N) * (N - 1 - N // 2) and
+          got.get("chunk") == N and d <= 1e-4 and dm <= 1e-5 < abs(kept.mean() - want.mean()),
+          f"eval --chunk {N}: {len(want)} tokens of {len(toks) // N} chunks, each loss within 1e-4 of the float64 "
+          f"reference's with the bos first ({d:.1e}), their mean within 1e-5 ({dm:.1e}; keeping the text's token "
+          f"would be {abs(kept.mean() - want.mean()):.1e} off)", err)
+    rc, out, _ = engine("eval", "-m", good, "-f", text, "--chunk", str(N))
+    ppl, se = math.exp(want.mean()), math.exp(want.mean()) * want.std() / math.sqrt(len(want) - 1)
+    line = out.strip().splitlines()[-1] if out.strip() else ""
+    m = re.fullmatch(r"Final estimate: PPL = ([0-9.]+) \+/- ([0-9.]+)", line)
+    check(rc == 0 and m is not None and abs(float(m.group(1)) - ppl) <= 1e-4 * ppl + 5e-5 and
+          abs(float(m.group(2)) - se) <= 1e-3 * se + 5e-6,
+          f"eval --chunk {N}'s last line is llama-perplexity's, its PPL {ppl:.4f} +/- {se:.5f} (float64, its rule)",
+          line)
+    short = os.path.join(tmp, "short-text.txt")
+    with open(short, "w") as f:
+        f.write(open(TEXT).read()[:100])
+    for label, model, path, args, word in (
+            ("--chunk with --stride", good, text, ("--chunk", "32", "--stride", "8"), "not with --stride"),
+            ("--chunk past the context", good, text, ("--chunk", "65"), "larger than the model's context"),
+            ("--chunk 2", good, text, ("--chunk", "2"), "[3, 65536]"),
+            ("a text shorter than 2 chunks", good, short, ("--chunk", "64"), "chunks of 64 need 128 (two"),
+            ("--chunk on a recurrent model", "shakespeare-lstm", text, ("--chunk", "8"), "applies to transformers")):
+        rc, out, err = engine("eval", "-m", model, "-f", path, *args)
+        check(rc in (1, 2) and word in err and err.count("\n") <= 1 and not out,
+              f"eval {label}: refused in one line naming it", err[-300:])
 
 
 def parallel_arches(tmp):
@@ -343,6 +409,7 @@ def main():
         widened_types(tmp)
         parallel_arches(tmp)
         gpt2(tmp)
+        perplexity_chunks(tmp, good)
         commands_of.commands("F32 GGUF", good, tmp, logits(good), fold=False)
         hostile(tmp, good)
     return check.summary()

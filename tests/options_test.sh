@@ -119,7 +119,7 @@ base() {  # base CMD OPTION: a cheap run of CMD that the option's value is added
 # Accepted values a fixture cannot run, with the message that says why (still not "must be").
 model_limit() {
     case "$1 $2 $3" in
-        "eval --stride 65536") echo "is larger than the model's context" ;;
+        "eval --stride 65536" | "eval --chunk 65536") echo "is larger than the model's context" ;;
         "generate --steps -1" | "profile --steps -1") echo "goes with" ;;  # (generate -i's)
         "patch --target 1048576" | "patch --foil 1048576") echo "is outside the vocabulary" ;;
     esac

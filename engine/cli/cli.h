@@ -59,6 +59,7 @@ typedef struct {
     int exact_window, skip_unknown, special, json, echo, ignore_eos;
     int ids_only, no_bos;  // tokenize --ids (the ids alone, as llama-tokenize prints them), --no-bos
     long stride;  // 0: T/2
+    long chunk;  // eval: llama-perplexity's chunks of this many tokens (0: windows at the stride)
     long segments;  // eval of a recurrent model: independent parts run together (0: 1)
     int profile, counters;
     const char *trace_out, *csv_out, *plot_dir;

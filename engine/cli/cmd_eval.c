@@ -61,8 +61,23 @@ static void eval_stats(const NlEvalResult *r, double *mean, double *se) {
 static int check_eval_options(const Options *o, int windowless) {
     const char *wrong = windowless && o->stride      ? "--stride applies to transformers' windows"
                         : windowless && o->batch     ? "--batch applies to transformers' windows"
+                        : windowless && o->chunk     ? "--chunk applies to transformers' windows"
                         : !windowless && o->segments ? "--segments applies to recurrent (lstm, gru) models"
                                                      : NULL;
+    const char *chunked = !o->chunk      ? NULL
+                          : o->stride    ? "--stride"
+                          : o->lens      ? "--lens"
+                          : o->attention ? "--attention"
+                          : o->kl        ? "--kl"
+                          : o->kl_base   ? "--kl-base"
+                                         : NULL;
+    if (!wrong && chunked) {
+        msg_usage(o->cmd,
+                  "--chunk scores each chunk's second half from its own start: not with %s, whose windows "
+                  "score every position",
+                  chunked);
+        return EXIT_USAGE;
+    }
     if (!wrong) return 0;
     msg_usage(o->cmd, "%s; %s", wrong,
               windowless ? "a recurrent model scores the text through one unbroken state (or --segments N)"
@@ -124,7 +139,9 @@ static int print_extras(FILE *out, int json, const NlKlRecord *r, const NlKlSumm
                       k->ln_ratio_se) > 0;
     if (json && r->nll) {
         ok &= fputs(", \"token_nll\": [", out) != EOF;
-        for (size_t i = 0; i < r->n && ok; i++) ok &= fprintf(out, "%s%.9g", i ? ", " : "", r->nll[i]) > 0;
+        const char *sep = "";  // (--chunk's unscored positions hold NaN: left out)
+        for (size_t i = 0; i < r->n && ok; i++)
+            if (!isnan(r->nll[i])) ok &= fprintf(out, "%s%.9g", sep, r->nll[i]) > 0, sep = ", ";
         ok &= fputc(']', out) != EOF;
     }
     return ok && (!json || fputs("}\n", out) != EOF);
@@ -219,7 +236,7 @@ static int print_lab(FILE *out, int json, const EvalLab *lab) {
 // a forward call; or a windowless model's segments, run together through one state.
 typedef struct {
     int windowless;
-    size_t stride, segments;
+    size_t stride, segments, chunk;  // chunk: llama-perplexity's chunks (0: windows at the stride)
     int batch, workers;  // sequences a forward call; engine threads (one state each)
     int product_threads;  // threads each state splits its products over (NlRunOptions.threads)
     size_t calls;  // forward calls a worker makes, at most (profile --trace budget)
@@ -237,11 +254,16 @@ static int plan_eval(const Options *o, const NlModel *model, size_t n, EvalPlan 
         return EXIT_USAGE;
     }
     p->stride = o->stride ? (size_t)o->stride : (T / 2 ? T / 2 : 1);
+    p->chunk = p->windowless ? 0 : (size_t)o->chunk;
+    if (p->chunk > T) {
+        msg_usage(o->cmd, "--chunk %zu is larger than the model's context (block_size %zu)", p->chunk, T);
+        return EXIT_USAGE;
+    }
     // One state per worker thread, each running whole windows with one OpenBLAS thread per product.
     // A recurrent model: one state, its segments (one unless asked) run together.
     p->batch = p->windowless ? (int)p->segments : o->batch ? o->batch : (int)(EVAL_ROWS / T > 0 ? EVAL_ROWS / T : 1);
     if (o->lens || o->attention) p->batch = 1;  // the lab's figures come from one state, a window a call
-    size_t windows = p->windowless ? 1 : nl_profile_eval_windows(n, T, p->stride);
+    size_t windows = p->windowless ? 1 : p->chunk ? n / p->chunk : nl_profile_eval_windows(n, T, p->stride);
     size_t groups = (windows + (size_t)p->batch - 1) / (size_t)p->batch;  // a forward call a group
     p->calls = groups;
     if (groups < 1) groups = 1;  // a text too short to score: eval says so, from one state
@@ -277,7 +299,9 @@ static int score(const Options *o, const NlModel *model, const Workers *wk, cons
                         .progress = show,
                         .progress_ctx = &prog,
                         .scored = record ? nl_kl_scored : NULL,
-                        .scored_ctx = rec};
+                        .scored_ctx = rec,
+                        .chunk = p->chunk,
+                        .chunk_bos = nl_tokenizer_info(nl_model_tokenizer(model)).add_bos};
     int failed = lab->lens ? nl_lens_eval(lab->lens, wk->states[0], &eo, r, &err)
                            : nl_eval(wk->states, (size_t)p->workers, ids, n, &eo, r, &err);
     if (!failed && lab->lens)
@@ -332,6 +356,7 @@ int cmd_eval(Options *o) {
     if (!rc && n >= 2)
         rc = kl_record_init(&rec, o->kl_base, o->kl, per_token, (size_t)model_desc(model).vocab_size, ids, n,
                             p.windowless, p.windowless ? p.segments : p.stride);
+    for (size_t i = 0; !rc && p.chunk && rec.pos.nll && i < rec.pos.n; i++) rec.pos.nll[i] = NAN;  // (the unscored)
     if (!rc && o->kl_base) rc = out_open(&base_out, o->kl_base);
     if (!rc) rc = workers_create(&wk, o, model, p.workers, p.batch, p.product_threads, o->profile, p.calls);
     if (!rc && (o->lens || o->attention)) rc = eval_lab_create(o, model, wk.states[0], ids, n, p.stride, &lab);
@@ -356,8 +381,16 @@ int cmd_eval(Options *o) {
     fprintf(stderr, "normlab: scored %zu %ss in %.2f s (%.0f %s/s) on %d thread%s\n", r.count, token_unit(model),
             seconds, (double)r.count / (seconds > 0 ? seconds : 1e-9), chars ? "chars" : "tok", threads,
             plural((size_t)threads));
-    int ok = print_eval(out.f, o->json, &r, nats, se, skipped, p.windowless ? "segments" : "stride",
-                        p.windowless ? p.segments : p.stride, chars ? "char" : "token", r.bytes);
+    int ok = print_eval(out.f, o->json, &r, nats, se, skipped,
+                        p.windowless ? "segments"
+                        : p.chunk    ? "chunk"
+                                     : "stride",
+                        p.windowless ? p.segments
+                        : p.chunk    ? p.chunk
+                                     : p.stride,
+                        chars ? "char" : "token", r.bytes);
+    if (ok && p.chunk && !o->json)  // llama-perplexity's last line, to set beside its own
+        ok = fprintf(out.f, "Final estimate: PPL = %.4f +/- %.5f\n", exp(nats), exp(nats) * se) > 0;
     ok = ok && print_lab(out.f, o->json, &lab) && print_extras(out.f, o->json, &rec.pos, &kls);
     if (!ok || fflush(out.f) == EOF) {
         msg_error("cannot write %s: %s", o->output ? o->output : "to stdout", strerror(errno));
@@ -401,7 +434,8 @@ const OptSpec EVAL_OPTIONS[] = {
      .value = 1,
      .help = "one JSON object: {chars, nats_per_char, nats_per_char_stderr, bits_per_char, bits_per_char_stderr, "
              "perplexity, perplexity_stderr, bytes, bits_per_byte, bits_per_byte_stderr, skipped, unit (char), tokens, "
-             "nats_per_token, nats_per_token_stderr, bits_per_token, bits_per_token_stderr, stride or segments}; a BPE "
+             "nats_per_token, nats_per_token_stderr, bits_per_token, bits_per_token_stderr, stride, chunk or "
+             "segments}; a BPE "
              "model's has only the per-token keys, with unit token; "
              "with --kl, then {kl_divergence, kl_divergence_stderr, kl_divergence_median, kl_divergence_p99, "
              "kl_divergence_max, same_top, same_top_stderr, ln_ppl_ratio, ln_ppl_ratio_stderr}; into a file (-o "
@@ -458,6 +492,19 @@ const OptSpec EVAL_OPTIONS[] = {
      .field = OPT_FIELD(stride),
      .help = "window step for texts longer than the context, at most block_size: each character is scored "
              "once, with at least block_size - N characters of context; the last window ends at the text's end"},
+    {.name = "chunk",
+     .type = OT_LONG,
+     .arg = "N",
+     .lo = 3,
+     .hi = 65536,
+     .range = "an integer in [3, 65536]",
+     .def_text = "none: windows at --stride",
+     .field = OPT_FIELD(chunk),
+     .help = "score as llama-perplexity -c N does: the text (a bos first, where the model adds one) in chunks of "
+             "N tokens, each from its own start with the bos in its first place, only each chunk's second half "
+             "scored (its last N - 1 - N/2 targets), the text past the last whole chunk not at all; at most "
+             "block_size, and the text at least 2N tokens. A text result ends with llama-perplexity's 'Final "
+             "estimate' line"},
     {.name = "segments",
      .type = OT_LONG,
      .arg = "N",

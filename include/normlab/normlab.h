@@ -295,6 +295,11 @@ typedef struct {
     void *progress_ctx;
     NlEvalScoredFn scored;  // NULL: none (eval's per-token losses, its KL divergence)
     void *scored_ctx;
+    // A windowed model: 0 (windows at stride), or N: llama-perplexity's chunks of N instead (3 <= N <= T,
+    // n >= 2N): chunk k holds ids[kN, kN + N) and scores only its second half's targets, inputs
+    // kN + N/2 .. kN + N - 2; the n / N whole chunks, the rest of the text unscored.
+    size_t chunk;
+    int chunk_bos;  // with chunk: 1 puts the tokenizer's bos first in every chunk (llama-perplexity's add_bos)
 } NlEvalOptions;
 
 // Scores ids[1..n) given the characters before each, on n_states worker threads, one state each
