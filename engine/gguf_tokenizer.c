@@ -34,6 +34,7 @@ static int read_bpe(NlTokenizer **tok, const GgufMeta *m, const GgufKv *tokens, 
     const char *names[N_PRES + 1] = {NULL};
     for (size_t i = 0; i < N_PRES; i++) names[i] = PRES[i].name;
     int pre, add_bos;
+    int64_t bos;
     const GgufKv *merges;
     size_t n = tokens->count, text = 0, n_added = 0;
     if (nl_gguf_get_choice(
@@ -41,13 +42,12 @@ static int read_bpe(NlTokenizer **tok, const GgufMeta *m, const GgufKv *tokens, 
             "not a pre-tokenizer normlab runs (default, gpt-2, olmo, smollm, llama-bpe, qwen2; it never guesses)",
             &pre) ||
         nl_gguf_get_array(m, "tokenizer.ggml.merges", GGUF_STRING, 0, &merges) ||
-        nl_gguf_get_bool(m, "tokenizer.ggml.add_bos_token", 0, &add_bos))
+        nl_gguf_get_bool(m, "tokenizer.ggml.add_bos_token", 0, &add_bos) ||
+        nl_gguf_get_int(m, "tokenizer.ggml.bos_token_id", 0, 0, -1, (int64_t)n - 1, -1, &bos))
         return -1;
     if (!merges) return nl_error(m->err, NL_ERR_FORMAT, "%s: lacks tokenizer.ggml.merges", m->what);
-    if (add_bos)
-        return nl_error(m->err, NL_ERR_FORMAT,
-                        "%s: tokenizer.ggml.add_bos_token is true: normlab's byte-level BPE "
-                        "adds no BOS token yet",
+    if (add_bos && bos < 0)
+        return nl_error(m->err, NL_ERR_FORMAT, "%s: tokenizer.ggml.add_bos_token is true, and there is no bos_token_id",
                         m->what);
     for (size_t i = 0; i < n; i++) text += tokens->strings[i].len + 1;
     for (size_t i = 0; i < merges->count; i++) text += merges->strings[i].len + 1;
@@ -80,6 +80,11 @@ static int read_bpe(NlTokenizer **tok, const GgufMeta *m, const GgufKv *tokens, 
     if (rc == 0)
         rc = nl_bpe_build(&bpe, vocab, list, &kind, m->what, m->err) != 0 ? -1
                                                                           : nl_tokenizer_create_bpe(tok, bpe, m->err);
+    if (rc == 0 && nl_tokenizer_set_bos(*tok, add_bos ? (int)bos : -1, add_bos, m->err) != 0) {  // (only one it adds)
+        nl_tokenizer_free(*tok);
+        *tok = NULL;
+        rc = -1;
+    }
     cJSON_Delete(vocab);
     cJSON_Delete(list);
     free(added);

@@ -16,14 +16,15 @@ phi2 and gptneox files (partial rotary; GPT-NeoX's per-head fused qkv; parallel 
 gpt2 file (learned positions, its byte-level BPE). Q4_1, Q5_0,
 Q5_1 and Q2_K to Q6_K matrices of random blocks, widened at load, give the logits of an F32 file of
 tools/lib/qformats.py's dequantize_ggml values, bit for bit. eval --chunk N's losses are those of
-a float64 forward of llama-perplexity's chunks (the bos first, the first half unscored). Every command runs on an F32 GGUF
-(tests/parallel_import_test.py's commands(); fold and quantize refuse it in one line, asking for a model
-folder). Each hostile file gets one line naming the problem and
+a float64 forward of llama-perplexity's chunks (the bos first, the first half unscored). A
+byte-level BPE with add_bos_token (Llama 3's) puts its bos first. Every command runs on an F32 GGUF
+(tests/parallel_import_test.py's commands(); fold and quantize refuse it in one line, asking for a
+model folder). Each hostile file gets one line naming the problem and
 exit 1: bad magic, version 1, big-endian, counts and lengths past the end, an array of arrays, 5 dims,
 a dims product that overflows, an offset misaligned, past the end or overlapping, an unknown type
 id, an IQ type and Q8_1 (refused by name), Q6_K and Q3_K rows not whole super-blocks, a key or tensor name
 twice, a required key missing, a key of the wrong type, a shape the config disagrees with, an unknown
-architecture, a truncated file, an unknown or missing pre-tokenizer, a BPE that adds a BOS.
+architecture, a truncated file, an unknown or missing pre-tokenizer, a BPE that adds a BOS it lacks.
 
     /usr/bin/python3 tests/gguf_test.py [NORMLAB_BINARY]      (make test runs it)
 """
@@ -324,6 +325,39 @@ def bpe_tokenizers(tmp):
         check(same, f"a byte-level BPE, pre-tokenizer {pre}: the ids equal the HF import's", r.stderr + got[0][:200])
         d = diff(logits(g), logits(hf))
         check(d <= 1e-5, f"a byte-level BPE, pre-tokenizer {pre}: logits within 1e-5 of the HF import's ({d:.1e})")
+        if pre == "llama-bpe":
+            bpe_bos(snap, tokenizer, pre, json.loads(got[1])["ids"] if same else None, probe)
+
+
+def bpe_bos(snap, tokenizer, pre, want, probe):
+    """Llama 3's GGUF: add_bos_token true, bos_token_id <|begin_of_text|>. Its ids are the HF import's
+    after the bos (without it with --no-bos); the echo and bits/byte leave it out, and an empty prompt
+    is the bos alone."""
+    kvs, tensors = make_gguf.convert(snap, "F32", (tokenizer, pre))
+    bos = next(t["id"] for t in tokenizer["added_tokens"] if t["content"] == "<|begin_of_text|>")
+    g = snap + "-bos.gguf"
+    with open(g, "wb") as f:
+        f.write(make_gguf.gguf_bytes({**kvs, "tokenizer.ggml.add_bos_token": True, "tokenizer.ggml.bos_token_id": bos},
+                                     tensors))
+    got = [engine("tokenize", "-m", g, "-p", probe, "--json", "--special", *flag)[1] for flag in ((), ("--no-bos",))]
+    ids = [json.loads(o)["ids"] if o else None for o in got]
+    check(want is not None and ids[0] == [bos] + want and ids[1] == want,
+          f"a byte-level BPE with add_bos_token: the bos ({bos}) first, then the HF import's ids; none with --no-bos")
+    rc, out, _ = engine("generate", "-m", g, "-p", "Hello", "-n", "3", "--seed", "1", "--temp", "0")
+    empty = engine("tokenize", "-m", g, "-p", "", "--json")[1]
+    check(rc == 0 and out.startswith("Hello") and "begin_of_text" not in out and
+          json.loads(empty or "{}").get("ids") == [bos],
+          "a byte-level BPE with add_bos_token: the echo leaves the bos out; an empty prompt is the bos alone", out)
+    with open(TEXT) as f:
+        text = f.read()[:600]
+    path = snap + "-bos.txt"
+    with open(path, "w") as f:
+        f.write(text)
+    evals = [engine("eval", "-m", m, "-f", path, "--json")[1] for m in (g, snap + ".gguf")]
+    e = [json.loads(o) if o else {} for o in evals]
+    check(e[0].get("bytes") == len(text.encode()) and e[0].get("tokens", 0) == e[1].get("tokens", -1) + 1,
+          "a byte-level BPE with add_bos_token: eval scores every token of the text after the bos, its first "
+          "included (all its bytes, one token more than without the bos)", str(e))
 
 
 def tensor_info(name, dims, type_id, offset):
@@ -387,8 +421,8 @@ def hostile(tmp, good):
         ("no pre-tokenizer (never guessed)",
          make_gguf.gguf_bytes({k: v for k, v in gpt2.items() if k != "tokenizer.ggml.pre"}, tensors),
          "lacks the string key tokenizer.ggml.pre"),
-        ("a BPE that adds a BOS", make_gguf.gguf_bytes({**gpt2, "tokenizer.ggml.add_bos_token": True}, tensors),
-         "adds no BOS token yet"),
+        ("a BPE that adds a BOS it lacks", make_gguf.gguf_bytes({**gpt2, "tokenizer.ggml.add_bos_token": True},
+                                                                 tensors), "there is no bos_token_id"),
     ]
     for label, data, word in cases:
         path = os.path.join(tmp, "bad.gguf")

@@ -20,6 +20,7 @@ struct NlTokenizer {
     NlTokenizerKind kind;
     NlBpe *bpe;  // the BPE kind's
     NlSpm *spm;  // the sentencepiece kind's; the rest is the character kind's
+    int bpe_bos, bpe_add_bos;  // the BPE kind's bos (-1: none) and whether a sequence starts with it
     int n;
     char (*pieces)[5];  // (n) NUL-terminated UTF-8, at most 4 bytes each
     CodeEntry *by_cp;  // (n) sorted by code point
@@ -88,7 +89,17 @@ static int create_kind(NlTokenizer **out, NlTokenizer t, NlError *err) {
 }
 
 int nl_tokenizer_create_bpe(NlTokenizer **out, NlBpe *bpe, NlError *err) {
-    return create_kind(out, (NlTokenizer){.kind = NL_TOKENIZER_BPE, .bpe = bpe, .n = nl_bpe_size(bpe)}, err);
+    return create_kind(out, (NlTokenizer){.kind = NL_TOKENIZER_BPE, .bpe = bpe, .n = nl_bpe_size(bpe), .bpe_bos = -1},
+                       err);
+}
+
+int nl_tokenizer_set_bos(NlTokenizer *tok, int bos, int add_bos, NlError *err) {
+    if (!tok->bpe) return nl_error(err, NL_ERR_FORMAT, "only a byte-level BPE's bos is set after it is made");
+    if (bos < -1 || bos >= tok->n || (add_bos && bos < 0))
+        return nl_error(err, NL_ERR_FORMAT, "bos %d is not a token of the %d (and add_bos needs one)", bos, tok->n);
+    tok->bpe_bos = bos;
+    tok->bpe_add_bos = add_bos;
+    return 0;
 }
 
 int nl_tokenizer_create_spm(NlTokenizer **out, NlSpm *spm, NlError *err) {
@@ -108,7 +119,7 @@ int nl_tokenizer_size(const NlTokenizer *tok) { return tok->n; }
 NlTokenizerInfo nl_tokenizer_info(const NlTokenizer *tok) {
     NlTokenizerInfo info = {.kind = tok->kind, .bos = -1, .eos = -1};
     if (tok->spm) nl_spm_info(tok->spm, &info);
-    if (tok->bpe) info.padding = nl_bpe_padding(tok->bpe);
+    if (tok->bpe) info.padding = nl_bpe_padding(tok->bpe), info.bos = tok->bpe_bos, info.add_bos = tok->bpe_add_bos;
     return info;
 }
 
@@ -168,7 +179,13 @@ int nl_tokenizer_encode(const NlTokenizer *tok, const char *text, size_t len, in
     size_t n = 0, skipped = 0, chars = 0;
     int skip_unknown = flags & NL_ENCODE_SKIP_UNKNOWN;
     *n_skipped = 0;
-    if (tok->bpe) return nl_bpe_encode(tok->bpe, text, len, flags & NL_ENCODE_SPECIAL, ids, n_ids, err);
+    if (tok->bpe) {
+        int bos = (flags & NL_ENCODE_BOS) && tok->bpe_add_bos;
+        if (bos) ids[0] = tok->bpe_bos;
+        if (nl_bpe_encode(tok->bpe, text, len, flags & NL_ENCODE_SPECIAL, ids + bos, n_ids, err) != 0) return -1;
+        *n_ids += (size_t)bos;
+        return 0;
+    }
     if (tok->spm) return nl_spm_encode(tok->spm, text, len, flags, ids, n_ids, err);
     for (size_t i = 0; i < len;) {
         uint32_t cp;

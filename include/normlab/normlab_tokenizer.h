@@ -33,7 +33,10 @@ typedef enum { NL_TOKENIZER_CHAR, NL_TOKENIZER_BPE, NL_TOKENIZER_SPM } NlTokeniz
 // What a tokenizer is, beyond its pieces (nl_tokenizer_info).
 typedef struct {
     NlTokenizerKind kind;
-    int bos, eos;  // sentencepiece: its begin and end of sequence pieces (<s>, </s>), -1 for none; others -1
+    // sentencepiece: its begin and end of sequence pieces (<s>, </s>), -1 for none; a byte-level BPE's bos
+    // where its GGUF adds one (Llama 3's <|begin_of_text|>), its eos -1 (nl_tokenizer_eot's is GPT-2's);
+    // a character model's -1
+    int bos, eos;
     int add_bos;  // 1: a sequence starts with bos, as llama.cpp's add_bos (NL_ENCODE_BOS puts it there)
     // 1: encoding puts "▁" (a space) before a text, SentencePiece's dummy prefix: a decoded text's
     // first token then has one space more than the text (sentencepiece's decoder drops it)
@@ -53,7 +56,7 @@ enum {
     NL_ENCODE_SPECIAL = 2,  // bpe: a special added token ("<|endoftext|>", "<|im_start|>") is that token
     // in the text (else plain text; an added token that is not special always is);
     // sentencepiece: "<s>", "</s>", "<unk>" are (else plain text, as in sentencepiece)
-    NL_ENCODE_BOS = 4,  // sentencepiece with add_bos: bos first (the others have none)
+    NL_ENCODE_BOS = 4,  // a tokenizer with add_bos (sentencepiece, a GGUF's BPE): bos first (the others have none)
     // sentencepiece: the text continues a sequence already encoded (generate -i's later lines): no
     // dummy prefix before it, as llama.cpp adds that space only at the start or after a control piece
     NL_ENCODE_CONTINUE = 8,
