@@ -41,7 +41,9 @@ int nl_gguf_is_file(const char *path) {
 typedef struct {
     const char *ours, *parts[3];
     int rope_parts;
-    int per_head_qkv;  // one part whose rows run per head as q, k, v (GPT-NeoX's query_key_value)
+    // 1: one part whose rows run per head as q, k, v (GPT-NeoX's query_key_value); 2: one part of all q
+    // rows, all k, all v (phi2's older attn_qkv)
+    int per_head_qkv;
     int optional;  // absent: left out (the head tied to token_embd)
 } LayerRow;
 
@@ -129,6 +131,14 @@ static const LayerRow PHI2_ROWS[] = {
     {"mlp.c_proj.weight", {"ffn_down.weight"}, 0, 0, 0},
     {"mlp.c_proj.bias", {"ffn_down.bias"}, 0, 0, 0},
 };
+static const LayerRow PHI2_QKV_ROWS[] = {
+    // phi2 as llama.cpp's older converter wrote it: q, k and v as one attn_qkv (all q rows, all k, all v)
+    {"ln_1.weight", {"attn_norm.weight"}, 0, 0, 0},          {"ln_1.bias", {"attn_norm.bias"}, 0, 0, 0},
+    {"attn.c_attn.weight", {"attn_qkv.weight"}, 1, 2, 0},    {"attn.c_attn.bias", {"attn_qkv.bias"}, 1, 2, 0},
+    {"attn.c_proj.weight", {"attn_output.weight"}, 0, 0, 0}, {"attn.c_proj.bias", {"attn_output.bias"}, 0, 0, 0},
+    {"mlp.c_fc.weight", {"ffn_up.weight"}, 0, 0, 0},         {"mlp.c_fc.bias", {"ffn_up.bias"}, 0, 0, 0},
+    {"mlp.c_proj.weight", {"ffn_down.weight"}, 0, 0, 0},     {"mlp.c_proj.bias", {"ffn_down.bias"}, 0, 0, 0},
+};
 static const LayerRow GPTNEOX_ROWS[] = {
     {"ln_1.weight", {"attn_norm.weight"}, 0, 0, 0},          {"ln_1.bias", {"attn_norm.bias"}, 0, 0, 0},
     {"attn.c_attn.weight", {"attn_qkv.weight"}, 1, 1, 0},    {"attn.c_attn.bias", {"attn_qkv.bias"}, 1, 1, 0},
@@ -166,9 +176,10 @@ typedef struct {
     const LayerRow *top, *rows;
     size_t n_top, n_rows;
     int positions;  // GPT-2's learned positions: normlab's transformer arch, no RoPE
+    const LayerRow *fused;  // (n_rows) the rows instead, where the file has blk.0.attn_qkv (NULL: none)
 } Arch;
 
-#define RMS_ROWS(r) NULL, 0, TOP_ROWS, r, 3, N_OF(r), 0
+#define RMS_ROWS(r) NULL, 0, TOP_ROWS, r, 3, N_OF(r), 0, NULL
 static const Arch ARCHES[] = {
     {"llama", 0, 0, NULL, "pre", 0, RMS_ROWS(BASE_ROWS)},
     {"qwen2", 1, 1, NULL, "pre", 0, RMS_ROWS(QWEN2_ROWS)},
@@ -177,9 +188,11 @@ static const Arch ARCHES[] = {
     {"gemma", 1, 0, NULL, "pre", 1, RMS_ROWS(BASE_ROWS)},
     {"gemma2", 1, 0, NULL, "peri", 2, RMS_ROWS(GEMMA2_ROWS)},
     {"gemma3", 1, 0, "head", "peri", 3, RMS_ROWS(GEMMA3_ROWS)},
-    {"phi2", 1, 0, NULL, "parallel-shared", 0, "gelu_tanh", 1, LN_TOP_ROWS, PHI2_ROWS, 5, N_OF(PHI2_ROWS), 0},
-    {"gptneox", 1, 0, NULL, "parallel", 0, "gelu", 0, LN_TOP_ROWS, GPTNEOX_ROWS, 4, N_OF(GPTNEOX_ROWS), 0},
-    {"gpt2", 0, 0, NULL, "pre", 0, "gelu_tanh", 0, GPT2_TOP_ROWS, GPT2_ROWS, N_OF(GPT2_TOP_ROWS), N_OF(GPT2_ROWS), 1},
+    {"phi2", 1, 0, NULL, "parallel-shared", 0, "gelu_tanh", 1, LN_TOP_ROWS, PHI2_ROWS, 5, N_OF(PHI2_ROWS), 0,
+     PHI2_QKV_ROWS},
+    {"gptneox", 1, 0, NULL, "parallel", 0, "gelu", 0, LN_TOP_ROWS, GPTNEOX_ROWS, 4, N_OF(GPTNEOX_ROWS), 0, NULL},
+    {"gpt2", 0, 0, NULL, "pre", 0, "gelu_tanh", 0, GPT2_TOP_ROWS, GPT2_ROWS, N_OF(GPT2_TOP_ROWS), N_OF(GPT2_ROWS), 1,
+     NULL},
 };
 #define N_ARCHES (sizeof ARCHES / sizeof ARCHES[0])
 
@@ -316,6 +329,7 @@ typedef struct {
     unsigned char *used;  // (n_tensors)
     const LayerRow *top, *rows;  // (n_top) the tensors outside the layers, (n_rows) a layer's
     size_t n_top, n_rows, head, rot;  // head: Dh; rot: the rows of a head RoPE turns
+    size_t v_rows;  // v's rows of c_attn (KVH Dh): what a fused q, k, v re-pairs not
     int neox;  // q and k in rotate_half order
     const char *what;
     NlError *err;
@@ -336,7 +350,7 @@ typedef struct {
     char ours[96], parts[3][64];
     size_t n_parts;
     int rope_parts;  // the leading parts re-paired (none unless the file is in rotate_half order)
-    int per_head_qkv;  // one part of rows per head q, k, v: re-laid as all q, all k, all v
+    int per_head_qkv;  // 1: one part of rows per head q, k, v, re-laid as all q, all k, all v; 2: laid so
     size_t copy;  // the bytes it takes in the owned buffer (0: read in place)
     int widen;  // a part is of a type normlab widens (dtype.h's NlGgmlBlock): all widened to float32 as copied
 } Plan;
@@ -377,7 +391,8 @@ static int make_tensor(Tensors *ts, StTensor *t, Plan *p) {
             return nl_error(ts->err, NL_ERR_FORMAT, "%s: tensor %s: not of %s's type, dims and width", ts->what,
                             p->parts[k], p->parts[0]);
         size_t n = part[k]->n_dims == 2 ? (size_t)part[k]->ne[1] : (size_t)part[k]->ne[0];
-        if (k < (size_t)p->rope_parts && (ts->head < 2 || n % (ts->head * (p->per_head_qkv ? 3 : 1))))
+        if (k < (size_t)p->rope_parts &&
+            (ts->head < 2 || n % (ts->head * (p->per_head_qkv == 1 ? 3 : 1)) || (p->per_head_qkv && n <= ts->v_rows)))
             return nl_error(ts->err, NL_ERR_FORMAT, "%s: tensor %s: its %zu rows are not whole heads of %zu", ts->what,
                             p->parts[k], n, ts->head);
         rows += n;
@@ -442,9 +457,9 @@ static int join(Tensors *ts, StFile *st, void **owned, const Plan *plans, size_t
             size_t n = p->n_dims == 2 ? (size_t)p->ne[1] : (size_t)p->ne[0], bytes = p->nbytes;
             if (plans[i].widen) bytes = widen(at, p);
             else memcpy(at, p->data, bytes);
-            if (plans[i].per_head_qkv) split_qkv(at, n, bytes / n, ts->head, tmp);
-            if (k < (size_t)plans[i].rope_parts)  // (the split q and k: two thirds of its rows)
-                pair_rows(at, plans[i].per_head_qkv ? 2 * n / 3 : n, bytes / n, ts->head, ts->rot, tmp);
+            if (plans[i].per_head_qkv == 1) split_qkv(at, n, bytes / n, ts->head, tmp);
+            if (k < (size_t)plans[i].rope_parts)  // (of all q, k, v rows: those before v's)
+                pair_rows(at, plans[i].per_head_qkv ? n - ts->v_rows : n, bytes / n, ts->head, ts->rot, tmp);
             at += bytes;
         }
         st->tensors[i].data = start;
@@ -481,6 +496,7 @@ static int read_tensors(StFile *st, void **owned, const GgufFile *f, const NlCon
                   .n_rows = a->n_rows,
                   .head = nl_head_width(c),
                   .rot = c->rope_dims ? (size_t)c->rope_dims : nl_head_width(c),
+                  .v_rows = (size_t)c->n_kv_head * nl_head_width(c),
                   .neox = a->neox,
                   .what = what,
                   .err = err};
@@ -491,6 +507,7 @@ static int read_tensors(StFile *st, void **owned, const GgufFile *f, const NlCon
                  : nl_error(err, NL_ERR_NOMEM, "%s: out of memory", what);
     for (size_t i = 0; i < f->n_tensors && rc == 0; i++) ts.order[i] = &f->tensors[i];
     if (rc == 0) qsort(ts.order, f->n_tensors, sizeof *ts.order, by_name);
+    if (rc == 0 && a->fused && find(&ts, "blk.0.attn_qkv.weight")) ts.rows = a->fused;
     for (size_t i = 0; i < n && rc == 0; i++) {
         Plan *p = &plans[st->n];  // the tensor's place: i, less those left out
         int optional;

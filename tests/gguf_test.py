@@ -12,7 +12,8 @@ D / H read right. Byte-level BPEs (tokenizer.ggml.model gpt2) under the pre-toke
 llama-bpe and qwen2 give the ids of the same tokenizer.json imported from HF (held-out text, digits,
 chat tokens with --special). qwen2, qwen3, olmo2, gemma, gemma2 and gemma3 files, whose q and k rows are in HF's
 rotate_half order, give the HF import's logits (F32 within 1e-5, Q8_0 equal to quantize's), as do
-phi2 and gptneox files (partial rotary; GPT-NeoX's per-head fused qkv; parallel and sequential) and a
+phi2 files (q, k, v separate or as the older fused attn_qkv) and gptneox files (partial rotary; GPT-NeoX's
+per-head fused qkv; parallel and sequential) and a
 gpt2 file (learned positions, its byte-level BPE). Q4_1, Q5_0,
 Q5_1 and Q2_K to Q6_K matrices of random blocks, widened at load, give the logits of an F32 file of
 tools/lib/qformats.py's dequantize_ggml values, bit for bit. eval --chunk N's losses are those of
@@ -254,13 +255,14 @@ def parallel_arches(tmp):
     """phi2 (one LayerNorm, partial rotary 0.4 of Dh 20, biased head) and gptneox (per-head fused qkv,
     rotary 0.25; parallel and sequential), NEOX order over the turned dims only: the logits equal the HF
     import's (F32 within 1e-5; Q8_0 equal to quantize's of the import)."""
-    for label, arch, kw in (("phi2", "phi2", dict(family="phi", dim=80)),
-                            ("gptneox", "gptneox", dict(family="gpt_neox")),
-                            ("gptneox sequential", "gptneox", dict(family="gpt_neox", sequential=True))):
+    for label, arch, kw, fused in (("phi2", "phi2", dict(family="phi", dim=80), False),
+                                   ("phi2 with the older fused attn_qkv", "phi2", dict(family="phi", dim=80), True),
+                                   ("gptneox", "gptneox", dict(family="gpt_neox"), False),
+                                   ("gptneox sequential", "gptneox", dict(family="gpt_neox", sequential=True), False)):
         snap = os.path.join(tmp, "par-" + label.replace(" ", "-"))
         parallel_snapshot.make(snap, seed=19, **kw)
         kinds = ("F32", "Q8_0") if kw.get("dim", 64) % 32 == 0 else ("F32",)
-        against_import(label, snap, kinds, lambda kind: make_gguf.convert_parallel(snap, kind, arch))
+        against_import(label, snap, kinds, lambda kind: make_gguf.convert_parallel(snap, kind, arch, fused))
 
 
 def gpt2(tmp):

@@ -184,9 +184,10 @@ def convert(snapshot, kind, bpe=None, arch="llama"):
     return kvs, tensors
 
 
-def convert_parallel(snapshot, kind, arch):
+def convert_parallel(snapshot, kind, arch, fused=False):
     """(kvs, tensors) of a make_parallel_snapshot.py folder as llama.cpp lays out "phi2" (separate q, k,
-    v with biases; one LayerNorm; lm_head's bias as output.bias) or "gptneox" (attn_qkv as HF fuses it,
+    v with biases, or with fused as its older converter wrote them: one attn_qkv of all q rows, all k,
+    all v; one LayerNorm; lm_head's bias as output.bias) or "gptneox" (attn_qkv as HF fuses it,
     its rows per head q, k, v; two LayerNorms; use_parallel_residual); q and k in HF's rotate_half order
     (llama.cpp's NEOX RoPE) over the first rope.dimension_count dims of a head."""
     hf = os.path.join(snapshot, "hf")
@@ -226,8 +227,12 @@ def convert_parallel(snapshot, kind, arch):
             tensors.update(pair(None, b + "ffn_up", p + "mlp.dense_h_to_4h"))
             tensors.update(pair(None, b + "ffn_down", p + "mlp.dense_4h_to_h"))
             continue
-        for m in "qkv":
+        for m in "qkv" if not fused else ():
             tensors.update(pair(None, b + f"attn_{m}", p + f"self_attn.{m}_proj"))
+        if fused:
+            qkv = [f"{p}self_attn.{m}_proj" for m in "qkv"]
+            tensors.update({b + "attn_qkv.weight": matrix(np.concatenate([w[n + ".weight"] for n in qkv])),
+                            b + "attn_qkv.bias": vector(np.concatenate([w[n + ".bias"] for n in qkv]))})
         tensors.update(pair(None, b + "attn_output", p + "self_attn.dense"))
         tensors.update(pair(None, b + "ffn_up", p + "mlp.fc1"))
         tensors.update(pair(None, b + "ffn_down", p + "mlp.fc2"))
