@@ -48,6 +48,7 @@ import numpy as np  # noqa: E402
 
 for d in ("lib", "dev", "reference"):
     sys.path.insert(0, os.path.join(ROOT, "tools", d))
+import ggufwrite  # noqa: E402
 import gpt2bpe  # noqa: E402
 import hf_gpt2_test  # noqa: E402
 import llama_reference  # noqa: E402
@@ -86,7 +87,7 @@ def types(tmp):
     for kind in ("f32", "f16", "bf16", "q8_0", "q4_0"):
         g = os.path.join(tmp, f"m-{kind}.gguf")
         with open(g, "wb") as f:
-            f.write(make_gguf.gguf_bytes(*make_gguf.convert(snap, qformats.NAMES[kind])))
+            f.write(ggufwrite.gguf_bytes(*make_gguf.convert(snap, qformats.NAMES[kind])))
         if kind == "f32":
             d = diff(logits(g), base)
             check(d <= 1e-5, f"F32 GGUF: logits within 1e-5 of the HF import's (max diff {d:.1e})")
@@ -108,7 +109,7 @@ def shapes(tmp):
         hf, g = snap + "-hf", snap + ".gguf"
         subprocess.run(["/usr/bin/python3", HF, os.path.join(snap, "hf"), "--out", hf], capture_output=True)
         with open(g, "wb") as f:
-            f.write(make_gguf.gguf_bytes(*make_gguf.convert(snap, "F32")))
+            f.write(ggufwrite.gguf_bytes(*make_gguf.convert(snap, "F32")))
         d = diff(logits(g), logits(hf))
         check(d <= 1e-5, f"{label}: the GGUF's logits within 1e-5 of the HF import's ({d:.1e})")
 
@@ -144,7 +145,7 @@ def against_import(label, snap, kinds, convert, prompt=PROMPT):
     for kind in kinds:
         g = f"{snap}-{kind}.gguf"
         with open(g, "wb") as f:
-            f.write(make_gguf.gguf_bytes(*convert(kind)))
+            f.write(ggufwrite.gguf_bytes(*convert(kind)))
         want = logits(hf, prompt)
         if kind != "F32":
             engine("quantize", "-m", hf, "-o", f"{hf}-{kind}", "--type", kind.lower())
@@ -180,7 +181,7 @@ def widened_types(tmp):
     paths = [os.path.join(tmp, f"kq-{n}.gguf") for n in ("k", "f32")]
     for path, t in zip(paths, (quant, widened)):
         with open(path, "wb") as f:
-            f.write(make_gguf.gguf_bytes(kvs, t))
+            f.write(ggufwrite.gguf_bytes(kvs, t))
     a, b = logits(paths[0]), logits(paths[1])
     d = diff(a, b)
     check(d == 0 and a is not None and np.isfinite(a).all() and set(used) == set(kinds),
@@ -321,7 +322,7 @@ def bpe_tokenizers(tmp):
         r = subprocess.run(["/usr/bin/python3", HF, os.path.join(snap, "hf"), "--out", hf], capture_output=True,
                            text=True)
         with open(g, "wb") as f:
-            f.write(make_gguf.gguf_bytes(*make_gguf.convert(snap, "F32", (tokenizer, pre))))
+            f.write(ggufwrite.gguf_bytes(*make_gguf.convert(snap, "F32", (tokenizer, pre))))
         got = [engine("tokenize", "-m", m, "-p", probe, "--json", "--special")[1] for m in (g, hf)]
         same = r.returncode == 0 and got[0] == got[1] and len(json.loads(got[0])["ids"]) > 100
         check(same, f"a byte-level BPE, pre-tokenizer {pre}: the ids equal the HF import's", r.stderr + got[0][:200])
@@ -339,7 +340,7 @@ def bpe_bos(snap, tokenizer, pre, want, probe):
     bos = next(t["id"] for t in tokenizer["added_tokens"] if t["content"] == "<|begin_of_text|>")
     g = snap + "-bos.gguf"
     with open(g, "wb") as f:
-        f.write(make_gguf.gguf_bytes({**kvs, "tokenizer.ggml.add_bos_token": True, "tokenizer.ggml.bos_token_id": bos},
+        f.write(ggufwrite.gguf_bytes({**kvs, "tokenizer.ggml.add_bos_token": True, "tokenizer.ggml.bos_token_id": bos},
                                      tensors))
     got = [engine("tokenize", "-m", g, "-p", probe, "--json", "--special", *flag)[1] for flag in ((), ("--no-bos",))]
     ids = [json.loads(o)["ids"] if o else None for o in got]
@@ -363,7 +364,7 @@ def bpe_bos(snap, tokenizer, pre, want, probe):
 
 
 def tensor_info(name, dims, type_id, offset):
-    return (make_gguf.string(name) + struct.pack("<I", len(dims)) + struct.pack(f"<{len(dims)}Q", *dims)
+    return (ggufwrite.string(name) + struct.pack("<I", len(dims)) + struct.pack(f"<{len(dims)}Q", *dims)
             + struct.pack("<IQ", type_id, offset))
 
 
@@ -377,10 +378,10 @@ def hostile(tmp, good):
     with open(good, "rb") as f:
         ok = f.read()
     kvs, tensors = make_gguf.convert(os.path.join(tmp, "snap"), "F32")
-    f32 = make_gguf.TYPE_IDS["F32"]
+    f32 = ggufwrite.TYPE_IDS["F32"]
 
     def without(key):
-        return make_gguf.gguf_bytes({k: v for k, v in kvs.items() if k != key}, tensors)
+        return ggufwrite.gguf_bytes({k: v for k, v in kvs.items() if k != key}, tensors)
     with open(TEXT) as f:
         bpe = make_gguf.bpe_keys(small_bpe(300, f.read()[:5000]), "gpt-2")
     gpt2 = {**{k: v for k, v in kvs.items() if not k.startswith("tokenizer.")}, **bpe}
@@ -391,7 +392,7 @@ def hostile(tmp, good):
         ("a key count past the end", ok[:16] + struct.pack("<Q", 1 << 60) + ok[24:], "run past the end"),
         ("a tensor count past the end", ok[:8] + struct.pack("<Q", 1 << 62) + ok[16:], "run past the end"),
         ("a string length past the end", ok[:24] + struct.pack("<Q", 1 << 63) + ok[32:], "runs past the end"),
-        ("an array of arrays", raw([], make_gguf.string("a.b") + struct.pack("<IIQ", 9, 9, 1), 1), "array of arrays"),
+        ("an array of arrays", raw([], ggufwrite.string("a.b") + struct.pack("<IIQ", 9, 9, 1), 1), "array of arrays"),
         ("5 dims", raw([tensor_info("t", [1, 1, 1, 1, 1], f32, 0)]), "has over 4 dims"),
         ("a dims product that overflows", raw([tensor_info("t", [1 << 40, 1 << 40], f32, 0)]), "overflows"),
         ("an offset misaligned", raw([tensor_info("t", [4], f32, 4)]), "not a multiple of general.alignment"),
@@ -403,27 +404,27 @@ def hostile(tmp, good):
         ("a Q3_K row not whole super-blocks", raw([tensor_info("t", [96], 11, 0)]), "not whole Q3_K blocks of 256"),
         ("a Q6_K row not whole super-blocks", raw([tensor_info("t", [128], 14, 0)]), "not whole Q6_K blocks of 256"),
         ("a row not whole blocks", raw([tensor_info("t", [40], 8, 0)]), "not whole Q8_0 blocks"),
-        ("a key twice", make_gguf.gguf_bytes(list(kvs.items()) + [("llama.block_count", 2)], tensors), "appears twice"),
-        ("a tensor name twice", make_gguf.gguf_bytes(kvs, list(tensors.items()) + [("output_norm.weight",
+        ("a key twice", ggufwrite.gguf_bytes(list(kvs.items()) + [("llama.block_count", 2)], tensors), "appears twice"),
+        ("a tensor name twice", ggufwrite.gguf_bytes(kvs, list(tensors.items()) + [("output_norm.weight",
                                                                                      tensors["output_norm.weight"])]),
          "appears twice"),
         ("llama.block_count missing", without("llama.block_count"), "lacks the key llama.block_count"),
-        ("llama.block_count a string", make_gguf.gguf_bytes({**kvs, "llama.block_count": "two"}, tensors),
+        ("llama.block_count a string", ggufwrite.gguf_bytes({**kvs, "llama.block_count": "two"}, tensors),
          "llama.block_count is not an integer"),
         ("feed_forward_length disagreeing with the tensors",
-         make_gguf.gguf_bytes({**kvs, "llama.feed_forward_length": 100}, tensors), "shape"),
-        ("an unknown architecture", make_gguf.gguf_bytes({**kvs, "general.architecture": "mamba"}, tensors),
+         ggufwrite.gguf_bytes({**kvs, "llama.feed_forward_length": 100}, tensors), "shape"),
+        ("an unknown architecture", ggufwrite.gguf_bytes({**kvs, "general.architecture": "mamba"}, tensors),
          "general.architecture is \"mamba\""),
         ("a tensor no llama has",
-         make_gguf.gguf_bytes(kvs, {**tensors, "rope_freqs.weight": tensors["output_norm.weight"]}),
+         ggufwrite.gguf_bytes(kvs, {**tensors, "rope_freqs.weight": tensors["output_norm.weight"]}),
          "rope_freqs.weight is not one of"),
         ("a truncated file", ok[:len(ok) // 2], "runs past the end"),
-        ("an unknown pre-tokenizer", make_gguf.gguf_bytes({**gpt2, "tokenizer.ggml.pre": "deepseek-llm"}, tensors),
+        ("an unknown pre-tokenizer", ggufwrite.gguf_bytes({**gpt2, "tokenizer.ggml.pre": "deepseek-llm"}, tensors),
          "tokenizer.ggml.pre is \"deepseek-llm\": not a pre-tokenizer normlab runs"),
         ("no pre-tokenizer (never guessed)",
-         make_gguf.gguf_bytes({k: v for k, v in gpt2.items() if k != "tokenizer.ggml.pre"}, tensors),
+         ggufwrite.gguf_bytes({k: v for k, v in gpt2.items() if k != "tokenizer.ggml.pre"}, tensors),
          "lacks the string key tokenizer.ggml.pre"),
-        ("a BPE that adds a BOS it lacks", make_gguf.gguf_bytes({**gpt2, "tokenizer.ggml.add_bos_token": True},
+        ("a BPE that adds a BOS it lacks", ggufwrite.gguf_bytes({**gpt2, "tokenizer.ggml.add_bos_token": True},
                                                                  tensors), "there is no bos_token_id"),
     ]
     for label, data, word in cases:

@@ -75,6 +75,7 @@ def gguf_seeds():
     KV head, Q8_0 with head_dim over D / H."""
     import tempfile
 
+    import ggufwrite
     import make_gguf
     import make_llama_snapshot
     shape = dict(dim=32, hidden=32, layers=1, heads=2, kv_heads=2, seq_len=16)
@@ -82,7 +83,7 @@ def gguf_seeds():
                               ("q8_0-head-dim", "Q8_0", dict(head_dim=32))):
         with tempfile.TemporaryDirectory() as tmp:
             make_llama_snapshot.make(os.path.join(tmp, "s"), seed=1, **{**shape, **extra})
-            data = make_gguf.gguf_bytes(*make_gguf.convert(os.path.join(tmp, "s"), kind))
+            data = ggufwrite.gguf_bytes(*make_gguf.convert(os.path.join(tmp, "s"), kind))
         with open(os.path.join(OUT, "gguf", name + ".gguf"), "wb") as f:
             f.write(data)
 
