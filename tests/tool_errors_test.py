@@ -33,6 +33,7 @@ CASES = [  # (tool, arguments, a word the line must hold)
     ("interop/import_nanogpt.py", [NONE, "--out", OUT], "no such file"),
     ("interop/import_nanogpt.py", [os.path.join(ROOT, "tests"), "--out", OUT], "is a directory; give the checkpoint"),
     ("interop/export_onnx.py", [NONE, "--out", OUT + ".onnx"], "no such model"),
+    ("interop/export_gguf.py", [NONE, "--out", OUT + ".gguf"], "not a model directory"),
     ("bench/overhead.py", ["-m", NONE], "no such model"),
     ("bench/overhead.py", ["--runs", "0"], "at least 1"),
     ("bench/family_bench.py", ["--repeats", "0"], "at least 1"),
