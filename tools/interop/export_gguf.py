@@ -151,9 +151,7 @@ def main(argv):
     p.add_argument("model", help="a normlab model directory, or a shipped model's name")
     p.add_argument("--out", required=True, help="the .gguf file to write (replaced whole)")
     a = p.parse_args(argv)
-    shipped = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "weights", a.model)
-    if not os.path.exists(a.model) and os.sep not in a.model and os.path.isdir(shipped):
-        a.model = os.path.normpath(shipped)  # a shipped model by name, as normlab -m takes it
+    a.model = nltool.model_arg(a.model)  # a path, or a shipped model by name
     if not os.path.isdir(a.model):
         raise ToolError(f"{a.model}: not a model directory")
     nltool.check_out(a.out, [a.model], want_dir=False)

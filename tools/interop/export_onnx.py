@@ -73,9 +73,7 @@ def main(argv):
         import onnx  # noqa: F401
     except ImportError:
         raise nltool.ToolError("needs python3-onnx (tools/install-deps.sh --python)")
-    shipped = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "weights", a.model)
-    if not os.path.exists(a.model) and os.sep not in a.model and os.path.isdir(shipped):
-        a.model = os.path.normpath(shipped)  # a shipped model by name, as normlab -m takes it
+    a.model = nltool.model_arg(a.model)  # a path, or a shipped model by name
     if not os.path.exists(a.model):
         raise nltool.ToolError(f"{a.model}: no such model")
     out = nltool.check_out(a.out, [a.model], want_dir=False)  # a symlink's target is replaced, the link kept

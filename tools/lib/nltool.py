@@ -79,6 +79,14 @@ def new_file_mode(directory=False):
     return (0o777 if directory else 0o666) & ~mask
 
 
+def model_arg(arg):
+    """A model argument as normlab -m takes it: a path, or a shipped model's name (weights/NAME)."""
+    shipped = os.path.join(ROOT, "weights", arg)
+    if not os.path.exists(arg) and os.sep not in arg and os.path.isdir(shipped):
+        return shipped
+    return arg
+
+
 def check_model(path, shown_as=None, files=None):
     """The engine's verdict on the model at path: its `normlab info --json --check-weights` (a dict: every
     weight read, as a run reads them), or ToolError
