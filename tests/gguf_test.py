@@ -383,7 +383,7 @@ def hostile(tmp, good):
     def without(key):
         return ggufwrite.gguf_bytes({k: v for k, v in kvs.items() if k != key}, tensors)
     with open(TEXT) as f:
-        bpe = make_gguf.bpe_keys(small_bpe(300, f.read()[:5000]), "gpt-2")
+        bpe = ggufwrite.bpe_keys(small_bpe(300, f.read()[:5000]), "gpt-2")
     gpt2 = {**{k: v for k, v in kvs.items() if not k.startswith("tokenizer.")}, **bpe}
     cases = [
         ("bad magic", b"GGUX" + ok[4:], "not a GGUF file"),

@@ -28,7 +28,7 @@ needs.packages("numpy")
 
 import numpy as np  # noqa: E402
 
-from ggufwrite import FILE_TYPES, gguf_bytes  # noqa: E402
+from ggufwrite import FILE_TYPES, bpe_keys, gguf_bytes  # noqa: E402
 import hfweights  # noqa: E402
 import make_llama_snapshot as mk  # noqa: E402
 import nlformat  # noqa: E402
@@ -50,21 +50,6 @@ def tokenizer_keys(V):
             "tokenizer.ggml.scores": ("f32", scores), "tokenizer.ggml.token_type": ("i32", types),
             "tokenizer.ggml.bos_token_id": 1, "tokenizer.ggml.eos_token_id": 2, "tokenizer.ggml.unknown_token_id": 0,
             "tokenizer.ggml.add_bos_token": True, "tokenizer.ggml.add_eos_token": False}
-
-
-def bpe_keys(tokenizer, pre):
-    """tokenizer.ggml.* of a Hugging Face byte-level BPE tokenizer.json (a dict) as llama.cpp's converter
-    writes them: model "gpt2", the tokens by id (model.vocab, then the added tokens past it; control 3
-    where special, user-defined 4 where not, else normal 1), the merges as "A B", the pre-tokenizer pre."""
-    vocab = dict(tokenizer["model"]["vocab"])
-    special = {t["content"]: t["special"] for t in tokenizer.get("added_tokens", [])}
-    vocab.update({t["content"]: t["id"] for t in tokenizer.get("added_tokens", [])})
-    tokens = sorted(vocab, key=vocab.get)
-    merges = [m if isinstance(m, str) else " ".join(m) for m in tokenizer["model"]["merges"]]
-    types = [(3 if special[t] else 4) if t in special else 1 for t in tokens]
-    return {"tokenizer.ggml.model": "gpt2", "tokenizer.ggml.pre": pre, "tokenizer.ggml.tokens": ("str", tokens),
-            "tokenizer.ggml.token_type": ("i32", types), "tokenizer.ggml.merges": ("str", merges),
-            "tokenizer.ggml.add_bos_token": False}
 
 
 def convert(snapshot, kind, bpe=None, arch="llama"):

@@ -1,5 +1,6 @@
 """GGUF files written (llama.cpp's format, version 3, little-endian, alignment 32), from ggml's
-docs/gguf.md: the keys' values and the tensors' infos and data. No llama.cpp code."""
+docs/gguf.md: the keys' values and the tensors' infos and data, and a byte-level BPE's tokenizer keys.
+No llama.cpp code."""
 import struct
 
 TYPE_IDS = {"F32": 0, "F16": 1, "Q4_0": 2, "Q4_1": 3, "Q5_0": 6, "Q5_1": 7, "Q8_0": 8, "Q2_K": 10, "Q3_K": 11,
@@ -48,3 +49,18 @@ def gguf_bytes(kvs, tensors):
         offset += len(data) + pad
     head = b"".join(out)
     return head + b"\0" * (-len(head) % ALIGN) + b"".join(blobs)
+
+
+def bpe_keys(tokenizer, pre):
+    """tokenizer.ggml.* of a Hugging Face byte-level BPE tokenizer.json (a dict) as llama.cpp's converter
+    writes them: model "gpt2", the tokens by id (model.vocab, then the added tokens past it; control 3
+    where special, user-defined 4 where not, else normal 1), the merges as "A B", the pre-tokenizer pre."""
+    vocab = dict(tokenizer["model"]["vocab"])
+    special = {t["content"]: t["special"] for t in tokenizer.get("added_tokens", [])}
+    vocab.update({t["content"]: t["id"] for t in tokenizer.get("added_tokens", [])})
+    tokens = sorted(vocab, key=vocab.get)
+    merges = [m if isinstance(m, str) else " ".join(m) for m in tokenizer["model"]["merges"]]
+    types = [(3 if special[t] else 4) if t in special else 1 for t in tokens]
+    return {"tokenizer.ggml.model": "gpt2", "tokenizer.ggml.pre": pre, "tokenizer.ggml.tokens": ("str", tokens),
+            "tokenizer.ggml.token_type": ("i32", types), "tokenizer.ggml.merges": ("str", merges),
+            "tokenizer.ggml.add_bos_token": False}
