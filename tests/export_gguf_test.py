@@ -1,14 +1,16 @@
 #!/usr/bin/python3
 """tools/interop/export_gguf.py: a normlab llama-family model to a GGUF of llama.cpp's llama
-architecture, numpy only.
+architecture, a GPT-2-shaped one to its gpt2, numpy only.
 
 Checks: the shipped shakespeare-llama (sentencepiece, GQA 4/2, tied head) exported and read back by
 the engine gives the folder's logits (max |diff| 0: the same weights, re-laid as llama.cpp's names
 and cut rows), its ids, its eval figures and its seeded text; so do its quantize --type q8_0 and q4_0
-copies (blocks kept as stored) and an untied variant (its lm_head as output.weight). Each refusal
-gets one line, exit 1, no file written and its input untouched: a transformer-arch model, a llama
-with placement post, with QK-norm, with a Hugging Face tokenizer.json, --out inside the model, a
-missing model.
+copies (blocks kept as stored) and an untied variant (its lm_head as output.weight); so do the
+shipped shakespeare-bpe (GPT-2's shape and BPE) and its Q8_0 copy as gpt2 files, and a variant of it
+set to exact GELU exports with a warning and reads back as the tanh form it was trained with. Each
+refusal gets one line, exit 1, no file written and its input untouched: a character vocabulary, a
+post-LN and a DyT model, a recurrent one, a llama with placement post, with QK-norm, with a Hugging
+Face tokenizer.json, --out inside the model, a missing model.
 
     /usr/bin/python3 tests/export_gguf_test.py [NORMLAB_BINARY]      (make test runs it)
 
@@ -68,6 +70,38 @@ def same_model(label, folder, gguf):
           "eval and a seeded text equal)", str(runs)[:300])
 
 
+def exported_gpt2(tmp):
+    bpe = os.path.join(ROOT, "weights", "shakespeare-bpe")
+    out = os.path.join(tmp, "bpe.gguf")
+    rc, err = tool(bpe, out)
+    check(rc == 0 and "gpt2" in err, "shakespeare-bpe exports as gpt2", err)
+    same_model("shakespeare-bpe", bpe, out)
+    folder, out = os.path.join(tmp, "bpe-q8_0"), os.path.join(tmp, "bpe-q8_0.gguf")
+    engine("quantize", "-m", bpe, "-o", folder, "--type", "q8_0")
+    rc, err = tool(folder, out)
+    check(rc == 0 and "mostly Q8_0" in err, "its quantize --type q8_0 copy exports", err)
+    same_model("shakespeare-bpe's q8_0 copy", folder, out)
+    exact = os.path.join(tmp, "bpe-gelu")
+    shutil.copytree(bpe, exact)
+    edit_config(exact, {"activation": "gelu"})
+    out = os.path.join(tmp, "bpe-gelu.gguf")
+    rc, err = tool(exact, out)
+    a, b = logits(bpe), logits(out)
+    check(rc == 0 and "warning" in err and "tanh" in err and a is not None and b is not None and (a == b).all(),
+          "a model of exact GELU exports with a warning; read back, it runs GELU's tanh form (shakespeare-bpe's "
+          "logits exactly)", err)
+
+
+def edit_config(folder, change):
+    """folder's config.json with keys changed (None: removed)."""
+    path = os.path.join(folder, "config.json")
+    with open(path) as f:
+        c = json.load(f)
+    c.update(change)
+    with open(path, "w") as f:
+        json.dump({k: v for k, v in c.items() if v is not None}, f)
+
+
 def exported(tmp):
     out = os.path.join(tmp, "sl.gguf")
     before = snapshot(MODEL)
@@ -97,12 +131,7 @@ def variant(tmp, name, change):
     """A copy of shakespeare-llama with config.json's keys changed (None: removed)."""
     folder = os.path.join(tmp, name)
     shutil.copytree(MODEL, folder)
-    path = os.path.join(folder, "config.json")
-    with open(path) as f:
-        c = json.load(f)
-    c.update(change)
-    with open(path, "w") as f:
-        json.dump({k: v for k, v in c.items() if v is not None}, f)
+    edit_config(folder, change)
     return folder
 
 
@@ -129,11 +158,15 @@ def hf_import(tmp):
 def refused(tmp):
     post = with_tensors(variant(tmp, "post", {"placement": "post"}), lambda t: t.pop("ln_f.weight"))
     gains = {f"h.{i}.attn.{m}_norm.weight": np.ones(32, np.float32) for i in range(4) for m in "qk"}
-    cases = [("a transformer-arch model", os.path.join(ROOT, "weights", "shakespeare-pre-ln"), "not exported"),
+    shipped = os.path.join(ROOT, "weights")
+    cases = [("a character vocabulary", os.path.join(shipped, "shakespeare-pre-ln"), "a character vocabulary"),
+             ("a post-LN model", os.path.join(shipped, "shakespeare-post-ln"), "placement is \"post\""),
+             ("a DyT model", os.path.join(shipped, "shakespeare-dyt"), "norm is \"dyt\""),
+             ("a recurrent model", os.path.join(shipped, "shakespeare-lstm"), "arch 'lstm'"),
              ("placement post", post, "placement is \"post\""),
              ("QK-norm", with_tensors(variant(tmp, "qk", {"qk_norm": True}), lambda t: t.update(gains)),
               "qk_norm is true"),
-             ("a Hugging Face tokenizer.json", hf_import(tmp), "Hugging Face tokenizer.json"),
+             ("a Hugging Face tokenizer.json", hf_import(tmp), "not normlab's sentencepiece"),
              ("a missing model", os.path.join(tmp, "none"), "not a model directory")]
     for label, model, word in cases:
         out = os.path.join(tmp, "refused.gguf")
@@ -150,6 +183,7 @@ def refused(tmp):
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         exported(tmp)
+        exported_gpt2(tmp)
         refused(tmp)
     return check.summary()
 
