@@ -245,6 +245,32 @@ static void eval_scores_each_character_once_with_windowed_context(void) {
     teardown(&s);
 }
 
+// llama-perplexity's chunks (NlEvalOptions.chunk N): chunk k, ids[kN, kN + N), run on its own, its targets
+// past N/2 scored (the char fixture has no bos; gguf_test checks it). Refused: N < 3 or > T, n < 2N.
+static void eval_chunks_score_each_second_half_on_its_own(void) {
+    Setup s;
+    if (setup(&s, "ln-pre-bias.json", NULL) != 0) return;
+    int ids[40];
+    random_tokens(ids, 40, s.V, 7);
+    size_t N = (size_t)s.T < 8 ? (size_t)s.T : 8, chunks = 40 / N;
+    NlEvalResult r;
+    NlError err;
+    CHECK(nl_eval(&(s.state), 1, ids, 40, &(NlEvalOptions){.stride = 1, .chunk = N, .chunk_bos = 1}, &r, &err) == 0,
+          "%s", err.msg);
+    CHECK(r.count == chunks * (N - 1 - N / 2), "chunks of %zu scored %zu targets", N, r.count);
+    double want = 0.0;
+    for (size_t k = 0; k < chunks; k++)
+        for (size_t j = N / 2 + 1; j < N; j++) want += ref_nll(&s, ids + k * N, j, ids[k * N + j]);
+    CHECK(fabs(r.nll_sum - want) <= 1e-4 * fabs(want), "chunked eval nll %.9g, reference %.9g", r.nll_sum, want);
+    for (size_t bad = 2; bad <= (size_t)s.T + 1; bad += (size_t)s.T - 1)
+        CHECK(nl_eval(&(s.state), 1, ids, 40, &(NlEvalOptions){.chunk = bad}, &r, &err) == -1 && err.code == NL_ERR_ARG,
+              "chunks of %zu refused: %s", bad, err.msg);
+    CHECK(nl_eval(&(s.state), 1, ids, 2 * N - 1, &(NlEvalOptions){.chunk = N}, &r, &err) == -1 &&
+              err.code == NL_ERR_FORMAT && strstr(err.msg, "two"),
+          "a text shorter than two chunks refused: %s", err.msg);
+    teardown(&s);
+}
+
 // nl_eval_windows (which callers size their states and profilers by) against the same policy
 // restated: the first window ends at min(T, inputs), each later one `stride` further, clipped.
 static void eval_window_count_follows_the_policy(void) {
@@ -661,6 +687,7 @@ int main(void) {
     RUN(batch_statistics_couple_the_rows_of_a_call);
     RUN(zero_run_options_keep_the_models_config);
     RUN(eval_scores_each_character_once_with_windowed_context);
+    RUN(eval_chunks_score_each_second_half_on_its_own);
     RUN(eval_window_count_follows_the_policy);
     RUN(generation_matches_reference_past_the_window);
     RUN(batch_of_16_matches_each_sequence_alone);
