@@ -181,39 +181,47 @@ def _k_scale_min(scales):
     return sc.astype(np.float32), m.astype(np.float32)
 
 
-def dequantize_ggml(raw, kind, shape):
-    """A GGML_BLOCKS tensor's bytes -> float32 (rows, cols). Q4_1 weight = q d + m, Q5_0 (q - 16) d, Q5_1
-    q d + m (q 4 bits, Q5's plus a fifth); Q2_K (d sc) q - (dmin m) over sub-blocks of 16, Q3_K (d (sc - 32))
-    (q - 4 unless its high bit is set); Q4_K and Q5_K (d sc) q - (dmin m) over sub-blocks of 32, q a
-    nibble (plus 16 where Q5_K's fifth bit is set); Q6_K (d sc) (q - 32), q 4 low bits and 2 high."""
-    rows, cols = shape
-    weights, nbytes, _ = GGML_BLOCKS[kind]
-    b = np.frombuffer(bytes(raw), dtype=np.uint8).reshape(rows * cols // weights, nbytes)
-    small = {"Q4_1": _q4_1, "Q5_0": _q5_0, "Q5_1": _q5_1, "Q2_K": _q2_k, "Q3_K": _q3_k}
-    if kind in small:
-        return small[kind](b).reshape(rows, cols)
-    f32 = F32
-    if kind == "Q6_K":
-        ql, qh, sc = b[:, :128].astype(np.int32), b[:, 128:192].astype(np.int32), b[:, 192:208].view(np.int8)
-        d = b[:, 208:210].copy().view("<f2").astype(f32)  # (n, 1)
-        out = np.empty((len(b), 256), f32)
-        for half in range(2):
-            lo, hi, s = ql[:, 64 * half:64 * half + 64], qh[:, 32 * half:32 * half + 32], sc[:, 8 * half:8 * half + 8]
-            q = [(lo[:, :32] & 0xF) | ((hi >> 0) & 3) << 4, (lo[:, 32:] & 0xF) | ((hi >> 2) & 3) << 4,
-                 (lo[:, :32] >> 4) | ((hi >> 4) & 3) << 4, (lo[:, 32:] >> 4) | ((hi >> 6) & 3) << 4]
-            for k in range(4):
-                scale = np.repeat(s[:, [2 * k, 2 * k + 1]].astype(f32), 16, axis=1)  # is = l / 16
-                out[:, 128 * half + 32 * k:128 * half + 32 * k + 32] = (d * scale) * (q[k] - 32).astype(f32)
-        return out.reshape(rows, cols)
-    d, dmin = (b[:, o:o + 2].copy().view("<f2").astype(f32) for o in (0, 2))
+def _q6_k(b):
+    """Q6_K: two halves of 128, weight (d sc) (q - 32), q 4 low bits and 2 high."""
+    ql, qh, sc = b[:, :128].astype(np.int32), b[:, 128:192].astype(np.int32), b[:, 192:208].view(np.int8)
+    d = _f16(b, 208)
+    out = np.empty((len(b), 256), F32)
+    for half in range(2):
+        lo, hi, s = ql[:, 64 * half:64 * half + 64], qh[:, 32 * half:32 * half + 32], sc[:, 8 * half:8 * half + 8]
+        q = [(lo[:, :32] & 0xF) | ((hi >> 0) & 3) << 4, (lo[:, 32:] & 0xF) | ((hi >> 2) & 3) << 4,
+             (lo[:, :32] >> 4) | ((hi >> 4) & 3) << 4, (lo[:, 32:] >> 4) | ((hi >> 6) & 3) << 4]
+        for k in range(4):
+            scale = np.repeat(s[:, [2 * k, 2 * k + 1]].astype(F32), 16, axis=1)  # is = l / 16
+            out[:, 128 * half + 32 * k:128 * half + 32 * k + 32] = (d * scale) * (q[k] - 32).astype(F32)
+    return out
+
+
+def _q45_k(b, fifth):
+    """Q4_K and Q5_K (fifth: its fifth bits): 8 sub-blocks of 32, weight (d sc) q - (dmin m), q a
+    nibble, plus 16 where Q5_K's fifth bit is set."""
+    d, dmin = _f16(b, 0), _f16(b, 2)
     sc, m = _k_scale_min(b[:, 4:16])
-    qs = b[:, 48:176] if kind == "Q5_K" else b[:, 16:144]
-    out = np.empty((len(b), 256), f32)
+    qs = b[:, 48:176] if fifth else b[:, 16:144]
+    out = np.empty((len(b), 256), F32)
     for j in range(4):
         for h in range(2):
             q = (qs[:, 32 * j:32 * j + 32] >> 4 if h else qs[:, 32 * j:32 * j + 32] & 0xF).astype(np.int32)
-            if kind == "Q5_K":
+            if fifth:
                 q = q + ((b[:, 16:48] >> (2 * j + h)) & 1).astype(np.int32) * 16
             dh, mh = d * sc[:, 2 * j + h:2 * j + h + 1], dmin * m[:, 2 * j + h:2 * j + h + 1]
-            out[:, 64 * j + 32 * h:64 * j + 32 * h + 32] = dh * q.astype(f32) - mh
-    return out.reshape(rows, cols)
+            out[:, 64 * j + 32 * h:64 * j + 32 * h + 32] = dh * q.astype(F32) - mh
+    return out
+
+
+WIDEN = {"Q4_1": _q4_1, "Q5_0": _q5_0, "Q5_1": _q5_1, "Q2_K": _q2_k, "Q3_K": _q3_k,
+         "Q4_K": lambda b: _q45_k(b, False), "Q5_K": lambda b: _q45_k(b, True), "Q6_K": _q6_k}
+
+
+def dequantize_ggml(raw, kind, shape):
+    """A GGML_BLOCKS tensor's bytes -> float32 (rows, cols). Q4_1 weight = q d + m, Q5_0 (q - 16) d, Q5_1
+    q d + m (q 4 bits, Q5's plus a fifth); Q2_K (d sc) q - (dmin m) over sub-blocks of 16, Q3_K (d (sc - 32))
+    (q - 4 unless its high bit is set); Q4_K, Q5_K and Q6_K as their functions above."""
+    rows, cols = shape
+    weights, nbytes, _ = GGML_BLOCKS[kind]
+    b = np.frombuffer(bytes(raw), dtype=np.uint8).reshape(rows * cols // weights, nbytes)
+    return WIDEN[kind](b).reshape(rows, cols)
