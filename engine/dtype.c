@@ -328,9 +328,6 @@ static const struct {
     [NL_GQ_Q5_K] = {256, 176, q5_k}, [NL_GQ_Q6_K] = {256, 210, q6_k},
 };
 
-size_t nl_ggml_block_weights(NlGgmlBlock type) { return GGML_BLOCKS[type].weights; }
-size_t nl_ggml_block_bytes(NlGgmlBlock type) { return GGML_BLOCKS[type].bytes; }
-
 void nl_ggml_block_to_f32(float *dst, const void *src, size_t n, NlGgmlBlock type) {
     const unsigned char *b = src;
     size_t weights = GGML_BLOCKS[type].weights;

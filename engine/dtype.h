@@ -53,8 +53,6 @@ typedef enum {
     NL_GQ_Q5_K,
     NL_GQ_Q6_K
 } NlGgmlBlock;
-size_t nl_ggml_block_weights(NlGgmlBlock type);
-size_t nl_ggml_block_bytes(NlGgmlBlock type);
 void nl_ggml_block_to_f32(float *dst, const void *src, size_t n, NlGgmlBlock type);
 // The index of the first weight of rows x cols stored as type whose value is not finite (an F16 or
 // BF16 weight, or a block's scale: its first weight's index), or SIZE_MAX when all are finite.
