@@ -209,6 +209,7 @@ static int eval_recurrent(NlState *s, const int *ids, size_t n, const NlEvalOpti
         return -1;
     }
     out->count = N;
+    out->bytes = nl_tokenizer_text_bytes(nl_model_tokenizer(nl_state_model(s)), ids, n, 1);  // all but the first
     out->seconds = nl_clock_seconds() - t0;
     if (progress) progress(N, N, out->seconds, ctx);
     return 0;
@@ -233,20 +234,6 @@ int nl_eval(NlState *const *states, size_t n_states, const int *ids, size_t n, c
     return nl_eval_calls(states, n_states, ids, n, opts, NULL, NULL, out, err);
 }
 
-static int eval_run(NlState *const *states, size_t n_states, const int *ids, size_t n, const NlEvalOptions *opts,
-                    NlEvalCallFn call_done, void *call_ctx, NlEvalResult *out, NlError *err);
-
-int nl_eval_calls(NlState *const *states, size_t n_states, const int *ids, size_t n, const NlEvalOptions *opts,
-                  NlEvalCallFn call_done, void *call_ctx, NlEvalResult *out, NlError *err) {
-    if (eval_run(states, n_states, ids, n, opts, call_done, call_ctx, out, err) != 0) return -1;
-    const NlTokenizer *tok = nl_model_tokenizer(nl_state_model(states[0]));
-    size_t N = opts ? opts->chunk : 0;
-    if (!N) out->bytes = nl_tokenizer_text_bytes(tok, ids, n, 1);  // the scored: all but the first
-    for (size_t at = 0; N && at + N <= n; at += N)  // a chunk's scored: its targets past its first half
-        out->bytes += nl_tokenizer_text_bytes(tok, ids, at + N, at + N / 2 + 1);
-    return 0;
-}
-
 // llama-perplexity's chunks of N over n ids: N within the context T, and two of them at least.
 static int check_chunks(size_t N, size_t n, size_t T, NlError *err) {
     if (N < 3 || N > T) return nl_error(err, NL_ERR_ARG, "chunks of %zu: give 3 to %zu (the context)", N, T);
@@ -256,8 +243,8 @@ static int check_chunks(size_t N, size_t n, size_t T, NlError *err) {
     return 0;
 }
 
-static int eval_run(NlState *const *states, size_t n_states, const int *ids, size_t n, const NlEvalOptions *opts,
-                    NlEvalCallFn call_done, void *call_ctx, NlEvalResult *out, NlError *err) {
+int nl_eval_calls(NlState *const *states, size_t n_states, const int *ids, size_t n, const NlEvalOptions *opts,
+                  NlEvalCallFn call_done, void *call_ctx, NlEvalResult *out, NlError *err) {
     static const NlEvalOptions NONE = {0};
     const NlConfig *c = nl_state_config(states[0]);
     if (!opts) opts = &NONE;
@@ -323,6 +310,11 @@ static int eval_run(NlState *const *states, size_t n_states, const int *ids, siz
         }
         out->nll_sum += j.group_nll[g];
         out->nll_sq_sum += j.group_sq[g];
+    }
+    const NlTokenizer *tok = nl_model_tokenizer(nl_state_model(states[0]));
+    for (size_t w = 0; w < j.n_windows && rc == 0; w++) {  // the bytes of the targets each window scored
+        Window win = window_at(&j, w);
+        out->bytes += nl_tokenizer_text_bytes(tok, ids + win.begin, win.end - win.begin + 1, 1);
     }
     if (rc == 0) {
         out->count = j.n_scored;
