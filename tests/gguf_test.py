@@ -243,6 +243,8 @@ def perplexity_chunks(tmp, good):
         f.write(open(TEXT).read()[:100])
     for label, model, path, args, word in (
             ("--chunk with --stride", good, text, ("--chunk", "32", "--stride", "8"), "not with --stride"),
+            ("--chunk with --lens", good, text, ("--chunk", "32", "--lens"), "not with --lens"),
+            ("--chunk with --kl-base", good, text, ("--chunk", "32", "--kl-base", short + ".kl"), "not with --kl-base"),
             ("--chunk past the context", good, text, ("--chunk", "65"), "larger than the model's context"),
             ("--chunk 2", good, text, ("--chunk", "2"), "[3, 65536]"),
             ("a text shorter than 2 chunks", good, short, ("--chunk", "64"), "chunks of 64 need 128 (two"),

@@ -64,20 +64,6 @@ static int check_eval_options(const Options *o, int windowless) {
                         : windowless && o->chunk     ? "--chunk applies to transformers' windows"
                         : !windowless && o->segments ? "--segments applies to recurrent (lstm, gru) models"
                                                      : NULL;
-    const char *chunked = !o->chunk      ? NULL
-                          : o->stride    ? "--stride"
-                          : o->lens      ? "--lens"
-                          : o->attention ? "--attention"
-                          : o->kl        ? "--kl"
-                          : o->kl_base   ? "--kl-base"
-                                         : NULL;
-    if (!wrong && chunked) {
-        msg_usage(o->cmd,
-                  "--chunk scores each chunk's second half from its own start: not with %s, whose windows "
-                  "score every position",
-                  chunked);
-        return EXIT_USAGE;
-    }
     if (!wrong) return 0;
     msg_usage(o->cmd, "%s; %s", wrong,
               windowless ? "a recurrent model scores the text through one unbroken state (or --segments N)"
@@ -524,8 +510,20 @@ const OptSpec EVAL_OPTIONS[] = {
     OPT_END,
 };
 
+// --chunk scores half of each chunk: not with the options whose windows score every position.
+#define NOT_WITH_CHUNK(b, name)                                                          \
+    {                                                                                    \
+        REL_CONFLICTS, GIVEN_LONG(chunk), b,                                             \
+            "--chunk scores each chunk's second half from its own start: not with " name \
+            ", whose windows score every position"                                       \
+    }
 const OptRelation EVAL_RELATIONS[] = {
     QUANTIZE_ONLY(quantize),
+    NOT_WITH_CHUNK(GIVEN_LONG(stride), "--stride"),
+    NOT_WITH_CHUNK(GIVEN_INT(lens), "--lens"),
+    NOT_WITH_CHUNK(GIVEN_INT(attention), "--attention"),
+    NOT_WITH_CHUNK(GIVEN_TEXT(kl), "--kl"),
+    NOT_WITH_CHUNK(GIVEN_TEXT(kl_base), "--kl-base"),
     COUNTERS_NEED_PROFILE,
     REQUIRES(GIVEN_INT(lens_scale), GIVEN_INT(lens), "--lens-scale is how --lens reads a layer: give --lens too"),
     CONFLICTS(GIVEN_INT(lens), GIVEN_INT(batch), "--lens runs one window a call, on one thread's state: not --batch"),

@@ -452,6 +452,7 @@ static int holds(const Options *o, const OptWhen *w) {
         text = *(const char *const *)(base + w->field);
         return text && (!w->text || strcmp(text, w->text) == 0);
     case WHEN_ABOVE: return *(const int *)(base + w->field) > w->bound;
+    case WHEN_LONG_ABOVE: return *(const long *)(base + w->field) > w->bound;
     case WHEN_BELOW: return *(const long *)(base + w->field) < w->bound;
     }
     return 0;

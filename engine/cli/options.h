@@ -64,6 +64,7 @@ extern const OptSpec GENERATE_OPTIONS[], EVAL_OPTIONS[], INFO_OPTIONS[], LIST_OP
 typedef enum {
     WHEN_TEXT,  // a const char * that is set (and with .text, equal to it: "-f -")
     WHEN_ABOVE,  // an int above .bound (0: set; 1: --samples 2 and up)
+    WHEN_LONG_ABOVE,  // a long above .bound (0: set: --stride, --chunk)
     WHEN_BELOW  // a long below .bound (-n -1)
 } OptWhenKind;
 typedef struct {
@@ -78,6 +79,8 @@ typedef struct {
     { WHEN_TEXT, offsetof(Options, f), 0, t }
 #define GIVEN_INT(f) \
     { WHEN_ABOVE, offsetof(Options, f), 0, NULL }
+#define GIVEN_LONG(f) \
+    { WHEN_LONG_ABOVE, offsetof(Options, f), 0, NULL }
 #define GIVEN_ABOVE(f, n) \
     { WHEN_ABOVE, offsetof(Options, f), n, NULL }
 #define GIVEN_BELOW(f, n) \
