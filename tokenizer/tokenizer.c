@@ -133,6 +133,7 @@ int nl_tokenizer_pad(NlTokenizer *tok, int n, NlError *err) {
 int nl_tokenizer_eot(const NlTokenizer *tok) { return tok->bpe ? nl_bpe_eot(tok->bpe) : -1; }
 
 const char *nl_tokenizer_bytes(const NlTokenizer *tok, int id, size_t *len) {
+    if (tok->bpe && id == tok->bpe_bos) return *len = 0, "";  // (as sentencepiece's bos: no text)
     if (tok->bpe) return (const char *)nl_bpe_bytes(tok->bpe, id, len);
     if (tok->spm) return (const char *)nl_spm_bytes(tok->spm, id, len);
     *len = strlen(tok->pieces[id]);

@@ -154,8 +154,6 @@ int prompt_ids(const Options *o, const NlModel *model, const char *default_promp
 // sentencepiece's decoder drops it.
 const char *text_piece(const NlTokenizer *tok, int id, int *at_start, size_t *len) {
     const char *p = nl_tokenizer_bytes(tok, id, len);
-    NlTokenizerInfo info = nl_tokenizer_info(tok);
-    if (info.kind == NL_TOKENIZER_BPE && id == info.bos) *len = 0;  // (a BPE's bos, as sentencepiece's: no text)
     size_t skip = *at_start && *len && p[0] == ' ';
     *at_start &= *len == 0;
     *len -= skip;

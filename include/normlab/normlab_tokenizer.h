@@ -89,7 +89,8 @@ int nl_tokenizer_encode(const NlTokenizer *tok, const char *text, size_t len, in
                         size_t *n_skipped, NlError *err);
 
 // The bytes of token id (0 <= id < size), *len of them: a BPE token may end inside a UTF-8
-// character, or hold any byte, NUL included. They are followed by a NUL. sentencepiece: "▁" is a
+// character, or hold any byte, NUL included; its bos (a GGUF's, NlTokenizerInfo.bos) has none, as
+// sentencepiece's. They are followed by a NUL. sentencepiece: "▁" is a
 // space, <0xXX> its one byte, a control piece (<s>, </s>) no bytes, <unk> " ⁇ " (sentencepiece's);
 // the leading space of a text's first token is the dummy prefix's (NlTokenizerInfo.dummy_prefix).
 const char *nl_tokenizer_bytes(const NlTokenizer *tok, int id, size_t *len);
