@@ -35,15 +35,17 @@ int nl_gguf_is_file(const char *path) {
 
 // ---- the architectures
 
+// How a tensor's one part holds q, k and v: not at all; per head q, k, v (GPT-NeoX's query_key_value,
+// re-laid as all q, all k, all v); or as all q, all k, all v already (phi2's older attn_qkv).
+enum { QKV_NONE, QKV_PER_HEAD, QKV_FUSED };
+
 // One of normlab's tensors of a layer: its name, the GGUF tensors (blk.N. less) it is made of, rows
 // joined, and how many of those parts lead with q's and k's rows (or gains), which a file in HF's
 // rotate_half order (llama.cpp's NEOX RoPE) needs re-paired into Meta's interleaved pairs.
 typedef struct {
     const char *ours, *parts[3];
     int rope_parts;
-    // 1: one part whose rows run per head as q, k, v (GPT-NeoX's query_key_value); 2: one part of all q
-    // rows, all k, all v (phi2's older attn_qkv)
-    int per_head_qkv;
+    int qkv;  // QKV_*
     int optional;  // absent: left out (the head tied to token_embd)
 } LayerRow;
 
@@ -133,19 +135,30 @@ static const LayerRow PHI2_ROWS[] = {
 };
 static const LayerRow PHI2_QKV_ROWS[] = {
     // phi2 as llama.cpp's older converter wrote it: q, k and v as one attn_qkv (all q rows, all k, all v)
-    {"ln_1.weight", {"attn_norm.weight"}, 0, 0, 0},          {"ln_1.bias", {"attn_norm.bias"}, 0, 0, 0},
-    {"attn.c_attn.weight", {"attn_qkv.weight"}, 1, 2, 0},    {"attn.c_attn.bias", {"attn_qkv.bias"}, 1, 2, 0},
-    {"attn.c_proj.weight", {"attn_output.weight"}, 0, 0, 0}, {"attn.c_proj.bias", {"attn_output.bias"}, 0, 0, 0},
-    {"mlp.c_fc.weight", {"ffn_up.weight"}, 0, 0, 0},         {"mlp.c_fc.bias", {"ffn_up.bias"}, 0, 0, 0},
-    {"mlp.c_proj.weight", {"ffn_down.weight"}, 0, 0, 0},     {"mlp.c_proj.bias", {"ffn_down.bias"}, 0, 0, 0},
+    {"ln_1.weight", {"attn_norm.weight"}, 0, 0, 0},
+    {"ln_1.bias", {"attn_norm.bias"}, 0, 0, 0},
+    {"attn.c_attn.weight", {"attn_qkv.weight"}, 1, QKV_FUSED, 0},
+    {"attn.c_attn.bias", {"attn_qkv.bias"}, 1, QKV_FUSED, 0},
+    {"attn.c_proj.weight", {"attn_output.weight"}, 0, 0, 0},
+    {"attn.c_proj.bias", {"attn_output.bias"}, 0, 0, 0},
+    {"mlp.c_fc.weight", {"ffn_up.weight"}, 0, 0, 0},
+    {"mlp.c_fc.bias", {"ffn_up.bias"}, 0, 0, 0},
+    {"mlp.c_proj.weight", {"ffn_down.weight"}, 0, 0, 0},
+    {"mlp.c_proj.bias", {"ffn_down.bias"}, 0, 0, 0},
 };
 static const LayerRow GPTNEOX_ROWS[] = {
-    {"ln_1.weight", {"attn_norm.weight"}, 0, 0, 0},          {"ln_1.bias", {"attn_norm.bias"}, 0, 0, 0},
-    {"attn.c_attn.weight", {"attn_qkv.weight"}, 1, 1, 0},    {"attn.c_attn.bias", {"attn_qkv.bias"}, 1, 1, 0},
-    {"attn.c_proj.weight", {"attn_output.weight"}, 0, 0, 0}, {"attn.c_proj.bias", {"attn_output.bias"}, 0, 0, 0},
-    {"ln_2.weight", {"ffn_norm.weight"}, 0, 0, 0},           {"ln_2.bias", {"ffn_norm.bias"}, 0, 0, 0},
-    {"mlp.c_fc.weight", {"ffn_up.weight"}, 0, 0, 0},         {"mlp.c_fc.bias", {"ffn_up.bias"}, 0, 0, 0},
-    {"mlp.c_proj.weight", {"ffn_down.weight"}, 0, 0, 0},     {"mlp.c_proj.bias", {"ffn_down.bias"}, 0, 0, 0},
+    {"ln_1.weight", {"attn_norm.weight"}, 0, 0, 0},
+    {"ln_1.bias", {"attn_norm.bias"}, 0, 0, 0},
+    {"attn.c_attn.weight", {"attn_qkv.weight"}, 1, QKV_PER_HEAD, 0},
+    {"attn.c_attn.bias", {"attn_qkv.bias"}, 1, QKV_PER_HEAD, 0},
+    {"attn.c_proj.weight", {"attn_output.weight"}, 0, 0, 0},
+    {"attn.c_proj.bias", {"attn_output.bias"}, 0, 0, 0},
+    {"ln_2.weight", {"ffn_norm.weight"}, 0, 0, 0},
+    {"ln_2.bias", {"ffn_norm.bias"}, 0, 0, 0},
+    {"mlp.c_fc.weight", {"ffn_up.weight"}, 0, 0, 0},
+    {"mlp.c_fc.bias", {"ffn_up.bias"}, 0, 0, 0},
+    {"mlp.c_proj.weight", {"ffn_down.weight"}, 0, 0, 0},
+    {"mlp.c_proj.bias", {"ffn_down.bias"}, 0, 0, 0},
 };
 static const LayerRow GPT2_TOP_ROWS[] = {
     {"wte.weight", {"token_embd.weight"}, 0, 0, 0},   {"wpe.weight", {"position_embd.weight"}, 0, 0, 0},
@@ -350,7 +363,7 @@ typedef struct {
     char ours[96], parts[3][64];
     size_t n_parts;
     int rope_parts;  // the leading parts re-paired (none unless the file is in rotate_half order)
-    int per_head_qkv;  // 1: one part of rows per head q, k, v, re-laid as all q, all k, all v; 2: laid so
+    int qkv;  // QKV_*: a part of q, k and v rows, v's last once laid out
     size_t copy;  // the bytes it takes in the owned buffer (0: read in place)
     int widen;  // a part is of a type normlab widens (dtype.h's NlGgmlBlock): all widened to float32 as copied
 } Plan;
@@ -392,7 +405,7 @@ static int make_tensor(Tensors *ts, StTensor *t, Plan *p) {
                             p->parts[k], p->parts[0]);
         size_t n = part[k]->n_dims == 2 ? (size_t)part[k]->ne[1] : (size_t)part[k]->ne[0];
         if (k < (size_t)p->rope_parts &&
-            (ts->head < 2 || n % (ts->head * (p->per_head_qkv == 1 ? 3 : 1)) || (p->per_head_qkv && n <= ts->v_rows)))
+            (ts->head < 2 || n % (ts->head * (p->qkv == QKV_PER_HEAD ? 3 : 1)) || (p->qkv && n <= ts->v_rows)))
             return nl_error(ts->err, NL_ERR_FORMAT, "%s: tensor %s: its %zu rows are not whole heads of %zu", ts->what,
                             p->parts[k], n, ts->head);
         rows += n;
@@ -402,7 +415,7 @@ static int make_tensor(Tensors *ts, StTensor *t, Plan *p) {
     t->shape[0] = rows;  // (a vector's: its values, joined)
     t->shape[1] = t->ndim == 2 ? (size_t)part[0]->ne[0] : 0;
     for (size_t k = 0; k < p->n_parts; k++) t->nbytes += p->widen ? 4 * elements(part[k]) : part[k]->nbytes;
-    p->copy = p->n_parts > 1 || p->rope_parts || p->per_head_qkv || p->widen || (uintptr_t)t->data % 4 ? t->nbytes : 0;
+    p->copy = p->n_parts > 1 || p->rope_parts || p->qkv || p->widen || (uintptr_t)t->data % 4 ? t->nbytes : 0;
     if (!(t->name = malloc(strlen(p->ours) + 1))) return nl_error(ts->err, NL_ERR_NOMEM, "%s: out of memory", ts->what);
     strcpy(t->name, p->ours);
     return 0;
@@ -457,9 +470,9 @@ static int join(Tensors *ts, StFile *st, void **owned, const Plan *plans, size_t
             size_t n = p->n_dims == 2 ? (size_t)p->ne[1] : (size_t)p->ne[0], bytes = p->nbytes;
             if (plans[i].widen) bytes = widen(at, p);
             else memcpy(at, p->data, bytes);
-            if (plans[i].per_head_qkv == 1) split_qkv(at, n, bytes / n, ts->head, tmp);
+            if (plans[i].qkv == QKV_PER_HEAD) split_qkv(at, n, bytes / n, ts->head, tmp);
             if (k < (size_t)plans[i].rope_parts)  // (of all q, k, v rows: those before v's)
-                pair_rows(at, plans[i].per_head_qkv ? n - ts->v_rows : n, bytes / n, ts->head, ts->rot, tmp);
+                pair_rows(at, plans[i].qkv ? n - ts->v_rows : n, bytes / n, ts->head, ts->rot, tmp);
             at += bytes;
         }
         st->tensors[i].data = start;
@@ -474,7 +487,7 @@ static void plan_of(const Tensors *ts, size_t j, Plan *p, int *optional) {
     int top = j < ts->n_top;
     const LayerRow *row = top ? &ts->top[j] : &ts->rows[(j - ts->n_top) % ts->n_rows];
     size_t layer = top ? 0 : (j - ts->n_top) / ts->n_rows;
-    *p = (Plan){.rope_parts = ts->neox ? row->rope_parts : 0, .per_head_qkv = row->per_head_qkv};
+    *p = (Plan){.rope_parts = ts->neox ? row->rope_parts : 0, .qkv = row->qkv};
     *optional = row->optional;
     if (top) snprintf(p->ours, sizeof p->ours, "%s", row->ours);
     else snprintf(p->ours, sizeof p->ours, "h.%zu.%s", layer, row->ours);
