@@ -80,7 +80,7 @@ static int read_bpe(NlTokenizer **tok, const GgufMeta *m, const GgufKv *tokens, 
     if (rc == 0)
         rc = nl_bpe_build(&bpe, vocab, list, &kind, m->what, m->err) != 0 ? -1
                                                                           : nl_tokenizer_create_bpe(tok, bpe, m->err);
-    if (rc == 0 && nl_tokenizer_set_bos(*tok, add_bos ? (int)bos : -1, add_bos, m->err) != 0) {  // (only one it adds)
+    if (rc == 0 && nl_tokenizer_set_bos(*tok, add_bos ? (int)bos : -1, m->err) != 0) {  // (only one it adds)
         nl_tokenizer_free(*tok);
         *tok = NULL;
         rc = -1;

@@ -20,7 +20,7 @@ struct NlTokenizer {
     NlTokenizerKind kind;
     NlBpe *bpe;  // the BPE kind's
     NlSpm *spm;  // the sentencepiece kind's; the rest is the character kind's
-    int bpe_bos, bpe_add_bos;  // the BPE kind's bos (-1: none) and whether a sequence starts with it
+    int bpe_bos;  // the bos the BPE kind puts first (a GGUF's add_bos), or -1
     int n;
     char (*pieces)[5];  // (n) NUL-terminated UTF-8, at most 4 bytes each
     CodeEntry *by_cp;  // (n) sorted by code point
@@ -93,12 +93,11 @@ int nl_tokenizer_create_bpe(NlTokenizer **out, NlBpe *bpe, NlError *err) {
                        err);
 }
 
-int nl_tokenizer_set_bos(NlTokenizer *tok, int bos, int add_bos, NlError *err) {
+int nl_tokenizer_set_bos(NlTokenizer *tok, int bos, NlError *err) {
     if (!tok->bpe) return nl_error(err, NL_ERR_FORMAT, "only a byte-level BPE's bos is set after it is made");
-    if (bos < -1 || bos >= tok->n || (add_bos && bos < 0))
-        return nl_error(err, NL_ERR_FORMAT, "bos %d is not a token of the %d (and add_bos needs one)", bos, tok->n);
+    if (bos < -1 || bos >= tok->n)
+        return nl_error(err, NL_ERR_FORMAT, "bos %d is not one of the %d tokens", bos, tok->n);
     tok->bpe_bos = bos;
-    tok->bpe_add_bos = add_bos;
     return 0;
 }
 
@@ -119,7 +118,7 @@ int nl_tokenizer_size(const NlTokenizer *tok) { return tok->n; }
 NlTokenizerInfo nl_tokenizer_info(const NlTokenizer *tok) {
     NlTokenizerInfo info = {.kind = tok->kind, .bos = -1, .eos = -1};
     if (tok->spm) nl_spm_info(tok->spm, &info);
-    if (tok->bpe) info.padding = nl_bpe_padding(tok->bpe), info.bos = tok->bpe_bos, info.add_bos = tok->bpe_add_bos;
+    if (tok->bpe) info.padding = nl_bpe_padding(tok->bpe), info.bos = tok->bpe_bos, info.add_bos = tok->bpe_bos >= 0;
     return info;
 }
 
@@ -181,7 +180,7 @@ int nl_tokenizer_encode(const NlTokenizer *tok, const char *text, size_t len, in
     int skip_unknown = flags & NL_ENCODE_SKIP_UNKNOWN;
     *n_skipped = 0;
     if (tok->bpe) {
-        int bos = (flags & NL_ENCODE_BOS) && tok->bpe_add_bos;
+        int bos = (flags & NL_ENCODE_BOS) && tok->bpe_bos >= 0;
         if (bos) ids[0] = tok->bpe_bos;
         if (nl_bpe_encode(tok->bpe, text, len, flags & NL_ENCODE_SPECIAL, ids + bos, n_ids, err) != 0) return -1;
         *n_ids += (size_t)bos;

@@ -18,9 +18,9 @@ int nl_tokenizer_pad(NlTokenizer *tok, int n, NlError *err);
 
 // A byte-level BPE tokenizer; it owns bpe from here on, even on failure.
 int nl_tokenizer_create_bpe(NlTokenizer **out, NlBpe *bpe, NlError *err);
-// A byte-level BPE tokenizer's bos (one of its ids, -1: none) and add_bos (1: NL_ENCODE_BOS puts it
-// first, as a GGUF's tokenizer.ggml.add_bos_token says: Llama 3's); it has none until set.
-int nl_tokenizer_set_bos(NlTokenizer *tok, int bos, int add_bos, NlError *err);
+// The bos a byte-level BPE tokenizer puts first with NL_ENCODE_BOS (one of its ids, -1: none), where
+// a GGUF's tokenizer.ggml.add_bos_token asks for one (Llama 3's); it has none until set.
+int nl_tokenizer_set_bos(NlTokenizer *tok, int bos, NlError *err);
 
 typedef struct NlSpm NlSpm;
 
