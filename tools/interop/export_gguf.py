@@ -143,12 +143,11 @@ def as_f32(entry):
 
 def llama_tensors(c, raw):
     """GGUF name -> (type, shape, bytes) of a llama's tensors raw (normlab's name -> (type, shape, bytes))."""
-    H, KVH, D, F, L = c["n_head"], c.get("n_kv_head", c["n_head"]), c["n_embd"], c["n_inner"], c["n_layer"]
-    Dh = c.get("head_dim", D // H)
+    H, KVH, F, Dh = c["n_head"], c.get("n_kv_head", c["n_head"]), c["n_inner"], nlformat.head_width(c)
     out = {"token_embd.weight": raw.pop("wte.weight"), "output_norm.weight": as_f32(raw.pop("ln_f.weight"))}
     if "lm_head.weight" in raw:
         out["output.weight"] = raw.pop("lm_head.weight")
-    for i in range(L):
+    for i in range(c["n_layer"]):
         h, b = f"h.{i}.", f"blk.{i}."
         q, k, v = split_rows(raw.pop(h + "attn.c_attn.weight"), (H * Dh, KVH * Dh, KVH * Dh))
         gate, up = split_rows(raw.pop(h + "mlp.c_fc.weight"), (F, F))
@@ -163,8 +162,8 @@ def llama_tensors(c, raw):
 def gpt2_tensors(c, raw):
     """As llama_tensors, for GPT-2's layout: c_attn whole as attn_qkv, every linear biased, a tied head
     written out (llama.cpp's converter writes output.weight)."""
-    wte = raw["wte.weight"]
-    out = {"token_embd.weight": raw.pop("wte.weight"), "position_embd.weight": raw.pop("wpe.weight"),
+    wte = raw.pop("wte.weight")
+    out = {"token_embd.weight": wte, "position_embd.weight": raw.pop("wpe.weight"),
            "output.weight": raw.pop("lm_head.weight", wte)}
     names = [("ln_f", "output_norm")] + [(f"h.{i}.{ours}", f"blk.{i}.{theirs}") for i in range(c["n_layer"])
                                          for ours, theirs in (("ln_1", "attn_norm"), ("attn.c_attn", "attn_qkv"),
@@ -178,8 +177,7 @@ def gpt2_tensors(c, raw):
 
 
 def llama_keys(c):
-    H, D = c["n_head"], c["n_embd"]
-    Dh = c.get("head_dim", D // H)
+    H, D, Dh = c["n_head"], c["n_embd"], nlformat.head_width(c)
     keys = {"llama.vocab_size": c["vocab_size"], "llama.context_length": c["block_size"], "llama.embedding_length": D,
             "llama.block_count": c["n_layer"], "llama.feed_forward_length": c["n_inner"],
             "llama.rope.dimension_count": Dh, "llama.rope.freq_base": float(c.get("rope_theta", 10000.0)),
